@@ -1,0 +1,6 @@
+#ifndef RECD_CFLAC_SHIM_H
+#define RECD_CFLAC_SHIM_H
+#include <FLAC/stream_encoder.h>
+#include <FLAC/stream_decoder.h>
+#include <FLAC/metadata.h>
+#endif
