@@ -23,7 +23,9 @@ let package = Package(
         // Wire types and JSON-lines coding shared by recd and recctl.
         .target(name: "ControlProtocol", dependencies: ["SessionPolicy"]),
         // Config (libinih), sockets with peer credentials, atomic files, logging, sd_notify.
-        .target(name: "SystemSupport", dependencies: ["SessionPolicy", "CInih", "CSystemd"]),
+        .target(name: "SystemSupport", dependencies: ["CInih", "CSystemd"]),
+        // The JACK client and the real-time graph (Sources/AudioEngine/RealTime holds the process path).
+        .target(name: "AudioEngine", dependencies: ["CJack"]),
         // The daemon's control loop: requests → policy → effects, persistence, events.
         .target(name: "Daemon", dependencies: ["SessionPolicy", "ControlProtocol", "SystemSupport"]),
         // recctl's argument parsing and output formatting.
@@ -35,6 +37,7 @@ let package = Package(
         .testTarget(name: "SessionPolicyTests", dependencies: ["SessionPolicy"]),
         .testTarget(name: "ControlProtocolTests", dependencies: ["ControlProtocol"]),
         .testTarget(name: "SystemSupportTests", dependencies: ["SystemSupport"]),
+        .testTarget(name: "AudioEngineTests", dependencies: ["AudioEngine"]),
         .testTarget(name: "EndToEndTests", dependencies: ["ControlProtocol"]),
     ]
 )
