@@ -23,7 +23,7 @@ let package = Package(
         // Wire types and JSON-lines coding shared by recd and recctl.
         .target(name: "ControlProtocol", dependencies: ["SessionPolicy"]),
         // Config (libinih), sockets with peer credentials, atomic files, logging, sd_notify.
-        .target(name: "SystemSupport", dependencies: ["CInih", "CSystemd"]),
+        .target(name: "SystemSupport", dependencies: ["SessionPolicy", "CInih", "CSystemd"]),
         // The JACK client and the real-time graph (Sources/AudioEngine/RealTime holds the process path).
         .target(name: "AudioEngine", dependencies: ["CJack"]),
         // The daemon's control loop: requests → policy → effects, persistence, events.
