@@ -25,7 +25,7 @@ let package = Package(
         // Config (libinih), sockets with peer credentials, atomic files, logging, sd_notify.
         .target(name: "SystemSupport", dependencies: ["SessionPolicy", "CInih", "CSystemd"]),
         // The JACK client and the real-time graph (Sources/AudioEngine/RealTime holds the process path).
-        .target(name: "AudioEngine", dependencies: ["CJack"]),
+        .target(name: "AudioEngine", dependencies: ["CJack", "SessionPolicy"]),
         // The daemon's control loop: requests → policy → effects, persistence, events.
         .target(name: "Daemon", dependencies: ["SessionPolicy", "ControlProtocol", "SystemSupport"]),
         // recctl's argument parsing and output formatting.
@@ -37,7 +37,7 @@ let package = Package(
         .testTarget(name: "SessionPolicyTests", dependencies: ["SessionPolicy"]),
         .testTarget(name: "ControlProtocolTests", dependencies: ["ControlProtocol"]),
         .testTarget(name: "SystemSupportTests", dependencies: ["SystemSupport"]),
-        .testTarget(name: "AudioEngineTests", dependencies: ["AudioEngine"]),
+        .testTarget(name: "AudioEngineTests", dependencies: ["AudioEngine", "CJack"]),
         .testTarget(name: "EndToEndTests", dependencies: ["ControlProtocol"]),
     ]
 )
