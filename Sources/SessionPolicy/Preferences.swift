@@ -1,0 +1,73 @@
+// Hardware preferences (SPEC §5): hints a session gives; the actual values come from JACK.
+
+/// What a session would like of the hardware. Every field is optional: nil means no preference.
+public struct HardwarePreferences: Equatable, Sendable, Codable {
+    public var preferredInput: String?
+    public var sampleRate: Double?
+    public var ioBufferDuration: Double?
+    public var inputChannels: Int?
+    public var outputChannels: Int?
+
+    public init(
+        preferredInput: String? = nil, sampleRate: Double? = nil, ioBufferDuration: Double? = nil,
+        inputChannels: Int? = nil, outputChannels: Int? = nil
+    ) {
+        self.preferredInput = preferredInput
+        self.sampleRate = sampleRate
+        self.ioBufferDuration = ioBufferDuration
+        self.inputChannels = inputChannels
+        self.outputChannels = outputChannels
+    }
+
+    public static let sampleRateRange: ClosedRange<Double> = 8000...384_000
+    public static let ioBufferDurationRange: ClosedRange<Double> = 0.000_5...1.0
+
+    /// Checks a change of preferences. `ports` are the configured ports; the channel limits are
+    /// the largest channel count of the session's eligible ports in each direction.
+    public static func validate(
+        _ prefs: HardwarePreferences, category: Category, ports: [PortState]
+    ) throws(SessionError) {
+        if let rate = prefs.sampleRate, !(rate.isFinite && sampleRateRange.contains(rate)) {
+            throw .badParam("preferred sample rate \(rate) Hz is out of range; use 8000...384000")
+        }
+        if let duration = prefs.ioBufferDuration, !(duration.isFinite && ioBufferDurationRange.contains(duration)) {
+            throw .badParam("preferred IO buffer duration \(duration) s is out of range; use 0.0005...1.0 seconds")
+        }
+        if let name = prefs.preferredInput {
+            guard category.hasInput else {
+                throw SessionError(
+                    .incompatibleCategory,
+                    "category \(category.rawValue) has no input, so it cannot prefer input \(name); use record, playAndRecord or multiRoute")
+            }
+            guard let port = ports.first(where: { $0.name == name }) else {
+                let inputs = ports.filter(\.direction.canCapture).map(\.name).joined(separator: ", ")
+                throw .badParam("\"\(name)\" is not a configured port; inputs are: \(inputs)")
+            }
+            guard port.direction.canCapture else {
+                throw .badParam("port \(name) is an output (\(port.type.rawValue)); prefer an input port")
+            }
+        }
+        if let count = prefs.inputChannels {
+            guard category.hasInput else {
+                throw SessionError(
+                    .incompatibleCategory,
+                    "category \(category.rawValue) has no input, so preferred input channels cannot be set; use record, playAndRecord or multiRoute")
+            }
+            let limit = ports.filter(\.direction.canCapture).map(\.channels).max() ?? 0
+            guard (1...max(limit, 1)).contains(count), limit > 0 else {
+                throw .badParam("preferred input channels \(count) is out of range; this box has 1...\(limit)")
+            }
+        }
+        if let count = prefs.outputChannels {
+            guard category.hasOutput else {
+                throw SessionError(
+                    .incompatibleCategory,
+                    "category \(category.rawValue) has no output, so preferred output channels cannot be set")
+            }
+            let limit = ports.filter(\.direction.canPlay).map(\.channels).max() ?? 0
+            guard (1...max(limit, 1)).contains(count), limit > 0 else {
+                throw .badParam("preferred output channels \(count) is out of range; this box has 1...\(limit)")
+            }
+        }
+    }
+}

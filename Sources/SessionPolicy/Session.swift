@@ -1,0 +1,93 @@
+// One application's audio session as the policy sees it.
+
+/// Whether a session is running audio, and if not, why.
+public enum ActivationState: String, Sendable, Codable, CaseIterable {
+    case inactive, active, interrupted
+}
+
+/// Interruption type with its upstream value (began = 1, ended = 0).
+public enum InterruptionType: Int, Sendable, Codable {
+    case ended = 0
+    case began = 1
+
+    public var name: String { self == .began ? "began" : "ended" }
+}
+
+/// Interruption reason with its upstream value.
+public enum InterruptionReason: Int, Sendable, Codable {
+    case `default` = 0
+    case builtInMicMuted = 2
+    case routeDisconnected = 4
+
+    public var name: String {
+        switch self {
+        case .default: "default"
+        case .builtInMicMuted: "builtInMicMuted"
+        case .routeDisconnected: "routeDisconnected"
+        }
+    }
+}
+
+/// Why streams were stopped or paused; the archive records it as a segment's end reason.
+public enum StreamStopReason: String, Sendable, Codable {
+    case stop, interruption, routeChange, mediaServicesLost, deleted
+}
+
+/// What interrupted a session and what to give back when the interruption ends.
+public struct Interruption: Equatable, Sendable {
+    public enum Cause: Equatable, Sendable {
+        /// A non-mixable activation of that session.
+        case nonMixable(by: String)
+        /// interruptSpokenAudioAndMixWithOthers of that session; always ends with shouldResume.
+        case spokenAudio(by: String)
+        /// The hardware mute switch of that input port.
+        case hardwareMute(port: String)
+        /// The output the session played to went away.
+        case routeDisconnected
+    }
+
+    public var cause: Cause
+    public var reason: InterruptionReason
+    /// Streams were running when it began: auto_resume brings them back.
+    public var streamsWereRunning: Bool
+}
+
+/// An application's session: configuration, preferences, and the arbiter's view of its state.
+///
+/// Owned by a `SessionStore`; fields the arbiter decides are read-only outside the module.
+public struct Session: Equatable, Sendable {
+    public let app: String
+    /// The Unix user that created it (peer credentials), or 0 for sessions from config.
+    public var ownerUID: UInt32
+    public internal(set) var configuration: SessionConfiguration = .initial
+    public var priority: PriorityClass = .normal
+    /// A session that must never interrupt others (config `background = yes`).
+    public var background = false
+    /// The microphone usage description; required for input categories.
+    public var micUsage: String?
+    /// Resume by itself on shouldResume (headless sessions, config `auto_resume = yes`).
+    public var autoResume = false
+    public var prefersInterruptionOnRouteDisconnect = false
+    /// Declared in the config file (its declaration wins over persisted state).
+    public var declaredInConfig = false
+    public internal(set) var preferences = HardwarePreferences()
+    public internal(set) var overrideSpeaker = false
+    public internal(set) var inputMuted = false
+    public internal(set) var state: ActivationState = .inactive
+    public internal(set) var interruption: Interruption?
+    public internal(set) var streamsRunning = false
+    public internal(set) var route = Route.none
+    public internal(set) var duckedBy: String?
+    /// Activation sequence number: the most recent ducker wins.
+    var activatedAt = 0
+    /// Streams to bring back when media services return (auto_resume).
+    var resumeAfterReset = false
+
+    public init(app: String, ownerUID: UInt32) {
+        self.app = app
+        self.ownerUID = ownerUID
+    }
+
+    public var isActive: Bool { state == .active }
+    public var isMixable: Bool { configuration.isMixable }
+}

@@ -1,0 +1,444 @@
+// The arbiter: a deterministic state machine over all sessions. Every call is
+// (state, event) → (state, effects). A call that throws has changed nothing.
+// No I/O, no clock, no threads: the daemon's control thread owns the one instance.
+
+/// Something the daemon must do or tell because the policy state changed.
+public enum PolicyEffect: Equatable, Sendable {
+    case interruption(app: String, type: InterruptionType, reason: InterruptionReason, shouldResume: Bool)
+    case ducked(app: String, by: String, levelDB: Double)
+    case unducked(app: String)
+    /// Pause players and recorders (recorders close their segment with the reason).
+    case pauseStreams(app: String, reason: StreamStopReason)
+    /// Stop players and recorders and finalize recordings.
+    case stopStreams(app: String, reason: StreamStopReason)
+    /// Privacy rule: the output went away, pause this session's players only.
+    case pausePlayers(app: String)
+    /// auto_resume: start again what was running when the interruption began.
+    case resumeStreams(app: String)
+    case inputMuteStateChange(app: String, muted: Bool)
+    case recordPermission(app: String, state: RecordPermission)
+    case routeChange(app: String, reason: RouteChangeReason, previous: Route, current: Route)
+    case mediaServicesWereLost
+    case mediaServicesWereReset
+    /// A session's stored configuration changed (persist it).
+    case sessionChanged(app: String)
+    case sessionDeleted(app: String)
+}
+
+/// All sessions, record permissions and port states; the single source of policy truth.
+public struct SessionStore: Sendable {
+    public private(set) var sessions: [String: Session] = [:]
+    public private(set) var permissions: [String: RecordPermission] = [:]
+    public private(set) var ports: [PortState] = []
+    public private(set) var mediaServicesAvailable = true
+    /// Input ports whose hardware capture switch is off.
+    public private(set) var mutedPorts: Set<String> = []
+    public var duckLevelDB: Double
+    public var region: String?
+    private var deleted: Set<String> = []
+    private var activationCounter = 0
+
+    public init(duckLevelDB: Double = -14, region: String? = nil, ports: [PortState] = []) {
+        self.duckLevelDB = duckLevelDB
+        self.region = region
+        self.ports = ports
+    }
+
+    /// Sessions sorted by app name, for listings.
+    public var sortedSessions: [Session] { sessions.values.sorted { $0.app < $1.app } }
+
+    public func session(_ app: String) throws(SessionError) -> Session {
+        if let session = sessions[app] { return session }
+        if deleted.contains(app) {
+            throw SessionError(.expiredSession, "session \(app) was deleted; configure it again with `recctl session set \(app) --category ...`")
+        }
+        throw SessionError(.expiredSession, "no session \(app); create it with `recctl session set \(app) --category ...`")
+    }
+
+    public func permission(_ app: String) -> RecordPermission { permissions[app] ?? .undetermined }
+
+    // MARK: - Creating and configuring
+
+    /// Adds a session (from config or persisted state) without arbitration.
+    public mutating func insert(_ session: Session, configuration: SessionConfiguration, preferences: HardwarePreferences = .init(), inputMuted: Bool = false) {
+        var session = session
+        session.configuration = configuration
+        session.preferences = preferences
+        session.inputMuted = inputMuted
+        session.state = .inactive
+        sessions[session.app] = session
+        deleted.remove(session.app)
+        _ = reroute(reason: .categoryChange, only: session.app, quiet: true)
+    }
+
+    /// Sets category, mode, options and policy at once (SPEC §1); creates the session if new.
+    public mutating func configure(
+        app: String, ownerUID: UInt32, configuration: SessionConfiguration, micUsage: String?? = .none
+    ) -> [PolicyEffect] {
+        var session = sessions[app] ?? Session(app: app, ownerUID: ownerUID)
+        let categoryChanged = session.configuration != configuration
+        session.configuration = configuration
+        if case .some(let text) = micUsage { session.micUsage = text }
+        sessions[app] = session
+        deleted.remove(app)
+        var effects: [PolicyEffect] = [.sessionChanged(app: app)]
+        if categoryChanged { effects += reroute(reason: .categoryChange, only: app) }
+        effects += updateDucking()
+        return effects
+    }
+
+    public mutating func setPreferences(app: String, _ preferences: HardwarePreferences) throws(SessionError) -> [PolicyEffect] {
+        let session = try session(app)
+        try HardwarePreferences.validate(preferences, category: session.configuration.category, ports: ports)
+        sessions[app]!.preferences = preferences
+        return [.sessionChanged(app: app)] + reroute(reason: .routeConfigurationChange, only: app)
+    }
+
+    /// `overrideOutputAudioPort`: speaker (playAndRecord only) until the next route change.
+    public mutating func overrideOutput(app: String, speaker: Bool) throws(SessionError) -> [PolicyEffect] {
+        let session = try session(app)
+        if speaker && session.configuration.category != .playAndRecord {
+            throw SessionError(
+                .incompatibleCategory,
+                "the speaker override needs category playAndRecord (\(app) is \(session.configuration.category.rawValue))")
+        }
+        if speaker && !ports.contains(where: { $0.type == .builtInSpeaker && $0.available }) {
+            throw SessionError(.resourceNotAvailable, "no builtInSpeaker port is available to override to; declare one in [port] config")
+        }
+        sessions[app]!.overrideSpeaker = speaker
+        return reroute(reason: .override, only: app)
+    }
+
+    public mutating func setPrefersInterruptionOnRouteDisconnect(app: String, _ value: Bool) throws(SessionError) -> [PolicyEffect] {
+        _ = try session(app)
+        sessions[app]!.prefersInterruptionOnRouteDisconnect = value
+        return [.sessionChanged(app: app)]
+    }
+
+    /// Updates declaration fields (priority, background, auto_resume) from config.
+    public mutating func updateDeclaration(app: String, _ update: (inout Session) -> Void) {
+        guard var session = sessions[app] else { return }
+        let arbiterFields = (session.state, session.interruption, session.route)
+        update(&session)
+        (session.state, session.interruption, session.route) = arbiterFields
+        sessions[app] = session
+    }
+
+    public mutating func delete(app: String) throws(SessionError) -> [PolicyEffect] {
+        let session = try session(app)
+        var effects: [PolicyEffect] = []
+        if session.streamsRunning { effects.append(.stopStreams(app: app, reason: .deleted)) }
+        sessions[app]!.streamsRunning = false
+        if session.state == .active {
+            sessions[app]!.state = .inactive
+            effects += endInterruptions(causedBy: app, notify: true)
+        }
+        sessions[app] = nil
+        deleted.insert(app)
+        effects += updateDucking()
+        effects.append(.sessionDeleted(app: app))
+        return effects
+    }
+
+    // MARK: - Activation and interruption (SPEC §3)
+
+    public mutating func activate(app: String) throws(SessionError) -> [PolicyEffect] {
+        let session = try session(app)
+        guard mediaServicesAvailable else {
+            throw SessionError(.mediaServicesFailed, "the JACK server is gone; wait for mediaServicesWereReset and activate again")
+        }
+        if session.isActive { return [] }
+        let config = session.configuration
+        if config.category.hasInput && (session.micUsage ?? "").isEmpty {
+            throw SessionError(
+                .missingEntitlement,
+                "\(app) uses the input (category \(config.category.rawValue)) but declares no microphone usage description; set one with --mic-usage TEXT")
+        }
+        var effects: [PolicyEffect] = []
+        var victims: [(String, Interruption.Cause)] = []
+        if !config.isMixable {
+            let others = sessions.values.filter { $0.app != app && $0.isActive && !$0.isMixable }.sorted { $0.app < $1.app }
+            if let higher = others.first(where: { $0.priority > session.priority }) {
+                throw SessionError(
+                    .insufficientPriority,
+                    "\(higher.app) (priority \(higher.priority.rawValue)) is active and cannot be interrupted by \(app) (priority \(session.priority.rawValue)); wait for it to deactivate or add mixWithOthers")
+            }
+            if session.background && !others.isEmpty {
+                throw SessionError(
+                    .cannotInterruptOthers,
+                    "\(app) is a background session and may not interrupt \(others.map(\.app).joined(separator: ", ")); add mixWithOthers or wait until they deactivate")
+            }
+            victims += others.map { ($0.app, .nonMixable(by: app)) }
+        }
+        if config.effectiveOptions.contains(.interruptSpokenAudioAndMixWithOthers) {
+            let spoken = sessions.values.filter {
+                $0.app != app && $0.isActive && $0.configuration.mode == .spokenAudio && $0.priority <= session.priority
+                    && !victims.map(\.0).contains($0.app)
+            }.sorted { $0.app < $1.app }
+            victims += spoken.map { ($0.app, .spokenAudio(by: app)) }
+        }
+        // Active before its victims are interrupted, so it inherits what they held interrupted.
+        activationCounter += 1
+        sessions[app]!.state = .active
+        sessions[app]!.interruption = nil
+        sessions[app]!.activatedAt = activationCounter
+        for (victim, cause) in victims {
+            effects += interrupt(victim, cause: cause, reason: .default)
+        }
+        effects += updateDucking()
+        return effects
+    }
+
+    public mutating func deactivate(app: String, notifyOthers: Bool, force: Bool) throws(SessionError) -> [PolicyEffect] {
+        let session = try session(app)
+        if session.state != .active {
+            // An interrupted session that gives up keeps its pending `ended`, but will not auto-resume.
+            if session.state == .interrupted {
+                sessions[app]!.state = .inactive
+                sessions[app]!.interruption?.streamsWereRunning = false
+            }
+            return []
+        }
+        if session.streamsRunning && !force {
+            throw SessionError(
+                .isBusy,
+                "\(app) still has running players or recorders; stop them first or deactivate with --force")
+        }
+        var effects: [PolicyEffect] = []
+        if session.streamsRunning { effects.append(.stopStreams(app: app, reason: .stop)) }
+        sessions[app]!.streamsRunning = false
+        sessions[app]!.state = .inactive
+        effects += endInterruptions(causedBy: app, notify: notifyOthers)
+        effects += updateDucking()
+        return effects
+    }
+
+    /// The daemon reports whether a session has players or recorders running.
+    public mutating func setStreamsRunning(app: String, _ running: Bool) {
+        sessions[app]?.streamsRunning = running
+    }
+
+    private mutating func interrupt(_ app: String, cause: Interruption.Cause, reason: InterruptionReason) -> [PolicyEffect] {
+        guard let session = sessions[app] else { return [] }
+        var effects: [PolicyEffect] = [.interruption(app: app, type: .began, reason: reason, shouldResume: false)]
+        if session.streamsRunning { effects.append(.pauseStreams(app: app, reason: .interruption)) }
+        sessions[app]!.state = .interrupted
+        sessions[app]!.streamsRunning = false
+        sessions[app]!.interruption = Interruption(cause: cause, reason: reason, streamsWereRunning: session.streamsRunning)
+        // What this session held interrupted stays interrupted, now by whoever took over.
+        effects += endInterruptions(causedBy: app, notify: false)
+        return effects
+    }
+
+    /// Ends (or hands over) the interruptions `app` caused, now that it is no longer active.
+    private mutating func endInterruptions(causedBy app: String, notify: Bool) -> [PolicyEffect] {
+        var effects: [PolicyEffect] = []
+        let successor = sessions.values.filter { $0.app != app && $0.isActive && !$0.isMixable }.max { $0.activatedAt < $1.activatedAt }
+        for victim in sessions.values.sorted(by: { $0.app < $1.app }) {
+            guard let interruption = victim.interruption else { continue }
+            let shouldResume: Bool
+            switch interruption.cause {
+            case .nonMixable(let by) where by == app:
+                if let successor {
+                    sessions[victim.app]!.interruption?.cause = .nonMixable(by: successor.app)
+                    continue
+                }
+                shouldResume = notify
+            case .spokenAudio(let by) where by == app:
+                shouldResume = true
+            default:
+                continue
+            }
+            effects += endInterruption(of: victim.app, shouldResume: shouldResume)
+        }
+        return effects
+    }
+
+    private mutating func endInterruption(of app: String, shouldResume: Bool) -> [PolicyEffect] {
+        guard let session = sessions[app], let interruption = session.interruption else { return [] }
+        sessions[app]!.interruption = nil
+        if sessions[app]!.state == .interrupted { sessions[app]!.state = .inactive }
+        var effects: [PolicyEffect] = [
+            .interruption(app: app, type: .ended, reason: interruption.reason, shouldResume: shouldResume)
+        ]
+        if shouldResume && session.autoResume && session.state == .interrupted {
+            // Headless sessions come back by themselves, only on shouldResume, only what ran.
+            if let resumed = try? activate(app: app) {
+                effects += resumed
+                if interruption.streamsWereRunning {
+                    sessions[app]!.streamsRunning = true
+                    effects.append(.resumeStreams(app: app))
+                }
+            }
+        }
+        return effects
+    }
+
+    /// Recomputes who is ducked: every active session but the most recent active ducker.
+    private mutating func updateDucking() -> [PolicyEffect] {
+        let duckers = sessions.values.filter { $0.isActive && $0.configuration.effectiveOptions.contains(.duckOthers) }
+            .sorted { $0.activatedAt > $1.activatedAt }
+        var effects: [PolicyEffect] = []
+        for app in sessions.keys.sorted() {
+            let session = sessions[app]!
+            let by = session.isActive ? duckers.first(where: { $0.app != app })?.app : nil
+            guard by != session.duckedBy else { continue }
+            sessions[app]!.duckedBy = by
+            if let by {
+                effects.append(.ducked(app: app, by: by, levelDB: duckLevelDB))
+            } else {
+                effects.append(.unducked(app: app))
+            }
+        }
+        return effects
+    }
+
+    // MARK: - Ports and routes (SPEC §4)
+
+    /// New port states from the engine (JACK registration, ALSA jack sense).
+    public mutating func updatePorts(_ newPorts: [PortState]) -> [PolicyEffect] {
+        let oldAvailable = Set(ports.filter(\.available).map(\.name))
+        let newAvailable = Set(newPorts.filter(\.available).map(\.name))
+        ports = newPorts
+        let gone = oldAvailable.subtracting(newAvailable)
+        let came = newAvailable.subtracting(oldAvailable)
+        guard !gone.isEmpty || !came.isEmpty else { return reroute(reason: .routeConfigurationChange) }
+        for app in sessions.keys { sessions[app]!.overrideSpeaker = false }
+        var effects: [PolicyEffect] = []
+        // Privacy: a session whose output went away stops playing out loud.
+        for session in sessions.values.sorted(by: { $0.app < $1.app }) where session.isActive {
+            guard session.route.outputs.contains(where: gone.contains) else { continue }
+            if session.prefersInterruptionOnRouteDisconnect {
+                effects += interrupt(session.app, cause: .routeDisconnected, reason: .routeDisconnected)
+            } else if session.streamsRunning {
+                effects.append(.pausePlayers(app: session.app))
+            }
+        }
+        effects += reroute(reason: gone.isEmpty ? .newDeviceAvailable : .oldDeviceUnavailable)
+        return effects + updateDucking()
+    }
+
+    /// Recomputes routes; sends routeChange for each session whose route changed.
+    private mutating func reroute(reason: RouteChangeReason, only: String? = nil, quiet: Bool = false) -> [PolicyEffect] {
+        var effects: [PolicyEffect] = []
+        for app in sessions.keys.sorted() where only == nil || only == app {
+            let session = sessions[app]!
+            let request = RouteRequest(
+                configuration: session.configuration, preferredInput: session.preferences.preferredInput,
+                overrideSpeaker: session.overrideSpeaker, region: region)
+            let route = RouteChooser.choose(ports: ports, for: request)
+            let category = session.configuration.category
+            let unsuitable = (category.hasOutput && route.outputs.isEmpty) || (category.hasInput && !category.hasOutput && route.inputs.isEmpty)
+            let changed = route != session.route
+            sessions[app]!.route = route
+            guard !quiet, changed || (reason == .categoryChange && unsuitable) else { continue }
+            effects.append(
+                .routeChange(app: app, reason: unsuitable ? .noSuitableRouteForCategory : reason, previous: session.route, current: route))
+        }
+        return effects
+    }
+
+    /// The capture bandwidth of each input of a session's current route.
+    public func bandwidths(app: String) -> [(port: String, bandwidth: CaptureBandwidth)] {
+        guard let session = sessions[app] else { return [] }
+        let request = RouteRequest(configuration: session.configuration, preferredInput: session.preferences.preferredInput, region: region)
+        return session.route.inputs.compactMap { name in
+            ports.first { $0.name == name }.map { (name, RouteChooser.bandwidth(of: $0, for: request)) }
+        }
+    }
+
+    // MARK: - Input mute (SPEC §4, §8)
+
+    /// App input mute: stored always, announced only to active input sessions.
+    public mutating func setInputMuted(app: String, _ muted: Bool) throws(SessionError) -> [PolicyEffect] {
+        let session = try session(app)
+        guard session.inputMuted != muted else { return [] }
+        sessions[app]!.inputMuted = muted
+        var effects: [PolicyEffect] = [.sessionChanged(app: app)]
+        if session.isActive && session.configuration.category.hasInput {
+            effects.append(.inputMuteStateChange(app: app, muted: muted))
+        }
+        return effects
+    }
+
+    /// The hardware capture switch of an input port (ALSA): interrupts its active users
+    /// (builtInMicMuted) unless they set overrideMutedMicrophoneInterruption.
+    public mutating func setHardwareMuted(port: String, _ muted: Bool) -> [PolicyEffect] {
+        guard mutedPorts.contains(port) != muted else { return [] }
+        var effects: [PolicyEffect] = []
+        if muted {
+            mutedPorts.insert(port)
+            for session in sessions.values.sorted(by: { $0.app < $1.app })
+            where session.isActive && session.route.inputs.contains(port)
+                && !session.configuration.effectiveOptions.contains(.overrideMutedMicrophoneInterruption)
+            {
+                effects += interrupt(session.app, cause: .hardwareMute(port: port), reason: .builtInMicMuted)
+            }
+        } else {
+            mutedPorts.remove(port)
+            for session in sessions.values.sorted(by: { $0.app < $1.app })
+            where session.interruption?.cause == .hardwareMute(port: port) {
+                effects += endInterruption(of: session.app, shouldResume: true)
+            }
+        }
+        return effects + updateDucking()
+    }
+
+    // MARK: - Record permission (SPEC §8)
+
+    public mutating func setPermission(app: String, _ state: RecordPermission) -> [PolicyEffect] {
+        guard permission(app) != state else { return [] }
+        permissions[app] = state == .undetermined ? nil : state
+        return [.recordPermission(app: app, state: state)]
+    }
+
+    /// Checks that a session may start a recorder now (SPEC §8, §2).
+    public func checkCanRecord(app: String) throws(SessionError) {
+        let session = try session(app)
+        let category = session.configuration.category
+        guard category.hasInput else {
+            throw SessionError(.incompatibleCategory, "category \(category.rawValue) cannot record; set record, playAndRecord or multiRoute")
+        }
+        if (session.micUsage ?? "").isEmpty {
+            throw SessionError(.missingEntitlement, "\(app) declares no microphone usage description; set one with --mic-usage TEXT")
+        }
+        switch permission(app) {
+        case .granted: return
+        case .denied:
+            throw SessionError(.cannotStartRecording, "record permission for \(app) is denied; an administrator can reset it with `recctl permission reset \(app)` and grant it with `recctl permission grant \(app)`")
+        case .undetermined:
+            throw SessionError(.cannotStartRecording, "record permission for \(app) is undetermined; an administrator must grant it with `recctl permission grant \(app)`")
+        }
+    }
+
+    // MARK: - Media services (SPEC §6)
+
+    public mutating func mediaServicesLost() -> [PolicyEffect] {
+        guard mediaServicesAvailable else { return [] }
+        mediaServicesAvailable = false
+        var effects: [PolicyEffect] = [.mediaServicesWereLost]
+        for app in sessions.keys.sorted() {
+            let session = sessions[app]!
+            if session.streamsRunning { effects.append(.stopStreams(app: app, reason: .mediaServicesLost)) }
+            sessions[app]!.resumeAfterReset = session.autoResume && session.streamsRunning
+            sessions[app]!.streamsRunning = false
+            if session.state == .active { sessions[app]!.state = .inactive }
+        }
+        return effects + updateDucking()
+    }
+
+    public mutating func mediaServicesReset() -> [PolicyEffect] {
+        guard !mediaServicesAvailable else { return [] }
+        mediaServicesAvailable = true
+        var effects: [PolicyEffect] = [.mediaServicesWereReset]
+        for app in sessions.keys.sorted() where sessions[app]!.resumeAfterReset {
+            sessions[app]!.resumeAfterReset = false
+            if let activated = try? activate(app: app) {
+                effects += activated
+                sessions[app]!.streamsRunning = true
+                effects.append(.resumeStreams(app: app))
+            }
+        }
+        return effects
+    }
+}
