@@ -29,7 +29,7 @@ let package = Package(
         // The daemon's control loop: requests → policy → effects, persistence, events.
         .target(name: "Daemon", dependencies: ["SessionPolicy", "ControlProtocol", "SystemSupport"]),
         // recctl's argument parsing and output formatting.
-        .target(name: "RecctlKit", dependencies: ["ControlProtocol"]),
+        .target(name: "RecctlKit", dependencies: ["ControlProtocol", "SessionPolicy"]),
 
         .executableTarget(name: "recd", dependencies: ["Daemon"]),
         .executableTarget(name: "recctl", dependencies: ["RecctlKit"]),

@@ -1,0 +1,178 @@
+// The recd control protocol: one JSON object per line over a Unix stream socket.
+// Versioned and append-only: new ops and fields may be added, none renamed or removed.
+// docs/protocol.md is the reference; keep the two telling the same story.
+import SessionPolicy
+
+/// The protocol version this build speaks. Requests may carry `"v"`; a higher one is refused.
+public let protocolVersion = 1
+
+/// Longest request line accepted, in bytes.
+public let maxRequestLineBytes = 64 * 1024
+
+/// Request operations, by wire name. Append only.
+public enum Op: String, CaseIterable, Sendable {
+    case hello
+    case status
+    case sessionList = "session.list"
+    case sessionShow = "session.show"
+    case sessionSet = "session.set"
+    case sessionActivate = "session.activate"
+    case sessionDeactivate = "session.deactivate"
+    case sessionPrefer = "session.prefer"
+    case sessionOverride = "session.override"
+    case sessionDelete = "session.delete"
+    case permissionList = "permission.list"
+    case permissionRequest = "permission.request"
+    case permissionGrant = "permission.grant"
+    case permissionDeny = "permission.deny"
+    case permissionReset = "permission.reset"
+    case mute
+    case watch
+    case unwatch
+
+    /// Ops that change shared state only an administrator may change.
+    public var requiresAdministrator: Bool {
+        switch self {
+        case .permissionGrant, .permissionDeny, .permissionReset: true
+        default: false
+        }
+    }
+}
+
+/// A protocol-level failure, before a request reaches the policy.
+public enum ProtocolError: Error, Equatable, Sendable {
+    case malformed(String)
+
+    public var sessionError: SessionError {
+        switch self {
+        case .malformed(let message): SessionError(.badParam, message)
+        }
+    }
+}
+
+/// A decoded request: its id, op and arguments, with typed accessors that fail with badParam.
+public struct Request: Sendable {
+    public var id: JSONValue
+    public var op: Op
+    public var body: JSONValue
+
+    public init(id: Int, op: Op, arguments: [(String, JSONValue)] = []) {
+        self.id = .number(Double(id))
+        self.op = op
+        self.body = .object([("id", .number(Double(id))), ("v", .number(Double(protocolVersion))), ("op", .string(op.rawValue))] + arguments)
+    }
+
+    /// Validates a request line in a fixed order: JSON, object, id, version, op.
+    /// On failure returns the id (if one could be read) with the error, for the reply.
+    public static func decode(_ line: String) -> Result<Request, RequestFailure> {
+        let value: JSONValue
+        do {
+            value = try JSONValue.parse(line)
+        } catch {
+            return .failure(RequestFailure(id: .null, error: error.sessionError))
+        }
+        guard case .object = value else {
+            return .failure(RequestFailure(id: .null, error: .init(.badParam, "a request must be a JSON object like {\"id\":1,\"op\":\"status\"}")))
+        }
+        let id = value["id"] ?? .null
+        switch id {
+        case .null, .number, .string: break
+        default:
+            return .failure(RequestFailure(id: .null, error: .init(.badParam, "\"id\" must be a number or a string")))
+        }
+        if let version = value["v"] {
+            guard let v = version.intValue else {
+                return .failure(RequestFailure(id: id, error: .init(.badParam, "\"v\" must be an integer protocol version")))
+            }
+            guard v <= protocolVersion, v >= 1 else {
+                return .failure(RequestFailure(id: id, error: .init(.badParam, "protocol version \(v) is not supported; this recd speaks version \(protocolVersion); upgrade recd or use an older client")))
+            }
+        }
+        guard let name = value["op"]?.stringValue else {
+            return .failure(RequestFailure(id: id, error: .init(.badParam, "missing \"op\"; e.g. {\"id\":1,\"op\":\"status\"}")))
+        }
+        guard let op = Op(rawValue: name) else {
+            return .failure(RequestFailure(id: id, error: .init(.badParam, "unknown op \"\(name)\"; known ops: \(Op.allCases.map(\.rawValue).joined(separator: ", "))")))
+        }
+        return .success(Request(id: id, op: op, body: value))
+    }
+
+    private init(id: JSONValue, op: Op, body: JSONValue) {
+        self.id = id
+        self.op = op
+        self.body = body
+    }
+
+    public func has(_ key: String) -> Bool {
+        if let value = body[key], !value.isNull { return true }
+        return false
+    }
+
+    public func string(_ key: String) throws(SessionError) -> String {
+        guard let value = try optionalString(key) else {
+            throw SessionError(.badParam, "\(op.rawValue) needs \"\(key)\"")
+        }
+        return value
+    }
+
+    public func optionalString(_ key: String) throws(SessionError) -> String? {
+        guard let value = body[key], !value.isNull else { return nil }
+        guard let text = value.stringValue else { throw SessionError(.badParam, "\"\(key)\" must be a string") }
+        return text
+    }
+
+    public func optionalBool(_ key: String) throws(SessionError) -> Bool? {
+        guard let value = body[key], !value.isNull else { return nil }
+        guard let flag = value.boolValue else { throw SessionError(.badParam, "\"\(key)\" must be true or false") }
+        return flag
+    }
+
+    public func optionalDouble(_ key: String) throws(SessionError) -> Double? {
+        guard let value = body[key], !value.isNull else { return nil }
+        guard let number = value.doubleValue else { throw SessionError(.badParam, "\"\(key)\" must be a number") }
+        return number
+    }
+
+    public func optionalInt(_ key: String) throws(SessionError) -> Int? {
+        guard let value = body[key], !value.isNull else { return nil }
+        guard let number = value.intValue else { throw SessionError(.badParam, "\"\(key)\" must be an integer") }
+        return number
+    }
+
+    public func optionalStrings(_ key: String) throws(SessionError) -> [String]? {
+        guard let value = body[key], !value.isNull else { return nil }
+        guard let items = value.arrayValue, items.allSatisfy({ $0.stringValue != nil }) else {
+            throw SessionError(.badParam, "\"\(key)\" must be a list of strings")
+        }
+        return items.compactMap(\.stringValue)
+    }
+}
+
+/// A request that could not be decoded, with the id to answer to.
+public struct RequestFailure: Error, Sendable {
+    public var id: JSONValue
+    public var error: SessionError
+}
+
+/// Reply and event lines.
+public enum Wire {
+    public static func errorObject(_ error: SessionError) -> JSONValue {
+        ["name": .string(error.code.name), "code": .number(Double(error.code.rawValue)), "message": .string(error.message)]
+    }
+
+    public static func failure(id: JSONValue, _ error: SessionError) -> String {
+        JSONValue.object([("id", id), ("ok", false), ("error", errorObject(error))]).jsonText
+    }
+
+    public static func success(id: JSONValue, _ fields: [(String, JSONValue)] = []) -> String {
+        JSONValue.object([("id", id), ("ok", true)] + fields).jsonText
+    }
+
+    /// Decodes the error object of a failed reply.
+    public static func error(from reply: JSONValue) -> SessionError? {
+        guard let object = reply["error"] else { return nil }
+        let code = object["code"]?.intValue.flatMap { Int32(exactly: $0) }.flatMap(ErrorCode.init(rawValue:))
+            ?? object["name"]?.stringValue.flatMap(ErrorCode.init(name:)) ?? .unspecified
+        return SessionError(code, object["message"]?.stringValue ?? "no message")
+    }
+}

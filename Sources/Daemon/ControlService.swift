@@ -1,0 +1,316 @@
+// The control loop's request handling: decode, authorize, run against the policy store,
+// apply effects (events, persistence), reply. Runs on the control thread only.
+import ControlProtocol
+import SessionPolicy
+import SystemSupport
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Serves the control protocol over the policy store. Owned by the control thread.
+final class ControlService: ControlServerHandler {
+    private(set) var store: SessionStore
+    let config: RecdConfig
+    let stateFile: StateFile
+    let startedAt: Double
+    let adminGID: UInt32?
+    weak var server: ControlServer?
+
+    private struct Client {
+        var peer: PeerCredentials
+        var watching = false
+        var watchApp: String?
+    }
+
+    private struct PendingPermission {
+        var client: ClientID
+        var id: JSONValue
+        var app: String
+    }
+
+    private var clients: [ClientID: Client] = [:]
+    private var pendingPermissions: [PendingPermission] = []
+
+    init(config: RecdConfig, store: SessionStore, stateFile: StateFile, startedAt: Double) {
+        self.config = config
+        self.store = store
+        self.stateFile = stateFile
+        self.startedAt = startedAt
+        self.adminGID = config.daemon.adminGroup.flatMap { name in
+            getgrnam(name).map { $0.pointee.gr_gid }
+        }
+    }
+
+    // MARK: ControlServerHandler
+
+    func clientConnected(_ client: ClientID, peer: PeerCredentials) {
+        clients[client] = Client(peer: peer)
+    }
+
+    func clientDisconnected(_ client: ClientID) {
+        clients[client] = nil
+        pendingPermissions.removeAll { $0.client == client }
+    }
+
+    func clientRejected(_ client: ClientID, reason: ClientRejection) -> String? {
+        let message: String
+        switch reason {
+        case .lineTooLong(let limit):
+            message = "request line longer than \(limit) bytes; send one JSON object per line, each under \(limit) bytes"
+        case .tooSlow:
+            message = "client too slow (incomplete line or unread replies); reconnect and read what you ask for"
+        case .tooManyClients:
+            message = "too many control clients connected; close idle ones and retry"
+        }
+        return Wire.failure(id: .null, SessionError(.badParam, message))
+    }
+
+    func clientSentLine(_ client: ClientID, line: String) {
+        guard let peer = clients[client]?.peer else { return }
+        switch Request.decode(line) {
+        case .failure(let failure):
+            send(Wire.failure(id: failure.id, failure.error), to: client)
+        case .success(let request):
+            do {
+                if let fields = try handle(request, from: client, peer: peer) {
+                    send(Wire.success(id: request.id, fields), to: client)
+                }
+            } catch let error as SessionError {
+                send(Wire.failure(id: request.id, error), to: client)
+            } catch {
+                send(Wire.failure(id: request.id, SessionError(.unspecified, "\(error)")), to: client)
+            }
+        }
+    }
+
+    func tick(now: Double) {}
+
+    // MARK: Requests
+
+    private func isAdministrator(_ peer: PeerCredentials) -> Bool {
+        if peer.uid == 0 { return true }
+        guard let gid = adminGID else { return false }
+        return peer.gid == gid || peer.groups.contains(gid)
+    }
+
+    private var adminHint: String {
+        config.daemon.adminGroup.map { "run it as root or as a member of group \($0)" } ?? "run it as root (no admin_group is configured)"
+    }
+
+    /// Owners and administrators may change a session; everyone may read it.
+    private func authorizeChange(of app: String, by peer: PeerCredentials) throws {
+        guard let session = store.sessions[app], session.ownerUID != peer.uid, !isAdministrator(peer) else { return }
+        throw SessionError(.unspecified, "session \(app) belongs to uid \(session.ownerUID); only its owner or an administrator may change it (\(adminHint))")
+    }
+
+    /// Returns the reply fields, or nil when the reply comes later (permission.request).
+    private func handle(_ request: Request, from client: ClientID, peer: PeerCredentials) throws -> [(String, JSONValue)]? {
+        if request.op.requiresAdministrator && !isAdministrator(peer) {
+            throw SessionError(.unspecified, "\(request.op.rawValue) needs an administrator; \(adminHint)")
+        }
+        switch request.op {
+        case .hello:
+            return [("protocol", .number(Double(protocolVersion))), ("version", .string(recdVersion)),
+                    ("uid", .number(Double(peer.uid))), ("admin", .bool(isAdministrator(peer)))]
+        case .status:
+            return statusFields()
+        case .sessionList:
+            return [("sessions", .array(store.sortedSessions.map(sessionJSON)))]
+        case .sessionShow:
+            return [("session", sessionJSON(try store.session(try request.string("app"))))]
+        case .sessionSet:
+            return try sessionSet(request, peer: peer)
+        case .sessionActivate:
+            let app = try request.string("app")
+            try authorizeChange(of: app, by: peer)
+            apply(try store.activate(app: app))
+            announceState(app)
+            return [("session", sessionJSON(try store.session(app)))]
+        case .sessionDeactivate:
+            let app = try request.string("app")
+            try authorizeChange(of: app, by: peer)
+            apply(try store.deactivate(
+                app: app, notifyOthers: try request.optionalBool("notify_others") ?? false,
+                force: try request.optionalBool("force") ?? false))
+            announceState(app)
+            return [("session", sessionJSON(try store.session(app)))]
+        case .sessionPrefer:
+            return try sessionPrefer(request, peer: peer)
+        case .sessionOverride:
+            let app = try request.string("app")
+            try authorizeChange(of: app, by: peer)
+            let port = try request.string("port")
+            guard port == "speaker" || port == "none" else {
+                throw SessionError(.badParam, "override port \"\(port)\" is not speaker or none")
+            }
+            apply(try store.overrideOutput(app: app, speaker: port == "speaker"))
+            return [("session", sessionJSON(try store.session(app)))]
+        case .sessionDelete:
+            let app = try request.string("app")
+            try authorizeChange(of: app, by: peer)
+            apply(try store.delete(app: app))
+            return []
+        case .permissionList:
+            let apps = Set(store.permissions.keys).union(store.sessions.keys).sorted()
+            return [("permissions", .array(apps.map { ["app": .string($0), "state": .string(store.permission($0).rawValue)] }))]
+        case .permissionRequest:
+            let app = try Self.checkedAppName(try request.string("app"))
+            let state = store.permission(app)
+            if state == .undetermined {
+                pendingPermissions.append(PendingPermission(client: client, id: request.id, app: app))
+                return nil
+            }
+            return [("app", .string(app)), ("state", .string(state.rawValue))]
+        case .permissionGrant, .permissionDeny, .permissionReset:
+            let app = try Self.checkedAppName(try request.string("app"))
+            let state: RecordPermission = request.op == .permissionGrant ? .granted : request.op == .permissionDeny ? .denied : .undetermined
+            if request.op == .permissionGrant && store.permission(app) == .denied {
+                throw SessionError(.badParam, "record permission for \(app) is denied; denied stays denied until reset: run `recctl permission reset \(app)` first")
+            }
+            apply(store.setPermission(app: app, state))
+            return [("app", .string(app)), ("state", .string(state.rawValue))]
+        case .mute:
+            let app = try request.string("app")
+            try authorizeChange(of: app, by: peer)
+            guard let muted = try request.optionalBool("muted") else { throw SessionError(.badParam, "mute needs \"muted\": true or false") }
+            apply(try store.setInputMuted(app: app, muted))
+            return [("app", .string(app)), ("muted", .bool(muted))]
+        case .watch:
+            clients[client]?.watching = true
+            clients[client]?.watchApp = try request.optionalString("app")
+            return []
+        case .unwatch:
+            clients[client]?.watching = false
+            return []
+        }
+    }
+
+    static func checkedAppName(_ app: String) throws -> String {
+        let allowed = app.utf8.allSatisfy { c in
+            (c >= 0x30 && c <= 0x39) || (c >= 0x41 && c <= 0x5A) || (c >= 0x61 && c <= 0x7A) || c == 0x2E || c == 0x5F || c == 0x2D
+        }
+        guard (1...64).contains(app.utf8.count), allowed, app.first != "." else {
+            throw SessionError(.badParam, "app name \"\(app)\" is not valid; use 1-64 letters, digits, '.', '_' or '-', not starting with '.'")
+        }
+        return app
+    }
+
+    private func sessionSet(_ request: Request, peer: PeerCredentials) throws -> [(String, JSONValue)] {
+        let app = try Self.checkedAppName(try request.string("app"))
+        try authorizeChange(of: app, by: peer)
+        let category = try Vocabulary.category(try request.string("category"))
+        let mode = try Vocabulary.mode(try request.optionalString("mode") ?? "default")
+        var options: Set<CategoryOption> = []
+        for name in try request.optionalStrings("options") ?? [] { options.insert(try Vocabulary.option(name)) }
+        let policy = try Vocabulary.policy(try request.optionalString("policy") ?? "default")
+        let configuration = try SessionConfiguration.validated(category: category, mode: mode, options: options, policy: policy)
+        let micUsage: String?? = request.has("mic_usage") ? .some(try request.optionalString("mic_usage")) : .none
+        let prefersInterruption = try request.optionalBool("prefers_interruption_on_route_disconnect")
+        if store.sessions[app] == nil, store.sessions.count >= 1024 {
+            throw SessionError(.resourceNotAvailable, "too many sessions (1024); delete unused ones with `recctl session delete APP`")
+        }
+        apply(store.configure(app: app, ownerUID: peer.uid, configuration: configuration, micUsage: micUsage))
+        if let prefersInterruption {
+            apply(try store.setPrefersInterruptionOnRouteDisconnect(app: app, prefersInterruption))
+        }
+        return [("session", sessionJSON(try store.session(app)))]
+    }
+
+    private func sessionPrefer(_ request: Request, peer: PeerCredentials) throws -> [(String, JSONValue)] {
+        let app = try request.string("app")
+        try authorizeChange(of: app, by: peer)
+        var prefs = try request.optionalBool("clear") == true ? HardwarePreferences() : try store.session(app).preferences
+        if let input = try request.optionalString("input") { prefs.preferredInput = input == "none" ? nil : input }
+        if let rate = try request.optionalDouble("sample_rate") { prefs.sampleRate = rate }
+        if let duration = try request.optionalDouble("io_buffer") { prefs.ioBufferDuration = duration }
+        if let count = try request.optionalInt("input_channels") { prefs.inputChannels = count }
+        if let count = try request.optionalInt("output_channels") { prefs.outputChannels = count }
+        apply(try store.setPreferences(app: app, prefs))
+        return [("session", sessionJSON(try store.session(app)))]
+    }
+
+    private func sessionJSON(_ session: Session) -> JSONValue {
+        WireFormat.session(session, store: store, actual: ActualHardware())
+    }
+
+    private func statusFields() -> [(String, JSONValue)] {
+        let active = store.sortedSessions.filter(\.isActive).map(\.app)
+        return [
+            ("daemon", [
+                "version": .string(recdVersion), "protocol": .number(Double(protocolVersion)),
+                "pid": .number(Double(getpid())), "uptime": .number((monotonicSeconds() - startedAt).rounded()),
+                "config": .string(config.source), "socket": .string(config.daemon.socket),
+                "state_dir": .string(config.daemon.stateDir), "archive_dir": .string(config.archive.dir),
+            ]),
+            ("jack", ["connected": .bool(false), "mediaServicesAvailable": .bool(store.mediaServicesAvailable)]),
+            ("sessions", .array(store.sortedSessions.map(sessionJSON))),
+            ("active", JSONValue(active)),
+            ("recorders", .array([])),
+        ]
+    }
+
+    // MARK: Effects
+
+    private func announceState(_ app: String) {
+        guard let session = store.sessions[app] else { return }
+        broadcast(app: app, ["event": "session", "app": .string(app), "state": .string(session.state.rawValue)])
+    }
+
+    /// Applies policy effects: events to watchers, persistence, pending permission replies.
+    func apply(_ effects: [PolicyEffect]) {
+        var persist = false
+        for effect in effects {
+            switch effect {
+            case .sessionChanged, .sessionDeleted: persist = true
+            case .recordPermission(let app, let state):
+                persist = true
+                resolvePermissionRequests(app: app, state: state)
+            default: break
+            }
+            if let (app, event) = WireFormat.event(effect, store: store) {
+                broadcast(app: app, event)
+            }
+        }
+        if persist { save() }
+    }
+
+    private func resolvePermissionRequests(app: String, state: RecordPermission) {
+        guard state != .undetermined else { return }
+        let ready = pendingPermissions.filter { $0.app == app }
+        pendingPermissions.removeAll { $0.app == app }
+        for pending in ready {
+            send(Wire.success(id: pending.id, [("app", .string(app)), ("state", .string(state.rawValue))]), to: pending.client)
+        }
+    }
+
+    private func broadcast(app: String?, _ event: JSONValue) {
+        let line = event.jsonText
+        for (id, client) in clients where client.watching {
+            if let filter = client.watchApp, let app, filter != app { continue }
+            send(line, to: id)
+        }
+    }
+
+    private func send(_ line: String, to client: ClientID) {
+        server?.send(line, to: client)
+    }
+
+    func save() {
+        do {
+            try stateFile.save(PersistedState(store: store))
+        } catch {
+            Log.error("cannot save sessions to \(stateFile.path): \(error); they stay in memory, fix the state dir to keep them across restarts")
+        }
+    }
+}
+
+/// This build's version, reported by `hello` and `status`.
+public let recdVersion = "0.1.0"
+
+/// Seconds on the monotonic clock.
+func monotonicSeconds() -> Double {
+    var now = timespec()
+    clock_gettime(CLOCK_MONOTONIC, &now)
+    return Double(now.tv_sec) + Double(now.tv_nsec) / 1e9
+}

@@ -1,0 +1,121 @@
+// Sessions and record permissions persisted under the state dir (state.json), written
+// atomically after every change and restored on start. Control thread only.
+import ControlProtocol
+import SessionPolicy
+import SystemSupport
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// The persisted form, versioned; unknown or invalid entries are skipped with a warning.
+struct PersistedState {
+    static let formatVersion = 1
+
+    struct SessionRecord {
+        var app: String
+        var ownerUID: UInt32
+        var configuration: SessionConfiguration
+        var micUsage: String?
+        var preferences: HardwarePreferences
+        var inputMuted: Bool
+        var prefersInterruption: Bool
+    }
+
+    var sessions: [SessionRecord] = []
+    var permissions: [String: RecordPermission] = [:]
+
+    init(store: SessionStore) {
+        sessions = store.sortedSessions.map {
+            SessionRecord(
+                app: $0.app, ownerUID: $0.ownerUID, configuration: $0.configuration, micUsage: $0.micUsage,
+                preferences: $0.preferences, inputMuted: $0.inputMuted,
+                prefersInterruption: $0.prefersInterruptionOnRouteDisconnect)
+        }
+        permissions = store.permissions
+    }
+
+    init() {}
+
+    var json: JSONValue {
+        .object([
+            ("version", .number(Double(Self.formatVersion))),
+            ("sessions", .array(sessions.map { record in
+                [
+                    "app": .string(record.app), "owner_uid": .number(Double(record.ownerUID)),
+                    "category": .string(record.configuration.category.rawValue),
+                    "mode": .string(record.configuration.mode.rawValue),
+                    "options": JSONValue(record.configuration.requestedOptions.sorted().map(\.rawValue)),
+                    "policy": .string(record.configuration.policy.rawValue),
+                    "mic_usage": JSONValue(record.micUsage),
+                    "preferences": WireFormat.preferences(record.preferences),
+                    "input_muted": .bool(record.inputMuted),
+                    "prefers_interruption": .bool(record.prefersInterruption),
+                ]
+            })),
+            ("permissions", .object(permissions.sorted { $0.key < $1.key }.map { ($0.key, .string($0.value.rawValue)) })),
+        ])
+    }
+
+    /// Reads what can be trusted from a state file; `warn` hears about what was skipped.
+    static func decode(_ value: JSONValue, warn: (String) -> Void) -> PersistedState {
+        var state = PersistedState()
+        guard value["version"]?.intValue == formatVersion else {
+            warn("state file has version \(value["version"]?.jsonText ?? "none"), expected \(formatVersion); starting empty")
+            return state
+        }
+        for item in value["sessions"]?.arrayValue ?? [] {
+            guard let app = item["app"]?.stringValue else { continue }
+            do {
+                let configuration = try SessionConfiguration.validated(
+                    category: Vocabulary.category(item["category"]?.stringValue ?? ""),
+                    mode: Vocabulary.mode(item["mode"]?.stringValue ?? ""),
+                    options: Set((item["options"]?.arrayValue ?? []).map { try Vocabulary.option($0.stringValue ?? "") }),
+                    policy: Vocabulary.policy(item["policy"]?.stringValue ?? "default"))
+                let prefs = item["preferences"]
+                state.sessions.append(SessionRecord(
+                    app: app, ownerUID: UInt32(item["owner_uid"]?.intValue ?? 0), configuration: configuration,
+                    micUsage: item["mic_usage"]?.stringValue,
+                    preferences: HardwarePreferences(
+                        preferredInput: prefs?["preferredInput"]?.stringValue, sampleRate: prefs?["sampleRate"]?.doubleValue,
+                        ioBufferDuration: prefs?["ioBufferDuration"]?.doubleValue, inputChannels: prefs?["inputChannels"]?.intValue,
+                        outputChannels: prefs?["outputChannels"]?.intValue),
+                    inputMuted: item["input_muted"]?.boolValue ?? false,
+                    prefersInterruption: item["prefers_interruption"]?.boolValue ?? false))
+            } catch {
+                warn("skipping persisted session \(app): \(error)")
+            }
+        }
+        for (app, value) in value["permissions"]?.objectValue ?? [] {
+            if let permission = value.stringValue.flatMap(RecordPermission.init(rawValue:)) {
+                state.permissions[app] = permission
+            }
+        }
+        return state
+    }
+}
+
+/// Reads and writes `state.json` in the state dir.
+struct StateFile {
+    let path: String
+
+    init(stateDir: String) { path = stateDir + "/state.json" }
+
+    func load() -> PersistedState {
+        do {
+            guard let bytes = try AtomicFile.read(path: path) else { return PersistedState() }
+            let value = try JSONValue.parse(String(decoding: bytes, as: UTF8.self))
+            return PersistedState.decode(value) { Log.warning("\(path): \($0)") }
+        } catch {
+            // Keep the unreadable file for a person to look at; never overwrite it.
+            let aside = path + ".unreadable"
+            rename(path, aside)
+            Log.error("cannot read \(path): \(error); moved it to \(aside) and starting with no saved sessions")
+            return PersistedState()
+        }
+    }
+
+    func save(_ state: PersistedState) throws {
+        try AtomicFile.write(Array((state.json.jsonText + "\n").utf8), to: path, mode: 0o640)
+    }
+}

@@ -1,0 +1,198 @@
+// recd's start-up: arguments, config, state, socket, then the control loop.
+import ControlProtocol
+import SessionPolicy
+import SystemSupport
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// The `recd` command.
+public enum Recd {
+    static let usage = """
+        usage: recd [--config PATH] [--socket PATH]
+               recd --check-config [PATH]
+               recd --help | --version
+
+        Runs the recd daemon on the JACK server. With no --config (and no RECD_CONFIG),
+        recd uses its embedded default config (`recd --print-default-config` shows it).
+          --config PATH        config file (INI); RECD_CONFIG also works
+          --socket PATH        control socket, overriding [daemon] socket
+          --check-config PATH  validate a config file and exit (non-zero with FILE:LINE errors)
+          --print-default-config  print the embedded default config
+        """
+
+    /// Runs recd with command-line arguments (without the program name); returns the exit status.
+    public static func main(arguments: [String], environment: [String: String]) -> Int32 {
+        var configPath = environment["RECD_CONFIG"]
+        var socketOverride: String?
+        var checkOnly = false
+        var index = 0
+        func value(_ flag: String) -> String? {
+            index += 1
+            guard index < arguments.count else {
+                fputs("recd: \(flag) needs a value\n\(usage)\n", stderr)
+                return nil
+            }
+            return arguments[index]
+        }
+        while index < arguments.count {
+            switch arguments[index] {
+            case "--config", "-c":
+                guard let path = value("--config") else { return 2 }
+                configPath = path
+            case "--socket":
+                guard let path = value("--socket") else { return 2 }
+                socketOverride = path
+            case "--check-config":
+                checkOnly = true
+                if index + 1 < arguments.count, !arguments[index + 1].hasPrefix("-") {
+                    index += 1
+                    configPath = arguments[index]
+                }
+            case "--print-default-config":
+                print(ConfigLoader.embeddedDefaultText, terminator: "")
+                return 0
+            case "--help", "-h":
+                print(usage)
+                return 0
+            case "--version":
+                print("recd \(recdVersion) (protocol \(protocolVersion))")
+                return 0
+            default:
+                fputs("recd: unknown argument \(arguments[index])\n\(usage)\n", stderr)
+                return 2
+            }
+            index += 1
+        }
+
+        let loaded = loadConfig(path: configPath, environment: environment)
+        guard case .success(var config) = loaded else {
+            if case .failure(let errors) = loaded {
+                for error in errors { fputs("\(error)\n", stderr) }
+            }
+            return checkOnly ? 1 : 78  // EX_CONFIG: systemd will not restart into a bad config
+        }
+        if checkOnly {
+            print("\(config.source): OK (\(config.ports.count) ports, \(config.sessions.count) sessions)")
+            return 0
+        }
+        if let socketOverride { config.daemon.socket = socketOverride }
+        return run(config: config)
+    }
+
+    /// Loads the config and checks what the loader leaves to the policy (session tables).
+    static func loadConfig(path: String?, environment: [String: String]) -> Result<RecdConfig, [String]> {
+        let config: RecdConfig
+        do {
+            config = try path.map { try ConfigLoader.load(path: $0, environment: environment) }
+                ?? ConfigLoader.embeddedDefault(environment: environment, isRoot: getuid() == 0)
+        } catch {
+            return .failure(["\(error)"])
+        }
+        let errors = SessionDeclarations.check(config).compactMap { result -> String? in
+            if case .failure(let error) = result { return "\(error)" }
+            return nil
+        }
+        return errors.isEmpty ? .success(config) : .failure(errors)
+    }
+
+    static func run(config: RecdConfig) -> Int32 {
+        signal(SIGPIPE, SIG_IGN)
+        if mkdirs(config.daemon.stateDir, mode: 0o750) != 0 {
+            Log.error("cannot create state dir \(config.daemon.stateDir): \(String(cString: strerror(errno))); set [daemon] state_dir to a writable directory")
+            return 73  // EX_CANTCREAT
+        }
+        let stateFile = StateFile(stateDir: config.daemon.stateDir)
+        let store = SessionDeclarations.makeStore(config: config, persisted: stateFile.load())
+
+        let listener: Int32
+        do {
+            if let inherited = ControlServer.listenerFromSystemd() {
+                listener = inherited
+                Log.info("using the control socket passed by systemd (LISTEN_FDS)")
+            } else {
+                listener = try ControlServer.bindListener(path: config.daemon.socket)
+            }
+        } catch {
+            Log.error("cannot listen on \(config.daemon.socket): \(error)")
+            return 69  // EX_UNAVAILABLE
+        }
+
+        let service = ControlService(config: config, store: store, stateFile: stateFile, startedAt: monotonicSeconds())
+        let server = ControlServer(listeningFD: listener)
+        service.server = server
+        service.save()
+        Log.notice("recd \(recdVersion) listening on \(config.daemon.socket) (config: \(config.source), state: \(config.daemon.stateDir))")
+        SystemdNotify.ready(status: "listening on \(config.daemon.socket)")
+        server.run(handler: service)
+        SystemdNotify.stopping()
+        service.save()
+        Log.notice("recd stopped")
+        return 0
+    }
+
+    /// `mkdir -p` with the mode for created directories; 0 on success.
+    static func mkdirs(_ path: String, mode: mode_t) -> Int32 {
+        var built = ""
+        for component in path.split(separator: "/") {
+            built += "/" + component
+            if mkdir(built, mode) != 0 && errno != EEXIST { return -1 }
+        }
+        return 0
+    }
+}
+
+/// Turns config `[session]` declarations into policy sessions, checking the SPEC §1 tables
+/// with the declaration's file:line.
+enum SessionDeclarations {
+    static func check(_ config: RecdConfig) -> [Result<(SessionDecl, SessionConfiguration), ConfigError>] {
+        config.sessions.map { decl in
+            do {
+                let configuration = try SessionConfiguration.validated(
+                    category: decl.category, mode: decl.mode, options: Set(decl.options))
+                if decl.category.hasInput && (decl.micUsage ?? "").isEmpty && decl.record != .no {
+                    throw SessionError(.missingEntitlement, "a recording session needs mic_usage (a microphone usage description)")
+                }
+                return .success((decl, configuration))
+            } catch {
+                return .failure(ConfigError(file: config.source, line: decl.line, message: "[session \(decl.app)] \(error.message)"))
+            }
+        }
+    }
+
+    static func portStates(_ config: RecdConfig) -> [PortState] {
+        config.ports.map {
+            PortState(
+                name: $0.name, type: $0.type, direction: $0.direction, channels: $0.channels,
+                capabilities: $0.capabilities, codec: $0.codec, available: false, connectedOrder: 0)
+        }
+    }
+
+    /// The store at start-up: config ports (unavailable until the engine sees them),
+    /// persisted sessions and permissions, then config declarations on top.
+    static func makeStore(config: RecdConfig, persisted: PersistedState) -> SessionStore {
+        var store = SessionStore(duckLevelDB: config.policy.duckLevelDB, region: config.daemon.region, ports: portStates(config))
+        for record in persisted.sessions {
+            var session = Session(app: record.app, ownerUID: record.ownerUID)
+            session.micUsage = record.micUsage
+            session.prefersInterruptionOnRouteDisconnect = record.prefersInterruption
+            store.insert(session, configuration: record.configuration, preferences: record.preferences, inputMuted: record.inputMuted)
+        }
+        for (app, permission) in persisted.permissions { _ = store.setPermission(app: app, permission) }
+        for case .success(let (decl, configuration)) in check(config) {
+            var session = store.sessions[decl.app] ?? Session(app: decl.app, ownerUID: 0)
+            session.ownerUID = 0
+            session.micUsage = decl.micUsage ?? session.micUsage
+            session.priority = decl.priority
+            session.background = decl.background
+            session.autoResume = decl.autoResume
+            session.declaredInConfig = true
+            store.insert(session, configuration: configuration, preferences: session.preferences, inputMuted: session.inputMuted)
+            if let permission = decl.permission, store.permission(decl.app) == .undetermined {
+                _ = store.setPermission(app: decl.app, permission)
+            }
+        }
+        return store
+    }
+}

@@ -1,0 +1,125 @@
+// recctl's command line: global options, a command path, positionals and --flags, checked
+// against each command's declaration so usage errors are caught before the daemon is asked.
+
+/// A usage error: exit status 2 with the message and the command's usage.
+struct UsageError: Error {
+    var message: String
+    var usage: String
+}
+
+/// What a command accepts.
+struct CommandSpec {
+    var path: [String]
+    var positionals: [String]
+    var optionalPositionals: [String] = []
+    /// Flags taking a value, e.g. `--category`.
+    var valueFlags: [String] = []
+    /// Flags without a value, e.g. `--force`.
+    var boolFlags: [String] = []
+    var summary: String
+    var readsState = false
+
+    var usage: String {
+        var parts = ["recctl"] + path + positionals.map { $0 }
+        parts += optionalPositionals.map { "[\($0)]" }
+        parts += valueFlags.map { "[--\($0) \($0.uppercased().replacingOccurrences(of: "-", with: "_"))]" }
+        parts += boolFlags.map { "[--\($0)]" }
+        return parts.joined(separator: " ")
+    }
+}
+
+/// A parsed command line.
+struct ParsedCommand {
+    var spec: CommandSpec
+    var positionals: [String]
+    var values: [String: String]
+    var flags: Set<String>
+
+    func value(_ flag: String) -> String? { values[flag] }
+    func has(_ flag: String) -> Bool { flags.contains(flag) }
+}
+
+/// Global options that may stand anywhere on the line.
+struct GlobalOptions {
+    var socket: String?
+    var json = false
+    var help = false
+}
+
+enum ArgumentParser {
+    static func split(_ arguments: [String]) throws -> (GlobalOptions, [String]) {
+        var globals = GlobalOptions()
+        var rest: [String] = []
+        var index = 0
+        while index < arguments.count {
+            let argument = arguments[index]
+            switch argument {
+            case "--json": globals.json = true
+            case "--help", "-h": globals.help = true
+            case "--socket":
+                index += 1
+                guard index < arguments.count else { throw UsageError(message: "--socket needs a path", usage: "recctl --socket PATH COMMAND") }
+                globals.socket = arguments[index]
+            default:
+                if argument.hasPrefix("--socket=") {
+                    globals.socket = String(argument.dropFirst("--socket=".count))
+                } else {
+                    rest.append(argument)
+                }
+            }
+            index += 1
+        }
+        return (globals, rest)
+    }
+
+    /// Finds the longest command path that matches and parses the rest against it.
+    static func parse(_ words: [String], commands: [CommandSpec]) throws -> ParsedCommand {
+        let candidates = commands.filter { Array(words.prefix($0.path.count)) == $0.path }
+        guard let spec = candidates.max(by: { $0.path.count < $1.path.count }) else {
+            let groups = Set(commands.map { $0.path[0] }).sorted().joined(separator: ", ")
+            if let first = words.first, commands.contains(where: { $0.path[0] == first }) {
+                let subs = commands.filter { $0.path[0] == first }.map { $0.path.dropFirst().joined(separator: " ") }
+                throw UsageError(message: "\(first) needs one of: \(subs.joined(separator: ", "))", usage: "recctl \(first) --help")
+            }
+            throw UsageError(message: words.isEmpty ? "no command given" : "unknown command \(words[0]); commands: \(groups)", usage: "recctl --help")
+        }
+        var positionals: [String] = []
+        var values: [String: String] = [:]
+        var flags: Set<String> = []
+        var index = spec.path.count
+        while index < words.count {
+            let word = words[index]
+            if word.hasPrefix("--") {
+                var name = String(word.dropFirst(2))
+                var inline: String?
+                if let equals = name.firstIndex(of: "=") {
+                    inline = String(name[name.index(after: equals)...])
+                    name = String(name[..<equals])
+                }
+                if spec.valueFlags.contains(name) {
+                    if let inline {
+                        values[name] = inline
+                    } else {
+                        index += 1
+                        guard index < words.count else { throw UsageError(message: "--\(name) needs a value", usage: spec.usage) }
+                        values[name] = words[index]
+                    }
+                } else if spec.boolFlags.contains(name), inline == nil {
+                    flags.insert(name)
+                } else {
+                    throw UsageError(message: "unknown option --\(name) for `\(spec.path.joined(separator: " "))`", usage: spec.usage)
+                }
+            } else {
+                positionals.append(word)
+            }
+            index += 1
+        }
+        guard positionals.count >= spec.positionals.count else {
+            throw UsageError(message: "missing \(spec.positionals[positionals.count])", usage: spec.usage)
+        }
+        guard positionals.count <= spec.positionals.count + spec.optionalPositionals.count else {
+            throw UsageError(message: "unexpected argument \(positionals[spec.positionals.count + spec.optionalPositionals.count])", usage: spec.usage)
+        }
+        return ParsedCommand(spec: spec, positionals: positionals, values: values, flags: flags)
+    }
+}

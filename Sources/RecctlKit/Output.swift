@@ -1,0 +1,151 @@
+// recctl's output: people get aligned text, scripts get --json (SPEC §12 shapes).
+import ControlProtocol
+import Foundation
+import SessionPolicy
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+struct Output {
+    var json: Bool
+
+    func failure(_ error: SessionError) {
+        if json {
+            print(JSONValue.object([("error", Wire.errorObject(error))]).jsonText)
+        }
+        printError("error: \(error.code.name) (\(error.code.rawValue)): \(error.message)\n")
+    }
+
+    /// The reply without `id` and `ok`; a single payload field stands for itself.
+    static func payload(_ reply: JSONValue) -> JSONValue {
+        let fields = (reply.objectValue ?? []).filter { $0.0 != "id" && $0.0 != "ok" }
+        if fields.count == 1 { return fields[0].1 }
+        return .object(fields)
+    }
+
+    func success(command: ParsedCommand, reply: JSONValue) {
+        let payload = Self.payload(reply)
+        if json {
+            print(payload.jsonText)
+            return
+        }
+        switch command.spec.path {
+        case ["status"]: print(Self.status(reply))
+        case ["session", "list"]:
+            let sessions = payload.arrayValue ?? []
+            if sessions.isEmpty {
+                print("no sessions")
+            } else {
+                print(Self.table(
+                    header: ["APP", "CATEGORY", "MODE", "STATE", "PERMISSION", "ROUTE"],
+                    rows: sessions.map(Self.sessionRow)))
+            }
+        case ["permission", "list"]:
+            let items = payload.arrayValue ?? []
+            print(items.isEmpty ? "no applications" : Self.table(header: ["APP", "PERMISSION"], rows: items.map { [$0["app"]?.stringValue ?? "", $0["state"]?.stringValue ?? ""] }))
+        case ["permission", "request"], ["permission", "grant"], ["permission", "deny"], ["permission", "reset"]:
+            print("\(reply["app"]?.stringValue ?? ""): record permission \(reply["state"]?.stringValue ?? "")")
+        case ["mute"]:
+            print("\(reply["app"]?.stringValue ?? ""): input \(reply["muted"]?.boolValue == true ? "muted" : "unmuted")")
+        case ["session", "delete"]:
+            print("deleted \(command.positionals[0])")
+        default:
+            if reply["session"] != nil {
+                print(Self.session(reply["session"]!))
+            } else {
+                print("ok")
+            }
+        }
+    }
+
+    func event(_ event: JSONValue) {
+        if json {
+            print(event.jsonText)
+        } else {
+            print(Self.describe(event: event))
+        }
+        fflush(nil)
+    }
+
+    static func describe(event: JSONValue) -> String {
+        let name = event["event"]?.stringValue ?? "?"
+        let app = event["app"]?.stringValue.map { "\($0): " } ?? ""
+        switch name {
+        case "interruption":
+            let options = (event["options"]?.arrayValue ?? []).compactMap(\.stringValue)
+            return "\(app)interruption \(event["type"]?.stringValue ?? "") (reason \(event["reason"]?.stringValue ?? ""))" + (options.isEmpty ? "" : " " + options.joined(separator: ","))
+        case "routeChange":
+            return "\(app)route change (\(event["reason"]?.stringValue ?? "")): \(routeText(event["previousRoute"])) -> \(routeText(event["route"]))"
+        case "ducked":
+            return "\(app)ducked by \(event["by"]?.stringValue ?? "") to \(event["level_db"].map { JSONValue.format($0.doubleValue ?? 0) } ?? "") dB"
+        case "unducked": return "\(app)unducked"
+        case "inputMuteStateChange": return "\(app)input \(event["muted"]?.boolValue == true ? "muted" : "unmuted")"
+        case "permission": return "\(app)record permission \(event["state"]?.stringValue ?? "")"
+        case "session": return "\(app)session \(event["state"]?.stringValue ?? "")"
+        default:
+            let rest = (event.objectValue ?? []).filter { $0.0 != "event" && $0.0 != "app" }.map { "\($0.0)=\($0.1.stringValue ?? $0.1.jsonText)" }
+            return "\(app)\(name)" + (rest.isEmpty ? "" : " " + rest.joined(separator: " "))
+        }
+    }
+
+    static func routeText(_ route: JSONValue?) -> String {
+        let inputs = (route?["inputs"]?.arrayValue ?? []).compactMap(\.stringValue)
+        let outputs = (route?["outputs"]?.arrayValue ?? []).compactMap(\.stringValue)
+        if inputs.isEmpty && outputs.isEmpty { return "(none)" }
+        return "in [\(inputs.joined(separator: ", "))] out [\(outputs.joined(separator: ", "))]"
+    }
+
+    static func sessionRow(_ session: JSONValue) -> [String] {
+        [
+            session["app"]?.stringValue ?? "", session["category"]?.stringValue ?? "", session["mode"]?.stringValue ?? "",
+            session["state"]?.stringValue ?? "", session["recordPermission"]?.stringValue ?? "", routeText(session["route"]),
+        ]
+    }
+
+    static func session(_ s: JSONValue) -> String {
+        let options = (s["options"]?.arrayValue ?? []).compactMap(\.stringValue)
+        var lines = [
+            "\(s["app"]?.stringValue ?? ""): \(s["category"]?.stringValue ?? "") / \(s["mode"]?.stringValue ?? "")",
+            "  state:       \(s["state"]?.stringValue ?? "")" + (s["interruption"]?["reason"]?.stringValue.map { " (interrupted: \($0))" } ?? ""),
+            "  options:     \(options.isEmpty ? "(none)" : options.joined(separator: ", "))",
+            "  policy:      \(s["policy"]?.stringValue ?? "")   priority: \(s["priority"]?.stringValue ?? "")",
+            "  route:       \(routeText(s["route"]))",
+            "  permission:  \(s["recordPermission"]?.stringValue ?? "")   input muted: \(s["inputMuted"]?.boolValue == true ? "yes" : "no")",
+        ]
+        if let by = s["ducked_by"]?.stringValue { lines.append("  ducked by:   \(by)") }
+        for ignored in s["ignored_options"]?.arrayValue ?? [] {
+            lines.append("  ignored:     \(ignored["option"]?.stringValue ?? "") \(ignored["why"]?.stringValue ?? "")")
+        }
+        if let usage = s["mic_usage"]?.stringValue { lines.append("  mic usage:   \(usage)") }
+        return lines.joined(separator: "\n")
+    }
+
+    static func status(_ reply: JSONValue) -> String {
+        let daemon = reply["daemon"]
+        let jack = reply["jack"]
+        let sessions = reply["sessions"]?.arrayValue ?? []
+        let active = sessions.filter { $0["state"]?.stringValue == "active" }.count
+        var lines = [
+            "recd \(daemon?["version"]?.stringValue ?? "?") (protocol \(daemon?["protocol"]?.intValue ?? 0)), pid \(daemon?["pid"]?.intValue ?? 0), up \(daemon?["uptime"]?.intValue ?? 0) s",
+            "config: \(daemon?["config"]?.stringValue ?? "")",
+            "socket: \(daemon?["socket"]?.stringValue ?? "")   state: \(daemon?["state_dir"]?.stringValue ?? "")",
+            "JACK:   " + (jack?["connected"]?.boolValue == true ? "connected" : "not connected"),
+            "sessions: \(sessions.count) (\(active) active)",
+        ]
+        if !sessions.isEmpty {
+            lines.append(table(header: ["APP", "CATEGORY", "MODE", "STATE", "PERMISSION", "ROUTE"], rows: sessions.map(sessionRow)))
+        }
+        return lines.joined(separator: "\n")
+    }
+
+    static func table(header: [String], rows: [[String]]) -> String {
+        let all = [header] + rows
+        let widths = header.indices.map { column in all.map { $0[column].count }.max() ?? 0 }
+        return all.map { row in
+            row.enumerated().map { index, cell in
+                index == row.count - 1 ? cell : cell.padding(toLength: widths[index], withPad: " ", startingAt: 0)
+            }.joined(separator: "  ")
+        }.joined(separator: "\n")
+    }
+}

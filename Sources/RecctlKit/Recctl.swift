@@ -1,0 +1,214 @@
+// recctl: one request per invocation (or a watch), human output or --json.
+// Exit status: 0 ok, 1 the daemon refused (error: NAME (CODE): MESSAGE), 2 usage, 3 unreachable.
+import ControlProtocol
+import Foundation
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+public enum Recctl {
+    static let commands: [CommandSpec] = [
+        CommandSpec(path: ["status"], positionals: [], summary: "daemon, JACK, sessions and recorders at a glance", readsState: true),
+        CommandSpec(path: ["session", "list"], positionals: [], summary: "sessions with effective configuration and state", readsState: true),
+        CommandSpec(path: ["session", "show"], positionals: ["APP"], summary: "one session in full", readsState: true),
+        CommandSpec(
+            path: ["session", "set"], positionals: ["APP"],
+            valueFlags: ["category", "mode", "options", "policy", "mic-usage", "prefers-interruption"],
+            summary: "configure category, mode, options, policy (atomic: a rejected call changes nothing)"),
+        CommandSpec(path: ["session", "activate"], positionals: ["APP"], summary: "activate (arbitration applies)"),
+        CommandSpec(path: ["session", "deactivate"], positionals: ["APP"], boolFlags: ["notify-others", "force"], summary: "deactivate; --force stops running streams"),
+        CommandSpec(
+            path: ["session", "prefer"], positionals: ["APP"],
+            valueFlags: ["input", "sample-rate", "io-buffer", "input-channels", "output-channels"], boolFlags: ["clear"],
+            summary: "hardware preferences (hints; actual values come from JACK)"),
+        CommandSpec(path: ["session", "override"], positionals: ["APP", "speaker|none"], summary: "override the output to the speaker until the next route change"),
+        CommandSpec(path: ["session", "delete"], positionals: ["APP"], summary: "delete a session"),
+        CommandSpec(path: ["permission", "list"], positionals: [], summary: "record permission of every application", readsState: true),
+        CommandSpec(path: ["permission", "request"], positionals: ["APP"], summary: "ask for record permission; waits until an administrator decides"),
+        CommandSpec(path: ["permission", "grant"], positionals: ["APP"], summary: "grant record permission (administrators)"),
+        CommandSpec(path: ["permission", "deny"], positionals: ["APP"], summary: "deny record permission (administrators)"),
+        CommandSpec(path: ["permission", "reset"], positionals: ["APP"], summary: "back to undetermined (administrators)"),
+        CommandSpec(path: ["mute"], positionals: ["APP", "on|off"], summary: "app input mute: the session's inputs record zeros"),
+        CommandSpec(path: ["watch"], positionals: [], optionalPositionals: ["APP"], summary: "live events, one per line", readsState: true),
+    ]
+
+    static var overview: String {
+        let width = commands.map { $0.usage.count }.max() ?? 0
+        let lines = commands.map { $0.usage.padding(toLength: width, withPad: " ", startingAt: 0) + "  " + $0.summary }
+        return """
+            usage: recctl [--socket PATH] [--json] COMMAND ...
+
+            Controls recd, the recording daemon. --socket (or RECD_SOCKET) names the control socket;
+            --json prints machine-readable JSON. Exit: 0 ok, 1 refused, 2 usage, 3 recd unreachable.
+
+            """ + lines.joined(separator: "\n")
+    }
+
+    public static func main(arguments: [String], environment: [String: String]) -> Int32 {
+        let globals: GlobalOptions
+        let words: [String]
+        do {
+            (globals, words) = try ArgumentParser.split(arguments)
+        } catch let error as UsageError {
+            return usageFailure(error)
+        } catch {
+            return 2
+        }
+        if words.isEmpty || words == ["help"] {
+            print(overview)
+            return globals.help || words == ["help"] ? 0 : 2
+        }
+        if globals.help || words.first == "help" {
+            let topic = words.first == "help" ? Array(words.dropFirst()) : words
+            let matching = commands.filter { Array(topic.prefix($0.path.count)) == $0.path || $0.path.starts(with: topic) }
+            guard !matching.isEmpty else { return usageFailure(UsageError(message: "no command \(topic.joined(separator: " "))", usage: "recctl --help")) }
+            for spec in matching { print("\(spec.usage)\n    \(spec.summary)") }
+            return 0
+        }
+        let command: ParsedCommand
+        do {
+            command = try ArgumentParser.parse(words, commands: commands)
+        } catch let error as UsageError {
+            return usageFailure(error)
+        } catch {
+            return 2
+        }
+        let request: (Op, [(String, JSONValue)])
+        do {
+            request = try buildRequest(command)
+        } catch let error as UsageError {
+            return usageFailure(error)
+        } catch {
+            return 2
+        }
+
+        let candidates = socketCandidates(globals.socket, environment: environment)
+        let connection: Connection
+        do {
+            connection = try Connection(candidates: candidates)
+        } catch {
+            printError("error: cannot reach recd (looked at \(error.tried.joined(separator: ", "))): \(error.reason). Is recd running? Start it with scripts/run or `systemctl start recd`, or pass --socket PATH.\n")
+            return 3
+        }
+        let output = Output(json: globals.json)
+        do {
+            if request.0 == .watch {
+                return try watch(connection, arguments: request.1, output: output)
+            }
+            let timeout: Double? = request.0 == .permissionRequest ? nil : 30
+            let reply = try connection.call(request.0, request.1, timeout: timeout)
+            if let error = Wire.error(from: reply), reply["ok"]?.boolValue != true {
+                output.failure(error)
+                return 1
+            }
+            output.success(command: command, reply: reply)
+            return 0
+        } catch ClientFailure.io(let message) {
+            printError("error: \(message)\n")
+            return 3
+        } catch {
+            printError("error: \(error)\n")
+            return 1
+        }
+    }
+
+    static func usageFailure(_ error: UsageError) -> Int32 {
+        printError("recctl: \(error.message)\nusage: \(error.usage)\n")
+        return 2
+    }
+
+    /// Where to look for the daemon: --socket, RECD_SOCKET, then the defaults recd uses.
+    static func socketCandidates(_ explicit: String?, environment: [String: String]) -> [String] {
+        if let explicit { return [explicit] }
+        if let fromEnvironment = environment["RECD_SOCKET"], !fromEnvironment.isEmpty { return [fromEnvironment] }
+        var candidates: [String] = []
+        if getuid() != 0, let runtime = environment["XDG_RUNTIME_DIR"], !runtime.isEmpty {
+            candidates.append(runtime + "/recd/control.sock")
+        }
+        candidates.append("/run/recd/control.sock")
+        return candidates
+    }
+
+    static func onOff(_ word: String, what: String, usage: String) throws -> Bool {
+        switch word {
+        case "on", "yes", "true": return true
+        case "off", "no", "false": return false
+        default: throw UsageError(message: "\(what) must be on or off, not \(word)", usage: usage)
+        }
+    }
+
+    static func number(_ command: ParsedCommand, _ flag: String) throws -> JSONValue? {
+        guard let text = command.value(flag) else { return nil }
+        guard let value = Double(text), value.isFinite else {
+            throw UsageError(message: "--\(flag) needs a number, not \(text)", usage: command.spec.usage)
+        }
+        return .number(value)
+    }
+
+    static func buildRequest(_ command: ParsedCommand) throws -> (Op, [(String, JSONValue)]) {
+        let p = command.positionals
+        let app: [(String, JSONValue)] = p.isEmpty ? [] : [("app", .string(p[0]))]
+        switch command.spec.path {
+        case ["status"]: return (.status, [])
+        case ["session", "list"]: return (.sessionList, [])
+        case ["session", "show"]: return (.sessionShow, app)
+        case ["session", "set"]:
+            guard let category = command.value("category") else {
+                throw UsageError(message: "session set needs --category", usage: command.spec.usage)
+            }
+            var arguments = app + [("category", .string(category))]
+            if let mode = command.value("mode") { arguments.append(("mode", .string(mode))) }
+            if let options = command.value("options") {
+                let names = options.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty }
+                arguments.append(("options", JSONValue(names)))
+            }
+            if let policy = command.value("policy") { arguments.append(("policy", .string(policy))) }
+            if let usage = command.value("mic-usage") { arguments.append(("mic_usage", .string(usage))) }
+            if let prefers = command.value("prefers-interruption") {
+                arguments.append(("prefers_interruption_on_route_disconnect", .bool(try onOff(prefers, what: "--prefers-interruption", usage: command.spec.usage))))
+            }
+            return (.sessionSet, arguments)
+        case ["session", "activate"]: return (.sessionActivate, app)
+        case ["session", "deactivate"]:
+            return (.sessionDeactivate, app + [("notify_others", .bool(command.has("notify-others"))), ("force", .bool(command.has("force")))])
+        case ["session", "prefer"]:
+            var arguments = app
+            if command.has("clear") { arguments.append(("clear", true)) }
+            if let input = command.value("input") { arguments.append(("input", .string(input))) }
+            if let rate = try number(command, "sample-rate") { arguments.append(("sample_rate", rate)) }
+            if let duration = try number(command, "io-buffer") { arguments.append(("io_buffer", duration)) }
+            if let count = try number(command, "input-channels") { arguments.append(("input_channels", count)) }
+            if let count = try number(command, "output-channels") { arguments.append(("output_channels", count)) }
+            return (.sessionPrefer, arguments)
+        case ["session", "override"]: return (.sessionOverride, app + [("port", .string(p[1]))])
+        case ["session", "delete"]: return (.sessionDelete, app)
+        case ["permission", "list"]: return (.permissionList, [])
+        case ["permission", "request"]: return (.permissionRequest, app)
+        case ["permission", "grant"]: return (.permissionGrant, app)
+        case ["permission", "deny"]: return (.permissionDeny, app)
+        case ["permission", "reset"]: return (.permissionReset, app)
+        case ["mute"]: return (.mute, app + [("muted", .bool(try onOff(p[1], what: "mute", usage: command.spec.usage)))])
+        case ["watch"]: return (.watch, app)
+        default: throw UsageError(message: "unhandled command", usage: command.spec.usage)
+        }
+    }
+
+    static func watch(_ connection: Connection, arguments: [(String, JSONValue)], output: Output) throws -> Int32 {
+        let reply = try connection.call(.watch, arguments, onEvent: output.event)
+        if let error = Wire.error(from: reply), reply["ok"]?.boolValue != true {
+            output.failure(error)
+            return 1
+        }
+        while true {
+            let message = try connection.readMessage(timeout: nil)
+            if message["event"] != nil { output.event(message) }
+        }
+    }
+}
+
+/// Writes a message to standard error in one write(2).
+func printError(_ message: String) {
+    let bytes = Array(message.utf8)
+    _ = bytes.withUnsafeBytes { write(2, $0.baseAddress, $0.count) }
+}
