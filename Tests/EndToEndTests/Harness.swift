@@ -1,0 +1,313 @@
+// End-to-end harness: the real recd and recctl binaries, a temporary socket, state dir and
+// config, real child processes. Nothing here is a stand-in for a part of the product.
+import ControlProtocol
+import Foundation
+import Testing
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Where `swift build` put the executables (next to the test bundle).
+let productsDirectory: URL = {
+    let exe = URL(fileURLWithPath: (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")) ?? CommandLine.arguments[0])
+    var dir = exe.deletingLastPathComponent()
+    while dir.path != "/" {
+        if FileManager.default.isExecutableFile(atPath: dir.appendingPathComponent("recd").path) { return dir }
+        dir = dir.deletingLastPathComponent()
+    }
+    return exe.deletingLastPathComponent()
+}()
+
+struct CommandResult {
+    var status: Int32
+    var stdout: String
+    var stderr: String
+
+    var json: JSONValue? { try? JSONValue.parse(stdout.trimmingCharacters(in: .whitespacesAndNewlines)) }
+}
+
+/// Runs a program to completion and captures its output.
+func runProgram(_ path: String, _ arguments: [String], environment: [String: String]? = nil, timeout: Double = 30) throws -> CommandResult {
+    let process = Process()
+    process.executableURL = URL(fileURLWithPath: path)
+    process.arguments = arguments
+    if let environment { process.environment = environment }
+    let out = Pipe()
+    let err = Pipe()
+    process.standardOutput = out
+    process.standardError = err
+    process.standardInput = FileHandle.nullDevice
+    try process.run()
+    // Drain both pipes concurrently so a chatty child cannot block on a full pipe.
+    let outData = Locked(Data())
+    let errData = Locked(Data())
+    let group = DispatchGroup()
+    for (pipe, sink) in [(out, outData), (err, errData)] {
+        group.enter()
+        Thread.detachNewThread {
+            let data = pipe.fileHandleForReading.readDataToEndOfFile()
+            sink.withLock { $0 = data }
+            group.leave()
+        }
+    }
+    let deadline = Date().addingTimeInterval(timeout)
+    while process.isRunning && Date() < deadline { usleep(2000) }
+    if process.isRunning {
+        process.terminate()
+        Issue.record("\(path) \(arguments) did not finish within \(timeout) s")
+    }
+    process.waitUntilExit()
+    group.wait()
+    return CommandResult(
+        status: process.terminationStatus,
+        stdout: String(decoding: outData.withLock { $0 }, as: UTF8.self),
+        stderr: String(decoding: errData.withLock { $0 }, as: UTF8.self))
+}
+
+/// A value behind a lock, for test threads.
+final class Locked<Value>: @unchecked Sendable {
+    private var value: Value
+    private let lock = NSLock()
+    init(_ value: Value) { self.value = value }
+    func withLock<R>(_ body: (inout Value) -> R) -> R {
+        lock.lock()
+        defer { lock.unlock() }
+        return body(&value)
+    }
+}
+
+/// A running recd on private paths. Stops it when done.
+final class Daemon: @unchecked Sendable {
+    let directory: String
+    let socket: String
+    let configPath: String
+    private(set) var process: Process?
+    private let logPipe = Pipe()
+    let log = Locked("")
+
+    init(extraConfig: String = "", adminGroup: String? = nil) throws {
+        let template = FileManager.default.temporaryDirectory.appendingPathComponent("recd-e2e-XXXXXX").path
+        var buffer = Array(template.utf8CString)
+        guard mkdtemp(&buffer) != nil else { throw POSIXError(.EIO) }
+        directory = String(cString: buffer)
+        socket = directory + "/run/control.sock"
+        configPath = directory + "/recd.conf"
+        var config = """
+            [daemon]
+            socket = \(socket)
+            state_dir = \(directory)/state
+
+            [archive]
+            dir = \(directory)/archive
+
+            [port mic]
+            type = builtInMic
+            direction = input
+            jack = system:capture_1, system:capture_2
+
+            [port out]
+            type = lineOut
+            direction = output
+            jack = system:playback_1, system:playback_2
+
+            """
+        if let adminGroup { config = config.replacingOccurrences(of: "[daemon]\n", with: "[daemon]\nadmin_group = \(adminGroup)\n") }
+        try (config + extraConfig).write(toFile: configPath, atomically: true, encoding: .utf8)
+        try start()
+    }
+
+    deinit {
+        stop()
+        try? FileManager.default.removeItem(atPath: directory)
+    }
+
+    var recdPath: String { productsDirectory.appendingPathComponent("recd").path }
+    var recctlPath: String { productsDirectory.appendingPathComponent("recctl").path }
+
+    func start() throws {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: recdPath)
+        process.arguments = ["--config", configPath]
+        process.standardError = logPipe
+        process.standardOutput = logPipe
+        process.standardInput = FileHandle.nullDevice
+        try process.run()
+        self.process = process
+        let handle = logPipe.fileHandleForReading
+        let log = self.log
+        Thread.detachNewThread {
+            while true {
+                let data = handle.availableData
+                if data.isEmpty { break }
+                log.withLock { $0 += String(decoding: data, as: UTF8.self) }
+            }
+        }
+        let deadline = Date().addingTimeInterval(10)
+        while Date() < deadline {
+            if (try? recctl("status")).map({ $0.status == 0 }) == true { return }
+            guard process.isRunning else { break }
+            usleep(20_000)
+        }
+        throw DaemonFailure(message: "recd did not come up on \(socket); its log:\n\(log.withLock { $0 })")
+    }
+
+    func stop() {
+        guard let process, process.isRunning else { return }
+        process.terminate()
+        process.waitUntilExit()
+    }
+
+    func restart() throws {
+        stop()
+        try start()
+    }
+
+    /// Runs the real recctl against this daemon.
+    @discardableResult
+    func recctl(_ arguments: String..., user: String? = nil) throws -> CommandResult {
+        try recctl(arguments: arguments, user: user)
+    }
+
+    func recctl(arguments: [String], user: String? = nil) throws -> CommandResult {
+        let args = ["--socket", socket] + arguments
+        if let user {
+            // Another Unix user: setpriv drops to its uid/gid, so SO_PEERCRED sees that user.
+            let ids = try userIDs(user)
+            return try runProgram("/usr/bin/setpriv", ["--reuid=\(ids.uid)", "--regid=\(ids.gid)", "--clear-groups", recctlPath] + args)
+        }
+        return try runProgram(recctlPath, args)
+    }
+
+    /// Lets other users reach the socket (the test runs as root; the daemon keeps 0660).
+    func openSocketToEveryone() {
+        var path = socket
+        chmod(path, 0o666)
+        while path != "/" && path != "" {
+            path = (path as NSString).deletingLastPathComponent
+            chmod(path, 0o755)
+            if path == "/tmp" { break }
+        }
+    }
+
+    func watch(_ arguments: String...) throws -> Watcher {
+        try Watcher(recctl: recctlPath, arguments: ["--socket", socket, "--json", "watch"] + arguments)
+    }
+}
+
+struct DaemonFailure: Error, CustomStringConvertible {
+    var message: String
+    var description: String { message }
+}
+
+func userIDs(_ name: String) throws -> (uid: UInt32, gid: UInt32) {
+    guard let entry = getpwnam(name) else { throw DaemonFailure(message: "no user \(name)") }
+    return (entry.pointee.pw_uid, entry.pointee.pw_gid)
+}
+
+/// `recctl --json watch` as a child process, its lines collected as they come.
+final class Watcher: @unchecked Sendable {
+    let process = Process()
+    let lines = Locked<[JSONValue]>([])
+
+    init(recctl: String, arguments: [String]) throws {
+        let pipe = Pipe()
+        process.executableURL = URL(fileURLWithPath: recctl)
+        process.arguments = arguments
+        process.standardOutput = pipe
+        process.standardInput = FileHandle.nullDevice
+        try process.run()
+        let handle = pipe.fileHandleForReading
+        let lines = self.lines
+        Thread.detachNewThread {
+            var pending = ""
+            while true {
+                let data = handle.availableData
+                if data.isEmpty { break }
+                pending += String(decoding: data, as: UTF8.self)
+                while let newline = pending.firstIndex(of: "\n") {
+                    let line = String(pending[..<newline])
+                    pending = String(pending[pending.index(after: newline)...])
+                    if let value = try? JSONValue.parse(line) { lines.withLock { $0.append(value) } }
+                }
+            }
+        }
+        // The watch is registered once the daemon has answered; give it a moment.
+        usleep(150_000)
+    }
+
+    deinit {
+        if process.isRunning {
+            process.terminate()
+            process.waitUntilExit()
+        }
+    }
+
+    /// Waits until `count` events satisfy the predicate; returns all collected events.
+    @discardableResult
+    func waitFor(count: Int = 1, timeout: Double = 5, _ predicate: (JSONValue) -> Bool) -> [JSONValue] {
+        let deadline = Date().addingTimeInterval(timeout)
+        while Date() < deadline {
+            let all = lines.withLock { $0 }
+            if all.filter(predicate).count >= count { return all }
+            usleep(10_000)
+        }
+        return lines.withLock { $0 }
+    }
+
+    var events: [JSONValue] { lines.withLock { $0 } }
+}
+
+/// A raw control-socket client for protocol-level tests.
+final class RawClient {
+    let fd: Int32
+
+    init(path: String) throws {
+        fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
+        var address = sockaddr_un()
+        address.sun_family = sa_family_t(AF_UNIX)
+        withUnsafeMutableBytes(of: &address.sun_path) { raw in
+            let bytes = Array(path.utf8)
+            raw.copyBytes(from: bytes)
+            raw[bytes.count] = 0
+        }
+        let result = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
+        }
+        guard result == 0 else { throw POSIXError(POSIXErrorCode(rawValue: errno) ?? .EIO) }
+        var timeout = timeval(tv_sec: 5, tv_usec: 0)
+        setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
+    }
+
+    deinit { close(fd) }
+
+    func send(_ bytes: [UInt8]) {
+        var offset = 0
+        while offset < bytes.count {
+            let sent = bytes[offset...].withUnsafeBytes { Glibc.send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+            if sent <= 0 { return }
+            offset += sent
+        }
+    }
+
+    func send(_ text: String) { send(Array(text.utf8)) }
+
+    private var buffer: [UInt8] = []
+
+    /// Reads one line; nil on EOF or timeout.
+    func readLine() -> String? {
+        while true {
+            if let newline = buffer.firstIndex(of: 0x0A) {
+                let line = String(decoding: buffer[..<newline], as: UTF8.self)
+                buffer.removeSubrange(...newline)
+                return line
+            }
+            var chunk = [UInt8](repeating: 0, count: 65536)
+            let count = recv(fd, &chunk, chunk.count, 0)
+            if count <= 0 { return nil }
+            buffer += chunk[..<count]
+        }
+    }
+
+    func readJSON() -> JSONValue? { readLine().flatMap { try? JSONValue.parse($0) } }
+}
