@@ -1,0 +1,173 @@
+// The entry points: read a config file, parse config text, or take the embedded default.
+// Defaults that depend on the user (socket and state paths) come from the environment given,
+// never from the process's own, so callers and tests decide what the loader sees.
+
+#if canImport(Glibc)
+    internal import Glibc
+#elseif canImport(Darwin)
+    internal import Darwin
+#endif
+
+/// Loads recd's configuration (SPEC §12). Stateless; safe to call from any thread.
+public enum ConfigLoader {
+    /// The `source` of the embedded default config.
+    public static let embeddedDefaultSource = "<embedded default>"
+    /// Config files larger than this are refused: a config is a page of text.
+    public static let maxFileBytes = 1 << 20
+
+    /// Reads and parses the config file at `path`. Socket and state paths missing from the file
+    /// default from `environment` (XDG_RUNTIME_DIR, XDG_STATE_HOME, HOME) and from whether the
+    /// process runs as root.
+    ///
+    /// - Throws: `ConfigError` naming `path`: unreadable file (line 0), or the first problem
+    ///   in the file with its line.
+    public static func load(path: String, environment: [String: String]) throws(ConfigError)
+        -> RecdConfig
+    {
+        let bytes = try ConfigFile.contents(path: path, limit: maxFileBytes)
+        return try parse(
+            bytes: bytes, source: path, environment: environment, isRoot: ConfigFile.isRoot)
+    }
+
+    /// Parses config text; `source` names it in errors and in `RecdConfig.source`.
+    /// Whether the process is root is taken from getuid().
+    public static func parse(text: String, source: String, environment: [String: String])
+        throws(ConfigError)
+        -> RecdConfig
+    {
+        try parse(text: text, source: source, environment: environment, isRoot: ConfigFile.isRoot)
+    }
+
+    /// Parses config text as if running as root (`isRoot`) or not: root gets system paths
+    /// (/run/recd, /var/lib/recd), other users their XDG directories.
+    public static func parse(
+        text: String, source: String, environment: [String: String], isRoot: Bool
+    ) throws(ConfigError) -> RecdConfig {
+        try parse(bytes: Array(text.utf8), source: source, environment: environment, isRoot: isRoot)
+    }
+
+    /// The config recd runs with when given none: `embeddedDefaultText` with paths from
+    /// `environment` and `isRoot`.
+    public static func embeddedDefault(environment: [String: String], isRoot: Bool) -> RecdConfig {
+        do {
+            return try parse(
+                text: embeddedDefaultText, source: embeddedDefaultSource, environment: environment,
+                isRoot: isRoot)
+        } catch {
+            // The text is a constant checked by the tests: failing here is a bug, not input.
+            preconditionFailure("the embedded default config does not parse: \(error)")
+        }
+    }
+
+    static func parse(
+        bytes: [UInt8], source: String, environment: [String: String], isRoot: Bool
+    ) throws(ConfigError) -> RecdConfig {
+        // INI syntax first: with a broken line, what follows from the sections would mislead.
+        let (sections, syntaxIssues) = ConfigINI.scan(bytes)
+        if let issue = syntaxIssues.first {
+            throw ConfigError(file: source, line: issue.line, message: issue.message)
+        }
+        var interpreter = ConfigInterpreter(environment: environment, isRoot: isRoot)
+        guard let config = interpreter.interpret(sections, source: source) else {
+            let issue = interpreter.issues.first ?? ConfigIssue(line: 0, message: "invalid config")
+            throw ConfigError(file: source, line: issue.line, message: issue.message)
+        }
+        return config
+    }
+}
+
+/// Defaults for keys the config leaves out.
+enum ConfigDefaults {
+    static let systemSocket = "/run/recd/control.sock"
+    static let systemStateDir = "/var/lib/recd"
+    /// sockaddr_un's sun_path holds 108 bytes, NUL included.
+    static let maxSocketPathBytes = 107
+    /// jack_client_name_size() is 64, NUL included.
+    static let maxJackClientNameBytes = 63
+
+    /// `$XDG_RUNTIME_DIR/recd/control.sock` for a user with a runtime dir, else /run/recd's.
+    static func socket(environment: [String: String], isRoot: Bool) -> String {
+        if !isRoot, let runtime = absolute(environment["XDG_RUNTIME_DIR"]) {
+            return join(runtime, "recd/control.sock")
+        }
+        return systemSocket
+    }
+
+    /// `$XDG_STATE_HOME/recd`, else `$HOME/.local/state/recd` for a user; /var/lib/recd for root
+    /// (and for a user with neither variable).
+    static func stateDir(environment: [String: String], isRoot: Bool) -> String {
+        if !isRoot {
+            if let state = absolute(environment["XDG_STATE_HOME"]) { return join(state, "recd") }
+            if let home = absolute(environment["HOME"]) { return join(home, ".local/state/recd") }
+        }
+        return systemStateDir
+    }
+
+    static func archiveDir(stateDir: String) -> String { join(stateDir, "archive") }
+
+    /// The XDG Base Directory spec says relative values are invalid and must be ignored.
+    private static func absolute(_ value: String?) -> String? {
+        guard let value, value.hasPrefix("/") else { return nil }
+        return value
+    }
+
+    private static func join(_ directory: String, _ rest: String) -> String {
+        directory.hasSuffix("/") ? directory + rest : directory + "/" + rest
+    }
+}
+
+/// The libc side of loading: reading the file and asking who we are.
+enum ConfigFile {
+    static var isRoot: Bool { getuid() == 0 }
+
+    /// The whole file at `path`, at most `limit` bytes.
+    static func contents(path: String, limit: Int) throws(ConfigError) -> [UInt8] {
+        func failure(_ what: String, _ code: Int32) -> ConfigError {
+            ConfigError(
+                file: path, line: 0,
+                message: "cannot read config file: \(what): \(describe(errno: code))")
+        }
+        let descriptor = open(path, O_RDONLY | O_CLOEXEC)
+        guard descriptor >= 0 else { throw failure("open", errno) }
+        defer { close(descriptor) }
+
+        var status = stat()
+        guard fstat(descriptor, &status) == 0 else { throw failure("fstat", errno) }
+        if (status.st_mode & S_IFMT) == S_IFDIR {
+            throw ConfigError(
+                file: path, line: 0,
+                message: "cannot read config file: it is a directory; give the path of a file")
+        }
+
+        var bytes: [UInt8] = []
+        var chunk = [UInt8](repeating: 0, count: 64 * 1024)
+        while true {
+            let count = chunk.withUnsafeMutableBytes { read(descriptor, $0.baseAddress, $0.count) }
+            if count < 0 {
+                let code = errno
+                if code == EINTR { continue }
+                throw failure("read", code)
+            }
+            if count == 0 { return bytes }
+            bytes += chunk[0..<count]
+            if bytes.count > limit {
+                throw ConfigError(
+                    file: path, line: 0,
+                    message:
+                        "cannot read config file: it is larger than \(limit) bytes; is it the right file?"
+                )
+            }
+        }
+    }
+
+    /// "No such file or directory (ENOENT)"-style text for an errno value.
+    static func describe(errno code: Int32) -> String {
+        let text = strerror(code).map { String(cString: $0) } ?? "error \(code)"
+        let names: [Int32: String] = [
+            ENOENT: "ENOENT", EACCES: "EACCES", EISDIR: "EISDIR", ENOTDIR: "ENOTDIR",
+            ELOOP: "ELOOP",
+            EIO: "EIO", ENAMETOOLONG: "ENAMETOOLONG", EPERM: "EPERM",
+        ]
+        return names[code].map { "\(text) (\($0))" } ?? text
+    }
+}

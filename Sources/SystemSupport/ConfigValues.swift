@@ -1,0 +1,222 @@
+// Reading one value of one key: words from a fixed vocabulary, yes/no, numbers in a range,
+// absolute paths, comma-separated lists, names. Each reader either returns the value or
+// records an issue that names the section, the key, the bad value and what is accepted.
+
+/// One key of one section, with what is needed to complain about it.
+struct ConfigField {
+    /// The section as the user would write it, e.g. `[port mic]`.
+    let section: String
+    let entry: ConfigEntry
+
+    var key: String { entry.key }
+    var value: String { entry.value }
+    var line: Int { entry.line }
+
+    /// Records `[section] key: "item" problem`. `item` defaults to the whole value.
+    func complain(_ problem: String, about item: String? = nil, in issues: inout ConfigIssues) {
+        var message = "\(section) \(key): \((item ?? value).quotedForMessage) \(problem)"
+        if value.contains(" #") {
+            message += " (a \"#\" comment must be on a line of its own)"
+        }
+        issues.add(line: line, message)
+    }
+
+    /// Records `[section] key: problem`, for problems that are not about the value's text.
+    func complainAboutKey(_ problem: String, in issues: inout ConfigIssues) {
+        issues.add(line: line, "\(section) \(key): \(problem)")
+    }
+
+    /// A word of `T`'s vocabulary (its raw values), e.g. a category.
+    func word<T: CaseIterable & RawRepresentable>(
+        _ type: T.Type, noun: String, in issues: inout ConfigIssues
+    ) -> T? where T.RawValue == String {
+        if let word = T(rawValue: value) { return word }
+        complain(
+            "is not \(noun); use one of \(T.allCases.map(\.rawValue).joined(separator: ", "))",
+            in: &issues)
+        return nil
+    }
+
+    /// `yes` or `no`, nothing else.
+    func yesNo(in issues: inout ConfigIssues) -> Bool? {
+        switch value {
+        case "yes": return true
+        case "no": return false
+        default:
+            complain("is not a boolean; use yes or no", in: &issues)
+            return nil
+        }
+    }
+
+    /// A whole number in `range`.
+    func integer(in range: ClosedRange<Int>, in issues: inout ConfigIssues) -> Int? {
+        guard let number = Int(value) else {
+            complain(
+                "is not a whole number; use \(range.lowerBound)...\(range.upperBound)", in: &issues)
+            return nil
+        }
+        guard range.contains(number) else {
+            complain("is out of range; use \(range.lowerBound)...\(range.upperBound)", in: &issues)
+            return nil
+        }
+        return number
+    }
+
+    /// A decimal number in `range` (never NaN or infinite).
+    func number(in range: ClosedRange<Double>, in issues: inout ConfigIssues) -> Double? {
+        let bounds =
+            "\(range.lowerBound.formattedForMessage)...\(range.upperBound.formattedForMessage)"
+        guard let number = Double(value), number.isFinite else {
+            complain("is not a number; use \(bounds)", in: &issues)
+            return nil
+        }
+        guard range.contains(number) else {
+            complain("is out of range; use \(bounds)", in: &issues)
+            return nil
+        }
+        return number
+    }
+
+    /// An absolute path (relative paths would depend on the daemon's working directory).
+    func absolutePath(maxBytes: Int? = nil, in issues: inout ConfigIssues) -> String? {
+        guard value.hasPrefix("/") else {
+            complain("is not an absolute path; start it with /", in: &issues)
+            return nil
+        }
+        if let maxBytes, value.utf8.count > maxBytes {
+            complain(
+                "is \(value.utf8.count) bytes long; use a path of at most \(maxBytes) bytes",
+                in: &issues)
+            return nil
+        }
+        return value
+    }
+
+    /// Free text that must not be empty, e.g. a microphone usage description.
+    func text(describing what: String, in issues: inout ConfigIssues) -> String? {
+        if value.isEmpty {
+            complain("is empty; give \(what)", in: &issues)
+            return nil
+        }
+        return value
+    }
+
+    /// A word of 1...`maxLength` characters drawn from `allowed` (described as `allowedText`).
+    func token(
+        _ noun: String, maxLength: Int, allowed: (Character) -> Bool, allowedText: String,
+        in issues: inout ConfigIssues
+    ) -> String? {
+        if ConfigName.isToken(value, maxLength: maxLength, allowed: allowed) { return value }
+        complain(
+            "is not \(noun); use 1 to \(maxLength) characters from \(allowedText)", in: &issues)
+        return nil
+    }
+
+    /// A comma-separated list, items trimmed. An empty value is an empty list; an empty item
+    /// (`a,,b` or a trailing comma) and a repeated item are errors.
+    func list(in issues: inout ConfigIssues) -> [String]? {
+        if value.isEmpty { return [] }
+        let items = value.split(separator: ",", omittingEmptySubsequences: false)
+            .map { String($0).trimmedWhitespace }
+        if items.contains(where: \.isEmpty) {
+            complain("has an empty item; separate items with single commas", in: &issues)
+            return nil
+        }
+        var seen = Set<String>()
+        for item in items where !seen.insert(item).inserted {
+            complain("is listed twice", about: item, in: &issues)
+            return nil
+        }
+        return items
+    }
+
+    /// A list of words of `T`'s vocabulary, each parsed by `parse` (which may accept aliases).
+    func words<T: Hashable & CaseIterable & RawRepresentable>(
+        _ type: T.Type, noun: String, note: String = "",
+        parse: (String) -> T? = { T(rawValue: $0) },
+        in issues: inout ConfigIssues
+    ) -> [T]? where T.RawValue == String {
+        guard let items = list(in: &issues) else { return nil }
+        var words: [T] = []
+        for item in items {
+            guard let word = parse(item) else {
+                let accepted = T.allCases.map(\.rawValue).joined(separator: ", ")
+                complain("is not \(noun); use one of \(accepted)\(note)", about: item, in: &issues)
+                return nil
+            }
+            if words.contains(word) {
+                complain("is listed twice (as \(word.rawValue))", about: item, in: &issues)
+                return nil
+            }
+            words.append(word)
+        }
+        return words
+    }
+}
+
+/// Names recd gives things: app ids and port names.
+enum ConfigName {
+    static let maxLength = 64
+    static let allowedText = "A-Z a-z 0-9 . _ -"
+
+    /// `[A-Za-z0-9._-]`, ASCII only.
+    static func isNameCharacter(_ character: Character) -> Bool {
+        guard character.isASCII, let ascii = character.asciiValue else { return false }
+        switch ascii {
+        case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "A")...UInt8(ascii: "Z"),
+            UInt8(ascii: "0")...UInt8(ascii: "9"), UInt8(ascii: "."), UInt8(ascii: "_"),
+            UInt8(ascii: "-"):
+            return true
+        default:
+            return false
+        }
+    }
+
+    /// An app id or port name: 1...64 characters of `[A-Za-z0-9._-]`.
+    static func isValid(_ name: String) -> Bool {
+        isToken(name, maxLength: maxLength, allowed: isNameCharacter)
+    }
+
+    static func isToken(_ text: String, maxLength: Int, allowed: (Character) -> Bool) -> Bool {
+        !text.isEmpty && text.count <= maxLength && text.allSatisfy(allowed)
+    }
+}
+
+extension String {
+    /// Whitespace (Unicode's) removed from both ends.
+    var trimmedWhitespace: String {
+        guard let start = firstIndex(where: { !$0.isWhitespace }),
+            let end = lastIndex(where: { !$0.isWhitespace })
+        else { return "" }
+        return String(self[start...end])
+    }
+
+    /// The text in double quotes for a message: control characters, quotes and backslashes
+    /// escaped, cut after 60 characters, so garbage input gives a readable line.
+    var quotedForMessage: String {
+        let limit = 60
+        var out = "\""
+        for scalar in unicodeScalars.prefix(limit) {
+            switch scalar {
+            case "\"": out += "\\\""
+            case "\\": out += "\\\\"
+            case "\t": out += "\\t"
+            case _
+            where scalar.properties.generalCategory == .control
+                || scalar.properties.generalCategory == .format
+                || scalar == "\u{FFFD}":
+                out += "\\u{\(String(scalar.value, radix: 16))}"
+            default: out.unicodeScalars.append(scalar)
+            }
+        }
+        out += unicodeScalars.count > limit ? "…\"" : "\""
+        return out
+    }
+}
+
+extension Double {
+    /// `-96`, `0`, `100` rather than `-96.0`; other values as Swift prints them.
+    var formattedForMessage: String {
+        self == rounded() && abs(self) < 1e15 ? String(Int(self)) : String(self)
+    }
+}
