@@ -86,6 +86,15 @@ final class ControlService: ControlServerHandler {
 
     func tick(now: Double) {}
 
+    func signalReceived(_ signo: Int32) {
+        if signo == SIGHUP {
+            Log.notice("SIGHUP: recd does not reload its config in place; restart it (systemctl restart recd) to apply changes")
+            return
+        }
+        Log.notice("\(Signals.name(signo)) received; stopping")
+        server?.stop()
+    }
+
     // MARK: Requests
 
     private func isAdministrator(_ peer: PeerCredentials) -> Bool {

@@ -103,7 +103,7 @@ struct StateFile {
 
     func load() -> PersistedState {
         do {
-            guard let bytes = try AtomicFile.read(path: path) else { return PersistedState() }
+            guard let bytes = try AtomicFile.read(path) else { return PersistedState() }
             let value = try JSONValue.parse(String(decoding: bytes, as: UTF8.self))
             return PersistedState.decode(value) { Log.warning("\(path): \($0)") }
         } catch {

@@ -31,7 +31,7 @@ public enum Recd {
         func value(_ flag: String) -> String? {
             index += 1
             guard index < arguments.count else {
-                fputs("recd: \(flag) needs a value\n\(usage)\n", stderr)
+                standardError("recd: \(flag) needs a value\n\(usage)\n")
                 return nil
             }
             return arguments[index]
@@ -60,17 +60,15 @@ public enum Recd {
                 print("recd \(recdVersion) (protocol \(protocolVersion))")
                 return 0
             default:
-                fputs("recd: unknown argument \(arguments[index])\n\(usage)\n", stderr)
+                standardError("recd: unknown argument \(arguments[index])\n\(usage)\n")
                 return 2
             }
             index += 1
         }
 
-        let loaded = loadConfig(path: configPath, environment: environment)
-        guard case .success(var config) = loaded else {
-            if case .failure(let errors) = loaded {
-                for error in errors { fputs("\(error)\n", stderr) }
-            }
+        let (loaded, errors) = loadConfig(path: configPath, environment: environment)
+        guard var config = loaded else {
+            for error in errors { standardError("\(error)\n") }
             return checkOnly ? 1 : 78  // EX_CONFIG: systemd will not restart into a bad config
         }
         if checkOnly {
@@ -82,23 +80,31 @@ public enum Recd {
     }
 
     /// Loads the config and checks what the loader leaves to the policy (session tables).
-    static func loadConfig(path: String?, environment: [String: String]) -> Result<RecdConfig, [String]> {
+    static func loadConfig(path: String?, environment: [String: String]) -> (RecdConfig?, [String]) {
         let config: RecdConfig
         do {
             config = try path.map { try ConfigLoader.load(path: $0, environment: environment) }
                 ?? ConfigLoader.embeddedDefault(environment: environment, isRoot: getuid() == 0)
         } catch {
-            return .failure(["\(error)"])
+            return (nil, ["\(error)"])
         }
         let errors = SessionDeclarations.check(config).compactMap { result -> String? in
             if case .failure(let error) = result { return "\(error)" }
             return nil
         }
-        return errors.isEmpty ? .success(config) : .failure(errors)
+        return errors.isEmpty ? (config, []) : (nil, errors)
     }
 
     static func run(config: RecdConfig) -> Int32 {
-        signal(SIGPIPE, SIG_IGN)
+        // Before any other thread exists, so every thread inherits the mask and signals reach
+        // the control loop through its signalfd.
+        Signals.ignoreBrokenPipe()
+        do {
+            try Signals.block(Signals.shutdownAndReload)
+        } catch {
+            Log.error("cannot block signals: \(error)")
+            return 71  // EX_OSERR
+        }
         if mkdirs(config.daemon.stateDir, mode: 0o750) != 0 {
             Log.error("cannot create state dir \(config.daemon.stateDir): \(String(cString: strerror(errno))); set [daemon] state_dir to a writable directory")
             return 73  // EX_CANTCREAT
@@ -120,13 +126,19 @@ public enum Recd {
         }
 
         let service = ControlService(config: config, store: store, stateFile: stateFile, startedAt: monotonicSeconds())
-        let server = ControlServer(listeningFD: listener)
+        let server: ControlServer
+        do {
+            server = try ControlServer(listeningFD: listener, watchingSignals: Signals.shutdownAndReload)
+        } catch {
+            Log.error("cannot start the control loop: \(error)")
+            return 71
+        }
         service.server = server
         service.save()
         Log.notice("recd \(recdVersion) listening on \(config.daemon.socket) (config: \(config.source), state: \(config.daemon.stateDir))")
-        SystemdNotify.ready(status: "listening on \(config.daemon.socket)")
+        try? SystemdNotify.ready(status: "listening on \(config.daemon.socket)")
         server.run(handler: service)
-        SystemdNotify.stopping()
+        try? SystemdNotify.stopping()
         service.save()
         Log.notice("recd stopped")
         return 0
@@ -148,7 +160,7 @@ public enum Recd {
 enum SessionDeclarations {
     static func check(_ config: RecdConfig) -> [Result<(SessionDecl, SessionConfiguration), ConfigError>] {
         config.sessions.map { decl in
-            do {
+            do throws(SessionError) {
                 let configuration = try SessionConfiguration.validated(
                     category: decl.category, mode: decl.mode, options: Set(decl.options))
                 if decl.category.hasInput && (decl.micUsage ?? "").isEmpty && decl.record != .no {
@@ -195,4 +207,10 @@ enum SessionDeclarations {
         }
         return store
     }
+}
+
+/// Writes to standard error in one write(2) (no shared FILE state).
+func standardError(_ message: String) {
+    let bytes = Array(message.utf8)
+    _ = bytes.withUnsafeBytes { write(2, $0.baseAddress, $0.count) }
 }

@@ -37,7 +37,7 @@ enum WireFormat {
         ]
     }
 
-    static func actual(_ hw: ActualHardware) -> JSONValue {
+    static func actualJSON(_ hw: ActualHardware) -> JSONValue {
         [
             "sampleRate": JSONValue(hw.sampleRate), "ioBufferDuration": JSONValue(hw.ioBufferDuration),
             "inputLatency": JSONValue(hw.inputLatency), "outputLatency": JSONValue(hw.outputLatency),
@@ -75,7 +75,7 @@ enum WireFormat {
             "route": route(session.route),
             "bandwidth": .array(store.bandwidths(app: session.app).map { ["port": .string($0.port), "bandwidth": .string($0.bandwidth.name)] }),
             "preferences": preferences(session.preferences),
-            "actual": actual(actual),
+            "actual": actualJSON(actual),
             "recordPermission": .string(store.permission(session.app).rawValue),
             "inputMuted": .bool(session.inputMuted),
             "ducked_by": JSONValue(session.duckedBy),

@@ -46,6 +46,10 @@ public enum Recctl {
     }
 
     public static func main(arguments: [String], environment: [String: String]) -> Int32 {
+        // A parent may have left signals blocked; `recctl watch` must still stop on SIGTERM.
+        var none = sigset_t()
+        sigemptyset(&none)
+        sigprocmask(SIG_SETMASK, &none, nil)
         let globals: GlobalOptions
         let words: [String]
         do {

@@ -100,11 +100,11 @@ public struct SessionConfiguration: Equatable, Sendable {
         for option in options.sorted() where !acceptedOptions[option, default: []].contains(category) {
             let allowed = Category.allCases.filter { acceptedOptions[option, default: []].contains($0) }
             throw .badParam(
-                "option \(option.rawValue) is not accepted with category \(category.rawValue); it needs one of "
-                    + allowed.map(\.rawValue).joined(separator: ", "))
+                "option \(option.rawValue) is not accepted with category \(category.rawValue); drop it or use category "
+                    + allowed.map(\.rawValue).joined(separator: " or "))
         }
         if category == .multiRoute && options.contains(.allowBluetoothHFP) && mode != .dualRoute {
-            throw .badParam("option allowBluetoothHFP is accepted with category multiRoute only in mode dualRoute")
+            throw .badParam("option allowBluetoothHFP is accepted with category multiRoute only in mode dualRoute; add --mode dualRoute or drop the option")
         }
         if mode == .dualRoute && !options.contains(.allowBluetoothHFP) {
             throw .badParam("mode dualRoute requires option allowBluetoothHFP in the same call; add --options allowBluetoothHFP")
@@ -116,7 +116,7 @@ public struct SessionConfiguration: Equatable, Sendable {
             guard category == .playback, [.default, .moviePlayback, .spokenAudio].contains(mode), options.isEmpty
             else {
                 throw .badParam(
-                    "route sharing policy \(policy.rawValue) needs category playback, mode default, moviePlayback or spokenAudio, and no options (got \(category.rawValue), \(mode.rawValue), \(options.count) option(s))"
+                    "route sharing policy \(policy.rawValue) needs category playback, mode default, moviePlayback or spokenAudio, and no options (got \(category.rawValue), \(mode.rawValue), \(options.count) option(s)); use policy default or change the rest"
                 )
             }
         case .default:

@@ -23,7 +23,7 @@ public struct HardwarePreferences: Equatable, Sendable, Codable {
     public static let ioBufferDurationRange: ClosedRange<Double> = 0.000_5...1.0
 
     /// Checks a change of preferences. `ports` are the configured ports; the channel limits are
-    /// the largest channel count of the session's eligible ports in each direction.
+    /// the largest channel count of an available port in each direction.
     public static func validate(
         _ prefs: HardwarePreferences, category: Category, ports: [PortState]
     ) throws(SessionError) {
@@ -41,7 +41,7 @@ public struct HardwarePreferences: Equatable, Sendable, Codable {
             }
             guard let port = ports.first(where: { $0.name == name }) else {
                 let inputs = ports.filter(\.direction.canCapture).map(\.name).joined(separator: ", ")
-                throw .badParam("\"\(name)\" is not a configured port; inputs are: \(inputs)")
+                throw .badParam("\"\(name)\" is not a configured port; use one of the inputs: \(inputs)")
             }
             guard port.direction.canCapture else {
                 throw .badParam("port \(name) is an output (\(port.type.rawValue)); prefer an input port")
@@ -53,20 +53,20 @@ public struct HardwarePreferences: Equatable, Sendable, Codable {
                     .incompatibleCategory,
                     "category \(category.rawValue) has no input, so preferred input channels cannot be set; use record, playAndRecord or multiRoute")
             }
-            let limit = ports.filter(\.direction.canCapture).map(\.channels).max() ?? 0
+            let limit = ports.filter { $0.available && $0.direction.canCapture }.map(\.channels).max() ?? 0
             guard (1...max(limit, 1)).contains(count), limit > 0 else {
-                throw .badParam("preferred input channels \(count) is out of range; this box has 1...\(limit)")
+                throw .badParam("preferred input channels \(count) is out of range; use 1...\(limit) (the most an available input has)")
             }
         }
         if let count = prefs.outputChannels {
             guard category.hasOutput else {
                 throw SessionError(
                     .incompatibleCategory,
-                    "category \(category.rawValue) has no output, so preferred output channels cannot be set")
+                    "category \(category.rawValue) has no output, so preferred output channels cannot be set; use playAndRecord or multiRoute to play and record")
             }
-            let limit = ports.filter(\.direction.canPlay).map(\.channels).max() ?? 0
+            let limit = ports.filter { $0.available && $0.direction.canPlay }.map(\.channels).max() ?? 0
             guard (1...max(limit, 1)).contains(count), limit > 0 else {
-                throw .badParam("preferred output channels \(count) is out of range; this box has 1...\(limit)")
+                throw .badParam("preferred output channels \(count) is out of range; use 1...\(limit) (the most an available output has)")
             }
         }
     }

@@ -122,6 +122,16 @@ public enum RouteChooser {
                 input = chosen
             }
         }
+        if request.overrideSpeaker, config.category == .playAndRecord,
+            let speaker = ports.first(where: { $0.available && $0.type == .builtInSpeaker && $0.direction.canPlay })
+        {
+            // The override takes the built-in speaker, and with it the built-in microphone when
+            // the input was the Bluetooth device the output just left.
+            output = speaker
+            if let chosen = input, chosen.isBluetoothDuplex {
+                input = byRecency(ports.filter { $0.available && !$0.isBluetoothDuplex && isEligibleInput($0, request: request) }).first
+            }
+        }
         return Route(inputs: input.map { [$0.name] } ?? [], outputs: output.map { [$0.name] } ?? [])
     }
 
@@ -189,7 +199,6 @@ public enum RouteChooser {
             $0.available && isEligibleOutput($0, request: request) && !(excludingBluetooth && $0.isBluetoothDuplex)
         }
         let speaker = eligible.first { $0.type == .builtInSpeaker }
-        if request.overrideSpeaker, config.category == .playAndRecord, let speaker { return speaker }
         if let external = byRecency(eligible.filter { !$0.type.isBuiltIn }).first { return external }
         if config.effectiveOptions.contains(.defaultToSpeaker), let speaker { return speaker }
         if config.category == .playAndRecord, let receiver = eligible.first(where: { $0.type == .builtInReceiver }) {

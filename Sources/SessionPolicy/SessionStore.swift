@@ -75,14 +75,17 @@ public struct SessionStore: Sendable {
     public mutating func configure(
         app: String, ownerUID: UInt32, configuration: SessionConfiguration, micUsage: String?? = .none
     ) -> [PolicyEffect] {
+        let isNew = sessions[app] == nil
         var session = sessions[app] ?? Session(app: app, ownerUID: ownerUID)
         let categoryChanged = session.configuration != configuration
         session.configuration = configuration
+        // A route change ends the speaker override.
+        if categoryChanged { session.overrideSpeaker = false }
         if case .some(let text) = micUsage { session.micUsage = text }
         sessions[app] = session
         deleted.remove(app)
         var effects: [PolicyEffect] = [.sessionChanged(app: app)]
-        if categoryChanged { effects += reroute(reason: .categoryChange, only: app) }
+        if categoryChanged || isNew { effects += reroute(reason: .categoryChange, only: app) }
         effects += updateDucking()
         return effects
     }
@@ -100,7 +103,7 @@ public struct SessionStore: Sendable {
         if speaker && session.configuration.category != .playAndRecord {
             throw SessionError(
                 .incompatibleCategory,
-                "the speaker override needs category playAndRecord (\(app) is \(session.configuration.category.rawValue))")
+                "the speaker override needs category playAndRecord (\(app) is \(session.configuration.category.rawValue)); set that category first")
         }
         if speaker && !ports.contains(where: { $0.type == .builtInSpeaker && $0.available }) {
             throw SessionError(.resourceNotAvailable, "no builtInSpeaker port is available to override to; declare one in [port] config")
@@ -395,6 +398,9 @@ public struct SessionStore: Sendable {
     /// Checks that a session may start a recorder now (SPEC §8, §2).
     public func checkCanRecord(app: String) throws(SessionError) {
         let session = try session(app)
+        guard mediaServicesAvailable else {
+            throw SessionError(.mediaServicesFailed, "the JACK server is gone; wait for mediaServicesWereReset and start the recorder again")
+        }
         let category = session.configuration.category
         guard category.hasInput else {
             throw SessionError(.incompatibleCategory, "category \(category.rawValue) cannot record; set record, playAndRecord or multiRoute")

@@ -3,9 +3,9 @@
 // never from the process's own, so callers and tests decide what the loader sees.
 
 #if canImport(Glibc)
-    internal import Glibc
+    import Glibc
 #elseif canImport(Darwin)
-    internal import Darwin
+    import Darwin
 #endif
 
 /// Loads recd's configuration (SPEC §12). Stateless; safe to call from any thread.

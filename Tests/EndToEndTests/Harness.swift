@@ -27,30 +27,28 @@ struct CommandResult {
     var json: JSONValue? { try? JSONValue.parse(stdout.trimmingCharacters(in: .whitespacesAndNewlines)) }
 }
 
-/// Runs a program to completion and captures its output.
+/// Runs a program to completion and captures its output. Output goes through files, not
+/// pipes: a pipe's write end can leak into a child spawned at the same moment by another
+/// test, and then its reader would wait for an end of file that never comes.
 func runProgram(_ path: String, _ arguments: [String], environment: [String: String]? = nil, timeout: Double = 30) throws -> CommandResult {
+    let directory = try makeTemporaryDirectory("recd-run")
+    defer { try? FileManager.default.removeItem(atPath: directory) }
+    let outPath = directory + "/stdout"
+    let errPath = directory + "/stderr"
+    _ = FileManager.default.createFile(atPath: outPath, contents: nil)
+    _ = FileManager.default.createFile(atPath: errPath, contents: nil)
     let process = Process()
     process.executableURL = URL(fileURLWithPath: path)
     process.arguments = arguments
     if let environment { process.environment = environment }
-    let out = Pipe()
-    let err = Pipe()
+    let out = try FileHandle(forWritingTo: URL(fileURLWithPath: outPath))
+    let err = try FileHandle(forWritingTo: URL(fileURLWithPath: errPath))
     process.standardOutput = out
     process.standardError = err
     process.standardInput = FileHandle.nullDevice
     try process.run()
-    // Drain both pipes concurrently so a chatty child cannot block on a full pipe.
-    let outData = Locked(Data())
-    let errData = Locked(Data())
-    let group = DispatchGroup()
-    for (pipe, sink) in [(out, outData), (err, errData)] {
-        group.enter()
-        Thread.detachNewThread {
-            let data = pipe.fileHandleForReading.readDataToEndOfFile()
-            sink.withLock { $0 = data }
-            group.leave()
-        }
-    }
+    try out.close()
+    try err.close()
     let deadline = Date().addingTimeInterval(timeout)
     while process.isRunning && Date() < deadline { usleep(2000) }
     if process.isRunning {
@@ -58,11 +56,10 @@ func runProgram(_ path: String, _ arguments: [String], environment: [String: Str
         Issue.record("\(path) \(arguments) did not finish within \(timeout) s")
     }
     process.waitUntilExit()
-    group.wait()
     return CommandResult(
         status: process.terminationStatus,
-        stdout: String(decoding: outData.withLock { $0 }, as: UTF8.self),
-        stderr: String(decoding: errData.withLock { $0 }, as: UTF8.self))
+        stdout: (try? String(contentsOfFile: outPath, encoding: .utf8)) ?? "",
+        stderr: (try? String(contentsOfFile: errPath, encoding: .utf8)) ?? "")
 }
 
 /// A value behind a lock, for test threads.
@@ -83,14 +80,12 @@ final class Daemon: @unchecked Sendable {
     let socket: String
     let configPath: String
     private(set) var process: Process?
-    private let logPipe = Pipe()
-    let log = Locked("")
+    var logPath: String { directory + "/recd.log" }
+    /// Everything recd wrote to stderr so far.
+    var log: String { (try? String(contentsOfFile: logPath, encoding: .utf8)) ?? "" }
 
     init(extraConfig: String = "", adminGroup: String? = nil) throws {
-        let template = FileManager.default.temporaryDirectory.appendingPathComponent("recd-e2e-XXXXXX").path
-        var buffer = Array(template.utf8CString)
-        guard mkdtemp(&buffer) != nil else { throw POSIXError(.EIO) }
-        directory = String(cString: buffer)
+        directory = try makeTemporaryDirectory("recd-e2e")
         socket = directory + "/run/control.sock"
         configPath = directory + "/recd.conf"
         var config = """
@@ -129,27 +124,22 @@ final class Daemon: @unchecked Sendable {
         let process = Process()
         process.executableURL = URL(fileURLWithPath: recdPath)
         process.arguments = ["--config", configPath]
-        process.standardError = logPipe
-        process.standardOutput = logPipe
+        if !FileManager.default.fileExists(atPath: logPath) { _ = FileManager.default.createFile(atPath: logPath, contents: nil) }
+        let logHandle = try FileHandle(forWritingTo: URL(fileURLWithPath: logPath))
+        try logHandle.seekToEnd()
+        process.standardError = logHandle
+        process.standardOutput = logHandle
         process.standardInput = FileHandle.nullDevice
         try process.run()
+        try logHandle.close()
         self.process = process
-        let handle = logPipe.fileHandleForReading
-        let log = self.log
-        Thread.detachNewThread {
-            while true {
-                let data = handle.availableData
-                if data.isEmpty { break }
-                log.withLock { $0 += String(decoding: data, as: UTF8.self) }
-            }
-        }
         let deadline = Date().addingTimeInterval(10)
         while Date() < deadline {
             if (try? recctl("status")).map({ $0.status == 0 }) == true { return }
             guard process.isRunning else { break }
             usleep(20_000)
         }
-        throw DaemonFailure(message: "recd did not come up on \(socket); its log:\n\(log.withLock { $0 })")
+        throw DaemonFailure(message: "recd did not come up on \(socket); its log:\n\(log)")
     }
 
     func stop() {
@@ -238,7 +228,7 @@ final class Watcher: @unchecked Sendable {
 
     deinit {
         if process.isRunning {
-            process.terminate()
+            kill(process.processIdentifier, SIGKILL)
             process.waitUntilExit()
         }
     }
@@ -310,4 +300,11 @@ final class RawClient {
     }
 
     func readJSON() -> JSONValue? { readLine().flatMap { try? JSONValue.parse($0) } }
+}
+
+/// A fresh private directory under the temporary directory.
+func makeTemporaryDirectory(_ prefix: String) throws -> String {
+    let path = FileManager.default.temporaryDirectory.appendingPathComponent("\(prefix)-\(UUID().uuidString.prefix(8))").path
+    try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: false)
+    return path
 }

@@ -1,0 +1,563 @@
+// The control socket server: one thread, one poll(2) loop, JSON lines in and out.
+//
+// Threads: `run` turns the calling thread into the control thread. `post` and `stop` may be
+// called from any thread; everything else (`send`, `close`, `clientCount`) only from the
+// control thread, normally from inside a `ControlServerHandler` callback or posted work.
+import Glibc
+import Synchronization
+
+/// A single-threaded Unix-socket server for line-delimited messages.
+///
+/// The server owns the listening descriptor it is given (closed in `deinit`) and every client
+/// descriptor it accepts. It never blocks on a client: reads and writes are non-blocking,
+/// output is buffered per client, and clients that send oversized lines, dawdle over a line,
+/// stop reading, or exceed the connection limit are cut off (see `Limits`) with a last line
+/// chosen by the handler.
+///
+/// A client that shuts down its sending side (`shutdown(SHUT_WR)`) still gets every reply
+/// that the handler sends while handling its lines; the connection closes when that output
+/// is flushed (or after `Limits.flushTimeout` without progress).
+///
+/// `@unchecked Sendable`: the mutable state is confined to the control thread (checked with
+/// `assert` in debug builds); the only members used from other threads are `post` and
+/// `stop`, which go through a `Mutex`, an `Atomic` and an eventfd.
+public final class ControlServer: @unchecked Sendable {
+    /// Bounds that protect the daemon from misbehaving clients.
+    public struct Limits: Sendable, Equatable {
+        /// Longest accepted line, not counting its newline. Longer: `.lineTooLong`.
+        public var maxLineBytes: Int
+        /// Most output queued for one client. More: `.tooSlow`, and the client is dropped
+        /// at once (its queued output is discarded).
+        public var maxPendingOutputBytes: Int
+        /// Seconds a client may keep an unterminated line. Longer: `.tooSlow`.
+        public var incompleteLineTimeout: Double
+        /// Most simultaneous clients. One more: `.tooManyClients`.
+        public var maxClients: Int
+        /// Seconds a closing client (rejected, closed with `afterFlush`, or half-closed) may
+        /// go without reading any of its remaining output before it is closed anyway.
+        public var flushTimeout: Double
+        /// Seconds between `tick` calls.
+        public var tickInterval: Double
+
+        public init(
+            maxLineBytes: Int = 64 * 1024,
+            maxPendingOutputBytes: Int = 4 * 1024 * 1024,
+            incompleteLineTimeout: Double = 10,
+            maxClients: Int = 256,
+            flushTimeout: Double = 10,
+            tickInterval: Double = 0.1
+        ) {
+            self.maxLineBytes = maxLineBytes
+            self.maxPendingOutputBytes = maxPendingOutputBytes
+            self.incompleteLineTimeout = incompleteLineTimeout
+            self.maxClients = maxClients
+            self.flushTimeout = flushTimeout
+            self.tickInterval = tickInterval
+        }
+    }
+
+    /// The limits this server enforces.
+    public let limits: Limits
+
+    // MARK: State shared with other threads
+
+    /// Non-blocking eventfd; one write wakes the loop. Owned by the server.
+    private let wakeFD: Int32
+    private let stopRequested = Atomic<Bool>(false)
+    private let postedWork = Mutex<[@Sendable () -> Void]>([])
+
+    // MARK: Control-thread state
+
+    /// Listening socket, owned by the server.
+    private let listenFD: Int32
+    /// signalfd for `watchedSignals`, owned by the server; nil when none are watched.
+    private let signalFD: Int32?
+    private let watchedSignals: [Int32]
+    private var connections: [ClientID: Connection] = [:]
+    private var lastClientNumber: UInt64 = 0
+    private var handler: (any ControlServerHandler)?
+    private var controlThread: pthread_t?
+    private var hasRun = false
+    /// Monotonic time of the current loop iteration.
+    private var now: Double = 0
+    /// While accept is failing for lack of descriptors, when to try again.
+    private var acceptResumesAt: Double = 0
+    /// Set when some state change needs `service()` before the next poll may sleep.
+    private var needsService = false
+    /// One read's worth of scratch space, allocated once, owned by the server.
+    private let readBuffer: UnsafeMutableRawBufferPointer
+
+    /// Creates a server on `listeningFD`, a bound and listening Unix stream socket (from
+    /// `bindListener` or `listenerFromSystemd`). On success the server owns the descriptor;
+    /// on failure the caller still does.
+    ///
+    /// `signals` are reported to `ControlServerHandler.signalReceived` through a signalfd.
+    /// They must be blocked in every thread for that to work: call `Signals.block` on the
+    /// main thread before any other thread starts (`run` blocks them on the control thread
+    /// as well).
+    public init(
+        listeningFD: Int32, limits: Limits = Limits(), watchingSignals signals: [Int32] = []
+    ) throws(SystemError) {
+        precondition(limits.maxLineBytes > 0 && limits.maxPendingOutputBytes > 0)
+        precondition(limits.maxClients > 0 && limits.tickInterval > 0)
+        try Posix.setNonBlocking(listeningFD)
+        try Posix.setCloseOnExec(listeningFD)
+        let wakeFD = try LinuxExtensions.eventFD()
+        var signalFD: Int32? = nil
+        if !signals.isEmpty {
+            do throws(SystemError) {
+                signalFD = try LinuxExtensions.signalFD(signals)
+            } catch {
+                Posix.close(wakeFD)
+                throw error
+            }
+        }
+        self.listenFD = listeningFD
+        self.limits = limits
+        self.wakeFD = wakeFD
+        self.signalFD = signalFD
+        self.watchedSignals = signals
+        self.readBuffer = .allocate(byteCount: 64 * 1024, alignment: 16)
+    }
+
+    deinit {
+        for connection in connections.values { Posix.close(connection.fd) }
+        Posix.close(listenFD)
+        Posix.close(wakeFD)
+        if let signalFD { Posix.close(signalFD) }
+        readBuffer.deallocate()
+    }
+
+    // MARK: Any thread
+
+    /// Runs `work` on the control thread, soon. Any thread. Work posted before `stop` runs
+    /// before `run` returns; work posted after `run` has returned never runs.
+    public func post(_ work: @escaping @Sendable () -> Void) {
+        let wasEmpty = postedWork.withLock { queue in
+            defer { queue.append(work) }
+            return queue.isEmpty
+        }
+        // The loop drains the eventfd before taking the queue, so a non-empty queue is
+        // always seen by a wake that is still to come.
+        if wasEmpty { LinuxExtensions.signalEventFD(wakeFD) }
+    }
+
+    /// Makes `run` return after the current iteration. Any thread.
+    public func stop() {
+        stopRequested.store(true, ordering: .releasing)
+        LinuxExtensions.signalEventFD(wakeFD)
+    }
+
+    // MARK: Control thread
+
+    /// Number of open client connections. Control thread.
+    public var clientCount: Int {
+        assertOnControlThread()
+        return connections.count
+    }
+
+    /// Queues `line` and a newline for `client`. Control thread.
+    ///
+    /// `line` must not contain a newline (JSON encoders escape them). Unknown or closing
+    /// clients are ignored. Queuing more than `Limits.maxPendingOutputBytes` gets the client
+    /// rejected as `.tooSlow` once the current callback returns.
+    public func send(_ line: String, to client: ClientID) {
+        assertOnControlThread()
+        guard let connection = connections[client], connection.acceptsOutput else { return }
+        assert(!Self.containsNewline(line), "a control line must not contain a newline")
+        connection.output.append(line: line)
+        if connection.output.pendingByteCount > limits.maxPendingOutputBytes {
+            connection.overflowed = true
+            needsService = true
+        }
+    }
+
+    /// Closes `client`: stops reading from it at once; with `afterFlush`, first writes what
+    /// is queued (further `send`s are dropped), otherwise discards it. `clientDisconnected`
+    /// follows once the connection is gone. Control thread.
+    public func close(_ client: ClientID, afterFlush: Bool) {
+        assertOnControlThread()
+        guard let connection = connections[client] else { return }
+        connection.reading = false
+        if !afterFlush {
+            connection.closing = .now
+        } else if connection.closing == nil {
+            connection.closing = .afterFlush
+            connection.lastDrainProgress = now
+        }
+        needsService = true
+    }
+
+    /// Runs the server on the calling thread, which becomes the control thread, until `stop`.
+    /// May be called once. On return every client is closed (after one attempt to flush its
+    /// output) and has had `clientDisconnected`.
+    public func run(handler: any ControlServerHandler) {
+        precondition(!hasRun, "ControlServer.run may be called only once")
+        hasRun = true
+        self.handler = handler
+        controlThread = pthread_self()
+        if !watchedSignals.isEmpty {
+            do {
+                try Posix.changeSignalMask(block: true, watchedSignals)
+            } catch {
+                Log.error("control: cannot block signals \(watchedSignals): \(error)")
+            }
+        }
+        now = Posix.monotonicSeconds()
+        var nextTick = now + limits.tickInterval
+        var pollSet: [pollfd] = []
+        var polled: [Connection] = []
+
+        while !stopRequested.load(ordering: .acquiring) {
+            service()
+
+            pollSet.removeAll(keepingCapacity: true)
+            polled.removeAll(keepingCapacity: true)
+            pollSet.append(pollfd(fd: wakeFD, events: Int16(POLLIN), revents: 0))
+            let signalIndex = pollSet.count
+            if let signalFD { pollSet.append(pollfd(fd: signalFD, events: Int16(POLLIN), revents: 0)) }
+            let listenIndex = pollSet.count
+            let accepting = now >= acceptResumesAt
+            if accepting { pollSet.append(pollfd(fd: listenFD, events: Int16(POLLIN), revents: 0)) }
+            let firstClientIndex = pollSet.count
+            for connection in connections.values {
+                var events: Int16 = 0
+                if connection.reading { events |= Int16(POLLIN) }
+                if !connection.output.isEmpty { events |= Int16(POLLOUT) }
+                pollSet.append(pollfd(fd: connection.fd, events: events, revents: 0))
+                polled.append(connection)
+            }
+
+            let timeout: Int32 =
+                needsService ? 0 : Int32(max(0, min(((nextTick - now) * 1000).rounded(.up), 60_000)))
+            do {
+                _ = try Posix.poll(&pollSet, timeoutMilliseconds: timeout)
+            } catch {
+                // ENOMEM: the kernel is short of memory. Back off instead of spinning.
+                Log.error("control: \(error)")
+                usleep(10_000)
+            }
+            now = Posix.monotonicSeconds()
+
+            if pollSet[0].revents != 0 {
+                LinuxExtensions.drainEventFD(wakeFD)
+                runPostedWork()
+            }
+            if let signalFD, pollSet[signalIndex].revents != 0 {
+                for signo in LinuxExtensions.readSignals(signalFD) {
+                    handler.signalReceived(signo)
+                }
+            }
+            if accepting, pollSet[listenIndex].revents != 0 {
+                acceptClients(handler)
+            }
+            for (offset, connection) in polled.enumerated() {
+                let revents = Int32(pollSet[firstClientIndex + offset].revents)
+                if revents == 0 || connections[connection.id] !== connection { continue }
+                if revents & POLLNVAL != 0 {
+                    connection.failed = true
+                    needsService = true
+                    continue
+                }
+                if connection.reading && revents & (POLLIN | POLLHUP | POLLERR) != 0 {
+                    readFrom(connection, handler)
+                }
+                if !connection.output.isEmpty && revents & (POLLOUT | POLLHUP | POLLERR) != 0 {
+                    flush(connection)
+                }
+            }
+
+            if now >= nextTick {
+                handler.tick(now: now)
+                expireIncompleteLines(handler)
+                nextTick += limits.tickInterval
+                if nextTick <= now { nextTick = now + limits.tickInterval }
+            }
+        }
+
+        runPostedWork()
+        for connection in connections.values.sorted(by: { $0.id < $1.id }) {
+            if !connection.output.isEmpty && !connection.failed { flush(connection) }
+            finish(connection, handler)
+        }
+        self.handler = nil
+        controlThread = nil
+    }
+
+    // MARK: Loop internals
+
+    /// One client connection. Control thread only.
+    private final class Connection {
+        enum Closing { case afterFlush, now }
+
+        let id: ClientID
+        /// Owned by the connection's entry in `connections`; closed in `finish`.
+        let fd: Int32
+        var input: LineAssembler
+        var output = OutputBuffer()
+        /// Whether to poll for and deliver input.
+        var reading = true
+        /// The peer shut down its sending side; close once output is flushed.
+        var peerFinishedSending = false
+        var closing: Closing?
+        /// `send` queued more than the limit; rejected at the next `service()`.
+        var overflowed = false
+        /// `clientRejected` was called.
+        var rejected = false
+        /// A read or write failed (peer gone); close at the next `service()`.
+        var failed = false
+        /// When the unterminated line now buffered began.
+        var incompleteLineSince: Double?
+        /// Last time a closing or half-closed client took some of its output.
+        var lastDrainProgress: Double = 0
+
+        init(id: ClientID, fd: Int32, maxLineBytes: Int) {
+            self.id = id
+            self.fd = fd
+            self.input = LineAssembler(maxLineBytes: maxLineBytes)
+        }
+
+        var acceptsOutput: Bool { closing == nil && !overflowed && !rejected && !failed }
+        var acceptsInput: Bool { reading && acceptsOutput }
+        var isWindingDown: Bool { closing != nil || peerFinishedSending }
+    }
+
+    /// memchr over the UTF-8 bytes: a byte-wise Swift loop is slow in debug builds.
+    private static func containsNewline(_ line: String) -> Bool {
+        var line = line
+        return line.withUTF8 { bytes in
+            guard let base = bytes.baseAddress else { return false }
+            return memchr(base, Int32(UInt8(ascii: "\n")), bytes.count) != nil
+        }
+    }
+
+    private func assertOnControlThread() {
+        assert(
+            controlThread.map { pthread_equal($0, pthread_self()) != 0 } ?? true,
+            "ControlServer: this member must be used on the control thread")
+    }
+
+    private func runPostedWork() {
+        let work = postedWork.withLock { queue in
+            defer { queue.removeAll() }
+            return queue
+        }
+        for item in work { item() }
+    }
+
+    /// Applies state changes left by callbacks: rejections, flushes, closes.
+    private func service() {
+        needsService = false
+        guard let handler else { return }
+        for connection in Array(connections.values) where connections[connection.id] === connection {
+            if connection.overflowed && !connection.rejected {
+                dropSlowReader(connection, handler)
+            }
+            if !connection.output.isEmpty && !connection.failed && connection.closing != .now {
+                flush(connection)
+            }
+            if shouldFinish(connection) {
+                finish(connection, handler)
+            }
+        }
+    }
+
+    private func shouldFinish(_ connection: Connection) -> Bool {
+        if connection.failed || connection.closing == .now { return true }
+        guard connection.isWindingDown else { return false }
+        return connection.output.isEmpty || now - connection.lastDrainProgress > limits.flushTimeout
+    }
+
+    /// Closes the descriptor and tells the handler. The connection must still be registered.
+    private func finish(_ connection: Connection, _ handler: any ControlServerHandler) {
+        connections[connection.id] = nil
+        // Closing with unread input makes the peer's next read fail with ECONNRESET instead
+        // of a clean end of file after our last line; take in what has arrived first.
+        discardInput(connection.fd)
+        Posix.close(connection.fd)
+        handler.clientDisconnected(connection.id)
+    }
+
+    private func discardInput(_ fd: Int32) {
+        for _ in 0..<16 {
+            guard case .transferred = try? Posix.read(fd, into: readBuffer) else { return }
+        }
+    }
+
+    private func acceptClients(_ handler: any ControlServerHandler) {
+        // Bounded so that a connection storm cannot starve the clients already served.
+        for _ in 0..<64 {
+            let accepted: Int32?
+            do {
+                accepted = try Posix.accept(listenFD)
+            } catch {
+                switch error.errno {
+                case ECONNABORTED, EPROTO, EPERM:
+                    continue  // that one connection failed; others may be waiting
+                case EMFILE, ENFILE, ENOBUFS, ENOMEM:
+                    Log.warning("control: \(error); not accepting for a moment")
+                    acceptResumesAt = now + limits.tickInterval
+                    return
+                default:
+                    Log.error("control: \(error)")
+                    acceptResumesAt = now + 1
+                    return
+                }
+            }
+            guard let fd = accepted else { return }
+            lastClientNumber += 1
+            let id = ClientID(rawValue: lastClientNumber)
+
+            if connections.count >= limits.maxClients {
+                if let line = handler.clientRejected(id, reason: .tooManyClients) {
+                    var output = OutputBuffer()
+                    output.append(line: line)
+                    _ = output.drain { bytes in
+                        guard case .transferred(let count) = try? Posix.send(fd, bytes) else { return 0 }
+                        return count
+                    }
+                }
+                discardInput(fd)
+                Posix.close(fd)
+                continue
+            }
+
+            let peer: PeerCredentials
+            do {
+                peer = try Self.peerCredentials(of: fd)
+            } catch {
+                // Without knowing who it is, the peer cannot be authorised for anything.
+                Log.warning("control: cannot identify a new client: \(error)")
+                Posix.close(fd)
+                continue
+            }
+            let connection = Connection(id: id, fd: fd, maxLineBytes: limits.maxLineBytes)
+            connections[id] = connection
+            handler.clientConnected(id, peer: peer)
+        }
+    }
+
+    static func peerCredentials(of fd: Int32) throws(SystemError) -> PeerCredentials {
+        let credentials = try Posix.peerCredentials(fd)
+        let groups: [UInt32]
+        do {
+            groups = try Posix.peerGroups(fd)
+        } catch {
+            // Kernels before 4.13 lack SO_PEERGROUPS (ENOPROTOOPT).
+            groups = Posix.groupList(uid: credentials.uid, gid: credentials.gid)
+        }
+        return PeerCredentials(
+            pid: credentials.pid, uid: credentials.uid, gid: credentials.gid, groups: groups)
+    }
+
+    private func readFrom(_ connection: Connection, _ handler: any ControlServerHandler) {
+        let outcome: IOOutcome
+        do {
+            outcome = try Posix.read(connection.fd, into: readBuffer)
+        } catch {
+            connection.failed = true  // ECONNRESET and friends: the peer is gone
+            needsService = true
+            return
+        }
+        switch outcome {
+        case .wouldBlock:
+            return
+        case .endOfFile:
+            connection.reading = false
+            connection.peerFinishedSending = true
+            connection.lastDrainProgress = now
+            connection.incompleteLineSince = nil
+            if let last = connection.input.takeRemainder(), connection.acceptsOutput {
+                handler.clientSentLine(connection.id, line: last)
+            }
+            needsService = true
+        case .transferred(let count):
+            connection.input.append(UnsafeRawBufferPointer(rebasing: readBuffer[0..<count]))
+            deliverLines(connection, handler)
+        }
+    }
+
+    private func deliverLines(_ connection: Connection, _ handler: any ControlServerHandler) {
+        var deliveredAny = false
+        while connection.acceptsInput && connections[connection.id] === connection {
+            switch connection.input.nextLine() {
+            case .line(let line):
+                deliveredAny = true
+                handler.clientSentLine(connection.id, line: line)
+            case .needMore:
+                if connection.input.pendingByteCount == 0 {
+                    connection.incompleteLineSince = nil
+                } else if deliveredAny || connection.incompleteLineSince == nil {
+                    connection.incompleteLineSince = now
+                }
+                return
+            case .tooLong:
+                reject(connection, .lineTooLong(limit: limits.maxLineBytes), handler)
+                return
+            }
+        }
+    }
+
+    /// Rejects a client that can still read: its last line is flushed before it closes.
+    private func reject(
+        _ connection: Connection, _ reason: ClientRejection, _ handler: any ControlServerHandler
+    ) {
+        connection.rejected = true
+        connection.reading = false
+        connection.incompleteLineSince = nil
+        if connection.closing == nil { connection.closing = .afterFlush }
+        connection.lastDrainProgress = now
+        if let line = handler.clientRejected(connection.id, reason: reason) {
+            connection.output.append(line: line)
+        }
+        needsService = true
+    }
+
+    /// Drops a client whose output queue overflowed: one attempt to deliver its last line
+    /// (after the rest of the line it was in the middle of), then close.
+    private func dropSlowReader(_ connection: Connection, _ handler: any ControlServerHandler) {
+        connection.rejected = true
+        connection.reading = false
+        connection.output.truncateAfterCurrentLine()
+        if let line = handler.clientRejected(connection.id, reason: .tooSlow) {
+            connection.output.append(line: line)
+        }
+        flush(connection)
+        connection.closing = .now
+    }
+
+    private func expireIncompleteLines(_ handler: any ControlServerHandler) {
+        for connection in Array(connections.values) where connection.acceptsInput {
+            if let since = connection.incompleteLineSince,
+                now - since > limits.incompleteLineTimeout
+            {
+                reject(connection, .tooSlow, handler)
+            }
+        }
+    }
+
+    /// Writes queued output until the socket is full.
+    private func flush(_ connection: Connection) {
+        var failure: SystemError?
+        while !connection.output.isEmpty {
+            let written = connection.output.drain { bytes in
+                do throws(SystemError) {
+                    guard case .transferred(let count) = try Posix.send(connection.fd, bytes) else {
+                        return 0
+                    }
+                    return count
+                } catch {
+                    failure = error
+                    return 0
+                }
+            }
+            if written == 0 { break }
+            connection.lastDrainProgress = now
+        }
+        if failure != nil {
+            // EPIPE/ECONNRESET: the peer closed; nothing more can reach it.
+            connection.failed = true
+            needsService = true
+        }
+    }
+}

@@ -1,0 +1,92 @@
+// The vocabulary of the control server: who is connected, who they are, why they were cut off,
+// and the callbacks the daemon implements.
+
+/// One connection to the control socket. Numbers increase from 1 and are never reused during
+/// a server's lifetime, so a stale ID can never address a newer client.
+public struct ClientID: Hashable, Sendable, Comparable, CustomStringConvertible {
+    public let rawValue: UInt64
+
+    public init(rawValue: UInt64) {
+        self.rawValue = rawValue
+    }
+
+    public var description: String { "client#\(rawValue)" }
+
+    public static func < (lhs: ClientID, rhs: ClientID) -> Bool { lhs.rawValue < rhs.rawValue }
+}
+
+/// Who is on the other end of a connection, as the kernel saw them at `connect` time.
+public struct PeerCredentials: Sendable, Equatable {
+    /// The connecting process (`SO_PEERCRED`).
+    public var pid: Int32
+    /// Its effective user ID.
+    public var uid: UInt32
+    /// Its effective group ID.
+    public var gid: UInt32
+    /// Its supplementary groups: `SO_PEERGROUPS` where the kernel has it (Linux 4.13+),
+    /// otherwise what the user database lists for `uid` (`getgrouplist`, which includes
+    /// `gid`). Membership checks should test `gid` and `groups` together.
+    public var groups: [UInt32]
+
+    public init(pid: Int32, uid: UInt32, gid: UInt32, groups: [UInt32]) {
+        self.pid = pid
+        self.uid = uid
+        self.gid = gid
+        self.groups = groups
+    }
+
+    /// Whether the peer has `group` as its primary or a supplementary group.
+    public func isMember(of group: UInt32) -> Bool {
+        gid == group || groups.contains(group)
+    }
+}
+
+/// Why the server is cutting a client off.
+public enum ClientRejection: Sendable, Equatable {
+    /// The client sent a line longer than `limit` bytes.
+    case lineTooLong(limit: Int)
+    /// The client does not read its output fast enough (more than
+    /// `Limits.maxPendingOutputBytes` queued), or kept an incomplete line for longer than
+    /// `Limits.incompleteLineTimeout`, or did not read its last replies in time.
+    case tooSlow
+    /// `Limits.maxClients` connections are open already.
+    case tooManyClients
+}
+
+/// What the daemon plugs into a `ControlServer`.
+///
+/// Every method is called on the control thread (the thread inside `ControlServer.run`), one
+/// at a time, never re-entrantly. Methods may call `send`, `close`, `post` and `stop` on the
+/// server; a `close` takes effect after the method returns.
+///
+/// Lifecycle of a connection: `clientConnected` once, then any number of `clientSentLine`,
+/// then (maybe) `clientRejected`, then `clientDisconnected` exactly once — whoever closed it.
+/// A client turned away with `.tooManyClients` gets only `clientRejected`.
+public protocol ControlServerHandler: AnyObject {
+    /// A client connected. `peer` is what the kernel reports about it.
+    func clientConnected(_ client: ClientID, peer: PeerCredentials)
+
+    /// One line from a client, without its terminating newline (or `\r\n`). Bytes that are
+    /// not valid UTF-8 arrive as U+FFFD. An unterminated last line before the client shuts
+    /// down its sending side is delivered too.
+    func clientSentLine(_ client: ClientID, line: String)
+
+    /// The server is cutting `client` off. Return a last line to send (an error reply)
+    /// before the connection closes, or nil. Output sent with `send` from inside this method
+    /// to the rejected client is dropped; return the line instead.
+    func clientRejected(_ client: ClientID, reason: ClientRejection) -> String?
+
+    /// The connection is closed; the ID will never be used again.
+    func clientDisconnected(_ client: ClientID)
+
+    /// About every `Limits.tickInterval` seconds, with `CLOCK_MONOTONIC` seconds, for timers.
+    func tick(now: Double)
+
+    /// One of the signals the server was created to watch arrived (see `Signals`).
+    func signalReceived(_ signo: Int32)
+}
+
+extension ControlServerHandler {
+    /// Default: ignore signals.
+    public func signalReceived(_ signo: Int32) {}
+}
