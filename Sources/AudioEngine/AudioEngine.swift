@@ -1,0 +1,658 @@
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// recd's audio engine: a JACK client with configured port groups, players mixed into output
+/// groups with ramped gains, capture taps copying input groups into rings, and meters.
+///
+/// Threads (SPEC §10, STYLE 7): every method and property here belongs to the **control**
+/// thread (the daemon's one control loop), unless it says otherwise. The JACK **process**
+/// thread runs only the code in `RealTime/`, on memory this object allocates before
+/// jack_activate and frees after the client is closed; the control thread changes what it does
+/// by publishing immutable snapshots (read-copy-update), freeing old ones once the process
+/// thread has passed them. JACK's **notification** threads only record news and call the
+/// `wake` closure; the control thread then calls `drainNotifications()`.
+///
+/// Feeder threads write to `PlayerHandle`s and the archiver reads `CaptureTap`s; those handles
+/// document their own threads.
+///
+/// When the server goes away (`.serverLost`), processing stops; `reconnect(timeout:)` (or
+/// `stop()` then `start`) opens a new client, registers the ports again and reconnects them.
+/// Players and taps do not survive that: the daemon makes new ones (a new FLAC segment, SPEC §6).
+public final class AudioEngine {
+    /// What `start` was given; `reconnect` uses it again.
+    public struct Configuration: Equatable, Sendable {
+        public var clientName: String
+        /// nil: libjack's default server (honours JACK_DEFAULT_SERVER).
+        public var serverName: String?
+        public var inputs: [PortGroupSpec]
+        public var outputs: [PortGroupSpec]
+
+        public init(
+            clientName: String, serverName: String? = nil, inputs: [PortGroupSpec],
+            outputs: [PortGroupSpec]
+        ) {
+            self.clientName = clientName
+            self.serverName = serverName
+            self.inputs = inputs
+            self.outputs = outputs
+        }
+    }
+
+    /// Gain ramps used when a caller gives none: long enough not to click (SPEC §3 ducking).
+    public static let defaultRampMilliseconds = 20.0
+
+    private let wake: @Sendable () -> Void
+    private var connection: Connection?
+    public private(set) var configuration: Configuration?
+    /// Xruns of earlier connections (the current one counts in its sink).
+    private var earlierXruns = 0
+
+    /// One open client with its ports and real-time memory.
+    private final class Connection {
+        let client: JackClient
+        let memory: EngineMemory
+        var inputs: [Group]
+        var outputs: [Group]
+        var lost = false
+
+        init(client: JackClient, memory: EngineMemory, inputs: [Group], outputs: [Group]) {
+            self.client = client
+            self.memory = memory
+            self.inputs = inputs
+            self.outputs = outputs
+        }
+    }
+
+    /// A registered port group.
+    private struct Group {
+        let spec: PortGroupSpec
+        let direction: GroupDirection
+        /// jack_port_t * of our ports, channel order.
+        let ports: [OpaquePointer]
+        /// Our ports' full names (`client:group_n`).
+        let fullNames: [String]
+        /// Flat channel index of channel 0 (inputs and outputs are numbered separately).
+        let flatBase: Int
+        var available: Bool
+    }
+
+    /// `wake` is called on a JACK thread whenever there is news for `drainNotifications()`.
+    /// It must be quick and must not block or call back into the engine: signal a semaphore,
+    /// write an eventfd. It may even run on the dying process thread at server loss.
+    public init(wake: @escaping @Sendable () -> Void = {}) {
+        self.wake = wake
+        JackMessages.install()
+    }
+
+    deinit { stop() }
+
+    // MARK: Lifecycle
+
+    /// Opens a JACK client (never starting a server), registers `<group>_<n>` ports for every
+    /// group, activates, and connects the groups to the JACK ports behind them.
+    public func start(
+        clientName: String, serverName: String? = nil, inputs: [PortGroupSpec],
+        outputs: [PortGroupSpec]
+    ) throws(AudioEngineError) {
+        try start(
+            Configuration(
+                clientName: clientName, serverName: serverName, inputs: inputs, outputs: outputs))
+    }
+
+    /// `start` with a configuration value.
+    public func start(_ configuration: Configuration) throws(AudioEngineError) {
+        guard connection == nil else {
+            throw .invalidArgument("the audio engine is already running; stop it first")
+        }
+        try Self.validate(configuration)
+        let sink = NotificationSink(wake: wake)
+        let client: JackClient
+        do {
+            client = try JackClient(
+                name: configuration.clientName, serverName: configuration.serverName, sink: sink)
+        } catch {
+            throw .jack(error.withLibjackMessage())
+        }
+        do throws(JackError) {
+            let inputs = try Self.register(configuration.inputs, direction: .input, on: client)
+            let outputs = try Self.register(configuration.outputs, direction: .output, on: client)
+            let memory = EngineMemory(
+                client: client.handle, inputPorts: inputs.flatMap(\.ports),
+                outputPorts: outputs.flatMap(\.ports))
+            let connection = Connection(
+                client: client, memory: memory, inputs: inputs, outputs: outputs)
+            do throws(JackError) {
+                try client.setProcess(state: memory.state)
+                try client.activate()
+            } catch {
+                client.close()
+                memory.freeAll()
+                throw error
+            }
+            self.connection = connection
+            self.configuration = configuration
+            _ = reconcileGroups(connection, report: false)
+        } catch {
+            client.close()
+            throw .jack(error)
+        }
+    }
+
+    /// Deactivates and closes the client, frees the real-time memory, detaches every player
+    /// and tap. What taps captured stays readable. Safe to call when stopped or after server
+    /// loss.
+    public func stop() {
+        guard let connection else { return }
+        earlierXruns += connection.client.sink.xruns.load(ordering: .relaxed)
+        for tap in connection.memory.taps { tap.detach() }
+        for player in connection.memory.players { player.detach() }
+        if !connection.lost && !connection.client.sink.serverLost.load(ordering: .acquiring) {
+            connection.client.deactivate()
+        }
+        // After close returns JACK runs none of our callbacks, so the memory can go.
+        connection.client.close()
+        connection.memory.freeAll()
+        self.connection = nil
+    }
+
+    /// After a server loss: stops, then tries to start again with the last configuration
+    /// until it succeeds or `timeout` has passed. Blocks the calling (control) thread between
+    /// attempts; with `timeout: .zero` it makes exactly one attempt.
+    public func reconnect(timeout: Duration, retryInterval: Duration = .milliseconds(250))
+        throws(AudioEngineError)
+    {
+        guard let configuration else { throw .notRunning }
+        stop()
+        let clock = ContinuousClock()
+        let deadline = clock.now + timeout
+        while true {
+            do {
+                try start(configuration)
+                return
+            } catch {
+                guard case .jack(let jackError) = error, jackError.isServerUnavailable,
+                    clock.now + retryInterval <= deadline
+                else { throw error }
+            }
+            Self.sleep(retryInterval)
+        }
+    }
+
+    /// Whether a client is open and the server has not been lost.
+    public var isRunning: Bool {
+        connection.map { !$0.lost && !$0.client.sink.serverLost.load(ordering: .acquiring) }
+            ?? false
+    }
+
+    /// Whether the server went away under the open client (any thread may ask).
+    public var isServerLost: Bool {
+        connection?.client.sink.serverLost.load(ordering: .acquiring) ?? false
+    }
+
+    /// The name JACK gave the client (it may differ from the requested one).
+    public var clientName: String? { connection?.client.name }
+
+    // MARK: Server facts
+
+    /// Frames per second, read from JACK; nil when not running.
+    public var sampleRate: Int? { runningClient?.sampleRate }
+
+    /// Frames per period, read from JACK; nil when not running.
+    public var bufferSize: Int? { runningClient?.bufferSize }
+
+    /// Asks JACK for the power of two nearest `frames` (16...8192) as its period and returns
+    /// it. The server may refuse (some backends cannot change it): that throws.
+    @discardableResult
+    public func setBufferSize(nearest frames: Int) throws(AudioEngineError) -> Int {
+        guard let client = runningClient else { throw lostOrNotRunning }
+        let size = Self.nearestPowerOfTwo(frames)
+        do { try client.setBufferSize(size) } catch { throw .jack(error) }
+        return size
+    }
+
+    /// The power of two nearest `frames`, within 16...8192 (ties go up).
+    public static func nearestPowerOfTwo(_ frames: Int) -> Int {
+        var best = 16
+        var candidate = 16
+        while candidate <= 8192 {
+            if abs(candidate - frames) <= abs(best - frames) { best = candidate }
+            candidate *= 2
+        }
+        return best
+    }
+
+    /// Xruns JACK reported since this engine was made (across reconnects).
+    public var xruns: Int {
+        earlierXruns + (connection?.client.sink.xruns.load(ordering: .relaxed) ?? 0)
+    }
+
+    /// The latency JACK computed for each group: for an input group, from the outside world
+    /// to recd (capture latency); for an output group, from recd to the outside world
+    /// (playback latency). The largest over the group's channels.
+    public func latencies() -> [GroupLatency] {
+        guard let connection, let client = runningClient else { return [] }
+        let rate = client.sampleRate
+        return (connection.inputs + connection.outputs).map { group in
+            let ranges = group.ports.map { client.latencyRange(of: $0, direction: group.direction) }
+            let lower = ranges.map(\.lowerBound).max() ?? 0
+            let upper = ranges.map(\.upperBound).max() ?? 0
+            return GroupLatency(
+                group: group.spec.name, direction: group.direction, frames: lower...upper,
+                sampleRate: rate)
+        }
+    }
+
+    // MARK: Groups and ports
+
+    /// Whether every JACK port behind the group exists now (as of the last drain).
+    public func isAvailable(group name: String) -> Bool {
+        guard let connection else { return false }
+        return (connection.inputs + connection.outputs).first { $0.spec.name == name }?.available
+            ?? false
+    }
+
+    /// Availability of every group, by name.
+    public var groupAvailability: [String: Bool] {
+        guard let connection else { return [:] }
+        return Dictionary(
+            (connection.inputs + connection.outputs).map { ($0.spec.name, $0.available) },
+            uniquingKeysWith: { first, _ in first })
+    }
+
+    /// recd's own full JACK port names for a group, in channel order.
+    public func jackPortNames(ofGroup name: String) -> [String] {
+        guard let connection else { return [] }
+        return (connection.inputs + connection.outputs).first { $0.spec.name == name }?.fullNames
+            ?? []
+    }
+
+    /// Full names of the JACK ports matching a shell-style pattern (all ports when nil).
+    public func ports(matching pattern: String? = nil) -> [String] {
+        guard let client = runningClient else { return [] }
+        return client.ports(matching: pattern.map(PortPattern.regularExpression(forGlob:)))
+            .sorted(by: PortPattern.naturallyOrdered)
+    }
+
+    /// Full names of the ports connected to the port named `port`.
+    public func connections(of port: String) -> [String] {
+        runningClient?.connections(of: port) ?? []
+    }
+
+    /// Connects two ports by full name (an output, then an input).
+    public func connect(source: String, destination: String) throws(AudioEngineError) {
+        guard let client = runningClient else { throw lostOrNotRunning }
+        do { try client.connect(source: source, destination: destination) } catch {
+            throw .jack(error)
+        }
+    }
+
+    /// Disconnects two ports by full name.
+    public func disconnect(source: String, destination: String) throws(AudioEngineError) {
+        guard let client = runningClient else { throw lostOrNotRunning }
+        do { try client.disconnect(source: source, destination: destination) } catch {
+            throw .jack(error)
+        }
+    }
+
+    // MARK: Notifications
+
+    /// Collects what JACK announced since the last call, and acts on it: when ports come or
+    /// go, each group's availability is recomputed (reported as `.groupAvailabilityChanged`)
+    /// and groups are connected to ports that (re)appeared. Also frees retired snapshots.
+    /// Call it whenever `wake` fires (and now and then anyway).
+    public func drainNotifications() -> [EngineNotification] {
+        guard let connection else { return [] }
+        var notifications = connection.client.sink.drain()
+        if notifications.contains(where: { if case .serverLost = $0 { true } else { false } }) {
+            connection.lost = true
+        } else if !connection.lost,
+            notifications.contains(where: {
+                switch $0 {
+                case .portRegistered, .portUnregistered: true
+                default: false
+                }
+            })
+        {
+            notifications += reconcileGroups(connection, report: true)
+        }
+        connection.memory.collectDeadWood()
+        return notifications
+    }
+
+    /// Recomputes availability and makes missing connections. Returns availability changes.
+    private func reconcileGroups(_ connection: Connection, report: Bool) -> [EngineNotification] {
+        let ownPorts = Set((connection.inputs + connection.outputs).flatMap(\.fullNames))
+        var changes: [EngineNotification] = []
+        func update(_ groups: inout [Group]) {
+            for index in groups.indices {
+                let group = groups[index]
+                let targets = resolveTargets(group, client: connection.client, excluding: ownPorts)
+                for channel in 0..<min(group.spec.channels, targets.count) {
+                    guard let target = targets[channel],
+                        !connection.client.isConnected(group.ports[channel], to: target)
+                    else { continue }
+                    // A failure here leaves the group unconnected; availability and the
+                    // connection events tell, and the next registration change retries.
+                    if group.direction == .input {
+                        try? connection.client.connect(
+                            source: target, destination: group.fullNames[channel])
+                    } else {
+                        try? connection.client.connect(
+                            source: group.fullNames[channel], destination: target)
+                    }
+                }
+                let available =
+                    group.spec.connectTo.isEmpty
+                    || (targets.count >= group.spec.channels
+                        && targets.prefix(group.spec.channels).allSatisfy { $0 != nil })
+                if available != group.available {
+                    groups[index].available = available
+                    if report {
+                        changes.append(
+                            .groupAvailabilityChanged(group: group.spec.name, available: available))
+                    }
+                }
+            }
+        }
+        update(&connection.inputs)
+        update(&connection.outputs)
+        return changes
+    }
+
+    /// The JACK ports behind a group in channel order; nil where an exact name is missing.
+    private func resolveTargets(_ group: Group, client: JackClient, excluding ownPorts: Set<String>)
+        -> [String?]
+    {
+        // Behind an input group are JACK outputs (capture ports), behind an output group inputs.
+        let wanted = group.direction == .input ? Self.jackPortIsOutput : Self.jackPortIsInput
+        var targets: [String?] = []
+        for entry in group.spec.connectTo {
+            if PortPattern.isPattern(entry) {
+                targets += client.ports(
+                    matching: PortPattern.regularExpression(forGlob: entry), flags: wanted
+                )
+                .filter { !ownPorts.contains($0) }
+                .sorted(by: PortPattern.naturallyOrdered)
+                .map { Optional($0) }
+            } else {
+                targets.append(client.portExists(entry) ? entry : nil)
+            }
+        }
+        return targets
+    }
+
+    // MARK: Players
+
+    /// Adds a player to an output group, paused; returns its handle for the feeder.
+    ///
+    /// - Parameters:
+    ///   - channels: interleaved channels the feeder writes.
+    ///   - routes: where each channel goes; default `PlayerRoute.defaultRoutes`.
+    ///   - bufferFrames: ring size; default one second.
+    ///   - gainDecibels: the gain `play` ramps to.
+    public func addPlayer(
+        channels: Int, outputGroup: String, routes: [PlayerRoute]? = nil, bufferFrames: Int? = nil,
+        gainDecibels: Double = 0
+    ) throws(AudioEngineError) -> PlayerHandle {
+        guard let connection, let client = runningClient else { throw lostOrNotRunning }
+        guard let group = connection.outputs.first(where: { $0.spec.name == outputGroup }) else {
+            throw .unknownGroup(outputGroup)
+        }
+        guard channels > 0 else { throw .invalidArgument("a player needs at least one channel") }
+        let routes =
+            routes
+            ?? PlayerRoute.defaultRoutes(
+                playerChannels: channels, groupChannels: group.spec.channels)
+        for route in routes
+        where !(0..<channels).contains(route.source)
+            || !(0..<group.spec.channels).contains(route.destination)
+        {
+            throw .invalidArgument(
+                "route \(route.source + 1) → \(route.destination + 1) is outside the player's \(channels) "
+                    + "or group '\(outputGroup)''s \(group.spec.channels) channels")
+        }
+        let player = PlayerHandle(
+            outputGroup: outputGroup, channels: channels,
+            capacityFrames: max(bufferFrames ?? client.sampleRate, 1), routes: routes,
+            flatOutputBase: group.flatBase,
+            initialCommand: PlayerCommand(
+                gain: Self.linearGain(decibels: gainDecibels), rampFrames: 0, paused: true))
+        connection.memory.publish(
+            players: connection.memory.players + [player], taps: connection.memory.taps)
+        return player
+    }
+
+    /// Starts or resumes a player, fading in over `rampMilliseconds` (0: at once, sample-exact).
+    public func play(_ player: PlayerHandle, rampMilliseconds: Double = 0) {
+        update(player) {
+            $0.paused = false
+            $0.rampFrames = rampFrames(rampMilliseconds)
+        }
+    }
+
+    /// Fades a player out over `rampMilliseconds`, after which it stops reading its ring.
+    public func pause(
+        _ player: PlayerHandle, rampMilliseconds: Double = AudioEngine.defaultRampMilliseconds
+    ) {
+        update(player) {
+            $0.paused = true
+            $0.rampFrames = rampFrames(rampMilliseconds)
+        }
+    }
+
+    /// Moves a player's gain linearly to `decibels` over `rampMilliseconds` (for ducking:
+    /// -14 dB over 20 ms). A paused player takes the new gain when it next plays.
+    public func setGain(
+        _ player: PlayerHandle, decibels: Double,
+        rampMilliseconds: Double = AudioEngine.defaultRampMilliseconds
+    ) {
+        update(player) {
+            $0.gain = Self.linearGain(decibels: decibels)
+            $0.rampFrames = rampFrames(rampMilliseconds)
+        }
+    }
+
+    /// Takes a player out of the graph (it stops at once: pause first for a fade).
+    public func removePlayer(_ player: PlayerHandle) {
+        player.detach()
+        guard let connection, connection.memory.players.contains(where: { $0 === player }) else {
+            return
+        }
+        connection.memory.publish(
+            players: connection.memory.players.filter { $0 !== player },
+            taps: connection.memory.taps)
+    }
+
+    private func update(_ player: PlayerHandle, _ change: (inout PlayerCommand) -> Void) {
+        var command = PlayerCommand(packed: player.voice.pointee.command.load(ordering: .relaxed))
+        change(&command)
+        player.voice.pointee.command.store(command.packed, ordering: .releasing)
+    }
+
+    private func rampFrames(_ milliseconds: Double) -> Int {
+        let rate = Double(runningClient?.sampleRate ?? 48_000)
+        return max(0, Int((milliseconds / 1000 * rate).rounded()))
+    }
+
+    /// 10^(dB/20); -infinity gives 0.
+    public static func linearGain(decibels: Double) -> Float {
+        decibels == -.infinity ? 0 : Float(pow(10, decibels / 20))
+    }
+
+    // MARK: Capture taps
+
+    /// Adds a capture tap on an input group; returns its handle for the consumer.
+    ///
+    /// - Parameters:
+    ///   - channels: which of the group's channels (0-based), in order; default all.
+    ///   - bufferFrames: ring size; default two seconds.
+    ///   - zeroed: start writing zeros (muted, or not granted) instead of samples.
+    public func addCaptureTap(
+        inputGroup: String, channels: [Int]? = nil, bufferFrames: Int? = nil, zeroed: Bool = false
+    ) throws(AudioEngineError) -> CaptureTap {
+        guard let connection, let client = runningClient else { throw lostOrNotRunning }
+        guard let group = connection.inputs.first(where: { $0.spec.name == inputGroup }) else {
+            throw .unknownGroup(inputGroup)
+        }
+        let channels = channels ?? Array(0..<group.spec.channels)
+        guard !channels.isEmpty, channels.allSatisfy({ (0..<group.spec.channels).contains($0) })
+        else {
+            throw .invalidArgument(
+                "capture channels \(channels.map { $0 + 1 }) are not within group '\(inputGroup)''s "
+                    + "\(group.spec.channels) channels")
+        }
+        let tap = CaptureTap(
+            inputGroup: inputGroup, flatInputChannels: channels.map { group.flatBase + $0 },
+            capacityFrames: max(bufferFrames ?? 2 * client.sampleRate, 1), zeroed: zeroed)
+        connection.memory.publish(
+            players: connection.memory.players, taps: connection.memory.taps + [tap])
+        return tap
+    }
+
+    /// Makes a tap write zeros instead of samples (app input mute, permission not granted),
+    /// from the next period on.
+    public func setZeroed(_ tap: CaptureTap, _ zeroed: Bool) {
+        tap.state.pointee.zeroed.store(zeroed, ordering: .releasing)
+    }
+
+    /// Takes a tap out of the graph; what it captured stays readable.
+    public func removeCaptureTap(_ tap: CaptureTap) {
+        tap.detach()
+        guard let connection, connection.memory.taps.contains(where: { $0 === tap }) else { return }
+        connection.memory.publish(
+            players: connection.memory.players, taps: connection.memory.taps.filter { $0 !== tap })
+    }
+
+    // MARK: Meters
+
+    /// Peak and RMS of every input and output channel since the previous call (which resets
+    /// them), inputs first, in group and channel order.
+    public func meters() -> [MeterReading] {
+        guard let connection else { return [] }
+        var readings: [MeterReading] = []
+        for group in connection.inputs + connection.outputs {
+            for channel in 0..<group.spec.channels {
+                let cell =
+                    group.direction == .input
+                    ? connection.memory.meter(input: group.flatBase + channel)
+                    : connection.memory.meter(output: group.flatBase + channel)
+                let taken = cell.pointee.take()
+                let rms =
+                    taken.frames > 0
+                    ? Float((taken.sumOfSquares / Double(taken.frames)).squareRoot()) : 0
+                readings.append(
+                    MeterReading(
+                        group: group.spec.name, channel: channel, direction: group.direction,
+                        peak: taken.peak, rms: rms, frames: taken.frames))
+            }
+        }
+        return readings
+    }
+
+    // MARK: Internals
+
+    /// jack_client_t * of the open client (tests use it to find JACK's process thread).
+    var jackClientHandle: OpaquePointer? { connection?.client.handle }
+
+    /// The client, when open and its server is there.
+    private var runningClient: JackClient? {
+        guard let connection, !connection.lost,
+            !connection.client.sink.serverLost.load(ordering: .acquiring)
+        else { return nil }
+        return connection.client
+    }
+
+    private var lostOrNotRunning: AudioEngineError {
+        if let reason = connection?.client.sink.lossReason() { return .serverLost(reason: reason) }
+        return .notRunning
+    }
+
+    private static let jackPortIsInput: Int32 = 0x1
+    private static let jackPortIsOutput: Int32 = 0x2
+
+    private static func validate(_ configuration: Configuration) throws(AudioEngineError) {
+        var names = Set<String>()
+        for spec in configuration.inputs + configuration.outputs {
+            guard !spec.name.isEmpty, !spec.name.contains(":") else {
+                throw .invalidArgument(
+                    "port group name '\(spec.name)' must be non-empty and without ':'")
+            }
+            guard spec.channels > 0 else {
+                throw .invalidArgument("port group '\(spec.name)' needs at least one channel")
+            }
+            guard names.insert(spec.name).inserted else {
+                throw .invalidArgument("port group name '\(spec.name)' is used twice")
+            }
+        }
+    }
+
+    private static func register(
+        _ specs: [PortGroupSpec], direction: GroupDirection, on client: JackClient
+    )
+        throws(JackError) -> [Group]
+    {
+        var groups: [Group] = []
+        var flatBase = 0
+        for spec in specs {
+            var ports: [OpaquePointer] = []
+            for channel in 0..<spec.channels {
+                ports.append(
+                    try client.registerPort(
+                        name: spec.portName(channel: channel), direction: direction))
+            }
+            groups.append(
+                Group(
+                    spec: spec, direction: direction, ports: ports,
+                    fullNames: ports.map(client.fullName(of:)),
+                    flatBase: flatBase, available: spec.connectTo.isEmpty))
+            flatBase += spec.channels
+        }
+        return groups
+    }
+
+    private static func sleep(_ duration: Duration) {
+        let (seconds, attoseconds) = duration.components
+        var request = timespec(tv_sec: Int(seconds), tv_nsec: Int(attoseconds / 1_000_000_000))
+        var remaining = timespec()
+        while nanosleep(&request, &remaining) != 0 && errno == EINTR { request = remaining }
+    }
+}
+
+/// One channel's level over a metering interval. Linear values; `…Decibels` give dBFS.
+public struct MeterReading: Equatable, Sendable {
+    public var group: String
+    /// 0-based channel within the group.
+    public var channel: Int
+    public var direction: GroupDirection
+    /// Largest |sample|.
+    public var peak: Float
+    /// Root mean square.
+    public var rms: Float
+    /// Frames measured (0: no period ran since the last reading).
+    public var frames: Int
+
+    /// recd's port name for this channel, e.g. `mic_1`.
+    public var name: String { "\(group)_\(channel + 1)" }
+    /// Peak in dBFS, floored at -120.
+    public var peakDecibels: Double { Self.decibels(peak) }
+    /// RMS in dBFS, floored at -120.
+    public var rmsDecibels: Double { Self.decibels(rms) }
+
+    static func decibels(_ linear: Float) -> Double {
+        max(-120, 20 * log10(Double(max(linear, 1e-7))))
+    }
+}
+
+/// The latency JACK reports between a group and the outside world.
+public struct GroupLatency: Equatable, Sendable {
+    public var group: String
+    public var direction: GroupDirection
+    public var frames: ClosedRange<Int>
+    public var sampleRate: Int
+
+    /// The larger bound in seconds (what AVAudioSession's input/outputLatency report).
+    public var seconds: Double {
+        sampleRate > 0 ? Double(frames.upperBound) / Double(sampleRate) : 0
+    }
+}

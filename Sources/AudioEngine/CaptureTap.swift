@@ -1,0 +1,102 @@
+import Synchronization
+
+/// A recorder's capture point: the consumer's end of a ring that the process thread fills with
+/// an input group's samples, interleaved, one whole period at a time.
+///
+/// Made by `AudioEngine.addCaptureTap`; muted or unmuted with `AudioEngine.setZeroed`; removed
+/// with `AudioEngine.removeCaptureTap` (or by the engine stopping). The handle owns the tap's
+/// real-time memory and frees it in `deinit`; the engine keeps the handle while the process
+/// thread can reach that memory. What is already in the ring stays readable after removal,
+/// so a stop or a server loss loses nothing that was captured.
+///
+/// Threads: `read`, `availableToRead` and `drainGaps` belong to ONE consumer thread (the
+/// archiver); the counters may be read from any thread.
+public final class CaptureTap: @unchecked Sendable {
+    // @unchecked: mutable state is the real-time memory, touched through atomics and the
+    // single-producer/single-consumer ring and gap-log discipline documented above.
+
+    public let inputGroup: String
+    /// Interleaved channels per frame.
+    public let channels: Int
+    public let capacityFrames: Int
+
+    let state: UnsafeMutablePointer<TapState>
+    private let inputChannels: UnsafeMutablePointer<Int>
+    private let attached = Atomic<Bool>(true)
+
+    /// Control thread.
+    init(inputGroup: String, flatInputChannels: [Int], capacityFrames: Int, zeroed: Bool) {
+        self.inputGroup = inputGroup
+        channels = flatInputChannels.count
+        self.capacityFrames = capacityFrames
+        inputChannels = .allocate(capacity: channels)
+        inputChannels.initialize(from: flatInputChannels, count: channels)
+        state = .allocate(capacity: 1)
+        state.initialize(
+            to: TapState(
+                ring: FloatRing.allocate(channels: channels, capacityFrames: capacityFrames),
+                gaps: GapLog.allocate(capacity: 64), inputChannels: inputChannels))
+        state.pointee.zeroed.store(zeroed, ordering: .relaxed)
+    }
+
+    deinit {
+        state.pointee.ring.deallocate()
+        state.pointee.gaps.deallocate()
+        state.deinitialize(count: 1)
+        state.deallocate()
+        inputChannels.deinitialize(count: channels)
+        inputChannels.deallocate()
+    }
+
+    /// Control thread: the engine no longer feeds this tap.
+    func detach() { attached.store(false, ordering: .releasing) }
+
+    // MARK: Consumer thread
+
+    /// Whole frames ready to read.
+    public var availableToRead: Int { state.pointee.ring.readableFrames() }
+
+    /// Copies up to `buffer.count / channels` whole frames (interleaved) into `buffer`;
+    /// returns how many frames it copied.
+    public func read(into buffer: UnsafeMutableBufferPointer<Float>) -> Int {
+        guard let base = buffer.baseAddress else { return 0 }
+        return state.pointee.ring.read(into: base, frames: buffer.count / channels)
+    }
+
+    /// Reads up to `maxFrames` frames into a new array (interleaved).
+    public func read(maxFrames: Int) -> [Float] {
+        let frames = min(maxFrames, availableToRead)
+        guard frames > 0 else { return [] }
+        var samples = [Float](repeating: 0, count: frames * channels)
+        let got = samples.withUnsafeMutableBufferPointer { read(into: $0) }
+        samples.removeLast((frames - got) * channels)
+        return samples
+    }
+
+    /// The gaps logged since the last call, oldest first. A gap is logged before any frame
+    /// after it is readable, so after reading frame `position - 1` the consumer can learn of
+    /// a gap at `position` here.
+    public func drainGaps() -> [CaptureGap] {
+        var gaps: [CaptureGap] = []
+        while let gap = state.pointee.gaps.pop() { gaps.append(gap) }
+        return gaps
+    }
+
+    // MARK: Any thread
+
+    /// Frames delivered into the ring so far (the stream position; gaps not included).
+    public var framesCaptured: Int { state.pointee.ring.framesWritten() }
+    /// Periods dropped whole because the ring was full (apart from JACK xruns).
+    public var overruns: Int { state.pointee.overruns.load(ordering: .relaxed) }
+    /// Frames dropped in those periods.
+    public var droppedFrames: Int { state.pointee.droppedFrames.load(ordering: .relaxed) }
+    /// JACK frame time of the first frame delivered; nil before the first period.
+    public var firstFrameTime: UInt32? {
+        let value = state.pointee.firstFrameTime.load(ordering: .acquiring)
+        return value == 0 ? nil : UInt32(truncatingIfNeeded: value)
+    }
+    /// Whether the tap writes zeros instead of samples.
+    public var isZeroed: Bool { state.pointee.zeroed.load(ordering: .relaxed) }
+    /// False once the engine stopped feeding this tap (removed, engine stopped, server lost).
+    public var isAttached: Bool { attached.load(ordering: .acquiring) }
+}

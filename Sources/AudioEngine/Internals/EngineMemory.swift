@@ -1,0 +1,166 @@
+// The control thread's side of the real-time memory: allocating the process state, publishing
+// graph snapshots (read-copy-update) and freeing the ones the process thread has left behind.
+
+import Synchronization
+
+/// Owns one `ProcessState` and every `GraphSnapshot` made for it. Control thread only.
+///
+/// Allocate before jack_activate; call `freeAll()` (or let deinit run) only after
+/// jack_deactivate or jack_client_close, when the process thread can no longer run.
+final class EngineMemory {
+    let state: UnsafeMutablePointer<ProcessState>
+    private let inputCount: Int
+    private let outputCount: Int
+    /// What the current snapshot names, kept alive with it.
+    private(set) var players: [PlayerHandle] = []
+    private(set) var taps: [CaptureTap] = []
+
+    /// A snapshot the process thread may still be reading, with the handles it names.
+    private struct DeadWood {
+        let snapshot: UnsafeMutablePointer<GraphSnapshot>
+        /// `cyclesCompleted` read right after the swap: once it has moved past this, no cycle
+        /// can still hold the old pointer (cycles run one at a time on one thread).
+        let retiredAt: UInt64
+        let players: [PlayerHandle]
+        let taps: [CaptureTap]
+    }
+    private var deadWood: [DeadWood] = []
+    private var freed = false
+
+    /// EngineMemory objects not yet freed, process-wide (tests check reconnects do not leak).
+    static let live = Atomic<Int>(0)
+
+    /// A single sample for port-buffer slots before the first cycle fills them.
+    private let placeholderBuffer: UnsafeMutablePointer<Float>
+
+    /// `inputPorts`/`outputPorts` are jack_port_t * in flat channel order (nil in tests).
+    init(client: OpaquePointer?, inputPorts: [OpaquePointer?], outputPorts: [OpaquePointer?]) {
+        inputCount = inputPorts.count
+        outputCount = outputPorts.count
+        placeholderBuffer = .allocate(capacity: 1)
+        placeholderBuffer.initialize(to: 0)
+        Self.live.add(1, ordering: .relaxed)
+
+        let inputPortList = UnsafeMutablePointer<OpaquePointer?>.allocate(
+            capacity: max(inputCount, 1))
+        inputPortList.initialize(from: inputPorts, count: inputCount)
+        let outputPortList = UnsafeMutablePointer<OpaquePointer?>.allocate(
+            capacity: max(outputCount, 1))
+        outputPortList.initialize(from: outputPorts, count: outputCount)
+        let inputBuffers = UnsafeMutablePointer<UnsafeMutablePointer<Float>>.allocate(
+            capacity: max(inputCount, 1))
+        inputBuffers.initialize(repeating: placeholderBuffer, count: inputCount)
+        let outputBuffers = UnsafeMutablePointer<UnsafeMutablePointer<Float>>.allocate(
+            capacity: max(outputCount, 1))
+        outputBuffers.initialize(repeating: placeholderBuffer, count: outputCount)
+        let meterCount = inputCount + outputCount
+        let meters = UnsafeMutablePointer<MeterCell>.allocate(capacity: max(meterCount, 1))
+        for index in 0..<meterCount { (meters + index).initialize(to: MeterCell()) }
+
+        state = .allocate(capacity: 1)
+        state.initialize(
+            to: ProcessState(
+                client: client, inputPorts: inputPortList, inputCount: inputCount,
+                outputPorts: outputPortList, outputCount: outputCount,
+                inputBuffers: inputBuffers, outputBuffers: outputBuffers, meters: meters,
+                graph: Self.makeSnapshot(players: [], taps: [])))
+    }
+
+    deinit { freeAll() }
+
+    // MARK: Snapshots
+
+    /// Publishes a graph with these players and taps, retiring the previous one.
+    func publish(players: [PlayerHandle], taps: [CaptureTap]) {
+        precondition(!freed, "publishing into freed engine memory")
+        let snapshot = Self.makeSnapshot(players: players, taps: taps)
+        let oldBits = state.pointee.graph.exchange(
+            UInt(bitPattern: snapshot), ordering: .sequentiallyConsistent)
+        let retiredAt = state.pointee.cyclesCompleted.load(ordering: .sequentiallyConsistent)
+        if let old = UnsafeMutablePointer<GraphSnapshot>(bitPattern: oldBits) {
+            deadWood.append(
+                DeadWood(
+                    snapshot: old, retiredAt: retiredAt, players: self.players, taps: self.taps))
+        }
+        self.players = players
+        self.taps = taps
+        collectDeadWood()
+    }
+
+    /// Frees the retired snapshots the process thread has moved past. Returns how many remain.
+    @discardableResult
+    func collectDeadWood() -> Int {
+        let completed = state.pointee.cyclesCompleted.load(ordering: .sequentiallyConsistent)
+        deadWood.removeAll { wood in
+            guard completed > wood.retiredAt else { return false }
+            Self.freeSnapshot(wood.snapshot)
+            return true
+        }
+        return deadWood.count
+    }
+
+    /// Number of retired snapshots not yet freed.
+    var deadWoodCount: Int { deadWood.count }
+
+    /// Frees everything. Only when the process thread cannot run any more.
+    func freeAll() {
+        guard !freed else { return }
+        freed = true
+        Self.live.subtract(1, ordering: .relaxed)
+        for wood in deadWood { Self.freeSnapshot(wood.snapshot) }
+        deadWood.removeAll()
+        let current = state.pointee.graph.exchange(0, ordering: .sequentiallyConsistent)
+        if let snapshot = UnsafeMutablePointer<GraphSnapshot>(bitPattern: current) {
+            Self.freeSnapshot(snapshot)
+        }
+        players = []
+        taps = []
+
+        state.pointee.inputPorts.deinitialize(count: inputCount)
+        state.pointee.inputPorts.deallocate()
+        state.pointee.outputPorts.deinitialize(count: outputCount)
+        state.pointee.outputPorts.deallocate()
+        state.pointee.inputBuffers.deinitialize(count: inputCount)
+        state.pointee.inputBuffers.deallocate()
+        state.pointee.outputBuffers.deinitialize(count: outputCount)
+        state.pointee.outputBuffers.deallocate()
+        state.pointee.meters.deinitialize(count: inputCount + outputCount)
+        state.pointee.meters.deallocate()
+        state.deinitialize(count: 1)
+        state.deallocate()
+        placeholderBuffer.deallocate()
+    }
+
+    /// The meter of flat input channel `channel`, or of flat output channel `channel`.
+    func meter(input channel: Int) -> UnsafeMutablePointer<MeterCell> {
+        state.pointee.meters + channel
+    }
+
+    func meter(output channel: Int) -> UnsafeMutablePointer<MeterCell> {
+        state.pointee.meters + inputCount + channel
+    }
+
+    private static func makeSnapshot(players: [PlayerHandle], taps: [CaptureTap])
+        -> UnsafeMutablePointer<GraphSnapshot>
+    {
+        let playerList = UnsafeMutablePointer<UnsafeMutablePointer<PlayerVoice>>.allocate(
+            capacity: max(players.count, 1))
+        playerList.initialize(from: players.map(\.voice), count: players.count)
+        let tapList = UnsafeMutablePointer<UnsafeMutablePointer<TapState>>.allocate(
+            capacity: max(taps.count, 1))
+        tapList.initialize(from: taps.map(\.state), count: taps.count)
+        let snapshot = UnsafeMutablePointer<GraphSnapshot>.allocate(capacity: 1)
+        snapshot.initialize(
+            to: GraphSnapshot(
+                players: playerList, playerCount: players.count, taps: tapList, tapCount: taps.count
+            ))
+        return snapshot
+    }
+
+    private static func freeSnapshot(_ snapshot: UnsafeMutablePointer<GraphSnapshot>) {
+        snapshot.pointee.players.deallocate()
+        snapshot.pointee.taps.deallocate()
+        snapshot.deinitialize(count: 1)
+        snapshot.deallocate()
+    }
+}

@@ -1,0 +1,229 @@
+// The JACK client: the one place that owns a jack_client_t * and turns libjack's C calls into
+// Swift ones with typed errors. Control thread only, unless a method says otherwise.
+
+internal import CJack
+
+/// An open JACK client. Owns the `jack_client_t *` from `init` until `close()` (or deinit)
+/// and the notification sink its callbacks point at.
+///
+/// Never starts a server. All methods are for the control thread; the process callback is
+/// plain C-convention code in `RealTime/` that receives its own state, not this object.
+final class JackClient {
+    /// jack_client_t *; nil once closed.
+    private(set) var handle: OpaquePointer?
+    let sink: NotificationSink
+    /// The name JACK gave us (it may add a suffix when the requested one is taken).
+    let name: String
+    let serverName: String?
+
+    /// Opens a client and installs the notification callbacks (they fire once activated).
+    init(name requestedName: String, serverName: String?, sink: NotificationSink) throws(JackError)
+    {
+        var status = jack_status_t(rawValue: 0)
+        let opened: OpaquePointer? =
+            if let serverName {
+                recd_jack_client_open(requestedName, serverName, &status)
+            } else {
+                recd_jack_client_open(requestedName, nil, &status)
+            }
+        guard let opened else {
+            throw JackError.openFailure(
+                status: JackError.Status(rawValue: status.rawValue), clientName: requestedName,
+                serverName: serverName)
+        }
+        handle = opened
+        self.sink = sink
+        self.serverName = serverName
+        name = jack_get_client_name(opened).map { String(cString: $0) } ?? requestedName
+
+        let argument = Unmanaged.passUnretained(sink).toOpaque()
+        jack_set_port_registration_callback(opened, recdPortRegistration, argument)
+        jack_set_port_connect_callback(opened, recdPortConnect, argument)
+        jack_set_xrun_callback(opened, recdXrun, argument)
+        jack_set_buffer_size_callback(opened, recdBufferSize, argument)
+        jack_set_sample_rate_callback(opened, recdSampleRate, argument)
+        jack_on_info_shutdown(opened, recdInfoShutdown, argument)
+        sink.attach(
+            client: opened, existingPorts: Self.portNames(client: opened, pattern: nil, flags: 0))
+    }
+
+    deinit { close() }
+
+    private func client(_ operation: @autoclosure () -> String) throws(JackError) -> OpaquePointer {
+        guard let handle else {
+            throw JackError(
+                status: .failure, operation: operation(), message: "the JACK client is closed")
+        }
+        return handle
+    }
+
+    // MARK: Lifecycle
+
+    /// Installs the process callback; `state` must stay valid until after `deactivate()` or
+    /// `close()`. Call before `activate()`.
+    func setProcess(state: UnsafeMutablePointer<ProcessState>) throws(JackError) {
+        let client = try client("set process callback")
+        let result = jack_set_process_callback(client, recdProcess, UnsafeMutableRawPointer(state))
+        if result != 0 {
+            throw JackError(
+                code: result, operation: "set process callback",
+                message: "libjack refused the process callback (is the client active already?)")
+        }
+    }
+
+    func activate() throws(JackError) {
+        let client = try client("activate")
+        let result = jack_activate(client)
+        if result != 0 {
+            throw JackError(
+                code: result, operation: "activate",
+                message: "the JACK server refused to activate recd")
+        }
+    }
+
+    /// Stops the process callback; when it returns, JACK will not call it again.
+    func deactivate() {
+        if let handle { _ = jack_deactivate(handle) }
+    }
+
+    /// Closes the client (deactivating it first); safe to call twice and after server loss.
+    func close() {
+        guard let handle else { return }
+        sink.detach()
+        _ = jack_client_close(handle)
+        self.handle = nil
+    }
+
+    // MARK: Server facts
+
+    var sampleRate: Int { handle.map { Int(jack_get_sample_rate($0)) } ?? 0 }
+    var bufferSize: Int { handle.map { Int(jack_get_buffer_size($0)) } ?? 0 }
+
+    func setBufferSize(_ frames: Int) throws(JackError) {
+        let client = try client("set buffer size")
+        let result = jack_set_buffer_size(client, jack_nframes_t(frames))
+        if result != 0 {
+            throw JackError(
+                code: result, operation: "set buffer size to \(frames)",
+                message: "the JACK server refused the buffer size (its backend may not allow it)")
+        }
+    }
+
+    // MARK: Ports
+
+    /// Registers one of our audio ports; returns jack_port_t *.
+    func registerPort(name portName: String, direction: GroupDirection) throws(JackError)
+        -> OpaquePointer
+    {
+        let client = try client("register port \(portName)")
+        let flags = direction == .input ? JackPortIsInput : JackPortIsOutput
+        guard
+            let port = jack_port_register(
+                client, portName, JACK_DEFAULT_AUDIO_TYPE, UInt(flags.rawValue), 0)
+        else {
+            throw JackError(
+                status: .failure, operation: "register port \(portName)",
+                message: "JACK refused the port (name taken, too long, or the port table is full)")
+        }
+        return port
+    }
+
+    /// The full name (`client:port`) of one of our ports.
+    func fullName(of port: OpaquePointer) -> String {
+        jack_port_name(port).map { String(cString: $0) } ?? ""
+    }
+
+    /// Connects `source` (an output port) to `destination` (an input port). Already connected
+    /// is success.
+    func connect(source: String, destination: String) throws(JackError) {
+        let client = try client("connect \(source) → \(destination)")
+        let result = jack_connect(client, source, destination)
+        if result != 0 && result != alreadyConnected {
+            throw JackError(
+                code: result, operation: "connect \(source) → \(destination)",
+                message: "JACK refused the connection (a port is missing or the types differ)")
+        }
+    }
+
+    func disconnect(source: String, destination: String) throws(JackError) {
+        let client = try client("disconnect \(source) → \(destination)")
+        let result = jack_disconnect(client, source, destination)
+        if result != 0 {
+            throw JackError(
+                code: result, operation: "disconnect \(source) → \(destination)",
+                message: "JACK refused to disconnect (the ports were not connected?)")
+        }
+    }
+
+    /// Whether our `port` is connected to the port named `other`.
+    func isConnected(_ port: OpaquePointer, to other: String) -> Bool {
+        jack_port_connected_to(port, other) != 0
+    }
+
+    /// Full names of the ports connected to the port named `name`.
+    func connections(of name: String) -> [String] {
+        guard let handle, let port = jack_port_by_name(handle, name),
+            let list = jack_port_get_all_connections(handle, port)
+        else { return [] }
+        defer { jack_free(list) }
+        return Self.strings(list)
+    }
+
+    func portExists(_ name: String) -> Bool {
+        guard let handle else { return false }
+        return jack_port_by_name(handle, name) != nil
+    }
+
+    /// The JACK flags (JackPortIsInput, ...) of the port named `name`, nil if it is gone.
+    func portFlags(_ name: String) -> Int32? {
+        guard let handle, let port = jack_port_by_name(handle, name) else { return nil }
+        return jack_port_flags(port)
+    }
+
+    /// Ports whose full names match the POSIX extended regular expression `pattern` (all
+    /// when nil) and have all of `flags`, in JACK's order.
+    func ports(matching pattern: String?, flags: Int32 = 0) -> [String] {
+        guard let handle else { return [] }
+        return Self.portNames(client: handle, pattern: pattern, flags: flags)
+    }
+
+    /// jack_get_ports as Swift strings. Also used from the notification thread (it reads
+    /// shared memory only, no server request).
+    static func portNames(client: OpaquePointer, pattern: String?, flags: Int32) -> [String] {
+        guard let list = jack_get_ports(client, pattern, nil, UInt(flags)) else { return [] }
+        defer { jack_free(list) }
+        return strings(list)
+    }
+
+    private static func strings(_ list: UnsafeMutablePointer<UnsafePointer<CChar>?>) -> [String] {
+        var names: [String] = []
+        var index = 0
+        while let name = list[index] {
+            names.append(String(cString: name))
+            index += 1
+        }
+        return names
+    }
+
+    /// The latency range (frames) JACK computed for our `port`: capture latency (from the
+    /// outside world to this port) for an input, playback latency (from this port to the
+    /// outside world) for an output.
+    func latencyRange(of port: OpaquePointer, direction: GroupDirection) -> ClosedRange<Int> {
+        var range = jack_latency_range_t(min: 0, max: 0)
+        jack_port_get_latency_range(
+            port, direction == .input ? JackCaptureLatency : JackPlaybackLatency, &range)
+        return Int(range.min)...Int(max(range.min, range.max))
+    }
+
+    /// JACK's microsecond clock for a frame time (jack_frames_to_time).
+    func microseconds(forFrameTime frameTime: UInt32) -> UInt64? {
+        guard let handle else { return nil }
+        return jack_frames_to_time(handle, frameTime)
+    }
+
+    /// JACK's microsecond clock now (jack_get_time).
+    static func now() -> UInt64 { jack_get_time() }
+}
+
+/// EEXIST, which jack_connect returns when the connection already exists.
+private let alreadyConnected: Int32 = 17

@@ -1,0 +1,65 @@
+// Runs on the JACK process thread. No allocation, locks, ARC, closures, existentials, String,
+// logging or blocking.
+//
+// The process callback. JACK calls `recdProcess` once per period with the `ProcessState`
+// that the control thread registered; everything it reaches is plain memory.
+
+internal import CJack
+import Synchronization
+
+/// The JACK process callback (JackProcessCallback). `argument` is the engine's
+/// `UnsafeMutablePointer<ProcessState>`.
+@_noLocks
+func recdProcess(_ frameCount: jack_nframes_t, _ argument: UnsafeMutableRawPointer?) -> Int32 {
+    guard let argument else { return 0 }
+    let state = argument.assumingMemoryBound(to: ProcessState.self)
+    for channel in 0..<state.pointee.inputCount {
+        guard let port = state.pointee.inputPorts[channel],
+            let buffer = jack_port_get_buffer(port, frameCount)
+        else { return 0 }
+        state.pointee.inputBuffers[channel] = buffer.assumingMemoryBound(to: Float.self)
+    }
+    for channel in 0..<state.pointee.outputCount {
+        guard let port = state.pointee.outputPorts[channel],
+            let buffer = jack_port_get_buffer(port, frameCount)
+        else { return 0 }
+        state.pointee.outputBuffers[channel] = buffer.assumingMemoryBound(to: Float.self)
+    }
+    var frameTime: UInt32 = 0
+    if let client = state.pointee.client { frameTime = jack_last_frame_time(client) }
+    runCycle(state, frames: Int(frameCount), frameTime: frameTime)
+    return 0
+}
+
+/// One period on buffers already in `state.inputBuffers`/`outputBuffers`: taps copy the
+/// inputs, outputs are cleared and the players mixed into them, meters measure both.
+/// Separate from `recdProcess` so a test can drive it without a server.
+@_noLocks
+func runCycle(_ state: UnsafeMutablePointer<ProcessState>, frames: Int, frameTime: UInt32) {
+    let graph = UnsafeMutablePointer<GraphSnapshot>(
+        bitPattern: state.pointee.graph.load(ordering: .sequentiallyConsistent))
+    let inputs = state.pointee.inputBuffers
+    let outputs = state.pointee.outputBuffers
+
+    for channel in 0..<state.pointee.inputCount {
+        state.pointee.meters[channel].accumulate(inputs[channel], count: frames)
+    }
+    for channel in 0..<state.pointee.outputCount {
+        clearSamples(outputs[channel], count: frames)
+    }
+    if let graph {
+        for index in 0..<graph.pointee.tapCount {
+            graph.pointee.taps[index].pointee.capture(
+                frames: frames, frameTime: frameTime, inputs: inputs)
+        }
+        for index in 0..<graph.pointee.playerCount {
+            graph.pointee.players[index].pointee.render(frames: frames, outputs: outputs)
+        }
+    }
+    let outputMeters = state.pointee.meters + state.pointee.inputCount
+    for channel in 0..<state.pointee.outputCount {
+        outputMeters[channel].accumulate(outputs[channel], count: frames)
+    }
+    // After this, the snapshot loaded above is no longer in use by this cycle.
+    state.pointee.cyclesCompleted.add(1, ordering: .sequentiallyConsistent)
+}

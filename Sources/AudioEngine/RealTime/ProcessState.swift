@@ -1,0 +1,60 @@
+// Runs on the JACK process thread. No allocation, locks, ARC, closures, existentials, String,
+// logging or blocking.
+//
+// The memory the process callback works on. The control thread allocates it before
+// jack_activate and frees it after jack_deactivate (EngineMemory owns it); between the two,
+// the control thread changes what the process thread does only by publishing a new
+// `GraphSnapshot` through `graph`.
+
+import Synchronization
+
+/// Everything the process callback touches, in plain memory.
+struct ProcessState: ~Copyable {
+    /// The JACK client (jack_client_t *), for the frame time; nil when a test drives the cycle.
+    let client: OpaquePointer?
+    /// Our JACK input ports in flat channel order (jack_port_t *), nil in tests.
+    let inputPorts: UnsafeMutablePointer<OpaquePointer?>
+    let inputCount: Int
+    /// Our JACK output ports in flat channel order.
+    let outputPorts: UnsafeMutablePointer<OpaquePointer?>
+    let outputCount: Int
+    /// This period's port buffers; filled at the start of each cycle (tests fill them).
+    let inputBuffers: UnsafeMutablePointer<UnsafeMutablePointer<Float>>
+    let outputBuffers: UnsafeMutablePointer<UnsafeMutablePointer<Float>>
+    /// One per input channel, then one per output channel.
+    let meters: UnsafeMutablePointer<MeterCell>
+
+    /// Address of the current immutable `GraphSnapshot` (read-copy-update: the control thread
+    /// swaps in a new one, the process thread loads it once per cycle).
+    let graph: Atomic<UInt>
+    /// Cycles finished. The control thread frees a retired snapshot once this has moved past
+    /// the value it read right after the swap.
+    let cyclesCompleted = Atomic<UInt64>(0)
+
+    init(
+        client: OpaquePointer?, inputPorts: UnsafeMutablePointer<OpaquePointer?>, inputCount: Int,
+        outputPorts: UnsafeMutablePointer<OpaquePointer?>, outputCount: Int,
+        inputBuffers: UnsafeMutablePointer<UnsafeMutablePointer<Float>>,
+        outputBuffers: UnsafeMutablePointer<UnsafeMutablePointer<Float>>,
+        meters: UnsafeMutablePointer<MeterCell>, graph: UnsafeMutablePointer<GraphSnapshot>
+    ) {
+        self.client = client
+        self.inputPorts = inputPorts
+        self.inputCount = inputCount
+        self.outputPorts = outputPorts
+        self.outputCount = outputCount
+        self.inputBuffers = inputBuffers
+        self.outputBuffers = outputBuffers
+        self.meters = meters
+        self.graph = Atomic(UInt(bitPattern: graph))
+    }
+}
+
+/// What the process thread runs, as one immutable value: the players and taps in this
+/// version of the graph. Built and freed by the control thread; never changed once published.
+struct GraphSnapshot {
+    let players: UnsafeMutablePointer<UnsafeMutablePointer<PlayerVoice>>
+    let playerCount: Int
+    let taps: UnsafeMutablePointer<UnsafeMutablePointer<TapState>>
+    let tapCount: Int
+}

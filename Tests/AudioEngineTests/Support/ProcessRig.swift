@@ -1,0 +1,78 @@
+@testable import AudioEngine
+
+/// The engine's real-time memory without a JACK server: fake port buffers, and `cycle` runs
+/// the process path (`runCycle`) on them as JACK would. Test thread only.
+final class ProcessRig {
+    let memory: EngineMemory
+    let inputs: [UnsafeMutablePointer<Float>]
+    let outputs: [UnsafeMutablePointer<Float>]
+    let maxFrames: Int
+    /// Frames of the counter signal fed so far (see `feedCounter`).
+    private(set) var counter = 0
+    private(set) var frameTime: UInt32 = 1000
+
+    init(inputChannels: Int, outputChannels: Int, maxFrames: Int = 1024) {
+        self.maxFrames = maxFrames
+        memory = EngineMemory(
+            client: nil, inputPorts: Array(repeating: nil, count: inputChannels),
+            outputPorts: Array(repeating: nil, count: outputChannels))
+        inputs = (0..<inputChannels).map { _ in
+            let buffer = UnsafeMutablePointer<Float>.allocate(capacity: maxFrames)
+            buffer.initialize(repeating: 0, count: maxFrames)
+            return buffer
+        }
+        outputs = (0..<outputChannels).map { _ in
+            let buffer = UnsafeMutablePointer<Float>.allocate(capacity: maxFrames)
+            buffer.initialize(repeating: 0, count: maxFrames)
+            return buffer
+        }
+        for (index, buffer) in inputs.enumerated() {
+            memory.state.pointee.inputBuffers[index] = buffer
+        }
+        for (index, buffer) in outputs.enumerated() {
+            memory.state.pointee.outputBuffers[index] = buffer
+        }
+    }
+
+    deinit {
+        memory.freeAll()
+        for buffer in inputs + outputs { buffer.deallocate() }
+    }
+
+    /// Fills the inputs with the next `frames` of the counter signal: channel c of stream frame
+    /// k is (k + 1) * (c even ? 1 : -1).
+    func feedCounter(frames: Int) {
+        for (channel, buffer) in inputs.enumerated() {
+            let sign: Float = channel % 2 == 0 ? 1 : -1
+            for frame in 0..<frames { buffer[frame] = sign * Float(counter + frame + 1) }
+        }
+        counter += frames
+    }
+
+    /// One period, as JACK would run it (the inputs must already hold it).
+    func cycle(frames: Int) {
+        runCycle(memory.state, frames: frames, frameTime: frameTime)
+        frameTime &+= UInt32(frames)
+    }
+
+    func addPlayer(
+        channels: Int, outputs routes: [PlayerRoute], capacityFrames: Int, gain: Float = 1
+    )
+        -> PlayerHandle
+    {
+        let player = PlayerHandle(
+            outputGroup: "out", channels: channels, capacityFrames: capacityFrames, routes: routes,
+            flatOutputBase: 0,
+            initialCommand: PlayerCommand(gain: gain, rampFrames: 0, paused: false))
+        memory.publish(players: memory.players + [player], taps: memory.taps)
+        return player
+    }
+
+    func addTap(channels: [Int], capacityFrames: Int) -> CaptureTap {
+        let tap = CaptureTap(
+            inputGroup: "in", flatInputChannels: channels, capacityFrames: capacityFrames,
+            zeroed: false)
+        memory.publish(players: memory.players, taps: memory.taps + [tap])
+        return tap
+    }
+}
