@@ -9,6 +9,7 @@ let package = Package(
     products: [
         .executable(name: "recd", targets: ["recd"]),
         .executable(name: "recctl", targets: ["recctl"]),
+        .executable(name: "recd-signal", targets: ["recd-signal"]),
     ],
     targets: [
         // One system-library target per C library, each with a shim header.
@@ -17,6 +18,8 @@ let package = Package(
         .systemLibrary(name: "CALSA", pkgConfig: "alsa", providers: [.apt(["libasound2-dev"])]),
         .systemLibrary(name: "CInih", pkgConfig: "inih", providers: [.apt(["libinih-dev"])]),
         .systemLibrary(name: "CSystemd", pkgConfig: "libsystemd", providers: [.apt(["libsystemd-dev"])]),
+        .systemLibrary(name: "CSoxr", pkgConfig: "soxr", providers: [.apt(["libsoxr-dev"])]),
+        .systemLibrary(name: "CSndfile", pkgConfig: "sndfile", providers: [.apt(["libsndfile1-dev"])]),
 
         // The pure policy core: no C, no I/O.
         .target(name: "SessionPolicy"),
@@ -26,18 +29,25 @@ let package = Package(
         .target(name: "SystemSupport", dependencies: ["SessionPolicy", "CInih", "CSystemd"]),
         // The JACK client and the real-time graph (Sources/AudioEngine/RealTime holds the process path).
         .target(name: "AudioEngine", dependencies: ["CJack", "SessionPolicy"]),
+        // Audio files and sample-rate conversion: FLAC (libFLAC) and WAV (libsndfile) decoding,
+        // libsoxr resampling, and the feeder threads that stream files into engine players.
+        .target(name: "MediaFiles", dependencies: ["CFLAC", "CSndfile", "CSoxr", "AudioEngine"]),
         // The daemon's control loop: requests → policy → effects, persistence, events.
-        .target(name: "Daemon", dependencies: ["SessionPolicy", "ControlProtocol", "SystemSupport"]),
+        .target(name: "Daemon", dependencies: ["SessionPolicy", "ControlProtocol", "SystemSupport", "AudioEngine", "MediaFiles"]),
         // recctl's argument parsing and output formatting.
         .target(name: "RecctlKit", dependencies: ["ControlProtocol", "SessionPolicy"]),
 
         .executableTarget(name: "recd", dependencies: ["Daemon"]),
         .executableTarget(name: "recctl", dependencies: ["RecctlKit"]),
+        // A JACK client that plays known signals and captures ports: the tests' decks,
+        // microphones and headphones, the demo's test tone, the benchmarks' pink noise.
+        .executableTarget(name: "recd-signal", dependencies: ["CJack"]),
 
         .testTarget(name: "SessionPolicyTests", dependencies: ["SessionPolicy"]),
         .testTarget(name: "ControlProtocolTests", dependencies: ["ControlProtocol"]),
         .testTarget(name: "SystemSupportTests", dependencies: ["SystemSupport"]),
         .testTarget(name: "AudioEngineTests", dependencies: ["AudioEngine", "CJack"]),
-        .testTarget(name: "EndToEndTests", dependencies: ["ControlProtocol"]),
+        .testTarget(name: "MediaFilesTests", dependencies: ["MediaFiles", "AudioEngine"]),
+        .testTarget(name: "EndToEndTests", dependencies: ["ControlProtocol", "CFLAC"]),
     ]
 )

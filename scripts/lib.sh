@@ -14,6 +14,7 @@ RECD_PACKAGES=(
     libsoxr-dev
     libsystemd-dev systemd
     libinih-dev
+    libsndfile1-dev
     libsqlite3-dev
     util-linux
 )
