@@ -29,6 +29,7 @@ public enum Op: String, CaseIterable, Sendable {
     case mute
     case watch
     case unwatch
+    case routes
 
     /// Ops that change shared state only an administrator may change.
     public var requiresAdministrator: Bool {

@@ -8,14 +8,18 @@ import SystemSupport
 import Glibc
 #endif
 
-/// Serves the control protocol over the policy store. Owned by the control thread.
-final class ControlService: ControlServerHandler {
+/// Serves the control protocol over the policy store and drives the engine.
+///
+/// Confined to the control thread: every method runs there (the server calls the handler
+/// methods on it, and other threads only `post` closures to it), hence `@unchecked Sendable`.
+final class ControlService: ControlServerHandler, @unchecked Sendable {
     private(set) var store: SessionStore
     let config: RecdConfig
     let stateFile: StateFile
     let startedAt: Double
     let adminGID: UInt32?
     weak var server: ControlServer?
+    var engine: EngineController!
 
     private struct Client {
         var peer: PeerCredentials
@@ -84,7 +88,42 @@ final class ControlService: ControlServerHandler {
         }
     }
 
-    func tick(now: Double) {}
+    func tick(now: Double) {
+        engineWoke()
+        if !store.mediaServicesAvailable, engine.tryReconnect(now: now) {
+            Log.notice("JACK server is back; ports registered again")
+            apply(store.updatePorts(engine.portStates))
+            apply(store.mediaServicesReset())
+        }
+    }
+
+    /// Starts the engine at daemon start; without a JACK server, media services start lost.
+    func startEngine() {
+        if engine.start() {
+            Log.notice("connected to JACK as \(engine.engine.clientName ?? "?") (\(engine.engine.sampleRate ?? 0) Hz, \(engine.engine.bufferSize ?? 0) frames)")
+            apply(store.updatePorts(engine.portStates))
+        } else {
+            Log.warning("no JACK server (\(engine.lastError ?? "unknown")); sessions cannot activate until one runs. Start one with `jackd -d dummy` or the JACK unit; recd retries every 250 ms")
+            apply(store.mediaServicesLost())
+        }
+    }
+
+    /// The engine has news (its wake closure posted here), or the tick polls it.
+    func engineWoke() {
+        guard engine.isRunning || engine.engine.isServerLost else { return }
+        let news = engine.drain()
+        if let reason = news.serverLost ?? (engine.engine.isServerLost ? "server gone" : nil) {
+            Log.error("JACK server lost (\(reason)); recordings finalized, sessions deactivated. recd reconnects when it returns")
+            engine.engine.stop()
+            engine.markAllUnavailable()
+            apply(store.mediaServicesLost())
+            apply(store.updatePorts(engine.portStates))
+            return
+        }
+        if news.availabilityChanged {
+            apply(store.updatePorts(engine.portStates))
+        }
+    }
 
     func signalReceived(_ signo: Int32) {
         if signo == SIGHUP {
@@ -192,6 +231,8 @@ final class ControlService: ControlServerHandler {
         case .unwatch:
             clients[client]?.watching = false
             return []
+        case .routes:
+            return routesFields()
         }
     }
 
@@ -236,11 +277,33 @@ final class ControlService: ControlServerHandler {
         if let count = try request.optionalInt("input_channels") { prefs.inputChannels = count }
         if let count = try request.optionalInt("output_channels") { prefs.outputChannels = count }
         apply(try store.setPreferences(app: app, prefs))
-        return [("session", sessionJSON(try store.session(app)))]
+        var fields: [(String, JSONValue)] = []
+        if let duration = try request.optionalDouble("io_buffer"), engine.isRunning, let note = engine.applyBufferPreference(duration) {
+            Log.info("\(app) prefers an IO buffer of \(duration) s: \(note)")
+            fields.append(("note", .string(note)))
+        }
+        return [("session", sessionJSON(try store.session(app)))] + fields
     }
 
     private func sessionJSON(_ session: Session) -> JSONValue {
-        WireFormat.session(session, store: store, actual: ActualHardware())
+        WireFormat.session(session, store: store, actual: engine.actualHardware(route: session.route))
+    }
+
+    private func routesFields() -> [(String, JSONValue)] {
+        let ports: [JSONValue] = engine.describePorts().map { entry in
+            let port = entry.port
+            return [
+                "name": .string(port.name), "type": .string(port.type.rawValue), "direction": .string(port.direction.rawValue),
+                "channels": .number(Double(port.channels)), "available": .bool(entry.available),
+                "jack": JSONValue(port.direction == .duplex ? port.jackIn + port.jackOut : port.jack),
+                "recd_ports": JSONValue(entry.recdPorts), "capabilities": JSONValue(port.capabilities.map(\.rawValue).sorted()),
+                "codec": JSONValue(port.codec?.rawValue), "sense": JSONValue(port.sense), "connected_order": .number(Double(entry.order)),
+            ]
+        }
+        let sessions: [JSONValue] = store.sortedSessions.map {
+            ["app": .string($0.app), "state": .string($0.state.rawValue), "route": WireFormat.route($0.route)]
+        }
+        return [("ports", .array(ports)), ("sessions", .array(sessions))]
     }
 
     private func statusFields() -> [(String, JSONValue)] {
@@ -252,7 +315,13 @@ final class ControlService: ControlServerHandler {
                 "config": .string(config.source), "socket": .string(config.daemon.socket),
                 "state_dir": .string(config.daemon.stateDir), "archive_dir": .string(config.archive.dir),
             ]),
-            ("jack", ["connected": .bool(false), "mediaServicesAvailable": .bool(store.mediaServicesAvailable)]),
+            ("jack", [
+                "connected": .bool(engine.isRunning), "client": JSONValue(engine.engine.clientName),
+                "server": JSONValue(config.jack.server ?? "default"),
+                "sampleRate": JSONValue(engine.engine.sampleRate), "bufferSize": JSONValue(engine.engine.bufferSize),
+                "xruns": .number(Double(engine.engine.xruns)), "mediaServicesAvailable": .bool(store.mediaServicesAvailable),
+                "error": JSONValue(engine.isRunning ? nil : engine.lastError),
+            ]),
             ("sessions", .array(store.sortedSessions.map(sessionJSON))),
             ("active", JSONValue(active)),
             ("recorders", .array([])),
@@ -303,6 +372,11 @@ final class ControlService: ControlServerHandler {
 
     private func send(_ line: String, to client: ClientID) {
         server?.send(line, to: client)
+    }
+
+    /// Stops streams and leaves JACK cleanly (SIGTERM, end of the control loop).
+    func shutdown() {
+        engine.engine.stop()
     }
 
     func save() {

@@ -134,11 +134,16 @@ public enum Recd {
             return 71
         }
         service.server = server
+        service.engine = EngineController(config: config) { [weak server, service] in
+            server?.post { service.engineWoke() }
+        }
+        service.startEngine()
         service.save()
         Log.notice("recd \(recdVersion) listening on \(config.daemon.socket) (config: \(config.source), state: \(config.daemon.stateDir))")
         try? SystemdNotify.ready(status: "listening on \(config.daemon.socket)")
         server.run(handler: service)
         try? SystemdNotify.stopping()
+        service.shutdown()
         service.save()
         Log.notice("recd stopped")
         return 0

@@ -48,6 +48,20 @@ struct Output {
             print("\(reply["app"]?.stringValue ?? ""): record permission \(reply["state"]?.stringValue ?? "")")
         case ["mute"]:
             print("\(reply["app"]?.stringValue ?? ""): input \(reply["muted"]?.boolValue == true ? "muted" : "unmuted")")
+        case ["routes"]:
+            let ports = reply["ports"]?.arrayValue ?? []
+            print(Self.table(
+                header: ["PORT", "TYPE", "DIRECTION", "CH", "AVAILABLE", "JACK"],
+                rows: ports.map {
+                    [$0["name"]?.stringValue ?? "", $0["type"]?.stringValue ?? "", $0["direction"]?.stringValue ?? "",
+                     $0["channels"].map { JSONValue.format($0.doubleValue ?? 0) } ?? "", $0["available"]?.boolValue == true ? "yes" : "no",
+                     ($0["jack"]?.arrayValue ?? []).compactMap(\.stringValue).joined(separator: ", ")]
+                }))
+            let sessions = reply["sessions"]?.arrayValue ?? []
+            if !sessions.isEmpty {
+                print("")
+                print(Self.table(header: ["APP", "STATE", "ROUTE"], rows: sessions.map { [$0["app"]?.stringValue ?? "", $0["state"]?.stringValue ?? "", Self.routeText($0["route"])] }))
+            }
         case ["session", "delete"]:
             print("deleted \(command.positionals[0])")
         default:

@@ -30,6 +30,7 @@ public enum Recctl {
         CommandSpec(path: ["permission", "deny"], positionals: ["APP"], summary: "deny record permission (administrators)"),
         CommandSpec(path: ["permission", "reset"], positionals: ["APP"], summary: "back to undetermined (administrators)"),
         CommandSpec(path: ["mute"], positionals: ["APP", "on|off"], summary: "app input mute: the session's inputs record zeros"),
+        CommandSpec(path: ["routes"], positionals: [], summary: "ports (type, availability, JACK ports) and each session's route", readsState: true),
         CommandSpec(path: ["watch"], positionals: [], optionalPositionals: ["APP"], summary: "live events, one per line", readsState: true),
     ]
 
@@ -194,6 +195,7 @@ public enum Recctl {
         case ["permission", "reset"]: return (.permissionReset, app)
         case ["mute"]: return (.mute, app + [("muted", .bool(try onOff(p[1], what: "mute", usage: command.spec.usage)))])
         case ["watch"]: return (.watch, app)
+        case ["routes"]: return (.routes, [])
         default: throw UsageError(message: "unhandled command", usage: command.spec.usage)
         }
     }
