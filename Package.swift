@@ -19,6 +19,7 @@ let package = Package(
         .systemLibrary(name: "CInih", pkgConfig: "inih", providers: [.apt(["libinih-dev"])]),
         .systemLibrary(name: "CSystemd", pkgConfig: "libsystemd", providers: [.apt(["libsystemd-dev"])]),
         .systemLibrary(name: "CSoxr", pkgConfig: "soxr", providers: [.apt(["libsoxr-dev"])]),
+        .systemLibrary(name: "CSQLite", pkgConfig: "sqlite3", providers: [.apt(["libsqlite3-dev"])]),
         .systemLibrary(name: "CSndfile", pkgConfig: "sndfile", providers: [.apt(["libsndfile1-dev"])]),
 
         // The pure policy core: no C, no I/O.
@@ -32,8 +33,10 @@ let package = Package(
         // Audio files and sample-rate conversion: FLAC (libFLAC) and WAV (libsndfile) decoding,
         // libsoxr resampling, and the feeder threads that stream files into engine players.
         .target(name: "MediaFiles", dependencies: ["CFLAC", "CSndfile", "CSoxr", "AudioEngine"]),
+        // The FLAC archive: crash-safe segments, rotation, recovery, retention, the SQLite index.
+        .target(name: "Archive", dependencies: ["CFLAC", "CSQLite", "MediaFiles", "SessionPolicy"]),
         // The daemon's control loop: requests → policy → effects, persistence, events.
-        .target(name: "Daemon", dependencies: ["SessionPolicy", "ControlProtocol", "SystemSupport", "AudioEngine", "MediaFiles"]),
+        .target(name: "Daemon", dependencies: ["SessionPolicy", "ControlProtocol", "SystemSupport", "AudioEngine", "MediaFiles", "Archive"]),
         // recctl's argument parsing and output formatting.
         .target(name: "RecctlKit", dependencies: ["ControlProtocol", "SessionPolicy"]),
 
@@ -47,6 +50,7 @@ let package = Package(
         .testTarget(name: "ControlProtocolTests", dependencies: ["ControlProtocol"]),
         .testTarget(name: "SystemSupportTests", dependencies: ["SystemSupport"]),
         .testTarget(name: "AudioEngineTests", dependencies: ["AudioEngine", "CJack"]),
+        .testTarget(name: "ArchiveTests", dependencies: ["Archive", "MediaFiles"]),
         .testTarget(name: "MediaFilesTests", dependencies: ["MediaFiles", "AudioEngine"]),
         .testTarget(name: "EndToEndTests", dependencies: ["ControlProtocol", "CFLAC"]),
     ]
