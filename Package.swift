@@ -52,6 +52,6 @@ let package = Package(
         .testTarget(name: "AudioEngineTests", dependencies: ["AudioEngine", "CJack"]),
         .testTarget(name: "ArchiveTests", dependencies: ["Archive", "MediaFiles"]),
         .testTarget(name: "MediaFilesTests", dependencies: ["MediaFiles", "AudioEngine"]),
-        .testTarget(name: "EndToEndTests", dependencies: ["ControlProtocol", "CFLAC"]),
+        .testTarget(name: "EndToEndTests", dependencies: ["ControlProtocol"]),
     ]
 )
