@@ -1,0 +1,269 @@
+// The command line of recd-signal: what it may say, parsed into plain values, and the
+// `--help` text. No C and no I/O here; main.swift prints and exits.
+
+/// What one run of recd-signal was asked to do.
+struct Invocation: Equatable {
+    /// `--server NAME`; nil: libjack's default server (JACK_DEFAULT_SERVER, else "default").
+    var serverName: String?
+    /// `--name CLIENT`; JACK may add a suffix if the name is taken (the ready line says).
+    var clientName: String
+    /// `--rate-check`: measure the server's real frame rate while running (see the help).
+    var rateCheck: Bool
+    var command: Command
+}
+
+/// The subcommand and its options.
+enum Command: Equatable {
+    case play(PlayOptions)
+    case capture(CaptureOptions)
+    /// Registers input ports with these names and holds them until SIGTERM/SIGINT.
+    case ports(names: [String])
+}
+
+struct PlayOptions: Equatable {
+    /// Short names of the output ports, in channel order.
+    var ports: [String]
+    var signal: SignalSpec
+    /// `--level`; the help says what it means for each signal.
+    var levelDBFS: Double
+    /// Stop after this many seconds of frames; nil: run until SIGTERM/SIGINT.
+    var seconds: Double?
+    /// Port i goes to `connections[i]`; nil entries (and missing ones) stay unconnected.
+    var connections: [String?]
+}
+
+struct CaptureOptions: Equatable {
+    /// Short names of the input ports, in channel order.
+    var ports: [String]
+    var outputPath: String
+    /// `--wav`: a WAVE_FORMAT_IEEE_FLOAT header before the samples; else a headerless file.
+    var wav: Bool
+    var seconds: Double?
+    /// `connections[i]` goes to port i; nil entries stay unconnected.
+    var connections: [String?]
+}
+
+/// A signal `play` can generate, as given to `--signal`.
+enum SignalSpec: Equatable {
+    /// The position-coding sequence documented in the help (`counterFormula`).
+    case counter
+    /// A sum of sines, each at the level.
+    case sine(frequencies: [Double])
+    /// A naive (aliasing) square wave, ±level.
+    case square(frequency: Double)
+    /// Deterministic pink noise (Paul Kellet's filter on seeded white noise).
+    case pink
+    case silence
+
+    init(parsing text: String) throws(UsageError) {
+        func frequency(_ word: Substring) throws(UsageError) -> Double {
+            guard let value = Double(word), value.isFinite, value > 0 else {
+                throw UsageError("bad frequency '\(word)' in --signal \(text) (want Hz > 0)")
+            }
+            return value
+        }
+        switch text {
+        case "counter": self = .counter
+        case "pink": self = .pink
+        case "silence": self = .silence
+        default:
+            if text.hasPrefix("sine:") {
+                let words = text.dropFirst("sine:".count).split(
+                    separator: "+", omittingEmptySubsequences: false)
+                var frequencies: [Double] = []
+                for word in words { frequencies.append(try frequency(word)) }
+                self = .sine(frequencies: frequencies)
+            } else if text.hasPrefix("square:") {
+                self = .square(frequency: try frequency(text.dropFirst("square:".count)))
+            } else {
+                throw UsageError(
+                    "unknown signal '\(text)' (counter, sine:FREQ[+FREQ...], square:FREQ, pink, silence)"
+                )
+            }
+        }
+    }
+
+    /// The frequencies that must lie below the Nyquist frequency.
+    var frequencies: [Double] {
+        switch self {
+        case .sine(let frequencies): frequencies
+        case .square(let frequency): [frequency]
+        case .counter, .pink, .silence: []
+        }
+    }
+}
+
+/// A command line recd-signal cannot make sense of: exit status 2.
+struct UsageError: Error, Equatable {
+    var message: String
+    init(_ message: String) { self.message = message }
+}
+
+/// What parsing produced: a run, or a request for the help text.
+enum ParsedCommandLine: Equatable {
+    case run(Invocation)
+    case help
+}
+
+extension Invocation {
+    static let defaultClientName = "recd-signal"
+    static let defaultLevelDBFS = -6.0
+
+    private enum OptionKind { case flag, value }
+
+    /// Every option, and which commands take it (nil: global).
+    private static let options: [String: (kind: OptionKind, commands: Set<String>?)] = [
+        "server": (.value, nil),
+        "name": (.value, nil),
+        "rate-check": (.flag, nil),
+        "ports": (.value, ["play", "capture", "ports"]),
+        "signal": (.value, ["play"]),
+        "level": (.value, ["play"]),
+        "seconds": (.value, ["play", "capture"]),
+        "connect": (.value, ["play", "capture"]),
+        "out": (.value, ["capture"]),
+        "wav": (.flag, ["capture"]),
+    ]
+
+    /// Parses the arguments after the program name. Global options may appear anywhere;
+    /// `--opt VALUE` and `--opt=VALUE` are both accepted; a value may start with `-`.
+    static func parse(_ arguments: [String]) throws(UsageError) -> ParsedCommandLine {
+        var values: [String: String] = [:]
+        var flags: Set<String> = []
+        var commandName: String?
+        var index = 0
+        while index < arguments.count {
+            let argument = arguments[index]
+            index += 1
+            if argument == "-h" || argument == "--help" || argument == "help" {
+                return .help
+            }
+            guard argument.hasPrefix("--") else {
+                guard commandName == nil else {
+                    throw UsageError("unexpected argument '\(argument)'")
+                }
+                commandName = argument
+                continue
+            }
+            var name = String(argument.dropFirst(2))
+            var inlineValue: String?
+            if let equals = name.firstIndex(of: "=") {
+                inlineValue = String(name[name.index(after: equals)...])
+                name = String(name[..<equals])
+            }
+            guard let option = options[name] else { throw UsageError("unknown option --\(name)") }
+            switch option.kind {
+            case .flag:
+                guard inlineValue == nil else { throw UsageError("--\(name) takes no value") }
+                flags.insert(name)
+            case .value:
+                let value: String
+                if let inlineValue {
+                    value = inlineValue
+                } else {
+                    guard index < arguments.count else {
+                        throw UsageError("--\(name) needs a value")
+                    }
+                    value = arguments[index]
+                    index += 1
+                }
+                guard values[name] == nil else { throw UsageError("--\(name) given twice") }
+                values[name] = value
+            }
+        }
+
+        guard let commandName else { throw UsageError("no command (play, capture or ports)") }
+        guard ["play", "capture", "ports"].contains(commandName) else {
+            throw UsageError("unknown command '\(commandName)' (play, capture or ports)")
+        }
+        for name in values.keys.sorted() + flags.sorted() {
+            if let commands = options[name]?.commands, !commands.contains(commandName) {
+                throw UsageError("--\(name) does not apply to '\(commandName)'")
+            }
+        }
+
+        if let server = values["server"], server.isEmpty {
+            throw UsageError("--server needs a server name")
+        }
+        let clientName = values["name"] ?? defaultClientName
+        guard !clientName.isEmpty else { throw UsageError("--name needs a client name") }
+
+        guard let portList = values["ports"] else {
+            throw UsageError("'\(commandName)' needs --ports NAME[,NAME...]")
+        }
+        let ports = try portNames(portList)
+
+        let command: Command
+        switch commandName {
+        case "play":
+            guard let signalText = values["signal"] else {
+                throw UsageError("'play' needs --signal SIGNAL")
+            }
+            var level = defaultLevelDBFS
+            if let levelText = values["level"] {
+                guard let parsed = Double(levelText), parsed.isFinite else {
+                    throw UsageError("bad --level '\(levelText)' (want dBFS, e.g. -6)")
+                }
+                level = parsed
+            }
+            command = .play(
+                PlayOptions(
+                    ports: ports, signal: try SignalSpec(parsing: signalText), levelDBFS: level,
+                    seconds: try seconds(values["seconds"]),
+                    connections: try connections(values["connect"], portCount: ports.count)))
+        case "capture":
+            guard let out = values["out"], !out.isEmpty else {
+                throw UsageError("'capture' needs --out FILE")
+            }
+            command = .capture(
+                CaptureOptions(
+                    ports: ports, outputPath: out, wav: flags.contains("wav"),
+                    seconds: try seconds(values["seconds"]),
+                    connections: try connections(values["connect"], portCount: ports.count)))
+        default:
+            command = .ports(names: ports)
+        }
+        return .run(
+            Invocation(
+                serverName: values["server"], clientName: clientName,
+                rateCheck: flags.contains("rate-check"), command: command))
+    }
+
+    private static func portNames(_ list: String) throws(UsageError) -> [String] {
+        let names = list.split(separator: ",", omittingEmptySubsequences: false).map(String.init)
+        for name in names {
+            if name.isEmpty { throw UsageError("empty port name in --ports '\(list)'") }
+            if name.contains(":") {
+                throw UsageError(
+                    "port '\(name)': give short names; JACK makes them CLIENT:\(name.split(separator: ":").last ?? "")"
+                )
+            }
+        }
+        if Set(names).count != names.count {
+            throw UsageError("duplicate port name in --ports '\(list)'")
+        }
+        return names
+    }
+
+    private static func seconds(_ text: String?) throws(UsageError) -> Double? {
+        guard let text else { return nil }
+        guard let value = Double(text), value.isFinite, value > 0 else {
+            throw UsageError("bad --seconds '\(text)' (want a number > 0)")
+        }
+        return value
+    }
+
+    private static func connections(_ text: String?, portCount: Int) throws(UsageError)
+        -> [String?]
+    {
+        guard let text else { return [] }
+        let names = text.split(separator: ",", omittingEmptySubsequences: false).map {
+            $0.isEmpty ? nil : String($0)
+        }
+        guard names.count <= portCount else {
+            throw UsageError(
+                "--connect names \(names.count) ports but --ports has only \(portCount)")
+        }
+        return names
+    }
+}
