@@ -1,0 +1,93 @@
+/// Reads a FLAC or WAV file as interleaved Float32 frames.
+///
+/// The container is told by the file's first bytes (`fLaC`, `RIFF…WAVE`, `RF64…WAVE`), never
+/// by its extension: FLAC goes through libFLAC's stream decoder (4 to 32 bits, 1 to 8
+/// channels, MD5 and length checked at the end), WAV through libsndfile. Integer samples are
+/// scaled by 2^(bits-1) into [-1, 1); float WAV samples pass through unchanged.
+///
+/// The reader owns its decoder and closes the file when it goes away. It is not thread-safe:
+/// one thread at a time (a feeder thread, typically) opens and reads it. Opening reads the
+/// file's header from disk, so a control thread should hand that to a worker.
+public final class AudioFileReader {
+    public let path: String
+    /// Frames per second.
+    public let sampleRate: Int
+    /// Interleaved channels per frame.
+    public let channels: Int
+    /// Bits per sample as stored (8, 16, 24, 32; 64 for double WAV; 0 for compressed WAV).
+    public let bitsPerSample: Int
+    /// Frames in the file, when its header says (a FLAC written by a streaming encoder may not).
+    public let totalFrames: Int?
+    /// Which container the first bytes said.
+    public let format: Format
+
+    /// A container recd reads.
+    public enum Format: String, Sendable {
+        case flac
+        case wav
+    }
+
+    private enum Backend {
+        case flac(FLACFileDecoder)
+        case wav(SndfileDecoder)
+    }
+
+    private let backend: Backend
+
+    /// Opens `path` and reads its header.
+    public init(path: String) throws(MediaError) {
+        self.path = path
+        switch try FileProbe.container(of: path) {
+        case .flac:
+            let decoder = try FLACFileDecoder(path: path)
+            backend = .flac(decoder)
+            format = .flac
+            sampleRate = decoder.sampleRate
+            channels = decoder.channels
+            bitsPerSample = decoder.bitsPerSample
+            totalFrames = decoder.totalFrames
+        case .wav:
+            let decoder = try SndfileDecoder(path: path)
+            backend = .wav(decoder)
+            format = .wav
+            sampleRate = decoder.sampleRate
+            channels = decoder.channels
+            bitsPerSample = decoder.bitsPerSample
+            totalFrames = decoder.totalFrames
+        }
+    }
+
+    /// Reads up to `maxFrames` frames (interleaved, `channels` samples each) into `buffer`;
+    /// returns the frames read, 0 at the end of the file. Throws `.corrupt` when the file turns
+    /// out to be damaged or cut short (FLAC: bad frames, fewer frames than STREAMINFO says, or
+    /// an MD5 mismatch, found when the end is reached).
+    public func read(into buffer: UnsafeMutableBufferPointer<Float>, maxFrames: Int)
+        throws(MediaError) -> Int
+    {
+        let frames = min(maxFrames, buffer.count / channels)
+        guard frames > 0, let base = buffer.baseAddress else { return 0 }
+        switch backend {
+        case .flac(let decoder): return try decoder.read(into: base, maxFrames: frames)
+        case .wav(let decoder): return try decoder.read(into: base, maxFrames: frames)
+        }
+    }
+
+    /// Reads the rest of the file (for tests and short files; a player streams with `read`).
+    public func readAll() throws(MediaError) -> [Float] {
+        var result: [Float] = []
+        if let totalFrames { result.reserveCapacity(totalFrames * channels) }
+        var chunk = [Float](repeating: 0, count: 4096 * channels)
+        while true {
+            let frames = try chunk.withUnsafeMutableBufferPointer { buffer throws(MediaError) in
+                try read(into: buffer, maxFrames: 4096)
+            }
+            if frames == 0 { return result }
+            result.append(contentsOf: chunk[..<(frames * channels)])
+        }
+    }
+
+    /// Duration in seconds, when the length is known.
+    public var duration: Double? {
+        totalFrames.map { Double($0) / Double(sampleRate) }
+    }
+}
