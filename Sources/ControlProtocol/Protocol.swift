@@ -30,6 +30,9 @@ public enum Op: String, CaseIterable, Sendable {
     case watch
     case unwatch
     case routes
+    case play
+    case pause
+    case stop
 
     /// Ops that change shared state only an administrator may change.
     public var requiresAdministrator: Bool {

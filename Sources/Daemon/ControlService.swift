@@ -13,13 +13,14 @@ import Glibc
 /// Confined to the control thread: every method runs there (the server calls the handler
 /// methods on it, and other threads only `post` closures to it), hence `@unchecked Sendable`.
 final class ControlService: ControlServerHandler, @unchecked Sendable {
-    private(set) var store: SessionStore
+    var store: SessionStore
     let config: RecdConfig
     let stateFile: StateFile
     let startedAt: Double
     let adminGID: UInt32?
     weak var server: ControlServer?
     var engine: EngineController!
+    let players = PlayerTable()
 
     private struct Client {
         var peer: PeerCredentials
@@ -90,6 +91,7 @@ final class ControlService: ControlServerHandler, @unchecked Sendable {
 
     func tick(now: Double) {
         engineWoke()
+        reapPlayers()
         if !store.mediaServicesAvailable, engine.tryReconnect(now: now) {
             Log.notice("JACK server is back; ports registered again")
             apply(store.updatePorts(engine.portStates))
@@ -114,9 +116,10 @@ final class ControlService: ControlServerHandler, @unchecked Sendable {
         let news = engine.drain()
         if let reason = news.serverLost ?? (engine.engine.isServerLost ? "server gone" : nil) {
             Log.error("JACK server lost (\(reason)); recordings finalized, sessions deactivated. recd reconnects when it returns")
+            apply(store.mediaServicesLost())
+            for player in players.all { stopPlayer(player, reason: "mediaServicesLost") }
             engine.engine.stop()
             engine.markAllUnavailable()
-            apply(store.mediaServicesLost())
             apply(store.updatePorts(engine.portStates))
             return
         }
@@ -147,7 +150,7 @@ final class ControlService: ControlServerHandler, @unchecked Sendable {
     }
 
     /// Owners and administrators may change a session; everyone may read it.
-    private func authorizeChange(of app: String, by peer: PeerCredentials) throws {
+    func authorizeChange(of app: String, by peer: PeerCredentials) throws {
         guard let session = store.sessions[app], session.ownerUID != peer.uid, !isAdministrator(peer) else { return }
         throw SessionError(.unspecified, "session \(app) belongs to uid \(session.ownerUID); only its owner or an administrator may change it (\(adminHint))")
     }
@@ -233,6 +236,22 @@ final class ControlService: ControlServerHandler, @unchecked Sendable {
             return []
         case .routes:
             return routesFields()
+        case .play:
+            return try play(request, peer: peer)
+        case .pause, .stop:
+            let app = try request.string("app")
+            try authorizeChange(of: app, by: peer)
+            _ = try store.session(app)
+            let stream = try request.optionalString("stream")
+            let targets = players.of(app).filter { stream == nil || $0.stream == stream }
+            guard !targets.isEmpty else {
+                throw SessionError(.badParam, "\(app) has no player\(stream.map { " named \($0)" } ?? ""); start one with `recctl play \(app) FILE`")
+            }
+            for player in targets {
+                if request.op == .pause { pausePlayer(player, cause: .user) } else { stopPlayer(player, reason: "stop") }
+            }
+            syncStreams(app)
+            return [("players", .array(players.of(app).map(\.json)))]
         }
     }
 
@@ -324,6 +343,7 @@ final class ControlService: ControlServerHandler, @unchecked Sendable {
             ]),
             ("sessions", .array(store.sortedSessions.map(sessionJSON))),
             ("active", JSONValue(active)),
+            ("players", .array(players.all.map(\.json))),
             ("recorders", .array([])),
         ]
     }
@@ -339,6 +359,7 @@ final class ControlService: ControlServerHandler, @unchecked Sendable {
     func apply(_ effects: [PolicyEffect]) {
         var persist = false
         for effect in effects {
+            applyStreamEffect(effect)
             switch effect {
             case .sessionChanged, .sessionDeleted: persist = true
             case .recordPermission(let app, let state):
@@ -362,6 +383,8 @@ final class ControlService: ControlServerHandler, @unchecked Sendable {
         }
     }
 
+    func broadcastEvent(app: String?, _ event: JSONValue) { broadcast(app: app, event) }
+
     private func broadcast(app: String?, _ event: JSONValue) {
         let line = event.jsonText
         for (id, client) in clients where client.watching {
@@ -376,6 +399,7 @@ final class ControlService: ControlServerHandler, @unchecked Sendable {
 
     /// Stops streams and leaves JACK cleanly (SIGTERM, end of the control loop).
     func shutdown() {
+        for player in players.all { stopPlayer(player, reason: "stop") }
         engine.engine.stop()
     }
 

@@ -56,7 +56,7 @@ final class EngineController {
             if let name = Self.outputGroup(port) {
                 let jack = port.direction == .duplex ? port.jackOut : port.jack
                 // A duplex port's earpiece may have its own channel count (config: channels counts jack_in).
-                outputs.append(PortGroupSpec(name: name, channels: port.direction == .duplex ? max(jack.count, 1) : port.channels, connectTo: jack))
+                outputs.append(PortGroupSpec(name: name, channels: outputChannels(of: port), connectTo: jack))
             }
         }
         return AudioEngine.Configuration(
@@ -143,9 +143,7 @@ final class EngineController {
             sampleRate: Double(rate), ioBufferDuration: Double(buffer) / Double(rate),
             inputLatency: inputs.first.flatMap { latency(Self.inputGroup($0)) },
             outputLatency: outputs.first.flatMap { latency(Self.outputGroup($0)) },
-            inputChannels: inputs.first?.channels, outputChannels: outputs.first.map { port in
-                port.direction == .duplex ? max(port.jackOut.count, 1) : port.channels
-            })
+            inputChannels: inputs.first?.channels, outputChannels: outputs.first.map(outputChannels(of:)))
     }
 
     /// Applies a preferred IO buffer duration when the config allows it; returns a note for the log.
@@ -160,6 +158,11 @@ final class EngineController {
         } catch {
             return "JACK refused a new buffer size: \(error)"
         }
+    }
+
+    /// Channels of a port's output side (a duplex port's earpiece may differ from its mic).
+    func outputChannels(of port: PortDecl) -> Int {
+        port.direction == .duplex ? max(port.jackOut.count, 1) : port.channels
     }
 
     /// The ports and groups for `recctl routes`.

@@ -6,6 +6,10 @@ import MediaFiles
 import SessionPolicy
 import SystemSupport
 
+#if canImport(Glibc)
+import Glibc
+#endif
+
 /// Why a player is paused: the user, or something the policy did (which resumption may undo).
 enum PauseCause: String {
     case user, interruption, routeDisconnected = "oldDeviceUnavailable", mediaServicesLost
@@ -56,4 +60,144 @@ final class PlayerTable {
 
     /// Whether any of an app's players is playing (for the policy's isBusy).
     func anyPlaying(_ app: String) -> Bool { of(app).contains { $0.pausedBy == nil } }
+}
+
+extension ControlService {
+    /// `play`: a new file on a stream (replacing what that stream played), or, without a file,
+    /// resuming the session's paused players. Activates the session (arbitration applies).
+    func play(_ request: Request, peer: PeerCredentials) throws -> [(String, JSONValue)] {
+        let app = try request.string("app")
+        try authorizeChange(of: app, by: peer)
+        let session = try store.session(app)
+        guard session.configuration.category.hasOutput else {
+            throw SessionError(.incompatibleCategory, "category \(session.configuration.category.rawValue) cannot play; set playback, playAndRecord or multiRoute")
+        }
+        let stream = try request.optionalString("stream")
+        guard let path = try request.optionalString("file") else {
+            let paused = players.of(app).filter { $0.pausedBy != nil && (stream == nil || $0.stream == stream) }
+            guard !paused.isEmpty else {
+                throw SessionError(.cannotStartPlaying, "\(app) has no paused player to resume; give a file: `recctl play \(app) FILE`")
+            }
+            if !session.isActive { apply(try store.activate(app: app)) }
+            for player in paused { resumePlayer(player) }
+            syncStreams(app)
+            return [("players", .array(players.of(app).map(\.json)))]
+        }
+        let streamName = stream ?? "main"
+        // Check the file before anything changes: a bad file must not activate the session.
+        let fileInfo: (rate: Int, channels: Int)
+        do {
+            let reader = try AudioFileReader(path: path)
+            fileInfo = (reader.sampleRate, reader.channels)
+        } catch {
+            throw SessionError(.cannotStartPlaying, "cannot play \(path): \(error.message)")
+        }
+        guard engine.isRunning, let rate = engine.engine.sampleRate else {
+            throw SessionError(.mediaServicesFailed, "the JACK server is gone; wait for mediaServicesWereReset and play again")
+        }
+        if !session.isActive { apply(try store.activate(app: app)) }
+        let route = try store.session(app).route
+        let requested = try request.optionalString("to")
+        guard let portName = requested ?? route.outputs.first else {
+            throw SessionError(.cannotStartPlaying, "\(app) has no output route (no available output port suits category \(session.configuration.category.rawValue)); see `recctl routes`")
+        }
+        guard route.outputs.contains(portName), let port = config.port(named: portName),
+            let group = EngineController.outputGroup(port)
+        else {
+            throw SessionError(.cannotStartPlaying, "port \(portName) is not in \(app)'s output route (\(route.outputs.joined(separator: ", "))); pick one of those with --to")
+        }
+        if let old = players.get(app, streamName) { stopPlayer(old, reason: "replaced") }
+        let duck = store.sessions[app]?.duckedBy != nil ? store.duckLevelDB : 0
+        let handle: PlayerHandle
+        do {
+            handle = try engine.engine.addPlayer(channels: engine.outputChannels(of: port), outputGroup: group, gainDecibels: duck)
+        } catch {
+            throw SessionError(.cannotStartPlaying, "the engine refused a player on \(portName): \(error)")
+        }
+        let feeder = FilePlayer(path: path, player: handle, outputSampleRate: rate)
+        let player = PlayerStream(app: app, stream: streamName, path: path, port: portName, handle: handle, feeder: feeder)
+        players.insert(player)
+        feeder.start { [weak server] _ in
+            // The feeder thread ends; the control loop notices through the tick, wake it now.
+            server?.post {}
+        }
+        // Let the feeder get ahead of the process thread so the file starts without a gap.
+        let deadline = monotonicSeconds() + 0.5
+        while handle.framesQueued < min(handle.capacityFrames / 4, rate / 4) && !feeder.isDone && monotonicSeconds() < deadline {
+            usleep(2000)
+        }
+        engine.engine.play(handle, rampMilliseconds: 0)
+        syncStreams(app)
+        Log.info("\(app): playing \(path) (\(fileInfo.channels) ch at \(fileInfo.rate) Hz) on \(portName)")
+        announcePlayer(player, state: "playing", reason: nil)
+        return [("player", player.json)]
+    }
+
+    func pausePlayer(_ player: PlayerStream, cause: PauseCause, rampMilliseconds: Double = AudioEngine.defaultRampMilliseconds) {
+        guard player.pausedBy == nil else { return }
+        engine.engine.pause(player.handle, rampMilliseconds: rampMilliseconds)
+        player.pausedBy = cause
+        announcePlayer(player, state: "paused", reason: cause.rawValue)
+    }
+
+    func resumePlayer(_ player: PlayerStream) {
+        guard player.pausedBy != nil else { return }
+        engine.engine.play(player.handle, rampMilliseconds: AudioEngine.defaultRampMilliseconds)
+        player.pausedBy = nil
+        announcePlayer(player, state: "playing", reason: nil)
+    }
+
+    func stopPlayer(_ player: PlayerStream, reason: String) {
+        player.feeder.stop()
+        engine.engine.removePlayer(player.handle)
+        players.remove(player)
+        announcePlayer(player, state: "stopped", reason: reason)
+    }
+
+    /// Removes players whose file has played out or failed (control thread, from the tick).
+    func reapPlayers() {
+        for player in players.all where player.feeder.isDone {
+            if let error = player.feeder.error {
+                stopPlayer(player, reason: "error: \(error.message)")
+            } else if player.handle.state == .drained || !player.handle.isAttached {
+                stopPlayer(player, reason: "finished")
+            } else {
+                continue
+            }
+            syncStreams(player.app)
+        }
+    }
+
+    /// Tells the policy whether the app has running streams (for isBusy and interruptions).
+    func syncStreams(_ app: String) {
+        store.setStreamsRunning(app: app, players.anyPlaying(app))
+    }
+
+    func announcePlayer(_ player: PlayerStream, state: String, reason: String?) {
+        broadcastEvent(app: player.app, [
+            "event": "player", "app": .string(player.app), "stream": .string(player.stream), "state": .string(state),
+            "file": .string(player.path), "port": .string(player.port), "reason": JSONValue(reason),
+        ])
+    }
+
+    /// What the policy's stream effects mean for players.
+    func applyStreamEffect(_ effect: PolicyEffect) {
+        switch effect {
+        case .pauseStreams(let app, _):
+            for player in players.of(app) { pausePlayer(player, cause: .interruption) }
+        case .stopStreams(let app, let reason):
+            for player in players.of(app) { stopPlayer(player, reason: reason.rawValue) }
+        case .pausePlayers(let app):
+            // Privacy: the output went away; stop sound at once (a 1 ms fade, well inside a period).
+            for player in players.of(app) { pausePlayer(player, cause: .routeDisconnected, rampMilliseconds: 1) }
+        case .resumeStreams(let app):
+            for player in players.of(app) where player.pausedBy == .interruption { resumePlayer(player) }
+        case .ducked(let app, _, let level):
+            for player in players.of(app) { engine.engine.setGain(player.handle, decibels: level) }
+        case .unducked(let app):
+            for player in players.of(app) { engine.engine.setGain(player.handle, decibels: 0) }
+        default:
+            return
+        }
+    }
 }

@@ -62,6 +62,12 @@ struct Output {
                 print("")
                 print(Self.table(header: ["APP", "STATE", "ROUTE"], rows: sessions.map { [$0["app"]?.stringValue ?? "", $0["state"]?.stringValue ?? "", Self.routeText($0["route"])] }))
             }
+        case ["play"], ["pause"], ["stop"]:
+            let list = reply["player"].map { [$0] } ?? reply["players"]?.arrayValue ?? []
+            for player in list {
+                print("\(player["app"]?.stringValue ?? ""): \(player["stream"]?.stringValue ?? "") \(player["state"]?.stringValue ?? "") \(player["file"]?.stringValue ?? "") on \(player["port"]?.stringValue ?? "")")
+            }
+            if list.isEmpty { print("no players") }
         case ["session", "delete"]:
             print("deleted \(command.positionals[0])")
         default:
@@ -97,6 +103,9 @@ struct Output {
         case "inputMuteStateChange": return "\(app)input \(event["muted"]?.boolValue == true ? "muted" : "unmuted")"
         case "permission": return "\(app)record permission \(event["state"]?.stringValue ?? "")"
         case "session": return "\(app)session \(event["state"]?.stringValue ?? "")"
+        case "player":
+            let reason = event["reason"]?.stringValue.map { " (\($0))" } ?? ""
+            return "\(app)player \(event["stream"]?.stringValue ?? "") \(event["state"]?.stringValue ?? "")\(reason)"
         default:
             let rest = (event.objectValue ?? []).filter { $0.0 != "event" && $0.0 != "app" }.map { "\($0.0)=\($0.1.stringValue ?? $0.1.jsonText)" }
             return "\(app)\(name)" + (rest.isEmpty ? "" : " " + rest.joined(separator: " "))

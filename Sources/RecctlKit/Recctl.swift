@@ -30,6 +30,9 @@ public enum Recctl {
         CommandSpec(path: ["permission", "deny"], positionals: ["APP"], summary: "deny record permission (administrators)"),
         CommandSpec(path: ["permission", "reset"], positionals: ["APP"], summary: "back to undetermined (administrators)"),
         CommandSpec(path: ["mute"], positionals: ["APP", "on|off"], summary: "app input mute: the session's inputs record zeros"),
+        CommandSpec(path: ["play"], positionals: ["APP"], optionalPositionals: ["FILE"], valueFlags: ["stream", "to"], summary: "play a FLAC or WAV file through the session's output (no FILE: resume)"),
+        CommandSpec(path: ["pause"], positionals: ["APP"], valueFlags: ["stream"], summary: "pause the session's players"),
+        CommandSpec(path: ["stop"], positionals: ["APP"], valueFlags: ["stream"], summary: "stop the session's players"),
         CommandSpec(path: ["routes"], positionals: [], summary: "ports (type, availability, JACK ports) and each session's route", readsState: true),
         CommandSpec(path: ["watch"], positionals: [], optionalPositionals: ["APP"], summary: "live events, one per line", readsState: true),
     ]
@@ -196,6 +199,20 @@ public enum Recctl {
         case ["mute"]: return (.mute, app + [("muted", .bool(try onOff(p[1], what: "mute", usage: command.spec.usage)))])
         case ["watch"]: return (.watch, app)
         case ["routes"]: return (.routes, [])
+        case ["play"]:
+            var arguments = app
+            if p.count > 1 {
+                // The daemon opens the file: send an absolute path.
+                let file = p[1].hasPrefix("/") ? p[1] : FileManager.default.currentDirectoryPath + "/" + p[1]
+                arguments.append(("file", .string(file)))
+            }
+            if let stream = command.value("stream") { arguments.append(("stream", .string(stream))) }
+            if let port = command.value("to") { arguments.append(("to", .string(port))) }
+            return (.play, arguments)
+        case ["pause"], ["stop"]:
+            var arguments = app
+            if let stream = command.value("stream") { arguments.append(("stream", .string(stream))) }
+            return (command.spec.path == ["pause"] ? .pause : .stop, arguments)
         default: throw UsageError(message: "unhandled command", usage: command.spec.usage)
         }
     }

@@ -84,30 +84,30 @@ final class Daemon: @unchecked Sendable {
     /// Everything recd wrote to stderr so far.
     var log: String { (try? String(contentsOfFile: logPath, encoding: .utf8)) ?? "" }
 
-    init(extraConfig: String = "", adminGroup: String? = nil) throws {
+    static let systemPorts = """
+        [port mic]
+        type = builtInMic
+        direction = input
+        jack = system:capture_1, system:capture_2
+
+        [port out]
+        type = lineOut
+        direction = output
+        jack = system:playback_1, system:playback_2
+
+        """
+
+    /// A daemon on private paths. `ports` replaces the default port sections (the dummy
+    /// server's system ports); `jackServer` names a private JACK server.
+    init(extraConfig: String = "", adminGroup: String? = nil, ports: String = Daemon.systemPorts, jackServer: String? = nil) throws {
         directory = try makeTemporaryDirectory("recd-e2e")
         socket = directory + "/run/control.sock"
         configPath = directory + "/recd.conf"
-        var config = """
-            [daemon]
-            socket = \(socket)
-            state_dir = \(directory)/state
-
-            [archive]
-            dir = \(directory)/archive
-
-            [port mic]
-            type = builtInMic
-            direction = input
-            jack = system:capture_1, system:capture_2
-
-            [port out]
-            type = lineOut
-            direction = output
-            jack = system:playback_1, system:playback_2
-
-            """
-        if let adminGroup { config = config.replacingOccurrences(of: "[daemon]\n", with: "[daemon]\nadmin_group = \(adminGroup)\n") }
+        var config = "[daemon]\nsocket = \(socket)\nstate_dir = \(directory)/state\n"
+        if let adminGroup { config += "admin_group = \(adminGroup)\n" }
+        config += "\n[jack]\nclient_name = \(uniqueName("recd"))\n"
+        if let jackServer { config += "server = \(jackServer)\n" }
+        config += "\n[archive]\ndir = \(directory)/archive\n\n" + ports
         try (config + extraConfig).write(toFile: configPath, atomically: true, encoding: .utf8)
         try start()
     }

@@ -1,0 +1,151 @@
+// Issue 3 end to end: recd on a real jackd (dummy), devices played by recd-signal clients.
+import ControlProtocol
+import Foundation
+import Testing
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// 16-bit values that survive float conversion exactly: channel c, frame n.
+func testSample(_ n: Int, _ c: Int) -> Int16 { Int16(truncatingIfNeeded: ((n * 7 + c * 1013) % 65536) - 32768) }
+
+@Suite("JACK engine end to end", .serialized)
+struct EngineEndToEndTests {
+    @Test("a WAV played with recctl play comes out of the output ports sample-exact")
+    func sampleExactPlayback() throws {
+        let sink = uniqueName("sink")
+        let daemon = try Daemon(ports: """
+            [port spk]
+            type = builtInSpeaker
+            direction = output
+            jack = \(sink):in_1, \(sink):in_2
+
+            """)
+        let frames = 48_000
+        let samples = (0..<frames).flatMap { n in [testSample(n, 0), testSample(n, 1)] }
+        let wav = daemon.directory + "/counter.wav"
+        try writeWAV(path: wav, sampleRate: 48_000, channels: 2, samples: samples)
+        let raw = daemon.directory + "/captured.raw"
+        let capture = try SignalClient(["--name", sink, "capture", "--ports", "in_1,in_2", "--out", raw, "--seconds", "3"])
+        #expect(try eventually { try daemon.recctl("--json", "routes").json?["ports"]?.arrayValue?.first?["available"] == true })
+        try #require(daemon.recctl("session", "set", "app", "--category", "playback").status == 0)
+        let play = try daemon.recctl("play", "app", wav)
+        try #require(play.status == 0, "\(play.stderr)")
+        #expect(capture.waitForExit(timeout: 20))
+        let captured = deinterleave(try readRawFloats(path: raw), channels: 2)
+        let first = try #require(captured[0].firstIndex { $0 != 0 }, "nothing reached the output ports")
+        #expect(captured[0].count - first >= frames, "the whole file should have been captured")
+        var mismatches = 0
+        for n in 0..<min(frames, captured[0].count - first) {
+            for c in 0..<2 where captured[c][first + n] != Float(testSample(n, c)) / 32768 { mismatches += 1 }
+        }
+        #expect(mismatches == 0, "\(mismatches) samples differ from the file")
+    }
+
+    @Test("unplugging the headphones pauses the player and reports oldDeviceUnavailable with the previous route")
+    func headphonesUnplugged() throws {
+        let phones = uniqueName("phones")
+        let daemon = try Daemon(ports: """
+            [port spk]
+            type = builtInSpeaker
+            direction = output
+            jack = system:playback_1, system:playback_2
+
+            [port phones]
+            type = headphones
+            direction = output
+            jack = \(phones):in_1, \(phones):in_2
+
+            """)
+        let device = try SignalClient(["--name", phones, "ports", "--ports", "in_1,in_2"])
+        try #require(daemon.recctl("session", "set", "music", "--category", "playback").status == 0)
+        #expect(try eventually { try daemon.recctl("--json", "session", "show", "music").json?["route"]?["outputs"] == ["phones"] })
+        let wav = daemon.directory + "/long.wav"
+        try writeWAV(path: wav, sampleRate: 48_000, channels: 2, samples: (0..<(48_000 * 20 * 2)).map { Int16(truncatingIfNeeded: $0 % 2000) })
+        let watcher = try daemon.watch("music")
+        try #require(daemon.recctl("play", "music", wav).status == 0)
+        device.stop()
+        let events = watcher.waitFor { $0["event"] == "player" && $0["state"] == "paused" }
+        let change = try #require(events.first { $0["event"] == "routeChange" })
+        #expect(change["reason"] == "oldDeviceUnavailable" && change["reasonCode"]?.intValue == 2)
+        #expect(change["previousRoute"]?["outputs"] == ["phones"])
+        #expect(change["route"]?["outputs"] == ["spk"])
+        let paused = try #require(events.first { $0["event"] == "player" && $0["state"] == "paused" })
+        #expect(paused["reason"] == "oldDeviceUnavailable")
+        // Paused means no more frames leave the player.
+        let status = try #require(daemon.recctl("--json", "status").json)
+        let played = status["players"]?.arrayValue?.first?["frames_played"]?.intValue ?? -1
+        usleep(200_000)
+        let later = try #require(daemon.recctl("--json", "status").json)
+        #expect(later["players"]?.arrayValue?.first?["frames_played"]?.intValue == played)
+    }
+
+    @Test("a ducking session lowers another's output by the configured dB over a ramp")
+    func duckingLevel() throws {
+        let sink = uniqueName("sink")
+        let daemon = try Daemon(extraConfig: "\n[policy]\nduck_level_db = -14\n", ports: """
+            [port spk]
+            type = builtInSpeaker
+            direction = output
+            jack = \(sink):in_1
+
+            """)
+        // A constant (DC) file: its level is the gain, sample by sample.
+        let wav = daemon.directory + "/dc.wav"
+        try writeWAV(path: wav, sampleRate: 48_000, channels: 1, samples: [Int16](repeating: 16384, count: 48_000 * 10))
+        let raw = daemon.directory + "/captured.raw"
+        let capture = try SignalClient(["--name", sink, "capture", "--ports", "in_1", "--out", raw, "--seconds", "3"])
+        try #require(daemon.recctl("session", "set", "music", "--category", "playback", "--options", "mixWithOthers").status == 0)
+        try #require(daemon.recctl("session", "set", "nav", "--category", "playback", "--mode", "voicePrompt", "--options", "duckOthers").status == 0)
+        #expect(try eventually { try daemon.recctl("--json", "routes").json?["ports"]?.arrayValue?.first?["available"] == true })
+        try #require(daemon.recctl("play", "music", wav).status == 0)
+        usleep(1_000_000)
+        try #require(daemon.recctl("session", "activate", "nav").status == 0)
+        #expect(capture.waitForExit(timeout: 20))
+        let samples = try readRawFloats(path: raw)
+        let full: Float = 0.5
+        let start = try #require(samples.firstIndex { $0 == full }, "the full level never arrived")
+        let duckedLevel = full * Float(pow(10, -14.0 / 20))
+        let end = try #require(samples.lastIndex { abs($0 - duckedLevel) < 1e-4 }, "the ducked level never arrived")
+        let ducked = samples[end]
+        let db = 20 * log10(Double(ducked / full))
+        #expect(abs(db + 14) <= 0.5, "ducked by \(db) dB")
+        // No click: from full to ducked the level only falls, in steps no bigger than a 5 ms ramp's.
+        let transition = Array(samples[start...end].drop { $0 == full })
+        let ramp = transition.prefix { abs($0 - ducked) > 1e-4 }
+        #expect(ramp.count >= 240, "the gain changed over \(ramp.count) frames; want a ramp of at least 5 ms")
+        var previous = full
+        for value in ramp {
+            #expect(value <= previous + 1e-6)
+            #expect(previous - value <= (full - ducked) / 200 + 1e-4)
+            previous = value
+        }
+    }
+
+    @Test("killing jackd and starting it again: mediaServicesWereLost then Reset, same recd, configuration intact")
+    func mediaServicesReset() throws {
+        let jack = try PrivateJack()
+        let daemon = try Daemon(ports: Daemon.systemPorts, jackServer: jack.name)
+        try #require(daemon.recctl("session", "set", "radio", "--category", "playback", "--mode", "spokenAudio", "--options", "duckOthers").status == 0)
+        try #require(daemon.recctl("session", "activate", "radio").status == 0)
+        let before = try #require(daemon.recctl("--json", "session", "show", "radio").json)
+        let pid = daemon.process?.processIdentifier
+        let watcher = try daemon.watch()
+        jack.kill9()
+        watcher.waitFor(timeout: 10) { $0["event"] == "mediaServicesWereLost" }
+        let lost = try daemon.recctl("session", "activate", "radio")
+        #expect(lost.status == 1 && lost.stderr.hasPrefix("error: mediaServicesFailed (1836282486)"), "\(lost.stderr)")
+        let restarted = Date()
+        try jack.start()
+        let events = watcher.waitFor(timeout: 10) { $0["event"] == "mediaServicesWereReset" }
+        #expect(events.contains { $0["event"] == "mediaServicesWereLost" })
+        #expect(events.contains { $0["event"] == "mediaServicesWereReset" })
+        #expect(Date().timeIntervalSince(restarted) < 5)
+        #expect(daemon.process?.processIdentifier == pid && daemon.process?.isRunning == true)
+        let after = try #require(daemon.recctl("--json", "session", "show", "radio").json)
+        for key in ["category", "mode", "options", "policy"] { #expect(after[key] == before[key]) }
+        #expect(after["route"]?["outputs"] == ["out"])
+        #expect(try daemon.recctl("session", "activate", "radio").status == 0)
+    }
+}

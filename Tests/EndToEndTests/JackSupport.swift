@@ -1,0 +1,146 @@
+// JACK helpers for end-to-end tests: recd-signal clients standing in for devices, private
+// jackd servers, WAV files with known samples, raw capture files.
+import Foundation
+import Testing
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// A unique JACK client name for this test run.
+func uniqueName(_ base: String) -> String { "\(base)\(UUID().uuidString.prefix(6).lowercased())" }
+
+/// A running `recd-signal` (play, capture or ports) whose stdout goes to a file.
+final class SignalClient: @unchecked Sendable {
+    let process = Process()
+    let outputPath: String
+    let directory: String
+
+    init(_ arguments: [String], environment: [String: String]? = nil) throws {
+        directory = try makeTemporaryDirectory("recd-signal")
+        outputPath = directory + "/stdout"
+        _ = FileManager.default.createFile(atPath: outputPath, contents: nil)
+        let out = try FileHandle(forWritingTo: URL(fileURLWithPath: outputPath))
+        process.executableURL = productsDirectory.appendingPathComponent("recd-signal")
+        process.arguments = arguments
+        if let environment { process.environment = environment }
+        process.standardOutput = out
+        process.standardError = out
+        process.standardInput = FileHandle.nullDevice
+        try process.run()
+        try out.close()
+        let deadline = Date().addingTimeInterval(10)
+        while Date() < deadline {
+            if output.contains("ready") { return }
+            guard process.isRunning else { break }
+            usleep(10_000)
+        }
+        throw DaemonFailure(message: "recd-signal \(arguments) did not get ready:\n\(output)")
+    }
+
+    var output: String { (try? String(contentsOfFile: outputPath, encoding: .utf8)) ?? "" }
+
+    /// SIGTERM (its ports go away) and wait.
+    func stop() {
+        guard process.isRunning else { return }
+        process.terminate()
+        process.waitUntilExit()
+    }
+
+    func waitForExit(timeout: Double = 30) -> Bool {
+        let deadline = Date().addingTimeInterval(timeout)
+        while process.isRunning && Date() < deadline { usleep(10_000) }
+        return !process.isRunning
+    }
+
+    deinit {
+        if process.isRunning {
+            kill(process.processIdentifier, SIGKILL)
+            process.waitUntilExit()
+        }
+        try? FileManager.default.removeItem(atPath: directory)
+    }
+}
+
+/// A private `jackd -d dummy` with its own name, for tests that kill the server.
+final class PrivateJack: @unchecked Sendable {
+    let name: String
+    private(set) var process: Process?
+
+    init(period: Int = 256) throws {
+        name = uniqueName("recdtest")
+        try start(period: period)
+    }
+
+    func start(period: Int = 256) throws {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/jackd")
+        process.arguments = ["-n", name, "--no-realtime", "-d", "dummy", "-r", "48000", "-p", "\(period)"]
+        process.standardOutput = FileHandle.nullDevice
+        process.standardError = FileHandle.nullDevice
+        process.standardInput = FileHandle.nullDevice
+        var environment = ProcessInfo.processInfo.environment
+        environment["JACK_NO_AUDIO_RESERVATION"] = "1"
+        process.environment = environment
+        try process.run()
+        self.process = process
+        let deadline = Date().addingTimeInterval(10)
+        while Date() < deadline {
+            if let r = try? runProgram("/usr/bin/jack_lsp", ["-s", name]), r.status == 0, r.stdout.contains("system:") { return }
+            usleep(50_000)
+        }
+        throw DaemonFailure(message: "jackd -n \(name) did not start")
+    }
+
+    func kill9() {
+        guard let process, process.isRunning else { return }
+        kill(process.processIdentifier, SIGKILL)
+        process.waitUntilExit()
+        // libjack leaves the dead server's files behind; a new server of the same name cleans up.
+    }
+
+    deinit {
+        if let process, process.isRunning {
+            process.terminate()
+            process.waitUntilExit()
+        }
+    }
+}
+
+/// Writes a 16-bit PCM WAV file.
+func writeWAV(path: String, sampleRate: Int, channels: Int, samples: [Int16]) throws {
+    var data = Data()
+    func append<T: FixedWidthInteger>(_ value: T) { withUnsafeBytes(of: value.littleEndian) { data.append(contentsOf: $0) } }
+    let dataBytes = samples.count * 2
+    data.append(contentsOf: Array("RIFF".utf8)); append(UInt32(36 + dataBytes))
+    data.append(contentsOf: Array("WAVE".utf8)); data.append(contentsOf: Array("fmt ".utf8))
+    append(UInt32(16)); append(UInt16(1)); append(UInt16(channels)); append(UInt32(sampleRate))
+    append(UInt32(sampleRate * channels * 2)); append(UInt16(channels * 2)); append(UInt16(16))
+    data.append(contentsOf: Array("data".utf8)); append(UInt32(dataBytes))
+    for sample in samples { append(sample) }
+    try data.write(to: URL(fileURLWithPath: path))
+}
+
+/// Reads a raw interleaved float32 little-endian capture.
+func readRawFloats(path: String) throws -> [Float] {
+    let data = try Data(contentsOf: URL(fileURLWithPath: path))
+    return data.withUnsafeBytes { raw in
+        (0..<(raw.count / 4)).map { Float(bitPattern: UInt32(littleEndian: raw.loadUnaligned(fromByteOffset: $0 * 4, as: UInt32.self))) }
+    }
+}
+
+/// Splits interleaved samples into channels.
+func deinterleave(_ samples: [Float], channels: Int) -> [[Float]] {
+    (0..<channels).map { c in stride(from: c, to: samples.count - channels + 1, by: channels).map { samples[$0] } }
+}
+
+/// Waits until a condition holds, polling.
+@discardableResult
+func eventually(timeout: Double = 5, _ condition: () throws -> Bool) rethrows -> Bool {
+    let deadline = Date().addingTimeInterval(timeout)
+    while Date() < deadline {
+        if try condition() { return true }
+        usleep(20_000)
+    }
+    return try condition()
+}
