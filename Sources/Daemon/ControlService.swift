@@ -35,6 +35,8 @@ final class ControlService: ControlServerHandler, @unchecked Sendable {
     }
 
     private var clients: [ClientID: Client] = [:]
+    private let watchdogInterval = SystemdNotify.watchdogInterval
+    private var nextWatchdog = 0.0
     private var pendingPermissions: [PendingPermission] = []
 
     init(config: RecdConfig, store: SessionStore, stateFile: StateFile, startedAt: Double) {
@@ -92,6 +94,11 @@ final class ControlService: ControlServerHandler, @unchecked Sendable {
     func tick(now: Double) {
         engineWoke()
         reapPlayers()
+        // WATCHDOG=1 at half the interval systemd gave: the control loop is alive.
+        if let interval = watchdogInterval, now >= nextWatchdog {
+            try? SystemdNotify.watchdog()
+            nextWatchdog = now + interval / 2
+        }
         if !store.mediaServicesAvailable, engine.tryReconnect(now: now) {
             Log.notice("JACK server is back; ports registered again")
             apply(store.updatePorts(engine.portStates))
