@@ -35,8 +35,10 @@ let package = Package(
         .target(name: "MediaFiles", dependencies: ["CFLAC", "CSndfile", "CSoxr", "AudioEngine"]),
         // The FLAC archive: crash-safe segments, rotation, recovery, retention, the SQLite index.
         .target(name: "Archive", dependencies: ["CFLAC", "CSQLite", "MediaFiles", "SessionPolicy"]),
+        // ALSA: card discovery, jack-sense and capture-switch events (libasound's control API).
+        .target(name: "Devices", dependencies: ["CALSA"]),
         // The daemon's control loop: requests → policy → effects, persistence, events.
-        .target(name: "Daemon", dependencies: ["SessionPolicy", "ControlProtocol", "SystemSupport", "AudioEngine", "MediaFiles", "Archive"]),
+        .target(name: "Daemon", dependencies: ["SessionPolicy", "ControlProtocol", "SystemSupport", "AudioEngine", "MediaFiles", "Archive", "Devices"]),
         // recctl's argument parsing and output formatting.
         .target(name: "RecctlKit", dependencies: ["ControlProtocol", "SessionPolicy"]),
 
@@ -50,6 +52,7 @@ let package = Package(
         .testTarget(name: "ControlProtocolTests", dependencies: ["ControlProtocol"]),
         .testTarget(name: "SystemSupportTests", dependencies: ["SystemSupport"]),
         .testTarget(name: "AudioEngineTests", dependencies: ["AudioEngine", "CJack"]),
+        .testTarget(name: "DevicesTests", dependencies: ["Devices"]),
         .testTarget(name: "ArchiveTests", dependencies: ["Archive", "MediaFiles"]),
         .testTarget(name: "MediaFilesTests", dependencies: ["MediaFiles", "AudioEngine"]),
         .testTarget(name: "EndToEndTests", dependencies: ["ControlProtocol"]),
