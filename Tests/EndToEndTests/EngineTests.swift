@@ -12,8 +12,8 @@ func testSample(_ n: Int, _ c: Int) -> Int16 { Int16(truncatingIfNeeded: ((n * 7
 
 @Suite("JACK engine end to end", .serialized)
 struct EngineEndToEndTests {
-    @Test("a WAV played with recctl play comes out of the output ports sample-exact")
-    func sampleExactPlayback() throws {
+    @Test("a WAV or FLAC played with recctl play comes out of the output ports sample-exact", arguments: ["wav", "flac"])
+    func sampleExactPlayback(format: String) throws {
         let sink = uniqueName("sink")
         let daemon = try Daemon(ports: """
             [port spk]
@@ -26,11 +26,18 @@ struct EngineEndToEndTests {
         let samples = (0..<frames).flatMap { n in [testSample(n, 0), testSample(n, 1)] }
         let wav = daemon.directory + "/counter.wav"
         try writeWAV(path: wav, sampleRate: 48_000, channels: 2, samples: samples)
+        var file = wav
+        if format == "flac" {
+            // The reference encoder makes the FLAC; recd decodes it with libFLAC.
+            file = daemon.directory + "/counter.flac"
+            let encoded = try runProgram("/usr/bin/flac", ["-s", "-o", file, wav])
+            try #require(encoded.status == 0, "\(encoded.stderr)")
+        }
         let raw = daemon.directory + "/captured.raw"
         let capture = try SignalClient(["--name", sink, "capture", "--ports", "in_1,in_2", "--out", raw, "--seconds", "3"])
         #expect(try eventually { try daemon.recctl("--json", "routes").json?["ports"]?.arrayValue?.first?["available"] == true })
         try #require(daemon.recctl("session", "set", "app", "--category", "playback").status == 0)
-        let play = try daemon.recctl("play", "app", wav)
+        let play = try daemon.recctl("play", "app", file)
         try #require(play.status == 0, "\(play.stderr)")
         #expect(capture.waitForExit(timeout: 20))
         let captured = deinterleave(try readRawFloats(path: raw), channels: 2)
@@ -147,5 +154,82 @@ struct EngineEndToEndTests {
         for key in ["category", "mode", "options", "policy"] { #expect(after[key] == before[key]) }
         #expect(after["route"]?["outputs"] == ["out"])
         #expect(try daemon.recctl("session", "activate", "radio").status == 0)
+    }
+
+    @Test("an interruption pauses the interrupted session's player; shouldResume with auto_resume plays again")
+    func interruptionPausesPlayer() throws {
+        let daemon = try Daemon(extraConfig: """
+
+            [session jukebox]
+            category = playback
+            auto_resume = yes
+
+            """)
+        let wav = daemon.directory + "/tone.wav"
+        try writeWAV(path: wav, sampleRate: 44_100, channels: 1, samples: (0..<(44_100 * 20)).map { Int16(truncatingIfNeeded: ($0 % 100) * 300) })
+        try #require(daemon.recctl("session", "set", "call", "--category", "playback").status == 0)
+        let watcher = try daemon.watch()
+        try #require(daemon.recctl("play", "jukebox", wav).status == 0)
+        #expect(try daemon.recctl("--json", "session", "show", "jukebox").json?["state"] == "active", "play activates the session")
+        try #require(daemon.recctl("session", "activate", "call").status == 0)
+        let paused = watcher.waitFor { $0["event"] == "player" && $0["state"] == "paused" }
+        #expect(paused.contains { $0["event"] == "player" && $0["app"] == "jukebox" && $0["reason"] == "interruption" })
+        // Deactivating busy sessions needs --force.
+        let busy = try daemon.recctl("session", "deactivate", "jukebox")
+        #expect(busy.status == 0, "an interrupted session is no longer active, so it is not busy")
+        try #require(daemon.recctl("session", "deactivate", "call", "--notify-others").status == 0)
+        let resumed = watcher.waitFor(count: 2, timeout: 1.5) { $0["event"] == "player" && $0["state"] == "playing" }
+        let playing = resumed.filter { $0["event"] == "player" && $0["state"] == "playing" }
+        #expect(playing.count == 1, "after a manual deactivate, auto_resume must not resume: \(playing)")
+    }
+
+    @Test("auto_resume brings the player back on shouldResume; isBusy guards deactivation")
+    func autoResume() throws {
+        let daemon = try Daemon(extraConfig: """
+
+            [session jukebox]
+            category = playback
+            auto_resume = yes
+
+            """)
+        let wav = daemon.directory + "/tone.wav"
+        try writeWAV(path: wav, sampleRate: 48_000, channels: 1, samples: (0..<(48_000 * 20)).map { Int16(truncatingIfNeeded: ($0 % 100) * 300) })
+        try #require(daemon.recctl("session", "set", "call", "--category", "playback").status == 0)
+        let watcher = try daemon.watch("jukebox")
+        try #require(daemon.recctl("play", "jukebox", wav).status == 0)
+        let busy = try daemon.recctl("session", "deactivate", "jukebox")
+        #expect(busy.stderr.hasPrefix("error: isBusy (560030580)"), "\(busy.stderr)")
+        try #require(daemon.recctl("session", "activate", "call").status == 0)
+        watcher.waitFor { $0["event"] == "player" && $0["state"] == "paused" }
+        try #require(daemon.recctl("session", "deactivate", "call", "--notify-others").status == 0)
+        let events = watcher.waitFor(count: 2) { $0["event"] == "player" && $0["state"] == "playing" }
+        #expect(events.filter { $0["event"] == "player" && $0["state"] == "playing" }.count == 2)
+        #expect(try daemon.recctl("--json", "session", "show", "jukebox").json?["state"] == "active")
+        let forced = try daemon.recctl("session", "deactivate", "jukebox", "--force")
+        #expect(forced.status == 0)
+        #expect(watcher.waitFor { $0["event"] == "player" && $0["state"] == "stopped" }.contains { $0["state"] == "stopped" })
+    }
+
+    @Test("preferred IO buffer moves JACK's buffer size when the config allows it; actual values are JACK's")
+    func bufferPreference() throws {
+        let jack = try PrivateJack(period: 256)
+        let daemon = try Daemon(extraConfig: "", ports: Daemon.systemPorts.replacingOccurrences(of: "[port mic]", with: "[port mic]"), jackServer: jack.name)
+        try #require(daemon.recctl("session", "set", "a", "--category", "playAndRecord", "--mic-usage", "test").status == 0)
+        let before = try #require(daemon.recctl("--json", "session", "show", "a").json)
+        #expect(before["actual"]?["sampleRate"]?.doubleValue == 48_000)
+        #expect(before["actual"]?["ioBufferDuration"]?.doubleValue == 256.0 / 48_000)
+        // Not allowed by this config: the preference is stored, the buffer stays.
+        try #require(daemon.recctl("session", "prefer", "a", "--io-buffer", "0.02", "--sample-rate", "44100").status == 0)
+        let kept = try #require(daemon.recctl("--json", "session", "show", "a").json)
+        #expect(kept["preferences"]?["ioBufferDuration"]?.doubleValue == 0.02)
+        #expect(kept["actual"]?["ioBufferDuration"]?.doubleValue == 256.0 / 48_000)
+        #expect(kept["actual"]?["sampleRate"]?.doubleValue == 48_000, "recd never pretends: JACK's rate")
+
+        let allowing = try Daemon(extraConfig: "", ports: Daemon.systemPorts, jackServer: jack.name, allowBufferSizeChanges: true)
+        try #require(allowing.recctl("session", "set", "b", "--category", "playback").status == 0)
+        try #require(allowing.recctl("session", "prefer", "b", "--io-buffer", "0.02").status == 0)
+        // 0.02 s × 48 kHz = 960 frames → nearest power of two, 1024.
+        #expect(try eventually { try allowing.recctl("--json", "session", "show", "b").json?["actual"]?["ioBufferDuration"]?.doubleValue == 1024.0 / 48_000 })
+        #expect(try daemon.recctl("--json", "status").json?["jack"]?["bufferSize"]?.intValue == 1024, "the server's buffer changed for every client")
     }
 }

@@ -99,7 +99,8 @@ final class Daemon: @unchecked Sendable {
 
     /// A daemon on private paths. `ports` replaces the default port sections (the dummy
     /// server's system ports); `jackServer` names a private JACK server.
-    init(extraConfig: String = "", adminGroup: String? = nil, ports: String = Daemon.systemPorts, jackServer: String? = nil) throws {
+    init(extraConfig: String = "", adminGroup: String? = nil, ports: String = Daemon.systemPorts, jackServer: String? = nil,
+         allowBufferSizeChanges: Bool = false) throws {
         directory = try makeTemporaryDirectory("recd-e2e")
         socket = directory + "/run/control.sock"
         configPath = directory + "/recd.conf"
@@ -107,6 +108,7 @@ final class Daemon: @unchecked Sendable {
         if let adminGroup { config += "admin_group = \(adminGroup)\n" }
         config += "\n[jack]\nclient_name = \(uniqueName("recd"))\n"
         if let jackServer { config += "server = \(jackServer)\n" }
+        if allowBufferSizeChanges { config += "allow_buffer_size_changes = yes\n" }
         config += "\n[archive]\ndir = \(directory)/archive\n\n" + ports
         try (config + extraConfig).write(toFile: configPath, atomically: true, encoding: .utf8)
         try start()
