@@ -55,6 +55,8 @@ public final class AudioEngine {
         var inputs: [Group]
         var outputs: [Group]
         var lost = false
+        /// Ports came or went since connections were last repaired.
+        var needsRepair = false
 
         init(client: JackClient, memory: EngineMemory, inputs: [Group], outputs: [Group]) {
             self.client = client
@@ -132,7 +134,9 @@ public final class AudioEngine {
             }
             self.connection = connection
             self.configuration = configuration
-            _ = reconcileGroups(connection, report: false)
+            _ = updateAvailability(connection, report: false)
+            connection.needsRepair = true
+            repairConnections()
         } catch {
             client.close()
             throw .jack(error)
@@ -222,6 +226,19 @@ public final class AudioEngine {
         return best
     }
 
+    /// JACK's current frame time (an estimate of the frame being processed); nil when not running.
+    public var frameTime: UInt32? { runningClient?.frameTime }
+
+    /// The JACK frame time at which the latest port disappearance was heard of (notification
+    /// thread), for measuring how fast recd reacts to a device going away.
+    public var lastPortLossFrameTime: UInt32? { connection?.client.sink.lastPortLossFrameTime }
+
+    /// JACK's microsecond clock (jack_get_time) when the latest port disappearance was heard of.
+    public var lastPortLossMicros: UInt64? { connection?.client.sink.lastPortLossMicros }
+
+    /// JACK's microsecond clock now (jack_get_time; any thread).
+    public static var jackMicros: UInt64 { JackClient.now() }
+
     /// Xruns JACK reported since this engine was made (across reconnects).
     public var xruns: Int {
         earlierXruns + (connection?.client.sink.xruns.load(ordering: .relaxed) ?? 0)
@@ -299,9 +316,13 @@ public final class AudioEngine {
 
     /// Collects what JACK announced since the last call, and acts on it: when ports come or
     /// go, each group's availability is recomputed (reported as `.groupAvailabilityChanged`)
-    /// and groups are connected to ports that (re)appeared. Also frees retired snapshots.
-    /// Call it whenever `wake` fires (and now and then anyway).
-    public func drainNotifications() -> [EngineNotification] {
+    /// and, with `repair`, groups are connected to ports that (re)appeared. Also frees retired
+    /// snapshots. Call it whenever `wake` fires (and now and then anyway).
+    ///
+    /// Availability is cheap; connection checks are not (JACK makes them wait for a pending
+    /// graph change, a period or two). A caller that must react fast to a device going away
+    /// passes `repair: false`, reacts, then calls `repairConnections()`.
+    public func drainNotifications(repair: Bool = true) -> [EngineNotification] {
         guard let connection else { return [] }
         var notifications = connection.client.sink.drain()
         if notifications.contains(where: { if case .serverLost = $0 { true } else { false } }) {
@@ -314,34 +335,45 @@ public final class AudioEngine {
                 }
             })
         {
-            notifications += reconcileGroups(connection, report: true)
+            notifications += updateAvailability(connection, report: true)
+            connection.needsRepair = true
+            if repair { repairConnections() }
         }
         connection.memory.collectDeadWood()
         return notifications
     }
 
-    /// Recomputes availability and makes missing connections. Returns availability changes.
-    private func reconcileGroups(_ connection: Connection, report: Bool) -> [EngineNotification] {
+    /// Connects every complete group to the JACK ports behind it where a connection is missing.
+    /// Only complete devices: a device half gone is not worth a server round trip.
+    public func repairConnections() {
+        guard let connection, !connection.lost, connection.needsRepair else { return }
+        connection.needsRepair = false
+        let ownPorts = Set((connection.inputs + connection.outputs).flatMap(\.fullNames))
+        for group in connection.inputs + connection.outputs where group.available {
+            let targets = resolveTargets(group, client: connection.client, excluding: ownPorts)
+            for channel in 0..<min(group.spec.channels, targets.count) {
+                guard let target = targets[channel],
+                    !connection.client.isConnected(group.ports[channel], to: target)
+                else { continue }
+                // A failure here leaves the group unconnected; the connection events tell,
+                // and the next registration change retries.
+                if group.direction == .input {
+                    try? connection.client.connect(source: target, destination: group.fullNames[channel])
+                } else {
+                    try? connection.client.connect(source: group.fullNames[channel], destination: target)
+                }
+            }
+        }
+    }
+
+    /// Recomputes availability (all JACK ports behind a group exist). Returns the changes.
+    private func updateAvailability(_ connection: Connection, report: Bool) -> [EngineNotification] {
         let ownPorts = Set((connection.inputs + connection.outputs).flatMap(\.fullNames))
         var changes: [EngineNotification] = []
         func update(_ groups: inout [Group]) {
             for index in groups.indices {
                 let group = groups[index]
                 let targets = resolveTargets(group, client: connection.client, excluding: ownPorts)
-                for channel in 0..<min(group.spec.channels, targets.count) {
-                    guard let target = targets[channel],
-                        !connection.client.isConnected(group.ports[channel], to: target)
-                    else { continue }
-                    // A failure here leaves the group unconnected; availability and the
-                    // connection events tell, and the next registration change retries.
-                    if group.direction == .input {
-                        try? connection.client.connect(
-                            source: target, destination: group.fullNames[channel])
-                    } else {
-                        try? connection.client.connect(
-                            source: group.fullNames[channel], destination: target)
-                    }
-                }
                 let available =
                     group.spec.connectTo.isEmpty
                     || (targets.count >= group.spec.channels
@@ -349,8 +381,7 @@ public final class AudioEngine {
                 if available != group.available {
                     groups[index].available = available
                     if report {
-                        changes.append(
-                            .groupAvailabilityChanged(group: group.spec.name, available: available))
+                        changes.append(.groupAvailabilityChanged(group: group.spec.name, available: available))
                     }
                 }
             }

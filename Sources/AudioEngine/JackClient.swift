@@ -215,6 +215,9 @@ final class JackClient {
         return Int(range.min)...Int(max(range.min, range.max))
     }
 
+    /// Any thread: jack_frame_time (0 when closed).
+    var frameTime: UInt32 { handle.map { jack_frame_time($0) } ?? 0 }
+
     /// JACK's microsecond clock for a frame time (jack_frames_to_time).
     func microseconds(forFrameTime frameTime: UInt32) -> UInt64? {
         guard let handle else { return nil }

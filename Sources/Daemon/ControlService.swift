@@ -1,5 +1,6 @@
 // The control loop's request handling: decode, authorize, run against the policy store,
 // apply effects (events, persistence), reply. Runs on the control thread only.
+import AudioEngine
 import ControlProtocol
 import SessionPolicy
 import SystemSupport
@@ -133,6 +134,7 @@ final class ControlService: ControlServerHandler, @unchecked Sendable {
         if news.availabilityChanged {
             apply(store.updatePorts(engine.portStates))
         }
+        engine.repairConnections()
     }
 
     func signalReceived(_ signo: Int32) {

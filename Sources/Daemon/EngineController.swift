@@ -89,7 +89,7 @@ final class EngineController {
     /// Collects engine notifications.
     func drain() -> EngineNews {
         var news = EngineNews()
-        for notification in engine.drainNotifications() {
+        for notification in engine.drainNotifications(repair: false) {
             switch notification {
             case .groupAvailabilityChanged: news.availabilityChanged = true
             case .serverLost(let reason): news.serverLost = reason
@@ -101,6 +101,9 @@ final class EngineController {
         if news.availabilityChanged { refreshAvailability() }
         return news
     }
+
+    /// Makes missing JACK connections; after the policy has reacted (it can take a period or two).
+    func repairConnections() { engine.repairConnections() }
 
     /// After a loss every port is gone.
     func markAllUnavailable() {

@@ -137,7 +137,15 @@ extension ControlService {
         guard player.pausedBy == nil else { return }
         engine.engine.pause(player.handle, rampMilliseconds: rampMilliseconds)
         player.pausedBy = cause
-        announcePlayer(player, state: "paused", reason: cause.rawValue)
+        var extra: [(String, JSONValue)] = []
+        if cause == .routeDisconnected, let now = engine.engine.frameTime, let lost = engine.engine.lastPortLossFrameTime {
+            // How long after JACK announced the port's loss the pause was published: the
+            // process thread applies it at its next period.
+            let micros = engine.engine.lastPortLossMicros.map { AudioEngine.jackMicros &- $0 }
+            extra = [("reaction_frames", .number(Double(now &- lost))), ("period_frames", JSONValue(engine.engine.bufferSize)),
+                     ("reaction_us", JSONValue(micros.map { Int($0) }))]
+        }
+        announcePlayer(player, state: "paused", reason: cause.rawValue, extra: extra)
     }
 
     func resumePlayer(_ player: PlayerStream) {
@@ -173,11 +181,11 @@ extension ControlService {
         store.setStreamsRunning(app: app, players.anyPlaying(app))
     }
 
-    func announcePlayer(_ player: PlayerStream, state: String, reason: String?) {
-        broadcastEvent(app: player.app, [
-            "event": "player", "app": .string(player.app), "stream": .string(player.stream), "state": .string(state),
-            "file": .string(player.path), "port": .string(player.port), "reason": JSONValue(reason),
-        ])
+    func announcePlayer(_ player: PlayerStream, state: String, reason: String?, extra: [(String, JSONValue)] = []) {
+        broadcastEvent(app: player.app, .object([
+            ("event", "player"), ("app", .string(player.app)), ("stream", .string(player.stream)), ("state", .string(state)),
+            ("file", .string(player.path)), ("port", .string(player.port)), ("reason", JSONValue(reason)),
+        ] + extra))
     }
 
     /// What the policy's stream effects mean for players.

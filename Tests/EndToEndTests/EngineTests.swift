@@ -80,6 +80,10 @@ struct EngineEndToEndTests {
         #expect(change["route"]?["outputs"] == ["spk"])
         let paused = try #require(events.first { $0["event"] == "player" && $0["state"] == "paused" })
         #expect(paused["reason"] == "oldDeviceUnavailable")
+        // Within one JACK period of JACK announcing the loss, the pause is published.
+        let reaction = try #require(paused["reaction_frames"]?.intValue)
+        let period = try #require(paused["period_frames"]?.intValue)
+        #expect(reaction < period, "reacted after \(reaction) frames; the period is \(period)")
         // Paused means no more frames leave the player.
         let status = try #require(daemon.recctl("--json", "status").json)
         let played = status["players"]?.arrayValue?.first?["frames_played"]?.intValue ?? -1

@@ -24,6 +24,9 @@ final class NotificationSink: @unchecked Sendable {
         /// jack_client_t * as an integer (0: closed); the callbacks use it to look names up.
         var client: UInt = 0
         var xrunsReported = 0
+        /// JACK frame time when the latest port disappearance was heard of.
+        var lastPortLossFrameTime: UInt32?
+        var lastPortLossMicros: UInt64?
     }
 
     private let lock = Mutex(Shared())
@@ -64,6 +67,11 @@ final class NotificationSink: @unchecked Sendable {
         lock.withLock { $0.client = 0 }
     }
 
+    /// Any thread: the JACK frame time at which the latest port disappearance was heard of.
+    var lastPortLossFrameTime: UInt32? { lock.withLock { $0.lastPortLossFrameTime } }
+    /// Any thread: JACK's microsecond clock (jack_get_time) at the same moment.
+    var lastPortLossMicros: UInt64? { lock.withLock { $0.lastPortLossMicros } }
+
     private var client: OpaquePointer? {
         let bits = lock.withLock { $0.client }
         return OpaquePointer(bitPattern: bits)
@@ -81,7 +89,10 @@ final class NotificationSink: @unchecked Sendable {
             name = String(cString: cName)
         }
         let current = Set(JackClient.portNames(client: client, pattern: nil, flags: 0))
+        let heardAt = jack_frame_time(client)
+        let heardAtMicros = jack_get_time()
         lock.withLock { shared in
+            let before = shared.knownPorts
             if registered {
                 if let name {
                     shared.namesByID[id] = name
@@ -103,6 +114,10 @@ final class NotificationSink: @unchecked Sendable {
                 shared.messages.append(.portUnregistered(name))
             }
             shared.knownPorts = current
+            if !before.subtracting(current).isEmpty {
+                shared.lastPortLossFrameTime = heardAt
+                shared.lastPortLossMicros = heardAtMicros
+            }
         }
         wake()
     }
