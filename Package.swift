@@ -19,6 +19,8 @@ let package = Package(
         .systemLibrary(name: "CInih", pkgConfig: "inih", providers: [.apt(["libinih-dev"])]),
         .systemLibrary(name: "CSystemd", pkgConfig: "libsystemd", providers: [.apt(["libsystemd-dev"])]),
         .systemLibrary(name: "CSoxr", pkgConfig: "soxr", providers: [.apt(["libsoxr-dev"])]),
+        // Linux calls glibc declares only under _GNU_SOURCE (fallocate, renameat2, thread names).
+        .systemLibrary(name: "CLinux"),
         .systemLibrary(name: "CSQLite", pkgConfig: "sqlite3", providers: [.apt(["libsqlite3-dev"])]),
         .systemLibrary(name: "CSndfile", pkgConfig: "sndfile", providers: [.apt(["libsndfile1-dev"])]),
 
@@ -34,7 +36,7 @@ let package = Package(
         // libsoxr resampling, and the feeder threads that stream files into engine players.
         .target(name: "MediaFiles", dependencies: ["CFLAC", "CSndfile", "CSoxr", "AudioEngine"]),
         // The FLAC archive: crash-safe segments, rotation, recovery, retention, the SQLite index.
-        .target(name: "Archive", dependencies: ["CFLAC", "CSQLite", "MediaFiles", "SessionPolicy"]),
+        .target(name: "Archive", dependencies: ["CFLAC", "CSQLite", "CLinux", "MediaFiles", "SessionPolicy"]),
         // ALSA: card discovery, jack-sense and capture-switch events (libasound's control API).
         .target(name: "Devices", dependencies: ["CALSA"]),
         // The daemon's control loop: requests → policy → effects, persistence, events.

@@ -6,6 +6,9 @@
 #include <FLAC/stream_decoder.h>
 #include <FLAC/metadata.h>
 
+/// FLAC__VERSION_STRING is a mutable global in C; Swift 6 only reads it through a function.
+static inline const char *recd_flac_version(void) { return FLAC__VERSION_STRING; }
+
 static inline const char *recd_flac_encoder_init_status_string(FLAC__StreamEncoderInitStatus status) {
     return FLAC__StreamEncoderInitStatusString[status];
 }

@@ -1,0 +1,178 @@
+// The archive's index over SQLite (SPEC §9): what, when, where, how long — answering
+// `recctl archive list` fast, and rebuilt from the files alone by `reindex`.
+
+/// What `ArchiveIndex.reindex` did. A plain value: any thread.
+public struct ReindexSummary: Hashable, Sendable {
+    /// Segments now in the index.
+    public var indexed: Int
+    /// Files that could not be read, with why (they are left alone).
+    public var skipped: [String: ArchiveError]
+}
+
+/// The index of finished segments, in an SQLite database (WAL mode, a busy timeout, prepared
+/// statements). Rows are keyed by path; lists come ordered by start time.
+///
+/// Threads: one thread at a time (the daemon's control thread). Another process or connection
+/// may use the same database file meanwhile (WAL, busy timeout).
+public final class ArchiveIndex {
+    public let path: String
+    private let database: SQLiteDatabase
+
+    private static let columns =
+        "path, app, stream, grp, segment, start_us, end_us, frames, sample_rate, channels, bits, end_reason, gaps, recovered, size"
+
+    /// Opens (or creates) the index at `path`.
+    public init(path: String) throws(ArchiveError) {
+        self.path = path
+        database = try SQLiteDatabase(path: path)
+        database.setBusyTimeout(milliseconds: 5_000)
+        try database.execute("PRAGMA journal_mode = WAL")
+        try database.execute("PRAGMA synchronous = NORMAL")
+        try database.execute(
+            """
+            CREATE TABLE IF NOT EXISTS segments (
+                path TEXT PRIMARY KEY NOT NULL,
+                app TEXT NOT NULL,
+                stream TEXT NOT NULL,
+                grp INTEGER NOT NULL,
+                segment INTEGER NOT NULL,
+                start_us INTEGER NOT NULL,
+                end_us INTEGER NOT NULL,
+                frames INTEGER NOT NULL,
+                sample_rate INTEGER NOT NULL,
+                channels INTEGER NOT NULL,
+                bits INTEGER NOT NULL,
+                end_reason TEXT,
+                gaps TEXT NOT NULL,
+                recovered INTEGER NOT NULL,
+                size INTEGER NOT NULL
+            );
+            CREATE INDEX IF NOT EXISTS segments_by_app_start ON segments(app, start_us);
+            CREATE INDEX IF NOT EXISTS segments_by_app_end ON segments(app, end_us);
+            CREATE INDEX IF NOT EXISTS segments_by_start ON segments(start_us);
+            """)
+        // Written once: a needless write here would invalidate other connections' snapshots.
+        let version = try database.statement("PRAGMA user_version")
+        let current = try version.step() ? version.int(0) : 0
+        version.reset()
+        if current == 0 { try database.execute("PRAGMA user_version = 1") }
+    }
+
+    /// Adds a segment, replacing the row of the same path if there is one.
+    public func add(_ record: SegmentRecord) throws(ArchiveError) {
+        let statement = try database.statement(
+            "INSERT OR REPLACE INTO segments (\(ArchiveIndex.columns)) "
+                + "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15)")
+        bind(record, to: statement)
+        try statement.run()
+    }
+
+    /// Replaces the row of `record.path`; throws `.invalidArgument` when there is none.
+    public func update(_ record: SegmentRecord) throws(ArchiveError) {
+        let statement = try database.statement(
+            "UPDATE segments SET app = ?2, stream = ?3, grp = ?4, segment = ?5, start_us = ?6, end_us = ?7, "
+                + "frames = ?8, sample_rate = ?9, channels = ?10, bits = ?11, end_reason = ?12, gaps = ?13, "
+                + "recovered = ?14, size = ?15 WHERE path = ?1")
+        bind(record, to: statement)
+        try statement.run()
+        guard database.changes == 1 else { throw .invalidArgument("the index has no segment \(record.path)") }
+    }
+
+    /// Removes the row of `path`; false when there was none.
+    @discardableResult
+    public func remove(path: String) throws(ArchiveError) -> Bool {
+        let statement = try database.statement("DELETE FROM segments WHERE path = ?1")
+        statement.bind(1, path)
+        try statement.run()
+        return database.changes > 0
+    }
+
+    /// The row of `path`, if any.
+    public func record(path: String) throws(ArchiveError) -> SegmentRecord? {
+        let statement = try database.statement("SELECT \(ArchiveIndex.columns) FROM segments WHERE path = ?1")
+        statement.bind(1, path)
+        defer { statement.reset() }  // ends the read transaction
+        return try statement.step() ? ArchiveIndex.record(from: statement) : nil
+    }
+
+    /// Segments of `app` (all apps when nil) that hold audio after `since` (their end is
+    /// later) and start before `until`, ordered by start time, oldest first.
+    public func list(app: String? = nil, since: UTCTime? = nil, until: UTCTime? = nil) throws(ArchiveError)
+        -> [SegmentRecord]
+    {
+        var conditions: [String] = []
+        if app != nil { conditions.append("app = ?1") }
+        if since != nil { conditions.append("end_us > ?2") }
+        if until != nil { conditions.append("start_us < ?3") }
+        let filter = conditions.isEmpty ? "" : " WHERE " + conditions.joined(separator: " AND ")
+        let statement = try database.statement(
+            "SELECT \(ArchiveIndex.columns) FROM segments\(filter) ORDER BY start_us, path")
+        if let app { statement.bind(1, app) }
+        if let since { statement.bind(2, since.microsecondsSinceEpoch) }
+        if let until { statement.bind(3, until.microsecondsSinceEpoch) }
+        defer { statement.reset() }
+        var records: [SegmentRecord] = []
+        while try statement.step() { records.append(ArchiveIndex.record(from: statement)) }
+        return records
+    }
+
+    /// How many segments the index holds.
+    public func count() throws(ArchiveError) -> Int {
+        let statement = try database.statement("SELECT count(*) FROM segments")
+        defer { statement.reset() }
+        return try statement.step() ? statement.int(0) : 0
+    }
+
+    /// Rebuilds the index from the `.flac` files under `archiveDirectory` alone (STREAMINFO
+    /// and Vorbis comments), in one transaction: the old rows are replaced only if it succeeds.
+    public func reindex(from archiveDirectory: String) throws(ArchiveError) -> ReindexSummary {
+        var skipped: [String: ArchiveError] = [:]
+        var records: [SegmentRecord] = []
+        for file in FileSystem.files(under: archiveDirectory, withSuffix: ".flac") {
+            do throws(ArchiveError) {
+                records.append(try SegmentRecord.read(path: file))
+            } catch {
+                skipped[file] = error
+            }
+        }
+        try database.execute("BEGIN IMMEDIATE")
+        do throws(ArchiveError) {
+            try database.execute("DELETE FROM segments")
+            for record in records { try add(record) }
+            try database.execute("COMMIT")
+        } catch {
+            try? database.execute("ROLLBACK")
+            throw error
+        }
+        return ReindexSummary(indexed: records.count, skipped: skipped)
+    }
+
+    private func bind(_ record: SegmentRecord, to statement: SQLiteStatement) {
+        statement.bind(1, record.path)
+        statement.bind(2, record.app)
+        statement.bind(3, record.stream)
+        statement.bind(4, record.group)
+        statement.bind(5, record.segment)
+        statement.bind(6, record.startTime.microsecondsSinceEpoch)
+        statement.bind(7, record.endTime.microsecondsSinceEpoch)
+        statement.bind(8, record.frames)
+        statement.bind(9, record.sampleRate)
+        statement.bind(10, record.channels)
+        statement.bind(11, record.bitsPerSample)
+        statement.bind(12, record.endReason?.rawValue)
+        statement.bind(13, SegmentGap.commentValue(record.gaps))
+        statement.bind(14, record.recovered ? 1 : 0)
+        statement.bind(15, record.bytes)
+    }
+
+    private static func record(from statement: SQLiteStatement) -> SegmentRecord {
+        SegmentRecord(
+            path: statement.text(0) ?? "", app: statement.text(1) ?? "", stream: statement.text(2) ?? "",
+            group: statement.int(3), segment: statement.int(4),
+            startTime: UTCTime(microsecondsSinceEpoch: statement.int64(5)), frames: statement.int(7),
+            sampleRate: statement.int(8), channels: statement.int(9), bitsPerSample: statement.int(10),
+            endReason: statement.text(11).map(EndReason.init(rawValue:)),
+            gaps: SegmentGap.parse(commentValue: statement.text(12) ?? "") ?? [], recovered: statement.int(13) != 0,
+            bytes: statement.int64(14))
+    }
+}

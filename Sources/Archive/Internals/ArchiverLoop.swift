@@ -1,0 +1,329 @@
+// The archiver thread's work: read the source, place its gaps, transform, split into channel
+// groups, cut at wall-clock boundaries, encode, flush, report.
+//
+// Runs on the recorder's **archiver** thread only; it owns the source, the transform and the
+// segment writers. It talks to the control thread only through `RecorderControl`.
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+final class ArchiverLoop {
+    private let configuration: RecorderConfiguration
+    private let source: any SampleSource
+    private let transform: (any SampleTransform)?
+    private let control: RecorderControl
+    private let outputRate: Int
+    /// First channel and channel count of each file (one entry unless more than 8 channels).
+    private let groups: [(first: Int, count: Int)]
+    private var schedule: RotationSchedule?
+    private var writers: [SegmentWriter] = []
+    private var segmentNumber: Int
+    private var segmentStart = UTCTime(nanosecondsSinceEpoch: 0)
+    /// Frames of the written stream since its start, gaps included (at the output rate).
+    private var timeline = 0
+    /// Timeline frame where the open segment ends.
+    private var boundary = 0
+    /// Source frames read so far.
+    private var inputDelivered = 0
+    private var pendingGaps: [SourceGap] = []
+    private var readBuffer: [Float]
+    private var transformed: [Float] = []
+    /// Remainder when converting gap lengths to the output rate (units of 1/inputRate frames).
+    private var gapRemainder = 0
+    /// Stopping: no new segment is opened for a trailing gap.
+    private var closing = false
+
+    init(
+        configuration: RecorderConfiguration, source: any SampleSource, transform: (any SampleTransform)?,
+        control: RecorderControl
+    ) {
+        self.configuration = configuration
+        self.source = source
+        self.transform = transform
+        self.control = control
+        outputRate = transform?.outputSampleRate ?? configuration.sampleRate
+        var groups: [(first: Int, count: Int)] = []
+        var first = 0
+        while first < configuration.channels {
+            groups.append((first, min(8, configuration.channels - first)))
+            first += 8
+        }
+        self.groups = groups
+        segmentNumber = configuration.firstSegmentNumber
+        readBuffer = [Float](repeating: 0, count: configuration.chunkFrames * configuration.channels)
+    }
+
+    func run() {
+        var reason = EndReason.stop
+        var failure: ArchiveError?
+        do throws(ArchiveError) {
+            while true {
+                // Read the stop request first: everything the source held when it came is drained.
+                let stopReason = control.stopReason
+                let frames = readBuffer.withUnsafeMutableBufferPointer { source.read(into: $0) }
+                collectGaps()
+                if frames > 0 {
+                    try consume(frames: frames)
+                } else if let stopReason {
+                    reason = stopReason
+                    break
+                } else {
+                    try applyDueGaps()
+                }
+                for writer in writers { try writer.flushIfDue() }
+                if frames == 0 { sleep(seconds: configuration.pollInterval) }
+            }
+            // Gaps after the last frame go into the open segment, but open no new one.
+            closing = true
+            try flushTransform()
+            collectGaps()
+            try applyDueGaps()
+            try finishSegment(reason: reason)
+        } catch {
+            failure = error
+            if case .diskFull = error { reason = .diskFull } else { reason = .error }
+            finishAfterFailure(reason: reason, error: error)
+        }
+        control.setRunning(false)
+        control.post(.stopped(reason: reason, error: failure))
+    }
+
+    // MARK: Input
+
+    private func collectGaps() {
+        let gaps = source.drainGaps()
+        guard !gaps.isEmpty else { return }
+        pendingGaps += gaps
+        pendingGaps.sort { $0.position < $1.position }
+    }
+
+    private func consume(frames: Int) throws(ArchiveError) {
+        let channels = configuration.channels
+        try readBuffer.withUnsafeBufferPointer { (buffer) throws(ArchiveError) in
+            let base = buffer.baseAddress!
+            var offset = 0
+            while offset < frames {
+                try applyDueGaps()
+                var take = frames - offset
+                if let next = pendingGaps.first { take = min(take, next.position - inputDelivered) }
+                try emit(base + offset * channels, frames: take)
+                inputDelivered += take
+                offset += take
+            }
+        }
+        try applyDueGaps()
+    }
+
+    /// Applies the gaps whose position has been reached (a gap never splits a frame: positions
+    /// are whole frames).
+    private func applyDueGaps() throws(ArchiveError) {
+        while let gap = pendingGaps.first, gap.position <= inputDelivered {
+            pendingGaps.removeFirst()
+            control.post(.gap(gap))
+            guard gap.length > 0 else { continue }
+            try flushTransform()
+            try advanceOverGap(outputFrames: outputLength(ofInputFrames: gap.length))
+        }
+    }
+
+    private func outputLength(ofInputFrames frames: Int) -> Int {
+        guard transform != nil, outputRate != configuration.sampleRate else { return frames }
+        let scaled = frames * outputRate + gapRemainder
+        gapRemainder = scaled % configuration.sampleRate
+        return scaled / configuration.sampleRate
+    }
+
+    private func emit(_ samples: UnsafePointer<Float>, frames: Int) throws(ArchiveError) {
+        guard let transform else {
+            try write(samples, frames: frames)
+            return
+        }
+        transformed.removeAll(keepingCapacity: true)
+        transform.process(
+            UnsafeBufferPointer(start: samples, count: frames * configuration.channels), frames: frames,
+            into: &transformed)
+        try writeTransformed()
+    }
+
+    private func flushTransform() throws(ArchiveError) {
+        guard let transform else { return }
+        transformed.removeAll(keepingCapacity: true)
+        transform.flush(into: &transformed)
+        try writeTransformed()
+    }
+
+    private func writeTransformed() throws(ArchiveError) {
+        let channels = configuration.channels
+        precondition(transformed.count % channels == 0, "a transform must produce whole frames")
+        guard !transformed.isEmpty else { return }
+        let frames = transformed.count / channels
+        // Copy out: `write` may rotate, and rotation must not see `transformed` borrowed.
+        let output = transformed
+        try output.withUnsafeBufferPointer { (buffer) throws(ArchiveError) in
+            try write(buffer.baseAddress!, frames: frames)
+        }
+    }
+
+    // MARK: Output
+
+    /// Writes frames at the output rate, cutting at segment boundaries.
+    private func write(_ samples: UnsafePointer<Float>, frames: Int) throws(ArchiveError) {
+        let channels = configuration.channels
+        var done = 0
+        while done < frames {
+            try ensureSegment()
+            let take = min(frames - done, boundary - timeline)
+            for (index, writer) in writers.enumerated() {
+                try writer.write(
+                    interleaved: samples + done * channels, frames: take, stride: channels,
+                    firstChannel: groups[index].first)
+            }
+            timeline += take
+            done += take
+            if let full = writers.first(where: { $0.isLowOnSpace }) {
+                throw .diskFull(path: full.partialPath)
+            }
+        }
+    }
+
+    private func advanceOverGap(outputFrames: Int) throws(ArchiveError) {
+        var remaining = outputFrames
+        while remaining > 0 {
+            if closing && (writers.isEmpty || timeline >= boundary) { return }
+            try ensureSegment()
+            let take = min(remaining, boundary - timeline)
+            for writer in writers { writer.markGap(length: take) }
+            timeline += take
+            remaining -= take
+        }
+    }
+
+    private func ensureSegment() throws(ArchiveError) {
+        if writers.isEmpty {
+            try openSegment()
+        } else if timeline >= boundary {
+            try finishSegment(reason: .rotation)
+            segmentNumber += 1
+            try openSegment()
+        }
+    }
+
+    private func openSegment() throws(ArchiveError) {
+        if schedule == nil {
+            schedule = RotationSchedule(
+                start: source.startTime ?? UTCTime.now(), sampleRate: outputRate,
+                segmentSeconds: configuration.segmentSeconds)
+        }
+        let schedule = schedule!
+        segmentStart = schedule.time(atFrame: timeline)
+        boundary = schedule.nextBoundary(afterFrame: timeline)
+        let grouped = groups.count > 1
+        var opened: [SegmentWriter] = []
+        for (index, group) in groups.enumerated() {
+            let path = ArchiveLayout.segmentPath(
+                archiveDirectory: configuration.archiveDirectory, app: configuration.app,
+                stream: configuration.stream, group: grouped ? index + 1 : nil, start: segmentStart)
+            let format = SegmentFormat(
+                sampleRate: outputRate, channels: group.count, bitsPerSample: configuration.bitsPerSample,
+                compressionLevel: configuration.compressionLevel)
+            do throws(ArchiveError) {
+                let writer = try SegmentWriter(
+                    path: path, format: format,
+                    comments: comments(group: grouped ? index + 1 : nil, channels: group),
+                    expectedFrames: boundary - timeline, flushInterval: configuration.flushInterval)
+                opened.append(writer)
+            } catch {
+                for writer in opened { writer.discardEmpty() }
+                throw error
+            }
+        }
+        writers = opened
+        control.opened(opened.flatMap { [$0.path, $0.partialPath] })
+        for (index, writer) in opened.enumerated() {
+            control.post(
+                .segmentStarted(
+                    path: writer.path, group: grouped ? index + 1 : 0, segment: segmentNumber,
+                    startTime: segmentStart))
+        }
+    }
+
+    private func comments(group: Int?, channels: (first: Int, count: Int)) -> [VorbisComment] {
+        var comments = [
+            VorbisComment(CommentName.startTime, segmentStart.iso8601),
+            VorbisComment(CommentName.app, configuration.app),
+            VorbisComment(CommentName.stream, configuration.stream),
+        ]
+        let optional: [(String, String?)] = [
+            (CommentName.category, configuration.category), (CommentName.mode, configuration.mode),
+            (CommentName.inputPort, configuration.inputPort), (CommentName.inputType, configuration.inputType),
+            (CommentName.bandwidth, configuration.bandwidth),
+        ]
+        for (name, value) in optional { if let value { comments.append(VorbisComment(name, value)) } }
+        comments.append(VorbisComment(CommentName.segment, String(segmentNumber)))
+        if let group {
+            comments.append(VorbisComment(CommentName.group, String(group)))
+            comments.append(
+                VorbisComment(CommentName.groupChannels, "\(channels.first + 1)-\(channels.first + channels.count)"))
+        }
+        if outputRate != configuration.sampleRate {
+            comments.append(VorbisComment(CommentName.sourceSampleRate, String(configuration.sampleRate)))
+        }
+        comments.append(VorbisComment(CommentName.encoder, encoderDescription(recdVersion: configuration.recdVersion)))
+        comments.append(VorbisComment(CommentName.date, String(segmentStart.iso8601.prefix(10))))
+        return comments + configuration.extraComments
+    }
+
+    private func finishSegment(reason: EndReason) throws(ArchiveError) {
+        let current = writers
+        writers = []
+        var firstError: ArchiveError?
+        for (index, writer) in current.enumerated() {
+            do throws(ArchiveError) {
+                let finished = try writer.finish(reason: reason)
+                control.closed([writer.path, writer.partialPath])
+                control.post(.segmentFinished(record(for: finished, group: current.count > 1 ? index + 1 : 0)))
+            } catch {
+                writer.abandon()
+                control.closed([writer.path, writer.partialPath])
+                control.post(.segmentAbandoned(partialPath: writer.partialPath, error: error))
+                if firstError == nil { firstError = error }
+            }
+        }
+        if let firstError { throw firstError }
+    }
+
+    /// After a failure: finish what can still be finished (reason `diskFull` or `error`),
+    /// abandon the rest as `.partial`.
+    private func finishAfterFailure(reason: EndReason, error: ArchiveError) {
+        let current = writers
+        writers = []
+        for (index, writer) in current.enumerated() {
+            if writer.isOpen, let finished = try? writer.finish(reason: reason) {
+                control.closed([writer.path, writer.partialPath])
+                control.post(.segmentFinished(record(for: finished, group: current.count > 1 ? index + 1 : 0)))
+            } else {
+                writer.abandon()
+                control.closed([writer.path, writer.partialPath])
+                control.post(.segmentAbandoned(partialPath: writer.partialPath, error: error))
+            }
+        }
+    }
+
+    private func record(for finished: FinishedSegment, group: Int) -> SegmentRecord {
+        SegmentRecord(
+            path: finished.path, app: configuration.app, stream: configuration.stream, group: group,
+            segment: segmentNumber, startTime: UTCTime(microsecondsSinceEpoch: segmentStart.microsecondsSinceEpoch),
+            frames: finished.frames, sampleRate: outputRate,
+            channels: group == 0 ? configuration.channels : groups[group - 1].count,
+            bitsPerSample: configuration.bitsPerSample, endReason: finished.endReason, gaps: finished.gaps,
+            recovered: false, bytes: finished.bytes)
+    }
+
+    private func sleep(seconds: Double) {
+        guard seconds > 0 else { return }
+        var request = timespec(tv_sec: Int(seconds), tv_nsec: Int((seconds - Double(Int(seconds))) * 1e9))
+        var remaining = timespec()
+        while nanosleep(&request, &remaining) != 0 && errno == EINTR { request = remaining }
+    }
+}

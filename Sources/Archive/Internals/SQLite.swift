@@ -1,0 +1,113 @@
+// SQLite: one connection and its prepared statements. The only file that touches sqlite3.
+//
+// Threads: one thread at a time (the owner of the ArchiveIndex).
+
+internal import CSQLite
+
+final class SQLiteDatabase {
+    private let handle: OpaquePointer
+    private var statements: [String: SQLiteStatement] = [:]
+
+    init(path: String) throws(ArchiveError) {
+        var handle: OpaquePointer?
+        let flags = SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_FULLMUTEX
+        let code = sqlite3_open_v2(path, &handle, flags, nil)
+        guard code == SQLITE_OK, let handle else {
+            let message = handle.map { String(cString: sqlite3_errmsg($0)) } ?? "cannot open \(path)"
+            sqlite3_close_v2(handle)
+            throw .index(code: code, message: "\(message) (\(path))")
+        }
+        self.handle = handle
+        sqlite3_extended_result_codes(handle, 1)
+    }
+
+    deinit {
+        statements.removeAll()  // finalized by their deinit, before the connection closes
+        sqlite3_close_v2(handle)
+    }
+
+    /// Waits up to `milliseconds` for another connection's lock instead of failing with BUSY.
+    func setBusyTimeout(milliseconds: Int32) { sqlite3_busy_timeout(handle, milliseconds) }
+
+    /// Runs statements that return no rows.
+    func execute(_ sql: String) throws(ArchiveError) {
+        var message: UnsafeMutablePointer<CChar>?
+        let code = sqlite3_exec(handle, sql, nil, nil, &message)
+        guard code == SQLITE_OK else {
+            let text = message.map { String(cString: $0) } ?? lastMessage
+            sqlite3_free(message)
+            throw .index(code: code, message: text)
+        }
+    }
+
+    /// A prepared statement for `sql`, prepared once and reused (reset, bindings cleared).
+    /// Reset it after reading: an unfinished SELECT keeps its read transaction open.
+    func statement(_ sql: String) throws(ArchiveError) -> SQLiteStatement {
+        if let cached = statements[sql] {
+            cached.reset()
+            return cached
+        }
+        var raw: OpaquePointer?
+        let code = sqlite3_prepare_v2(handle, sql, -1, &raw, nil)
+        guard code == SQLITE_OK, let raw else { throw .index(code: code, message: lastMessage) }
+        let statement = SQLiteStatement(handle: raw, database: self)
+        statements[sql] = statement
+        return statement
+    }
+
+    var lastMessage: String { String(cString: sqlite3_errmsg(handle)) }
+    var changes: Int { Int(sqlite3_changes(handle)) }
+}
+
+/// A prepared statement, owned: finalized in `deinit`.
+final class SQLiteStatement {
+    private let handle: OpaquePointer
+    private unowned let database: SQLiteDatabase
+
+    init(handle: OpaquePointer, database: SQLiteDatabase) {
+        self.handle = handle
+        self.database = database
+    }
+
+    deinit { sqlite3_finalize(handle) }
+
+    func reset() {
+        sqlite3_reset(handle)
+        sqlite3_clear_bindings(handle)
+    }
+
+    func bind(_ index: Int32, _ value: Int64) { sqlite3_bind_int64(handle, index, value) }
+    func bind(_ index: Int32, _ value: Int) { sqlite3_bind_int64(handle, index, Int64(value)) }
+    func bind(_ index: Int32, _ value: String?) {
+        if let value {
+            sqlite3_bind_text(handle, index, value, -1, recd_sqlite_transient())
+        } else {
+            sqlite3_bind_null(handle, index)
+        }
+    }
+
+    /// Advances: true with a row to read, false when done.
+    func step() throws(ArchiveError) -> Bool {
+        let code = sqlite3_step(handle)
+        switch code {
+        case SQLITE_ROW: return true
+        case SQLITE_DONE: return false
+        default: throw .index(code: code, message: database.lastMessage)
+        }
+    }
+
+    /// Runs a statement that returns no rows.
+    func run() throws(ArchiveError) {
+        while try step() {}
+        sqlite3_reset(handle)
+    }
+
+    func int64(_ column: Int32) -> Int64 { sqlite3_column_int64(handle, column) }
+    func int(_ column: Int32) -> Int { Int(sqlite3_column_int64(handle, column)) }
+    func text(_ column: Int32) -> String? {
+        guard sqlite3_column_type(handle, column) != SQLITE_NULL, let bytes = sqlite3_column_text(handle, column) else {
+            return nil
+        }
+        return String(cString: bytes)
+    }
+}

@@ -1,0 +1,193 @@
+// A recorder: the archiver thread that drains a sample source into wall-clock aligned,
+// gapless, crash-safe FLAC segments (SPEC §9, §10).
+
+/// How a recorder writes its segments. A plain value: any thread.
+public struct RecorderConfiguration: Hashable, Sendable {
+    /// The archive root; segments go to `ROOT/YYYY/MM/DD/`.
+    public var archiveDirectory: String
+    public var app: String
+    public var stream: String
+    /// Channels of the source (any count: more than 8 are written as groups of up to 8).
+    public var channels: Int
+    /// The source's sample rate in Hz (a transform may change the rate written).
+    public var sampleRate: Int
+    /// 24 for full bandwidth, 16 for HFP bandwidth.
+    public var bitsPerSample: Int
+    /// Segment length; segments end on multiples of it in UTC (3600: on the hour).
+    public var segmentSeconds: Int
+    /// libFLAC compression level 0...8 (`[archive] compression_level`).
+    public var compressionLevel: Int
+    /// fdatasync at least this often in wall time (and after every second of audio).
+    public var flushInterval: Double
+    /// Session category and mode, input port and its type, bandwidth: written as comments.
+    public var category: String?
+    public var mode: String?
+    public var inputPort: String?
+    public var inputType: String?
+    /// e.g. `full`, `hfp-cvsd`, `hfp-msbc`.
+    public var bandwidth: String?
+    /// More comments for every segment.
+    public var extraComments: [VorbisComment]
+    /// recd's version, for the ENCODER comment.
+    public var recdVersion: String
+    /// The SEGMENT number of the first segment.
+    public var firstSegmentNumber: Int
+    /// Frames read from the source at a time.
+    public var chunkFrames: Int
+    /// Seconds the archiver sleeps when the source has nothing.
+    public var pollInterval: Double
+
+    public init(
+        archiveDirectory: String, app: String, stream: String, channels: Int, sampleRate: Int,
+        bitsPerSample: Int = 24, segmentSeconds: Int = 3600, compressionLevel: Int = 5, flushInterval: Double = 1,
+        category: String? = nil, mode: String? = nil, inputPort: String? = nil, inputType: String? = nil,
+        bandwidth: String? = nil, extraComments: [VorbisComment] = [], recdVersion: String = "0",
+        firstSegmentNumber: Int = 1, chunkFrames: Int = 4096, pollInterval: Double = 0.01
+    ) {
+        self.archiveDirectory = archiveDirectory
+        self.app = app
+        self.stream = stream
+        self.channels = channels
+        self.sampleRate = sampleRate
+        self.bitsPerSample = bitsPerSample
+        self.segmentSeconds = segmentSeconds
+        self.compressionLevel = compressionLevel
+        self.flushInterval = flushInterval
+        self.category = category
+        self.mode = mode
+        self.inputPort = inputPort
+        self.inputType = inputType
+        self.bandwidth = bandwidth
+        self.extraComments = extraComments
+        self.recdVersion = recdVersion
+        self.firstSegmentNumber = firstSegmentNumber
+        self.chunkFrames = chunkFrames
+        self.pollInterval = pollInterval
+    }
+
+    /// Throws `.invalidArgument` naming the first bad value.
+    public func validate() throws(ArchiveError) {
+        guard channels >= 1 else { throw .invalidArgument("a recorder needs at least 1 channel, not \(channels)") }
+        guard bitsPerSample == 16 || bitsPerSample == 24 else {
+            throw .invalidArgument("bits per sample must be 16 or 24, not \(bitsPerSample)")
+        }
+        guard segmentSeconds >= 1 else {
+            throw .invalidArgument("segment_seconds must be at least 1, not \(segmentSeconds)")
+        }
+        guard chunkFrames >= 1, flushInterval > 0, pollInterval >= 0 else {
+            throw .invalidArgument("chunk frames, flush interval and poll interval must be positive")
+        }
+        guard !app.isEmpty, !stream.isEmpty else { throw .invalidArgument("a recorder needs an app and a stream name") }
+        try SegmentFormat(
+            sampleRate: sampleRate, channels: min(channels, 8), bitsPerSample: bitsPerSample,
+            compressionLevel: compressionLevel
+        ).validate()
+    }
+}
+
+/// What a recorder reports to the control thread (through `Recorder.drainEvents`). A plain
+/// value: any thread.
+public enum RecorderEvent: Hashable, Sendable {
+    /// A segment file was opened (its planned final path; it is written as `.partial`).
+    /// `group` is 0 for a recorder's only file, else 1...
+    case segmentStarted(path: String, group: Int, segment: Int, startTime: UTCTime)
+    /// A segment was finished and renamed to its final name.
+    case segmentFinished(SegmentRecord)
+    /// A segment could not be finished; its `.partial` stays for `PartialRecovery`.
+    case segmentAbandoned(partialPath: String, error: ArchiveError)
+    /// The source reported missing frames (positions and lengths at the source's rate).
+    case gap(SourceGap)
+    /// The archiver thread ended: `stop` (or another reason given to `stop`), or `diskFull`
+    /// / `error` with the error.
+    case stopped(reason: EndReason, error: ArchiveError?)
+}
+
+/// Records one stream into FLAC segments on its own **archiver** thread.
+///
+/// - Rotation is aligned to the wall clock and computed from the source's start time plus the
+///   frames written (no clock reads per sample): a 3600 s segment started at 10:17:23 ends
+///   exactly at the sample of 11:00:00.000. Consecutive segments are gapless.
+/// - More than 8 channels: one file per group of up to 8 channels, all started and rotated on
+///   the same sample.
+/// - Source gaps insert nothing; each is recorded (GAPS comment, events) at its position.
+/// - A full disk stops the recorder cleanly: the open segment is finished (reason `diskFull`)
+///   while reserved space allows, else left as `.partial`; `.stopped(.diskFull, error)` follows.
+/// - An optional `SampleTransform` runs before encoding and may change the rate written.
+///
+/// Threads: `init`, `start`, `requestStop`, `stop`, `waitUntilStopped` belong to the
+/// **control** thread; `drainEvents`, `openPaths` and `isRunning` may be called from any
+/// thread. `wake` is called on the archiver thread after each event is queued. The source and
+/// transform are used only on the archiver thread once `start` returns.
+public final class Recorder: @unchecked Sendable {
+    // @unchecked: `thread` and `loop` are touched only by the control thread; everything
+    // shared with the archiver thread is in `control` (a mutex).
+
+    public let configuration: RecorderConfiguration
+    private let control: RecorderControl
+    private var loop: ArchiverLoop?
+    private var thread: NamedThread?
+
+    public init(
+        configuration: RecorderConfiguration, source: any SampleSource, transform: (any SampleTransform)? = nil,
+        wake: @escaping @Sendable () -> Void = {}
+    ) throws(ArchiveError) {
+        try configuration.validate()
+        guard source.channels == configuration.channels else {
+            throw .invalidArgument(
+                "the source has \(source.channels) channels, the recorder is set up for \(configuration.channels)")
+        }
+        if let transform {
+            try SegmentFormat(
+                sampleRate: transform.outputSampleRate, channels: 1, bitsPerSample: configuration.bitsPerSample
+            ).validate()
+        }
+        self.configuration = configuration
+        control = RecorderControl(wake: wake)
+        loop = ArchiverLoop(configuration: configuration, source: source, transform: transform, control: control)
+    }
+
+    deinit {
+        if thread != nil {
+            control.requestStop(.stop)
+            waitUntilStopped()
+        }
+    }
+
+    /// Starts the archiver thread.
+    public func start() throws(ArchiveError) {
+        guard let loop else { throw .invalidArgument("a recorder can be started once") }
+        control.setRunning(true)
+        do throws(ArchiveError) {
+            thread = try NamedThread(name: "archiver") { loop.run() }
+        } catch {
+            control.setRunning(false)
+            throw error
+        }
+        self.loop = nil
+    }
+
+    /// Asks the archiver to drain what the source holds, finish the open segments with
+    /// `reason` and end. Returns at once; `.stopped` follows.
+    public func requestStop(reason: EndReason = .stop) { control.requestStop(reason) }
+
+    /// `requestStop` and `waitUntilStopped`.
+    public func stop(reason: EndReason = .stop) {
+        requestStop(reason: reason)
+        waitUntilStopped()
+    }
+
+    /// Waits until the archiver thread has ended (at once if it never started).
+    public func waitUntilStopped() {
+        thread?.join()
+        thread = nil
+    }
+
+    /// Events since the last call, oldest first.
+    public func drainEvents() -> [RecorderEvent] { control.drainEvents() }
+
+    /// Final and `.partial` paths of the segments being written (retention must spare them).
+    public var openPaths: Set<String> { control.openPaths }
+
+    /// True from `start` until the archiver thread has finished its last segment.
+    public var isRunning: Bool { control.isRunning }
+}

@@ -1,0 +1,83 @@
+// Deleting old segments (SPEC §9): past a maximum age, or while free space is below a floor;
+// oldest first, never a file being written.
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// What `RetentionPolicy.enforce` did. A plain value: any thread.
+public struct RetentionReport: Hashable, Sendable {
+    /// Segments deleted (files and index rows), oldest first.
+    public var deleted: [String]
+    /// Segments that should have gone but could not be deleted, with why.
+    public var failures: [String: ArchiveError]
+    /// Free space after enforcing, in percent (nil when statvfs failed).
+    public var freePercent: Double?
+}
+
+/// `[archive] max_age_days` and `min_free_percent`. A plain value: any thread.
+public struct RetentionPolicy: Hashable, Sendable {
+    /// Segments whose last sample is older than this many days are deleted; nil: no limit.
+    public var maxAgeDays: Int?
+    /// While the archive's file system has less free space than this (percent of its size),
+    /// the oldest segments are deleted; nil: no floor.
+    public var minFreePercent: Double?
+
+    public init(maxAgeDays: Int? = nil, minFreePercent: Double? = nil) {
+        self.maxAgeDays = maxAgeDays
+        self.minFreePercent = minFreePercent
+    }
+
+    /// Deletes the oldest finished segments of the index while they are over age or the file
+    /// system is below the free-space floor. Never touches `.partial` files or `openPaths`
+    /// (the recorders' `openPaths`); removes the index rows of what it deleted (and of files
+    /// already gone), and day folders left empty.
+    ///
+    /// Threads: the thread that owns `index` (the control thread). Blocks on file deletion.
+    public func enforce(
+        archiveDirectory: String, index: ArchiveIndex, openPaths: Set<String>, now: UTCTime
+    ) throws(ArchiveError) -> RetentionReport {
+        try enforce(
+            archiveDirectory: archiveDirectory, index: index, openPaths: openPaths, now: now,
+            freePercent: { FileSystem.freePercent(at: $0) })
+    }
+
+    /// `freePercent` is the file system query (a seam for tests).
+    func enforce(
+        archiveDirectory: String, index: ArchiveIndex, openPaths: Set<String>, now: UTCTime,
+        freePercent: (String) -> Double?
+    ) throws(ArchiveError) -> RetentionReport {
+        var report = RetentionReport(deleted: [], failures: [:], freePercent: freePercent(archiveDirectory))
+        guard maxAgeDays != nil || minFreePercent != nil else { return report }
+        let cutoff = maxAgeDays.map { now.advanced(bySeconds: -Double($0) * 86_400) }
+        for record in try index.list() {
+            let tooOld = cutoff.map { record.endTime < $0 } ?? false
+            let tooFull = minFreePercent.map { floor in (report.freePercent ?? 100) < floor } ?? false
+            guard tooOld || tooFull else { continue }
+            if openPaths.contains(record.path) || record.path.hasSuffix(SegmentWriter.partialSuffix)
+                || openPaths.contains(record.path + SegmentWriter.partialSuffix)
+            {
+                continue
+            }
+            let code = FileSystem.remove(record.path)
+            if code == 0 || code == ENOENT {
+                try index.remove(path: record.path)
+                if code == 0 { report.deleted.append(record.path) }
+                removeEmptyFolders(from: FileSystem.directoryName(of: record.path), upTo: archiveDirectory)
+                report.freePercent = freePercent(archiveDirectory)
+            } else {
+                report.failures[record.path] = ArchiveError.fromErrno(code, operation: "unlink", path: record.path)
+            }
+        }
+        return report
+    }
+
+    private func removeEmptyFolders(from directory: String, upTo root: String) {
+        let stop = root.hasSuffix("/") ? String(root.dropLast()) : root
+        var current = directory
+        while current.count > stop.count && current.hasPrefix(stop) {
+            guard FileSystem.removeEmptyDirectory(current) else { return }
+            current = FileSystem.directoryName(of: current)
+        }
+    }
+}

@@ -1,0 +1,56 @@
+// What a recorder reads from, and what may reshape the samples on their way to the encoder.
+
+/// A stretch of the source's stream that never arrived (a ring overrun): `length` frames are
+/// missing after the first `position` frames delivered. The recorder inserts nothing for it
+/// (the samples really are missing) and records it. A plain value: any thread.
+public struct SourceGap: Hashable, Sendable {
+    /// Frames delivered before the gap (since the source started).
+    public var position: Int
+    /// Frames missing.
+    public var length: Int
+
+    public init(position: Int, length: Int) {
+        self.position = position
+        self.length = length
+    }
+}
+
+/// Interleaved float frames for a recorder: the daemon adapts its JACK capture tap to this;
+/// tests use an in-memory source.
+///
+/// Threads: after the recorder starts, `read`, `drainGaps` and `startTime` are called only on
+/// the recorder's **archiver** thread.
+public protocol SampleSource: AnyObject {
+    /// Interleaved channels per frame (fixed for the source's life).
+    var channels: Int { get }
+
+    /// The UTC time of the stream's first frame (frame 0; gaps count as time that passed).
+    /// Must be known once `read` has returned a frame; segment start times and wall-clock
+    /// aligned rotation are computed from it plus the frame count.
+    var startTime: UTCTime? { get }
+
+    /// Copies up to `buffer.count / channels` whole frames into `buffer` and returns how many;
+    /// 0 when nothing is available yet.
+    func read(into buffer: UnsafeMutableBufferPointer<Float>) -> Int
+
+    /// The gaps found since the last call, oldest first. A gap at `position` is reported no
+    /// later than frame `position` becomes readable.
+    func drainGaps() -> [SourceGap]
+}
+
+/// A processing step between the source and the encoder, e.g. HFP band-limiting and
+/// resampling to 8 or 16 kHz. It keeps the channel count and may change the sample rate.
+///
+/// Threads: called only on the recorder's **archiver** thread.
+public protocol SampleTransform: AnyObject {
+    /// The rate of what `process` produces, in Hz.
+    var outputSampleRate: Int { get }
+
+    /// Consumes `frames` interleaved input frames and appends the output frames (interleaved,
+    /// same channel count, at `outputSampleRate`) to `output`. May hold samples back.
+    func process(_ input: UnsafeBufferPointer<Float>, frames: Int, into output: inout [Float])
+
+    /// The end of a continuous stretch (before a gap, and at the end): appends everything
+    /// still held back, and starts afresh for what comes after.
+    func flush(into output: inout [Float])
+}

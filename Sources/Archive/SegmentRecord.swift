@@ -1,0 +1,84 @@
+// What the archive knows about one finished segment: the index's row, and what `reindex`
+// reads back from the file alone.
+
+/// One finished segment file. A plain value: any thread.
+public struct SegmentRecord: Hashable, Sendable {
+    public var path: String
+    public var app: String
+    public var stream: String
+    /// 0 for a recorder's only file; 1... for the channel groups of a recorder wider than 8.
+    public var group: Int
+    /// The SEGMENT number within its recording (1, 2, ...); 0 when unknown.
+    public var segment: Int
+    /// START_TIME (microsecond resolution, as stored).
+    public var startTime: UTCTime
+    /// Frames (samples per channel) in the file.
+    public var frames: Int
+    public var sampleRate: Int
+    public var channels: Int
+    public var bitsPerSample: Int
+    public var endReason: EndReason?
+    public var gaps: [SegmentGap]
+    public var recovered: Bool
+    /// File size in bytes.
+    public var bytes: Int64
+
+    public init(
+        path: String, app: String, stream: String, group: Int, segment: Int, startTime: UTCTime, frames: Int,
+        sampleRate: Int, channels: Int, bitsPerSample: Int, endReason: EndReason?, gaps: [SegmentGap],
+        recovered: Bool, bytes: Int64
+    ) {
+        self.path = path
+        self.app = app
+        self.stream = stream
+        self.group = group
+        self.segment = segment
+        self.startTime = startTime
+        self.frames = frames
+        self.sampleRate = sampleRate
+        self.channels = channels
+        self.bitsPerSample = bitsPerSample
+        self.endReason = endReason
+        self.gaps = gaps
+        self.recovered = recovered
+        self.bytes = bytes
+    }
+
+    /// The time just after the last sample (gaps inside the file not counted).
+    public var endTime: UTCTime {
+        startTime.advanced(byFrames: frames + gaps.reduce(0) { $0 + $1.length }, sampleRate: max(sampleRate, 1))
+    }
+
+    /// Seconds of audio in the file.
+    public var duration: Double { sampleRate > 0 ? Double(frames) / Double(sampleRate) : 0 }
+
+    /// Reads the record from the file alone: STREAMINFO and the Vorbis comments recd wrote
+    /// (libFLAC's metadata API; no audio is decoded). A file without START_TIME falls back to
+    /// the time in its name.
+    public static func read(path: String) throws(ArchiveError) -> SegmentRecord {
+        let info = try FLACMetadataReader.streamInfo(path: path)
+        let comments = (try? FLACMetadataReader.comments(path: path)) ?? []
+        guard let bytes = FileSystem.size(of: path) else {
+            throw .unreadableFile(path: path, reason: "cannot stat it")
+        }
+        return SegmentRecord(path: path, streamInfo: info, comments: comments, bytes: bytes)
+    }
+
+    init(path: String, streamInfo info: StreamInfo, comments: [VorbisComment], bytes: Int64) {
+        func value(_ name: String) -> String? {
+            comments.last { $0.name.uppercased() == name }?.value
+        }
+        let start =
+            value(CommentName.startTime).flatMap(UTCTime.init(iso8601:))
+            ?? ArchiveLayout.startTime(fromFileName: FileSystem.fileName(of: path))
+            ?? UTCTime(nanosecondsSinceEpoch: 0)
+        self.init(
+            path: path, app: value(CommentName.app) ?? "", stream: value(CommentName.stream) ?? "",
+            group: value(CommentName.group).flatMap { Int($0) } ?? 0,
+            segment: value(CommentName.segment).flatMap { Int($0) } ?? 0, startTime: start,
+            frames: info.totalFrames, sampleRate: info.sampleRate, channels: info.channels,
+            bitsPerSample: info.bitsPerSample, endReason: value(CommentName.endReason).map(EndReason.init(rawValue:)),
+            gaps: value(CommentName.gaps).flatMap { SegmentGap.parse(commentValue: $0) } ?? [],
+            recovered: value(CommentName.recovered)?.lowercased() == "yes", bytes: bytes)
+    }
+}

@@ -1,0 +1,144 @@
+// Values that describe a segment: its Vorbis comments, why it ended, its gaps, its format.
+
+/// One Vorbis comment (`NAME=value`). Names are ASCII 0x20...0x7D except `=`; recd's are
+/// upper case (`START_TIME`, `END_REASON`, ...). A plain value: any thread.
+public struct VorbisComment: Hashable, Sendable, CustomStringConvertible {
+    public var name: String
+    public var value: String
+
+    public init(_ name: String, _ value: String) {
+        self.name = name
+        self.value = value
+    }
+
+    /// `NAME=value`, the form stored in the file.
+    public var description: String { "\(name)=\(value)" }
+
+    /// Splits `NAME=value` at the first `=`; nil when there is none.
+    public init?(entry: String) {
+        guard let equals = entry.firstIndex(of: "=") else { return nil }
+        name = String(entry[..<equals])
+        value = String(entry[entry.index(after: equals)...])
+    }
+}
+
+/// The names of the comments recd writes (SPEC §9). Constants: any thread.
+public enum CommentName {
+    public static let startTime = "START_TIME"
+    public static let app = "APP"
+    public static let stream = "STREAM"
+    public static let category = "CATEGORY"
+    public static let mode = "MODE"
+    public static let inputPort = "INPUT_PORT"
+    public static let inputType = "INPUT_TYPE"
+    public static let bandwidth = "BANDWIDTH"
+    public static let segment = "SEGMENT"
+    /// `g` of a channel group file (1-based), only when a recorder has more than 8 channels.
+    public static let group = "GROUP"
+    /// The recorder channels in a group file, `first-last` (1-based).
+    public static let groupChannels = "GROUP_CHANNELS"
+    /// The source's sample rate when a transform changed it (HFP).
+    public static let sourceSampleRate = "SOURCE_SAMPLE_RATE"
+    public static let encoder = "ENCODER"
+    public static let date = "DATE"
+    public static let endReason = "END_REASON"
+    /// `pos+len,pos+len`: frames missing after `pos` frames of this file.
+    public static let gaps = "GAPS"
+    /// Present when not every gap fitted in the file's padding: the total number of gaps.
+    public static let gapsTruncated = "GAPS_TRUNCATED"
+    public static let recovered = "RECOVERED"
+}
+
+/// Why a segment ended (the END_REASON comment). Open set: values recd does not know are kept
+/// as read. A plain value: any thread.
+public struct EndReason: RawRepresentable, Hashable, Sendable, CustomStringConvertible {
+    public var rawValue: String
+    public init(rawValue: String) { self.rawValue = rawValue }
+
+    /// The segment reached its wall-clock aligned end; the next one continues the stream.
+    public static let rotation = EndReason(rawValue: "rotation")
+    /// The recorder was stopped.
+    public static let stop = EndReason(rawValue: "stop")
+    /// The session was interrupted.
+    public static let interruption = EndReason(rawValue: "interruption")
+    /// The input route changed.
+    public static let routeChange = EndReason(rawValue: "routeChange")
+    /// The JACK server went away.
+    public static let mediaServicesLost = EndReason(rawValue: "mediaServicesLost")
+    /// The disk filled up.
+    public static let diskFull = EndReason(rawValue: "diskFull")
+    /// A write or encoder error other than a full disk.
+    public static let error = EndReason(rawValue: "error")
+    /// recd stopped without finishing the segment; recovered on the next start.
+    public static let crash = EndReason(rawValue: "crash")
+
+    public var description: String { rawValue }
+}
+
+/// Frames missing inside a segment: `length` frames after the first `position` frames of the
+/// file. A plain value: any thread.
+public struct SegmentGap: Hashable, Sendable, CustomStringConvertible {
+    public var position: Int
+    public var length: Int
+
+    public init(position: Int, length: Int) {
+        self.position = position
+        self.length = length
+    }
+
+    /// `pos+len`.
+    public var description: String { "\(position)+\(length)" }
+
+    /// The GAPS comment value: `pos+len,pos+len`.
+    public static func commentValue(_ gaps: [SegmentGap]) -> String {
+        gaps.map(\.description).joined(separator: ",")
+    }
+
+    /// Parses a GAPS comment value; nil when malformed.
+    public static func parse(commentValue text: String) -> [SegmentGap]? {
+        if text.isEmpty { return [] }
+        var gaps: [SegmentGap] = []
+        for item in text.split(separator: ",", omittingEmptySubsequences: false) {
+            let parts = item.split(separator: "+", omittingEmptySubsequences: false)
+            guard parts.count == 2, let position = Int(parts[0]), let length = Int(parts[1]),
+                position >= 0, length > 0
+            else { return nil }
+            gaps.append(SegmentGap(position: position, length: length))
+        }
+        return gaps
+    }
+}
+
+/// The sample format of a FLAC segment. A plain value: any thread.
+public struct SegmentFormat: Hashable, Sendable {
+    public var sampleRate: Int
+    /// 1...8 (FLAC's limit; wider recorders write channel groups).
+    public var channels: Int
+    /// 16 (HFP bandwidth) or 24 (full bandwidth); FLAC also takes 4...32, recd uses these two.
+    public var bitsPerSample: Int
+    /// libFLAC's compression level, 0...8.
+    public var compressionLevel: Int
+
+    public init(sampleRate: Int, channels: Int, bitsPerSample: Int, compressionLevel: Int = 5) {
+        self.sampleRate = sampleRate
+        self.channels = channels
+        self.bitsPerSample = bitsPerSample
+        self.compressionLevel = compressionLevel
+    }
+
+    /// Throws `.invalidArgument` saying which value is out of range.
+    public func validate() throws(ArchiveError) {
+        guard (1...8).contains(channels) else {
+            throw .invalidArgument("a FLAC segment holds 1...8 channels, not \(channels)")
+        }
+        guard (4...24).contains(bitsPerSample) else {
+            throw .invalidArgument("bits per sample must be 4...24 (recd writes 16 or 24), not \(bitsPerSample)")
+        }
+        guard (1...655_350).contains(sampleRate) else {
+            throw .invalidArgument("sample rate \(sampleRate) Hz is outside FLAC's 1...655350 Hz")
+        }
+        guard (0...8).contains(compressionLevel) else {
+            throw .invalidArgument("compression_level must be 0...8, not \(compressionLevel)")
+        }
+    }
+}

@@ -1,0 +1,376 @@
+// One crash-safe FLAC segment (SPEC §9): written as `<name>.flac.partial`, flushed at least
+// every second of audio, finished by rewriting STREAMINFO (total samples, MD5) and adding the
+// end comments in place, then renamed to its final name without ever replacing a file.
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// What a finished segment is: where it ended up and what it holds. A plain value: any thread.
+public struct FinishedSegment: Hashable, Sendable {
+    /// The final path (the planned one, or `-1`, `-2`... when that name was taken meanwhile).
+    public var path: String
+    /// Frames (samples per channel) in the file.
+    public var frames: Int
+    /// File size in bytes.
+    public var bytes: Int64
+    public var endReason: EndReason
+    /// Every gap recorded, even those that did not fit in the GAPS comment.
+    public var gaps: [SegmentGap]
+}
+
+/// A FLAC file being written: libFLAC's stream encoder with our own callbacks on a file
+/// descriptor of `<path>.partial`, created with O_EXCL (an existing file is never overwritten
+/// or reopened).
+///
+/// - 1...8 channels, 16 or 24 bits, compression 0...8, MD5 on, a seek table (a point every
+///   10 s of the planned length), the opening Vorbis comments and 8 KiB of padding that the
+///   end comments (END_REASON, GAPS) grow into at `finish`.
+/// - Float samples are clamped to [-1, 1) before conversion: an out-of-range value never
+///   reaches libFLAC. NaN becomes 0.
+/// - Bytes go to the kernel frame by frame; fdatasync runs after every second of audio and
+///   after `flushInterval` seconds of wall time, so a crash loses at most the last second.
+/// - While the file system supports it, disk space is reserved ahead of the data; when the
+///   disk fills, `isLowOnSpace` turns true while enough is still reserved to finish cleanly.
+///
+/// Threads: one thread at a time — the recorder's archiver thread, or whoever runs recovery.
+/// Releasing an unfinished writer abandons it: the `.partial` stays for `PartialRecovery`.
+public final class SegmentWriter {
+    /// Bytes of PADDING written after the opening comments, for the end comments.
+    public static let paddingBytes = 8192
+    /// Seconds between seek points.
+    public static let seekPointSeconds = 10
+    /// The suffix of a segment being written.
+    public static let partialSuffix = ".partial"
+
+    public let format: SegmentFormat
+    /// The final path planned; `finish` returns the one actually used.
+    public let path: String
+    /// Where the data is written until `finish`.
+    public let partialPath: String
+    /// Frames handed to the encoder so far.
+    public private(set) var framesWritten = 0
+    /// Gaps recorded so far, positions in frames of this file.
+    public private(set) var gaps: [SegmentGap] = []
+    /// Seconds of wall time after which written data is fdatasync'ed even if less than a
+    /// second of audio came.
+    public var flushInterval: Double
+    /// False: no fdatasync until `finish` (recovery, whose source stays until then).
+    var syncsPeriodically = true
+
+    private enum State {
+        case open
+        case finished
+        case failed(ArchiveError)
+        case abandoned
+    }
+
+    private var state = State.open
+    private let file: OwnedFile
+    private var encoder: FLACStreamEncoder?
+    private let sink: EncoderSink
+    private let scratch: UnsafeMutablePointer<Int32>
+    private let blocksize: Int
+    private var framesSinceSync = 0
+    /// File bytes written when the last fdatasync ran.
+    private var syncedBytes: Int64 = 0
+    /// The metadata blocks as written at the start (the seek table never moves).
+    private var headerBlocks: [MetadataBlockLocation] = []
+    private var lastSync: Double
+
+    /// Creates `<path>.partial` (or, if `path` or its partial exist, `<name>-1.flac.partial`,
+    /// `-2`, ...), creating the directories on the way, and writes the stream header.
+    ///
+    /// - Parameters:
+    ///   - comments: the opening Vorbis comments (START_TIME, APP, ...), in order.
+    ///   - expectedFrames: the planned length, for the seek table (0: unknown).
+    public convenience init(
+        path: String, format: SegmentFormat, comments: [VorbisComment], expectedFrames: Int = 0,
+        flushInterval: Double = 1
+    ) throws(ArchiveError) {
+        try self.init(
+            path: path, temporarySuffix: SegmentWriter.partialSuffix, format: format, comments: comments,
+            expectedFrames: expectedFrames, flushInterval: flushInterval)
+    }
+
+    /// `reservesSpace: false` behaves as on a file system without fallocate (tests use it).
+    init(
+        path requestedPath: String, temporarySuffix: String, format: SegmentFormat, comments: [VorbisComment],
+        expectedFrames: Int, flushInterval: Double, reservesSpace: Bool = true
+    ) throws(ArchiveError) {
+        try format.validate()
+        guard requestedPath.hasSuffix(".flac") else {
+            throw .invalidArgument("a segment's path must end in .flac: \(requestedPath)")
+        }
+        try FileSystem.makeDirectories(FileSystem.directoryName(of: requestedPath))
+        var attempt = 0
+        var created: (String, OwnedFile)?
+        while created == nil {
+            let candidate = SegmentWriter.suffixed(requestedPath, attempt)
+            attempt += 1
+            if FileSystem.exists(candidate) { continue }
+            do throws(ArchiveError) {
+                created = (candidate, try OwnedFile.createExclusive(candidate + temporarySuffix))
+            } catch {
+                guard case .system(_, _, let code) = error, code.rawValue == EEXIST, attempt < 10_000 else {
+                    throw error
+                }
+            }
+        }
+        let (finalPath, file) = created!
+        path = finalPath
+        partialPath = finalPath + temporarySuffix
+        self.file = file
+        self.format = format
+        self.flushInterval = flushInterval
+        lastSync = FileSystem.monotonicSeconds()
+        blocksize = FLACStreamEncoder.blocksize(compressionLevel: format.compressionLevel)
+        // The lock tells recovery that this partial is being written.
+        _ = file.tryLockExclusive()
+        let frameBytes = FLACStreamEncoder.maximumFrameBytes(format: format, blocksize: blocksize)
+        sink = EncoderSink(
+            file: file, headroom: 3 * frameBytes + 65_536, growth: max(4 * frameBytes, 1 << 20),
+            reserving: reservesSpace)
+        scratch = .allocate(capacity: blocksize * format.channels)
+        do throws(ArchiveError) {
+            try sink.reserveInitialSpace()
+            let encoder = try FLACStreamEncoder(
+                sink: sink, format: format, comments: comments,
+                seekPointSpacing: SegmentWriter.seekPointSeconds * format.sampleRate, expectedFrames: expectedFrames,
+                paddingBytes: SegmentWriter.paddingBytes)
+            self.encoder = encoder
+            try encoder.start()
+            headerBlocks = try FLACHeaderEditor.blocks(of: file)
+            try file.syncData()
+            // The new name must survive a power cut too, not only the data behind it.
+            try FileSystem.syncDirectory(FileSystem.directoryName(of: partialPath))
+            syncedBytes = sink.highWater
+        } catch {
+            // Nothing of value is in the file yet: remove what we created.
+            encoder = nil
+            state = .abandoned
+            _ = FileSystem.remove(partialPath)
+            throw error
+        }
+    }
+
+    deinit {
+        if case .open = state { abandon() }
+        scratch.deallocate()
+    }
+
+    /// True once the disk is nearly full: stop writing and `finish` (the space to do so is
+    /// reserved). Always false on file systems that cannot reserve space.
+    public var isLowOnSpace: Bool { sink.isLowOnSpace }
+
+    /// Whether `finish` can still succeed (no write has failed and it was not finished).
+    public var isOpen: Bool {
+        if case .open = state { return true }
+        return false
+    }
+
+    /// Encodes interleaved frames (`samples.count` a multiple of `format.channels`).
+    public func write(_ samples: UnsafeBufferPointer<Float>) throws(ArchiveError) {
+        precondition(samples.count % format.channels == 0, "write whole frames")
+        guard let base = samples.baseAddress else { return }
+        try write(
+            interleaved: base, frames: samples.count / format.channels, stride: format.channels, firstChannel: 0)
+    }
+
+    /// Encodes `frames` frames taken from a wider interleaved buffer: channels
+    /// `firstChannel ..< firstChannel + format.channels` of frames `stride` samples apart.
+    public func write(
+        interleaved base: UnsafePointer<Float>, frames: Int, stride: Int, firstChannel: Int
+    ) throws(ArchiveError) {
+        precondition(firstChannel >= 0 && firstChannel + format.channels <= stride, "channel range outside the frame")
+        try checkOpen()
+        let channels = format.channels
+        let scale = Float(Int32(1) << Int32(format.bitsPerSample - 1))
+        let upper = 1 - 1 / scale
+        var done = 0
+        while done < frames {
+            let count = min(blocksize, frames - done)
+            for frame in 0..<count {
+                let source = base + (done + frame) * stride + firstChannel
+                let target = scratch + frame * channels
+                for channel in 0..<channels {
+                    let sample = source[channel]
+                    // Clamp first: libFLAC enters a permanent error state on an out-of-range value.
+                    let clamped = sample.isNaN ? 0 : min(max(sample, -1), upper)
+                    target[channel] = Int32((clamped * scale).rounded())
+                }
+            }
+            try encode(scratch, frames: count)
+            done += count
+        }
+    }
+
+    /// Encodes integer samples already in the format's range (recovery's re-encode path).
+    func write(integers base: UnsafePointer<Int32>, frames: Int) throws(ArchiveError) {
+        try checkOpen()
+        var done = 0
+        while done < frames {
+            let count = min(blocksize, frames - done)
+            try encode(base + done * format.channels, frames: count)
+            done += count
+        }
+    }
+
+    /// Records that `length` frames are missing here (after the frames written so far). The
+    /// GAPS comment in the file is updated at once, so a crash keeps it too.
+    public func markGap(length: Int) {
+        guard length > 0 else { return }
+        if let last = gaps.last, last.position == framesWritten {
+            gaps[gaps.count - 1].length += length
+        } else {
+            gaps.append(SegmentGap(position: framesWritten, length: length))
+        }
+        guard case .open = state else { return }
+        // Best effort: when the list no longer fits, `finish` writes a shortened one.
+        _ = try? writeComments([], reason: nil)
+    }
+
+    /// Adds a gap at an explicit position (recovery carrying over a partial's gaps).
+    func recordGap(_ gap: SegmentGap) {
+        gaps.append(gap)
+        gaps.sort { $0.position < $1.position }
+    }
+
+    /// fdatasync now if a second of audio or `flushInterval` seconds passed since the last
+    /// one. The recorder calls this while it waits for samples.
+    public func flushIfDue() throws(ArchiveError) {
+        guard case .open = state, syncsPeriodically, sink.highWater > syncedBytes else { return }
+        if framesSinceSync >= format.sampleRate || FileSystem.monotonicSeconds() - lastSync >= flushInterval {
+            try flush()
+        }
+    }
+
+    /// fdatasync now.
+    public func flush() throws(ArchiveError) {
+        try checkOpen()
+        do throws(ArchiveError) {
+            try file.syncData()
+        } catch {
+            state = .failed(error)
+            throw error
+        }
+        framesSinceSync = 0
+        syncedBytes = sink.highWater
+        lastSync = FileSystem.monotonicSeconds()
+    }
+
+    /// Finishes the segment: the last block, STREAMINFO with total samples and MD5, the end
+    /// comments (END_REASON, GAPS, then `extraComments`) in place of padding, fsync, rename to
+    /// the final name (never replacing a file: `-1`, `-2`... if it was taken), fsync of the
+    /// directory. On failure the `.partial` stays for recovery.
+    public func finish(reason: EndReason, extraComments: [VorbisComment] = []) throws(ArchiveError) -> FinishedSegment {
+        try checkOpen()
+        do throws(ArchiveError) {
+            guard let encoder, encoder.finish() else {
+                throw encoderFailure()
+            }
+            self.encoder = nil
+            try FLACHeaderEditor.retireUnusedSeekPoints(in: file, blocks: headerBlocks)
+            try writeComments(extraComments, reason: reason)
+            let size = try file.size()
+            try sink.releaseReservation(size: size)
+            try file.sync()
+            let finalPath = try publish()
+            state = .finished
+            // The rename is durable once the directory is; a failure here cannot undo it.
+            try? FileSystem.syncDirectory(FileSystem.directoryName(of: finalPath))
+            try? file.close()
+            return FinishedSegment(path: finalPath, frames: framesWritten, bytes: size, endReason: reason, gaps: gaps)
+        } catch {
+            state = .failed(error)
+            encoder = nil
+            try? file.close()
+            throw error
+        }
+    }
+
+    /// Stops without finishing: closes the file as a crash would leave it (what reached the
+    /// kernel stays; libFLAC's unfinished block is lost). The `.partial` stays for recovery.
+    public func abandon() {
+        sink.seal()
+        encoder = nil
+        try? file.close()
+        if case .open = state { state = .abandoned }
+    }
+
+    /// Abandons and deletes the partial file; only for a segment that holds no frames.
+    func discardEmpty() {
+        precondition(framesWritten == 0, "only an empty segment may be discarded")
+        abandon()
+        _ = FileSystem.remove(partialPath)
+    }
+
+    /// Writes END_REASON (when given), GAPS (as many as fit, with GAPS_TRUNCATED when not all
+    /// do) and `extra` into the comment block, in place.
+    private func writeComments(_ extra: [VorbisComment], reason: EndReason?) throws(ArchiveError) {
+        var kept = gaps.count
+        while true {
+            var comments: [VorbisComment] = []
+            if let reason { comments.append(VorbisComment(CommentName.endReason, reason.rawValue)) }
+            if !gaps.isEmpty {
+                comments.append(VorbisComment(CommentName.gaps, SegmentGap.commentValue(Array(gaps.prefix(kept)))))
+                if kept < gaps.count { comments.append(VorbisComment(CommentName.gapsTruncated, String(gaps.count))) }
+            }
+            comments += extra
+            // Read the block layout afresh: each edit moves the boundary between comments and padding.
+            if try FLACHeaderEditor.setComments(comments, in: file, blocks: FLACHeaderEditor.blocks(of: file)) {
+                return
+            }
+            guard kept > 0 else {
+                throw .invalidArgument("the end comments do not fit in \(SegmentWriter.paddingBytes) bytes of padding")
+            }
+            kept = kept > 16 ? kept * 3 / 4 : kept - 1
+        }
+    }
+
+    private func checkOpen() throws(ArchiveError) {
+        switch state {
+        case .open: return
+        case .failed(let error): throw error
+        case .finished, .abandoned:
+            throw .invalidArgument("segment \(path) is no longer open for writing")
+        }
+    }
+
+    private func encode(_ samples: UnsafePointer<Int32>, frames: Int) throws(ArchiveError) {
+        guard let encoder, encoder.process(samples, frames: frames) else {
+            let error = encoderFailure()
+            state = .failed(error)
+            throw error
+        }
+        framesWritten += frames
+        framesSinceSync += frames
+        try flushIfDue()
+    }
+
+    private func encoderFailure() -> ArchiveError {
+        if sink.failure != 0 && sink.failure != EBADF {
+            return ArchiveError.fromErrno(sink.failure, operation: "write", path: partialPath)
+        }
+        return .encoder(encoder?.state ?? .uninitialized, path: partialPath)
+    }
+
+    private func publish() throws(ArchiveError) -> String {
+        var attempt = 0
+        while true {
+            let candidate = SegmentWriter.suffixed(path, attempt)
+            let code = FileSystem.renameNoReplace(partialPath, candidate)
+            if code == 0 { return candidate }
+            guard code == EEXIST, attempt < 10_000 else {
+                throw ArchiveError.fromErrno(code, operation: "rename", path: partialPath)
+            }
+            attempt += 1
+        }
+    }
+
+    /// `name.flac` for 0, `name-1.flac` for 1, ...
+    static func suffixed(_ path: String, _ attempt: Int) -> String {
+        guard attempt > 0 else { return path }
+        return String(path.dropLast(5)) + "-\(attempt).flac"
+    }
+}

@@ -1,0 +1,39 @@
+#ifndef RECD_CLINUX_SHIM_H
+#define RECD_CLINUX_SHIM_H
+// Linux calls that glibc declares only under _GNU_SOURCE, which Swift's Glibc module is not
+// built with. Each is a thin, documented wrapper (errno is left as the call set it).
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <sys/types.h>
+
+#ifndef __USE_GNU
+extern int fallocate64(int fd, int mode, __off64_t offset, __off64_t len);
+extern int renameat2(int olddirfd, const char *oldpath, int newdirfd, const char *newpath,
+                     unsigned int flags);
+extern int pthread_setname_np(pthread_t thread, const char *name);
+#endif
+
+/// Allocates disk blocks for [offset, offset+length) without changing the file size
+/// (fallocate FALLOC_FL_KEEP_SIZE). 0 or -1 with errno (ENOSPC, EOPNOTSUPP, ...).
+static inline int recd_reserve_space(int fd, long long offset, long long length) {
+    return fallocate64(fd, 0x01 /* FALLOC_FL_KEEP_SIZE */, offset, length);
+}
+
+/// Frees the blocks of [offset, offset+length) without changing the file size
+/// (FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE). 0 or -1 with errno.
+static inline int recd_release_space(int fd, long long offset, long long length) {
+    return fallocate64(fd, 0x01 | 0x02 /* KEEP_SIZE | PUNCH_HOLE */, offset, length);
+}
+
+/// rename(2) that fails with EEXIST instead of replacing `to` (renameat2 RENAME_NOREPLACE).
+/// EINVAL or ENOSYS: the file system or kernel cannot do it.
+static inline int recd_rename_noreplace(const char *from, const char *to) {
+    return renameat2(AT_FDCWD, from, AT_FDCWD, to, 1 /* RENAME_NOREPLACE */);
+}
+
+/// Names the calling thread (at most 15 bytes are kept), for ps, top and gdb.
+static inline int recd_name_current_thread(const char *name) {
+    return pthread_setname_np(pthread_self(), name);
+}
+#endif

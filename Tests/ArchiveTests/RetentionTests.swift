@@ -1,0 +1,78 @@
+// Retention: oldest first, by age and by free space, never an open file.
+
+import Foundation
+import Testing
+
+@testable import Archive
+
+@Suite("Retention")
+struct RetentionTests {
+    @Test("segments past the maximum age go, oldest first; open and partial files stay")
+    func maxAge() throws {
+        let directory = TemporaryDirectory("retention")
+        let root = directory.path + "/archive"
+        let now = iso("2026-09-30T12:00:00.000000Z")
+        let index = try ArchiveIndex(path: directory.path + "/index.sqlite")
+        var all: [SegmentRecord] = []
+        for (stream, daysAgo) in [("old", 40.0), ("older", 45.0), ("recent", 1.0), ("spared", 50.0)] {
+            let configuration = RecorderConfiguration(
+                archiveDirectory: root, app: "app", stream: stream, channels: 1, sampleRate: 8000, bitsPerSample: 16,
+                segmentSeconds: 3600)
+            let source = MemorySource(
+                channels: 1, startTime: now.advanced(bySeconds: -daysAgo * 86400), totalFrames: 8000)
+            let records = finishedRecords(try record(configuration, source: source))
+            for record in records { try index.add(record) }
+            all += records
+        }
+        let open = try SegmentWriter(
+            path: ArchiveLayout.segmentPath(
+                archiveDirectory: root, app: "app", stream: "live", start: now.advanced(bySeconds: -60 * 86400)),
+            format: SegmentFormat(sampleRate: 8000, channels: 1, bitsPerSample: 16), comments: [])
+        let spared = all.first { $0.stream == "spared" }!.path
+
+        let report = try RetentionPolicy(maxAgeDays: 30).enforce(
+            archiveDirectory: root, index: index, openPaths: [spared, open.path, open.partialPath], now: now)
+        let byStream = { (name: String) in all.first { $0.stream == name }!.path }
+        #expect(report.deleted == [byStream("older"), byStream("old")])
+        #expect(report.failures.isEmpty)
+        #expect(!FileManager.default.fileExists(atPath: byStream("old")))
+        #expect(FileManager.default.fileExists(atPath: byStream("recent")))
+        #expect(FileManager.default.fileExists(atPath: spared))
+        #expect(FileManager.default.fileExists(atPath: open.partialPath))
+        #expect(try index.list().map(\.stream).sorted() == ["recent", "spared"])
+        // The emptied day folders went too; the open segment's folder stays.
+        #expect(!FileManager.default.fileExists(atPath: FileSystem.directoryName(of: byStream("old"))))
+        #expect(FileManager.default.fileExists(atPath: FileSystem.directoryName(of: open.partialPath)))
+        open.abandon()
+    }
+
+    @Test("below the free-space floor, the oldest segments go until there is enough")
+    func minFree() throws {
+        let directory = TemporaryDirectory("retention-free")
+        let root = directory.path + "/archive"
+        let now = iso("2026-09-30T12:00:00.000000Z")
+        let index = try ArchiveIndex(path: directory.path + "/index.sqlite")
+        let configuration = RecorderConfiguration(
+            archiveDirectory: root, app: "app", stream: "s", channels: 1, sampleRate: 8000, bitsPerSample: 16,
+            segmentSeconds: 1)
+        let records = finishedRecords(
+            try record(configuration, source: MemorySource(channels: 1, startTime: now, totalFrames: 8000 * 5)))
+        for record in records { try index.add(record) }
+        #expect(records.count == 5)
+        // Pretend each deletion frees 4 %: from 10 % up to the 20 % floor takes three.
+        var deletions = 0
+        let report = try RetentionPolicy(minFreePercent: 20).enforce(
+            archiveDirectory: root, index: index, openPaths: [], now: now,
+            freePercent: { _ in
+                let free = 10.0 + 4.0 * Double(deletions)
+                deletions += 1
+                return free
+            })
+        #expect(report.deleted == Array(records.prefix(3).map(\.path)))
+        #expect(try index.list().map(\.path) == Array(records.suffix(2).map(\.path)))
+        // Nothing to do when space suffices and nothing is old.
+        let none = try RetentionPolicy(maxAgeDays: 30, minFreePercent: 5).enforce(
+            archiveDirectory: root, index: index, openPaths: [], now: now)
+        #expect(none.deleted.isEmpty)
+    }
+}
