@@ -236,6 +236,20 @@ public final class AudioEngine {
     /// JACK's microsecond clock (jack_get_time) when the latest port disappearance was heard of.
     public var lastPortLossMicros: UInt64? { connection?.client.sink.lastPortLossMicros }
 
+    /// The UTC time, in nanoseconds since the epoch, of a JACK frame time (e.g. a tap's first
+    /// frame): JACK's microsecond clock of that frame, placed on the wall clock by the offset
+    /// between the two clocks now. Control thread; nil when not running.
+    public func utcNanoseconds(forFrameTime frameTime: UInt32) -> Int64? {
+        guard let client = runningClient, let frameMicros = client.microseconds(forFrameTime: frameTime) else {
+            return nil
+        }
+        var wall = timespec()
+        clock_gettime(CLOCK_REALTIME, &wall)
+        let jackNow = Int64(bitPattern: JackClient.now())
+        let wallNow = Int64(wall.tv_sec) * 1_000_000_000 + Int64(wall.tv_nsec)
+        return wallNow - (jackNow - Int64(bitPattern: frameMicros)) * 1_000
+    }
+
     /// JACK's microsecond clock now (jack_get_time; any thread).
     public static var jackMicros: UInt64 { JackClient.now() }
 

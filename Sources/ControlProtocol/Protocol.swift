@@ -33,11 +33,16 @@ public enum Op: String, CaseIterable, Sendable {
     case play
     case pause
     case stop
+    case recordStart = "record.start"
+    case recordStop = "record.stop"
+    case archiveList = "archive.list"
+    case archiveVerify = "archive.verify"
+    case archiveReindex = "archive.reindex"
 
     /// Ops that change shared state only an administrator may change.
     public var requiresAdministrator: Bool {
         switch self {
-        case .permissionGrant, .permissionDeny, .permissionReset: true
+        case .permissionGrant, .permissionDeny, .permissionReset, .archiveReindex: true
         default: false
         }
     }

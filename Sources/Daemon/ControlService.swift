@@ -22,6 +22,7 @@ final class ControlService: ControlServerHandler, @unchecked Sendable {
     weak var server: ControlServer?
     var engine: EngineController!
     let players = PlayerTable()
+    let archive = ArchiveState()
 
     private struct Client {
         var peer: PeerCredentials
@@ -95,6 +96,7 @@ final class ControlService: ControlServerHandler, @unchecked Sendable {
     func tick(now: Double) {
         engineWoke()
         reapPlayers()
+        serviceRecorders(now: now)
         // WATCHDOG=1 at half the interval systemd gave: the control loop is alive.
         if let interval = watchdogInterval, now >= nextWatchdog {
             try? SystemdNotify.watchdog()
@@ -104,6 +106,7 @@ final class ControlService: ControlServerHandler, @unchecked Sendable {
             Log.notice("JACK server is back; ports registered again")
             apply(store.updatePorts(engine.portStates))
             apply(store.mediaServicesReset())
+            startDeclaredRecorders()
         }
     }
 
@@ -112,6 +115,7 @@ final class ControlService: ControlServerHandler, @unchecked Sendable {
         if engine.start() {
             Log.notice("connected to JACK as \(engine.engine.clientName ?? "?") (\(engine.engine.sampleRate ?? 0) Hz, \(engine.engine.bufferSize ?? 0) frames)")
             apply(store.updatePorts(engine.portStates))
+            startDeclaredRecorders()
         } else {
             Log.warning("no JACK server (\(engine.lastError ?? "unknown")); sessions cannot activate until one runs. Start one with `jackd -d dummy` or the JACK unit; recd retries every 250 ms")
             apply(store.mediaServicesLost())
@@ -126,6 +130,10 @@ final class ControlService: ControlServerHandler, @unchecked Sendable {
             Log.error("JACK server lost (\(reason)); recordings finalized, sessions deactivated. recd reconnects when it returns")
             apply(store.mediaServicesLost())
             for player in players.all { stopPlayer(player, reason: "mediaServicesLost") }
+            for stream in archive.recorders {
+                archive.suspended.append(stream.spec)
+                stopRecorder(stream, reason: .mediaServicesLost)
+            }
             engine.engine.stop()
             engine.markAllUnavailable()
             apply(store.updatePorts(engine.portStates))
@@ -247,6 +255,16 @@ final class ControlService: ControlServerHandler, @unchecked Sendable {
             return routesFields()
         case .play:
             return try play(request, peer: peer)
+        case .recordStart:
+            return try recordStart(request, peer: peer)
+        case .recordStop:
+            return try recordStop(request, peer: peer)
+        case .archiveList:
+            return try archiveList(request)
+        case .archiveVerify:
+            return try archiveVerify(request)
+        case .archiveReindex:
+            return try archiveReindex()
         case .pause, .stop:
             let app = try request.string("app")
             try authorizeChange(of: app, by: peer)
@@ -353,7 +371,8 @@ final class ControlService: ControlServerHandler, @unchecked Sendable {
             ("sessions", .array(store.sortedSessions.map(sessionJSON))),
             ("active", JSONValue(active)),
             ("players", .array(players.all.map(\.json))),
-            ("recorders", .array([])),
+            ("recorders", .array(archive.recorders.map(\.json))),
+            ("archive", archiveStatus()),
         ]
     }
 
@@ -369,6 +388,7 @@ final class ControlService: ControlServerHandler, @unchecked Sendable {
         var persist = false
         for effect in effects {
             applyStreamEffect(effect)
+            applyRecorderEffect(effect)
             switch effect {
             case .sessionChanged, .sessionDeleted: persist = true
             case .recordPermission(let app, let state):
@@ -409,6 +429,7 @@ final class ControlService: ControlServerHandler, @unchecked Sendable {
     /// Stops streams and leaves JACK cleanly (SIGTERM, end of the control loop).
     func shutdown() {
         for player in players.all { stopPlayer(player, reason: "stop") }
+        for stream in archive.recorders { stopRecorder(stream, reason: .stop) }
         engine.engine.stop()
     }
 

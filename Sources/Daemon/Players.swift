@@ -178,7 +178,7 @@ extension ControlService {
 
     /// Tells the policy whether the app has running streams (for isBusy and interruptions).
     func syncStreams(_ app: String) {
-        store.setStreamsRunning(app: app, players.anyPlaying(app))
+        store.setStreamsRunning(app: app, players.anyPlaying(app) || !archive.of(app).isEmpty)
     }
 
     func announcePlayer(_ player: PlayerStream, state: String, reason: String?, extra: [(String, JSONValue)] = []) {

@@ -137,6 +137,7 @@ public enum Recd {
         service.engine = EngineController(config: config) { [weak server, service] in
             server?.post { service.engineWoke() }
         }
+        service.openArchive()
         service.startEngine()
         service.save()
         Log.notice("recd \(recdVersion) listening on \(config.daemon.socket) (config: \(config.source), state: \(config.daemon.stateDir))")

@@ -68,6 +68,27 @@ struct Output {
                 print("\(player["app"]?.stringValue ?? ""): \(player["stream"]?.stringValue ?? "") \(player["state"]?.stringValue ?? "") \(player["file"]?.stringValue ?? "") on \(player["port"]?.stringValue ?? "")")
             }
             if list.isEmpty { print("no players") }
+        case ["record", "start"], ["record", "stop"]:
+            let list = reply["recorder"].map { [$0] } ?? reply["recorders"]?.arrayValue ?? []
+            let verb = command.spec.path == ["record", "start"] ? "recording" : "stopped"
+            for r in list {
+                print("\(r["app"]?.stringValue ?? ""): \(verb) \(r["port"]?.stringValue ?? "") as \(r["stream"]?.stringValue ?? "") (\(r["bandwidth"]?.stringValue ?? ""), \(r["sampleRate"]?.intValue ?? 0) Hz)")
+            }
+        case ["archive", "list"]:
+            let segments = payload.arrayValue ?? []
+            print(segments.isEmpty ? "no segments" : Self.table(
+                header: ["START (UTC)", "APP", "STREAM", "SECONDS", "RATE", "CH", "END", "PATH"],
+                rows: segments.map {
+                    [$0["start"]?.stringValue ?? "", $0["app"]?.stringValue ?? "", $0["stream"]?.stringValue ?? "",
+                     String(format: "%.1f", $0["seconds"]?.doubleValue ?? 0), "\($0["sampleRate"]?.intValue ?? 0)",
+                     "\($0["channels"]?.intValue ?? 0)", $0["end_reason"]?.stringValue ?? "", $0["path"]?.stringValue ?? ""]
+                }))
+        case ["archive", "verify"]:
+            for r in reply["results"]?.arrayValue ?? [] {
+                print("\(r["ok"]?.boolValue == true ? "ok  " : "FAIL") \(r["path"]?.stringValue ?? "") (\(r["outcome"]?.stringValue ?? ""), \(r["frames"]?.intValue ?? 0) frames)")
+            }
+        case ["archive", "reindex"]:
+            print("indexed \(reply["indexed"]?.intValue ?? 0) segments")
         case ["session", "delete"]:
             print("deleted \(command.positionals[0])")
         default:
@@ -103,6 +124,10 @@ struct Output {
         case "inputMuteStateChange": return "\(app)input \(event["muted"]?.boolValue == true ? "muted" : "unmuted")"
         case "permission": return "\(app)record permission \(event["state"]?.stringValue ?? "")"
         case "session": return "\(app)session \(event["state"]?.stringValue ?? "")"
+        case "recording":
+            let file = event["file"]?.stringValue.map { " \($0)" } ?? ""
+            let reason = event["reason"]?.stringValue.map { " (\($0))" } ?? ""
+            return "\(app)recording \(event["stream"]?.stringValue ?? "") \(event["state"]?.stringValue ?? "")\(file)\(reason)"
         case "player":
             let reason = event["reason"]?.stringValue.map { " (\($0))" } ?? ""
             return "\(app)player \(event["stream"]?.stringValue ?? "") \(event["state"]?.stringValue ?? "")\(reason)"

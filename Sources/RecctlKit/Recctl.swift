@@ -33,6 +33,11 @@ public enum Recctl {
         CommandSpec(path: ["play"], positionals: ["APP"], optionalPositionals: ["FILE"], valueFlags: ["stream", "to"], summary: "play a FLAC or WAV file through the session's output (no FILE: resume)"),
         CommandSpec(path: ["pause"], positionals: ["APP"], valueFlags: ["stream"], summary: "pause the session's players"),
         CommandSpec(path: ["stop"], positionals: ["APP"], valueFlags: ["stream"], summary: "stop the session's players"),
+        CommandSpec(path: ["record", "start"], positionals: ["APP"], valueFlags: ["stream", "input", "bus"], summary: "record an input to the FLAC archive (needs record permission)"),
+        CommandSpec(path: ["record", "stop"], positionals: ["APP"], valueFlags: ["stream"], summary: "stop recording and finish the segment"),
+        CommandSpec(path: ["archive", "list"], positionals: [], valueFlags: ["app", "since"], summary: "archived segments (from the index)", readsState: true),
+        CommandSpec(path: ["archive", "verify"], positionals: [], optionalPositionals: ["PATH"], summary: "decode and check MD5 of one segment or all"),
+        CommandSpec(path: ["archive", "reindex"], positionals: [], summary: "rebuild the index from the files alone (administrators)"),
         CommandSpec(path: ["routes"], positionals: [], summary: "ports (type, availability, JACK ports) and each session's route", readsState: true),
         CommandSpec(path: ["watch"], positionals: [], optionalPositionals: ["APP"], summary: "live events, one per line", readsState: true),
     ]
@@ -111,7 +116,8 @@ public enum Recctl {
                 return 1
             }
             output.success(command: command, reply: reply)
-            return 0
+            // A verification that found damage is a failure for scripts.
+            return reply["all_ok"]?.boolValue == false ? 1 : 0
         } catch ClientFailure.io(let message) {
             printError("error: \(message)\n")
             return 3
@@ -209,6 +215,25 @@ public enum Recctl {
             if let stream = command.value("stream") { arguments.append(("stream", .string(stream))) }
             if let port = command.value("to") { arguments.append(("to", .string(port))) }
             return (.play, arguments)
+        case ["record", "start"]:
+            var arguments = app
+            for (flag, key) in [("stream", "stream"), ("input", "input"), ("bus", "bus")] {
+                if let value = command.value(flag) { arguments.append((key, .string(value))) }
+            }
+            return (.recordStart, arguments)
+        case ["record", "stop"]:
+            var arguments = app
+            if let stream = command.value("stream") { arguments.append(("stream", .string(stream))) }
+            return (.recordStop, arguments)
+        case ["archive", "list"]:
+            var arguments: [(String, JSONValue)] = []
+            if let name = command.value("app") { arguments.append(("app", .string(name))) }
+            if let since = command.value("since") { arguments.append(("since", .string(since))) }
+            return (.archiveList, arguments)
+        case ["archive", "verify"]:
+            guard let path = p.first else { return (.archiveVerify, []) }
+            return (.archiveVerify, [("path", .string(path.hasPrefix("/") ? path : FileManager.default.currentDirectoryPath + "/" + path))])
+        case ["archive", "reindex"]: return (.archiveReindex, [])
         case ["pause"], ["stop"]:
             var arguments = app
             if let stream = command.value("stream") { arguments.append(("stream", .string(stream))) }

@@ -147,7 +147,8 @@ public enum RouteChooser {
             && request.region?.uppercased() != "EU"
     }
 
-    static func isEligibleInput(_ port: PortState, request: RouteRequest) -> Bool {
+    /// Whether a session may capture from a port (HFP rules of SPEC §4, §7).
+    public static func isEligibleInput(_ port: PortState, request: RouteRequest) -> Bool {
         guard port.direction.canCapture else { return false }
         if port.isBluetoothDuplex {
             return request.configuration.effectiveOptions.contains(.allowBluetoothHFP)

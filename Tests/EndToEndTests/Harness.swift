@@ -100,7 +100,7 @@ final class Daemon: @unchecked Sendable {
     /// A daemon on private paths. `ports` replaces the default port sections (the dummy
     /// server's system ports); `jackServer` names a private JACK server.
     init(extraConfig: String = "", adminGroup: String? = nil, ports: String = Daemon.systemPorts, jackServer: String? = nil,
-         allowBufferSizeChanges: Bool = false) throws {
+         allowBufferSizeChanges: Bool = false, archiveSegmentSeconds: Int? = nil, archiveDirectory: String? = nil) throws {
         directory = try makeTemporaryDirectory("recd-e2e")
         socket = directory + "/run/control.sock"
         configPath = directory + "/recd.conf"
@@ -109,7 +109,9 @@ final class Daemon: @unchecked Sendable {
         config += "\n[jack]\nclient_name = \(uniqueName("recd"))\n"
         if let jackServer { config += "server = \(jackServer)\n" }
         if allowBufferSizeChanges { config += "allow_buffer_size_changes = yes\n" }
-        config += "\n[archive]\ndir = \(directory)/archive\n\n" + ports
+        config += "\n[archive]\ndir = \(archiveDirectory ?? directory + "/archive")\n"
+        if let archiveSegmentSeconds { config += "segment_seconds = \(archiveSegmentSeconds)\n" }
+        config += "\n" + ports
         try (config + extraConfig).write(toFile: configPath, atomically: true, encoding: .utf8)
         try start()
     }

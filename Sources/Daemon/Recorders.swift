@@ -1,0 +1,457 @@
+// Recorders (SPEC §7, §8, §9): a session's input captured by an engine tap, band-limited for
+// HFP links, and archived as FLAC segments by an archiver thread. Control thread only, except
+// where a type says otherwise.
+import Archive
+import AudioEngine
+import ControlProtocol
+import Foundation
+import MediaFiles
+import SessionPolicy
+import Synchronization
+import SystemSupport
+
+/// A capture tap as the archive's sample source.
+///
+/// Threads: `read` and `drainGaps` run on the archiver thread; `resolveStartTime` on the
+/// control thread, which alone can ask JACK what UTC time the first frame was.
+final class TapSource: SampleSource, @unchecked Sendable {
+    let tap: CaptureTap
+    private let start = Mutex<UTCTime?>(nil)
+
+    init(tap: CaptureTap) { self.tap = tap }
+
+    var channels: Int { tap.channels }
+    var startTime: UTCTime? { start.withLock { $0 } }
+
+    /// Control thread: fixes the start time once the tap has its first frame.
+    func resolveStartTime(_ engine: AudioEngine) {
+        guard startTime == nil, let frameTime = tap.firstFrameTime,
+            let nanoseconds = engine.utcNanoseconds(forFrameTime: frameTime)
+        else { return }
+        start.withLock { $0 = UTCTime(nanosecondsSinceEpoch: nanoseconds) }
+    }
+
+    func read(into buffer: UnsafeMutableBufferPointer<Float>) -> Int {
+        // Nothing until the first frame's UTC time is known: names and rotation depend on it.
+        guard startTime != nil else { return 0 }
+        return tap.read(into: buffer)
+    }
+
+    func drainGaps() -> [SourceGap] {
+        tap.drainGaps().map { SourceGap(position: $0.position, length: $0.length) }
+    }
+}
+
+/// HFP capture (SPEC §7): band-limits and resamples to the link's rate with libsoxr.
+/// Archiver thread only.
+final class HFPTransform: SampleTransform {
+    let resampler: Resampler
+    let outputSampleRate: Int
+    private var scratch: [Float] = []
+
+    init(jackRate: Int, codec: HFPCodec, channels: Int) throws {
+        resampler = try Resampler.forHFPCapture(jackRate: jackRate, linkRate: codec.sampleRate, channels: channels)
+        outputSampleRate = codec.sampleRate
+    }
+
+    func process(_ input: UnsafeBufferPointer<Float>, frames: Int, into output: inout [Float]) {
+        let capacity = resampler.maximumOutputFrames(forInputFrames: frames) * resampler.channels
+        if scratch.count < capacity { scratch = [Float](repeating: 0, count: capacity) }
+        var offset = 0
+        while offset < frames {
+            let result = scratch.withUnsafeMutableBufferPointer { out in
+                try? resampler.process(
+                    input: UnsafeBufferPointer(rebasing: input[(offset * resampler.channels)...]), frames: frames - offset, output: out)
+            }
+            guard let (consumed, produced) = result else { return }
+            output.append(contentsOf: scratch[..<(produced * resampler.channels)])
+            if consumed == 0 { break }
+            offset += consumed
+        }
+    }
+
+    func flush(into output: inout [Float]) {
+        if let rest = try? resampler.flush() { output.append(contentsOf: rest) }
+        resampler.reset()
+    }
+}
+
+/// What a recorder was asked to record: enough to start it again (auto_resume).
+struct RecorderSpec: Equatable {
+    var app: String
+    var stream: String
+    var port: String
+}
+
+/// One running recorder of a session.
+final class RecorderStream {
+    let spec: RecorderSpec
+    let tap: CaptureTap
+    let source: TapSource
+    let recorder: Recorder
+    let bandwidth: CaptureBandwidth
+    let sampleRate: Int
+    let startedAt = Date()
+    var currentFiles: [String] = []
+    var segments = 0
+    var gaps = 0
+    var stopping = false
+
+    init(spec: RecorderSpec, tap: CaptureTap, source: TapSource, recorder: Recorder, bandwidth: CaptureBandwidth, sampleRate: Int) {
+        self.spec = spec
+        self.tap = tap
+        self.source = source
+        self.recorder = recorder
+        self.bandwidth = bandwidth
+        self.sampleRate = sampleRate
+    }
+
+    var json: JSONValue {
+        [
+            "app": .string(spec.app), "stream": .string(spec.stream), "port": .string(spec.port),
+            "bandwidth": .string(bandwidth.name), "sampleRate": .number(Double(sampleRate)),
+            "files": JSONValue(currentFiles), "seconds": .number(Date().timeIntervalSince(startedAt).rounded()),
+            "segments": .number(Double(segments)), "gaps": .number(Double(gaps)),
+            "overruns": .number(Double(tap.overruns)), "dropped_frames": .number(Double(tap.droppedFrames)),
+            "zeroed": .bool(tap.isZeroed),
+        ]
+    }
+}
+
+/// The archive as the daemon sees it: recorders, suspended specs, the index.
+final class ArchiveState {
+    var recorders: [RecorderStream] = []
+    /// Recorders stopped by an interruption or a media-services loss, to start again on resume.
+    var suspended: [RecorderSpec] = []
+    var index: ArchiveIndex?
+    var lastRetention = 0.0
+
+    func of(_ app: String) -> [RecorderStream] { recorders.filter { $0.spec.app == app } }
+}
+
+extension ControlService {
+    var archiveDir: String { config.archive.dir }
+
+    /// Start-up: recover partial files left by a crash, open the index.
+    func openArchive() {
+        if Recd.mkdirs(archiveDir, mode: 0o750) != 0 {
+            Log.error("cannot create archive dir \(archiveDir); recordings will fail until [archive] dir is writable")
+        }
+        do {
+            archive.index = try ArchiveIndex(path: archiveDir + "/index.sqlite")
+        } catch {
+            Log.error("cannot open the archive index: \(error); `recctl archive reindex` rebuilds it")
+        }
+        for result in PartialRecovery.recoverAll(in: archiveDir) {
+            Log.notice("recovery of \(result.partialPath): \(result.outcome)")
+            if case .recovered(let record) = result.outcome {
+                try? archive.index?.add(record)
+            }
+        }
+    }
+
+    /// `record.start`: permission-gated (SPEC §8), implicit activation, one tap + one recorder.
+    func recordStart(_ request: Request, peer: PeerCredentials) throws -> [(String, JSONValue)] {
+        let app = try request.string("app")
+        try authorizeChange(of: app, by: peer)
+        if try request.optionalString("bus") != nil {
+            throw SessionError(.badParam, "recording a monitoring bus needs main/cue monitoring, which this recd does not have yet; record an input with --input PORT")
+        }
+        try store.checkCanRecord(app: app)
+        let session = try store.session(app)
+        if !session.isActive { apply(try store.activate(app: app)) }
+        let route = try store.session(app).route
+        guard let portName = try request.optionalString("input") ?? route.inputs.first else {
+            throw SessionError(.resourceNotAvailable, "\(app) has no input route (no available input suits it); see `recctl routes`")
+        }
+        let stream = try request.optionalString("stream") ?? portName
+        if archive.of(app).contains(where: { $0.spec.stream == stream }) {
+            throw SessionError(.badParam, "\(app) already records stream \(stream); stop it first or use --stream NAME")
+        }
+        let started = try startRecorder(RecorderSpec(app: app, stream: stream, port: portName))
+        syncStreams(app)
+        return [("recorder", started.json)]
+    }
+
+    @discardableResult
+    func startRecorder(_ spec: RecorderSpec) throws -> RecorderStream {
+        let session = try store.session(spec.app)
+        guard let port = config.port(named: spec.port), port.direction.canCapture, let group = EngineController.inputGroup(port) else {
+            throw SessionError(.resourceNotAvailable, "\(spec.port) is not an input port; inputs are: \(config.ports.filter(\.direction.canCapture).map(\.name).joined(separator: ", "))")
+        }
+        guard let state = store.ports.first(where: { $0.name == spec.port }), state.available else {
+            throw SessionError(.resourceNotAvailable, "input \(spec.port) is not available now (its JACK ports are missing); see `recctl routes`")
+        }
+        let request = RouteRequest(configuration: session.configuration, preferredInput: spec.port, region: store.region)
+        guard RouteChooser.isEligibleInput(state, request: request) else {
+            throw SessionError(.resourceNotAvailable, "\(spec.app) may not use \(spec.port) (\(port.type.rawValue)); Bluetooth microphones need allowBluetoothHFP or bluetoothHighQualityRecording")
+        }
+        guard engine.isRunning, let jackRate = engine.engine.sampleRate else {
+            throw SessionError(.mediaServicesFailed, "the JACK server is gone; wait for mediaServicesWereReset and start the recorder again")
+        }
+        let bandwidth = RouteChooser.bandwidth(of: state, for: request)
+        let tap: CaptureTap
+        do {
+            tap = try engine.engine.addCaptureTap(inputGroup: group, zeroed: session.inputMuted || store.permission(spec.app) != .granted)
+        } catch {
+            throw SessionError(.resourceNotAvailable, "the engine refused a capture of \(spec.port): \(error)")
+        }
+        let source = TapSource(tap: tap)
+        var transform: HFPTransform?
+        var bits = 24
+        var rate = jackRate
+        if case .hfp(let codec) = bandwidth {
+            transform = try HFPTransform(jackRate: jackRate, codec: codec, channels: port.channels)
+            bits = 16
+            rate = codec.sampleRate
+        }
+        let configuration = RecorderConfiguration(
+            archiveDirectory: archiveDir, app: spec.app, stream: spec.stream, channels: port.channels, sampleRate: jackRate,
+            bitsPerSample: bits, segmentSeconds: config.archive.segmentSeconds, compressionLevel: config.archive.compressionLevel,
+            category: session.configuration.category.rawValue, mode: session.configuration.mode.rawValue,
+            inputPort: port.name, inputType: port.type.rawValue, bandwidth: bandwidth.name, recdVersion: recdVersion)
+        let recorder: Recorder
+        do {
+            recorder = try Recorder(configuration: configuration, source: source, transform: transform) { [weak server] in
+                server?.post {}
+            }
+            try recorder.start()
+        } catch {
+            engine.engine.removeCaptureTap(tap)
+            throw error.sessionError
+        }
+        let stream = RecorderStream(spec: spec, tap: tap, source: source, recorder: recorder, bandwidth: bandwidth, sampleRate: rate)
+        archive.recorders.append(stream)
+        source.resolveStartTime(engine.engine)
+        Log.info("\(spec.app): recording \(spec.port) as \(spec.stream) (\(bandwidth.name), \(rate) Hz, \(bits)-bit)")
+        announceRecording(stream, state: "started", file: nil, reason: nil)
+        return stream
+    }
+
+    /// `record.stop`.
+    func recordStop(_ request: Request, peer: PeerCredentials) throws -> [(String, JSONValue)] {
+        let app = try request.string("app")
+        try authorizeChange(of: app, by: peer)
+        _ = try store.session(app)
+        let stream = try request.optionalString("stream")
+        let targets = archive.of(app).filter { stream == nil || $0.spec.stream == stream }
+        guard !targets.isEmpty else {
+            throw SessionError(.badParam, "\(app) is not recording\(stream.map { " stream \($0)" } ?? ""); start with `recctl record start \(app)`")
+        }
+        var stopped: [JSONValue] = []
+        for recorder in targets {
+            stopped.append(recorder.json)
+            stopRecorder(recorder, reason: .stop)
+        }
+        archive.suspended.removeAll { $0.app == app && (stream == nil || $0.stream == stream) }
+        syncStreams(app)
+        return [("recorders", .array(stopped))]
+    }
+
+    /// Stops a recorder and waits for its last segment to be finished (milliseconds).
+    func stopRecorder(_ stream: RecorderStream, reason: EndReason) {
+        guard !stream.stopping else { return }
+        stream.stopping = true
+        stream.recorder.stop(reason: reason)
+        handleRecorderEvents(stream)
+        engine.engine.removeCaptureTap(stream.tap)
+        archive.recorders.removeAll { $0 === stream }
+        announceRecording(stream, state: "stopped", file: stream.currentFiles.first, reason: reason.rawValue)
+    }
+
+    /// Control thread, from the tick and wake-ups: start times, events, disk full, retention.
+    func serviceRecorders(now: Double) {
+        for stream in archive.recorders {
+            stream.source.resolveStartTime(engine.engine)
+            handleRecorderEvents(stream)
+        }
+        if now - archive.lastRetention >= 60 {
+            archive.lastRetention = now
+            enforceRetention()
+        }
+    }
+
+    func handleRecorderEvents(_ stream: RecorderStream) {
+        for event in stream.recorder.drainEvents() {
+            switch event {
+            case .segmentStarted(let path, _, _, _):
+                stream.currentFiles.append(path)
+                announceRecording(stream, state: "segment", file: path, reason: nil)
+            case .segmentFinished(let record):
+                stream.currentFiles.removeAll { $0 == record.path }
+                stream.segments += 1
+                do { try archive.index?.add(record) } catch { Log.warning("index: \(error)") }
+                announceRecording(stream, state: "finished", file: record.path, reason: record.endReason?.rawValue,
+                                  extra: [("frames", .number(Double(record.frames))), ("gaps", .number(Double(record.gaps.count)))])
+            case .segmentAbandoned(let partial, let error):
+                Log.error("\(stream.spec.app): segment \(partial) left for recovery: \(error)")
+                announceRecording(stream, state: "abandoned", file: partial, reason: "\(error)")
+            case .gap(let gap):
+                stream.gaps += 1
+                Log.warning("\(stream.spec.app)/\(stream.spec.stream): ring overrun, \(gap.length) frames missing at frame \(gap.position)")
+                announceRecording(stream, state: "gap", file: nil, reason: "overrun",
+                                  extra: [("position", .number(Double(gap.position))), ("length", .number(Double(gap.length)))])
+            case .stopped(let reason, let error):
+                guard !stream.stopping else { continue }
+                // The recorder stopped by itself: disk full or a write error.
+                stream.stopping = true
+                engine.engine.removeCaptureTap(stream.tap)
+                archive.recorders.removeAll { $0 === stream }
+                let message = error.map { "\($0)" } ?? reason.rawValue
+                Log.error("\(stream.spec.app): recorder stopped: \(message)")
+                announceRecording(stream, state: "stopped", file: nil, reason: reason.rawValue, extra: error.map {
+                    [("error", Wire.errorObject($0.sessionError))]
+                } ?? [])
+                syncStreams(stream.spec.app)
+            }
+        }
+    }
+
+    func enforceRetention() {
+        let policy = RetentionPolicy(maxAgeDays: config.archive.maxAgeDays, minFreePercent: config.archive.minFreePercent)
+        guard policy.maxAgeDays != nil || policy.minFreePercent != nil, let index = archive.index else { return }
+        let open = Set(archive.recorders.flatMap { $0.recorder.openPaths })
+        do {
+            let report = try policy.enforce(archiveDirectory: archiveDir, index: index, openPaths: open, now: UTCTime.now())
+            for path in report.deleted { Log.notice("retention deleted \(path)") }
+        } catch {
+            Log.error("retention: \(error)")
+        }
+    }
+
+    func announceRecording(_ stream: RecorderStream, state: String, file: String?, reason: String?, extra: [(String, JSONValue)] = []) {
+        broadcastEvent(app: stream.spec.app, .object([
+            ("event", "recording"), ("app", .string(stream.spec.app)), ("stream", .string(stream.spec.stream)),
+            ("state", .string(state)), ("file", JSONValue(file)), ("reason", JSONValue(reason)), ("port", .string(stream.spec.port)),
+        ] + extra))
+    }
+
+    /// What the policy's effects mean for recorders.
+    func applyRecorderEffect(_ effect: PolicyEffect) {
+        switch effect {
+        case .pauseStreams(let app, _):
+            for stream in archive.of(app) {
+                archive.suspended.append(stream.spec)
+                stopRecorder(stream, reason: .interruption)
+            }
+        case .stopStreams(let app, let reason):
+            for stream in archive.of(app) {
+                if reason == .mediaServicesLost { archive.suspended.append(stream.spec) }
+                stopRecorder(stream, reason: reason == .mediaServicesLost ? .mediaServicesLost : .stop)
+            }
+            if reason != .mediaServicesLost { archive.suspended.removeAll { $0.app == app } }
+        case .resumeStreams(let app):
+            let specs = archive.suspended.filter { $0.app == app }
+            archive.suspended.removeAll { $0.app == app }
+            for spec in specs {
+                do {
+                    try startRecorder(spec)
+                } catch {
+                    Log.error("\(app): could not resume recording \(spec.stream): \(error)")
+                }
+            }
+        case .inputMuteStateChange(let app, let muted):
+            for stream in archive.of(app) { engine.engine.setZeroed(stream.tap, muted || store.permission(app) != .granted) }
+        case .recordPermission(let app, let state) where state != .granted:
+            // No sample of an input reaches a file of an app that is not granted (SPEC §8).
+            for stream in archive.of(app) {
+                engine.engine.setZeroed(stream.tap, true)
+                stopRecorder(stream, reason: EndReason(rawValue: "permissionRevoked"))
+            }
+        case .routeChange(let app, _, _, let current):
+            for stream in archive.of(app) where !(store.ports.first { $0.name == stream.spec.port }?.available ?? false) {
+                stopRecorder(stream, reason: .routeChange)
+                _ = current
+            }
+        default:
+            return
+        }
+    }
+
+    /// Sessions declared with `record = ...` record whenever they can (the broadcast logger).
+    func startDeclaredRecorders() {
+        for decl in config.sessions where decl.record != .no {
+            guard archive.of(decl.app).isEmpty, !archive.suspended.contains(where: { $0.app == decl.app }) else { continue }
+            do {
+                let session = try store.session(decl.app)
+                if !session.isActive { apply(try store.activate(app: decl.app)) }
+                try store.checkCanRecord(app: decl.app)
+                let port: String?
+                switch decl.record {
+                case .port(let name): port = name
+                default: port = try store.session(decl.app).route.inputs.first
+                }
+                guard let port else { throw SessionError(.resourceNotAvailable, "no input route") }
+                try startRecorder(RecorderSpec(app: decl.app, stream: port, port: port))
+                syncStreams(decl.app)
+            } catch {
+                Log.warning("\(decl.app): declared recording not started: \(error)")
+            }
+        }
+    }
+
+    // MARK: Archive queries
+
+    func archiveList(_ request: Request) throws -> [(String, JSONValue)] {
+        guard let index = archive.index else {
+            throw SessionError(.unspecified, "the archive index is not open; run `recctl archive reindex`")
+        }
+        var since: UTCTime?
+        if let text = try request.optionalString("since") {
+            guard let time = UTCTime(iso8601: text) ?? UTCTime(iso8601: text + "T00:00:00Z") else {
+                throw SessionError(.badParam, "--since \(text) is not a time; use ISO 8601 like 2026-11-29T23:00:00Z or 2026-11-29")
+            }
+            since = time
+        }
+        let records = try index.list(app: try request.optionalString("app"), since: since)
+        return [("segments", .array(records.map(segmentJSON)))]
+    }
+
+    func segmentJSON(_ record: SegmentRecord) -> JSONValue {
+        [
+            "path": .string(record.path), "app": .string(record.app), "stream": .string(record.stream),
+            "group": .number(Double(record.group)), "segment": .number(Double(record.segment)),
+            "start": .string(record.startTime.iso8601), "seconds": .number(record.duration),
+            "frames": .number(Double(record.frames)), "sampleRate": .number(Double(record.sampleRate)),
+            "channels": .number(Double(record.channels)), "bits": .number(Double(record.bitsPerSample)),
+            "end_reason": JSONValue(record.endReason?.rawValue), "gaps": .number(Double(record.gaps.count)),
+            "recovered": .bool(record.recovered), "bytes": .number(Double(record.bytes)),
+        ]
+    }
+
+    func archiveVerify(_ request: Request) throws -> [(String, JSONValue)] {
+        let paths: [String]
+        if let path = try request.optionalString("path") {
+            paths = [path]
+        } else {
+            paths = try archive.index?.list().map(\.path) ?? []
+        }
+        let results = paths.map { ArchiveVerifier.verify(path: $0) }
+        return [
+            ("results", .array(results.map { ["path": .string($0.path), "ok": .bool($0.isOK), "outcome": .string("\($0.outcome)"), "frames": .number(Double($0.frames))] })),
+            ("all_ok", .bool(results.allSatisfy(\.isOK))),
+        ]
+    }
+
+    func archiveReindex() throws -> [(String, JSONValue)] {
+        let index = try archive.index ?? ArchiveIndex(path: archiveDir + "/index.sqlite")
+        archive.index = index
+        let summary = try index.reindex(from: archiveDir)
+        return [("indexed", .number(Double(summary.indexed))), ("skipped", .array(summary.skipped.keys.sorted().map { .string($0) }))]
+    }
+}
+
+extension ControlService {
+    /// Disk space of the archive, for `recctl status`.
+    func archiveStatus() -> JSONValue {
+        var stats = statvfs()
+        guard statvfs(archiveDir, &stats) == 0 else { return ["dir": .string(archiveDir)] }
+        let free = Double(stats.f_bavail) * Double(stats.f_frsize)
+        let total = Double(stats.f_blocks) * Double(stats.f_frsize)
+        return [
+            "dir": .string(archiveDir), "free_bytes": .number(free.rounded()),
+            "free_percent": .number(total > 0 ? (free / total * 1000).rounded() / 10 : 0),
+            "segments": JSONValue((try? archive.index?.count()) ?? nil),
+        ]
+    }
+}

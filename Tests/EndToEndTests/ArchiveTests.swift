@@ -1,0 +1,223 @@
+// Issue 4 end to end: recorders through the real recd and recctl, a deterministic JACK source
+// (recd-signal), FLAC checked with the reference `flac` tool and decoded back.
+import ControlProtocol
+import Foundation
+import Testing
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// recd-signal's counter as a k in 0..<65536: sample = (k - 32768) / 32768.
+func counterK(_ n: Int, _ c: Int) -> Int { (7 * n + 1013 * c) % 65536 }
+
+/// Decodes a FLAC file with the reference decoder into integer samples (interleaved).
+func decodeFLAC(_ path: String, bits: Int) throws -> [Int32] {
+    let raw = path + ".raw"
+    defer { unlink(raw) }
+    let result = try runProgram("/usr/bin/flac", ["-d", "-s", "-f", "--force-raw-format", "--endian=little", "--sign=signed", "-o", raw, path])
+    guard result.status == 0 else { throw DaemonFailure(message: "flac -d \(path): \(result.stderr)") }
+    let data = try Data(contentsOf: URL(fileURLWithPath: raw))
+    let width = bits / 8
+    return data.withUnsafeBytes { bytes in
+        (0..<(bytes.count / width)).map { i in
+            var value: Int32 = 0
+            for b in 0..<width { value |= Int32(bytes[i * width + b]) << (8 * b) }
+            let shift = Int32(32 - bits)
+            return (value << shift) >> shift
+        }
+    }
+}
+
+func flacTest(_ path: String) throws -> Bool {
+    try runProgram("/usr/bin/flac", ["-t", "-s", path]).status == 0
+}
+
+func metaflacTag(_ path: String, _ name: String) throws -> String? {
+    let result = try runProgram("/usr/bin/metaflac", ["--show-tag=\(name)", path])
+    return result.stdout.split(separator: "\n").first.map { String($0.dropFirst(name.count + 1)) }
+}
+
+func archiveFiles(_ directory: String) -> [String] {
+    guard let walker = FileManager.default.enumerator(atPath: directory) else { return [] }
+    return walker.compactMap { $0 as? String }.filter { $0.hasSuffix(".flac") || $0.hasSuffix(".partial") }
+        .map { directory + "/" + $0 }.sorted()
+}
+
+@Suite("recorders and the FLAC archive end to end", .serialized)
+struct ArchiveEndToEndTests {
+    static func deckPorts(_ deck: String, type: String = "builtInMic", extra: String = "") -> String {
+        """
+        [port mic]
+        type = \(type)
+        direction = input
+        jack = \(deck):out_1, \(deck):out_2
+        \(extra)
+
+        """
+    }
+
+    @Test("a recording across three rotations decodes to the source sample for sample; every file passes flac -t")
+    func gaplessRotation() throws {
+        let deck = uniqueName("deck")
+        let rotating = try Daemon(ports: Self.deckPorts(deck), archiveSegmentSeconds: 1)
+        let source = try SignalClient(["--name", deck, "play", "--ports", "out_1,out_2", "--signal", "counter"])
+        #expect(try eventually { try rotating.recctl("--json", "routes").json?["ports"]?.arrayValue?.first?["available"] == true })
+        try #require(rotating.recctl("session", "set", "logger", "--category", "record", "--mic-usage", "archive").status == 0)
+        try #require(rotating.recctl("permission", "grant", "logger").status == 0)
+        let watcher = try rotating.watch("logger")
+        let start = try rotating.recctl("record", "start", "logger")
+        try #require(start.status == 0, "\(start.stderr)")
+        watcher.waitFor(count: 4, timeout: 10) { $0["event"] == "recording" && $0["state"] == "finished" }
+        try #require(rotating.recctl("record", "stop", "logger").status == 0)
+        source.stop()
+
+        let files = archiveFiles(rotating.directory + "/archive")
+        #expect(files.count >= 4, "want at least three rotations: \(files)")
+        #expect(files.allSatisfy { !$0.hasSuffix(".partial") })
+        var all: [Int32] = []
+        for (index, file) in files.enumerated() {
+            #expect(try flacTest(file), "flac -t \(file)")
+            #expect(try metaflacTag(file, "SEGMENT") == "\(index + 1)")
+            #expect(try metaflacTag(file, "END_REASON") == (index == files.count - 1 ? "stop" : "rotation"))
+            all += try decodeFLAC(file, bits: 24)
+        }
+        // The counter at 24 bits: (k - 32768) * 256. Find where it starts, then every sample.
+        let frames = all.count / 2
+        let first = Int(all[0] / 256 + 32768)
+        let n0 = (0..<65536).first { counterK($0, 0) == first }!
+        var mismatches = 0
+        for f in 0..<frames {
+            for c in 0..<2 where all[f * 2 + c] != Int32((counterK(n0 + f, c) - 32768) * 256) { mismatches += 1 }
+        }
+        #expect(frames > 48_000 * 3)
+        #expect(mismatches == 0, "\(mismatches) samples differ from the source over \(frames) frames")
+        // The index knows them all, and a rebuild from the files alone agrees.
+        let listed = try #require(rotating.recctl("--json", "archive", "list", "--app", "logger").json?.arrayValue)
+        #expect(listed.count == files.count)
+        try #require(rotating.recctl("archive", "reindex").status == 0)
+        let rebuilt = try #require(rotating.recctl("--json", "archive", "list").json?.arrayValue)
+        #expect(rebuilt.map { $0["path"] } == listed.map { $0["path"] })
+        #expect(try rotating.recctl("archive", "verify").status == 0)
+    }
+
+    @Test("an app without record permission gets cannotStartRecording and no file appears")
+    func ungranted() throws {
+        let daemon = try Daemon()
+        try #require(daemon.recctl("session", "set", "spy", "--category", "record", "--mic-usage", "x").status == 0)
+        let refused = try daemon.recctl("record", "start", "spy")
+        #expect(refused.status == 1 && refused.stderr.hasPrefix("error: cannotStartRecording (561145187): ") && refused.stderr.contains("permission grant spy"))
+        try #require(daemon.recctl("permission", "deny", "spy").status == 0)
+        #expect(try daemon.recctl("record", "start", "spy").stderr.contains("denied"))
+        try #require(daemon.recctl("session", "set", "player", "--category", "playback").status == 0)
+        #expect(try daemon.recctl("record", "start", "player").stderr.hasPrefix("error: incompatibleCategory (560161140)"))
+        try #require(daemon.recctl("session", "set", "nomic", "--category", "record").status == 0)
+        try #require(daemon.recctl("permission", "grant", "nomic").status == 0)
+        #expect(try daemon.recctl("record", "start", "nomic").stderr.hasPrefix("error: missingEntitlement (1701737535)"))
+        usleep(300_000)
+        #expect(archiveFiles(daemon.directory + "/archive").isEmpty)
+    }
+
+    @Test("kill -9 of recd mid-recording, then a restart, recovers the partial into valid FLAC missing at most the last second")
+    func crashRecovery() throws {
+        let deck = uniqueName("deck")
+        let daemon = try Daemon(ports: Self.deckPorts(deck))
+        let source = try SignalClient(["--name", deck, "play", "--ports", "out_1,out_2", "--signal", "counter"])
+        #expect(try eventually { try daemon.recctl("--json", "routes").json?["ports"]?.arrayValue?.first?["available"] == true })
+        try #require(daemon.recctl("session", "set", "logger", "--category", "record", "--mic-usage", "archive").status == 0)
+        try #require(daemon.recctl("permission", "grant", "logger").status == 0)
+        try #require(daemon.recctl("record", "start", "logger").status == 0)
+        usleep(3_200_000)
+        let recordedFor = 3.2
+        kill(daemon.process!.processIdentifier, SIGKILL)
+        daemon.process!.waitUntilExit()
+        source.stop()
+        let partials = archiveFiles(daemon.directory + "/archive").filter { $0.hasSuffix(".partial") }
+        #expect(partials.count == 1, "a crash leaves the open segment as .partial: \(partials)")
+        try daemon.start()
+        let files = archiveFiles(daemon.directory + "/archive")
+        let recovered = try #require(files.first { $0.hasSuffix(".flac") }, "recovered file: \(files)")
+        #expect(!files.contains { $0.hasSuffix(".partial") })
+        #expect(try flacTest(recovered))
+        #expect(try metaflacTag(recovered, "RECOVERED") == "yes")
+        let samples = try decodeFLAC(recovered, bits: 24)
+        let frames = samples.count / 2
+        #expect(Double(frames) >= (recordedFor - 1.0 - 0.3) * 48_000, "recovered \(frames) frames of about \(recordedFor) s")
+        let n0 = (0..<65536).first { counterK($0, 0) == Int(samples[0] / 256 + 32768) }!
+        let bad = (0..<frames).filter { f in (0..<2).contains { c in samples[f * 2 + c] != Int32((counterK(n0 + f, c) - 32768) * 256) } }
+        #expect(bad.isEmpty, "recovered samples differ from the source at \(bad.prefix(3))")
+        let listed = try #require(daemon.recctl("--json", "archive", "list").json?.arrayValue)
+        #expect(listed.first?["recovered"] == true)
+    }
+
+    @Test("a full disk stops the recorder cleanly with valid files and an error event")
+    func diskFull() throws {
+        try #require(getuid() == 0, "mounting a tmpfs needs root")
+        let deck = uniqueName("deck")
+        let small = try makeTemporaryDirectory("recd-tmpfs")
+        let mounted = try runProgram("/bin/mount", ["-t", "tmpfs", "-o", "size=1m", "tmpfs", small])
+        try #require(mounted.status == 0, "mount: \(mounted.stderr)")
+        defer { _ = try? runProgram("/bin/umount", ["-l", small]) }
+        let daemon = try Daemon(ports: Self.deckPorts(deck), archiveDirectory: small)
+        // Pink noise compresses badly: the 1 MiB fills in a few seconds.
+        let source = try SignalClient(["--name", deck, "play", "--ports", "out_1,out_2", "--signal", "pink", "--level", "0"])
+        #expect(try eventually { try daemon.recctl("--json", "routes").json?["ports"]?.arrayValue?.first?["available"] == true })
+        try #require(daemon.recctl("session", "set", "logger", "--category", "record", "--mic-usage", "archive").status == 0)
+        try #require(daemon.recctl("permission", "grant", "logger").status == 0)
+        let watcher = try daemon.watch("logger")
+        try #require(daemon.recctl("record", "start", "logger").status == 0)
+        let events = watcher.waitFor(timeout: 30) { $0["event"] == "recording" && $0["state"] == "stopped" }
+        source.stop()
+        let stopped = try #require(events.first { $0["event"] == "recording" && $0["state"] == "stopped" })
+        #expect(stopped["reason"] == "diskFull", "\(stopped.jsonText)")
+        #expect(stopped["error"]?["name"] == "cannotStartRecording")
+        #expect(daemon.process?.isRunning == true)
+        let files = archiveFiles(small)
+        #expect(!files.isEmpty)
+        for file in files where file.hasSuffix(".flac") { #expect(try flacTest(file), "\(file)") }
+        #expect(try daemon.recctl("--json", "session", "show", "logger").json?["streams_running"] == false)
+    }
+
+    @Test("an msbc recording of 1 kHz + 12 kHz is a 16 kHz 16-bit file: 1 kHz intact, no alias above -60 dBFS")
+    func msbcBandwidth() throws {
+        let deck = uniqueName("deck")
+        let daemon = try Daemon(ports: """
+            [port headset]
+            type = bluetoothHFP
+            direction = duplex
+            codec = msbc
+            jack_in = \(deck):out_1
+            jack_out = system:playback_1
+
+            """)
+        let source = try SignalClient(["--name", deck, "play", "--ports", "out_1", "--signal", "sine:1000+12000", "--level", "-12"])
+        #expect(try eventually { try daemon.recctl("--json", "routes").json?["ports"]?.arrayValue?.first?["available"] == true })
+        try #require(daemon.recctl("session", "set", "call", "--category", "playAndRecord", "--options", "allowBluetoothHFP", "--mic-usage", "calls").status == 0)
+        try #require(daemon.recctl("permission", "grant", "call").status == 0)
+        let show = try #require(daemon.recctl("--json", "session", "show", "call").json)
+        #expect(show["route"]?["inputs"] == ["headset"] && show["bandwidth"]?.arrayValue?.first?["bandwidth"] == "hfp-msbc")
+        try #require(daemon.recctl("record", "start", "call").status == 0)
+        usleep(2_500_000)
+        try #require(daemon.recctl("record", "stop", "call").status == 0)
+        source.stop()
+        let file = try #require(archiveFiles(daemon.directory + "/archive").first)
+        #expect(try flacTest(file))
+        let info = try runProgram("/usr/bin/metaflac", ["--show-sample-rate", "--show-bps", file]).stdout.split(separator: "\n")
+        #expect(info == ["16000", "16"])
+        #expect(try metaflacTag(file, "BANDWIDTH") == "hfp-msbc")
+        let samples = try decodeFLAC(file, bits: 16).map { Double($0) / 32768 }
+        let body = Array(samples.dropFirst(1600).prefix(16_000))  // one second, past the filter's start
+        func level(_ frequency: Double) -> Double {
+            // Goertzel: amplitude of one frequency, in dBFS.
+            let w = 2 * Double.pi * frequency / 16_000
+            var s1 = 0.0, s2 = 0.0
+            for x in body { let s0 = x + 2 * cos(w) * s1 - s2; s2 = s1; s1 = s0 }
+            let power = s1 * s1 + s2 * s2 - 2 * cos(w) * s1 * s2
+            return 20 * log10(2 * sqrt(max(power, 1e-300)) / Double(body.count))
+        }
+        let tone = level(1000)
+        let alias = level(4000)  // 12 kHz folds to 16 - 12 = 4 kHz without band-limiting
+        #expect(abs(tone - -12) < 0.5, "1 kHz at \(tone) dBFS")
+        #expect(alias < -60, "alias at \(alias) dBFS")
+    }
+}
