@@ -173,18 +173,70 @@ struct Output {
         let daemon = reply["daemon"]
         let jack = reply["jack"]
         let sessions = reply["sessions"]?.arrayValue ?? []
+        let recorders = reply["recorders"]?.arrayValue ?? []
+        let players = reply["players"]?.arrayValue ?? []
         let active = sessions.filter { $0["state"]?.stringValue == "active" }.count
+        var jackLine = "JACK:     "
+        if jack?["connected"]?.boolValue == true {
+            jackLine += "\(jack?["client"]?.stringValue ?? "recd") on \(jack?["server"]?.stringValue ?? "default"), "
+                + "\(jack?["sampleRate"]?.intValue ?? 0) Hz, \(jack?["bufferSize"]?.intValue ?? 0) frames, \(jack?["xruns"]?.intValue ?? 0) xruns"
+        } else {
+            jackLine += "not connected" + (jack?["error"]?.stringValue.map { " (\($0))" } ?? "") + "; sessions cannot activate until it is back"
+        }
         var lines = [
-            "recd \(daemon?["version"]?.stringValue ?? "?") (protocol \(daemon?["protocol"]?.intValue ?? 0)), pid \(daemon?["pid"]?.intValue ?? 0), up \(daemon?["uptime"]?.intValue ?? 0) s",
-            "config: \(daemon?["config"]?.stringValue ?? "")",
-            "socket: \(daemon?["socket"]?.stringValue ?? "")   state: \(daemon?["state_dir"]?.stringValue ?? "")",
-            "JACK:   " + (jack?["connected"]?.boolValue == true ? "connected" : "not connected"),
-            "sessions: \(sessions.count) (\(active) active)",
+            "recd \(daemon?["version"]?.stringValue ?? "?") (protocol \(daemon?["protocol"]?.intValue ?? 0)), pid \(daemon?["pid"]?.intValue ?? 0), up \(duration(daemon?["uptime"]?.doubleValue ?? 0))",
+            "config:   \(daemon?["config"]?.stringValue ?? "")",
+            "socket:   \(daemon?["socket"]?.stringValue ?? "")",
+            jackLine,
         ]
+        if let archive = reply["archive"] {
+            var line = "archive:  \(archive["dir"]?.stringValue ?? "")"
+            if let free = archive["free_bytes"]?.doubleValue {
+                line += ", \(bytes(free)) free (\(JSONValue.format(archive["free_percent"]?.doubleValue ?? 0))%)"
+            }
+            if let count = archive["segments"]?.intValue { line += ", \(count) segments" }
+            lines.append(line)
+        }
+        if recorders.isEmpty {
+            lines.append("recording: nothing")
+        } else {
+            lines.append("recording:")
+            lines.append(table(
+                header: ["APP", "STREAM", "INPUT", "BANDWIDTH", "FOR", "OVERRUNS", "GAPS", "FILE"],
+                rows: recorders.map {
+                    [$0["app"]?.stringValue ?? "", $0["stream"]?.stringValue ?? "", $0["port"]?.stringValue ?? "",
+                     "\($0["bandwidth"]?.stringValue ?? "") \($0["sampleRate"]?.intValue ?? 0) Hz",
+                     duration($0["seconds"]?.doubleValue ?? 0), "\($0["overruns"]?.intValue ?? 0)", "\($0["gaps"]?.intValue ?? 0)",
+                     ($0["files"]?.arrayValue ?? []).compactMap(\.stringValue).joined(separator: ", ")]
+                }).split(separator: "\n").map { "  " + $0 }.joined(separator: "\n"))
+        }
+        if !players.isEmpty {
+            lines.append("playing:")
+            for p in players {
+                lines.append("  \(p["app"]?.stringValue ?? ""): \(p["stream"]?.stringValue ?? "") \(p["state"]?.stringValue ?? "") \(p["file"]?.stringValue ?? "") on \(p["port"]?.stringValue ?? "")")
+            }
+        }
+        lines.append("sessions: \(sessions.count) (\(active) active)")
         if !sessions.isEmpty {
-            lines.append(table(header: ["APP", "CATEGORY", "MODE", "STATE", "PERMISSION", "ROUTE"], rows: sessions.map(sessionRow)))
+            lines.append(table(header: ["APP", "CATEGORY", "MODE", "STATE", "PERMISSION", "ROUTE"], rows: sessions.map(sessionRow))
+                .split(separator: "\n").map { "  " + $0 }.joined(separator: "\n"))
         }
         return lines.joined(separator: "\n")
+    }
+
+    static func duration(_ seconds: Double) -> String {
+        let s = Int(seconds)
+        if s < 60 { return "\(s)s" }
+        if s < 3600 { return "\(s / 60)m\(String(format: "%02d", s % 60))s" }
+        return "\(s / 3600)h\(String(format: "%02d", (s % 3600) / 60))m"
+    }
+
+    static func bytes(_ value: Double) -> String {
+        let units = ["B", "KiB", "MiB", "GiB", "TiB"]
+        var v = value
+        var unit = 0
+        while v >= 1024 && unit < units.count - 1 { v /= 1024; unit += 1 }
+        return String(format: unit == 0 ? "%.0f %@" : "%.1f %@", v, units[unit])
     }
 
     static func table(header: [String], rows: [[String]]) -> String {
