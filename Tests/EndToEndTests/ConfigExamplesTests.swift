@@ -1,0 +1,75 @@
+// The annotated examples in config/ are real configs: recd accepts them, and the broadcast
+// logger records by itself with no client.
+import ControlProtocol
+import Foundation
+import Testing
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+let repositoryRoot: String = {
+    var url = URL(fileURLWithPath: #filePath)
+    while url.path != "/" && !FileManager.default.fileExists(atPath: url.appendingPathComponent("Package.swift").path) {
+        url = url.deletingLastPathComponent()
+    }
+    return url.path
+}()
+
+@Suite("config examples and --check-config")
+struct ConfigExamplesTests {
+    @Test("every example in config/ passes recd --check-config")
+    func examplesCheck() throws {
+        let recd = productsDirectory.appendingPathComponent("recd").path
+        let examples = try FileManager.default.contentsOfDirectory(atPath: repositoryRoot + "/config")
+            .filter { $0.hasSuffix(".conf") || $0.hasSuffix(".example") }
+        #expect(examples.count >= 2)
+        for name in examples where name != "jackd.conf" {
+            let result = try runProgram(recd, ["--check-config", repositoryRoot + "/config/" + name])
+            #expect(result.status == 0, "\(name): \(result.stderr)")
+            #expect(result.stdout.contains("OK"))
+        }
+    }
+
+    @Test("a bad config is refused with FILE:LINE and a non-zero exit; the embedded default is valid")
+    func badConfig() throws {
+        let recd = productsDirectory.appendingPathComponent("recd").path
+        let directory = try makeTemporaryDirectory("recd-conf")
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let path = directory + "/bad.conf"
+        try "[daemon]\nsocket = /tmp/x.sock\n\n[session radio]\ncategory = playback\noptions = defaultToSpeaker\n".write(toFile: path, atomically: true, encoding: .utf8)
+        let result = try runProgram(recd, ["--check-config", path])
+        #expect(result.status == 1)
+        #expect(result.stderr.contains("\(path):4:") && result.stderr.contains("defaultToSpeaker"), "\(result.stderr)")
+        let typo = directory + "/typo.conf"
+        try "[archive]\nsegment_secnds = 60\n".write(toFile: typo, atomically: true, encoding: .utf8)
+        let unknown = try runProgram(recd, ["--check-config", typo])
+        #expect(unknown.status == 1 && unknown.stderr.contains("\(typo):2:") && unknown.stderr.contains("segment_secnds"))
+        let defaultText = try runProgram(recd, ["--print-default-config"])
+        let written = directory + "/default.conf"
+        try defaultText.stdout.write(toFile: written, atomically: true, encoding: .utf8)
+        #expect(try runProgram(recd, ["--check-config", written]).status == 0)
+    }
+
+    @Test("the broadcast logger example records by itself, with nobody logged in")
+    func loggerRecordsUnattended() throws {
+        let deck = uniqueName("air")
+        var text = try String(contentsOfFile: repositoryRoot + "/config/broadcast-logger.conf", encoding: .utf8)
+        text = text.replacingOccurrences(of: "system:capture_1, system:capture_2", with: "\(deck):out_1, \(deck):out_2")
+        // Keep the daemon's paths private to the test; everything else is the example as shipped.
+        let kept = text.split(separator: "\n", omittingEmptySubsequences: false).filter {
+            !$0.hasPrefix("dir = ") && !$0.hasPrefix("client_name") && !$0.hasPrefix("[daemon]") && !$0.hasPrefix("admin_group") && !$0.hasPrefix("[jack]")
+                && !$0.hasPrefix("server = ") && !$0.hasPrefix("allow_buffer_size_changes")
+        }.joined(separator: "\n").replacingOccurrences(of: "[archive]\n", with: "")
+        let source = try SignalClient(["--name", deck, "play", "--ports", "out_1,out_2", "--signal", "sine:1000", "--level", "-20"])
+        // What remains continues the harness's own [archive] section: segment length, retention, port, session.
+        let daemon = try Daemon(ports: kept)
+        #expect(try eventually(timeout: 10) {
+            try daemon.recctl("--json", "status").json?["recorders"]?.arrayValue?.first?["app"] == "logger"
+        }, "the declared session should be recording: \(daemon.log)")
+        let status = try #require(daemon.recctl("--json", "status").json)
+        #expect(status["recorders"]?.arrayValue?.first?["port"] == "air")
+        #expect(try daemon.recctl("--json", "session", "show", "logger").json?["priority"] == "call")
+        source.stop()
+    }
+}
