@@ -59,28 +59,31 @@ struct ArchiveEndToEndTests {
 
     @Test("a recording across three rotations decodes to the source sample for sample; every file passes flac -t")
     func gaplessRotation() throws {
-        let deck = uniqueName("deck")
-        let rotating = try Daemon(ports: Self.deckPorts(deck), archiveSegmentSeconds: 1)
-        let source = try SignalClient(["--name", deck, "play", "--ports", "out_1,out_2", "--signal", "counter"])
-        #expect(try eventually { try rotating.recctl("--json", "routes").json?["ports"]?.arrayValue?.first?["available"] == true })
-        try #require(rotating.recctl("session", "set", "logger", "--category", "record", "--mic-usage", "archive").status == 0)
-        try #require(rotating.recctl("permission", "grant", "logger").status == 0)
-        let watcher = try rotating.watch("logger")
-        let start = try rotating.recctl("record", "start", "logger")
-        try #require(start.status == 0, "\(start.stderr)")
-        watcher.waitFor(count: 4, timeout: 10) { $0["event"] == "recording" && $0["state"] == "finished" }
-        try #require(rotating.recctl("record", "stop", "logger").status == 0)
-        source.stop()
+        let (all, files, rotating) = try withoutXruns { () throws -> (result: ([Int32], [String], Daemon), xruns: Int) in
+            let deck = uniqueName("deck")
+            let rotating = try Daemon(ports: Self.deckPorts(deck), archiveSegmentSeconds: 1)
+            let source = try SignalClient(["--name", deck, "play", "--ports", "out_1,out_2", "--signal", "counter"])
+            #expect(try eventually { try rotating.recctl("--json", "routes").json?["ports"]?.arrayValue?.first?["available"] == true })
+            try #require(rotating.recctl("session", "set", "logger", "--category", "record", "--mic-usage", "archive").status == 0)
+            try #require(rotating.recctl("permission", "grant", "logger").status == 0)
+            let watcher = try rotating.watch("logger")
+            let start = try rotating.recctl("record", "start", "logger")
+            try #require(start.status == 0, "\(start.stderr)")
+            watcher.waitFor(count: 4, timeout: 10) { $0["event"] == "recording" && $0["state"] == "finished" }
+            try #require(rotating.recctl("record", "stop", "logger").status == 0)
+            source.stop()
 
-        let files = archiveFiles(rotating.directory + "/archive")
-        #expect(files.count >= 4, "want at least three rotations: \(files)")
-        #expect(files.allSatisfy { !$0.hasSuffix(".partial") })
-        var all: [Int32] = []
-        for (index, file) in files.enumerated() {
-            #expect(try flacTest(file), "flac -t \(file)")
-            #expect(try metaflacTag(file, "SEGMENT") == "\(index + 1)")
-            #expect(try metaflacTag(file, "END_REASON") == (index == files.count - 1 ? "stop" : "rotation"))
-            all += try decodeFLAC(file, bits: 24)
+            let files = archiveFiles(rotating.directory + "/archive")
+            #expect(files.count >= 4, "want at least three rotations: \(files)")
+            #expect(files.allSatisfy { !$0.hasSuffix(".partial") })
+            var all: [Int32] = []
+            for (index, file) in files.enumerated() {
+                #expect(try flacTest(file), "flac -t \(file)")
+                #expect(try metaflacTag(file, "SEGMENT") == "\(index + 1)")
+                #expect(try metaflacTag(file, "END_REASON") == (index == files.count - 1 ? "stop" : "rotation"))
+                all += try decodeFLAC(file, bits: 24)
+            }
+            return ((all, files, rotating), try rotating.xruns())
         }
         // The counter at 24 bits: (k - 32768) * 256. Find where it starts, then every sample.
         let frames = all.count / 2

@@ -14,33 +14,36 @@ func testSample(_ n: Int, _ c: Int) -> Int16 { Int16(truncatingIfNeeded: ((n * 7
 struct EngineEndToEndTests {
     @Test("a WAV or FLAC played with recctl play comes out of the output ports sample-exact", arguments: ["wav", "flac"])
     func sampleExactPlayback(format: String) throws {
-        let sink = uniqueName("sink")
-        let daemon = try Daemon(ports: """
-            [port spk]
-            type = builtInSpeaker
-            direction = output
-            jack = \(sink):in_1, \(sink):in_2
-
-            """)
         let frames = 48_000
-        let samples = (0..<frames).flatMap { n in [testSample(n, 0), testSample(n, 1)] }
-        let wav = daemon.directory + "/counter.wav"
-        try writeWAV(path: wav, sampleRate: 48_000, channels: 2, samples: samples)
-        var file = wav
-        if format == "flac" {
-            // The reference encoder makes the FLAC; recd decodes it with libFLAC.
-            file = daemon.directory + "/counter.flac"
-            let encoded = try runProgram("/usr/bin/flac", ["-s", "-o", file, wav])
-            try #require(encoded.status == 0, "\(encoded.stderr)")
+        let measured: [[Float]] = try withoutXruns {
+            let sink = uniqueName("sink")
+            let daemon = try Daemon(ports: """
+                [port spk]
+                type = builtInSpeaker
+                direction = output
+                jack = \(sink):in_1, \(sink):in_2
+
+                """)
+            let samples = (0..<frames).flatMap { n in [testSample(n, 0), testSample(n, 1)] }
+            let wav = daemon.directory + "/counter.wav"
+            try writeWAV(path: wav, sampleRate: 48_000, channels: 2, samples: samples)
+            var file = wav
+            if format == "flac" {
+                // The reference encoder makes the FLAC; recd decodes it with libFLAC.
+                file = daemon.directory + "/counter.flac"
+                let encoded = try runProgram("/usr/bin/flac", ["-s", "-o", file, wav])
+                try #require(encoded.status == 0, "\(encoded.stderr)")
+            }
+            let raw = daemon.directory + "/captured.raw"
+            let capture = try SignalClient(["--name", sink, "capture", "--ports", "in_1,in_2", "--out", raw, "--seconds", "3"])
+            #expect(try eventually { try daemon.recctl("--json", "routes").json?["ports"]?.arrayValue?.first?["available"] == true })
+            try #require(daemon.recctl("session", "set", "app", "--category", "playback").status == 0)
+            let play = try daemon.recctl("play", "app", file)
+            try #require(play.status == 0, "\(play.stderr)")
+            #expect(capture.waitForExit(timeout: 20))
+            return ((deinterleave(try readRawFloats(path: raw), channels: 2), try daemon.xruns()))
         }
-        let raw = daemon.directory + "/captured.raw"
-        let capture = try SignalClient(["--name", sink, "capture", "--ports", "in_1,in_2", "--out", raw, "--seconds", "3"])
-        #expect(try eventually { try daemon.recctl("--json", "routes").json?["ports"]?.arrayValue?.first?["available"] == true })
-        try #require(daemon.recctl("session", "set", "app", "--category", "playback").status == 0)
-        let play = try daemon.recctl("play", "app", file)
-        try #require(play.status == 0, "\(play.stderr)")
-        #expect(capture.waitForExit(timeout: 20))
-        let captured = deinterleave(try readRawFloats(path: raw), channels: 2)
+        let captured = measured
         let first = try #require(captured[0].firstIndex { $0 != 0 }, "nothing reached the output ports")
         #expect(captured[0].count - first >= frames, "the whole file should have been captured")
         var mismatches = 0
@@ -94,27 +97,29 @@ struct EngineEndToEndTests {
 
     @Test("a ducking session lowers another's output by the configured dB over a ramp")
     func duckingLevel() throws {
-        let sink = uniqueName("sink")
-        let daemon = try Daemon(extraConfig: "\n[policy]\nduck_level_db = -14\n", ports: """
-            [port spk]
-            type = builtInSpeaker
-            direction = output
-            jack = \(sink):in_1
+        let samples: [Float] = try withoutXruns {
+            let sink = uniqueName("sink")
+            let daemon = try Daemon(extraConfig: "\n[policy]\nduck_level_db = -14\n", ports: """
+                [port spk]
+                type = builtInSpeaker
+                direction = output
+                jack = \(sink):in_1
 
-            """)
-        // A constant (DC) file: its level is the gain, sample by sample.
-        let wav = daemon.directory + "/dc.wav"
-        try writeWAV(path: wav, sampleRate: 48_000, channels: 1, samples: [Int16](repeating: 16384, count: 48_000 * 10))
-        let raw = daemon.directory + "/captured.raw"
-        let capture = try SignalClient(["--name", sink, "capture", "--ports", "in_1", "--out", raw, "--seconds", "3"])
-        try #require(daemon.recctl("session", "set", "music", "--category", "playback", "--options", "mixWithOthers").status == 0)
-        try #require(daemon.recctl("session", "set", "nav", "--category", "playback", "--mode", "voicePrompt", "--options", "duckOthers").status == 0)
-        #expect(try eventually { try daemon.recctl("--json", "routes").json?["ports"]?.arrayValue?.first?["available"] == true })
-        try #require(daemon.recctl("play", "music", wav).status == 0)
-        usleep(1_000_000)
-        try #require(daemon.recctl("session", "activate", "nav").status == 0)
-        #expect(capture.waitForExit(timeout: 20))
-        let samples = try readRawFloats(path: raw)
+                """)
+            // A constant (DC) file: its level is the gain, sample by sample.
+            let wav = daemon.directory + "/dc.wav"
+            try writeWAV(path: wav, sampleRate: 48_000, channels: 1, samples: [Int16](repeating: 16384, count: 48_000 * 10))
+            let raw = daemon.directory + "/captured.raw"
+            let capture = try SignalClient(["--name", sink, "capture", "--ports", "in_1", "--out", raw, "--seconds", "3"])
+            try #require(daemon.recctl("session", "set", "music", "--category", "playback", "--options", "mixWithOthers").status == 0)
+            try #require(daemon.recctl("session", "set", "nav", "--category", "playback", "--mode", "voicePrompt", "--options", "duckOthers").status == 0)
+            #expect(try eventually { try daemon.recctl("--json", "routes").json?["ports"]?.arrayValue?.first?["available"] == true })
+            try #require(daemon.recctl("play", "music", wav).status == 0)
+            usleep(1_000_000)
+            try #require(daemon.recctl("session", "activate", "nav").status == 0)
+            #expect(capture.waitForExit(timeout: 20))
+            return (try readRawFloats(path: raw), try daemon.xruns())
+        }
         let full: Float = 0.5
         let start = try #require(samples.firstIndex { $0 == full }, "the full level never arrived")
         let duckedLevel = full * Float(pow(10, -14.0 / 20))
