@@ -38,6 +38,7 @@ public enum Op: String, CaseIterable, Sendable {
     case archiveList = "archive.list"
     case archiveVerify = "archive.verify"
     case archiveReindex = "archive.reindex"
+    case meter
 
     /// Ops that change shared state only an administrator may change.
     public var requiresAdministrator: Bool {

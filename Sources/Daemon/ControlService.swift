@@ -23,6 +23,10 @@ final class ControlService: ControlServerHandler, @unchecked Sendable {
     var engine: EngineController!
     let players = PlayerTable()
     let archive = ArchiveState()
+    /// The engine's meters over the last tick (about 100 ms), for every `meter` request alike.
+    var latestMeters: [MeterReading] = []
+    var meterWindow = 0.0
+    private var lastMeterTime = 0.0
 
     private struct Client {
         var peer: PeerCredentials
@@ -97,6 +101,11 @@ final class ControlService: ControlServerHandler, @unchecked Sendable {
         engineWoke()
         reapPlayers()
         serviceRecorders(now: now)
+        if engine.isRunning {
+            latestMeters = engine.engine.meters()
+            meterWindow = now - lastMeterTime
+            lastMeterTime = now
+        }
         // WATCHDOG=1 at half the interval systemd gave: the control loop is alive.
         if let interval = watchdogInterval, now >= nextWatchdog {
             try? SystemdNotify.watchdog()
@@ -265,6 +274,8 @@ final class ControlService: ControlServerHandler, @unchecked Sendable {
             return try archiveVerify(request)
         case .archiveReindex:
             return try archiveReindex()
+        case .meter:
+            return try meterFields(app: try request.optionalString("app"))
         case .pause, .stop:
             let app = try request.string("app")
             try authorizeChange(of: app, by: peer)
@@ -333,6 +344,28 @@ final class ControlService: ControlServerHandler, @unchecked Sendable {
 
     private func sessionJSON(_ session: Session) -> JSONValue {
         WireFormat.session(session, store: store, actual: engine.actualHardware(route: session.route))
+    }
+
+    /// Peak and RMS in dBFS (floor -120) per channel: of an app's route ports, or of all.
+    private func meterFields(app: String?) throws -> [(String, JSONValue)] {
+        guard engine.isRunning else {
+            throw SessionError(.mediaServicesFailed, "the JACK server is gone; meters return with mediaServicesWereReset")
+        }
+        var groups: Set<String>?
+        if let app {
+            let route = try store.session(app).route
+            groups = Set((route.inputs + route.outputs).compactMap { config.port(named: $0) }.flatMap {
+                [EngineController.inputGroup($0), EngineController.outputGroup($0)].compactMap { $0 }
+            })
+        }
+        func db(_ value: Float) -> JSONValue { .number(value > 0 ? max(-120, (20 * log10(Double(value)) * 100).rounded() / 100) : -120) }
+        let readings = latestMeters.filter { groups?.contains($0.group) ?? true }.map { reading -> JSONValue in
+            [
+                "name": .string(reading.name), "group": .string(reading.group), "channel": .number(Double(reading.channel + 1)),
+                "direction": .string(reading.direction.rawValue), "peak_db": db(reading.peak), "rms_db": db(reading.rms),
+            ]
+        }
+        return [("meters", .array(readings)), ("window_ms", .number((meterWindow * 1000).rounded()))]
     }
 
     private func routesFields() -> [(String, JSONValue)] {

@@ -113,9 +113,11 @@ public enum Recd {
         let store = SessionDeclarations.makeStore(config: config, persisted: stateFile.load())
 
         let listener: Int32
+        var config = config
         do {
             if let inherited = ControlServer.listenerFromSystemd() {
                 listener = inherited
+                config.daemon.socket = "fd \(inherited) from systemd (LISTEN_FDS)"
                 Log.info("using the control socket passed by systemd (LISTEN_FDS)")
             } else {
                 listener = try ControlServer.bindListener(path: config.daemon.socket)
