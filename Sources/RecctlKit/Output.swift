@@ -48,6 +48,8 @@ struct Output {
             print("\(reply["app"]?.stringValue ?? ""): record permission \(reply["state"]?.stringValue ?? "")")
         case ["mute"]:
             print("\(reply["app"]?.stringValue ?? ""): input \(reply["muted"]?.boolValue == true ? "muted" : "unmuted")")
+        case ["meter"]:
+            print(Self.meterBars(reply["meters"]?.arrayValue ?? []).joined(separator: "\n"))
         case ["routes"]:
             let ports = reply["ports"]?.arrayValue ?? []
             print(Self.table(
@@ -222,6 +224,23 @@ struct Output {
                 .split(separator: "\n").map { "  " + $0 }.joined(separator: "\n"))
         }
         return lines.joined(separator: "\n")
+    }
+
+    /// One line per channel: name, a peak bar from -60 to 0 dBFS with the RMS marked, figures.
+    static func meterBars(_ meters: [JSONValue]) -> [String] {
+        if meters.isEmpty { return ["no meters (is JACK running and does the session have a route?)"] }
+        let width = 40
+        let nameWidth = meters.map { ($0["name"]?.stringValue ?? "").count }.max() ?? 4
+        return meters.map { meter in
+            let peak = meter["peak_db"]?.doubleValue ?? -120
+            let rms = meter["rms_db"]?.doubleValue ?? -120
+            func column(_ db: Double) -> Int { max(0, min(width, Int(((db + 60) / 60 * Double(width)).rounded()))) }
+            var bar = Array(repeating: Character(" "), count: width)
+            for i in 0..<column(peak) { bar[i] = "=" }
+            for i in 0..<column(rms) { bar[i] = "#" }
+            let name = (meter["name"]?.stringValue ?? "").padding(toLength: nameWidth, withPad: " ", startingAt: 0)
+            return "\(name) [\(String(bar))] peak \(String(format: "%6.1f", peak)) dB  rms \(String(format: "%6.1f", rms)) dB"
+        }
     }
 
     static func duration(_ seconds: Double) -> String {

@@ -38,6 +38,7 @@ public enum Recctl {
         CommandSpec(path: ["archive", "list"], positionals: [], valueFlags: ["app", "since"], summary: "archived segments (from the index)", readsState: true),
         CommandSpec(path: ["archive", "verify"], positionals: [], optionalPositionals: ["PATH"], summary: "decode and check MD5 of one segment or all"),
         CommandSpec(path: ["archive", "reindex"], positionals: [], summary: "rebuild the index from the files alone (administrators)"),
+        CommandSpec(path: ["meter"], positionals: [], optionalPositionals: ["APP"], boolFlags: ["once"], summary: "live peak/RMS in dBFS per channel (--once: one reading)", readsState: true),
         CommandSpec(path: ["routes"], positionals: [], summary: "ports (type, availability, JACK ports) and each session's route", readsState: true),
         CommandSpec(path: ["watch"], positionals: [], optionalPositionals: ["APP"], summary: "live events, one per line", readsState: true),
     ]
@@ -108,6 +109,9 @@ public enum Recctl {
         do {
             if request.0 == .watch {
                 return try watch(connection, arguments: request.1, output: output)
+            }
+            if request.0 == .meter && !command.has("once") {
+                return try liveMeters(connection, arguments: request.1, output: output)
             }
             let timeout: Double? = request.0 == .permissionRequest ? nil : 30
             let reply = try connection.call(request.0, request.1, timeout: timeout)
@@ -205,6 +209,7 @@ public enum Recctl {
         case ["mute"]: return (.mute, app + [("muted", .bool(try onOff(p[1], what: "mute", usage: command.spec.usage)))])
         case ["watch"]: return (.watch, app)
         case ["routes"]: return (.routes, [])
+        case ["meter"]: return (.meter, app)
         case ["play"]:
             var arguments = app
             if p.count > 1 {
@@ -239,6 +244,29 @@ public enum Recctl {
             if let stream = command.value("stream") { arguments.append(("stream", .string(stream))) }
             return (command.spec.path == ["pause"] ? .pause : .stop, arguments)
         default: throw UsageError(message: "unhandled command", usage: command.spec.usage)
+        }
+    }
+
+    /// Redraws the meters about ten times a second until interrupted.
+    static func liveMeters(_ connection: Connection, arguments: [(String, JSONValue)], output: Output) throws -> Int32 {
+        var drawn = 0
+        while true {
+            let reply = try connection.call(.meter, arguments)
+            if let error = Wire.error(from: reply), reply["ok"]?.boolValue != true {
+                output.failure(error)
+                return 1
+            }
+            if output.json {
+                print(Output.payload(reply).jsonText)
+            } else {
+                let lines = Output.meterBars(reply["meters"]?.arrayValue ?? [])
+                // Move back over the previous drawing and overwrite it.
+                if drawn > 0 { print("\u{1B}[\(drawn)A", terminator: "") }
+                for line in lines { print("\u{1B}[2K" + line) }
+                drawn = lines.count
+            }
+            fflush(nil)
+            usleep(100_000)
         }
     }
 
