@@ -164,6 +164,12 @@ extension ControlService {
         guard let portName = try request.optionalString("input") ?? route.inputs.first else {
             throw SessionError(.resourceNotAvailable, "\(app) has no input route (no available input suits it); see `recctl routes`")
         }
+        if session.configuration.mode == .dualRoute && !route.inputs.contains(portName) {
+            let duplex = config.ports.filter { $0.direction == .duplex && RouteChooser.dualRouteSecondaryTypes.contains($0.type) }.map(\.name)
+            throw SessionError(
+                .resourceNotAvailable,
+                "dualRoute records its built-in microphone and one duplex secondary (\(route.inputs.joined(separator: ", "))); \(portName) is not one of them. A secondary must be a duplex headsetMic, bluetoothHFP or bluetoothLE port\(duplex.isEmpty ? " (none is configured)" : ": \(duplex.joined(separator: ", "))")")
+        }
         let stream = try request.optionalString("stream") ?? portName
         if archive.of(app).contains(where: { $0.spec.stream == stream }) {
             throw SessionError(.badParam, "\(app) already records stream \(stream); stop it first or use --stream NAME")

@@ -40,3 +40,61 @@ struct MonitoringEndToEndTests {
         #expect(silent.allSatisfy { $0["peak_db"] == -120 }, "silence reads the -120 dB floor")
     }
 }
+
+@Suite("dualRoute end to end", .serialized)
+struct DualRouteEndToEndTests {
+    @Test("a dualRoute session records its built-in mic and its HFP secondary to two valid FLAC files; non-duplex refused")
+    func recordsBothInputs() throws {
+        let deck = uniqueName("deck")
+        let daemon = try Daemon(ports: """
+            [port mic]
+            type = builtInMic
+            direction = input
+            jack = \(deck):out_1
+
+            [port speaker]
+            type = builtInSpeaker
+            direction = output
+            jack = system:playback_1
+
+            [port headset]
+            type = bluetoothHFP
+            direction = duplex
+            codec = cvsd
+            jack_in = \(deck):out_2
+            jack_out = system:playback_2
+
+            [port line]
+            type = lineIn
+            direction = input
+            jack = system:capture_1
+
+            """)
+        let source = try SignalClient(["--name", deck, "play", "--ports", "out_1,out_2", "--signal", "sine:440", "--level", "-12"])
+        #expect(try eventually { try daemon.recctl("--json", "routes").json?["ports"]?.arrayValue?.allSatisfy { $0["available"] == true } == true })
+        let set = try daemon.recctl("session", "set", "booth", "--category", "multiRoute", "--mode", "dualRoute", "--options", "allowBluetoothHFP", "--mic-usage", "talkback")
+        try #require(set.status == 0, "\(set.stderr)")
+        try #require(daemon.recctl("permission", "grant", "booth").status == 0)
+        let session = try #require(daemon.recctl("--json", "session", "show", "booth").json)
+        #expect(session["route"]?["inputs"] == ["mic", "headset"])
+        #expect(session["route"]?["outputs"] == ["speaker", "headset"])
+        let refused = try daemon.recctl("record", "start", "booth", "--input", "line")
+        #expect(refused.status == 1 && refused.stderr.hasPrefix("error: resourceNotAvailable (561145203)") && refused.stderr.contains("duplex"), "\(refused.stderr)")
+        try #require(daemon.recctl("record", "start", "booth", "--input", "mic").status == 0)
+        try #require(daemon.recctl("record", "start", "booth", "--input", "headset").status == 0)
+        usleep(2_000_000)
+        try #require(daemon.recctl("record", "stop", "booth").status == 0)
+        source.stop()
+        let files = archiveFiles(daemon.directory + "/archive")
+        #expect(files.count == 2, "\(files)")
+        for file in files {
+            #expect(try flacTest(file), "\(file)")
+            let info = try runProgram("/usr/bin/metaflac", ["--show-sample-rate", "--show-bps", file]).stdout.split(separator: "\n")
+            if file.contains("-headset-") {
+                #expect(info == ["8000", "16"], "the HFP secondary records at cvsd bandwidth")
+            } else {
+                #expect(info == ["48000", "24"])
+            }
+        }
+    }
+}
