@@ -39,7 +39,7 @@ final class PlayerStream {
     var json: JSONValue {
         [
             "app": .string(app), "stream": .string(stream), "file": .string(path), "port": .string(port),
-            "state": .string(stateName), "paused_by": JSONValue(pausedBy?.rawValue),
+            "state": .string(stateName), "paused_by": JSONValue(pausedBy?.rawValue), "channels": .number(Double(handle.channels)),
             "frames_played": .number(Double(handle.framesPlayed)), "underruns": .number(Double(handle.underruns)),
         ]
     }
@@ -78,7 +78,7 @@ extension ControlService {
             guard !paused.isEmpty else {
                 throw SessionError(.cannotStartPlaying, "\(app) has no paused player to resume; give a file: `recctl play \(app) FILE`")
             }
-            if !session.isActive { apply(try store.activate(app: app)) }
+            if !session.isActive { apply(try store.activate(app: app, forInput: false)) }
             for player in paused { resumePlayer(player) }
             syncStreams(app)
             return [("players", .array(players.of(app).map(\.json)))]
@@ -95,9 +95,19 @@ extension ControlService {
         guard engine.isRunning, let rate = engine.engine.sampleRate else {
             throw SessionError(.mediaServicesFailed, "the JACK server is gone; wait for mediaServicesWereReset and play again")
         }
-        if !session.isActive { apply(try store.activate(app: app)) }
+        if !session.isActive { apply(try store.activate(app: app, forInput: false)) }
         let route = try store.session(app).route
-        let requested = try request.optionalString("to")
+        // `--to PORT` or `--to PORT:CH,CH...` (1-based channels of that port): the assignment.
+        var requested = try request.optionalString("to")
+        var assignedChannels: [Int]?
+        if let text = requested, let colon = text.firstIndex(of: ":") {
+            requested = String(text[..<colon])
+            let list = text[text.index(after: colon)...].split(separator: ",").map { Int($0.trimmingCharacters(in: .whitespaces)) }
+            guard !list.isEmpty, list.allSatisfy({ $0 != nil }) else {
+                throw SessionError(.badParam, "--to \(text): channels must be a comma-separated list of numbers, e.g. --to pa:1,2")
+            }
+            assignedChannels = list.compactMap { $0 }
+        }
         guard let portName = requested ?? route.outputs.first else {
             throw SessionError(.cannotStartPlaying, "\(app) has no output route (no available output port suits category \(session.configuration.category.rawValue)); see `recctl routes`")
         }
@@ -108,9 +118,19 @@ extension ControlService {
         }
         if let old = players.get(app, streamName) { stopPlayer(old, reason: "replaced") }
         let duck = store.sessions[app]?.duckedBy != nil ? store.duckLevelDB : 0
+        let portChannels = engine.outputChannels(of: port)
+        var routes: [PlayerRoute]?
+        var playerChannels = portChannels
+        if let assignedChannels {
+            guard assignedChannels.allSatisfy({ (1...portChannels).contains($0) }) else {
+                throw SessionError(.resourceNotAvailable, "port \(portName) has channels 1...\(portChannels); --to \(portName):\(assignedChannels.map(String.init).joined(separator: ",")) is outside them")
+            }
+            playerChannels = assignedChannels.count
+            routes = assignedChannels.enumerated().map { PlayerRoute(source: $0.offset, destination: $0.element - 1) }
+        }
         let handle: PlayerHandle
         do {
-            handle = try engine.engine.addPlayer(channels: engine.outputChannels(of: port), outputGroup: group, gainDecibels: duck)
+            handle = try engine.engine.addPlayer(channels: playerChannels, outputGroup: group, routes: routes, gainDecibels: duck)
         } catch {
             throw SessionError(.cannotStartPlaying, "the engine refused a player on \(portName): \(error)")
         }
@@ -196,8 +216,11 @@ extension ControlService {
         case .stopStreams(let app, let reason):
             for player in players.of(app) { stopPlayer(player, reason: reason.rawValue) }
         case .pausePlayers(let app):
-            // Privacy: the output went away; stop sound at once (a 1 ms fade, well inside a period).
-            for player in players.of(app) { pausePlayer(player, cause: .routeDisconnected, rampMilliseconds: 1) }
+            // Privacy: the output a player was assigned to went away; stop its sound at once (a
+            // 1 ms fade, well inside a period). Players on outputs still there play on.
+            for player in players.of(app) where !(store.ports.first { $0.name == player.port }?.available ?? false) {
+                pausePlayer(player, cause: .routeDisconnected, rampMilliseconds: 1)
+            }
         case .resumeStreams(let app):
             for player in players.of(app) where player.pausedBy == .interruption { resumePlayer(player) }
         case .ducked(let app, _, let level):

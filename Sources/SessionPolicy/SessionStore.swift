@@ -145,14 +145,16 @@ public struct SessionStore: Sendable {
 
     // MARK: - Activation and interruption (SPEC §3)
 
-    public mutating func activate(app: String) throws(SessionError) -> [PolicyEffect] {
+    /// Activates a session. `forInput: false` is an activation only to play (a player starting
+    /// implicitly): it needs no microphone usage description (SPEC §8: "activation for input").
+    public mutating func activate(app: String, forInput: Bool = true) throws(SessionError) -> [PolicyEffect] {
         let session = try session(app)
         guard mediaServicesAvailable else {
             throw SessionError(.mediaServicesFailed, "the JACK server is gone; wait for mediaServicesWereReset and activate again")
         }
         if session.isActive { return [] }
         let config = session.configuration
-        if config.category.hasInput && (session.micUsage ?? "").isEmpty {
+        if forInput && config.category.hasInput && (session.micUsage ?? "").isEmpty {
             throw SessionError(
                 .missingEntitlement,
                 "\(app) uses the input (category \(config.category.rawValue)) but declares no microphone usage description; set one with --mic-usage TEXT")

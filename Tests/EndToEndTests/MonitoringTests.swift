@@ -98,3 +98,48 @@ struct DualRouteEndToEndTests {
         }
     }
 }
+
+@Suite("multiRoute end to end", .serialized)
+struct MultiRouteEndToEndTests {
+    @Test("multiRoute plays streams to distinct outputs by channel assignment; a lost output pauses only its stream")
+    func assignments() throws {
+        let pa = uniqueName("pa")
+        let phones = uniqueName("phones")
+        let daemon = try Daemon(ports: """
+            [port pa]
+            type = lineOut
+            direction = output
+            jack = \(pa):in_1, \(pa):in_2, \(pa):in_3, \(pa):in_4
+
+            [port phones]
+            type = headphones
+            direction = output
+            jack = \(phones):in_1, \(phones):in_2
+
+            """)
+        let paCapture = daemon.directory + "/pa.raw"
+        let paSink = try SignalClient(["--name", pa, "capture", "--ports", "in_1,in_2,in_3,in_4", "--out", paCapture, "--seconds", "3"])
+        let phonesDevice = try SignalClient(["--name", phones, "ports", "--ports", "in_1,in_2"])
+        try #require(daemon.recctl("session", "set", "dj", "--category", "multiRoute").status == 0)
+        #expect(try eventually { try daemon.recctl("--json", "session", "show", "dj").json?["route"]?["outputs"] == ["pa", "phones"] })
+        let wav = daemon.directory + "/dc.wav"
+        try writeWAV(path: wav, sampleRate: 48_000, channels: 2, samples: (0..<(48_000 * 10)).flatMap { _ in [Int16(8192), Int16(16384)] })
+        // The main stream on PA channels 3 and 4, the cue stream on the headphones.
+        let main = try daemon.recctl("play", "dj", wav, "--stream", "main", "--to", "pa:3,4")
+        try #require(main.status == 0, "\(main.stderr)")
+        try #require(daemon.recctl("play", "dj", wav, "--stream", "cue", "--to", "phones").status == 0)
+        let bad = try daemon.recctl("play", "dj", wav, "--stream", "x", "--to", "pa:5")
+        #expect(bad.status == 1 && bad.stderr.contains("resourceNotAvailable"))
+        let watcher = try daemon.watch("dj")
+        phonesDevice.stop()
+        let events = watcher.waitFor { $0["event"] == "player" && $0["state"] == "paused" }
+        let paused = events.filter { $0["event"] == "player" && $0["state"] == "paused" }
+        #expect(paused.map { $0["stream"] } == ["cue"], "only the stream assigned to the lost output pauses: \(paused)")
+        #expect(events.contains { $0["event"] == "routeChange" && $0["reason"] == "oldDeviceUnavailable" })
+        #expect(paSink.waitForExit(timeout: 20))
+        let channels = deinterleave(try readRawFloats(path: paCapture), channels: 4)
+        let tail = channels.map { Array($0.suffix(4800)) }  // the last 100 ms, after the phones left
+        #expect(tail[0].allSatisfy { $0 == 0 } && tail[1].allSatisfy { $0 == 0 }, "PA channels 1-2 carry nothing")
+        #expect(tail[2].allSatisfy { $0 == 0.25 } && tail[3].allSatisfy { $0 == 0.5 }, "PA channels 3-4 carry the main stream")
+    }
+}
