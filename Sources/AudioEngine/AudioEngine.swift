@@ -16,9 +16,15 @@
 /// Feeder threads write to `PlayerHandle`s and the archiver reads `CaptureTap`s; those handles
 /// document their own threads.
 ///
+/// Monitoring (`setMonitoring`): one DJ-style main/cue setup per engine, summing input groups
+/// and players into a main and a cue bus that come out of two output groups, with live bus
+/// meters and bus taps.
+///
 /// When the server goes away (`.serverLost`), processing stops; `reconnect(timeout:)` (or
 /// `stop()` then `start`) opens a new client, registers the ports again and reconnects them.
 /// Players and taps do not survive that: the daemon makes new ones (a new FLAC segment, SPEC §6).
+/// The monitoring setup does: it is applied again (its player sources, naming players that are
+/// gone, contribute nothing until the daemon sets it anew).
 public final class AudioEngine {
     /// What `start` was given; `reconnect` uses it again.
     public struct Configuration: Equatable, Sendable {
@@ -47,6 +53,8 @@ public final class AudioEngine {
     public private(set) var configuration: Configuration?
     /// Xruns of earlier connections (the current one counts in its sink).
     private var earlierXruns = 0
+    /// The monitoring setup last set, applied again on (re)start.
+    private var monitoringSetup: MonitoringSetup?
 
     /// One open client with its ports and real-time memory.
     private final class Connection {
@@ -137,6 +145,11 @@ public final class AudioEngine {
             _ = updateAvailability(connection, report: false)
             connection.needsRepair = true
             repairConnections()
+            if let setup = monitoringSetup {
+                // Same groups as before unless the configuration changed; if it no longer
+                // fits, monitoring is off until set again.
+                do { try setMonitoring(setup) } catch { monitoringSetup = nil }
+            }
         } catch {
             client.close()
             throw .jack(error)
@@ -149,7 +162,7 @@ public final class AudioEngine {
     public func stop() {
         guard let connection else { return }
         earlierXruns += connection.client.sink.xruns.load(ordering: .relaxed)
-        for tap in connection.memory.taps { tap.detach() }
+        for tap in connection.memory.taps + connection.memory.graph.busTaps { tap.detach() }
         for player in connection.memory.players { player.detach() }
         if !connection.lost && !connection.client.sink.serverLost.load(ordering: .acquiring) {
             connection.client.deactivate()
@@ -431,6 +444,9 @@ public final class AudioEngine {
 
     /// Adds a player to an output group, paused; returns its handle for the feeder.
     ///
+    /// A player named as a monitoring source (`MonitoringSource.player(player.id)`) plays to
+    /// the buses instead of its output group; see `setMonitoring`.
+    ///
     /// - Parameters:
     ///   - channels: interleaved channels the feeder writes.
     ///   - routes: where each channel goes; default `PlayerRoute.defaultRoutes`.
@@ -561,18 +577,86 @@ public final class AudioEngine {
         tap.state.pointee.zeroed.store(zeroed, ordering: .releasing)
     }
 
-    /// Takes a tap out of the graph; what it captured stays readable.
+    /// Takes a tap (input or bus) out of the graph; what it captured stays readable.
     public func removeCaptureTap(_ tap: CaptureTap) {
         tap.detach()
-        guard let connection, connection.memory.taps.contains(where: { $0 === tap }) else { return }
-        connection.memory.publish(
-            players: connection.memory.players, taps: connection.memory.taps.filter { $0 !== tap })
+        guard let connection else { return }
+        var graph = connection.memory.graph
+        guard graph.taps.contains(where: { $0 === tap }) || graph.busTaps.contains(where: { $0 === tap })
+        else { return }
+        graph.taps.removeAll { $0 === tap }
+        graph.busTaps.removeAll { $0 === tap }
+        connection.memory.publish(graph)
+    }
+
+    // MARK: Monitoring
+
+    /// The monitoring setup in force (nil: none set).
+    public var monitoring: MonitoringSetup? { monitoringSetup }
+
+    /// Sets the DJ-style main/cue monitoring (SPEC §4 multiRoute, §12 `recctl cue`): builds the
+    /// setup's plan and publishes it in a new snapshot; the process thread picks it up at its
+    /// next period. Gains (a source's gain, a source joining or leaving a bus) and the cue mix
+    /// ramp linearly over `rampMilliseconds`, per sample, so changes do not click; switching
+    /// `splitCue` crossfades over the same time. A source new to the buses fades in from
+    /// silence; an input group dropped from `sources` fades out. Changing which output groups
+    /// carry the buses, or `busChannels`, takes effect at once.
+    ///
+    /// A player that is a source is heard only through the buses: its direct route to its own
+    /// output group is bypassed while it is in `sources` (see `MonitoringSource`).
+    ///
+    /// A rejected setup (unknown group, cue mix outside 0...1, ...) throws and changes nothing.
+    public func setMonitoring(
+        _ setup: MonitoringSetup, rampMilliseconds: Double = AudioEngine.defaultRampMilliseconds
+    ) throws(AudioEngineError) {
+        guard let connection, runningClient != nil else { throw lostOrNotRunning }
+        guard rampMilliseconds.isFinite, rampMilliseconds >= 0 else {
+            throw .invalidArgument("a ramp takes 0 ms or more, not \(rampMilliseconds)")
+        }
+        let plan = try connection.memory.makeMonitoringPlan(
+            setup, rampFrames: rampFrames(rampMilliseconds),
+            inputGroups: Self.layouts(connection.inputs), outputGroups: Self.layouts(connection.outputs))
+        var graph = connection.memory.graph
+        graph.monitoring = plan
+        connection.memory.publish(graph)
+        monitoringSetup = setup
+    }
+
+    /// Adds a tap on a monitoring bus: records what the room heard (`.main`) or the cue, after
+    /// the source gains and before the outputs (the cue mix and split do not apply). Same
+    /// `CaptureTap` API as an input tap: `read`, `drainGaps` (whole-period gaps on overflow;
+    /// with a period longer than 2048 frames, whole 2048-frame chunks), `firstFrameTime`,
+    /// `setZeroed`; remove it with `removeCaptureTap`.
+    ///
+    /// It has the bus's channels as they are now (`busChannels` of the setup, 2 without one);
+    /// bus channels added later are not in it, channels removed later read as silence, and so
+    /// does the whole bus while no setup is set.
+    ///
+    /// - Parameter bufferFrames: ring size; default two seconds.
+    public func addBusTap(_ bus: Bus, bufferFrames: Int? = nil) throws(AudioEngineError) -> CaptureTap {
+        guard let connection, let client = runningClient else { throw lostOrNotRunning }
+        let channels = connection.memory.graph.monitoring?.setup.busChannels ?? MonitoringSetup.defaultBusChannels
+        let tap = CaptureTap(
+            inputGroup: bus.rawValue, bus: bus,
+            flatInputChannels: (0..<channels).map { MonitorState.busIndex(cue: bus == .cue, channel: $0) },
+            capacityFrames: max(bufferFrames ?? 2 * client.sampleRate, 1), zeroed: false)
+        var graph = connection.memory.graph
+        graph.busTaps.append(tap)
+        connection.memory.publish(graph)
+        return tap
+    }
+
+    private static func layouts(_ groups: [Group]) -> [String: GroupLayout] {
+        Dictionary(
+            groups.map { ($0.spec.name, GroupLayout(flatBase: $0.flatBase, channels: $0.spec.channels)) },
+            uniquingKeysWith: { first, _ in first })
     }
 
     // MARK: Meters
 
     /// Peak and RMS of every input and output channel since the previous call (which resets
-    /// them), inputs first, in group and channel order.
+    /// them), inputs first, in group and channel order; then, while a monitoring setup is set,
+    /// each channel of the main and the cue bus (group `main`/`cue`, direction `.bus`).
     public func meters() -> [MeterReading] {
         guard let connection else { return [] }
         var readings: [MeterReading] = []
@@ -582,14 +666,21 @@ public final class AudioEngine {
                     group.direction == .input
                     ? connection.memory.meter(input: group.flatBase + channel)
                     : connection.memory.meter(output: group.flatBase + channel)
-                let taken = cell.pointee.take()
-                let rms =
-                    taken.frames > 0
-                    ? Float((taken.sumOfSquares / Double(taken.frames)).squareRoot()) : 0
                 readings.append(
                     MeterReading(
                         group: group.spec.name, channel: channel, direction: group.direction,
-                        peak: taken.peak, rms: rms, frames: taken.frames))
+                        taken: cell.pointee.take()))
+            }
+        }
+        if let setup = connection.memory.graph.monitoring?.setup {
+            for bus in Bus.allCases {
+                for channel in 0..<setup.busChannels {
+                    let cell = connection.memory.meter(bus: bus, channel: channel)
+                    readings.append(
+                        MeterReading(
+                            group: bus.rawValue, channel: channel, direction: .bus,
+                            taken: cell.pointee.take()))
+                }
             }
         }
         return readings
@@ -677,8 +768,33 @@ public struct MeterReading: Equatable, Sendable {
     /// Frames measured (0: no period ran since the last reading).
     public var frames: Int
 
-    /// recd's port name for this channel, e.g. `mic_1`.
-    public var name: String { "\(group)_\(channel + 1)" }
+    public init(
+        group: String, channel: Int, direction: GroupDirection, peak: Float, rms: Float, frames: Int
+    ) {
+        self.group = group
+        self.channel = channel
+        self.direction = direction
+        self.peak = peak
+        self.rms = rms
+        self.frames = frames
+    }
+
+    init(
+        group: String, channel: Int, direction: GroupDirection,
+        taken: (peak: Float, sumOfSquares: Double, frames: Int)
+    ) {
+        let rms =
+            taken.frames > 0 ? Float((taken.sumOfSquares / Double(taken.frames)).squareRoot()) : 0
+        self.init(
+            group: group, channel: channel, direction: direction, peak: taken.peak, rms: rms,
+            frames: taken.frames)
+    }
+
+    /// recd's port name for this channel, e.g. `mic_1`; for a bus `bus:main_1` (group names
+    /// cannot hold a colon, so it never collides with a group's).
+    public var name: String {
+        direction == .bus ? "bus:\(group)_\(channel + 1)" : "\(group)_\(channel + 1)"
+    }
     /// Peak in dBFS, floored at -120.
     public var peakDecibels: Double { Self.decibels(peak) }
     /// RMS in dBFS, floored at -120.

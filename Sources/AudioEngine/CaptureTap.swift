@@ -1,9 +1,9 @@
 import Synchronization
 
 /// A recorder's capture point: the consumer's end of a ring that the process thread fills with
-/// an input group's samples, interleaved, one whole period at a time.
+/// an input group's samples (or a monitoring bus's), interleaved, one whole period at a time.
 ///
-/// Made by `AudioEngine.addCaptureTap`; muted or unmuted with `AudioEngine.setZeroed`; removed
+/// Made by `AudioEngine.addCaptureTap` (or `addBusTap`); muted or unmuted with `AudioEngine.setZeroed`; removed
 /// with `AudioEngine.removeCaptureTap` (or by the engine stopping). The handle owns the tap's
 /// real-time memory and frees it in `deinit`; the engine keeps the handle while the process
 /// thread can reach that memory. What is already in the ring stays readable after removal,
@@ -15,7 +15,10 @@ public final class CaptureTap: @unchecked Sendable {
     // @unchecked: mutable state is the real-time memory, touched through atomics and the
     // single-producer/single-consumer ring and gap-log discipline documented above.
 
+    /// The input group it copies; for a bus tap, the bus's name (`main`, `cue`).
     public let inputGroup: String
+    /// The monitoring bus it copies; nil for an input tap.
+    public let bus: Bus?
     /// Interleaved channels per frame.
     public let channels: Int
     public let capacityFrames: Int
@@ -25,8 +28,13 @@ public final class CaptureTap: @unchecked Sendable {
     private let attached = Atomic<Bool>(true)
 
     /// Control thread.
-    init(inputGroup: String, flatInputChannels: [Int], capacityFrames: Int, zeroed: Bool) {
+    /// For a bus tap, `flatInputChannels` index `MonitorState.busPointers`.
+    init(
+        inputGroup: String, bus: Bus? = nil, flatInputChannels: [Int], capacityFrames: Int,
+        zeroed: Bool
+    ) {
         self.inputGroup = inputGroup
+        self.bus = bus
         channels = flatInputChannels.count
         self.capacityFrames = capacityFrames
         inputChannels = .allocate(capacity: channels)

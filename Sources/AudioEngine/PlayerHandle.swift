@@ -13,7 +13,11 @@ public final class PlayerHandle: @unchecked Sendable {
     // @unchecked: the only mutable state is the real-time memory, touched through atomics and
     // the single-producer/single-consumer ring discipline documented above.
 
-    /// Which output group it plays to.
+    /// Stable for the life of the process: names this player as a monitoring source
+    /// (`MonitoringSource.Kind.player`).
+    public let id: PlayerHandleID
+    /// Which output group it plays to (directly, unless it is a monitoring source: then its
+    /// routes feed the buses instead, see `AudioEngine.setMonitoring`).
     public let outputGroup: String
     /// Interleaved channels per frame the feeder writes.
     public let channels: Int
@@ -31,6 +35,7 @@ public final class PlayerHandle: @unchecked Sendable {
         outputGroup: String, channels: Int, capacityFrames: Int, routes: [PlayerRoute],
         flatOutputBase: Int, initialCommand: PlayerCommand
     ) {
+        id = PlayerHandleID.next()
         self.outputGroup = outputGroup
         self.channels = channels
         self.capacityFrames = capacityFrames
@@ -46,7 +51,7 @@ public final class PlayerHandle: @unchecked Sendable {
             to: PlayerVoice(
                 ring: FloatRing.allocate(channels: channels, capacityFrames: capacityFrames),
                 routeSources: routeSources, routeDestinations: routeDestinations,
-                routeCount: routeCount, command: initialCommand))
+                routeCount: routeCount, flatOutputBase: flatOutputBase, command: initialCommand))
     }
 
     deinit {
@@ -107,6 +112,23 @@ public final class PlayerHandle: @unchecked Sendable {
         case .drained: .drained
         case .paused, nil: .paused
         }
+    }
+}
+
+/// A player's identity, unique among all players made in this process (never reused), so a
+/// monitoring setup can name a player without holding its handle.
+public struct PlayerHandleID: Hashable, Sendable, CustomStringConvertible {
+    public let rawValue: UInt64
+
+    public init(rawValue: UInt64) { self.rawValue = rawValue }
+
+    public var description: String { "player-\(rawValue)" }
+
+    private static let counter = Atomic<UInt64>(0)
+
+    /// Any thread.
+    static func next() -> PlayerHandleID {
+        PlayerHandleID(rawValue: counter.add(1, ordering: .relaxed).newValue)
     }
 }
 

@@ -31,6 +31,8 @@ public enum GroupDirection: String, Sendable, Hashable {
     case input
     /// recd writes to it (playback).
     case output
+    /// A monitoring bus (main or cue): no JACK ports of its own; appears in meter readings.
+    case bus
 }
 
 enum PortPattern {

@@ -39,6 +39,11 @@ public enum Op: String, CaseIterable, Sendable {
     case archiveVerify = "archive.verify"
     case archiveReindex = "archive.reindex"
     case meter
+    case cueOutputs = "cue.outputs"
+    case cueAssign = "cue.assign"
+    case cueMix = "cue.mix"
+    case cueSplit = "cue.split"
+    case cueShow = "cue.show"
 
     /// Ops that change shared state only an administrator may change.
     public var requiresAdministrator: Bool {

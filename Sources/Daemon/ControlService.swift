@@ -23,6 +23,7 @@ final class ControlService: ControlServerHandler, @unchecked Sendable {
     var engine: EngineController!
     let players = PlayerTable()
     let archive = ArchiveState()
+    var monitoring = MonitoringState()
     /// The engine's meters over the last tick (about 100 ms), for every `meter` request alike.
     var latestMeters: [MeterReading] = []
     var meterWindow = 0.0
@@ -115,6 +116,7 @@ final class ControlService: ControlServerHandler, @unchecked Sendable {
             Log.notice("JACK server is back; ports registered again")
             apply(store.updatePorts(engine.portStates))
             apply(store.mediaServicesReset())
+            do { try publishMonitoring() } catch { Log.warning("monitoring after reset: \(error)") }
             startDeclaredRecorders()
         }
     }
@@ -276,6 +278,8 @@ final class ControlService: ControlServerHandler, @unchecked Sendable {
             return try archiveReindex()
         case .meter:
             return try meterFields(app: try request.optionalString("app"))
+        case .cueOutputs, .cueAssign, .cueMix, .cueSplit, .cueShow:
+            return try cue(request, peer: peer)
         case .pause, .stop:
             let app = try request.string("app")
             try authorizeChange(of: app, by: peer)
@@ -354,9 +358,13 @@ final class ControlService: ControlServerHandler, @unchecked Sendable {
         var groups: Set<String>?
         if let app {
             let route = try store.session(app).route
-            groups = Set((route.inputs + route.outputs).compactMap { config.port(named: $0) }.flatMap {
+            var names = route.inputs + route.outputs
+            if monitoring.owner == app { names += monitoring.sources.keys }
+            groups = Set(names.compactMap { config.port(named: $0) }.flatMap {
                 [EngineController.inputGroup($0), EngineController.outputGroup($0)].compactMap { $0 }
             })
+            // The DJ's own buses (the engine names their groups main and cue).
+            if monitoring.owner == app { groups?.formUnion(Bus.allCases.map(\.rawValue)) }
         }
         func db(_ value: Float) -> JSONValue { .number(value > 0 ? max(-120, (20 * log10(Double(value)) * 100).rounded() / 100) : -120) }
         let readings = latestMeters.filter { groups?.contains($0.group) ?? true }.map { reading -> JSONValue in
@@ -423,7 +431,12 @@ final class ControlService: ControlServerHandler, @unchecked Sendable {
             applyStreamEffect(effect)
             applyRecorderEffect(effect)
             switch effect {
-            case .sessionChanged, .sessionDeleted: persist = true
+            case .sessionDeleted(let app):
+                persist = true
+                releaseMonitoring(app: app)
+            case .sessionChanged(let app):
+                persist = true
+                if store.sessions[app]?.configuration.category != .multiRoute { releaseMonitoring(app: app) }
             case .recordPermission(let app, let state):
                 persist = true
                 resolvePermissionRequests(app: app, state: state)

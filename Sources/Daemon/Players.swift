@@ -146,6 +146,7 @@ extension ControlService {
         while handle.framesQueued < min(handle.capacityFrames / 4, rate / 4) && !feeder.isDone && monotonicSeconds() < deadline {
             usleep(2000)
         }
+        monitoringPlayersChanged(app: app)
         engine.engine.play(handle, rampMilliseconds: 0)
         syncStreams(app)
         Log.info("\(app): playing \(path) (\(fileInfo.channels) ch at \(fileInfo.rate) Hz) on \(portName)")
@@ -179,6 +180,7 @@ extension ControlService {
         player.feeder.stop()
         engine.engine.removePlayer(player.handle)
         players.remove(player)
+        monitoringPlayersChanged(app: player.app)
         announcePlayer(player, state: "stopped", reason: reason)
     }
 

@@ -154,10 +154,22 @@ extension ControlService {
     func recordStart(_ request: Request, peer: PeerCredentials) throws -> [(String, JSONValue)] {
         let app = try request.string("app")
         try authorizeChange(of: app, by: peer)
-        if try request.optionalString("bus") != nil {
-            throw SessionError(.badParam, "recording a monitoring bus needs main/cue monitoring, which this recd does not have yet; record an input with --input PORT")
-        }
         try store.checkCanRecord(app: app)
+        if let busName = try request.optionalString("bus") {
+            // What the room heard (main) or the DJ's pre-listen (cue): both carry input samples,
+            // so the same permission gate applies.
+            guard let bus = Bus(rawValue: busName) else { throw SessionError(.badParam, "bus \(busName) is not main or cue") }
+            guard monitoring.owner == app else {
+                throw SessionError(.incompatibleCategory, "\(app) has no monitoring buses; set them up with `recctl cue \(app) outputs --main PORT --cue PORT`")
+            }
+            let stream = try request.optionalString("stream") ?? bus.rawValue
+            if archive.of(app).contains(where: { $0.spec.stream == stream }) {
+                throw SessionError(.badParam, "\(app) already records stream \(stream); stop it first or use --stream NAME")
+            }
+            let started = try startRecorder(RecorderSpec(app: app, stream: stream, port: "bus:" + bus.rawValue))
+            syncStreams(app)
+            return [("recorder", started.json)]
+        }
         let session = try store.session(app)
         if !session.isActive { apply(try store.activate(app: app)) }
         let route = try store.session(app).route
@@ -181,6 +193,7 @@ extension ControlService {
 
     @discardableResult
     func startRecorder(_ spec: RecorderSpec) throws -> RecorderStream {
+        if spec.port.hasPrefix("bus:") { return try startBusRecorder(spec) }
         let session = try store.session(spec.app)
         guard let port = config.port(named: spec.port), port.direction.canCapture, let group = EngineController.inputGroup(port) else {
             throw SessionError(.resourceNotAvailable, "\(spec.port) is not an input port; inputs are: \(config.ports.filter(\.direction.canCapture).map(\.name).joined(separator: ", "))")
@@ -230,6 +243,41 @@ extension ControlService {
         archive.recorders.append(stream)
         source.resolveStartTime(engine.engine)
         Log.info("\(spec.app): recording \(spec.port) as \(spec.stream) (\(bandwidth.name), \(rate) Hz, \(bits)-bit)")
+        announceRecording(stream, state: "started", file: nil, reason: nil)
+        return stream
+    }
+
+    /// A recorder of a monitoring bus: full bandwidth at the JACK rate, 24-bit.
+    func startBusRecorder(_ spec: RecorderSpec) throws -> RecorderStream {
+        let session = try store.session(spec.app)
+        guard let bus = Bus(rawValue: String(spec.port.dropFirst(4))), engine.isRunning, let rate = engine.engine.sampleRate else {
+            throw SessionError(.mediaServicesFailed, "the JACK server is gone; wait for mediaServicesWereReset and start the recorder again")
+        }
+        let tap: CaptureTap
+        do {
+            tap = try engine.engine.addBusTap(bus)
+        } catch {
+            throw SessionError(.resourceNotAvailable, "the engine refused a tap on the \(bus.rawValue) bus: \(error)")
+        }
+        if session.inputMuted || store.permission(spec.app) != .granted { engine.engine.setZeroed(tap, true) }
+        let source = TapSource(tap: tap)
+        let configuration = RecorderConfiguration(
+            archiveDirectory: archiveDir, app: spec.app, stream: spec.stream, channels: tap.channels, sampleRate: rate,
+            bitsPerSample: 24, segmentSeconds: config.archive.segmentSeconds, compressionLevel: config.archive.compressionLevel,
+            category: session.configuration.category.rawValue, mode: session.configuration.mode.rawValue,
+            inputPort: spec.port, inputType: "bus", bandwidth: CaptureBandwidth.full.name, recdVersion: recdVersion)
+        let recorder: Recorder
+        do {
+            recorder = try Recorder(configuration: configuration, source: source) { [weak server] in server?.post {} }
+            try recorder.start()
+        } catch {
+            engine.engine.removeCaptureTap(tap)
+            throw error.sessionError
+        }
+        let stream = RecorderStream(spec: spec, tap: tap, source: source, recorder: recorder, bandwidth: .full, sampleRate: rate)
+        archive.recorders.append(stream)
+        source.resolveStartTime(engine.engine)
+        Log.info("\(spec.app): recording the \(bus.rawValue) bus as \(spec.stream)")
         announceRecording(stream, state: "started", file: nil, reason: nil)
         return stream
     }
@@ -365,7 +413,7 @@ extension ControlService {
                 stopRecorder(stream, reason: EndReason(rawValue: "permissionRevoked"))
             }
         case .routeChange(let app, _, _, let current):
-            for stream in archive.of(app) where !(store.ports.first { $0.name == stream.spec.port }?.available ?? false) {
+            for stream in archive.of(app) where !stream.spec.port.hasPrefix("bus:") && !(store.ports.first { $0.name == stream.spec.port }?.available ?? false) {
                 stopRecorder(stream, reason: .routeChange)
                 _ = current
             }

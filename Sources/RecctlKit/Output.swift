@@ -48,6 +48,12 @@ struct Output {
             print("\(reply["app"]?.stringValue ?? ""): record permission \(reply["state"]?.stringValue ?? "")")
         case ["mute"]:
             print("\(reply["app"]?.stringValue ?? ""): input \(reply["muted"]?.boolValue == true ? "muted" : "unmuted")")
+        case ["cue"]:
+            let m = reply["monitoring"]
+            print("\(m?["app"]?.stringValue ?? "-"): main -> \(m?["main"]?.stringValue ?? "(none)"), cue -> \(m?["cue"]?.stringValue ?? "(none)"), mix \(JSONValue.format(m?["mix"]?.doubleValue ?? 0)), split \(m?["split"]?.boolValue == true ? "on" : "off")")
+            for source in m?["sources"]?.arrayValue ?? [] {
+                print("  \(source["name"]?.stringValue ?? "") (\(source["kind"]?.stringValue ?? "")): \(source["bus"]?.stringValue ?? "") at \(JSONValue.format(source["gain_db"]?.doubleValue ?? 0)) dB")
+            }
         case ["meter"]:
             print(Self.meterBars(reply["meters"]?.arrayValue ?? []).joined(separator: "\n"))
         case ["routes"]:

@@ -38,6 +38,10 @@ public enum Recctl {
         CommandSpec(path: ["archive", "list"], positionals: [], valueFlags: ["app", "since"], summary: "archived segments (from the index)", readsState: true),
         CommandSpec(path: ["archive", "verify"], positionals: [], optionalPositionals: ["PATH"], summary: "decode and check MD5 of one segment or all"),
         CommandSpec(path: ["archive", "reindex"], positionals: [], summary: "rebuild the index from the files alone (administrators)"),
+        CommandSpec(
+            path: ["cue"], positionals: ["APP"], optionalPositionals: ["outputs|assign|mix|split", "SOURCE|X|on|off"],
+            valueFlags: ["main", "cue", "bus", "gain"],
+            summary: "main/cue monitoring: outputs --main P --cue P; assign SOURCE --bus main|cue|both|none [--gain DB]; mix X; split on|off"),
         CommandSpec(path: ["meter"], positionals: [], optionalPositionals: ["APP"], boolFlags: ["once"], summary: "live peak/RMS in dBFS per channel (--once: one reading)", readsState: true),
         CommandSpec(path: ["routes"], positionals: [], summary: "ports (type, availability, JACK ports) and each session's route", readsState: true),
         CommandSpec(path: ["watch"], positionals: [], optionalPositionals: ["APP"], summary: "live events, one per line", readsState: true),
@@ -210,6 +214,35 @@ public enum Recctl {
         case ["watch"]: return (.watch, app)
         case ["routes"]: return (.routes, [])
         case ["meter"]: return (.meter, app)
+        case ["cue"]:
+            let usage = command.spec.usage
+            guard p.count > 1 else { return (.cueShow, app) }
+            switch p[1] {
+            case "outputs":
+                guard p.count == 2 else { throw UsageError(message: "cue outputs takes --main PORT and --cue PORT", usage: usage) }
+                var arguments = app
+                if let main = command.value("main") { arguments.append(("main", .string(main))) }
+                if let cue = command.value("cue") { arguments.append(("cue", .string(cue))) }
+                return (.cueOutputs, arguments)
+            case "assign":
+                guard p.count == 3, let bus = command.value("bus") else {
+                    throw UsageError(message: "cue assign needs a SOURCE and --bus main|cue|both|none", usage: usage)
+                }
+                var arguments = app + [("source", .string(p[2])), ("bus", .string(bus))]
+                if let gain = command.value("gain") {
+                    guard let value = Double(gain) else { throw UsageError(message: "--gain needs a number of dB, not \(gain)", usage: usage) }
+                    arguments.append(("gain_db", .number(value)))
+                }
+                return (.cueAssign, arguments)
+            case "mix":
+                guard p.count == 3, let mix = Double(p[2]) else { throw UsageError(message: "cue mix needs a number from 0 to 1", usage: usage) }
+                return (.cueMix, app + [("mix", .number(mix))])
+            case "split":
+                guard p.count == 3 else { throw UsageError(message: "cue split needs on or off", usage: usage) }
+                return (.cueSplit, app + [("on", .bool(try onOff(p[2], what: "split", usage: usage)))])
+            default:
+                throw UsageError(message: "unknown cue command \(p[1]); use outputs, assign, mix or split", usage: usage)
+            }
         case ["play"]:
             var arguments = app
             if p.count > 1 {

@@ -143,3 +143,89 @@ struct MultiRouteEndToEndTests {
         #expect(tail[2].allSatisfy { $0 == 0.25 } && tail[3].allSatisfy { $0 == 0.5 }, "PA channels 3-4 carry the main stream")
     }
 }
+
+@Suite("DJ booth end to end (config/dj-booth.conf)", .serialized)
+struct DJBoothEndToEndTests {
+    /// The example config with its JACK ports pointed at test clients: decks that play known
+    /// constants, and sinks that capture what recd sends to the PA and the headphones.
+    static func boothConfig(decks: String, pa: String, phones: String) throws -> String {
+        var text = try String(contentsOfFile: repositoryRoot + "/config/dj-booth.conf", encoding: .utf8)
+        for (from, to) in [
+            ("system:playback_1, system:playback_2", "\(pa):in_1, \(pa):in_2"),
+            ("system:playback_3, system:playback_4", "\(phones):in_1, \(phones):in_2"),
+            ("system:capture_1, system:capture_2", "\(decks)A:out_1, \(decks)A:out_2"),
+            ("system:capture_3, system:capture_4", "\(decks)B:out_1, \(decks)B:out_2"),
+        ] { text = text.replacingOccurrences(of: from, with: to) }
+        // The harness writes [daemon], [jack] and [archive] dir itself.
+        let dropped = ["[daemon]", "admin_group", "[jack]", "server =", "client_name", "[archive]", "dir ="]
+        return text.split(separator: "\n", omittingEmptySubsequences: false).filter { line in
+            !dropped.contains { line.hasPrefix($0) }
+        }.joined(separator: "\n")
+    }
+
+    @Test("deck A on main, deck B on cue: main carries only A, cue only B; cue mix blends; split cue; the main bus recorded")
+    func mainAndCue() throws {
+        let decks = uniqueName("deck")
+        let pa = uniqueName("pa")
+        let phones = uniqueName("phones")
+        let daemon = try Daemon(ports: try Self.boothConfig(decks: decks, pa: pa, phones: phones))
+        // Distinct constants per deck and channel: every sample says where it came from.
+        let deckA = try SignalClient(["--name", decks + "A", "play", "--ports", "out_1,out_2", "--signal", "square:1", "--level", "-12"])
+        let deckB = try SignalClient(["--name", decks + "B", "play", "--ports", "out_1,out_2", "--signal", "square:1", "--level", "-6"])
+        _ = (deckA, deckB)
+        let paRaw = daemon.directory + "/pa.raw"
+        let phonesRaw = daemon.directory + "/phones.raw"
+        let paSink = try SignalClient(["--name", pa, "capture", "--ports", "in_1,in_2", "--out", paRaw])
+        let phonesSink = try SignalClient(["--name", phones, "capture", "--ports", "in_1,in_2", "--out", phonesRaw])
+        #expect(try eventually { try daemon.recctl("--json", "session", "show", "dj").json?["route"]?["outputs"] == ["pa", "phones"] })
+        let steps: [[String]] = [
+            ["cue", "dj", "outputs", "--main", "pa", "--cue", "phones"],
+            ["cue", "dj", "assign", "deckA", "--bus", "main"],
+            ["cue", "dj", "assign", "deckB", "--bus", "cue"],
+        ]
+        for step in steps {
+            let result = try daemon.recctl(arguments: step)
+            try #require(result.status == 0, "\(step): \(result.stderr)")
+        }
+        usleep(300_000)
+        let meters = try #require(daemon.recctl("--json", "meter", "--once", "dj").json?["meters"]?.arrayValue)
+        #expect(meters.contains { $0["name"] == "deckA_1" && abs(($0["peak_db"]?.doubleValue ?? 0) - -12) < 0.1 })
+        // Read what reached the outputs in the last 100 ms of each setting.
+        func lastFrames(_ path: String) throws -> [[Float]] {
+            usleep(400_000)
+            return deinterleave(try readRawFloats(path: path), channels: 2).map { Array($0.suffix(4800)) }
+        }
+        let a = Float(pow(10, -12.0 / 20)), b = Float(pow(10, -6.0 / 20))
+        func near(_ x: Float, _ y: Float) -> Bool { abs(abs(x) - abs(y)) < 1e-5 }
+        var main = try lastFrames(paRaw)
+        var cue = try lastFrames(phonesRaw)
+        #expect(main[0].allSatisfy { near($0, a) } && main[1].allSatisfy { near($0, a) }, "main carries only deck A")
+        #expect(cue[0].allSatisfy { near($0, b) } && cue[1].allSatisfy { near($0, b) }, "cue carries only deck B")
+
+        try #require(daemon.recctl("cue", "dj", "mix", "0.5").status == 0)
+        cue = try lastFrames(phonesRaw)
+        // Both square waves start together and have the same sign: 0.5·B + 0.5·A.
+        #expect(cue[0].allSatisfy { near($0, 0.5 * b + 0.5 * a) }, "cue mix 0.5 blends main into cue: \(cue[0].prefix(2))")
+
+        try #require(daemon.recctl("cue", "dj", "mix", "0").status == 0)
+        try #require(daemon.recctl("cue", "dj", "split", "on").status == 0)
+        cue = try lastFrames(phonesRaw)
+        #expect(cue[0].allSatisfy { near($0, b) }, "split: left is the cue summed to mono")
+        #expect(cue[1].allSatisfy { near($0, a) }, "split: right is the main summed to mono")
+        main = try lastFrames(paRaw)
+        #expect(main[0].allSatisfy { near($0, a) }, "split changes only the headphones")
+
+        // What the room heard, recorded.
+        try #require(daemon.recctl("record", "start", "dj", "--bus", "main").status == 0)
+        usleep(1_200_000)
+        try #require(daemon.recctl("record", "stop", "dj").status == 0)
+        let file = try #require(archiveFiles(daemon.directory + "/archive").first)
+        #expect(try flacTest(file))
+        #expect(file.contains("dj-main-"))
+        let recorded = try decodeFLAC(file, bits: 24)
+        let expected = Int32((a * 8_388_608).rounded())
+        #expect(recorded.dropFirst(4800).prefix(24_000).allSatisfy { abs(abs($0) - expected) <= 1 }, "the main bus recording carries deck A")
+        paSink.stop()
+        phonesSink.stop()
+    }
+}

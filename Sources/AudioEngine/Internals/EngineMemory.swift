@@ -11,18 +11,30 @@ final class EngineMemory {
     let state: UnsafeMutablePointer<ProcessState>
     private let inputCount: Int
     private let outputCount: Int
-    /// What the current snapshot names, kept alive with it.
-    private(set) var players: [PlayerHandle] = []
-    private(set) var taps: [CaptureTap] = []
 
-    /// A snapshot the process thread may still be reading, with the handles it names.
+    /// What a snapshot names; the handles and the plan are kept alive with it.
+    struct Graph {
+        var players: [PlayerHandle] = []
+        /// Input taps.
+        var taps: [CaptureTap] = []
+        var busTaps: [CaptureTap] = []
+        var monitoring: MonitoringPlan?
+    }
+
+    /// What the current snapshot names.
+    private(set) var graph = Graph()
+    var players: [PlayerHandle] { graph.players }
+    var taps: [CaptureTap] { graph.taps }
+    /// Which monitoring ramp slot each source holds (see `makeMonitoringPlan`).
+    private var monitoringSlots = MonitoringSlots()
+
+    /// A snapshot the process thread may still be reading, with what it names.
     private struct DeadWood {
         let snapshot: UnsafeMutablePointer<GraphSnapshot>
         /// `cyclesCompleted` read right after the swap: once it has moved past this, no cycle
         /// can still hold the old pointer (cycles run one at a time on one thread).
         let retiredAt: UInt64
-        let players: [PlayerHandle]
-        let taps: [CaptureTap]
+        let graph: Graph
     }
     private var deadWood: [DeadWood] = []
     private var freed = false
@@ -56,6 +68,7 @@ final class EngineMemory {
         let meterCount = inputCount + outputCount
         let meters = UnsafeMutablePointer<MeterCell>.allocate(capacity: max(meterCount, 1))
         for index in 0..<meterCount { (meters + index).initialize(to: MeterCell()) }
+        let monitor = MonitorState.allocate()
 
         state = .allocate(capacity: 1)
         state.initialize(
@@ -63,28 +76,45 @@ final class EngineMemory {
                 client: client, inputPorts: inputPortList, inputCount: inputCount,
                 outputPorts: outputPortList, outputCount: outputCount,
                 inputBuffers: inputBuffers, outputBuffers: outputBuffers, meters: meters,
-                graph: Self.makeSnapshot(players: [], taps: [])))
+                monitor: monitor, graph: Self.makeSnapshot(Graph())))
     }
 
     deinit { freeAll() }
 
     // MARK: Snapshots
 
-    /// Publishes a graph with these players and taps, retiring the previous one.
+    /// Publishes a graph with these players and input taps (the rest unchanged), retiring the
+    /// previous one.
     func publish(players: [PlayerHandle], taps: [CaptureTap]) {
+        var graph = self.graph
+        graph.players = players
+        graph.taps = taps
+        publish(graph)
+    }
+
+    /// Publishes `graph`, retiring the previous one.
+    func publish(_ graph: Graph) {
         precondition(!freed, "publishing into freed engine memory")
-        let snapshot = Self.makeSnapshot(players: players, taps: taps)
+        let snapshot = Self.makeSnapshot(graph)
         let oldBits = state.pointee.graph.exchange(
             UInt(bitPattern: snapshot), ordering: .sequentiallyConsistent)
         let retiredAt = state.pointee.cyclesCompleted.load(ordering: .sequentiallyConsistent)
         if let old = UnsafeMutablePointer<GraphSnapshot>(bitPattern: oldBits) {
-            deadWood.append(
-                DeadWood(
-                    snapshot: old, retiredAt: retiredAt, players: self.players, taps: self.taps))
+            deadWood.append(DeadWood(snapshot: old, retiredAt: retiredAt, graph: self.graph))
         }
-        self.players = players
-        self.taps = taps
+        self.graph = graph
         collectDeadWood()
+    }
+
+    /// Checks a monitoring setup against the groups and builds its plan, to be published with
+    /// `publish`. Throws, changing nothing, when the setup does not fit.
+    func makeMonitoringPlan(
+        _ setup: MonitoringSetup, rampFrames: Int, inputGroups: [String: GroupLayout],
+        outputGroups: [String: GroupLayout]
+    ) throws(AudioEngineError) -> MonitoringPlan {
+        try monitoringSlots.plan(
+            for: setup, rampFrames: rampFrames, inputGroups: inputGroups,
+            outputGroups: outputGroups)
     }
 
     /// Frees the retired snapshots the process thread has moved past. Returns how many remain.
@@ -113,8 +143,7 @@ final class EngineMemory {
         if let snapshot = UnsafeMutablePointer<GraphSnapshot>(bitPattern: current) {
             Self.freeSnapshot(snapshot)
         }
-        players = []
-        taps = []
+        graph = Graph()
 
         state.pointee.inputPorts.deinitialize(count: inputCount)
         state.pointee.inputPorts.deallocate()
@@ -126,6 +155,7 @@ final class EngineMemory {
         state.pointee.outputBuffers.deallocate()
         state.pointee.meters.deinitialize(count: inputCount + outputCount)
         state.pointee.meters.deallocate()
+        MonitorState.deallocate(state.pointee.monitor)
         state.deinitialize(count: 1)
         state.deallocate()
         placeholderBuffer.deallocate()
@@ -140,26 +170,53 @@ final class EngineMemory {
         state.pointee.meters + inputCount + channel
     }
 
-    private static func makeSnapshot(players: [PlayerHandle], taps: [CaptureTap])
-        -> UnsafeMutablePointer<GraphSnapshot>
-    {
+    /// The meter of channel `channel` of a monitoring bus.
+    func meter(bus: Bus, channel: Int) -> UnsafeMutablePointer<MeterCell> {
+        state.pointee.monitor.pointee.busMeters
+            + MonitorState.busIndex(cue: bus == .cue, channel: channel)
+    }
+
+    /// Internal, not private: the allocation test swaps prebuilt snapshots in.
+    static func makeSnapshot(_ graph: Graph) -> UnsafeMutablePointer<GraphSnapshot> {
+        let players = graph.players
         let playerList = UnsafeMutablePointer<UnsafeMutablePointer<PlayerVoice>>.allocate(
             capacity: max(players.count, 1))
         playerList.initialize(from: players.map(\.voice), count: players.count)
-        let tapList = UnsafeMutablePointer<UnsafeMutablePointer<TapState>>.allocate(
-            capacity: max(taps.count, 1))
-        tapList.initialize(from: taps.map(\.state), count: taps.count)
+        let sourceCount = graph.monitoring?.plan.pointee.sourceCount ?? 0
+        let sourcePlayers = UnsafeMutablePointer<UnsafeMutablePointer<PlayerVoice>?>.allocate(
+            capacity: max(sourceCount, 1))
+        sourcePlayers.initialize(repeating: nil, count: sourceCount)
+        let playerOnBus = UnsafeMutablePointer<Bool>.allocate(capacity: max(players.count, 1))
+        for (index, player) in players.enumerated() {
+            let source = graph.monitoring?.playerSources[player.id]
+            (playerOnBus + index).initialize(to: source != nil)
+            if let source { sourcePlayers[source] = player.voice }
+        }
         let snapshot = UnsafeMutablePointer<GraphSnapshot>.allocate(capacity: 1)
         snapshot.initialize(
             to: GraphSnapshot(
-                players: playerList, playerCount: players.count, taps: tapList, tapCount: taps.count
-            ))
+                players: playerList, playerCount: players.count, playerOnBus: playerOnBus,
+                taps: tapList(graph.taps), tapCount: graph.taps.count,
+                busTaps: tapList(graph.busTaps), busTapCount: graph.busTaps.count,
+                monitor: graph.monitoring?.plan, sourcePlayers: sourcePlayers))
         return snapshot
     }
 
-    private static func freeSnapshot(_ snapshot: UnsafeMutablePointer<GraphSnapshot>) {
+    private static func tapList(_ taps: [CaptureTap])
+        -> UnsafeMutablePointer<UnsafeMutablePointer<TapState>>
+    {
+        let list = UnsafeMutablePointer<UnsafeMutablePointer<TapState>>.allocate(
+            capacity: max(taps.count, 1))
+        list.initialize(from: taps.map(\.state), count: taps.count)
+        return list
+    }
+
+    static func freeSnapshot(_ snapshot: UnsafeMutablePointer<GraphSnapshot>) {
         snapshot.pointee.players.deallocate()
+        snapshot.pointee.playerOnBus.deallocate()
         snapshot.pointee.taps.deallocate()
+        snapshot.pointee.busTaps.deallocate()
+        snapshot.pointee.sourcePlayers.deallocate()
         snapshot.deinitialize(count: 1)
         snapshot.deallocate()
     }

@@ -16,6 +16,10 @@ struct PlayerVoice: ~Copyable {
     let routeSources: UnsafeMutablePointer<Int>
     let routeDestinations: UnsafeMutablePointer<Int>
     let routeCount: Int
+    /// Flat output channel of channel 0 of the player's output group: a route's destination
+    /// minus this is its channel within the group, which is the bus channel it feeds when the
+    /// player is a monitoring source.
+    let flatOutputBase: Int
 
     /// Control → process: the latest `PlayerCommand`, packed. The process thread applies a
     /// new value at the start of its next period.
@@ -49,12 +53,14 @@ struct PlayerVoice: ~Copyable {
 
     init(
         ring: FloatRing, routeSources: UnsafeMutablePointer<Int>,
-        routeDestinations: UnsafeMutablePointer<Int>, routeCount: Int, command: PlayerCommand
+        routeDestinations: UnsafeMutablePointer<Int>, routeCount: Int, flatOutputBase: Int,
+        command: PlayerCommand
     ) {
         self.ring = ring
         self.routeSources = routeSources
         self.routeDestinations = routeDestinations
         self.routeCount = routeCount
+        self.flatOutputBase = flatOutputBase
         self.command = Atomic(command.packed)
     }
 }
@@ -106,6 +112,29 @@ extension PlayerVoice {
     mutating func render(
         frames: Int, outputs: UnsafeMutablePointer<UnsafeMutablePointer<Float>>
     ) {
+        render(frames: frames, into: outputs, destinationBase: 0, destinationLimit: Int.max)
+    }
+
+    /// Process thread: `render`, but into `busChannels` bus buffers instead of the output
+    /// ports: group channel n feeds bus channel n; routes to group channels past the bus are
+    /// dropped. For a player that is a monitoring source.
+    @_noLocks
+    mutating func render(
+        frames: Int, toBus buffers: UnsafeMutablePointer<UnsafeMutablePointer<Float>>,
+        busChannels: Int
+    ) {
+        render(
+            frames: frames, into: buffers, destinationBase: flatOutputBase,
+            destinationLimit: busChannels)
+    }
+
+    /// Adds into `outputs[routeDestinations[r] - destinationBase]` where that index is below
+    /// `destinationLimit`.
+    @_noLocks
+    private mutating func render(
+        frames: Int, into outputs: UnsafeMutablePointer<UnsafeMutablePointer<Float>>,
+        destinationBase: Int, destinationLimit: Int
+    ) {
         let packed = command.load(ordering: .acquiring)
         if packed != appliedCommand { apply(packed) }
 
@@ -137,11 +166,13 @@ extension PlayerVoice {
         let firstRun = min(playable, ring.capacityFrames - start)
         mix(
             from: ring.samples + start * ring.channels, frames: firstRun,
-            into: outputs, outputOffset: 0)
+            into: outputs, outputOffset: 0, destinationBase: destinationBase,
+            destinationLimit: destinationLimit)
         if firstRun < playable {
             mix(
                 from: ring.samples, frames: playable - firstRun,
-                into: outputs, outputOffset: firstRun)
+                into: outputs, outputOffset: firstRun, destinationBase: destinationBase,
+                destinationLimit: destinationLimit)
         }
         // Frames the ring could not supply are silence; the ramp still moves with time.
         advanceRamp(frames: frames - playable)
@@ -187,15 +218,18 @@ extension PlayerVoice {
     @_noLocks
     private mutating func mix(
         from source: UnsafeMutablePointer<Float>, frames: Int,
-        into outputs: UnsafeMutablePointer<UnsafeMutablePointer<Float>>, outputOffset: Int
+        into outputs: UnsafeMutablePointer<UnsafeMutablePointer<Float>>, outputOffset: Int,
+        destinationBase: Int, destinationLimit: Int
     ) {
         let channels = ring.channels
         for frame in 0..<frames {
             stepGain()
             let sampleBase = frame * channels
             for route in 0..<routeCount {
+                let destination = routeDestinations[route] - destinationBase
+                if destination >= destinationLimit { continue }
                 let sample = source[sampleBase + routeSources[route]]
-                outputs[routeDestinations[route]][outputOffset + frame] += sample * gain
+                outputs[destination][outputOffset + frame] += sample * gain
             }
         }
     }

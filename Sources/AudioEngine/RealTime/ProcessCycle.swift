@@ -32,7 +32,9 @@ func recdProcess(_ frameCount: jack_nframes_t, _ argument: UnsafeMutableRawPoint
 }
 
 /// One period on buffers already in `state.inputBuffers`/`outputBuffers`: taps copy the
-/// inputs, outputs are cleared and the players mixed into them, meters measure both.
+/// inputs, outputs are cleared and the players mixed into them, monitoring sums its sources
+/// into the buses and adds those to the outputs (same cycle: no added latency), meters
+/// measure inputs, buses and outputs.
 /// Separate from `recdProcess` so a test can drive it without a server.
 @_noLocks
 func runCycle(_ state: UnsafeMutablePointer<ProcessState>, frames: Int, frameTime: UInt32) {
@@ -52,9 +54,10 @@ func runCycle(_ state: UnsafeMutablePointer<ProcessState>, frames: Int, frameTim
             graph.pointee.taps[index].pointee.capture(
                 frames: frames, frameTime: frameTime, inputs: inputs)
         }
-        for index in 0..<graph.pointee.playerCount {
+        for index in 0..<graph.pointee.playerCount where !graph.pointee.playerOnBus[index] {
             graph.pointee.players[index].pointee.render(frames: frames, outputs: outputs)
         }
+        runMonitoring(state, graph: graph, frames: frames, frameTime: frameTime)
     }
     let outputMeters = state.pointee.meters + state.pointee.inputCount
     for channel in 0..<state.pointee.outputCount {

@@ -23,6 +23,8 @@ struct ProcessState: ~Copyable {
     let outputBuffers: UnsafeMutablePointer<UnsafeMutablePointer<Float>>
     /// One per input channel, then one per output channel.
     let meters: UnsafeMutablePointer<MeterCell>
+    /// Monitoring state that outlives snapshots: ramp positions, bus meters.
+    let monitor: UnsafeMutablePointer<MonitorState>
 
     /// Address of the current immutable `GraphSnapshot` (read-copy-update: the control thread
     /// swaps in a new one, the process thread loads it once per cycle).
@@ -36,7 +38,8 @@ struct ProcessState: ~Copyable {
         outputPorts: UnsafeMutablePointer<OpaquePointer?>, outputCount: Int,
         inputBuffers: UnsafeMutablePointer<UnsafeMutablePointer<Float>>,
         outputBuffers: UnsafeMutablePointer<UnsafeMutablePointer<Float>>,
-        meters: UnsafeMutablePointer<MeterCell>, graph: UnsafeMutablePointer<GraphSnapshot>
+        meters: UnsafeMutablePointer<MeterCell>, monitor: UnsafeMutablePointer<MonitorState>,
+        graph: UnsafeMutablePointer<GraphSnapshot>
     ) {
         self.client = client
         self.inputPorts = inputPorts
@@ -46,15 +49,29 @@ struct ProcessState: ~Copyable {
         self.inputBuffers = inputBuffers
         self.outputBuffers = outputBuffers
         self.meters = meters
+        self.monitor = monitor
         self.graph = Atomic(UInt(bitPattern: graph))
     }
 }
 
-/// What the process thread runs, as one immutable value: the players and taps in this
-/// version of the graph. Built and freed by the control thread; never changed once published.
+/// What the process thread runs, as one immutable value: the players, taps and monitoring
+/// in this version of the graph. Built and freed by the control thread; never changed once
+/// published.
 struct GraphSnapshot {
     let players: UnsafeMutablePointer<UnsafeMutablePointer<PlayerVoice>>
     let playerCount: Int
+    /// For each player: true when it is a monitoring source, so it feeds the buses instead of
+    /// its output group.
+    let playerOnBus: UnsafeMutablePointer<Bool>
+    /// Input taps.
     let taps: UnsafeMutablePointer<UnsafeMutablePointer<TapState>>
     let tapCount: Int
+    /// Bus taps: their channels index `MonitorState.busPointers`.
+    let busTaps: UnsafeMutablePointer<UnsafeMutablePointer<TapState>>
+    let busTapCount: Int
+    /// The monitoring plan; nil when none was set.
+    let monitor: UnsafeMutablePointer<MonitorPlan>?
+    /// For each of `monitor`'s sources: the voice of a player source that is in this graph;
+    /// nil for inputs and for players no longer in the engine.
+    let sourcePlayers: UnsafeMutablePointer<UnsafeMutablePointer<PlayerVoice>?>
 }

@@ -56,16 +56,45 @@ final class ProcessRig {
     }
 
     func addPlayer(
-        channels: Int, outputs routes: [PlayerRoute], capacityFrames: Int, gain: Float = 1
+        channels: Int, outputs routes: [PlayerRoute], capacityFrames: Int, gain: Float = 1,
+        flatOutputBase: Int = 0
     )
         -> PlayerHandle
     {
         let player = PlayerHandle(
             outputGroup: "out", channels: channels, capacityFrames: capacityFrames, routes: routes,
-            flatOutputBase: 0,
+            flatOutputBase: flatOutputBase,
             initialCommand: PlayerCommand(gain: gain, rampFrames: 0, paused: false))
         memory.publish(players: memory.players + [player], taps: memory.taps)
         return player
+    }
+
+    /// Sets monitoring as `AudioEngine.setMonitoring` does, on these group layouts.
+    @discardableResult
+    func setMonitoring(
+        _ setup: MonitoringSetup, rampFrames: Int, inputs: [String: GroupLayout],
+        outputs: [String: GroupLayout]
+    ) throws(AudioEngineError) -> MonitoringPlan {
+        let plan = try memory.makeMonitoringPlan(
+            setup, rampFrames: rampFrames, inputGroups: inputs, outputGroups: outputs)
+        var graph = memory.graph
+        graph.monitoring = plan
+        memory.publish(graph)
+        return plan
+    }
+
+    /// A tap on a bus, as `AudioEngine.addBusTap` makes it.
+    func addBusTap(_ bus: Bus, channels: Int = 2, capacityFrames: Int) -> CaptureTap {
+        let tap = CaptureTap(
+            inputGroup: bus.rawValue, bus: bus,
+            flatInputChannels: (0..<channels).map {
+                MonitorState.busIndex(cue: bus == .cue, channel: $0)
+            },
+            capacityFrames: capacityFrames, zeroed: false)
+        var graph = memory.graph
+        graph.busTaps.append(tap)
+        memory.publish(graph)
+        return tap
     }
 
     func addTap(channels: [Int], capacityFrames: Int) -> CaptureTap {

@@ -12,6 +12,14 @@ enum TestSignal {
     case counter
     /// Every sample is this value.
     case constant(Float)
+    /// Every sample of channel c is `values[c]` (channels past the list: 0).
+    case constants([Float])
+    /// `amplitude × sin(2π × k / cycleFrames)` on every channel, k counting frames from the
+    /// client's first cycle (a whole number of frames per cycle: the peak is sampled exactly
+    /// when `cycleFrames` is a multiple of 4).
+    case sine(cycleFrames: Int, amplitude: Float)
+    /// `amplitude` on every channel at frames k = 0, interval, 2 × interval, ...; 0 elsewhere.
+    case impulses(interval: Int, amplitude: Float)
 }
 
 /// The test client's plain-memory process state.
@@ -20,13 +28,19 @@ private struct TestClientState {
     var outputCount: Int
     var inputPorts: UnsafeMutablePointer<OpaquePointer?>
     var inputCount: Int
-    var constant: Float
-    var counterMode: Bool
+    /// Per output channel, for `.constant`/`.constants`.
+    var constants: UnsafeMutablePointer<Float>
+    var mode: SignalMode
+    var amplitude: Float
+    /// Frames per sine cycle, or between impulses.
+    var interval: Int
     var framesPlayed: Int
     /// Interleaved input frames; whole frames only.
     var recording: UnsafeMutablePointer<jack_ringbuffer_t>?
     var droppedFrames: Int
 }
+
+private enum SignalMode { case counter, constants, sine, impulses }
 
 private func testClientProcess(_ frames: jack_nframes_t, _ argument: UnsafeMutableRawPointer?)
     -> Int32
@@ -38,10 +52,24 @@ private func testClientProcess(_ frames: jack_nframes_t, _ argument: UnsafeMutab
             let buffer = jack_port_get_buffer(port, frames)?.assumingMemoryBound(to: Float.self)
         else { continue }
         let sign: Float = channel % 2 == 0 ? 1 : -1
-        for frame in 0..<count {
-            buffer[frame] =
-                state.pointee.counterMode
-                ? sign * Float(state.pointee.framesPlayed + frame + 1) : state.pointee.constant
+        let played = state.pointee.framesPlayed
+        switch state.pointee.mode {
+        case .counter:
+            for frame in 0..<count { buffer[frame] = sign * Float(played + frame + 1) }
+        case .constants:
+            let value = state.pointee.constants[channel]
+            for frame in 0..<count { buffer[frame] = value }
+        case .sine:
+            let step = 2 * Double.pi / Double(state.pointee.interval)
+            for frame in 0..<count {
+                buffer[frame] =
+                    state.pointee.amplitude * Float(sin(step * Double(played + frame)))
+            }
+        case .impulses:
+            let interval = state.pointee.interval
+            for frame in 0..<count {
+                buffer[frame] = (played + frame) % interval == 0 ? state.pointee.amplitude : 0
+            }
         }
     }
     state.pointee.framesPlayed += count
@@ -105,11 +133,27 @@ final class TestJackClient {
                 client, "in_\(index + 1)", JACK_DEFAULT_AUDIO_TYPE, UInt(JackPortIsInput.rawValue),
                 0)
         }
-        var constant: Float = 0
-        var counterMode = true
-        if case .constant(let value) = signal {
-            constant = value
-            counterMode = false
+        let constants = UnsafeMutablePointer<Float>.allocate(capacity: max(outputs, 1))
+        constants.initialize(repeating: 0, count: max(outputs, 1))
+        var mode = SignalMode.counter
+        var amplitude: Float = 0
+        var interval = 1
+        switch signal {
+        case .counter: break
+        case .constant(let value):
+            mode = .constants
+            for channel in 0..<outputs { constants[channel] = value }
+        case .constants(let values):
+            mode = .constants
+            for channel in 0..<min(outputs, values.count) { constants[channel] = values[channel] }
+        case .sine(let cycle, let level):
+            mode = .sine
+            interval = max(cycle, 1)
+            amplitude = level
+        case .impulses(let every, let level):
+            mode = .impulses
+            interval = max(every, 1)
+            amplitude = level
         }
         let recording =
             inputs > 0
@@ -117,9 +161,8 @@ final class TestJackClient {
         state.initialize(
             to: TestClientState(
                 outputPorts: outputPorts, outputCount: outputs, inputPorts: inputPorts,
-                inputCount: inputs,
-                constant: constant, counterMode: counterMode, framesPlayed: 0, recording: recording,
-                droppedFrames: 0))
+                inputCount: inputs, constants: constants, mode: mode, amplitude: amplitude,
+                interval: interval, framesPlayed: 0, recording: recording, droppedFrames: 0))
         jack_set_process_callback(client, testClientProcess, UnsafeMutableRawPointer(state))
         guard jack_activate(client) == 0 else {
             jack_client_close(client)
@@ -148,6 +191,17 @@ final class TestJackClient {
         return result
     }
 
+    /// Frames the recording ring had no room for (then the recording is not continuous).
+    var droppedFrames: Int { state.pointee.droppedFrames }
+
+    /// Connects two ports by full name (an output, then an input).
+    func connect(source: String, destination: String) throws {
+        let result = jack_connect(client, source, destination)
+        guard result == 0 || result == 17 else {  // 17: EEXIST, already connected
+            throw TestClientError("cannot connect \(source) → \(destination): \(result)")
+        }
+    }
+
     /// Registers an extra output port (it appears to others as `name:short`).
     func registerOutputPort(_ short: String) {
         extraPorts[short] = jack_port_register(
@@ -169,6 +223,7 @@ final class TestJackClient {
         if let ring = state.pointee.recording { jack_ringbuffer_free(ring) }
         state.pointee.outputPorts.deallocate()
         state.pointee.inputPorts.deallocate()
+        state.pointee.constants.deallocate()
         state.deallocate()
     }
 }
