@@ -44,11 +44,12 @@ public enum Op: String, CaseIterable, Sendable {
     case cueMix = "cue.mix"
     case cueSplit = "cue.split"
     case cueShow = "cue.show"
+    case devicesInject = "devices.inject"
 
     /// Ops that change shared state only an administrator may change.
     public var requiresAdministrator: Bool {
         switch self {
-        case .permissionGrant, .permissionDeny, .permissionReset, .archiveReindex: true
+        case .permissionGrant, .permissionDeny, .permissionReset, .archiveReindex, .devicesInject: true
         default: false
         }
     }

@@ -24,6 +24,7 @@ final class ControlService: ControlServerHandler, @unchecked Sendable {
     let players = PlayerTable()
     let archive = ArchiveState()
     var monitoring = MonitoringState()
+    var devices: DeviceState!
     /// The engine's meters over the last tick (about 100 ms), for every `meter` request alike.
     var latestMeters: [MeterReading] = []
     var meterWindow = 0.0
@@ -280,6 +281,8 @@ final class ControlService: ControlServerHandler, @unchecked Sendable {
             return try meterFields(app: try request.optionalString("app"))
         case .cueOutputs, .cueAssign, .cueMix, .cueSplit, .cueShow:
             return try cue(request, peer: peer)
+        case .devicesInject:
+            return try injectDeviceEvents(request)
         case .pause, .stop:
             let app = try request.string("app")
             try authorizeChange(of: app, by: peer)
@@ -413,6 +416,7 @@ final class ControlService: ControlServerHandler, @unchecked Sendable {
             ("active", JSONValue(active)),
             ("players", .array(players.all.map(\.json))),
             ("recorders", .array(archive.recorders.map(\.json))),
+            ("cards", .array(devices.cards.map { ["index": .number(Double($0.index)), "id": .string($0.id), "name": .string($0.name), "usb": .bool($0.isUSB)] })),
             ("archive", archiveStatus()),
         ]
     }
@@ -474,6 +478,7 @@ final class ControlService: ControlServerHandler, @unchecked Sendable {
 
     /// Stops streams and leaves JACK cleanly (SIGTERM, end of the control loop).
     func shutdown() {
+        stopDevices()
         for player in players.all { stopPlayer(player, reason: "stop") }
         for stream in archive.recorders { stopRecorder(stream, reason: .stop) }
         engine.engine.stop()

@@ -21,6 +21,8 @@ final class EngineController {
     private var connectionCounter = 0
     private var connectedOrder: [String: Int] = [:]
     private var available: [String: Bool] = [:]
+    /// Jack-sense state per port (nil: no sense control, JACK alone decides).
+    private var sensePlugged: [String: Bool] = [:]
     private(set) var lastError: String?
     private var nextAttempt = 0.0
 
@@ -105,6 +107,12 @@ final class EngineController {
     /// Makes missing JACK connections; after the policy has reacted (it can take a period or two).
     func repairConnections() { engine.repairConnections() }
 
+    /// A jack-sense control changed: a port is available only while plugged (nil: no control).
+    func setSensePlugged(port: String, _ plugged: Bool?) {
+        sensePlugged[port] = plugged
+        refreshAvailability()
+    }
+
     /// After a loss every port is gone.
     func markAllUnavailable() {
         for port in config.ports { available[port.name] = false }
@@ -113,7 +121,7 @@ final class EngineController {
     private func refreshAvailability() {
         for port in config.ports {
             let groups = [Self.inputGroup(port), Self.outputGroup(port)].compactMap { $0 }
-            let now = engine.isRunning && groups.allSatisfy { engine.isAvailable(group: $0) }
+            let now = engine.isRunning && groups.allSatisfy { engine.isAvailable(group: $0) } && sensePlugged[port.name] != false
             if now && available[port.name] != true {
                 connectionCounter += 1
                 connectedOrder[port.name] = connectionCounter

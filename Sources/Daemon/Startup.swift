@@ -1,5 +1,6 @@
 // recd's start-up: arguments, config, state, socket, then the control loop.
 import ControlProtocol
+import Devices
 import SessionPolicy
 import SystemSupport
 
@@ -76,7 +77,7 @@ public enum Recd {
             return 0
         }
         if let socketOverride { config.daemon.socket = socketOverride }
-        return run(config: config)
+        return run(config: config, environment: environment)
     }
 
     /// Loads the config and checks what the loader leaves to the policy (session tables).
@@ -88,14 +89,15 @@ public enum Recd {
         } catch {
             return (nil, ["\(error)"])
         }
-        let errors = SessionDeclarations.check(config).compactMap { result -> String? in
+        var errors = SessionDeclarations.check(config).compactMap { result -> String? in
             if case .failure(let error) = result { return "\(error)" }
             return nil
         }
+        if case .failure(let error) = DeviceState.bindings(for: config) { errors.append("\(error)") }
         return errors.isEmpty ? (config, []) : (nil, errors)
     }
 
-    static func run(config: RecdConfig) -> Int32 {
+    static func run(config: RecdConfig, environment: [String: String]) -> Int32 {
         // Before any other thread exists, so every thread inherits the mask and signals reach
         // the control loop through its signalfd.
         Signals.ignoreBrokenPipe()
@@ -139,8 +141,10 @@ public enum Recd {
         service.engine = EngineController(config: config) { [weak server, service] in
             server?.post { service.engineWoke() }
         }
+        service.devices = DeviceState(bindings: (try? DeviceState.bindings(for: config).get()) ?? (try! DeviceBindings([DeviceBindings.Declaration]())))
         service.openArchive()
         service.startEngine()
+        service.startDevices(environment: environment)
         service.save()
         Log.notice("recd \(recdVersion) listening on \(config.daemon.socket) (config: \(config.source), state: \(config.daemon.stateDir))")
         try? SystemdNotify.ready(status: "listening on \(config.daemon.socket)")

@@ -173,6 +173,8 @@ public struct PortDecl: Sendable, Equatable {
     public var codec: HFPCodec?
     /// ALSA jack-sense control (e.g. "Headphone Jack") that says whether the port is plugged.
     public var sense: String?
+    /// ALSA capture switch (e.g. "Capture Switch") whose "off" mutes this input in hardware.
+    public var muteSwitch: String?
     /// Line of the section header, for messages that point back at the config.
     public var line: Int
 
@@ -182,7 +184,7 @@ public struct PortDecl: Sendable, Equatable {
         name: String, type: PortType, direction: PortDirection, jack: [String] = [],
         jackIn: [String] = [], jackOut: [String] = [], channels: Int,
         capabilities: Set<PortCapability> = [], codec: HFPCodec? = nil,
-        sense: String? = nil, line: Int = 0
+        sense: String? = nil, muteSwitch: String? = nil, line: Int = 0
     ) {
         self.name = name
         self.type = type
@@ -194,6 +196,7 @@ public struct PortDecl: Sendable, Equatable {
         self.capabilities = capabilities
         self.codec = codec
         self.sense = sense
+        self.muteSwitch = muteSwitch
         self.line = line
     }
 }

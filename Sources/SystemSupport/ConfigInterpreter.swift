@@ -19,7 +19,7 @@ enum ConfigSectionKind: String, CaseIterable {
         case .port:
             [
                 "type", "direction", "jack", "jack_in", "jack_out", "channels", "capabilities",
-                "codec", "sense",
+                "codec", "sense", "mute_switch",
             ]
         case .session:
             [
@@ -279,6 +279,8 @@ struct ConfigInterpreter {
         let codec = fields["codec"]?.word(HFPCodec.self, noun: "an HFP codec", in: &issues)
         let sense = fields["sense"]?.text(
             describing: "the ALSA jack-sense control's name, e.g. Headphone Jack", in: &issues)
+        let muteSwitch = fields["mute_switch"]?.text(
+            describing: "the ALSA capture switch's name, e.g. Capture Switch", in: &issues)
 
         if let type {
             if type == .bluetoothHFP, fields["codec"] == nil {
@@ -356,7 +358,7 @@ struct ConfigInterpreter {
         return PortDecl(
             name: name, type: type, direction: direction, jack: jack ?? [], jackIn: jackIn ?? [],
             jackOut: jackOut ?? [], channels: channelCount, capabilities: Set(capabilities ?? []),
-            codec: codec, sense: sense, line: fields.line)
+            codec: codec, sense: sense, muteSwitch: muteSwitch, line: fields.line)
     }
 
     /// Over 64 names do not fit in libinih's 200-byte line today; checked for longer lines.

@@ -80,6 +80,8 @@ final class Daemon: @unchecked Sendable {
     let socket: String
     let configPath: String
     private(set) var process: Process?
+    /// Extra environment for recd (e.g. RECD_DEVICE_EVENTS=scripted).
+    let environment: [String: String]
     var logPath: String { directory + "/recd.log" }
     /// Everything recd wrote to stderr so far.
     var log: String { (try? String(contentsOfFile: logPath, encoding: .utf8)) ?? "" }
@@ -100,7 +102,9 @@ final class Daemon: @unchecked Sendable {
     /// A daemon on private paths. `ports` replaces the default port sections (the dummy
     /// server's system ports); `jackServer` names a private JACK server.
     init(extraConfig: String = "", adminGroup: String? = nil, ports: String = Daemon.systemPorts, jackServer: String? = nil,
-         allowBufferSizeChanges: Bool = false, archiveSegmentSeconds: Int? = nil, archiveDirectory: String? = nil) throws {
+         allowBufferSizeChanges: Bool = false, archiveSegmentSeconds: Int? = nil, archiveDirectory: String? = nil,
+         environment: [String: String] = [:]) throws {
+        self.environment = environment
         directory = try makeTemporaryDirectory("recd-e2e")
         socket = directory + "/run/control.sock"
         configPath = directory + "/recd.conf"
@@ -128,6 +132,7 @@ final class Daemon: @unchecked Sendable {
         let process = Process()
         process.executableURL = URL(fileURLWithPath: recdPath)
         process.arguments = ["--config", configPath]
+        process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 }
         if !FileManager.default.fileExists(atPath: logPath) { _ = FileManager.default.createFile(atPath: logPath, contents: nil) }
         let logHandle = try FileHandle(forWritingTo: URL(fileURLWithPath: logPath))
         try logHandle.seekToEnd()
