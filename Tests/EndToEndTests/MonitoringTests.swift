@@ -169,9 +169,10 @@ struct DJBoothEndToEndTests {
         let pa = uniqueName("pa")
         let phones = uniqueName("phones")
         let daemon = try Daemon(ports: try Self.boothConfig(decks: decks, pa: pa, phones: phones))
-        // Distinct constants per deck and channel: every sample says where it came from.
-        let deckA = try SignalClient(["--name", decks + "A", "play", "--ports", "out_1,out_2", "--signal", "square:1", "--level", "-12"])
-        let deckB = try SignalClient(["--name", decks + "B", "play", "--ports", "out_1,out_2", "--signal", "square:1", "--level", "-6"])
+        // Constant levels per deck (a 0.01 Hz square keeps its sign for 50 s): every sample
+        // says which deck it came from, whatever the two decks' start times.
+        let deckA = try SignalClient(["--name", decks + "A", "play", "--ports", "out_1,out_2", "--signal", "square:0.01", "--level", "-12"])
+        let deckB = try SignalClient(["--name", decks + "B", "play", "--ports", "out_1,out_2", "--signal", "square:0.01", "--level", "-6"])
         _ = (deckA, deckB)
         let paRaw = daemon.directory + "/pa.raw"
         let phonesRaw = daemon.directory + "/phones.raw"
@@ -204,7 +205,7 @@ struct DJBoothEndToEndTests {
 
         try #require(daemon.recctl("cue", "dj", "mix", "0.5").status == 0)
         cue = try lastFrames(phonesRaw)
-        // Both square waves start together and have the same sign: 0.5·B + 0.5·A.
+        // Both decks are positive for the whole test: 0.5·B + 0.5·A.
         #expect(cue[0].allSatisfy { near($0, 0.5 * b + 0.5 * a) }, "cue mix 0.5 blends main into cue: \(cue[0].prefix(2))")
 
         try #require(daemon.recctl("cue", "dj", "mix", "0").status == 0)
