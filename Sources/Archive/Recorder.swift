@@ -34,7 +34,9 @@ public struct RecorderConfiguration: Hashable, Sendable {
     public var firstSegmentNumber: Int
     /// Frames read from the source at a time.
     public var chunkFrames: Int
-    /// Seconds the archiver sleeps when the source has nothing.
+    /// Seconds the archiver sleeps when the source has nothing. Each wake-up costs about as
+    /// much as quantizing a period of 32 channels, so it sleeps long enough to find a good
+    /// part of a FLAC block waiting (the tap's ring holds two seconds).
     public var pollInterval: Double
 
     public init(
@@ -42,7 +44,7 @@ public struct RecorderConfiguration: Hashable, Sendable {
         bitsPerSample: Int = 24, segmentSeconds: Int = 3600, compressionLevel: Int = 5, flushInterval: Double = 1,
         category: String? = nil, mode: String? = nil, inputPort: String? = nil, inputType: String? = nil,
         bandwidth: String? = nil, extraComments: [VorbisComment] = [], recdVersion: String = "0",
-        firstSegmentNumber: Int = 1, chunkFrames: Int = 4096, pollInterval: Double = 0.01
+        firstSegmentNumber: Int = 1, chunkFrames: Int = 4096, pollInterval: Double = 0.05
     ) {
         self.archiveDirectory = archiveDirectory
         self.app = app

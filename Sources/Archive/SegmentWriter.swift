@@ -70,6 +70,7 @@ public final class SegmentWriter {
     private var encoder: FLACStreamEncoder?
     private let sink: EncoderSink
     private let scratch: UnsafeMutablePointer<Int32>
+    private let quantizer: SampleQuantizer
     private let blocksize: Int
     private var framesSinceSync = 0
     /// File bytes written when the last fdatasync ran.
@@ -132,6 +133,7 @@ public final class SegmentWriter {
             file: file, headroom: 3 * frameBytes + 65_536, growth: max(4 * frameBytes, 1 << 20),
             reserving: reservesSpace)
         scratch = .allocate(capacity: blocksize * format.channels)
+        quantizer = SampleQuantizer(bitsPerSample: format.bitsPerSample)
         do throws(ArchiveError) {
             try sink.reserveInitialSpace()
             let encoder = try FLACStreamEncoder(
@@ -184,22 +186,12 @@ public final class SegmentWriter {
     ) throws(ArchiveError) {
         precondition(firstChannel >= 0 && firstChannel + format.channels <= stride, "channel range outside the frame")
         try checkOpen()
-        let channels = format.channels
-        let scale = Float(Int32(1) << Int32(format.bitsPerSample - 1))
-        let upper = 1 - 1 / scale
         var done = 0
         while done < frames {
             let count = min(blocksize, frames - done)
-            for frame in 0..<count {
-                let source = base + (done + frame) * stride + firstChannel
-                let target = scratch + frame * channels
-                for channel in 0..<channels {
-                    let sample = source[channel]
-                    // Clamp first: libFLAC enters a permanent error state on an out-of-range value.
-                    let clamped = sample.isNaN ? 0 : min(max(sample, -1), upper)
-                    target[channel] = Int32((clamped * scale).rounded())
-                }
-            }
+            quantizer.quantize(
+                base + done * stride, stride: stride, firstChannel: firstChannel, channels: format.channels,
+                frames: count, into: scratch)
             try encode(scratch, frames: count)
             done += count
         }

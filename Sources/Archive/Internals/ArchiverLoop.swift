@@ -59,7 +59,9 @@ final class ArchiverLoop {
         var failure: ArchiveError?
         do throws(ArchiveError) {
             while true {
-                // Read the stop request first: everything the source held when it came is drained.
+                // Read the stop request first: everything the source held when it came is
+                // drained. Once stopping, no sleep: a live source keeps delivering, and only
+                // reading faster than it does reaches the empty read that ends the loop.
                 let stopReason = control.stopReason
                 let frames = readBuffer.withUnsafeMutableBufferPointer { source.read(into: $0) }
                 collectGaps()
@@ -72,7 +74,11 @@ final class ArchiverLoop {
                     try applyDueGaps()
                 }
                 for writer in writers { try writer.flushIfDue() }
-                if frames == 0 { sleep(seconds: configuration.pollInterval) }
+                // A short read means the source is drained: wait for more to gather rather
+                // than wake for every period.
+                if frames < configuration.chunkFrames && stopReason == nil {
+                    sleep(seconds: configuration.pollInterval)
+                }
             }
             // Gaps after the last frame go into the open segment, but open no new one.
             closing = true

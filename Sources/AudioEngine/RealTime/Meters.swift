@@ -20,14 +20,31 @@ struct MeterCell: ~Copyable {
     /// Process thread: adds one period's measurements of `count` samples at `samples`.
     @_noLocks
     func accumulate(_ samples: UnsafePointer<Float>, count: Int) {
-        var peak: Float = 0
-        var sumOfSquares: Float = 0
-        for index in 0..<count {
-            let sample = samples[index]
-            peak = max(peak, abs(sample))
-            sumOfSquares += sample * sample
+        // Four independent lanes, so the adds do not wait on each other and the compiler can
+        // vectorize (one running sum was a quarter of the process callback's time at 32 ports).
+        var peak0: Float = 0, peak1: Float = 0, peak2: Float = 0, peak3: Float = 0
+        var sum0: Float = 0, sum1: Float = 0, sum2: Float = 0, sum3: Float = 0
+        var index = 0
+        while index + 4 <= count {
+            let a = samples[index], b = samples[index + 1], c = samples[index + 2], d = samples[index + 3]
+            peak0 = max(peak0, abs(a))
+            peak1 = max(peak1, abs(b))
+            peak2 = max(peak2, abs(c))
+            peak3 = max(peak3, abs(d))
+            sum0 += a * a
+            sum1 += b * b
+            sum2 += c * c
+            sum3 += d * d
+            index += 4
         }
-        add(peak: peak, sumOfSquares: Double(sumOfSquares), frames: count)
+        while index < count {
+            let sample = samples[index]
+            peak0 = max(peak0, abs(sample))
+            sum0 += sample * sample
+            index += 1
+        }
+        let peak = max(max(peak0, peak1), max(peak2, peak3))
+        add(peak: peak, sumOfSquares: Double((sum0 + sum1) + (sum2 + sum3)), frames: count)
     }
 
     /// Process thread.
