@@ -50,8 +50,13 @@ ensure_packages() {
 # start_jack NAME [PERIOD]: starts a private `jackd -d dummy` server called NAME unless one
 # with that name runs; sets STARTED_JACK_PID when this call started it.
 STARTED_JACK_PID=""
+# start_jack NAME [PERIOD] [SCHEDULING]: SCHEDULING "realtime" runs jackd (and so every client's
+# process thread) SCHED_FIFO at priority 70, as a real appliance does; the default is
+# --no-realtime, which every machine allows.
 start_jack() {
-    local name="$1" period="${2:-256}"
+    local name="$1" period="${2:-256}" scheduling="${3:-normal}"
+    local priority=(--no-realtime)
+    [ "$scheduling" = realtime ] && priority=(-R -P 70)
     export JACK_DEFAULT_SERVER="$name"
     export JACK_NO_AUDIO_RESERVATION=1
     if jack_lsp >/dev/null 2>&1; then
@@ -59,7 +64,7 @@ start_jack() {
         return 0
     fi
     local logfile="${TMPDIR:-/tmp}/recd-jackd-$name.log"
-    jackd -n "$name" --no-realtime -d dummy -r 48000 -p "$period" -C 2 -P 2 >"$logfile" 2>&1 &
+    jackd -n "$name" "${priority[@]}" -d dummy -r 48000 -p "$period" -C 2 -P 2 >"$logfile" 2>&1 &
     STARTED_JACK_PID=$!
     for _ in $(seq 1 50); do
         jack_lsp >/dev/null 2>&1 && { log "started jackd -n $name -d dummy (pid $STARTED_JACK_PID)"; return 0; }

@@ -125,6 +125,8 @@ public final class Recorder: @unchecked Sendable {
     // shared with the archiver thread is in `control` (a mutex).
 
     public let configuration: RecorderConfiguration
+    /// How many nice steps the archiver thread takes below the rest of recd.
+    public static let archiverNiceIncrement: Int32 = 10
     private let control: RecorderControl
     private var loop: ArchiverLoop?
     private var thread: NamedThread?
@@ -160,7 +162,12 @@ public final class Recorder: @unchecked Sendable {
         guard let loop else { throw .invalidArgument("a recorder can be started once") }
         control.setRunning(true)
         do throws(ArchiveError) {
-            thread = try NamedThread(name: "archiver") { loop.run() }
+            // Nicer than the process: the archiver has a two-second ring to catch up from, the
+            // JACK thread beside it has one period. When JACK runs without real-time priority
+            // (a dummy server, no rtprio grant) the scheduler would otherwise share a core
+            // evenly between them, and a busy archiver made the process callback late
+            // (xruns blamed on recd in bench/run at 128 channels).
+            thread = try NamedThread(name: "archiver", niceIncrement: Recorder.archiverNiceIncrement) { loop.run() }
         } catch {
             control.setRunning(false)
             throw error

@@ -2,10 +2,14 @@
 #define RECD_CLINUX_SHIM_H
 // Linux calls that glibc declares only under _GNU_SOURCE, which Swift's Glibc module is not
 // built with. Each is a thin, documented wrapper (errno is left as the call set it).
+#include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
 #include <stdio.h>
+#include <sys/resource.h>
+#include <sys/syscall.h>
 #include <sys/types.h>
+#include <unistd.h>
 
 #ifndef __USE_GNU
 extern int fallocate64(int fd, int mode, __off64_t offset, __off64_t len);
@@ -35,5 +39,15 @@ static inline int recd_rename_noreplace(const char *from, const char *to) {
 /// Names the calling thread (at most 15 bytes are kept), for ps, top and gdb.
 static inline int recd_name_current_thread(const char *name) {
     return pthread_setname_np(pthread_self(), name);
+}
+
+/// Makes the calling thread `increment` steps nicer (Linux keeps a nice value per thread, so
+/// the rest of the process is untouched; raising it needs no privilege). 0 or -1 with errno.
+static inline int recd_renice_current_thread(int increment) {
+    pid_t thread = (pid_t)syscall(SYS_gettid);
+    errno = 0;
+    int current = getpriority(PRIO_PROCESS, (id_t)thread);
+    if (current == -1 && errno != 0) return -1;
+    return setpriority(PRIO_PROCESS, (id_t)thread, current + increment);
 }
 #endif

@@ -11,26 +11,32 @@ import Synchronization
 /// The body of a thread, kept alive until the thread has taken it.
 private final class ThreadStart {
     let name: String
+    let niceIncrement: Int32
     let body: () -> Void
 
-    init(name: String, body: @escaping () -> Void) {
+    init(name: String, niceIncrement: Int32, body: @escaping () -> Void) {
         self.name = name
+        self.niceIncrement = niceIncrement
         self.body = body
     }
 }
 
-/// A joinable pthread running `body`, named `name` (ps/top/gdb show it).
+/// A joinable pthread running `body`, named `name` (ps/top/gdb show it), `niceIncrement`
+/// steps nicer than the process.
 struct NamedThread {
     private let handle: pthread_t
 
-    init(name: String, body: @escaping () -> Void) throws(ArchiveError) {
-        let start = Unmanaged.passRetained(ThreadStart(name: name, body: body)).toOpaque()
+    init(name: String, niceIncrement: Int32 = 0, body: @escaping () -> Void) throws(ArchiveError) {
+        let start = Unmanaged.passRetained(ThreadStart(name: name, niceIncrement: niceIncrement, body: body))
+            .toOpaque()
         var handle = pthread_t()
         let result = pthread_create(
             &handle, nil,
             { raw in
                 let start = Unmanaged<ThreadStart>.fromOpaque(raw!).takeRetainedValue()
                 _ = recd_name_current_thread(String(start.name.prefix(15)))
+                // Best effort: a thread that stays at the process's priority still works.
+                if start.niceIncrement > 0 { _ = recd_renice_current_thread(start.niceIncrement) }
                 start.body()
                 return nil
             }, start)
