@@ -29,7 +29,7 @@ let package = Package(
         // Wire types and JSON-lines coding shared by recd and recctl.
         .target(name: "ControlProtocol", dependencies: ["SessionPolicy"]),
         // Config (libinih), sockets with peer credentials, atomic files, logging, sd_notify.
-        .target(name: "SystemSupport", dependencies: ["SessionPolicy", "CInih", "CSystemd"]),
+        .target(name: "SystemSupport", dependencies: ["SessionPolicy", "CInih", "CSystemd", "CLinux"]),
         // The JACK client and the real-time graph (Sources/AudioEngine/RealTime holds the process path).
         .target(name: "AudioEngine", dependencies: ["CJack", "SessionPolicy"]),
         // Audio files and sample-rate conversion: FLAC (libFLAC) and WAV (libsndfile) decoding,

@@ -6,7 +6,10 @@
 #include <fcntl.h>
 #include <pthread.h>
 #include <stdio.h>
+#include <signal.h>
+#include <sys/eventfd.h>
 #include <sys/resource.h>
+#include <sys/signalfd.h>
 #include <sys/syscall.h>
 #include <sys/types.h>
 #include <unistd.h>
@@ -40,6 +43,19 @@ static inline int recd_rename_noreplace(const char *from, const char *to) {
 static inline int recd_name_current_thread(const char *name) {
     return pthread_setname_np(pthread_self(), name);
 }
+
+/// A non-blocking, close-on-exec eventfd with counter 0. The descriptor, or -1 with errno.
+static inline int recd_eventfd_nonblocking(void) {
+    return eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+}
+
+/// A new non-blocking, close-on-exec signalfd for `mask`. The descriptor, or -1 with errno.
+static inline int recd_signalfd_nonblocking(const sigset_t *mask) {
+    return signalfd(-1, mask, SFD_NONBLOCK | SFD_CLOEXEC);
+}
+
+/// sizeof(struct signalfd_siginfo): what one read of a signalfd returns per signal.
+static inline int recd_signalfd_siginfo_size(void) { return (int)sizeof(struct signalfd_siginfo); }
 
 /// Makes the calling thread `increment` steps nicer (Linux keeps a nice value per thread, so
 /// the rest of the process is untouched; raising it needs no privilege). 0 or -1 with errno.
