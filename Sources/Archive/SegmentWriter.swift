@@ -2,6 +2,8 @@
 // every second of audio, finished by rewriting STREAMINFO (total samples, MD5) and adding the
 // end comments in place, then renamed to its final name without ever replacing a file.
 
+internal import MediaFiles
+
 #if canImport(Glibc)
     import Glibc
 #endif

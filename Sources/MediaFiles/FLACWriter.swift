@@ -52,11 +52,11 @@ public final class FLACWriter {
         let count = frames * channels
         guard count > 0 else { return }
         if scratch.count < count { scratch = [Int32](repeating: 0, count: count) }
-        let bits = bitsPerSample
+        let quantizer = SampleQuantizer(bitsPerSample: bitsPerSample)
         scratch.withUnsafeMutableBufferPointer { integers in
-            for index in 0..<count {
-                integers[index] = Self.quantize(samples[index], bits: bits)
-            }
+            quantizer.quantize(
+                samples.baseAddress!, stride: channels, firstChannel: 0, channels: channels, frames: frames,
+                into: integers.baseAddress!)
         }
         try scratch.withUnsafeBufferPointer { integers throws(MediaError) in
             try encoder.encode(UnsafeBufferPointer(rebasing: integers[..<count]))
@@ -74,17 +74,5 @@ public final class FLACWriter {
     /// Completes the file: last block, STREAMINFO (total samples, MD5), close.
     public func finish() throws(MediaError) {
         try encoder.finish()
-    }
-
-    /// The integer a float becomes at `bits` bits: clamped to [-1, 1 - 2^-(bits-1)], scaled
-    /// by 2^(bits-1), rounded to nearest; NaN is 0.
-    @inline(__always)
-    static func quantize(_ sample: Float, bits: Int) -> Int32 {
-        let scale = Float(sign: .plus, exponent: bits - 1, significand: 1)
-        guard !sample.isNaN else { return 0 }
-        // For 16 and 24 bits both limits are exact in Float; clamping the scaled value keeps
-        // the rounding from pushing past them.
-        let scaled = (sample * scale).rounded()
-        return Int32(min(max(scaled, -scale), scale - 1))
     }
 }

@@ -82,8 +82,8 @@ struct FLACRoundTripTests {
                     (highest + 1) / 2,
                 ])
         }
-        #expect(FLACWriter.quantize(1 - 1 / 65_536, bits: 16) == 32_767)
-        #expect(FLACWriter.quantize(-1.0000001, bits: 24) == -8_388_608)
+        #expect(SampleQuantizer(bitsPerSample: 16).quantize(1 - 1 / 65_536) == 32_767)
+        #expect(SampleQuantizer(bitsPerSample: 24).quantize(-1.0000001) == -8_388_608)
     }
 
     @Test("Vorbis comments round-trip through FLACInspector, in order, with '=' in values")

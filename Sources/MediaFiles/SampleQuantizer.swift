@@ -1,4 +1,4 @@
-// Float samples to the integers libFLAC encodes, on the archiver thread.
+// Float samples to the integers libFLAC encodes: the archiver's segments and FLACWriter.
 //
 // Every sample of every channel passes through here, so it is written for the optimizer: no
 // library call (`Float.rounded()` calls `roundf`), no trapping conversion (`Int32(Float)`
@@ -8,13 +8,13 @@
 /// Converts float samples in [-1, 1) to signed `bitsPerSample`-bit integers: scaled by
 /// 2^(bits-1), NaN as 0, clamped to the format's range (libFLAC stops for good on an
 /// out-of-range value), rounded to nearest with ties away from zero (as `Float.rounded()`).
-struct SampleQuantizer {
-    let scale: Float
+package struct SampleQuantizer {
+    package let scale: Float
 
-    init(bitsPerSample: Int) { scale = Float(Int32(1) << Int32(bitsPerSample - 1)) }
+    package init(bitsPerSample: Int) { scale = Float(Int32(1) << Int32(bitsPerSample - 1)) }
 
     @inline(__always)
-    func quantize(_ sample: Float) -> Int32 {
+    package func quantize(_ sample: Float) -> Int32 {
         var scaled = sample * scale
         scaled = scaled == scaled ? scaled : 0  // NaN
         scaled = min(max(scaled, -scale), scale - 1)
@@ -31,7 +31,7 @@ struct SampleQuantizer {
 
     /// Channels `firstChannel ..< firstChannel + channels` of `frames` frames spaced `stride`
     /// samples apart at `source`, interleaved into `destination` (`frames × channels`).
-    func quantize(
+    package func quantize(
         _ source: UnsafePointer<Float>, stride: Int, firstChannel: Int, channels: Int, frames: Int,
         into destination: UnsafeMutablePointer<Int32>
     ) {

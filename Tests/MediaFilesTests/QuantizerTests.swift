@@ -1,8 +1,8 @@
 import Testing
 
-@testable import Archive
+@testable import MediaFiles
 
-/// The archiver's float → integer conversion, against the plain definition: scale, NaN as 0,
+/// The float → integer conversion of the archive and FLACWriter, against the plain definition: scale, NaN as 0,
 /// clamp, `Float.rounded()` (ties away from zero).
 @Suite("Sample quantizer")
 struct QuantizerTests {
