@@ -50,13 +50,16 @@ let package = Package(
         // microphones and headphones, the demo's test tone, the benchmarks' pink noise.
         .executableTarget(name: "recd-signal", dependencies: ["CJack"]),
 
+        // The outside programs tests may start: only those scripts/packages.list declares.
+        .target(name: "TestSupport", path: "Tests/TestSupport"),
+        .testTarget(name: "TestSupportTests", dependencies: ["TestSupport"]),
         .testTarget(name: "SessionPolicyTests", dependencies: ["SessionPolicy"]),
         .testTarget(name: "ControlProtocolTests", dependencies: ["ControlProtocol"]),
         .testTarget(name: "SystemSupportTests", dependencies: ["SystemSupport"]),
-        .testTarget(name: "AudioEngineTests", dependencies: ["AudioEngine", "CJack"]),
+        .testTarget(name: "AudioEngineTests", dependencies: ["AudioEngine", "CJack", "TestSupport"]),
         .testTarget(name: "DevicesTests", dependencies: ["Devices"]),
-        .testTarget(name: "ArchiveTests", dependencies: ["Archive", "MediaFiles"]),
-        .testTarget(name: "MediaFilesTests", dependencies: ["MediaFiles", "AudioEngine"]),
-        .testTarget(name: "EndToEndTests", dependencies: ["ControlProtocol"]),
+        .testTarget(name: "ArchiveTests", dependencies: ["Archive", "MediaFiles", "TestSupport"]),
+        .testTarget(name: "MediaFilesTests", dependencies: ["MediaFiles", "AudioEngine", "TestSupport"]),
+        .testTarget(name: "EndToEndTests", dependencies: ["ControlProtocol", "TestSupport"]),
     ]
 )

@@ -4,20 +4,15 @@
 RECD_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 export RECD_ROOT
 
-# Debian packages the project needs: C libraries (with headers) behind the system-library
-# targets, the JACK server for tests and the demo, and the reference tools tests check with.
-RECD_PACKAGES=(
-    pkg-config
-    jackd2 libjack-jackd2-dev
-    libflac-dev flac
-    libasound2-dev
-    libsoxr-dev
-    libsystemd-dev systemd
-    libinih-dev
-    libsndfile1-dev
-    libsqlite3-dev
-    util-linux
-)
+# Debian packages the project needs (C libraries with headers behind the system-library
+# targets, the JACK server, the reference tools the tests check with): scripts/packages.list,
+# which also names the programs each provides; the tests start no program it does not name.
+RECD_PACKAGES=()
+while read -r package _; do
+    package="${package%:}"
+    case "$package" in ""|\#*|swift-toolchain) continue ;; esac
+    RECD_PACKAGES+=("$package")
+done <"$RECD_ROOT/scripts/packages.list"
 
 log() { printf '[%s] %s\n' "$(basename "$0")" "$*" >&2; }
 
@@ -72,6 +67,18 @@ start_jack() {
     done
     log "jackd did not start; its log:"; cat "$logfile" >&2
     return 1
+}
+
+# stop_stale_jack PREFIX: ends every jackd whose server name starts with PREFIX (servers left
+# by an earlier run that was killed before it could stop them) and waits until they are gone.
+stop_stale_jack() {
+    local prefix="$1"
+    pkill -TERM -f "^[^ ]*jackd -n $prefix" 2>/dev/null || return 0
+    for _ in $(seq 1 50); do
+        pgrep -f "^[^ ]*jackd -n $prefix" >/dev/null || return 0
+        sleep 0.1
+    done
+    pkill -KILL -f "^[^ ]*jackd -n $prefix" 2>/dev/null || true
 }
 
 stop_jack() {

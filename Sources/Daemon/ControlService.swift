@@ -181,13 +181,13 @@ final class ControlService: ControlServerHandler, @unchecked Sendable {
     /// Owners and administrators may change a session; everyone may read it.
     func authorizeChange(of app: String, by peer: PeerCredentials) throws {
         guard let session = store.sessions[app], session.ownerUID != peer.uid, !isAdministrator(peer) else { return }
-        throw SessionError(.unspecified, "session \(app) belongs to uid \(session.ownerUID); only its owner or an administrator may change it (\(adminHint))")
+        throw SessionError(.notSessionOwner, "session \(app) belongs to uid \(session.ownerUID); only its owner or an administrator may change it (\(adminHint))")
     }
 
     /// Returns the reply fields, or nil when the reply comes later (permission.request).
     private func handle(_ request: Request, from client: ClientID, peer: PeerCredentials) throws -> [(String, JSONValue)]? {
         if request.op.requiresAdministrator && !isAdministrator(peer) {
-            throw SessionError(.unspecified, "\(request.op.rawValue) needs an administrator; \(adminHint)")
+            throw SessionError(.notAdministrator, "\(request.op.rawValue) needs an administrator; \(adminHint)")
         }
         switch request.op {
         case .hello:
@@ -274,7 +274,7 @@ final class ControlService: ControlServerHandler, @unchecked Sendable {
         case .archiveList:
             return try archiveList(request)
         case .archiveVerify:
-            return try archiveVerify(request)
+            return try archiveVerify(request, peer: peer)
         case .archiveReindex:
             return try archiveReindex()
         case .meter:

@@ -473,10 +473,18 @@ extension ControlService {
         ]
     }
 
-    func archiveVerify(_ request: Request) throws -> [(String, JSONValue)] {
+    func archiveVerify(_ request: Request, peer: PeerCredentials) throws -> [(String, JSONValue)] {
         let paths: [String]
         if let path = try request.optionalString("path") {
-            paths = [path]
+            // recd decodes with its own rights: only files inside the archive, never a path
+            // that leads elsewhere (`..`, symlinks, another directory).
+            guard let resolved = ArchivePath.resolve(path, inside: archiveDir) else {
+                throw SessionError(.badParam, "\(path) is not a file inside the archive \(archiveDir); verify only segments there (`recctl archive list` shows them)")
+            }
+            guard ArchivePath.isReadable(resolved, uid: peer.uid, groups: Set(peer.groups + [peer.gid])) else {
+                throw SessionError(.badParam, "uid \(peer.uid) may not read \(resolved); verify only segments you can read, or run `recctl archive verify` without a path to check the whole archive")
+            }
+            paths = [resolved]
         } else {
             paths = try archive.index?.list().map(\.path) ?? []
         }

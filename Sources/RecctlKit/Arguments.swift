@@ -19,12 +19,67 @@ struct CommandSpec {
     var summary: String
     var readsState = false
 
-    var usage: String {
+    /// The usage's words: `recctl`, the path, positionals, then bracketed options.
+    private var usageWords: [String] {
         var parts = ["recctl"] + path + positionals.map { $0 }
         parts += optionalPositionals.map { "[\($0)]" }
         parts += valueFlags.map { "[--\($0) \($0.uppercased().replacingOccurrences(of: "-", with: "_"))]" }
         parts += boolFlags.map { "[--\($0)]" }
-        return parts.joined(separator: " ")
+        return parts
+    }
+
+    /// The usage on one line, however long (for matching and messages that quote it).
+    var usage: String { usageWords.joined(separator: " ") }
+
+    /// The usage wrapped at `HelpText.width` (continuation lines indented), then the summary on
+    /// lines of its own, indented: how `recctl help CMD` and the overview show a command.
+    var help: String {
+        (HelpText.wrap(usageWords, indent: "", continuation: "        ")
+            + HelpText.wrap(summary.split(separator: " ").map(String.init), indent: "    ", continuation: "    "))
+            .joined(separator: "\n")
+    }
+}
+
+/// Help text layout: nothing recctl prints as help is wider than a terminal's 100 columns.
+enum HelpText {
+    static let width = 100
+
+    /// A usage line's words, keeping each bracketed option (`[--mode MODE]`) one word.
+    static func words(of usage: String) -> [String] {
+        var words: [String] = []
+        var current = ""
+        var depth = 0
+        for character in usage {
+            if character == "[" { depth += 1 }
+            if character == "]" { depth = max(0, depth - 1) }
+            if character == " " && depth == 0 {
+                if !current.isEmpty { words.append(current) }
+                current = ""
+            } else {
+                current.append(character)
+            }
+        }
+        if !current.isEmpty { words.append(current) }
+        return words
+    }
+
+    /// Words filled into lines of at most `width` columns; the first line starts with
+    /// `indent`, the rest with `continuation`. A single word longer than a line stands alone.
+    static func wrap(_ words: [String], indent: String, continuation: String) -> [String] {
+        var lines: [String] = []
+        var line = indent
+        var lineHasWord = false
+        for word in words {
+            if lineHasWord && line.count + 1 + word.count > width {
+                lines.append(line)
+                line = continuation
+                lineHasWord = false
+            }
+            line += (lineHasWord ? " " : "") + word
+            lineHasWord = true
+        }
+        if lineHasWord { lines.append(line) }
+        return lines
     }
 }
 

@@ -48,15 +48,18 @@ public enum Recctl {
     ]
 
     static var overview: String {
-        let width = commands.map { $0.usage.count }.max() ?? 0
-        let lines = commands.map { $0.usage.padding(toLength: width, withPad: " ", startingAt: 0) + "  " + $0.summary }
-        return """
+        """
             usage: recctl [--socket PATH] [--json] COMMAND ...
 
             Controls recd, the recording daemon. --socket (or RECD_SOCKET) names the control socket;
             --json prints machine-readable JSON. Exit: 0 ok, 1 refused, 2 usage, 3 recd unreachable.
 
-            """ + lines.joined(separator: "\n")
+
+            """ + commands.indices.map { index in
+                // A blank line before each group of commands (session, permission, ...).
+                let startsGroup = index > 0 && commands[index - 1].path[0] != commands[index].path[0]
+                return (startsGroup ? "\n" : "") + commands[index].help
+            }.joined(separator: "\n")
     }
 
     public static func main(arguments: [String], environment: [String: String]) -> Int32 {
@@ -81,7 +84,7 @@ public enum Recctl {
             let topic = words.first == "help" ? Array(words.dropFirst()) : words
             let matching = commands.filter { Array(topic.prefix($0.path.count)) == $0.path || $0.path.starts(with: topic) }
             guard !matching.isEmpty else { return usageFailure(UsageError(message: "no command \(topic.joined(separator: " "))", usage: "recctl --help")) }
-            for spec in matching { print("\(spec.usage)\n    \(spec.summary)") }
+            for spec in matching { print(spec.help) }
             return 0
         }
         let command: ParsedCommand
@@ -136,7 +139,8 @@ public enum Recctl {
     }
 
     static func usageFailure(_ error: UsageError) -> Int32 {
-        printError("recctl: \(error.message)\nusage: \(error.usage)\n")
+        let usage = HelpText.wrap(HelpText.words(of: error.usage), indent: "usage: ", continuation: "        ")
+        printError("recctl: \(error.message)\n" + usage.joined(separator: "\n") + "\n")
         return 2
     }
 

@@ -27,6 +27,11 @@ public enum ErrorCode: Int32, CaseIterable, Sendable, Codable {
     case missingEntitlement = 1_701_737_535
     /// 'msrv': the JACK server is gone.
     case mediaServicesFailed = 1_836_282_486
+    /// '!own' (recd's own, not AVAudioSession's): a change to a session by a caller who is
+    /// neither the session's owner nor an administrator.
+    case notSessionOwner = 560_953_198
+    /// '!adm' (recd's own): an administrators-only request from someone who is not one.
+    case notAdministrator = 560_030_829
     /// 'what': anything else.
     case unspecified = 2_003_329_396
 

@@ -2,6 +2,7 @@
 // undecodable partial, a partial still being written.
 
 import Foundation
+import TestSupport
 import Testing
 
 @testable import Archive
@@ -131,12 +132,8 @@ struct RecoveryTests {
             return
         }
         let progress = directory.path + "/progress"
-        let child = Process()
-        child.executableURL = URL(fileURLWithPath: binary)
-        child.arguments = ["--testing-library", "swift-testing", "--filter", "crashChildWriter"]
-        child.environment = ProcessInfo.processInfo.environment.merging(["RECD_CRASH_CHILD_DIR": directory.path]) {
-            $1
-        }
+        let child = try ExternalTools.ownProcess(binary, ["--testing-library", "swift-testing", "--filter", "crashChildWriter"])
+        child.environment = ExternalTools.environment(["RECD_CRASH_CHILD_DIR": directory.path])
         child.standardOutput = FileHandle.nullDevice
         child.standardError = FileHandle.nullDevice
         try child.run()

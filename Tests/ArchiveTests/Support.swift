@@ -2,6 +2,7 @@
 // `flac` / `metaflac` command-line tools as the reference decoder and inspector.
 
 import Foundation
+import TestSupport
 import Testing
 
 @testable import Archive
@@ -118,27 +119,10 @@ struct CommandResult {
     var text: String { String(decoding: output, as: UTF8.self) }
 }
 
-/// Runs a command line (the tools are found on PATH); output and error go through files so
-/// large outputs never block.
+/// Runs a declared outside program (scripts/packages.list) with its arguments.
 func run(_ arguments: [String]) throws -> CommandResult {
-    let scratch = NSTemporaryDirectory() + "recd-cmd-\(UUID().uuidString)"
-    _ = FileManager.default.createFile(atPath: scratch + ".out", contents: nil)
-    _ = FileManager.default.createFile(atPath: scratch + ".err", contents: nil)
-    defer {
-        try? FileManager.default.removeItem(atPath: scratch + ".out")
-        try? FileManager.default.removeItem(atPath: scratch + ".err")
-    }
-    let process = Process()
-    process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-    process.arguments = arguments
-    process.standardOutput = try FileHandle(forWritingTo: URL(fileURLWithPath: scratch + ".out"))
-    process.standardError = try FileHandle(forWritingTo: URL(fileURLWithPath: scratch + ".err"))
-    try process.run()
-    process.waitUntilExit()
-    return CommandResult(
-        status: process.terminationStatus,
-        output: try Data(contentsOf: URL(fileURLWithPath: scratch + ".out")),
-        error: (try? String(contentsOfFile: scratch + ".err", encoding: .utf8)) ?? "")
+    let result = try ExternalTools.run(arguments[0], Array(arguments.dropFirst()))
+    return CommandResult(status: result.status, output: result.output, error: result.stderr)
 }
 
 /// `flac -t`: true when the reference decoder accepts the file (frames, CRCs, MD5).

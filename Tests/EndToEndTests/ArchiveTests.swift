@@ -15,7 +15,7 @@ func counterK(_ n: Int, _ c: Int) -> Int { (7 * n + 1013 * c) % 65536 }
 func decodeFLAC(_ path: String, bits: Int) throws -> [Int32] {
     let raw = path + ".raw"
     defer { unlink(raw) }
-    let result = try runProgram("/usr/bin/flac", ["-d", "-s", "-f", "--force-raw-format", "--endian=little", "--sign=signed", "-o", raw, path])
+    let result = try runTool("flac", ["-d", "-s", "-f", "--force-raw-format", "--endian=little", "--sign=signed", "-o", raw, path])
     guard result.status == 0 else { throw DaemonFailure(message: "flac -d \(path): \(result.stderr)") }
     let data = try Data(contentsOf: URL(fileURLWithPath: raw))
     let width = bits / 8
@@ -30,11 +30,11 @@ func decodeFLAC(_ path: String, bits: Int) throws -> [Int32] {
 }
 
 func flacTest(_ path: String) throws -> Bool {
-    try runProgram("/usr/bin/flac", ["-t", "-s", path]).status == 0
+    try runTool("flac", ["-t", "-s", path]).status == 0
 }
 
 func metaflacTag(_ path: String, _ name: String) throws -> String? {
-    let result = try runProgram("/usr/bin/metaflac", ["--show-tag=\(name)", path])
+    let result = try runTool("metaflac", ["--show-tag=\(name)", path])
     return result.stdout.split(separator: "\n").first.map { String($0.dropFirst(name.count + 1)) }
 }
 
@@ -158,9 +158,9 @@ struct ArchiveEndToEndTests {
         try #require(getuid() == 0, "mounting a tmpfs needs root")
         let deck = uniqueName("deck")
         let small = try makeTemporaryDirectory("recd-tmpfs")
-        let mounted = try runProgram("/bin/mount", ["-t", "tmpfs", "-o", "size=1m", "tmpfs", small])
+        let mounted = try runTool("mount", ["-t", "tmpfs", "-o", "size=1m", "tmpfs", small])
         try #require(mounted.status == 0, "mount: \(mounted.stderr)")
-        defer { _ = try? runProgram("/bin/umount", ["-l", small]) }
+        defer { _ = try? runTool("umount", ["-l", small]) }
         let daemon = try Daemon(ports: Self.deckPorts(deck), archiveDirectory: small)
         // Pink noise compresses badly: the 1 MiB fills in a few seconds.
         let source = try SignalClient(["--name", deck, "play", "--ports", "out_1,out_2", "--signal", "pink", "--level", "0"])
@@ -205,7 +205,7 @@ struct ArchiveEndToEndTests {
         source.stop()
         let file = try #require(archiveFiles(daemon.directory + "/archive").first)
         #expect(try flacTest(file))
-        let info = try runProgram("/usr/bin/metaflac", ["--show-sample-rate", "--show-bps", file]).stdout.split(separator: "\n")
+        let info = try runTool("metaflac", ["--show-sample-rate", "--show-bps", file]).stdout.split(separator: "\n")
         #expect(info == ["16000", "16"])
         #expect(try metaflacTag(file, "BANDWIDTH") == "hfp-msbc")
         let samples = try decodeFLAC(file, bits: 16).map { Double($0) / 32768 }

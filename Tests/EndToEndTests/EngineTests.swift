@@ -31,7 +31,7 @@ struct EngineEndToEndTests {
             if format == "flac" {
                 // The reference encoder makes the FLAC; recd decodes it with libFLAC.
                 file = daemon.directory + "/counter.flac"
-                let encoded = try runProgram("/usr/bin/flac", ["-s", "-o", file, wav])
+                let encoded = try runTool("flac", ["-s", "-o", file, wav])
                 try #require(encoded.status == 0, "\(encoded.stderr)")
             }
             let raw = daemon.directory + "/captured.raw"

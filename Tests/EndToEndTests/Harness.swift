@@ -2,6 +2,7 @@
 // config, real child processes. Nothing here is a stand-in for a part of the product.
 import ControlProtocol
 import Foundation
+import TestSupport
 import Testing
 
 #if canImport(Glibc)
@@ -27,39 +28,19 @@ struct CommandResult {
     var json: JSONValue? { try? JSONValue.parse(stdout.trimmingCharacters(in: .whitespacesAndNewlines)) }
 }
 
-/// Runs a program to completion and captures its output. Output goes through files, not
-/// pipes: a pipe's write end can leak into a child spawned at the same moment by another
-/// test, and then its reader would wait for an end of file that never comes.
+/// Runs an executable this suite owns (recd, recctl, a compiled helper) to completion and
+/// captures its output. `environment` replaces the inherited one.
 func runProgram(_ path: String, _ arguments: [String], environment: [String: String]? = nil, timeout: Double = 30) throws -> CommandResult {
-    let directory = try makeTemporaryDirectory("recd-run")
-    defer { try? FileManager.default.removeItem(atPath: directory) }
-    let outPath = directory + "/stdout"
-    let errPath = directory + "/stderr"
-    _ = FileManager.default.createFile(atPath: outPath, contents: nil)
-    _ = FileManager.default.createFile(atPath: errPath, contents: nil)
-    let process = Process()
-    process.executableURL = URL(fileURLWithPath: path)
-    process.arguments = arguments
-    if let environment { process.environment = environment }
-    let out = try FileHandle(forWritingTo: URL(fileURLWithPath: outPath))
-    let err = try FileHandle(forWritingTo: URL(fileURLWithPath: errPath))
-    process.standardOutput = out
-    process.standardError = err
-    process.standardInput = FileHandle.nullDevice
-    try process.run()
-    try out.close()
-    try err.close()
-    let deadline = Date().addingTimeInterval(timeout)
-    while process.isRunning && Date() < deadline { usleep(2000) }
-    if process.isRunning {
-        process.terminate()
-        Issue.record("\(path) \(arguments) did not finish within \(timeout) s")
-    }
-    process.waitUntilExit()
-    return CommandResult(
-        status: process.terminationStatus,
-        stdout: (try? String(contentsOfFile: outPath, encoding: .utf8)) ?? "",
-        stderr: (try? String(contentsOfFile: errPath, encoding: .utf8)) ?? "")
+    let result = try ExternalTools.runExecutable(path, arguments, environment: environment, timeout: timeout)
+    if result.stderr.contains("did not finish within") { Issue.record("\(path) \(arguments) did not finish within \(timeout) s") }
+    return CommandResult(status: result.status, stdout: result.stdout, stderr: result.stderr)
+}
+
+/// Runs a declared outside program (scripts/packages.list) by name; `environment` is added to
+/// the inherited one.
+func runTool(_ program: String, _ arguments: [String], environment: [String: String] = [:], timeout: Double = 60) throws -> CommandResult {
+    let result = try ExternalTools.run(program, arguments, environment: environment, timeout: timeout)
+    return CommandResult(status: result.status, stdout: result.stdout, stderr: result.stderr)
 }
 
 /// A value behind a lock, for test threads.
@@ -129,10 +110,8 @@ final class Daemon: @unchecked Sendable {
     var recctlPath: String { productsDirectory.appendingPathComponent("recctl").path }
 
     func start() throws {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: recdPath)
-        process.arguments = ["--config", configPath]
-        process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 }
+        let process = try ExternalTools.ownProcess(recdPath, ["--config", configPath])
+        process.environment = ExternalTools.environment(environment)
         if !FileManager.default.fileExists(atPath: logPath) { _ = FileManager.default.createFile(atPath: logPath, contents: nil) }
         let logHandle = try FileHandle(forWritingTo: URL(fileURLWithPath: logPath))
         try logHandle.seekToEnd()
@@ -173,7 +152,7 @@ final class Daemon: @unchecked Sendable {
         if let user {
             // Another Unix user: setpriv drops to its uid/gid, so SO_PEERCRED sees that user.
             let ids = try userIDs(user)
-            return try runProgram("/usr/bin/setpriv", ["--reuid=\(ids.uid)", "--regid=\(ids.gid)", "--clear-groups", recctlPath] + args)
+            return try runTool("setpriv", ["--reuid=\(ids.uid)", "--regid=\(ids.gid)", "--clear-groups", recctlPath] + args)
         }
         return try runProgram(recctlPath, args)
     }
@@ -206,13 +185,12 @@ func userIDs(_ name: String) throws -> (uid: UInt32, gid: UInt32) {
 
 /// `recctl --json watch` as a child process, its lines collected as they come.
 final class Watcher: @unchecked Sendable {
-    let process = Process()
+    let process: Process
     let lines = Locked<[JSONValue]>([])
 
     init(recctl: String, arguments: [String]) throws {
         let pipe = Pipe()
-        process.executableURL = URL(fileURLWithPath: recctl)
-        process.arguments = arguments
+        process = try ExternalTools.ownProcess(recctl, arguments)
         process.standardOutput = pipe
         process.standardInput = FileHandle.nullDevice
         try process.run()

@@ -32,4 +32,33 @@ struct HelpTests {
         let incomplete = try runProgram(recctl, ["record"])
         #expect(incomplete.status == 2 && incomplete.stderr.contains("start") && incomplete.stderr.contains("stop"))
     }
+
+    @Test("--help, every per-command help and every usage error fit in 100 columns; summaries stand on their own lines")
+    func width() throws {
+        let recctl = productsDirectory.appendingPathComponent("recctl").path
+        var texts = [("--help", try runProgram(recctl, ["--help"]).stdout)]
+        for command in Self.commands {
+            let words = command.split(separator: " ").map(String.init)
+            let help = try runProgram(recctl, words + ["--help"])
+            #expect(help.status == 0, "\(command) --help")
+            texts.append(("\(command) --help", help.stdout))
+            // A usage error prints the usage too.
+            let wrong = try runProgram(recctl, words + ["--no-such-flag"])
+            #expect(wrong.status == 2, "\(command) --no-such-flag")
+            texts.append(("\(command) --no-such-flag", wrong.stderr))
+        }
+        for (what, text) in texts {
+            #expect(!text.isEmpty, "\(what) printed nothing")
+            for line in text.split(separator: "\n") {
+                #expect(line.count <= 100, "\(what): \(line.count) columns: \(line)")
+            }
+        }
+        // The longest usage is wrapped, not cut: every option still appears.
+        let set = try runProgram(recctl, ["session", "set", "--help"]).stdout
+        for option in ["--category", "--mode", "--options", "--policy", "--mic-usage", "--prefers-interruption"] {
+            #expect(set.contains(option))
+        }
+        let lines = set.split(separator: "\n")
+        #expect(lines.count >= 3 && lines.last!.hasPrefix("    configure"), "the summary has a line of its own: \(set)")
+    }
 }

@@ -1,6 +1,7 @@
 // JACK helpers for end-to-end tests: recd-signal clients standing in for devices, private
 // jackd servers, WAV files with known samples, raw capture files.
 import Foundation
+import TestSupport
 import Testing
 
 #if canImport(Glibc)
@@ -12,7 +13,7 @@ func uniqueName(_ base: String) -> String { "\(base)\(UUID().uuidString.prefix(6
 
 /// A running `recd-signal` (play, capture or ports) whose stdout goes to a file.
 final class SignalClient: @unchecked Sendable {
-    let process = Process()
+    let process: Process
     let outputPath: String
     let directory: String
 
@@ -21,8 +22,7 @@ final class SignalClient: @unchecked Sendable {
         outputPath = directory + "/stdout"
         _ = FileManager.default.createFile(atPath: outputPath, contents: nil)
         let out = try FileHandle(forWritingTo: URL(fileURLWithPath: outputPath))
-        process.executableURL = productsDirectory.appendingPathComponent("recd-signal")
-        process.arguments = arguments
+        process = try ExternalTools.ownProcess(productsDirectory.appendingPathComponent("recd-signal").path, arguments)
         if let environment { process.environment = environment }
         process.standardOutput = out
         process.standardError = out
@@ -67,26 +67,26 @@ final class PrivateJack: @unchecked Sendable {
     let name: String
     private(set) var process: Process?
 
-    init(period: Int = 256) throws {
-        name = uniqueName("recdtest")
+    /// A stable name: JACK's shared-memory registry holds 8 server names and frees a dead
+    /// server's slot only when a server of the same name starts again, so a name per run would
+    /// fill it after a few killed runs. The tests that use it run one at a time.
+    init(period: Int = 256, name: String = "recd-test-private") throws {
+        self.name = name
         try start(period: period)
     }
 
     func start(period: Int = 256) throws {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/jackd")
-        process.arguments = ["-n", name, "--no-realtime", "-d", "dummy", "-r", "48000", "-p", "\(period)"]
+        let process = try ExternalTools.process(
+            "jackd", ["-n", name, "--no-realtime", "-d", "dummy", "-r", "48000", "-p", "\(period)"])
         process.standardOutput = FileHandle.nullDevice
         process.standardError = FileHandle.nullDevice
         process.standardInput = FileHandle.nullDevice
-        var environment = ProcessInfo.processInfo.environment
-        environment["JACK_NO_AUDIO_RESERVATION"] = "1"
-        process.environment = environment
+        process.environment = ExternalTools.environment(["JACK_NO_AUDIO_RESERVATION": "1"])
         try process.run()
         self.process = process
         let deadline = Date().addingTimeInterval(10)
         while Date() < deadline {
-            if let r = try? runProgram("/usr/bin/jack_lsp", ["-s", name]), r.status == 0, r.stdout.contains("system:") { return }
+            if let r = try? runTool("jack_lsp", ["-s", name]), r.status == 0, r.stdout.contains("system:") { return }
             usleep(50_000)
         }
         throw DaemonFailure(message: "jackd -n \(name) did not start")

@@ -89,7 +89,7 @@ struct DualRouteEndToEndTests {
         #expect(files.count == 2, "\(files)")
         for file in files {
             #expect(try flacTest(file), "\(file)")
-            let info = try runProgram("/usr/bin/metaflac", ["--show-sample-rate", "--show-bps", file]).stdout.split(separator: "\n")
+            let info = try runTool("metaflac", ["--show-sample-rate", "--show-bps", file]).stdout.split(separator: "\n")
             if file.contains("-headset-") {
                 #expect(info == ["8000", "16"], "the HFP secondary records at cvsd bandwidth")
             } else {

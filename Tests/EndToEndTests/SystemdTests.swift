@@ -14,6 +14,7 @@
 //   PR_SET_MDWE, seccomp, another uid) and runs jackd and recd under it.
 import ControlProtocol
 import Foundation
+import TestSupport
 import Testing
 
 #if canImport(Glibc)
@@ -25,17 +26,15 @@ struct SystemdTests {
     // MARK: Unit files
 
     @Test(
-        "systemd-analyze verify accepts recd.service, recd.socket and jackd.service as installed",
-        .enabled(if: SystemdTools.analyze != nil && SystemdTools.jackd != nil))
+        "systemd-analyze verify accepts recd.service, recd.socket and jackd.service as installed")
     func verifyUnits() throws {
-        let analyze = try #require(SystemdTools.analyze)
         let stage = try StagedInstall()
         try stage.addHostSystemForAnalysis()
         let units = ["recd.service", "recd.socket", "jackd.service"]
         // --man=no: Documentation=man:jackd(1) would otherwise depend on whether this machine
         // has manual pages installed.
-        let result = try runProgram(
-            analyze, ["verify", "--man=no", "--root=\(stage.root)"] + units, environment: SystemdTools.environment)
+        let result = try runTool(
+            "systemd-analyze", ["verify", "--man=no", "--root=\(stage.root)"] + units, environment: SystemdTools.environment)
         #expect(result.status == 0, "systemd-analyze verify failed:\n\(result.stdout)\(result.stderr)")
         // An unknown key or a bad value is only a warning (exit status 0); there must be none.
         let output = (result.stdout + result.stderr).trimmingCharacters(in: .whitespacesAndNewlines)
@@ -43,8 +42,8 @@ struct SystemdTests {
 
         // The check has teeth: with the binary ExecStart= names gone, verify fails.
         try FileManager.default.removeItem(atPath: stage.root + "/usr/local/bin/recd")
-        let broken = try runProgram(
-            analyze, ["verify", "--man=no", "--root=\(stage.root)", "recd.service"],
+        let broken = try runTool(
+            "systemd-analyze", ["verify", "--man=no", "--root=\(stage.root)", "recd.service"],
             environment: SystemdTools.environment)
         #expect(
             broken.status != 0 && broken.stderr.contains("/usr/local/bin/recd"),
@@ -77,17 +76,15 @@ struct SystemdTests {
     ]
 
     @Test(
-        "systemd-analyze security rates recd.service below 2.0, held up only by what recd and JACK need",
-        .enabled(if: SystemdTools.analyze != nil && SystemdTools.jackd != nil))
+        "systemd-analyze security rates recd.service below 2.0, held up only by what recd and JACK need")
     func securityExposure() throws {
-        let analyze = try #require(SystemdTools.analyze)
         let stage = try StagedInstall()
         try stage.addHostSystemForAnalysis()
         for (unit, accepted) in [
             ("recd.service", Self.acceptedRecdWeaknesses), ("jackd.service", Self.acceptedJackdWeaknesses),
         ] {
-            let result = try runProgram(
-                analyze, ["security", "--offline=true", "--root=\(stage.root)", unit],
+            let result = try runTool(
+                "systemd-analyze", ["security", "--offline=true", "--root=\(stage.root)", unit],
                 environment: SystemdTools.environment)
             #expect(result.status == 0, "systemd-analyze security \(unit) failed:\n\(result.stderr)")
             let report = try #require(
@@ -167,10 +164,9 @@ struct SystemdTests {
     // MARK: Socket activation
 
     @Test(
-        "recd takes its control socket from LISTEN_FDS (systemd-socket-activate) and binds none of its own",
-        .enabled(if: SystemdTools.socketActivate != nil))
+        "recd takes its control socket from LISTEN_FDS (systemd-socket-activate) and binds none of its own")
     func socketActivation() throws {
-        let activate = try #require(SystemdTools.socketActivate)
+        let activate = "systemd-socket-activate"
         let directory = try makeTemporaryDirectory("recd-activate")
         defer { try? FileManager.default.removeItem(atPath: directory) }
         // The configured socket is somewhere else: recd must not bind it.
@@ -271,8 +267,8 @@ struct SystemdTests {
         #expect(try String(contentsOfFile: root + "/etc/recd/recd.conf.new", encoding: .utf8) == installedConfig)
 
         // sysusers.d and tmpfiles.d entries, applied to the stage offline.
-        if let sysusers = SystemdTools.sysusers, let tmpfiles = SystemdTools.tmpfiles {
-            let users = try runProgram(sysusers, ["--root=\(root)"], environment: SystemdTools.environment)
+        do {
+            let users = try runTool("systemd-sysusers", ["--root=\(root)"], environment: SystemdTools.environment)
             #expect(users.status == 0, "systemd-sysusers: \(users.stderr)")
             let passwd = (try? String(contentsOfFile: root + "/etc/passwd", encoding: .utf8)) ?? ""
             let group = (try? String(contentsOfFile: root + "/etc/group", encoding: .utf8)) ?? ""
@@ -283,8 +279,8 @@ struct SystemdTests {
                     $0.hasPrefix("audio:")
                         && $0.split(separator: ":").last?.split(separator: ",").contains("recd") == true
                 }, "group: \(group)")
-            let files = try runProgram(
-                tmpfiles, ["--root=\(root)", "--create", "recd.conf"], environment: SystemdTools.environment)
+            let files = try runTool(
+                "systemd-tmpfiles", ["--root=\(root)", "--create", "recd.conf"], environment: SystemdTools.environment)
             #expect(files.status == 0, "systemd-tmpfiles: \(files.stderr)")
             let uid = recdEntry.flatMap { $0.split(separator: ":").dropFirst(2).first }.flatMap { Int($0) }
             for path in ["/var/lib/recd", "/var/lib/recd/archive"] {
@@ -338,7 +334,7 @@ struct SystemdTests {
 
         // jackd.service: the shipped default JACKD_ARGS on a private server name.
         let jackArguments = try SandboxHelper.defaultJackdArguments()
-        let server = uniqueName("recdsbx")
+        let server = "recd-test-sandbox"  // stable: see PrivateJack
         let jackd = try RecdProcess(
             executable: helper.path,
             arguments: ["--dev", directory + "/dev-jackd", "--umask", "077"] + common + [
@@ -401,30 +397,12 @@ struct SystemdTests {
 private let packageRoot = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
     .deletingLastPathComponent().path
 
-/// The systemd (and JACK) programs the tests drive; nil where one is not installed.
+/// The systemd (and JACK) programs the tests drive, all declared in scripts/packages.list.
 enum SystemdTools {
-    static let analyze = find("systemd-analyze")
-    static let socketActivate = find("systemd-socket-activate")
-    static let sysusers = find("systemd-sysusers")
-    static let tmpfiles = find("systemd-tmpfiles")
-    static let jackd = find("jackd")
+    static let jackd = try? ExternalTools.path("jackd")
 
     /// The C locale (ASCII marks in systemd-analyze's tables), no colours, no pager.
-    static var environment: [String: String] {
-        var environment = ProcessInfo.processInfo.environment
-        environment["LC_ALL"] = "C"
-        environment["SYSTEMD_COLORS"] = "0"
-        environment["SYSTEMD_PAGER"] = ""
-        return environment
-    }
-
-    static func find(_ name: String, alsoIn extra: [String] = []) -> String? {
-        let path = ProcessInfo.processInfo.environment["PATH"] ?? ""
-        let directories =
-            path.split(separator: ":").map(String.init) + ["/usr/local/bin", "/usr/bin", "/usr/sbin", "/bin", "/sbin"]
-            + extra
-        return directories.map { $0 + "/" + name }.first { FileManager.default.isExecutableFile(atPath: $0) }
-    }
+    static let environment = ["LC_ALL": "C", "SYSTEMD_COLORS": "0", "SYSTEMD_PAGER": ""]
 }
 
 /// `scripts/install --destdir` into a fresh directory, from the binaries under test.
@@ -458,7 +436,7 @@ private final class StagedInstall {
         }
         let units = try #require(hostUnits, "no systemd unit directory on this host")
         try FileManager.default.createDirectory(atPath: root + "/usr/lib/systemd", withIntermediateDirectories: true)
-        let copy = try runProgram("/bin/cp", ["-a", units, root + "/usr/lib/systemd/system"])
+        let copy = try runTool("cp", ["-a", units, root + "/usr/lib/systemd/system"])
         guard copy.status == 0 else { throw DaemonFailure(message: "cp \(units): \(copy.stderr)") }
         let jackd = try #require(SystemdTools.jackd)
         try FileManager.default.createDirectory(atPath: root + "/usr/bin", withIntermediateDirectories: true)
@@ -586,7 +564,7 @@ private struct RecdTestConfig {
 
 /// A child process (recd, or something that execs into it) with stdout and stderr in a file.
 private final class RecdProcess {
-    let process = Process()
+    let process: Process
     let logPath: String
 
     /// recd itself on `config`.
@@ -597,17 +575,19 @@ private final class RecdProcess {
             logPath: (config.path as NSString).deletingLastPathComponent + "/recd.log")
     }
 
+    /// `executable`: a path this suite owns, or the name of a declared outside program.
     init(executable: String, arguments: [String], environment: [String: String], removing: [String], logPath: String)
         throws
     {
         self.logPath = logPath
-        var merged = ProcessInfo.processInfo.environment
+        process =
+            executable.contains("/")
+            ? try ExternalTools.ownProcess(executable, arguments) : try ExternalTools.process(executable, arguments)
+        var merged = process.environment ?? [:]
         for name in removing { merged.removeValue(forKey: name) }
         merged.merge(environment) { $1 }
         _ = FileManager.default.createFile(atPath: logPath, contents: nil)
         let log = try FileHandle(forWritingTo: URL(fileURLWithPath: logPath))
-        process.executableURL = URL(fileURLWithPath: executable)
-        process.arguments = arguments
         process.environment = merged
         process.standardOutput = log
         process.standardError = log
@@ -663,18 +643,14 @@ private struct SandboxHelper {
         return numbers.count == 2 && (numbers[0], numbers[1]) >= (6, 3)
     }()
 
-    static let compiler: String? = {
-        // The Swift toolchain ships clang next to swift.
-        let swiftDirectories = SystemdTools.find("swift").map { [($0 as NSString).deletingLastPathComponent] } ?? []
-        return ["cc", "clang", "gcc"].lazy.compactMap { SystemdTools.find($0, alsoIn: swiftDirectories) }.first
-    }()
+    /// The Swift toolchain ships clang next to swift.
+    static let compiler = try? ExternalTools.path("clang")
 
     init(directory: String) throws {
         let source = directory + "/sandbox-exec.c"
         path = directory + "/sandbox-exec"
         try Self.source.write(toFile: source, atomically: true, encoding: .utf8)
-        let compiler = try #require(Self.compiler)
-        let result = try runProgram(compiler, ["-O", "-Wall", "-o", path, source])
+        let result = try runTool("clang", ["-O", "-Wall", "-o", path, source])
         guard result.status == 0 else {
             throw DaemonFailure(message: "compiling the sandbox helper:\n\(result.stderr)")
         }

@@ -66,6 +66,12 @@ enum Spec {
         | unspecified | 'what' 2003329396 |
         """
 
+    /// recd's own codes beyond SPEC §2 (docs/protocol.md, "Errors"), in the same form.
+    static let recdErrorTable = """
+        | notSessionOwner | '!own' 560953198 |
+        | notAdministrator | '!adm' 560030829 |
+        """
+
     /// SPEC §1, the option list with upstream raw values.
     static let optionValues: [(name: String, value: UInt)] = [
         ("mixWithOthers", 0x1), ("duckOthers", 0x2), ("allowBluetoothHFP", 0x4), ("defaultToSpeaker", 0x8),

@@ -1,22 +1,23 @@
 // A jackd of the test's own, under a private name, for the server-loss test.
 
 import Foundation
+import TestSupport
 
 /// `jackd -n NAME --no-realtime -d dummy` as a child process.
 final class PrivateJackServer {
     let name: String
     private var process: Process?
 
-    init(name: String = "recdtest-\(UInt32.random(in: 0...UInt32.max))") {
+    /// A stable name: JACK's shared-memory registry holds 8 server names and frees a dead
+    /// server's slot only when a server of the same name starts again, so a new name per run
+    /// would fill it after a few killed runs.
+    init(name: String = "recd-test-loss") {
         self.name = name
     }
 
     func start(period: Int = 256) throws {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: Self.jackdPath)
-        process.arguments = [
-            "-n", name, "--no-realtime", "-d", "dummy", "-r", "48000", "-p", "\(period)",
-        ]
+        let process = try ExternalTools.process(
+            "jackd", ["-n", name, "--no-realtime", "-d", "dummy", "-r", "48000", "-p", "\(period)"])
         process.standardOutput = FileHandle.nullDevice
         process.standardError = FileHandle.nullDevice
         try process.run()
@@ -32,12 +33,4 @@ final class PrivateJackServer {
     }
 
     deinit { kill(signal: SIGTERM) }
-
-    static var jackdPath: String {
-        for candidate in ["/usr/bin/jackd", "/usr/local/bin/jackd"]
-        where FileManager.default.isExecutableFile(atPath: candidate) {
-            return candidate
-        }
-        return "/usr/bin/jackd"
-    }
 }

@@ -2,6 +2,7 @@
 // a DFT probe.
 
 import Foundation
+import TestSupport
 import Testing
 
 @testable import MediaFiles
@@ -26,19 +27,10 @@ struct ToolRun {
     var output: String
 }
 
-/// Runs a reference tool (`flac`, `sox`) found on PATH and waits for it.
+/// Runs a reference tool (`flac`, `sox`) declared in scripts/packages.list and waits for it.
 func runTool(_ name: String, _ arguments: [String]) throws -> ToolRun {
-    let process = Process()
-    process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-    process.arguments = [name] + arguments
-    let pipe = Pipe()
-    process.standardOutput = pipe
-    process.standardError = pipe
-    try process.run()
-    let data = pipe.fileHandleForReading.readDataToEndOfFile()
-    process.waitUntilExit()
-    return ToolRun(
-        status: process.terminationStatus, output: String(decoding: data, as: UTF8.self))
+    let result = try ExternalTools.run(name, arguments)
+    return ToolRun(status: result.status, output: result.stdout + result.stderr)
 }
 
 /// A deterministic test signal of integers that uses the whole range of `bits` bits: the
