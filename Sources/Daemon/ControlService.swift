@@ -245,10 +245,7 @@ final class ControlService: ControlServerHandler, @unchecked Sendable {
         case .permissionGrant, .permissionDeny, .permissionReset:
             let app = try Self.checkedAppName(try request.string("app"))
             let state: RecordPermission = request.op == .permissionGrant ? .granted : request.op == .permissionDeny ? .denied : .undetermined
-            if request.op == .permissionGrant && store.permission(app) == .denied {
-                throw SessionError(.badParam, "record permission for \(app) is denied; denied stays denied until reset: run `recctl permission reset \(app)` first")
-            }
-            apply(store.setPermission(app: app, state))
+            apply(try store.decidePermission(app: app, state))
             return [("app", .string(app)), ("state", .string(state.rawValue))]
         case .mute:
             let app = try request.string("app")
@@ -321,9 +318,7 @@ final class ControlService: ControlServerHandler, @unchecked Sendable {
         let configuration = try SessionConfiguration.validated(category: category, mode: mode, options: options, policy: policy)
         let micUsage: String?? = request.has("mic_usage") ? .some(try request.optionalString("mic_usage")) : .none
         let prefersInterruption = try request.optionalBool("prefers_interruption_on_route_disconnect")
-        if store.sessions[app] == nil, store.sessions.count >= 1024 {
-            throw SessionError(.resourceNotAvailable, "too many sessions (1024); delete unused ones with `recctl session delete APP`")
-        }
+        try store.checkRoom(for: app)
         apply(store.configure(app: app, ownerUID: peer.uid, configuration: configuration, micUsage: micUsage))
         if let prefersInterruption {
             apply(try store.setPrefersInterruptionOnRouteDisconnect(app: app, prefersInterruption))

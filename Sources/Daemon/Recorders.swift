@@ -176,12 +176,7 @@ extension ControlService {
         guard let portName = try request.optionalString("input") ?? route.inputs.first else {
             throw SessionError(.resourceNotAvailable, "\(app) has no input route (no available input suits it); see `recctl routes`")
         }
-        if session.configuration.mode == .dualRoute && !route.inputs.contains(portName) {
-            let duplex = config.ports.filter { $0.direction == .duplex && RouteChooser.dualRouteSecondaryTypes.contains($0.type) }.map(\.name)
-            throw SessionError(
-                .resourceNotAvailable,
-                "dualRoute records its built-in microphone and one duplex secondary (\(route.inputs.joined(separator: ", "))); \(portName) is not one of them. A secondary must be a duplex headsetMic, bluetoothHFP or bluetoothLE port\(duplex.isEmpty ? " (none is configured)" : ": \(duplex.joined(separator: ", "))")")
-        }
+        try store.checkRecordInput(app: app, port: portName)
         let stream = try request.optionalString("stream") ?? portName
         if archive.of(app).contains(where: { $0.spec.stream == stream }) {
             throw SessionError(.badParam, "\(app) already records stream \(stream); stop it first or use --stream NAME")
@@ -211,7 +206,7 @@ extension ControlService {
         let bandwidth = RouteChooser.bandwidth(of: state, for: request)
         let tap: CaptureTap
         do {
-            tap = try engine.engine.addCaptureTap(inputGroup: group, zeroed: session.inputMuted || store.permission(spec.app) != .granted)
+            tap = try engine.engine.addCaptureTap(inputGroup: group, zeroed: store.capturesSilenced(app: spec.app))
         } catch {
             throw SessionError(.resourceNotAvailable, "the engine refused a capture of \(spec.port): \(error)")
         }
@@ -259,7 +254,7 @@ extension ControlService {
         } catch {
             throw SessionError(.resourceNotAvailable, "the engine refused a tap on the \(bus.rawValue) bus: \(error)")
         }
-        if session.inputMuted || store.permission(spec.app) != .granted { engine.engine.setZeroed(tap, true) }
+        if store.capturesSilenced(app: spec.app) { engine.engine.setZeroed(tap, true) }
         let source = TapSource(tap: tap)
         let configuration = RecorderConfiguration(
             archiveDirectory: archiveDir, app: spec.app, stream: spec.stream, channels: tap.channels, sampleRate: rate,
@@ -404,8 +399,8 @@ extension ControlService {
                     Log.error("\(app): could not resume recording \(spec.stream): \(error)")
                 }
             }
-        case .inputMuteStateChange(let app, let muted):
-            for stream in archive.of(app) { engine.engine.setZeroed(stream.tap, muted || store.permission(app) != .granted) }
+        case .inputMuteStateChange(let app, _):
+            for stream in archive.of(app) { engine.engine.setZeroed(stream.tap, store.capturesSilenced(app: app)) }
         case .recordPermission(let app, let state) where state != .granted:
             // No sample of an input reaches a file of an app that is not granted (SPEC §8).
             for stream in archive.of(app) {
