@@ -31,7 +31,7 @@ let package = Package(
         // Config (libinih), sockets with peer credentials, atomic files, logging, sd_notify.
         .target(name: "SystemSupport", dependencies: ["SessionPolicy", "CInih", "CSystemd", "CLinux"]),
         // The JACK client and the real-time graph (Sources/AudioEngine/RealTime holds the process path).
-        .target(name: "AudioEngine", dependencies: ["CJack", "SessionPolicy"]),
+        .target(name: "AudioEngine", dependencies: ["CJack"]),
         // Audio files and sample-rate conversion: FLAC (libFLAC) and WAV (libsndfile) decoding,
         // libsoxr resampling, and the feeder threads that stream files into engine players.
         .target(name: "MediaFiles", dependencies: ["CFLAC", "CSndfile", "CSoxr", "AudioEngine"]),
@@ -53,6 +53,7 @@ let package = Package(
         // The outside programs tests may start: only those scripts/packages.list declares.
         .target(name: "TestSupport", path: "Tests/TestSupport"),
         .testTarget(name: "TestSupportTests", dependencies: ["TestSupport"]),
+        .testTarget(name: "ArchitectureTests", dependencies: ["TestSupport"]),
         .testTarget(name: "SessionPolicyTests", dependencies: ["SessionPolicy"]),
         .testTarget(name: "ControlProtocolTests", dependencies: ["ControlProtocol"]),
         .testTarget(name: "SystemSupportTests", dependencies: ["SystemSupport"]),
