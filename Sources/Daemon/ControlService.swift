@@ -285,7 +285,7 @@ final class ControlService: ControlServerHandler, @unchecked Sendable {
         case .routes:
             return routesFields()
         case .play:
-            return try play(request, peer: peer)
+            return try play(request, peer: peer, descriptors: &descriptors)
         case .recordStart:
             return try recordStart(request, peer: peer)
         case .recordStop:
