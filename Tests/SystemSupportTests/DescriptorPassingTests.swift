@@ -12,70 +12,39 @@ import Testing
 struct DescriptorPassingTests {
     @Test("a line sent with one descriptor: the handler reads the file through it")
     func handlerReadsThroughDescriptor() throws {
-        let directory = makeTemporaryDirectory()
-        defer { removeTree(directory) }
         let content = "the file behind the descriptor\n"
-        let file = try openFile(directory + "/passed.txt", content: content)
-        defer { close(file) }
-        let read = Mutex<[String]>([])
-        let running = try RunningServer { handler in
-            handler.onDescriptors = { _, _, descriptors in
-                guard let fd = descriptors.take() else { return }
-                read.withLock { $0.append(readWhole(fd)) }
-                close(fd)
-            }
-        }
-        defer { running.shutDown() }
-        let client = try TestClient(path: running.path)
-        try DescriptorPassing.sendLine(#"{"id":1,"op":"play"}"#, passing: [file], over: client.fd)
-        #expect(client.readLine() == #"echo:{"id":1,"op":"play"}"#)
-        #expect(read.withLock { $0 } == [content])
+        let fixture = try PassingFixture(content: content, readingPassedFiles: true)
+        let client = try TestClient(path: fixture.running.path)
         let line = #"{"id":1,"op":"play"}"#
-        #expect(running.handler.snapshot().contains(.passed(ClientID(rawValue: 1), line, count: 1, refused: false)))
+        try DescriptorPassing.sendLine(line, passing: [fixture.file], over: client.fd)
+        #expect(client.readLine() == "echo:" + line)
+        #expect(fixture.filesRead == [line: content])
+        #expect(lineEvents(fixture.running) == [.passed(ClientID(rawValue: 1), line, count: 1, refused: false)])
     }
 
     @Test(
         "two lines where only the second carries a descriptor: it goes with the second",
         arguments: [false, true])
     func descriptorGoesWithItsLine(readTogether: Bool) throws {
-        let directory = makeTemporaryDirectory()
-        defer { removeTree(directory) }
-        let file = try openFile(directory + "/second.txt", content: "second's file")
-        defer { close(file) }
-        let read = Mutex<[String: String]>([:])
-        let running = try RunningServer { handler in
-            handler.onDescriptors = { handler, _, descriptors in
-                let line = handler.snapshot().last.flatMap { event -> String? in
-                    if case .passed(_, let line, _, _) = event { line } else { nil }
-                }
-                guard let fd = descriptors.take(), let line else { return }
-                read.withLock { $0[line] = readWhole(fd) }
-                close(fd)
-            }
-        }
-        defer { running.shutDown() }
-        let client = try TestClient(path: running.path)
+        let fixture = try PassingFixture(content: "second's file", readingPassedFiles: true)
+        let client = try TestClient(path: fixture.running.path)
         // Holding the control thread makes one recvmsg read both lines: the descriptor then
         // arrives with bytes of the first line, yet belongs to the second.
-        let gate = readTogether ? try holdControlThread(running) : nil
+        let gate = readTogether ? try holdControlThread(fixture.running) : nil
         client.send("first\n")
-        try DescriptorPassing.sendLine("second", passing: [file], over: client.fd)
+        try DescriptorPassing.sendLine("second", passing: [fixture.file], over: client.fd)
         gate?.signal()
         #expect(client.readLine() == "echo:first")
         #expect(client.readLine() == "echo:second")
         let id = ClientID(rawValue: 1)
-        #expect(lineEvents(running) == [.line(id, "first"), .passed(id, "second", count: 1, refused: false)])
-        #expect(read.withLock { $0 } == ["second": "second's file"])
+        #expect(lineEvents(fixture.running) == [.line(id, "first"), .passed(id, "second", count: 1, refused: false)])
+        #expect(fixture.filesRead == ["second": "second's file"])
     }
 
     @Test("descriptors the handler does not take are closed: /proc/self/fd is back to its count")
     func unclaimedDescriptorsAreClosed() throws {
-        let directory = makeTemporaryDirectory()
-        defer { removeTree(directory) }
-        let file = try openFile(directory + "/leak.txt", content: "x")
-        defer { close(file) }
-        let running = try RunningServer(limits: .init(maxLineBytes: 1024))
-        defer { running.shutDown() }
+        let fixture = try PassingFixture(content: "x", limits: .init(maxLineBytes: 1024))
+        let (running, file) = (fixture.running, fixture.file)
         #expect(running.waitUntilRunning())
         let before = openDescriptorCount()
         do {
@@ -112,12 +81,8 @@ struct DescriptorPassingTests {
 
     @Test("more descriptors than the limit: the line is delivered refused and every one is closed")
     func tooManyDescriptorsAreRefused() throws {
-        let directory = makeTemporaryDirectory()
-        defer { removeTree(directory) }
-        let file = try openFile(directory + "/many.txt", content: "x")
-        defer { close(file) }
-        let running = try RunningServer(limits: .init(maxDescriptorsPerLine: 4))
-        defer { running.shutDown() }
+        let fixture = try PassingFixture(content: "x", limits: .init(maxDescriptorsPerLine: 4))
+        let (running, file) = (fixture.running, fixture.file)
         let client = try TestClient(path: running.path)
         let id = ClientID(rawValue: 1)
         client.send("hello\n")
@@ -171,12 +136,45 @@ struct DescriptorPassingTests {
     }
 }
 
-/// Creates `path` with `content` and opens it read-only; the caller closes the descriptor.
-func openFile(_ path: String, content: String) throws -> Int32 {
-    try content.write(toFile: path, atomically: false, encoding: .utf8)
-    let fd = open(path, O_RDONLY | O_CLOEXEC)
-    guard fd >= 0 else { throw TestFailure("open \(path): errno \(errno)") }
-    return fd
+/// A file open read-only (`file`) and a control server on a temporary socket; both go away
+/// with the fixture. With `readingPassedFiles`, the handler takes each line's first passed
+/// descriptor, reads the file through it, closes it, and keeps the text by line.
+final class PassingFixture {
+    let directory = makeTemporaryDirectory()
+    let file: Int32
+    let running: RunningServer
+    private let read = ReadFiles()
+
+    init(content: String, limits: ControlServer.Limits = .init(), readingPassedFiles: Bool = false) throws {
+        let path = directory + "/passed.txt"
+        try content.write(toFile: path, atomically: false, encoding: .utf8)
+        file = open(path, O_RDONLY | O_CLOEXEC)
+        guard file >= 0 else { throw TestFailure("open \(path): errno \(errno)") }
+        let read = self.read
+        running = try RunningServer(limits: limits) { handler in
+            guard readingPassedFiles else { return }
+            handler.onDescriptors = { handler, _, descriptors in
+                guard let fd = descriptors.take(), case .passed(_, let line, _, _) = handler.snapshot().last else {
+                    return
+                }
+                read.texts.withLock { $0[line] = readWhole(fd) }
+                close(fd)
+            }
+        }
+    }
+
+    deinit {
+        running.shutDown()
+        close(file)
+        removeTree(directory)
+    }
+
+    /// What the handler read through passed descriptors, by the line they came with.
+    var filesRead: [String: String] { read.texts.withLock { $0 } }
+
+    private final class ReadFiles: Sendable {
+        let texts = Mutex<[String: String]>([:])
+    }
 }
 
 /// The whole file behind `fd`, read with pread from its start.

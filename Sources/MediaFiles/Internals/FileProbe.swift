@@ -74,9 +74,7 @@ enum FileProbe {
         case S_IFREG:
             break
         case S_IFDIR:
-            throw MediaError(
-                .io, path: name, message: "it is a directory; give the path of an audio file",
-                errno: EISDIR)
+            throw error(errno: EISDIR, opening: name)
         default:
             throw MediaError(
                 .io, path: name,
