@@ -66,10 +66,10 @@ extension ControlService {
     /// `play`: a new file on a stream (replacing what that stream played), or, without a file,
     /// resuming the session's paused players. Activates the session (arbitration applies).
     ///
-    /// recd never opens a path a client names: the client opens the file with its own rights
-    /// and passes the descriptor with the request line (`descriptors`, SCM_RIGHTS); `file` is
-    /// only its display name. `play` takes that descriptor; a `ReadOnlyFile` owns it from then
-    /// on and closes it when the player (and the probe) are gone.
+    /// recd never opens the path a request names: the client opens the file with its own
+    /// rights and passes the descriptor with the request line (`descriptors`, SCM_RIGHTS);
+    /// `file` is only its display name. `play` takes that descriptor; a `ReadOnlyFile` owns it
+    /// from then on and closes it when the player (and the probe) are gone.
     func play(
         _ request: Request, peer: PeerCredentials, descriptors: inout PassedDescriptors
     ) throws -> [(String, JSONValue)] {

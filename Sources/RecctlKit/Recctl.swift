@@ -101,8 +101,8 @@ public enum Recctl {
             return 2
         }
 
-        // recd never opens a path a client names: `play FILE` opens it here, with the caller's
-        // rights, and passes the open file with the request.
+        // recd never opens the file a play request names: `play FILE` opens it here, with the
+        // caller's rights, and passes the open file with the request.
         var passing: [Int32] = []
         if request.0 == .play, command.positionals.count > 1 {
             do {
