@@ -61,6 +61,6 @@ let package = Package(
         .testTarget(name: "DevicesTests", dependencies: ["Devices"]),
         .testTarget(name: "ArchiveTests", dependencies: ["Archive", "MediaFiles", "TestSupport"]),
         .testTarget(name: "MediaFilesTests", dependencies: ["MediaFiles", "AudioEngine", "TestSupport"]),
-        .testTarget(name: "EndToEndTests", dependencies: ["ControlProtocol", "TestSupport"]),
+        .testTarget(name: "EndToEndTests", dependencies: ["ControlProtocol", "SystemSupport", "TestSupport"]),
     ]
 )

@@ -106,6 +106,9 @@ final class Daemon: @unchecked Sendable {
         try? FileManager.default.removeItem(atPath: directory)
     }
 
+    /// The running recd's process ID.
+    var pid: Int32? { process.map(\.processIdentifier) }
+
     var recdPath: String { productsDirectory.appendingPathComponent("recd").path }
     var recctlPath: String { productsDirectory.appendingPathComponent("recctl").path }
 
