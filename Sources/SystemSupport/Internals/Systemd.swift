@@ -1,4 +1,5 @@
 // The C contact with libsystemd (sd-daemon.h): one Swift function per call.
+internal import CLinux  // SOCK_STREAM: <sys/socket.h> belongs to CLinux's module once its shim includes it
 internal import CSystemd
 import Glibc
 
