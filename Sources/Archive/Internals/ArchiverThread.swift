@@ -22,11 +22,12 @@ private final class ThreadStart {
 }
 
 /// A joinable pthread running `body`, named `name` (ps/top/gdb show it), `niceIncrement`
-/// steps nicer than the process.
-struct NamedThread {
+/// steps nicer than the process. Public for the daemon's worker thread, so that the two share
+/// one helper (until a Platform module owns named threads).
+public struct NamedThread: Sendable {
     private let handle: pthread_t
 
-    init(name: String, niceIncrement: Int32 = 0, body: @escaping () -> Void) throws(ArchiveError) {
+    public init(name: String, niceIncrement: Int32 = 0, body: @escaping () -> Void) throws(ArchiveError) {
         let start = Unmanaged.passRetained(ThreadStart(name: name, niceIncrement: niceIncrement, body: body))
             .toOpaque()
         var handle = pthread_t()
@@ -47,8 +48,8 @@ struct NamedThread {
         self.handle = handle
     }
 
-    /// Waits for the thread to end.
-    func join() { pthread_join(handle, nil) }
+    /// Waits for the thread to end. Once, and not from the thread itself.
+    public func join() { pthread_join(handle, nil) }
 }
 
 /// What the control thread and the archiver thread share: the stop request, the event queue
