@@ -184,6 +184,13 @@ public enum Wire {
         JSONValue.object([("id", id), ("ok", true)] + fields).jsonText
     }
 
+    /// A step of a request that replies later (`archive.verify` with `"progress": true`): a
+    /// line with the request's `id` and no `ok`, before its reply.
+    public static func progress(id: JSONValue, done: Int, total: Int) -> String {
+        let step: JSONValue = ["done": .number(Double(done)), "total": .number(Double(total))]
+        return JSONValue.object([("id", id), ("progress", step)]).jsonText
+    }
+
     /// Decodes the error object of a failed reply.
     public static func error(from reply: JSONValue) -> SessionError? {
         guard let object = reply["error"] else { return nil }

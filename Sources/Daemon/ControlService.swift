@@ -1,5 +1,9 @@
 // The control loop's request handling: decode, authorize, run against the policy store,
-// apply effects (events, persistence), reply. Runs on the control thread only.
+// apply effects (events, persistence), reply.
+//
+// Threads: the control thread only, which feeds systemd's watchdog from `tick` and so must
+// never wait long. What may take long goes to the worker (`SlowRequestWorker`: archive
+// verify, reindex and retention), whose completions come back here through `server.post`.
 import AudioEngine
 import ControlProtocol
 import SessionPolicy
@@ -23,6 +27,10 @@ final class ControlService: ControlServerHandler, @unchecked Sendable {
     var engine: EngineController!
     let players = PlayerTable()
     let archive = ArchiveState()
+    /// Runs slow requests off the control thread; set at start-up, stopped at shutdown.
+    var worker: SlowRequestWorker!
+    /// The archive as worker jobs see it (used on the worker thread only).
+    let maintenance: ArchiveMaintenance
     var monitoring = MonitoringState()
     var devices: DeviceState!
     /// The engine's meters over the last tick (about 100 ms), for every `meter` request alike.
@@ -52,6 +60,7 @@ final class ControlService: ControlServerHandler, @unchecked Sendable {
         self.store = store
         self.stateFile = stateFile
         self.startedAt = startedAt
+        maintenance = ArchiveMaintenance(directory: config.archive.dir)
         self.adminGID = config.daemon.adminGroup.flatMap { name in
             getgrnam(name).map { $0.pointee.gr_gid }
         }
@@ -66,6 +75,7 @@ final class ControlService: ControlServerHandler, @unchecked Sendable {
     func clientDisconnected(_ client: ClientID) {
         clients[client] = nil
         pendingPermissions.removeAll { $0.client == client }
+        worker.clientGone(client)
     }
 
     func clientRejected(_ client: ClientID, reason: ClientRejection) -> String? {
@@ -91,10 +101,8 @@ final class ControlService: ControlServerHandler, @unchecked Sendable {
                 if let fields = try handle(request, from: client, peer: peer) {
                     send(Wire.success(id: request.id, fields), to: client)
                 }
-            } catch let error as SessionError {
-                send(Wire.failure(id: request.id, error), to: client)
             } catch {
-                send(Wire.failure(id: request.id, SessionError(.unspecified, "\(error)")), to: client)
+                send(Wire.failure(id: request.id, Self.replyError(error)), to: client)
             }
         }
     }
@@ -184,7 +192,13 @@ final class ControlService: ControlServerHandler, @unchecked Sendable {
         throw SessionError(.notSessionOwner, "session \(app) belongs to uid \(session.ownerUID); only its owner or an administrator may change it (\(adminHint))")
     }
 
-    /// Returns the reply fields, or nil when the reply comes later (permission.request).
+    /// What a failed request replies: its SessionError, or any other error as unspecified.
+    static func replyError(_ error: any Error) -> SessionError {
+        (error as? SessionError) ?? SessionError(.unspecified, "\(error)")
+    }
+
+    /// Returns the reply fields, or nil when the reply comes later: permission.request, and
+    /// the requests done on the worker (archive.verify, archive.reindex).
     private func handle(_ request: Request, from client: ClientID, peer: PeerCredentials) throws -> [(String, JSONValue)]? {
         if request.op.requiresAdministrator && !isAdministrator(peer) {
             throw SessionError(.notAdministrator, "\(request.op.rawValue) needs an administrator; \(adminHint)")
@@ -274,9 +288,9 @@ final class ControlService: ControlServerHandler, @unchecked Sendable {
         case .archiveList:
             return try archiveList(request)
         case .archiveVerify:
-            return try archiveVerify(request, peer: peer)
+            return try archiveVerify(request, from: client, peer: peer)
         case .archiveReindex:
-            return try archiveReindex()
+            return archiveReindex(request, from: client)
         case .meter:
             return try meterFields(app: try request.optionalString("app"))
         case .cueOutputs, .cueAssign, .cueMix, .cueSplit, .cueShow:
@@ -472,7 +486,7 @@ final class ControlService: ControlServerHandler, @unchecked Sendable {
         }
     }
 
-    private func send(_ line: String, to client: ClientID) {
+    func send(_ line: String, to client: ClientID) {
         server?.send(line, to: client)
     }
 
@@ -482,6 +496,8 @@ final class ControlService: ControlServerHandler, @unchecked Sendable {
         for player in players.all { stopPlayer(player, reason: "stop") }
         for stream in archive.recorders { stopRecorder(stream, reason: .stop) }
         engine.engine.stop()
+        // Last: a verify still decoding ends after its current file; recordings are safe by now.
+        worker.stop()
     }
 
     func save() {

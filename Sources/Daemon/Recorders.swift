@@ -123,14 +123,22 @@ final class ArchiveState {
     var recorders: [RecorderStream] = []
     /// Recorders stopped by an interruption or a media-services loss, to start again on resume.
     var suspended: [RecorderSpec] = []
+    /// The control thread's connection to the index (the worker has its own).
     var index: ArchiveIndex?
     var lastRetention = 0.0
+    /// A retention run is queued or running on the worker.
+    var retentionRunning = false
+    /// `archive.reindex` requests on the worker, and the segments finished meanwhile, which
+    /// the rebuild may have missed (added again when the last one is done).
+    var reindexesRunning = 0
+    var finishedDuringReindex: [SegmentRecord] = []
 
     func of(_ app: String) -> [RecorderStream] { recorders.filter { $0.spec.app == app } }
 }
 
 extension ControlService {
     var archiveDir: String { config.archive.dir }
+    var archiveIndexPath: String { maintenance.indexPath }
 
     /// Start-up: recover partial files left by a crash, open the index.
     func openArchive() {
@@ -138,7 +146,7 @@ extension ControlService {
             Log.error("cannot create archive dir \(archiveDir); recordings will fail until [archive] dir is writable")
         }
         do {
-            archive.index = try ArchiveIndex(path: archiveDir + "/index.sqlite")
+            archive.index = try ArchiveIndex(path: archiveIndexPath)
         } catch {
             Log.error("cannot open the archive index: \(error); `recctl archive reindex` rebuilds it")
         }
@@ -335,6 +343,7 @@ extension ControlService {
                 stream.currentFiles.removeAll { $0 == record.path }
                 stream.segments += 1
                 do { try archive.index?.add(record) } catch { Log.warning("index: \(error)") }
+                if archive.reindexesRunning > 0 { archive.finishedDuringReindex.append(record) }
                 announceRecording(stream, state: "finished", file: record.path, reason: record.endReason?.rawValue,
                                   extra: [("frames", .number(Double(record.frames))), ("gaps", .number(Double(record.gaps.count)))])
             case .segmentAbandoned(let partial, let error):
@@ -358,18 +367,6 @@ extension ControlService {
                 } ?? [])
                 syncStreams(stream.spec.app)
             }
-        }
-    }
-
-    func enforceRetention() {
-        let policy = RetentionPolicy(maxAgeDays: config.archive.maxAgeDays, minFreePercent: config.archive.minFreePercent)
-        guard policy.maxAgeDays != nil || policy.minFreePercent != nil, let index = archive.index else { return }
-        let open = Set(archive.recorders.flatMap { $0.recorder.openPaths })
-        do {
-            let report = try policy.enforce(archiveDirectory: archiveDir, index: index, openPaths: open, now: UTCTime.now())
-            for path in report.deleted { Log.notice("retention deleted \(path)") }
-        } catch {
-            Log.error("retention: \(error)")
         }
     }
 
@@ -471,35 +468,6 @@ extension ControlService {
             "end_reason": JSONValue(record.endReason?.rawValue), "gaps": .number(Double(record.gaps.count)),
             "recovered": .bool(record.recovered), "bytes": .number(Double(record.bytes)),
         ]
-    }
-
-    func archiveVerify(_ request: Request, peer: PeerCredentials) throws -> [(String, JSONValue)] {
-        let paths: [String]
-        if let path = try request.optionalString("path") {
-            // recd decodes with its own rights: only files inside the archive, never a path
-            // that leads elsewhere (`..`, symlinks, another directory).
-            guard let resolved = ArchivePath.resolve(path, inside: archiveDir) else {
-                throw SessionError(.badParam, "\(path) is not a file inside the archive \(archiveDir); verify only segments there (`recctl archive list` shows them)")
-            }
-            guard ArchivePath.isReadable(resolved, uid: peer.uid, groups: Set(peer.groups + [peer.gid])) else {
-                throw SessionError(.badParam, "uid \(peer.uid) may not read \(resolved); verify only segments you can read, or run `recctl archive verify` without a path to check the whole archive")
-            }
-            paths = [resolved]
-        } else {
-            paths = try archive.index?.list().map(\.path) ?? []
-        }
-        let results = paths.map { ArchiveVerifier.verify(path: $0) }
-        return [
-            ("results", .array(results.map { ["path": .string($0.path), "ok": .bool($0.isOK), "outcome": .string("\($0.outcome)"), "frames": .number(Double($0.frames))] })),
-            ("all_ok", .bool(results.allSatisfy(\.isOK))),
-        ]
-    }
-
-    func archiveReindex() throws -> [(String, JSONValue)] {
-        let index = try archive.index ?? ArchiveIndex(path: archiveDir + "/index.sqlite")
-        archive.index = index
-        let summary = try index.reindex(from: archiveDir)
-        return [("indexed", .number(Double(summary.indexed))), ("skipped", .array(summary.skipped.keys.sorted().map { .string($0) }))]
     }
 }
 

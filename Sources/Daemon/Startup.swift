@@ -138,6 +138,12 @@ public enum Recd {
             return 71
         }
         service.server = server
+        do {
+            service.worker = try SlowRequestWorker(name: "slow worker") { [weak server] work in server?.post(work) }
+        } catch {
+            Log.error("cannot start the worker thread: \(error)")
+            return 71
+        }
         service.engine = EngineController(config: config) { [weak server, service] in
             server?.post { service.engineWoke() }
         }
