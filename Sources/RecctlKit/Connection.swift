@@ -57,6 +57,7 @@ final class Connection {
     deinit { close(fd) }
 
     /// Sends a request and waits for its reply; `onEvent` sees events that arrive first.
+    /// Progress lines of the request (no `ok`) are skipped; each restarts the `timeout`.
     func call(_ op: Op, _ arguments: [(String, JSONValue)] = [], timeout: Double? = 30, onEvent: ((JSONValue) -> Void)? = nil) throws -> JSONValue {
         let id = nextID
         nextID += 1
@@ -67,6 +68,7 @@ final class Connection {
                 onEvent?(message)
                 continue
             }
+            if message["progress"] != nil, message["ok"] == nil { continue }
             if message["id"]?.intValue == id || message["id"] == .null { return message }
         }
     }
