@@ -97,6 +97,8 @@ final class ControlService: ControlServerHandler, @unchecked Sendable {
         case .failure(let failure):
             send(Wire.failure(id: failure.id, failure.error), to: client)
         case .success(let request):
+            let began = monotonicSeconds()
+            defer { noteIfSlow(since: began, request.op.rawValue) }
             do {
                 if let fields = try handle(request, from: client, peer: peer) {
                     send(Wire.success(id: request.id, fields), to: client)
@@ -107,7 +109,19 @@ final class ControlService: ControlServerHandler, @unchecked Sendable {
         }
     }
 
+    /// Longest the control thread may spend on one request or tick before recd logs it: it
+    /// feeds systemd's watchdog and answers every client, so slow work belongs on the worker.
+    static let slowThreshold = 0.1
+
+    private func noteIfSlow(since began: Double, _ what: String) {
+        let busy = monotonicSeconds() - began
+        guard busy > Self.slowThreshold else { return }
+        Log.warning("control thread busy \(Int(busy * 1000)) ms in \(what); other clients and the watchdog waited")
+    }
+
     func tick(now: Double) {
+        let began = monotonicSeconds()
+        defer { noteIfSlow(since: began, "the tick") }
         engineWoke()
         reapPlayers()
         serviceRecorders(now: now)
