@@ -3,7 +3,8 @@
 //
 // Threads: the control thread only, which feeds systemd's watchdog from `tick` and so must
 // never wait long. What may take long goes to the worker (`SlowRequestWorker`: archive
-// verify, reindex and retention), whose completions come back here through `server.post`.
+// verify, reindex and retention) and state.json to the state writer (`StateWriter`); their
+// completions come back here through `server.post`.
 import AudioEngine
 import ControlProtocol
 import SessionPolicy
@@ -20,7 +21,6 @@ import Glibc
 final class ControlService: ControlServerHandler, @unchecked Sendable {
     var store: SessionStore
     let config: RecdConfig
-    let stateFile: StateFile
     let startedAt: Double
     let adminGID: UInt32?
     weak var server: ControlServer?
@@ -29,6 +29,8 @@ final class ControlService: ControlServerHandler, @unchecked Sendable {
     let archive = ArchiveState()
     /// Runs slow requests off the control thread; set at start-up, stopped at shutdown.
     var worker: SlowRequestWorker!
+    /// Writes state.json off the control thread; set at start-up, finished at shutdown.
+    var stateWriter: StateWriter!
     /// The archive as worker jobs see it (used on the worker thread only).
     let maintenance: ArchiveMaintenance
     var monitoring = MonitoringState()
@@ -55,10 +57,9 @@ final class ControlService: ControlServerHandler, @unchecked Sendable {
     private var nextWatchdog = 0.0
     private var pendingPermissions: [PendingPermission] = []
 
-    init(config: RecdConfig, store: SessionStore, stateFile: StateFile, startedAt: Double) {
+    init(config: RecdConfig, store: SessionStore, startedAt: Double) {
         self.config = config
         self.store = store
-        self.stateFile = stateFile
         self.startedAt = startedAt
         maintenance = ArchiveMaintenance(directory: config.archive.dir)
         self.adminGID = config.daemon.adminGroup.flatMap { name in
@@ -504,7 +505,8 @@ final class ControlService: ControlServerHandler, @unchecked Sendable {
         server?.send(line, to: client)
     }
 
-    /// Stops streams and leaves JACK cleanly (SIGTERM, end of the control loop).
+    /// Stops streams, leaves JACK cleanly and writes the final state (SIGTERM, end of the
+    /// control loop).
     func shutdown() {
         stopDevices()
         for player in players.all { stopPlayer(player, reason: "stop") }
@@ -512,15 +514,11 @@ final class ControlService: ControlServerHandler, @unchecked Sendable {
         engine.engine.stop()
         // Last: a verify still decoding ends after its current file; recordings are safe by now.
         worker.stop()
+        stateWriter.finish(PersistedState(store: store))
     }
 
-    func save() {
-        do {
-            try stateFile.save(PersistedState(store: store))
-        } catch {
-            Log.error("cannot save sessions to \(stateFile.path): \(error); they stay in memory, fix the state dir to keep them across restarts")
-        }
-    }
+    /// Persists sessions and permissions (written on the state writer's thread).
+    func save() { stateWriter.save(PersistedState(store: store)) }
 }
 
 /// This build's version, reported by `hello` and `status`.

@@ -129,7 +129,7 @@ public enum Recd {
             return 69  // EX_UNAVAILABLE
         }
 
-        let service = ControlService(config: config, store: store, stateFile: stateFile, startedAt: monotonicSeconds())
+        let service = ControlService(config: config, store: store, startedAt: monotonicSeconds())
         let server: ControlServer
         do {
             server = try ControlServer(listeningFD: listener, watchingSignals: Signals.shutdownAndReload)
@@ -140,8 +140,9 @@ public enum Recd {
         service.server = server
         do {
             service.worker = try SlowRequestWorker(name: "slow worker") { [weak server] work in server?.post(work) }
+            service.stateWriter = try StateWriter(file: stateFile) { [weak server] work in server?.post(work) }
         } catch {
-            Log.error("cannot start the worker thread: \(error)")
+            Log.error("cannot start the worker threads: \(error)")
             return 71
         }
         service.engine = EngineController(config: config) { [weak server, service] in
@@ -157,7 +158,6 @@ public enum Recd {
         server.run(handler: service)
         try? SystemdNotify.stopping()
         service.shutdown()
-        service.save()
         Log.notice("recd stopped")
         return 0
     }
