@@ -15,16 +15,18 @@ private func currentThreadName() -> String {
 }
 
 @Suite("slow request worker")
-struct SlowRequestWorkerTests {
+final class SlowRequestWorkerTests {
     let alice = ClientID(rawValue: 1)
     let bob = ClientID(rawValue: 2)
+    let mailbox = Mailbox()
+    let worker: SlowRequestWorker
+
+    init() throws { worker = try SlowRequestWorker(name: "test worker", deliver: mailbox.deliver) }
+    deinit { worker.stop() }
 
     @Test(
         "submit returns at once; the job runs on the named worker thread; the result comes back on the control thread")
     func offTheControlThread() throws {
-        let mailbox = Mailbox()
-        let worker = try SlowRequestWorker(name: "test worker", deliver: mailbox.deliver)
-        defer { worker.stop() }
         let gate = DispatchSemaphore(value: 0)
         let control = pthread_self()
         let result = Shared<(String, Bool)?>(nil)
@@ -48,9 +50,6 @@ struct SlowRequestWorkerTests {
 
     @Test("results come back in the order the jobs were submitted")
     func inOrder() throws {
-        let mailbox = Mailbox()
-        let worker = try SlowRequestWorker(name: "test worker", deliver: mailbox.deliver)
-        defer { worker.stop() }
         let seen = Shared<[Int]>([])
         for index in 0..<20 {
             worker.submit(
@@ -67,9 +66,6 @@ struct SlowRequestWorkerTests {
 
     @Test("a client that went away gets no reply: its queued job never runs, its running job is told to stop")
     func droppedClient() throws {
-        let mailbox = Mailbox()
-        let worker = try SlowRequestWorker(name: "test worker", deliver: mailbox.deliver)
-        defer { worker.stop() }
         let gate = DispatchSemaphore(value: 0)
         let running = DispatchSemaphore(value: 0)
         let ran = Shared<[String]>([])
@@ -85,20 +81,12 @@ struct SlowRequestWorkerTests {
                 return "alice 1"
             }
         ) { value in replies.update { $0.append(value) } }
-        worker.submit(
-            for: alice,
-            { _ -> String in
-                ran.update { $0.append("alice 2") }
-                return "alice 2"
-            }
-        ) { value in replies.update { $0.append(value) } }
-        worker.submit(
-            for: bob,
-            { _ -> String in
-                ran.update { $0.append("bob") }
-                return "bob"
-            }
-        ) { value in replies.update { $0.append(value) } }
+        for (client, name) in [(alice, "alice 2"), (bob, "bob")] {
+            worker.submit(for: client, { _ -> String in
+                ran.update { $0.append(name) }
+                return name
+            }) { value in replies.update { $0.append(value) } }
+        }
         running.wait()
         worker.clientGone(alice)
         gate.signal()
@@ -111,9 +99,6 @@ struct SlowRequestWorkerTests {
 
     @Test("a result already on its way is dropped when its client goes before it is delivered")
     func droppedInFlight() throws {
-        let mailbox = Mailbox()
-        let worker = try SlowRequestWorker(name: "test worker", deliver: mailbox.deliver)
-        defer { worker.stop() }
         let done = DispatchSemaphore(value: 0)
         let replies = Shared<[String]>([])
         worker.submit(
@@ -132,9 +117,6 @@ struct SlowRequestWorkerTests {
 
     @Test("progress reaches the handler before the result, in order, and stops with the client")
     func progress() throws {
-        let mailbox = Mailbox()
-        let worker = try SlowRequestWorker(name: "test worker", deliver: mailbox.deliver)
-        defer { worker.stop() }
         let lines = Shared<[String]>([])
         worker.submit(
             for: alice,
@@ -169,8 +151,6 @@ struct SlowRequestWorkerTests {
 
     @Test("stop waits for the running job, drops the queued ones and refuses new ones")
     func stopping() throws {
-        let mailbox = Mailbox()
-        let worker = try SlowRequestWorker(name: "test worker", deliver: mailbox.deliver)
         let gate = DispatchSemaphore(value: 0)
         let running = DispatchSemaphore(value: 0)
         let ran = Shared<[String]>([])
