@@ -1,6 +1,7 @@
 // The recd control protocol: one JSON object per line over a Unix stream socket.
 // Versioned and append-only: new ops and fields may be added, none renamed or removed.
 // docs/protocol.md is the reference; keep the two telling the same story.
+// Threads: any; everything here is a value or a pure function.
 import SessionPolicy
 
 /// The protocol version this build speaks. Requests may carry `"v"`; a higher one is refused.

@@ -1,6 +1,8 @@
 // Recorders (SPEC §7, §8, §9): a session's input captured by an engine tap, band-limited for
 // HFP links, and archived as FLAC segments by an archiver thread. Control thread only, except
-// where a type says otherwise.
+// where a type says otherwise. `archive.index` is the control thread's own connection to the
+// index (adds on segmentFinished, archive.list, the status count); verify, reindex and
+// retention run on the worker with its own (ArchiveMaintenance.swift).
 import Archive
 import AudioEngine
 import ControlProtocol

@@ -1,6 +1,7 @@
 // The worker for slow requests: one named thread that runs, one at a time and in the order
-// given, the jobs the control thread must not wait for (decoding the archive, rescanning it,
-// retention), so that the control loop keeps answering and feeding systemd's watchdog.
+// given, the jobs the control thread must not wait for, so that the control loop keeps
+// answering and feeding systemd's watchdog. recd has two: "slow worker" (archive verify,
+// reindex, retention) and "state writer" (state.json, `StateWriter`).
 //
 // Threads:
 // - `submit`, `clientGone` and `stop`: the control thread.

@@ -1,4 +1,8 @@
 // recd's start-up: arguments, config, state, socket, then the control loop.
+//
+// Threads: the main thread, which blocks signals before any other thread exists, starts the
+// worker threads ("slow worker", "state writer"), the engine and the devices, then becomes
+// the control thread in `server.run`; after it returns, `shutdown` stops them all.
 import ControlProtocol
 import Devices
 import SessionPolicy

@@ -1,5 +1,6 @@
 // recctl's side of the control socket: connect, send one request, read its reply (events
-// that arrive meanwhile are passed to a watcher or skipped).
+// that arrive meanwhile are passed to a watcher or skipped, and so are the request's own
+// progress lines). Threads: recctl has one; a Connection is used by one thread at a time.
 import ControlProtocol
 import Foundation
 

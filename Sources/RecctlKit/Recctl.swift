@@ -1,5 +1,6 @@
 // recctl: one request per invocation (or a watch), human output or --json.
 // Exit status: 0 ok, 1 the daemon refused (error: NAME (CODE): MESSAGE), 2 usage, 3 unreachable.
+// Threads: the main thread only.
 import ControlProtocol
 import Foundation
 

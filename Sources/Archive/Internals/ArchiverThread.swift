@@ -1,5 +1,8 @@
-// A named POSIX thread for the archiver role, and the lock-protected state it shares with the
-// control thread.
+// A named POSIX thread for the archiver role (and the daemon's worker threads), and the
+// lock-protected state the archiver shares with the control thread.
+//
+// Threads: a `NamedThread` is started and joined by its owner's thread (the control thread),
+// never joined from itself; `RecorderControl` may be used from any thread (a mutex).
 
 internal import CLinux
 import Synchronization
