@@ -1,5 +1,6 @@
 // The archive's index over SQLite (SPEC §9): what, when, where, how long — answering
 // `recctl archive list` fast, and rebuilt from the files alone by `reindex`.
+// Threads: each `ArchiveIndex` (one SQLite connection) is used by one thread at a time.
 
 /// What `ArchiveIndex.reindex` did. A plain value: any thread.
 public struct ReindexSummary: Hashable, Sendable {

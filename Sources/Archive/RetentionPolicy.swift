@@ -1,5 +1,6 @@
 // Deleting old segments (SPEC §9): past a maximum age, or while free space is below a floor;
 // oldest first, never a file being written.
+// Threads: `enforce` runs on the thread that owns the index connection it is given.
 
 #if canImport(Glibc)
     import Glibc
