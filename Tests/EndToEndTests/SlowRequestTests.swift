@@ -10,14 +10,15 @@ import Glibc
 #endif
 
 /// Writes `segments` FLAC segments of `seconds` of 8-channel 48 kHz 16-bit noise into the
-/// archive's day folder, named and tagged as recd names its own; returns their paths.
+/// archive's folder of `day` (2026-12-01), named and tagged as recd names its own; returns
+/// their paths.
 ///
 /// The noise (13 bits, so the encoder has to use residual coding) is one second long, repeated:
 /// FLAC predicts over at most 32 samples, so decoding it costs what fresh noise would. One
 /// segment is encoded by the reference encoder, the others are copies with their own tags.
-func writeNoiseSegments(archive: String, segments: Int, seconds: Int) throws -> [String] {
-    let day = archive + "/2026/12/01"
-    try FileManager.default.createDirectory(atPath: day, withIntermediateDirectories: true)
+func writeNoiseSegments(archive: String, day: String = "2026-12-01", segments: Int, seconds: Int) throws -> [String] {
+    let folder = archive + "/" + day.replacingOccurrences(of: "-", with: "/")
+    try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
     let channels = 8
     let rate = 48_000
     var second = [Int16](repeating: 0, count: rate * channels)
@@ -40,10 +41,11 @@ func writeNoiseSegments(archive: String, segments: Int, seconds: Int) throws -> 
     func tags(_ segment: Int) -> [String] {
         [
             "APP=noise", "STREAM=main", "SEGMENT=\(segment + 1)", "END_REASON=rotation",
-            "START_TIME=" + start(segment, "2026-12-01T%02d:%02d:00.000Z"),
+            "START_TIME=" + start(segment, day + "T%02d:%02d:00.000Z"),
         ]
     }
-    let paths = (0..<segments).map { day + "/noise-main-" + start($0, "20261201T%02d%02d00.000Z") + ".flac" }
+    let compact = day.replacingOccurrences(of: "-", with: "")
+    let paths = (0..<segments).map { folder + "/noise-main-" + start($0, compact + "T%02d%02d00.000Z") + ".flac" }
     let encoded = try runTool(
         "flac",
         [
@@ -135,5 +137,22 @@ struct SlowRequestTests {
         #expect(progress?["progress"]?["done"]?.intValue == 1 && progress?["progress"]?["total"]?.intValue == 1)
         let one = later.readJSON()
         #expect(one?["id"]?.stringValue == "one" && one?["all_ok"]?.boolValue == true, "\(String(describing: one))")
+    }
+
+    @Test("retention runs on the worker: an over-age segment leaves the disk and the index")
+    func retentionOnTheWorker() throws {
+        let daemon = try Daemon(archiveMaxAgeDays: 1)
+        let archive = daemon.directory + "/archive"
+        let old = try writeNoiseSegments(archive: archive, day: "2020-01-01", segments: 1, seconds: 1)[0]
+        let today = ISO8601DateFormatter.string(from: Date(), timeZone: .gmt, formatOptions: .withFullDate)
+        let recent = try writeNoiseSegments(archive: archive, day: today, segments: 1, seconds: 1)[0]
+        try #require(daemon.recctl("archive", "reindex").status == 0)
+        // Retention runs at the first tick after start, then every 60 s.
+        try daemon.restart()
+        #expect(eventually(timeout: 10) { !FileManager.default.fileExists(atPath: old) }, "\(daemon.log)")
+        #expect(FileManager.default.fileExists(atPath: recent))
+        let listed = try daemon.recctl("--json", "archive", "list").json?.arrayValue
+        #expect(listed?.compactMap { $0["path"]?.stringValue } == [recent])
+        #expect(daemon.log.contains("retention deleted \(old)"))
     }
 }
