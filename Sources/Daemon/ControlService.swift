@@ -77,6 +77,7 @@ final class ControlService: ControlServerHandler, @unchecked Sendable {
         clients[client] = nil
         pendingPermissions.removeAll { $0.client == client }
         worker.clientGone(client)
+        archive.pendingStops.removeAll { $0.client == client }
     }
 
     func clientRejected(_ client: ClientID, reason: ClientRejection) -> String? {
@@ -299,7 +300,7 @@ final class ControlService: ControlServerHandler, @unchecked Sendable {
         case .recordStart:
             return try recordStart(request, peer: peer)
         case .recordStop:
-            return try recordStop(request, peer: peer)
+            return try recordStop(request, from: client, peer: peer)
         case .archiveList:
             return try archiveList(request)
         case .archiveVerify:
@@ -510,7 +511,7 @@ final class ControlService: ControlServerHandler, @unchecked Sendable {
     func shutdown() {
         stopDevices()
         for player in players.all { stopPlayer(player, reason: "stop") }
-        for stream in archive.recorders { stopRecorder(stream, reason: .stop) }
+        stopAllRecordersAndWait()
         engine.engine.stop()
         // Last: a verify still decoding ends after its current file; recordings are safe by now.
         worker.stop()
