@@ -82,10 +82,13 @@ final class SlowRequestWorkerTests {
             }
         ) { value in replies.update { $0.append(value) } }
         for (client, name) in [(alice, "alice 2"), (bob, "bob")] {
-            worker.submit(for: client, { _ -> String in
-                ran.update { $0.append(name) }
-                return name
-            }) { value in replies.update { $0.append(value) } }
+            worker.submit(
+                for: client,
+                { _ -> String in
+                    ran.update { $0.append(name) }
+                    return name
+                }
+            ) { value in replies.update { $0.append(value) } }
         }
         running.wait()
         worker.clientGone(alice)
