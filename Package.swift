@@ -61,6 +61,7 @@ let package = Package(
         .testTarget(name: "DevicesTests", dependencies: ["Devices"]),
         .testTarget(name: "ArchiveTests", dependencies: ["Archive", "MediaFiles", "TestSupport"]),
         .testTarget(name: "MediaFilesTests", dependencies: ["MediaFiles", "AudioEngine", "TestSupport"]),
+        .testTarget(name: "DaemonTests", dependencies: ["Daemon", "SessionPolicy", "SystemSupport"]),
         .testTarget(name: "EndToEndTests", dependencies: ["ControlProtocol", "SystemSupport", "TestSupport"]),
     ]
 )

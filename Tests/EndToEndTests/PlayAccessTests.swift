@@ -78,13 +78,17 @@ struct PlayAccessTests {
         try writeWAV(path: wav, sampleRate: 48_000, channels: 1, samples: [Int16](repeating: 500, count: 48_000))
         try #require(daemon.recctl("session", "set", "app", "--category", "playback").status == 0)
         let pid = try #require(daemon.pid)
-        func openDescriptors() -> Int {
-            (try? FileManager.default.contentsOfDirectory(atPath: "/proc/\(pid)/fd").count) ?? -1
+        /// What recd holds open of this test's files (its own descriptors come and go with its
+        /// threads, so count only those that lead to the files passed here).
+        func heldTestFiles() -> [String] {
+            let fds = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/\(pid)/fd")) ?? []
+            return fds.compactMap { try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/\(pid)/fd/\($0)") }
+                .filter { $0.hasPrefix(daemon.directory) && !$0.hasPrefix(daemon.directory + "/run") && !$0.hasSuffix(".log") }
+                .filter { $0 == wav || $0 == daemon.directory || $0.hasSuffix("/w.wav") }
         }
         let client = try RawClient(path: daemon.socket)
         client.send(#"{"id":0,"op":"hello"}"# + "\n")
         _ = client.readJSON()
-        let before = openDescriptors()
         let file = open(wav, O_RDONLY | O_CLOEXEC)
         let directory = open(daemon.directory, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
         let writeOnly = open(daemon.directory + "/w.wav", O_WRONLY | O_CREAT | O_CLOEXEC, 0o644)
@@ -109,12 +113,13 @@ struct PlayAccessTests {
             #expect(answer["ok"] == false && answer["error"]?["name"]?.stringValue == name, "\(line) with \(descriptors.count): \(answer)")
         }
         #expect(try daemon.recctl("--json", "status").json?["players"]?.arrayValue == [], "nothing plays")
-        #expect(openDescriptors() == before, "recd kept descriptors it refused")
+        #expect(heldTestFiles() == [], "recd kept descriptors it refused")
 
         // The right way plays, and the descriptor is released when the player stops.
         let played = try reply(play, [file])
         #expect(played["ok"] == true, "\(played)")
+        #expect(heldTestFiles() == [wav], "the player holds its file")
         #expect(try daemon.recctl("stop", "app").status == 0)
-        #expect(eventually { openDescriptors() == before }, "the player's descriptor is closed after stop")
+        #expect(eventually { heldTestFiles() == [] }, "the player's descriptor is closed after stop")
     }
 }

@@ -1,5 +1,8 @@
-// A named POSIX thread for the archiver role, and the lock-protected state it shares with the
-// control thread.
+// A named POSIX thread for the archiver role (and the daemon's worker threads), and the
+// lock-protected state the archiver shares with the control thread.
+//
+// Threads: a `NamedThread` is started and joined by its owner's thread (the control thread),
+// never joined from itself; `RecorderControl` may be used from any thread (a mutex).
 
 internal import CLinux
 import Synchronization
@@ -22,11 +25,12 @@ private final class ThreadStart {
 }
 
 /// A joinable pthread running `body`, named `name` (ps/top/gdb show it), `niceIncrement`
-/// steps nicer than the process.
-struct NamedThread {
+/// steps nicer than the process. Public for the daemon's worker thread, so that the two share
+/// one helper (until a Platform module owns named threads).
+public struct NamedThread: Sendable {
     private let handle: pthread_t
 
-    init(name: String, niceIncrement: Int32 = 0, body: @escaping () -> Void) throws(ArchiveError) {
+    public init(name: String, niceIncrement: Int32 = 0, body: @escaping () -> Void) throws(ArchiveError) {
         let start = Unmanaged.passRetained(ThreadStart(name: name, niceIncrement: niceIncrement, body: body))
             .toOpaque()
         var handle = pthread_t()
@@ -47,8 +51,8 @@ struct NamedThread {
         self.handle = handle
     }
 
-    /// Waits for the thread to end.
-    func join() { pthread_join(handle, nil) }
+    /// Waits for the thread to end. Once, and not from the thread itself.
+    public func join() { pthread_join(handle, nil) }
 }
 
 /// What the control thread and the archiver thread share: the stop request, the event queue
