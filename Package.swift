@@ -24,6 +24,10 @@ let package = Package(
         .systemLibrary(name: "CSQLite", pkgConfig: "sqlite3", providers: [.apt(["libsqlite3-dev"])]),
         .systemLibrary(name: "CSndfile", pkgConfig: "sndfile", providers: [.apt(["libsndfile1-dev"])]),
 
+        // The one platform layer: threads, errno and system errors, descriptors, clocks,
+        // directories, eventfd/signalfd. The only importer of CLinux.
+        .target(name: "Platform", dependencies: ["CLinux"]),
+
         // The pure policy core: no C, no I/O.
         .target(name: "SessionPolicy"),
         // Wire types and JSON-lines coding shared by recd and recctl.
@@ -31,16 +35,16 @@ let package = Package(
         // Config (libinih), sockets with peer credentials, atomic files, logging, sd_notify.
         .target(name: "SystemSupport", dependencies: ["SessionPolicy", "CInih", "CSystemd", "CLinux"]),
         // The JACK client and the real-time graph (Sources/AudioEngine/RealTime holds the process path).
-        .target(name: "AudioEngine", dependencies: ["CJack"]),
+        .target(name: "AudioEngine", dependencies: ["Platform", "CJack"]),
         // Audio files and sample-rate conversion: FLAC (libFLAC) and WAV (libsndfile) decoding,
         // libsoxr resampling, and the feeder threads that stream files into engine players.
         .target(name: "MediaFiles", dependencies: ["CFLAC", "CSndfile", "CSoxr", "AudioEngine"]),
         // The FLAC archive: crash-safe segments, rotation, recovery, retention, the SQLite index.
-        .target(name: "Archive", dependencies: ["CFLAC", "CSQLite", "CLinux", "MediaFiles", "SessionPolicy"]),
+        .target(name: "Archive", dependencies: ["Platform", "CFLAC", "CSQLite", "MediaFiles", "SessionPolicy"]),
         // ALSA: card discovery, jack-sense and capture-switch events (libasound's control API).
-        .target(name: "Devices", dependencies: ["CALSA"]),
+        .target(name: "Devices", dependencies: ["Platform", "CALSA"]),
         // The daemon's control loop: requests → policy → effects, persistence, events.
-        .target(name: "Daemon", dependencies: ["SessionPolicy", "ControlProtocol", "SystemSupport", "AudioEngine", "MediaFiles", "Archive", "Devices"]),
+        .target(name: "Daemon", dependencies: ["Platform", "SessionPolicy", "ControlProtocol", "SystemSupport", "AudioEngine", "MediaFiles", "Archive", "Devices"]),
         // recctl's argument parsing and output formatting.
         .target(name: "RecctlKit", dependencies: ["ControlProtocol", "SessionPolicy"]),
 
@@ -48,7 +52,7 @@ let package = Package(
         .executableTarget(name: "recctl", dependencies: ["RecctlKit"]),
         // A JACK client that plays known signals and captures ports: the tests' decks,
         // microphones and headphones, the demo's test tone, the benchmarks' pink noise.
-        .executableTarget(name: "recd-signal", dependencies: ["CJack"]),
+        .executableTarget(name: "recd-signal", dependencies: ["CJack", "Platform"]),
 
         // The outside programs tests may start: only those scripts/packages.list declares.
         .target(name: "TestSupport", path: "Tests/TestSupport"),
@@ -58,8 +62,8 @@ let package = Package(
         .testTarget(name: "ControlProtocolTests", dependencies: ["ControlProtocol"]),
         .testTarget(name: "SystemSupportTests", dependencies: ["SystemSupport"]),
         .testTarget(name: "AudioEngineTests", dependencies: ["AudioEngine", "CJack", "TestSupport"]),
-        .testTarget(name: "DevicesTests", dependencies: ["Devices"]),
-        .testTarget(name: "ArchiveTests", dependencies: ["Archive", "MediaFiles", "TestSupport"]),
+        .testTarget(name: "DevicesTests", dependencies: ["Devices", "Platform"]),
+        .testTarget(name: "ArchiveTests", dependencies: ["Archive", "MediaFiles", "Platform", "TestSupport"]),
         .testTarget(name: "MediaFilesTests", dependencies: ["MediaFiles", "AudioEngine", "TestSupport"]),
         .testTarget(name: "EndToEndTests", dependencies: ["ControlProtocol", "TestSupport"]),
     ]

@@ -1,11 +1,8 @@
 // The archive's failures, mirroring the C codes they come from (POSIX errno, libFLAC encoder
 // states and init statuses, SQLite result codes), each with a message that says what to do.
 
+import Platform
 import SessionPolicy
-
-#if canImport(Glibc)
-    import Glibc
-#endif
 
 /// Why an archive operation failed. Environment failures (full disk, missing directory, a
 /// corrupt file) are thrown as these; programmer errors (a wrong channel count in a write)
@@ -13,8 +10,8 @@ import SessionPolicy
 public enum ArchiveError: Error, Equatable, Hashable, Sendable, CustomStringConvertible {
     /// The file system holding `path` is full (ENOSPC) or the user's quota is spent (EDQUOT).
     case diskFull(path: String)
-    /// A system call failed: `operation` (e.g. `open`, `fdatasync`) on `path`.
-    case system(operation: String, path: String, errno: SystemErrno)
+    /// A system call failed: its operation (e.g. `open`, `fdatasync`), path and errno.
+    case system(SystemError)
     /// The FLAC encoder refused its settings (FLAC__StreamEncoderInitStatus).
     case encoderInit(FLACEncoderInitStatus, path: String)
     /// The FLAC encoder stopped working (FLAC__StreamEncoderState).
@@ -32,8 +29,8 @@ public enum ArchiveError: Error, Equatable, Hashable, Sendable, CustomStringConv
         case .diskFull(let path):
             return "the disk holding \(path) is full; free space (lower [archive] max_age_days "
                 + "or raise min_free_percent so retention deletes old segments) and start recording again"
-        case .system(let operation, let path, let errno):
-            return "\(operation) \(path) failed: \(errno); \(errno.advice)"
+        case .system(let error):
+            return "\(error.operation) \(error.path ?? "") failed: \(error.errno); \(advice(error.errno))"
         case .encoderInit(let status, let path):
             return "the FLAC encoder for \(path) refused its settings (\(status.name)); "
                 + "use 1...8 channels, 16 or 24 bits, a sample rate of 1...655350 Hz and compression 0...8"
@@ -61,66 +58,26 @@ public enum ArchiveError: Error, Equatable, Hashable, Sendable, CustomStringConv
         }
     }
 
-    /// `diskFull` for ENOSPC and EDQUOT, else `system`. Call it right after the failing call.
-    static func fromErrno(_ code: Int32, operation: String, path: String) -> ArchiveError {
-        if code == ENOSPC || code == EDQUOT { return .diskFull(path: path) }
-        return .system(operation: operation, path: path, errno: SystemErrno(code))
+    /// `diskFull` for ENOSPC and EDQUOT (on the failed call's path), else `system`.
+    init(_ error: SystemError) {
+        if error.errno == .noSpace || error.errno == .diskQuotaExceeded {
+            self = .diskFull(path: error.path ?? "")
+        } else {
+            self = .system(error)
+        }
     }
 }
 
-/// A POSIX errno value with its symbolic name. A plain value: any thread.
-public struct SystemErrno: Hashable, Sendable, CustomStringConvertible {
-    /// The C value (e.g. 28 for ENOSPC).
-    public let rawValue: Int32
-
-    public init(_ rawValue: Int32) { self.rawValue = rawValue }
-
-    /// `ENOSPC`, `EACCES`, ...; `errno N` for the ones not listed here.
-    public var name: String {
-        switch rawValue {
-        case EPERM: return "EPERM"
-        case ENOENT: return "ENOENT"
-        case EIO: return "EIO"
-        case EBADF: return "EBADF"
-        case EAGAIN: return "EAGAIN"
-        case ENOMEM: return "ENOMEM"
-        case EACCES: return "EACCES"
-        case EBUSY: return "EBUSY"
-        case EEXIST: return "EEXIST"
-        case EXDEV: return "EXDEV"
-        case ENOTDIR: return "ENOTDIR"
-        case EISDIR: return "EISDIR"
-        case EINVAL: return "EINVAL"
-        case ENFILE: return "ENFILE"
-        case EMFILE: return "EMFILE"
-        case EFBIG: return "EFBIG"
-        case ENOSPC: return "ENOSPC"
-        case EROFS: return "EROFS"
-        case ENAMETOOLONG: return "ENAMETOOLONG"
-        case ENOSYS: return "ENOSYS"
-        case ENOTEMPTY: return "ENOTEMPTY"
-        case EOPNOTSUPP: return "EOPNOTSUPP"
-        case EDQUOT: return "EDQUOT"
-        default: return "errno \(rawValue)"
-        }
-    }
-
-    /// The C library's text for it.
-    public var text: String { String(cString: strerror(rawValue)) }
-
-    public var description: String { "\(name) (\(text))" }
-
-    /// What a person can do about it.
-    var advice: String {
-        switch rawValue {
-        case EACCES, EPERM: return "give recd's user write access to the archive directory"
-        case ENOENT, ENOTDIR: return "check that [archive] dir exists"
-        case EROFS: return "the archive's file system is mounted read-only; remount it read-write"
-        case EIO: return "the storage reports an I/O error; check the disk (dmesg)"
-        case EMFILE, ENFILE: return "too many open files; raise the limit (LimitNOFILE)"
-        case EEXIST: return "a file of that name exists; recd never overwrites files"
-        default: return "check the archive directory and its file system"
-        }
+/// What a person can do about a failed system call in the archive.
+private func advice(_ errno: Errno) -> String {
+    switch errno {
+    case .permissionDenied, .notPermitted: return "give recd's user write access to the archive directory"
+    case .noSuchFileOrDirectory, .notDirectory: return "check that [archive] dir exists"
+    case .readOnlyFileSystem: return "the archive's file system is mounted read-only; remount it read-write"
+    case .ioError: return "the storage reports an I/O error; check the disk (dmesg)"
+    case .tooManyOpenFiles, .tooManyOpenFilesInSystem: return "too many open files; raise the limit (LimitNOFILE)"
+    case .fileExists: return "a file of that name exists; recd never overwrites files"
+    default: return "check the archive directory and its file system"
     }
 }
 
@@ -176,4 +133,14 @@ public enum FLACEncoderInitStatus: UInt32, Sendable, CaseIterable {
     init(cValue: UInt32) { self = FLACEncoderInitStatus(rawValue: cValue) ?? .unknown }
 
     public var name: String { "\(self)" }
+}
+
+/// Runs `body`, turning a `SystemError` it throws into the `ArchiveError` for it (`diskFull`
+/// for ENOSPC and EDQUOT).
+func archiveCall<T>(_ body: () throws(SystemError) -> T) throws(ArchiveError) -> T {
+    do {
+        return try body()
+    } catch {
+        throw ArchiveError(error)
+    }
 }

@@ -1,6 +1,8 @@
 // The archive's index over SQLite (SPEC §9): what, when, where, how long — answering
 // `recctl archive list` fast, and rebuilt from the files alone by `reindex`.
 
+import Platform
+
 /// What `ArchiveIndex.reindex` did. A plain value: any thread.
 public struct ReindexSummary: Hashable, Sendable {
     /// Segments now in the index.

@@ -1,9 +1,7 @@
 // Deleting old segments (SPEC §9): past a maximum age, or while free space is below a floor;
 // oldest first, never a file being written.
 
-#if canImport(Glibc)
-    import Glibc
-#endif
+import Platform
 
 /// What `RetentionPolicy.enforce` did. A plain value: any thread.
 public struct RetentionReport: Hashable, Sendable {
@@ -59,15 +57,19 @@ public struct RetentionPolicy: Hashable, Sendable {
             {
                 continue
             }
-            let code = FileSystem.remove(record.path)
-            if code == 0 || code == ENOENT {
-                try index.remove(path: record.path)
-                if code == 0 { report.deleted.append(record.path) }
-                removeEmptyFolders(from: FileSystem.directoryName(of: record.path), upTo: archiveDirectory)
-                report.freePercent = freePercent(archiveDirectory)
-            } else {
-                report.failures[record.path] = ArchiveError.fromErrno(code, operation: "unlink", path: record.path)
+            var removed = true
+            do throws(SystemError) {
+                try FileSystem.remove(record.path)
+            } catch where error.errno == .noSuchFileOrDirectory {
+                removed = false
+            } catch {
+                report.failures[record.path] = ArchiveError(error)
+                continue
             }
+            try index.remove(path: record.path)
+            if removed { report.deleted.append(record.path) }
+            removeEmptyFolders(from: FileSystem.directoryName(of: record.path), upTo: archiveDirectory)
+            report.freePercent = freePercent(archiveDirectory)
         }
         return report
     }

@@ -1,6 +1,8 @@
 // What the archive knows about one finished segment: the index's row, and what `reindex`
 // reads back from the file alone.
 
+import Platform
+
 /// One finished segment file. A plain value: any thread.
 public struct SegmentRecord: Hashable, Sendable {
     public var path: String

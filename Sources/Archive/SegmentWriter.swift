@@ -3,10 +3,7 @@
 // end comments in place, then renamed to its final name without ever replacing a file.
 
 internal import MediaFiles
-
-#if canImport(Glibc)
-    import Glibc
-#endif
+import Platform
 
 /// What a finished segment is: where it ended up and what it holds. A plain value: any thread.
 public struct FinishedSegment: Hashable, Sendable {
@@ -105,19 +102,19 @@ public final class SegmentWriter {
         guard requestedPath.hasSuffix(".flac") else {
             throw .invalidArgument("a segment's path must end in .flac: \(requestedPath)")
         }
-        try FileSystem.makeDirectories(FileSystem.directoryName(of: requestedPath))
+        try archiveCall { () throws(SystemError) in
+            try FileSystem.makeDirectories(FileSystem.directoryName(of: requestedPath))
+        }
         var attempt = 0
         var created: (String, OwnedFile)?
         while created == nil {
             let candidate = SegmentWriter.suffixed(requestedPath, attempt)
             attempt += 1
             if FileSystem.exists(candidate) { continue }
-            do throws(ArchiveError) {
-                created = (candidate, try OwnedFile.createExclusive(candidate + temporarySuffix))
+            do throws(SystemError) {
+                created = (candidate, try OwnedFile(candidate + temporarySuffix, .createExclusive))
             } catch {
-                guard case .system(_, _, let code) = error, code.rawValue == EEXIST, attempt < 10_000 else {
-                    throw error
-                }
+                guard error.errno == .fileExists, attempt < 10_000 else { throw ArchiveError(error) }
             }
         }
         let (finalPath, file) = created!
@@ -126,7 +123,7 @@ public final class SegmentWriter {
         self.file = file
         self.format = format
         self.flushInterval = flushInterval
-        lastSync = FileSystem.monotonicSeconds()
+        lastSync = SystemClock.monotonicSeconds()
         blocksize = FLACStreamEncoder.blocksize(compressionLevel: format.compressionLevel)
         // The lock tells recovery that this partial is being written.
         _ = file.tryLockExclusive()
@@ -145,15 +142,17 @@ public final class SegmentWriter {
             self.encoder = encoder
             try encoder.start()
             headerBlocks = try FLACHeaderEditor.blocks(of: file)
-            try file.syncData()
-            // The new name must survive a power cut too, not only the data behind it.
-            try FileSystem.syncDirectory(FileSystem.directoryName(of: partialPath))
+            try archiveCall { () throws(SystemError) in
+                try file.syncData()
+                // The new name must survive a power cut too, not only the data behind it.
+                try FileSystem.syncDirectory(FileSystem.directoryName(of: partialPath))
+            }
             syncedBytes = sink.highWater
         } catch {
             // Nothing of value is in the file yet: remove what we created.
             encoder = nil
             state = .abandoned
-            _ = FileSystem.remove(partialPath)
+            try? FileSystem.remove(partialPath)
             throw error
         }
     }
@@ -234,7 +233,7 @@ public final class SegmentWriter {
     /// one. The recorder calls this while it waits for samples.
     public func flushIfDue() throws(ArchiveError) {
         guard case .open = state, syncsPeriodically, sink.highWater > syncedBytes else { return }
-        if framesSinceSync >= format.sampleRate || FileSystem.monotonicSeconds() - lastSync >= flushInterval {
+        if framesSinceSync >= format.sampleRate || SystemClock.monotonicSeconds() - lastSync >= flushInterval {
             try flush()
         }
     }
@@ -243,14 +242,14 @@ public final class SegmentWriter {
     public func flush() throws(ArchiveError) {
         try checkOpen()
         do throws(ArchiveError) {
-            try file.syncData()
+            try archiveCall { () throws(SystemError) in try file.syncData() }
         } catch {
             state = .failed(error)
             throw error
         }
         framesSinceSync = 0
         syncedBytes = sink.highWater
-        lastSync = FileSystem.monotonicSeconds()
+        lastSync = SystemClock.monotonicSeconds()
     }
 
     /// Finishes the segment: the last block, STREAMINFO with total samples and MD5, the end
@@ -266,9 +265,9 @@ public final class SegmentWriter {
             self.encoder = nil
             try FLACHeaderEditor.retireUnusedSeekPoints(in: file, blocks: headerBlocks)
             try writeComments(extraComments, reason: reason)
-            let size = try file.size()
+            let size = try archiveCall { () throws(SystemError) in try file.size() }
             try sink.releaseReservation(size: size)
-            try file.sync()
+            try archiveCall { () throws(SystemError) in try file.sync() }
             let finalPath = try publish()
             state = .finished
             // The rename is durable once the directory is; a failure here cannot undo it.
@@ -296,7 +295,7 @@ public final class SegmentWriter {
     func discardEmpty() {
         precondition(framesWritten == 0, "only an empty segment may be discarded")
         abandon()
-        _ = FileSystem.remove(partialPath)
+        try? FileSystem.remove(partialPath)
     }
 
     /// Writes END_REASON (when given), GAPS (as many as fit, with GAPS_TRUNCATED when not all
@@ -343,8 +342,8 @@ public final class SegmentWriter {
     }
 
     private func encoderFailure() -> ArchiveError {
-        if sink.failure != 0 && sink.failure != EBADF {
-            return ArchiveError.fromErrno(sink.failure, operation: "write", path: partialPath)
+        if let failure = sink.failure, failure.errno != .badFileDescriptor {
+            return ArchiveError(SystemError(failure.errno, operation: "write", path: partialPath))
         }
         return .encoder(encoder?.state ?? .uninitialized, path: partialPath)
     }
@@ -353,10 +352,11 @@ public final class SegmentWriter {
         var attempt = 0
         while true {
             let candidate = SegmentWriter.suffixed(path, attempt)
-            let code = FileSystem.renameNoReplace(partialPath, candidate)
-            if code == 0 { return candidate }
-            guard code == EEXIST, attempt < 10_000 else {
-                throw ArchiveError.fromErrno(code, operation: "rename", path: partialPath)
+            do throws(SystemError) {
+                try FileSystem.renameNoReplace(partialPath, candidate)
+                return candidate
+            } catch {
+                guard error.errno == .fileExists, attempt < 10_000 else { throw ArchiveError(error) }
             }
             attempt += 1
         }

@@ -2,6 +2,7 @@
 // apply effects (events, persistence), reply. Runs on the control thread only.
 import AudioEngine
 import ControlProtocol
+import Platform
 import SessionPolicy
 import SystemSupport
 
@@ -396,7 +397,7 @@ final class ControlService: ControlServerHandler, @unchecked Sendable {
         return [
             ("daemon", [
                 "version": .string(recdVersion), "protocol": .number(Double(protocolVersion)),
-                "pid": .number(Double(getpid())), "uptime": .number((monotonicSeconds() - startedAt).rounded()),
+                "pid": .number(Double(getpid())), "uptime": .number((SystemClock.monotonicSeconds() - startedAt).rounded()),
                 "config": .string(config.source), "socket": .string(config.daemon.socket),
                 "state_dir": .string(config.daemon.stateDir), "archive_dir": .string(config.archive.dir),
             ]),
@@ -490,10 +491,3 @@ final class ControlService: ControlServerHandler, @unchecked Sendable {
 
 /// This build's version, reported by `hello` and `status`.
 public let recdVersion = "0.1.0"
-
-/// Seconds on the monotonic clock.
-func monotonicSeconds() -> Double {
-    var now = timespec()
-    clock_gettime(CLOCK_MONOTONIC, &now)
-    return Double(now.tv_sec) + Double(now.tv_nsec) / 1e9
-}

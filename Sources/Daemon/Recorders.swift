@@ -6,6 +6,7 @@ import AudioEngine
 import ControlProtocol
 import Foundation
 import MediaFiles
+import Platform
 import SessionPolicy
 import Synchronization
 import SystemSupport
@@ -134,7 +135,7 @@ extension ControlService {
 
     /// Start-up: recover partial files left by a crash, open the index.
     func openArchive() {
-        if Recd.mkdirs(archiveDir, mode: 0o750) != 0 {
+        if (try? FileSystem.makeDirectories(archiveDir, mode: 0o750)) == nil {
             Log.error("cannot create archive dir \(archiveDir); recordings will fail until [archive] dir is writable")
         }
         do {

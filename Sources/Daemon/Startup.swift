@@ -1,6 +1,7 @@
 // recd's start-up: arguments, config, state, socket, then the control loop.
 import ControlProtocol
 import Devices
+import Platform
 import SessionPolicy
 import SystemSupport
 
@@ -107,8 +108,10 @@ public enum Recd {
             Log.error("cannot block signals: \(error)")
             return 71  // EX_OSERR
         }
-        if mkdirs(config.daemon.stateDir, mode: 0o750) != 0 {
-            Log.error("cannot create state dir \(config.daemon.stateDir): \(String(cString: strerror(errno))); set [daemon] state_dir to a writable directory")
+        do {
+            try FileSystem.makeDirectories(config.daemon.stateDir, mode: 0o750)
+        } catch {
+            Log.error("cannot create state dir \(config.daemon.stateDir): \(error.message); set [daemon] state_dir to a writable directory")
             return 73  // EX_CANTCREAT
         }
         let stateFile = StateFile(stateDir: config.daemon.stateDir)
@@ -129,7 +132,7 @@ public enum Recd {
             return 69  // EX_UNAVAILABLE
         }
 
-        let service = ControlService(config: config, store: store, stateFile: stateFile, startedAt: monotonicSeconds())
+        let service = ControlService(config: config, store: store, stateFile: stateFile, startedAt: SystemClock.monotonicSeconds())
         let server: ControlServer
         do {
             server = try ControlServer(listeningFD: listener, watchingSignals: Signals.shutdownAndReload)
@@ -153,16 +156,6 @@ public enum Recd {
         service.shutdown()
         service.save()
         Log.notice("recd stopped")
-        return 0
-    }
-
-    /// `mkdir -p` with the mode for created directories; 0 on success.
-    static func mkdirs(_ path: String, mode: mode_t) -> Int32 {
-        var built = ""
-        for component in path.split(separator: "/") {
-            built += "/" + component
-            if mkdir(built, mode) != 0 && errno != EEXIST { return -1 }
-        }
         return 0
     }
 }

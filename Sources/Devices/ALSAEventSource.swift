@@ -1,6 +1,7 @@
 // The real device event source: a ControlMonitor on its own thread, "alsa monitor".
 
 import Glibc
+import Platform
 import Synchronization
 
 /// Device events from ALSA: every card's jack-sense and capture-switch controls, and cards
@@ -52,7 +53,16 @@ public final class ALSAEventSource: DeviceEventSource, Sendable {
             let loop = MonitorLoop(
                 monitor: monitor, initial: initial, stopFD: fds[0], rescanInterval: rescanInterval,
                 deliver: deliver)
-            running = Running(thread: NamedThread(name: "alsa monitor") { loop.run() }, wakeFD: fds[1])
+            let thread: NamedThread
+            do throws(SystemError) {
+                thread = try NamedThread(name: "alsa monitor") { loop.run() }
+            } catch {
+                monitor.close()
+                for fd in fds { close(fd) }
+                throw ALSAError(
+                    code: -error.errno.rawValue, operation: "start the alsa monitor thread", message: error.message)
+            }
+            running = Running(thread: thread, wakeFD: fds[1])
         }
     }
 

@@ -6,10 +6,7 @@
 // from inside process and finish.
 
 internal import CFLAC
-
-#if canImport(Glibc)
-    import Glibc
-#endif
+import Platform
 
 /// Where the encoder's bytes go: the segment's file. Writes go straight to the kernel (no
 /// user-space buffer), one write(2) per FLAC frame, so a crash loses at most the block libFLAC
@@ -21,8 +18,8 @@ internal import CFLAC
 /// headroom left is enough to finish the segment cleanly (last frame, STREAMINFO, comments).
 final class EncoderSink {
     let file: OwnedFile
-    /// errno of the first failed write or seek; 0 while healthy. Nothing is written after one.
-    private(set) var failure: Int32 = 0
+    /// The first failed write or seek; nil while healthy. Nothing is written after one.
+    private(set) var failure: SystemError?
     private(set) var highWater: Int64 = 0
     /// End of the last whole audio frame written, and the samples (per channel) before it.
     private(set) var endOfLastFrame: Int64 = 0
@@ -48,13 +45,16 @@ final class EncoderSink {
     }
 
     /// Rejects all further writes (the segment is being abandoned).
-    func seal() { if failure == 0 { failure = EBADF } }
+    func seal() {
+        if failure == nil { failure = SystemError(.badFileDescriptor, operation: "write", path: file.path) }
+    }
 
     fileprivate func write(_ bytes: UnsafeRawBufferPointer, samples: UInt32) -> Bool {
-        guard failure == 0 else { return false }
-        let code = file.writeAll(bytes)
-        guard code == 0 else {
-            failure = code
+        guard failure == nil else { return false }
+        do throws(SystemError) {
+            try file.writeAll(bytes)
+        } catch {
+            failure = error
             return false
         }
         position += Int64(bytes.count)
@@ -68,32 +68,35 @@ final class EncoderSink {
     }
 
     fileprivate func seek(to offset: UInt64) -> Bool {
-        guard failure == 0 else { return false }
-        let (result, code) = file.seek(to: Int64(offset))
-        guard result >= 0 else {
-            failure = code
+        guard failure == nil else { return false }
+        do throws(SystemError) {
+            position = try file.seek(to: Int64(offset))
+            return true
+        } catch {
+            failure = error
             return false
         }
-        position = result
-        return true
     }
 
-    fileprivate var tell: UInt64? { failure == 0 ? UInt64(position) : nil }
+    fileprivate var tell: UInt64? { failure == nil ? UInt64(position) : nil }
 
     private func maintainReservation() {
         guard reserving, highWater + headroom > reservedEnd else { return }
         let target = highWater + headroom + growth
-        var code = file.reserve(offset: reservedEnd, length: target - reservedEnd)
-        if code == 0 {
+        do throws(SystemError) {
+            try file.reserve(offset: reservedEnd, length: target - reservedEnd)
             reservedEnd = target
             return
-        }
-        if code == ENOSPC || code == EDQUOT {
+        } catch where error.errno == .noSpace || error.errno == .diskQuotaExceeded {
             let minimum = highWater + headroom
-            code = file.reserve(offset: reservedEnd, length: minimum - reservedEnd)
-            if code == 0 { reservedEnd = minimum } else { isLowOnSpace = true }
+            do throws(SystemError) {
+                try file.reserve(offset: reservedEnd, length: minimum - reservedEnd)
+                reservedEnd = minimum
+            } catch {
+                isLowOnSpace = true
+            }
             return
-        }
+        } catch {}
         // EOPNOTSUPP and friends: this file system cannot reserve; a full disk will then show
         // up as a failed write and the segment stays a .partial for recovery.
         reserving = false
@@ -103,7 +106,7 @@ final class EncoderSink {
     func releaseReservation(size: Int64) throws(ArchiveError) {
         if reservedEnd > size { file.release(offset: size, length: reservedEnd - size) }
         reservedEnd = 0
-        try file.truncate(to: size)
+        try archiveCall { () throws(SystemError) in try file.truncate(to: size) }
     }
 }
 
@@ -187,8 +190,8 @@ final class FLACStreamEncoder {
         let status = FLAC__stream_encoder_init_stream(
             encoder, encoderWrite, encoderSeek, encoderTell, nil, sinkReference.toOpaque())
         guard status == FLAC__STREAM_ENCODER_INIT_STATUS_OK else {
-            if sink.failure != 0 {
-                throw ArchiveError.fromErrno(sink.failure, operation: "write", path: sink.file.path)
+            if let failure = sink.failure {
+                throw ArchiveError(SystemError(failure.errno, operation: "write", path: sink.file.path))
             }
             throw .encoderInit(FLACEncoderInitStatus(cValue: status.rawValue), path: sink.file.path)
         }

@@ -3,6 +3,7 @@
 // and sleep; the process thread never waits for it.
 
 internal import CJack
+import Platform
 import Synchronization
 
 #if canImport(Glibc)
@@ -116,9 +117,13 @@ struct WriterShared: ~Copyable {
     let failure = Atomic<Int32>(0)
 }
 
-/// The writer thread's body. `argument` is an `UnsafeMutablePointer<WriterShared>`.
-private func writerMain(_ argument: UnsafeMutableRawPointer?) -> UnsafeMutableRawPointer? {
-    guard let shared = argument?.assumingMemoryBound(to: WriterShared.self) else { return nil }
+/// The shared memory handed to the writer thread; the main thread frees it only after joining.
+private struct SharedHandoff: @unchecked Sendable {
+    let shared: UnsafeMutablePointer<WriterShared>
+}
+
+/// The writer thread's body.
+private func runWriter(_ shared: UnsafeMutablePointer<WriterShared>) {
     let ring = shared.pointee.ring
     let frameBytes = shared.pointee.frameBytes
     let capacity = frameBytes * 8192
@@ -130,9 +135,8 @@ private func writerMain(_ argument: UnsafeMutableRawPointer?) -> UnsafeMutableRa
         let stopping = shared.pointee.stop.load(ordering: .acquiring)
         let available = jack_ringbuffer_read_space(ring)
         if available < frameBytes {
-            if stopping { return nil }
-            var pause = timespec(tv_sec: 0, tv_nsec: 2_000_000)
-            nanosleep(&pause, nil)
+            if stopping { return }
+            SystemClock.sleep(seconds: 0.002)
             continue
         }
         let count = min(available, capacity) / frameBytes * frameBytes
@@ -152,7 +156,7 @@ private func writerMain(_ argument: UnsafeMutableRawPointer?) -> UnsafeMutableRa
 
 /// The running writer thread. Main thread only.
 struct CaptureWriter: ~Copyable {
-    private let thread: pthread_t
+    private let thread: NamedThread
     let shared: UnsafeMutablePointer<WriterShared>
 
     init(ring: UnsafeMutablePointer<jack_ringbuffer_t>, descriptor: Int32, frameBytes: Int)
@@ -161,21 +165,21 @@ struct CaptureWriter: ~Copyable {
         shared = .allocate(capacity: 1)
         shared.initialize(
             to: WriterShared(ring: ring, descriptor: descriptor, frameBytes: frameBytes))
-        var thread = pthread_t()
-        let result = pthread_create(&thread, nil, writerMain, UnsafeMutableRawPointer(shared))
-        guard result == 0 else {
+        let handoff = SharedHandoff(shared: shared)
+        do throws(SystemError) {
+            thread = try NamedThread(name: "writer") { runWriter(handoff.shared) }
+        } catch {
             shared.deinitialize(count: 1)
             shared.deallocate()
-            throw .jack("cannot start the writer thread: \(errnoDescription(result))")
+            throw .jack("cannot start the writer thread: \(error.message)")
         }
-        self.thread = thread
     }
 
     /// Call once the process thread can no longer write: drains the ring, joins the thread.
     /// Returns the bytes written and the errno of a failed write, if any.
     consuming func finish() -> (bytes: Int, failure: Int32) {
         shared.pointee.stop.store(true, ordering: .releasing)
-        pthread_join(thread, nil)
+        thread.join()
         let result = (
             shared.pointee.bytesWritten.load(ordering: .relaxed),
             shared.pointee.failure.load(ordering: .relaxed)

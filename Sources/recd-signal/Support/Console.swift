@@ -2,6 +2,8 @@
 // stdio buffer when stdout is a pipe, and no shared FILE * (a global var Swift 6 rejects).
 // Main thread only.
 
+import Platform
+
 #if canImport(Glibc)
     import Glibc
 #endif
@@ -52,15 +54,5 @@ struct Failure: Error {
     static func usage(_ message: String) -> Failure { Failure(status: .usage, message: message) }
 }
 
-/// CLOCK_MONOTONIC in seconds (for --rate-check).
-func monotonicSeconds() -> Double {
-    var now = timespec()
-    clock_gettime(CLOCK_MONOTONIC, &now)
-    return Double(now.tv_sec) + Double(now.tv_nsec) / 1e9
-}
-
 /// The description of the C errno value `code`.
-func errnoDescription(_ code: Int32) -> String {
-    guard let text = strerror(code) else { return "errno \(code)" }
-    return String(cString: text)
-}
+func errnoDescription(_ code: Int32) -> String { Errno(rawValue: code).text }

@@ -1,0 +1,34 @@
+// The clocks: the monotonic one for intervals and deadlines, the real-time one for wall-clock
+// instants, UTC calendar conversion, and sleeping.
+
+/// The system's clocks. Any thread.
+public enum SystemClock {
+    /// `CLOCK_MONOTONIC` in seconds: for intervals, timeouts and uptime (never jumps).
+    public static func monotonicSeconds() -> Double {
+        Double(Syscall.monotonicNanoseconds()) / 1_000_000_000
+    }
+
+    /// `CLOCK_REALTIME` in nanoseconds since 1970-01-01T00:00:00Z: the wall clock.
+    public static func realtimeNanoseconds() -> Int64 {
+        Syscall.realtimeNanoseconds()
+    }
+
+    /// Sleeps the calling thread for `seconds` (nothing for 0 or less), continuing after
+    /// signals until the whole time has passed.
+    public static func sleep(seconds: Double) {
+        guard seconds > 0 else { return }
+        let whole = Int(seconds)
+        Syscall.nanosleep(seconds: whole, nanoseconds: Int((seconds - Double(whole)) * 1e9))
+    }
+
+    /// The UTC calendar time of `secondsSinceEpoch` (`gmtime_r`).
+    public static func utcCalendar(secondsSinceEpoch: Int64) -> CalendarParts {
+        Syscall.gmtime(secondsSinceEpoch)
+    }
+
+    /// Seconds since the epoch of a UTC calendar time (`timegm`; out-of-range fields roll
+    /// over, February 30 being March 2).
+    public static func secondsSinceEpoch(utc parts: CalendarParts) -> Int64 {
+        Syscall.timegm(parts)
+    }
+}
