@@ -45,8 +45,8 @@ let package = Package(
         .target(name: "Devices", dependencies: ["Platform", "CALSA"]),
         // The daemon's control loop: requests → policy → effects, persistence, events.
         .target(name: "Daemon", dependencies: ["Platform", "SessionPolicy", "ControlProtocol", "SystemSupport", "AudioEngine", "MediaFiles", "Archive", "Devices"]),
-        // recctl's argument parsing and output formatting.
-        .target(name: "RecctlKit", dependencies: ["ControlProtocol", "SessionPolicy"]),
+        // recctl's argument parsing and output formatting; SystemSupport passes open files.
+        .target(name: "RecctlKit", dependencies: ["ControlProtocol", "SessionPolicy", "SystemSupport"]),
 
         .executableTarget(name: "recd", dependencies: ["Daemon"]),
         .executableTarget(name: "recctl", dependencies: ["RecctlKit"]),

@@ -1,7 +1,8 @@
 #ifndef RECD_CLINUX_SHIM_H
 #define RECD_CLINUX_SHIM_H
 // Linux calls that glibc declares only under _GNU_SOURCE, which Swift's Glibc module is not
-// built with. Each is a thin, documented wrapper (errno is left as the call set it).
+// built with, and socket calls whose control messages only the CMSG_* macros can lay out.
+// Each is a thin, documented wrapper (errno is left as the call set it).
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
@@ -10,7 +11,9 @@
 #include <sys/eventfd.h>
 #include <sys/resource.h>
 #include <sys/signalfd.h>
+#include <sys/socket.h>
 #include <sys/syscall.h>
+#include <string.h>
 #include <sys/types.h>
 #include <unistd.h>
 
@@ -65,5 +68,77 @@ static inline int recd_renice_current_thread(int increment) {
     int current = getpriority(PRIO_PROCESS, (id_t)thread);
     if (current == -1 && errno != 0) return -1;
     return setpriority(PRIO_PROCESS, (id_t)thread, current + increment);
+}
+
+/// Most descriptors one recd_receive_with_descriptors call takes in. A sender's surplus is
+/// closed by the kernel and reported as truncation (MSG_CTRUNC).
+#define RECD_DESCRIPTOR_SLOTS 16
+
+/// sendmsg(2) of `length` bytes with `count` (0...RECD_DESCRIPTOR_SLOTS) descriptors as one
+/// SCM_RIGHTS control message; the kernel delivers them with the first of these bytes.
+/// Bytes sent, or -1 with errno (EINVAL for too many descriptors).
+static inline long recd_send_with_descriptors(int socket, const void *bytes, size_t length,
+                                              const int *descriptors, int count, int flags) {
+    union {
+        char space[CMSG_SPACE(sizeof(int) * RECD_DESCRIPTOR_SLOTS)];
+        struct cmsghdr alignment;
+    } control;
+    struct iovec vector = {.iov_base = (void *)bytes, .iov_len = length};
+    struct msghdr message = {.msg_iov = &vector, .msg_iovlen = 1};
+    if (count < 0 || count > RECD_DESCRIPTOR_SLOTS) {
+        errno = EINVAL;
+        return -1;
+    }
+    if (count > 0) {
+        memset(&control, 0, sizeof control);
+        message.msg_control = control.space;
+        message.msg_controllen = CMSG_SPACE(sizeof(int) * (size_t)count);
+        struct cmsghdr *header = CMSG_FIRSTHDR(&message);
+        header->cmsg_level = SOL_SOCKET;
+        header->cmsg_type = SCM_RIGHTS;
+        header->cmsg_len = CMSG_LEN(sizeof(int) * (size_t)count);
+        memcpy(CMSG_DATA(header), descriptors, sizeof(int) * (size_t)count);
+    }
+    return (long)sendmsg(socket, &message, flags);
+}
+
+/// recvmsg(2) of up to `length` bytes with MSG_CMSG_CLOEXEC | `flags`. The descriptors of any
+/// SCM_RIGHTS control message go to `descriptors` (RECD_DESCRIPTOR_SLOTS entries; the caller
+/// owns them), their number to `*received`. `*truncated` is set when the kernel could not
+/// deliver all the control data (MSG_CTRUNC: too many descriptors, or none left in the
+/// process); what did arrive is still returned. Bytes read, 0 at end of stream, or -1 with
+/// errno (then nothing was received).
+static inline long recd_receive_with_descriptors(int socket, void *bytes, size_t length, int flags,
+                                                 int *descriptors, int *received, int *truncated) {
+    union {
+        char space[CMSG_SPACE(sizeof(int) * RECD_DESCRIPTOR_SLOTS)];
+        struct cmsghdr alignment;
+    } control;
+    struct iovec vector = {.iov_base = bytes, .iov_len = length};
+    struct msghdr message = {
+        .msg_iov = &vector, .msg_iovlen = 1,
+        .msg_control = control.space, .msg_controllen = sizeof control.space,
+    };
+    *received = 0;
+    *truncated = 0;
+    ssize_t count = recvmsg(socket, &message, flags | MSG_CMSG_CLOEXEC);
+    if (count < 0) return -1;
+    if (message.msg_flags & MSG_CTRUNC) *truncated = 1;
+    for (struct cmsghdr *header = CMSG_FIRSTHDR(&message); header != NULL;
+         header = CMSG_NXTHDR(&message, header)) {
+        if (header->cmsg_level != SOL_SOCKET || header->cmsg_type != SCM_RIGHTS) continue;
+        size_t carried = (header->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+        for (size_t index = 0; index < carried; index++) {
+            int descriptor;
+            memcpy(&descriptor, CMSG_DATA(header) + index * sizeof(int), sizeof(int));
+            if (*received < RECD_DESCRIPTOR_SLOTS) {
+                descriptors[(*received)++] = descriptor;
+            } else {
+                close(descriptor);
+                *truncated = 1;
+            }
+        }
+    }
+    return (long)count;
 }
 #endif

@@ -82,14 +82,17 @@ final class ControlService: ControlServerHandler, @unchecked Sendable {
         return Wire.failure(id: .null, SessionError(.badParam, message))
     }
 
-    func clientSentLine(_ client: ClientID, line: String) {
+    /// Descriptors the client passed and the request does not take are closed by the server
+    /// when this returns; `play` takes its file's.
+    func clientSentLine(_ client: ClientID, line: String, descriptors: inout PassedDescriptors) {
         guard let peer = clients[client]?.peer else { return }
         switch Request.decode(line) {
         case .failure(let failure):
             send(Wire.failure(id: failure.id, failure.error), to: client)
         case .success(let request):
             do {
-                if let fields = try handle(request, from: client, peer: peer) {
+                try Self.checkPassed(descriptors, for: request.op)
+                if let fields = try handle(request, from: client, peer: peer, descriptors: &descriptors) {
                     send(Wire.success(id: request.id, fields), to: client)
                 }
             } catch let error as SessionError {
@@ -185,8 +188,24 @@ final class ControlService: ControlServerHandler, @unchecked Sendable {
         throw SessionError(.notSessionOwner, "session \(app) belongs to uid \(session.ownerUID); only its owner or an administrator may change it (\(adminHint))")
     }
 
+    /// Descriptors passed with a request (SCM_RIGHTS) are checked after its op: only `play`
+    /// takes one, its file's.
+    private static func checkPassed(_ descriptors: borrowing PassedDescriptors, for op: Op) throws {
+        if descriptors.refused {
+            throw SessionError(
+                .badParam, "too many descriptors passed with one request line; pass one, the open file, with `play`")
+        }
+        let allowed = op == .play ? 1 : 0
+        guard descriptors.count > allowed else { return }
+        throw SessionError(.badParam, op == .play
+            ? "play takes one descriptor (the open file), not \(descriptors.count)"
+            : "\(op.rawValue) takes no descriptor; only play does (the open file)")
+    }
+
     /// Returns the reply fields, or nil when the reply comes later (permission.request).
-    private func handle(_ request: Request, from client: ClientID, peer: PeerCredentials) throws -> [(String, JSONValue)]? {
+    private func handle(
+        _ request: Request, from client: ClientID, peer: PeerCredentials, descriptors: inout PassedDescriptors
+    ) throws -> [(String, JSONValue)]? {
         if request.op.requiresAdministrator && !isAdministrator(peer) {
             throw SessionError(.notAdministrator, "\(request.op.rawValue) needs an administrator; \(adminHint)")
         }
@@ -264,7 +283,7 @@ final class ControlService: ControlServerHandler, @unchecked Sendable {
         case .routes:
             return routesFields()
         case .play:
-            return try play(request, peer: peer)
+            return try play(request, peer: peer, descriptors: &descriptors)
         case .recordStart:
             return try recordStart(request, peer: peer)
         case .recordStop:

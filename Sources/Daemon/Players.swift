@@ -62,7 +62,14 @@ final class PlayerTable {
 extension ControlService {
     /// `play`: a new file on a stream (replacing what that stream played), or, without a file,
     /// resuming the session's paused players. Activates the session (arbitration applies).
-    func play(_ request: Request, peer: PeerCredentials) throws -> [(String, JSONValue)] {
+    ///
+    /// recd never opens the path a request names: the client opens the file with its own
+    /// rights and passes the descriptor with the request line (`descriptors`, SCM_RIGHTS);
+    /// `file` is only its display name. `play` takes that descriptor; a `ReadOnlyFile` owns it
+    /// from then on and closes it when the player (and the probe) are gone.
+    func play(
+        _ request: Request, peer: PeerCredentials, descriptors: inout PassedDescriptors
+    ) throws -> [(String, JSONValue)] {
         let app = try request.string("app")
         try authorizeChange(of: app, by: peer)
         let session = try store.session(app)
@@ -71,6 +78,12 @@ extension ControlService {
         }
         let stream = try request.optionalString("stream")
         guard let path = try request.optionalString("file") else {
+            guard descriptors.isEmpty else {
+                throw SessionError(
+                    .badParam,
+                    "a descriptor passed with play needs \"file\", the file's name for events and status "
+                        + "(its absolute path)")
+            }
             let paused = players.of(app).filter { $0.pausedBy != nil && (stream == nil || $0.stream == stream) }
             guard !paused.isEmpty else {
                 throw SessionError(.cannotStartPlaying, "\(app) has no paused player to resume; give a file: `recctl play \(app) FILE`")
@@ -81,10 +94,18 @@ extension ControlService {
             return [("players", .array(players.of(app).map(\.json)))]
         }
         let streamName = stream ?? "main"
+        guard let descriptor = descriptors.take() else {
+            throw SessionError(
+                .badParam,
+                "recd does not open files named in requests; open \(path) yourself and pass the descriptor "
+                    + "with the request line (SCM_RIGHTS), as `recctl play` does")
+        }
         // Check the file before anything changes: a bad file must not activate the session.
+        let file: ReadOnlyFile
         let fileInfo: (rate: Int, channels: Int)
         do {
-            let reader = try AudioFileReader(path: path)
+            file = try ReadOnlyFile(adopting: descriptor, name: path)
+            let reader = try AudioFileReader(file: file)
             fileInfo = (reader.sampleRate, reader.channels)
         } catch {
             throw SessionError(.cannotStartPlaying, "cannot play \(path): \(error.message)")
@@ -131,7 +152,7 @@ extension ControlService {
         } catch {
             throw SessionError(.cannotStartPlaying, "the engine refused a player on \(portName): \(error)")
         }
-        let feeder = FilePlayer(path: path, player: handle, outputSampleRate: rate)
+        let feeder = FilePlayer(file: file, player: handle, outputSampleRate: rate)
         let player = PlayerStream(app: app, stream: streamName, path: path, port: portName, handle: handle, feeder: feeder)
         players.insert(player)
         feeder.start { [weak server] _ in

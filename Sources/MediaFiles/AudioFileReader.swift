@@ -5,10 +5,13 @@
 /// channels, MD5 and length checked at the end), WAV through libsndfile. Integer samples are
 /// scaled by 2^(bits-1) into [-1, 1); float WAV samples pass through unchanged.
 ///
-/// The reader owns its decoder and closes the file when it goes away. It is not thread-safe:
+/// The reader owns its decoder and holds its `ReadOnlyFile` (whose last holder closes the
+/// descriptor). It reads with `pread` from a position of its own, so several readers of one
+/// file, or of `dup`ed descriptors of it, do not disturb one another. It is not thread-safe:
 /// one thread at a time (a feeder thread, typically) opens and reads it. Opening reads the
-/// file's header from disk, so a control thread should hand that to a worker.
+/// file's header from disk.
 public final class AudioFileReader {
+    /// The file's name in messages: its path, or the name given with a passed descriptor.
     public let path: String
     /// Frames per second.
     public let sampleRate: Int
@@ -34,12 +37,18 @@ public final class AudioFileReader {
 
     private let backend: Backend
 
-    /// Opens `path` and reads its header.
-    public init(path: String) throws(MediaError) {
-        self.path = path
-        switch try FileProbe.container(of: path) {
+    /// Opens `path` with this process's rights and reads its header.
+    public convenience init(path: String) throws(MediaError) {
+        try self.init(file: ReadOnlyFile(path: path))
+    }
+
+    /// Reads the header of an open file (a descriptor a client passed, adopted by
+    /// `ReadOnlyFile(adopting:name:)`). The reader holds `file` until it goes away.
+    public init(file: ReadOnlyFile) throws(MediaError) {
+        self.path = file.name
+        switch try FileProbe.container(of: file) {
         case .flac:
-            let decoder = try FLACFileDecoder(path: path)
+            let decoder = try FLACFileDecoder(file: file)
             backend = .flac(decoder)
             format = .flac
             sampleRate = decoder.sampleRate
@@ -47,7 +56,7 @@ public final class AudioFileReader {
             bitsPerSample = decoder.bitsPerSample
             totalFrames = decoder.totalFrames
         case .wav:
-            let decoder = try SndfileDecoder(path: path)
+            let decoder = try SndfileDecoder(file: file)
             backend = .wav(decoder)
             format = .wav
             sampleRate = decoder.sampleRate

@@ -5,7 +5,8 @@ import Dispatch
 import Synchronization
 
 /// Plays a FLAC or WAV file through a `PlayerHandle`: a feeder thread named "player feeder"
-/// opens the file, converts its rate to the JACK rate when they differ (libsoxr), maps its
+/// opens the file (or reads the already open `ReadOnlyFile` it was given, with a reader of its
+/// own), converts its rate to the JACK rate when they differ (libsoxr), maps its
 /// channels to the player's (mono to every channel; extra channels dropped; missing ones
 /// silent) and keeps the player's ring topped up, a quarter of the ring at a time, sleeping
 /// while the ring is full. At the end of the file it calls `finish()` on the handle, so the
@@ -25,7 +26,8 @@ import Synchronization
 ///   `onFinished`.
 /// - `state`, `error`, `fileFormat` and the counters may be read from any thread.
 ///
-/// Owns its feeder thread; dropping the object stops and joins it.
+/// Owns its feeder thread; dropping the object stops and joins it. Holds the `ReadOnlyFile` it
+/// was given (its last holder closes the descriptor).
 public final class FilePlayer: Sendable {
     /// Where the feeder is.
     public enum State: String, Sendable {
@@ -63,11 +65,13 @@ public final class FilePlayer: Sendable {
         public var totalFrames: Int?
     }
 
+    /// The file's name in messages: its path, or the name of the open file it was given.
     public let path: String
     /// The rate the player plays at (the JACK rate).
     public let outputSampleRate: Int
     public let quality: Resampler.Quality
 
+    private let source: FeedSource
     private let sink: any PlayerSink
     private let shared = Shared()
     private let thread = Mutex<FeederThread?>(nil)
@@ -78,12 +82,33 @@ public final class FilePlayer: Sendable {
         path: String, player: PlayerHandle, outputSampleRate: Int,
         quality: Resampler.Quality = .high
     ) {
-        self.init(path: path, sink: player, outputSampleRate: outputSampleRate, quality: quality)
+        self.init(source: .path(path), sink: player, outputSampleRate: outputSampleRate, quality: quality)
     }
 
-    init(path: String, sink: any PlayerSink, outputSampleRate: Int, quality: Resampler.Quality) {
+    /// Prepares to play an open file into `player`; the feeder reads it with a reader of its
+    /// own (positional reads), so a reader that probed the file meanwhile does not disturb it.
+    public convenience init(
+        file: ReadOnlyFile, player: PlayerHandle, outputSampleRate: Int,
+        quality: Resampler.Quality = .high
+    ) {
+        self.init(source: .file(file), sink: player, outputSampleRate: outputSampleRate, quality: quality)
+    }
+
+    convenience init(path: String, sink: any PlayerSink, outputSampleRate: Int, quality: Resampler.Quality) {
+        self.init(source: .path(path), sink: sink, outputSampleRate: outputSampleRate, quality: quality)
+    }
+
+    convenience init(file: ReadOnlyFile, sink: any PlayerSink, outputSampleRate: Int, quality: Resampler.Quality) {
+        self.init(source: .file(file), sink: sink, outputSampleRate: outputSampleRate, quality: quality)
+    }
+
+    private init(source: FeedSource, sink: any PlayerSink, outputSampleRate: Int, quality: Resampler.Quality) {
         precondition(outputSampleRate > 0, "a positive output rate")
-        self.path = path
+        self.source = source
+        switch source {
+        case .path(let path): self.path = path
+        case .file(let file): self.path = file.name
+        }
         self.sink = sink
         self.outputSampleRate = outputSampleRate
         self.quality = quality
@@ -100,7 +125,7 @@ public final class FilePlayer: Sendable {
             precondition(thread == nil, "a FilePlayer starts once")
             shared.state.store(State.opening.code, ordering: .releasing)
             let job = FeedJob(
-                path: path, sink: sink, outputSampleRate: outputSampleRate, quality: quality,
+                source: source, sink: sink, outputSampleRate: outputSampleRate, quality: quality,
                 shared: shared)
             thread = FeederThread(name: "player feeder") {
                 let outcome = job.run()
@@ -205,9 +230,15 @@ private final class Shared: Sendable {
     }
 }
 
+/// What a feeder reads: a path it opens itself, or a file already open.
+private enum FeedSource: Sendable {
+    case path(String)
+    case file(ReadOnlyFile)
+}
+
 /// The feeder's work; everything in it runs on the feeder thread.
 private struct FeedJob: Sendable {
-    let path: String
+    let source: FeedSource
     let sink: any PlayerSink
     let outputSampleRate: Int
     let quality: Resampler.Quality
@@ -223,7 +254,11 @@ private struct FeedJob: Sendable {
 
     private func feed() throws(MediaError) -> FilePlayer.Outcome {
         if shared.shouldStop { return .stopped }
-        let reader = try AudioFileReader(path: path)
+        let reader: AudioFileReader
+        switch source {
+        case .path(let path): reader = try AudioFileReader(path: path)
+        case .file(let file): reader = try AudioFileReader(file: file)
+        }
         shared.fileFormat.withLock {
             $0 = FilePlayer.FileFormat(
                 format: reader.format, sampleRate: reader.sampleRate, channels: reader.channels,

@@ -2,6 +2,7 @@
 // that arrive meanwhile are passed to a watcher or skipped).
 import ControlProtocol
 import Foundation
+import SystemSupport
 
 #if canImport(Glibc)
 import Glibc
@@ -57,10 +58,14 @@ final class Connection {
     deinit { close(fd) }
 
     /// Sends a request and waits for its reply; `onEvent` sees events that arrive first.
-    func call(_ op: Op, _ arguments: [(String, JSONValue)] = [], timeout: Double? = 30, onEvent: ((JSONValue) -> Void)? = nil) throws -> JSONValue {
+    /// `passing` descriptors travel with the request line (SCM_RIGHTS); the caller keeps them.
+    func call(
+        _ op: Op, _ arguments: [(String, JSONValue)] = [], passing descriptors: [Int32] = [], timeout: Double? = 30,
+        onEvent: ((JSONValue) -> Void)? = nil
+    ) throws -> JSONValue {
         let id = nextID
         nextID += 1
-        try sendLine(Request(id: id, op: op, arguments: arguments).body.jsonText)
+        try sendLine(Request(id: id, op: op, arguments: arguments).body.jsonText, passing: descriptors)
         while true {
             let message = try readMessage(timeout: timeout)
             if message["event"] != nil, message["id"] == nil {
@@ -71,15 +76,12 @@ final class Connection {
         }
     }
 
-    func sendLine(_ line: String) throws {
-        var bytes = Array((line + "\n").utf8)
-        while !bytes.isEmpty {
-            let sent = send(fd, bytes, bytes.count, Int32(MSG_NOSIGNAL))
-            if sent < 0 {
-                if errno == EINTR { continue }
-                throw ClientFailure.io("cannot send to recd at \(path): \(String(cString: strerror(errno)))")
-            }
-            bytes.removeFirst(sent)
+    /// Sends one line, whole, in one sendmsg with the descriptors, which recd then gets with it.
+    func sendLine(_ line: String, passing descriptors: [Int32] = []) throws {
+        do {
+            try DescriptorPassing.sendLine(line, passing: descriptors, over: fd)
+        } catch {
+            throw ClientFailure.io("cannot send to recd at \(path): \(error.message)")
         }
     }
 

@@ -104,6 +104,19 @@ public enum Recctl {
             return 2
         }
 
+        // recd never opens the file a play request names: `play FILE` opens it here, with the
+        // caller's rights, and passes the open file with the request.
+        var passing: [Int32] = []
+        if request.0 == .play, command.positionals.count > 1 {
+            do {
+                passing = [try openForPlaying(command.positionals[1])]
+            } catch {
+                printError("error: \(error.message)\n")
+                return 1
+            }
+        }
+        defer { for descriptor in passing { close(descriptor) } }
+
         let candidates = socketCandidates(globals.socket, environment: environment)
         let connection: Connection
         do {
@@ -121,7 +134,7 @@ public enum Recctl {
                 return try liveMeters(connection, arguments: request.1, output: output)
             }
             let timeout: Double? = request.0 == .permissionRequest ? nil : 30
-            let reply = try connection.call(request.0, request.1, timeout: timeout)
+            let reply = try connection.call(request.0, request.1, passing: passing, timeout: timeout)
             if let error = Wire.error(from: reply), reply["ok"]?.boolValue != true {
                 output.failure(error)
                 return 1
@@ -136,6 +149,24 @@ public enum Recctl {
             printError("error: \(error)\n")
             return 1
         }
+    }
+
+    /// Why recctl could not open a file to play.
+    struct OpenFailure: Error {
+        var message: String
+    }
+
+    /// Opens `path` for `play` as the calling user: O_RDONLY | O_CLOEXEC, and O_NONBLOCK so a
+    /// FIFO cannot hang us (it means nothing for regular files; recd reads with pread). The
+    /// caller owns the descriptor.
+    static func openForPlaying(_ path: String) throws(OpenFailure) -> Int32 {
+        let fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK)
+        if fd < 0 {
+            let code = errno
+            let hint = code == EACCES ? "; recd plays only files you may read yourself" : ""
+            throw OpenFailure(message: "cannot open \(path): \(String(cString: strerror(code)))\(hint)")
+        }
+        return fd
     }
 
     static func usageFailure(_ error: UsageError) -> Int32 {
@@ -250,7 +281,8 @@ public enum Recctl {
         case ["play"]:
             var arguments = app
             if p.count > 1 {
-                // The daemon opens the file: send an absolute path.
+                // The file's display name for events and status; recd reads the descriptor
+                // recctl passes with the request (see `main`).
                 let file = p[1].hasPrefix("/") ? p[1] : FileManager.default.currentDirectoryPath + "/" + p[1]
                 arguments.append(("file", .string(file)))
             }

@@ -8,8 +8,10 @@ import Synchronization
 
 /// A single-threaded Unix-socket server for line-delimited messages.
 ///
-/// The server owns the listening descriptor it is given (closed in `deinit`) and every client
-/// descriptor it accepts. It never blocks on a client: reads and writes are non-blocking,
+/// The server owns the listening descriptor it is given (closed in `deinit`), every client
+/// descriptor it accepts, and every descriptor a client passes (SCM_RIGHTS, read with
+/// `recvmsg` and `MSG_CMSG_CLOEXEC`) until the handler takes it from the line it came with
+/// (`PassedDescriptors`). It never blocks on a client: reads and writes are non-blocking,
 /// output is buffered per client, and clients that send oversized lines, dawdle over a line,
 /// stop reading, or exceed the connection limit are cut off (see `Limits`) with a last line
 /// chosen by the handler.
@@ -38,6 +40,10 @@ public final class ControlServer: @unchecked Sendable {
         public var flushTimeout: Double
         /// Seconds between `tick` calls.
         public var tickInterval: Double
+        /// Most descriptors a client may pass with one line (SCM_RIGHTS); at most
+        /// `DescriptorPassing.maxDescriptorsPerMessage`. More: the server closes them all and
+        /// delivers the line with `PassedDescriptors.refused`.
+        public var maxDescriptorsPerLine: Int
 
         public init(
             maxLineBytes: Int = 64 * 1024,
@@ -45,7 +51,8 @@ public final class ControlServer: @unchecked Sendable {
             incompleteLineTimeout: Double = 10,
             maxClients: Int = 256,
             flushTimeout: Double = 10,
-            tickInterval: Double = 0.1
+            tickInterval: Double = 0.1,
+            maxDescriptorsPerLine: Int = 4
         ) {
             self.maxLineBytes = maxLineBytes
             self.maxPendingOutputBytes = maxPendingOutputBytes
@@ -53,6 +60,7 @@ public final class ControlServer: @unchecked Sendable {
             self.maxClients = maxClients
             self.flushTimeout = flushTimeout
             self.tickInterval = tickInterval
+            self.maxDescriptorsPerLine = maxDescriptorsPerLine
         }
     }
 
@@ -100,6 +108,7 @@ public final class ControlServer: @unchecked Sendable {
     ) throws(SystemError) {
         precondition(limits.maxLineBytes > 0 && limits.maxPendingOutputBytes > 0)
         precondition(limits.maxClients > 0 && limits.tickInterval > 0)
+        precondition((0...Posix.descriptorSlots).contains(limits.maxDescriptorsPerLine))
         try Posix.setNonBlocking(listeningFD)
         try Posix.setCloseOnExec(listeningFD)
         let wakeFD = try LinuxExtensions.eventFD()
@@ -121,7 +130,10 @@ public final class ControlServer: @unchecked Sendable {
     }
 
     deinit {
-        for connection in connections.values { Posix.close(connection.fd) }
+        for connection in connections.values {
+            connection.closePassedDescriptors()
+            Posix.close(connection.fd)
+        }
         Posix.close(listenFD)
         Posix.close(wakeFD)
         if let signalFD { Posix.close(signalFD) }
@@ -310,6 +322,9 @@ public final class ControlServer: @unchecked Sendable {
         var incompleteLineSince: Double?
         /// Last time a closing or half-closed client took some of its output.
         var lastDrainProgress: Double = 0
+        /// Descriptors received and not yet delivered with their line, in arrival order. Owned
+        /// here until `takePassedDescriptors` moves them into a `PassedDescriptors`.
+        var passed: [PassedBatch] = []
 
         init(id: ClientID, fd: Int32, maxLineBytes: Int) {
             self.id = id
@@ -317,9 +332,29 @@ public final class ControlServer: @unchecked Sendable {
             self.input = LineAssembler(maxLineBytes: maxLineBytes)
         }
 
+        /// Closes every descriptor still waiting for its line.
+        func closePassedDescriptors() {
+            for batch in passed {
+                for descriptor in batch.descriptors { Posix.close(descriptor) }
+            }
+            passed.removeAll()
+        }
+
         var acceptsOutput: Bool { closing == nil && !overflowed && !rejected && !failed }
         var acceptsInput: Bool { reading && acceptsOutput }
         var isWindingDown: Bool { closing != nil || peerFinishedSending }
+    }
+
+    /// Descriptors from one `recvmsg`, and where in the client's byte stream they belong.
+    private struct PassedBatch {
+        /// Stream position of the last byte that `recvmsg` read. The `sendmsg` that carried
+        /// the descriptors began in that read, and the read ended inside that `sendmsg`'s
+        /// bytes: with one line per `sendmsg`, this byte lies in the line they came with.
+        var lastByte: Int
+        var descriptors: [Int32]
+        /// Too many arrived (or the kernel truncated them): they were closed, and the line
+        /// they belong to is delivered with `PassedDescriptors.refused`.
+        var refused: Bool
     }
 
     /// memchr over the UTF-8 bytes: a byte-wise Swift loop is slow in debug builds.
@@ -371,6 +406,7 @@ public final class ControlServer: @unchecked Sendable {
     /// Closes the descriptor and tells the handler. The connection must still be registered.
     private func finish(_ connection: Connection, _ handler: any ControlServerHandler) {
         connections[connection.id] = nil
+        connection.closePassedDescriptors()
         // Closing with unread input makes the peer's next read fail with ECONNRESET instead
         // of a clean end of file after our last line; take in what has arrived first.
         discardInput(connection.fd)
@@ -451,30 +487,72 @@ public final class ControlServer: @unchecked Sendable {
     }
 
     private func readFrom(_ connection: Connection, _ handler: any ControlServerHandler) {
-        let outcome: IOOutcome
+        let reception: Reception
         do {
-            outcome = try Posix.read(connection.fd, into: readBuffer)
+            reception = try Posix.receive(connection.fd, into: readBuffer)
         } catch {
             connection.failed = true  // ECONNRESET and friends: the peer is gone
             needsService = true
             return
         }
-        switch outcome {
+        switch reception.outcome {
         case .wouldBlock:
+            for descriptor in reception.descriptors { Posix.close(descriptor) }
             return
         case .endOfFile:
+            for descriptor in reception.descriptors { Posix.close(descriptor) }
             connection.reading = false
             connection.peerFinishedSending = true
             connection.lastDrainProgress = now
             connection.incompleteLineSince = nil
             if let last = connection.input.takeRemainder(), connection.acceptsOutput {
-                handler.clientSentLine(connection.id, line: last)
+                var descriptors = takePassedDescriptors(connection, before: Int.max)
+                handler.clientSentLine(connection.id, line: last, descriptors: &descriptors)
             }
+            connection.closePassedDescriptors()
             needsService = true
         case .transferred(let count):
             connection.input.append(UnsafeRawBufferPointer(rebasing: readBuffer[0..<count]))
+            if !reception.descriptors.isEmpty || reception.truncated {
+                let refused = reception.truncated || reception.descriptors.count > limits.maxDescriptorsPerLine
+                if refused { for descriptor in reception.descriptors { Posix.close(descriptor) } }
+                connection.passed.append(
+                    PassedBatch(
+                        lastByte: connection.input.appendedByteCount - 1,
+                        descriptors: refused ? [] : reception.descriptors, refused: refused))
+            }
             deliverLines(connection, handler)
+            limitWaitingDescriptors(connection)
         }
+    }
+
+    /// Moves the descriptors of the line just taken from the assembler, the one that ends
+    /// before stream position `end`, out of `connection` into the value handed to the handler:
+    /// all of them, or, past `Limits.maxDescriptorsPerLine`, none (closed, and the line
+    /// refused). Earlier lines took theirs when they were delivered.
+    private func takePassedDescriptors(_ connection: Connection, before end: Int) -> PassedDescriptors {
+        var descriptors: [Int32] = []
+        var refused = false
+        while let batch = connection.passed.first, batch.lastByte < end {
+            connection.passed.removeFirst()
+            descriptors += batch.descriptors
+            refused = refused || batch.refused
+        }
+        if refused || descriptors.count > limits.maxDescriptorsPerLine {
+            for descriptor in descriptors { Posix.close(descriptor) }
+            return PassedDescriptors(refused: true)
+        }
+        return PassedDescriptors(descriptors)
+    }
+
+    /// Descriptors for a line still incomplete are held at most `Limits.maxDescriptorsPerLine`
+    /// at a time, however many `sendmsg`s a client splits a line into: beyond that, they are
+    /// closed at once and the line will be refused.
+    private func limitWaitingDescriptors(_ connection: Connection) {
+        let waiting = connection.passed.reduce(0) { $0 + $1.descriptors.count }
+        guard waiting > limits.maxDescriptorsPerLine, let last = connection.passed.last else { return }
+        connection.closePassedDescriptors()
+        connection.passed = [PassedBatch(lastByte: last.lastByte, descriptors: [], refused: true)]
     }
 
     private func deliverLines(_ connection: Connection, _ handler: any ControlServerHandler) {
@@ -483,7 +561,8 @@ public final class ControlServer: @unchecked Sendable {
             switch connection.input.nextLine() {
             case .line(let line):
                 deliveredAny = true
-                handler.clientSentLine(connection.id, line: line)
+                var descriptors = takePassedDescriptors(connection, before: connection.input.consumedByteCount)
+                handler.clientSentLine(connection.id, line: line, descriptors: &descriptors)
             case .needMore:
                 if connection.input.pendingByteCount == 0 {
                     connection.incompleteLineSince = nil

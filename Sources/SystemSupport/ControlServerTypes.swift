@@ -53,6 +53,44 @@ public enum ClientRejection: Sendable, Equatable {
     case tooManyClients
 }
 
+/// The descriptors a client passed with one line (SCM_RIGHTS), owned by this value until the
+/// handler takes them.
+///
+/// `ControlServer` gives one to every `ControlServerHandler.clientSentLine` call and closes
+/// what the handler leaves in it when the call returns (in `deinit`), so each descriptor is
+/// closed exactly once, by its last owner. `~Copyable`: no copy can hand one out twice.
+public struct PassedDescriptors: ~Copyable {
+    /// Still owned by this value, in the order the client passed them.
+    private var descriptors: [Int32]
+    /// The client passed more descriptors with the line than
+    /// `ControlServer.Limits.maxDescriptorsPerLine`, or more than the kernel would deliver
+    /// (`MSG_CTRUNC`). The server has closed them all (this value holds none); answer the line
+    /// with an error.
+    public let refused: Bool
+
+    /// Takes ownership of `descriptors`.
+    init(_ descriptors: [Int32] = [], refused: Bool = false) {
+        precondition(!refused || descriptors.isEmpty, "refused descriptors are closed, not passed on")
+        self.descriptors = descriptors
+        self.refused = refused
+    }
+
+    deinit {
+        for descriptor in descriptors { Posix.close(descriptor) }
+    }
+
+    /// How many descriptors are still here.
+    public var count: Int { descriptors.count }
+
+    public var isEmpty: Bool { descriptors.isEmpty }
+
+    /// Takes the first remaining descriptor (in the order the client passed them), or nil when
+    /// none is left. The caller owns it from now on and must close it exactly once.
+    public mutating func take() -> Int32? {
+        descriptors.isEmpty ? nil : descriptors.removeFirst()
+    }
+}
+
 /// What the daemon plugs into a `ControlServer`.
 ///
 /// Every method is called on the control thread (the thread inside `ControlServer.run`), one
@@ -66,10 +104,18 @@ public protocol ControlServerHandler: AnyObject {
     /// A client connected. `peer` is what the kernel reports about it.
     func clientConnected(_ client: ClientID, peer: PeerCredentials)
 
-    /// One line from a client, without its terminating newline (or `\r\n`). Bytes that are
-    /// not valid UTF-8 arrive as U+FFFD. An unterminated last line before the client shuts
-    /// down its sending side is delivered too.
-    func clientSentLine(_ client: ClientID, line: String)
+    /// One line from a client, without its terminating newline (or `\r\n`), with the
+    /// descriptors the client passed with it. Bytes that are not valid UTF-8 arrive as
+    /// U+FFFD. An unterminated last line before the client shuts down its sending side is
+    /// delivered too.
+    ///
+    /// A descriptor belongs to the line that holds the first byte of the `sendmsg` that
+    /// carried it (SCM_RIGHTS); a client passes descriptors by sending the line, whole, in that
+    /// `sendmsg` (`DescriptorPassing.sendLine`). Most lines come with none. Take the ones to
+    /// keep with `descriptors.take()`; the server closes the rest when this method returns.
+    /// When `descriptors.refused`, the client passed too many and none is left: answer the
+    /// line with an error.
+    func clientSentLine(_ client: ClientID, line: String, descriptors: inout PassedDescriptors)
 
     /// The server is cutting `client` off. Return a last line to send (an error reply)
     /// before the connection closes, or nil. Output sent with `send` from inside this method

@@ -67,6 +67,27 @@ struct LineBuffersTests {
         #expect(received == 2000)
     }
 
+    @Test("stream positions survive compaction: each line ends where the bytes say")
+    func streamPositions() {
+        // Both kinds of compaction happen: dropping a fully consumed buffer, and moving the
+        // unfinished tail down once 64 KiB are consumed. Positions must not move with them.
+        var assembler = LineAssembler(maxLineBytes: 1000)
+        var appended = 0
+        for round in 0..<10_000 {
+            let leavesHalf = round < 9_000 || round % 2 == 1
+            let bytes = Array((leavesHalf ? "line \(round)\nhalf" : "line \(round)\n").utf8)
+            assembler.append(bytes)
+            appended += bytes.count
+            #expect(assembler.appendedByteCount == appended)
+            while case .line = assembler.nextLine() {}
+            #expect(assembler.consumedByteCount == appended - assembler.pendingByteCount)
+            #expect(assembler.pendingByteCount == (leavesHalf ? 4 : 0))
+        }
+        #expect(assembler.takeRemainder() == "half")
+        #expect(assembler.consumedByteCount == appended)
+        #expect(assembler.appendedByteCount == appended)
+    }
+
     @Test("output keeps whole lines when a slow reader is cut off")
     func outputTruncation() {
         var output = OutputBuffer()

@@ -54,6 +54,8 @@ func runOnThreads(_ count: Int, timeout: Double = 20, _ body: @escaping @Sendabl
 enum ServerEvent: Equatable, Sendable {
     case connected(ClientID, PeerCredentials)
     case line(ClientID, String)
+    /// A line that came with descriptors (`count` of them), or with `refused` ones.
+    case passed(ClientID, String, count: Int, refused: Bool)
     case rejected(ClientID, ClientRejection)
     case disconnected(ClientID)
     case signal(Int32)
@@ -68,6 +70,9 @@ final class ScriptedHandler: ControlServerHandler, @unchecked Sendable {
     var onLine: (ScriptedHandler, ClientID, String) -> Void = { handler, client, line in
         handler.server.send("echo:" + line, to: client)
     }
+    /// Runs before `onLine` for a line that came with descriptors (or refused ones); may take
+    /// them. Control thread.
+    var onDescriptors: (ScriptedHandler, ClientID, inout PassedDescriptors) -> Void = { _, _, _ in }
     var rejectionLine: (ClientRejection) -> String? = { reason in
         switch reason {
         case .lineTooLong(let limit): "rejected:lineTooLong:\(limit)"
@@ -97,8 +102,13 @@ final class ScriptedHandler: ControlServerHandler, @unchecked Sendable {
         record(.connected(client, peer))
     }
 
-    func clientSentLine(_ client: ClientID, line: String) {
-        record(.line(client, line))
+    func clientSentLine(_ client: ClientID, line: String, descriptors: inout PassedDescriptors) {
+        if descriptors.isEmpty && !descriptors.refused {
+            record(.line(client, line))
+        } else {
+            record(.passed(client, line, count: descriptors.count, refused: descriptors.refused))
+            onDescriptors(self, client, &descriptors)
+        }
         if line == "watch" {
             watchers.append(client)
             server.send("watching", to: client)

@@ -1,14 +1,18 @@
 // libFLAC's stream decoder behind a pull interface: `read` asks libFLAC for one frame at a
-// time and hands out interleaved floats. libFLAC calls back (write, metadata, error) on the
-// thread that called `read`/`init`, with this object as its client data.
+// time and hands out interleaved floats. libFLAC calls back (read, seek, tell, length, eof for
+// the bytes; write, metadata, error for the results) on the thread that called `read`/`init`,
+// with this object as its client data. The bytes come from a FileCursor (pread), never from
+// the descriptor's shared offset.
 
 internal import CFLAC
 
 /// Decodes one native FLAC file.
 ///
-/// Owns the `FLAC__StreamDecoder` (deleted in `deinit`). One thread at a time.
+/// Owns the `FLAC__StreamDecoder` (deleted in `deinit`) and its cursor; holds the
+/// `ReadOnlyFile`, which owns the descriptor. One thread at a time.
 final class FLACFileDecoder {
     let path: String
+    fileprivate let cursor: FileCursor
     private(set) var sampleRate = 0
     private(set) var channels = 0
     private(set) var bitsPerSample = 0
@@ -25,8 +29,9 @@ final class FLACFileDecoder {
     /// The first problem a callback reported, turned into an error by the caller of libFLAC.
     private var failure: MediaError?
 
-    init(path: String) throws(MediaError) {
-        self.path = path
+    init(file: ReadOnlyFile) throws(MediaError) {
+        self.path = file.name
+        self.cursor = FileCursor(file: file)
         guard let decoder = FLAC__stream_decoder_new() else {
             throw MediaError(.io, path: path, message: "libFLAC could not allocate a decoder")
         }
@@ -35,14 +40,15 @@ final class FLACFileDecoder {
         // whose frames still parse is caught there.
         FLAC__stream_decoder_set_md5_checking(decoder, 1)
         let context = Unmanaged.passUnretained(self).toOpaque()
-        let status = FLAC__stream_decoder_init_file(
-            decoder, path, flacDecoderWrite, flacDecoderMetadata, flacDecoderError, context)
+        let status = FLAC__stream_decoder_init_stream(
+            decoder, flacDecoderRead, flacDecoderSeek, flacDecoderTell, flacDecoderLength,
+            flacDecoderEOF, flacDecoderWrite, flacDecoderMetadata, flacDecoderError, context)
         guard status == FLAC__STREAM_DECODER_INIT_STATUS_OK else {
             let text = String(cString: recd_flac_decoder_init_status_string(status))
             throw MediaError(.io, path: path, message: "libFLAC cannot open it: \(text)")
         }
         let ok = FLAC__stream_decoder_process_until_end_of_metadata(decoder) != 0
-        if let failure { throw failure }
+        if let failure = cursor.failure ?? failure { throw failure }
         guard ok, sawStreamInfo else {
             throw MediaError(
                 .corrupt, path: path,
@@ -82,7 +88,7 @@ final class FLACFileDecoder {
             pendingOffset = 0
             if atEnd { break }
             let ok = FLAC__stream_decoder_process_single(decoder) != 0
-            if let failure { throw failure }
+            if let failure = cursor.failure ?? failure { throw failure }
             let state = FLAC__stream_decoder_get_state(decoder)
             if state == FLAC__STREAM_DECODER_END_OF_STREAM {
                 try finishStream()
@@ -170,6 +176,51 @@ final class FLACFileDecoder {
 }
 
 // The C callbacks: client data is the unretained FLACFileDecoder that owns the decoder.
+
+private func flacDecoderRead(
+    _ decoder: UnsafePointer<FLAC__StreamDecoder>?, _ buffer: UnsafeMutablePointer<FLAC__byte>?,
+    _ bytes: UnsafeMutablePointer<Int>?, _ context: UnsafeMutableRawPointer?
+) -> FLAC__StreamDecoderReadStatus {
+    let cursor = Unmanaged<FLACFileDecoder>.fromOpaque(context!).takeUnretainedValue().cursor
+    let got = cursor.read(into: buffer!, count: bytes!.pointee)
+    bytes!.pointee = got
+    if cursor.failure != nil { return FLAC__STREAM_DECODER_READ_STATUS_ABORT }
+    return got == 0 ? FLAC__STREAM_DECODER_READ_STATUS_END_OF_STREAM : FLAC__STREAM_DECODER_READ_STATUS_CONTINUE
+}
+
+private func flacDecoderSeek(
+    _ decoder: UnsafePointer<FLAC__StreamDecoder>?, _ offset: FLAC__uint64, _ context: UnsafeMutableRawPointer?
+) -> FLAC__StreamDecoderSeekStatus {
+    let cursor = Unmanaged<FLACFileDecoder>.fromOpaque(context!).takeUnretainedValue().cursor
+    return cursor.seek(to: Int64(clamping: offset))
+        ? FLAC__STREAM_DECODER_SEEK_STATUS_OK : FLAC__STREAM_DECODER_SEEK_STATUS_ERROR
+}
+
+private func flacDecoderTell(
+    _ decoder: UnsafePointer<FLAC__StreamDecoder>?, _ offset: UnsafeMutablePointer<FLAC__uint64>?,
+    _ context: UnsafeMutableRawPointer?
+) -> FLAC__StreamDecoderTellStatus {
+    let cursor = Unmanaged<FLACFileDecoder>.fromOpaque(context!).takeUnretainedValue().cursor
+    offset!.pointee = FLAC__uint64(cursor.position)
+    return FLAC__STREAM_DECODER_TELL_STATUS_OK
+}
+
+private func flacDecoderLength(
+    _ decoder: UnsafePointer<FLAC__StreamDecoder>?, _ length: UnsafeMutablePointer<FLAC__uint64>?,
+    _ context: UnsafeMutableRawPointer?
+) -> FLAC__StreamDecoderLengthStatus {
+    let cursor = Unmanaged<FLACFileDecoder>.fromOpaque(context!).takeUnretainedValue().cursor
+    guard let size = cursor.length else { return FLAC__STREAM_DECODER_LENGTH_STATUS_ERROR }
+    length!.pointee = FLAC__uint64(size)
+    return FLAC__STREAM_DECODER_LENGTH_STATUS_OK
+}
+
+private func flacDecoderEOF(
+    _ decoder: UnsafePointer<FLAC__StreamDecoder>?, _ context: UnsafeMutableRawPointer?
+) -> FLAC__bool {
+    let cursor = Unmanaged<FLACFileDecoder>.fromOpaque(context!).takeUnretainedValue().cursor
+    return cursor.reachedEnd ? 1 : 0
+}
 
 private func flacDecoderWrite(
     _ decoder: UnsafePointer<FLAC__StreamDecoder>?, _ frame: UnsafePointer<FLAC__Frame>?,

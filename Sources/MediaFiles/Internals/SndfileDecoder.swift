@@ -1,11 +1,15 @@
 // libsndfile behind the same pull interface as the FLAC decoder; used for WAV (RIFF, RF64).
+// libsndfile reads through virtual I/O callbacks served by a FileCursor (pread), never through
+// the descriptor's shared offset.
 
 internal import CSndfile
+import Glibc
 
 /// Decodes one WAV file with libsndfile, which scales integer PCM by 2^(bits-1) to floats
 /// (its default normalisation) and passes float PCM through unchanged.
 ///
-/// Owns the `SNDFILE *` (closed in `deinit`). One thread at a time.
+/// Owns the `SNDFILE *` (closed in `deinit`) and its cursor; holds the `ReadOnlyFile`, which
+/// owns the descriptor. One thread at a time.
 final class SndfileDecoder {
     let path: String
     let sampleRate: Int
@@ -14,11 +18,24 @@ final class SndfileDecoder {
     let totalFrames: Int?
 
     private let file: OpaquePointer
+    /// libsndfile's `user_data`, retained here for as long as `file` is open.
+    private let cursor: FileCursor
 
-    init(path: String) throws(MediaError) {
-        self.path = path
+    init(file source: ReadOnlyFile) throws(MediaError) {
+        self.path = source.name
+        let cursor = FileCursor(file: source)
+        self.cursor = cursor
         var info = SF_INFO()
-        guard let file = sf_open(path, Int32(SFM_READ), &info) else {
+        // libsndfile copies the callback table; the cursor must outlive the SNDFILE.
+        var callbacks = SF_VIRTUAL_IO(
+            get_filelen: sndfileLength, seek: sndfileSeek, read: sndfileRead, write: nil, tell: sndfileTell)
+        let opened = sf_open_virtual(
+            &callbacks, Int32(SFM_READ), &info, Unmanaged.passUnretained(cursor).toOpaque())
+        if let failure = cursor.failure {
+            if let opened { sf_close(opened) }
+            throw failure
+        }
+        guard let file = opened else {
             let code = sf_error(nil)
             let text = String(cString: sf_strerror(nil))
             switch Int(code) {
@@ -59,6 +76,7 @@ final class SndfileDecoder {
         -> Int
     {
         let got = sf_readf_float(file, destination, sf_count_t(maxFrames))
+        if let failure = cursor.failure { throw failure }
         if got < maxFrames {
             let code = sf_error(file)
             if code != 0 {
@@ -83,4 +101,36 @@ final class SndfileDecoder {
         default: 0
         }
     }
+}
+
+// The virtual I/O callbacks: user data is the unretained FileCursor the decoder holds.
+
+private func sndfileLength(_ context: UnsafeMutableRawPointer?) -> sf_count_t {
+    let cursor = Unmanaged<FileCursor>.fromOpaque(context!).takeUnretainedValue()
+    return cursor.length.map { sf_count_t($0) } ?? -1
+}
+
+private func sndfileSeek(_ offset: sf_count_t, _ whence: Int32, _ context: UnsafeMutableRawPointer?) -> sf_count_t {
+    let cursor = Unmanaged<FileCursor>.fromOpaque(context!).takeUnretainedValue()
+    let base: Int64?
+    switch whence {
+    case SEEK_SET: base = 0
+    case SEEK_CUR: base = cursor.position
+    case SEEK_END: base = cursor.length
+    default: base = nil
+    }
+    guard let base, cursor.seek(to: base + Int64(offset)) else { return -1 }
+    return sf_count_t(cursor.position)
+}
+
+private func sndfileRead(
+    _ buffer: UnsafeMutableRawPointer?, _ count: sf_count_t, _ context: UnsafeMutableRawPointer?
+) -> sf_count_t {
+    let cursor = Unmanaged<FileCursor>.fromOpaque(context!).takeUnretainedValue()
+    return sf_count_t(cursor.read(into: buffer!, count: Int(count)))
+}
+
+private func sndfileTell(_ context: UnsafeMutableRawPointer?) -> sf_count_t {
+    let cursor = Unmanaged<FileCursor>.fromOpaque(context!).takeUnretainedValue()
+    return sf_count_t(cursor.position)
 }

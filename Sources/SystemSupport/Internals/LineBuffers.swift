@@ -23,6 +23,8 @@ struct LineAssembler {
     private var start = 0
     /// Bytes in `start..<scanned` are known to hold no newline.
     private var scanned = 0
+    /// Position in the whole stream of `storage[0]`.
+    private var storageOffset = 0
 
     init(maxLineBytes: Int) {
         self.maxLineBytes = maxLineBytes
@@ -30,6 +32,13 @@ struct LineAssembler {
 
     /// Bytes of the incomplete line buffered so far.
     var pendingByteCount: Int { storage.count - start }
+
+    /// Bytes appended since the stream began: the stream position of the next byte.
+    var appendedByteCount: Int { storageOffset + storage.count }
+
+    /// Stream position of the first byte not yet handed out: every byte before it belongs to a
+    /// line that `nextLine` (or `takeRemainder`) returned, terminator included.
+    var consumedByteCount: Int { storageOffset + start }
 
     mutating func append(_ bytes: UnsafeRawBufferPointer) {
         storage.append(contentsOf: bytes)
@@ -71,6 +80,7 @@ struct LineAssembler {
     /// At end of input: the unterminated tail as a last line, if there is one.
     mutating func takeRemainder() -> String? {
         defer {
+            storageOffset += storage.count
             storage.removeAll()
             start = 0
             scanned = 0
@@ -84,10 +94,12 @@ struct LineAssembler {
     /// Drops consumed bytes once they are worth moving.
     private mutating func compact() {
         if start == storage.count {
+            storageOffset += storage.count
             storage.removeAll(keepingCapacity: storage.capacity <= 256 * 1024)
             start = 0
             scanned = 0
         } else if start >= 64 * 1024 && start * 2 >= storage.count {
+            storageOffset += start
             storage.removeFirst(start)
             scanned -= start
             start = 0

@@ -6,6 +6,7 @@
 // - `EINTR` is retried here, so callers never see it.
 // - Every function documents who owns the descriptors it returns.
 // - Callers above this folder never touch `Glibc` pointers or `sockaddr` layouts.
+internal import CLinux
 import Glibc
 
 /// Outcome of one non-blocking read or write.
@@ -16,6 +17,18 @@ enum IOOutcome: Equatable {
     case wouldBlock
     /// `read` returned 0: the peer shut down its sending side.
     case endOfFile
+}
+
+/// What one `recvmsg` brought in: bytes, and the descriptors that came with them.
+struct Reception {
+    var outcome: IOOutcome
+    /// Descriptors passed with these bytes (SCM_RIGHTS), already close-on-exec. The caller
+    /// owns them, whatever the outcome.
+    var descriptors: [Int32] = []
+    /// The kernel could not deliver all the control data (`MSG_CTRUNC`): the sender passed
+    /// more than `Posix.descriptorSlots`, or this process is out of descriptors. Those that
+    /// did arrive are in `descriptors`.
+    var truncated = false
 }
 
 /// Outcome of a non-blocking `connect` to a Unix socket path.
@@ -229,6 +242,61 @@ enum Posix {
             if code == EINTR { continue }
             if code == EAGAIN || code == EWOULDBLOCK { return .wouldBlock }
             throw SystemError(errno: code, operation: "send")
+        }
+    }
+
+    /// Most descriptors one `receive` takes in (the CLinux shim's control buffer).
+    static let descriptorSlots = Int(RECD_DESCRIPTOR_SLOTS)
+
+    /// `recvmsg(2)` once into `buffer` with `MSG_CMSG_CLOEXEC | MSG_DONTWAIT`, collecting the
+    /// descriptors of SCM_RIGHTS control messages. The caller owns the returned descriptors.
+    ///
+    /// On a Unix stream socket, passed descriptors arrive with the `recvmsg` that reads the
+    /// first byte of the `sendmsg` that carried them, and that `recvmsg` ends within (or at
+    /// the end of) that `sendmsg`'s bytes: earlier bytes may come with it, later ones never.
+    static func receive(_ fd: Int32, into buffer: UnsafeMutableRawBufferPointer) throws(SystemError) -> Reception {
+        try withUnsafeTemporaryAllocation(of: Int32.self, capacity: descriptorSlots) {
+            slots throws(SystemError) -> Reception in
+            var received: Int32 = 0
+            var truncated: Int32 = 0
+            while true {
+                let count = recd_receive_with_descriptors(
+                    fd, buffer.baseAddress, buffer.count, Int32(MSG_DONTWAIT), slots.baseAddress,
+                    &received, &truncated)
+                let code = count < 0 ? Glibc.errno : 0
+                var reception = Reception(outcome: .wouldBlock, truncated: truncated != 0)
+                reception.descriptors = Array(slots.prefix(Int(received)))
+                if count > 0 {
+                    reception.outcome = .transferred(count)
+                    return reception
+                }
+                if count == 0 {
+                    reception.outcome = .endOfFile
+                    return reception
+                }
+                if code == EINTR { continue }
+                if code == EAGAIN || code == EWOULDBLOCK { return reception }
+                throw SystemError(errno: code, operation: "recvmsg")
+            }
+        }
+    }
+
+    /// `sendmsg(2)` of `bytes` with `descriptors` (at most `descriptorSlots`) as one SCM_RIGHTS
+    /// message, `MSG_NOSIGNAL`, blocking. Returns the bytes sent (the descriptors went with
+    /// the first). The caller keeps its descriptors: the receiver gets duplicates.
+    static func send(_ fd: Int32, _ bytes: UnsafeRawBufferPointer, passing descriptors: [Int32]) throws(SystemError)
+        -> Int
+    {
+        while true {
+            let count = descriptors.withUnsafeBufferPointer { passed in
+                recd_send_with_descriptors(
+                    fd, bytes.baseAddress, bytes.count, passed.baseAddress, Int32(passed.count),
+                    Int32(MSG_NOSIGNAL))
+            }
+            if count >= 0 { return count }
+            let code = Glibc.errno
+            if code == EINTR { continue }
+            throw SystemError(errno: code, operation: "sendmsg")
         }
     }
 
