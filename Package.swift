@@ -33,7 +33,7 @@ let package = Package(
         // Wire types and JSON-lines coding shared by recd and recctl.
         .target(name: "ControlProtocol", dependencies: ["SessionPolicy"]),
         // Config (libinih), sockets with peer credentials, atomic files, logging, sd_notify.
-        .target(name: "SystemSupport", dependencies: ["SessionPolicy", "CInih", "CSystemd", "CLinux"]),
+        .target(name: "SystemSupport", dependencies: ["Platform", "SessionPolicy", "CInih", "CSystemd"]),
         // The JACK client and the real-time graph (Sources/AudioEngine/RealTime holds the process path).
         .target(name: "AudioEngine", dependencies: ["Platform", "CJack"]),
         // Audio files and sample-rate conversion: FLAC (libFLAC) and WAV (libsndfile) decoding,
@@ -45,8 +45,8 @@ let package = Package(
         .target(name: "Devices", dependencies: ["Platform", "CALSA"]),
         // The daemon's control loop: requests → policy → effects, persistence, events.
         .target(name: "Daemon", dependencies: ["Platform", "SessionPolicy", "ControlProtocol", "SystemSupport", "AudioEngine", "MediaFiles", "Archive", "Devices"]),
-        // recctl's argument parsing and output formatting; SystemSupport passes open files.
-        .target(name: "RecctlKit", dependencies: ["ControlProtocol", "SessionPolicy", "SystemSupport"]),
+        // recctl's argument parsing and output formatting; Platform passes open files.
+        .target(name: "RecctlKit", dependencies: ["ControlProtocol", "SessionPolicy", "Platform"]),
 
         .executableTarget(name: "recd", dependencies: ["Daemon"]),
         .executableTarget(name: "recctl", dependencies: ["RecctlKit"]),
@@ -60,7 +60,7 @@ let package = Package(
         .testTarget(name: "ArchitectureTests", dependencies: ["TestSupport"]),
         .testTarget(name: "SessionPolicyTests", dependencies: ["SessionPolicy"]),
         .testTarget(name: "ControlProtocolTests", dependencies: ["ControlProtocol"]),
-        .testTarget(name: "SystemSupportTests", dependencies: ["SystemSupport"]),
+        .testTarget(name: "SystemSupportTests", dependencies: ["SystemSupport", "Platform"]),
         .testTarget(name: "AudioEngineTests", dependencies: ["AudioEngine", "CJack", "TestSupport"]),
         .testTarget(name: "DevicesTests", dependencies: ["Devices", "Platform"]),
         .testTarget(name: "ArchiveTests", dependencies: ["Archive", "MediaFiles", "Platform", "TestSupport"]),

@@ -112,7 +112,7 @@ public final class SegmentWriter {
             attempt += 1
             if FileSystem.exists(candidate) { continue }
             do throws(SystemError) {
-                created = (candidate, try OwnedFile(candidate + temporarySuffix, .createExclusive))
+                created = (candidate, try OwnedFile(candidate + temporarySuffix, .createExclusive(permissions: 0o644)))
             } catch {
                 guard error.errno == .fileExists, attempt < 10_000 else { throw ArchiveError(error) }
             }

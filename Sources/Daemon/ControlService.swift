@@ -7,7 +7,7 @@ import SessionPolicy
 import SystemSupport
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc  // log10
 #endif
 
 /// Serves the control protocol over the policy store and drives the engine.
@@ -54,7 +54,7 @@ final class ControlService: ControlServerHandler, @unchecked Sendable {
         self.stateFile = stateFile
         self.startedAt = startedAt
         self.adminGID = config.daemon.adminGroup.flatMap { name in
-            getgrnam(name).map { $0.pointee.gr_gid }
+            UserDatabase.groupID(named: name)
         }
     }
 
@@ -162,7 +162,7 @@ final class ControlService: ControlServerHandler, @unchecked Sendable {
     }
 
     func signalReceived(_ signo: Int32) {
-        if signo == SIGHUP {
+        if signo == SignalMask.hangUp {
             Log.notice("SIGHUP: recd does not reload its config in place; restart it (systemctl restart recd) to apply changes")
             return
         }
@@ -416,7 +416,7 @@ final class ControlService: ControlServerHandler, @unchecked Sendable {
         return [
             ("daemon", [
                 "version": .string(recdVersion), "protocol": .number(Double(protocolVersion)),
-                "pid": .number(Double(getpid())), "uptime": .number((SystemClock.monotonicSeconds() - startedAt).rounded()),
+                "pid": .number(Double(CurrentProcess.id)), "uptime": .number((SystemClock.monotonicSeconds() - startedAt).rounded()),
                 "config": .string(config.source), "socket": .string(config.daemon.socket),
                 "state_dir": .string(config.daemon.stateDir), "archive_dir": .string(config.archive.dir),
             ]),

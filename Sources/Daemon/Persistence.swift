@@ -2,11 +2,8 @@
 // atomically after every change and restored on start. Control thread only.
 import ControlProtocol
 import SessionPolicy
+import Platform
 import SystemSupport
-
-#if canImport(Glibc)
-import Glibc
-#endif
 
 /// The persisted form, versioned; unknown or invalid entries are skipped with a warning.
 struct PersistedState {
@@ -109,7 +106,7 @@ struct StateFile {
         } catch {
             // Keep the unreadable file for a person to look at; never overwrite it.
             let aside = path + ".unreadable"
-            rename(path, aside)
+            try? FileSystem.rename(path, to: aside)
             Log.error("cannot read \(path): \(error); moved it to \(aside) and starting with no saved sessions")
             return PersistedState()
         }

@@ -5,10 +5,6 @@ import Platform
 import SessionPolicy
 import SystemSupport
 
-#if canImport(Glibc)
-import Glibc
-#endif
-
 /// The `recd` command.
 public enum Recd {
     static let usage = """
@@ -86,7 +82,7 @@ public enum Recd {
         let config: RecdConfig
         do {
             config = try path.map { try ConfigLoader.load(path: $0, environment: environment) }
-                ?? ConfigLoader.embeddedDefault(environment: environment, isRoot: getuid() == 0)
+                ?? ConfigLoader.embeddedDefault(environment: environment, isRoot: CurrentProcess.isRoot)
         } catch {
             return (nil, ["\(error)"])
         }
@@ -217,5 +213,5 @@ enum SessionDeclarations {
 /// Writes to standard error in one write(2) (no shared FILE state).
 func standardError(_ message: String) {
     let bytes = Array(message.utf8)
-    _ = bytes.withUnsafeBytes { write(2, $0.baseAddress, $0.count) }
+    bytes.withUnsafeBytes { try? Descriptor.writeAll(Descriptor.standardError, $0, path: nil) }
 }

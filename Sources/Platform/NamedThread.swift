@@ -68,3 +68,15 @@ private final class ThreadStart {
         self.body = body
     }
 }
+
+/// Which thread this is, for "is this the thread that owns X?" checks. A plain value.
+public struct ThreadID: Equatable, Sendable {
+    private let handle: ThreadHandle
+
+    /// The calling thread.
+    public static var current: ThreadID { ThreadID(handle: Syscall.currentThread()) }
+
+    public static func == (lhs: ThreadID, rhs: ThreadID) -> Bool {
+        Syscall.sameThread(lhs.handle, rhs.handle)
+    }
+}

@@ -24,9 +24,15 @@ public final class OwnedFile {
     /// How to open a file.
     public enum Access: Sendable {
         case readOnly
+        /// Read-only with `O_NONBLOCK`, so that a FIFO cannot hang the caller (it means
+        /// nothing for regular files).
+        case readOnlyNonBlocking
         case readWrite
-        /// Creates the file, read-write: never an existing one (`O_EXCL`), mode `0644`.
-        case createExclusive
+        /// Creates the file, read-write, with `permissions` (less the umask): never an existing
+        /// one (`O_EXCL`, which also refuses a symbolic link in its place).
+        case createExclusive(permissions: UInt32)
+        /// Creates the file write-only with `permissions`, or empties an existing one.
+        case createOrTruncate(permissions: UInt32)
     }
 
     /// Opens `path` (always close-on-exec). The operation in errors is `open`, or `create` for
@@ -36,10 +42,16 @@ public final class OwnedFile {
         switch access {
         case .readOnly:
             descriptor = try Syscall.open(path, _O_RDONLY).orThrow("open", path: path)
+        case .readOnlyNonBlocking:
+            descriptor = try Syscall.open(path, _O_RDONLY | _O_NONBLOCK).orThrow("open", path: path)
         case .readWrite:
             descriptor = try Syscall.open(path, _O_RDWR).orThrow("open", path: path)
-        case .createExclusive:
-            descriptor = try Syscall.open(path, _O_RDWR | _O_CREAT | _O_EXCL, 0o644).orThrow("create", path: path)
+        case .createExclusive(let permissions):
+            descriptor = try Syscall.open(path, _O_RDWR | _O_CREAT | _O_EXCL, permissions).orThrow(
+                "create", path: path)
+        case .createOrTruncate(let permissions):
+            descriptor = try Syscall.open(path, _O_WRONLY | _O_CREAT | _O_TRUNC, permissions).orThrow(
+                "create", path: path)
         }
         self.init(adopting: descriptor, path: path)
     }
@@ -54,6 +66,16 @@ public final class OwnedFile {
         if case .failure(let errno) = result, errno != .interrupted {
             throw SystemError(errno, operation: "close", path: path)
         }
+    }
+
+    /// Reads up to `count` bytes at the current position with one `read`; 0 at the end.
+    public func read(into buffer: UnsafeMutableRawPointer, count: Int) throws(SystemError) -> Int {
+        try Syscall.read(descriptor, buffer, count).orThrow("read", path: path)
+    }
+
+    /// Reads from the current position to the end of the file.
+    public func readToEnd() throws(SystemError) -> [UInt8] {
+        try Descriptor.readAll(descriptor, path: path)
     }
 
     /// Writes all of `bytes` at the current position, one `write(2)` after another.

@@ -35,6 +35,12 @@ let _ECONNRESET = Glibc.ECONNRESET
 let _ECONNREFUSED = Glibc.ECONNREFUSED
 let _EINPROGRESS = Glibc.EINPROGRESS
 let _EDQUOT = Glibc.EDQUOT
+let _ENXIO = Glibc.ENXIO
+let _ENODEV = Glibc.ENODEV
+let _ELOOP = Glibc.ELOOP
+let _EPROTO = Glibc.EPROTO
+let _ENOBUFS = Glibc.ENOBUFS
+let _ECONNABORTED = Glibc.ECONNABORTED
 
 // open(2) flags.
 let _O_RDONLY = Glibc.O_RDONLY
@@ -45,3 +51,23 @@ let _O_EXCL = Glibc.O_EXCL
 let _O_TRUNC = Glibc.O_TRUNC
 let _O_NONBLOCK = Glibc.O_NONBLOCK
 let _O_DIRECTORY = Glibc.O_DIRECTORY
+let _O_ACCMODE = Glibc.O_ACCMODE
+/// O_PATH from <fcntl.h>, which declares it only under _GNU_SOURCE (Linux ABI: 010000000).
+let _O_PATH: Int32 = 0o10_000_000
+
+// poll(2) events.
+let _POLLIN = Int16(Glibc.POLLIN)
+let _POLLOUT = Int16(Glibc.POLLOUT)
+let _POLLERR = Int16(Glibc.POLLERR)
+let _POLLHUP = Int16(Glibc.POLLHUP)
+let _POLLNVAL = Int16(Glibc.POLLNVAL)
+
+// Signals.
+let _SIGTERM = Glibc.SIGTERM
+let _SIGINT = Glibc.SIGINT
+let _SIGHUP = Glibc.SIGHUP
+let _SIGQUIT = Glibc.SIGQUIT
+let _SIGUSR1 = Glibc.SIGUSR1
+let _SIGUSR2 = Glibc.SIGUSR2
+let _SIGPIPE = Glibc.SIGPIPE
+let _SIGKILL = Glibc.SIGKILL

@@ -139,6 +139,216 @@ enum Syscall {
         nothingOrErrno(Glibc.fchmod(fd, mode_t(mode)))
     }
 
+    /// `fcntl(F_GETFL)`.
+    static func getStatusFlags(_ fd: Int32) -> Result<Int32, Errno> {
+        valueOrErrno(fcntl(fd, F_GETFL))
+    }
+
+    /// `fcntl(F_SETFL)`.
+    static func setStatusFlags(_ fd: Int32, _ flags: Int32) -> Result<Void, Errno> {
+        nothingOrErrno(fcntl(fd, F_SETFL, flags))
+    }
+
+    /// `fcntl(F_SETFD, FD_CLOEXEC)`.
+    static func setCloseOnExec(_ fd: Int32) -> Result<Void, Errno> {
+        nothingOrErrno(fcntl(fd, F_SETFD, FD_CLOEXEC))
+    }
+
+    /// `poll(2)` once (`EINTR` is the caller's to judge: usually "nothing ready yet").
+    static func poll(_ entries: inout [PollEntry], _ timeoutMilliseconds: Int32) -> Result<Int, Errno> {
+        var set = entries.map { pollfd(fd: $0.descriptor, events: $0.events.rawValue, revents: 0) }
+        let ready = set.withUnsafeMutableBufferPointer {
+            valueOrErrno(Glibc.poll($0.baseAddress, nfds_t($0.count), timeoutMilliseconds))
+        }
+        for index in entries.indices { entries[index].returned = PollEvents(rawValue: set[index].revents) }
+        return ready.map(Int.init)
+    }
+
+    // MARK: Sockets
+
+    /// `socket(AF_UNIX, SOCK_STREAM or SOCK_DGRAM | SOCK_CLOEXEC [| SOCK_NONBLOCK], 0)`. The
+    /// caller owns the returned descriptor.
+    static func unixSocket(datagram: Bool, nonBlocking: Bool) -> Result<Int32, Errno> {
+        var type = Int32(datagram ? SOCK_DGRAM.rawValue : SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue)
+        if nonBlocking { type |= Int32(SOCK_NONBLOCK.rawValue) }
+        return valueOrErrno(Glibc.socket(AF_UNIX, type, 0))
+    }
+
+    /// Longest `sun_path` accepted, leaving room for the terminating NUL.
+    static let maxUnixPathBytes = MemoryLayout.size(ofValue: sockaddr_un().sun_path) - 1
+
+    /// Runs `body` with a `sockaddr_un` for `path`; `ENAMETOOLONG` for a path that does not fit
+    /// (or is empty, or holds a NUL).
+    private static func withUnixAddress<R>(
+        _ path: String, _ body: (UnsafePointer<sockaddr>, socklen_t) -> Result<R, Errno>
+    ) -> Result<R, Errno> {
+        let bytes = Array(path.utf8)
+        if bytes.count > maxUnixPathBytes || bytes.isEmpty || bytes.contains(0) { return .failure(.nameTooLong) }
+        var address = sockaddr_un()
+        address.sun_family = sa_family_t(AF_UNIX)
+        withUnsafeMutableBytes(of: &address.sun_path) { $0.copyBytes(from: bytes) }
+        let length = socklen_t(MemoryLayout<sockaddr_un>.offset(of: \.sun_path)! + bytes.count + 1)
+        return withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { body($0, length) }
+        }
+    }
+
+    /// `bind(2)` to a file system path.
+    static func bind(_ fd: Int32, _ path: String) -> Result<Void, Errno> {
+        withUnixAddress(path) { nothingOrErrno(Glibc.bind(fd, $0, $1)) }
+    }
+
+    /// `connect(2)` to a file system path.
+    static func connect(_ fd: Int32, _ path: String) -> Result<Void, Errno> {
+        withUnixAddress(path) { address, length in
+            retryingOnInterrupt { nothingOrErrno(Glibc.connect(fd, address, length)) }
+        }
+    }
+
+    /// `listen(2)`.
+    static func listen(_ fd: Int32, _ backlog: Int32) -> Result<Void, Errno> {
+        nothingOrErrno(Glibc.listen(fd, backlog))
+    }
+
+    /// `accept(2)`. The caller owns the returned descriptor.
+    static func accept(_ fd: Int32) -> Result<Int32, Errno> {
+        retryingOnInterrupt { valueOrErrno(Glibc.accept(fd, nil, nil)) }
+    }
+
+    /// `send(2)`.
+    static func send(_ fd: Int32, _ bytes: UnsafeRawBufferPointer, _ flags: Int32) -> Result<Int, Errno> {
+        retryingOnInterrupt { valueOrErrno(Glibc.send(fd, bytes.baseAddress, bytes.count, flags)) }
+    }
+
+    /// `MSG_NOSIGNAL | MSG_DONTWAIT`.
+    static let sendFlagsNonBlocking = Int32(MSG_NOSIGNAL) | Int32(MSG_DONTWAIT)
+    /// `MSG_NOSIGNAL`.
+    static let sendFlagsBlocking = Int32(MSG_NOSIGNAL)
+
+    /// Most descriptors one `receiveWithDescriptors` takes in (the CLinux shim's buffer).
+    static let descriptorSlots = Int(RECD_DESCRIPTOR_SLOTS)
+
+    /// `recvmsg(2)` with `MSG_CMSG_CLOEXEC | MSG_DONTWAIT`: bytes into `buffer`, the descriptors
+    /// of SCM_RIGHTS messages into `slots` (`descriptorSlots` of them; their number in
+    /// `received`), `truncated` set for `MSG_CTRUNC`. The caller owns the received descriptors.
+    static func receiveWithDescriptors(
+        _ fd: Int32, _ buffer: UnsafeMutableRawBufferPointer, _ slots: UnsafeMutablePointer<Int32>,
+        _ received: inout Int32, _ truncated: inout Int32
+    ) -> Result<Int, Errno> {
+        retryingOnInterrupt {
+            valueOrErrno(
+                recd_receive_with_descriptors(
+                    fd, buffer.baseAddress, buffer.count, Int32(MSG_DONTWAIT), slots, &received, &truncated))
+        }
+    }
+
+    /// `sendmsg(2)` of `bytes` with `descriptors` as one SCM_RIGHTS message, `MSG_NOSIGNAL`,
+    /// blocking. The caller keeps its descriptors.
+    static func sendWithDescriptors(_ fd: Int32, _ bytes: UnsafeRawBufferPointer, _ descriptors: [Int32])
+        -> Result<Int, Errno>
+    {
+        retryingOnInterrupt {
+            descriptors.withUnsafeBufferPointer { passed in
+                valueOrErrno(
+                    recd_send_with_descriptors(
+                        fd, bytes.baseAddress, bytes.count, passed.baseAddress, Int32(passed.count),
+                        Int32(MSG_NOSIGNAL)))
+            }
+        }
+    }
+
+    /// `getsockopt(SO_PEERCRED)`: pid, uid, gid.
+    static func peerCredentials(_ fd: Int32) -> Result<(pid: Int32, uid: UInt32, gid: UInt32), Errno> {
+        // `struct ucred`, which the toolchain's Glibc exposes only under _GNU_SOURCE; its layout
+        // (pid_t, uid_t, gid_t) is Linux ABI.
+        var credentials: (pid: Int32, uid: UInt32, gid: UInt32) = (0, 0, 0)
+        var length = socklen_t(MemoryLayout<(Int32, UInt32, UInt32)>.size)
+        return nothingOrErrno(getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &credentials, &length)).map { credentials }
+    }
+
+    /// `getsockopt(SO_PEERGROUPS)` into `groups`; `length` in bytes, in and out (`ERANGE`
+    /// reports the size needed there).
+    static func peerGroups(_ fd: Int32, _ groups: inout [UInt32], _ length: inout socklen_t) -> Result<Void, Errno> {
+        groups.withUnsafeMutableBytes { nothingOrErrno(getsockopt(fd, SOL_SOCKET, SO_PEERGROUPS, $0.baseAddress, &length)) }
+    }
+
+    // MARK: Users and the process
+
+    /// `getpid(2)`.
+    static func processID() -> Int32 { getpid() }
+
+    /// `getuid(2)`.
+    static func userID() -> UInt32 { getuid() }
+
+    /// `getpwuid_r(3)`: the user name of `uid`, nil without a passwd entry.
+    static func userName(_ uid: UInt32) -> String? {
+        var record = passwd()
+        var result: UnsafeMutablePointer<passwd>?
+        var scratch = [CChar](repeating: 0, count: 16 * 1024)
+        return scratch.withUnsafeMutableBufferPointer { buffer -> String? in
+            let status = getpwuid_r(uid, &record, buffer.baseAddress!, buffer.count, &result)
+            guard status == 0, result != nil, let name = record.pw_name else { return nil }
+            return String(cString: name)
+        }
+    }
+
+    /// `getgrouplist(3)`: nil when `capacity` is too small (then `wanted` holds the size needed).
+    static func groupList(_ user: String, _ gid: UInt32, capacity: Int32, wanted: inout Int32) -> [UInt32]? {
+        var groups = [gid_t](repeating: 0, count: Int(capacity))
+        wanted = capacity
+        guard getgrouplist(user, gid, &groups, &wanted) >= 0 else { return nil }
+        return Array(groups.prefix(Int(wanted)))
+    }
+
+    /// `getgrnam(3)`: the gid of group `name`, nil when there is none.
+    static func groupID(_ name: String) -> UInt32? {
+        getgrnam(name).map { $0.pointee.gr_gid }
+    }
+
+    // MARK: Signals and wake-ups
+
+    /// `pthread_sigmask(SIG_BLOCK or SIG_UNBLOCK, signals)` for the calling thread.
+    static func changeSignalMask(block: Bool, _ signals: [Int32]) -> Result<Void, Errno> {
+        var set = signalSet(signals)
+        // pthread_sigmask returns the error number instead of setting errno.
+        let code = pthread_sigmask(block ? SIG_BLOCK : SIG_UNBLOCK, &set, nil)
+        return code == 0 ? .success(()) : .failure(Errno(rawValue: code))
+    }
+
+    /// `signal(signo, SIG_IGN)`.
+    static func ignoreSignal(_ signo: Int32) {
+        _ = Glibc.signal(signo, SIG_IGN)
+    }
+
+    /// `sigtimedwait(2)`: the first of `signals` pending within `seconds`, nil on timeout.
+    static func waitForSignal(_ signals: [Int32], seconds: Double) -> Int32? {
+        var set = signalSet(signals)
+        var timeout = timespec(tv_sec: Int(seconds), tv_nsec: Int((seconds - seconds.rounded(.down)) * 1e9))
+        let received = sigtimedwait(&set, nil, &timeout)
+        return received > 0 ? received : nil
+    }
+
+    private static func signalSet(_ signals: [Int32]) -> sigset_t {
+        var set = sigset_t()
+        sigemptyset(&set)
+        for signal in signals { sigaddset(&set, signal) }
+        return set
+    }
+
+    /// `eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC)`. The caller owns the returned descriptor.
+    static func eventfd() -> Result<Int32, Errno> {
+        valueOrErrno(recd_eventfd_nonblocking())
+    }
+
+    /// `signalfd(-1, signals, SFD_NONBLOCK | SFD_CLOEXEC)`. The caller owns the descriptor.
+    static func signalfd(_ signals: [Int32]) -> Result<Int32, Errno> {
+        var set = signalSet(signals)
+        return valueOrErrno(recd_signalfd_nonblocking(&set))
+    }
+
+    /// `sizeof(struct signalfd_siginfo)`; `ssi_signo` (uint32) is its first field.
+    static let signalInfoSize = Int(recd_signalfd_siginfo_size())
+
     // MARK: Paths
 
     /// `stat(2)` (follows symbolic links).
@@ -295,6 +505,14 @@ enum Syscall {
         pthread_equal(handle.thread, pthread_self()) != 0
     }
 
+    /// `pthread_self(3)`.
+    static func currentThread() -> ThreadHandle { ThreadHandle(thread: pthread_self()) }
+
+    /// `pthread_equal(3)`.
+    static func sameThread(_ a: ThreadHandle, _ b: ThreadHandle) -> Bool {
+        pthread_equal(a.thread, b.thread) != 0
+    }
+
     /// `pthread_setname_np(pthread_self())`: at most 15 bytes are kept.
     static func nameCurrentThread(_ name: String) {
         _ = recd_name_current_thread(String(decoding: name.utf8.prefix(15), as: UTF8.self))
@@ -307,7 +525,7 @@ enum Syscall {
 }
 
 /// A `pthread_t`, for the files above this folder.
-struct ThreadHandle {
+struct ThreadHandle: Sendable {
     let thread: pthread_t
 }
 

@@ -1,6 +1,7 @@
 // The C contact with libsystemd (sd-daemon.h): one Swift function per call.
 internal import CSystemd
 import Glibc
+import Platform
 
 enum Systemd {
     /// `SD_LISTEN_FDS_START`: the first descriptor systemd passes (3).

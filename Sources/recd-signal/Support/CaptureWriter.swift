@@ -6,14 +6,11 @@ internal import CJack
 import Platform
 import Synchronization
 
-#if canImport(Glibc)
-    import Glibc
-#endif
-
-/// The capture file: a descriptor, plus the WAV header's position to patch at the end.
-/// Main thread, except `append`, which only the writer thread calls while it runs.
+/// The capture file: an open file (closed by `close(frames:)`, or when dropped), plus the WAV
+/// header to patch at the end. Main thread, except `append`, which only the writer thread
+/// calls (on `descriptor`) while it runs.
 struct CaptureFile: ~Copyable {
-    let descriptor: Int32
+    private let file: OwnedFile
     let path: String
     let wav: Bool
     let channelCount: Int
@@ -22,50 +19,49 @@ struct CaptureFile: ~Copyable {
 
     /// Creates (truncates) `path`; with `wav`, writes a header whose sizes `close` fills in.
     init(path: String, wav: Bool, channelCount: Int, sampleRate: Int) throws(Failure) {
-        let descriptor = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o644)
-        guard descriptor >= 0 else {
-            throw .jack("cannot create \(path): \(errnoDescription(errno))")
+        let file: OwnedFile
+        do {
+            file = try OwnedFile(path, .createOrTruncate(permissions: 0o644))
+        } catch {
+            throw .jack("cannot create \(path): \(error.message)")
         }
         if wav {
             let header = Self.wavHeader(channels: channelCount, rate: sampleRate, frames: 0)
             if let code = header.withUnsafeBytes({
-                Self.append(descriptor, $0.baseAddress!, $0.count)
+                Self.append(file.descriptor, $0.baseAddress!, $0.count)
             }) {
-                Glibc.close(descriptor)
                 throw .jack("cannot write \(path): \(errnoDescription(code))")
             }
         }
-        self.descriptor = descriptor
+        self.file = file
         self.path = path
         self.wav = wav
         self.channelCount = channelCount
         self.sampleRate = sampleRate
     }
 
+    /// The descriptor the writer thread appends to; the file owns it.
+    var descriptor: Int32 { file.descriptor }
+
     /// Writes all `count` bytes; returns errno on failure.
     static func append(_ descriptor: Int32, _ bytes: UnsafeRawPointer, _ count: Int) -> Int32? {
-        var offset = 0
-        while offset < count {
-            let written = write(descriptor, bytes + offset, count - offset)
-            if written < 0 {
-                if errno == EINTR { continue }
-                return errno
-            }
-            offset += written
+        do {
+            try Descriptor.writeAll(descriptor, UnsafeRawBufferPointer(start: bytes, count: count), path: nil)
+            return nil
+        } catch {
+            return error.errno.rawValue
         }
-        return nil
     }
 
     /// Fills in the WAV sizes for `frames` frames and closes the file.
     consuming func close(frames: Int) throws(Failure) {
-        defer { Glibc.close(descriptor) }
+        defer { try? file.close() }
         if wav {
             let header = Self.wavHeader(channels: channelCount, rate: sampleRate, frames: frames)
-            let written = header.withUnsafeBytes {
-                pwrite(descriptor, $0.baseAddress!, $0.count, 0)
-            }
-            if written != header.count {
-                throw .jack("cannot write the WAV header of \(path): \(errnoDescription(errno))")
+            do {
+                try file.writeAll(header, at: 0)
+            } catch {
+                throw .jack("cannot write the WAV header of \(path): \(error.message)")
             }
         }
     }
