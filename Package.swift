@@ -36,15 +36,15 @@ let package = Package(
         .target(name: "SystemSupport", dependencies: ["Platform", "SessionPolicy", "CInih", "CSystemd"]),
         // The JACK client and the real-time graph (Sources/AudioEngine/RealTime holds the process path).
         .target(name: "AudioEngine", dependencies: ["Platform", "CJack"]),
-        // Audio files and sample-rate conversion: FLAC (libFLAC) and WAV (libsndfile) decoding,
-        // libsoxr resampling, and the feeder threads that stream files into engine players.
-        .target(name: "MediaFiles", dependencies: ["CFLAC", "CSndfile", "CSoxr", "AudioEngine"]),
+        // The one codec layer: the FLAC encoder (crash-safe sink features), decoder and metadata
+        // reader (libFLAC), WAV (libsndfile), resampling and the HFP band limit (libsoxr).
+        .target(name: "Codec", dependencies: ["Platform", "CFLAC", "CSndfile", "CSoxr"]),
         // The FLAC archive: crash-safe segments, rotation, recovery, retention, the SQLite index.
-        .target(name: "Archive", dependencies: ["Platform", "CFLAC", "CSQLite", "MediaFiles", "SessionPolicy"]),
+        .target(name: "Archive", dependencies: ["Platform", "Codec", "CSQLite", "SessionPolicy"]),
         // ALSA: card discovery, jack-sense and capture-switch events (libasound's control API).
         .target(name: "Devices", dependencies: ["Platform", "CALSA"]),
         // The daemon's control loop: requests → policy → effects, persistence, events.
-        .target(name: "Daemon", dependencies: ["Platform", "SessionPolicy", "ControlProtocol", "SystemSupport", "AudioEngine", "MediaFiles", "Archive", "Devices"]),
+        .target(name: "Daemon", dependencies: ["Platform", "SessionPolicy", "ControlProtocol", "SystemSupport", "AudioEngine", "Codec", "Archive", "Devices"]),
         // recctl's argument parsing and output formatting; Platform passes open files.
         .target(name: "RecctlKit", dependencies: ["ControlProtocol", "SessionPolicy", "Platform"]),
 
@@ -56,6 +56,8 @@ let package = Package(
 
         // The outside programs tests may start: only those scripts/packages.list declares.
         .target(name: "TestSupport", path: "Tests/TestSupport"),
+        // What the codec and daemon tests share: known signals and files, reference tools, a DFT.
+        .target(name: "AudioTestSupport", dependencies: ["Codec", "TestSupport"], path: "Tests/AudioTestSupport"),
         .testTarget(name: "TestSupportTests", dependencies: ["TestSupport"]),
         .testTarget(name: "ArchitectureTests", dependencies: ["TestSupport"]),
         .testTarget(name: "SessionPolicyTests", dependencies: ["SessionPolicy"]),
@@ -63,8 +65,9 @@ let package = Package(
         .testTarget(name: "SystemSupportTests", dependencies: ["SystemSupport", "Platform"]),
         .testTarget(name: "AudioEngineTests", dependencies: ["AudioEngine", "CJack", "TestSupport"]),
         .testTarget(name: "DevicesTests", dependencies: ["Devices", "Platform"]),
-        .testTarget(name: "ArchiveTests", dependencies: ["Archive", "MediaFiles", "Platform", "TestSupport"]),
-        .testTarget(name: "MediaFilesTests", dependencies: ["MediaFiles", "AudioEngine", "TestSupport"]),
+        .testTarget(name: "ArchiveTests", dependencies: ["Archive", "Platform", "TestSupport"]),
+        .testTarget(name: "CodecTests", dependencies: ["Codec", "AudioTestSupport", "TestSupport"]),
+        .testTarget(name: "DaemonTests", dependencies: ["Daemon", "Codec", "AudioEngine", "AudioTestSupport"]),
         .testTarget(name: "EndToEndTests", dependencies: ["ControlProtocol", "TestSupport"]),
     ]
 )

@@ -1,6 +1,7 @@
 // The archive's failures, mirroring the C codes they come from (POSIX errno, libFLAC encoder
 // states and init statuses, SQLite result codes), each with a message that says what to do.
 
+import Codec
 import Platform
 import SessionPolicy
 
@@ -12,9 +13,9 @@ public enum ArchiveError: Error, Equatable, Hashable, Sendable, CustomStringConv
     case diskFull(path: String)
     /// A system call failed: its operation (e.g. `open`, `fdatasync`), path and errno.
     case system(SystemError)
-    /// The FLAC encoder refused its settings (FLAC__StreamEncoderInitStatus).
+    /// The FLAC encoder refused its settings (FLAC__StreamEncoderInitStatus, Codec's).
     case encoderInit(FLACEncoderInitStatus, path: String)
-    /// The FLAC encoder stopped working (FLAC__StreamEncoderState).
+    /// The FLAC encoder stopped working (FLAC__StreamEncoderState, Codec's).
     case encoder(FLACEncoderState, path: String)
     /// A configuration value or argument is out of range.
     case invalidArgument(String)
@@ -79,60 +80,6 @@ private func advice(_ errno: Errno) -> String {
     case .fileExists: return "a file of that name exists; recd never overwrites files"
     default: return "check the archive directory and its file system"
     }
-}
-
-/// The libFLAC stream encoder's state (FLAC__StreamEncoderState); raw values are the C values.
-/// A plain value: any thread.
-public enum FLACEncoderState: UInt32, Sendable, CaseIterable {
-    /// FLAC__STREAM_ENCODER_OK
-    case ok = 0
-    /// FLAC__STREAM_ENCODER_UNINITIALIZED
-    case uninitialized = 1
-    /// FLAC__STREAM_ENCODER_OGG_ERROR
-    case oggError = 2
-    /// FLAC__STREAM_ENCODER_VERIFY_DECODER_ERROR
-    case verifyDecoderError = 3
-    /// FLAC__STREAM_ENCODER_VERIFY_MISMATCH_IN_AUDIO_DATA
-    case verifyMismatchInAudioData = 4
-    /// FLAC__STREAM_ENCODER_CLIENT_ERROR: a write, seek or tell callback failed.
-    case clientError = 5
-    /// FLAC__STREAM_ENCODER_IO_ERROR
-    case ioError = 6
-    /// FLAC__STREAM_ENCODER_FRAMING_ERROR
-    case framingError = 7
-    /// FLAC__STREAM_ENCODER_MEMORY_ALLOCATION_ERROR
-    case memoryAllocationError = 8
-    /// A value this version of recd does not know.
-    case unknown = 0xFFFF_FFFF
-
-    init(cValue: UInt32) { self = FLACEncoderState(rawValue: cValue) ?? .unknown }
-
-    public var name: String { "\(self)" }
-}
-
-/// The libFLAC stream encoder's init status (FLAC__StreamEncoderInitStatus); raw values are the
-/// C values. A plain value: any thread.
-public enum FLACEncoderInitStatus: UInt32, Sendable, CaseIterable {
-    case ok = 0
-    case encoderError = 1
-    case unsupportedContainer = 2
-    case invalidCallbacks = 3
-    case invalidNumberOfChannels = 4
-    case invalidBitsPerSample = 5
-    case invalidSampleRate = 6
-    case invalidBlockSize = 7
-    case invalidMaxLPCOrder = 8
-    case invalidQLPCoeffPrecision = 9
-    case blockSizeTooSmallForLPCOrder = 10
-    case notStreamable = 11
-    case invalidMetadata = 12
-    case alreadyInitialized = 13
-    /// A value this version of recd does not know.
-    case unknown = 0xFFFF_FFFF
-
-    init(cValue: UInt32) { self = FLACEncoderInitStatus(rawValue: cValue) ?? .unknown }
-
-    public var name: String { "\(self)" }
 }
 
 /// Runs `body`, turning a `SystemError` it throws into the `ArchiveError` for it (`diskFull`

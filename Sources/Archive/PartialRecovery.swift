@@ -71,7 +71,7 @@ public enum PartialRecovery {
         if FileSystem.exists(stale) { try? FileSystem.remove(stale) }
 
         // Pass 1: how far do valid frames go, and what do the header and comments say?
-        let survey = try FLACFileDecoder.decode(path: partialPath, checkMD5: false)
+        let survey = try SegmentDecoding.decode(path: partialPath, checkMD5: false)
         guard let info = survey.streamInfo, survey.frames > 0 else {
             return .unrecoverable(movedTo: try moveAside(partialPath, finalPath: finalPath))
         }
@@ -101,8 +101,8 @@ public enum PartialRecovery {
         // The partial stays until the new file is finished (and fsync'ed): no need to sync on the way.
         writer.syncsPeriodically = false
         var writeError: ArchiveError?
-        let copied = try FLACFileDecoder.decode(path: partialPath, checkMD5: false, frameLimit: survey.frames) {
-            samples, frames, _ in
+        let copied = try SegmentDecoding.decode(path: partialPath, checkMD5: false, frameLimit: survey.frames) {
+            samples, frames in
             do throws(ArchiveError) {
                 try writer.write(integers: samples, frames: frames)
                 return true

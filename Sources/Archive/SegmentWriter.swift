@@ -2,7 +2,7 @@
 // every second of audio, finished by rewriting STREAMINFO (total samples, MD5) and adding the
 // end comments in place, then renamed to its final name without ever replacing a file.
 
-internal import MediaFiles
+import Codec
 import Platform
 
 /// What a finished segment is: where it ended up and what it holds. A plain value: any thread.
@@ -18,9 +18,8 @@ public struct FinishedSegment: Hashable, Sendable {
     public var gaps: [SegmentGap]
 }
 
-/// A FLAC file being written: libFLAC's stream encoder with our own callbacks on a file
-/// descriptor of `<path>.partial`, created with O_EXCL (an existing file is never overwritten
-/// or reopened).
+/// A FLAC file being written: Codec's `FLACEncoder` into a space-reserving `FLACFileSink` on
+/// `<path>.partial`, created with O_EXCL (an existing file is never overwritten or reopened).
 ///
 /// - 1...8 channels, 16 or 24 bits, compression 0...8, MD5 on, a seek table (a point every
 ///   10 s of the planned length), the opening Vorbis comments and 8 KiB of padding that the
@@ -66,8 +65,8 @@ public final class SegmentWriter {
 
     private var state = State.open
     private let file: OwnedFile
-    private var encoder: FLACStreamEncoder?
-    private let sink: EncoderSink
+    private var encoder: FLACEncoder?
+    private let sink: FLACFileSink
     private let scratch: UnsafeMutablePointer<Int32>
     private let quantizer: SampleQuantizer
     private let blocksize: Int
@@ -124,23 +123,32 @@ public final class SegmentWriter {
         self.format = format
         self.flushInterval = flushInterval
         lastSync = SystemClock.monotonicSeconds()
-        blocksize = FLACStreamEncoder.blocksize(compressionLevel: format.compressionLevel)
+        blocksize = FLACEncoder.blocksize(compressionLevel: format.compressionLevel)
         // The lock tells recovery that this partial is being written.
         _ = file.tryLockExclusive()
-        let frameBytes = FLACStreamEncoder.maximumFrameBytes(format: format, blocksize: blocksize)
-        sink = EncoderSink(
-            file: file, headroom: 3 * frameBytes + 65_536, growth: max(4 * frameBytes, 1 << 20),
-            reserving: reservesSpace)
+        let frameBytes = FLACEncoder.maximumFrameBytes(
+            channels: format.channels, bitsPerSample: format.bitsPerSample, blocksize: blocksize)
+        sink = FLACFileSink(
+            file: file,
+            reservation: reservesSpace
+                ? FLACFileSink.Reservation(headroom: 3 * frameBytes + 65_536, growth: max(4 * frameBytes, 1 << 20))
+                : nil)
         scratch = .allocate(capacity: blocksize * format.channels)
         quantizer = SampleQuantizer(bitsPerSample: format.bitsPerSample)
         do throws(ArchiveError) {
-            try sink.reserveInitialSpace()
-            let encoder = try FLACStreamEncoder(
-                sink: sink, format: format, comments: comments,
-                seekPointSpacing: SegmentWriter.seekPointSeconds * format.sampleRate, expectedFrames: expectedFrames,
-                paddingBytes: SegmentWriter.paddingBytes)
-            self.encoder = encoder
-            try encoder.start()
+            guard sink.reserveInitialSpace() else { throw .diskFull(path: file.path) }
+            let settings = FLACEncoder.Settings(
+                sampleRate: format.sampleRate, channels: format.channels, bitsPerSample: format.bitsPerSample,
+                compressionLevel: format.compressionLevel, vorbisComments: comments.map { ($0.name, $0.value) },
+                expectedTotalSamples: expectedFrames,
+                seekPointInterval: SegmentWriter.seekPointSeconds * format.sampleRate,
+                paddingBytes: SegmentWriter.paddingBytes, blocksize: blocksize, streamableSubset: true,
+                layout: .editableInPlace)
+            do throws(MediaError) {
+                encoder = try FLACEncoder(sink: sink, settings: settings, path: partialPath)
+            } catch {
+                throw encoderFailure(error)
+            }
             headerBlocks = try FLACHeaderEditor.blocks(of: file)
             try archiveCall { () throws(SystemError) in
                 try file.syncData()
@@ -150,7 +158,7 @@ public final class SegmentWriter {
             syncedBytes = sink.highWater
         } catch {
             // Nothing of value is in the file yet: remove what we created.
-            encoder = nil
+            dropEncoder()
             state = .abandoned
             try? FileSystem.remove(partialPath)
             throw error
@@ -259,14 +267,17 @@ public final class SegmentWriter {
     public func finish(reason: EndReason, extraComments: [VorbisComment] = []) throws(ArchiveError) -> FinishedSegment {
         try checkOpen()
         do throws(ArchiveError) {
-            guard let encoder, encoder.finish() else {
-                throw encoderFailure()
+            guard let encoder else { throw .encoder(.uninitialized, path: partialPath) }
+            do throws(MediaError) {
+                try encoder.finish()
+            } catch {
+                throw encoderFailure(error)
             }
-            self.encoder = nil
+            dropEncoder()
             try FLACHeaderEditor.retireUnusedSeekPoints(in: file, blocks: headerBlocks)
             try writeComments(extraComments, reason: reason)
             let size = try archiveCall { () throws(SystemError) in try file.size() }
-            try sink.releaseReservation(size: size)
+            try archiveCall { () throws(SystemError) in try sink.releaseReservation(size: size) }
             try archiveCall { () throws(SystemError) in try file.sync() }
             let finalPath = try publish()
             state = .finished
@@ -276,7 +287,7 @@ public final class SegmentWriter {
             return FinishedSegment(path: finalPath, frames: framesWritten, bytes: size, endReason: reason, gaps: gaps)
         } catch {
             state = .failed(error)
-            encoder = nil
+            dropEncoder()
             try? file.close()
             throw error
         }
@@ -285,8 +296,7 @@ public final class SegmentWriter {
     /// Stops without finishing: closes the file as a crash would leave it (what reached the
     /// kernel stays; libFLAC's unfinished block is lost). The `.partial` stays for recovery.
     public func abandon() {
-        sink.seal()
-        encoder = nil
+        dropEncoder()
         try? file.close()
         if case .open = state { state = .abandoned }
     }
@@ -331,21 +341,36 @@ public final class SegmentWriter {
     }
 
     private func encode(_ samples: UnsafePointer<Int32>, frames: Int) throws(ArchiveError) {
-        guard let encoder, encoder.process(samples, frames: frames) else {
-            let error = encoderFailure()
-            state = .failed(error)
-            throw error
+        do throws(MediaError) {
+            guard let encoder else { throw MediaError(.encoderFailed, path: partialPath, message: "no encoder") }
+            // Quantized (or decoded at this width): every sample is in range.
+            try encoder.encode(inRange: samples, frames: frames)
+        } catch {
+            let failure = encoderFailure(error)
+            state = .failed(failure)
+            throw failure
         }
         framesWritten += frames
         framesSinceSync += frames
         try flushIfDue()
     }
 
-    private func encoderFailure() -> ArchiveError {
-        if let failure = sink.failure, failure.errno != .badFileDescriptor {
-            return ArchiveError(SystemError(failure.errno, operation: "write", path: partialPath))
+    /// The archive's error for what the encoder threw: a failed write or seek of the sink as
+    /// the system error it was (`diskFull` for ENOSPC), a refused setting or a stopped encoder
+    /// by libFLAC's status.
+    private func encoderFailure(_ error: MediaError) -> ArchiveError {
+        if let cause = sink.failure?.cause, cause.errno != .badFileDescriptor {
+            return ArchiveError(SystemError(cause.errno, operation: "write", path: partialPath))
         }
-        return .encoder(encoder?.state ?? .uninitialized, path: partialPath)
+        if let status = error.encoderInitStatus { return .encoderInit(status, path: partialPath) }
+        if error.kind == .invalidArgument { return .invalidArgument(error.message) }
+        return .encoder(encoder?.state ?? error.encoderState ?? .uninitialized, path: partialPath)
+    }
+
+    /// Lets the encoder go, after sealing the sink: nothing reaches the file from it any more.
+    private func dropEncoder() {
+        sink.seal()
+        encoder = nil
     }
 
     private func publish() throws(ArchiveError) -> String {

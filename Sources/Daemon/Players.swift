@@ -1,8 +1,8 @@
 // Players (SPEC §3, §4, §11): files streamed into the engine through a session's output route.
-// Control thread only; each player's file is read on its own feeder thread (MediaFiles).
+// Control thread only; each player's file is read on its own feeder thread (FilePlayer).
 import AudioEngine
+import Codec
 import ControlProtocol
-import MediaFiles
 import Platform
 import SessionPolicy
 import SystemSupport

@@ -4,6 +4,7 @@
 // Runs on the recorder's **archiver** thread only; it owns the source, the transform and the
 // segment writers. It talks to the control thread only through `RecorderControl`.
 
+import Codec
 import Platform
 
 final class ArchiverLoop {
@@ -323,4 +324,9 @@ final class ArchiverLoop {
             bitsPerSample: configuration.bitsPerSample, endReason: finished.endReason, gaps: finished.gaps,
             recovered: false, bytes: finished.bytes)
     }
+}
+
+/// `recd <version> / libFLAC <version>`: the ENCODER comment.
+func encoderDescription(recdVersion: String) -> String {
+    "recd \(recdVersion) / libFLAC \(FLACEncoder.libraryVersion)"
 }

@@ -26,8 +26,7 @@ final class FileCursor {
     func read(into buffer: UnsafeMutableRawPointer, count: Int) -> Int {
         guard failure == nil, count > 0 else { return 0 }
         do {
-            let got = try FileProbe.read(
-                file.descriptor, into: buffer, count: count, at: position, name: file.name)
+            let got = try file.read(into: buffer, count: count, at: position)
             position += Int64(got)
             reachedEnd = got == 0
             return got
@@ -48,7 +47,7 @@ final class FileCursor {
     /// The file's size now, or nil after recording a failure.
     var length: Int64? {
         do {
-            return try FileProbe.size(of: file.descriptor, name: file.name)
+            return try file.size()
         } catch {
             if failure == nil { failure = error }
             return nil

@@ -31,11 +31,13 @@ public final class AudioFileReader {
     }
 
     private enum Backend {
-        case flac(FLACFileDecoder)
+        case flac(FLACDecoder)
         case wav(SndfileDecoder)
     }
 
     private let backend: Backend
+    /// FLAC's integers before they are scaled into the caller's floats.
+    private var integers: [Int32] = []
 
     /// Opens `path` with this process's rights and reads its header.
     public convenience init(path: String) throws(MediaError) {
@@ -48,13 +50,14 @@ public final class AudioFileReader {
         self.path = file.name
         switch try FileProbe.container(of: file) {
         case .flac:
-            let decoder = try FLACFileDecoder(file: file)
+            let decoder = try FLACDecoder(file: file, mode: .strict)
+            let info = decoder.streamInfo!
             backend = .flac(decoder)
             format = .flac
-            sampleRate = decoder.sampleRate
-            channels = decoder.channels
-            bitsPerSample = decoder.bitsPerSample
-            totalFrames = decoder.totalFrames
+            sampleRate = info.sampleRate
+            channels = info.channels
+            bitsPerSample = info.bitsPerSample
+            totalFrames = info.totalSamples > 0 ? info.totalSamples : nil
         case .wav:
             let decoder = try SndfileDecoder(file: file)
             backend = .wav(decoder)
@@ -76,8 +79,22 @@ public final class AudioFileReader {
         let frames = min(maxFrames, buffer.count / channels)
         guard frames > 0, let base = buffer.baseAddress else { return 0 }
         switch backend {
-        case .flac(let decoder): return try decoder.read(into: base, maxFrames: frames)
+        case .flac(let decoder): return try readFLAC(decoder, into: base, maxFrames: frames)
         case .wav(let decoder): return try decoder.read(into: base, maxFrames: frames)
+        }
+    }
+
+    /// FLAC's integers scaled by 2^(bits-1) into [-1, 1).
+    private func readFLAC(_ decoder: FLACDecoder, into destination: UnsafeMutablePointer<Float>, maxFrames: Int)
+        throws(MediaError) -> Int
+    {
+        let count = maxFrames * channels
+        if integers.count < count { integers = [Int32](repeating: 0, count: count) }
+        let scale = 1 / Float(sign: .plus, exponent: bitsPerSample - 1, significand: 1)
+        return try integers.withUnsafeMutableBufferPointer { buffer throws(MediaError) in
+            let frames = try decoder.read(into: buffer.baseAddress!, maxFrames: maxFrames)
+            for index in 0..<(frames * channels) { destination[index] = Float(buffer[index]) * scale }
+            return frames
         }
     }
 

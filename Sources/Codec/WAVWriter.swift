@@ -5,14 +5,14 @@ internal import CSndfile
 /// Writes PCM WAV files with libsndfile: what tests and tools need to make reference files.
 ///
 /// Owns the `SNDFILE *` (closed by `close()` or `deinit`). One thread at a time.
-final class WAVWriter {
-    let path: String
-    let channels: Int
-    let bitsPerSample: Int
+public final class WAVWriter {
+    public let path: String
+    public let channels: Int
+    public let bitsPerSample: Int
     private var file: OpaquePointer?
 
     /// `bitsPerSample`: 16, 24 or 32 (integer PCM).
-    init(path: String, sampleRate: Int, channels: Int, bitsPerSample: Int) throws(MediaError) {
+    public init(path: String, sampleRate: Int, channels: Int, bitsPerSample: Int) throws(MediaError) {
         let subtype: Int32
         switch bitsPerSample {
         case 16: subtype = Int32(SF_FORMAT_PCM_16)
@@ -41,7 +41,7 @@ final class WAVWriter {
     deinit { close() }
 
     /// Writes interleaved integer samples of `bitsPerSample` bits (e.g. -32768...32767).
-    func write(samples: [Int32]) throws(MediaError) {
+    public func write(samples: [Int32]) throws(MediaError) {
         guard let file else { preconditionFailure("write after close") }
         let shift = Int32(32 - bitsPerSample)
         // libsndfile's int interface is 32-bit full scale.
@@ -56,7 +56,7 @@ final class WAVWriter {
         }
     }
 
-    func close() {
+    public func close() {
         if let file { sf_close(file) }
         file = nil
     }

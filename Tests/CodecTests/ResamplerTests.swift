@@ -1,8 +1,9 @@
 // libsoxr through Resampler: rate changes keep a tone, downsampling to HFP rates band-limits.
 
+import AudioTestSupport
 import Testing
 
-@testable import MediaFiles
+@testable import Codec
 
 @Suite("Resampling and HFP band-limiting")
 struct ResamplerTests {

@@ -1,11 +1,12 @@
 // Reading audio from an open descriptor (what recd gets from a client) instead of a path:
 // the same samples, readers that never share a file offset, and a descriptor closed once.
 
+import AudioTestSupport
 import Foundation
 import Glibc
 import Testing
 
-@testable import MediaFiles
+@testable import Codec
 
 @Suite("Reading from a descriptor")
 struct DescriptorReadingTests {
@@ -63,24 +64,6 @@ struct DescriptorReadingTests {
         #expect(mismatch(secondSamples, original, bits: 16) == nil)
     }
 
-    @Test("a FilePlayer given an open file plays all of it while another reader probed it", arguments: ["wav", "flac"])
-    func playerSharesFileWithProbe(format: String) throws {
-        let directory = try TemporaryDirectory()
-        let (path, original) = try writeKnownFile(directory, format: format)
-        let file = try ReadOnlyFile(adopting: try openReadOnly(path), name: path)
-        // As recd does: the control thread reads the header, the feeder decodes the file.
-        let probe = try AudioFileReader(file: file)
-        #expect(probe.channels == 3)
-        let sink = RecordingSink(channels: 3, capacityFrames: 4096, bite: 700)
-        let player = FilePlayer(file: file, sink: sink, outputSampleRate: 44_100, quality: .high)
-        player.start()
-        let probed = try probe.readAll()
-        #expect(waitUntil(seconds: 10) { player.isDone })
-        #expect(player.isFinished && player.path == path)
-        #expect(mismatch(sink.samples, original, bits: 16) == nil)
-        #expect(mismatch(probed, original, bits: 16) == nil)
-    }
-
     @Test("the descriptor is closed once its last holder is gone, not before")
     func closedWithLastHolder() throws {
         let directory = try TemporaryDirectory()
@@ -117,26 +100,6 @@ struct DescriptorReadingTests {
     }
 
     // MARK: Helpers
-
-    /// A 16-bit, 3-channel, 44.1 kHz file of 7000 known frames, as WAV or FLAC.
-    private func writeKnownFile(_ directory: TemporaryDirectory, format: String) throws -> (String, [Int32]) {
-        let original = knownSignal(frames: 7_000, channels: 3, bits: 16)
-        let path = directory.file("known." + format)
-        if format == "wav" {
-            try writeWAV(path, sampleRate: 44_100, channels: 3, bits: 16, samples: original)
-        } else {
-            let writer = try FLACWriter(path: path, sampleRate: 44_100, channels: 3, bitsPerSample: 16)
-            try writer.write(floats(original, bits: 16))
-            try writer.finish()
-        }
-        return (path, original)
-    }
-
-    private func openReadOnly(_ path: String) throws -> Int32 {
-        let fd = open(path, O_RDONLY | O_CLOEXEC)
-        guard fd >= 0 else { throw MediaError(.io, path: path, message: "test: open failed, errno \(errno)") }
-        return fd
-    }
 
     /// What `fd` refers to now (/proc/self/fd), or nil when it is not open.
     private func descriptorTarget(_ fd: Int32) -> String? {

@@ -1,5 +1,6 @@
-// libFLAC's stream encoder, wrapped once for every FLAC writer of recd (test files here, the
-// archive's crash-safe segments later). Integer samples in, bytes out through a sink.
+// libFLAC's stream encoder, wrapped once for every FLAC writer of recd: the archive's
+// crash-safe segments, FLACWriter's plain files, test streams. Integer samples in, bytes out
+// through a sink.
 
 internal import CFLAC
 
@@ -13,6 +14,10 @@ public protocol FLACStreamSink: AnyObject {
     /// Appends `bytes`; false on failure (the encoder then stops with `.clientError` and
     /// throws the sink's `failure`).
     func write(_ bytes: UnsafeRawBufferPointer) -> Bool
+    /// Appends `bytes`, which end a whole audio frame of `samples` samples per channel when
+    /// `samples` > 0 (0: metadata, or a rewrite at `finish`). For sinks that track where the
+    /// last whole frame ends; the default forgets `samples`.
+    func write(_ bytes: UnsafeRawBufferPointer, samples: Int) -> Bool
     /// Moves to `offset` from the start of the stream.
     func seek(to offset: UInt64) -> FLACSinkSeekResult
     /// The current offset from the start of the stream; nil when not supported.
@@ -22,6 +27,7 @@ public protocol FLACStreamSink: AnyObject {
 }
 
 extension FLACStreamSink {
+    public func write(_ bytes: UnsafeRawBufferPointer, samples: Int) -> Bool { write(bytes) }
     public func seek(to offset: UInt64) -> FLACSinkSeekResult { .unsupported }
     public func tell() -> UInt64? { nil }
     public var failure: MediaError? { nil }
@@ -37,11 +43,22 @@ public enum FLACSinkSeekResult: Sendable {
 
 /// One FLAC stream being encoded from integer samples.
 ///
-/// Owns the `FLAC__StreamEncoder` and the metadata blocks it writes (deleted in `deinit`, which
-/// also finishes an unfinished stream), and holds its sink strongly. Not thread-safe: one
-/// thread (the archiver, a test) makes, feeds and finishes it; the sink is called on that
-/// thread.
+/// Owns the `FLAC__StreamEncoder` and the metadata blocks it writes (deleted in `deinit`;
+/// deleting an unfinished encoder writes nothing more: libFLAC skips the last block and the
+/// metadata rewrite), and holds its sink strongly. Not thread-safe: one thread (the archiver,
+/// a test) makes, feeds and finishes it; the sink is called on that thread.
 public final class FLACEncoder {
+    /// How the metadata blocks before the audio are laid out.
+    public enum MetadataLayout: Sendable {
+        /// VORBIS_COMMENT (when there are comments), SEEKTABLE (with `seekPointInterval` and
+        /// `expectedTotalSamples`), PADDING (when `paddingBytes` > 0): the blocks asked for.
+        case compact
+        /// What editing in place needs (crash-safe segments): a SEEKTABLE always (points every
+        /// `seekPointInterval` samples up to `expectedTotalSamples`, else one point at sample
+        /// 0), then VORBIS_COMMENT always, then PADDING that end comments grow into.
+        case editableInPlace
+    }
+
     /// How to encode.
     public struct Settings: Sendable {
         public var sampleRate: Int
@@ -56,17 +73,25 @@ public final class FLACEncoder {
         public var vorbisComments: [(String, String)]
         /// A hint for libFLAC and the seek table's extent; nil when unknown.
         public var expectedTotalSamples: Int?
-        /// Samples between seek points; needs `expectedTotalSamples`. nil: no seek table.
+        /// Samples between seek points; needs `expectedTotalSamples` in the compact layout.
+        /// nil: no seek table (compact), a single point (editable in place).
         public var seekPointInterval: Int?
         /// Bytes of PADDING after the other metadata, so tags can be rewritten in place.
         public var paddingBytes: Int
         /// Decode every frame again while encoding and compare (slower; for tests).
         public var verify: Bool
+        /// Samples per block; nil: the compression level's (`FLACEncoder.blocksize`).
+        public var blocksize: Int?
+        /// Keep to FLAC's streamable subset (libFLAC then refuses settings outside it). Off by
+        /// default: rates and widths outside it (8 bits at 192 kHz) are legal FLAC.
+        public var streamableSubset: Bool
+        public var layout: MetadataLayout
 
         public init(
             sampleRate: Int, channels: Int, bitsPerSample: Int, compressionLevel: Int = 5,
             vorbisComments: [(String, String)] = [], expectedTotalSamples: Int? = nil,
-            seekPointInterval: Int? = nil, paddingBytes: Int = 0, verify: Bool = false
+            seekPointInterval: Int? = nil, paddingBytes: Int = 0, verify: Bool = false, blocksize: Int? = nil,
+            streamableSubset: Bool = false, layout: MetadataLayout = .compact
         ) {
             self.sampleRate = sampleRate
             self.channels = channels
@@ -77,8 +102,23 @@ public final class FLACEncoder {
             self.seekPointInterval = seekPointInterval
             self.paddingBytes = paddingBytes
             self.verify = verify
+            self.blocksize = blocksize
+            self.streamableSubset = streamableSubset
+            self.layout = layout
         }
     }
+
+    /// The block size libFLAC uses at a compression level (levels 0...2: 1152, 3...8: 4096).
+    public static func blocksize(compressionLevel: Int) -> Int { compressionLevel <= 2 ? 1152 : 4096 }
+
+    /// Worst-case bytes of one FLAC frame (verbatim subframes, the side channel one bit wider,
+    /// frame header and footer): how much room finishing a stream may take per frame.
+    public static func maximumFrameBytes(channels: Int, bitsPerSample: Int, blocksize: Int) -> Int64 {
+        Int64(blocksize * channels * (bitsPerSample + 1) / 8 + 128)
+    }
+
+    /// libFLAC's version, e.g. `1.4.2` (`FLAC__VERSION_STRING`).
+    public static var libraryVersion: String { recd_flac_version().map { String(cString: $0) } ?? "unknown" }
 
     public let settings: Settings
     /// The file written, or empty for a caller's sink (used in errors).
@@ -92,15 +132,17 @@ public final class FLACEncoder {
     private let encoder: UnsafeMutablePointer<FLAC__StreamEncoder>
     private var metadata: [UnsafeMutablePointer<FLAC__StreamMetadata>] = []
     private var metadataArray: UnsafeMutablePointer<UnsafeMutablePointer<FLAC__StreamMetadata>?>?
+    /// The sink was made here (`init(path:settings:)`), so `finish` closes it.
+    private let ownsSink: Bool
 
     /// Creates `path` (which must not exist: an existing file is never overwritten) and
     /// starts a stream into it. The file is written through a `FLACFileSink`, so STREAMINFO
-    /// and the seek table are filled in at `finish`.
+    /// and the seek table are filled in at `finish`, which also closes it.
     public convenience init(path: String, settings: Settings) throws(MediaError) {
         try Self.validate(settings, path: path)
         let sink = try FLACFileSink(creating: path)
         do {
-            try self.init(sink: sink, settings: settings, path: path)
+            try self.init(sink: sink, settings: settings, path: path, ownsSink: true)
         } catch {
             // Nothing usable was written: leave no empty or headless file behind.
             sink.discard()
@@ -109,12 +151,13 @@ public final class FLACEncoder {
     }
 
     /// Starts a stream into `sink`: libFLAC writes the `fLaC` marker and the metadata blocks
-    /// before this returns.
-    public convenience init(sink: any FLACStreamSink, settings: Settings) throws(MediaError) {
-        try self.init(sink: sink, settings: settings, path: "")
+    /// before this returns. `path` names the stream in errors. The caller keeps `sink` (a
+    /// `FLACFileSink`'s file stays open after `finish`).
+    public convenience init(sink: any FLACStreamSink, settings: Settings, path: String = "") throws(MediaError) {
+        try self.init(sink: sink, settings: settings, path: path, ownsSink: false)
     }
 
-    private init(sink: any FLACStreamSink, settings: Settings, path: String) throws(MediaError) {
+    private init(sink: any FLACStreamSink, settings: Settings, path: String, ownsSink: Bool) throws(MediaError) {
         try Self.validate(settings, path: path)
         guard let encoder = FLAC__stream_encoder_new() else {
             throw MediaError(.io, path: path, message: "libFLAC could not allocate an encoder")
@@ -123,15 +166,15 @@ public final class FLACEncoder {
         self.settings = settings
         self.sink = sink
         self.path = path
+        self.ownsSink = ownsSink
+        FLAC__stream_encoder_set_verify(encoder, settings.verify ? 1 : 0)
+        FLAC__stream_encoder_set_compression_level(encoder, UInt32(settings.compressionLevel))
+        if let blocksize = settings.blocksize { FLAC__stream_encoder_set_blocksize(encoder, UInt32(blocksize)) }
         FLAC__stream_encoder_set_channels(encoder, UInt32(settings.channels))
         FLAC__stream_encoder_set_bits_per_sample(encoder, UInt32(settings.bitsPerSample))
         FLAC__stream_encoder_set_sample_rate(encoder, UInt32(settings.sampleRate))
-        FLAC__stream_encoder_set_compression_level(encoder, UInt32(settings.compressionLevel))
-        FLAC__stream_encoder_set_verify(encoder, settings.verify ? 1 : 0)
-        // Rates and widths outside FLAC's "streamable subset" (e.g. 8 bits at 192 kHz) are
-        // legal FLAC; do not refuse them.
-        FLAC__stream_encoder_set_streamable_subset(encoder, 0)
-        if let expected = settings.expectedTotalSamples {
+        if !settings.streamableSubset { FLAC__stream_encoder_set_streamable_subset(encoder, 0) }
+        if let expected = settings.expectedTotalSamples, expected > 0 {
             FLAC__stream_encoder_set_total_samples_estimate(encoder, UInt64(expected))
         }
         try buildMetadata()
@@ -150,12 +193,11 @@ public final class FLACEncoder {
             let text = String(cString: recd_flac_encoder_init_status_string(status))
             throw MediaError(
                 .encoderFailed, path: path, message: "libFLAC refused to start: \(text)",
-                encoderState: state)
+                encoderState: state, encoderInitStatus: FLACEncoderInitStatus(cValue: status.rawValue))
         }
     }
 
     deinit {
-        // Deleting an initialised encoder finishes its stream first (through the sink).
         FLAC__stream_encoder_delete(encoder)
         for block in metadata { FLAC__metadata_object_delete(block) }
         metadataArray?.deallocate()
@@ -168,12 +210,10 @@ public final class FLACEncoder {
 
     /// Encodes whole interleaved frames. Every sample must fit in `bitsPerSample` signed bits
     /// (libFLAC does not check, and an out-of-range sample breaks the stream for good), so
-    /// that is checked here and a violation traps: convert floats with `FLACWriter`, which
-    /// clamps.
+    /// that is checked here and a violation traps: convert floats with `FLACWriter` or
+    /// `SampleQuantizer`, which clamp.
     public func encode(_ interleaved: UnsafeBufferPointer<Int32>) throws(MediaError) {
-        precondition(!isFinished, "encode after finish")
-        let channels = settings.channels
-        precondition(interleaved.count % channels == 0, "a buffer of whole frames")
+        precondition(interleaved.count % settings.channels == 0, "a buffer of whole frames")
         guard let base = interleaved.baseAddress, !interleaved.isEmpty else { return }
         let highest = Int32(truncatingIfNeeded: (Int64(1) << (settings.bitsPerSample - 1)) - 1)
         let lowest = -highest - 1
@@ -182,11 +222,7 @@ public final class FLACEncoder {
                 sample >= lowest && sample <= highest,
                 "sample \(sample) does not fit in \(settings.bitsPerSample) bits")
         }
-        let frames = interleaved.count / channels
-        guard FLAC__stream_encoder_process_interleaved(encoder, base, UInt32(frames)) != 0 else {
-            throw failure(doing: "encoding")
-        }
-        samplesEncoded += frames
+        try encode(inRange: base, frames: interleaved.count / settings.channels)
     }
 
     /// `encode` for an array.
@@ -196,9 +232,21 @@ public final class FLACEncoder {
         }
     }
 
+    /// Encodes `frames` interleaved frames whose samples the caller guarantees to fit in
+    /// `bitsPerSample` bits: `SampleQuantizer`'s output, or a decoder's of the same width. The
+    /// archiver's per-period path, so it does not look at every sample again.
+    package func encode(inRange samples: UnsafePointer<Int32>, frames: Int) throws(MediaError) {
+        precondition(!isFinished, "encode after finish")
+        guard frames > 0 else { return }
+        guard FLAC__stream_encoder_process_interleaved(encoder, samples, UInt32(frames)) != 0 else {
+            throw failure(doing: "encoding")
+        }
+        samplesEncoded += frames
+    }
+
     /// Encodes the last partial block and, if the sink can seek, rewrites STREAMINFO (total
-    /// samples, MD5) and the seek table. The stream is complete afterwards. Calling it twice
-    /// does nothing.
+    /// samples, MD5) and the seek table. The stream is complete afterwards; a sink made by
+    /// `init(path:settings:)` is closed. Calling it twice does nothing.
     public func finish() throws(MediaError) {
         guard !isFinished else { return }
         isFinished = true
@@ -210,7 +258,7 @@ public final class FLACEncoder {
                 message: "libFLAC could not finish the stream (state before: \(stateBefore))",
                 encoderState: stateBefore == .ok ? nil : stateBefore)
         }
-        if let fileSink = sink as? FLACFileSink { try fileSink.close() }
+        if ownsSink, let fileSink = sink as? FLACFileSink { try fileSink.close() }
     }
 
     // MARK: Internals
@@ -226,45 +274,66 @@ public final class FLACEncoder {
     }
 
     private func buildMetadata() throws(MediaError) {
-        if !settings.vorbisComments.isEmpty {
-            guard let block = FLAC__metadata_object_new(FLAC__METADATA_TYPE_VORBIS_COMMENT) else {
-                throw MediaError(.io, path: path, message: "out of memory for Vorbis comments")
+        switch settings.layout {
+        case .compact:
+            if !settings.vorbisComments.isEmpty { try appendComments() }
+            if let interval = settings.seekPointInterval, let total = settings.expectedTotalSamples {
+                try appendSeekTable(pointEvery: interval, totalSamples: total)
             }
-            metadata.append(block)
-            for (name, value) in settings.vorbisComments {
-                var entry = FLAC__StreamMetadata_VorbisComment_Entry()
-                guard
-                    FLAC__metadata_object_vorbiscomment_entry_from_name_value_pair(
-                        &entry, name, value) != 0,
-                    FLAC__metadata_object_vorbiscomment_append_comment(block, entry, 0) != 0
-                else {
-                    throw MediaError(
-                        .invalidArgument, path: path,
-                        message: "'\(name)' is not a valid Vorbis comment name (printable ASCII "
-                            + "without '=')")
-                }
+            if settings.paddingBytes > 0 { try appendPadding() }
+        case .editableInPlace:
+            if let interval = settings.seekPointInterval, let total = settings.expectedTotalSamples, total > 0 {
+                try appendSeekTable(pointEvery: interval, totalSamples: total)
+            } else {
+                try appendSeekTable(pointEvery: nil, totalSamples: 0)
             }
+            try appendComments()
+            try appendPadding()
         }
-        if let interval = settings.seekPointInterval, let total = settings.expectedTotalSamples {
-            guard let block = FLAC__metadata_object_new(FLAC__METADATA_TYPE_SEEKTABLE) else {
-                throw MediaError(.io, path: path, message: "out of memory for the seek table")
-            }
-            metadata.append(block)
+    }
+
+    private func appendComments() throws(MediaError) {
+        guard let block = FLAC__metadata_object_new(FLAC__METADATA_TYPE_VORBIS_COMMENT) else {
+            throw MediaError(.io, path: path, message: "out of memory for Vorbis comments")
+        }
+        metadata.append(block)
+        for (name, value) in settings.vorbisComments {
+            var entry = FLAC__StreamMetadata_VorbisComment_Entry()
             guard
-                FLAC__metadata_object_seektable_template_append_spaced_points_by_samples(
-                    block, UInt32(interval), UInt64(total)) != 0,
-                FLAC__metadata_object_seektable_template_sort(block, 1) != 0
+                FLAC__metadata_object_vorbiscomment_entry_from_name_value_pair(&entry, name, value) != 0,
+                FLAC__metadata_object_vorbiscomment_append_comment(block, entry, 0) != 0
             else {
-                throw MediaError(.io, path: path, message: "out of memory for the seek table")
+                throw MediaError(
+                    .invalidArgument, path: path,
+                    message: "'\(name)' is not a valid Vorbis comment name (printable ASCII without '=')")
             }
         }
-        if settings.paddingBytes > 0 {
-            guard let block = FLAC__metadata_object_new(FLAC__METADATA_TYPE_PADDING) else {
-                throw MediaError(.io, path: path, message: "out of memory for padding")
-            }
-            block.pointee.length = UInt32(settings.paddingBytes)
-            metadata.append(block)
+    }
+
+    /// Points every `pointEvery` samples up to `totalSamples`, or (nil) one point at sample 0.
+    private func appendSeekTable(pointEvery interval: Int?, totalSamples total: Int) throws(MediaError) {
+        guard let block = FLAC__metadata_object_new(FLAC__METADATA_TYPE_SEEKTABLE) else {
+            throw MediaError(.io, path: path, message: "out of memory for the seek table")
         }
+        metadata.append(block)
+        let filled =
+            if let interval {
+                FLAC__metadata_object_seektable_template_append_spaced_points_by_samples(
+                    block, UInt32(clamping: interval), UInt64(total)) != 0
+            } else {
+                FLAC__metadata_object_seektable_template_append_point(block, 0) != 0
+            }
+        guard filled, FLAC__metadata_object_seektable_template_sort(block, 1) != 0 else {
+            throw MediaError(.io, path: path, message: "out of memory for the seek table")
+        }
+    }
+
+    private func appendPadding() throws(MediaError) {
+        guard let block = FLAC__metadata_object_new(FLAC__METADATA_TYPE_PADDING) else {
+            throw MediaError(.io, path: path, message: "out of memory for padding")
+        }
+        block.pointee.length = UInt32(settings.paddingBytes)
+        metadata.append(block)
     }
 
     private static func validate(_ settings: Settings, path: String) throws(MediaError) {
@@ -294,7 +363,7 @@ public final class FLACEncoder {
             guard interval > 0, interval <= Int(UInt32.max) else {
                 throw invalid("a seek point interval of \(interval) samples is not usable")
             }
-            guard settings.expectedTotalSamples != nil else {
+            guard settings.expectedTotalSamples != nil || settings.layout == .editableInPlace else {
                 throw invalid("a seek table needs expectedTotalSamples")
             }
         }
@@ -315,10 +384,14 @@ public final class FLACEncoder {
 
     // MARK: Callbacks (on the encoder's thread, inside libFLAC)
 
-    fileprivate func sinkWrite(_ bytes: UnsafeRawBufferPointer) -> Bool { sink.write(bytes) }
+    fileprivate func sinkWrite(_ bytes: UnsafeRawBufferPointer, samples: UInt32) -> Bool {
+        sink.write(bytes, samples: Int(samples))
+    }
     fileprivate func sinkSeek(_ offset: UInt64) -> FLACSinkSeekResult { sink.seek(to: offset) }
     fileprivate func sinkTell() -> UInt64? { sink.tell() }
 }
+
+extension FLACEncoder.MetadataLayout: Equatable {}
 
 // The C callbacks: client data is the unretained FLACEncoder that owns the libFLAC encoder.
 
@@ -327,7 +400,7 @@ private func flacEncoderWrite(
     _ bytes: Int, _ samples: UInt32, _ currentFrame: UInt32, _ context: UnsafeMutableRawPointer?
 ) -> FLAC__StreamEncoderWriteStatus {
     let owner = Unmanaged<FLACEncoder>.fromOpaque(context!).takeUnretainedValue()
-    return owner.sinkWrite(UnsafeRawBufferPointer(start: buffer, count: bytes))
+    return owner.sinkWrite(UnsafeRawBufferPointer(start: buffer, count: bytes), samples: samples)
         ? FLAC__STREAM_ENCODER_WRITE_STATUS_OK : FLAC__STREAM_ENCODER_WRITE_STATUS_FATAL_ERROR
 }
 

@@ -3,22 +3,6 @@
 
 internal import CFLAC
 
-/// What STREAMINFO says about a FLAC stream.
-public struct FLACStreamInfo: Equatable, Sendable {
-    public var sampleRate: Int
-    public var channels: Int
-    public var bitsPerSample: Int
-    /// Samples per channel; 0 when the encoder could not write it back.
-    public var totalSamples: Int
-    /// MD5 of the decoded audio; all zeros when unknown.
-    public var md5: [UInt8]
-    public var minBlockSize: Int
-    public var maxBlockSize: Int
-
-    /// Whether the MD5 was filled in.
-    public var hasMD5: Bool { md5.contains { $0 != 0 } }
-}
-
 /// One SEEKTABLE entry.
 public struct FLACSeekPoint: Equatable, Sendable {
     /// First sample of the target frame.
@@ -31,7 +15,8 @@ public struct FLACSeekPoint: Equatable, Sendable {
     public var isPlaceholder: Bool { sampleNumber == UInt64.max }
 }
 
-/// Reads FLAC metadata blocks. Stateless; any thread.
+/// Reads FLAC metadata blocks without decoding audio: the one metadata reader of recd (the
+/// archive's index and recovery, tests). Stateless; any thread.
 public enum FLACInspector {
     /// STREAMINFO of a FLAC file.
     public static func streamInfo(path: String) throws(MediaError) -> FLACStreamInfo {
@@ -42,27 +27,25 @@ public enum FLACInspector {
             try forEachBlock(path) { _ in }
             throw corrupt(path, "it has no readable STREAMINFO")
         }
-        return streamInfo(of: block.data.stream_info)
+        return FLACStreamInfo(block.data.stream_info)
     }
 
-    /// The Vorbis comments as NAME/value pairs, in file order (names as written). Empty when
-    /// the file has no VORBIS_COMMENT block.
+    /// The Vorbis comments as NAME/value pairs, in file order (names as written; an entry
+    /// without `=` is a name with an empty value). Empty when the file has no VORBIS_COMMENT
+    /// block.
     public static func vorbisComments(path: String) throws(MediaError) -> [(String, String)] {
-        var result: [(String, String)] = []
+        try commentEntries(path: path).map { text in
+            guard let equals = text.firstIndex(of: "=") else { return (text, "") }
+            return (String(text[..<equals]), String(text[text.index(after: equals)...]))
+        }
+    }
+
+    /// The VORBIS_COMMENT entries as stored (`NAME=value`), in file order.
+    public static func commentEntries(path: String) throws(MediaError) -> [String] {
+        var result: [String] = []
         try forEachBlock(path) { block in
             guard block.pointee.type == FLAC__METADATA_TYPE_VORBIS_COMMENT else { return }
-            let comments = block.pointee.data.vorbis_comment
-            for index in 0..<Int(comments.num_comments) {
-                let entry = comments.comments[index]
-                let bytes = UnsafeBufferPointer(start: entry.entry, count: Int(entry.length))
-                let text = String(decoding: bytes, as: UTF8.self)
-                if let equals = text.firstIndex(of: "=") {
-                    result.append(
-                        (String(text[..<equals]), String(text[text.index(after: equals)...])))
-                } else {
-                    result.append((text, ""))
-                }
-            }
+            result += vorbisCommentEntries(of: block)
         }
         return result
     }
@@ -98,15 +81,6 @@ public enum FLACInspector {
     }
 
     // MARK: Internals
-
-    private static func streamInfo(of info: FLAC__StreamMetadata_StreamInfo) -> FLACStreamInfo {
-        var md5sum = info.md5sum
-        let md5 = withUnsafeBytes(of: &md5sum) { Array($0) }
-        return FLACStreamInfo(
-            sampleRate: Int(info.sample_rate), channels: Int(info.channels),
-            bitsPerSample: Int(info.bits_per_sample), totalSamples: Int(info.total_samples),
-            md5: md5, minBlockSize: Int(info.min_blocksize), maxBlockSize: Int(info.max_blocksize))
-    }
 
     /// Not found, not FLAC, and unreadable files fail here with the right kind.
     private static func requireFLAC(_ path: String) throws(MediaError) {

@@ -1,6 +1,6 @@
 import Testing
 
-@testable import MediaFiles
+@testable import Codec
 
 /// The float → integer conversion of the archive and FLACWriter, against the plain definition: scale, NaN as 0,
 /// clamp, `Float.rounded()` (ties away from zero).

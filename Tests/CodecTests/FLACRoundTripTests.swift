@@ -1,10 +1,11 @@
 // FLACWriter / FLACEncoder → file → the reference `flac` tool and AudioFileReader, compared
 // as integers.
 
+import AudioTestSupport
 import Foundation
 import Testing
 
-@testable import MediaFiles
+@testable import Codec
 
 @Suite("FLAC writing and reading")
 struct FLACRoundTripTests {

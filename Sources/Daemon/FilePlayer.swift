@@ -1,7 +1,9 @@
 // Streams an audio file into an engine player from a thread of its own: the "player feeder".
 
 import AudioEngine
+import Codec
 import Dispatch
+import Platform
 import Synchronization
 
 /// Plays a FLAC or WAV file through a `PlayerHandle`: a feeder thread named "player feeder"
@@ -28,9 +30,9 @@ import Synchronization
 ///
 /// Owns its feeder thread; dropping the object stops and joins it. Holds the `ReadOnlyFile` it
 /// was given (its last holder closes the descriptor).
-public final class FilePlayer: Sendable {
+final class FilePlayer: Sendable {
     /// Where the feeder is.
-    public enum State: String, Sendable {
+    enum State: String, Sendable {
         /// Made, not started.
         case idle
         /// Opening the file.
@@ -48,7 +50,7 @@ public final class FilePlayer: Sendable {
     }
 
     /// How the feeder ended; given to `onFinished`.
-    public enum Outcome: Equatable, Sendable {
+    enum Outcome: Equatable, Sendable {
         /// All of the file went into the player (`frames` at the player's rate).
         case finished(frames: Int)
         case stopped
@@ -57,28 +59,28 @@ public final class FilePlayer: Sendable {
     }
 
     /// What the feeder found in the file.
-    public struct FileFormat: Equatable, Sendable {
-        public var format: AudioFileReader.Format
-        public var sampleRate: Int
-        public var channels: Int
-        public var bitsPerSample: Int
-        public var totalFrames: Int?
+    struct FileFormat: Equatable, Sendable {
+        var format: AudioFileReader.Format
+        var sampleRate: Int
+        var channels: Int
+        var bitsPerSample: Int
+        var totalFrames: Int?
     }
 
     /// The file's name in messages: its path, or the name of the open file it was given.
-    public let path: String
+    let path: String
     /// The rate the player plays at (the JACK rate).
-    public let outputSampleRate: Int
-    public let quality: Resampler.Quality
+    let outputSampleRate: Int
+    let quality: Resampler.Quality
 
     private let source: FeedSource
     private let sink: any PlayerSink
     private let shared = Shared()
-    private let thread = Mutex<FeederThread?>(nil)
+    private let thread = Mutex<NamedThread?>(nil)
 
     /// Prepares to play `path` into `player` at `outputSampleRate` frames per second. Touches
     /// neither the file nor the player until `start`.
-    public convenience init(
+    convenience init(
         path: String, player: PlayerHandle, outputSampleRate: Int,
         quality: Resampler.Quality = .high
     ) {
@@ -87,7 +89,7 @@ public final class FilePlayer: Sendable {
 
     /// Prepares to play an open file into `player`; the feeder reads it with a reader of its
     /// own (positional reads), so a reader that probed the file meanwhile does not disturb it.
-    public convenience init(
+    convenience init(
         file: ReadOnlyFile, player: PlayerHandle, outputSampleRate: Int,
         quality: Resampler.Quality = .high
     ) {
@@ -120,17 +122,22 @@ public final class FilePlayer: Sendable {
 
     /// Starts the feeder. `onFinished` is called once, on the feeder thread, as it ends (not
     /// when `stop()` ended it: the caller of `stop` knows). Starting twice traps.
-    public func start(onFinished: (@Sendable (Outcome) -> Void)? = nil) {
+    func start(onFinished: (@Sendable (Outcome) -> Void)? = nil) {
         thread.withLock { thread in
             precondition(thread == nil, "a FilePlayer starts once")
             shared.state.store(State.opening.code, ordering: .releasing)
             let job = FeedJob(
                 source: source, sink: sink, outputSampleRate: outputSampleRate, quality: quality,
                 shared: shared)
-            thread = FeederThread(name: "player feeder") {
-                let outcome = job.run()
-                job.shared.finish(with: outcome)
-                if outcome != .stopped { onFinished?(outcome) }
+            do {
+                thread = try NamedThread(name: "player feeder") {
+                    let outcome = job.run()
+                    job.shared.finish(with: outcome)
+                    if outcome != .stopped { onFinished?(outcome) }
+                }
+            } catch {
+                // No thread means the process is out of resources: nothing a player can recover.
+                preconditionFailure("cannot start the player feeder: \(error)")
             }
         }
     }
@@ -138,7 +145,7 @@ public final class FilePlayer: Sendable {
     /// Stops the feeder and waits for its thread to end (promptly: see the type's notes).
     /// What was written stays in the player's ring; the player is not `finish()`ed. Safe to
     /// call at any time, more than once.
-    public func stop() {
+    func stop() {
         // Joined under the lock, so that concurrent stops never join one thread twice; the
         // feeder never takes this lock, so it cannot deadlock.
         thread.withLock { running in
@@ -151,13 +158,13 @@ public final class FilePlayer: Sendable {
 
     // MARK: Any thread
 
-    public var state: State { State(code: shared.state.load(ordering: .acquiring)) }
+    var state: State { State(code: shared.state.load(ordering: .acquiring)) }
 
     /// True once the whole file went into the player and `finish()` was called on it.
-    public var isFinished: Bool { state == .finished }
+    var isFinished: Bool { state == .finished }
 
     /// True once the feeder has ended, for whatever reason.
-    public var isDone: Bool {
+    var isDone: Bool {
         switch state {
         case .idle, .opening, .feeding: false
         case .finished, .stopped, .detached, .failed: true
@@ -165,16 +172,16 @@ public final class FilePlayer: Sendable {
     }
 
     /// Why it failed, when `state` is `.failed`.
-    public var error: MediaError? { shared.error.withLock { $0 } }
+    var error: MediaError? { shared.error.withLock { $0 } }
 
     /// The file's format, once the feeder has opened it.
-    public var fileFormat: FileFormat? { shared.fileFormat.withLock { $0 } }
+    var fileFormat: FileFormat? { shared.fileFormat.withLock { $0 } }
 
     /// Frames read from the file (at the file's rate).
-    public var framesRead: Int { shared.framesRead.load(ordering: .relaxed) }
+    var framesRead: Int { shared.framesRead.load(ordering: .relaxed) }
 
     /// Frames written into the player (at the player's rate).
-    public var framesWritten: Int { shared.framesWritten.load(ordering: .relaxed) }
+    var framesWritten: Int { shared.framesWritten.load(ordering: .relaxed) }
 }
 
 extension FilePlayer.State {

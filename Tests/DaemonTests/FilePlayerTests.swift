@@ -2,12 +2,14 @@
 // the JACK server (libjack's default, honouring JACK_DEFAULT_SERVER; scripts/test starts one).
 
 import AudioEngine
+import AudioTestSupport
+import Codec
 import Foundation
 import Glibc
 import Synchronization
 import Testing
 
-@testable import MediaFiles
+@testable import Daemon
 
 /// A player ring stand-in that keeps everything written. It takes at most `bite` frames per
 /// write, so the feeder has to come back for the rest.

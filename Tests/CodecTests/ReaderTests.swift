@@ -1,9 +1,10 @@
 // AudioFileReader on WAV files (sox and libsndfile made) and on files it must refuse.
 
+import AudioTestSupport
 import Foundation
 import Testing
 
-@testable import MediaFiles
+@testable import Codec
 
 @Suite("Reading WAV and refusing bad files")
 struct ReaderTests {

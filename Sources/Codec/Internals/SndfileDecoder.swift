@@ -3,7 +3,6 @@
 // the descriptor's shared offset.
 
 internal import CSndfile
-import Glibc
 
 /// Decodes one WAV file with libsndfile, which scales integer PCM by 2^(bits-1) to floats
 /// (its default normalisation) and passes float PCM through unchanged.
