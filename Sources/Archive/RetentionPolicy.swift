@@ -60,11 +60,12 @@ public struct RetentionPolicy: Hashable, Sendable {
             var removed = true
             do throws(SystemError) {
                 try FileSystem.remove(record.path)
-            } catch where error.errno == .noSuchFileOrDirectory {
-                removed = false
             } catch {
-                report.failures[record.path] = ArchiveError(error)
-                continue
+                guard error.errno == .noSuchFileOrDirectory else {
+                    report.failures[record.path] = ArchiveError(error)
+                    continue
+                }
+                removed = false
             }
             try index.remove(path: record.path)
             if removed { report.deleted.append(record.path) }

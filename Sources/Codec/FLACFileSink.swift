@@ -76,7 +76,8 @@ public final class FLACFileSink: FLACStreamSink {
     /// Rejects all further writes (the stream is being abandoned: what reached the kernel
     /// stays, as a crash would leave it).
     public func seal() {
-        if failure == nil { failure = failure(SystemError(.badFileDescriptor, operation: "write", path: path), "write after close") }
+        guard failure == nil else { return }
+        failure = failure(SystemError(.badFileDescriptor, operation: "write", path: path), "write after close")
     }
 
     public func write(_ bytes: UnsafeRawBufferPointer) -> Bool {
@@ -106,9 +107,8 @@ public final class FLACFileSink: FLACStreamSink {
         do throws(SystemError) {
             position = try file.seek(to: Int64(offset))
             return .ok
-        } catch where error.errno == .illegalSeek {
-            return .unsupported
         } catch {
+            if error.errno == .illegalSeek { return .unsupported }
             failure = failure(error, "seek")
             return .failed
         }
@@ -158,7 +158,13 @@ public final class FLACFileSink: FLACStreamSink {
         do throws(SystemError) {
             try file.reserve(offset: reservedEnd, length: target - reservedEnd)
             reservedEnd = target
-        } catch where error.errno == .noSpace || error.errno == .diskQuotaExceeded {
+        } catch {
+            guard error.errno == .noSpace || error.errno == .diskQuotaExceeded else {
+                // EOPNOTSUPP and friends: this file system cannot reserve; a full disk will then
+                // show up as a failed write (a crash-safe writer keeps its file for recovery).
+                self.reservation = nil
+                return
+            }
             let minimum = highWater + reservation.headroom
             do throws(SystemError) {
                 try file.reserve(offset: reservedEnd, length: minimum - reservedEnd)
@@ -166,10 +172,6 @@ public final class FLACFileSink: FLACStreamSink {
             } catch {
                 isLowOnSpace = true
             }
-        } catch {
-            // EOPNOTSUPP and friends: this file system cannot reserve; a full disk will then
-            // show up as a failed write (a crash-safe writer keeps its file for recovery).
-            self.reservation = nil
         }
     }
 

@@ -1,8 +1,8 @@
 // Sessions and record permissions persisted under the state dir (state.json), written
 // atomically after every change and restored on start. Control thread only.
 import ControlProtocol
-import SessionPolicy
 import Platform
+import SessionPolicy
 import SystemSupport
 
 /// The persisted form, versioned; unknown or invalid entries are skipped with a warning.

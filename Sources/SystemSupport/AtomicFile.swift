@@ -44,8 +44,9 @@ public enum AtomicFile {
         let file: OwnedFile
         do {
             file = try OwnedFile(path, .readOnly)
-        } catch where error.errno == .noSuchFileOrDirectory {
-            return nil
+        } catch {
+            if error.errno == .noSuchFileOrDirectory { return nil }
+            throw error
         }
         return try file.readToEnd()
     }

@@ -269,7 +269,9 @@ enum Syscall {
     /// `getsockopt(SO_PEERGROUPS)` into `groups`; `length` in bytes, in and out (`ERANGE`
     /// reports the size needed there).
     static func peerGroups(_ fd: Int32, _ groups: inout [UInt32], _ length: inout socklen_t) -> Result<Void, Errno> {
-        groups.withUnsafeMutableBytes { nothingOrErrno(getsockopt(fd, SOL_SOCKET, SO_PEERGROUPS, $0.baseAddress, &length)) }
+        groups.withUnsafeMutableBytes {
+            nothingOrErrno(getsockopt(fd, SOL_SOCKET, SO_PEERGROUPS, $0.baseAddress, &length))
+        }
     }
 
     // MARK: Users and the process
