@@ -32,3 +32,24 @@ public enum SystemClock {
         Syscall.timegm(parts)
     }
 }
+
+/// A UTC calendar time, as `gmtime_r` and `timegm` see it.
+public struct CalendarParts: Hashable, Sendable {
+    public var year: Int
+    /// 1...12.
+    public var month: Int
+    /// 1...31.
+    public var day: Int
+    public var hour: Int
+    public var minute: Int
+    public var second: Int
+
+    public init(year: Int, month: Int, day: Int, hour: Int, minute: Int, second: Int) {
+        self.year = year
+        self.month = month
+        self.day = day
+        self.hour = hour
+        self.minute = minute
+        self.second = second
+    }
+}

@@ -80,11 +80,7 @@ public final class OwnedFile {
 
     /// Writes all of `bytes` at the current position, one `write(2)` after another.
     public func writeAll(_ bytes: UnsafeRawBufferPointer) throws(SystemError) {
-        var done = 0
-        while done < bytes.count {
-            done += try Syscall.write(descriptor, bytes.baseAddress! + done, bytes.count - done).orThrow(
-                "write", path: path)
-        }
+        try Descriptor.writeAll(descriptor, bytes, path: path)
     }
 
     /// Writes all of `bytes` at `offset` without moving the file position (one `pwrite` for up

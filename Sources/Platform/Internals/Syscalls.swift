@@ -531,27 +531,6 @@ struct ThreadHandle: Sendable {
     let thread: pthread_t
 }
 
-/// A UTC calendar time, as `gmtime_r` and `timegm` see it.
-public struct CalendarParts: Hashable, Sendable {
-    public var year: Int
-    /// 1...12.
-    public var month: Int
-    /// 1...31.
-    public var day: Int
-    public var hour: Int
-    public var minute: Int
-    public var second: Int
-
-    public init(year: Int, month: Int, day: Int, hour: Int, minute: Int, second: Int) {
-        self.year = year
-        self.month = month
-        self.day = day
-        self.hour = hour
-        self.minute = minute
-        self.second = second
-    }
-}
-
 extension FileStatus {
     init(_ info: stat) {
         let type = info.st_mode & S_IFMT
