@@ -67,7 +67,7 @@ let package = Package(
         .testTarget(name: "DevicesTests", dependencies: ["Devices", "Platform"]),
         .testTarget(name: "ArchiveTests", dependencies: ["Archive", "Platform", "TestSupport"]),
         .testTarget(name: "CodecTests", dependencies: ["Codec", "AudioTestSupport", "TestSupport"]),
-        .testTarget(name: "DaemonTests", dependencies: ["Daemon", "Codec", "AudioEngine", "AudioTestSupport"]),
-        .testTarget(name: "EndToEndTests", dependencies: ["ControlProtocol", "TestSupport"]),
+        .testTarget(name: "DaemonTests", dependencies: ["Daemon", "Codec", "AudioEngine", "SessionPolicy", "SystemSupport", "AudioTestSupport"]),
+        .testTarget(name: "EndToEndTests", dependencies: ["ControlProtocol", "Platform", "TestSupport"]),
     ]
 )

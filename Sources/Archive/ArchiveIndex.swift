@@ -1,5 +1,6 @@
 // The archive's index over SQLite (SPEC §9): what, when, where, how long — answering
 // `recctl archive list` fast, and rebuilt from the files alone by `reindex`.
+// Threads: each `ArchiveIndex` (one SQLite connection) is used by one thread at a time.
 
 import Platform
 
@@ -14,8 +15,8 @@ public struct ReindexSummary: Hashable, Sendable {
 /// The index of finished segments, in an SQLite database (WAL mode, a busy timeout, prepared
 /// statements). Rows are keyed by path; lists come ordered by start time.
 ///
-/// Threads: one thread at a time (the daemon's control thread). Another process or connection
-/// may use the same database file meanwhile (WAL, busy timeout).
+/// Threads: one thread at a time per object. recd has two connections to one file, the control
+/// thread's and the worker's; other processes may use it too (WAL, busy timeout).
 public final class ArchiveIndex {
     public let path: String
     private let database: SQLiteDatabase

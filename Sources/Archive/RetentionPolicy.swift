@@ -1,5 +1,6 @@
 // Deleting old segments (SPEC §9): past a maximum age, or while free space is below a floor;
 // oldest first, never a file being written.
+// Threads: `enforce` runs on the thread that owns the index connection it is given.
 
 import Platform
 
@@ -31,7 +32,8 @@ public struct RetentionPolicy: Hashable, Sendable {
     /// (the recorders' `openPaths`); removes the index rows of what it deleted (and of files
     /// already gone), and day folders left empty.
     ///
-    /// Threads: the thread that owns `index` (the control thread). Blocks on file deletion.
+    /// Threads: the thread that owns `index` (in recd, the worker thread with its own index
+    /// connection). Blocks on file deletion.
     public func enforce(
         archiveDirectory: String, index: ArchiveIndex, openPaths: Set<String>, now: UTCTime
     ) throws(ArchiveError) -> RetentionReport {

@@ -1,6 +1,7 @@
 // The recd control protocol: one JSON object per line over a Unix stream socket.
 // Versioned and append-only: new ops and fields may be added, none renamed or removed.
 // docs/protocol.md is the reference; keep the two telling the same story.
+// Threads: any; everything here is a value or a pure function.
 import SessionPolicy
 
 /// The protocol version this build speaks. Requests may carry `"v"`; a higher one is refused.
@@ -182,6 +183,13 @@ public enum Wire {
 
     public static func success(id: JSONValue, _ fields: [(String, JSONValue)] = []) -> String {
         JSONValue.object([("id", id), ("ok", true)] + fields).jsonText
+    }
+
+    /// A step of a request that replies later (`archive.verify` with `"progress": true`): a
+    /// line with the request's `id` and no `ok`, before its reply.
+    public static func progress(id: JSONValue, done: Int, total: Int) -> String {
+        let step: JSONValue = ["done": .number(Double(done)), "total": .number(Double(total))]
+        return JSONValue.object([("id", id), ("progress", step)]).jsonText
     }
 
     /// Decodes the error object of a failed reply.

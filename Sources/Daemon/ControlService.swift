@@ -1,5 +1,10 @@
 // The control loop's request handling: decode, authorize, run against the policy store,
-// apply effects (events, persistence), reply. Runs on the control thread only.
+// apply effects (events, persistence), reply.
+//
+// Threads: the control thread only, which feeds systemd's watchdog from `tick` and so must
+// never wait long. What may take long goes to the worker (`SlowRequestWorker`: archive
+// verify, reindex and retention) and state.json to the state writer (`StateWriter`); their
+// completions come back here through `server.post`.
 import AudioEngine
 import ControlProtocol
 import Platform
@@ -17,13 +22,18 @@ import SystemSupport
 final class ControlService: ControlServerHandler, @unchecked Sendable {
     var store: SessionStore
     let config: RecdConfig
-    let stateFile: StateFile
     let startedAt: Double
     let adminGID: UInt32?
     weak var server: ControlServer?
     var engine: EngineController!
     let players = PlayerTable()
     let archive = ArchiveState()
+    /// Runs slow requests off the control thread; set at start-up, stopped at shutdown.
+    var worker: SlowRequestWorker!
+    /// Writes state.json off the control thread; set at start-up, finished at shutdown.
+    var stateWriter: StateWriter!
+    /// The archive as worker jobs see it (used on the worker thread only).
+    let maintenance: ArchiveMaintenance
     var monitoring = MonitoringState()
     var devices: DeviceState!
     /// The engine's meters over the last tick (about 100 ms), for every `meter` request alike.
@@ -48,11 +58,11 @@ final class ControlService: ControlServerHandler, @unchecked Sendable {
     private var nextWatchdog = 0.0
     private var pendingPermissions: [PendingPermission] = []
 
-    init(config: RecdConfig, store: SessionStore, stateFile: StateFile, startedAt: Double) {
+    init(config: RecdConfig, store: SessionStore, startedAt: Double) {
         self.config = config
         self.store = store
-        self.stateFile = stateFile
         self.startedAt = startedAt
+        maintenance = ArchiveMaintenance(directory: config.archive.dir)
         self.adminGID = config.daemon.adminGroup.flatMap { name in
             UserDatabase.groupID(named: name)
         }
@@ -67,6 +77,8 @@ final class ControlService: ControlServerHandler, @unchecked Sendable {
     func clientDisconnected(_ client: ClientID) {
         clients[client] = nil
         pendingPermissions.removeAll { $0.client == client }
+        worker.clientGone(client)
+        archive.pendingStops.removeAll { $0.client == client }
     }
 
     func clientRejected(_ client: ClientID, reason: ClientRejection) -> String? {
@@ -90,20 +102,32 @@ final class ControlService: ControlServerHandler, @unchecked Sendable {
         case .failure(let failure):
             send(Wire.failure(id: failure.id, failure.error), to: client)
         case .success(let request):
+            let began = SystemClock.monotonicSeconds()
+            defer { noteIfSlow(since: began, request.op.rawValue) }
             do {
                 try Self.checkPassed(descriptors, for: request.op)
                 if let fields = try handle(request, from: client, peer: peer, descriptors: &descriptors) {
                     send(Wire.success(id: request.id, fields), to: client)
                 }
-            } catch let error as SessionError {
-                send(Wire.failure(id: request.id, error), to: client)
             } catch {
-                send(Wire.failure(id: request.id, SessionError(.unspecified, "\(error)")), to: client)
+                send(Wire.failure(id: request.id, Self.replyError(error)), to: client)
             }
         }
     }
 
+    /// Longest the control thread may spend on one request or tick before recd logs it: it
+    /// feeds systemd's watchdog and answers every client, so slow work belongs on the worker.
+    static let slowThreshold = 0.1
+
+    private func noteIfSlow(since began: Double, _ what: String) {
+        let busy = SystemClock.monotonicSeconds() - began
+        guard busy > Self.slowThreshold else { return }
+        Log.warning("control thread busy \(Int(busy * 1000)) ms in \(what); other clients and the watchdog waited")
+    }
+
     func tick(now: Double) {
+        let began = SystemClock.monotonicSeconds()
+        defer { noteIfSlow(since: began, "the tick") }
         engineWoke()
         reapPlayers()
         serviceRecorders(now: now)
@@ -202,7 +226,13 @@ final class ControlService: ControlServerHandler, @unchecked Sendable {
             : "\(op.rawValue) takes no descriptor; only play does (the open file)")
     }
 
-    /// Returns the reply fields, or nil when the reply comes later (permission.request).
+    /// What a failed request replies: its SessionError, or any other error as unspecified.
+    static func replyError(_ error: any Error) -> SessionError {
+        (error as? SessionError) ?? SessionError(.unspecified, "\(error)")
+    }
+
+    /// Returns the reply fields, or nil when the reply comes later: permission.request, and
+    /// the requests done on the worker (archive.verify, archive.reindex, record.stop).
     private func handle(
         _ request: Request, from client: ClientID, peer: PeerCredentials, descriptors: inout PassedDescriptors
     ) throws -> [(String, JSONValue)]? {
@@ -287,13 +317,13 @@ final class ControlService: ControlServerHandler, @unchecked Sendable {
         case .recordStart:
             return try recordStart(request, peer: peer)
         case .recordStop:
-            return try recordStop(request, peer: peer)
+            return try recordStop(request, from: client, peer: peer)
         case .archiveList:
             return try archiveList(request)
         case .archiveVerify:
-            return try archiveVerify(request, peer: peer)
+            return try archiveVerify(request, from: client, peer: peer)
         case .archiveReindex:
-            return try archiveReindex()
+            return archiveReindex(request, from: client)
         case .meter:
             return try meterFields(app: try request.optionalString("app"))
         case .cueOutputs, .cueAssign, .cueMix, .cueSplit, .cueShow:
@@ -487,25 +517,24 @@ final class ControlService: ControlServerHandler, @unchecked Sendable {
         }
     }
 
-    private func send(_ line: String, to client: ClientID) {
+    func send(_ line: String, to client: ClientID) {
         server?.send(line, to: client)
     }
 
-    /// Stops streams and leaves JACK cleanly (SIGTERM, end of the control loop).
+    /// Stops streams, leaves JACK cleanly and writes the final state (SIGTERM, end of the
+    /// control loop).
     func shutdown() {
         stopDevices()
         for player in players.all { stopPlayer(player, reason: "stop") }
-        for stream in archive.recorders { stopRecorder(stream, reason: .stop) }
+        stopAllRecordersAndWait()
         engine.engine.stop()
+        // Last: a verify still decoding ends after its current file; recordings are safe by now.
+        worker.stop()
+        stateWriter.finish(PersistedState(store: store))
     }
 
-    func save() {
-        do {
-            try stateFile.save(PersistedState(store: store))
-        } catch {
-            Log.error("cannot save sessions to \(stateFile.path): \(error); they stay in memory, fix the state dir to keep them across restarts")
-        }
-    }
+    /// Persists sessions and permissions (written on the state writer's thread).
+    func save() { stateWriter.save(PersistedState(store: store)) }
 }
 
 /// This build's version, reported by `hello` and `status`.

@@ -1,8 +1,13 @@
 // Sessions and record permissions persisted under the state dir (state.json), written
-// atomically after every change and restored on start. Control thread only.
+// atomically after every change and restored on start.
+//
+// Threads: `PersistedState` and `StateFile.load` on the control thread (at start-up).
+// `StateWriter.save` and `finish` on the control thread; the writes themselves (two fsyncs
+// each, which take long on a busy disk) on the writer's own thread, "state writer".
 import ControlProtocol
 import Platform
 import SessionPolicy
+import Synchronization
 import SystemSupport
 
 /// The persisted form, versioned; unknown or invalid entries are skipped with a warning.
@@ -113,6 +118,58 @@ struct StateFile {
     }
 
     func save(_ state: PersistedState) throws {
-        try AtomicFile.write(Array((state.json.jsonText + "\n").utf8), to: path, mode: 0o640)
+        try write(Self.bytes(state))
+    }
+
+    static func bytes(_ state: PersistedState) -> [UInt8] { Array((state.json.jsonText + "\n").utf8) }
+
+    /// Any thread; writes of one file must not overlap (`AtomicFile.write`).
+    func write(_ bytes: [UInt8]) throws {
+        try AtomicFile.write(bytes, to: path, mode: 0o640)
+    }
+}
+
+/// Writes state.json on its own thread, so that the control thread never waits for fsync.
+/// Each change queues the newest state; a write still queued when a newer one comes is
+/// skipped, so the file always ends up as the last change. A crash loses at most the changes
+/// of the last write's few milliseconds; `finish` (SIGTERM) writes the final state.
+final class StateWriter: Sendable {
+    let file: StateFile
+    private let worker: SlowRequestWorker
+    /// The number of the newest state queued.
+    private let newest = Atomic<Int>(0)
+
+    /// Starts the writer thread; write failures are logged on the control thread (`deliver`).
+    init(file: StateFile, deliver: @escaping SlowRequestWorker.Deliver) throws(SystemError) {
+        self.file = file
+        worker = try SlowRequestWorker(name: "state writer", deliver: deliver)
+    }
+
+    /// Queues `state` to be written. Control thread.
+    func save(_ state: PersistedState) {
+        let bytes = StateFile.bytes(state)
+        let number = newest.add(1, ordering: .acquiringAndReleasing).newValue
+        let write: @Sendable (WorkerJob) -> (any Error)? = { [self] _ in
+            guard newest.load(ordering: .acquiring) == number else { return nil }  // a newer one follows
+            do { try file.write(bytes) } catch { return error }
+            return nil
+        }
+        worker.submit(for: nil, write) { [file] failure in
+            guard let failure else { return }
+            Log.error(
+                "cannot save sessions to \(file.path): \(failure); "
+                    + "they stay in memory, fix the state dir to keep them across restarts")
+        }
+    }
+
+    /// Waits for the write under way, drops queued ones and writes `state` here, on the
+    /// control thread: at shutdown, when the loop no longer runs.
+    func finish(_ state: PersistedState) {
+        worker.stop()
+        do {
+            try file.save(state)
+        } catch {
+            Log.error("cannot save sessions to \(file.path): \(error); the last changes are lost, fix the state dir")
+        }
     }
 }

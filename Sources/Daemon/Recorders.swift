@@ -1,6 +1,10 @@
 // Recorders (SPEC §7, §8, §9): a session's input captured by an engine tap, band-limited for
 // HFP links, and archived as FLAC segments by an archiver thread. Control thread only, except
-// where a type says otherwise.
+// where a type says otherwise. `archive.index` is the control thread's own connection to the
+// index (adds on segmentFinished, archive.list, the status count); verify, reindex and
+// retention run on the worker with its own (ArchiveMaintenance.swift). Stopping never waits
+// for an archiver: `stopRecorder` asks and returns, the `.stopped` event finishes the job
+// (`recorderWake` posts event handling to the control thread from the archiver thread).
 import Archive
 import AudioEngine
 import Codec
@@ -85,19 +89,41 @@ final class RecorderStream {
     }
 }
 
+/// A `record.stop` reply waiting for the recorders it stopped to finish their files.
+struct PendingStop {
+    var client: ClientID
+    var id: JSONValue
+    var waitingFor: [ObjectIdentifier]
+    /// The recorders as they were when asked to stop: the reply's `recorders`.
+    var recorders: [JSONValue]
+}
+
 /// The archive as the daemon sees it: recorders, suspended specs, the index.
 final class ArchiveState {
     var recorders: [RecorderStream] = []
+    /// Recorders asked to stop whose archiver still finishes its files; they leave with their
+    /// `.stopped` event.
+    var stopping: [RecorderStream] = []
+    /// `record.stop` requests that reply once their recorders have finished their files.
+    var pendingStops: [PendingStop] = []
     /// Recorders stopped by an interruption or a media-services loss, to start again on resume.
     var suspended: [RecorderSpec] = []
+    /// The control thread's connection to the index (the worker has its own).
     var index: ArchiveIndex?
     var lastRetention = 0.0
+    /// A retention run is queued or running on the worker.
+    var retentionRunning = false
+    /// `archive.reindex` requests on the worker, and the segments finished meanwhile, which
+    /// the rebuild may have missed (added again when the last one is done).
+    var reindexesRunning = 0
+    var finishedDuringReindex: [SegmentRecord] = []
 
     func of(_ app: String) -> [RecorderStream] { recorders.filter { $0.spec.app == app } }
 }
 
 extension ControlService {
     var archiveDir: String { config.archive.dir }
+    var archiveIndexPath: String { maintenance.indexPath }
 
     /// Start-up: recover partial files left by a crash, open the index.
     func openArchive() {
@@ -105,7 +131,7 @@ extension ControlService {
             Log.error("cannot create archive dir \(archiveDir); recordings will fail until [archive] dir is writable")
         }
         do {
-            archive.index = try ArchiveIndex(path: archiveDir + "/index.sqlite")
+            archive.index = try ArchiveIndex(path: archiveIndexPath)
         } catch {
             Log.error("cannot open the archive index: \(error); `recctl archive reindex` rebuilds it")
         }
@@ -193,9 +219,8 @@ extension ControlService {
             inputPort: port.name, inputType: port.type.rawValue, bandwidth: bandwidth.name, recdVersion: recdVersion)
         let recorder: Recorder
         do {
-            recorder = try Recorder(configuration: configuration, source: source, transform: transform) { [weak server] in
-                server?.post {}
-            }
+            recorder = try Recorder(
+                configuration: configuration, source: source, transform: transform, wake: recorderWake)
             try recorder.start()
         } catch {
             engine.engine.removeCaptureTap(tap)
@@ -230,7 +255,7 @@ extension ControlService {
             inputPort: spec.port, inputType: "bus", bandwidth: CaptureBandwidth.full.name, recdVersion: recdVersion)
         let recorder: Recorder
         do {
-            recorder = try Recorder(configuration: configuration, source: source) { [weak server] in server?.post {} }
+            recorder = try Recorder(configuration: configuration, source: source, wake: recorderWake)
             try recorder.start()
         } catch {
             engine.engine.removeCaptureTap(tap)
@@ -244,8 +269,8 @@ extension ControlService {
         return stream
     }
 
-    /// `record.stop`.
-    func recordStop(_ request: Request, peer: PeerCredentials) throws -> [(String, JSONValue)] {
+    /// `record.stop`: replies once the recorders have finished their files (nil: later).
+    func recordStop(_ request: Request, from client: ClientID, peer: PeerCredentials) throws -> [(String, JSONValue)]? {
         let app = try request.string("app")
         try authorizeChange(of: app, by: peer)
         _ = try store.session(app)
@@ -261,26 +286,69 @@ extension ControlService {
         }
         archive.suspended.removeAll { $0.app == app && (stream == nil || $0.stream == stream) }
         syncStreams(app)
-        return [("recorders", .array(stopped))]
+        let pending = PendingStop(
+            client: client, id: request.id, waitingFor: targets.map(ObjectIdentifier.init), recorders: stopped)
+        archive.pendingStops.append(pending)
+        return nil
     }
 
-    /// Stops a recorder and waits for its last segment to be finished (milliseconds).
+    /// Asks a recorder to stop and detaches it from the engine, then returns: its archiver
+    /// drains what was captured and finishes the open segment on its own thread (a final
+    /// flush and fdatasync, which take long on a busy disk), and `finishStop` follows its
+    /// `.stopped` event.
     func stopRecorder(_ stream: RecorderStream, reason: EndReason) {
         guard !stream.stopping else { return }
         stream.stopping = true
-        stream.recorder.stop(reason: reason)
-        handleRecorderEvents(stream)
+        stream.recorder.requestStop(reason: reason)
         engine.engine.removeCaptureTap(stream.tap)
         archive.recorders.removeAll { $0 === stream }
-        announceRecording(stream, state: "stopped", file: stream.currentFiles.first, reason: reason.rawValue)
+        archive.stopping.append(stream)
+    }
+
+    /// A stopped recorder's files are finished: announce it, answer the `record.stop`
+    /// requests that were waiting for it.
+    private func finishStop(_ stream: RecorderStream, reason: EndReason, error: ArchiveError?) {
+        stream.recorder.waitUntilStopped()  // its thread has ended: this only joins it
+        archive.stopping.removeAll { $0 === stream }
+        announceRecording(
+            stream, state: "stopped", file: stream.currentFiles.first, reason: reason.rawValue,
+            extra: error.map { [("error", Wire.errorObject($0.sessionError))] } ?? [])
+        let finished = ObjectIdentifier(stream)
+        for index in archive.pendingStops.indices {
+            archive.pendingStops[index].waitingFor.removeAll { $0 == finished }
+        }
+        for stop in archive.pendingStops where stop.waitingFor.isEmpty {
+            send(Wire.success(id: stop.id, [("recorders", .array(stop.recorders))]), to: stop.client)
+        }
+        archive.pendingStops.removeAll { $0.waitingFor.isEmpty }
+    }
+
+    /// Stops every recorder and waits until each has finished its files: at shutdown, when the
+    /// control loop no longer runs.
+    func stopAllRecordersAndWait() {
+        for stream in archive.recorders { stopRecorder(stream, reason: .stop) }
+        for stream in archive.stopping {
+            stream.recorder.waitUntilStopped()
+            handleRecorderEvents(stream)
+        }
+    }
+
+    /// Wakes the control thread to handle a recorder's events (called on its archiver thread).
+    var recorderWake: @Sendable () -> Void {
+        { [weak server, weak self] in
+            server?.post { [weak self] in self?.handleAllRecorderEvents() }
+        }
+    }
+
+    /// Events of running and stopping recorders.
+    func handleAllRecorderEvents() {
+        for stream in archive.recorders + archive.stopping { handleRecorderEvents(stream) }
     }
 
     /// Control thread, from the tick and wake-ups: start times, events, disk full, retention.
     func serviceRecorders(now: Double) {
-        for stream in archive.recorders {
-            stream.source.resolveStartTime(engine.engine)
-            handleRecorderEvents(stream)
-        }
+        for stream in archive.recorders { stream.source.resolveStartTime(engine.engine) }
+        handleAllRecorderEvents()
         if now - archive.lastRetention >= 60 {
             archive.lastRetention = now
             enforceRetention()
@@ -297,6 +365,7 @@ extension ControlService {
                 stream.currentFiles.removeAll { $0 == record.path }
                 stream.segments += 1
                 do { try archive.index?.add(record) } catch { Log.warning("index: \(error)") }
+                if archive.reindexesRunning > 0 { archive.finishedDuringReindex.append(record) }
                 announceRecording(stream, state: "finished", file: record.path, reason: record.endReason?.rawValue,
                                   extra: [("frames", .number(Double(record.frames))), ("gaps", .number(Double(record.gaps.count)))])
             case .segmentAbandoned(let partial, let error):
@@ -308,7 +377,10 @@ extension ControlService {
                 announceRecording(stream, state: "gap", file: nil, reason: "overrun",
                                   extra: [("position", .number(Double(gap.position))), ("length", .number(Double(gap.length)))])
             case .stopped(let reason, let error):
-                guard !stream.stopping else { continue }
+                if stream.stopping {
+                    finishStop(stream, reason: reason, error: error)
+                    continue
+                }
                 // The recorder stopped by itself: disk full or a write error.
                 stream.stopping = true
                 engine.engine.removeCaptureTap(stream.tap)
@@ -320,18 +392,6 @@ extension ControlService {
                 } ?? [])
                 syncStreams(stream.spec.app)
             }
-        }
-    }
-
-    func enforceRetention() {
-        let policy = RetentionPolicy(maxAgeDays: config.archive.maxAgeDays, minFreePercent: config.archive.minFreePercent)
-        guard policy.maxAgeDays != nil || policy.minFreePercent != nil, let index = archive.index else { return }
-        let open = Set(archive.recorders.flatMap { $0.recorder.openPaths })
-        do {
-            let report = try policy.enforce(archiveDirectory: archiveDir, index: index, openPaths: open, now: UTCTime.now())
-            for path in report.deleted { Log.notice("retention deleted \(path)") }
-        } catch {
-            Log.error("retention: \(error)")
         }
     }
 
@@ -433,35 +493,6 @@ extension ControlService {
             "end_reason": JSONValue(record.endReason?.rawValue), "gaps": .number(Double(record.gaps.count)),
             "recovered": .bool(record.recovered), "bytes": .number(Double(record.bytes)),
         ]
-    }
-
-    func archiveVerify(_ request: Request, peer: PeerCredentials) throws -> [(String, JSONValue)] {
-        let paths: [String]
-        if let path = try request.optionalString("path") {
-            // recd decodes with its own rights: only files inside the archive, never a path
-            // that leads elsewhere (`..`, symlinks, another directory).
-            guard let resolved = ArchivePath.resolve(path, inside: archiveDir) else {
-                throw SessionError(.badParam, "\(path) is not a file inside the archive \(archiveDir); verify only segments there (`recctl archive list` shows them)")
-            }
-            guard ArchivePath.isReadable(resolved, uid: peer.uid, groups: Set(peer.groups + [peer.gid])) else {
-                throw SessionError(.badParam, "uid \(peer.uid) may not read \(resolved); verify only segments you can read, or run `recctl archive verify` without a path to check the whole archive")
-            }
-            paths = [resolved]
-        } else {
-            paths = try archive.index?.list().map(\.path) ?? []
-        }
-        let results = paths.map { ArchiveVerifier.verify(path: $0) }
-        return [
-            ("results", .array(results.map { ["path": .string($0.path), "ok": .bool($0.isOK), "outcome": .string("\($0.outcome)"), "frames": .number(Double($0.frames))] })),
-            ("all_ok", .bool(results.allSatisfy(\.isOK))),
-        ]
-    }
-
-    func archiveReindex() throws -> [(String, JSONValue)] {
-        let index = try archive.index ?? ArchiveIndex(path: archiveDir + "/index.sqlite")
-        archive.index = index
-        let summary = try index.reindex(from: archiveDir)
-        return [("indexed", .number(Double(summary.indexed))), ("skipped", .array(summary.skipped.keys.sorted().map { .string($0) }))]
     }
 }
 

@@ -1,4 +1,8 @@
 // recd's start-up: arguments, config, state, socket, then the control loop.
+//
+// Threads: the main thread, which blocks signals before any other thread exists, starts the
+// worker threads ("slow worker", "state writer"), the engine and the devices, then becomes
+// the control thread in `server.run`; after it returns, `shutdown` stops them all.
 import ControlProtocol
 import Devices
 import Platform
@@ -128,7 +132,7 @@ public enum Recd {
             return 69  // EX_UNAVAILABLE
         }
 
-        let service = ControlService(config: config, store: store, stateFile: stateFile, startedAt: SystemClock.monotonicSeconds())
+        let service = ControlService(config: config, store: store, startedAt: SystemClock.monotonicSeconds())
         let server: ControlServer
         do {
             server = try ControlServer(listeningFD: listener, watchingSignals: Signals.shutdownAndReload)
@@ -137,6 +141,13 @@ public enum Recd {
             return 71
         }
         service.server = server
+        do {
+            service.worker = try SlowRequestWorker(name: "slow worker") { [weak server] work in server?.post(work) }
+            service.stateWriter = try StateWriter(file: stateFile) { [weak server] work in server?.post(work) }
+        } catch {
+            Log.error("cannot start the worker threads: \(error)")
+            return 71
+        }
         service.engine = EngineController(config: config) { [weak server, service] in
             server?.post { service.engineWoke() }
         }
@@ -150,7 +161,6 @@ public enum Recd {
         server.run(handler: service)
         try? SystemdNotify.stopping()
         service.shutdown()
-        service.save()
         Log.notice("recd stopped")
         return 0
     }

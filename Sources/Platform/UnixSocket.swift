@@ -35,6 +35,9 @@ public enum UnixSocket {
     /// Longest socket path accepted (`sun_path` less its terminating NUL): 107 bytes.
     public static let maxPathBytes = Syscall.maxUnixPathBytes
 
+    /// `SOCK_STREAM`, for C libraries that ask about a socket's type (`sd_is_socket_unix`).
+    public static let streamType = Syscall.streamSocketType
+
     /// Most descriptors one `receive` takes in, and one `send(_:passing:)` may pass.
     public static let descriptorSlots = Syscall.descriptorSlots
 

@@ -1,5 +1,6 @@
 // recctl's side of the control socket: connect, send one request, read its reply (events
-// that arrive meanwhile are passed to a watcher or skipped).
+// that arrive meanwhile are passed to a watcher or skipped, and so are the request's own
+// progress lines). Threads: recctl has one; a Connection is used by one thread at a time.
 import ControlProtocol
 import Foundation
 import Platform
@@ -49,6 +50,7 @@ final class Connection {
 
     /// Sends a request and waits for its reply; `onEvent` sees events that arrive first.
     /// `passing` descriptors travel with the request line (SCM_RIGHTS); the caller keeps them.
+    /// Progress lines of the request (no `ok`) are skipped; each restarts the `timeout`.
     func call(
         _ op: Op, _ arguments: [(String, JSONValue)] = [], passing descriptors: [Int32] = [], timeout: Double? = 30,
         onEvent: ((JSONValue) -> Void)? = nil
@@ -62,6 +64,7 @@ final class Connection {
                 onEvent?(message)
                 continue
             }
+            if message["progress"] != nil, message["ok"] == nil { continue }
             if message["id"]?.intValue == id || message["id"] == .null { return message }
         }
     }

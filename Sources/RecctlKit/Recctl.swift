@@ -1,5 +1,6 @@
 // recctl: one request per invocation (or a watch), human output or --json.
 // Exit status: 0 ok, 1 the daemon refused (error: NAME (CODE): MESSAGE), 2 usage, 3 unreachable.
+// Threads: the main thread only.
 import ControlProtocol
 import Foundation
 import Platform
@@ -305,8 +306,11 @@ public enum Recctl {
             if let since = command.value("since") { arguments.append(("since", .string(since))) }
             return (.archiveList, arguments)
         case ["archive", "verify"]:
-            guard let path = p.first else { return (.archiveVerify, []) }
-            return (.archiveVerify, [("path", .string(path.hasPrefix("/") ? path : FileManager.default.currentDirectoryPath + "/" + path))])
+            // Progress lines keep the reply's timeout from running out on a long verify.
+            let progress: (String, JSONValue) = ("progress", true)
+            guard let path = p.first else { return (.archiveVerify, [progress]) }
+            let absolute = path.hasPrefix("/") ? path : FileManager.default.currentDirectoryPath + "/" + path
+            return (.archiveVerify, [("path", .string(absolute)), progress])
         case ["archive", "reindex"]: return (.archiveReindex, [])
         case ["pause"], ["stop"]:
             var arguments = app

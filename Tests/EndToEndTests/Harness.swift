@@ -84,7 +84,7 @@ final class Daemon: @unchecked Sendable {
     /// server's system ports); `jackServer` names a private JACK server.
     init(extraConfig: String = "", adminGroup: String? = nil, ports: String = Daemon.systemPorts, jackServer: String? = nil,
          allowBufferSizeChanges: Bool = false, archiveSegmentSeconds: Int? = nil, archiveDirectory: String? = nil,
-         environment: [String: String] = [:]) throws {
+         archiveMaxAgeDays: Int? = nil, environment: [String: String] = [:]) throws {
         self.environment = environment
         directory = try makeTemporaryDirectory("recd-e2e")
         socket = directory + "/run/control.sock"
@@ -96,6 +96,7 @@ final class Daemon: @unchecked Sendable {
         if allowBufferSizeChanges { config += "allow_buffer_size_changes = yes\n" }
         config += "\n[archive]\ndir = \(archiveDirectory ?? directory + "/archive")\n"
         if let archiveSegmentSeconds { config += "segment_seconds = \(archiveSegmentSeconds)\n" }
+        if let archiveMaxAgeDays { config += "max_age_days = \(archiveMaxAgeDays)\n" }
         config += "\n" + ports
         try (config + extraConfig).write(toFile: configPath, atomically: true, encoding: .utf8)
         try start()
@@ -105,6 +106,9 @@ final class Daemon: @unchecked Sendable {
         stop()
         try? FileManager.default.removeItem(atPath: directory)
     }
+
+    /// The running recd's process ID.
+    var pid: Int32? { process.map(\.processIdentifier) }
 
     var recdPath: String { productsDirectory.appendingPathComponent("recd").path }
     var recctlPath: String { productsDirectory.appendingPathComponent("recctl").path }

@@ -2,6 +2,7 @@
 // descriptor; recd (root here) never opens a path a client names.
 import ControlProtocol
 import Foundation
+import Platform
 import Testing
 
 #if canImport(Glibc)
@@ -68,5 +69,57 @@ struct PlayAccessTests {
         // Resuming (no file) is unchanged: nothing to resume is cannotStartPlaying.
         client.send(#"{"id":6,"op":"play","app":"app"}"# + "\n")
         #expect(try #require(client.readJSON())["error"]?["name"] == "cannotStartPlaying")
+    }
+
+    @Test("descriptors recd does not take are refused with badParam or cannotStartPlaying, and none leaks")
+    func descriptorMisuse() throws {
+        let daemon = try Daemon()
+        let wav = daemon.directory + "/tone.wav"
+        try writeWAV(path: wav, sampleRate: 48_000, channels: 1, samples: [Int16](repeating: 500, count: 48_000))
+        try #require(daemon.recctl("session", "set", "app", "--category", "playback").status == 0)
+        let pid = try #require(daemon.pid)
+        /// What recd holds open of this test's files (its own descriptors come and go with its
+        /// threads, so count only those that lead to the files passed here).
+        func heldTestFiles() -> [String] {
+            let fds = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/\(pid)/fd")) ?? []
+            return fds.compactMap { try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/\(pid)/fd/\($0)") }
+                .filter { $0.hasPrefix(daemon.directory) && !$0.hasPrefix(daemon.directory + "/run") && !$0.hasSuffix(".log") }
+                .filter { $0 == wav || $0 == daemon.directory || $0.hasSuffix("/w.wav") }
+        }
+        let client = try RawClient(path: daemon.socket)
+        client.send(#"{"id":0,"op":"hello"}"# + "\n")
+        _ = client.readJSON()
+        let file = open(wav, O_RDONLY | O_CLOEXEC)
+        let directory = open(daemon.directory, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+        let writeOnly = open(daemon.directory + "/w.wav", O_WRONLY | O_CREAT | O_CLOEXEC, 0o644)
+        defer { [file, directory, writeOnly].forEach { close($0) } }
+        try #require(file >= 0 && directory >= 0 && writeOnly >= 0)
+
+        func reply(_ line: String, _ descriptors: [Int32]) throws -> JSONValue {
+            try DescriptorPassing.sendLine(line, passing: descriptors, over: client.fd)
+            return try #require(client.readJSON(), "no reply to \(line)")
+        }
+        let play = #"{"id":1,"op":"play","app":"app","file":"\#(wav)"}"#
+        let cases: [(String, [Int32], String)] = [
+            (#"{"id":1,"op":"status"}"#, [file], "badParam"),  // another op
+            (play, [file, file], "badParam"),  // two with play
+            (#"{"id":1,"op":"play","app":"app"}"#, [file], "badParam"),  // no file name
+            (play, [file, file, file, file, file], "badParam"),  // more than a line may carry
+            (play, [directory], "cannotStartPlaying"),
+            (play, [writeOnly], "cannotStartPlaying"),
+        ]
+        for (line, descriptors, name) in cases {
+            let answer = try reply(line, descriptors)
+            #expect(answer["ok"] == false && answer["error"]?["name"]?.stringValue == name, "\(line) with \(descriptors.count): \(answer)")
+        }
+        #expect(try daemon.recctl("--json", "status").json?["players"]?.arrayValue == [], "nothing plays")
+        #expect(heldTestFiles() == [], "recd kept descriptors it refused")
+
+        // The right way plays, and the descriptor is released when the player stops.
+        let played = try reply(play, [file])
+        #expect(played["ok"] == true, "\(played)")
+        #expect(heldTestFiles() == [wav], "the player holds its file")
+        #expect(try daemon.recctl("stop", "app").status == 0)
+        #expect(eventually { heldTestFiles() == [] }, "the player's descriptor is closed after stop")
     }
 }

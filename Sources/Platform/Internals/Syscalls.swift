@@ -174,6 +174,9 @@ enum Syscall {
         return valueOrErrno(Glibc.socket(AF_UNIX, type, 0))
     }
 
+    /// `SOCK_STREAM`.
+    static let streamSocketType = Int32(SOCK_STREAM.rawValue)
+
     /// Longest `sun_path` accepted, leaving room for the terminating NUL.
     static let maxUnixPathBytes = MemoryLayout.size(ofValue: sockaddr_un().sun_path) - 1
 

@@ -16,7 +16,7 @@ enum Systemd {
 
     /// `sd_is_socket_unix(fd, SOCK_STREAM, listening: 1, any path)`.
     static func isListeningUnixStreamSocket(_ fd: Int32) throws(SystemError) -> Bool {
-        let result = sd_is_socket_unix(fd, Int32(SOCK_STREAM.rawValue), 1, nil, 0)
+        let result = sd_is_socket_unix(fd, UnixSocket.streamType, 1, nil, 0)
         if result < 0 { throw SystemError(errno: -result, operation: "sd_is_socket_unix") }
         return result > 0
     }

@@ -1,0 +1,46 @@
+// state.json is written on the state writer's thread: the newest state always ends up in the
+// file, older ones still queued are skipped, and `finish` writes the final state at once.
+import Foundation
+import Glibc
+import SessionPolicy
+import Testing
+
+@testable import Daemon
+
+private func state(granting count: Int) -> PersistedState {
+    var state = PersistedState()
+    for index in 0..<count { state.permissions["app\(index)"] = .granted }
+    return state
+}
+
+/// How many apps the state file grants (nil: no file, or not readable yet).
+private func grantedApps(_ file: StateFile) -> Int? {
+    guard FileManager.default.fileExists(atPath: file.path) else { return nil }
+    return file.load().permissions.count
+}
+
+@Suite("state writer")
+struct StateWriterTests {
+    @Test("the newest of many quick changes ends up in the file, written off the calling thread")
+    func newestWins() throws {
+        let directory = NSTemporaryDirectory() + "recd-state-\(getpid())-\(UUID().uuidString.prefix(6))"
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let mailbox = Mailbox()
+        let file = StateFile(stateDir: directory)
+        let writer = try StateWriter(file: file, deliver: mailbox.deliver)
+        let started = Date()
+        for count in 1...40 { writer.save(state(granting: count)) }
+        #expect(Date().timeIntervalSince(started) < 0.5, "save waited for the disk")
+        let written = mailbox.run(until: { grantedApps(file) == 40 })
+        #expect(written, "the file holds \(String(describing: grantedApps(file)))")
+
+        // At shutdown: whatever is queued, the final state is on disk when finish returns.
+        for count in 41...45 { writer.save(state(granting: count)) }
+        writer.finish(state(granting: 3))
+        #expect(grantedApps(file) == 3)
+        usleep(20_000)
+        mailbox.run()
+        #expect(grantedApps(file) == 3, "a queued write ran after finish")
+    }
+}
