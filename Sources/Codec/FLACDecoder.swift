@@ -78,6 +78,8 @@ public final class FLACDecoder {
     /// The first problem a callback reported.
     private var problem: Problem?
     private var finished = false
+    /// `skip` is decoding: frames are checked and counted, their samples not kept.
+    private var discarding = false
 
     /// Reads the metadata of `file` (STREAMINFO, Vorbis comments). `checkMD5`: compare the
     /// decoded audio with STREAMINFO's MD5 at the end (costs a pass of MD5 over the samples).
@@ -127,21 +129,39 @@ public final class FLACDecoder {
         FLAC__stream_decoder_delete(decoder)
     }
 
+    /// The most samples per channel one frame may hold (STREAMINFO's, FLAC's 65535 if unknown).
+    private var largestFrame: Int {
+        guard let maxBlockSize = streamInfo?.maxBlockSize, maxBlockSize > 0 else { return 65_535 }
+        return maxBlockSize
+    }
+
     /// Interleaved channels per frame (STREAMINFO's; 0 before it is known).
     public var channels: Int { streamInfo?.channels ?? 0 }
 
     /// Up to `maxFrames` interleaved frames into `destination`; 0 at the end of the stream (in
     /// lenient mode also once a problem stopped it).
     public func read(into destination: UnsafeMutablePointer<Int32>, maxFrames: Int) throws(MediaError) -> Int {
+        try decode(into: destination, maxFrames: maxFrames)
+    }
+
+    /// Decodes up to `maxFrames` frames without handing their samples out (checking a file:
+    /// CRCs, frame count and MD5 are checked as by `read`); 0 at the end, as `read`.
+    public func skip(maxFrames: Int) throws(MediaError) -> Int {
+        try decode(into: nil, maxFrames: maxFrames)
+    }
+
+    private func decode(into destination: UnsafeMutablePointer<Int32>?, maxFrames: Int) throws(MediaError) -> Int {
         let channels = self.channels
         var produced = 0
         while produced < maxFrames {
             let available = channels > 0 ? (pending.count - pendingOffset) / channels : 0
             if available > 0 {
                 let take = min(available, maxFrames - produced)
-                pending.withUnsafeBufferPointer { source in
-                    (destination + produced * channels).update(
-                        from: source.baseAddress! + pendingOffset, count: take * channels)
+                if let destination {
+                    pending.withUnsafeBufferPointer { source in
+                        (destination + produced * channels).update(
+                            from: source.baseAddress! + pendingOffset, count: take * channels)
+                    }
                 }
                 pendingOffset += take * channels
                 produced += take
@@ -150,7 +170,12 @@ public final class FLACDecoder {
             pending.removeAll(keepingCapacity: true)
             pendingOffset = 0
             if finished || problem != nil { break }
+            // A frame larger than what is left to skip still goes through `pending`.
+            discarding = destination == nil && maxFrames - produced >= largestFrame
+            let decodedBefore = framesDecoded
             let ok = FLAC__stream_decoder_process_single(decoder) != 0
+            if discarding { produced += framesDecoded - decodedBefore }
+            discarding = false
             if let failure = cursor.failure, problem == nil { problem = .io(failure) }
             let state = FLAC__stream_decoder_get_state(decoder)
             if problem == nil && state == FLAC__STREAM_DECODER_END_OF_STREAM {
@@ -261,6 +286,10 @@ public final class FLACDecoder {
             return false
         }
         let blockSize = Int(header.blocksize)
+        if discarding {
+            framesDecoded += blockSize
+            return true
+        }
         let start = pending.count
         pending.append(contentsOf: repeatElement(0, count: blockSize * channels))
         pending.withUnsafeMutableBufferPointer { samples in

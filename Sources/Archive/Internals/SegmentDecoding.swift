@@ -44,8 +44,13 @@ enum SegmentDecoding {
         while summary.frames < frameLimit {
             let frames: Int
             do {
-                frames = try buffer.withUnsafeMutableBufferPointer { samples throws(MediaError) in
-                    try decoder.read(into: samples.baseAddress!, maxFrames: min(chunk, frameLimit - summary.frames))
+                if onFrame == nil {
+                    // Only checking: no samples are handed out.
+                    frames = try decoder.skip(maxFrames: frameLimit - summary.frames)
+                } else {
+                    frames = try buffer.withUnsafeMutableBufferPointer { samples throws(MediaError) in
+                        try decoder.read(into: samples.baseAddress!, maxFrames: min(chunk, frameLimit - summary.frames))
+                    }
                 }
             } catch {
                 // Lenient decoding reports problems in `stopReason` instead; nothing else throws.
