@@ -7,11 +7,12 @@
 // completions come back here through `server.post`.
 import AudioEngine
 import ControlProtocol
+import Platform
 import SessionPolicy
 import SystemSupport
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc  // log10
 #endif
 
 /// Serves the control protocol over the policy store and drives the engine.
@@ -63,7 +64,7 @@ final class ControlService: ControlServerHandler, @unchecked Sendable {
         self.startedAt = startedAt
         maintenance = ArchiveMaintenance(directory: config.archive.dir)
         self.adminGID = config.daemon.adminGroup.flatMap { name in
-            getgrnam(name).map { $0.pointee.gr_gid }
+            UserDatabase.groupID(named: name)
         }
     }
 
@@ -101,7 +102,7 @@ final class ControlService: ControlServerHandler, @unchecked Sendable {
         case .failure(let failure):
             send(Wire.failure(id: failure.id, failure.error), to: client)
         case .success(let request):
-            let began = monotonicSeconds()
+            let began = SystemClock.monotonicSeconds()
             defer { noteIfSlow(since: began, request.op.rawValue) }
             do {
                 try Self.checkPassed(descriptors, for: request.op)
@@ -119,13 +120,13 @@ final class ControlService: ControlServerHandler, @unchecked Sendable {
     static let slowThreshold = 0.1
 
     private func noteIfSlow(since began: Double, _ what: String) {
-        let busy = monotonicSeconds() - began
+        let busy = SystemClock.monotonicSeconds() - began
         guard busy > Self.slowThreshold else { return }
         Log.warning("control thread busy \(Int(busy * 1000)) ms in \(what); other clients and the watchdog waited")
     }
 
     func tick(now: Double) {
-        let began = monotonicSeconds()
+        let began = SystemClock.monotonicSeconds()
         defer { noteIfSlow(since: began, "the tick") }
         engineWoke()
         reapPlayers()
@@ -185,7 +186,7 @@ final class ControlService: ControlServerHandler, @unchecked Sendable {
     }
 
     func signalReceived(_ signo: Int32) {
-        if signo == SIGHUP {
+        if signo == SignalMask.hangUp {
             Log.notice("SIGHUP: recd does not reload its config in place; restart it (systemctl restart recd) to apply changes")
             return
         }
@@ -445,7 +446,7 @@ final class ControlService: ControlServerHandler, @unchecked Sendable {
         return [
             ("daemon", [
                 "version": .string(recdVersion), "protocol": .number(Double(protocolVersion)),
-                "pid": .number(Double(getpid())), "uptime": .number((monotonicSeconds() - startedAt).rounded()),
+                "pid": .number(Double(CurrentProcess.id)), "uptime": .number((SystemClock.monotonicSeconds() - startedAt).rounded()),
                 "config": .string(config.source), "socket": .string(config.daemon.socket),
                 "state_dir": .string(config.daemon.stateDir), "archive_dir": .string(config.archive.dir),
             ]),
@@ -538,10 +539,3 @@ final class ControlService: ControlServerHandler, @unchecked Sendable {
 
 /// This build's version, reported by `hello` and `status`.
 public let recdVersion = "0.1.0"
-
-/// Seconds on the monotonic clock.
-func monotonicSeconds() -> Double {
-    var now = timespec()
-    clock_gettime(CLOCK_MONOTONIC, &now)
-    return Double(now.tv_sec) + Double(now.tv_nsec) / 1e9
-}

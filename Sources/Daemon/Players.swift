@@ -1,14 +1,11 @@
 // Players (SPEC §3, §4, §11): files streamed into the engine through a session's output route.
-// Control thread only; each player's file is read on its own feeder thread (MediaFiles).
+// Control thread only; each player's file is read on its own feeder thread (FilePlayer).
 import AudioEngine
+import Codec
 import ControlProtocol
-import MediaFiles
+import Platform
 import SessionPolicy
 import SystemSupport
-
-#if canImport(Glibc)
-import Glibc
-#endif
 
 /// Why a player is paused: the user, or something the policy did (which resumption may undo).
 enum PauseCause: String {
@@ -163,9 +160,11 @@ extension ControlService {
             server?.post {}
         }
         // Let the feeder get ahead of the process thread so the file starts without a gap.
-        let deadline = monotonicSeconds() + 0.5
-        while handle.framesQueued < min(handle.capacityFrames / 4, rate / 4) && !feeder.isDone && monotonicSeconds() < deadline {
-            usleep(2000)
+        let deadline = SystemClock.monotonicSeconds() + 0.5
+        while handle.framesQueued < min(handle.capacityFrames / 4, rate / 4) && !feeder.isDone
+            && SystemClock.monotonicSeconds() < deadline
+        {
+            SystemClock.sleep(seconds: 0.002)
         }
         monitoringPlayersChanged(app: app)
         engine.engine.play(handle, rampMilliseconds: 0)

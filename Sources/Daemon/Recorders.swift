@@ -7,9 +7,10 @@
 // (`recorderWake` posts event handling to the control thread from the archiver thread).
 import Archive
 import AudioEngine
+import Codec
 import ControlProtocol
 import Foundation
-import MediaFiles
+import Platform
 import SessionPolicy
 import Synchronization
 import SystemSupport
@@ -43,40 +44,6 @@ final class TapSource: SampleSource, @unchecked Sendable {
 
     func drainGaps() -> [SourceGap] {
         tap.drainGaps().map { SourceGap(position: $0.position, length: $0.length) }
-    }
-}
-
-/// HFP capture (SPEC §7): band-limits and resamples to the link's rate with libsoxr.
-/// Archiver thread only.
-final class HFPTransform: SampleTransform {
-    let resampler: Resampler
-    let outputSampleRate: Int
-    private var scratch: [Float] = []
-
-    init(jackRate: Int, codec: HFPCodec, channels: Int) throws {
-        resampler = try Resampler.forHFPCapture(jackRate: jackRate, linkRate: codec.sampleRate, channels: channels)
-        outputSampleRate = codec.sampleRate
-    }
-
-    func process(_ input: UnsafeBufferPointer<Float>, frames: Int, into output: inout [Float]) {
-        let capacity = resampler.maximumOutputFrames(forInputFrames: frames) * resampler.channels
-        if scratch.count < capacity { scratch = [Float](repeating: 0, count: capacity) }
-        var offset = 0
-        while offset < frames {
-            let result = scratch.withUnsafeMutableBufferPointer { out in
-                try? resampler.process(
-                    input: UnsafeBufferPointer(rebasing: input[(offset * resampler.channels)...]), frames: frames - offset, output: out)
-            }
-            guard let (consumed, produced) = result else { return }
-            output.append(contentsOf: scratch[..<(produced * resampler.channels)])
-            if consumed == 0 { break }
-            offset += consumed
-        }
-    }
-
-    func flush(into output: inout [Float]) {
-        if let rest = try? resampler.flush() { output.append(contentsOf: rest) }
-        resampler.reset()
     }
 }
 
@@ -160,7 +127,7 @@ extension ControlService {
 
     /// Start-up: recover partial files left by a crash, open the index.
     func openArchive() {
-        if Recd.mkdirs(archiveDir, mode: 0o750) != 0 {
+        if (try? FileSystem.makeDirectories(archiveDir, mode: 0o750)) == nil {
             Log.error("cannot create archive dir \(archiveDir); recordings will fail until [archive] dir is writable")
         }
         do {
@@ -241,7 +208,7 @@ extension ControlService {
         var bits = 24
         var rate = jackRate
         if case .hfp(let codec) = bandwidth {
-            transform = try HFPTransform(jackRate: jackRate, codec: codec, channels: port.channels)
+            transform = try HFPTransform(jackRate: jackRate, linkRate: codec.sampleRate, channels: port.channels)
             bits = 16
             rate = codec.sampleRate
         }
