@@ -157,7 +157,8 @@ public enum Command: Sendable, Equatable {
     case recordStart(RecordStartRequest)
     case recordStop(app: String, stream: String?)
     case archiveList(app: String?, since: String?)
-    case archiveVerify(path: String?)
+    /// `progress`: one `{"id":…,"progress":{"done":k,"total":n}}` line per decoded file first.
+    case archiveVerify(path: String?, progress: Bool = false)
     case archiveReindex
     case meter(app: String?)
     case cueOutputs(app: String, main: String?, cue: String?)
@@ -264,7 +265,8 @@ public enum Command: Sendable, Equatable {
                     bus: try a.optionalString("bus")))
         case .recordStop: self = .recordStop(app: try a.string("app"), stream: try a.optionalString("stream"))
         case .archiveList: self = .archiveList(app: try a.optionalString("app"), since: try a.optionalString("since"))
-        case .archiveVerify: self = .archiveVerify(path: try a.optionalString("path"))
+        case .archiveVerify:
+            self = .archiveVerify(path: try a.optionalString("path"), progress: try a.optionalBool("progress") ?? false)
         case .archiveReindex: self = .archiveReindex
         case .meter: self = .meter(app: try a.optionalString("app"))
         case .cueOutputs:
@@ -382,8 +384,9 @@ public enum Command: Sendable, Equatable {
             fields.add("stream", start.stream)
             fields.add("input", start.input)
             fields.add("bus", start.bus)
-        case .archiveVerify(let path):
+        case .archiveVerify(let path, let progress):
             fields.add("path", path)
+            if progress { fields.add("progress", true) }
         case .cueOutputs(let app, let main, let cue):
             fields.add("app", app)
             fields.add("main", main)
