@@ -157,8 +157,8 @@ public enum Command: Sendable, Equatable {
     case recordStart(RecordStartRequest)
     case recordStop(app: String, stream: String?)
     case archiveList(app: String?, since: String?)
-    /// `progress`: one `{"id":…,"progress":{"done":k,"total":n}}` line per decoded file first.
-    case archiveVerify(path: String?, progress: Bool = false)
+    /// `progress`: send `{"id":N,"progress":{"done":k,"total":n}}` lines before the reply.
+    case archiveVerify(path: String?, progress: Bool)
     case archiveReindex
     case meter(app: String?)
     case cueOutputs(app: String, main: String?, cue: String?)

@@ -30,7 +30,8 @@ let everyCommand: [Command] = [
     .recordStart(RecordStartRequest(app: "logger", stream: "mic", input: "mic", bus: nil)),
     .recordStart(RecordStartRequest(app: "dj", bus: "main")), .recordStop(app: "logger", stream: nil),
     .archiveList(app: "logger", since: "2026-11-29"), .archiveList(app: nil, since: nil),
-    .archiveVerify(path: "2026/12/01/x.flac"), .archiveVerify(path: nil), .archiveReindex, .meter(app: nil),
+    .archiveVerify(path: "2026/12/01/x.flac", progress: false), .archiveVerify(path: nil, progress: true),
+    .archiveReindex, .meter(app: nil),
     .cueOutputs(app: "dj", main: "pa", cue: "phones"), .cueAssign(app: "dj", source: "deckB", bus: "cue", gainDB: -3),
     .cueMix(app: "dj", mix: 0.25), .cueSplit(app: "dj", on: true), .cueShow(app: "dj"),
     .devicesInject([
@@ -193,7 +194,7 @@ struct CommandTests {
         #expect(Command.sessionSet(SessionSettings(app: "x", category: .ambient)).app == "x")
         #expect(Command.play(PlayRequest(app: "dj")).app == "dj")
         #expect(Command.status.app == nil)
-        #expect(Command.archiveVerify(path: "p").app == nil)
+        #expect(Command.archiveVerify(path: "p", progress: false).app == nil)
         #expect(Command.watch(app: "w").app == "w")
     }
 }
