@@ -61,7 +61,9 @@ let package = Package(
         .testTarget(name: "DevicesTests", dependencies: ["Devices"]),
         .testTarget(name: "ArchiveTests", dependencies: ["Archive", "MediaFiles", "TestSupport"]),
         .testTarget(name: "MediaFilesTests", dependencies: ["MediaFiles", "AudioEngine", "TestSupport"]),
-        .testTarget(name: "DaemonTests", dependencies: ["Daemon", "SessionPolicy", "SystemSupport"]),
+        .testTarget(
+            name: "DaemonTests",
+            dependencies: ["Daemon", "SessionPolicy", "SystemSupport", "ControlProtocol", "AudioEngine", "MediaFiles", "Archive", "Devices"]),
         .testTarget(name: "EndToEndTests", dependencies: ["ControlProtocol", "SystemSupport", "TestSupport"]),
     ]
 )
