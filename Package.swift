@@ -24,46 +24,55 @@ let package = Package(
         .systemLibrary(name: "CSQLite", pkgConfig: "sqlite3", providers: [.apt(["libsqlite3-dev"])]),
         .systemLibrary(name: "CSndfile", pkgConfig: "sndfile", providers: [.apt(["libsndfile1-dev"])]),
 
+        // The one platform layer: threads, errno and system errors, descriptors, clocks,
+        // directories, eventfd/signalfd. The only importer of CLinux.
+        .target(name: "Platform", dependencies: ["CLinux"]),
+
         // The pure policy core: no C, no I/O.
         .target(name: "SessionPolicy"),
         // Wire types and JSON-lines coding shared by recd and recctl.
         .target(name: "ControlProtocol", dependencies: ["SessionPolicy"]),
         // Config (libinih), sockets with peer credentials, atomic files, logging, sd_notify.
-        .target(name: "SystemSupport", dependencies: ["SessionPolicy", "CInih", "CSystemd", "CLinux"]),
+        .target(name: "SystemSupport", dependencies: ["Platform", "SessionPolicy", "CInih", "CSystemd"]),
         // The JACK client and the real-time graph (Sources/AudioEngine/RealTime holds the process path).
-        .target(name: "AudioEngine", dependencies: ["CJack"]),
-        // Audio files and sample-rate conversion: FLAC (libFLAC) and WAV (libsndfile) decoding,
-        // libsoxr resampling, and the feeder threads that stream files into engine players.
-        .target(name: "MediaFiles", dependencies: ["CFLAC", "CSndfile", "CSoxr", "AudioEngine"]),
+        .target(name: "AudioEngine", dependencies: ["Platform", "CJack"]),
+        // The one codec layer: the FLAC encoder (crash-safe sink features), decoder and metadata
+        // reader (libFLAC), WAV (libsndfile), resampling and the HFP band limit (libsoxr).
+        .target(name: "Codec", dependencies: ["Platform", "CFLAC", "CSndfile", "CSoxr"]),
         // The FLAC archive: crash-safe segments, rotation, recovery, retention, the SQLite index.
-        .target(name: "Archive", dependencies: ["CFLAC", "CSQLite", "CLinux", "MediaFiles", "SessionPolicy"]),
+        .target(name: "Archive", dependencies: ["Platform", "Codec", "CSQLite", "SessionPolicy"]),
         // ALSA: card discovery, jack-sense and capture-switch events (libasound's control API).
-        .target(name: "Devices", dependencies: ["CALSA"]),
+        .target(name: "Devices", dependencies: ["Platform", "CALSA"]),
         // The daemon's control loop: requests → policy → effects, persistence, events.
-        .target(name: "Daemon", dependencies: ["SessionPolicy", "ControlProtocol", "SystemSupport", "AudioEngine", "MediaFiles", "Archive", "Devices"]),
-        // recctl's argument parsing and output formatting; SystemSupport passes open files.
-        .target(name: "RecctlKit", dependencies: ["ControlProtocol", "SessionPolicy", "SystemSupport"]),
+        .target(name: "Daemon", dependencies: ["Platform", "SessionPolicy", "ControlProtocol", "SystemSupport", "AudioEngine", "Codec", "Archive", "Devices"]),
+        // recctl's argument parsing and output formatting; Platform passes open files.
+        .target(name: "RecctlKit", dependencies: ["ControlProtocol", "SessionPolicy", "Platform"]),
 
         .executableTarget(name: "recd", dependencies: ["Daemon"]),
         .executableTarget(name: "recctl", dependencies: ["RecctlKit"]),
         // A JACK client that plays known signals and captures ports: the tests' decks,
         // microphones and headphones, the demo's test tone, the benchmarks' pink noise.
-        .executableTarget(name: "recd-signal", dependencies: ["CJack"]),
+        .executableTarget(name: "recd-signal", dependencies: ["CJack", "Platform"]),
 
         // The outside programs tests may start: only those scripts/packages.list declares.
         .target(name: "TestSupport", path: "Tests/TestSupport"),
+        // What the codec and daemon tests share: known signals and files, reference tools, a DFT.
+        .target(name: "AudioTestSupport", dependencies: ["Codec", "TestSupport"], path: "Tests/AudioTestSupport"),
         .testTarget(name: "TestSupportTests", dependencies: ["TestSupport"]),
         .testTarget(name: "ArchitectureTests", dependencies: ["TestSupport"]),
         .testTarget(name: "SessionPolicyTests", dependencies: ["SessionPolicy"]),
         .testTarget(name: "ControlProtocolTests", dependencies: ["ControlProtocol"]),
-        .testTarget(name: "SystemSupportTests", dependencies: ["SystemSupport"]),
+        .testTarget(name: "SystemSupportTests", dependencies: ["SystemSupport", "Platform"]),
         .testTarget(name: "AudioEngineTests", dependencies: ["AudioEngine", "CJack", "TestSupport"]),
-        .testTarget(name: "DevicesTests", dependencies: ["Devices"]),
-        .testTarget(name: "ArchiveTests", dependencies: ["Archive", "MediaFiles", "TestSupport"]),
-        .testTarget(name: "MediaFilesTests", dependencies: ["MediaFiles", "AudioEngine", "TestSupport"]),
+        .testTarget(name: "DevicesTests", dependencies: ["Devices", "Platform"]),
+        .testTarget(name: "ArchiveTests", dependencies: ["Archive", "Platform", "TestSupport"]),
+        .testTarget(name: "CodecTests", dependencies: ["Codec", "AudioTestSupport", "TestSupport"]),
         .testTarget(
             name: "DaemonTests",
-            dependencies: ["Daemon", "SessionPolicy", "SystemSupport", "ControlProtocol", "AudioEngine", "MediaFiles", "Archive", "Devices"]),
-        .testTarget(name: "EndToEndTests", dependencies: ["ControlProtocol", "SystemSupport", "TestSupport"]),
+            dependencies: [
+                "Daemon", "Codec", "AudioEngine", "SessionPolicy", "SystemSupport", "AudioTestSupport", "ControlProtocol",
+                "Archive", "Devices", "Platform",
+            ]),
+        .testTarget(name: "EndToEndTests", dependencies: ["ControlProtocol", "Platform", "TestSupport"]),
     ]
 )

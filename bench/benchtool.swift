@@ -206,7 +206,7 @@ func toPCM(raw: String, channels: Int, prefix: String) {
     print("\(frames) frames, \(groups.count) file(s)")
 }
 
-/// recd's conversion (MediaFiles/FLACWriter.swift): clamp, scale by 2^23, round; NaN is 0.
+/// recd's conversion (Codec/SampleQuantizer.swift): clamp, scale by 2^23, round; NaN is 0.
 func int24(_ sample: Float) -> Int32 {
     guard !sample.isNaN else { return 0 }
     let scaled = (sample * 8_388_608).rounded()

@@ -1,11 +1,9 @@
 // The archive's failures, mirroring the C codes they come from (POSIX errno, libFLAC encoder
 // states and init statuses, SQLite result codes), each with a message that says what to do.
 
+import Codec
+import Platform
 import SessionPolicy
-
-#if canImport(Glibc)
-    import Glibc
-#endif
 
 /// Why an archive operation failed. Environment failures (full disk, missing directory, a
 /// corrupt file) are thrown as these; programmer errors (a wrong channel count in a write)
@@ -13,11 +11,11 @@ import SessionPolicy
 public enum ArchiveError: Error, Equatable, Hashable, Sendable, CustomStringConvertible {
     /// The file system holding `path` is full (ENOSPC) or the user's quota is spent (EDQUOT).
     case diskFull(path: String)
-    /// A system call failed: `operation` (e.g. `open`, `fdatasync`) on `path`.
-    case system(operation: String, path: String, errno: SystemErrno)
-    /// The FLAC encoder refused its settings (FLAC__StreamEncoderInitStatus).
+    /// A system call failed: its operation (e.g. `open`, `fdatasync`), path and errno.
+    case system(SystemError)
+    /// The FLAC encoder refused its settings (FLAC__StreamEncoderInitStatus, Codec's).
     case encoderInit(FLACEncoderInitStatus, path: String)
-    /// The FLAC encoder stopped working (FLAC__StreamEncoderState).
+    /// The FLAC encoder stopped working (FLAC__StreamEncoderState, Codec's).
     case encoder(FLACEncoderState, path: String)
     /// A configuration value or argument is out of range.
     case invalidArgument(String)
@@ -32,8 +30,8 @@ public enum ArchiveError: Error, Equatable, Hashable, Sendable, CustomStringConv
         case .diskFull(let path):
             return "the disk holding \(path) is full; free space (lower [archive] max_age_days "
                 + "or raise min_free_percent so retention deletes old segments) and start recording again"
-        case .system(let operation, let path, let errno):
-            return "\(operation) \(path) failed: \(errno); \(errno.advice)"
+        case .system(let error):
+            return "\(error.operation) \(error.path ?? "") failed: \(error.errno); \(advice(error.errno))"
         case .encoderInit(let status, let path):
             return "the FLAC encoder for \(path) refused its settings (\(status.name)); "
                 + "use 1...8 channels, 16 or 24 bits, a sample rate of 1...655350 Hz and compression 0...8"
@@ -61,119 +59,35 @@ public enum ArchiveError: Error, Equatable, Hashable, Sendable, CustomStringConv
         }
     }
 
-    /// `diskFull` for ENOSPC and EDQUOT, else `system`. Call it right after the failing call.
-    static func fromErrno(_ code: Int32, operation: String, path: String) -> ArchiveError {
-        if code == ENOSPC || code == EDQUOT { return .diskFull(path: path) }
-        return .system(operation: operation, path: path, errno: SystemErrno(code))
-    }
-}
-
-/// A POSIX errno value with its symbolic name. A plain value: any thread.
-public struct SystemErrno: Hashable, Sendable, CustomStringConvertible {
-    /// The C value (e.g. 28 for ENOSPC).
-    public let rawValue: Int32
-
-    public init(_ rawValue: Int32) { self.rawValue = rawValue }
-
-    /// `ENOSPC`, `EACCES`, ...; `errno N` for the ones not listed here.
-    public var name: String {
-        switch rawValue {
-        case EPERM: return "EPERM"
-        case ENOENT: return "ENOENT"
-        case EIO: return "EIO"
-        case EBADF: return "EBADF"
-        case EAGAIN: return "EAGAIN"
-        case ENOMEM: return "ENOMEM"
-        case EACCES: return "EACCES"
-        case EBUSY: return "EBUSY"
-        case EEXIST: return "EEXIST"
-        case EXDEV: return "EXDEV"
-        case ENOTDIR: return "ENOTDIR"
-        case EISDIR: return "EISDIR"
-        case EINVAL: return "EINVAL"
-        case ENFILE: return "ENFILE"
-        case EMFILE: return "EMFILE"
-        case EFBIG: return "EFBIG"
-        case ENOSPC: return "ENOSPC"
-        case EROFS: return "EROFS"
-        case ENAMETOOLONG: return "ENAMETOOLONG"
-        case ENOSYS: return "ENOSYS"
-        case ENOTEMPTY: return "ENOTEMPTY"
-        case EOPNOTSUPP: return "EOPNOTSUPP"
-        case EDQUOT: return "EDQUOT"
-        default: return "errno \(rawValue)"
-        }
-    }
-
-    /// The C library's text for it.
-    public var text: String { String(cString: strerror(rawValue)) }
-
-    public var description: String { "\(name) (\(text))" }
-
-    /// What a person can do about it.
-    var advice: String {
-        switch rawValue {
-        case EACCES, EPERM: return "give recd's user write access to the archive directory"
-        case ENOENT, ENOTDIR: return "check that [archive] dir exists"
-        case EROFS: return "the archive's file system is mounted read-only; remount it read-write"
-        case EIO: return "the storage reports an I/O error; check the disk (dmesg)"
-        case EMFILE, ENFILE: return "too many open files; raise the limit (LimitNOFILE)"
-        case EEXIST: return "a file of that name exists; recd never overwrites files"
-        default: return "check the archive directory and its file system"
+    /// `diskFull` for ENOSPC and EDQUOT (on the failed call's path), else `system`.
+    init(_ error: SystemError) {
+        if error.errno == .noSpace || error.errno == .diskQuotaExceeded {
+            self = .diskFull(path: error.path ?? "")
+        } else {
+            self = .system(error)
         }
     }
 }
 
-/// The libFLAC stream encoder's state (FLAC__StreamEncoderState); raw values are the C values.
-/// A plain value: any thread.
-public enum FLACEncoderState: UInt32, Sendable, CaseIterable {
-    /// FLAC__STREAM_ENCODER_OK
-    case ok = 0
-    /// FLAC__STREAM_ENCODER_UNINITIALIZED
-    case uninitialized = 1
-    /// FLAC__STREAM_ENCODER_OGG_ERROR
-    case oggError = 2
-    /// FLAC__STREAM_ENCODER_VERIFY_DECODER_ERROR
-    case verifyDecoderError = 3
-    /// FLAC__STREAM_ENCODER_VERIFY_MISMATCH_IN_AUDIO_DATA
-    case verifyMismatchInAudioData = 4
-    /// FLAC__STREAM_ENCODER_CLIENT_ERROR: a write, seek or tell callback failed.
-    case clientError = 5
-    /// FLAC__STREAM_ENCODER_IO_ERROR
-    case ioError = 6
-    /// FLAC__STREAM_ENCODER_FRAMING_ERROR
-    case framingError = 7
-    /// FLAC__STREAM_ENCODER_MEMORY_ALLOCATION_ERROR
-    case memoryAllocationError = 8
-    /// A value this version of recd does not know.
-    case unknown = 0xFFFF_FFFF
-
-    init(cValue: UInt32) { self = FLACEncoderState(rawValue: cValue) ?? .unknown }
-
-    public var name: String { "\(self)" }
+/// What a person can do about a failed system call in the archive.
+private func advice(_ errno: Errno) -> String {
+    switch errno {
+    case .permissionDenied, .notPermitted: return "give recd's user write access to the archive directory"
+    case .noSuchFileOrDirectory, .notDirectory: return "check that [archive] dir exists"
+    case .readOnlyFileSystem: return "the archive's file system is mounted read-only; remount it read-write"
+    case .ioError: return "the storage reports an I/O error; check the disk (dmesg)"
+    case .tooManyOpenFiles, .tooManyOpenFilesInSystem: return "too many open files; raise the limit (LimitNOFILE)"
+    case .fileExists: return "a file of that name exists; recd never overwrites files"
+    default: return "check the archive directory and its file system"
+    }
 }
 
-/// The libFLAC stream encoder's init status (FLAC__StreamEncoderInitStatus); raw values are the
-/// C values. A plain value: any thread.
-public enum FLACEncoderInitStatus: UInt32, Sendable, CaseIterable {
-    case ok = 0
-    case encoderError = 1
-    case unsupportedContainer = 2
-    case invalidCallbacks = 3
-    case invalidNumberOfChannels = 4
-    case invalidBitsPerSample = 5
-    case invalidSampleRate = 6
-    case invalidBlockSize = 7
-    case invalidMaxLPCOrder = 8
-    case invalidQLPCoeffPrecision = 9
-    case blockSizeTooSmallForLPCOrder = 10
-    case notStreamable = 11
-    case invalidMetadata = 12
-    case alreadyInitialized = 13
-    /// A value this version of recd does not know.
-    case unknown = 0xFFFF_FFFF
-
-    init(cValue: UInt32) { self = FLACEncoderInitStatus(rawValue: cValue) ?? .unknown }
-
-    public var name: String { "\(self)" }
+/// Runs `body`, turning a `SystemError` it throws into the `ArchiveError` for it (`diskFull`
+/// for ENOSPC and EDQUOT).
+func archiveCall<T>(_ body: () throws(SystemError) -> T) throws(ArchiveError) -> T {
+    do {
+        return try body()
+    } catch {
+        throw ArchiveError(error)
+    }
 }

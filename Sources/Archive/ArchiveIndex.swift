@@ -2,6 +2,8 @@
 // `recctl archive list` fast, and rebuilt from the files alone by `reindex`.
 // Threads: each `ArchiveIndex` (one SQLite connection) is used by one thread at a time.
 
+import Platform
+
 /// What `ArchiveIndex.reindex` did. A plain value: any thread.
 public struct ReindexSummary: Hashable, Sendable {
     /// Segments now in the index.

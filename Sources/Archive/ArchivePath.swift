@@ -1,5 +1,5 @@
 // Paths that clients name in archive requests: accepted only inside the archive.
-import Glibc
+import Platform
 
 /// Confines a client-named path to the archive directory. recd reads archive files with its
 /// own rights, so a path that leads anywhere else (`..`, a symlink out, an absolute path
@@ -22,11 +22,10 @@ public enum ArchivePath {
     /// only a caller could read, so a verify never tells anyone more than they could learn.
     public static func isReadable(_ path: String, uid: UInt32, groups: Set<UInt32>) -> Bool {
         if uid == 0 { return true }
-        func allows(_ path: String, _ bits: mode_t) -> Bool {
-            var info = stat()
-            guard stat(path, &info) == 0 else { return false }
-            let shift: mode_t = info.st_uid == uid ? 6 : groups.contains(info.st_gid) ? 3 : 0
-            return (info.st_mode >> shift) & bits == bits
+        func allows(_ path: String, _ bits: UInt32) -> Bool {
+            guard let info = FileSystem.status(of: path) else { return false }
+            let shift: UInt32 = info.ownerID == uid ? 6 : groups.contains(info.groupID) ? 3 : 0
+            return (info.permissions >> shift) & bits == bits
         }
         var directory = ""
         for component in path.split(separator: "/").dropLast() {
@@ -37,8 +36,6 @@ public enum ArchivePath {
     }
 
     private static func canonical(_ path: String) -> String? {
-        guard let resolved = realpath(path, nil) else { return nil }
-        defer { free(resolved) }
-        return String(cString: resolved)
+        FileSystem.canonicalPath(path)
     }
 }

@@ -34,12 +34,12 @@ public enum ArchiveVerifier {
     public static func verify(path: String) -> VerifyResult {
         let summary: DecodeSummary
         do throws(ArchiveError) {
-            summary = try FLACFileDecoder.decode(path: path, checkMD5: true)
+            summary = try SegmentDecoding.decode(path: path, checkMD5: true)
         } catch {
             return VerifyResult(
                 path: path, outcome: .unreadable(error), frames: 0, expectedFrames: 0, md5Checked: false)
         }
-        let expected = summary.streamInfo?.totalFrames ?? 0
+        let expected = summary.streamInfo?.totalSamples ?? 0
         let md5Checked = summary.streamInfo?.hasMD5 ?? false
         let outcome: VerifyResult.Outcome
         if let error = summary.error {

@@ -3,9 +3,7 @@
 // with correct STREAMINFO (total samples, MD5) and the original comments plus RECOVERED=yes,
 // rename it to the final name, remove the partial.
 
-#if canImport(Glibc)
-    import Glibc
-#endif
+import Platform
 
 /// What happened to one partial file. A plain value: any thread.
 public struct RecoveryResult: Hashable, Sendable {
@@ -60,7 +58,7 @@ public enum PartialRecovery {
         }
         let finalPath = String(partialPath.dropLast(SegmentWriter.partialSuffix.count))
         // Held for the whole recovery: a recorder writing it, or another recovery, keeps out.
-        let lock = try OwnedFile.openReadOnly(partialPath)
+        let lock = try archiveCall { () throws(SystemError) in try OwnedFile(partialPath, .readOnly) }
         guard lock.tryLockExclusive() else { return .inUse }
 
         // A finish interrupted between link and unlink leaves both names on one file.
@@ -70,10 +68,10 @@ public enum PartialRecovery {
         }
         // A recovery interrupted before it removed the partial left its temporary file.
         let stale = finalPath + recoveringSuffix
-        if FileSystem.exists(stale) { _ = FileSystem.remove(stale) }
+        if FileSystem.exists(stale) { try? FileSystem.remove(stale) }
 
         // Pass 1: how far do valid frames go, and what do the header and comments say?
-        let survey = try FLACFileDecoder.decode(path: partialPath, checkMD5: false)
+        let survey = try SegmentDecoding.decode(path: partialPath, checkMD5: false)
         guard let info = survey.streamInfo, survey.frames > 0 else {
             return .unrecoverable(movedTo: try moveAside(partialPath, finalPath: finalPath))
         }
@@ -103,8 +101,8 @@ public enum PartialRecovery {
         // The partial stays until the new file is finished (and fsync'ed): no need to sync on the way.
         writer.syncsPeriodically = false
         var writeError: ArchiveError?
-        let copied = try FLACFileDecoder.decode(path: partialPath, checkMD5: false, frameLimit: survey.frames) {
-            samples, frames, _ in
+        let copied = try SegmentDecoding.decode(path: partialPath, checkMD5: false, frameLimit: survey.frames) {
+            samples, frames in
             do throws(ArchiveError) {
                 try writer.write(integers: samples, frames: frames)
                 return true
@@ -115,12 +113,12 @@ public enum PartialRecovery {
         }
         if let writeError {
             writer.abandon()
-            _ = FileSystem.remove(writer.partialPath)
+            try? FileSystem.remove(writer.partialPath)
             throw writeError
         }
         guard copied.frames == survey.frames else {
             writer.abandon()
-            _ = FileSystem.remove(writer.partialPath)
+            try? FileSystem.remove(writer.partialPath)
             throw .unreadableFile(
                 path: partialPath, reason: "decoded \(copied.frames) frames the second time, \(survey.frames) the first"
             )
@@ -132,7 +130,7 @@ public enum PartialRecovery {
         do throws(ArchiveError) {
             finished = try writer.finish(reason: originalReason.map(EndReason.init(rawValue:)) ?? .crash)
         } catch {
-            _ = FileSystem.remove(writer.partialPath)
+            try? FileSystem.remove(writer.partialPath)
             throw error
         }
         try removePartial(partialPath)
@@ -142,8 +140,7 @@ public enum PartialRecovery {
     }
 
     private static func removePartial(_ path: String) throws(ArchiveError) {
-        let code = FileSystem.remove(path)
-        guard code == 0 else { throw ArchiveError.fromErrno(code, operation: "unlink", path: path) }
+        try archiveCall { () throws(SystemError) in try FileSystem.remove(path) }
         try? FileSystem.syncDirectory(FileSystem.directoryName(of: path))
     }
 
@@ -151,13 +148,12 @@ public enum PartialRecovery {
         var attempt = 0
         while true {
             let target = finalPath + unrecoverableSuffix + (attempt == 0 ? "" : ".\(attempt)")
-            let code = FileSystem.renameNoReplace(partialPath, target)
-            if code == 0 {
+            do throws(SystemError) {
+                try FileSystem.renameNoReplace(partialPath, target)
                 try? FileSystem.syncDirectory(FileSystem.directoryName(of: target))
                 return target
-            }
-            guard code == EEXIST, attempt < 10_000 else {
-                throw ArchiveError.fromErrno(code, operation: "rename", path: partialPath)
+            } catch {
+                guard error.errno == .fileExists, attempt < 10_000 else { throw ArchiveError(error) }
             }
             attempt += 1
         }

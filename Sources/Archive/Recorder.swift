@@ -1,6 +1,8 @@
 // A recorder: the archiver thread that drains a sample source into wall-clock aligned,
 // gapless, crash-safe FLAC segments (SPEC §9, §10).
 
+import Platform
+
 /// How a recorder writes its segments. A plain value: any thread.
 public struct RecorderConfiguration: Hashable, Sendable {
     /// The archive root; segments go to `ROOT/YYYY/MM/DD/`.
@@ -161,7 +163,7 @@ public final class Recorder: @unchecked Sendable {
     public func start() throws(ArchiveError) {
         guard let loop else { throw .invalidArgument("a recorder can be started once") }
         control.setRunning(true)
-        do throws(ArchiveError) {
+        do throws(SystemError) {
             // Nicer than the process: the archiver has a two-second ring to catch up from, the
             // JACK thread beside it has one period. When JACK runs without real-time priority
             // (a dummy server, no rtprio grant) the scheduler would otherwise share a core
@@ -170,7 +172,7 @@ public final class Recorder: @unchecked Sendable {
             thread = try NamedThread(name: "archiver", niceIncrement: Recorder.archiverNiceIncrement) { loop.run() }
         } catch {
             control.setRunning(false)
-            throw error
+            throw .system(error)
         }
         self.loop = nil
     }

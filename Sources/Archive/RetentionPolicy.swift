@@ -2,9 +2,7 @@
 // oldest first, never a file being written.
 // Threads: `enforce` runs on the thread that owns the index connection it is given.
 
-#if canImport(Glibc)
-    import Glibc
-#endif
+import Platform
 
 /// What `RetentionPolicy.enforce` did. A plain value: any thread.
 public struct RetentionReport: Hashable, Sendable {
@@ -61,15 +59,20 @@ public struct RetentionPolicy: Hashable, Sendable {
             {
                 continue
             }
-            let code = FileSystem.remove(record.path)
-            if code == 0 || code == ENOENT {
-                try index.remove(path: record.path)
-                if code == 0 { report.deleted.append(record.path) }
-                removeEmptyFolders(from: FileSystem.directoryName(of: record.path), upTo: archiveDirectory)
-                report.freePercent = freePercent(archiveDirectory)
-            } else {
-                report.failures[record.path] = ArchiveError.fromErrno(code, operation: "unlink", path: record.path)
+            var removed = true
+            do throws(SystemError) {
+                try FileSystem.remove(record.path)
+            } catch {
+                guard error.errno == .noSuchFileOrDirectory else {
+                    report.failures[record.path] = ArchiveError(error)
+                    continue
+                }
+                removed = false
             }
+            try index.remove(path: record.path)
+            if removed { report.deleted.append(record.path) }
+            removeEmptyFolders(from: FileSystem.directoryName(of: record.path), upTo: archiveDirectory)
+            report.freePercent = freePercent(archiveDirectory)
         }
         return report
     }

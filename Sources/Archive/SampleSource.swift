@@ -1,5 +1,7 @@
 // What a recorder reads from, and what may reshape the samples on their way to the encoder.
 
+import Codec
+
 /// A stretch of the source's stream that never arrived (a ring overrun): `length` frames are
 /// missing after the first `position` frames delivered. The recorder inserts nothing for it
 /// (the samples really are missing) and records it. A plain value: any thread.
@@ -54,3 +56,6 @@ public protocol SampleTransform: AnyObject {
     /// still held back, and starts afresh for what comes after.
     func flush(into output: inout [Float])
 }
+
+/// Codec's HFP band limit is the transform of HFP captures.
+extension HFPTransform: SampleTransform {}

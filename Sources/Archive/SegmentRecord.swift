@@ -1,6 +1,9 @@
 // What the archive knows about one finished segment: the index's row, and what `reindex`
 // reads back from the file alone.
 
+import Codec
+import Platform
+
 /// One finished segment file. A plain value: any thread.
 public struct SegmentRecord: Hashable, Sendable {
     public var path: String
@@ -56,15 +59,20 @@ public struct SegmentRecord: Hashable, Sendable {
     /// (libFLAC's metadata API; no audio is decoded). A file without START_TIME falls back to
     /// the time in its name.
     public static func read(path: String) throws(ArchiveError) -> SegmentRecord {
-        let info = try FLACMetadataReader.streamInfo(path: path)
-        let comments = (try? FLACMetadataReader.comments(path: path)) ?? []
+        let info: FLACStreamInfo
+        do {
+            info = try FLACInspector.streamInfo(path: path)
+        } catch {
+            throw .unreadableFile(path: path, reason: "no readable STREAMINFO")
+        }
+        let comments = ((try? FLACInspector.commentEntries(path: path)) ?? []).compactMap(VorbisComment.init(entry:))
         guard let bytes = FileSystem.size(of: path) else {
             throw .unreadableFile(path: path, reason: "cannot stat it")
         }
         return SegmentRecord(path: path, streamInfo: info, comments: comments, bytes: bytes)
     }
 
-    init(path: String, streamInfo info: StreamInfo, comments: [VorbisComment], bytes: Int64) {
+    init(path: String, streamInfo info: FLACStreamInfo, comments: [VorbisComment], bytes: Int64) {
         func value(_ name: String) -> String? {
             comments.last { $0.name.uppercased() == name }?.value
         }
@@ -76,7 +84,7 @@ public struct SegmentRecord: Hashable, Sendable {
             path: path, app: value(CommentName.app) ?? "", stream: value(CommentName.stream) ?? "",
             group: value(CommentName.group).flatMap { Int($0) } ?? 0,
             segment: value(CommentName.segment).flatMap { Int($0) } ?? 0, startTime: start,
-            frames: info.totalFrames, sampleRate: info.sampleRate, channels: info.channels,
+            frames: info.totalSamples, sampleRate: info.sampleRate, channels: info.channels,
             bitsPerSample: info.bitsPerSample, endReason: value(CommentName.endReason).map(EndReason.init(rawValue:)),
             gaps: value(CommentName.gaps).flatMap { SegmentGap.parse(commentValue: $0) } ?? [],
             recovered: value(CommentName.recovered)?.lowercased() == "yes", bytes: bytes)

@@ -2,11 +2,8 @@
 // every second of audio, finished by rewriting STREAMINFO (total samples, MD5) and adding the
 // end comments in place, then renamed to its final name without ever replacing a file.
 
-internal import MediaFiles
-
-#if canImport(Glibc)
-    import Glibc
-#endif
+import Codec
+import Platform
 
 /// What a finished segment is: where it ended up and what it holds. A plain value: any thread.
 public struct FinishedSegment: Hashable, Sendable {
@@ -21,9 +18,8 @@ public struct FinishedSegment: Hashable, Sendable {
     public var gaps: [SegmentGap]
 }
 
-/// A FLAC file being written: libFLAC's stream encoder with our own callbacks on a file
-/// descriptor of `<path>.partial`, created with O_EXCL (an existing file is never overwritten
-/// or reopened).
+/// A FLAC file being written: Codec's `FLACEncoder` into a space-reserving `FLACFileSink` on
+/// `<path>.partial`, created with O_EXCL (an existing file is never overwritten or reopened).
 ///
 /// - 1...8 channels, 16 or 24 bits, compression 0...8, MD5 on, a seek table (a point every
 ///   10 s of the planned length), the opening Vorbis comments and 8 KiB of padding that the
@@ -69,8 +65,8 @@ public final class SegmentWriter {
 
     private var state = State.open
     private let file: OwnedFile
-    private var encoder: FLACStreamEncoder?
-    private let sink: EncoderSink
+    private var encoder: FLACEncoder?
+    private let sink: FLACFileSink
     private let scratch: UnsafeMutablePointer<Int32>
     private let quantizer: SampleQuantizer
     private let blocksize: Int
@@ -105,19 +101,19 @@ public final class SegmentWriter {
         guard requestedPath.hasSuffix(".flac") else {
             throw .invalidArgument("a segment's path must end in .flac: \(requestedPath)")
         }
-        try FileSystem.makeDirectories(FileSystem.directoryName(of: requestedPath))
+        try archiveCall { () throws(SystemError) in
+            try FileSystem.makeDirectories(FileSystem.directoryName(of: requestedPath))
+        }
         var attempt = 0
         var created: (String, OwnedFile)?
         while created == nil {
             let candidate = SegmentWriter.suffixed(requestedPath, attempt)
             attempt += 1
             if FileSystem.exists(candidate) { continue }
-            do throws(ArchiveError) {
-                created = (candidate, try OwnedFile.createExclusive(candidate + temporarySuffix))
+            do throws(SystemError) {
+                created = (candidate, try OwnedFile(candidate + temporarySuffix, .createExclusive(permissions: 0o644)))
             } catch {
-                guard case .system(_, _, let code) = error, code.rawValue == EEXIST, attempt < 10_000 else {
-                    throw error
-                }
+                guard error.errno == .fileExists, attempt < 10_000 else { throw ArchiveError(error) }
             }
         }
         let (finalPath, file) = created!
@@ -126,34 +122,45 @@ public final class SegmentWriter {
         self.file = file
         self.format = format
         self.flushInterval = flushInterval
-        lastSync = FileSystem.monotonicSeconds()
-        blocksize = FLACStreamEncoder.blocksize(compressionLevel: format.compressionLevel)
+        lastSync = SystemClock.monotonicSeconds()
+        blocksize = FLACEncoder.blocksize(compressionLevel: format.compressionLevel)
         // The lock tells recovery that this partial is being written.
         _ = file.tryLockExclusive()
-        let frameBytes = FLACStreamEncoder.maximumFrameBytes(format: format, blocksize: blocksize)
-        sink = EncoderSink(
-            file: file, headroom: 3 * frameBytes + 65_536, growth: max(4 * frameBytes, 1 << 20),
-            reserving: reservesSpace)
+        let frameBytes = FLACEncoder.maximumFrameBytes(
+            channels: format.channels, bitsPerSample: format.bitsPerSample, blocksize: blocksize)
+        sink = FLACFileSink(
+            file: file,
+            reservation: reservesSpace
+                ? FLACFileSink.Reservation(headroom: 3 * frameBytes + 65_536, growth: max(4 * frameBytes, 1 << 20))
+                : nil)
         scratch = .allocate(capacity: blocksize * format.channels)
         quantizer = SampleQuantizer(bitsPerSample: format.bitsPerSample)
         do throws(ArchiveError) {
-            try sink.reserveInitialSpace()
-            let encoder = try FLACStreamEncoder(
-                sink: sink, format: format, comments: comments,
-                seekPointSpacing: SegmentWriter.seekPointSeconds * format.sampleRate, expectedFrames: expectedFrames,
-                paddingBytes: SegmentWriter.paddingBytes)
-            self.encoder = encoder
-            try encoder.start()
+            guard sink.reserveInitialSpace() else { throw .diskFull(path: file.path) }
+            let settings = FLACEncoder.Settings(
+                sampleRate: format.sampleRate, channels: format.channels, bitsPerSample: format.bitsPerSample,
+                compressionLevel: format.compressionLevel, vorbisComments: comments.map { ($0.name, $0.value) },
+                expectedTotalSamples: expectedFrames,
+                seekPointInterval: SegmentWriter.seekPointSeconds * format.sampleRate,
+                paddingBytes: SegmentWriter.paddingBytes, blocksize: blocksize, streamableSubset: true,
+                layout: .editableInPlace)
+            do throws(MediaError) {
+                encoder = try FLACEncoder(sink: sink, settings: settings, path: partialPath)
+            } catch {
+                throw encoderFailure(error)
+            }
             headerBlocks = try FLACHeaderEditor.blocks(of: file)
-            try file.syncData()
-            // The new name must survive a power cut too, not only the data behind it.
-            try FileSystem.syncDirectory(FileSystem.directoryName(of: partialPath))
+            try archiveCall { () throws(SystemError) in
+                try file.syncData()
+                // The new name must survive a power cut too, not only the data behind it.
+                try FileSystem.syncDirectory(FileSystem.directoryName(of: partialPath))
+            }
             syncedBytes = sink.highWater
         } catch {
             // Nothing of value is in the file yet: remove what we created.
-            encoder = nil
+            dropEncoder()
             state = .abandoned
-            _ = FileSystem.remove(partialPath)
+            try? FileSystem.remove(partialPath)
             throw error
         }
     }
@@ -234,7 +241,7 @@ public final class SegmentWriter {
     /// one. The recorder calls this while it waits for samples.
     public func flushIfDue() throws(ArchiveError) {
         guard case .open = state, syncsPeriodically, sink.highWater > syncedBytes else { return }
-        if framesSinceSync >= format.sampleRate || FileSystem.monotonicSeconds() - lastSync >= flushInterval {
+        if framesSinceSync >= format.sampleRate || SystemClock.monotonicSeconds() - lastSync >= flushInterval {
             try flush()
         }
     }
@@ -243,14 +250,14 @@ public final class SegmentWriter {
     public func flush() throws(ArchiveError) {
         try checkOpen()
         do throws(ArchiveError) {
-            try file.syncData()
+            try archiveCall { () throws(SystemError) in try file.syncData() }
         } catch {
             state = .failed(error)
             throw error
         }
         framesSinceSync = 0
         syncedBytes = sink.highWater
-        lastSync = FileSystem.monotonicSeconds()
+        lastSync = SystemClock.monotonicSeconds()
     }
 
     /// Finishes the segment: the last block, STREAMINFO with total samples and MD5, the end
@@ -260,15 +267,18 @@ public final class SegmentWriter {
     public func finish(reason: EndReason, extraComments: [VorbisComment] = []) throws(ArchiveError) -> FinishedSegment {
         try checkOpen()
         do throws(ArchiveError) {
-            guard let encoder, encoder.finish() else {
-                throw encoderFailure()
+            guard let encoder else { throw .encoder(.uninitialized, path: partialPath) }
+            do throws(MediaError) {
+                try encoder.finish()
+            } catch {
+                throw encoderFailure(error)
             }
-            self.encoder = nil
+            dropEncoder()
             try FLACHeaderEditor.retireUnusedSeekPoints(in: file, blocks: headerBlocks)
             try writeComments(extraComments, reason: reason)
-            let size = try file.size()
-            try sink.releaseReservation(size: size)
-            try file.sync()
+            let size = try archiveCall { () throws(SystemError) in try file.size() }
+            try archiveCall { () throws(SystemError) in try sink.releaseReservation(size: size) }
+            try archiveCall { () throws(SystemError) in try file.sync() }
             let finalPath = try publish()
             state = .finished
             // The rename is durable once the directory is; a failure here cannot undo it.
@@ -277,7 +287,7 @@ public final class SegmentWriter {
             return FinishedSegment(path: finalPath, frames: framesWritten, bytes: size, endReason: reason, gaps: gaps)
         } catch {
             state = .failed(error)
-            encoder = nil
+            dropEncoder()
             try? file.close()
             throw error
         }
@@ -286,8 +296,7 @@ public final class SegmentWriter {
     /// Stops without finishing: closes the file as a crash would leave it (what reached the
     /// kernel stays; libFLAC's unfinished block is lost). The `.partial` stays for recovery.
     public func abandon() {
-        sink.seal()
-        encoder = nil
+        dropEncoder()
         try? file.close()
         if case .open = state { state = .abandoned }
     }
@@ -296,7 +305,7 @@ public final class SegmentWriter {
     func discardEmpty() {
         precondition(framesWritten == 0, "only an empty segment may be discarded")
         abandon()
-        _ = FileSystem.remove(partialPath)
+        try? FileSystem.remove(partialPath)
     }
 
     /// Writes END_REASON (when given), GAPS (as many as fit, with GAPS_TRUNCATED when not all
@@ -332,31 +341,47 @@ public final class SegmentWriter {
     }
 
     private func encode(_ samples: UnsafePointer<Int32>, frames: Int) throws(ArchiveError) {
-        guard let encoder, encoder.process(samples, frames: frames) else {
-            let error = encoderFailure()
-            state = .failed(error)
-            throw error
+        do throws(MediaError) {
+            guard let encoder else { throw MediaError(.encoderFailed, path: partialPath, message: "no encoder") }
+            // Quantized (or decoded at this width): every sample is in range.
+            try encoder.encode(inRange: samples, frames: frames)
+        } catch {
+            let failure = encoderFailure(error)
+            state = .failed(failure)
+            throw failure
         }
         framesWritten += frames
         framesSinceSync += frames
         try flushIfDue()
     }
 
-    private func encoderFailure() -> ArchiveError {
-        if sink.failure != 0 && sink.failure != EBADF {
-            return ArchiveError.fromErrno(sink.failure, operation: "write", path: partialPath)
+    /// The archive's error for what the encoder threw: a failed write or seek of the sink as
+    /// the system error it was (`diskFull` for ENOSPC), a refused setting or a stopped encoder
+    /// by libFLAC's status.
+    private func encoderFailure(_ error: MediaError) -> ArchiveError {
+        if let cause = sink.failure?.cause, cause.errno != .badFileDescriptor {
+            return ArchiveError(SystemError(cause.errno, operation: "write", path: partialPath))
         }
-        return .encoder(encoder?.state ?? .uninitialized, path: partialPath)
+        if let status = error.encoderInitStatus { return .encoderInit(status, path: partialPath) }
+        if error.kind == .invalidArgument { return .invalidArgument(error.message) }
+        return .encoder(encoder?.state ?? error.encoderState ?? .uninitialized, path: partialPath)
+    }
+
+    /// Lets the encoder go, after sealing the sink: nothing reaches the file from it any more.
+    private func dropEncoder() {
+        sink.seal()
+        encoder = nil
     }
 
     private func publish() throws(ArchiveError) -> String {
         var attempt = 0
         while true {
             let candidate = SegmentWriter.suffixed(path, attempt)
-            let code = FileSystem.renameNoReplace(partialPath, candidate)
-            if code == 0 { return candidate }
-            guard code == EEXIST, attempt < 10_000 else {
-                throw ArchiveError.fromErrno(code, operation: "rename", path: partialPath)
+            do throws(SystemError) {
+                try FileSystem.renameNoReplace(partialPath, candidate)
+                return candidate
+            } catch {
+                guard error.errno == .fileExists, attempt < 10_000 else { throw ArchiveError(error) }
             }
             attempt += 1
         }

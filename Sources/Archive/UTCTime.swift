@@ -2,9 +2,7 @@
 // counts to it. Integer-only: a segment's start is the stream's start plus frames / rate,
 // computed the same way every time (no wall-clock reads per sample, no float drift).
 
-#if canImport(Glibc)
-    import Glibc
-#endif
+import Platform
 
 /// An instant in UTC, as nanoseconds since 1970-01-01T00:00:00Z. A plain value: any thread.
 public struct UTCTime: Hashable, Comparable, Sendable, CustomStringConvertible {
@@ -20,9 +18,7 @@ public struct UTCTime: Hashable, Comparable, Sendable, CustomStringConvertible {
 
     /// The system's real-time clock now (CLOCK_REALTIME).
     public static func now() -> UTCTime {
-        var spec = timespec()
-        clock_gettime(CLOCK_REALTIME, &spec)
-        return UTCTime(secondsSinceEpoch: Int64(spec.tv_sec), nanoseconds: Int64(spec.tv_nsec))
+        UTCTime(nanosecondsSinceEpoch: SystemClock.realtimeNanoseconds())
     }
 
     public static func < (lhs: UTCTime, rhs: UTCTime) -> Bool {
@@ -102,26 +98,12 @@ public struct UTCTime: Hashable, Comparable, Sendable, CustomStringConvertible {
         } else if bytes.count != 20 {
             return nil
         }
-        var broken = tm()
-        broken.tm_year = Int32(year - 1900)
-        broken.tm_mon = Int32(month - 1)
-        broken.tm_mday = Int32(day)
-        broken.tm_hour = Int32(hour)
-        broken.tm_min = Int32(minute)
-        broken.tm_sec = Int32(second)
-        let seconds = timegm(&broken)
-        self.init(secondsSinceEpoch: Int64(seconds), nanoseconds: nanos)
+        let seconds = SystemClock.secondsSinceEpoch(
+            utc: CalendarParts(year: year, month: month, day: day, hour: hour, minute: minute, second: second))
+        self.init(secondsSinceEpoch: seconds, nanoseconds: nanos)
     }
 
-    private var calendarParts: (year: Int, month: Int, day: Int, hour: Int, minute: Int, second: Int) {
-        var seconds = time_t(secondsSinceEpoch)
-        var broken = tm()
-        gmtime_r(&seconds, &broken)
-        return (
-            Int(broken.tm_year) + 1900, Int(broken.tm_mon) + 1, Int(broken.tm_mday), Int(broken.tm_hour),
-            Int(broken.tm_min), Int(broken.tm_sec)
-        )
-    }
+    private var calendarParts: CalendarParts { SystemClock.utcCalendar(secondsSinceEpoch: secondsSinceEpoch) }
 }
 
 private func pad(_ value: Int, _ width: Int) -> String {

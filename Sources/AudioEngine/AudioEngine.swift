@@ -1,5 +1,7 @@
+import Platform
+
 #if canImport(Glibc)
-    import Glibc
+    import Glibc  // pow, log10
 #endif
 
 /// recd's audio engine: a JACK client with configured port groups, players mixed into output
@@ -256,10 +258,8 @@ public final class AudioEngine {
         guard let client = runningClient, let frameMicros = client.microseconds(forFrameTime: frameTime) else {
             return nil
         }
-        var wall = timespec()
-        clock_gettime(CLOCK_REALTIME, &wall)
+        let wallNow = SystemClock.realtimeNanoseconds()
         let jackNow = Int64(bitPattern: JackClient.now())
-        let wallNow = Int64(wall.tv_sec) * 1_000_000_000 + Int64(wall.tv_nsec)
         return wallNow - (jackNow - Int64(bitPattern: frameMicros)) * 1_000
     }
 
@@ -749,9 +749,7 @@ public final class AudioEngine {
 
     private static func sleep(_ duration: Duration) {
         let (seconds, attoseconds) = duration.components
-        var request = timespec(tv_sec: Int(seconds), tv_nsec: Int(attoseconds / 1_000_000_000))
-        var remaining = timespec()
-        while nanosleep(&request, &remaining) != 0 && errno == EINTR { request = remaining }
+        SystemClock.sleep(seconds: Double(seconds) + Double(attoseconds) / 1e18)
     }
 }
 

@@ -10,14 +10,15 @@
 // (`StateWriter`), and the players' starter (file headers and pre-roll, `PlayerService`).
 import Archive
 import AudioEngine
+import Codec
 import ControlProtocol
 import Devices
-import MediaFiles
+import Platform
 import SessionPolicy
 import SystemSupport
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc  // log10
 #endif
 
 /// What the router needs of the control server: lines to clients, and work brought to the
@@ -91,13 +92,13 @@ final class ControlRouter: ControlServerHandler, EventSink, @unchecked Sendable 
 
     /// Makes the engine controller, the worker threads and the services; nothing starts
     /// talking to JACK or ALSA until `startEngine` and `startDevices`.
-    init(config: RecdConfig, store: SessionStore, stateFile: StateFile, startedAt: Double, link: any ClientLink) throws(ArchiveError) {
+    init(config: RecdConfig, store: SessionStore, stateFile: StateFile, startedAt: Double, link: any ClientLink) throws(SystemError) {
         self.config = config
         self.store = store
         self.startedAt = startedAt
         self.link = link
         self.adminGID = config.daemon.adminGroup.flatMap { name in
-            getgrnam(name).map { $0.pointee.gr_gid }
+            UserDatabase.groupID(named: name)
         }
         let handle = Handle()
         let deliver: SlowRequestWorker.Deliver = { [link] work in link.post(work) }
@@ -154,7 +155,7 @@ final class ControlRouter: ControlServerHandler, EventSink, @unchecked Sendable 
         case .failure(let failure):
             send(Wire.failure(id: failure.id, failure.error), to: client)
         case .success(let request):
-            let began = monotonicSeconds()
+            let began = SystemClock.monotonicSeconds()
             defer { noteIfSlow(since: began, request.op.rawValue) }
             do {
                 try Self.checkPassed(descriptors, for: request.op)
@@ -174,13 +175,13 @@ final class ControlRouter: ControlServerHandler, EventSink, @unchecked Sendable 
     static let slowThreshold = 0.1
 
     private func noteIfSlow(since began: Double, _ what: String) {
-        let busy = monotonicSeconds() - began
+        let busy = SystemClock.monotonicSeconds() - began
         guard busy > Self.slowThreshold else { return }
         Log.warning("control thread busy \(Int(busy * 1000)) ms in \(what); other clients and the watchdog waited")
     }
 
     func tick(now: Double) {
-        let began = monotonicSeconds()
+        let began = SystemClock.monotonicSeconds()
         defer { noteIfSlow(since: began, "the tick") }
         engineWoke()
         for app in players.reap() { syncStreams(app) }
@@ -205,7 +206,7 @@ final class ControlRouter: ControlServerHandler, EventSink, @unchecked Sendable 
     }
 
     func signalReceived(_ signo: Int32) {
-        if signo == SIGHUP {
+        if signo == SignalMask.hangUp {
             Log.notice("SIGHUP: recd does not reload its config in place; restart it (systemctl restart recd) to apply changes")
             return
         }
@@ -755,7 +756,7 @@ final class ControlRouter: ControlServerHandler, EventSink, @unchecked Sendable 
         return [
             ("daemon", [
                 "version": .string(recdVersion), "protocol": .number(Double(protocolVersion)),
-                "pid": .number(Double(getpid())), "uptime": .number((monotonicSeconds() - startedAt).rounded()),
+                "pid": .number(Double(CurrentProcess.id)), "uptime": .number((SystemClock.monotonicSeconds() - startedAt).rounded()),
                 "config": .string(config.source), "socket": .string(config.daemon.socket),
                 "state_dir": .string(config.daemon.stateDir), "archive_dir": .string(config.archive.dir),
             ]),
@@ -894,10 +895,3 @@ extension Command {
 
 /// This build's version, reported by `hello` and `status`.
 public let recdVersion = "0.1.0"
-
-/// Seconds on the monotonic clock.
-func monotonicSeconds() -> Double {
-    var now = timespec()
-    clock_gettime(CLOCK_MONOTONIC, &now)
-    return Double(now.tv_sec) + Double(now.tv_nsec) / 1e9
-}

@@ -4,15 +4,11 @@
 // Threads: `PersistedState` and `StateFile.load` on the control thread (at start-up).
 // `StateWriter.save` and `finish` on the control thread; the writes themselves (two fsyncs
 // each, which take long on a busy disk) on the writer's own thread, "state writer".
-import Archive
 import ControlProtocol
+import Platform
 import SessionPolicy
 import Synchronization
 import SystemSupport
-
-#if canImport(Glibc)
-import Glibc
-#endif
 
 /// The persisted form, versioned; unknown or invalid entries are skipped with a warning.
 struct PersistedState {
@@ -115,7 +111,7 @@ struct StateFile {
         } catch {
             // Keep the unreadable file for a person to look at; never overwrite it.
             let aside = path + ".unreadable"
-            rename(path, aside)
+            try? FileSystem.rename(path, to: aside)
             Log.error("cannot read \(path): \(error); moved it to \(aside) and starting with no saved sessions")
             return PersistedState()
         }
@@ -144,7 +140,7 @@ final class StateWriter: Sendable {
     private let newest = Atomic<Int>(0)
 
     /// Starts the writer thread; write failures are logged on the control thread (`deliver`).
-    init(file: StateFile, deliver: @escaping SlowRequestWorker.Deliver) throws(ArchiveError) {
+    init(file: StateFile, deliver: @escaping SlowRequestWorker.Deliver) throws(SystemError) {
         self.file = file
         worker = try SlowRequestWorker(name: "state writer", deliver: deliver)
     }

@@ -7,16 +7,12 @@
 //   come back to the control thread. Its own thread, not the archive's "slow worker", so that
 //   a play never waits behind a long verify.
 // - Each player's file is decoded on its own "player feeder" thread (`FilePlayer`).
-import Archive
 import AudioEngine
+import Codec
 import ControlProtocol
-import MediaFiles
+import Platform
 import SessionPolicy
 import SystemSupport
-
-#if canImport(Glibc)
-import Glibc
-#endif
 
 /// Why a player is paused: the user, or something the policy did (which resumption may undo).
 enum PauseCause: String {
@@ -103,7 +99,7 @@ final class PlayerService: @unchecked Sendable {
     /// - Parameters:
     ///   - deliver: runs a closure on the control thread (`ControlServer.post`), for the
     ///     starter's results and the feeders' wake-ups.
-    init(engine: any PlayerEngine, sink: any EventSink, deliver: @escaping SlowRequestWorker.Deliver) throws(ArchiveError) {
+    init(engine: any PlayerEngine, sink: any EventSink, deliver: @escaping SlowRequestWorker.Deliver) throws(SystemError) {
         self.engine = engine
         self.sink = sink
         starter = try SlowRequestWorker(name: "player starter", deliver: deliver)
@@ -188,9 +184,9 @@ final class PlayerService: @unchecked Sendable {
 
     /// Starter thread: until `frames` are queued, the feeder has ended, or `timeout` seconds.
     private static func waitForPreroll(handle: PlayerHandle, feeder: FilePlayer, frames: Int, timeout: Double) {
-        let deadline = monotonicSeconds() + timeout
-        while handle.framesQueued < frames && !feeder.isDone && monotonicSeconds() < deadline {
-            usleep(2000)
+        let deadline = SystemClock.monotonicSeconds() + timeout
+        while handle.framesQueued < frames && !feeder.isDone && SystemClock.monotonicSeconds() < deadline {
+            SystemClock.sleep(seconds: 0.002)
         }
     }
 

@@ -9,8 +9,10 @@
 // brings `handleEvents` to the control thread).
 import Archive
 import AudioEngine
+import Codec
 import ControlProtocol
 import Foundation
+import Platform
 import SessionPolicy
 import Synchronization
 import SystemSupport
@@ -171,7 +173,7 @@ final class RecorderService: @unchecked Sendable {
 
     /// Start-up: recover partial files left by a crash, open the index.
     func openArchive() {
-        if Recd.mkdirs(archiveDir, mode: 0o750) != 0 {
+        if (try? FileSystem.makeDirectories(archiveDir, mode: 0o750)) == nil {
             Log.error("cannot create archive dir \(archiveDir); recordings will fail until [archive] dir is writable")
         }
         do {
@@ -212,7 +214,7 @@ final class RecorderService: @unchecked Sendable {
         var rate = jackRate
         if case .hfp(let codec) = bandwidth {
             do {
-                transform = try HFPTransform(jackRate: jackRate, codec: codec, channels: channels)
+                transform = try HFPTransform(jackRate: jackRate, linkRate: codec.sampleRate, channels: channels)
             } catch {
                 engine.removeCaptureTap(tap)
                 throw error

@@ -13,6 +13,7 @@
 //   gone (`clientGone`), or of a stopped worker, never run.
 import Archive
 import Dispatch
+import Platform
 import Synchronization
 import SystemSupport
 
@@ -74,7 +75,7 @@ final class SlowRequestWorker: Sendable {
     private let wake = DispatchSemaphore(value: 0)
 
     /// Starts the worker thread, called `name` (`ps -L` shows it).
-    init(name: String, deliver: @escaping Deliver) throws(ArchiveError) {
+    init(name: String, deliver: @escaping Deliver) throws(SystemError) {
         self.deliver = deliver
         let thread = try NamedThread(name: name, niceIncrement: Self.niceIncrement) { [self] in runJobs() }
         state.withLock { $0.thread = thread }

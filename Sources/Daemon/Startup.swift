@@ -5,12 +5,9 @@
 // the control thread in `server.run`; after it returns, `shutdown` stops them all.
 import ControlProtocol
 import Devices
+import Platform
 import SessionPolicy
 import SystemSupport
-
-#if canImport(Glibc)
-import Glibc
-#endif
 
 /// The `recd` command.
 public enum Recd {
@@ -89,7 +86,7 @@ public enum Recd {
         let config: RecdConfig
         do {
             config = try path.map { try ConfigLoader.load(path: $0, environment: environment) }
-                ?? ConfigLoader.embeddedDefault(environment: environment, isRoot: getuid() == 0)
+                ?? ConfigLoader.embeddedDefault(environment: environment, isRoot: CurrentProcess.isRoot)
         } catch {
             return (nil, ["\(error)"])
         }
@@ -111,8 +108,10 @@ public enum Recd {
             Log.error("cannot block signals: \(error)")
             return 71  // EX_OSERR
         }
-        if mkdirs(config.daemon.stateDir, mode: 0o750) != 0 {
-            Log.error("cannot create state dir \(config.daemon.stateDir): \(String(cString: strerror(errno))); set [daemon] state_dir to a writable directory")
+        do {
+            try FileSystem.makeDirectories(config.daemon.stateDir, mode: 0o750)
+        } catch {
+            Log.error("cannot create state dir \(config.daemon.stateDir): \(error.message); set [daemon] state_dir to a writable directory")
             return 73  // EX_CANTCREAT
         }
         let stateFile = StateFile(stateDir: config.daemon.stateDir)
@@ -143,7 +142,7 @@ public enum Recd {
         let router: ControlRouter
         do {
             router = try ControlRouter(
-                config: config, store: store, stateFile: stateFile, startedAt: monotonicSeconds(), link: server)
+                config: config, store: store, stateFile: stateFile, startedAt: SystemClock.monotonicSeconds(), link: server)
         } catch {
             Log.error("cannot start the worker threads: \(error)")
             return 71
@@ -158,16 +157,6 @@ public enum Recd {
         try? SystemdNotify.stopping()
         router.shutdown()
         Log.notice("recd stopped")
-        return 0
-    }
-
-    /// `mkdir -p` with the mode for created directories; 0 on success.
-    static func mkdirs(_ path: String, mode: mode_t) -> Int32 {
-        var built = ""
-        for component in path.split(separator: "/") {
-            built += "/" + component
-            if mkdir(built, mode) != 0 && errno != EEXIST { return -1 }
-        }
         return 0
     }
 }
@@ -229,5 +218,5 @@ enum SessionDeclarations {
 /// Writes to standard error in one write(2) (no shared FILE state).
 func standardError(_ message: String) {
     let bytes = Array(message.utf8)
-    _ = bytes.withUnsafeBytes { write(2, $0.baseAddress, $0.count) }
+    bytes.withUnsafeBytes { try? Descriptor.writeAll(Descriptor.standardError, $0, path: nil) }
 }

@@ -1,6 +1,6 @@
 // The real device event source: a ControlMonitor on its own thread, "alsa monitor".
 
-import Glibc
+import Platform
 import Synchronization
 
 /// Device events from ALSA: every card's jack-sense and capture-switch controls, and cards
@@ -9,11 +9,11 @@ import Synchronization
 /// Threads: `start` and `stop` may be called from any thread (the daemon calls them from its
 /// control thread). `start` opens the cards on the caller's thread, so an unusable card is an
 /// error there, then hands the `ControlMonitor` to a thread named "alsa monitor", which owns
-/// it from then on. That thread polls the cards' control descriptors and a wake-up pipe, and
+/// it from then on. That thread polls the cards' control descriptors and a wake-up eventfd, and
 /// calls `deliver` with each batch: first the initial state (always, even when empty), then
 /// every change. New cards are found by rescanning every `rescanInterval` (hot-plugging shows
 /// up on no descriptor recd already has); removed ones as soon as their descriptor reports it.
-/// `stop` writes to the wake-up pipe and joins the thread, which closes every card.
+/// `stop` signals the wake-up eventfd and joins the thread, which closes every card.
 public final class ALSAEventSource: DeviceEventSource, Sendable {
     /// How often the list of cards is compared with the cards watched; nil: never (cards
     /// present at `start` are watched until they go, new ones are not noticed).
@@ -21,7 +21,7 @@ public final class ALSAEventSource: DeviceEventSource, Sendable {
 
     private struct Running: Sendable {
         var thread: NamedThread
-        /// Write end of the wake-up pipe; the monitor thread owns the read end.
+        /// The wake-up eventfd, owned here: `stop` closes it once the thread has ended.
         var wakeFD: Int32
     }
 
@@ -40,28 +40,36 @@ public final class ALSAEventSource: DeviceEventSource, Sendable {
             precondition(running == nil, "ALSAEventSource.start called while it is running; stop it first")
             let monitor = ControlMonitor()
             let initial = try monitor.start()
-            var fds: [Int32] = [-1, -1]
-            guard pipe(&fds) == 0 else {
-                let code = errno
+            let wakeFD: Int32
+            do throws(SystemError) {
+                wakeFD = try EventFD.make()
+            } catch {
+                monitor.close()
                 throw ALSAError(
-                    code: -code, operation: "create the alsa monitor's wake-up pipe",
-                    message: String(cString: strerror(code)))
+                    code: -error.errno.rawValue, operation: "create the alsa monitor's wake-up eventfd",
+                    message: error.message)
             }
-            for fd in fds { _ = fcntl(fd, F_SETFD, FD_CLOEXEC) }
-            _ = fcntl(fds[1], F_SETFL, O_NONBLOCK)
             let loop = MonitorLoop(
-                monitor: monitor, initial: initial, stopFD: fds[0], rescanInterval: rescanInterval,
+                monitor: monitor, initial: initial, stopFD: wakeFD, rescanInterval: rescanInterval,
                 deliver: deliver)
-            running = Running(thread: NamedThread(name: "alsa monitor") { loop.run() }, wakeFD: fds[1])
+            let thread: NamedThread
+            do throws(SystemError) {
+                thread = try NamedThread(name: "alsa monitor") { loop.run() }
+            } catch {
+                monitor.close()
+                Descriptor.close(wakeFD)
+                throw ALSAError(
+                    code: -error.errno.rawValue, operation: "start the alsa monitor thread", message: error.message)
+            }
+            running = Running(thread: thread, wakeFD: wakeFD)
         }
     }
 
     public func stop() {
         guard let stopping = running.withLock({ running in running.take() }) else { return }
-        var byte: UInt8 = 1
-        _ = write(stopping.wakeFD, &byte, 1)
+        EventFD.signal(stopping.wakeFD)
         stopping.thread.join()
-        close(stopping.wakeFD)
+        Descriptor.close(stopping.wakeFD)
     }
 }
 
@@ -85,31 +93,32 @@ private final class MonitorLoop: @unchecked Sendable {
         self.deliver = deliver
     }
 
-    /// "alsa monitor" thread: until the wake-up pipe is written to (or its write end closed).
+    /// "alsa monitor" thread: until the wake-up eventfd is signalled.
     func run() {
-        defer {
-            monitor.close()
-            close(stopFD)
-        }
+        defer { monitor.close() }
         deliver(initial)
         let clock = ContinuousClock()
         var nextRescan = rescanInterval.map { clock.now + $0 }
         while true {
-            var descriptors = [pollfd(fd: stopFD, events: Int16(POLLIN), revents: 0)]
-            descriptors += monitor.pollDescriptors().map { pollfd(fd: $0.fd, events: $0.events, revents: 0) }
+            var descriptors = [PollEntry(descriptor: stopFD, events: .readable)]
+            descriptors += monitor.pollDescriptors().map {
+                PollEntry(descriptor: $0.fd, events: PollEvents(rawValue: $0.events))
+            }
             let timeout = nextRescan.map { Self.milliseconds(until: $0, clock: clock) } ?? -1
-            let ready = poll(&descriptors, nfds_t(descriptors.count), timeout)
-            if ready < 0 {
-                // EINTR: a signal; anything else (ENOMEM) is worth another try after a pause.
-                if errno != EINTR { usleep(100_000) }
+            let ready: Int
+            do {
+                ready = try Descriptor.poll(&descriptors, timeoutMilliseconds: timeout)
+            } catch {
+                // ENOMEM and the like: worth another try after a pause (a signal counts as 0 ready).
+                SystemClock.sleep(seconds: 0.1)
                 continue
             }
-            if descriptors[0].revents != 0 { return }
+            if !descriptors[0].returned.isEmpty { return }
             var events: [DeviceEvent] = []
             if ready > 0 {
                 var revents: [Int32: Int16] = [:]
-                for descriptor in descriptors.dropFirst() where descriptor.revents != 0 {
-                    revents[descriptor.fd] = descriptor.revents
+                for descriptor in descriptors.dropFirst() where !descriptor.returned.isEmpty {
+                    revents[descriptor.descriptor] = descriptor.returned.rawValue
                 }
                 events += monitor.process(revents: revents)
             }

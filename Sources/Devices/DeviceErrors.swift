@@ -1,6 +1,6 @@
 // Errors of the Devices module: a failed libasound call, and a bad control declaration.
 
-import Glibc
+import Platform
 
 /// A failed libasound call: its return code (a negative errno, as libasound returns them),
 /// what recd was doing, and a message for a person.
@@ -24,12 +24,12 @@ public struct ALSAError: Error, Equatable, Sendable, CustomStringConvertible {
     /// The error for `code`, with snd_strerror's text and advice where there is some.
     init(code: Int32, operation: String) {
         var message = alsaErrorText(code)
-        switch -code {
-        case EACCES, EPERM:
+        switch Errno(rawValue: -code) {
+        case .permissionDenied, .notPermitted:
             message += "; run recd as a user in the group that owns /dev/snd (usually audio)"
-        case ENODEV, ENOENT, ENXIO:
+        case .noSuchDevice, .noSuchFileOrDirectory, .noSuchDeviceOrAddress:
             message += "; the card was removed"
-        case EBUSY:
+        case .resourceBusy:
             message += "; another program holds the device exclusively"
         default:
             break
@@ -38,7 +38,9 @@ public struct ALSAError: Error, Equatable, Sendable, CustomStringConvertible {
     }
 
     /// True when the card went away under the call.
-    public var isDeviceGone: Bool { code == -ENODEV || code == -ENXIO }
+    public var isDeviceGone: Bool {
+        Errno(rawValue: -code) == .noSuchDevice || Errno(rawValue: -code) == .noSuchDeviceOrAddress
+    }
 
     public var description: String { "\(operation): \(message) [ALSA error \(code)]" }
 }

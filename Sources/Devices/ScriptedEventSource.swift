@@ -2,7 +2,7 @@
 // card would report.
 
 import Dispatch
-import Glibc
+import Platform
 import Synchronization
 
 /// Device events from a script: an initial state delivered on `start`, then whatever is
@@ -22,8 +22,8 @@ public final class ScriptedEventSource: DeviceEventSource, Sendable {
         /// Bumped on every start and stop, so a batch queued before a stop is not delivered
         /// after it.
         var generation = 0
-        /// The queue's thread while it is inside `deliver` (0: not delivering).
-        var deliveringThread: pthread_t = 0
+        /// The queue's thread while it is inside `deliver` (nil: not delivering).
+        var deliveringThread: ThreadID?
     }
 
     private let state: Mutex<State>
@@ -97,17 +97,17 @@ public final class ScriptedEventSource: DeviceEventSource, Sendable {
         queue.async { [self] in
             let deliver: (@Sendable ([DeviceEvent]) -> Void)? = state.withLock { state in
                 guard state.generation == generation, let deliver = state.deliver else { return nil }
-                state.deliveringThread = pthread_self()
+                state.deliveringThread = ThreadID.current
                 return deliver
             }
             guard let deliver else { return }
             deliver(events)
-            state.withLock { $0.deliveringThread = 0 }
+            state.withLock { $0.deliveringThread = nil }
         }
     }
 
     private var isDeliveringOnCurrentThread: Bool {
-        let current = pthread_self()
-        return state.withLock { $0.deliveringThread != 0 && pthread_equal($0.deliveringThread, current) != 0 }
+        let current = ThreadID.current
+        return state.withLock { $0.deliveringThread == current }
     }
 }

@@ -3,11 +3,7 @@
 // progress lines). Threads: recctl has one; a Connection is used by one thread at a time.
 import ControlProtocol
 import Foundation
-import SystemSupport
-
-#if canImport(Glibc)
-import Glibc
-#endif
+import Platform
 
 /// Why recctl could not talk to recd.
 struct Unreachable: Error {
@@ -26,37 +22,31 @@ final class Connection {
     init(candidates: [String]) throws(Unreachable) {
         var reasons: [String] = []
         for path in candidates {
-            let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
-            guard fd >= 0 else { throw Unreachable(tried: candidates, reason: String(cString: strerror(errno))) }
-            var address = sockaddr_un()
-            address.sun_family = sa_family_t(AF_UNIX)
-            let bytes = Array(path.utf8)
-            guard bytes.count < MemoryLayout.size(ofValue: address.sun_path) else {
-                close(fd)
+            let fd: Int32
+            do {
+                fd = try UnixSocket.make()
+            } catch {
+                throw Unreachable(tried: candidates, reason: error.message)
+            }
+            guard path.utf8.count <= UnixSocket.maxPathBytes else {
+                Descriptor.close(fd)
                 reasons.append("\(path): path too long")
                 continue
             }
-            withUnsafeMutableBytes(of: &address.sun_path) { raw in
-                raw.copyBytes(from: bytes)
-                raw[bytes.count] = 0
-            }
-            let result = withUnsafePointer(to: &address) {
-                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-                    connect(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size))
-                }
-            }
-            if result == 0 {
+            do {
+                try UnixSocket.connect(fd, path: path)
                 self.fd = fd
                 self.path = path
                 return
+            } catch {
+                reasons.append("\(path): \(error.message)")
+                Descriptor.close(fd)
             }
-            reasons.append("\(path): \(String(cString: strerror(errno)))")
-            close(fd)
         }
         throw Unreachable(tried: candidates, reason: reasons.joined(separator: "; "))
     }
 
-    deinit { close(fd) }
+    deinit { Descriptor.close(fd) }
 
     /// Sends a request and waits for its reply; `onEvent` sees events that arrive first.
     /// `passing` descriptors travel with the request line (SCM_RIGHTS); the caller keeps them.
@@ -107,18 +97,28 @@ final class Connection {
                 if left <= 0 { throw ClientFailure.io("no reply from recd at \(path) within \(Int(timeout!)) s") }
                 waitMs = Int32(min(left * 1000, 1_000_000))
             }
-            var poller = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
-            let ready = poll(&poller, 1, waitMs)
-            if ready < 0 && errno != EINTR { throw ClientFailure.io("poll: \(String(cString: strerror(errno)))") }
+            var poller = [PollEntry(descriptor: fd, events: .readable)]
+            let ready: Int
+            do {
+                ready = try Descriptor.poll(&poller, timeoutMilliseconds: waitMs)
+            } catch {
+                throw ClientFailure.io("poll: \(error.message)")
+            }
             if ready <= 0 { continue }
             var chunk = [UInt8](repeating: 0, count: 65536)
-            let count = recv(fd, &chunk, chunk.count, 0)
-            if count == 0 { throw ClientFailure.io("recd at \(path) closed the connection") }
-            if count < 0 {
-                if errno == EINTR || errno == EAGAIN { continue }
-                throw ClientFailure.io("cannot read from recd at \(path): \(String(cString: strerror(errno)))")
+            let outcome: IOOutcome
+            do throws(SystemError) {
+                outcome = try chunk.withUnsafeMutableBytes { bytes in
+                    Result { () throws(SystemError) in try Descriptor.read(fd, into: bytes) }
+                }.get()
+            } catch {
+                throw ClientFailure.io("cannot read from recd at \(path): \(error.message)")
             }
-            buffer += chunk[..<count]
+            switch outcome {
+            case .endOfFile: throw ClientFailure.io("recd at \(path) closed the connection")
+            case .wouldBlock: continue
+            case .transferred(let count): buffer += chunk[..<count]
+            }
         }
     }
 }

@@ -3,10 +3,6 @@ import ControlProtocol
 import Foundation
 import SessionPolicy
 
-#if canImport(Glibc)
-import Glibc
-#endif
-
 struct Output {
     var json: Bool
 

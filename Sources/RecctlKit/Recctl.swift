@@ -3,6 +3,7 @@
 // Threads: the main thread only.
 import ControlProtocol
 import Foundation
+import Platform
 
 #if canImport(Glibc)
 import Glibc
@@ -107,16 +108,17 @@ public enum Recctl {
 
         // recd never opens the file a play request names: `play FILE` opens it here, with the
         // caller's rights, and passes the open file with the request.
-        var passing: [Int32] = []
+        var opened: [OwnedFile] = []
         if request.0 == .play, command.positionals.count > 1 {
             do {
-                passing = [try openForPlaying(command.positionals[1])]
+                opened = [try openForPlaying(command.positionals[1])]
             } catch {
                 printError("error: \(error.message)\n")
                 return 1
             }
         }
-        defer { for descriptor in passing { close(descriptor) } }
+        // Closed when `opened` goes, after the request is answered.
+        let passing = opened.map(\.descriptor)
 
         let candidates = socketCandidates(globals.socket, environment: environment)
         let connection: Connection
@@ -157,17 +159,15 @@ public enum Recctl {
         var message: String
     }
 
-    /// Opens `path` for `play` as the calling user: O_RDONLY | O_CLOEXEC, and O_NONBLOCK so a
-    /// FIFO cannot hang us (it means nothing for regular files; recd reads with pread). The
-    /// caller owns the descriptor.
-    static func openForPlaying(_ path: String) throws(OpenFailure) -> Int32 {
-        let fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK)
-        if fd < 0 {
-            let code = errno
-            let hint = code == EACCES ? "; recd plays only files you may read yourself" : ""
-            throw OpenFailure(message: "cannot open \(path): \(String(cString: strerror(code)))\(hint)")
+    /// Opens `path` for `play` as the calling user: read-only, close-on-exec, and non-blocking
+    /// so a FIFO cannot hang us (it means nothing for regular files; recd reads with pread).
+    static func openForPlaying(_ path: String) throws(OpenFailure) -> OwnedFile {
+        do {
+            return try OwnedFile(path, .readOnlyNonBlocking)
+        } catch {
+            let hint = error.errno == .permissionDenied ? "; recd plays only files you may read yourself" : ""
+            throw OpenFailure(message: "cannot open \(path): \(error.message)\(hint)")
         }
-        return fd
     }
 
     static func usageFailure(_ error: UsageError) -> Int32 {
@@ -181,7 +181,7 @@ public enum Recctl {
         if let explicit { return [explicit] }
         if let fromEnvironment = environment["RECD_SOCKET"], !fromEnvironment.isEmpty { return [fromEnvironment] }
         var candidates: [String] = []
-        if getuid() != 0, let runtime = environment["XDG_RUNTIME_DIR"], !runtime.isEmpty {
+        if !CurrentProcess.isRoot, let runtime = environment["XDG_RUNTIME_DIR"], !runtime.isEmpty {
             candidates.append(runtime + "/recd/control.sock")
         }
         candidates.append("/run/recd/control.sock")
@@ -339,7 +339,7 @@ public enum Recctl {
                 drawn = lines.count
             }
             fflush(nil)
-            usleep(100_000)
+            SystemClock.sleep(seconds: 0.1)
         }
     }
 
@@ -359,5 +359,5 @@ public enum Recctl {
 /// Writes a message to standard error in one write(2).
 func printError(_ message: String) {
     let bytes = Array(message.utf8)
-    _ = bytes.withUnsafeBytes { write(2, $0.baseAddress, $0.count) }
+    bytes.withUnsafeBytes { try? Descriptor.writeAll(Descriptor.standardError, $0, path: nil) }
 }

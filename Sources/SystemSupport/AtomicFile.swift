@@ -1,5 +1,5 @@
 // Whole-file writes that survive a crash: readers see the old file or the new one, never a mix.
-import Glibc
+import Platform
 
 /// Reads and atomically replaces small state files (session settings, permissions).
 ///
@@ -9,41 +9,46 @@ import Glibc
 /// of the same path must be serialised by the caller (the last rename wins).
 public enum AtomicFile {
     /// Replaces `path` with `bytes`; the file gets exactly `mode` (the umask is not applied).
-    public static func write(_ bytes: [UInt8], to path: String, mode: mode_t = 0o640) throws(SystemError) {
+    public static func write(_ bytes: [UInt8], to path: String, mode: UInt32 = 0o640) throws(SystemError) {
         let directory = directoryName(of: path)
-        let (temporaryPath, fd) = try createTemporaryFile(near: path)
+        let (temporaryPath, file) = try createTemporaryFile(near: path)
         do throws(SystemError) {
-            try Posix.changeMode(fd, mode: mode, path: temporaryPath)
+            try file.changeMode(mode)
             let written = bytes.withUnsafeBytes { buffer in
-                Result { () throws(SystemError) in try Posix.writeAll(fd, buffer, path: temporaryPath) }
+                Result { () throws(SystemError) in try file.writeAll(buffer) }
             }
             try written.get()
-            try Posix.fsync(fd, path: temporaryPath)
+            try file.sync()
         } catch {
-            Posix.close(fd)
-            try? Posix.unlink(temporaryPath)
+            try? file.close()
+            try? FileSystem.removeIfPresent(temporaryPath)
             throw error
         }
         do throws(SystemError) {
-            try Posix.closeChecked(fd, path: temporaryPath)
-            try Posix.rename(temporaryPath, to: path)
+            try file.close()
+            try FileSystem.rename(temporaryPath, to: path)
         } catch {
-            try? Posix.unlink(temporaryPath)
+            try? FileSystem.removeIfPresent(temporaryPath)
             throw error
         }
-        try syncDirectory(directory)
+        try FileSystem.syncDirectory(directory)
     }
 
     /// Replaces `path` with the UTF-8 bytes of `text`.
-    public static func write(_ text: String, to path: String, mode: mode_t = 0o640) throws(SystemError) {
+    public static func write(_ text: String, to path: String, mode: UInt32 = 0o640) throws(SystemError) {
         try write(Array(text.utf8), to: path, mode: mode)
     }
 
     /// The contents of `path`, or nil if it does not exist.
     public static func read(_ path: String) throws(SystemError) -> [UInt8]? {
-        guard let fd = try Posix.open(path, flags: O_RDONLY, missingIsNil: true) else { return nil }
-        defer { Posix.close(fd) }
-        return try Posix.readAll(fd, path: path)
+        let file: OwnedFile
+        do {
+            file = try OwnedFile(path, .readOnly)
+        } catch {
+            if error.errno == .noSuchFileOrDirectory { return nil }
+            throw error
+        }
+        return try file.readToEnd()
     }
 
     static func directoryName(of path: String) -> String {
@@ -59,27 +64,18 @@ public enum AtomicFile {
         return "\(directory)/.\(name).tmp-"
     }
 
-    /// Creates a fresh, exclusive temporary file; the caller owns the descriptor.
-    private static func createTemporaryFile(near path: String) throws(SystemError) -> (String, Int32) {
+    /// Creates a fresh, exclusive temporary file (mode 0600 until `write` sets the final one).
+    private static func createTemporaryFile(near path: String) throws(SystemError) -> (String, OwnedFile) {
         let prefix = temporaryPrefix(for: path)
         var attempts = 0
         while true {
             let candidate = prefix + String(UInt64.random(in: 0...UInt64.max), radix: 36)
             do throws(SystemError) {
-                let flags = O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW
-                if let fd = try Posix.open(candidate, flags: flags, mode: 0o600) {
-                    return (candidate, fd)
-                }
+                return (candidate, try OwnedFile(candidate, .createExclusive(permissions: 0o600)))
             } catch {
                 attempts += 1
-                if error.errno != EEXIST || attempts >= 8 { throw error }
+                if error.errno != .fileExists || attempts >= 8 { throw error }
             }
         }
-    }
-
-    private static func syncDirectory(_ directory: String) throws(SystemError) {
-        guard let fd = try Posix.open(directory, flags: O_RDONLY | O_DIRECTORY) else { return }
-        defer { Posix.close(fd) }
-        try Posix.fsync(fd, path: directory)
     }
 }

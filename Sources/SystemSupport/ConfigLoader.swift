@@ -2,11 +2,7 @@
 // Defaults that depend on the user (socket and state paths) come from the environment given,
 // never from the process's own, so callers and tests decide what the loader sees.
 
-#if canImport(Glibc)
-    import Glibc
-#elseif canImport(Darwin)
-    import Darwin
-#endif
+import Platform
 
 /// Loads recd's configuration (SPEC §12). Stateless; safe to call from any thread.
 public enum ConfigLoader {
@@ -116,58 +112,57 @@ enum ConfigDefaults {
     }
 }
 
-/// The libc side of loading: reading the file and asking who we are.
+/// The system side of loading: reading the file and asking who we are.
 enum ConfigFile {
-    static var isRoot: Bool { getuid() == 0 }
+    static var isRoot: Bool { CurrentProcess.isRoot }
 
     /// The whole file at `path`, at most `limit` bytes.
     static func contents(path: String, limit: Int) throws(ConfigError) -> [UInt8] {
-        func failure(_ what: String, _ code: Int32) -> ConfigError {
+        func failure(_ error: SystemError) -> ConfigError {
             ConfigError(
                 file: path, line: 0,
-                message: "cannot read config file: \(what): \(describe(errno: code))")
+                message: "cannot read config file: \(error.operation): \(describe(error.errno))")
         }
-        let descriptor = open(path, O_RDONLY | O_CLOEXEC)
-        guard descriptor >= 0 else { throw failure("open", errno) }
-        defer { close(descriptor) }
-
-        var status = stat()
-        guard fstat(descriptor, &status) == 0 else { throw failure("fstat", errno) }
-        if (status.st_mode & S_IFMT) == S_IFDIR {
+        let file: OwnedFile
+        let kind: FileKind
+        do throws(SystemError) {
+            file = try OwnedFile(path, .readOnly)
+            kind = try file.status().kind
+        } catch {
+            throw failure(error)
+        }
+        if kind == .directory {
             throw ConfigError(
                 file: path, line: 0,
                 message: "cannot read config file: it is a directory; give the path of a file")
         }
-
-        var bytes: [UInt8] = []
-        var chunk = [UInt8](repeating: 0, count: 64 * 1024)
-        while true {
-            let count = chunk.withUnsafeMutableBytes { read(descriptor, $0.baseAddress, $0.count) }
-            if count < 0 {
-                let code = errno
-                if code == EINTR { continue }
-                throw failure("read", code)
+        do throws(SystemError) {
+            var bytes: [UInt8] = []
+            var chunk = [UInt8](repeating: 0, count: 64 * 1024)
+            while true {
+                let count = try chunk.withUnsafeMutableBytes { buffer in
+                    Result { () throws(SystemError) in
+                        try file.read(into: buffer.baseAddress!, count: buffer.count)
+                    }
+                }.get()
+                if count == 0 { return bytes }
+                bytes += chunk[0..<count]
+                if bytes.count > limit { break }
             }
-            if count == 0 { return bytes }
-            bytes += chunk[0..<count]
-            if bytes.count > limit {
-                throw ConfigError(
-                    file: path, line: 0,
-                    message:
-                        "cannot read config file: it is larger than \(limit) bytes; is it the right file?"
-                )
-            }
+        } catch {
+            throw failure(error)
         }
+        throw ConfigError(
+            file: path, line: 0,
+            message: "cannot read config file: it is larger than \(limit) bytes; is it the right file?")
     }
 
     /// "No such file or directory (ENOENT)"-style text for an errno value.
-    static func describe(errno code: Int32) -> String {
-        let text = strerror(code).map { String(cString: $0) } ?? "error \(code)"
-        let names: [Int32: String] = [
-            ENOENT: "ENOENT", EACCES: "EACCES", EISDIR: "EISDIR", ENOTDIR: "ENOTDIR",
-            ELOOP: "ELOOP",
-            EIO: "EIO", ENAMETOOLONG: "ENAMETOOLONG", EPERM: "EPERM",
+    static func describe(_ errno: Errno) -> String {
+        let named: Set<Errno> = [
+            .noSuchFileOrDirectory, .permissionDenied, .isDirectory, .notDirectory, .tooManySymbolicLinks, .ioError,
+            .nameTooLong, .notPermitted,
         ]
-        return names[code].map { "\(text) (\($0))" } ?? text
+        return named.contains(errno) ? "\(errno.text) (\(errno.name))" : errno.text
     }
 }

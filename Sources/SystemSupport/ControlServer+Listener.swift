@@ -1,5 +1,5 @@
 // Getting a listening socket: bind our own, or take the one systemd passed (socket activation).
-import Glibc
+import Platform
 
 extension ControlServer {
     /// Why `bindListener` could not provide a socket.
@@ -27,7 +27,7 @@ extension ControlServer {
     /// dead daemon is replaced; one that a live process answers on is not (`.alreadyRunning`).
     /// The socket gets `mode` (default 0660: owner and group may connect). The caller removes
     /// the socket file at shutdown if it wants to.
-    public static func bindListener(path: String, mode: mode_t = 0o660) throws(ListenerError) -> Int32 {
+    public static func bindListener(path: String, mode: UInt32 = 0o660) throws(ListenerError) -> Int32 {
         let occupant: PathOccupant
         do {
             try makeParentDirectories(of: path)
@@ -53,19 +53,19 @@ extension ControlServer {
 
     /// Removes a socket file nobody listens on; reports what else is in the way.
     private static func clearStaleSocket(at path: String) throws(SystemError) -> PathOccupant {
-        switch try Posix.fileKind(path) {
-        case .missing:
+        switch try FileSystem.kind(of: path) {
+        case nil:
             return .nothing
-        case .directory, .other:
+        case .regular, .directory, .symbolicLink, .other:
             return .notASocket
         case .socket:
-            let probe = try Posix.unixSocket(type: streamNonBlocking)
-            defer { Posix.close(probe) }
-            switch try Posix.probeConnect(probe, path: path) {
+            let probe = try UnixSocket.make(nonBlocking: true)
+            defer { Descriptor.close(probe) }
+            switch try UnixSocket.probeConnect(probe, path: path) {
             case .connected:
                 return .liveListener
             case .refused:
-                try Posix.unlink(path)
+                try FileSystem.removeIfPresent(path)
                 return .nothing
             case .missing:
                 return .nothing
@@ -73,27 +73,25 @@ extension ControlServer {
         }
     }
 
-    private static func createListener(at path: String, mode: mode_t) throws(SystemError) -> Int32 {
-        let fd = try Posix.unixSocket(type: streamNonBlocking)
+    private static func createListener(at path: String, mode: UInt32) throws(SystemError) -> Int32 {
+        let fd = try UnixSocket.make(nonBlocking: true)
         do throws(SystemError) {
-            try Posix.bind(fd, path: path)
+            try UnixSocket.bind(fd, path: path)
         } catch {
-            Posix.close(fd)
+            Descriptor.close(fd)
             throw error
         }
         do throws(SystemError) {
             // Before listen: nobody can connect while the mode is still the umask's.
-            try Posix.changeMode(path, mode: mode)
-            try Posix.listen(fd, backlog: 128, path: path)
+            try FileSystem.changeMode(path, mode: mode)
+            try UnixSocket.listen(fd, backlog: 128, path: path)
         } catch {
-            Posix.close(fd)
-            try? Posix.unlink(path)
+            Descriptor.close(fd)
+            try? FileSystem.removeIfPresent(path)
             throw error
         }
         return fd
     }
-
-    private static let streamNonBlocking = Int32(SOCK_STREAM.rawValue) | Int32(SOCK_NONBLOCK.rawValue)
 
     /// The control socket systemd passed us (`recd.socket`, `LISTEN_FDS`), or nil when the
     /// daemon was not socket-activated. The caller owns the returned descriptor.
@@ -126,11 +124,7 @@ extension ControlServer {
         guard let slash = path.lastIndex(of: "/") else { return }
         let parent = String(path[..<slash])
         if parent.isEmpty { return }
-        if try Posix.fileKind(parent) == .directory { return }
-        var prefix = parent.hasPrefix("/") ? "" : "."
-        for component in parent.split(separator: "/") {
-            prefix += "/" + component
-            try Posix.makeDirectory(prefix, mode: 0o755)
-        }
+        if try FileSystem.kind(of: parent) == .directory { return }
+        try FileSystem.makeDirectories(parent, mode: 0o755)
     }
 }

@@ -3,7 +3,8 @@
 // Threads: `run` turns the calling thread into the control thread. `post` and `stop` may be
 // called from any thread; everything else (`send`, `close`, `clientCount`) only from the
 // control thread, normally from inside a `ControlServerHandler` callback or posted work.
-import Glibc
+import Glibc  // memchr
+import Platform
 import Synchronization
 
 /// A single-threaded Unix-socket server for line-delimited messages.
@@ -84,7 +85,7 @@ public final class ControlServer: @unchecked Sendable {
     private var connections: [ClientID: Connection] = [:]
     private var lastClientNumber: UInt64 = 0
     private var handler: (any ControlServerHandler)?
-    private var controlThread: pthread_t?
+    private var controlThread: ThreadID?
     private var hasRun = false
     /// Monotonic time of the current loop iteration.
     private var now: Double = 0
@@ -108,16 +109,16 @@ public final class ControlServer: @unchecked Sendable {
     ) throws(SystemError) {
         precondition(limits.maxLineBytes > 0 && limits.maxPendingOutputBytes > 0)
         precondition(limits.maxClients > 0 && limits.tickInterval > 0)
-        precondition((0...Posix.descriptorSlots).contains(limits.maxDescriptorsPerLine))
-        try Posix.setNonBlocking(listeningFD)
-        try Posix.setCloseOnExec(listeningFD)
-        let wakeFD = try LinuxExtensions.eventFD()
+        precondition((0...UnixSocket.descriptorSlots).contains(limits.maxDescriptorsPerLine))
+        try Descriptor.setNonBlocking(listeningFD)
+        try Descriptor.setCloseOnExec(listeningFD)
+        let wakeFD = try EventFD.make()
         var signalFD: Int32? = nil
         if !signals.isEmpty {
             do throws(SystemError) {
-                signalFD = try LinuxExtensions.signalFD(signals)
+                signalFD = try SignalFD.make(signals)
             } catch {
-                Posix.close(wakeFD)
+                Descriptor.close(wakeFD)
                 throw error
             }
         }
@@ -132,11 +133,11 @@ public final class ControlServer: @unchecked Sendable {
     deinit {
         for connection in connections.values {
             connection.closePassedDescriptors()
-            Posix.close(connection.fd)
+            Descriptor.close(connection.fd)
         }
-        Posix.close(listenFD)
-        Posix.close(wakeFD)
-        if let signalFD { Posix.close(signalFD) }
+        Descriptor.close(listenFD)
+        Descriptor.close(wakeFD)
+        if let signalFD { Descriptor.close(signalFD) }
         readBuffer.deallocate()
     }
 
@@ -151,13 +152,13 @@ public final class ControlServer: @unchecked Sendable {
         }
         // The loop drains the eventfd before taking the queue, so a non-empty queue is
         // always seen by a wake that is still to come.
-        if wasEmpty { LinuxExtensions.signalEventFD(wakeFD) }
+        if wasEmpty { EventFD.signal(wakeFD) }
     }
 
     /// Makes `run` return after the current iteration. Any thread.
     public func stop() {
         stopRequested.store(true, ordering: .releasing)
-        LinuxExtensions.signalEventFD(wakeFD)
+        EventFD.signal(wakeFD)
     }
 
     // MARK: Control thread
@@ -207,17 +208,17 @@ public final class ControlServer: @unchecked Sendable {
         precondition(!hasRun, "ControlServer.run may be called only once")
         hasRun = true
         self.handler = handler
-        controlThread = pthread_self()
+        controlThread = ThreadID.current
         if !watchedSignals.isEmpty {
             do {
-                try Posix.changeSignalMask(block: true, watchedSignals)
+                try SignalMask.block(watchedSignals)
             } catch {
                 Log.error("control: cannot block signals \(watchedSignals): \(error)")
             }
         }
-        now = Posix.monotonicSeconds()
+        now = SystemClock.monotonicSeconds()
         var nextTick = now + limits.tickInterval
-        var pollSet: [pollfd] = []
+        var pollSet: [PollEntry] = []
         var polled: [Connection] = []
 
         while !stopRequested.load(ordering: .acquiring) {
@@ -225,56 +226,56 @@ public final class ControlServer: @unchecked Sendable {
 
             pollSet.removeAll(keepingCapacity: true)
             polled.removeAll(keepingCapacity: true)
-            pollSet.append(pollfd(fd: wakeFD, events: Int16(POLLIN), revents: 0))
+            pollSet.append(PollEntry(descriptor: wakeFD, events: .readable))
             let signalIndex = pollSet.count
-            if let signalFD { pollSet.append(pollfd(fd: signalFD, events: Int16(POLLIN), revents: 0)) }
+            if let signalFD { pollSet.append(PollEntry(descriptor: signalFD, events: .readable)) }
             let listenIndex = pollSet.count
             let accepting = now >= acceptResumesAt
-            if accepting { pollSet.append(pollfd(fd: listenFD, events: Int16(POLLIN), revents: 0)) }
+            if accepting { pollSet.append(PollEntry(descriptor: listenFD, events: .readable)) }
             let firstClientIndex = pollSet.count
             for connection in connections.values {
-                var events: Int16 = 0
-                if connection.reading { events |= Int16(POLLIN) }
-                if !connection.output.isEmpty { events |= Int16(POLLOUT) }
-                pollSet.append(pollfd(fd: connection.fd, events: events, revents: 0))
+                var events: PollEvents = []
+                if connection.reading { events.insert(.readable) }
+                if !connection.output.isEmpty { events.insert(.writable) }
+                pollSet.append(PollEntry(descriptor: connection.fd, events: events))
                 polled.append(connection)
             }
 
             let timeout: Int32 =
                 needsService ? 0 : Int32(max(0, min(((nextTick - now) * 1000).rounded(.up), 60_000)))
             do {
-                _ = try Posix.poll(&pollSet, timeoutMilliseconds: timeout)
+                _ = try Descriptor.poll(&pollSet, timeoutMilliseconds: timeout)
             } catch {
                 // ENOMEM: the kernel is short of memory. Back off instead of spinning.
                 Log.error("control: \(error)")
-                usleep(10_000)
+                SystemClock.sleep(seconds: 0.01)
             }
-            now = Posix.monotonicSeconds()
+            now = SystemClock.monotonicSeconds()
 
-            if pollSet[0].revents != 0 {
-                LinuxExtensions.drainEventFD(wakeFD)
+            if !pollSet[0].returned.isEmpty {
+                EventFD.drain(wakeFD)
                 runPostedWork()
             }
-            if let signalFD, pollSet[signalIndex].revents != 0 {
-                for signo in LinuxExtensions.readSignals(signalFD) {
+            if let signalFD, !pollSet[signalIndex].returned.isEmpty {
+                for signo in SignalFD.readSignals(signalFD) {
                     handler.signalReceived(signo)
                 }
             }
-            if accepting, pollSet[listenIndex].revents != 0 {
+            if accepting, !pollSet[listenIndex].returned.isEmpty {
                 acceptClients(handler)
             }
             for (offset, connection) in polled.enumerated() {
-                let revents = Int32(pollSet[firstClientIndex + offset].revents)
-                if revents == 0 || connections[connection.id] !== connection { continue }
-                if revents & POLLNVAL != 0 {
+                let revents = pollSet[firstClientIndex + offset].returned
+                if revents.isEmpty || connections[connection.id] !== connection { continue }
+                if revents.contains(.invalid) {
                     connection.failed = true
                     needsService = true
                     continue
                 }
-                if connection.reading && revents & (POLLIN | POLLHUP | POLLERR) != 0 {
+                if connection.reading && !revents.isDisjoint(with: [.readable, .hangUp, .error]) {
                     readFrom(connection, handler)
                 }
-                if !connection.output.isEmpty && revents & (POLLOUT | POLLHUP | POLLERR) != 0 {
+                if !connection.output.isEmpty && !revents.isDisjoint(with: [.writable, .hangUp, .error]) {
                     flush(connection)
                 }
             }
@@ -335,7 +336,7 @@ public final class ControlServer: @unchecked Sendable {
         /// Closes every descriptor still waiting for its line.
         func closePassedDescriptors() {
             for batch in passed {
-                for descriptor in batch.descriptors { Posix.close(descriptor) }
+                for descriptor in batch.descriptors { Descriptor.close(descriptor) }
             }
             passed.removeAll()
         }
@@ -368,7 +369,7 @@ public final class ControlServer: @unchecked Sendable {
 
     private func assertOnControlThread() {
         assert(
-            controlThread.map { pthread_equal($0, pthread_self()) != 0 } ?? true,
+            controlThread.map { $0 == ThreadID.current } ?? true,
             "ControlServer: this member must be used on the control thread")
     }
 
@@ -410,13 +411,13 @@ public final class ControlServer: @unchecked Sendable {
         // Closing with unread input makes the peer's next read fail with ECONNRESET instead
         // of a clean end of file after our last line; take in what has arrived first.
         discardInput(connection.fd)
-        Posix.close(connection.fd)
+        Descriptor.close(connection.fd)
         handler.clientDisconnected(connection.id)
     }
 
     private func discardInput(_ fd: Int32) {
         for _ in 0..<16 {
-            guard case .transferred = try? Posix.read(fd, into: readBuffer) else { return }
+            guard case .transferred = try? Descriptor.read(fd, into: readBuffer) else { return }
         }
     }
 
@@ -425,12 +426,12 @@ public final class ControlServer: @unchecked Sendable {
         for _ in 0..<64 {
             let accepted: Int32?
             do {
-                accepted = try Posix.accept(listenFD)
+                accepted = try UnixSocket.accept(listenFD)
             } catch {
                 switch error.errno {
-                case ECONNABORTED, EPROTO, EPERM:
+                case .connectionAborted, .protocolError, .notPermitted:
                     continue  // that one connection failed; others may be waiting
-                case EMFILE, ENFILE, ENOBUFS, ENOMEM:
+                case .tooManyOpenFiles, .tooManyOpenFilesInSystem, .noBufferSpace, .noMemory:
                     Log.warning("control: \(error); not accepting for a moment")
                     acceptResumesAt = now + limits.tickInterval
                     return
@@ -449,12 +450,12 @@ public final class ControlServer: @unchecked Sendable {
                     var output = OutputBuffer()
                     output.append(line: line)
                     _ = output.drain { bytes in
-                        guard case .transferred(let count) = try? Posix.send(fd, bytes) else { return 0 }
+                        guard case .transferred(let count) = try? UnixSocket.send(fd, bytes) else { return 0 }
                         return count
                     }
                 }
                 discardInput(fd)
-                Posix.close(fd)
+                Descriptor.close(fd)
                 continue
             }
 
@@ -464,7 +465,7 @@ public final class ControlServer: @unchecked Sendable {
             } catch {
                 // Without knowing who it is, the peer cannot be authorised for anything.
                 Log.warning("control: cannot identify a new client: \(error)")
-                Posix.close(fd)
+                Descriptor.close(fd)
                 continue
             }
             let connection = Connection(id: id, fd: fd, maxLineBytes: limits.maxLineBytes)
@@ -474,13 +475,13 @@ public final class ControlServer: @unchecked Sendable {
     }
 
     static func peerCredentials(of fd: Int32) throws(SystemError) -> PeerCredentials {
-        let credentials = try Posix.peerCredentials(fd)
+        let credentials = try UnixSocket.peerIdentity(fd)
         let groups: [UInt32]
         do {
-            groups = try Posix.peerGroups(fd)
+            groups = try UnixSocket.peerGroups(fd)
         } catch {
             // Kernels before 4.13 lack SO_PEERGROUPS (ENOPROTOOPT).
-            groups = Posix.groupList(uid: credentials.uid, gid: credentials.gid)
+            groups = UserDatabase.groupList(uid: credentials.uid, gid: credentials.gid)
         }
         return PeerCredentials(
             pid: credentials.pid, uid: credentials.uid, gid: credentials.gid, groups: groups)
@@ -489,7 +490,7 @@ public final class ControlServer: @unchecked Sendable {
     private func readFrom(_ connection: Connection, _ handler: any ControlServerHandler) {
         let reception: Reception
         do {
-            reception = try Posix.receive(connection.fd, into: readBuffer)
+            reception = try UnixSocket.receive(connection.fd, into: readBuffer)
         } catch {
             connection.failed = true  // ECONNRESET and friends: the peer is gone
             needsService = true
@@ -497,10 +498,10 @@ public final class ControlServer: @unchecked Sendable {
         }
         switch reception.outcome {
         case .wouldBlock:
-            for descriptor in reception.descriptors { Posix.close(descriptor) }
+            for descriptor in reception.descriptors { Descriptor.close(descriptor) }
             return
         case .endOfFile:
-            for descriptor in reception.descriptors { Posix.close(descriptor) }
+            for descriptor in reception.descriptors { Descriptor.close(descriptor) }
             connection.reading = false
             connection.peerFinishedSending = true
             connection.lastDrainProgress = now
@@ -515,7 +516,7 @@ public final class ControlServer: @unchecked Sendable {
             connection.input.append(UnsafeRawBufferPointer(rebasing: readBuffer[0..<count]))
             if !reception.descriptors.isEmpty || reception.truncated {
                 let refused = reception.truncated || reception.descriptors.count > limits.maxDescriptorsPerLine
-                if refused { for descriptor in reception.descriptors { Posix.close(descriptor) } }
+                if refused { for descriptor in reception.descriptors { Descriptor.close(descriptor) } }
                 connection.passed.append(
                     PassedBatch(
                         lastByte: connection.input.appendedByteCount - 1,
@@ -539,7 +540,7 @@ public final class ControlServer: @unchecked Sendable {
             refused = refused || batch.refused
         }
         if refused || descriptors.count > limits.maxDescriptorsPerLine {
-            for descriptor in descriptors { Posix.close(descriptor) }
+            for descriptor in descriptors { Descriptor.close(descriptor) }
             return PassedDescriptors(refused: true)
         }
         return PassedDescriptors(descriptors)
@@ -621,7 +622,7 @@ public final class ControlServer: @unchecked Sendable {
         while !connection.output.isEmpty {
             let written = connection.output.drain { bytes in
                 do throws(SystemError) {
-                    guard case .transferred(let count) = try Posix.send(connection.fd, bytes) else {
+                    guard case .transferred(let count) = try UnixSocket.send(connection.fd, bytes) else {
                         return 0
                     }
                     return count

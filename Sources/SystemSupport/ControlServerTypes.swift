@@ -1,6 +1,8 @@
 // The vocabulary of the control server: who is connected, who they are, why they were cut off,
 // and the callbacks the daemon implements.
 
+import Platform
+
 /// One connection to the control socket. Numbers increase from 1 and are never reused during
 /// a server's lifetime, so a stale ID can never address a newer client.
 public struct ClientID: Hashable, Sendable, Comparable, CustomStringConvertible {
@@ -76,7 +78,7 @@ public struct PassedDescriptors: ~Copyable {
     }
 
     deinit {
-        for descriptor in descriptors { Posix.close(descriptor) }
+        for descriptor in descriptors { Descriptor.close(descriptor) }
     }
 
     /// How many descriptors are still here.

@@ -1,5 +1,5 @@
 // Logging for a daemon under systemd: one line per message on stderr, priority in front.
-import Glibc
+import Platform
 import Synchronization
 
 /// Writes log lines to stderr with the `sd-daemon.h` priority prefixes (`<3>` = `SD_ERR` …
@@ -57,7 +57,7 @@ public enum Log {
         let bytes = format(level, message())
         bytes.withUnsafeBytes { buffer in
             // Nowhere to report a failing stderr; drop the line.
-            try? Posix.writeAll(STDERR_FILENO, buffer, path: nil)
+            try? Descriptor.writeAll(Descriptor.standardError, buffer, path: nil)
         }
     }
 

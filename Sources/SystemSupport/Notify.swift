@@ -1,5 +1,6 @@
 // The systemd service protocol (sd_notify(3)): readiness, status text, watchdog, stopping.
-import Glibc
+import Glibc  // getenv
+import Platform
 
 /// Tells systemd how the daemon is doing (`Type=notify`, `WatchdogSec=`).
 ///
@@ -32,7 +33,7 @@ public enum SystemdNotify {
     /// `RELOADING=1` … then `ready()`: a configuration reload (SIGHUP) is under way.
     /// Carries `MONOTONIC_USEC`, which `Type=notify-reload` (systemd 253+) requires.
     public static func reloading() throws(SystemError) {
-        let microseconds = UInt64(Posix.monotonicSeconds() * 1_000_000)
+        let microseconds = UInt64(SystemClock.monotonicSeconds() * 1_000_000)
         try send("RELOADING=1\nMONOTONIC_USEC=\(microseconds)")
     }
 

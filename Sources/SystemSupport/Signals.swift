@@ -13,41 +13,41 @@
 //
 // Threads created before `block` keep their old mask, and a process-directed signal may be
 // delivered to such a thread with its default action (terminate) — hence "first".
-import Glibc
+import Platform
 
 /// Signal masking helpers for the signalfd mechanism described above.
 public enum Signals {
     /// `SIGTERM` (systemd stop), `SIGINT` (Ctrl-C), `SIGHUP` (reload).
-    public static let shutdownAndReload: [Int32] = [SIGTERM, SIGINT, SIGHUP]
+    public static let shutdownAndReload: [Int32] = [SignalMask.terminate, SignalMask.interrupt, SignalMask.hangUp]
 
     /// Blocks `signals` in the calling thread; threads it creates afterwards inherit the
     /// mask. Call on the main thread before any other thread exists.
     public static func block(_ signals: [Int32]) throws(SystemError) {
-        try Posix.changeSignalMask(block: true, signals)
+        try SignalMask.block(signals)
     }
 
     /// Unblocks `signals` in the calling thread (for a child process about to `exec`).
     public static func unblock(_ signals: [Int32]) throws(SystemError) {
-        try Posix.changeSignalMask(block: false, signals)
+        try SignalMask.unblock(signals)
     }
 
     /// Ignores `SIGPIPE` process-wide, so a write to a closed pipe or socket returns `EPIPE`
     /// instead of killing the daemon. The control server does not need it (it sends with
     /// `MSG_NOSIGNAL`); other writers (stderr to a dead pipe, libraries) do.
     public static func ignoreBrokenPipe() {
-        Posix.ignoreSignal(SIGPIPE)
+        SignalMask.ignore(SignalMask.brokenPipe)
     }
 
     /// `"SIGTERM"` etc., for log lines.
     public static func name(_ signo: Int32) -> String {
         switch signo {
-        case SIGTERM: "SIGTERM"
-        case SIGINT: "SIGINT"
-        case SIGHUP: "SIGHUP"
-        case SIGQUIT: "SIGQUIT"
-        case SIGUSR1: "SIGUSR1"
-        case SIGUSR2: "SIGUSR2"
-        case SIGPIPE: "SIGPIPE"
+        case SignalMask.terminate: "SIGTERM"
+        case SignalMask.interrupt: "SIGINT"
+        case SignalMask.hangUp: "SIGHUP"
+        case SignalMask.quit: "SIGQUIT"
+        case SignalMask.user1: "SIGUSR1"
+        case SignalMask.user2: "SIGUSR2"
+        case SignalMask.brokenPipe: "SIGPIPE"
         default: "signal \(signo)"
         }
     }

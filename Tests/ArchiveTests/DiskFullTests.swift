@@ -2,6 +2,7 @@
 // file must be valid, nothing may be overwritten and nothing left half-written.
 
 import Foundation
+import Platform
 import Testing
 
 @testable import Archive

@@ -3,6 +3,7 @@
 // Every file is checked with the `flac` CLI as the reference decoder.
 
 import Foundation
+import Platform
 import Testing
 
 @testable import Archive

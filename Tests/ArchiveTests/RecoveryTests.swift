@@ -2,6 +2,7 @@
 // undecodable partial, a partial still being written.
 
 import Foundation
+import Platform
 import TestSupport
 import Testing
 

@@ -1,6 +1,7 @@
 // Retention: oldest first, by age and by free space, never an open file.
 
 import Foundation
+import Platform
 import Testing
 
 @testable import Archive

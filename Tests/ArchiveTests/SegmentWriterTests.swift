@@ -1,6 +1,7 @@
 // The segment writer on its own: clamping, never overwriting, the seek table and comments.
 
 import Foundation
+import Platform
 import Testing
 
 @testable import Archive

@@ -3,9 +3,12 @@
 // services, the worker threads and the files are real; the client link only collects what
 // the router sends and runs what it posts on the test thread (the control thread here).
 import AudioEngine
+import AudioTestSupport
+import Codec
 import ControlProtocol
 import Foundation
 import Glibc
+import Platform
 import SessionPolicy
 import SystemSupport
 import Testing
@@ -91,7 +94,7 @@ final class ControlRouterTests {
         try #require(rig.send(alice, #"{"id":1,"op":"session.set","app":"radio","category":"playback"}"#)?["ok"] == true)
         let path = rig.directory.path + "/notes.txt"
         try "text".write(toFile: path, atomically: true, encoding: .utf8)
-        let reply = rig.request(alice, #"{"id":2,"op":"play","app":"radio","file":"\#(path)"}"#, descriptors: [openForReading(path)])
+        let reply = rig.request(alice, #"{"id":2,"op":"play","app":"radio","file":"\#(path)"}"#, descriptors: [try openReadOnly(path)])
         #expect(error(reply) == "cannotStartPlaying")
         #expect(rig.router.store.sessions["radio"]?.state == .inactive, "a bad file activated the session")
         #expect(rig.router.players.all.isEmpty)
@@ -103,9 +106,9 @@ final class ControlRouterTests {
         #expect(rig.send(alice, #"{"id":2,"op":"watch","app":"radio"}"#)?["ok"] == true)
         let path = rig.directory.path + "/dc.wav"
         try writeConstantWAV(path: path, seconds: 10)
-        let began = monotonicSeconds()
-        let immediate = rig.send(alice, #"{"id":3,"op":"play","app":"radio","file":"\#(path)"}"#, descriptors: [openForReading(path)])
-        let busy = monotonicSeconds() - began
+        let began = SystemClock.monotonicSeconds()
+        let immediate = rig.send(alice, #"{"id":3,"op":"play","app":"radio","file":"\#(path)"}"#, descriptors: [try openReadOnly(path)])
+        let busy = SystemClock.monotonicSeconds() - began
         #expect(immediate == nil, "play answered before its file was read")
         #expect(busy < 0.05, "the control thread spent \(Int(busy * 1000)) ms in play")
         #expect(rig.send(bob, #"{"id":9,"op":"status"}"#)?["ok"] == true, "another client waited for the play")
@@ -113,9 +116,9 @@ final class ControlRouterTests {
         var slowest = 0.0
         #expect(
             rig.pump {
-                let began = monotonicSeconds()
+                let began = SystemClock.monotonicSeconds()
                 let ran = rig.link.mailbox.run()
-                if ran > 0 { slowest = max(slowest, monotonicSeconds() - began) }
+                if ran > 0 { slowest = max(slowest, SystemClock.monotonicSeconds() - began) }
                 return rig.link.reply(to: alice, id: 3) != nil
             })
         #expect(slowest < 0.05, "a completion held the control thread \(Int(slowest * 1000)) ms")
@@ -134,7 +137,7 @@ final class ControlRouterTests {
         #expect(rig.send(alice, #"{"id":2,"op":"watch","app":"radio"}"#)?["ok"] == true)
         let path = rig.directory.path + "/dc.wav"
         try writeConstantWAV(path: path, seconds: 10)
-        try #require(rig.request(alice, #"{"id":3,"op":"play","app":"radio","file":"\#(path)"}"#, descriptors: [openForReading(path)])?["ok"] == true)
+        try #require(rig.request(alice, #"{"id":3,"op":"play","app":"radio","file":"\#(path)"}"#, descriptors: [try openReadOnly(path)])?["ok"] == true)
 
         #expect(rig.send(bob, #"{"id":4,"op":"session.activate","app":"alarm"}"#)?["ok"] == true)
         #expect(rig.router.players.get("radio", "main")?.pausedBy == .interruption)

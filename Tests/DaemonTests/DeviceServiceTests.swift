@@ -1,6 +1,8 @@
 // DeviceService alone: the config's real bindings, the real engine controller on the test's
 // jackd (jack sense gates availability there, the one place it lives), and the real scripted
 // event source behind `devices.inject` (no sound card on these machines).
+import AudioTestSupport
+import Codec
 import ControlProtocol
 import Devices
 import Foundation
@@ -13,12 +15,13 @@ import Testing
 
 @Suite("device service against jackd", .serialized)
 final class DeviceServiceTests {
-    let directory = TemporaryDirectory()
+    let directory: TemporaryDirectory
     let mailbox = Mailbox()
     let engine: EngineController
     let devices: DeviceService
 
     init() throws {
+        directory = try TemporaryDirectory()
         let config = try testConfig(
             ports: """
                 [port mic]

@@ -2,6 +2,8 @@
 // publishes is read back from the engine's own bus meters. A real engine player stands in
 // for a file player (the test writes its samples into the player's ring itself).
 import AudioEngine
+import AudioTestSupport
+import Codec
 import ControlProtocol
 import Foundation
 import Glibc
@@ -13,7 +15,7 @@ import Testing
 
 @Suite("monitoring service against jackd", .serialized)
 final class MonitoringServiceTests {
-    let directory = TemporaryDirectory()
+    let directory: TemporaryDirectory
     let engine: EngineController
     let monitoring: MonitoringService
     /// The player streams the service may ask about: "app/stream" → engine player.
@@ -23,6 +25,7 @@ final class MonitoringServiceTests {
     let streams = Streams()
 
     init() throws {
+        directory = try TemporaryDirectory()
         let config = try testConfig(
             ports: """
                 [port deck]

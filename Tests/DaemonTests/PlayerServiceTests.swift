@@ -2,10 +2,11 @@
 // as open descriptors, the test thread as the control thread; only the event sink is a
 // stand-in. Levels are read back from the engine's own output meters.
 import AudioEngine
+import AudioTestSupport
+import Codec
 import ControlProtocol
 import Foundation
 import Glibc
-import MediaFiles
 import SessionPolicy
 import SystemSupport
 import Testing
@@ -14,7 +15,7 @@ import Testing
 
 @Suite("player service against jackd", .serialized)
 final class PlayerServiceTests {
-    let directory = TemporaryDirectory()
+    let directory: TemporaryDirectory
     let mailbox = Mailbox()
     let events = EventCollector()
     let device: StandInDevice
@@ -22,6 +23,7 @@ final class PlayerServiceTests {
     let players: PlayerService
 
     init() throws {
+        directory = try TemporaryDirectory()
         device = try StandInDevice()
         let config = try testConfig(
             ports: systemPorts + """
@@ -50,7 +52,7 @@ final class PlayerServiceTests {
     func probe(_ path: String) -> Result<ProbedFile, SessionError>? {
         let result = Shared<Result<ProbedFile, SessionError>?>(nil)
         do {
-            let file = try ReadOnlyFile(adopting: openForReading(path), name: path)
+            let file = try ReadOnlyFile(adopting: try openReadOnly(path), name: path)
             players.probe(file, for: ClientID(rawValue: 1)) { probed in result.update { $0 = probed } }
         } catch {
             Issue.record("cannot open \(path): \(error)")
@@ -118,7 +120,7 @@ final class PlayerServiceTests {
         #expect(player.handle.framesPlayed == frames, "a paused player still plays")
         #expect(!players.isPlaying("radio"))
         players.resume(player)
-        #expect(waitUntil { player.handle.framesPlayed > frames }, "a resumed player does not play")
+        #expect(waitUntil(seconds: 10) { player.handle.framesPlayed > frames }, "a resumed player does not play")
         players.stop(player, reason: "stop")
         #expect(players.get("radio", "main") == nil && !player.handle.isAttached)
         let states = events.named("player").compactMap { $0["state"]?.stringValue }
@@ -152,7 +154,7 @@ final class PlayerServiceTests {
     func reapsFinished() throws {
         _ = try play(try dcFile("short.wav", seconds: 0.2)).get()
         var reaped: Set<String> = []
-        #expect(waitUntil { reaped.formUnion(players.reap()); return !reaped.isEmpty })
+        #expect(waitUntil(seconds: 10) { reaped.formUnion(players.reap()); return !reaped.isEmpty })
         #expect(reaped == ["radio"] && players.all.isEmpty)
         #expect(events.named("player", state: "stopped").first?["reason"] == "finished")
     }

@@ -4,6 +4,8 @@
 // for its news, as the router does). Only the event sink is a stand-in.
 import Archive
 import AudioEngine
+import AudioTestSupport
+import Codec
 import ControlProtocol
 import Foundation
 import Glibc
@@ -15,7 +17,7 @@ import Testing
 
 @Suite("recorder service against jackd", .serialized)
 final class RecorderServiceTests {
-    let directory = TemporaryDirectory()
+    let directory: TemporaryDirectory
     let mailbox = Mailbox()
     let events = EventCollector()
     let device: StandInDevice
@@ -28,6 +30,7 @@ final class RecorderServiceTests {
     static let context = RecordingContext(category: "record", mode: "default", silenced: false)
 
     init() throws {
+        directory = try TemporaryDirectory()
         device = try StandInDevice()
         let config = try testConfig(
             ports: systemPorts + """

@@ -1,30 +1,21 @@
-// What the router and service tests share: a config on the test's JACK server (the one
-// JACK_DEFAULT_SERVER names, a `jackd -d dummy`), the real engine controller, real files in a
-// temporary directory, a stand-in JACK device that can be unplugged, and the two stand-ins
+// What the router and service tests share (beyond AudioTestSupport's directories, files and
+// waiting): a config on the test's JACK server (the one JACK_DEFAULT_SERVER names, a
+// `jackd -d dummy`), the real engine controller, a JACK device that can be unplugged, and the
+// two stand-ins
 // the tests allow themselves: an event sink that collects events, and a client link that
 // collects what the router sends to clients (replies and events) and runs what it posts on
 // the test thread, as the control loop would.
 import AudioEngine
+import AudioTestSupport
 import ControlProtocol
 import Foundation
 import Glibc
+import Platform
 import SessionPolicy
 import Synchronization
 
 @testable import Daemon
 @testable import SystemSupport
-
-/// A directory of the test's own, removed when it goes.
-final class TemporaryDirectory {
-    let path: String
-
-    init() {
-        var template = Array("/tmp/recd-daemon-test-XXXXXX".utf8CString)
-        path = template.withUnsafeMutableBufferPointer { String(cString: mkdtemp($0.baseAddress!)) }
-    }
-
-    deinit { try? FileManager.default.removeItem(atPath: path) }
-}
 
 /// A JACK client name no other test uses.
 func uniqueClientName(_ prefix: String) -> String {
@@ -66,42 +57,12 @@ let systemPorts = """
 
     """
 
-/// 16-bit PCM WAV, interleaved `samples`.
-func writeWAV(path: String, sampleRate: Int = 48_000, channels: Int, samples: [Int16]) throws {
-    var data = Data()
-    func append<T: FixedWidthInteger>(_ value: T) { withUnsafeBytes(of: value.littleEndian) { data.append(contentsOf: $0) } }
-    data.append(contentsOf: Array("RIFF".utf8))
-    append(UInt32(36 + samples.count * 2))
-    data.append(contentsOf: Array("WAVEfmt ".utf8))
-    append(UInt32(16))
-    append(UInt16(1))
-    append(UInt16(channels))
-    append(UInt32(sampleRate))
-    append(UInt32(sampleRate * channels * 2))
-    append(UInt16(channels * 2))
-    append(UInt16(16))
-    data.append(contentsOf: Array("data".utf8))
-    append(UInt32(samples.count * 2))
-    for sample in samples { append(sample) }
-    try data.write(to: URL(fileURLWithPath: path))
-}
-
-/// A constant (DC) WAV: every sample `value` (0.5 full scale by default): its level is the gain.
-func writeConstantWAV(path: String, seconds: Double, channels: Int = 2, value: Int16 = 16384) throws {
-    try writeWAV(path: path, channels: channels, samples: [Int16](repeating: value, count: Int(48_000 * seconds) * channels))
-}
-
-/// Opens `path` read-only, as recctl does for `play`.
-func openForReading(_ path: String) -> Int32 { open(path, O_RDONLY | O_CLOEXEC) }
-
-/// Runs `body` until it is true, or `seconds` pass.
-func waitUntil(seconds: Double = 10, _ body: () -> Bool) -> Bool {
-    let deadline = Date().addingTimeInterval(seconds)
-    while !body() {
-        if Date() > deadline { return false }
-        usleep(5_000)
-    }
-    return true
+/// A constant (DC) 16-bit WAV: every sample `value` (0.5 full scale by default): its level
+/// is the gain.
+func writeConstantWAV(path: String, seconds: Double, channels: Int = 2, value: Int32 = 16384) throws {
+    try writeWAV(
+        path, sampleRate: 48_000, channels: channels, bits: 16,
+        samples: [Int32](repeating: value, count: Int(48_000 * seconds) * channels))
 }
 
 /// The engine controller of `config`, started against the test's JACK server.
@@ -141,7 +102,7 @@ final class StandInDevice {
 
 /// Drains the controller's notifications until `port`'s availability is `available`.
 func waitForAvailability(_ engine: EngineController, port: String, _ available: Bool) -> Bool {
-    waitUntil {
+    waitUntil(seconds: 10) {
         _ = engine.drain()
         return engine.isAvailable(port: port) == available
     }
@@ -185,18 +146,19 @@ final class TestLink: ClientLink, @unchecked Sendable {
 
 /// A router on the test's JACK server, with clients of chosen identities.
 final class RouterRig {
-    let directory = TemporaryDirectory()
+    let directory: TemporaryDirectory
     let link = TestLink()
     let config: RecdConfig
     let router: ControlRouter
     private var nextClient: UInt64 = 0
 
     init(ports: String = systemPorts, extra: String = "") throws {
+        directory = try TemporaryDirectory()
         config = try testConfig(ports: ports, directory: directory.path, extra: extra)
-        _ = Recd.mkdirs(config.daemon.stateDir, mode: 0o750)
+        try FileSystem.makeDirectories(config.daemon.stateDir, mode: 0o750)
         router = try ControlRouter(
             config: config, store: SessionDeclarations.makeStore(config: config, persisted: PersistedState()),
-            stateFile: StateFile(stateDir: config.daemon.stateDir), startedAt: monotonicSeconds(), link: link)
+            stateFile: StateFile(stateDir: config.daemon.stateDir), startedAt: SystemClock.monotonicSeconds(), link: link)
         router.openArchive()
         router.startEngine()
     }
@@ -228,7 +190,7 @@ final class RouterRig {
             if Date() > deadline { return false }
             if link.mailbox.run() == 0 { usleep(1_000) }
             if Date() >= nextTick {
-                router.tick(now: monotonicSeconds())
+                router.tick(now: SystemClock.monotonicSeconds())
                 nextTick = Date().addingTimeInterval(0.05)
             }
         }

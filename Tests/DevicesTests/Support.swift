@@ -2,6 +2,7 @@
 // deliveries from another thread.
 
 import Glibc
+import Platform
 import Synchronization
 
 @testable import Devices
@@ -62,6 +63,6 @@ func card(_ id: String, _ index: Int, driver: String = "HDA-Intel", longName: St
 
 /// Starts `count` threads running `body(index)` and waits for all of them.
 func runOnThreads(_ count: Int, _ body: @escaping @Sendable (Int) -> Void) {
-    let threads = (0..<count).map { index in NamedThread(name: "test pusher \(index)") { body(index) } }
+    let threads = (0..<count).map { index in try! NamedThread(name: "test pusher \(index)") { body(index) } }
     for thread in threads { thread.join() }
 }

@@ -2,7 +2,7 @@
 // descriptor; recd (root here) never opens a path a client names.
 import ControlProtocol
 import Foundation
-import SystemSupport
+import Platform
 import Testing
 
 #if canImport(Glibc)

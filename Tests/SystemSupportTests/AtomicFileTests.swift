@@ -1,5 +1,6 @@
 import Foundation
 import Glibc
+import Platform
 import Testing
 
 @testable import SystemSupport
@@ -45,7 +46,7 @@ struct AtomicFileTests {
             try AtomicFile.write([1, 2, 3], to: path)
             Issue.record("writing into a missing directory succeeded")
         } catch {
-            #expect(error.errno == ENOENT)
+            #expect(error.errno == .noSuchFileOrDirectory)
             #expect(error.description.contains(directory + "/missing/"))
             #expect(error.description.contains("No such file or directory"))
         }

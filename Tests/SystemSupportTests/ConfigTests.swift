@@ -3,6 +3,7 @@
 // and files that cannot be read.
 
 import Foundation
+import Platform
 import SessionPolicy
 import Testing
 

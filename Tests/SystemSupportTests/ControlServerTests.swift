@@ -2,6 +2,7 @@
 import Dispatch
 import Foundation
 import Glibc
+import Platform
 import Synchronization
 import Testing
 
@@ -128,10 +129,10 @@ struct ControlServerTests {
 
         var slowest = 0.0
         for index in 0..<30 {
-            let start = Posix.monotonicSeconds()
+            let start = SystemClock.monotonicSeconds()
             responsive.send("ping \(index)\n")
             #expect(responsive.readLine() == "echo:ping \(index)")
-            slowest = max(slowest, Posix.monotonicSeconds() - start)
+            slowest = max(slowest, SystemClock.monotonicSeconds() - start)
             usleep(2_000)
         }
         #expect(slowest < 0.5, "slowest round trip \(slowest) s")
@@ -351,10 +352,10 @@ struct ListenerTests {
         try #require(mkdir(directory + "/run", 0o755) == 0)
         let path = directory + "/run/control.sock"
         // A dead daemon's socket: bound, never listening, closed without unlink.
-        let stale = try Posix.unixSocket(type: Int32(SOCK_STREAM.rawValue))
-        try Posix.bind(stale, path: path)
+        let stale = try UnixSocket.make()
+        try UnixSocket.bind(stale, path: path)
         close(stale)
-        #expect(try Posix.fileKind(path) == .socket)
+        #expect(try FileSystem.kind(of: path) == .socket)
 
         let fd = try ControlServer.bindListener(path: path, mode: 0o600)
         defer { close(fd) }
@@ -393,7 +394,7 @@ struct ListenerTests {
                 Issue.record("unexpected \(error)")
                 return
             }
-            #expect(system.errno == ENAMETOOLONG)
+            #expect(system.errno == .nameTooLong)
         }
     }
 

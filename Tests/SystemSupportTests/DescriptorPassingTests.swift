@@ -3,6 +3,7 @@
 import Dispatch
 import Foundation
 import Glibc
+import Platform
 import Synchronization
 import Testing
 

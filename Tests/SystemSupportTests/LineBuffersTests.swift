@@ -1,4 +1,5 @@
 // Framing rules, without sockets.
+import Platform
 import Testing
 
 @testable import SystemSupport

@@ -1,5 +1,6 @@
 import Foundation
 import Glibc
+import Platform
 import Testing
 
 @testable import SystemSupport
@@ -37,9 +38,9 @@ struct NotifyTests {
         let directory = makeTemporaryDirectory()
         defer { removeTree(directory) }
         let path = directory + "/notify.sock"
-        let fd = try Posix.unixSocket(type: Int32(SOCK_DGRAM.rawValue))
+        let fd = try UnixSocket.make(datagram: true)
         defer { close(fd) }
-        try Posix.bind(fd, path: path)
+        try UnixSocket.bind(fd, path: path)
         var timeout = timeval(tv_sec: 2, tv_usec: 0)
         setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
 

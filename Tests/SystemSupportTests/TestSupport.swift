@@ -2,6 +2,7 @@
 import Dispatch
 import Foundation
 import Glibc
+import Platform
 import Synchronization
 import Testing
 
@@ -26,8 +27,8 @@ func removeTree(_ path: String) {
 
 /// Polls `condition` until it holds or `timeout` seconds pass.
 func eventually(timeout: Double = 5, _ condition: () -> Bool) -> Bool {
-    let deadline = Posix.monotonicSeconds() + timeout
-    while Posix.monotonicSeconds() < deadline {
+    let deadline = SystemClock.monotonicSeconds() + timeout
+    while SystemClock.monotonicSeconds() < deadline {
         if condition() { return true }
         usleep(2_000)
     }

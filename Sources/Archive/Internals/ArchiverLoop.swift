@@ -4,9 +4,8 @@
 // Runs on the recorder's **archiver** thread only; it owns the source, the transform and the
 // segment writers. It talks to the control thread only through `RecorderControl`.
 
-#if canImport(Glibc)
-    import Glibc
-#endif
+import Codec
+import Platform
 
 final class ArchiverLoop {
     private let configuration: RecorderConfiguration
@@ -77,7 +76,7 @@ final class ArchiverLoop {
                 // A short read means the source is drained: wait for more to gather rather
                 // than wake for every period.
                 if frames < configuration.chunkFrames && stopReason == nil {
-                    sleep(seconds: configuration.pollInterval)
+                    SystemClock.sleep(seconds: configuration.pollInterval)
                 }
             }
             // Gaps after the last frame go into the open segment, but open no new one.
@@ -325,11 +324,9 @@ final class ArchiverLoop {
             bitsPerSample: configuration.bitsPerSample, endReason: finished.endReason, gaps: finished.gaps,
             recovered: false, bytes: finished.bytes)
     }
+}
 
-    private func sleep(seconds: Double) {
-        guard seconds > 0 else { return }
-        var request = timespec(tv_sec: Int(seconds), tv_nsec: Int((seconds - Double(Int(seconds))) * 1e9))
-        var remaining = timespec()
-        while nanosleep(&request, &remaining) != 0 && errno == EINTR { request = remaining }
-    }
+/// `recd <version> / libFLAC <version>`: the ENCODER comment.
+func encoderDescription(recdVersion: String) -> String {
+    "recd \(recdVersion) / libFLAC \(FLACEncoder.libraryVersion)"
 }

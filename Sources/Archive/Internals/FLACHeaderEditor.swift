@@ -6,6 +6,8 @@
 //
 // Threads: whoever owns the file (the archiver, or recovery).
 
+import Platform
+
 /// A metadata block's place in a FLAC file.
 struct MetadataBlockLocation: Equatable {
     static let streamInfo: UInt8 = 0
@@ -26,14 +28,14 @@ struct MetadataBlockLocation: Equatable {
 enum FLACHeaderEditor {
     /// The metadata blocks of `file`, in order.
     static func blocks(of file: OwnedFile) throws(ArchiveError) -> [MetadataBlockLocation] {
-        let magic = try file.read(count: 4, at: 0)
+        let magic = try read(file, count: 4, at: 0)
         guard magic == Array("fLaC".utf8) else {
             throw .unreadableFile(path: file.path, reason: "no fLaC signature")
         }
         var blocks: [MetadataBlockLocation] = []
         var offset: Int64 = 4
         while blocks.count < 1024 {
-            let header = try file.read(count: 4, at: offset)
+            let header = try read(file, count: 4, at: offset)
             guard header.count == 4 else {
                 throw .unreadableFile(path: file.path, reason: "metadata ends early")
             }
@@ -53,7 +55,7 @@ enum FLACHeaderEditor {
         guard let table = blocks.first(where: { $0.type == MetadataBlockLocation.seekTable }),
             table.length % 18 == 0, table.length > 0
         else { return }
-        let body = try file.read(count: table.length, at: table.bodyOffset)
+        let body = try read(file, count: table.length, at: table.bodyOffset)
         guard body.count == table.length else { return }
         let placeholder = UInt64.max
         var points: [(sample: UInt64, offset: UInt64, frameSamples: UInt16)] = []
@@ -78,7 +80,7 @@ enum FLACHeaderEditor {
             appendBigEndian(&out, point.offset, 8)
             appendBigEndian(&out, UInt64(point.frameSamples), 2)
         }
-        try file.writeAll(out, at: table.bodyOffset)
+        try archiveCall { () throws(SystemError) in try file.writeAll(out, at: table.bodyOffset) }
     }
 
     /// Sets `comments` in the VORBIS_COMMENT block: entries with the same names (ignoring
@@ -94,7 +96,7 @@ enum FLACHeaderEditor {
         }
         let vorbis = blocks[index]
         let padding = blocks[index + 1]
-        let body = try file.read(count: vorbis.length, at: vorbis.bodyOffset)
+        let body = try read(file, count: vorbis.length, at: vorbis.bodyOffset)
         guard body.count == vorbis.length, body.count >= 8 else {
             throw .unreadableFile(path: file.path, reason: "VORBIS_COMMENT block is truncated")
         }
@@ -132,8 +134,12 @@ enum FLACHeaderEditor {
         region += newBody
         region += blockHeader(type: MetadataBlockLocation.padding, isLast: padding.isLast, length: paddingLength)
         region += [UInt8](repeating: 0, count: paddingLength)
-        try file.writeAll(region, at: vorbis.offset)
+        try archiveCall { () throws(SystemError) in try file.writeAll(region, at: vorbis.offset) }
         return true
+    }
+
+    private static func read(_ file: OwnedFile, count: Int, at offset: Int64) throws(ArchiveError) -> [UInt8] {
+        try archiveCall { () throws(SystemError) in try file.read(count: count, at: offset) }
     }
 
     private static func blockHeader(type: UInt8, isLast: Bool, length: Int) -> [UInt8] {

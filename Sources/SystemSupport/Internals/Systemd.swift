@@ -1,7 +1,7 @@
 // The C contact with libsystemd (sd-daemon.h): one Swift function per call.
-internal import CLinux  // SOCK_STREAM: <sys/socket.h> belongs to CLinux's module once its shim includes it
 internal import CSystemd
 import Glibc
+import Platform
 
 enum Systemd {
     /// `SD_LISTEN_FDS_START`: the first descriptor systemd passes (3).
@@ -16,7 +16,7 @@ enum Systemd {
 
     /// `sd_is_socket_unix(fd, SOCK_STREAM, listening: 1, any path)`.
     static func isListeningUnixStreamSocket(_ fd: Int32) throws(SystemError) -> Bool {
-        let result = sd_is_socket_unix(fd, Int32(SOCK_STREAM.rawValue), 1, nil, 0)
+        let result = sd_is_socket_unix(fd, UnixSocket.streamType, 1, nil, 0)
         if result < 0 { throw SystemError(errno: -result, operation: "sd_is_socket_unix") }
         return result > 0
     }

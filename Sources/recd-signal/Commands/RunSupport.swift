@@ -1,6 +1,8 @@
 // What the three commands share once active: connecting, the ready line, waiting for the
 // end, and --rate-check. Main thread only.
 
+import Platform
+
 /// How a run ended.
 enum StopReason {
     /// --seconds worth of frames went through.
@@ -59,7 +61,7 @@ struct RateCheck {
     init(client: SignalClient) {
         nominalRate = client.sampleRate
         startFrames = client.frameTime
-        startSeconds = monotonicSeconds()
+        startSeconds = SystemClock.monotonicSeconds()
     }
 
     /// The check's result, to report once the run's own report is out.
@@ -76,7 +78,7 @@ struct RateCheck {
 
     func measure(client: SignalClient) -> Outcome {
         let frames = Double(client.frameTime &- startFrames)
-        let seconds = monotonicSeconds() - startSeconds
+        let seconds = SystemClock.monotonicSeconds() - startSeconds
         let rate = client.sampleRate
         guard rate == nominalRate else {
             return Outcome(

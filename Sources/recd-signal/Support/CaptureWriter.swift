@@ -3,16 +3,14 @@
 // and sleep; the process thread never waits for it.
 
 internal import CJack
+import Platform
 import Synchronization
 
-#if canImport(Glibc)
-    import Glibc
-#endif
-
-/// The capture file: a descriptor, plus the WAV header's position to patch at the end.
-/// Main thread, except `append`, which only the writer thread calls while it runs.
+/// The capture file: an open file (closed by `close(frames:)`, or when dropped), plus the WAV
+/// header to patch at the end. Main thread, except `append`, which only the writer thread
+/// calls (on `descriptor`) while it runs.
 struct CaptureFile: ~Copyable {
-    let descriptor: Int32
+    private let file: OwnedFile
     let path: String
     let wav: Bool
     let channelCount: Int
@@ -21,50 +19,49 @@ struct CaptureFile: ~Copyable {
 
     /// Creates (truncates) `path`; with `wav`, writes a header whose sizes `close` fills in.
     init(path: String, wav: Bool, channelCount: Int, sampleRate: Int) throws(Failure) {
-        let descriptor = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o644)
-        guard descriptor >= 0 else {
-            throw .jack("cannot create \(path): \(errnoDescription(errno))")
+        let file: OwnedFile
+        do {
+            file = try OwnedFile(path, .createOrTruncate(permissions: 0o644))
+        } catch {
+            throw .jack("cannot create \(path): \(error.message)")
         }
         if wav {
             let header = Self.wavHeader(channels: channelCount, rate: sampleRate, frames: 0)
             if let code = header.withUnsafeBytes({
-                Self.append(descriptor, $0.baseAddress!, $0.count)
+                Self.append(file.descriptor, $0.baseAddress!, $0.count)
             }) {
-                Glibc.close(descriptor)
                 throw .jack("cannot write \(path): \(errnoDescription(code))")
             }
         }
-        self.descriptor = descriptor
+        self.file = file
         self.path = path
         self.wav = wav
         self.channelCount = channelCount
         self.sampleRate = sampleRate
     }
 
+    /// The descriptor the writer thread appends to; the file owns it.
+    var descriptor: Int32 { file.descriptor }
+
     /// Writes all `count` bytes; returns errno on failure.
     static func append(_ descriptor: Int32, _ bytes: UnsafeRawPointer, _ count: Int) -> Int32? {
-        var offset = 0
-        while offset < count {
-            let written = write(descriptor, bytes + offset, count - offset)
-            if written < 0 {
-                if errno == EINTR { continue }
-                return errno
-            }
-            offset += written
+        do {
+            try Descriptor.writeAll(descriptor, UnsafeRawBufferPointer(start: bytes, count: count), path: nil)
+            return nil
+        } catch {
+            return error.errno.rawValue
         }
-        return nil
     }
 
     /// Fills in the WAV sizes for `frames` frames and closes the file.
     consuming func close(frames: Int) throws(Failure) {
-        defer { Glibc.close(descriptor) }
+        defer { try? file.close() }
         if wav {
             let header = Self.wavHeader(channels: channelCount, rate: sampleRate, frames: frames)
-            let written = header.withUnsafeBytes {
-                pwrite(descriptor, $0.baseAddress!, $0.count, 0)
-            }
-            if written != header.count {
-                throw .jack("cannot write the WAV header of \(path): \(errnoDescription(errno))")
+            do {
+                try file.writeAll(header, at: 0)
+            } catch {
+                throw .jack("cannot write the WAV header of \(path): \(error.message)")
             }
         }
     }
@@ -116,9 +113,13 @@ struct WriterShared: ~Copyable {
     let failure = Atomic<Int32>(0)
 }
 
-/// The writer thread's body. `argument` is an `UnsafeMutablePointer<WriterShared>`.
-private func writerMain(_ argument: UnsafeMutableRawPointer?) -> UnsafeMutableRawPointer? {
-    guard let shared = argument?.assumingMemoryBound(to: WriterShared.self) else { return nil }
+/// The shared memory handed to the writer thread; the main thread frees it only after joining.
+private struct SharedHandoff: @unchecked Sendable {
+    let shared: UnsafeMutablePointer<WriterShared>
+}
+
+/// The writer thread's body.
+private func runWriter(_ shared: UnsafeMutablePointer<WriterShared>) {
     let ring = shared.pointee.ring
     let frameBytes = shared.pointee.frameBytes
     let capacity = frameBytes * 8192
@@ -130,9 +131,8 @@ private func writerMain(_ argument: UnsafeMutableRawPointer?) -> UnsafeMutableRa
         let stopping = shared.pointee.stop.load(ordering: .acquiring)
         let available = jack_ringbuffer_read_space(ring)
         if available < frameBytes {
-            if stopping { return nil }
-            var pause = timespec(tv_sec: 0, tv_nsec: 2_000_000)
-            nanosleep(&pause, nil)
+            if stopping { return }
+            SystemClock.sleep(seconds: 0.002)
             continue
         }
         let count = min(available, capacity) / frameBytes * frameBytes
@@ -152,7 +152,7 @@ private func writerMain(_ argument: UnsafeMutableRawPointer?) -> UnsafeMutableRa
 
 /// The running writer thread. Main thread only.
 struct CaptureWriter: ~Copyable {
-    private let thread: pthread_t
+    private let thread: NamedThread
     let shared: UnsafeMutablePointer<WriterShared>
 
     init(ring: UnsafeMutablePointer<jack_ringbuffer_t>, descriptor: Int32, frameBytes: Int)
@@ -161,21 +161,21 @@ struct CaptureWriter: ~Copyable {
         shared = .allocate(capacity: 1)
         shared.initialize(
             to: WriterShared(ring: ring, descriptor: descriptor, frameBytes: frameBytes))
-        var thread = pthread_t()
-        let result = pthread_create(&thread, nil, writerMain, UnsafeMutableRawPointer(shared))
-        guard result == 0 else {
+        let handoff = SharedHandoff(shared: shared)
+        do throws(SystemError) {
+            thread = try NamedThread(name: "writer") { runWriter(handoff.shared) }
+        } catch {
             shared.deinitialize(count: 1)
             shared.deallocate()
-            throw .jack("cannot start the writer thread: \(errnoDescription(result))")
+            throw .jack("cannot start the writer thread: \(error.message)")
         }
-        self.thread = thread
     }
 
     /// Call once the process thread can no longer write: drains the ring, joins the thread.
     /// Returns the bytes written and the errno of a failed write, if any.
     consuming func finish() -> (bytes: Int, failure: Int32) {
         shared.pointee.stop.store(true, ordering: .releasing)
-        pthread_join(thread, nil)
+        thread.join()
         let result = (
             shared.pointee.bytesWritten.load(ordering: .relaxed),
             shared.pointee.failure.load(ordering: .relaxed)

@@ -2,35 +2,26 @@
 // stdio buffer when stdout is a pipe, and no shared FILE * (a global var Swift 6 rejects).
 // Main thread only.
 
-#if canImport(Glibc)
-    import Glibc
-#endif
+import Platform
 
 enum Console {
     /// One line to stdout (for the `ready` line only: stdout carries nothing else).
-    static func out(_ line: String) { writeAll(STDOUT_FILENO, line + "\n") }
+    static func out(_ line: String) { writeAll(Descriptor.standardOutput, line + "\n") }
 
     /// One line to stderr, prefixed `recd-signal: `.
-    static func error(_ line: String) { writeAll(STDERR_FILENO, "recd-signal: " + line + "\n") }
+    static func error(_ line: String) { writeAll(Descriptor.standardError, "recd-signal: " + line + "\n") }
 
     /// Text as is to stderr (the help after a usage error).
-    static func errorRaw(_ text: String) { writeAll(STDERR_FILENO, text) }
+    static func errorRaw(_ text: String) { writeAll(Descriptor.standardError, text) }
 
     /// Text as is to stdout.
-    static func outRaw(_ text: String) { writeAll(STDOUT_FILENO, text) }
+    static func outRaw(_ text: String) { writeAll(Descriptor.standardOutput, text) }
 
     private static func writeAll(_ descriptor: Int32, _ text: String) {
         var text = text
         text.withUTF8 { bytes in
-            var offset = 0
-            while offset < bytes.count {
-                let written = write(descriptor, bytes.baseAddress! + offset, bytes.count - offset)
-                if written < 0 {
-                    if errno == EINTR { continue }
-                    return  // stdout closed (EPIPE: SIGPIPE is ignored): nobody is listening
-                }
-                offset += written
-            }
+            // A failure is stdout closed (EPIPE: SIGPIPE is ignored): nobody is listening.
+            try? Descriptor.writeAll(descriptor, UnsafeRawBufferPointer(bytes), path: nil)
         }
     }
 }
@@ -52,15 +43,5 @@ struct Failure: Error {
     static func usage(_ message: String) -> Failure { Failure(status: .usage, message: message) }
 }
 
-/// CLOCK_MONOTONIC in seconds (for --rate-check).
-func monotonicSeconds() -> Double {
-    var now = timespec()
-    clock_gettime(CLOCK_MONOTONIC, &now)
-    return Double(now.tv_sec) + Double(now.tv_nsec) / 1e9
-}
-
 /// The description of the C errno value `code`.
-func errnoDescription(_ code: Int32) -> String {
-    guard let text = strerror(code) else { return "errno \(code)" }
-    return String(cString: text)
-}
+func errnoDescription(_ code: Int32) -> String { Errno(rawValue: code).text }

@@ -2,33 +2,24 @@
 // before any other thread exists, and threads inherit the mask), and the main thread
 // collects them with sigtimedwait. No work ever runs in signal context.
 
-#if canImport(Glibc)
-    import Glibc
-#endif
+import Platform
 
 /// The signals that stop recd-signal, blocked and waited for. Main thread only.
 struct StopSignals {
-    private var set = sigset_t()
+    private let signals = [SignalMask.terminate, SignalMask.interrupt]
 
     /// Blocks SIGTERM and SIGINT in the calling thread (call it from main before opening
     /// JACK, whose threads inherit the mask) and ignores SIGPIPE, so a closed stdout is an
     /// error from write(2), not death.
     init() {
-        sigemptyset(&set)
-        sigaddset(&set, SIGTERM)
-        sigaddset(&set, SIGINT)
-        pthread_sigmask(SIG_BLOCK, &set, nil)
-        signal(SIGPIPE, SIG_IGN)
+        try? SignalMask.block(signals)
+        SignalMask.ignore(SignalMask.brokenPipe)
     }
 
     /// Waits up to `seconds` for SIGTERM or SIGINT; returns the signal number, or nil on
     /// timeout.
     func wait(seconds: Double) -> Int32? {
-        var copy = set
-        var timeout = timespec(
-            tv_sec: Int(seconds), tv_nsec: Int((seconds - seconds.rounded(.down)) * 1e9))
-        let received = sigtimedwait(&copy, nil, &timeout)
-        return received > 0 ? received : nil
+        SignalMask.wait(for: signals, seconds: seconds)
     }
 
     /// Waits until a stop signal arrives or `stopped()` becomes true (checked every 5 ms:

@@ -1,0 +1,55 @@
+// The clocks: the monotonic one for intervals and deadlines, the real-time one for wall-clock
+// instants, UTC calendar conversion, and sleeping.
+
+/// The system's clocks. Any thread.
+public enum SystemClock {
+    /// `CLOCK_MONOTONIC` in seconds: for intervals, timeouts and uptime (never jumps).
+    public static func monotonicSeconds() -> Double {
+        Double(Syscall.monotonicNanoseconds()) / 1_000_000_000
+    }
+
+    /// `CLOCK_REALTIME` in nanoseconds since 1970-01-01T00:00:00Z: the wall clock.
+    public static func realtimeNanoseconds() -> Int64 {
+        Syscall.realtimeNanoseconds()
+    }
+
+    /// Sleeps the calling thread for `seconds` (nothing for 0 or less), continuing after
+    /// signals until the whole time has passed.
+    public static func sleep(seconds: Double) {
+        guard seconds > 0 else { return }
+        let whole = Int(seconds)
+        Syscall.nanosleep(seconds: whole, nanoseconds: Int((seconds - Double(whole)) * 1e9))
+    }
+
+    /// The UTC calendar time of `secondsSinceEpoch` (`gmtime_r`).
+    public static func utcCalendar(secondsSinceEpoch: Int64) -> CalendarParts {
+        Syscall.gmtime(secondsSinceEpoch)
+    }
+
+    /// Seconds since the epoch of a UTC calendar time (`timegm`; out-of-range fields roll
+    /// over, February 30 being March 2).
+    public static func secondsSinceEpoch(utc parts: CalendarParts) -> Int64 {
+        Syscall.timegm(parts)
+    }
+}
+
+/// A UTC calendar time, as `gmtime_r` and `timegm` see it.
+public struct CalendarParts: Hashable, Sendable {
+    public var year: Int
+    /// 1...12.
+    public var month: Int
+    /// 1...31.
+    public var day: Int
+    public var hour: Int
+    public var minute: Int
+    public var second: Int
+
+    public init(year: Int, month: Int, day: Int, hour: Int, minute: Int, second: Int) {
+        self.year = year
+        self.month = month
+        self.day = day
+        self.hour = hour
+        self.minute = minute
+        self.second = second
+    }
+}
