@@ -97,7 +97,10 @@ extension RecorderService {
             { job in
                 Result {
                     let results = try maintenance.verify(path: path, job: job)
-                    return [("results", .array(results.map(Self.verifyJSON))), ("all_ok", .bool(results.allSatisfy(\.isOK)))]
+                    return [
+                        ("results", .array(results.map(Self.verifyJSON))),
+                        ("all_ok", .bool(results.allSatisfy(\.isOK))),
+                    ]
                 }.mapError(ControlRouter.replyError)
             }, progress: progress, completion: reply)
     }

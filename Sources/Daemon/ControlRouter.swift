@@ -92,7 +92,9 @@ final class ControlRouter: ControlServerHandler, EventSink, @unchecked Sendable 
 
     /// Makes the engine controller, the worker threads and the services; nothing starts
     /// talking to JACK or ALSA until `startEngine` and `startDevices`.
-    init(config: RecdConfig, store: SessionStore, stateFile: StateFile, startedAt: Double, link: any ClientLink) throws(SystemError) {
+    init(config: RecdConfig, store: SessionStore, stateFile: StateFile, startedAt: Double, link: any ClientLink)
+        throws(SystemError)
+    {
         self.config = config
         self.store = store
         self.startedAt = startedAt
@@ -113,7 +115,8 @@ final class ControlRouter: ControlServerHandler, EventSink, @unchecked Sendable 
         monitoring = MonitoringService(engine: engine) { [unowned players = players!] app, stream in
             players.get(app, stream)?.handle.id
         }
-        let bindings = (try? DeviceService.bindings(for: config).get()) ?? (try! DeviceBindings([DeviceBindings.Declaration]()))
+        let bindings =
+            (try? DeviceService.bindings(for: config).get()) ?? (try! DeviceBindings([DeviceBindings.Declaration]()))
         devices = DeviceService(bindings: bindings, engine: engine)
         players.playersChanged = { [unowned self] app in monitoring.playersChanged(app: app) }
     }
@@ -136,7 +139,8 @@ final class ControlRouter: ControlServerHandler, EventSink, @unchecked Sendable 
         let message: String
         switch reason {
         case .lineTooLong(let limit):
-            message = "request line longer than \(limit) bytes; send one JSON object per line, each under \(limit) bytes"
+            message =
+                "request line longer than \(limit) bytes; send one JSON object per line, each under \(limit) bytes"
         case .tooSlow:
             message = "client too slow (incomplete line or unread replies); reconnect and read what you ask for"
         case .tooManyClients:
@@ -207,7 +211,9 @@ final class ControlRouter: ControlServerHandler, EventSink, @unchecked Sendable 
 
     func signalReceived(_ signo: Int32) {
         if signo == SignalMask.hangUp {
-            Log.notice("SIGHUP: recd does not reload its config in place; restart it (systemctl restart recd) to apply changes")
+            Log.notice(
+                "SIGHUP: recd does not reload its config in place; restart it (systemctl restart recd) to apply changes"
+            )
             return
         }
         Log.notice("\(Signals.name(signo)) received; stopping")
@@ -222,11 +228,17 @@ final class ControlRouter: ControlServerHandler, EventSink, @unchecked Sendable 
     /// Starts the engine at daemon start; without a JACK server, media services start lost.
     func startEngine() {
         if engine.start() {
-            Log.notice("connected to JACK as \(engine.clientName ?? "?") (\(engine.sampleRate ?? 0) Hz, \(engine.bufferSize ?? 0) frames)")
+            Log.notice(
+                "connected to JACK as \(engine.clientName ?? "?") (\(engine.sampleRate ?? 0) Hz, "
+                    + "\(engine.bufferSize ?? 0) frames)"
+            )
             apply(store.updatePorts(engine.portStates))
             startDeclaredRecorders()
         } else {
-            Log.warning("no JACK server (\(engine.lastError ?? "unknown")); sessions cannot activate until one runs. Start one with `jackd -d dummy` or the JACK unit; recd retries every 250 ms")
+            Log.warning(
+                "no JACK server (\(engine.lastError ?? "unknown")); sessions cannot activate until one runs. Start "
+                    + "one with `jackd -d dummy` or the JACK unit; recd retries every 250 ms"
+            )
             apply(store.mediaServicesLost())
         }
     }
@@ -243,7 +255,10 @@ final class ControlRouter: ControlServerHandler, EventSink, @unchecked Sendable 
         guard engine.isRunning || engine.isServerLost else { return }
         let news = engine.drain()
         if let reason = news.serverLost ?? (engine.isServerLost ? "server gone" : nil) {
-            Log.error("JACK server lost (\(reason)); recordings finalized, sessions deactivated. recd reconnects when it returns")
+            Log.error(
+                "JACK server lost (\(reason)); recordings finalized, sessions deactivated. recd reconnects when it "
+                    + "returns"
+            )
             apply(store.mediaServicesLost())
             players.stopAll(reason: "mediaServicesLost")
             recorders.suspendAllForMediaServicesLoss()
@@ -289,7 +304,8 @@ final class ControlRouter: ControlServerHandler, EventSink, @unchecked Sendable 
     }
 
     private var adminHint: String {
-        config.daemon.adminGroup.map { "run it as root or as a member of group \($0)" } ?? "run it as root (no admin_group is configured)"
+        config.daemon.adminGroup.map { "run it as root or as a member of group \($0)" }
+            ?? "run it as root (no admin_group is configured)"
     }
 
     /// Administrators-only commands need one; a change to a session needs its owner or an
@@ -304,7 +320,11 @@ final class ControlRouter: ControlServerHandler, EventSink, @unchecked Sendable 
     /// Owners and administrators may change a session; everyone may read it.
     private func authorizeChange(of app: String, by peer: PeerCredentials) throws {
         guard let session = store.sessions[app], session.ownerUID != peer.uid, !isAdministrator(peer) else { return }
-        throw SessionError(.notSessionOwner, "session \(app) belongs to uid \(session.ownerUID); only its owner or an administrator may change it (\(adminHint))")
+        throw SessionError(
+            .notSessionOwner,
+            "session \(app) belongs to uid \(session.ownerUID); only its owner or an administrator may change it "
+                + "(\(adminHint))"
+        )
     }
 
     /// Descriptors passed with a request (SCM_RIGHTS) are checked after its op: only `play`
@@ -316,9 +336,11 @@ final class ControlRouter: ControlServerHandler, EventSink, @unchecked Sendable 
         }
         let allowed = op == .play ? 1 : 0
         guard descriptors.count > allowed else { return }
-        throw SessionError(.badParam, op == .play
-            ? "play takes one descriptor (the open file), not \(descriptors.count)"
-            : "\(op.rawValue) takes no descriptor; only play does (the open file)")
+        throw SessionError(
+            .badParam,
+            op == .play
+                ? "play takes one descriptor (the open file), not \(descriptors.count)"
+                : "\(op.rawValue) takes no descriptor; only play does (the open file)")
     }
 
     /// What a failed request replies: its SessionError, or any other error as unspecified.
@@ -328,10 +350,13 @@ final class ControlRouter: ControlServerHandler, EventSink, @unchecked Sendable 
 
     static func checkedAppName(_ app: String) throws -> String {
         let allowed = app.utf8.allSatisfy { c in
-            (c >= 0x30 && c <= 0x39) || (c >= 0x41 && c <= 0x5A) || (c >= 0x61 && c <= 0x7A) || c == 0x2E || c == 0x5F || c == 0x2D
+            (c >= 0x30 && c <= 0x39) || (c >= 0x41 && c <= 0x5A) || (c >= 0x61 && c <= 0x7A) || c == 0x2E || c == 0x5F
+                || c == 0x2D
         }
         guard (1...64).contains(app.utf8.count), allowed, app.first != "." else {
-            throw SessionError(.badParam, "app name \"\(app)\" is not valid; use 1-64 letters, digits, '.', '_' or '-', not starting with '.'")
+            throw SessionError(
+                .badParam,
+                "app name \"\(app)\" is not valid; use 1-64 letters, digits, '.', '_' or '-', not starting with '.'")
         }
         return app
     }
@@ -347,8 +372,10 @@ final class ControlRouter: ControlServerHandler, EventSink, @unchecked Sendable 
     ) throws -> [(String, JSONValue)]? {
         switch command {
         case .hello:
-            return [("protocol", .number(Double(protocolVersion))), ("version", .string(recdVersion)),
-                    ("uid", .number(Double(peer.uid))), ("admin", .bool(isAdministrator(peer)))]
+            return [
+                ("protocol", .number(Double(protocolVersion))), ("version", .string(recdVersion)),
+                ("uid", .number(Double(peer.uid))), ("admin", .bool(isAdministrator(peer))),
+            ]
         case .status:
             return statusFields()
         case .sessionList:
@@ -375,7 +402,12 @@ final class ControlRouter: ControlServerHandler, EventSink, @unchecked Sendable 
             return []
         case .permissionList:
             let apps = Set(store.permissions.keys).union(store.sessions.keys).sorted()
-            return [("permissions", .array(apps.map { ["app": .string($0), "state": .string(store.permission($0).rawValue)] }))]
+            return [
+                (
+                    "permissions",
+                    .array(apps.map { ["app": .string($0), "state": .string(store.permission($0).rawValue)] })
+                )
+            ]
         case .permissionRequest(let app):
             let app = try Self.checkedAppName(app)
             let state = store.permission(app)
@@ -406,10 +438,18 @@ final class ControlRouter: ControlServerHandler, EventSink, @unchecked Sendable 
             _ = try store.session(app)
             let targets = players.of(app).filter { stream == nil || $0.stream == stream }
             guard !targets.isEmpty else {
-                throw SessionError(.badParam, "\(app) has no player\(stream.map { " named \($0)" } ?? ""); start one with `recctl play \(app) FILE`")
+                throw SessionError(
+                    .badParam,
+                    "\(app) has no player\(stream.map { " named \($0)" } ?? ""); start one with `recctl play \(app) "
+                        + "FILE`"
+                )
             }
             for player in targets {
-                if command.op == .pause { players.pause(player, cause: .user) } else { players.stop(player, reason: "stop") }
+                if command.op == .pause {
+                    players.pause(player, cause: .user)
+                } else {
+                    players.stop(player, reason: "stop")
+                }
             }
             syncStreams(app)
             return [("players", .array(players.of(app).map(\.json)))]
@@ -419,7 +459,8 @@ final class ControlRouter: ControlServerHandler, EventSink, @unchecked Sendable 
             _ = try store.session(app)
             let stopped = try recorders.stopRecording(app: app, stream: stream)
             syncStreams(app)
-            pendingStops.append(PendingStop(client: client, id: id, waitingFor: stopped.map(\.id), recorders: stopped.map(\.json)))
+            pendingStops.append(
+                PendingStop(client: client, id: id, waitingFor: stopped.map(\.id), recorders: stopped.map(\.json)))
             return nil
         case .archiveList(let app, let since):
             return try recorders.archiveList(app: app, since: since)
@@ -490,7 +531,11 @@ final class ControlRouter: ControlServerHandler, EventSink, @unchecked Sendable 
 
     private func checkCanPlay(_ session: Session) throws {
         guard session.configuration.category.hasOutput else {
-            throw SessionError(.incompatibleCategory, "category \(session.configuration.category.rawValue) cannot play; set playback, playAndRecord or multiRoute")
+            throw SessionError(
+                .incompatibleCategory,
+                "category \(session.configuration.category.rawValue) cannot play; set playback, playAndRecord or "
+                    + "multiRoute"
+            )
         }
     }
 
@@ -519,9 +564,13 @@ final class ControlRouter: ControlServerHandler, EventSink, @unchecked Sendable 
                     "a descriptor passed with play needs \"file\", the file's name for events and status "
                         + "(its absolute path)")
             }
-            let paused = players.of(app).filter { $0.pausedBy != nil && (play.stream == nil || $0.stream == play.stream) }
+            let paused = players.of(app).filter {
+                $0.pausedBy != nil && (play.stream == nil || $0.stream == play.stream)
+            }
             guard !paused.isEmpty else {
-                throw SessionError(.cannotStartPlaying, "\(app) has no paused player to resume; give a file: `recctl play \(app) FILE`")
+                throw SessionError(
+                    .cannotStartPlaying, "\(app) has no paused player to resume; give a file: `recctl play \(app) FILE`"
+                )
             }
             if !session.isActive { apply(try store.activate(app: app, forInput: false)) }
             for player in paused { players.resume(player) }
@@ -572,20 +621,30 @@ final class ControlRouter: ControlServerHandler, EventSink, @unchecked Sendable 
         let session = try store.session(app)
         try checkCanPlay(session)
         guard engine.isRunning else {
-            throw SessionError(.mediaServicesFailed, "the JACK server is gone; wait for mediaServicesWereReset and play again")
+            throw SessionError(
+                .mediaServicesFailed, "the JACK server is gone; wait for mediaServicesWereReset and play again")
         }
         if !session.isActive { apply(try store.activate(app: app, forInput: false)) }
         let route = try store.session(app).route
         guard let port = play.to?.port ?? route.outputs.first else {
-            throw SessionError(.cannotStartPlaying, "\(app) has no output route (no available output port suits category \(session.configuration.category.rawValue)); see `recctl routes`")
+            throw SessionError(
+                .cannotStartPlaying,
+                "\(app) has no output route (no available output port suits category "
+                    + "\(session.configuration.category.rawValue)); see `recctl routes`"
+            )
         }
         guard route.outputs.contains(port) else {
-            throw SessionError(.cannotStartPlaying, "port \(port) is not in \(app)'s output route (\(route.outputs.joined(separator: ", "))); pick one of those with --to")
+            throw SessionError(
+                .cannotStartPlaying,
+                "port \(port) is not in \(app)'s output route (\(route.outputs.joined(separator: ", "))); pick one "
+                    + "of those with --to"
+            )
         }
         let duck = store.sessions[app]?.duckedBy != nil ? store.duckLevelDB : 0
         try players.start(
             PlayOrder(
-                app: app, stream: play.stream ?? "main", file: file, port: port, channels: play.to?.channels, gainDB: duck),
+                app: app, stream: play.stream ?? "main", file: file, port: port, channels: play.to?.channels,
+                gainDB: duck),
             started: started)
     }
 
@@ -603,13 +662,20 @@ final class ControlRouter: ControlServerHandler, EventSink, @unchecked Sendable 
         if let busName = start.bus {
             // What the room heard (main) or the DJ's pre-listen (cue): both carry input samples,
             // so the same permission gate applies.
-            guard let bus = Bus(rawValue: busName) else { throw SessionError(.badParam, "bus \(busName) is not main or cue") }
+            guard let bus = Bus(rawValue: busName) else {
+                throw SessionError(.badParam, "bus \(busName) is not main or cue")
+            }
             guard monitoring.owner == app else {
-                throw SessionError(.incompatibleCategory, "\(app) has no monitoring buses; set them up with `recctl cue \(app) outputs --main PORT --cue PORT`")
+                throw SessionError(
+                    .incompatibleCategory,
+                    "\(app) has no monitoring buses; set them up with `recctl cue \(app) outputs --main PORT --cue "
+                        + "PORT`"
+                )
             }
             let stream = start.stream ?? bus.rawValue
             if recorders.isRecording(app, stream: stream) {
-                throw SessionError(.badParam, "\(app) already records stream \(stream); stop it first or use --stream NAME")
+                throw SessionError(
+                    .badParam, "\(app) already records stream \(stream); stop it first or use --stream NAME")
             }
             let started = try startRecorder(RecorderSpec(app: app, stream: stream, port: "bus:" + bus.rawValue))
             syncStreams(app)
@@ -619,7 +685,8 @@ final class ControlRouter: ControlServerHandler, EventSink, @unchecked Sendable 
         if !session.isActive { apply(try store.activate(app: app)) }
         let route = try store.session(app).route
         guard let portName = start.input ?? route.inputs.first else {
-            throw SessionError(.resourceNotAvailable, "\(app) has no input route (no available input suits it); see `recctl routes`")
+            throw SessionError(
+                .resourceNotAvailable, "\(app) has no input route (no available input suits it); see `recctl routes`")
         }
         try store.checkRecordInput(app: app, port: portName)
         let stream = start.stream ?? portName
@@ -641,14 +708,23 @@ final class ControlRouter: ControlServerHandler, EventSink, @unchecked Sendable 
             silenced: store.capturesSilenced(app: spec.app))
         if spec.port.hasPrefix("bus:") { return try recorders.startBus(spec, context: context) }
         guard let port = config.port(named: spec.port), port.direction.canCapture else {
-            throw SessionError(.resourceNotAvailable, "\(spec.port) is not an input port; inputs are: \(engine.inputPortNames.joined(separator: ", "))")
+            throw SessionError(
+                .resourceNotAvailable,
+                "\(spec.port) is not an input port; inputs are: \(engine.inputPortNames.joined(separator: ", "))")
         }
         guard let state = engine.portState(named: spec.port), state.available else {
-            throw SessionError(.resourceNotAvailable, "input \(spec.port) is not available now (its JACK ports are missing); see `recctl routes`")
+            throw SessionError(
+                .resourceNotAvailable,
+                "input \(spec.port) is not available now (its JACK ports are missing); see `recctl routes`")
         }
-        let request = RouteRequest(configuration: session.configuration, preferredInput: spec.port, region: store.region)
+        let request = RouteRequest(
+            configuration: session.configuration, preferredInput: spec.port, region: store.region)
         guard RouteChooser.isEligibleInput(state, request: request) else {
-            throw SessionError(.resourceNotAvailable, "\(spec.app) may not use \(spec.port) (\(port.type.rawValue)); Bluetooth microphones need allowBluetoothHFP or bluetoothHighQualityRecording")
+            throw SessionError(
+                .resourceNotAvailable,
+                "\(spec.app) may not use \(spec.port) (\(port.type.rawValue)); Bluetooth microphones need "
+                    + "allowBluetoothHFP or bluetoothHighQualityRecording"
+            )
         }
         return try recorders.startInput(
             spec, channels: port.channels, type: port.type, bandwidth: RouteChooser.bandwidth(of: state, for: request),
@@ -678,7 +754,12 @@ final class ControlRouter: ControlServerHandler, EventSink, @unchecked Sendable 
 
     private func checkMultiRoute(_ session: Session) throws {
         guard session.configuration.category == .multiRoute else {
-            throw SessionError(.incompatibleCategory, "main/cue monitoring needs category multiRoute (\(session.app) is \(session.configuration.category.rawValue)); `recctl session set \(session.app) --category multiRoute`")
+            throw SessionError(
+                .incompatibleCategory,
+                "main/cue monitoring needs category multiRoute (\(session.app) is "
+                    + "\(session.configuration.category.rawValue)); `recctl session set \(session.app) --category "
+                    + "multiRoute`"
+            )
         }
     }
 
@@ -713,7 +794,8 @@ final class ControlRouter: ControlServerHandler, EventSink, @unchecked Sendable 
     /// Peak and RMS in dBFS (floor -120) per channel: of an app's route ports, or of all.
     private func meterFields(app: String?) throws -> [(String, JSONValue)] {
         guard engine.isRunning else {
-            throw SessionError(.mediaServicesFailed, "the JACK server is gone; meters return with mediaServicesWereReset")
+            throw SessionError(
+                .mediaServicesFailed, "the JACK server is gone; meters return with mediaServicesWereReset")
         }
         var groups: Set<String>?
         if let app {
@@ -724,11 +806,15 @@ final class ControlRouter: ControlServerHandler, EventSink, @unchecked Sendable 
             // The DJ's own buses (the engine names their groups main and cue).
             if monitoring.owner == app { groups?.formUnion(Bus.allCases.map(\.rawValue)) }
         }
-        func db(_ value: Float) -> JSONValue { .number(value > 0 ? max(-120, (20 * log10(Double(value)) * 100).rounded() / 100) : -120) }
+        func db(_ value: Float) -> JSONValue {
+            .number(value > 0 ? max(-120, (20 * log10(Double(value)) * 100).rounded() / 100) : -120)
+        }
         let readings = latestMeters.filter { groups?.contains($0.group) ?? true }.map { reading -> JSONValue in
             [
-                "name": .string(reading.name), "group": .string(reading.group), "channel": .number(Double(reading.channel + 1)),
-                "direction": .string(reading.direction.rawValue), "peak_db": db(reading.peak), "rms_db": db(reading.rms),
+                "name": .string(reading.name), "group": .string(reading.group),
+                "channel": .number(Double(reading.channel + 1)),
+                "direction": .string(reading.direction.rawValue), "peak_db": db(reading.peak),
+                "rms_db": db(reading.rms),
             ]
         }
         return [("meters", .array(readings)), ("window_ms", .number((meterWindow * 1000).rounded()))]
@@ -738,11 +824,14 @@ final class ControlRouter: ControlServerHandler, EventSink, @unchecked Sendable 
         let ports: [JSONValue] = engine.describePorts().map { entry in
             let port = entry.port
             return [
-                "name": .string(port.name), "type": .string(port.type.rawValue), "direction": .string(port.direction.rawValue),
+                "name": .string(port.name), "type": .string(port.type.rawValue),
+                "direction": .string(port.direction.rawValue),
                 "channels": .number(Double(port.channels)), "available": .bool(entry.available),
                 "jack": JSONValue(port.direction == .duplex ? port.jackIn + port.jackOut : port.jack),
-                "recd_ports": JSONValue(entry.recdPorts), "capabilities": JSONValue(port.capabilities.map(\.rawValue).sorted()),
-                "codec": JSONValue(port.codec?.rawValue), "sense": JSONValue(port.sense), "connected_order": .number(Double(entry.order)),
+                "recd_ports": JSONValue(entry.recdPorts),
+                "capabilities": JSONValue(port.capabilities.map(\.rawValue).sorted()),
+                "codec": JSONValue(port.codec?.rawValue), "sense": JSONValue(port.sense),
+                "connected_order": .number(Double(entry.order)),
             ]
         }
         let sessions: [JSONValue] = store.sortedSessions.map {
@@ -754,24 +843,41 @@ final class ControlRouter: ControlServerHandler, EventSink, @unchecked Sendable 
     private func statusFields() -> [(String, JSONValue)] {
         let active = store.sortedSessions.filter(\.isActive).map(\.app)
         return [
-            ("daemon", [
-                "version": .string(recdVersion), "protocol": .number(Double(protocolVersion)),
-                "pid": .number(Double(CurrentProcess.id)), "uptime": .number((SystemClock.monotonicSeconds() - startedAt).rounded()),
-                "config": .string(config.source), "socket": .string(config.daemon.socket),
-                "state_dir": .string(config.daemon.stateDir), "archive_dir": .string(config.archive.dir),
-            ]),
-            ("jack", [
-                "connected": .bool(engine.isRunning), "client": JSONValue(engine.clientName),
-                "server": JSONValue(config.jack.server ?? "default"),
-                "sampleRate": JSONValue(engine.sampleRate), "bufferSize": JSONValue(engine.bufferSize),
-                "xruns": .number(Double(engine.xruns)), "mediaServicesAvailable": .bool(store.mediaServicesAvailable),
-                "error": JSONValue(engine.isRunning ? nil : engine.lastError),
-            ]),
+            (
+                "daemon",
+                [
+                    "version": .string(recdVersion), "protocol": .number(Double(protocolVersion)),
+                    "pid": .number(Double(CurrentProcess.id)),
+                    "uptime": .number((SystemClock.monotonicSeconds() - startedAt).rounded()),
+                    "config": .string(config.source), "socket": .string(config.daemon.socket),
+                    "state_dir": .string(config.daemon.stateDir), "archive_dir": .string(config.archive.dir),
+                ]
+            ),
+            (
+                "jack",
+                [
+                    "connected": .bool(engine.isRunning), "client": JSONValue(engine.clientName),
+                    "server": JSONValue(config.jack.server ?? "default"),
+                    "sampleRate": JSONValue(engine.sampleRate), "bufferSize": JSONValue(engine.bufferSize),
+                    "xruns": .number(Double(engine.xruns)),
+                    "mediaServicesAvailable": .bool(store.mediaServicesAvailable),
+                    "error": JSONValue(engine.isRunning ? nil : engine.lastError),
+                ]
+            ),
             ("sessions", .array(store.sortedSessions.map(sessionJSON))),
             ("active", JSONValue(active)),
             ("players", .array(players.all.map(\.json))),
             ("recorders", .array(recorders.recorders.map(\.json))),
-            ("cards", .array(devices.cards.map { ["index": .number(Double($0.index)), "id": .string($0.id), "name": .string($0.name), "usb": .bool($0.isUSB)] })),
+            (
+                "cards",
+                .array(
+                    devices.cards.map {
+                        [
+                            "index": .number(Double($0.index)), "id": .string($0.id), "name": .string($0.name),
+                            "usb": .bool($0.isUSB),
+                        ]
+                    })
+            ),
             ("archive", recorders.archiveStatus()),
         ]
     }
@@ -845,7 +951,9 @@ final class ControlRouter: ControlServerHandler, EventSink, @unchecked Sendable 
         let ready = pendingPermissions.filter { $0.app == app }
         pendingPermissions.removeAll { $0.app == app }
         for pending in ready {
-            send(Wire.success(id: pending.id, [("app", .string(app)), ("state", .string(state.rawValue))]), to: pending.client)
+            send(
+                Wire.success(id: pending.id, [("app", .string(app)), ("state", .string(state.rawValue))]),
+                to: pending.client)
         }
     }
 
@@ -886,7 +994,8 @@ extension Command {
         case .sessionSet, .sessionActivate, .sessionDeactivate, .sessionPrefer, .sessionOverride, .sessionDelete, .mute,
             .play, .pause, .stop, .recordStart, .recordStop, .cueOutputs, .cueAssign, .cueMix, .cueSplit:
             true
-        case .hello, .status, .sessionList, .sessionShow, .permissionList, .permissionRequest, .permissionDecide, .watch,
+        case .hello, .status, .sessionList, .sessionShow, .permissionList, .permissionRequest, .permissionDecide,
+            .watch,
             .unwatch, .routes, .archiveList, .archiveVerify, .archiveReindex, .meter, .cueShow, .devicesInject:
             false
         }

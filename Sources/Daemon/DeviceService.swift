@@ -40,12 +40,15 @@ final class DeviceService {
     /// Bindings from the config's `sense` and `mute_switch` keys; errors carry FILE:LINE.
     static func bindings(for config: RecdConfig) -> Result<DeviceBindings, ConfigError> {
         do {
-            return .success(try DeviceBindings(config.ports.map {
-                DeviceBindings.Declaration(port: $0.name, sense: $0.sense, muteSwitch: $0.muteSwitch)
-            }))
+            return .success(
+                try DeviceBindings(
+                    config.ports.map {
+                        DeviceBindings.Declaration(port: $0.name, sense: $0.sense, muteSwitch: $0.muteSwitch)
+                    }))
         } catch {
             let line = config.ports.first { $0.name == error.port }?.line ?? 0
-            return .failure(ConfigError(file: config.source, line: line, message: "[port \(error.port ?? "?")] \(error)"))
+            return .failure(
+                ConfigError(file: config.source, line: line, message: "[port \(error.port ?? "?")] \(error)"))
         }
     }
 
@@ -70,7 +73,8 @@ final class DeviceService {
             try source.start(deliver: deliver)
             self.source = source
         } catch {
-            Log.warning("ALSA controls are not watched (\(error)); ports follow JACK alone. Add the recd user to group audio")
+            Log.warning(
+                "ALSA controls are not watched (\(error)); ports follow JACK alone. Add the recd user to group audio")
         }
     }
 
@@ -103,11 +107,13 @@ final class DeviceService {
     /// through the source like ALSA's. Returns how many were queued.
     func inject(_ events: [InjectedDeviceEvent]) throws -> Int {
         guard let scripted else {
-            throw SessionError(.badParam, "device events can be injected only when recd runs with RECD_DEVICE_EVENTS=scripted")
+            throw SessionError(
+                .badParam, "device events can be injected only when recd runs with RECD_DEVICE_EVENTS=scripted")
         }
         let converted: [DeviceEvent] = events.map { event in
             switch event {
-            case .jackSense(let card, let control, let plugged): .jackSense(card: card, control: control, plugged: plugged)
+            case .jackSense(let card, let control, let plugged):
+                .jackSense(card: card, control: control, plugged: plugged)
             case .captureSwitch(let card, let control, let on): .captureSwitch(card: card, control: control, on: on)
             case .cardRemoved(let card): .cardRemoved(card: card)
             }

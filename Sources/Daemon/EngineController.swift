@@ -71,7 +71,10 @@ final class EngineController {
         var outputs: [PortGroupSpec] = []
         for port in config.ports {
             if let name = Self.inputGroup(port) {
-                inputs.append(PortGroupSpec(name: name, channels: port.channels, connectTo: port.direction == .duplex ? port.jackIn : port.jack))
+                inputs.append(
+                    PortGroupSpec(
+                        name: name, channels: port.channels,
+                        connectTo: port.direction == .duplex ? port.jackIn : port.jack))
             }
             if let name = Self.outputGroup(port) {
                 let jack = port.direction == .duplex ? port.jackOut : port.jack
@@ -182,8 +185,10 @@ final class EngineController {
     /// The ports and groups for `recctl routes`.
     func describePorts() -> [(port: PortDecl, available: Bool, recdPorts: [String], order: Int)] {
         config.ports.map { port in
-            (port, isAvailable(port), Self.groups(port).flatMap { engine.jackPortNames(ofGroup: $0) },
-             connectedOrder[port.name] ?? 0)
+            (
+                port, isAvailable(port), Self.groups(port).flatMap { engine.jackPortNames(ofGroup: $0) },
+                connectedOrder[port.name] ?? 0
+            )
         }
     }
 
@@ -202,7 +207,9 @@ final class EngineController {
 
     /// What JACK says of a session's route (SPEC §5): nil fields when not connected.
     func actualHardware(route: Route) -> ActualHardware {
-        guard engine.isRunning, let rate = engine.sampleRate, let buffer = engine.bufferSize else { return ActualHardware() }
+        guard engine.isRunning, let rate = engine.sampleRate, let buffer = engine.bufferSize else {
+            return ActualHardware()
+        }
         let latencies = engine.latencies()
         func latency(_ group: String?) -> Double? {
             guard let group, let entry = latencies.first(where: { $0.group == group }) else { return nil }
@@ -250,8 +257,12 @@ extension EngineController: PlayerEngine, RecorderEngine, MonitoringEngine, Sens
         try engine.addPlayer(channels: channels, outputGroup: outputGroup, routes: routes, gainDecibels: gainDecibels)
     }
 
-    func play(_ player: PlayerHandle, rampMilliseconds: Double) { engine.play(player, rampMilliseconds: rampMilliseconds) }
-    func pause(_ player: PlayerHandle, rampMilliseconds: Double) { engine.pause(player, rampMilliseconds: rampMilliseconds) }
+    func play(_ player: PlayerHandle, rampMilliseconds: Double) {
+        engine.play(player, rampMilliseconds: rampMilliseconds)
+    }
+    func pause(_ player: PlayerHandle, rampMilliseconds: Double) {
+        engine.pause(player, rampMilliseconds: rampMilliseconds)
+    }
     func setGain(_ player: PlayerHandle, decibels: Double) { engine.setGain(player, decibels: decibels) }
     func removePlayer(_ player: PlayerHandle) { engine.removePlayer(player) }
 

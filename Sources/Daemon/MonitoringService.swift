@@ -39,16 +39,24 @@ final class MonitoringService {
     /// Throws unless `app` may change the buses: nobody owns them, or `app` does.
     func checkOwner(_ app: String) throws {
         if let owner, owner != app {
-            throw SessionError(.resourceNotAvailable, "the monitoring buses belong to \(owner); delete or reconfigure that session first")
+            throw SessionError(
+                .resourceNotAvailable,
+                "the monitoring buses belong to \(owner); delete or reconfigure that session first")
         }
     }
 
     /// `cue.outputs`: the buses' output ports, among `routeOutputs` (the session's route).
     func setOutputs(app: String, main: String?, cue: String?, routeOutputs: [String]) throws {
         for port in [main, cue].compactMap({ $0 }) where !routeOutputs.contains(port) {
-            throw SessionError(.resourceNotAvailable, "\(port) is not among \(app)'s outputs (\(routeOutputs.joined(separator: ", "))); multiRoute can use available usbAudio, lineOut, headphones and HDMI ports")
+            throw SessionError(
+                .resourceNotAvailable,
+                "\(port) is not among \(app)'s outputs (\(routeOutputs.joined(separator: ", "))); multiRoute can "
+                    + "use available usbAudio, lineOut, headphones and HDMI ports"
+            )
         }
-        guard main != nil || cue != nil else { throw SessionError(.badParam, "cue outputs needs --main PORT and/or --cue PORT") }
+        guard main != nil || cue != nil else {
+            throw SessionError(.badParam, "cue outputs needs --main PORT and/or --cue PORT")
+        }
         if let main { mainPort = main }
         if let cue { cuePort = cue }
         owner = app
@@ -61,10 +69,16 @@ final class MonitoringService {
         }
         let isInput = engine.inputGroup(port: name) != nil
         guard isInput || playerHandle(app, name) != nil else {
-            throw SessionError(.badParam, "\(name) is neither an input port (\(engine.inputPortNames.joined(separator: ", "))) nor a player stream of \(app); start one with `recctl play \(app) FILE --stream \(name)`")
+            throw SessionError(
+                .badParam,
+                "\(name) is neither an input port (\(engine.inputPortNames.joined(separator: ", "))) nor a player "
+                    + "stream of \(app); start one with `recctl play \(app) FILE --stream \(name)`"
+            )
         }
         let gain = gainDB ?? sources[name]?.gainDB ?? 0
-        guard gain.isFinite, gain <= 24 else { throw SessionError(.badParam, "gain \(gain) dB is out of range; use a finite value up to +24 dB") }
+        guard gain.isFinite, gain <= 24 else {
+            throw SessionError(.badParam, "gain \(gain) dB is out of range; use a finite value up to +24 dB")
+        }
         sources[name] = (bus, gain)
         owner = app
     }
@@ -90,13 +104,20 @@ final class MonitoringService {
         var setupSources: [MonitoringSource] = []
         for (name, assignment) in sources.sorted(by: { $0.key < $1.key }) {
             if let player = playerHandle(owner, name) {
-                setupSources.append(.player(player, toMain: assignment.bus.toMain, toCue: assignment.bus.toCue, gainDecibels: assignment.gainDB))
+                setupSources.append(
+                    .player(
+                        player, toMain: assignment.bus.toMain, toCue: assignment.bus.toCue,
+                        gainDecibels: assignment.gainDB))
             } else if let input = engine.inputGroup(port: name) {
-                setupSources.append(.input(input, toMain: assignment.bus.toMain, toCue: assignment.bus.toCue, gainDecibels: assignment.gainDB))
+                setupSources.append(
+                    .input(
+                        input, toMain: assignment.bus.toMain, toCue: assignment.bus.toCue,
+                        gainDecibels: assignment.gainDB))
             }
         }
         let setup = MonitoringSetup(
-            mainOutput: mainPort.flatMap { engine.output(port: $0)?.group }, cueOutput: cuePort.flatMap { engine.output(port: $0)?.group },
+            mainOutput: mainPort.flatMap { engine.output(port: $0)?.group },
+            cueOutput: cuePort.flatMap { engine.output(port: $0)?.group },
             sources: setupSources, cueMix: cueMix, splitCue: split)
         do {
             try engine.setMonitoring(setup)
@@ -120,7 +141,10 @@ final class MonitoringService {
         sources = [:]
         cueMix = 0
         split = false
-        if engine.isRunning { try? engine.setMonitoring(MonitoringSetup(mainOutput: nil, cueOutput: nil, sources: [], cueMix: 0, splitCue: false)) }
+        if engine.isRunning {
+            try? engine.setMonitoring(
+                MonitoringSetup(mainOutput: nil, cueOutput: nil, sources: [], cueMix: 0, splitCue: false))
+        }
     }
 
     /// `cue.show` and the other `cue.*` replies.
@@ -128,11 +152,15 @@ final class MonitoringService {
         [
             "app": JSONValue(owner), "main": JSONValue(mainPort), "cue": JSONValue(cuePort),
             "mix": .number(cueMix), "split": .bool(split),
-            "sources": .array(sources.keys.sorted().map { name in
-                let source = sources[name]!
-                let kind = owner.flatMap { playerHandle($0, name) } != nil ? "player" : "input"
-                return ["name": .string(name), "kind": .string(kind), "bus": .string(source.bus.rawValue), "gain_db": .number(source.gainDB)]
-            }),
+            "sources": .array(
+                sources.keys.sorted().map { name in
+                    let source = sources[name]!
+                    let kind = owner.flatMap { playerHandle($0, name) } != nil ? "player" : "input"
+                    return [
+                        "name": .string(name), "kind": .string(kind), "bus": .string(source.bus.rawValue),
+                        "gain_db": .number(source.gainDB),
+                    ]
+                }),
         ]
     }
 }

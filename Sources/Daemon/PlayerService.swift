@@ -50,7 +50,8 @@ final class PlayerStream: @unchecked Sendable {
     var json: JSONValue {
         [
             "app": .string(app), "stream": .string(stream), "file": .string(path), "port": .string(port),
-            "state": .string(stateName), "paused_by": JSONValue(pausedBy?.rawValue), "channels": .number(Double(handle.channels)),
+            "state": .string(stateName), "paused_by": JSONValue(pausedBy?.rawValue),
+            "channels": .number(Double(handle.channels)),
             "frames_played": .number(Double(handle.framesPlayed)), "underruns": .number(Double(handle.underruns)),
         ]
     }
@@ -99,7 +100,9 @@ final class PlayerService: @unchecked Sendable {
     /// - Parameters:
     ///   - deliver: runs a closure on the control thread (`ControlServer.post`), for the
     ///     starter's results and the feeders' wake-ups.
-    init(engine: any PlayerEngine, sink: any EventSink, deliver: @escaping SlowRequestWorker.Deliver) throws(SystemError) {
+    init(engine: any PlayerEngine, sink: any EventSink, deliver: @escaping SlowRequestWorker.Deliver)
+        throws(SystemError)
+    {
         self.engine = engine
         self.sink = sink
         starter = try SlowRequestWorker(name: "player starter", deliver: deliver)
@@ -109,7 +112,9 @@ final class PlayerService: @unchecked Sendable {
     private static func key(_ app: String, _ stream: String) -> String { app + "\u{0}" + stream }
 
     func get(_ app: String, _ stream: String) -> PlayerStream? { players[Self.key(app, stream)] }
-    func of(_ app: String) -> [PlayerStream] { players.values.filter { $0.app == app }.sorted { $0.stream < $1.stream } }
+    func of(_ app: String) -> [PlayerStream] {
+        players.values.filter { $0.app == app }.sorted { $0.stream < $1.stream }
+    }
     var all: [PlayerStream] { players.values.sorted { ($0.app, $0.stream) < ($1.app, $1.stream) } }
 
     /// Whether any of an app's players is playing (for the policy's isBusy).
@@ -143,7 +148,8 @@ final class PlayerService: @unchecked Sendable {
     /// cannotStartPlaying when it was stopped before. Throws what prevents it from starting.
     func start(_ order: PlayOrder, started: @escaping Started) throws(SessionError) {
         guard engine.isRunning, let rate = engine.sampleRate else {
-            throw SessionError(.mediaServicesFailed, "the JACK server is gone; wait for mediaServicesWereReset and play again")
+            throw SessionError(
+                .mediaServicesFailed, "the JACK server is gone; wait for mediaServicesWereReset and play again")
         }
         guard let output = engine.output(port: order.port) else {
             throw SessionError(.cannotStartPlaying, "port \(order.port) is not an output port; see `recctl routes`")
@@ -153,7 +159,11 @@ final class PlayerService: @unchecked Sendable {
         var playerChannels = output.channels
         if let assigned = order.channels {
             guard assigned.allSatisfy({ (1...output.channels).contains($0) }) else {
-                throw SessionError(.resourceNotAvailable, "port \(order.port) has channels 1...\(output.channels); --to \(order.port):\(assigned.map(String.init).joined(separator: ",")) is outside them")
+                throw SessionError(
+                    .resourceNotAvailable,
+                    "port \(order.port) has channels 1...\(output.channels); --to "
+                        + "\(order.port):\(assigned.map(String.init).joined(separator: ",")) is outside them"
+                )
             }
             playerChannels = assigned.count
             routes = assigned.enumerated().map { PlayerRoute(source: $0.offset, destination: $0.element - 1) }
@@ -167,7 +177,8 @@ final class PlayerService: @unchecked Sendable {
         }
         let feeder = FilePlayer(file: order.file.file, player: handle, outputSampleRate: rate)
         let player = PlayerStream(
-            app: order.app, stream: order.stream, path: order.file.file.name, port: order.port, handle: handle, feeder: feeder)
+            app: order.app, stream: order.stream, path: order.file.file.name, port: order.port, handle: handle,
+            feeder: feeder)
         players[Self.key(order.app, order.stream)] = player
         feeder.start { [feederEnded] _ in feederEnded() }
         playersChanged(order.app)
@@ -192,15 +203,21 @@ final class PlayerService: @unchecked Sendable {
 
     private func finishStart(_ player: PlayerStream, file: ProbedFile, started: Started) {
         guard get(player.app, player.stream) === player else {
-            started(.failure(SessionError(
-                .cannotStartPlaying,
-                "the player of \(player.app)'s stream \(player.stream) stopped before it started (\(player.stoppedBy ?? "stop"))")))
+            started(
+                .failure(
+                    SessionError(
+                        .cannotStartPlaying,
+                        "the player of \(player.app)'s stream \(player.stream) stopped before it started "
+                            + "(\(player.stoppedBy ?? "stop"))"
+                    )))
             return
         }
         player.isStarting = false
         if player.pausedBy == nil {
             engine.play(player.handle, rampMilliseconds: 0)
-            Log.info("\(player.app): playing \(player.path) (\(file.channels) ch at \(file.sampleRate) Hz) on \(player.port)")
+            Log.info(
+                "\(player.app): playing \(player.path) (\(file.channels) ch at \(file.sampleRate) Hz) on \(player.port)"
+            )
             announce(player, state: "playing", reason: nil)
         }
         started(.success(player.json))
@@ -208,7 +225,9 @@ final class PlayerService: @unchecked Sendable {
 
     // MARK: Pausing, resuming, stopping
 
-    func pause(_ player: PlayerStream, cause: PauseCause, rampMilliseconds: Double = AudioEngine.defaultRampMilliseconds) {
+    func pause(
+        _ player: PlayerStream, cause: PauseCause, rampMilliseconds: Double = AudioEngine.defaultRampMilliseconds
+    ) {
         guard player.pausedBy == nil else { return }
         engine.pause(player.handle, rampMilliseconds: rampMilliseconds)
         player.pausedBy = cause
@@ -216,8 +235,11 @@ final class PlayerService: @unchecked Sendable {
         if cause == .routeDisconnected, let reaction = engine.portLossReaction() {
             // How long after JACK announced the port's loss the pause was published: the
             // process thread applies it at its next period.
-            extra = [("reaction_frames", .number(Double(reaction.frames))), ("period_frames", JSONValue(reaction.periodFrames)),
-                     ("reaction_us", JSONValue(reaction.microseconds))]
+            extra = [
+                ("reaction_frames", .number(Double(reaction.frames))),
+                ("period_frames", JSONValue(reaction.periodFrames)),
+                ("reaction_us", JSONValue(reaction.microseconds)),
+            ]
         }
         announce(player, state: "paused", reason: cause.rawValue, extra: extra)
     }
@@ -299,9 +321,13 @@ final class PlayerService: @unchecked Sendable {
     }
 
     private func announce(_ player: PlayerStream, state: String, reason: String?, extra: [(String, JSONValue)] = []) {
-        sink?.broadcast(app: player.app, .object([
-            ("event", "player"), ("app", .string(player.app)), ("stream", .string(player.stream)), ("state", .string(state)),
-            ("file", .string(player.path)), ("port", .string(player.port)), ("reason", JSONValue(reason)),
-        ] + extra))
+        sink?.broadcast(
+            app: player.app,
+            .object(
+                [
+                    ("event", "player"), ("app", .string(player.app)), ("stream", .string(player.stream)),
+                    ("state", .string(state)),
+                    ("file", .string(player.path)), ("port", .string(player.port)), ("reason", JSONValue(reason)),
+                ] + extra))
     }
 }

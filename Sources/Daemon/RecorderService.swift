@@ -83,7 +83,10 @@ final class RecorderStream {
     var gaps = 0
     var stopping = false
 
-    init(spec: RecorderSpec, tap: CaptureTap, source: TapSource, recorder: Recorder, bandwidth: CaptureBandwidth, sampleRate: Int) {
+    init(
+        spec: RecorderSpec, tap: CaptureTap, source: TapSource, recorder: Recorder, bandwidth: CaptureBandwidth,
+        sampleRate: Int
+    ) {
         self.spec = spec
         self.tap = tap
         self.source = source
@@ -201,7 +204,9 @@ final class RecorderService: @unchecked Sendable {
             throw SessionError(.resourceNotAvailable, "\(spec.port) is not an input port; see `recctl routes`")
         }
         guard engine.isRunning, let jackRate = engine.sampleRate else {
-            throw SessionError(.mediaServicesFailed, "the JACK server is gone; wait for mediaServicesWereReset and start the recorder again")
+            throw SessionError(
+                .mediaServicesFailed,
+                "the JACK server is gone; wait for mediaServicesWereReset and start the recorder again")
         }
         let tap: CaptureTap
         do {
@@ -227,7 +232,8 @@ final class RecorderService: @unchecked Sendable {
             bitsPerSample: bits, segmentSeconds: settings.segmentSeconds, compressionLevel: settings.compressionLevel,
             category: context.category, mode: context.mode,
             inputPort: spec.port, inputType: type.rawValue, bandwidth: bandwidth.name, recdVersion: recdVersion)
-        let stream = try start(spec, tap: tap, configuration: configuration, transform: transform, bandwidth: bandwidth, rate: rate)
+        let stream = try start(
+            spec, tap: tap, configuration: configuration, transform: transform, bandwidth: bandwidth, rate: rate)
         Log.info("\(spec.app): recording \(spec.port) as \(spec.stream) (\(bandwidth.name), \(rate) Hz, \(bits)-bit)")
         return stream
     }
@@ -236,7 +242,9 @@ final class RecorderService: @unchecked Sendable {
     @discardableResult
     func startBus(_ spec: RecorderSpec, context: RecordingContext) throws -> RecorderStream {
         guard let bus = spec.bus, engine.isRunning, let rate = engine.sampleRate else {
-            throw SessionError(.mediaServicesFailed, "the JACK server is gone; wait for mediaServicesWereReset and start the recorder again")
+            throw SessionError(
+                .mediaServicesFailed,
+                "the JACK server is gone; wait for mediaServicesWereReset and start the recorder again")
         }
         let tap: CaptureTap
         do {
@@ -250,7 +258,8 @@ final class RecorderService: @unchecked Sendable {
             bitsPerSample: 24, segmentSeconds: settings.segmentSeconds, compressionLevel: settings.compressionLevel,
             category: context.category, mode: context.mode,
             inputPort: spec.port, inputType: "bus", bandwidth: CaptureBandwidth.full.name, recdVersion: recdVersion)
-        let stream = try start(spec, tap: tap, configuration: configuration, transform: nil, bandwidth: .full, rate: rate)
+        let stream = try start(
+            spec, tap: tap, configuration: configuration, transform: nil, bandwidth: .full, rate: rate)
         Log.info("\(spec.app): recording the \(bus.rawValue) bus as \(spec.stream)")
         return stream
     }
@@ -268,7 +277,8 @@ final class RecorderService: @unchecked Sendable {
             engine.removeCaptureTap(tap)
             throw error.sessionError
         }
-        let stream = RecorderStream(spec: spec, tap: tap, source: source, recorder: recorder, bandwidth: bandwidth, sampleRate: rate)
+        let stream = RecorderStream(
+            spec: spec, tap: tap, source: source, recorder: recorder, bandwidth: bandwidth, sampleRate: rate)
         recorders.append(stream)
         source.resolveStartTime(engine)
         announce(stream, state: "started", file: nil, reason: nil)
@@ -283,7 +293,11 @@ final class RecorderService: @unchecked Sendable {
     func stopRecording(app: String, stream: String?) throws -> [(id: ObjectIdentifier, json: JSONValue)] {
         let targets = of(app).filter { stream == nil || $0.spec.stream == stream }
         guard !targets.isEmpty else {
-            throw SessionError(.badParam, "\(app) is not recording\(stream.map { " stream \($0)" } ?? ""); start with `recctl record start \(app)`")
+            throw SessionError(
+                .badParam,
+                "\(app) is not recording\(stream.map { " stream \($0)" } ?? ""); start with `recctl record start "
+                    + "\(app)`"
+            )
         }
         var stopped: [(id: ObjectIdentifier, json: JSONValue)] = []
         for recorder in targets {
@@ -362,16 +376,21 @@ final class RecorderService: @unchecked Sendable {
                 stream.segments += 1
                 do { try index?.add(record) } catch { Log.warning("index: \(error)") }
                 if reindexesRunning > 0 { finishedDuringReindex.append(record) }
-                announce(stream, state: "finished", file: record.path, reason: record.endReason?.rawValue,
-                         extra: [("frames", .number(Double(record.frames))), ("gaps", .number(Double(record.gaps.count)))])
+                announce(
+                    stream, state: "finished", file: record.path, reason: record.endReason?.rawValue,
+                    extra: [("frames", .number(Double(record.frames))), ("gaps", .number(Double(record.gaps.count)))])
             case .segmentAbandoned(let partial, let error):
                 Log.error("\(stream.spec.app): segment \(partial) left for recovery: \(error)")
                 announce(stream, state: "abandoned", file: partial, reason: "\(error)")
             case .gap(let gap):
                 stream.gaps += 1
-                Log.warning("\(stream.spec.app)/\(stream.spec.stream): ring overrun, \(gap.length) frames missing at frame \(gap.position)")
-                announce(stream, state: "gap", file: nil, reason: "overrun",
-                         extra: [("position", .number(Double(gap.position))), ("length", .number(Double(gap.length)))])
+                Log.warning(
+                    "\(stream.spec.app)/\(stream.spec.stream): ring overrun, \(gap.length) frames missing at frame "
+                        + "\(gap.position)"
+                )
+                announce(
+                    stream, state: "gap", file: nil, reason: "overrun",
+                    extra: [("position", .number(Double(gap.position))), ("length", .number(Double(gap.length)))])
             case .stopped(let reason, let error):
                 if stream.stopping {
                     finishStop(stream, reason: reason, error: error)
@@ -384,20 +403,28 @@ final class RecorderService: @unchecked Sendable {
                 recorders.removeAll { $0 === stream }
                 let message = error.map { "\($0)" } ?? reason.rawValue
                 Log.error("\(stream.spec.app): recorder stopped: \(message)")
-                announce(stream, state: "stopped", file: nil, reason: reason.rawValue, extra: error.map {
-                    [("error", Wire.errorObject($0.sessionError))]
-                } ?? [])
+                announce(
+                    stream, state: "stopped", file: nil, reason: reason.rawValue,
+                    extra: error.map {
+                        [("error", Wire.errorObject($0.sessionError))]
+                    } ?? [])
                 news.stoppedByThemselves.insert(stream.spec.app)
             }
         }
         return news
     }
 
-    private func announce(_ stream: RecorderStream, state: String, file: String?, reason: String?, extra: [(String, JSONValue)] = []) {
-        sink?.broadcast(app: stream.spec.app, .object([
-            ("event", "recording"), ("app", .string(stream.spec.app)), ("stream", .string(stream.spec.stream)),
-            ("state", .string(state)), ("file", JSONValue(file)), ("reason", JSONValue(reason)), ("port", .string(stream.spec.port)),
-        ] + extra))
+    private func announce(
+        _ stream: RecorderStream, state: String, file: String?, reason: String?, extra: [(String, JSONValue)] = []
+    ) {
+        sink?.broadcast(
+            app: stream.spec.app,
+            .object(
+                [
+                    ("event", "recording"), ("app", .string(stream.spec.app)), ("stream", .string(stream.spec.stream)),
+                    ("state", .string(state)), ("file", JSONValue(file)), ("reason", JSONValue(reason)),
+                    ("port", .string(stream.spec.port)),
+                ] + extra))
     }
 
     // MARK: Policy effects
@@ -475,7 +502,8 @@ final class RecorderService: @unchecked Sendable {
         var since: UTCTime?
         if let text {
             guard let time = UTCTime(iso8601: text) ?? UTCTime(iso8601: text + "T00:00:00Z") else {
-                throw SessionError(.badParam, "--since \(text) is not a time; use ISO 8601 like 2026-11-29T23:00:00Z or 2026-11-29")
+                throw SessionError(
+                    .badParam, "--since \(text) is not a time; use ISO 8601 like 2026-11-29T23:00:00Z or 2026-11-29")
             }
             since = time
         }

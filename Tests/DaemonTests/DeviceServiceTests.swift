@@ -54,7 +54,8 @@ final class DeviceServiceTests {
         let before = try #require(engine.portState(named: "phones")).connectedOrder
         let unplugged = devices.handle([sense(false)])
         #expect(unplugged == DeviceNews(availabilityChanged: true))
-        #expect(!engine.isAvailable(port: "phones") && engine.portStates.first { $0.name == "phones" }?.available == false)
+        #expect(
+            !engine.isAvailable(port: "phones") && engine.portStates.first { $0.name == "phones" }?.available == false)
         #expect(devices.handle([sense(false)]) == DeviceNews(), "a repeated value is news")
         #expect(devices.handle([sense(true)]).availabilityChanged)
         #expect(engine.isAvailable(port: "phones"))

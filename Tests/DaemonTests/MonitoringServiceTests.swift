@@ -88,10 +88,16 @@ final class MonitoringServiceTests {
     @Test("a source is an input port or a player stream of the owner; bad names, gains and mixes are badParam")
     func sources() throws {
         try monitoring.assign(app: "dj", source: "deck", bus: "cue", gainDB: -3)
-        let ghost = #expect(throws: SessionError.self) { try self.monitoring.assign(app: "dj", source: "ghost", bus: "main", gainDB: nil) }
+        let ghost = #expect(throws: SessionError.self) {
+            try self.monitoring.assign(app: "dj", source: "ghost", bus: "main", gainDB: nil)
+        }
         #expect(ghost?.code == .badParam && ghost?.message.contains("deck") == true, "the message lists the inputs")
-        #expect(throws: SessionError.self) { try self.monitoring.assign(app: "dj", source: "deck", bus: "side", gainDB: nil) }
-        #expect(throws: SessionError.self) { try self.monitoring.assign(app: "dj", source: "deck", bus: "main", gainDB: 30) }
+        #expect(throws: SessionError.self) {
+            try self.monitoring.assign(app: "dj", source: "deck", bus: "side", gainDB: nil)
+        }
+        #expect(throws: SessionError.self) {
+            try self.monitoring.assign(app: "dj", source: "deck", bus: "main", gainDB: 30)
+        }
         #expect(throws: SessionError.self) { try self.monitoring.setMix(app: "dj", 1.5) }
 
         let player = try engine.addPlayer(channels: 2, outputGroup: "pa", routes: nil, gainDecibels: 0)

@@ -138,7 +138,8 @@ final class PlayerServiceTests {
 
         let probed = try #require(probe(try dcFile("third.wav"))).get()
         let outcome = Shared<Result<JSONValue, SessionError>?>(nil)
-        try players.start(PlayOrder(app: "radio", stream: "late", file: probed, port: "spk", channels: nil, gainDB: 0)) {
+        try players.start(PlayOrder(app: "radio", stream: "late", file: probed, port: "spk", channels: nil, gainDB: 0))
+        {
             result in outcome.update { $0 = result }
         }
         players.stop(try #require(players.get("radio", "late")), reason: "stop")
@@ -147,14 +148,18 @@ final class PlayerServiceTests {
             Issue.record("a stopped player was reported started")
             return
         }
-        #expect(error.code == .cannotStartPlaying && error.message.contains("stopped before it started (stop)"), "\(error)")
+        #expect(
+            error.code == .cannotStartPlaying && error.message.contains("stopped before it started (stop)"), "\(error)")
     }
 
     @Test("a file that has played out is reaped as finished, and its app is reported")
     func reapsFinished() throws {
         _ = try play(try dcFile("short.wav", seconds: 0.2)).get()
         var reaped: Set<String> = []
-        #expect(waitUntil(seconds: 10) { reaped.formUnion(players.reap()); return !reaped.isEmpty })
+        #expect(
+            waitUntil(seconds: 10) {
+                reaped.formUnion(players.reap()); return !reaped.isEmpty
+            })
         #expect(reaped == ["radio"] && players.all.isEmpty)
         #expect(events.named("player", state: "stopped").first?["reason"] == "finished")
     }
@@ -187,7 +192,9 @@ final class PlayerServiceTests {
     func channelsOutsideThePort() throws {
         let probed = try #require(probe(try dcFile())).get()
         let refused = #expect(throws: SessionError.self) {
-            try players.start(PlayOrder(app: "radio", stream: "main", file: probed, port: "spk", channels: [3], gainDB: 0)) { _ in }
+            try players.start(
+                PlayOrder(app: "radio", stream: "main", file: probed, port: "spk", channels: [3], gainDB: 0)
+            ) { _ in }
         }
         #expect(refused?.code == .resourceNotAvailable)
         #expect(players.all.isEmpty)

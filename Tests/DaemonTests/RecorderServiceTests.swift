@@ -44,7 +44,8 @@ final class RecorderServiceTests {
         worker = try SlowRequestWorker(name: "test worker", deliver: mailbox.deliver)
         let mailbox = mailbox
         recorders = RecorderService(
-            settings: config.archive, declared: [("logger", .route), ("desk", .port("line")), ("quiet", .no)], engine: engine,
+            settings: config.archive, declared: [("logger", .route), ("desk", .port("line")), ("quiet", .no)],
+            engine: engine,
             sink: events, worker: worker, wake: { mailbox.deliver {} })
         recorders.openArchive()
     }
@@ -68,9 +69,12 @@ final class RecorderServiceTests {
         return true
     }
 
-    func record(_ app: String, port: String, type: PortType = .builtInMic, context: RecordingContext = context) throws -> RecorderStream {
+    func record(_ app: String, port: String, type: PortType = .builtInMic, context: RecordingContext = context) throws
+        -> RecorderStream
+    {
         try recorders.startInput(
-            RecorderSpec(app: app, stream: port, port: port), channels: 2, type: type, bandwidth: .full, context: context)
+            RecorderSpec(app: app, stream: port, port: port), channels: 2, type: type, bandwidth: .full,
+            context: context)
     }
 
     func recordingEvents(_ state: String) -> [JSONValue] { events.named("recording", state: state) }
@@ -112,7 +116,9 @@ final class RecorderServiceTests {
         #expect(fields.first { $0.0 == "all_ok" }?.1 == true)
         #expect(fields.first { $0.0 == "results" }?.1.arrayValue?.count == 1)
         let refused = #expect(throws: SessionError.self) {
-            try self.recorders.verify(path: "/etc/passwd", uid: 0, groups: [0], for: ClientID(rawValue: 7), progress: nil) { _ in }
+            try self.recorders.verify(
+                path: "/etc/passwd", uid: 0, groups: [0], for: ClientID(rawValue: 7), progress: nil
+            ) { _ in }
         }
         #expect(refused?.code == .badParam)
     }
@@ -167,7 +173,9 @@ final class RecorderServiceTests {
 
     @Test("archive list refuses a --since that is not a time, with badParam saying the form")
     func listSince() throws {
-        let refused = #expect(throws: SessionError.self) { try self.recorders.archiveList(app: nil, since: "yesterday") }
+        let refused = #expect(throws: SessionError.self) {
+            try self.recorders.archiveList(app: nil, since: "yesterday")
+        }
         #expect(refused?.code == .badParam && refused?.message.contains("ISO 8601") == true)
         #expect(try recorders.archiveList(app: nil, since: "2026-01-01").first?.1.arrayValue == [])
     }

@@ -68,7 +68,9 @@ func writeConstantWAV(path: String, seconds: Double, channels: Int = 2, value: I
 /// The engine controller of `config`, started against the test's JACK server.
 func startedEngine(_ config: RecdConfig, mailbox: Mailbox? = nil) throws -> EngineController {
     let engine = EngineController(config: config) { mailbox?.deliver({}) }
-    guard engine.start() else { throw TestFailure("no JACK server: \(engine.lastError ?? "?"); start `jackd -d dummy`") }
+    guard engine.start() else {
+        throw TestFailure("no JACK server: \(engine.lastError ?? "?"); start `jackd -d dummy`")
+    }
     return engine
 }
 
@@ -158,7 +160,8 @@ final class RouterRig {
         try FileSystem.makeDirectories(config.daemon.stateDir, mode: 0o750)
         router = try ControlRouter(
             config: config, store: SessionDeclarations.makeStore(config: config, persisted: PersistedState()),
-            stateFile: StateFile(stateDir: config.daemon.stateDir), startedAt: SystemClock.monotonicSeconds(), link: link)
+            stateFile: StateFile(stateDir: config.daemon.stateDir), startedAt: SystemClock.monotonicSeconds(),
+            link: link)
         router.openArchive()
         router.startEngine()
     }
