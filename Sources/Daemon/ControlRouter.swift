@@ -44,10 +44,10 @@ final class ControlRouter: ControlServerHandler, EventSink, @unchecked Sendable 
     let adminGID: UInt32?
     let link: any ClientLink
     let engine: EngineController
-    private(set) var players: PlayerService!
-    private(set) var recorders: RecorderService!
-    private(set) var monitoring: MonitoringService!
-    private(set) var devices: DeviceService!
+    let players: PlayerService
+    let recorders: RecorderService
+    let monitoring: MonitoringService
+    let devices: DeviceService
     /// Runs slow requests off the control thread (archive verify, reindex, retention).
     let worker: SlowRequestWorker
     /// Writes state.json off the control thread.
@@ -85,9 +85,12 @@ final class ControlRouter: ControlServerHandler, EventSink, @unchecked Sendable 
     private var pendingPermissions: [PendingPermission] = []
     private var pendingStops: [PendingStop] = []
 
-    /// Lets closures made before `self` exists (the engine's wake) reach it later.
-    private final class Handle: @unchecked Sendable {
+    /// The router as the services and the engine's wake know it: they are made before the
+    /// router exists, and must not keep it alive.
+    private final class Handle: EventSink, @unchecked Sendable {
         weak var router: ControlRouter?
+
+        func broadcast(app: String?, _ event: JSONValue) { router?.broadcast(app: app, event) }
     }
 
     /// Makes the engine controller, the worker threads and the services; nothing starts
@@ -107,18 +110,20 @@ final class ControlRouter: ControlServerHandler, EventSink, @unchecked Sendable 
         engine = EngineController(config: config) { [link] in link.post { handle.router?.engineWoke() } }
         worker = try SlowRequestWorker(name: "slow worker", deliver: deliver)
         stateWriter = try StateWriter(file: stateFile, deliver: deliver)
-        handle.router = self
-        players = try PlayerService(engine: engine, sink: self, deliver: deliver)
+        let players = try PlayerService(engine: engine, sink: handle, deliver: deliver)
         recorders = RecorderService(
-            settings: config.archive, declared: config.sessions.map { ($0.app, $0.record) }, engine: engine, sink: self,
-            worker: worker, wake: { [link] in link.post { handle.router?.recordersWoke() } })
-        monitoring = MonitoringService(engine: engine) { [unowned players = players!] app, stream in
+            settings: config.archive, declared: config.sessions.map { ($0.app, $0.record) }, engine: engine,
+            sink: handle, worker: worker, wake: { [link] in link.post { handle.router?.recordersWoke() } })
+        let monitoring = MonitoringService(engine: engine) { [unowned players] app, stream in
             players.get(app, stream)?.handle.id
         }
+        players.playersChanged = { [unowned monitoring] app in monitoring.playersChanged(app: app) }
         let bindings =
             (try? DeviceService.bindings(for: config).get()) ?? (try! DeviceBindings([DeviceBindings.Declaration]()))
         devices = DeviceService(bindings: bindings, engine: engine)
-        players.playersChanged = { [unowned self] app in monitoring.playersChanged(app: app) }
+        self.players = players
+        self.monitoring = monitoring
+        handle.router = self
     }
 
     // MARK: ControlServerHandler

@@ -89,7 +89,7 @@ final class PlayerService: @unchecked Sendable {
     static let prerollTimeout = 0.5
 
     private let engine: any PlayerEngine
-    private weak var sink: (any EventSink)?
+    private let sink: any EventSink
     private let starter: SlowRequestWorker
     /// Wakes the control thread when a feeder ends (the tick's `reap` would find it anyway).
     private let feederEnded: @Sendable () -> Void
@@ -321,7 +321,7 @@ final class PlayerService: @unchecked Sendable {
     }
 
     private func announce(_ player: PlayerStream, state: String, reason: String?, extra: [(String, JSONValue)] = []) {
-        sink?.broadcast(
+        sink.broadcast(
             app: player.app,
             .object(
                 [

@@ -125,7 +125,7 @@ struct RecorderNews: Equatable {
 final class RecorderService: @unchecked Sendable {
     let settings: ArchiveSection
     private let engine: any RecorderEngine
-    private weak var sink: (any EventSink)?
+    private let sink: any EventSink
     /// The daemon's worker for slow requests: verify, reindex and retention.
     let worker: SlowRequestWorker
     /// The archive as worker jobs see it (used on the worker thread only).
@@ -417,7 +417,7 @@ final class RecorderService: @unchecked Sendable {
     private func announce(
         _ stream: RecorderStream, state: String, file: String?, reason: String?, extra: [(String, JSONValue)] = []
     ) {
-        sink?.broadcast(
+        sink.broadcast(
             app: stream.spec.app,
             .object(
                 [
