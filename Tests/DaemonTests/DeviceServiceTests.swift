@@ -22,21 +22,10 @@ final class DeviceServiceTests {
 
     init() throws {
         directory = try TemporaryDirectory()
-        let config = try testConfig(
-            ports: """
-                [port mic]
-                type = builtInMic
-                direction = input
-                jack = system:capture_1, system:capture_2
-                mute_switch = Capture Switch
-
-                [port phones]
-                type = headphones
-                direction = output
-                jack = system:playback_1, system:playback_2
-                sense = Headphone Jack
-
-                """, directory: directory.path)
+        let ports =
+            port("mic", "builtInMic", "input", jack: capturePorts, extra: "mute_switch = Capture Switch")
+            + port("phones", "headphones", "output", jack: playbackPorts, extra: "sense = Headphone Jack")
+        let config = try testConfig(ports: ports, directory: directory.path)
         engine = try startedEngine(config)
         devices = DeviceService(bindings: try DeviceService.bindings(for: config).get(), engine: engine)
     }

@@ -26,24 +26,10 @@ final class MonitoringServiceTests {
 
     init() throws {
         directory = try TemporaryDirectory()
-        let config = try testConfig(
-            ports: """
-                [port deck]
-                type = lineIn
-                direction = input
-                jack = system:capture_1, system:capture_2
-
-                [port pa]
-                type = lineOut
-                direction = output
-                jack = system:playback_1, system:playback_2
-
-                [port phones]
-                type = headphones
-                direction = output
-                jack = system:playback_1, system:playback_2
-
-                """, directory: directory.path)
+        let ports =
+            port("deck", "lineIn", "input", jack: capturePorts) + port("pa", "lineOut", "output", jack: playbackPorts)
+            + port("phones", "headphones", "output", jack: playbackPorts)
+        let config = try testConfig(ports: ports, directory: directory.path)
         engine = try startedEngine(config)
         let streams = streams
         monitoring = MonitoringService(engine: engine) { app, stream in streams.handles[app + "/" + stream]?.id }

@@ -26,13 +26,8 @@ final class PlayerServiceTests {
         directory = try TemporaryDirectory()
         device = try StandInDevice()
         let config = try testConfig(
-            ports: systemPorts + """
-                [port phones]
-                type = headphones
-                direction = output
-                jack = \(device.sinkPorts.joined(separator: ", "))
-
-                """, directory: directory.path)
+            ports: systemPorts + port("phones", "headphones", "output", jack: device.sinkPorts),
+            directory: directory.path)
         engine = try startedEngine(config, mailbox: mailbox)
         players = try PlayerService(engine: engine, sink: events, deliver: mailbox.deliver)
     }

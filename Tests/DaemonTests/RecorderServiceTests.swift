@@ -33,13 +33,7 @@ final class RecorderServiceTests {
         directory = try TemporaryDirectory()
         device = try StandInDevice()
         let config = try testConfig(
-            ports: systemPorts + """
-                [port line]
-                type = lineIn
-                direction = input
-                jack = \(device.sourcePorts.joined(separator: ", "))
-
-                """, directory: directory.path)
+            ports: systemPorts + port("line", "lineIn", "input", jack: device.sourcePorts), directory: directory.path)
         engine = try startedEngine(config, mailbox: mailbox)
         worker = try SlowRequestWorker(name: "test worker", deliver: mailbox.deliver)
         let mailbox = mailbox

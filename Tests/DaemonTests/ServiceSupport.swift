@@ -43,19 +43,19 @@ func testConfig(ports: String, directory: String, extra: String = "") throws -> 
     return try ConfigLoader.parse(text: text, source: "test.conf", environment: ProcessInfo.processInfo.environment)
 }
 
-/// The dummy server's own ports: an output `spk` and an input `mic`.
-let systemPorts = """
-    [port spk]
-    type = builtInSpeaker
-    direction = output
-    jack = system:playback_1, system:playback_2
+/// A `[port NAME]` section of a config; `extra` lines (`sense = ...`) follow the JACK ports.
+func port(_ name: String, _ type: String, _ direction: String, jack: [String], extra: String = "") -> String {
+    "[port \(name)]\ntype = \(type)\ndirection = \(direction)\njack = \(jack.joined(separator: ", "))\n\(extra)\n"
+}
 
-    [port mic]
-    type = builtInMic
-    direction = input
-    jack = system:capture_1, system:capture_2
+/// The dummy server's own ports.
+let playbackPorts = ["system:playback_1", "system:playback_2"]
+let capturePorts = ["system:capture_1", "system:capture_2"]
 
-    """
+/// An output `spk` and an input `mic` on the dummy server's own ports.
+let systemPorts =
+    port("spk", "builtInSpeaker", "output", jack: playbackPorts)
+    + port("mic", "builtInMic", "input", jack: capturePorts)
 
 /// A constant (DC) 16-bit WAV: every sample `value` (0.5 full scale by default): its level
 /// is the gain.
