@@ -67,7 +67,12 @@ let package = Package(
         .testTarget(name: "DevicesTests", dependencies: ["Devices", "Platform"]),
         .testTarget(name: "ArchiveTests", dependencies: ["Archive", "Platform", "TestSupport"]),
         .testTarget(name: "CodecTests", dependencies: ["Codec", "AudioTestSupport", "TestSupport"]),
-        .testTarget(name: "DaemonTests", dependencies: ["Daemon", "Codec", "AudioEngine", "SessionPolicy", "SystemSupport", "AudioTestSupport"]),
+        .testTarget(
+            name: "DaemonTests",
+            dependencies: [
+                "Daemon", "Codec", "AudioEngine", "SessionPolicy", "SystemSupport", "AudioTestSupport", "ControlProtocol",
+                "Archive", "Devices", "Platform",
+            ]),
         .testTarget(name: "EndToEndTests", dependencies: ["ControlProtocol", "Platform", "TestSupport"]),
     ]
 )

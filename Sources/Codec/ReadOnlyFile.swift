@@ -9,8 +9,8 @@ import Platform
 /// the last reader holding this object is gone. Readers read it only with `pread`, each from a
 /// position of its own, never through the descriptor's file offset, so any number of them (on
 /// this object, or on `dup`ed descriptors of the same open file, which share one offset) never
-/// move one another's place: recd probes a file's header on the control thread while a feeder
-/// thread decodes the same descriptor.
+/// move one another's place: recd probes a file's header on one thread (its player starter)
+/// while a feeder thread decodes the same descriptor.
 ///
 /// `@unchecked Sendable`: after `init` only `pread` and `fstat` are called on the file, which
 /// any number of threads may do at once, and nothing but `deinit` closes it.

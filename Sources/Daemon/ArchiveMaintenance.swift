@@ -5,11 +5,11 @@
 //
 // Threads:
 // - `ArchiveMaintenance`: the worker thread only (jobs); the control thread merely captures it.
-// - The `ControlService` extension: the control thread (requests, the tick, completions).
+// - The `RecorderService` extension: the control thread (requests, the tick, completions).
 //
 // The index: the worker has its own connection to index.sqlite (WAL, 5 s busy timeout), the
-// control thread keeps `archive.index` (adds on segmentFinished, archive.list, the status
-// count). Readers never wait for a writer in WAL mode; writers take turns, and the worker's
+// control thread keeps `RecorderService.index` (adds on segmentFinished, archive.list, the
+// status count). Readers never wait for a writer in WAL mode; writers take turns, and the worker's
 // write transactions are short: one row per deleted segment, and a reindex writes its rows
 // in one transaction only after it has read every file.
 import Archive
@@ -60,34 +60,19 @@ final class ArchiveMaintenance: @unchecked Sendable {
     }
 }
 
-extension ControlService {
-    /// Runs `job` on the worker and replies to `client` when it is done: its fields, or the
-    /// error it threw. Returns nil, `handle`'s "the reply comes later". With `progress`, the
-    /// job's steps reach the client as `{"id":…,"progress":{"done":k,"total":n}}` lines first.
-    func replyLater(
-        to client: ClientID, id: JSONValue, progress: Bool = false,
-        _ job: @escaping @Sendable (WorkerJob) throws -> [(String, JSONValue)]
-    ) -> [(String, JSONValue)]? {
-        let sendProgress: @Sendable (Int, Int) -> Void = { [weak self] done, total in
-            self?.send(Wire.progress(id: id, done: done, total: total), to: client)
-        }
-        worker.submit(
-            for: client, { context in Result { try job(context) }.mapError(Self.replyError) },
-            progress: progress ? sendProgress : nil
-        ) { [weak self] result in
-            switch result {
-            case .success(let fields): self?.send(Wire.success(id: id, fields), to: client)
-            case .failure(let error): self?.send(Wire.failure(id: id, error), to: client)
-            }
-        }
-        return nil
-    }
+extension RecorderService {
+    /// What a request done on the worker replies: its fields, or the error it threw.
+    typealias Reply = @Sendable (Result<[(String, JSONValue)], SessionError>) -> Void
 
-    /// `archive.verify`: the path is checked here, the decoding happens on the worker.
-    func archiveVerify(
-        _ request: Request, from client: ClientID, peer: PeerCredentials
-    ) throws -> [(String, JSONValue)]? {
-        let path = try request.optionalString("path").map { asked in
+    /// `archive.verify`: the path is checked here (with the caller's `uid` and `groups`),
+    /// the decoding happens on the worker; `reply` follows on the control thread, never when
+    /// `client` has gone. `progress` sees one step per decoded file.
+    func verify(
+        path asked: String?, uid: UInt32, groups: Set<UInt32>, for client: ClientID,
+        progress: (@Sendable (Int, Int) -> Void)?, reply: @escaping Reply
+    ) throws {
+        let archiveDir = archiveDir
+        let path = try asked.map { asked in
             // recd decodes with its own rights: only files inside the archive, never a path
             // that leads elsewhere (`..`, symlinks, another directory).
             guard let resolved = ArchivePath.resolve(asked, inside: archiveDir) else {
@@ -97,20 +82,27 @@ extension ControlService {
                         + "verify only segments there (`recctl archive list` shows them)"
                 )
             }
-            guard ArchivePath.isReadable(resolved, uid: peer.uid, groups: Set(peer.groups + [peer.gid])) else {
+            guard ArchivePath.isReadable(resolved, uid: uid, groups: groups) else {
                 throw SessionError(
                     .badParam,
-                    "uid \(peer.uid) may not read \(resolved); verify only segments you can read, "
+                    "uid \(uid) may not read \(resolved); verify only segments you can read, "
                         + "or run `recctl archive verify` without a path to check the whole archive"
                 )
             }
             return resolved
         }
         let maintenance = maintenance
-        return replyLater(to: client, id: request.id, progress: try request.optionalBool("progress") ?? false) { job in
-            let results = try maintenance.verify(path: path, job: job)
-            return [("results", .array(results.map(Self.verifyJSON))), ("all_ok", .bool(results.allSatisfy(\.isOK)))]
-        }
+        worker.submit(
+            for: client,
+            { job in
+                Result {
+                    let results = try maintenance.verify(path: path, job: job)
+                    return [
+                        ("results", .array(results.map(Self.verifyJSON))),
+                        ("all_ok", .bool(results.allSatisfy(\.isOK))),
+                    ]
+                }.mapError(ControlRouter.replyError)
+            }, progress: progress, completion: reply)
     }
 
     static func verifyJSON(_ result: VerifyResult) -> JSONValue {
@@ -122,51 +114,53 @@ extension ControlService {
 
     /// `archive.reindex` on the worker. Segments finished meanwhile are added to the index
     /// again afterwards: the rebuild replaces every row with what it read before they existed.
-    func archiveReindex(_ request: Request, from client: ClientID) -> [(String, JSONValue)]? {
-        archive.reindexesRunning += 1
+    func reindex(for client: ClientID, reply: @escaping Reply) {
+        reindexesRunning += 1
         let maintenance = maintenance
-        let reply = replyLater(to: client, id: request.id) { _ in
-            let summary = try maintenance.reindex()
-            return [
-                ("indexed", .number(Double(summary.indexed))),
-                ("skipped", .array(summary.skipped.keys.sorted().map { .string($0) })),
-            ]
-        }
+        worker.submit(
+            for: client,
+            { _ in
+                Result {
+                    let summary = try maintenance.reindex()
+                    return [
+                        ("indexed", .number(Double(summary.indexed))),
+                        ("skipped", .array(summary.skipped.keys.sorted().map { .string($0) })),
+                    ]
+                }.mapError(ControlRouter.replyError)
+            }, completion: reply)
         // An empty job of the daemon's own, right behind: its completion comes after the
         // rebuild whether or not the client stayed for the reply.
         worker.submit(for: nil, { _ in () }) { [weak self] _ in self?.reindexFinished() }
-        return reply
     }
 
     private func reindexFinished() {
-        archive.reindexesRunning -= 1
-        if archive.index == nil {
-            do { archive.index = try ArchiveIndex(path: archiveIndexPath) } catch {
+        reindexesRunning -= 1
+        if index == nil {
+            do { index = try ArchiveIndex(path: maintenance.indexPath) } catch {
                 Log.error("cannot open the archive index: \(error)")
             }
         }
-        guard archive.reindexesRunning == 0 else { return }
-        for record in archive.finishedDuringReindex {
-            do { try archive.index?.add(record) } catch { Log.warning("index: \(error)") }
+        guard reindexesRunning == 0 else { return }
+        for record in finishedDuringReindex {
+            do { try index?.add(record) } catch { Log.warning("index: \(error)") }
         }
-        archive.finishedDuringReindex.removeAll()
+        finishedDuringReindex.removeAll()
     }
 
     /// Retention, from the tick every 60 s: on the worker, one run at a time.
     func enforceRetention() {
-        let policy = RetentionPolicy(
-            maxAgeDays: config.archive.maxAgeDays, minFreePercent: config.archive.minFreePercent)
-        guard policy.maxAgeDays != nil || policy.minFreePercent != nil, !archive.retentionRunning else { return }
+        let policy = RetentionPolicy(maxAgeDays: settings.maxAgeDays, minFreePercent: settings.minFreePercent)
+        guard policy.maxAgeDays != nil || policy.minFreePercent != nil, !retentionRunning else { return }
         // Only finished segments are indexed, so no file opened after this snapshot is one
         // that retention could pick.
-        let open = Set(archive.recorders.flatMap { $0.recorder.openPaths })
-        archive.retentionRunning = true
+        let open = Set(recorders.flatMap { $0.recorder.openPaths })
+        retentionRunning = true
         let maintenance = maintenance
         let job: @Sendable (WorkerJob) -> Result<RetentionReport, any Error> = { _ in
             Result { try maintenance.enforce(policy, openPaths: open) }
         }
         worker.submit(for: nil, job) { [weak self] result in
-            self?.archive.retentionRunning = false
+            self?.retentionRunning = false
             switch result {
             case .success(let report):
                 for path in report.deleted { Log.notice("retention deleted \(path)") }

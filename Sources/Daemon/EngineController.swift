@@ -1,5 +1,7 @@
-// The daemon's side of the audio engine: config ports ↔ JACK port groups, availability for
-// the policy, hardware facts for sessions, and media-services loss and return.
+// The daemon's side of the audio engine: config ports ↔ JACK port groups, port availability
+// (the one place recd keeps it: the store gets a copy through `updatePorts`, services ask
+// here), hardware facts for sessions, media-services loss and return, and the faces each
+// service sees of the engine (EngineFacades.swift).
 // Control thread only (the engine's wake closure merely posts to the control loop).
 import AudioEngine
 import SessionPolicy
@@ -14,13 +16,19 @@ struct EngineNews {
 }
 
 /// Owns the `AudioEngine` and translates between config ports and JACK port groups.
+///
+/// A port is available while the engine runs, every JACK port group behind it is complete
+/// (the engine's group availability, as of its last drain) and its jack-sense control, if it
+/// has one, says plugged. That is computed when asked, never stored, so nothing can disagree
+/// with it; only the connection order ("last in wins") needs memory.
 final class EngineController {
-    let engine: AudioEngine
+    private let engine: AudioEngine
     let config: RecdConfig
     /// Increases whenever a port becomes available: "last in wins" (SPEC §4).
     private var connectionCounter = 0
     private var connectedOrder: [String: Int] = [:]
-    private var available: [String: Bool] = [:]
+    /// The ports available at the last `noteConnections`: only to see which ones came back.
+    private var seenAvailable: Set<String> = []
     /// Jack-sense state per port (nil: no sense control, JACK alone decides).
     private var sensePlugged: [String: Bool] = [:]
     private(set) var lastError: String?
@@ -48,36 +56,60 @@ final class EngineController {
         }
     }
 
+    /// Both groups of a port (one for an input or an output, two for a duplex port).
+    static func groups(_ port: PortDecl) -> [String] {
+        [inputGroup(port), outputGroup(port)].compactMap { $0 }
+    }
+
+    /// Channels of a port's output side (a duplex port's earpiece may differ from its mic).
+    static func outputChannels(_ port: PortDecl) -> Int {
+        port.direction == .duplex ? max(port.jackOut.count, 1) : port.channels
+    }
+
     var engineConfiguration: AudioEngine.Configuration {
         var inputs: [PortGroupSpec] = []
         var outputs: [PortGroupSpec] = []
         for port in config.ports {
             if let name = Self.inputGroup(port) {
-                inputs.append(PortGroupSpec(name: name, channels: port.channels, connectTo: port.direction == .duplex ? port.jackIn : port.jack))
+                inputs.append(
+                    PortGroupSpec(
+                        name: name, channels: port.channels,
+                        connectTo: port.direction == .duplex ? port.jackIn : port.jack))
             }
             if let name = Self.outputGroup(port) {
                 let jack = port.direction == .duplex ? port.jackOut : port.jack
                 // A duplex port's earpiece may have its own channel count (config: channels counts jack_in).
-                outputs.append(PortGroupSpec(name: name, channels: outputChannels(of: port), connectTo: jack))
+                outputs.append(PortGroupSpec(name: name, channels: Self.outputChannels(port), connectTo: jack))
             }
         }
         return AudioEngine.Configuration(
             clientName: config.jack.clientName, serverName: config.jack.server, inputs: inputs, outputs: outputs)
     }
 
+    // MARK: Connection
+
     var isRunning: Bool { engine.isRunning }
+
+    /// Whether the server went away under the open client (the engine has not been stopped yet).
+    var isServerLost: Bool { engine.isServerLost }
 
     /// Opens the JACK client. Never starts a server; false (with `lastError`) when none runs.
     func start() -> Bool {
         do {
             try engine.start(engineConfiguration)
             lastError = nil
-            refreshAvailability()
+            noteConnections()
             return true
         } catch {
             lastError = "\(error)"
             return false
         }
+    }
+
+    /// Leaves JACK (after a loss, at shutdown); every port is unavailable from now on.
+    func stop() {
+        engine.stop()
+        noteConnections()
     }
 
     /// One reconnection attempt, at most every 250 ms (SPEC §6: back within 2 s).
@@ -100,49 +132,84 @@ final class EngineController {
             case .portRegistered, .portUnregistered, .portConnectionChanged, .sampleRate: break
             }
         }
-        if news.availabilityChanged { refreshAvailability() }
+        if news.availabilityChanged { noteConnections() }
         return news
     }
 
     /// Makes missing JACK connections; after the policy has reacted (it can take a period or two).
     func repairConnections() { engine.repairConnections() }
 
+    // MARK: Availability (the one source)
+
+    /// Whether the configured port `name` is available now.
+    func isAvailable(port name: String) -> Bool {
+        config.port(named: name).map(isAvailable) ?? false
+    }
+
+    private func isAvailable(_ port: PortDecl) -> Bool {
+        engine.isRunning && Self.groups(port).allSatisfy { engine.isAvailable(group: $0) }
+            && sensePlugged[port.name] != false
+    }
+
     /// A jack-sense control changed: a port is available only while plugged (nil: no control).
     func setSensePlugged(port: String, _ plugged: Bool?) {
         sensePlugged[port] = plugged
-        refreshAvailability()
+        noteConnections()
     }
 
-    /// After a loss every port is gone.
-    func markAllUnavailable() {
-        for port in config.ports { available[port.name] = false }
-    }
-
-    private func refreshAvailability() {
+    /// Gives each port that became available since the last call the next connection order.
+    private func noteConnections() {
         for port in config.ports {
-            let groups = [Self.inputGroup(port), Self.outputGroup(port)].compactMap { $0 }
-            let now = engine.isRunning && groups.allSatisfy { engine.isAvailable(group: $0) } && sensePlugged[port.name] != false
-            if now && available[port.name] != true {
+            let available = isAvailable(port)
+            if available && !seenAvailable.contains(port.name) {
                 connectionCounter += 1
                 connectedOrder[port.name] = connectionCounter
             }
-            available[port.name] = now
+            if available { seenAvailable.insert(port.name) } else { seenAvailable.remove(port.name) }
         }
     }
 
-    /// The policy's view of every configured port.
-    var portStates: [PortState] {
-        config.ports.map {
-            PortState(
-                name: $0.name, type: $0.type, direction: $0.direction, channels: $0.channels,
-                capabilities: $0.capabilities, codec: $0.codec, available: available[$0.name] ?? false,
-                connectedOrder: connectedOrder[$0.name] ?? 0)
+    /// The policy's view of every configured port (its input: `SessionStore.updatePorts`).
+    var portStates: [PortState] { config.ports.map(portState) }
+
+    /// The policy's view of one configured port.
+    func portState(named name: String) -> PortState? { config.port(named: name).map(portState) }
+
+    private func portState(_ port: PortDecl) -> PortState {
+        PortState(
+            name: port.name, type: port.type, direction: port.direction, channels: port.channels,
+            capabilities: port.capabilities, codec: port.codec, available: isAvailable(port),
+            connectedOrder: connectedOrder[port.name] ?? 0)
+    }
+
+    /// The ports and groups for `recctl routes`.
+    func describePorts() -> [(port: PortDecl, available: Bool, recdPorts: [String], order: Int)] {
+        config.ports.map { port in
+            (
+                port, isAvailable(port), Self.groups(port).flatMap { engine.jackPortNames(ofGroup: $0) },
+                connectedOrder[port.name] ?? 0
+            )
         }
     }
+
+    /// The groups of the configured port `name` (for meters); empty for an unknown port.
+    func groups(ofPort name: String) -> [String] { config.port(named: name).map(Self.groups) ?? [] }
+
+    // MARK: Server facts
+
+    var clientName: String? { engine.clientName }
+    var sampleRate: Int? { engine.sampleRate }
+    var bufferSize: Int? { engine.bufferSize }
+    var xruns: Int { engine.xruns }
+
+    /// Peak and RMS of every channel since the previous call.
+    func meters() -> [MeterReading] { engine.meters() }
 
     /// What JACK says of a session's route (SPEC §5): nil fields when not connected.
     func actualHardware(route: Route) -> ActualHardware {
-        guard engine.isRunning, let rate = engine.sampleRate, let buffer = engine.bufferSize else { return ActualHardware() }
+        guard engine.isRunning, let rate = engine.sampleRate, let buffer = engine.bufferSize else {
+            return ActualHardware()
+        }
         let latencies = engine.latencies()
         func latency(_ group: String?) -> Double? {
             guard let group, let entry = latencies.first(where: { $0.group == group }) else { return nil }
@@ -154,7 +221,7 @@ final class EngineController {
             sampleRate: Double(rate), ioBufferDuration: Double(buffer) / Double(rate),
             inputLatency: inputs.first.flatMap { latency(Self.inputGroup($0)) },
             outputLatency: outputs.first.flatMap { latency(Self.outputGroup($0)) },
-            inputChannels: inputs.first?.channels, outputChannels: outputs.first.map(outputChannels(of:)))
+            inputChannels: inputs.first?.channels, outputChannels: outputs.first.map(Self.outputChannels))
     }
 
     /// Applies a preferred IO buffer duration when the config allows it; returns a note for the log.
@@ -170,17 +237,51 @@ final class EngineController {
             return "JACK refused a new buffer size: \(error)"
         }
     }
+}
 
-    /// Channels of a port's output side (a duplex port's earpiece may differ from its mic).
-    func outputChannels(of port: PortDecl) -> Int {
-        port.direction == .duplex ? max(port.jackOut.count, 1) : port.channels
+// MARK: - The services' faces of the engine
+
+extension EngineController: PlayerEngine, RecorderEngine, MonitoringEngine, SenseEngine {
+    func output(port name: String) -> EngineOutput? {
+        guard let port = config.port(named: name), let group = Self.outputGroup(port) else { return nil }
+        return EngineOutput(group: group, channels: Self.outputChannels(port))
     }
 
-    /// The ports and groups for `recctl routes`.
-    func describePorts() -> [(port: PortDecl, available: Bool, recdPorts: [String], order: Int)] {
-        config.ports.map { port in
-            let groups = [Self.inputGroup(port), Self.outputGroup(port)].compactMap { $0 }
-            return (port, available[port.name] ?? false, groups.flatMap { engine.jackPortNames(ofGroup: $0) }, connectedOrder[port.name] ?? 0)
-        }
+    func inputGroup(port name: String) -> String? { config.port(named: name).flatMap(Self.inputGroup) }
+
+    var inputPortNames: [String] { config.ports.filter(\.direction.canCapture).map(\.name) }
+
+    func addPlayer(channels: Int, outputGroup: String, routes: [PlayerRoute]?, gainDecibels: Double)
+        throws(AudioEngineError) -> PlayerHandle
+    {
+        try engine.addPlayer(channels: channels, outputGroup: outputGroup, routes: routes, gainDecibels: gainDecibels)
     }
+
+    func play(_ player: PlayerHandle, rampMilliseconds: Double) {
+        engine.play(player, rampMilliseconds: rampMilliseconds)
+    }
+    func pause(_ player: PlayerHandle, rampMilliseconds: Double) {
+        engine.pause(player, rampMilliseconds: rampMilliseconds)
+    }
+    func setGain(_ player: PlayerHandle, decibels: Double) { engine.setGain(player, decibels: decibels) }
+    func removePlayer(_ player: PlayerHandle) { engine.removePlayer(player) }
+
+    func portLossReaction() -> PortLossReaction? {
+        guard let now = engine.frameTime, let lost = engine.lastPortLossFrameTime else { return nil }
+        return PortLossReaction(
+            frames: Int(now &- lost), periodFrames: engine.bufferSize,
+            microseconds: engine.lastPortLossMicros.map { Int(AudioEngine.jackMicros &- $0) })
+    }
+
+    func addCaptureTap(inputGroup: String, zeroed: Bool) throws(AudioEngineError) -> CaptureTap {
+        try engine.addCaptureTap(inputGroup: inputGroup, zeroed: zeroed)
+    }
+
+    func addBusTap(_ bus: Bus) throws(AudioEngineError) -> CaptureTap { try engine.addBusTap(bus) }
+    func setZeroed(_ tap: CaptureTap, _ zeroed: Bool) { engine.setZeroed(tap, zeroed) }
+    func removeCaptureTap(_ tap: CaptureTap) { engine.removeCaptureTap(tap) }
+
+    func utcNanoseconds(forFrameTime frameTime: UInt32) -> Int64? { engine.utcNanoseconds(forFrameTime: frameTime) }
+
+    func setMonitoring(_ setup: MonitoringSetup) throws(AudioEngineError) { try engine.setMonitoring(setup) }
 }

@@ -1,7 +1,8 @@
 // The worker for slow requests: one named thread that runs, one at a time and in the order
 // given, the jobs the control thread must not wait for, so that the control loop keeps
-// answering and feeding systemd's watchdog. recd has two: "slow worker" (archive verify,
-// reindex, retention) and "state writer" (state.json, `StateWriter`).
+// answering and feeding systemd's watchdog. recd has three: "slow worker" (archive verify,
+// reindex, retention), "state writer" (state.json, `StateWriter`) and "player starter" (a
+// played file's header and pre-roll, `PlayerService`).
 //
 // Threads:
 // - `submit`, `clientGone` and `stop`: the control thread.
@@ -40,7 +41,8 @@ struct WorkerJob: Sendable {
 }
 
 /// A background thread with a queue of jobs, whose results are handed back to the control
-/// thread. Owned by `ControlService`; `stop` ends the thread.
+/// thread. Owned by the router (the slow worker, the state writer's) and by `PlayerService`
+/// (the player starter); `stop` ends the thread.
 ///
 /// A job is outstanding from `submit` until its completion has run on the control thread;
 /// `clientGone` withdraws every outstanding job of a client (queued ones never run), `stop`

@@ -1,7 +1,7 @@
 // recd's start-up: arguments, config, state, socket, then the control loop.
 //
 // Threads: the main thread, which blocks signals before any other thread exists, starts the
-// worker threads ("slow worker", "state writer"), the engine and the devices, then becomes
+// worker threads ("slow worker", "state writer", "player starter"), the engine and the devices, then becomes
 // the control thread in `server.run`; after it returns, `shutdown` stops them all.
 import ControlProtocol
 import Devices
@@ -94,7 +94,7 @@ public enum Recd {
             if case .failure(let error) = result { return "\(error)" }
             return nil
         }
-        if case .failure(let error) = DeviceState.bindings(for: config) { errors.append("\(error)") }
+        if case .failure(let error) = DeviceService.bindings(for: config) { errors.append("\(error)") }
         return errors.isEmpty ? (config, []) : (nil, errors)
     }
 
@@ -132,7 +132,6 @@ public enum Recd {
             return 69  // EX_UNAVAILABLE
         }
 
-        let service = ControlService(config: config, store: store, startedAt: SystemClock.monotonicSeconds())
         let server: ControlServer
         do {
             server = try ControlServer(listeningFD: listener, watchingSignals: Signals.shutdownAndReload)
@@ -140,27 +139,23 @@ public enum Recd {
             Log.error("cannot start the control loop: \(error)")
             return 71
         }
-        service.server = server
+        let router: ControlRouter
         do {
-            service.worker = try SlowRequestWorker(name: "slow worker") { [weak server] work in server?.post(work) }
-            service.stateWriter = try StateWriter(file: stateFile) { [weak server] work in server?.post(work) }
+            router = try ControlRouter(
+                config: config, store: store, stateFile: stateFile, startedAt: SystemClock.monotonicSeconds(), link: server)
         } catch {
             Log.error("cannot start the worker threads: \(error)")
             return 71
         }
-        service.engine = EngineController(config: config) { [weak server, service] in
-            server?.post { service.engineWoke() }
-        }
-        service.devices = DeviceState(bindings: (try? DeviceState.bindings(for: config).get()) ?? (try! DeviceBindings([DeviceBindings.Declaration]())))
-        service.openArchive()
-        service.startEngine()
-        service.startDevices(environment: environment)
-        service.save()
+        router.openArchive()
+        router.startEngine()
+        router.startDevices(environment: environment)
+        router.save()
         Log.notice("recd \(recdVersion) listening on \(config.daemon.socket) (config: \(config.source), state: \(config.daemon.stateDir))")
         try? SystemdNotify.ready(status: "listening on \(config.daemon.socket)")
-        server.run(handler: service)
+        server.run(handler: router)
         try? SystemdNotify.stopping()
-        service.shutdown()
+        router.shutdown()
         Log.notice("recd stopped")
         return 0
     }

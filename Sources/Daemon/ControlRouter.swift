@@ -1,0 +1,1011 @@
+// The router: every request is decoded into a typed `Command`, authorized, run against the
+// policy store, and its effects handed to the services that care; then it is answered. The
+// router owns the clients and their watches, the replies that come later, the `SessionStore`
+// (it alone changes it) and persistence; the services own players, recorders, the buses and
+// the devices (see docs/architecture.md, "Daemon: router and services").
+//
+// Threads: the control thread only, which feeds systemd's watchdog from `tick` and so must
+// never wait long. What may take long goes elsewhere and comes back through `link.post`: the
+// worker (`SlowRequestWorker`: archive verify, reindex and retention), the state writer
+// (`StateWriter`), and the players' starter (file headers and pre-roll, `PlayerService`).
+import Archive
+import AudioEngine
+import Codec
+import ControlProtocol
+import Devices
+import Platform
+import SessionPolicy
+import SystemSupport
+
+#if canImport(Glibc)
+    import Glibc  // log10
+#endif
+
+/// What the router needs of the control server: lines to clients, and work brought to the
+/// control thread. `ControlServer` is the one implementation; its rules apply (send on the
+/// control thread, post from any thread).
+protocol ClientLink: AnyObject, Sendable {
+    func send(_ line: String, to client: ClientID)
+    func post(_ work: @escaping @Sendable () -> Void)
+    /// Ends the control loop after the current iteration.
+    func stop()
+}
+
+extension ControlServer: ClientLink {}
+
+/// Serves the control protocol: decode → authorize → policy → effects → reply.
+///
+/// Confined to the control thread: every method runs there (the server calls the handler
+/// methods on it, and other threads only `post` closures to it), hence `@unchecked Sendable`.
+final class ControlRouter: ControlServerHandler, EventSink, @unchecked Sendable {
+    private(set) var store: SessionStore
+    let config: RecdConfig
+    let startedAt: Double
+    let adminGID: UInt32?
+    let link: any ClientLink
+    let engine: EngineController
+    let players: PlayerService
+    let recorders: RecorderService
+    let monitoring: MonitoringService
+    let devices: DeviceService
+    /// Runs slow requests off the control thread (archive verify, reindex, retention).
+    let worker: SlowRequestWorker
+    /// Writes state.json off the control thread.
+    let stateWriter: StateWriter
+    /// The engine's meters over the last tick (about 100 ms), for every `meter` request alike.
+    private var latestMeters: [MeterReading] = []
+    private var meterWindow = 0.0
+    private var lastMeterTime = 0.0
+
+    private struct Client {
+        var peer: PeerCredentials
+        var watching = false
+        var watchApp: String?
+    }
+
+    /// A `permission.request` waiting for an administrator's decision.
+    private struct PendingPermission {
+        var client: ClientID
+        var id: JSONValue
+        var app: String
+    }
+
+    /// A `record.stop` reply waiting for the recorders it stopped to finish their files.
+    private struct PendingStop {
+        var client: ClientID
+        var id: JSONValue
+        var waitingFor: [ObjectIdentifier]
+        /// The recorders as they were when asked to stop: the reply's `recorders`.
+        var recorders: [JSONValue]
+    }
+
+    private var clients: [ClientID: Client] = [:]
+    private let watchdogInterval = SystemdNotify.watchdogInterval
+    private var nextWatchdog = 0.0
+    private var pendingPermissions: [PendingPermission] = []
+    private var pendingStops: [PendingStop] = []
+
+    /// The router as the services and the engine's wake know it: they are made before the
+    /// router exists, and must not keep it alive.
+    private final class Handle: EventSink, @unchecked Sendable {
+        weak var router: ControlRouter?
+
+        func broadcast(app: String?, _ event: JSONValue) { router?.broadcast(app: app, event) }
+    }
+
+    /// Makes the engine controller, the worker threads and the services; nothing starts
+    /// talking to JACK or ALSA until `startEngine` and `startDevices`.
+    init(config: RecdConfig, store: SessionStore, stateFile: StateFile, startedAt: Double, link: any ClientLink)
+        throws(SystemError)
+    {
+        self.config = config
+        self.store = store
+        self.startedAt = startedAt
+        self.link = link
+        self.adminGID = config.daemon.adminGroup.flatMap { name in
+            UserDatabase.groupID(named: name)
+        }
+        let handle = Handle()
+        let deliver: SlowRequestWorker.Deliver = { [link] work in link.post(work) }
+        engine = EngineController(config: config) { [link] in link.post { handle.router?.engineWoke() } }
+        worker = try SlowRequestWorker(name: "slow worker", deliver: deliver)
+        stateWriter = try StateWriter(file: stateFile, deliver: deliver)
+        let players = try PlayerService(engine: engine, sink: handle, deliver: deliver)
+        recorders = RecorderService(
+            settings: config.archive, declared: config.sessions.map { ($0.app, $0.record) }, engine: engine,
+            sink: handle, worker: worker, wake: { [link] in link.post { handle.router?.recordersWoke() } })
+        let monitoring = MonitoringService(engine: engine) { [unowned players] app, stream in
+            players.get(app, stream)?.handle.id
+        }
+        players.playersChanged = { [unowned monitoring] app in monitoring.playersChanged(app: app) }
+        let bindings =
+            (try? DeviceService.bindings(for: config).get()) ?? (try! DeviceBindings([DeviceBindings.Declaration]()))
+        devices = DeviceService(bindings: bindings, engine: engine)
+        self.players = players
+        self.monitoring = monitoring
+        handle.router = self
+    }
+
+    // MARK: ControlServerHandler
+
+    func clientConnected(_ client: ClientID, peer: PeerCredentials) {
+        clients[client] = Client(peer: peer)
+    }
+
+    func clientDisconnected(_ client: ClientID) {
+        clients[client] = nil
+        pendingPermissions.removeAll { $0.client == client }
+        worker.clientGone(client)
+        players.clientGone(client)
+        pendingStops.removeAll { $0.client == client }
+    }
+
+    func clientRejected(_ client: ClientID, reason: ClientRejection) -> String? {
+        let message: String
+        switch reason {
+        case .lineTooLong(let limit):
+            message =
+                "request line longer than \(limit) bytes; send one JSON object per line, each under \(limit) bytes"
+        case .tooSlow:
+            message = "client too slow (incomplete line or unread replies); reconnect and read what you ask for"
+        case .tooManyClients:
+            message = "too many control clients connected; close idle ones and retry"
+        }
+        return Wire.failure(id: .null, SessionError(.badParam, message))
+    }
+
+    /// Checks in the protocol's fixed order (the line's shape, id, version and op in
+    /// `Request.decode`, then passed descriptors, arguments, authorization), then runs the
+    /// command. Descriptors the client passed and the command does not take are closed by the
+    /// server when this returns; `play` takes its file's.
+    func clientSentLine(_ client: ClientID, line: String, descriptors: inout PassedDescriptors) {
+        guard let peer = clients[client]?.peer else { return }
+        switch Request.decode(line) {
+        case .failure(let failure):
+            send(Wire.failure(id: failure.id, failure.error), to: client)
+        case .success(let request):
+            let began = SystemClock.monotonicSeconds()
+            defer { noteIfSlow(since: began, request.op.rawValue) }
+            do {
+                try Self.checkPassed(descriptors, for: request.op)
+                let command = try Command(request)
+                try authorize(command, peer: peer)
+                if let fields = try run(command, id: request.id, from: client, peer: peer, descriptors: &descriptors) {
+                    send(Wire.success(id: request.id, fields), to: client)
+                }
+            } catch {
+                send(Wire.failure(id: request.id, Self.replyError(error)), to: client)
+            }
+        }
+    }
+
+    /// Longest the control thread may spend on one request or tick before recd logs it: it
+    /// feeds systemd's watchdog and answers every client, so slow work belongs on the worker.
+    static let slowThreshold = 0.1
+
+    private func noteIfSlow(since began: Double, _ what: String) {
+        let busy = SystemClock.monotonicSeconds() - began
+        guard busy > Self.slowThreshold else { return }
+        Log.warning("control thread busy \(Int(busy * 1000)) ms in \(what); other clients and the watchdog waited")
+    }
+
+    func tick(now: Double) {
+        let began = SystemClock.monotonicSeconds()
+        defer { noteIfSlow(since: began, "the tick") }
+        engineWoke()
+        for app in players.reap() { syncStreams(app) }
+        handle(recorders.service(now: now))
+        if engine.isRunning {
+            latestMeters = engine.meters()
+            meterWindow = now - lastMeterTime
+            lastMeterTime = now
+        }
+        // WATCHDOG=1 at half the interval systemd gave: the control loop is alive.
+        if let interval = watchdogInterval, now >= nextWatchdog {
+            try? SystemdNotify.watchdog()
+            nextWatchdog = now + interval / 2
+        }
+        if !store.mediaServicesAvailable, engine.tryReconnect(now: now) {
+            Log.notice("JACK server is back; ports registered again")
+            apply(store.updatePorts(engine.portStates))
+            apply(store.mediaServicesReset())
+            do { try monitoring.publish() } catch { Log.warning("monitoring after reset: \(error)") }
+            startDeclaredRecorders()
+        }
+    }
+
+    func signalReceived(_ signo: Int32) {
+        if signo == SignalMask.hangUp {
+            Log.notice(
+                "SIGHUP: recd does not reload its config in place; restart it (systemctl restart recd) to apply changes"
+            )
+            return
+        }
+        Log.notice("\(Signals.name(signo)) received; stopping")
+        link.stop()
+    }
+
+    // MARK: Start-up and the engine
+
+    /// Recovers partial files left by a crash and opens the archive index.
+    func openArchive() { recorders.openArchive() }
+
+    /// Starts the engine at daemon start; without a JACK server, media services start lost.
+    func startEngine() {
+        if engine.start() {
+            Log.notice(
+                "connected to JACK as \(engine.clientName ?? "?") (\(engine.sampleRate ?? 0) Hz, "
+                    + "\(engine.bufferSize ?? 0) frames)"
+            )
+            apply(store.updatePorts(engine.portStates))
+            startDeclaredRecorders()
+        } else {
+            Log.warning(
+                "no JACK server (\(engine.lastError ?? "unknown")); sessions cannot activate until one runs. Start "
+                    + "one with `jackd -d dummy` or the JACK unit; recd retries every 250 ms"
+            )
+            apply(store.mediaServicesLost())
+        }
+    }
+
+    /// Starts the device event source (ALSA, or the scripted one); its events come here.
+    func startDevices(environment: [String: String]) {
+        devices.start(environment: environment) { [link] events in
+            link.post { [weak self] in self?.deviceEvents(events) }
+        }
+    }
+
+    /// The engine has news (its wake closure posted here), or the tick polls it.
+    func engineWoke() {
+        guard engine.isRunning || engine.isServerLost else { return }
+        let news = engine.drain()
+        if let reason = news.serverLost ?? (engine.isServerLost ? "server gone" : nil) {
+            Log.error(
+                "JACK server lost (\(reason)); recordings finalized, sessions deactivated. recd reconnects when it "
+                    + "returns"
+            )
+            apply(store.mediaServicesLost())
+            players.stopAll(reason: "mediaServicesLost")
+            recorders.suspendAllForMediaServicesLoss()
+            engine.stop()
+            apply(store.updatePorts(engine.portStates))
+            return
+        }
+        if news.availabilityChanged {
+            apply(store.updatePorts(engine.portStates))
+        }
+        engine.repairConnections()
+    }
+
+    /// Device events (posted by the event source): availability and hardware mutes to the policy.
+    func deviceEvents(_ events: [DeviceEvent]) {
+        let news = devices.handle(events)
+        for mute in news.hardwareMutes { apply(store.setHardwareMuted(port: mute.port, mute.muted)) }
+        if news.availabilityChanged { apply(store.updatePorts(engine.portStates)) }
+    }
+
+    /// A recorder has events (posted from its archiver thread).
+    func recordersWoke() { handle(recorders.handleEvents()) }
+
+    /// Answers the `record.stop` requests whose recorders are all finished; tells the policy
+    /// about recorders that stopped by themselves.
+    private func handle(_ news: RecorderNews) {
+        for finished in news.finished {
+            for index in pendingStops.indices { pendingStops[index].waitingFor.removeAll { $0 == finished } }
+        }
+        for stop in pendingStops where stop.waitingFor.isEmpty {
+            send(Wire.success(id: stop.id, [("recorders", .array(stop.recorders))]), to: stop.client)
+        }
+        pendingStops.removeAll { $0.waitingFor.isEmpty }
+        for app in news.stoppedByThemselves.sorted() { syncStreams(app) }
+    }
+
+    // MARK: Authorization
+
+    private func isAdministrator(_ peer: PeerCredentials) -> Bool {
+        if peer.uid == 0 { return true }
+        guard let gid = adminGID else { return false }
+        return peer.gid == gid || peer.groups.contains(gid)
+    }
+
+    private var adminHint: String {
+        config.daemon.adminGroup.map { "run it as root or as a member of group \($0)" }
+            ?? "run it as root (no admin_group is configured)"
+    }
+
+    /// Administrators-only commands need one; a change to a session needs its owner or an
+    /// administrator; everyone may read.
+    private func authorize(_ command: Command, peer: PeerCredentials) throws {
+        if command.op.requiresAdministrator && !isAdministrator(peer) {
+            throw SessionError(.notAdministrator, "\(command.op.rawValue) needs an administrator; \(adminHint)")
+        }
+        if command.changesSession, let app = command.app { try authorizeChange(of: app, by: peer) }
+    }
+
+    /// Owners and administrators may change a session; everyone may read it.
+    private func authorizeChange(of app: String, by peer: PeerCredentials) throws {
+        guard let session = store.sessions[app], session.ownerUID != peer.uid, !isAdministrator(peer) else { return }
+        throw SessionError(
+            .notSessionOwner,
+            "session \(app) belongs to uid \(session.ownerUID); only its owner or an administrator may change it "
+                + "(\(adminHint))"
+        )
+    }
+
+    /// Descriptors passed with a request (SCM_RIGHTS) are checked after its op: only `play`
+    /// takes one, its file's.
+    private static func checkPassed(_ descriptors: borrowing PassedDescriptors, for op: Op) throws {
+        if descriptors.refused {
+            throw SessionError(
+                .badParam, "too many descriptors passed with one request line; pass one, the open file, with `play`")
+        }
+        let allowed = op == .play ? 1 : 0
+        guard descriptors.count > allowed else { return }
+        throw SessionError(
+            .badParam,
+            op == .play
+                ? "play takes one descriptor (the open file), not \(descriptors.count)"
+                : "\(op.rawValue) takes no descriptor; only play does (the open file)")
+    }
+
+    /// What a failed request replies: its SessionError, or any other error as unspecified.
+    static func replyError(_ error: any Error) -> SessionError {
+        (error as? SessionError) ?? SessionError(.unspecified, "\(error)")
+    }
+
+    static func checkedAppName(_ app: String) throws -> String {
+        let allowed = app.utf8.allSatisfy { c in
+            (c >= 0x30 && c <= 0x39) || (c >= 0x41 && c <= 0x5A) || (c >= 0x61 && c <= 0x7A) || c == 0x2E || c == 0x5F
+                || c == 0x2D
+        }
+        guard (1...64).contains(app.utf8.count), allowed, app.first != "." else {
+            throw SessionError(
+                .badParam,
+                "app name \"\(app)\" is not valid; use 1-64 letters, digits, '.', '_' or '-', not starting with '.'")
+        }
+        return app
+    }
+
+    // MARK: Commands
+
+    /// Returns the reply fields, or nil when the reply comes later: permission.request,
+    /// play with a file (once the player really plays), record.stop (once the files are
+    /// finished), and the requests done on the worker (archive.verify, archive.reindex).
+    private func run(
+        _ command: Command, id: JSONValue, from client: ClientID, peer: PeerCredentials,
+        descriptors: inout PassedDescriptors
+    ) throws -> [(String, JSONValue)]? {
+        switch command {
+        case .hello:
+            return [
+                ("protocol", .number(Double(protocolVersion))), ("version", .string(recdVersion)),
+                ("uid", .number(Double(peer.uid))), ("admin", .bool(isAdministrator(peer))),
+            ]
+        case .status:
+            return statusFields()
+        case .sessionList:
+            return [("sessions", .array(store.sortedSessions.map(sessionJSON)))]
+        case .sessionShow(let app):
+            return [("session", sessionJSON(try store.session(app)))]
+        case .sessionSet(let settings):
+            return try sessionSet(settings, peer: peer)
+        case .sessionActivate(let app):
+            apply(try store.activate(app: app))
+            announceState(app)
+            return [("session", sessionJSON(try store.session(app)))]
+        case .sessionDeactivate(let app, let notifyOthers, let force):
+            apply(try store.deactivate(app: app, notifyOthers: notifyOthers, force: force))
+            announceState(app)
+            return [("session", sessionJSON(try store.session(app)))]
+        case .sessionPrefer(let change):
+            return try sessionPrefer(change)
+        case .sessionOverride(let app, let speaker):
+            apply(try store.overrideOutput(app: app, speaker: speaker))
+            return [("session", sessionJSON(try store.session(app)))]
+        case .sessionDelete(let app):
+            apply(try store.delete(app: app))
+            return []
+        case .permissionList:
+            let apps = Set(store.permissions.keys).union(store.sessions.keys).sorted()
+            return [
+                (
+                    "permissions",
+                    .array(apps.map { ["app": .string($0), "state": .string(store.permission($0).rawValue)] })
+                )
+            ]
+        case .permissionRequest(let app):
+            let app = try Self.checkedAppName(app)
+            let state = store.permission(app)
+            if state == .undetermined {
+                pendingPermissions.append(PendingPermission(client: client, id: id, app: app))
+                return nil
+            }
+            return [("app", .string(app)), ("state", .string(state.rawValue))]
+        case .permissionDecide(let app, let state):
+            let app = try Self.checkedAppName(app)
+            apply(try store.decidePermission(app: app, state))
+            return [("app", .string(app)), ("state", .string(state.rawValue))]
+        case .mute(let app, let muted):
+            apply(try store.setInputMuted(app: app, muted))
+            return [("app", .string(app)), ("muted", .bool(muted))]
+        case .watch(let app):
+            clients[client]?.watching = true
+            clients[client]?.watchApp = app
+            return []
+        case .unwatch:
+            clients[client]?.watching = false
+            return []
+        case .routes:
+            return routesFields()
+        case .play(let play):
+            return try self.play(play, id: id, from: client, peer: peer, descriptors: &descriptors)
+        case .pause(let app, let stream), .stop(let app, let stream):
+            _ = try store.session(app)
+            let targets = players.of(app).filter { stream == nil || $0.stream == stream }
+            guard !targets.isEmpty else {
+                throw SessionError(
+                    .badParam,
+                    "\(app) has no player\(stream.map { " named \($0)" } ?? ""); start one with `recctl play \(app) "
+                        + "FILE`"
+                )
+            }
+            for player in targets {
+                if command.op == .pause {
+                    players.pause(player, cause: .user)
+                } else {
+                    players.stop(player, reason: "stop")
+                }
+            }
+            syncStreams(app)
+            return [("players", .array(players.of(app).map(\.json)))]
+        case .recordStart(let start):
+            return try recordStart(start)
+        case .recordStop(let app, let stream):
+            _ = try store.session(app)
+            let stopped = try recorders.stopRecording(app: app, stream: stream)
+            syncStreams(app)
+            pendingStops.append(
+                PendingStop(client: client, id: id, waitingFor: stopped.map(\.id), recorders: stopped.map(\.json)))
+            return nil
+        case .archiveList(let app, let since):
+            return try recorders.archiveList(app: app, since: since)
+        case .archiveVerify(let path, let progress):
+            try recorders.verify(
+                path: path, uid: peer.uid, groups: Set(peer.groups + [peer.gid]), for: client,
+                progress: progress ? progressSender(to: client, id: id) : nil, reply: replier(to: client, id: id))
+            return nil
+        case .archiveReindex:
+            recorders.reindex(for: client, reply: replier(to: client, id: id))
+            return nil
+        case .meter(let app):
+            return try meterFields(app: app)
+        case .cueShow(let app):
+            try checkMultiRoute(try store.session(app))
+            return [("monitoring", monitoring.json)]
+        case .cueOutputs(let app, _, _), .cueAssign(let app, _, _, _), .cueMix(let app, _), .cueSplit(let app, _):
+            return try cue(command, app: app)
+        case .devicesInject(let events):
+            return [("injected", .number(Double(try devices.inject(events))))]
+        }
+    }
+
+    /// A reply that comes later, from the control thread: `fields`, or the error.
+    private func replier(to client: ClientID, id: JSONValue) -> RecorderService.Reply {
+        { [weak self] result in
+            switch result {
+            case .success(let fields): self?.send(Wire.success(id: id, fields), to: client)
+            case .failure(let error): self?.send(Wire.failure(id: id, error), to: client)
+            }
+        }
+    }
+
+    private func progressSender(to client: ClientID, id: JSONValue) -> @Sendable (Int, Int) -> Void {
+        { [weak self] done, total in self?.send(Wire.progress(id: id, done: done, total: total), to: client) }
+    }
+
+    private func sessionSet(_ settings: SessionSettings, peer: PeerCredentials) throws -> [(String, JSONValue)] {
+        let app = try Self.checkedAppName(settings.app)
+        let configuration = try SessionConfiguration.validated(
+            category: settings.category, mode: settings.mode, options: settings.options, policy: settings.policy)
+        try store.checkRoom(for: app)
+        apply(store.configure(app: app, ownerUID: peer.uid, configuration: configuration, micUsage: settings.micUsage))
+        if let prefers = settings.prefersInterruptionOnRouteDisconnect {
+            apply(try store.setPrefersInterruptionOnRouteDisconnect(app: app, prefers))
+        }
+        return [("session", sessionJSON(try store.session(app)))]
+    }
+
+    private func sessionPrefer(_ change: PreferenceChange) throws -> [(String, JSONValue)] {
+        let app = change.app
+        var prefs = change.clear ? HardwarePreferences() : try store.session(app).preferences
+        if let input = change.input { prefs.preferredInput = input == "none" ? nil : input }
+        if let rate = change.sampleRate { prefs.sampleRate = rate }
+        if let duration = change.ioBuffer { prefs.ioBufferDuration = duration }
+        if let count = change.inputChannels { prefs.inputChannels = count }
+        if let count = change.outputChannels { prefs.outputChannels = count }
+        apply(try store.setPreferences(app: app, prefs))
+        var fields: [(String, JSONValue)] = []
+        if let duration = change.ioBuffer, engine.isRunning, let note = engine.applyBufferPreference(duration) {
+            Log.info("\(app) prefers an IO buffer of \(duration) s: \(note)")
+            fields.append(("note", .string(note)))
+        }
+        return [("session", sessionJSON(try store.session(app)))] + fields
+    }
+
+    // MARK: Players
+
+    private func checkCanPlay(_ session: Session) throws {
+        guard session.configuration.category.hasOutput else {
+            throw SessionError(
+                .incompatibleCategory,
+                "category \(session.configuration.category.rawValue) cannot play; set playback, playAndRecord or "
+                    + "multiRoute"
+            )
+        }
+    }
+
+    /// `play`: a new file on a stream (replacing what that stream played), or, without a file,
+    /// resuming the session's paused players. Activates the session (arbitration applies).
+    ///
+    /// recd never opens the path a request names: the client opens the file with its own
+    /// rights and passes the descriptor with the request line (`descriptors`, SCM_RIGHTS);
+    /// `file` is only its display name. A `ReadOnlyFile` owns the descriptor from here on and
+    /// closes it when the player (and the probe) are gone.
+    ///
+    /// The file's header is read on the player starter's thread first: a bad file changes
+    /// nothing (no activation). Then, back here, `startPlayer`; the reply comes when the
+    /// player plays. Meanwhile the control thread serves everyone else.
+    private func play(
+        _ play: PlayRequest, id: JSONValue, from client: ClientID, peer: PeerCredentials,
+        descriptors: inout PassedDescriptors
+    ) throws -> [(String, JSONValue)]? {
+        let app = play.app
+        let session = try store.session(app)
+        try checkCanPlay(session)
+        guard let path = play.file else {
+            guard descriptors.isEmpty else {
+                throw SessionError(
+                    .badParam,
+                    "a descriptor passed with play needs \"file\", the file's name for events and status "
+                        + "(its absolute path)")
+            }
+            let paused = players.of(app).filter {
+                $0.pausedBy != nil && (play.stream == nil || $0.stream == play.stream)
+            }
+            guard !paused.isEmpty else {
+                throw SessionError(
+                    .cannotStartPlaying, "\(app) has no paused player to resume; give a file: `recctl play \(app) FILE`"
+                )
+            }
+            if !session.isActive { apply(try store.activate(app: app, forInput: false)) }
+            for player in paused { players.resume(player) }
+            syncStreams(app)
+            return [("players", .array(players.of(app).map(\.json)))]
+        }
+        guard let descriptor = descriptors.take() else {
+            throw SessionError(
+                .badParam,
+                "recd does not open files named in requests; open \(path) yourself and pass the descriptor "
+                    + "with the request line (SCM_RIGHTS), as `recctl play` does")
+        }
+        let file: ReadOnlyFile
+        do {
+            file = try ReadOnlyFile(adopting: descriptor, name: path)
+        } catch {
+            throw SessionError(.cannotStartPlaying, "cannot play \(path): \(error.message)")
+        }
+        players.probe(file, for: client) { [weak self] probed in
+            guard let self else { return }
+            let started: PlayerService.Started = { [weak self] result in
+                guard let self else { return }
+                switch result {
+                case .success(let player):
+                    syncStreams(app)
+                    send(Wire.success(id: id, [("player", player)]), to: client)
+                case .failure(let error):
+                    send(Wire.failure(id: id, error), to: client)
+                }
+            }
+            do {
+                try startPlayer(play, file: try probed.get(), peer: peer, started: started)
+            } catch {
+                started(.failure(Self.replyError(error)))
+            }
+        }
+        return nil
+    }
+
+    /// The policy part of starting a player, once its file's header is known to be good: the
+    /// session may have changed meanwhile, so it is checked again; then activation, the route
+    /// and the port, and the player service starts the player.
+    private func startPlayer(
+        _ play: PlayRequest, file: ProbedFile, peer: PeerCredentials, started: @escaping PlayerService.Started
+    ) throws {
+        let app = play.app
+        try authorizeChange(of: app, by: peer)
+        let session = try store.session(app)
+        try checkCanPlay(session)
+        guard engine.isRunning else {
+            throw SessionError(
+                .mediaServicesFailed, "the JACK server is gone; wait for mediaServicesWereReset and play again")
+        }
+        if !session.isActive { apply(try store.activate(app: app, forInput: false)) }
+        let route = try store.session(app).route
+        guard let port = play.to?.port ?? route.outputs.first else {
+            throw SessionError(
+                .cannotStartPlaying,
+                "\(app) has no output route (no available output port suits category "
+                    + "\(session.configuration.category.rawValue)); see `recctl routes`"
+            )
+        }
+        guard route.outputs.contains(port) else {
+            throw SessionError(
+                .cannotStartPlaying,
+                "port \(port) is not in \(app)'s output route (\(route.outputs.joined(separator: ", "))); pick one "
+                    + "of those with --to"
+            )
+        }
+        let duck = store.sessions[app]?.duckedBy != nil ? store.duckLevelDB : 0
+        try players.start(
+            PlayOrder(
+                app: app, stream: play.stream ?? "main", file: file, port: port, channels: play.to?.channels,
+                gainDB: duck),
+            started: started)
+    }
+
+    /// Tells the policy whether the app has running streams (for isBusy and interruptions).
+    private func syncStreams(_ app: String) {
+        store.setStreamsRunning(app: app, players.isPlaying(app) || recorders.isRecording(app))
+    }
+
+    // MARK: Recorders
+
+    /// `record.start`: permission-gated (SPEC §8), implicit activation, one tap + one recorder.
+    private func recordStart(_ start: RecordStartRequest) throws -> [(String, JSONValue)] {
+        let app = start.app
+        try store.checkCanRecord(app: app)
+        if let busName = start.bus {
+            // What the room heard (main) or the DJ's pre-listen (cue): both carry input samples,
+            // so the same permission gate applies.
+            guard let bus = Bus(rawValue: busName) else {
+                throw SessionError(.badParam, "bus \(busName) is not main or cue")
+            }
+            guard monitoring.owner == app else {
+                throw SessionError(
+                    .incompatibleCategory,
+                    "\(app) has no monitoring buses; set them up with `recctl cue \(app) outputs --main PORT --cue "
+                        + "PORT`"
+                )
+            }
+            let stream = start.stream ?? bus.rawValue
+            if recorders.isRecording(app, stream: stream) {
+                throw SessionError(
+                    .badParam, "\(app) already records stream \(stream); stop it first or use --stream NAME")
+            }
+            let started = try startRecorder(RecorderSpec(app: app, stream: stream, port: "bus:" + bus.rawValue))
+            syncStreams(app)
+            return [("recorder", started.json)]
+        }
+        let session = try store.session(app)
+        if !session.isActive { apply(try store.activate(app: app)) }
+        let route = try store.session(app).route
+        guard let portName = start.input ?? route.inputs.first else {
+            throw SessionError(
+                .resourceNotAvailable, "\(app) has no input route (no available input suits it); see `recctl routes`")
+        }
+        try store.checkRecordInput(app: app, port: portName)
+        let stream = start.stream ?? portName
+        if recorders.isRecording(app, stream: stream) {
+            throw SessionError(.badParam, "\(app) already records stream \(stream); stop it first or use --stream NAME")
+        }
+        let started = try startRecorder(RecorderSpec(app: app, stream: stream, port: portName))
+        syncStreams(app)
+        return [("recorder", started.json)]
+    }
+
+    /// The policy part of starting a recorder (an input: it captures, is available now and
+    /// may be used by the session; its bandwidth), then the recorder service starts it.
+    @discardableResult
+    private func startRecorder(_ spec: RecorderSpec) throws -> RecorderStream {
+        let session = try store.session(spec.app)
+        let context = RecordingContext(
+            category: session.configuration.category.rawValue, mode: session.configuration.mode.rawValue,
+            silenced: store.capturesSilenced(app: spec.app))
+        if spec.port.hasPrefix("bus:") { return try recorders.startBus(spec, context: context) }
+        guard let port = config.port(named: spec.port), port.direction.canCapture else {
+            throw SessionError(
+                .resourceNotAvailable,
+                "\(spec.port) is not an input port; inputs are: \(engine.inputPortNames.joined(separator: ", "))")
+        }
+        guard let state = engine.portState(named: spec.port), state.available else {
+            throw SessionError(
+                .resourceNotAvailable,
+                "input \(spec.port) is not available now (its JACK ports are missing); see `recctl routes`")
+        }
+        let request = RouteRequest(
+            configuration: session.configuration, preferredInput: spec.port, region: store.region)
+        guard RouteChooser.isEligibleInput(state, request: request) else {
+            throw SessionError(
+                .resourceNotAvailable,
+                "\(spec.app) may not use \(spec.port) (\(port.type.rawValue)); Bluetooth microphones need "
+                    + "allowBluetoothHFP or bluetoothHighQualityRecording"
+            )
+        }
+        return try recorders.startInput(
+            spec, channels: port.channels, type: port.type, bandwidth: RouteChooser.bandwidth(of: state, for: request),
+            context: context)
+    }
+
+    /// Sessions declared with `record = ...` record whenever they can (the broadcast logger).
+    private func startDeclaredRecorders() {
+        for (app, declaredPort) in recorders.declaredToStart() {
+            guard !recorders.isRecording(app), !recorders.hasSuspended(app) else { continue }
+            do {
+                let session = try store.session(app)
+                if !session.isActive { apply(try store.activate(app: app)) }
+                try store.checkCanRecord(app: app)
+                guard let port = try declaredPort ?? store.session(app).route.inputs.first else {
+                    throw SessionError(.resourceNotAvailable, "no input route")
+                }
+                try startRecorder(RecorderSpec(app: app, stream: port, port: port))
+                syncStreams(app)
+            } catch {
+                Log.warning("\(app): declared recording not started: \(error)")
+            }
+        }
+    }
+
+    // MARK: Monitoring
+
+    private func checkMultiRoute(_ session: Session) throws {
+        guard session.configuration.category == .multiRoute else {
+            throw SessionError(
+                .incompatibleCategory,
+                "main/cue monitoring needs category multiRoute (\(session.app) is "
+                    + "\(session.configuration.category.rawValue)); `recctl session set \(session.app) --category "
+                    + "multiRoute`"
+            )
+        }
+    }
+
+    /// `cue.outputs`, `cue.assign`, `cue.mix`, `cue.split`: the owner's changes to the buses.
+    private func cue(_ command: Command, app: String) throws -> [(String, JSONValue)] {
+        let session = try store.session(app)
+        try checkMultiRoute(session)
+        try monitoring.checkOwner(app)
+        switch command {
+        case .cueOutputs(_, let main, let cue):
+            try monitoring.setOutputs(app: app, main: main, cue: cue, routeOutputs: session.route.outputs)
+        case .cueAssign(_, let source, let bus, let gainDB):
+            try monitoring.assign(app: app, source: source, bus: bus, gainDB: gainDB)
+        case .cueMix(_, let mix):
+            try monitoring.setMix(app: app, mix)
+        case .cueSplit(_, let on):
+            monitoring.setSplit(app: app, on)
+        default:
+            break
+        }
+        if !session.isActive { apply(try store.activate(app: app, forInput: false)) }
+        try monitoring.publish()
+        return [("monitoring", monitoring.json)]
+    }
+
+    // MARK: Read-only replies
+
+    private func sessionJSON(_ session: Session) -> JSONValue {
+        WireFormat.session(session, store: store, actual: engine.actualHardware(route: session.route))
+    }
+
+    /// Peak and RMS in dBFS (floor -120) per channel: of an app's route ports, or of all.
+    private func meterFields(app: String?) throws -> [(String, JSONValue)] {
+        guard engine.isRunning else {
+            throw SessionError(
+                .mediaServicesFailed, "the JACK server is gone; meters return with mediaServicesWereReset")
+        }
+        var groups: Set<String>?
+        if let app {
+            let route = try store.session(app).route
+            var names = route.inputs + route.outputs
+            if monitoring.owner == app { names += monitoring.sources.keys }
+            groups = Set(names.flatMap(engine.groups(ofPort:)))
+            // The DJ's own buses (the engine names their groups main and cue).
+            if monitoring.owner == app { groups?.formUnion(Bus.allCases.map(\.rawValue)) }
+        }
+        func db(_ value: Float) -> JSONValue {
+            .number(value > 0 ? max(-120, (20 * log10(Double(value)) * 100).rounded() / 100) : -120)
+        }
+        let readings = latestMeters.filter { groups?.contains($0.group) ?? true }.map { reading -> JSONValue in
+            [
+                "name": .string(reading.name), "group": .string(reading.group),
+                "channel": .number(Double(reading.channel + 1)),
+                "direction": .string(reading.direction.rawValue), "peak_db": db(reading.peak),
+                "rms_db": db(reading.rms),
+            ]
+        }
+        return [("meters", .array(readings)), ("window_ms", .number((meterWindow * 1000).rounded()))]
+    }
+
+    private func routesFields() -> [(String, JSONValue)] {
+        let ports: [JSONValue] = engine.describePorts().map { entry in
+            let port = entry.port
+            return [
+                "name": .string(port.name), "type": .string(port.type.rawValue),
+                "direction": .string(port.direction.rawValue),
+                "channels": .number(Double(port.channels)), "available": .bool(entry.available),
+                "jack": JSONValue(port.direction == .duplex ? port.jackIn + port.jackOut : port.jack),
+                "recd_ports": JSONValue(entry.recdPorts),
+                "capabilities": JSONValue(port.capabilities.map(\.rawValue).sorted()),
+                "codec": JSONValue(port.codec?.rawValue), "sense": JSONValue(port.sense),
+                "connected_order": .number(Double(entry.order)),
+            ]
+        }
+        let sessions: [JSONValue] = store.sortedSessions.map {
+            ["app": .string($0.app), "state": .string($0.state.rawValue), "route": WireFormat.route($0.route)]
+        }
+        return [("ports", .array(ports)), ("sessions", .array(sessions))]
+    }
+
+    private func statusFields() -> [(String, JSONValue)] {
+        let active = store.sortedSessions.filter(\.isActive).map(\.app)
+        return [
+            (
+                "daemon",
+                [
+                    "version": .string(recdVersion), "protocol": .number(Double(protocolVersion)),
+                    "pid": .number(Double(CurrentProcess.id)),
+                    "uptime": .number((SystemClock.monotonicSeconds() - startedAt).rounded()),
+                    "config": .string(config.source), "socket": .string(config.daemon.socket),
+                    "state_dir": .string(config.daemon.stateDir), "archive_dir": .string(config.archive.dir),
+                ]
+            ),
+            (
+                "jack",
+                [
+                    "connected": .bool(engine.isRunning), "client": JSONValue(engine.clientName),
+                    "server": JSONValue(config.jack.server ?? "default"),
+                    "sampleRate": JSONValue(engine.sampleRate), "bufferSize": JSONValue(engine.bufferSize),
+                    "xruns": .number(Double(engine.xruns)),
+                    "mediaServicesAvailable": .bool(store.mediaServicesAvailable),
+                    "error": JSONValue(engine.isRunning ? nil : engine.lastError),
+                ]
+            ),
+            ("sessions", .array(store.sortedSessions.map(sessionJSON))),
+            ("active", JSONValue(active)),
+            ("players", .array(players.all.map(\.json))),
+            ("recorders", .array(recorders.recorders.map(\.json))),
+            (
+                "cards",
+                .array(
+                    devices.cards.map {
+                        [
+                            "index": .number(Double($0.index)), "id": .string($0.id), "name": .string($0.name),
+                            "usb": .bool($0.isUSB),
+                        ]
+                    })
+            ),
+            ("archive", recorders.archiveStatus()),
+        ]
+    }
+
+    // MARK: Effects
+
+    private func announceState(_ app: String) {
+        guard let session = store.sessions[app] else { return }
+        broadcast(app: app, ["event": "session", "app": .string(app), "state": .string(session.state.rawValue)])
+    }
+
+    /// Applies policy effects in order: each goes to the services that care, then to the
+    /// watchers as an event; persistence and pending permission replies follow.
+    func apply(_ effects: [PolicyEffect]) {
+        var persist = false
+        for effect in effects {
+            dispatch(effect)
+            switch effect {
+            case .sessionDeleted, .sessionChanged, .recordPermission: persist = true
+            default: break
+            }
+            if let (app, event) = WireFormat.event(effect, store: store) {
+                broadcast(app: app, event)
+            }
+        }
+        if persist { save() }
+    }
+
+    /// What one effect means for the services (and for waiting permission requests).
+    private func dispatch(_ effect: PolicyEffect) {
+        switch effect {
+        case .pauseStreams(let app, _):
+            players.pauseAll(of: app, cause: .interruption)
+            recorders.suspendAll(of: app)
+        case .stopStreams(let app, let reason):
+            players.stopAll(of: app, reason: reason.rawValue)
+            recorders.stopAll(of: app, reason: reason)
+        case .pausePlayers(let app):
+            players.pauseDisconnected(of: app)
+        case .resumeStreams(let app):
+            players.resumeInterrupted(of: app)
+            for spec in recorders.takeSuspended(of: app) {
+                do {
+                    try startRecorder(spec)
+                } catch {
+                    Log.error("\(app): could not resume recording \(spec.stream): \(error)")
+                }
+            }
+        case .ducked(let app, _, let level):
+            players.setGain(of: app, decibels: level)
+        case .unducked(let app):
+            players.setGain(of: app, decibels: 0)
+        case .inputMuteStateChange(let app, _):
+            recorders.setSilenced(of: app, store.capturesSilenced(app: app))
+        case .recordPermission(let app, let state):
+            if state != .granted { recorders.permissionRevoked(of: app) }
+            resolvePermissionRequests(app: app, state: state)
+        case .routeChange(let app, _, _, _):
+            recorders.stopUnavailable(of: app)
+        case .sessionDeleted(let app):
+            monitoring.release(app: app)
+        case .sessionChanged(let app):
+            if store.sessions[app]?.configuration.category != .multiRoute { monitoring.release(app: app) }
+        case .interruption, .mediaServicesWereLost, .mediaServicesWereReset:
+            break
+        }
+    }
+
+    private func resolvePermissionRequests(app: String, state: RecordPermission) {
+        guard state != .undetermined else { return }
+        let ready = pendingPermissions.filter { $0.app == app }
+        pendingPermissions.removeAll { $0.app == app }
+        for pending in ready {
+            send(
+                Wire.success(id: pending.id, [("app", .string(app)), ("state", .string(state.rawValue))]),
+                to: pending.client)
+        }
+    }
+
+    // MARK: EventSink
+
+    func broadcast(app: String?, _ event: JSONValue) {
+        let line = event.jsonText
+        for (id, client) in clients where client.watching {
+            if let filter = client.watchApp, let app, filter != app { continue }
+            send(line, to: id)
+        }
+    }
+
+    func send(_ line: String, to client: ClientID) {
+        link.send(line, to: client)
+    }
+
+    /// Stops streams, leaves JACK cleanly and writes the final state (SIGTERM, end of the
+    /// control loop).
+    func shutdown() {
+        devices.stop()
+        players.shutdown()
+        recorders.stopAllAndWait()
+        engine.stop()
+        // Last: a verify still decoding ends after its current file; recordings are safe by now.
+        worker.stop()
+        stateWriter.finish(PersistedState(store: store))
+    }
+
+    /// Persists sessions and permissions (written on the state writer's thread).
+    func save() { stateWriter.save(PersistedState(store: store)) }
+}
+
+extension Command {
+    /// Whether the command changes a session: only its owner or an administrator may.
+    var changesSession: Bool {
+        switch self {
+        case .sessionSet, .sessionActivate, .sessionDeactivate, .sessionPrefer, .sessionOverride, .sessionDelete, .mute,
+            .play, .pause, .stop, .recordStart, .recordStop, .cueOutputs, .cueAssign, .cueMix, .cueSplit:
+            true
+        case .hello, .status, .sessionList, .sessionShow, .permissionList, .permissionRequest, .permissionDecide,
+            .watch,
+            .unwatch, .routes, .archiveList, .archiveVerify, .archiveReindex, .meter, .cueShow, .devicesInject:
+            false
+        }
+    }
+}
+
+/// This build's version, reported by `hello` and `status`.
+public let recdVersion = "0.1.0"

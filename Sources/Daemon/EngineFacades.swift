@@ -1,0 +1,84 @@
+// What each service may ask of the engine, and how services talk to clients.
+//
+// One narrow protocol per service: a service sees only the engine calls it makes, by config
+// port names; `EngineController` conforms to all of them and is the one place that maps ports
+// to JACK port groups and knows whether a port is available. Services reach clients only
+// through an `EventSink` (the router).
+//
+// Threads: the control thread, for every member of every protocol here.
+import AudioEngine
+import ControlProtocol
+import SessionPolicy
+
+/// Where services send events for clients. The router implements it: an event goes to every
+/// client watching its app (all of them, for a global event). Control thread.
+protocol EventSink: AnyObject {
+    /// Sends `event` to the watchers of `app`; nil: a global event, to every watcher.
+    func broadcast(app: String?, _ event: JSONValue)
+}
+
+/// An output port as the engine plays to it.
+struct EngineOutput: Equatable {
+    /// The JACK port group (a duplex port's earpiece group is `NAME_out`).
+    var group: String
+    /// Channels of the output side (a duplex port's earpiece may differ from its microphone).
+    var channels: Int
+}
+
+/// How fast the pause of a player followed JACK's news of a lost port (`player` events carry
+/// it: the privacy rule says within one period).
+struct PortLossReaction: Equatable {
+    var frames: Int
+    var periodFrames: Int?
+    var microseconds: Int?
+}
+
+/// The engine as `PlayerService` uses it.
+protocol PlayerEngine: AnyObject {
+    var isRunning: Bool { get }
+    /// The JACK rate players play at; nil when not running.
+    var sampleRate: Int? { get }
+    /// Whether a configured port is available now (the one source of port availability).
+    func isAvailable(port name: String) -> Bool
+    /// The output side of a configured port; nil for an unknown port or an input.
+    func output(port name: String) -> EngineOutput?
+    func addPlayer(channels: Int, outputGroup: String, routes: [PlayerRoute]?, gainDecibels: Double)
+        throws(AudioEngineError) -> PlayerHandle
+    func play(_ player: PlayerHandle, rampMilliseconds: Double)
+    func pause(_ player: PlayerHandle, rampMilliseconds: Double)
+    func setGain(_ player: PlayerHandle, decibels: Double)
+    func removePlayer(_ player: PlayerHandle)
+    /// Frames since JACK announced the latest port loss; nil when none was heard of.
+    func portLossReaction() -> PortLossReaction?
+}
+
+/// The engine as `RecorderService` uses it.
+protocol RecorderEngine: AnyObject {
+    var isRunning: Bool { get }
+    var sampleRate: Int? { get }
+    func isAvailable(port name: String) -> Bool
+    /// The input group of a configured port; nil for an unknown port or an output.
+    func inputGroup(port name: String) -> String?
+    func addCaptureTap(inputGroup: String, zeroed: Bool) throws(AudioEngineError) -> CaptureTap
+    func addBusTap(_ bus: Bus) throws(AudioEngineError) -> CaptureTap
+    func setZeroed(_ tap: CaptureTap, _ zeroed: Bool)
+    func removeCaptureTap(_ tap: CaptureTap)
+    /// The UTC time of a JACK frame time (a tap's first frame); nil when not running.
+    func utcNanoseconds(forFrameTime frameTime: UInt32) -> Int64?
+}
+
+/// The engine as `MonitoringService` uses it.
+protocol MonitoringEngine: AnyObject {
+    var isRunning: Bool { get }
+    func inputGroup(port name: String) -> String?
+    func output(port name: String) -> EngineOutput?
+    /// The configured ports that can capture, by name (what a bus source may be).
+    var inputPortNames: [String] { get }
+    func setMonitoring(_ setup: MonitoringSetup) throws(AudioEngineError)
+}
+
+/// The engine as `DeviceService` uses it: jack sense gates a port's availability.
+protocol SenseEngine: AnyObject {
+    /// A jack-sense control of `port` says plugged or not (nil: no control, JACK alone decides).
+    func setSensePlugged(port: String, _ plugged: Bool?)
+}

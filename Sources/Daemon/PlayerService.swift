@@ -1,0 +1,333 @@
+// Players (SPEC §3, §4, §11): files streamed into the engine through a session's output route.
+//
+// Threads:
+// - `PlayerService`: the control thread, every member.
+// - "player starter" (a `SlowRequestWorker` of the service's own): reads a file's header before
+//   anything changes (`probe`), and waits for a new player's pre-roll (`start`); its results
+//   come back to the control thread. Its own thread, not the archive's "slow worker", so that
+//   a play never waits behind a long verify.
+// - Each player's file is decoded on its own "player feeder" thread (`FilePlayer`).
+import AudioEngine
+import Codec
+import ControlProtocol
+import Platform
+import SessionPolicy
+import SystemSupport
+
+/// Why a player is paused: the user, or something the policy did (which resumption may undo).
+enum PauseCause: String {
+    case user, interruption, routeDisconnected = "oldDeviceUnavailable", mediaServicesLost
+}
+
+/// One playing (or paused) file of a session.
+///
+/// Control thread (`@unchecked Sendable`: the starter's completions carry it away and back;
+/// its `handle` and `feeder` are thread-safe themselves).
+final class PlayerStream: @unchecked Sendable {
+    let app: String
+    let stream: String
+    let path: String
+    let port: String
+    let handle: PlayerHandle
+    let feeder: FilePlayer
+    var pausedBy: PauseCause?
+    /// Added to the engine, waiting for its pre-roll: not yet told to play.
+    fileprivate(set) var isStarting = true
+    /// Why it stopped, once it has (a start that finds it stopped says why).
+    fileprivate(set) var stoppedBy: String?
+
+    init(app: String, stream: String, path: String, port: String, handle: PlayerHandle, feeder: FilePlayer) {
+        self.app = app
+        self.stream = stream
+        self.path = path
+        self.port = port
+        self.handle = handle
+        self.feeder = feeder
+    }
+
+    var stateName: String { pausedBy == nil ? "playing" : "paused" }
+
+    var json: JSONValue {
+        [
+            "app": .string(app), "stream": .string(stream), "file": .string(path), "port": .string(port),
+            "state": .string(stateName), "paused_by": JSONValue(pausedBy?.rawValue),
+            "channels": .number(Double(handle.channels)),
+            "frames_played": .number(Double(handle.framesPlayed)), "underruns": .number(Double(handle.underruns)),
+        ]
+    }
+}
+
+/// What a file's header said (the starter read it before anything changed).
+struct ProbedFile: Sendable {
+    let file: ReadOnlyFile
+    let sampleRate: Int
+    let channels: Int
+}
+
+/// What the router decided a new player plays, and where.
+struct PlayOrder {
+    var app: String
+    var stream: String
+    var file: ProbedFile
+    /// An output port of the session's route.
+    var port: String
+    /// Channels of `port` (1-based) the file's channels go to, in order; nil: the default map.
+    var channels: [Int]?
+    /// The session's duck level now (0 when not ducked).
+    var gainDB: Double
+}
+
+/// The players of every session: their table, starting and stopping them, and what policy
+/// effects do to them. Owns the player starter thread; asks the engine for availability.
+///
+/// Confined to the control thread (hence `@unchecked Sendable`: the starter's completions
+/// that capture it run there too).
+final class PlayerService: @unchecked Sendable {
+    typealias Started = @Sendable (Result<JSONValue, SessionError>) -> Void
+
+    /// Longest a new player waits for its feeder to get ahead of the process thread.
+    static let prerollTimeout = 0.5
+
+    private let engine: any PlayerEngine
+    private let sink: any EventSink
+    private let starter: SlowRequestWorker
+    /// Wakes the control thread when a feeder ends (the tick's `reap` would find it anyway).
+    private let feederEnded: @Sendable () -> Void
+    private var players: [String: PlayerStream] = [:]
+    /// A player of an app came or went (its handle changed): whoever feeds the buses follows.
+    var playersChanged: (String) -> Void = { _ in }
+
+    /// - Parameters:
+    ///   - deliver: runs a closure on the control thread (`ControlServer.post`), for the
+    ///     starter's results and the feeders' wake-ups.
+    init(engine: any PlayerEngine, sink: any EventSink, deliver: @escaping SlowRequestWorker.Deliver)
+        throws(SystemError)
+    {
+        self.engine = engine
+        self.sink = sink
+        starter = try SlowRequestWorker(name: "player starter", deliver: deliver)
+        feederEnded = { deliver {} }
+    }
+
+    private static func key(_ app: String, _ stream: String) -> String { app + "\u{0}" + stream }
+
+    func get(_ app: String, _ stream: String) -> PlayerStream? { players[Self.key(app, stream)] }
+    func of(_ app: String) -> [PlayerStream] {
+        players.values.filter { $0.app == app }.sorted { $0.stream < $1.stream }
+    }
+    var all: [PlayerStream] { players.values.sorted { ($0.app, $0.stream) < ($1.app, $1.stream) } }
+
+    /// Whether any of an app's players is playing (for the policy's isBusy).
+    func isPlaying(_ app: String) -> Bool { of(app).contains { $0.pausedBy == nil } }
+
+    // MARK: Starting
+
+    /// Reads the header of `file` on the starter thread. `completion` gets its format, or
+    /// cannotStartPlaying, on the control thread; never when `client` has gone meanwhile
+    /// (the file is closed then).
+    func probe(
+        _ file: ReadOnlyFile, for client: ClientID,
+        completion: @escaping @Sendable (Result<ProbedFile, SessionError>) -> Void
+    ) {
+        starter.submit(
+            for: client,
+            { _ -> Result<ProbedFile, SessionError> in
+                do throws(MediaError) {
+                    let reader = try AudioFileReader(file: file)
+                    return .success(ProbedFile(file: file, sampleRate: reader.sampleRate, channels: reader.channels))
+                } catch {
+                    return .failure(SessionError(.cannotStartPlaying, "cannot play \(file.name): \(error.message)"))
+                }
+            }, completion: completion)
+    }
+
+    /// Starts a player: stops the stream's previous one ("replaced"), adds the engine player
+    /// (paused, at `order.gainDB`) and starts its feeder, then returns; the starter waits for
+    /// the pre-roll (at most `prerollTimeout`) and `started` follows on the control thread once
+    /// the player plays (or is paused, when something paused it meanwhile), or with
+    /// cannotStartPlaying when it was stopped before. Throws what prevents it from starting.
+    func start(_ order: PlayOrder, started: @escaping Started) throws(SessionError) {
+        guard engine.isRunning, let rate = engine.sampleRate else {
+            throw SessionError(
+                .mediaServicesFailed, "the JACK server is gone; wait for mediaServicesWereReset and play again")
+        }
+        guard let output = engine.output(port: order.port) else {
+            throw SessionError(.cannotStartPlaying, "port \(order.port) is not an output port; see `recctl routes`")
+        }
+        if let old = get(order.app, order.stream) { stop(old, reason: "replaced") }
+        var routes: [PlayerRoute]?
+        var playerChannels = output.channels
+        if let assigned = order.channels {
+            guard assigned.allSatisfy({ (1...output.channels).contains($0) }) else {
+                throw SessionError(
+                    .resourceNotAvailable,
+                    "port \(order.port) has channels 1...\(output.channels); --to "
+                        + "\(order.port):\(assigned.map(String.init).joined(separator: ",")) is outside them"
+                )
+            }
+            playerChannels = assigned.count
+            routes = assigned.enumerated().map { PlayerRoute(source: $0.offset, destination: $0.element - 1) }
+        }
+        let handle: PlayerHandle
+        do {
+            handle = try engine.addPlayer(
+                channels: playerChannels, outputGroup: output.group, routes: routes, gainDecibels: order.gainDB)
+        } catch {
+            throw SessionError(.cannotStartPlaying, "the engine refused a player on \(order.port): \(error)")
+        }
+        let feeder = FilePlayer(file: order.file.file, player: handle, outputSampleRate: rate)
+        let player = PlayerStream(
+            app: order.app, stream: order.stream, path: order.file.file.name, port: order.port, handle: handle,
+            feeder: feeder)
+        players[Self.key(order.app, order.stream)] = player
+        feeder.start { [feederEnded] _ in feederEnded() }
+        playersChanged(order.app)
+        // Let the feeder get ahead of the process thread so the file starts without a gap.
+        let queued = min(handle.capacityFrames / 4, rate / 4)
+        let probed = order.file
+        starter.submit(
+            for: nil,
+            { _ in Self.waitForPreroll(handle: handle, feeder: feeder, frames: queued, timeout: Self.prerollTimeout) }
+        ) { [weak self] _ in
+            self?.finishStart(player, file: probed, started: started)
+        }
+    }
+
+    /// Starter thread: until `frames` are queued, the feeder has ended, or `timeout` seconds.
+    private static func waitForPreroll(handle: PlayerHandle, feeder: FilePlayer, frames: Int, timeout: Double) {
+        let deadline = SystemClock.monotonicSeconds() + timeout
+        while handle.framesQueued < frames && !feeder.isDone && SystemClock.monotonicSeconds() < deadline {
+            SystemClock.sleep(seconds: 0.002)
+        }
+    }
+
+    private func finishStart(_ player: PlayerStream, file: ProbedFile, started: Started) {
+        guard get(player.app, player.stream) === player else {
+            started(
+                .failure(
+                    SessionError(
+                        .cannotStartPlaying,
+                        "the player of \(player.app)'s stream \(player.stream) stopped before it started "
+                            + "(\(player.stoppedBy ?? "stop"))"
+                    )))
+            return
+        }
+        player.isStarting = false
+        if player.pausedBy == nil {
+            engine.play(player.handle, rampMilliseconds: 0)
+            Log.info(
+                "\(player.app): playing \(player.path) (\(file.channels) ch at \(file.sampleRate) Hz) on \(player.port)"
+            )
+            announce(player, state: "playing", reason: nil)
+        }
+        started(.success(player.json))
+    }
+
+    // MARK: Pausing, resuming, stopping
+
+    func pause(
+        _ player: PlayerStream, cause: PauseCause, rampMilliseconds: Double = AudioEngine.defaultRampMilliseconds
+    ) {
+        guard player.pausedBy == nil else { return }
+        engine.pause(player.handle, rampMilliseconds: rampMilliseconds)
+        player.pausedBy = cause
+        var extra: [(String, JSONValue)] = []
+        if cause == .routeDisconnected, let reaction = engine.portLossReaction() {
+            // How long after JACK announced the port's loss the pause was published: the
+            // process thread applies it at its next period.
+            extra = [
+                ("reaction_frames", .number(Double(reaction.frames))),
+                ("period_frames", JSONValue(reaction.periodFrames)),
+                ("reaction_us", JSONValue(reaction.microseconds)),
+            ]
+        }
+        announce(player, state: "paused", reason: cause.rawValue, extra: extra)
+    }
+
+    func resume(_ player: PlayerStream) {
+        guard player.pausedBy != nil else { return }
+        engine.play(player.handle, rampMilliseconds: AudioEngine.defaultRampMilliseconds)
+        player.pausedBy = nil
+        announce(player, state: "playing", reason: nil)
+    }
+
+    func stop(_ player: PlayerStream, reason: String) {
+        player.feeder.stop()
+        engine.removePlayer(player.handle)
+        player.stoppedBy = reason
+        players[Self.key(player.app, player.stream)] = nil
+        playersChanged(player.app)
+        announce(player, state: "stopped", reason: reason)
+    }
+
+    /// Stops every player (media services lost, shutdown).
+    func stopAll(reason: String) {
+        for player in all { stop(player, reason: reason) }
+    }
+
+    /// Removes players whose file has played out or failed; returns their apps. From the tick.
+    /// A player still starting is left to its start.
+    func reap() -> Set<String> {
+        var apps: Set<String> = []
+        for player in all where player.feeder.isDone && !player.isStarting {
+            if let error = player.feeder.error {
+                stop(player, reason: "error: \(error.message)")
+            } else if player.handle.state == .drained || !player.handle.isAttached {
+                stop(player, reason: "finished")
+            } else {
+                continue
+            }
+            apps.insert(player.app)
+        }
+        return apps
+    }
+
+    /// Forgets what the starter was doing for `client` (it disconnected).
+    func clientGone(_ client: ClientID) { starter.clientGone(client) }
+
+    /// Stops every player and the starter thread (shutdown).
+    func shutdown() {
+        stopAll(reason: "stop")
+        starter.stop()
+    }
+
+    // MARK: Policy effects
+
+    /// An interruption: every player of `app` pauses.
+    func pauseAll(of app: String, cause: PauseCause) {
+        for player in of(app) { pause(player, cause: cause) }
+    }
+
+    func stopAll(of app: String, reason: String) {
+        for player in of(app) { stop(player, reason: reason) }
+    }
+
+    /// Privacy: the output a player was assigned to went away; stop its sound at once (a 1 ms
+    /// fade, well inside a period). Players on outputs still there play on.
+    func pauseDisconnected(of app: String) {
+        for player in of(app) where !engine.isAvailable(port: player.port) {
+            pause(player, cause: .routeDisconnected, rampMilliseconds: 1)
+        }
+    }
+
+    /// The interruption ended with shouldResume: what it paused plays again.
+    func resumeInterrupted(of app: String) {
+        for player in of(app) where player.pausedBy == .interruption { resume(player) }
+    }
+
+    /// Ducking: every player of `app` ramps to `decibels` (0: not ducked).
+    func setGain(of app: String, decibels: Double) {
+        for player in of(app) { engine.setGain(player.handle, decibels: decibels) }
+    }
+
+    private func announce(_ player: PlayerStream, state: String, reason: String?, extra: [(String, JSONValue)] = []) {
+        sink.broadcast(
+            app: player.app,
+            .object(
+                [
+                    ("event", "player"), ("app", .string(player.app)), ("stream", .string(player.stream)),
+                    ("state", .string(state)),
+                    ("file", .string(player.path)), ("port", .string(player.port)), ("reason", JSONValue(reason)),
+                ] + extra))
+    }
+}

@@ -1,0 +1,538 @@
+// Recorders (SPEC §7, §8, §9): a session's input, or a monitoring bus, captured by an engine
+// tap, band-limited for HFP links, and archived as FLAC segments by an archiver thread.
+//
+// Threads: the control thread, except where a type says otherwise. `index` is the control
+// thread's own connection to the archive index (adds on segmentFinished, archive.list, the
+// status count); verify, reindex and retention run on the worker with its own
+// (ArchiveMaintenance.swift). Stopping never waits for an archiver: `stop` asks and returns,
+// the recorder's `.stopped` event finishes the job (the archiver thread calls `wake`, which
+// brings `handleEvents` to the control thread).
+import Archive
+import AudioEngine
+import Codec
+import ControlProtocol
+import Foundation
+import Platform
+import SessionPolicy
+import Synchronization
+import SystemSupport
+
+/// A capture tap as the archive's sample source.
+///
+/// Threads: `read` and `drainGaps` run on the archiver thread; `resolveStartTime` on the
+/// control thread, which alone can ask JACK what UTC time the first frame was.
+final class TapSource: SampleSource, @unchecked Sendable {
+    let tap: CaptureTap
+    private let start = Mutex<UTCTime?>(nil)
+
+    init(tap: CaptureTap) { self.tap = tap }
+
+    var channels: Int { tap.channels }
+    var startTime: UTCTime? { start.withLock { $0 } }
+
+    /// Control thread: fixes the start time once the tap has its first frame.
+    func resolveStartTime(_ engine: any RecorderEngine) {
+        guard startTime == nil, let frameTime = tap.firstFrameTime,
+            let nanoseconds = engine.utcNanoseconds(forFrameTime: frameTime)
+        else { return }
+        start.withLock { $0 = UTCTime(nanosecondsSinceEpoch: nanoseconds) }
+    }
+
+    func read(into buffer: UnsafeMutableBufferPointer<Float>) -> Int {
+        // Nothing until the first frame's UTC time is known: names and rotation depend on it.
+        guard startTime != nil else { return 0 }
+        return tap.read(into: buffer)
+    }
+
+    func drainGaps() -> [SourceGap] {
+        tap.drainGaps().map { SourceGap(position: $0.position, length: $0.length) }
+    }
+}
+
+/// What a recorder was asked to record: enough to start it again (auto_resume).
+struct RecorderSpec: Equatable {
+    var app: String
+    var stream: String
+    /// An input port's name, or `bus:main` / `bus:cue`.
+    var port: String
+
+    /// The monitoring bus it records, if it records one.
+    var bus: Bus? { port.hasPrefix("bus:") ? Bus(rawValue: String(port.dropFirst(4))) : nil }
+}
+
+/// What the router knows of the session a recorder belongs to (the file's metadata, and
+/// whether its captures carry silence).
+struct RecordingContext {
+    var category: String
+    var mode: String
+    /// Muted or not granted: the tap writes zeros (SPEC §8).
+    var silenced: Bool
+}
+
+/// One running recorder of a session.
+final class RecorderStream {
+    let spec: RecorderSpec
+    let tap: CaptureTap
+    let source: TapSource
+    let recorder: Recorder
+    let bandwidth: CaptureBandwidth
+    let sampleRate: Int
+    let startedAt = Date()
+    var currentFiles: [String] = []
+    var segments = 0
+    var gaps = 0
+    var stopping = false
+
+    init(
+        spec: RecorderSpec, tap: CaptureTap, source: TapSource, recorder: Recorder, bandwidth: CaptureBandwidth,
+        sampleRate: Int
+    ) {
+        self.spec = spec
+        self.tap = tap
+        self.source = source
+        self.recorder = recorder
+        self.bandwidth = bandwidth
+        self.sampleRate = sampleRate
+    }
+
+    var id: ObjectIdentifier { ObjectIdentifier(self) }
+
+    var json: JSONValue {
+        [
+            "app": .string(spec.app), "stream": .string(spec.stream), "port": .string(spec.port),
+            "bandwidth": .string(bandwidth.name), "sampleRate": .number(Double(sampleRate)),
+            "files": JSONValue(currentFiles), "seconds": .number(Date().timeIntervalSince(startedAt).rounded()),
+            "segments": .number(Double(segments)), "gaps": .number(Double(gaps)),
+            "overruns": .number(Double(tap.overruns)), "dropped_frames": .number(Double(tap.droppedFrames)),
+            "zeroed": .bool(tap.isZeroed),
+        ]
+    }
+}
+
+/// What recorders did since the router last asked (`handleEvents`).
+struct RecorderNews: Equatable {
+    /// Recorders that were asked to stop and have finished their files.
+    var finished: [ObjectIdentifier] = []
+    /// Apps one of whose recorders stopped by itself (disk full, a write error).
+    var stoppedByThemselves: Set<String> = []
+}
+
+/// The recorders of every session and the archive they write: taps, archivers, segment
+/// events, suspended recorders, the declared ones, and the archive's index and jobs.
+///
+/// Confined to the control thread (hence `@unchecked Sendable`: worker completions that
+/// capture it run there too).
+final class RecorderService: @unchecked Sendable {
+    let settings: ArchiveSection
+    private let engine: any RecorderEngine
+    private let sink: any EventSink
+    /// The daemon's worker for slow requests: verify, reindex and retention.
+    let worker: SlowRequestWorker
+    /// The archive as worker jobs see it (used on the worker thread only).
+    let maintenance: ArchiveMaintenance
+    /// Called on an archiver thread when its recorder has events; must bring `handleEvents`
+    /// to the control thread.
+    private let wake: @Sendable () -> Void
+    /// `[session] record = ...` of the config: sessions that record whenever they can.
+    private let declared: [(app: String, record: RecordAtStart)]
+
+    private(set) var recorders: [RecorderStream] = []
+    /// Recorders asked to stop whose archiver still finishes its files; they leave with their
+    /// `.stopped` event.
+    private(set) var stopping: [RecorderStream] = []
+    /// Recorders stopped by an interruption or a media-services loss, to start again on resume.
+    private(set) var suspended: [RecorderSpec] = []
+    /// The control thread's connection to the index (the worker has its own).
+    var index: ArchiveIndex?
+    var lastRetention = 0.0
+    /// A retention run is queued or running on the worker.
+    var retentionRunning = false
+    /// `archive.reindex` requests on the worker, and the segments finished meanwhile, which
+    /// the rebuild may have missed (added again when the last one is done).
+    var reindexesRunning = 0
+    var finishedDuringReindex: [SegmentRecord] = []
+
+    init(
+        settings: ArchiveSection, declared: [(app: String, record: RecordAtStart)], engine: any RecorderEngine,
+        sink: any EventSink, worker: SlowRequestWorker, wake: @escaping @Sendable () -> Void
+    ) {
+        self.settings = settings
+        self.declared = declared
+        self.engine = engine
+        self.sink = sink
+        self.worker = worker
+        self.wake = wake
+        maintenance = ArchiveMaintenance(directory: settings.dir)
+    }
+
+    var archiveDir: String { settings.dir }
+
+    func of(_ app: String) -> [RecorderStream] { recorders.filter { $0.spec.app == app } }
+
+    /// Whether `app` records anything (for the policy's isBusy), or the stream `stream`.
+    func isRecording(_ app: String, stream: String? = nil) -> Bool {
+        recorders.contains { $0.spec.app == app && (stream == nil || $0.spec.stream == stream) }
+    }
+
+    /// Start-up: recover partial files left by a crash, open the index.
+    func openArchive() {
+        if (try? FileSystem.makeDirectories(archiveDir, mode: 0o750)) == nil {
+            Log.error("cannot create archive dir \(archiveDir); recordings will fail until [archive] dir is writable")
+        }
+        do {
+            index = try ArchiveIndex(path: maintenance.indexPath)
+        } catch {
+            Log.error("cannot open the archive index: \(error); `recctl archive reindex` rebuilds it")
+        }
+        for result in PartialRecovery.recoverAll(in: archiveDir) {
+            Log.notice("recovery of \(result.partialPath): \(result.outcome)")
+            if case .recovered(let record) = result.outcome {
+                try? index?.add(record)
+            }
+        }
+    }
+
+    // MARK: Starting
+
+    /// Starts recording an input port, whose policy checks (capture, availability,
+    /// eligibility) the router has made. `channels` and `type` are the port's.
+    @discardableResult
+    func startInput(
+        _ spec: RecorderSpec, channels: Int, type: PortType, bandwidth: CaptureBandwidth, context: RecordingContext
+    ) throws -> RecorderStream {
+        guard let group = engine.inputGroup(port: spec.port) else {
+            throw SessionError(.resourceNotAvailable, "\(spec.port) is not an input port; see `recctl routes`")
+        }
+        guard engine.isRunning, let jackRate = engine.sampleRate else {
+            throw SessionError(
+                .mediaServicesFailed,
+                "the JACK server is gone; wait for mediaServicesWereReset and start the recorder again")
+        }
+        let tap: CaptureTap
+        do {
+            tap = try engine.addCaptureTap(inputGroup: group, zeroed: context.silenced)
+        } catch {
+            throw SessionError(.resourceNotAvailable, "the engine refused a capture of \(spec.port): \(error)")
+        }
+        var transform: HFPTransform?
+        var bits = 24
+        var rate = jackRate
+        if case .hfp(let codec) = bandwidth {
+            do {
+                transform = try HFPTransform(jackRate: jackRate, linkRate: codec.sampleRate, channels: channels)
+            } catch {
+                engine.removeCaptureTap(tap)
+                throw error
+            }
+            bits = 16
+            rate = codec.sampleRate
+        }
+        let configuration = RecorderConfiguration(
+            archiveDirectory: archiveDir, app: spec.app, stream: spec.stream, channels: channels, sampleRate: jackRate,
+            bitsPerSample: bits, segmentSeconds: settings.segmentSeconds, compressionLevel: settings.compressionLevel,
+            category: context.category, mode: context.mode,
+            inputPort: spec.port, inputType: type.rawValue, bandwidth: bandwidth.name, recdVersion: recdVersion)
+        let stream = try start(
+            spec, tap: tap, configuration: configuration, transform: transform, bandwidth: bandwidth, rate: rate)
+        Log.info("\(spec.app): recording \(spec.port) as \(spec.stream) (\(bandwidth.name), \(rate) Hz, \(bits)-bit)")
+        return stream
+    }
+
+    /// Starts recording a monitoring bus: full bandwidth at the JACK rate, 24-bit.
+    @discardableResult
+    func startBus(_ spec: RecorderSpec, context: RecordingContext) throws -> RecorderStream {
+        guard let bus = spec.bus, engine.isRunning, let rate = engine.sampleRate else {
+            throw SessionError(
+                .mediaServicesFailed,
+                "the JACK server is gone; wait for mediaServicesWereReset and start the recorder again")
+        }
+        let tap: CaptureTap
+        do {
+            tap = try engine.addBusTap(bus)
+        } catch {
+            throw SessionError(.resourceNotAvailable, "the engine refused a tap on the \(bus.rawValue) bus: \(error)")
+        }
+        if context.silenced { engine.setZeroed(tap, true) }
+        let configuration = RecorderConfiguration(
+            archiveDirectory: archiveDir, app: spec.app, stream: spec.stream, channels: tap.channels, sampleRate: rate,
+            bitsPerSample: 24, segmentSeconds: settings.segmentSeconds, compressionLevel: settings.compressionLevel,
+            category: context.category, mode: context.mode,
+            inputPort: spec.port, inputType: "bus", bandwidth: CaptureBandwidth.full.name, recdVersion: recdVersion)
+        let stream = try start(
+            spec, tap: tap, configuration: configuration, transform: nil, bandwidth: .full, rate: rate)
+        Log.info("\(spec.app): recording the \(bus.rawValue) bus as \(spec.stream)")
+        return stream
+    }
+
+    private func start(
+        _ spec: RecorderSpec, tap: CaptureTap, configuration: RecorderConfiguration, transform: HFPTransform?,
+        bandwidth: CaptureBandwidth, rate: Int
+    ) throws -> RecorderStream {
+        let source = TapSource(tap: tap)
+        let recorder: Recorder
+        do {
+            recorder = try Recorder(configuration: configuration, source: source, transform: transform, wake: wake)
+            try recorder.start()
+        } catch {
+            engine.removeCaptureTap(tap)
+            throw error.sessionError
+        }
+        let stream = RecorderStream(
+            spec: spec, tap: tap, source: source, recorder: recorder, bandwidth: bandwidth, sampleRate: rate)
+        recorders.append(stream)
+        source.resolveStartTime(engine)
+        announce(stream, state: "started", file: nil, reason: nil)
+        return stream
+    }
+
+    // MARK: Stopping
+
+    /// `record.stop`: asks `app`'s recorders (one stream, or all) to stop and forgets their
+    /// suspended specs. Returns each as it was (the reply's `recorders`) with the id its
+    /// finish will carry in `RecorderNews.finished`.
+    func stopRecording(app: String, stream: String?) throws -> [(id: ObjectIdentifier, json: JSONValue)] {
+        let targets = of(app).filter { stream == nil || $0.spec.stream == stream }
+        guard !targets.isEmpty else {
+            throw SessionError(
+                .badParam,
+                "\(app) is not recording\(stream.map { " stream \($0)" } ?? ""); start with `recctl record start "
+                    + "\(app)`"
+            )
+        }
+        var stopped: [(id: ObjectIdentifier, json: JSONValue)] = []
+        for recorder in targets {
+            stopped.append((recorder.id, recorder.json))
+            stop(recorder, reason: .stop)
+        }
+        suspended.removeAll { $0.app == app && (stream == nil || $0.stream == stream) }
+        return stopped
+    }
+
+    /// Asks a recorder to stop and detaches it from the engine, then returns: its archiver
+    /// drains what was captured and finishes the open segment on its own thread (a final
+    /// flush and fdatasync, which take long on a busy disk), and `finishStop` follows its
+    /// `.stopped` event.
+    func stop(_ stream: RecorderStream, reason: EndReason) {
+        guard !stream.stopping else { return }
+        stream.stopping = true
+        stream.recorder.requestStop(reason: reason)
+        engine.removeCaptureTap(stream.tap)
+        recorders.removeAll { $0 === stream }
+        stopping.append(stream)
+    }
+
+    /// A stopped recorder's files are finished: announce it.
+    private func finishStop(_ stream: RecorderStream, reason: EndReason, error: ArchiveError?) {
+        stream.recorder.waitUntilStopped()  // its thread has ended: this only joins it
+        stopping.removeAll { $0 === stream }
+        announce(
+            stream, state: "stopped", file: stream.currentFiles.first, reason: reason.rawValue,
+            extra: error.map { [("error", Wire.errorObject($0.sessionError))] } ?? [])
+    }
+
+    /// Stops every recorder and waits until each has finished its files: at shutdown, when the
+    /// control loop no longer runs.
+    func stopAllAndWait() {
+        for stream in recorders { stop(stream, reason: .stop) }
+        for stream in stopping {
+            stream.recorder.waitUntilStopped()
+            _ = handleEvents(of: stream)
+        }
+    }
+
+    // MARK: Events
+
+    /// Events of running and stopping recorders (after `wake`, and from the tick).
+    func handleEvents() -> RecorderNews {
+        var news = RecorderNews()
+        for stream in recorders + stopping {
+            let more = handleEvents(of: stream)
+            news.finished += more.finished
+            news.stoppedByThemselves.formUnion(more.stoppedByThemselves)
+        }
+        return news
+    }
+
+    /// From the tick: start times, events, retention every 60 s.
+    func service(now: Double) -> RecorderNews {
+        for stream in recorders { stream.source.resolveStartTime(engine) }
+        let news = handleEvents()
+        if now - lastRetention >= 60 {
+            lastRetention = now
+            enforceRetention()
+        }
+        return news
+    }
+
+    private func handleEvents(of stream: RecorderStream) -> RecorderNews {
+        var news = RecorderNews()
+        for event in stream.recorder.drainEvents() {
+            switch event {
+            case .segmentStarted(let path, _, _, _):
+                stream.currentFiles.append(path)
+                announce(stream, state: "segment", file: path, reason: nil)
+            case .segmentFinished(let record):
+                stream.currentFiles.removeAll { $0 == record.path }
+                stream.segments += 1
+                do { try index?.add(record) } catch { Log.warning("index: \(error)") }
+                if reindexesRunning > 0 { finishedDuringReindex.append(record) }
+                announce(
+                    stream, state: "finished", file: record.path, reason: record.endReason?.rawValue,
+                    extra: [("frames", .number(Double(record.frames))), ("gaps", .number(Double(record.gaps.count)))])
+            case .segmentAbandoned(let partial, let error):
+                Log.error("\(stream.spec.app): segment \(partial) left for recovery: \(error)")
+                announce(stream, state: "abandoned", file: partial, reason: "\(error)")
+            case .gap(let gap):
+                stream.gaps += 1
+                Log.warning(
+                    "\(stream.spec.app)/\(stream.spec.stream): ring overrun, \(gap.length) frames missing at frame "
+                        + "\(gap.position)"
+                )
+                announce(
+                    stream, state: "gap", file: nil, reason: "overrun",
+                    extra: [("position", .number(Double(gap.position))), ("length", .number(Double(gap.length)))])
+            case .stopped(let reason, let error):
+                if stream.stopping {
+                    finishStop(stream, reason: reason, error: error)
+                    news.finished.append(stream.id)
+                    continue
+                }
+                // The recorder stopped by itself: disk full or a write error.
+                stream.stopping = true
+                engine.removeCaptureTap(stream.tap)
+                recorders.removeAll { $0 === stream }
+                let message = error.map { "\($0)" } ?? reason.rawValue
+                Log.error("\(stream.spec.app): recorder stopped: \(message)")
+                announce(
+                    stream, state: "stopped", file: nil, reason: reason.rawValue,
+                    extra: error.map {
+                        [("error", Wire.errorObject($0.sessionError))]
+                    } ?? [])
+                news.stoppedByThemselves.insert(stream.spec.app)
+            }
+        }
+        return news
+    }
+
+    private func announce(
+        _ stream: RecorderStream, state: String, file: String?, reason: String?, extra: [(String, JSONValue)] = []
+    ) {
+        sink.broadcast(
+            app: stream.spec.app,
+            .object(
+                [
+                    ("event", "recording"), ("app", .string(stream.spec.app)), ("stream", .string(stream.spec.stream)),
+                    ("state", .string(state)), ("file", JSONValue(file)), ("reason", JSONValue(reason)),
+                    ("port", .string(stream.spec.port)),
+                ] + extra))
+    }
+
+    // MARK: Policy effects
+
+    /// An interruption: `app`'s recorders stop and are kept to start again on resume.
+    func suspendAll(of app: String) {
+        for stream in of(app) {
+            suspended.append(stream.spec)
+            stop(stream, reason: .interruption)
+        }
+    }
+
+    /// The policy stopped `app`'s streams; after a media-services loss they start again on reset.
+    func stopAll(of app: String, reason: StreamStopReason) {
+        for stream in of(app) {
+            if reason == .mediaServicesLost { suspended.append(stream.spec) }
+            stop(stream, reason: reason == .mediaServicesLost ? .mediaServicesLost : .stop)
+        }
+        if reason != .mediaServicesLost { suspended.removeAll { $0.app == app } }
+    }
+
+    /// The JACK server went away: every recorder stops, to start again when it returns.
+    func suspendAllForMediaServicesLoss() {
+        for stream in recorders {
+            suspended.append(stream.spec)
+            stop(stream, reason: .mediaServicesLost)
+        }
+    }
+
+    /// The specs of `app` to start again (resumeStreams); they are no longer kept.
+    func takeSuspended(of app: String) -> [RecorderSpec] {
+        defer { suspended.removeAll { $0.app == app } }
+        return suspended.filter { $0.app == app }
+    }
+
+    /// Whether something of `app` waits to start again.
+    func hasSuspended(_ app: String) -> Bool { suspended.contains { $0.app == app } }
+
+    /// Input mute or permission changed: `app`'s taps carry silence or samples from the next period.
+    func setSilenced(of app: String, _ silenced: Bool) {
+        for stream in of(app) { engine.setZeroed(stream.tap, silenced) }
+    }
+
+    /// No sample of an input reaches a file of an app that is not granted (SPEC §8).
+    func permissionRevoked(of app: String) {
+        for stream in of(app) {
+            engine.setZeroed(stream.tap, true)
+            stop(stream, reason: EndReason(rawValue: "permissionRevoked"))
+        }
+    }
+
+    /// A route change: `app`'s input recorders whose port is gone stop (buses stay).
+    func stopUnavailable(of app: String) {
+        for stream in of(app) where stream.spec.bus == nil && !engine.isAvailable(port: stream.spec.port) {
+            stop(stream, reason: .routeChange)
+        }
+    }
+
+    /// Declared recorders that should start now: their app records nothing and has nothing
+    /// suspended. `port` is the declared port, or nil for the session's input route.
+    func declaredToStart() -> [(app: String, port: String?)] {
+        declared.compactMap { decl in
+            guard decl.record != .no, !isRecording(decl.app), !hasSuspended(decl.app) else { return nil }
+            if case .port(let name) = decl.record { return (decl.app, name) }
+            return (decl.app, nil)
+        }
+    }
+
+    // MARK: Archive queries
+
+    func archiveList(app: String?, since text: String?) throws -> [(String, JSONValue)] {
+        guard let index else {
+            throw SessionError(.unspecified, "the archive index is not open; run `recctl archive reindex`")
+        }
+        var since: UTCTime?
+        if let text {
+            guard let time = UTCTime(iso8601: text) ?? UTCTime(iso8601: text + "T00:00:00Z") else {
+                throw SessionError(
+                    .badParam, "--since \(text) is not a time; use ISO 8601 like 2026-11-29T23:00:00Z or 2026-11-29")
+            }
+            since = time
+        }
+        let records = try index.list(app: app, since: since)
+        return [("segments", .array(records.map(Self.segmentJSON)))]
+    }
+
+    static func segmentJSON(_ record: SegmentRecord) -> JSONValue {
+        [
+            "path": .string(record.path), "app": .string(record.app), "stream": .string(record.stream),
+            "group": .number(Double(record.group)), "segment": .number(Double(record.segment)),
+            "start": .string(record.startTime.iso8601), "seconds": .number(record.duration),
+            "frames": .number(Double(record.frames)), "sampleRate": .number(Double(record.sampleRate)),
+            "channels": .number(Double(record.channels)), "bits": .number(Double(record.bitsPerSample)),
+            "end_reason": JSONValue(record.endReason?.rawValue), "gaps": .number(Double(record.gaps.count)),
+            "recovered": .bool(record.recovered), "bytes": .number(Double(record.bytes)),
+        ]
+    }
+
+    /// Disk space of the archive, for `recctl status`.
+    func archiveStatus() -> JSONValue {
+        var stats = statvfs()
+        guard statvfs(archiveDir, &stats) == 0 else { return ["dir": .string(archiveDir)] }
+        let free = Double(stats.f_bavail) * Double(stats.f_frsize)
+        let total = Double(stats.f_blocks) * Double(stats.f_frsize)
+        return [
+            "dir": .string(archiveDir), "free_bytes": .number(free.rounded()),
+            "free_percent": .number(total > 0 ? (free / total * 1000).rounded() / 10 : 0),
+            "segments": JSONValue((try? index?.count()) ?? nil),
+        ]
+    }
+}

@@ -1,0 +1,176 @@
+// RecorderService alone: the real engine controller on the test's jackd, real archiver threads
+// writing real FLAC files into a temporary archive, the real worker for verify; the test
+// thread is the control thread (it runs what the archivers' wake posts, then asks the service
+// for its news, as the router does). Only the event sink is a stand-in.
+import Archive
+import AudioEngine
+import AudioTestSupport
+import Codec
+import ControlProtocol
+import Foundation
+import Glibc
+import SessionPolicy
+import SystemSupport
+import Testing
+
+@testable import Daemon
+
+@Suite("recorder service against jackd", .serialized)
+final class RecorderServiceTests {
+    let directory: TemporaryDirectory
+    let mailbox = Mailbox()
+    let events = EventCollector()
+    let device: StandInDevice
+    let engine: EngineController
+    let worker: SlowRequestWorker
+    let recorders: RecorderService
+    /// What the service reported since the test began.
+    var news = RecorderNews()
+
+    static let context = RecordingContext(category: "record", mode: "default", silenced: false)
+
+    init() throws {
+        directory = try TemporaryDirectory()
+        device = try StandInDevice()
+        let config = try testConfig(
+            ports: systemPorts + port("line", "lineIn", "input", jack: device.sourcePorts), directory: directory.path)
+        engine = try startedEngine(config, mailbox: mailbox)
+        worker = try SlowRequestWorker(name: "test worker", deliver: mailbox.deliver)
+        let mailbox = mailbox
+        recorders = RecorderService(
+            settings: config.archive, declared: [("logger", .route), ("desk", .port("line")), ("quiet", .no)],
+            engine: engine,
+            sink: events, worker: worker, wake: { mailbox.deliver {} })
+        recorders.openArchive()
+    }
+
+    deinit {
+        recorders.stopAllAndWait()
+        worker.stop()
+        engine.stop()
+    }
+
+    /// The control thread's share: posted work, then the service's news (start times too).
+    func pump(seconds: Double = 10, until condition: () -> Bool) -> Bool {
+        let deadline = Date().addingTimeInterval(seconds)
+        while !condition() {
+            if Date() > deadline { return false }
+            if mailbox.run() == 0 { usleep(2_000) }
+            let more = recorders.service(now: 0)
+            news.finished += more.finished
+            news.stoppedByThemselves.formUnion(more.stoppedByThemselves)
+        }
+        return true
+    }
+
+    func record(_ app: String, port: String, type: PortType = .builtInMic, context: RecordingContext = context) throws
+        -> RecorderStream
+    {
+        try recorders.startInput(
+            RecorderSpec(app: app, stream: port, port: port), channels: 2, type: type, bandwidth: .full,
+            context: context)
+    }
+
+    func recordingEvents(_ state: String) -> [JSONValue] { events.named("recording", state: state) }
+
+    @Test("an input is archived as FLAC; stop returns at once and the finish follows with the recorder's own event")
+    func recordsAndStops() throws {
+        let stream = try record("logger", port: "mic")
+        #expect(recorders.isRecording("logger") && recordingEvents("started").count == 1)
+        #expect(pump { !recordingEvents("segment").isEmpty }, "no segment was opened")
+        #expect(pump { stream.recorder.openPaths.isEmpty == false && stream.tap.framesCaptured > 48_000 / 4 })
+
+        let stopped = try recorders.stopRecording(app: "logger", stream: nil)
+        #expect(stopped.map(\.id) == [stream.id] && stopped.first?.json["stream"] == "mic")
+        #expect(!recorders.isRecording("logger"), "a stopping recorder still counts as recording")
+        #expect(!news.finished.contains(stream.id), "the finish came before the archiver finished")
+        #expect(pump { news.finished.contains(stream.id) }, "the stop never finished")
+        #expect(recordingEvents("stopped").first?["reason"] == "stop")
+
+        let listed = try recorders.archiveList(app: "logger", since: nil)
+        let segments = try #require(listed.first { $0.0 == "segments" }?.1.arrayValue)
+        let path = try #require(segments.first?["path"]?.stringValue)
+        #expect(segments.count == 1 && (segments.first?["frames"]?.intValue ?? 0) > 0)
+        #expect(ArchiveVerifier.verify(path: path).isOK, "the segment does not decode")
+        #expect(throws: SessionError.self) { try recorders.stopRecording(app: "logger", stream: nil) }
+    }
+
+    @Test("verify runs on the worker for a file inside the archive; a path outside it is refused at once")
+    func verifyOnTheWorker() throws {
+        let stream = try record("logger", port: "mic")
+        #expect(pump { stream.tap.framesCaptured > 48_000 / 4 })
+        _ = try recorders.stopRecording(app: "logger", stream: nil)
+        #expect(pump { news.finished.contains(stream.id) })
+        let reply = Shared<Result<[(String, JSONValue)], SessionError>?>(nil)
+        try recorders.verify(path: nil, uid: 0, groups: [0], for: ClientID(rawValue: 7), progress: nil) { result in
+            reply.update { $0 = result }
+        }
+        #expect(pump { reply.get != nil })
+        let fields = try #require(reply.get).get()
+        #expect(fields.first { $0.0 == "all_ok" }?.1 == true)
+        #expect(fields.first { $0.0 == "results" }?.1.arrayValue?.count == 1)
+        let refused = #expect(throws: SessionError.self) {
+            try self.recorders.verify(
+                path: "/etc/passwd", uid: 0, groups: [0], for: ClientID(rawValue: 7), progress: nil
+            ) { _ in }
+        }
+        #expect(refused?.code == .badParam)
+    }
+
+    @Test("an interruption suspends an app's recorders; their specs come back once, to start again")
+    func suspendAndResume() throws {
+        let stream = try record("logger", port: "mic")
+        recorders.suspendAll(of: "logger")
+        #expect(!recorders.isRecording("logger") && recorders.hasSuspended("logger"))
+        #expect(pump { news.finished.contains(stream.id) })
+        #expect(recordingEvents("stopped").first?["reason"] == "interruption")
+        #expect(recorders.takeSuspended(of: "logger") == [RecorderSpec(app: "logger", stream: "mic", port: "mic")])
+        #expect(recorders.takeSuspended(of: "logger").isEmpty && !recorders.hasSuspended("logger"))
+    }
+
+    @Test("silencing zeroes an app's taps from the next period; revoked permission zeroes and stops them")
+    func silenceAndRevoke() throws {
+        let stream = try record("logger", port: "mic")
+        let other = try record("other", port: "line")
+        recorders.setSilenced(of: "logger", true)
+        #expect(stream.tap.isZeroed && !other.tap.isZeroed)
+        recorders.setSilenced(of: "logger", false)
+        #expect(!stream.tap.isZeroed)
+        recorders.permissionRevoked(of: "logger")
+        #expect(stream.tap.isZeroed && !recorders.isRecording("logger") && recorders.isRecording("other"))
+        #expect(pump { news.finished.contains(stream.id) })
+        #expect(recordingEvents("stopped").first?["reason"] == "permissionRevoked")
+    }
+
+    @Test("a route change stops the input recorders whose port is gone (asked of the engine), not the others")
+    func stopsUnavailable() throws {
+        let line = try record("desk", port: "line", type: .lineIn)
+        let mic = try record("desk", port: "mic")
+        device.unplug()
+        #expect(waitForAvailability(engine, port: "line", false))
+        recorders.stopUnavailable(of: "desk")
+        #expect(recorders.of("desk").map(\.spec.port) == ["mic"])
+        #expect(pump { news.finished.contains(line.id) })
+        #expect(recordingEvents("stopped").first?["reason"] == "routeChange")
+        #expect(!news.finished.contains(mic.id))
+    }
+
+    @Test("declared recorders start only while nothing of their app records or waits to resume")
+    func declared() throws {
+        #expect(recorders.declaredToStart().map(\.app) == ["logger", "desk"])
+        #expect(recorders.declaredToStart().last?.port == "line" && recorders.declaredToStart().first?.port == nil)
+        _ = try record("logger", port: "mic")
+        #expect(recorders.declaredToStart().map(\.app) == ["desk"])
+        recorders.suspendAll(of: "logger")
+        #expect(recorders.declaredToStart().map(\.app) == ["desk"], "a suspended recorder is started again, not twice")
+    }
+
+    @Test("archive list refuses a --since that is not a time, with badParam saying the form")
+    func listSince() throws {
+        let refused = #expect(throws: SessionError.self) {
+            try self.recorders.archiveList(app: nil, since: "yesterday")
+        }
+        #expect(refused?.code == .badParam && refused?.message.contains("ISO 8601") == true)
+        #expect(try recorders.archiveList(app: nil, since: "2026-01-01").first?.1.arrayValue == [])
+    }
+}
