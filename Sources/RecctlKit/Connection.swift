@@ -52,12 +52,12 @@ final class Connection {
     /// `passing` descriptors travel with the request line (SCM_RIGHTS); the caller keeps them.
     /// Progress lines of the request (no `ok`) are skipped; each restarts the `timeout`.
     func call(
-        _ op: Op, _ arguments: [(String, JSONValue)] = [], passing descriptors: [Int32] = [], timeout: Double? = 30,
+        _ command: Command, passing descriptors: [Int32] = [], timeout: Double? = 30,
         onEvent: ((JSONValue) -> Void)? = nil
     ) throws -> JSONValue {
         let id = nextID
         nextID += 1
-        try sendLine(Request(id: id, op: op, arguments: arguments).body.jsonText, passing: descriptors)
+        try sendLine(command.request(id: id).body.jsonText, passing: descriptors)
         while true {
             let message = try readMessage(timeout: timeout)
             if message["event"] != nil, message["id"] == nil {

@@ -2,6 +2,7 @@
 // Exit status: 0 ok, 1 the daemon refused (error: NAME (CODE): MESSAGE), 2 usage, 3 unreachable.
 // Threads: the main thread only.
 import ControlProtocol
+import SessionPolicy
 import Foundation
 import Platform
 
@@ -97,11 +98,14 @@ public enum Recctl {
         } catch {
             return 2
         }
-        let request: (Op, [(String, JSONValue)])
+        let request: Command
         do {
             request = try buildRequest(command)
         } catch let error as UsageError {
             return usageFailure(error)
+        } catch let error as SessionError {
+            Output(json: globals.json).failure(error)
+            return 1
         } catch {
             return 2
         }
@@ -109,7 +113,7 @@ public enum Recctl {
         // recd never opens the file a play request names: `play FILE` opens it here, with the
         // caller's rights, and passes the open file with the request.
         var opened: [OwnedFile] = []
-        if request.0 == .play, command.positionals.count > 1 {
+        if request.op == .play, command.positionals.count > 1 {
             do {
                 opened = [try openForPlaying(command.positionals[1])]
             } catch {
@@ -130,14 +134,14 @@ public enum Recctl {
         }
         let output = Output(json: globals.json)
         do {
-            if request.0 == .watch {
-                return try watch(connection, arguments: request.1, output: output)
+            if request.op == .watch {
+                return try watch(connection, request, output: output)
             }
-            if request.0 == .meter && !command.has("once") {
-                return try liveMeters(connection, arguments: request.1, output: output)
+            if request.op == .meter && !command.has("once") {
+                return try liveMeters(connection, request, output: output)
             }
-            let timeout: Double? = request.0 == .permissionRequest ? nil : 30
-            let reply = try connection.call(request.0, request.1, passing: passing, timeout: timeout)
+            let timeout: Double? = request.op == .permissionRequest ? nil : 30
+            let reply = try connection.call(request, passing: passing, timeout: timeout)
             if let error = Wire.error(from: reply), reply["ok"]?.boolValue != true {
                 output.failure(error)
                 return 1
@@ -196,135 +200,136 @@ public enum Recctl {
         }
     }
 
-    static func number(_ command: ParsedCommand, _ flag: String) throws -> JSONValue? {
+    static func number(_ command: ParsedCommand, _ flag: String) throws -> Double? {
         guard let text = command.value(flag) else { return nil }
         guard let value = Double(text), value.isFinite else {
             throw UsageError(message: "--\(flag) needs a number, not \(text)", usage: command.spec.usage)
         }
-        return .number(value)
+        return value
     }
 
-    static func buildRequest(_ command: ParsedCommand) throws -> (Op, [(String, JSONValue)]) {
+    static func integer(_ command: ParsedCommand, _ flag: String) throws -> Int? {
+        guard let text = command.value(flag) else { return nil }
+        guard let value = Int(text) else {
+            throw UsageError(message: "--\(flag) needs a whole number, not \(text)", usage: command.spec.usage)
+        }
+        return value
+    }
+
+    /// The request a command line asks for. Usage problems throw `UsageError` (exit 2); a
+    /// value outside the protocol's vocabulary throws the `SessionError` recd would reply
+    /// with (exit 1), without asking recd.
+    static func buildRequest(_ command: ParsedCommand) throws -> Command {
         let p = command.positionals
-        let app: [(String, JSONValue)] = p.isEmpty ? [] : [("app", .string(p[0]))]
+        let app = p.first ?? ""
+        let usage = command.spec.usage
         switch command.spec.path {
-        case ["status"]: return (.status, [])
-        case ["session", "list"]: return (.sessionList, [])
-        case ["session", "show"]: return (.sessionShow, app)
+        case ["status"]: return .status
+        case ["session", "list"]: return .sessionList
+        case ["session", "show"]: return .sessionShow(app: app)
         case ["session", "set"]:
             guard let category = command.value("category") else {
-                throw UsageError(message: "session set needs --category", usage: command.spec.usage)
+                throw UsageError(message: "session set needs --category", usage: usage)
             }
-            var arguments = app + [("category", .string(category))]
-            if let mode = command.value("mode") { arguments.append(("mode", .string(mode))) }
-            if let options = command.value("options") {
-                let names = options.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty }
-                arguments.append(("options", JSONValue(names)))
+            var options: Set<CategoryOption> = []
+            for name in (command.value("options") ?? "").split(separator: ",") {
+                let trimmed = name.trimmingCharacters(in: .whitespaces)
+                if !trimmed.isEmpty { options.insert(try Vocabulary.option(trimmed)) }
             }
-            if let policy = command.value("policy") { arguments.append(("policy", .string(policy))) }
-            if let usage = command.value("mic-usage") { arguments.append(("mic_usage", .string(usage))) }
-            if let prefers = command.value("prefers-interruption") {
-                arguments.append(("prefers_interruption_on_route_disconnect", .bool(try onOff(prefers, what: "--prefers-interruption", usage: command.spec.usage))))
+            let prefers = try command.value("prefers-interruption").map {
+                try onOff($0, what: "--prefers-interruption", usage: usage)
             }
-            return (.sessionSet, arguments)
-        case ["session", "activate"]: return (.sessionActivate, app)
+            return .sessionSet(
+                SessionSettings(
+                    app: app, category: try Vocabulary.category(category),
+                    mode: try Vocabulary.mode(command.value("mode") ?? "default"), options: options,
+                    policy: try Vocabulary.policy(command.value("policy") ?? "default"),
+                    micUsage: command.value("mic-usage").map { .some($0) } ?? .none,
+                    prefersInterruptionOnRouteDisconnect: prefers))
+        case ["session", "activate"]: return .sessionActivate(app: app)
         case ["session", "deactivate"]:
-            return (.sessionDeactivate, app + [("notify_others", .bool(command.has("notify-others"))), ("force", .bool(command.has("force")))])
+            return .sessionDeactivate(app: app, notifyOthers: command.has("notify-others"), force: command.has("force"))
         case ["session", "prefer"]:
-            var arguments = app
-            if command.has("clear") { arguments.append(("clear", true)) }
-            if let input = command.value("input") { arguments.append(("input", .string(input))) }
-            if let rate = try number(command, "sample-rate") { arguments.append(("sample_rate", rate)) }
-            if let duration = try number(command, "io-buffer") { arguments.append(("io_buffer", duration)) }
-            if let count = try number(command, "input-channels") { arguments.append(("input_channels", count)) }
-            if let count = try number(command, "output-channels") { arguments.append(("output_channels", count)) }
-            return (.sessionPrefer, arguments)
-        case ["session", "override"]: return (.sessionOverride, app + [("port", .string(p[1]))])
-        case ["session", "delete"]: return (.sessionDelete, app)
-        case ["permission", "list"]: return (.permissionList, [])
-        case ["permission", "request"]: return (.permissionRequest, app)
-        case ["permission", "grant"]: return (.permissionGrant, app)
-        case ["permission", "deny"]: return (.permissionDeny, app)
-        case ["permission", "reset"]: return (.permissionReset, app)
-        case ["mute"]: return (.mute, app + [("muted", .bool(try onOff(p[1], what: "mute", usage: command.spec.usage)))])
-        case ["watch"]: return (.watch, app)
-        case ["routes"]: return (.routes, [])
-        case ["meter"]: return (.meter, app)
+            return .sessionPrefer(
+                PreferenceChange(
+                    app: app, clear: command.has("clear"), input: command.value("input"),
+                    sampleRate: try number(command, "sample-rate"), ioBuffer: try number(command, "io-buffer"),
+                    inputChannels: try integer(command, "input-channels"),
+                    outputChannels: try integer(command, "output-channels")))
+        case ["session", "override"]:
+            guard p[1] == "speaker" || p[1] == "none" else {
+                throw SessionError(.badParam, "override port \"\(p[1])\" is not speaker or none")
+            }
+            return .sessionOverride(app: app, speaker: p[1] == "speaker")
+        case ["session", "delete"]: return .sessionDelete(app: app)
+        case ["permission", "list"]: return .permissionList
+        case ["permission", "request"]: return .permissionRequest(app: app)
+        case ["permission", "grant"]: return .permissionDecide(app: app, .granted)
+        case ["permission", "deny"]: return .permissionDecide(app: app, .denied)
+        case ["permission", "reset"]: return .permissionDecide(app: app, .undetermined)
+        case ["mute"]: return .mute(app: app, muted: try onOff(p[1], what: "mute", usage: usage))
+        case ["watch"]: return .watch(app: p.first)
+        case ["routes"]: return .routes
+        case ["meter"]: return .meter(app: p.first)
         case ["cue"]:
-            let usage = command.spec.usage
-            guard p.count > 1 else { return (.cueShow, app) }
+            guard p.count > 1 else { return .cueShow(app: app) }
             switch p[1] {
             case "outputs":
                 guard p.count == 2 else { throw UsageError(message: "cue outputs takes --main PORT and --cue PORT", usage: usage) }
-                var arguments = app
-                if let main = command.value("main") { arguments.append(("main", .string(main))) }
-                if let cue = command.value("cue") { arguments.append(("cue", .string(cue))) }
-                return (.cueOutputs, arguments)
+                return .cueOutputs(app: app, main: command.value("main"), cue: command.value("cue"))
             case "assign":
                 guard p.count == 3, let bus = command.value("bus") else {
                     throw UsageError(message: "cue assign needs a SOURCE and --bus main|cue|both|none", usage: usage)
                 }
-                var arguments = app + [("source", .string(p[2])), ("bus", .string(bus))]
+                var gainDB: Double?
                 if let gain = command.value("gain") {
                     guard let value = Double(gain) else { throw UsageError(message: "--gain needs a number of dB, not \(gain)", usage: usage) }
-                    arguments.append(("gain_db", .number(value)))
+                    gainDB = value
                 }
-                return (.cueAssign, arguments)
+                return .cueAssign(app: app, source: p[2], bus: bus, gainDB: gainDB)
             case "mix":
                 guard p.count == 3, let mix = Double(p[2]) else { throw UsageError(message: "cue mix needs a number from 0 to 1", usage: usage) }
-                return (.cueMix, app + [("mix", .number(mix))])
+                return .cueMix(app: app, mix: mix)
             case "split":
                 guard p.count == 3 else { throw UsageError(message: "cue split needs on or off", usage: usage) }
-                return (.cueSplit, app + [("on", .bool(try onOff(p[2], what: "split", usage: usage)))])
+                return .cueSplit(app: app, on: try onOff(p[2], what: "split", usage: usage))
             default:
                 throw UsageError(message: "unknown cue command \(p[1]); use outputs, assign, mix or split", usage: usage)
             }
         case ["play"]:
-            var arguments = app
-            if p.count > 1 {
-                // The file's display name for events and status; recd reads the descriptor
-                // recctl passes with the request (see `main`).
-                let file = p[1].hasPrefix("/") ? p[1] : FileManager.default.currentDirectoryPath + "/" + p[1]
-                arguments.append(("file", .string(file)))
-            }
-            if let stream = command.value("stream") { arguments.append(("stream", .string(stream))) }
-            if let port = command.value("to") { arguments.append(("to", .string(port))) }
-            return (.play, arguments)
+            // The file's display name for events and status; recd reads the descriptor recctl
+            // passes with the request (see `main`).
+            let file = p.count > 1 ? absolute(p[1]) : nil
+            return .play(
+                PlayRequest(
+                    app: app, file: file, stream: command.value("stream"),
+                    to: try command.value("to").map { try PlayTarget(commandLine: $0) }))
         case ["record", "start"]:
-            var arguments = app
-            for (flag, key) in [("stream", "stream"), ("input", "input"), ("bus", "bus")] {
-                if let value = command.value(flag) { arguments.append((key, .string(value))) }
-            }
-            return (.recordStart, arguments)
-        case ["record", "stop"]:
-            var arguments = app
-            if let stream = command.value("stream") { arguments.append(("stream", .string(stream))) }
-            return (.recordStop, arguments)
-        case ["archive", "list"]:
-            var arguments: [(String, JSONValue)] = []
-            if let name = command.value("app") { arguments.append(("app", .string(name))) }
-            if let since = command.value("since") { arguments.append(("since", .string(since))) }
-            return (.archiveList, arguments)
+            return .recordStart(
+                RecordStartRequest(
+                    app: app, stream: command.value("stream"), input: command.value("input"), bus: command.value("bus")))
+        case ["record", "stop"]: return .recordStop(app: app, stream: command.value("stream"))
+        case ["archive", "list"]: return .archiveList(app: command.value("app"), since: command.value("since"))
         case ["archive", "verify"]:
             // Progress lines keep the reply's timeout from running out on a long verify.
-            let progress: (String, JSONValue) = ("progress", true)
-            guard let path = p.first else { return (.archiveVerify, [progress]) }
-            let absolute = path.hasPrefix("/") ? path : FileManager.default.currentDirectoryPath + "/" + path
-            return (.archiveVerify, [("path", .string(absolute)), progress])
-        case ["archive", "reindex"]: return (.archiveReindex, [])
-        case ["pause"], ["stop"]:
-            var arguments = app
-            if let stream = command.value("stream") { arguments.append(("stream", .string(stream))) }
-            return (command.spec.path == ["pause"] ? .pause : .stop, arguments)
-        default: throw UsageError(message: "unhandled command", usage: command.spec.usage)
+            return .archiveVerify(path: p.first.map(absolute), progress: true)
+        case ["archive", "reindex"]: return .archiveReindex
+        case ["pause"]: return .pause(app: app, stream: command.value("stream"))
+        case ["stop"]: return .stop(app: app, stream: command.value("stream"))
+        default: throw UsageError(message: "unhandled command", usage: usage)
         }
     }
 
+    /// A path as the user typed it, made absolute from recctl's working directory.
+    static func absolute(_ path: String) -> String {
+        path.hasPrefix("/") ? path : FileManager.default.currentDirectoryPath + "/" + path
+    }
+
     /// Redraws the meters about ten times a second until interrupted.
-    static func liveMeters(_ connection: Connection, arguments: [(String, JSONValue)], output: Output) throws -> Int32 {
+    static func liveMeters(_ connection: Connection, _ request: Command, output: Output) throws -> Int32 {
         var drawn = 0
         while true {
-            let reply = try connection.call(.meter, arguments)
+            let reply = try connection.call(request)
             if let error = Wire.error(from: reply), reply["ok"]?.boolValue != true {
                 output.failure(error)
                 return 1
@@ -343,8 +348,8 @@ public enum Recctl {
         }
     }
 
-    static func watch(_ connection: Connection, arguments: [(String, JSONValue)], output: Output) throws -> Int32 {
-        let reply = try connection.call(.watch, arguments, onEvent: output.event)
+    static func watch(_ connection: Connection, _ request: Command, output: Output) throws -> Int32 {
+        let reply = try connection.call(request, onEvent: output.event)
         if let error = Wire.error(from: reply), reply["ok"]?.boolValue != true {
             output.failure(error)
             return 1
