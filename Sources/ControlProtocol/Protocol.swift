@@ -5,7 +5,9 @@
 import SessionPolicy
 
 /// The protocol version this build speaks. Requests may carry `"v"`; a higher one is refused.
-public let protocolVersion = 1
+/// Version 2 spells every key camelCase; a client that sends `"v":1` or no `"v"` gets replies
+/// and events with version 1's spellings (`WireKeys`).
+public let protocolVersion = 2
 
 /// Longest request line accepted, in bytes.
 public let maxRequestLineBytes = 64 * 1024
@@ -113,6 +115,10 @@ public struct Request: Sendable {
         }
         return .success(Request(id: id, op: op, body: value))
     }
+
+    /// The version the client speaks: its `"v"`, or 1 when it sent none (version 1 made `v`
+    /// optional, so a request without one is a version-1 client's).
+    public var version: Int { body["v"]?.intValue ?? 1 }
 
     private init(id: JSONValue, op: Op, body: JSONValue) {
         self.id = id

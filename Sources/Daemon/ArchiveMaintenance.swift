@@ -99,7 +99,7 @@ extension RecorderService {
                     let results = try maintenance.verify(path: path, job: job)
                     return [
                         ("results", .array(results.map(Self.verifyJSON))),
-                        ("all_ok", .bool(results.allSatisfy(\.isOK))),
+                        ("allOK", .bool(results.allSatisfy(\.isOK))),
                     ]
                 }.mapError(ControlRouter.replyError)
             }, progress: progress, completion: reply)

@@ -61,6 +61,8 @@ final class ControlRouter: ControlServerHandler, EventSink, @unchecked Sendable 
         var peer: PeerCredentials
         var watching = false
         var watchApp: String?
+        /// The protocol version of the client's latest request: how its lines are spelled.
+        var version = 1
     }
 
     /// A `permission.request` waiting for an administrator's decision.
@@ -164,6 +166,7 @@ final class ControlRouter: ControlServerHandler, EventSink, @unchecked Sendable 
         case .failure(let failure):
             send(Wire.failure(id: failure.id, failure.error), to: client)
         case .success(let request):
+            clients[client]?.version = request.version
             let began = SystemClock.monotonicSeconds()
             defer { noteIfSlow(since: began, request.op.rawValue) }
             do {
@@ -818,11 +821,11 @@ final class ControlRouter: ControlServerHandler, EventSink, @unchecked Sendable 
             [
                 "name": .string(reading.name), "group": .string(reading.group),
                 "channel": .number(Double(reading.channel + 1)),
-                "direction": .string(reading.direction.rawValue), "peak_db": db(reading.peak),
-                "rms_db": db(reading.rms),
+                "direction": .string(reading.direction.rawValue), "peakDB": db(reading.peak),
+                "rmsDB": db(reading.rms),
             ]
         }
-        return [("meters", .array(readings)), ("window_ms", .number((meterWindow * 1000).rounded()))]
+        return [("meters", .array(readings)), ("windowMs", .number((meterWindow * 1000).rounded()))]
     }
 
     private func routesFields() -> [(String, JSONValue)] {
@@ -833,10 +836,10 @@ final class ControlRouter: ControlServerHandler, EventSink, @unchecked Sendable 
                 "direction": .string(port.direction.rawValue),
                 "channels": .number(Double(port.channels)), "available": .bool(entry.available),
                 "jack": JSONValue(port.direction == .duplex ? port.jackIn + port.jackOut : port.jack),
-                "recd_ports": JSONValue(entry.recdPorts),
+                "recdPorts": JSONValue(entry.recdPorts),
                 "capabilities": JSONValue(port.capabilities.map(\.rawValue).sorted()),
                 "codec": JSONValue(port.codec?.rawValue), "sense": JSONValue(port.sense),
-                "connected_order": .number(Double(entry.order)),
+                "connectedOrder": .number(Double(entry.order)),
             ]
         }
         let sessions: [JSONValue] = store.sortedSessions.map {
@@ -855,7 +858,7 @@ final class ControlRouter: ControlServerHandler, EventSink, @unchecked Sendable 
                     "pid": .number(Double(CurrentProcess.id)),
                     "uptime": .number((SystemClock.monotonicSeconds() - startedAt).rounded()),
                     "config": .string(config.source), "socket": .string(config.daemon.socket),
-                    "state_dir": .string(config.daemon.stateDir), "archive_dir": .string(config.archive.dir),
+                    "stateDir": .string(config.daemon.stateDir), "archiveDir": .string(config.archive.dir),
                 ]
             ),
             (
@@ -972,8 +975,9 @@ final class ControlRouter: ControlServerHandler, EventSink, @unchecked Sendable 
         }
     }
 
+    /// Sends one line (built with version 2's camelCase keys) as the client's version spells it.
     func send(_ line: String, to client: ClientID) {
-        link.send(line, to: client)
+        link.send(WireKeys.line(line, forVersion: clients[client]?.version ?? protocolVersion), to: client)
     }
 
     /// Stops streams, leaves JACK cleanly and writes the final state (SIGTERM, end of the

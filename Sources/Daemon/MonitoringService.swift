@@ -158,7 +158,7 @@ final class MonitoringService {
                     let kind = owner.flatMap { playerHandle($0, name) } != nil ? "player" : "input"
                     return [
                         "name": .string(name), "kind": .string(kind), "bus": .string(source.bus.rawValue),
-                        "gain_db": .number(source.gainDB),
+                        "gainDB": .number(source.gainDB),
                     ]
                 }),
         ]

@@ -50,9 +50,9 @@ final class PlayerStream: @unchecked Sendable {
     var json: JSONValue {
         [
             "app": .string(app), "stream": .string(stream), "file": .string(path), "port": .string(port),
-            "state": .string(stateName), "paused_by": JSONValue(pausedBy?.rawValue),
+            "state": .string(stateName), "pausedBy": JSONValue(pausedBy?.rawValue),
             "channels": .number(Double(handle.channels)),
-            "frames_played": .number(Double(handle.framesPlayed)), "underruns": .number(Double(handle.underruns)),
+            "framesPlayed": .number(Double(handle.framesPlayed)), "underruns": .number(Double(handle.underruns)),
         ]
     }
 }
@@ -236,9 +236,9 @@ final class PlayerService: @unchecked Sendable {
             // How long after JACK announced the port's loss the pause was published: the
             // process thread applies it at its next period.
             extra = [
-                ("reaction_frames", .number(Double(reaction.frames))),
-                ("period_frames", JSONValue(reaction.periodFrames)),
-                ("reaction_us", JSONValue(reaction.microseconds)),
+                ("reactionFrames", .number(Double(reaction.frames))),
+                ("periodFrames", JSONValue(reaction.periodFrames)),
+                ("reactionUs", JSONValue(reaction.microseconds)),
             ]
         }
         announce(player, state: "paused", reason: cause.rawValue, extra: extra)

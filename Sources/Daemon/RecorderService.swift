@@ -103,7 +103,7 @@ final class RecorderStream {
             "bandwidth": .string(bandwidth.name), "sampleRate": .number(Double(sampleRate)),
             "files": JSONValue(currentFiles), "seconds": .number(Date().timeIntervalSince(startedAt).rounded()),
             "segments": .number(Double(segments)), "gaps": .number(Double(gaps)),
-            "overruns": .number(Double(tap.overruns)), "dropped_frames": .number(Double(tap.droppedFrames)),
+            "overruns": .number(Double(tap.overruns)), "droppedFrames": .number(Double(tap.droppedFrames)),
             "zeroed": .bool(tap.isZeroed),
         ]
     }
@@ -518,7 +518,7 @@ final class RecorderService: @unchecked Sendable {
             "start": .string(record.startTime.iso8601), "seconds": .number(record.duration),
             "frames": .number(Double(record.frames)), "sampleRate": .number(Double(record.sampleRate)),
             "channels": .number(Double(record.channels)), "bits": .number(Double(record.bitsPerSample)),
-            "end_reason": JSONValue(record.endReason?.rawValue), "gaps": .number(Double(record.gaps.count)),
+            "endReason": JSONValue(record.endReason?.rawValue), "gaps": .number(Double(record.gaps.count)),
             "recovered": .bool(record.recovered), "bytes": .number(Double(record.bytes)),
         ]
     }
@@ -530,8 +530,8 @@ final class RecorderService: @unchecked Sendable {
         let free = Double(stats.f_bavail) * Double(stats.f_frsize)
         let total = Double(stats.f_blocks) * Double(stats.f_frsize)
         return [
-            "dir": .string(archiveDir), "free_bytes": .number(free.rounded()),
-            "free_percent": .number(total > 0 ? (free / total * 1000).rounded() / 10 : 0),
+            "dir": .string(archiveDir), "freeBytes": .number(free.rounded()),
+            "freePercent": .number(total > 0 ? (free / total * 1000).rounded() / 10 : 0),
             "segments": JSONValue((try? index?.count()) ?? nil),
         ]
     }

@@ -59,17 +59,17 @@ enum WireFormat {
         }
         return [
             "app": .string(session.app),
-            "owner_uid": .number(Double(session.ownerUID)),
+            "ownerUID": .number(Double(session.ownerUID)),
             "category": .string(config.category.rawValue),
             "mode": .string(config.mode.rawValue),
             "options": JSONValue(config.effectiveOptionNames),
-            "requested_options": JSONValue(config.requestedOptions.sorted().map(\.rawValue)),
-            "ignored_options": .array(config.ignoredOptions.map { ["option": .string($0.option.rawValue), "why": .string($0.why)] }),
+            "requestedOptions": JSONValue(config.requestedOptions.sorted().map(\.rawValue)),
+            "ignoredOptions": .array(config.ignoredOptions.map { ["option": .string($0.option.rawValue), "why": .string($0.why)] }),
             "policy": .string(config.policy.rawValue),
             "priority": .string(session.priority.rawValue),
             "background": .bool(session.background),
-            "auto_resume": .bool(session.autoResume),
-            "mic_usage": JSONValue(session.micUsage),
+            "autoResume": .bool(session.autoResume),
+            "micUsage": JSONValue(session.micUsage),
             "state": .string(session.state.rawValue),
             "interruption": interruption,
             "route": route(session.route),
@@ -78,11 +78,11 @@ enum WireFormat {
             "actual": actualJSON(actual),
             "recordPermission": .string(store.permission(session.app).rawValue),
             "inputMuted": .bool(session.inputMuted),
-            "ducked_by": JSONValue(session.duckedBy),
+            "duckedBy": JSONValue(session.duckedBy),
             "override": .string(session.overrideSpeaker ? "speaker" : "none"),
             "prefersInterruptionOnRouteDisconnect": .bool(session.prefersInterruptionOnRouteDisconnect),
-            "streams_running": .bool(session.streamsRunning),
-            "declared_in_config": .bool(session.declaredInConfig),
+            "streamsRunning": .bool(session.streamsRunning),
+            "declaredInConfig": .bool(session.declaredInConfig),
         ]
     }
 
@@ -96,7 +96,7 @@ enum WireFormat {
                 "reasonCode": .number(Double(reason.rawValue)), "options": shouldResume ? ["shouldResume"] : [],
             ])
         case .ducked(let app, let by, let level):
-            return (app, ["event": "ducked", "app": .string(app), "by": .string(by), "level_db": .number(level)])
+            return (app, ["event": "ducked", "app": .string(app), "by": .string(by), "levelDB": .number(level)])
         case .unducked(let app):
             return (app, ["event": "unducked", "app": .string(app)])
         case .routeChange(let app, let reason, let previous, let current):

@@ -48,7 +48,7 @@ struct Output {
             let m = reply["monitoring"]
             print("\(m?["app"]?.stringValue ?? "-"): main -> \(m?["main"]?.stringValue ?? "(none)"), cue -> \(m?["cue"]?.stringValue ?? "(none)"), mix \(JSONValue.format(m?["mix"]?.doubleValue ?? 0)), split \(m?["split"]?.boolValue == true ? "on" : "off")")
             for source in m?["sources"]?.arrayValue ?? [] {
-                print("  \(source["name"]?.stringValue ?? "") (\(source["kind"]?.stringValue ?? "")): \(source["bus"]?.stringValue ?? "") at \(JSONValue.format(source["gain_db"]?.doubleValue ?? 0)) dB")
+                print("  \(source["name"]?.stringValue ?? "") (\(source["kind"]?.stringValue ?? "")): \(source["bus"]?.stringValue ?? "") at \(JSONValue.format(source["gainDB"]?.doubleValue ?? 0)) dB")
             }
         case ["meter"]:
             print(Self.meterBars(reply["meters"]?.arrayValue ?? []).joined(separator: "\n"))
@@ -85,7 +85,7 @@ struct Output {
                 rows: segments.map {
                     [$0["start"]?.stringValue ?? "", $0["app"]?.stringValue ?? "", $0["stream"]?.stringValue ?? "",
                      String(format: "%.1f", $0["seconds"]?.doubleValue ?? 0), "\($0["sampleRate"]?.intValue ?? 0)",
-                     "\($0["channels"]?.intValue ?? 0)", $0["end_reason"]?.stringValue ?? "", $0["path"]?.stringValue ?? ""]
+                     "\($0["channels"]?.intValue ?? 0)", $0["endReason"]?.stringValue ?? "", $0["path"]?.stringValue ?? ""]
                 }))
         case ["archive", "verify"]:
             for r in reply["results"]?.arrayValue ?? [] {
@@ -123,7 +123,7 @@ struct Output {
         case "routeChange":
             return "\(app)route change (\(event["reason"]?.stringValue ?? "")): \(routeText(event["previousRoute"])) -> \(routeText(event["route"]))"
         case "ducked":
-            return "\(app)ducked by \(event["by"]?.stringValue ?? "") to \(event["level_db"].map { JSONValue.format($0.doubleValue ?? 0) } ?? "") dB"
+            return "\(app)ducked by \(event["by"]?.stringValue ?? "") to \(event["levelDB"].map { JSONValue.format($0.doubleValue ?? 0) } ?? "") dB"
         case "unducked": return "\(app)unducked"
         case "inputMuteStateChange": return "\(app)input \(event["muted"]?.boolValue == true ? "muted" : "unmuted")"
         case "permission": return "\(app)record permission \(event["state"]?.stringValue ?? "")"
@@ -165,11 +165,11 @@ struct Output {
             "  route:       \(routeText(s["route"]))",
             "  permission:  \(s["recordPermission"]?.stringValue ?? "")   input muted: \(s["inputMuted"]?.boolValue == true ? "yes" : "no")",
         ]
-        if let by = s["ducked_by"]?.stringValue { lines.append("  ducked by:   \(by)") }
-        for ignored in s["ignored_options"]?.arrayValue ?? [] {
+        if let by = s["duckedBy"]?.stringValue { lines.append("  ducked by:   \(by)") }
+        for ignored in s["ignoredOptions"]?.arrayValue ?? [] {
             lines.append("  ignored:     \(ignored["option"]?.stringValue ?? "") \(ignored["why"]?.stringValue ?? "")")
         }
-        if let usage = s["mic_usage"]?.stringValue { lines.append("  mic usage:   \(usage)") }
+        if let usage = s["micUsage"]?.stringValue { lines.append("  mic usage:   \(usage)") }
         return lines.joined(separator: "\n")
     }
 
@@ -195,8 +195,8 @@ struct Output {
         ]
         if let archive = reply["archive"] {
             var line = "archive:  \(archive["dir"]?.stringValue ?? "")"
-            if let free = archive["free_bytes"]?.doubleValue {
-                line += ", \(bytes(free)) free (\(JSONValue.format(archive["free_percent"]?.doubleValue ?? 0))%)"
+            if let free = archive["freeBytes"]?.doubleValue {
+                line += ", \(bytes(free)) free (\(JSONValue.format(archive["freePercent"]?.doubleValue ?? 0))%)"
             }
             if let count = archive["segments"]?.intValue { line += ", \(count) segments" }
             lines.append(line)
@@ -234,8 +234,8 @@ struct Output {
         let width = 40
         let nameWidth = meters.map { ($0["name"]?.stringValue ?? "").count }.max() ?? 4
         return meters.map { meter in
-            let peak = meter["peak_db"]?.doubleValue ?? -120
-            let rms = meter["rms_db"]?.doubleValue ?? -120
+            let peak = meter["peakDB"]?.doubleValue ?? -120
+            let rms = meter["rmsDB"]?.doubleValue ?? -120
             func column(_ db: Double) -> Int { max(0, min(width, Int(((db + 60) / 60 * Double(width)).rounded()))) }
             var bar = Array(repeating: Character(" "), count: width)
             for i in 0..<column(peak) { bar[i] = "=" }

@@ -148,7 +148,7 @@ public enum Recctl {
             }
             output.success(command: command, reply: reply)
             // A verification that found damage is a failure for scripts.
-            return reply["all_ok"]?.boolValue == false ? 1 : 0
+            return reply["allOK"]?.boolValue == false ? 1 : 0
         } catch ClientFailure.io(let message) {
             printError("error: \(message)\n")
             return 3

@@ -198,3 +198,35 @@ struct CommandTests {
         #expect(Command.watch(app: "w").app == "w")
     }
 }
+
+@Suite("key spelling by protocol version")
+struct WireKeysTests {
+    @Test("version 1 clients get snake_case keys back; string values that look like keys stay as they are")
+    func renames() throws {
+        let line = #"{"id":1,"ok":true,"session":{"ownerUID":0,"micUsage":"\"ownerUID\": text","requestedOptions":[]},"allOK":true}"#
+        let old = try JSONValue.parse(WireKeys.line(line, forVersion: 1))
+        #expect(old["session"]?["owner_uid"] == 0 && old["session"]?["requested_options"] == .array([]))
+        #expect(old["session"]?["mic_usage"] == #""ownerUID": text"#, "a value is never renamed")
+        #expect(old["all_ok"] == true && old["allOK"] == nil)
+        #expect(WireKeys.line(line, forVersion: 2) == line)
+    }
+
+    @Test("the table maps camelCase keys to distinct snake_case spellings")
+    func table() {
+        #expect(WireKeys.version1Spellings.keys.allSatisfy { !$0.contains("_") })
+        #expect(WireKeys.version1Spellings.values.allSatisfy { $0.contains("_") })
+        #expect(Set(WireKeys.version1Spellings.values).count == WireKeys.version1Spellings.count)
+    }
+
+    @Test("a request's version is its v, or 1 without one")
+    func requestVersion() throws {
+        guard case .success(let none) = Request.decode(#"{"id":1,"op":"status"}"#),
+            case .success(let two) = Request.decode(#"{"id":1,"v":2,"op":"status"}"#)
+        else {
+            Issue.record("valid requests refused")
+            return
+        }
+        #expect(none.version == 1 && two.version == 2)
+        #expect(Command.status.request(id: 1).version == protocolVersion)
+    }
+}

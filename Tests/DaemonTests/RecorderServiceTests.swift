@@ -107,7 +107,7 @@ final class RecorderServiceTests {
         }
         #expect(pump { reply.get != nil })
         let fields = try #require(reply.get).get()
-        #expect(fields.first { $0.0 == "all_ok" }?.1 == true)
+        #expect(fields.first { $0.0 == "allOK" }?.1 == true)
         #expect(fields.first { $0.0 == "results" }?.1.arrayValue?.count == 1)
         let refused = #expect(throws: SessionError.self) {
             try self.recorders.verify(

@@ -178,7 +178,7 @@ struct ArchiveEndToEndTests {
         let files = archiveFiles(small)
         #expect(!files.isEmpty)
         for file in files where file.hasSuffix(".flac") { #expect(try flacTest(file), "\(file)") }
-        #expect(try daemon.recctl("--json", "session", "show", "logger").json?["streams_running"] == false)
+        #expect(try daemon.recctl("--json", "session", "show", "logger").json?["streamsRunning"] == false)
     }
 
     @Test("an msbc recording of 1 kHz + 12 kHz is a 16 kHz 16-bit file: 1 kHz intact, no alias above -60 dBFS")

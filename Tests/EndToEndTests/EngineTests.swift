@@ -84,15 +84,15 @@ struct EngineEndToEndTests {
         let paused = try #require(events.first { $0["event"] == "player" && $0["state"] == "paused" })
         #expect(paused["reason"] == "oldDeviceUnavailable")
         // Within one JACK period of JACK announcing the loss, the pause is published.
-        let reaction = try #require(paused["reaction_frames"]?.intValue)
-        let period = try #require(paused["period_frames"]?.intValue)
+        let reaction = try #require(paused["reactionFrames"]?.intValue)
+        let period = try #require(paused["periodFrames"]?.intValue)
         #expect(reaction < period, "reacted after \(reaction) frames; the period is \(period)")
         // Paused means no more frames leave the player.
         let status = try #require(daemon.recctl("--json", "status").json)
-        let played = status["players"]?.arrayValue?.first?["frames_played"]?.intValue ?? -1
+        let played = status["players"]?.arrayValue?.first?["framesPlayed"]?.intValue ?? -1
         usleep(200_000)
         let later = try #require(daemon.recctl("--json", "status").json)
-        #expect(later["players"]?.arrayValue?.first?["frames_played"]?.intValue == played)
+        #expect(later["players"]?.arrayValue?.first?["framesPlayed"]?.intValue == played)
     }
 
     @Test("a ducking session lowers another's output by the configured dB over a ramp")

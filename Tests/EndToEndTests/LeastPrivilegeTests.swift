@@ -28,7 +28,7 @@ struct LeastPrivilegeTests {
         let (daemon, archive, segment) = try Self.daemonWithSegment()
         let inside = try daemon.recctl("--json", "archive", "verify", segment)
         #expect(inside.status == 0, "\(inside.stdout)\(inside.stderr)")
-        #expect(inside.json?["all_ok"]?.boolValue == true, "\(inside.stdout)")
+        #expect(inside.json?["allOK"]?.boolValue == true, "\(inside.stdout)")
 
         // A readable FLAC outside the archive, a system file, `..` out of it, a symlink out of it.
         let outsideFLAC = daemon.directory + "/outside.flac"
@@ -68,7 +68,7 @@ struct LeastPrivilegeTests {
 
         chmod(segment, 0o644)
         let allowed = try daemon.recctl("--json", "archive", "verify", segment, user: "nobody")
-        #expect(allowed.status == 0 && allowed.json?["all_ok"]?.boolValue == true, "\(allowed.stdout)\(allowed.stderr)")
+        #expect(allowed.status == 0 && allowed.json?["allOK"]?.boolValue == true, "\(allowed.stdout)\(allowed.stderr)")
 
         // A directory on the way that nobody may not search hides the segment again.
         chmod(archive + "/2026/12", 0o700)

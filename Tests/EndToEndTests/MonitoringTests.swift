@@ -27,8 +27,8 @@ struct MonitoringEndToEndTests {
         let meters = try #require(reading.json?["meters"]?.arrayValue)
         #expect(meters.map { $0["name"] } == ["mic_1", "mic_2"])
         for meter in meters {
-            let peak = try #require(meter["peak_db"]?.doubleValue)
-            let rms = try #require(meter["rms_db"]?.doubleValue)
+            let peak = try #require(meter["peakDB"]?.doubleValue)
+            let rms = try #require(meter["rmsDB"]?.doubleValue)
             #expect(abs(peak - -6) <= 0.1, "peak \(peak)")
             #expect(abs(rms - (-6 - 3.01)) <= 0.1, "rms \(rms)")
         }
@@ -37,7 +37,7 @@ struct MonitoringEndToEndTests {
         source.stop()
         usleep(300_000)
         let silent = try #require(daemon.recctl("--json", "meter", "--once").json?["meters"]?.arrayValue)
-        #expect(silent.allSatisfy { $0["peak_db"] == -120 }, "silence reads the -120 dB floor")
+        #expect(silent.allSatisfy { $0["peakDB"] == -120 }, "silence reads the -120 dB floor")
     }
 }
 
@@ -190,7 +190,7 @@ struct DJBoothEndToEndTests {
         }
         usleep(300_000)
         let meters = try #require(daemon.recctl("--json", "meter", "--once", "dj").json?["meters"]?.arrayValue)
-        #expect(meters.contains { $0["name"] == "deckA_1" && abs(($0["peak_db"]?.doubleValue ?? 0) - -12) < 0.1 })
+        #expect(meters.contains { $0["name"] == "deckA_1" && abs(($0["peakDB"]?.doubleValue ?? 0) - -12) < 0.1 })
         // Read what reached the outputs in the last 100 ms of each setting.
         func lastFrames(_ path: String) throws -> [[Float]] {
             usleep(400_000)

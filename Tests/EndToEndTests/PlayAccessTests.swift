@@ -43,7 +43,7 @@ struct PlayAccessTests {
         #expect(
             try eventually {
                 let player = try daemon.recctl("--json", "status").json?["players"]?.arrayValue?.first
-                return player?["app"] == "mine" && (player?["frames_played"]?.intValue ?? 0) > 48_000 / 4
+                return player?["app"] == "mine" && (player?["framesPlayed"]?.intValue ?? 0) > 48_000 / 4
             }, "the player plays")
     }
 

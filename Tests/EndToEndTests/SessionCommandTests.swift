@@ -195,7 +195,7 @@ struct ArbitrationEventTests {
         try #require(daemon.recctl("session", "activate", "nav").status == 0)
         let ducked = watcher.waitFor { $0["event"] == "ducked" }
         let event = try #require(ducked.first { $0["event"] == "ducked" })
-        #expect(event["app"] == "music" && event["by"] == "nav" && event["level_db"]?.doubleValue == -20)
+        #expect(event["app"] == "music" && event["by"] == "nav" && event["levelDB"]?.doubleValue == -20)
         #expect(try daemon.recctl("--json", "session", "show", "music").json?["state"] == "active")
         try #require(daemon.recctl("session", "deactivate", "nav").status == 0)
         let unducked = watcher.waitFor { $0["event"] == "unducked" }
@@ -235,7 +235,7 @@ struct PersistenceTests {
         try daemon.restart()
         #expect(daemon.process?.processIdentifier != firstPID)
         let after = try #require(daemon.recctl("--json", "session", "show", "logger").json)
-        for key in ["app", "owner_uid", "category", "mode", "options", "policy", "recordPermission", "inputMuted", "mic_usage"] {
+        for key in ["app", "ownerUID", "category", "mode", "options", "policy", "recordPermission", "inputMuted", "micUsage"] {
             #expect(after[key] == before[key], "\(key): \(String(describing: after[key])) != \(String(describing: before[key]))")
         }
         #expect(after["recordPermission"] == "granted" && after["inputMuted"] == true)
@@ -286,7 +286,7 @@ struct PersistenceTests {
         // nobody may create and drive its own session, owned by its uid.
         let own = try daemon.recctl("--json", "session", "set", "mine", "--category", "ambient", user: "nobody")
         #expect(own.status == 0)
-        #expect(own.json?["owner_uid"]?.intValue == Int(try userIDs("nobody").uid))
+        #expect(own.json?["ownerUID"]?.intValue == Int(try userIDs("nobody").uid))
         #expect(try daemon.recctl("permission", "grant", "mine").status == 0)  // root is an administrator
     }
 }

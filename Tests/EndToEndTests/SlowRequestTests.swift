@@ -124,7 +124,7 @@ struct SlowRequestTests {
 
         let result = try #require(verify.withLock { $0 })
         #expect(result.status == 0, "\(result.stdout)\(result.stderr)")
-        #expect(result.json?["all_ok"]?.boolValue == true, "\(result.stdout.prefix(2000))")
+        #expect(result.json?["allOK"]?.boolValue == true, "\(result.stdout.prefix(2000))")
         #expect(result.json?["results"]?.arrayValue?.count == 5)
 
         let first = later.readJSON()

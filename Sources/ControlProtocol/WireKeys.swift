@@ -1,0 +1,36 @@
+// One key case on the wire: camelCase. Version 1 spelled some reply and event keys in
+// snake_case; clients that speak version 1 still get those spellings.
+//
+// The rule (docs/protocol.md, "Versions and key spelling"): recd builds every reply and event
+// with camelCase keys; for a client whose latest request carried `"v":1` or no `"v"`, the keys
+// in `version1Spellings` are renamed back before the line is sent. Requests accept both
+// spellings (`Command.legacyKeys`).
+import Foundation
+
+/// Reply and event key spellings by protocol version.
+public enum WireKeys {
+    /// Version 2's camelCase key → version 1's spelling, for every key that changed.
+    public static let version1Spellings: [String: String] = [
+        "allOK": "all_ok", "archiveDir": "archive_dir", "autoResume": "auto_resume",
+        "connectedOrder": "connected_order", "declaredInConfig": "declared_in_config",
+        "droppedFrames": "dropped_frames", "duckedBy": "ducked_by", "endReason": "end_reason",
+        "framesPlayed": "frames_played", "freeBytes": "free_bytes", "freePercent": "free_percent",
+        "gainDB": "gain_db", "ignoredOptions": "ignored_options", "levelDB": "level_db", "micUsage": "mic_usage",
+        "ownerUID": "owner_uid", "pausedBy": "paused_by", "peakDB": "peak_db", "periodFrames": "period_frames",
+        "reactionFrames": "reaction_frames", "reactionUs": "reaction_us", "recdPorts": "recd_ports",
+        "requestedOptions": "requested_options", "rmsDB": "rms_db", "stateDir": "state_dir",
+        "streamsRunning": "streams_running", "windowMs": "window_ms",
+    ]
+
+    /// `line` (one JSON object as recd writes it) as a client of `version` should read it.
+    /// Keys are renamed where they stand as keys (`"name":`); inside a JSON string a quote is
+    /// always escaped, so a string value can never match.
+    public static func line(_ line: String, forVersion version: Int) -> String {
+        guard version < 2 else { return line }
+        var result = line
+        for (camel, snake) in version1Spellings where result.contains("\"\(camel)\":") {
+            result = result.replacingOccurrences(of: "\"\(camel)\":", with: "\"\(snake)\":")
+        }
+        return result
+    }
+}
