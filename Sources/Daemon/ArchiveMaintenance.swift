@@ -97,19 +97,13 @@ extension RecorderService {
             { job in
                 Result {
                     let results = try maintenance.verify(path: path, job: job)
-                    return [
-                        ("results", .array(results.map(Self.verifyJSON))),
-                        ("allOK", .bool(results.allSatisfy(\.isOK))),
-                    ]
+                    return VerifyInfo(results: results.map(Self.verifyInfo)).fields
                 }.mapError(ControlRouter.replyError)
             }, progress: progress, completion: reply)
     }
 
-    static func verifyJSON(_ result: VerifyResult) -> JSONValue {
-        [
-            "path": .string(result.path), "ok": .bool(result.isOK), "outcome": .string("\(result.outcome)"),
-            "frames": .number(Double(result.frames)),
-        ]
+    static func verifyInfo(_ result: VerifyResult) -> VerifyResultInfo {
+        VerifyResultInfo(path: result.path, ok: result.isOK, outcome: "\(result.outcome)", frames: result.frames)
     }
 
     /// `archive.reindex` on the worker. Segments finished meanwhile are added to the index

@@ -380,10 +380,9 @@ final class ControlRouter: ControlServerHandler, EventSink, @unchecked Sendable 
     ) throws -> [(String, JSONValue)]? {
         switch command {
         case .hello:
-            return [
-                ("protocol", .number(Double(protocolVersion))), ("version", .string(recdVersion)),
-                ("uid", .number(Double(peer.uid))), ("admin", .bool(isAdministrator(peer))),
-            ]
+            return HelloInfo(
+                protocolVersion: protocolVersion, version: recdVersion, uid: Int(peer.uid), admin: isAdministrator(peer)
+            ).fields
         case .status:
             return statusFields()
         case .sessionList:
@@ -796,6 +795,10 @@ final class ControlRouter: ControlServerHandler, EventSink, @unchecked Sendable 
     // MARK: Read-only replies
 
     private func sessionJSON(_ session: Session) -> JSONValue {
+        sessionInfo(session).json
+    }
+
+    private func sessionInfo(_ session: Session) -> SessionInfo {
         WireFormat.session(session, store: store, actual: engine.actualHardware(route: session.route))
     }
 
@@ -849,45 +852,21 @@ final class ControlRouter: ControlServerHandler, EventSink, @unchecked Sendable 
     }
 
     private func statusFields() -> [(String, JSONValue)] {
-        let active = store.sortedSessions.filter(\.isActive).map(\.app)
-        return [
-            (
-                "daemon",
-                [
-                    "version": .string(recdVersion), "protocol": .number(Double(protocolVersion)),
-                    "pid": .number(Double(CurrentProcess.id)),
-                    "uptime": .number((SystemClock.monotonicSeconds() - startedAt).rounded()),
-                    "config": .string(config.source), "socket": .string(config.daemon.socket),
-                    "stateDir": .string(config.daemon.stateDir), "archiveDir": .string(config.archive.dir),
-                ]
-            ),
-            (
-                "jack",
-                [
-                    "connected": .bool(engine.isRunning), "client": JSONValue(engine.clientName),
-                    "server": JSONValue(config.jack.server ?? "default"),
-                    "sampleRate": JSONValue(engine.sampleRate), "bufferSize": JSONValue(engine.bufferSize),
-                    "xruns": .number(Double(engine.xruns)),
-                    "mediaServicesAvailable": .bool(store.mediaServicesAvailable),
-                    "error": JSONValue(engine.isRunning ? nil : engine.lastError),
-                ]
-            ),
-            ("sessions", .array(store.sortedSessions.map(sessionJSON))),
-            ("active", JSONValue(active)),
-            ("players", .array(players.all.map(\.json))),
-            ("recorders", .array(recorders.recorders.map(\.json))),
-            (
-                "cards",
-                .array(
-                    devices.cards.map {
-                        [
-                            "index": .number(Double($0.index)), "id": .string($0.id), "name": .string($0.name),
-                            "usb": .bool($0.isUSB),
-                        ]
-                    })
-            ),
-            ("archive", recorders.archiveStatus()),
-        ]
+        let daemon = StatusInfo.Daemon(
+            version: recdVersion, protocolVersion: protocolVersion, pid: Int(CurrentProcess.id),
+            uptime: (SystemClock.monotonicSeconds() - startedAt).rounded(), config: config.source,
+            socket: config.daemon.socket, stateDir: config.daemon.stateDir, archiveDir: config.archive.dir)
+        let jack = StatusInfo.Jack(
+            connected: engine.isRunning, client: engine.clientName, server: config.jack.server ?? "default",
+            sampleRate: engine.sampleRate, bufferSize: engine.bufferSize, xruns: engine.xruns,
+            mediaServicesAvailable: store.mediaServicesAvailable, error: engine.isRunning ? nil : engine.lastError)
+        return StatusInfo(
+            daemon: daemon, jack: jack, sessions: store.sortedSessions.map(sessionInfo),
+            active: store.sortedSessions.filter(\.isActive).map(\.app), players: players.all.map(\.info),
+            recorders: recorders.recorders.map(\.info),
+            cards: devices.cards.map { .init(index: $0.index, id: $0.id, name: $0.name, usb: $0.isUSB) },
+            archive: recorders.archiveStatus()
+        ).fields
     }
 
     // MARK: Effects

@@ -25,65 +25,52 @@ public struct ActualHardware: Sendable, Equatable {
 }
 
 enum WireFormat {
-    static func route(_ route: Route) -> JSONValue {
-        ["inputs": JSONValue(route.inputs), "outputs": JSONValue(route.outputs)]
+    static func route(_ route: Route) -> JSONValue { routeInfo(route).json }
+
+    static func routeInfo(_ route: Route) -> RouteInfo { RouteInfo(inputs: route.inputs, outputs: route.outputs) }
+
+    static func preferences(_ prefs: HardwarePreferences) -> JSONValue { preferencesInfo(prefs).json }
+
+    static func preferencesInfo(_ prefs: HardwarePreferences) -> SessionInfo.Preferences {
+        SessionInfo.Preferences(
+            preferredInput: prefs.preferredInput, sampleRate: prefs.sampleRate,
+            ioBufferDuration: prefs.ioBufferDuration, inputChannels: prefs.inputChannels,
+            outputChannels: prefs.outputChannels)
     }
 
-    static func preferences(_ prefs: HardwarePreferences) -> JSONValue {
-        [
-            "preferredInput": JSONValue(prefs.preferredInput), "sampleRate": JSONValue(prefs.sampleRate),
-            "ioBufferDuration": JSONValue(prefs.ioBufferDuration), "inputChannels": JSONValue(prefs.inputChannels),
-            "outputChannels": JSONValue(prefs.outputChannels),
-        ]
+    static func actual(_ hw: ActualHardware) -> SessionInfo.Actual {
+        SessionInfo.Actual(
+            sampleRate: hw.sampleRate, ioBufferDuration: hw.ioBufferDuration, inputLatency: hw.inputLatency,
+            outputLatency: hw.outputLatency, inputChannels: hw.inputChannels, outputChannels: hw.outputChannels)
     }
 
-    static func actualJSON(_ hw: ActualHardware) -> JSONValue {
-        [
-            "sampleRate": JSONValue(hw.sampleRate), "ioBufferDuration": JSONValue(hw.ioBufferDuration),
-            "inputLatency": JSONValue(hw.inputLatency), "outputLatency": JSONValue(hw.outputLatency),
-            "inputChannels": JSONValue(hw.inputChannels), "outputChannels": JSONValue(hw.outputChannels),
-        ]
-    }
-
-    static func session(_ session: Session, store: SessionStore, actual: ActualHardware) -> JSONValue {
+    static func session(_ session: Session, store: SessionStore, actual hw: ActualHardware) -> SessionInfo {
         let config = session.configuration
-        var interruption: JSONValue = .null
-        if let current = session.interruption {
-            var by: String?
-            switch current.cause {
-            case .nonMixable(let app), .spokenAudio(let app): by = app
-            case .hardwareMute(let port): by = port
-            case .routeDisconnected: by = nil
-            }
-            interruption = ["reason": .string(current.reason.name), "by": JSONValue(by)]
+        return SessionInfo(
+            app: session.app, ownerUID: Int(session.ownerUID), category: config.category.rawValue,
+            mode: config.mode.rawValue, options: config.effectiveOptionNames,
+            requestedOptions: config.requestedOptions.sorted().map(\.rawValue),
+            ignoredOptions: config.ignoredOptions.map { .init(option: $0.option.rawValue, why: $0.why) },
+            policy: config.policy.rawValue, priority: session.priority.rawValue, background: session.background,
+            autoResume: session.autoResume, micUsage: session.micUsage, state: session.state.rawValue,
+            interruption: session.interruption.map(interruption), route: routeInfo(session.route),
+            bandwidth: store.bandwidths(app: session.app).map { .init(port: $0.port, bandwidth: $0.bandwidth.name) },
+            preferences: preferencesInfo(session.preferences),
+            actual: actual(hw), recordPermission: store.permission(session.app).rawValue,
+            inputMuted: session.inputMuted, duckedBy: session.duckedBy,
+            override: session.overrideSpeaker ? "speaker" : "none",
+            prefersInterruptionOnRouteDisconnect: session.prefersInterruptionOnRouteDisconnect,
+            streamsRunning: session.streamsRunning, declaredInConfig: session.declaredInConfig)
+    }
+
+    private static func interruption(_ current: Interruption) -> SessionInfo.Interruption {
+        let by: String?
+        switch current.cause {
+        case .nonMixable(let app), .spokenAudio(let app): by = app
+        case .hardwareMute(let port): by = port
+        case .routeDisconnected: by = nil
         }
-        return [
-            "app": .string(session.app),
-            "ownerUID": .number(Double(session.ownerUID)),
-            "category": .string(config.category.rawValue),
-            "mode": .string(config.mode.rawValue),
-            "options": JSONValue(config.effectiveOptionNames),
-            "requestedOptions": JSONValue(config.requestedOptions.sorted().map(\.rawValue)),
-            "ignoredOptions": .array(config.ignoredOptions.map { ["option": .string($0.option.rawValue), "why": .string($0.why)] }),
-            "policy": .string(config.policy.rawValue),
-            "priority": .string(session.priority.rawValue),
-            "background": .bool(session.background),
-            "autoResume": .bool(session.autoResume),
-            "micUsage": JSONValue(session.micUsage),
-            "state": .string(session.state.rawValue),
-            "interruption": interruption,
-            "route": route(session.route),
-            "bandwidth": .array(store.bandwidths(app: session.app).map { ["port": .string($0.port), "bandwidth": .string($0.bandwidth.name)] }),
-            "preferences": preferences(session.preferences),
-            "actual": actualJSON(actual),
-            "recordPermission": .string(store.permission(session.app).rawValue),
-            "inputMuted": .bool(session.inputMuted),
-            "duckedBy": JSONValue(session.duckedBy),
-            "override": .string(session.overrideSpeaker ? "speaker" : "none"),
-            "prefersInterruptionOnRouteDisconnect": .bool(session.prefersInterruptionOnRouteDisconnect),
-            "streamsRunning": .bool(session.streamsRunning),
-            "declaredInConfig": .bool(session.declaredInConfig),
-        ]
+        return SessionInfo.Interruption(reason: current.reason.name, by: by)
     }
 
     /// The event line for an effect, or nil for effects that are not announced.
