@@ -146,9 +146,12 @@ public enum Recctl {
                 output.failure(error)
                 return 1
             }
-            output.success(command: command, reply: reply)
+            try output.success(command: command, reply: reply)
             // A verification that found damage is a failure for scripts.
             return reply["allOK"]?.boolValue == false ? 1 : 0
+        } catch let error as ReplyDecodingError {
+            printError("error: recd sent a reply this recctl does not understand: \(error.message)\n")
+            return 1
         } catch ClientFailure.io(let message) {
             printError("error: \(message)\n")
             return 3
