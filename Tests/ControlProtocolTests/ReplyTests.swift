@@ -68,6 +68,33 @@ let sampleDisconnectedStatus = StatusInfo(
     sessions: [], active: [], players: [], recorders: [], cards: [],
     archive: .init(dir: "/var/lib/recd/archive", space: nil))
 
+let sampleRoutes = RoutesInfo(
+    ports: [
+        PortInfo(
+            name: "headset", type: "bluetoothHFP", direction: "duplex", channels: 1, available: true,
+            jack: ["bluez:capture_1", "bluez:playback_1"], recdPorts: ["recd:headset_in_1"],
+            capabilities: ["input", "output"], codec: "msbc", sense: nil, connectedOrder: 2),
+        PortInfo(
+            name: "phones", type: "headphones", direction: "output", channels: 2, available: false,
+            jack: ["system:playback_3", "system:playback_4"], recdPorts: [], capabilities: [], codec: nil,
+            sense: "hw:0/Headphone Jack", connectedOrder: 0),
+    ],
+    sessions: [.init(app: "radio", state: "active", route: RouteInfo(inputs: ["headset"], outputs: ["headset"]))])
+
+let sampleMeters = MetersInfo(
+    meters: [
+        MeterInfo(name: "mic", group: "mic", channel: 1, direction: "input", peakDB: -6.02, rmsDB: -9.03),
+        MeterInfo(name: "main", group: "main", channel: 2, direction: "output", peakDB: -120, rmsDB: -120),
+    ],
+    windowMs: 100)
+
+let sampleMonitoring = MonitoringInfo(
+    app: "dj", main: "pa", cue: "phones", mix: 0.25, split: true,
+    sources: [
+        .init(name: "deckA", kind: "player", bus: "both", gainDB: -3.5),
+        .init(name: "mic", kind: "input", bus: "main", gainDB: 0),
+    ])
+
 /// `value` survives encoding to a line and decoding back; decoding fails, naming the key, when
 /// any one of its keys is missing.
 private func checkReply<T: ReplyObject>(_ value: T, optionalKeys: Set<String> = []) throws {
@@ -125,6 +152,18 @@ private func checkReply<T: ReplyObject>(_ value: T, optionalKeys: Set<String> = 
         // Without the file system's figures the archive object has `dir` only.
         try checkReply(sampleStatus.archive, optionalKeys: ["freeBytes"])
         #expect(sampleDisconnectedStatus.archive.json.jsonText == #"{"dir":"/var/lib/recd/archive"}"#)
+    }
+
+    @Test func routesMetersMonitoringRoundTrip() throws {
+        try checkReply(sampleRoutes)
+        try checkReply(sampleRoutes.ports[0])
+        try checkReply(sampleRoutes.ports[1])
+        try checkReply(sampleRoutes.sessions[0])
+        try checkReply(sampleMeters)
+        try checkReply(sampleMeters.meters[0])
+        try checkReply(sampleMonitoring)
+        try checkReply(sampleMonitoring.sources[0])
+        try checkReply(MonitoringInfo(app: nil, main: nil, cue: nil, mix: 0, split: false, sources: []))
     }
 
     @Test func sessionKeysKeepTheirOrder() {
