@@ -817,38 +817,30 @@ final class ControlRouter: ControlServerHandler, EventSink, @unchecked Sendable 
             // The DJ's own buses (the engine names their groups main and cue).
             if monitoring.owner == app { groups?.formUnion(Bus.allCases.map(\.rawValue)) }
         }
-        func db(_ value: Float) -> JSONValue {
-            .number(value > 0 ? max(-120, (20 * log10(Double(value)) * 100).rounded() / 100) : -120)
+        func db(_ value: Float) -> Double {
+            value > 0 ? max(-120, (20 * log10(Double(value)) * 100).rounded() / 100) : -120
         }
-        let readings = latestMeters.filter { groups?.contains($0.group) ?? true }.map { reading -> JSONValue in
-            [
-                "name": .string(reading.name), "group": .string(reading.group),
-                "channel": .number(Double(reading.channel + 1)),
-                "direction": .string(reading.direction.rawValue), "peakDB": db(reading.peak),
-                "rmsDB": db(reading.rms),
-            ]
+        let readings = latestMeters.filter { groups?.contains($0.group) ?? true }.map { reading in
+            MeterInfo(
+                name: reading.name, group: reading.group, channel: reading.channel + 1,
+                direction: reading.direction.rawValue, peakDB: db(reading.peak), rmsDB: db(reading.rms))
         }
-        return [("meters", .array(readings)), ("windowMs", .number((meterWindow * 1000).rounded()))]
+        return MetersInfo(meters: readings, windowMs: (meterWindow * 1000).rounded()).fields
     }
 
     private func routesFields() -> [(String, JSONValue)] {
-        let ports: [JSONValue] = engine.describePorts().map { entry in
+        let ports = engine.describePorts().map { entry in
             let port = entry.port
-            return [
-                "name": .string(port.name), "type": .string(port.type.rawValue),
-                "direction": .string(port.direction.rawValue),
-                "channels": .number(Double(port.channels)), "available": .bool(entry.available),
-                "jack": JSONValue(port.direction == .duplex ? port.jackIn + port.jackOut : port.jack),
-                "recdPorts": JSONValue(entry.recdPorts),
-                "capabilities": JSONValue(port.capabilities.map(\.rawValue).sorted()),
-                "codec": JSONValue(port.codec?.rawValue), "sense": JSONValue(port.sense),
-                "connectedOrder": .number(Double(entry.order)),
-            ]
+            return PortInfo(
+                name: port.name, type: port.type.rawValue, direction: port.direction.rawValue, channels: port.channels,
+                available: entry.available, jack: port.direction == .duplex ? port.jackIn + port.jackOut : port.jack,
+                recdPorts: entry.recdPorts, capabilities: port.capabilities.map(\.rawValue).sorted(),
+                codec: port.codec?.rawValue, sense: port.sense, connectedOrder: entry.order)
         }
-        let sessions: [JSONValue] = store.sortedSessions.map {
-            ["app": .string($0.app), "state": .string($0.state.rawValue), "route": WireFormat.route($0.route)]
+        let sessions = store.sortedSessions.map {
+            RoutesInfo.SessionRoute(app: $0.app, state: $0.state.rawValue, route: WireFormat.routeInfo($0.route))
         }
-        return [("ports", .array(ports)), ("sessions", .array(sessions))]
+        return RoutesInfo(ports: ports, sessions: sessions).fields
     }
 
     private func statusFields() -> [(String, JSONValue)] {
