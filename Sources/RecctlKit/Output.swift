@@ -46,26 +46,32 @@ struct Output {
         case ["mute"]:
             print("\(reply["app"]?.stringValue ?? ""): input \(reply["muted"]?.boolValue == true ? "muted" : "unmuted")")
         case ["cue"]:
-            let m = reply["monitoring"]
-            print("\(m?["app"]?.stringValue ?? "-"): main -> \(m?["main"]?.stringValue ?? "(none)"), cue -> \(m?["cue"]?.stringValue ?? "(none)"), mix \(JSONValue.format(m?["mix"]?.doubleValue ?? 0)), split \(m?["split"]?.boolValue == true ? "on" : "off")")
-            for source in m?["sources"]?.arrayValue ?? [] {
-                print("  \(source["name"]?.stringValue ?? "") (\(source["kind"]?.stringValue ?? "")): \(source["bus"]?.stringValue ?? "") at \(JSONValue.format(source["gainDB"]?.doubleValue ?? 0)) dB")
+            let m = try MonitoringInfo(reply: reply, key: "monitoring")
+            print(
+                "\(m.app ?? "-"): main -> \(m.main ?? "(none)"), cue -> \(m.cue ?? "(none)"), "
+                    + "mix \(JSONValue.format(m.mix)), split \(m.split ? "on" : "off")")
+            for source in m.sources {
+                print("  \(source.name) (\(source.kind)): \(source.bus) at \(JSONValue.format(source.gainDB)) dB")
             }
         case ["meter"]:
-            print(Self.meterBars(reply["meters"]?.arrayValue ?? []).joined(separator: "\n"))
+            print(Self.meterBars(try MetersInfo(json: reply).meters).joined(separator: "\n"))
         case ["routes"]:
-            let ports = reply["ports"]?.arrayValue ?? []
-            print(Self.table(
-                header: ["PORT", "TYPE", "DIRECTION", "CH", "AVAILABLE", "JACK"],
-                rows: ports.map {
-                    [$0["name"]?.stringValue ?? "", $0["type"]?.stringValue ?? "", $0["direction"]?.stringValue ?? "",
-                     $0["channels"].map { JSONValue.format($0.doubleValue ?? 0) } ?? "", $0["available"]?.boolValue == true ? "yes" : "no",
-                     ($0["jack"]?.arrayValue ?? []).compactMap(\.stringValue).joined(separator: ", ")]
-                }))
-            let sessions = reply["sessions"]?.arrayValue ?? []
-            if !sessions.isEmpty {
+            let routes = try RoutesInfo(json: reply)
+            print(
+                Self.table(
+                    header: ["PORT", "TYPE", "DIRECTION", "CH", "AVAILABLE", "JACK"],
+                    rows: routes.ports.map {
+                        [
+                            $0.name, $0.type, $0.direction, "\($0.channels)", $0.available ? "yes" : "no",
+                            $0.jack.joined(separator: ", "),
+                        ]
+                    }))
+            if !routes.sessions.isEmpty {
                 print("")
-                print(Self.table(header: ["APP", "STATE", "ROUTE"], rows: sessions.map { [$0["app"]?.stringValue ?? "", $0["state"]?.stringValue ?? "", Self.routeText($0["route"])] }))
+                print(
+                    Self.table(
+                        header: ["APP", "STATE", "ROUTE"],
+                        rows: routes.sessions.map { [$0.app, $0.state, Self.routeText($0.route)] }))
             }
         case ["play"], ["pause"], ["stop"]:
             let list: [PlayerInfo] =
@@ -256,18 +262,18 @@ struct Output {
     }
 
     /// One line per channel: name, a peak bar from -60 to 0 dBFS with the RMS marked, figures.
-    static func meterBars(_ meters: [JSONValue]) -> [String] {
+    static func meterBars(_ meters: [MeterInfo]) -> [String] {
         if meters.isEmpty { return ["no meters (is JACK running and does the session have a route?)"] }
         let width = 40
-        let nameWidth = meters.map { ($0["name"]?.stringValue ?? "").count }.max() ?? 4
+        let nameWidth = meters.map(\.name.count).max() ?? 4
         return meters.map { meter in
-            let peak = meter["peakDB"]?.doubleValue ?? -120
-            let rms = meter["rmsDB"]?.doubleValue ?? -120
+            let peak = meter.peakDB
+            let rms = meter.rmsDB
             func column(_ db: Double) -> Int { max(0, min(width, Int(((db + 60) / 60 * Double(width)).rounded()))) }
             var bar = Array(repeating: Character(" "), count: width)
             for i in 0..<column(peak) { bar[i] = "=" }
             for i in 0..<column(rms) { bar[i] = "#" }
-            let name = (meter["name"]?.stringValue ?? "").padding(toLength: nameWidth, withPad: " ", startingAt: 0)
+            let name = meter.name.padding(toLength: nameWidth, withPad: " ", startingAt: 0)
             return "\(name) [\(String(bar))] peak \(String(format: "%6.1f", peak)) dB  rms \(String(format: "%6.1f", rms)) dB"
         }
     }

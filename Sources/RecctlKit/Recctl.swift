@@ -340,7 +340,7 @@ public enum Recctl {
             if output.json {
                 print(Output.payload(reply).jsonText)
             } else {
-                let lines = Output.meterBars(reply["meters"]?.arrayValue ?? [])
+                let lines = Output.meterBars(try MetersInfo(json: reply).meters)
                 // Move back over the previous drawing and overwrite it.
                 if drawn > 0 { print("\u{1B}[\(drawn)A", terminator: "") }
                 for line in lines { print("\u{1B}[2K" + line) }
