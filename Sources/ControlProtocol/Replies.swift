@@ -237,3 +237,59 @@ public struct VerifyInfo: ReplyObject {
         self.allOK = try f.bool("allOK")
     }
 }
+
+/// An app's record permission (`permission.*`; `permission.list`'s rows).
+public struct PermissionInfo: ReplyObject {
+    public var app: String
+    /// `undetermined`, `granted` or `denied`.
+    public var state: String
+
+    public init(app: String, state: String) {
+        self.app = app
+        self.state = state
+    }
+
+    public var json: JSONValue { ["app": .string(app), "state": .string(state)] }
+
+    public init(json: JSONValue) throws(ReplyDecodingError) {
+        let f = try ReplyFields(json, "a permission")
+        self.init(app: try f.string("app"), state: try f.string("state"))
+    }
+}
+
+/// `mute`'s reply fields (at the top level of the reply).
+public struct MuteInfo: ReplyObject {
+    public var app: String
+    public var muted: Bool
+
+    public init(app: String, muted: Bool) {
+        self.app = app
+        self.muted = muted
+    }
+
+    public var json: JSONValue { ["app": .string(app), "muted": .bool(muted)] }
+
+    public init(json: JSONValue) throws(ReplyDecodingError) {
+        let f = try ReplyFields(json, "mute's reply")
+        self.init(app: try f.string("app"), muted: try f.bool("muted"))
+    }
+}
+
+/// `archive.reindex`'s reply fields (at the top level of the reply).
+public struct ReindexInfo: ReplyObject {
+    public var indexed: Int
+    /// Files that could not be indexed.
+    public var skipped: [String]
+
+    public init(indexed: Int, skipped: [String]) {
+        self.indexed = indexed
+        self.skipped = skipped
+    }
+
+    public var json: JSONValue { ["indexed": .number(Double(indexed)), "skipped": JSONValue(skipped)] }
+
+    public init(json: JSONValue) throws(ReplyDecodingError) {
+        let f = try ReplyFields(json, "archive.reindex's reply")
+        self.init(indexed: try f.int("indexed"), skipped: try f.strings("skipped"))
+    }
+}

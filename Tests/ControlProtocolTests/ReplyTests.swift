@@ -166,6 +166,13 @@ private func checkReply<T: ReplyObject>(_ value: T, optionalKeys: Set<String> = 
         try checkReply(MonitoringInfo(app: nil, main: nil, cue: nil, mix: 0, split: false, sources: []))
     }
 
+    @Test func permissionsMuteReindexRoundTrip() throws {
+        try checkReply(PermissionInfo(app: "logger", state: "granted"))
+        try checkReply(MuteInfo(app: "radio", muted: true))
+        try checkReply(ReindexInfo(indexed: 120, skipped: ["/var/lib/recd/archive/stray.flac"]))
+        try checkReply(ReindexInfo(indexed: 0, skipped: []))
+    }
+
     @Test func sessionKeysKeepTheirOrder() {
         let keys = sampleSession.json.objectValue?.map(\.0)
         #expect(
