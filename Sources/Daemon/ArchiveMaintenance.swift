@@ -116,10 +116,7 @@ extension RecorderService {
             { _ in
                 Result {
                     let summary = try maintenance.reindex()
-                    return [
-                        ("indexed", .number(Double(summary.indexed))),
-                        ("skipped", .array(summary.skipped.keys.sorted().map { .string($0) })),
-                    ]
+                    return ReindexInfo(indexed: summary.indexed, skipped: summary.skipped.keys.sorted()).fields
                 }.mapError(ControlRouter.replyError)
             }, completion: reply)
         // An empty job of the daemon's own, right behind: its completion comes after the

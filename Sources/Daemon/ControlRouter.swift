@@ -412,7 +412,7 @@ final class ControlRouter: ControlServerHandler, EventSink, @unchecked Sendable 
             return [
                 (
                     "permissions",
-                    .array(apps.map { ["app": .string($0), "state": .string(store.permission($0).rawValue)] })
+                    .array(apps.map { PermissionInfo(app: $0, state: store.permission($0).rawValue).json })
                 )
             ]
         case .permissionRequest(let app):
@@ -422,14 +422,14 @@ final class ControlRouter: ControlServerHandler, EventSink, @unchecked Sendable 
                 pendingPermissions.append(PendingPermission(client: client, id: id, app: app))
                 return nil
             }
-            return [("app", .string(app)), ("state", .string(state.rawValue))]
+            return PermissionInfo(app: app, state: state.rawValue).fields
         case .permissionDecide(let app, let state):
             let app = try Self.checkedAppName(app)
             apply(try store.decidePermission(app: app, state))
-            return [("app", .string(app)), ("state", .string(state.rawValue))]
+            return PermissionInfo(app: app, state: state.rawValue).fields
         case .mute(let app, let muted):
             apply(try store.setInputMuted(app: app, muted))
-            return [("app", .string(app)), ("muted", .bool(muted))]
+            return MuteInfo(app: app, muted: muted).fields
         case .watch(let app):
             clients[client]?.watching = true
             clients[client]?.watchApp = app
@@ -931,7 +931,7 @@ final class ControlRouter: ControlServerHandler, EventSink, @unchecked Sendable 
         pendingPermissions.removeAll { $0.app == app }
         for pending in ready {
             send(
-                Wire.success(id: pending.id, [("app", .string(app)), ("state", .string(state.rawValue))]),
+                Wire.success(id: pending.id, PermissionInfo(app: app, state: state.rawValue).fields),
                 to: pending.client)
         }
     }
