@@ -39,12 +39,17 @@ struct Output {
                     rows: sessions.map(Self.sessionRow)))
             }
         case ["permission", "list"]:
-            let items = payload.arrayValue ?? []
-            print(items.isEmpty ? "no applications" : Self.table(header: ["APP", "PERMISSION"], rows: items.map { [$0["app"]?.stringValue ?? "", $0["state"]?.stringValue ?? ""] }))
+            let items = try PermissionInfo.list(reply: reply, key: "permissions")
+            print(
+                items.isEmpty
+                    ? "no applications"
+                    : Self.table(header: ["APP", "PERMISSION"], rows: items.map { [$0.app, $0.state] }))
         case ["permission", "request"], ["permission", "grant"], ["permission", "deny"], ["permission", "reset"]:
-            print("\(reply["app"]?.stringValue ?? ""): record permission \(reply["state"]?.stringValue ?? "")")
+            let permission = try PermissionInfo(json: reply)
+            print("\(permission.app): record permission \(permission.state)")
         case ["mute"]:
-            print("\(reply["app"]?.stringValue ?? ""): input \(reply["muted"]?.boolValue == true ? "muted" : "unmuted")")
+            let mute = try MuteInfo(json: reply)
+            print("\(mute.app): input \(mute.muted ? "muted" : "unmuted")")
         case ["cue"]:
             let m = try MonitoringInfo(reply: reply, key: "monitoring")
             print(
@@ -111,7 +116,7 @@ struct Output {
                 print("\(r.ok ? "ok  " : "FAIL") \(r.path) (\(r.outcome), \(r.frames) frames)")
             }
         case ["archive", "reindex"]:
-            print("indexed \(reply["indexed"]?.intValue ?? 0) segments")
+            print("indexed \(try ReindexInfo(json: reply).indexed) segments")
         case ["session", "delete"]:
             print("deleted \(command.positionals[0])")
         default:
