@@ -58,56 +58,46 @@ struct ReplyFields {
         return item
     }
 
-    private func wrong(_ key: String, _ kind: String) -> ReplyDecodingError {
-        ReplyDecodingError("\"\(key)\" of \(what) must be \(kind)")
+    /// The value of a required key, as `get` reads it; `kind` says what it must be.
+    private func read<T>(_ key: String, _ kind: String, _ get: (JSONValue) -> T?) throws(ReplyDecodingError) -> T {
+        guard let result = get(try any(key)) else { throw ReplyDecodingError("\"\(key)\" of \(what) must be \(kind)") }
+        return result
     }
 
-    func string(_ key: String) throws(ReplyDecodingError) -> String {
-        guard let text = try any(key).stringValue else { throw wrong(key, "a string") }
-        return text
+    /// The value of a key that may be null (nil), as `get` reads it.
+    private func readOptional<T>(
+        _ key: String, _ kind: String, _ get: (JSONValue) -> T?
+    ) throws(ReplyDecodingError) -> T? {
+        if try any(key).isNull { return nil }
+        return try read(key, kind + " or null", get)
     }
+
+    func string(_ key: String) throws(ReplyDecodingError) -> String { try read(key, "a string", \.stringValue) }
 
     func optionalString(_ key: String) throws(ReplyDecodingError) -> String? {
-        let item = try any(key)
-        if item.isNull { return nil }
-        guard let text = item.stringValue else { throw wrong(key, "a string or null") }
-        return text
+        try readOptional(key, "a string", \.stringValue)
     }
 
-    func bool(_ key: String) throws(ReplyDecodingError) -> Bool {
-        guard let flag = try any(key).boolValue else { throw wrong(key, "true or false") }
-        return flag
-    }
+    func bool(_ key: String) throws(ReplyDecodingError) -> Bool { try read(key, "true or false", \.boolValue) }
 
-    func double(_ key: String) throws(ReplyDecodingError) -> Double {
-        guard let number = try any(key).doubleValue else { throw wrong(key, "a number") }
-        return number
-    }
+    func double(_ key: String) throws(ReplyDecodingError) -> Double { try read(key, "a number", \.doubleValue) }
 
     func optionalDouble(_ key: String) throws(ReplyDecodingError) -> Double? {
-        let item = try any(key)
-        if item.isNull { return nil }
-        guard let number = item.doubleValue else { throw wrong(key, "a number or null") }
-        return number
+        try readOptional(key, "a number", \.doubleValue)
     }
 
-    func int(_ key: String) throws(ReplyDecodingError) -> Int {
-        guard let number = try any(key).intValue else { throw wrong(key, "an integer") }
-        return number
-    }
+    func int(_ key: String) throws(ReplyDecodingError) -> Int { try read(key, "an integer", \.intValue) }
 
     func optionalInt(_ key: String) throws(ReplyDecodingError) -> Int? {
-        let item = try any(key)
-        if item.isNull { return nil }
-        guard let number = item.intValue else { throw wrong(key, "an integer or null") }
-        return number
+        try readOptional(key, "an integer", \.intValue)
     }
 
     func strings(_ key: String) throws(ReplyDecodingError) -> [String] {
-        guard let items = try any(key).arrayValue, items.allSatisfy({ $0.stringValue != nil }) else {
-            throw wrong(key, "a list of strings")
+        try read(key, "a list of strings") { value in
+            value.arrayValue.flatMap { items in
+                items.allSatisfy { $0.stringValue != nil } ? items.compactMap(\.stringValue) : nil
+            }
         }
-        return items.compactMap(\.stringValue)
     }
 
     func object<T: ReplyObject>(_ key: String, as type: T.Type = T.self) throws(ReplyDecodingError) -> T {

@@ -1,4 +1,5 @@
 // The session object of replies and status (docs/protocol.md, "Session object").
+import SessionPolicy
 
 /// A session's route: its input and output ports, by name.
 public struct RouteInfo: ReplyObject {
@@ -75,40 +76,7 @@ public struct SessionInfo: ReplyObject {
     }
 
     /// The hardware preferences the session set (nil: none).
-    public struct Preferences: ReplyObject {
-        public var preferredInput: String?
-        public var sampleRate: Double?
-        public var ioBufferDuration: Double?
-        public var inputChannels: Int?
-        public var outputChannels: Int?
-
-        public init(
-            preferredInput: String? = nil, sampleRate: Double? = nil, ioBufferDuration: Double? = nil,
-            inputChannels: Int? = nil, outputChannels: Int? = nil
-        ) {
-            self.preferredInput = preferredInput
-            self.sampleRate = sampleRate
-            self.ioBufferDuration = ioBufferDuration
-            self.inputChannels = inputChannels
-            self.outputChannels = outputChannels
-        }
-
-        public var json: JSONValue {
-            [
-                "preferredInput": JSONValue(preferredInput), "sampleRate": JSONValue(sampleRate),
-                "ioBufferDuration": JSONValue(ioBufferDuration), "inputChannels": JSONValue(inputChannels),
-                "outputChannels": JSONValue(outputChannels),
-            ]
-        }
-
-        public init(json: JSONValue) throws(ReplyDecodingError) {
-            let f = try ReplyFields(json, "preferences")
-            self.init(
-                preferredInput: try f.optionalString("preferredInput"), sampleRate: try f.optionalDouble("sampleRate"),
-                ioBufferDuration: try f.optionalDouble("ioBufferDuration"),
-                inputChannels: try f.optionalInt("inputChannels"), outputChannels: try f.optionalInt("outputChannels"))
-        }
-    }
+    public typealias Preferences = HardwarePreferences
 
     /// What JACK reports of the hardware for the session's route (nil: unknown).
     public struct Actual: ReplyObject {
@@ -245,5 +213,23 @@ public struct SessionInfo: ReplyObject {
             override: try f.string("override"),
             prefersInterruptionOnRouteDisconnect: try f.bool("prefersInterruptionOnRouteDisconnect"),
             streamsRunning: try f.bool("streamsRunning"), declaredInConfig: try f.bool("declaredInConfig"))
+    }
+}
+
+extension HardwarePreferences: ReplyObject {
+    public var json: JSONValue {
+        [
+            "preferredInput": JSONValue(preferredInput), "sampleRate": JSONValue(sampleRate),
+            "ioBufferDuration": JSONValue(ioBufferDuration), "inputChannels": JSONValue(inputChannels),
+            "outputChannels": JSONValue(outputChannels),
+        ]
+    }
+
+    public init(json: JSONValue) throws(ReplyDecodingError) {
+        let f = try ReplyFields(json, "preferences")
+        self.init(
+            preferredInput: try f.optionalString("preferredInput"), sampleRate: try f.optionalDouble("sampleRate"),
+            ioBufferDuration: try f.optionalDouble("ioBufferDuration"),
+            inputChannels: try f.optionalInt("inputChannels"), outputChannels: try f.optionalInt("outputChannels"))
     }
 }

@@ -3,48 +3,16 @@ import ControlProtocol
 import SessionPolicy
 
 /// What the audio backend reports of the hardware for one session (SPEC §5); nil = unknown.
-public struct ActualHardware: Sendable, Equatable {
-    public var sampleRate: Double?
-    public var ioBufferDuration: Double?
-    public var inputLatency: Double?
-    public var outputLatency: Double?
-    public var inputChannels: Int?
-    public var outputChannels: Int?
-
-    public init(
-        sampleRate: Double? = nil, ioBufferDuration: Double? = nil, inputLatency: Double? = nil,
-        outputLatency: Double? = nil, inputChannels: Int? = nil, outputChannels: Int? = nil
-    ) {
-        self.sampleRate = sampleRate
-        self.ioBufferDuration = ioBufferDuration
-        self.inputLatency = inputLatency
-        self.outputLatency = outputLatency
-        self.inputChannels = inputChannels
-        self.outputChannels = outputChannels
-    }
-}
+public typealias ActualHardware = SessionInfo.Actual
 
 enum WireFormat {
     static func route(_ route: Route) -> JSONValue { routeInfo(route).json }
 
     static func routeInfo(_ route: Route) -> RouteInfo { RouteInfo(inputs: route.inputs, outputs: route.outputs) }
 
-    static func preferences(_ prefs: HardwarePreferences) -> JSONValue { preferencesInfo(prefs).json }
+    static func preferences(_ prefs: HardwarePreferences) -> JSONValue { prefs.json }
 
-    static func preferencesInfo(_ prefs: HardwarePreferences) -> SessionInfo.Preferences {
-        SessionInfo.Preferences(
-            preferredInput: prefs.preferredInput, sampleRate: prefs.sampleRate,
-            ioBufferDuration: prefs.ioBufferDuration, inputChannels: prefs.inputChannels,
-            outputChannels: prefs.outputChannels)
-    }
-
-    static func actual(_ hw: ActualHardware) -> SessionInfo.Actual {
-        SessionInfo.Actual(
-            sampleRate: hw.sampleRate, ioBufferDuration: hw.ioBufferDuration, inputLatency: hw.inputLatency,
-            outputLatency: hw.outputLatency, inputChannels: hw.inputChannels, outputChannels: hw.outputChannels)
-    }
-
-    static func session(_ session: Session, store: SessionStore, actual hw: ActualHardware) -> SessionInfo {
+    static func session(_ session: Session, store: SessionStore, actual: ActualHardware) -> SessionInfo {
         let config = session.configuration
         return SessionInfo(
             app: session.app, ownerUID: Int(session.ownerUID), category: config.category.rawValue,
@@ -55,8 +23,8 @@ enum WireFormat {
             autoResume: session.autoResume, micUsage: session.micUsage, state: session.state.rawValue,
             interruption: session.interruption.map(interruption), route: routeInfo(session.route),
             bandwidth: store.bandwidths(app: session.app).map { .init(port: $0.port, bandwidth: $0.bandwidth.name) },
-            preferences: preferencesInfo(session.preferences),
-            actual: actual(hw), recordPermission: store.permission(session.app).rawValue,
+            preferences: session.preferences,
+            actual: actual, recordPermission: store.permission(session.app).rawValue,
             inputMuted: session.inputMuted, duckedBy: session.duckedBy,
             override: session.overrideSpeaker ? "speaker" : "none",
             prefersInterruptionOnRouteDisconnect: session.prefersInterruptionOnRouteDisconnect,

@@ -8,7 +8,8 @@ import Testing
 
 let sampleSession = SessionInfo(
     app: "radio", ownerUID: 1000, category: "playAndRecord", mode: "voiceChat",
-    options: ["allowBluetoothHFP", "duckOthers"], requestedOptions: ["allowBluetoothHFP", "duckOthers", "mixWithOthers"],
+    options: ["allowBluetoothHFP", "duckOthers"],
+    requestedOptions: ["allowBluetoothHFP", "duckOthers", "mixWithOthers"],
     ignoredOptions: [.init(option: "mixWithOthers", why: "implied off by duckOthers")], policy: "default",
     priority: "normal", background: false, autoResume: true, micUsage: "calls to the studio", state: "interrupted",
     interruption: .init(reason: "default", by: "phone"), route: RouteInfo(inputs: ["headset"], outputs: ["headset"]),
