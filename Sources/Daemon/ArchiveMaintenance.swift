@@ -97,19 +97,13 @@ extension RecorderService {
             { job in
                 Result {
                     let results = try maintenance.verify(path: path, job: job)
-                    return [
-                        ("results", .array(results.map(Self.verifyJSON))),
-                        ("allOK", .bool(results.allSatisfy(\.isOK))),
-                    ]
+                    return VerifyInfo(results: results.map(Self.verifyInfo)).fields
                 }.mapError(ControlRouter.replyError)
             }, progress: progress, completion: reply)
     }
 
-    static func verifyJSON(_ result: VerifyResult) -> JSONValue {
-        [
-            "path": .string(result.path), "ok": .bool(result.isOK), "outcome": .string("\(result.outcome)"),
-            "frames": .number(Double(result.frames)),
-        ]
+    static func verifyInfo(_ result: VerifyResult) -> VerifyResultInfo {
+        VerifyResultInfo(path: result.path, ok: result.isOK, outcome: "\(result.outcome)", frames: result.frames)
     }
 
     /// `archive.reindex` on the worker. Segments finished meanwhile are added to the index
@@ -122,10 +116,7 @@ extension RecorderService {
             { _ in
                 Result {
                     let summary = try maintenance.reindex()
-                    return [
-                        ("indexed", .number(Double(summary.indexed))),
-                        ("skipped", .array(summary.skipped.keys.sorted().map { .string($0) })),
-                    ]
+                    return ReindexInfo(indexed: summary.indexed, skipped: summary.skipped.keys.sorted()).fields
                 }.mapError(ControlRouter.replyError)
             }, completion: reply)
         // An empty job of the daemon's own, right behind: its completion comes after the

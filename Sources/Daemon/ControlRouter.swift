@@ -380,10 +380,9 @@ final class ControlRouter: ControlServerHandler, EventSink, @unchecked Sendable 
     ) throws -> [(String, JSONValue)]? {
         switch command {
         case .hello:
-            return [
-                ("protocol", .number(Double(protocolVersion))), ("version", .string(recdVersion)),
-                ("uid", .number(Double(peer.uid))), ("admin", .bool(isAdministrator(peer))),
-            ]
+            return HelloInfo(
+                protocolVersion: protocolVersion, version: recdVersion, uid: Int(peer.uid), admin: isAdministrator(peer)
+            ).fields
         case .status:
             return statusFields()
         case .sessionList:
@@ -413,7 +412,7 @@ final class ControlRouter: ControlServerHandler, EventSink, @unchecked Sendable 
             return [
                 (
                     "permissions",
-                    .array(apps.map { ["app": .string($0), "state": .string(store.permission($0).rawValue)] })
+                    .array(apps.map { PermissionInfo(app: $0, state: store.permission($0).rawValue).json })
                 )
             ]
         case .permissionRequest(let app):
@@ -423,14 +422,14 @@ final class ControlRouter: ControlServerHandler, EventSink, @unchecked Sendable 
                 pendingPermissions.append(PendingPermission(client: client, id: id, app: app))
                 return nil
             }
-            return [("app", .string(app)), ("state", .string(state.rawValue))]
+            return PermissionInfo(app: app, state: state.rawValue).fields
         case .permissionDecide(let app, let state):
             let app = try Self.checkedAppName(app)
             apply(try store.decidePermission(app: app, state))
-            return [("app", .string(app)), ("state", .string(state.rawValue))]
+            return PermissionInfo(app: app, state: state.rawValue).fields
         case .mute(let app, let muted):
             apply(try store.setInputMuted(app: app, muted))
-            return [("app", .string(app)), ("muted", .bool(muted))]
+            return MuteInfo(app: app, muted: muted).fields
         case .watch(let app):
             clients[client]?.watching = true
             clients[client]?.watchApp = app
@@ -796,6 +795,10 @@ final class ControlRouter: ControlServerHandler, EventSink, @unchecked Sendable 
     // MARK: Read-only replies
 
     private func sessionJSON(_ session: Session) -> JSONValue {
+        sessionInfo(session).json
+    }
+
+    private func sessionInfo(_ session: Session) -> SessionInfo {
         WireFormat.session(session, store: store, actual: engine.actualHardware(route: session.route))
     }
 
@@ -814,80 +817,48 @@ final class ControlRouter: ControlServerHandler, EventSink, @unchecked Sendable 
             // The DJ's own buses (the engine names their groups main and cue).
             if monitoring.owner == app { groups?.formUnion(Bus.allCases.map(\.rawValue)) }
         }
-        func db(_ value: Float) -> JSONValue {
-            .number(value > 0 ? max(-120, (20 * log10(Double(value)) * 100).rounded() / 100) : -120)
+        func db(_ value: Float) -> Double {
+            value > 0 ? max(-120, (20 * log10(Double(value)) * 100).rounded() / 100) : -120
         }
-        let readings = latestMeters.filter { groups?.contains($0.group) ?? true }.map { reading -> JSONValue in
-            [
-                "name": .string(reading.name), "group": .string(reading.group),
-                "channel": .number(Double(reading.channel + 1)),
-                "direction": .string(reading.direction.rawValue), "peakDB": db(reading.peak),
-                "rmsDB": db(reading.rms),
-            ]
+        let readings = latestMeters.filter { groups?.contains($0.group) ?? true }.map { reading in
+            MeterInfo(
+                name: reading.name, group: reading.group, channel: reading.channel + 1,
+                direction: reading.direction.rawValue, peakDB: db(reading.peak), rmsDB: db(reading.rms))
         }
-        return [("meters", .array(readings)), ("windowMs", .number((meterWindow * 1000).rounded()))]
+        return MetersInfo(meters: readings, windowMs: (meterWindow * 1000).rounded()).fields
     }
 
     private func routesFields() -> [(String, JSONValue)] {
-        let ports: [JSONValue] = engine.describePorts().map { entry in
+        let ports = engine.describePorts().map { entry in
             let port = entry.port
-            return [
-                "name": .string(port.name), "type": .string(port.type.rawValue),
-                "direction": .string(port.direction.rawValue),
-                "channels": .number(Double(port.channels)), "available": .bool(entry.available),
-                "jack": JSONValue(port.direction == .duplex ? port.jackIn + port.jackOut : port.jack),
-                "recdPorts": JSONValue(entry.recdPorts),
-                "capabilities": JSONValue(port.capabilities.map(\.rawValue).sorted()),
-                "codec": JSONValue(port.codec?.rawValue), "sense": JSONValue(port.sense),
-                "connectedOrder": .number(Double(entry.order)),
-            ]
+            return PortInfo(
+                name: port.name, type: port.type.rawValue, direction: port.direction.rawValue, channels: port.channels,
+                available: entry.available, jack: port.direction == .duplex ? port.jackIn + port.jackOut : port.jack,
+                recdPorts: entry.recdPorts, capabilities: port.capabilities.map(\.rawValue).sorted(),
+                codec: port.codec?.rawValue, sense: port.sense, connectedOrder: entry.order)
         }
-        let sessions: [JSONValue] = store.sortedSessions.map {
-            ["app": .string($0.app), "state": .string($0.state.rawValue), "route": WireFormat.route($0.route)]
+        let sessions = store.sortedSessions.map {
+            RoutesInfo.SessionRoute(app: $0.app, state: $0.state.rawValue, route: WireFormat.routeInfo($0.route))
         }
-        return [("ports", .array(ports)), ("sessions", .array(sessions))]
+        return RoutesInfo(ports: ports, sessions: sessions).fields
     }
 
     private func statusFields() -> [(String, JSONValue)] {
-        let active = store.sortedSessions.filter(\.isActive).map(\.app)
-        return [
-            (
-                "daemon",
-                [
-                    "version": .string(recdVersion), "protocol": .number(Double(protocolVersion)),
-                    "pid": .number(Double(CurrentProcess.id)),
-                    "uptime": .number((SystemClock.monotonicSeconds() - startedAt).rounded()),
-                    "config": .string(config.source), "socket": .string(config.daemon.socket),
-                    "stateDir": .string(config.daemon.stateDir), "archiveDir": .string(config.archive.dir),
-                ]
-            ),
-            (
-                "jack",
-                [
-                    "connected": .bool(engine.isRunning), "client": JSONValue(engine.clientName),
-                    "server": JSONValue(config.jack.server ?? "default"),
-                    "sampleRate": JSONValue(engine.sampleRate), "bufferSize": JSONValue(engine.bufferSize),
-                    "xruns": .number(Double(engine.xruns)),
-                    "mediaServicesAvailable": .bool(store.mediaServicesAvailable),
-                    "error": JSONValue(engine.isRunning ? nil : engine.lastError),
-                ]
-            ),
-            ("sessions", .array(store.sortedSessions.map(sessionJSON))),
-            ("active", JSONValue(active)),
-            ("players", .array(players.all.map(\.json))),
-            ("recorders", .array(recorders.recorders.map(\.json))),
-            (
-                "cards",
-                .array(
-                    devices.cards.map {
-                        [
-                            "index": .number(Double($0.index)), "id": .string($0.id), "name": .string($0.name),
-                            "usb": .bool($0.isUSB),
-                        ]
-                    })
-            ),
-            ("archive", recorders.archiveStatus()),
-        ]
+        let daemon = StatusInfo.Daemon(
+            version: recdVersion, protocolVersion: protocolVersion, pid: Int(CurrentProcess.id),
+            uptime: (SystemClock.monotonicSeconds() - startedAt).rounded(), config: config.source,
+            socket: config.daemon.socket, stateDir: config.daemon.stateDir, archiveDir: config.archive.dir)
+        let jack = StatusInfo.Jack(
+            connected: engine.isRunning, client: engine.clientName, server: config.jack.server ?? "default",
+            sampleRate: engine.sampleRate, bufferSize: engine.bufferSize, xruns: engine.xruns,
+            mediaServicesAvailable: store.mediaServicesAvailable, error: engine.isRunning ? nil : engine.lastError)
+        return StatusInfo(
+            daemon: daemon, jack: jack, sessions: store.sortedSessions.map(sessionInfo),
+            active: store.sortedSessions.filter(\.isActive).map(\.app), players: players.all.map(\.info),
+            recorders: recorders.recorders.map(\.info),
+            cards: devices.cards.map { .init(index: $0.index, id: $0.id, name: $0.name, usb: $0.isUSB) },
+            archive: recorders.archiveStatus()
+        ).fields
     }
 
     // MARK: Effects
@@ -960,7 +931,7 @@ final class ControlRouter: ControlServerHandler, EventSink, @unchecked Sendable 
         pendingPermissions.removeAll { $0.app == app }
         for pending in ready {
             send(
-                Wire.success(id: pending.id, [("app", .string(app)), ("state", .string(state.rawValue))]),
+                Wire.success(id: pending.id, PermissionInfo(app: app, state: state.rawValue).fields),
                 to: pending.client)
         }
     }

@@ -148,19 +148,15 @@ final class MonitoringService {
     }
 
     /// `cue.show` and the other `cue.*` replies.
-    var json: JSONValue {
-        [
-            "app": JSONValue(owner), "main": JSONValue(mainPort), "cue": JSONValue(cuePort),
-            "mix": .number(cueMix), "split": .bool(split),
-            "sources": .array(
-                sources.keys.sorted().map { name in
-                    let source = sources[name]!
-                    let kind = owner.flatMap { playerHandle($0, name) } != nil ? "player" : "input"
-                    return [
-                        "name": .string(name), "kind": .string(kind), "bus": .string(source.bus.rawValue),
-                        "gainDB": .number(source.gainDB),
-                    ]
-                }),
-        ]
+    var info: MonitoringInfo {
+        MonitoringInfo(
+            app: owner, main: mainPort, cue: cuePort, mix: cueMix, split: split,
+            sources: sources.keys.sorted().map { name in
+                let source = sources[name]!
+                let kind = owner.flatMap { playerHandle($0, name) } != nil ? "player" : "input"
+                return MonitoringInfo.Source(name: name, kind: kind, bus: source.bus.rawValue, gainDB: source.gainDB)
+            })
     }
+
+    var json: JSONValue { info.json }
 }

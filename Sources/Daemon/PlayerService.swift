@@ -47,14 +47,13 @@ final class PlayerStream: @unchecked Sendable {
 
     var stateName: String { pausedBy == nil ? "playing" : "paused" }
 
-    var json: JSONValue {
-        [
-            "app": .string(app), "stream": .string(stream), "file": .string(path), "port": .string(port),
-            "state": .string(stateName), "pausedBy": JSONValue(pausedBy?.rawValue),
-            "channels": .number(Double(handle.channels)),
-            "framesPlayed": .number(Double(handle.framesPlayed)), "underruns": .number(Double(handle.underruns)),
-        ]
+    var info: PlayerInfo {
+        PlayerInfo(
+            app: app, stream: stream, file: path, port: port, state: stateName, pausedBy: pausedBy?.rawValue,
+            channels: handle.channels, framesPlayed: handle.framesPlayed, underruns: handle.underruns)
     }
+
+    var json: JSONValue { info.json }
 }
 
 /// What a file's header said (the starter read it before anything changed).

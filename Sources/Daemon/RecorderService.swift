@@ -97,16 +97,14 @@ final class RecorderStream {
 
     var id: ObjectIdentifier { ObjectIdentifier(self) }
 
-    var json: JSONValue {
-        [
-            "app": .string(spec.app), "stream": .string(spec.stream), "port": .string(spec.port),
-            "bandwidth": .string(bandwidth.name), "sampleRate": .number(Double(sampleRate)),
-            "files": JSONValue(currentFiles), "seconds": .number(Date().timeIntervalSince(startedAt).rounded()),
-            "segments": .number(Double(segments)), "gaps": .number(Double(gaps)),
-            "overruns": .number(Double(tap.overruns)), "droppedFrames": .number(Double(tap.droppedFrames)),
-            "zeroed": .bool(tap.isZeroed),
-        ]
+    var info: RecorderInfo {
+        RecorderInfo(
+            app: spec.app, stream: spec.stream, port: spec.port, bandwidth: bandwidth.name, sampleRate: sampleRate,
+            files: currentFiles, seconds: Date().timeIntervalSince(startedAt).rounded(), segments: segments,
+            gaps: gaps, overruns: tap.overruns, droppedFrames: tap.droppedFrames, zeroed: tap.isZeroed)
     }
+
+    var json: JSONValue { info.json }
 }
 
 /// What recorders did since the router last asked (`handleEvents`).
@@ -508,31 +506,27 @@ final class RecorderService: @unchecked Sendable {
             since = time
         }
         let records = try index.list(app: app, since: since)
-        return [("segments", .array(records.map(Self.segmentJSON)))]
+        return [("segments", .array(records.map { Self.segmentInfo($0).json }))]
     }
 
-    static func segmentJSON(_ record: SegmentRecord) -> JSONValue {
-        [
-            "path": .string(record.path), "app": .string(record.app), "stream": .string(record.stream),
-            "group": .number(Double(record.group)), "segment": .number(Double(record.segment)),
-            "start": .string(record.startTime.iso8601), "seconds": .number(record.duration),
-            "frames": .number(Double(record.frames)), "sampleRate": .number(Double(record.sampleRate)),
-            "channels": .number(Double(record.channels)), "bits": .number(Double(record.bitsPerSample)),
-            "endReason": JSONValue(record.endReason?.rawValue), "gaps": .number(Double(record.gaps.count)),
-            "recovered": .bool(record.recovered), "bytes": .number(Double(record.bytes)),
-        ]
+    static func segmentInfo(_ record: SegmentRecord) -> SegmentInfo {
+        SegmentInfo(
+            path: record.path, app: record.app, stream: record.stream, group: record.group,
+            segment: record.segment, start: record.startTime.iso8601, seconds: record.duration,
+            frames: record.frames, sampleRate: record.sampleRate, channels: record.channels,
+            bits: record.bitsPerSample, endReason: record.endReason?.rawValue, gaps: record.gaps.count,
+            recovered: record.recovered, bytes: Int(record.bytes))
     }
 
     /// Disk space of the archive, for `recctl status`.
-    func archiveStatus() -> JSONValue {
+    func archiveStatus() -> StatusInfo.Archive {
         var stats = statvfs()
-        guard statvfs(archiveDir, &stats) == 0 else { return ["dir": .string(archiveDir)] }
+        guard statvfs(archiveDir, &stats) == 0 else { return StatusInfo.Archive(dir: archiveDir, space: nil) }
         let free = Double(stats.f_bavail) * Double(stats.f_frsize)
         let total = Double(stats.f_blocks) * Double(stats.f_frsize)
-        return [
-            "dir": .string(archiveDir), "freeBytes": .number(free.rounded()),
-            "freePercent": .number(total > 0 ? (free / total * 1000).rounded() / 10 : 0),
-            "segments": JSONValue((try? index?.count()) ?? nil),
-        ]
+        let space = StatusInfo.Archive.Space(
+            freeBytes: free.rounded(), freePercent: total > 0 ? (free / total * 1000).rounded() / 10 : 0,
+            segments: (try? index?.count()) ?? nil)
+        return StatusInfo.Archive(dir: archiveDir, space: space)
     }
 }

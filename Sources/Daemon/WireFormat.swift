@@ -3,87 +3,42 @@ import ControlProtocol
 import SessionPolicy
 
 /// What the audio backend reports of the hardware for one session (SPEC §5); nil = unknown.
-public struct ActualHardware: Sendable, Equatable {
-    public var sampleRate: Double?
-    public var ioBufferDuration: Double?
-    public var inputLatency: Double?
-    public var outputLatency: Double?
-    public var inputChannels: Int?
-    public var outputChannels: Int?
-
-    public init(
-        sampleRate: Double? = nil, ioBufferDuration: Double? = nil, inputLatency: Double? = nil,
-        outputLatency: Double? = nil, inputChannels: Int? = nil, outputChannels: Int? = nil
-    ) {
-        self.sampleRate = sampleRate
-        self.ioBufferDuration = ioBufferDuration
-        self.inputLatency = inputLatency
-        self.outputLatency = outputLatency
-        self.inputChannels = inputChannels
-        self.outputChannels = outputChannels
-    }
-}
+public typealias ActualHardware = SessionInfo.Actual
 
 enum WireFormat {
-    static func route(_ route: Route) -> JSONValue {
-        ["inputs": JSONValue(route.inputs), "outputs": JSONValue(route.outputs)]
-    }
+    static func route(_ route: Route) -> JSONValue { routeInfo(route).json }
 
-    static func preferences(_ prefs: HardwarePreferences) -> JSONValue {
-        [
-            "preferredInput": JSONValue(prefs.preferredInput), "sampleRate": JSONValue(prefs.sampleRate),
-            "ioBufferDuration": JSONValue(prefs.ioBufferDuration), "inputChannels": JSONValue(prefs.inputChannels),
-            "outputChannels": JSONValue(prefs.outputChannels),
-        ]
-    }
+    static func routeInfo(_ route: Route) -> RouteInfo { RouteInfo(inputs: route.inputs, outputs: route.outputs) }
 
-    static func actualJSON(_ hw: ActualHardware) -> JSONValue {
-        [
-            "sampleRate": JSONValue(hw.sampleRate), "ioBufferDuration": JSONValue(hw.ioBufferDuration),
-            "inputLatency": JSONValue(hw.inputLatency), "outputLatency": JSONValue(hw.outputLatency),
-            "inputChannels": JSONValue(hw.inputChannels), "outputChannels": JSONValue(hw.outputChannels),
-        ]
-    }
+    static func preferences(_ prefs: HardwarePreferences) -> JSONValue { prefs.json }
 
-    static func session(_ session: Session, store: SessionStore, actual: ActualHardware) -> JSONValue {
+    static func session(_ session: Session, store: SessionStore, actual: ActualHardware) -> SessionInfo {
         let config = session.configuration
-        var interruption: JSONValue = .null
-        if let current = session.interruption {
-            var by: String?
-            switch current.cause {
-            case .nonMixable(let app), .spokenAudio(let app): by = app
-            case .hardwareMute(let port): by = port
-            case .routeDisconnected: by = nil
-            }
-            interruption = ["reason": .string(current.reason.name), "by": JSONValue(by)]
+        return SessionInfo(
+            app: session.app, ownerUID: Int(session.ownerUID), category: config.category.rawValue,
+            mode: config.mode.rawValue, options: config.effectiveOptionNames,
+            requestedOptions: config.requestedOptions.sorted().map(\.rawValue),
+            ignoredOptions: config.ignoredOptions.map { .init(option: $0.option.rawValue, why: $0.why) },
+            policy: config.policy.rawValue, priority: session.priority.rawValue, background: session.background,
+            autoResume: session.autoResume, micUsage: session.micUsage, state: session.state.rawValue,
+            interruption: session.interruption.map(interruption), route: routeInfo(session.route),
+            bandwidth: store.bandwidths(app: session.app).map { .init(port: $0.port, bandwidth: $0.bandwidth.name) },
+            preferences: session.preferences,
+            actual: actual, recordPermission: store.permission(session.app).rawValue,
+            inputMuted: session.inputMuted, duckedBy: session.duckedBy,
+            override: session.overrideSpeaker ? "speaker" : "none",
+            prefersInterruptionOnRouteDisconnect: session.prefersInterruptionOnRouteDisconnect,
+            streamsRunning: session.streamsRunning, declaredInConfig: session.declaredInConfig)
+    }
+
+    private static func interruption(_ current: Interruption) -> SessionInfo.Interruption {
+        let by: String?
+        switch current.cause {
+        case .nonMixable(let app), .spokenAudio(let app): by = app
+        case .hardwareMute(let port): by = port
+        case .routeDisconnected: by = nil
         }
-        return [
-            "app": .string(session.app),
-            "ownerUID": .number(Double(session.ownerUID)),
-            "category": .string(config.category.rawValue),
-            "mode": .string(config.mode.rawValue),
-            "options": JSONValue(config.effectiveOptionNames),
-            "requestedOptions": JSONValue(config.requestedOptions.sorted().map(\.rawValue)),
-            "ignoredOptions": .array(config.ignoredOptions.map { ["option": .string($0.option.rawValue), "why": .string($0.why)] }),
-            "policy": .string(config.policy.rawValue),
-            "priority": .string(session.priority.rawValue),
-            "background": .bool(session.background),
-            "autoResume": .bool(session.autoResume),
-            "micUsage": JSONValue(session.micUsage),
-            "state": .string(session.state.rawValue),
-            "interruption": interruption,
-            "route": route(session.route),
-            "bandwidth": .array(store.bandwidths(app: session.app).map { ["port": .string($0.port), "bandwidth": .string($0.bandwidth.name)] }),
-            "preferences": preferences(session.preferences),
-            "actual": actualJSON(actual),
-            "recordPermission": .string(store.permission(session.app).rawValue),
-            "inputMuted": .bool(session.inputMuted),
-            "duckedBy": JSONValue(session.duckedBy),
-            "override": .string(session.overrideSpeaker ? "speaker" : "none"),
-            "prefersInterruptionOnRouteDisconnect": .bool(session.prefersInterruptionOnRouteDisconnect),
-            "streamsRunning": .bool(session.streamsRunning),
-            "declaredInConfig": .bool(session.declaredInConfig),
-        ]
+        return SessionInfo.Interruption(reason: current.reason.name, by: by)
     }
 
     /// The event line for an effect, or nil for effects that are not announced.

@@ -20,16 +20,17 @@ struct Output {
         return .object(fields)
     }
 
-    func success(command: ParsedCommand, reply: JSONValue) {
+    /// Prints a successful reply; throws when its shape is not what this recctl knows.
+    func success(command: ParsedCommand, reply: JSONValue) throws(ReplyDecodingError) {
         let payload = Self.payload(reply)
         if json {
             print(payload.jsonText)
             return
         }
         switch command.spec.path {
-        case ["status"]: print(Self.status(reply))
+        case ["status"]: print(Self.status(try StatusInfo(json: reply)))
         case ["session", "list"]:
-            let sessions = payload.arrayValue ?? []
+            let sessions = try SessionInfo.list(reply: reply, key: "sessions")
             if sessions.isEmpty {
                 print("no sessions")
             } else {
@@ -38,66 +39,89 @@ struct Output {
                     rows: sessions.map(Self.sessionRow)))
             }
         case ["permission", "list"]:
-            let items = payload.arrayValue ?? []
-            print(items.isEmpty ? "no applications" : Self.table(header: ["APP", "PERMISSION"], rows: items.map { [$0["app"]?.stringValue ?? "", $0["state"]?.stringValue ?? ""] }))
+            let items = try PermissionInfo.list(reply: reply, key: "permissions")
+            print(
+                items.isEmpty
+                    ? "no applications"
+                    : Self.table(header: ["APP", "PERMISSION"], rows: items.map { [$0.app, $0.state] }))
         case ["permission", "request"], ["permission", "grant"], ["permission", "deny"], ["permission", "reset"]:
-            print("\(reply["app"]?.stringValue ?? ""): record permission \(reply["state"]?.stringValue ?? "")")
+            let permission = try PermissionInfo(json: reply)
+            print("\(permission.app): record permission \(permission.state)")
         case ["mute"]:
-            print("\(reply["app"]?.stringValue ?? ""): input \(reply["muted"]?.boolValue == true ? "muted" : "unmuted")")
+            let mute = try MuteInfo(json: reply)
+            print("\(mute.app): input \(mute.muted ? "muted" : "unmuted")")
         case ["cue"]:
-            let m = reply["monitoring"]
-            print("\(m?["app"]?.stringValue ?? "-"): main -> \(m?["main"]?.stringValue ?? "(none)"), cue -> \(m?["cue"]?.stringValue ?? "(none)"), mix \(JSONValue.format(m?["mix"]?.doubleValue ?? 0)), split \(m?["split"]?.boolValue == true ? "on" : "off")")
-            for source in m?["sources"]?.arrayValue ?? [] {
-                print("  \(source["name"]?.stringValue ?? "") (\(source["kind"]?.stringValue ?? "")): \(source["bus"]?.stringValue ?? "") at \(JSONValue.format(source["gainDB"]?.doubleValue ?? 0)) dB")
+            let m = try MonitoringInfo(reply: reply, key: "monitoring")
+            print(
+                "\(m.app ?? "-"): main -> \(m.main ?? "(none)"), cue -> \(m.cue ?? "(none)"), "
+                    + "mix \(JSONValue.format(m.mix)), split \(m.split ? "on" : "off")")
+            for source in m.sources {
+                print("  \(source.name) (\(source.kind)): \(source.bus) at \(JSONValue.format(source.gainDB)) dB")
             }
         case ["meter"]:
-            print(Self.meterBars(reply["meters"]?.arrayValue ?? []).joined(separator: "\n"))
+            print(Self.meterBars(try MetersInfo(json: reply).meters).joined(separator: "\n"))
         case ["routes"]:
-            let ports = reply["ports"]?.arrayValue ?? []
-            print(Self.table(
-                header: ["PORT", "TYPE", "DIRECTION", "CH", "AVAILABLE", "JACK"],
-                rows: ports.map {
-                    [$0["name"]?.stringValue ?? "", $0["type"]?.stringValue ?? "", $0["direction"]?.stringValue ?? "",
-                     $0["channels"].map { JSONValue.format($0.doubleValue ?? 0) } ?? "", $0["available"]?.boolValue == true ? "yes" : "no",
-                     ($0["jack"]?.arrayValue ?? []).compactMap(\.stringValue).joined(separator: ", ")]
-                }))
-            let sessions = reply["sessions"]?.arrayValue ?? []
-            if !sessions.isEmpty {
+            let routes = try RoutesInfo(json: reply)
+            print(
+                Self.table(
+                    header: ["PORT", "TYPE", "DIRECTION", "CH", "AVAILABLE", "JACK"],
+                    rows: routes.ports.map {
+                        [
+                            $0.name, $0.type, $0.direction, "\($0.channels)", $0.available ? "yes" : "no",
+                            $0.jack.joined(separator: ", "),
+                        ]
+                    }))
+            if !routes.sessions.isEmpty {
                 print("")
-                print(Self.table(header: ["APP", "STATE", "ROUTE"], rows: sessions.map { [$0["app"]?.stringValue ?? "", $0["state"]?.stringValue ?? "", Self.routeText($0["route"])] }))
+                print(
+                    Self.table(
+                        header: ["APP", "STATE", "ROUTE"],
+                        rows: routes.sessions.map { [$0.app, $0.state, Self.routeText($0.route)] }))
             }
         case ["play"], ["pause"], ["stop"]:
-            let list = reply["player"].map { [$0] } ?? reply["players"]?.arrayValue ?? []
-            for player in list {
-                print("\(player["app"]?.stringValue ?? ""): \(player["stream"]?.stringValue ?? "") \(player["state"]?.stringValue ?? "") \(player["file"]?.stringValue ?? "") on \(player["port"]?.stringValue ?? "")")
-            }
+            let list: [PlayerInfo] =
+                if reply["player"] != nil {
+                    [try PlayerInfo(reply: reply, key: "player")]
+                } else {
+                    reply["players"] == nil ? [] : try PlayerInfo.list(reply: reply, key: "players")
+                }
+            for player in list { print(Self.playerLine(player)) }
             if list.isEmpty { print("no players") }
         case ["record", "start"], ["record", "stop"]:
-            let list = reply["recorder"].map { [$0] } ?? reply["recorders"]?.arrayValue ?? []
+            let list: [RecorderInfo] =
+                if reply["recorder"] != nil {
+                    [try RecorderInfo(reply: reply, key: "recorder")]
+                } else {
+                    reply["recorders"] == nil ? [] : try RecorderInfo.list(reply: reply, key: "recorders")
+                }
             let verb = command.spec.path == ["record", "start"] ? "recording" : "stopped"
             for r in list {
-                print("\(r["app"]?.stringValue ?? ""): \(verb) \(r["port"]?.stringValue ?? "") as \(r["stream"]?.stringValue ?? "") (\(r["bandwidth"]?.stringValue ?? ""), \(r["sampleRate"]?.intValue ?? 0) Hz)")
+                print("\(r.app): \(verb) \(r.port) as \(r.stream) (\(r.bandwidth), \(r.sampleRate) Hz)")
             }
         case ["archive", "list"]:
-            let segments = payload.arrayValue ?? []
-            print(segments.isEmpty ? "no segments" : Self.table(
-                header: ["START (UTC)", "APP", "STREAM", "SECONDS", "RATE", "CH", "END", "PATH"],
-                rows: segments.map {
-                    [$0["start"]?.stringValue ?? "", $0["app"]?.stringValue ?? "", $0["stream"]?.stringValue ?? "",
-                     String(format: "%.1f", $0["seconds"]?.doubleValue ?? 0), "\($0["sampleRate"]?.intValue ?? 0)",
-                     "\($0["channels"]?.intValue ?? 0)", $0["endReason"]?.stringValue ?? "", $0["path"]?.stringValue ?? ""]
-                }))
+            let segments = try SegmentInfo.list(reply: reply, key: "segments")
+            print(
+                segments.isEmpty
+                    ? "no segments"
+                    : Self.table(
+                        header: ["START (UTC)", "APP", "STREAM", "SECONDS", "RATE", "CH", "END", "PATH"],
+                        rows: segments.map {
+                            [
+                                $0.start, $0.app, $0.stream, String(format: "%.1f", $0.seconds), "\($0.sampleRate)",
+                                "\($0.channels)", $0.endReason ?? "", $0.path,
+                            ]
+                        }))
         case ["archive", "verify"]:
-            for r in reply["results"]?.arrayValue ?? [] {
-                print("\(r["ok"]?.boolValue == true ? "ok  " : "FAIL") \(r["path"]?.stringValue ?? "") (\(r["outcome"]?.stringValue ?? ""), \(r["frames"]?.intValue ?? 0) frames)")
+            for r in try VerifyInfo(json: reply).results {
+                print("\(r.ok ? "ok  " : "FAIL") \(r.path) (\(r.outcome), \(r.frames) frames)")
             }
         case ["archive", "reindex"]:
-            print("indexed \(reply["indexed"]?.intValue ?? 0) segments")
+            print("indexed \(try ReindexInfo(json: reply).indexed) segments")
         case ["session", "delete"]:
             print("deleted \(command.positionals[0])")
         default:
             if reply["session"] != nil {
-                print(Self.session(reply["session"]!))
+                print(Self.session(try SessionInfo(reply: reply, key: "session")))
             } else {
                 print("ok")
             }
@@ -141,106 +165,120 @@ struct Output {
         }
     }
 
+    /// A route in an event or in `routes` (read leniently: events are not typed yet).
     static func routeText(_ route: JSONValue?) -> String {
-        let inputs = (route?["inputs"]?.arrayValue ?? []).compactMap(\.stringValue)
-        let outputs = (route?["outputs"]?.arrayValue ?? []).compactMap(\.stringValue)
-        if inputs.isEmpty && outputs.isEmpty { return "(none)" }
-        return "in [\(inputs.joined(separator: ", "))] out [\(outputs.joined(separator: ", "))]"
+        routeText(
+            RouteInfo(
+                inputs: (route?["inputs"]?.arrayValue ?? []).compactMap(\.stringValue),
+                outputs: (route?["outputs"]?.arrayValue ?? []).compactMap(\.stringValue)))
     }
 
-    static func sessionRow(_ session: JSONValue) -> [String] {
+    static func routeText(_ route: RouteInfo) -> String {
+        if route.inputs.isEmpty && route.outputs.isEmpty { return "(none)" }
+        return "in [\(route.inputs.joined(separator: ", "))] out [\(route.outputs.joined(separator: ", "))]"
+    }
+
+    static func sessionRow(_ session: SessionInfo) -> [String] {
         [
-            session["app"]?.stringValue ?? "", session["category"]?.stringValue ?? "", session["mode"]?.stringValue ?? "",
-            session["state"]?.stringValue ?? "", session["recordPermission"]?.stringValue ?? "", routeText(session["route"]),
+            session.app, session.category, session.mode, session.state, session.recordPermission,
+            routeText(session.route),
         ]
     }
 
-    static func session(_ s: JSONValue) -> String {
-        let options = (s["options"]?.arrayValue ?? []).compactMap(\.stringValue)
+    static func session(_ s: SessionInfo) -> String {
         var lines = [
-            "\(s["app"]?.stringValue ?? ""): \(s["category"]?.stringValue ?? "") / \(s["mode"]?.stringValue ?? "")",
-            "  state:       \(s["state"]?.stringValue ?? "")" + (s["interruption"]?["reason"]?.stringValue.map { " (interrupted: \($0))" } ?? ""),
-            "  options:     \(options.isEmpty ? "(none)" : options.joined(separator: ", "))",
-            "  policy:      \(s["policy"]?.stringValue ?? "")   priority: \(s["priority"]?.stringValue ?? "")",
-            "  route:       \(routeText(s["route"]))",
-            "  permission:  \(s["recordPermission"]?.stringValue ?? "")   input muted: \(s["inputMuted"]?.boolValue == true ? "yes" : "no")",
+            "\(s.app): \(s.category) / \(s.mode)",
+            "  state:       \(s.state)" + (s.interruption.map { " (interrupted: \($0.reason))" } ?? ""),
+            "  options:     \(s.options.isEmpty ? "(none)" : s.options.joined(separator: ", "))",
+            "  policy:      \(s.policy)   priority: \(s.priority)",
+            "  route:       \(routeText(s.route))",
+            "  permission:  \(s.recordPermission)   input muted: \(s.inputMuted ? "yes" : "no")",
         ]
-        if let by = s["duckedBy"]?.stringValue { lines.append("  ducked by:   \(by)") }
-        for ignored in s["ignoredOptions"]?.arrayValue ?? [] {
-            lines.append("  ignored:     \(ignored["option"]?.stringValue ?? "") \(ignored["why"]?.stringValue ?? "")")
+        if let by = s.duckedBy { lines.append("  ducked by:   \(by)") }
+        for ignored in s.ignoredOptions {
+            lines.append("  ignored:     \(ignored.option) \(ignored.why)")
         }
-        if let usage = s["micUsage"]?.stringValue { lines.append("  mic usage:   \(usage)") }
+        if let usage = s.micUsage { lines.append("  mic usage:   \(usage)") }
         return lines.joined(separator: "\n")
     }
 
-    static func status(_ reply: JSONValue) -> String {
-        let daemon = reply["daemon"]
-        let jack = reply["jack"]
-        let sessions = reply["sessions"]?.arrayValue ?? []
-        let recorders = reply["recorders"]?.arrayValue ?? []
-        let players = reply["players"]?.arrayValue ?? []
-        let active = sessions.filter { $0["state"]?.stringValue == "active" }.count
+    static func playerLine(_ p: PlayerInfo) -> String {
+        "\(p.app): \(p.stream) \(p.state) \(p.file) on \(p.port)"
+    }
+
+    static func status(_ status: StatusInfo) -> String {
+        let daemon = status.daemon
+        let jack = status.jack
+        let active = status.sessions.filter { $0.state == "active" }.count
         var jackLine = "JACK:     "
-        if jack?["connected"]?.boolValue == true {
-            jackLine += "\(jack?["client"]?.stringValue ?? "recd") on \(jack?["server"]?.stringValue ?? "default"), "
-                + "\(jack?["sampleRate"]?.intValue ?? 0) Hz, \(jack?["bufferSize"]?.intValue ?? 0) frames, \(jack?["xruns"]?.intValue ?? 0) xruns"
+        if jack.connected {
+            jackLine +=
+                "\(jack.client ?? "recd") on \(jack.server ?? "default"), "
+                + "\(jack.sampleRate ?? 0) Hz, \(jack.bufferSize ?? 0) frames, \(jack.xruns) xruns"
         } else {
-            jackLine += "not connected" + (jack?["error"]?.stringValue.map { " (\($0))" } ?? "") + "; sessions cannot activate until it is back"
+            jackLine +=
+                "not connected" + (jack.error.map { " (\($0))" } ?? "") + "; sessions cannot activate until it is back"
         }
         var lines = [
-            "recd \(daemon?["version"]?.stringValue ?? "?") (protocol \(daemon?["protocol"]?.intValue ?? 0)), pid \(daemon?["pid"]?.intValue ?? 0), up \(duration(daemon?["uptime"]?.doubleValue ?? 0))",
-            "config:   \(daemon?["config"]?.stringValue ?? "")",
-            "socket:   \(daemon?["socket"]?.stringValue ?? "")",
+            "recd \(daemon.version) (protocol \(daemon.protocolVersion)), pid \(daemon.pid), "
+                + "up \(duration(daemon.uptime))",
+            "config:   \(daemon.config)",
+            "socket:   \(daemon.socket)",
             jackLine,
         ]
-        if let archive = reply["archive"] {
-            var line = "archive:  \(archive["dir"]?.stringValue ?? "")"
-            if let free = archive["freeBytes"]?.doubleValue {
-                line += ", \(bytes(free)) free (\(JSONValue.format(archive["freePercent"]?.doubleValue ?? 0))%)"
-            }
-            if let count = archive["segments"]?.intValue { line += ", \(count) segments" }
-            lines.append(line)
+        var archiveLine = "archive:  \(status.archive.dir)"
+        if let space = status.archive.space {
+            archiveLine += ", \(bytes(space.freeBytes)) free (\(JSONValue.format(space.freePercent))%)"
+            if let count = space.segments { archiveLine += ", \(count) segments" }
         }
-        if recorders.isEmpty {
+        lines.append(archiveLine)
+        if status.recorders.isEmpty {
             lines.append("recording: nothing")
         } else {
             lines.append("recording:")
-            lines.append(table(
-                header: ["APP", "STREAM", "INPUT", "BANDWIDTH", "FOR", "OVERRUNS", "GAPS", "FILE"],
-                rows: recorders.map {
-                    [$0["app"]?.stringValue ?? "", $0["stream"]?.stringValue ?? "", $0["port"]?.stringValue ?? "",
-                     "\($0["bandwidth"]?.stringValue ?? "") \($0["sampleRate"]?.intValue ?? 0) Hz",
-                     duration($0["seconds"]?.doubleValue ?? 0), "\($0["overruns"]?.intValue ?? 0)", "\($0["gaps"]?.intValue ?? 0)",
-                     ($0["files"]?.arrayValue ?? []).compactMap(\.stringValue).joined(separator: ", ")]
-                }).split(separator: "\n").map { "  " + $0 }.joined(separator: "\n"))
+            lines.append(
+                indented(
+                    table(
+                        header: ["APP", "STREAM", "INPUT", "BANDWIDTH", "FOR", "OVERRUNS", "GAPS", "FILE"],
+                        rows: status.recorders.map {
+                            [
+                                $0.app, $0.stream, $0.port, "\($0.bandwidth) \($0.sampleRate) Hz", duration($0.seconds),
+                                "\($0.overruns)", "\($0.gaps)", $0.files.joined(separator: ", "),
+                            ]
+                        })))
         }
-        if !players.isEmpty {
+        if !status.players.isEmpty {
             lines.append("playing:")
-            for p in players {
-                lines.append("  \(p["app"]?.stringValue ?? ""): \(p["stream"]?.stringValue ?? "") \(p["state"]?.stringValue ?? "") \(p["file"]?.stringValue ?? "") on \(p["port"]?.stringValue ?? "")")
-            }
+            for player in status.players { lines.append("  " + playerLine(player)) }
         }
-        lines.append("sessions: \(sessions.count) (\(active) active)")
-        if !sessions.isEmpty {
-            lines.append(table(header: ["APP", "CATEGORY", "MODE", "STATE", "PERMISSION", "ROUTE"], rows: sessions.map(sessionRow))
-                .split(separator: "\n").map { "  " + $0 }.joined(separator: "\n"))
+        lines.append("sessions: \(status.sessions.count) (\(active) active)")
+        if !status.sessions.isEmpty {
+            lines.append(
+                indented(
+                    table(
+                        header: ["APP", "CATEGORY", "MODE", "STATE", "PERMISSION", "ROUTE"],
+                        rows: status.sessions.map(sessionRow))))
         }
         return lines.joined(separator: "\n")
     }
 
+    private static func indented(_ text: String) -> String {
+        text.split(separator: "\n").map { "  " + $0 }.joined(separator: "\n")
+    }
+
     /// One line per channel: name, a peak bar from -60 to 0 dBFS with the RMS marked, figures.
-    static func meterBars(_ meters: [JSONValue]) -> [String] {
+    static func meterBars(_ meters: [MeterInfo]) -> [String] {
         if meters.isEmpty { return ["no meters (is JACK running and does the session have a route?)"] }
         let width = 40
-        let nameWidth = meters.map { ($0["name"]?.stringValue ?? "").count }.max() ?? 4
+        let nameWidth = meters.map(\.name.count).max() ?? 4
         return meters.map { meter in
-            let peak = meter["peakDB"]?.doubleValue ?? -120
-            let rms = meter["rmsDB"]?.doubleValue ?? -120
+            let peak = meter.peakDB
+            let rms = meter.rmsDB
             func column(_ db: Double) -> Int { max(0, min(width, Int(((db + 60) / 60 * Double(width)).rounded()))) }
             var bar = Array(repeating: Character(" "), count: width)
             for i in 0..<column(peak) { bar[i] = "=" }
             for i in 0..<column(rms) { bar[i] = "#" }
-            let name = (meter["name"]?.stringValue ?? "").padding(toLength: nameWidth, withPad: " ", startingAt: 0)
+            let name = meter.name.padding(toLength: nameWidth, withPad: " ", startingAt: 0)
             return "\(name) [\(String(bar))] peak \(String(format: "%6.1f", peak)) dB  rms \(String(format: "%6.1f", rms)) dB"
         }
     }

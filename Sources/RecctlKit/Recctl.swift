@@ -146,9 +146,12 @@ public enum Recctl {
                 output.failure(error)
                 return 1
             }
-            output.success(command: command, reply: reply)
+            try output.success(command: command, reply: reply)
             // A verification that found damage is a failure for scripts.
             return reply["allOK"]?.boolValue == false ? 1 : 0
+        } catch let error as ReplyDecodingError {
+            printError("error: recd sent a reply this recctl does not understand: \(error.message)\n")
+            return 1
         } catch ClientFailure.io(let message) {
             printError("error: \(message)\n")
             return 3
@@ -337,7 +340,7 @@ public enum Recctl {
             if output.json {
                 print(Output.payload(reply).jsonText)
             } else {
-                let lines = Output.meterBars(reply["meters"]?.arrayValue ?? [])
+                let lines = Output.meterBars(try MetersInfo(json: reply).meters)
                 // Move back over the previous drawing and overwrite it.
                 if drawn > 0 { print("\u{1B}[\(drawn)A", terminator: "") }
                 for line in lines { print("\u{1B}[2K" + line) }

@@ -1,0 +1,209 @@
+// Typed replies about ports and audio: `routes`, `meter` and the `cue.*` monitoring object.
+
+/// One configured port (`routes`'s `ports`).
+public struct PortInfo: ReplyObject {
+    public var name: String
+    public var type: String
+    /// `input`, `output` or `duplex`.
+    public var direction: String
+    public var channels: Int
+    public var available: Bool
+    /// The JACK ports it stands for.
+    public var jack: [String]
+    /// recd's own JACK ports connected to it.
+    public var recdPorts: [String]
+    public var capabilities: [String]
+    public var codec: String?
+    public var sense: String?
+    public var connectedOrder: Int
+
+    public init(
+        name: String, type: String, direction: String, channels: Int, available: Bool, jack: [String],
+        recdPorts: [String], capabilities: [String], codec: String?, sense: String?, connectedOrder: Int
+    ) {
+        self.name = name
+        self.type = type
+        self.direction = direction
+        self.channels = channels
+        self.available = available
+        self.jack = jack
+        self.recdPorts = recdPorts
+        self.capabilities = capabilities
+        self.codec = codec
+        self.sense = sense
+        self.connectedOrder = connectedOrder
+    }
+
+    public var json: JSONValue {
+        [
+            "name": .string(name), "type": .string(type), "direction": .string(direction),
+            "channels": .number(Double(channels)), "available": .bool(available), "jack": JSONValue(jack),
+            "recdPorts": JSONValue(recdPorts), "capabilities": JSONValue(capabilities), "codec": JSONValue(codec),
+            "sense": JSONValue(sense), "connectedOrder": .number(Double(connectedOrder)),
+        ]
+    }
+
+    public init(json: JSONValue) throws(ReplyDecodingError) {
+        let f = try ReplyFields(json, "a port")
+        self.init(
+            name: try f.string("name"), type: try f.string("type"), direction: try f.string("direction"),
+            channels: try f.int("channels"), available: try f.bool("available"), jack: try f.strings("jack"),
+            recdPorts: try f.strings("recdPorts"), capabilities: try f.strings("capabilities"),
+            codec: try f.optionalString("codec"), sense: try f.optionalString("sense"),
+            connectedOrder: try f.int("connectedOrder"))
+    }
+}
+
+/// `routes`'s reply fields (at the top level of the reply): the ports and each session's route.
+public struct RoutesInfo: ReplyObject {
+    /// A session and its route.
+    public struct SessionRoute: ReplyObject {
+        public var app: String
+        public var state: String
+        public var route: RouteInfo
+
+        public init(app: String, state: String, route: RouteInfo) {
+            self.app = app
+            self.state = state
+            self.route = route
+        }
+
+        public var json: JSONValue { ["app": .string(app), "state": .string(state), "route": route.json] }
+
+        public init(json: JSONValue) throws(ReplyDecodingError) {
+            let f = try ReplyFields(json, "a session's route")
+            self.init(app: try f.string("app"), state: try f.string("state"), route: try f.object("route"))
+        }
+    }
+
+    public var ports: [PortInfo]
+    public var sessions: [SessionRoute]
+
+    public init(ports: [PortInfo], sessions: [SessionRoute]) {
+        self.ports = ports
+        self.sessions = sessions
+    }
+
+    public var json: JSONValue { ["ports": .array(ports.map(\.json)), "sessions": .array(sessions.map(\.json))] }
+
+    public init(json: JSONValue) throws(ReplyDecodingError) {
+        let f = try ReplyFields(json, "routes's reply")
+        self.init(ports: try f.list("ports"), sessions: try f.list("sessions"))
+    }
+}
+
+/// One channel's level (`meter`'s `meters`), in dBFS; -120 is the floor.
+public struct MeterInfo: ReplyObject {
+    public var name: String
+    public var group: String
+    /// 1-based.
+    public var channel: Int
+    public var direction: String
+    public var peakDB: Double
+    public var rmsDB: Double
+
+    public init(name: String, group: String, channel: Int, direction: String, peakDB: Double, rmsDB: Double) {
+        self.name = name
+        self.group = group
+        self.channel = channel
+        self.direction = direction
+        self.peakDB = peakDB
+        self.rmsDB = rmsDB
+    }
+
+    public var json: JSONValue {
+        [
+            "name": .string(name), "group": .string(group), "channel": .number(Double(channel)),
+            "direction": .string(direction), "peakDB": .number(peakDB), "rmsDB": .number(rmsDB),
+        ]
+    }
+
+    public init(json: JSONValue) throws(ReplyDecodingError) {
+        let f = try ReplyFields(json, "a meter")
+        self.init(
+            name: try f.string("name"), group: try f.string("group"), channel: try f.int("channel"),
+            direction: try f.string("direction"), peakDB: try f.double("peakDB"), rmsDB: try f.double("rmsDB"))
+    }
+}
+
+/// `meter`'s reply fields (at the top level of the reply).
+public struct MetersInfo: ReplyObject {
+    public var meters: [MeterInfo]
+    /// How long the readings were measured over, in milliseconds.
+    public var windowMs: Double
+
+    public init(meters: [MeterInfo], windowMs: Double) {
+        self.meters = meters
+        self.windowMs = windowMs
+    }
+
+    public var json: JSONValue { ["meters": .array(meters.map(\.json)), "windowMs": .number(windowMs)] }
+
+    public init(json: JSONValue) throws(ReplyDecodingError) {
+        let f = try ReplyFields(json, "meter's reply")
+        self.init(meters: try f.list("meters"), windowMs: try f.double("windowMs"))
+    }
+}
+
+/// The main and cue buses (`cue.*`'s `monitoring`).
+public struct MonitoringInfo: ReplyObject {
+    /// What one bus source feeds.
+    public struct Source: ReplyObject {
+        public var name: String
+        /// `input` or `player`.
+        public var kind: String
+        /// `main`, `cue` or `both`.
+        public var bus: String
+        public var gainDB: Double
+
+        public init(name: String, kind: String, bus: String, gainDB: Double) {
+            self.name = name
+            self.kind = kind
+            self.bus = bus
+            self.gainDB = gainDB
+        }
+
+        public var json: JSONValue {
+            ["name": .string(name), "kind": .string(kind), "bus": .string(bus), "gainDB": .number(gainDB)]
+        }
+
+        public init(json: JSONValue) throws(ReplyDecodingError) {
+            let f = try ReplyFields(json, "a monitoring source")
+            self.init(
+                name: try f.string("name"), kind: try f.string("kind"), bus: try f.string("bus"),
+                gainDB: try f.double("gainDB"))
+        }
+    }
+
+    /// The app that owns the buses (nil: nobody).
+    public var app: String?
+    public var main: String?
+    public var cue: String?
+    /// 0 = cue only … 1 = main only.
+    public var mix: Double
+    public var split: Bool
+    public var sources: [Source]
+
+    public init(app: String?, main: String?, cue: String?, mix: Double, split: Bool, sources: [Source]) {
+        self.app = app
+        self.main = main
+        self.cue = cue
+        self.mix = mix
+        self.split = split
+        self.sources = sources
+    }
+
+    public var json: JSONValue {
+        [
+            "app": JSONValue(app), "main": JSONValue(main), "cue": JSONValue(cue), "mix": .number(mix),
+            "split": .bool(split), "sources": .array(sources.map(\.json)),
+        ]
+    }
+
+    public init(json: JSONValue) throws(ReplyDecodingError) {
+        let f = try ReplyFields(json, "monitoring")
+        self.init(
+            app: try f.optionalString("app"), main: try f.optionalString("main"), cue: try f.optionalString("cue"),
+            mix: try f.double("mix"), split: try f.bool("split"), sources: try f.list("sources"))
+    }
+}

@@ -1,0 +1,295 @@
+// Typed reply objects: recd builds them and encodes `json` (version-2 keys; `WireKeys` renames
+// for version-1 clients when the line is sent), recctl decodes them with `init(json:)`.
+
+/// `hello`'s reply fields (at the top level of the reply).
+public struct HelloInfo: ReplyObject {
+    public var protocolVersion: Int
+    public var version: String
+    public var uid: Int
+    public var admin: Bool
+
+    public init(protocolVersion: Int, version: String, uid: Int, admin: Bool) {
+        self.protocolVersion = protocolVersion
+        self.version = version
+        self.uid = uid
+        self.admin = admin
+    }
+
+    public var json: JSONValue {
+        [
+            "protocol": .number(Double(protocolVersion)), "version": .string(version),
+            "uid": .number(Double(uid)), "admin": .bool(admin),
+        ]
+    }
+
+    public init(json: JSONValue) throws(ReplyDecodingError) {
+        let f = try ReplyFields(json, "hello's reply")
+        self.init(
+            protocolVersion: try f.int("protocol"), version: try f.string("version"), uid: try f.int("uid"),
+            admin: try f.bool("admin"))
+    }
+}
+
+/// A player (`play`, `pause`, `stop`, `status`).
+public struct PlayerInfo: ReplyObject {
+    public var app: String
+    public var stream: String
+    public var file: String
+    public var port: String
+    /// `playing` or `paused`.
+    public var state: String
+    public var pausedBy: String?
+    public var channels: Int
+    public var framesPlayed: Int
+    public var underruns: Int
+
+    public init(
+        app: String, stream: String, file: String, port: String, state: String, pausedBy: String?, channels: Int,
+        framesPlayed: Int, underruns: Int
+    ) {
+        self.app = app
+        self.stream = stream
+        self.file = file
+        self.port = port
+        self.state = state
+        self.pausedBy = pausedBy
+        self.channels = channels
+        self.framesPlayed = framesPlayed
+        self.underruns = underruns
+    }
+
+    public var json: JSONValue {
+        [
+            "app": .string(app), "stream": .string(stream), "file": .string(file), "port": .string(port),
+            "state": .string(state), "pausedBy": JSONValue(pausedBy), "channels": .number(Double(channels)),
+            "framesPlayed": .number(Double(framesPlayed)), "underruns": .number(Double(underruns)),
+        ]
+    }
+
+    public init(json: JSONValue) throws(ReplyDecodingError) {
+        let f = try ReplyFields(json, "a player")
+        self.init(
+            app: try f.string("app"), stream: try f.string("stream"), file: try f.string("file"),
+            port: try f.string("port"), state: try f.string("state"), pausedBy: try f.optionalString("pausedBy"),
+            channels: try f.int("channels"), framesPlayed: try f.int("framesPlayed"),
+            underruns: try f.int("underruns"))
+    }
+}
+
+/// A recorder (`record.start`, `record.stop`, `status`).
+public struct RecorderInfo: ReplyObject {
+    public var app: String
+    public var stream: String
+    public var port: String
+    public var bandwidth: String
+    public var sampleRate: Int
+    /// The files it is writing.
+    public var files: [String]
+    /// Seconds since it started (whole seconds).
+    public var seconds: Double
+    public var segments: Int
+    public var gaps: Int
+    public var overruns: Int
+    public var droppedFrames: Int
+    public var zeroed: Bool
+
+    public init(
+        app: String, stream: String, port: String, bandwidth: String, sampleRate: Int, files: [String],
+        seconds: Double, segments: Int, gaps: Int, overruns: Int, droppedFrames: Int, zeroed: Bool
+    ) {
+        self.app = app
+        self.stream = stream
+        self.port = port
+        self.bandwidth = bandwidth
+        self.sampleRate = sampleRate
+        self.files = files
+        self.seconds = seconds
+        self.segments = segments
+        self.gaps = gaps
+        self.overruns = overruns
+        self.droppedFrames = droppedFrames
+        self.zeroed = zeroed
+    }
+
+    public var json: JSONValue {
+        [
+            "app": .string(app), "stream": .string(stream), "port": .string(port), "bandwidth": .string(bandwidth),
+            "sampleRate": .number(Double(sampleRate)), "files": JSONValue(files), "seconds": .number(seconds),
+            "segments": .number(Double(segments)), "gaps": .number(Double(gaps)),
+            "overruns": .number(Double(overruns)), "droppedFrames": .number(Double(droppedFrames)),
+            "zeroed": .bool(zeroed),
+        ]
+    }
+
+    public init(json: JSONValue) throws(ReplyDecodingError) {
+        let f = try ReplyFields(json, "a recorder")
+        self.init(
+            app: try f.string("app"), stream: try f.string("stream"), port: try f.string("port"),
+            bandwidth: try f.string("bandwidth"), sampleRate: try f.int("sampleRate"), files: try f.strings("files"),
+            seconds: try f.double("seconds"), segments: try f.int("segments"), gaps: try f.int("gaps"),
+            overruns: try f.int("overruns"), droppedFrames: try f.int("droppedFrames"), zeroed: try f.bool("zeroed"))
+    }
+}
+
+/// One archived segment (`archive.list`).
+public struct SegmentInfo: ReplyObject {
+    public var path: String
+    public var app: String
+    public var stream: String
+    public var group: Int
+    public var segment: Int
+    /// ISO 8601, UTC.
+    public var start: String
+    public var seconds: Double
+    public var frames: Int
+    public var sampleRate: Int
+    public var channels: Int
+    public var bits: Int
+    public var endReason: String?
+    public var gaps: Int
+    public var recovered: Bool
+    public var bytes: Int
+
+    public init(
+        path: String, app: String, stream: String, group: Int, segment: Int, start: String, seconds: Double,
+        frames: Int, sampleRate: Int, channels: Int, bits: Int, endReason: String?, gaps: Int, recovered: Bool,
+        bytes: Int
+    ) {
+        self.path = path
+        self.app = app
+        self.stream = stream
+        self.group = group
+        self.segment = segment
+        self.start = start
+        self.seconds = seconds
+        self.frames = frames
+        self.sampleRate = sampleRate
+        self.channels = channels
+        self.bits = bits
+        self.endReason = endReason
+        self.gaps = gaps
+        self.recovered = recovered
+        self.bytes = bytes
+    }
+
+    public var json: JSONValue {
+        [
+            "path": .string(path), "app": .string(app), "stream": .string(stream), "group": .number(Double(group)),
+            "segment": .number(Double(segment)), "start": .string(start), "seconds": .number(seconds),
+            "frames": .number(Double(frames)), "sampleRate": .number(Double(sampleRate)),
+            "channels": .number(Double(channels)), "bits": .number(Double(bits)), "endReason": JSONValue(endReason),
+            "gaps": .number(Double(gaps)), "recovered": .bool(recovered), "bytes": .number(Double(bytes)),
+        ]
+    }
+
+    public init(json: JSONValue) throws(ReplyDecodingError) {
+        let f = try ReplyFields(json, "a segment")
+        self.init(
+            path: try f.string("path"), app: try f.string("app"), stream: try f.string("stream"),
+            group: try f.int("group"), segment: try f.int("segment"), start: try f.string("start"),
+            seconds: try f.double("seconds"), frames: try f.int("frames"), sampleRate: try f.int("sampleRate"),
+            channels: try f.int("channels"), bits: try f.int("bits"), endReason: try f.optionalString("endReason"),
+            gaps: try f.int("gaps"), recovered: try f.bool("recovered"), bytes: try f.int("bytes"))
+    }
+}
+
+/// One verified file (`archive.verify`'s `results`).
+public struct VerifyResultInfo: ReplyObject {
+    public var path: String
+    public var ok: Bool
+    public var outcome: String
+    public var frames: Int
+
+    public init(path: String, ok: Bool, outcome: String, frames: Int) {
+        self.path = path
+        self.ok = ok
+        self.outcome = outcome
+        self.frames = frames
+    }
+
+    public var json: JSONValue {
+        ["path": .string(path), "ok": .bool(ok), "outcome": .string(outcome), "frames": .number(Double(frames))]
+    }
+
+    public init(json: JSONValue) throws(ReplyDecodingError) {
+        let f = try ReplyFields(json, "a verify result")
+        self.init(
+            path: try f.string("path"), ok: try f.bool("ok"), outcome: try f.string("outcome"),
+            frames: try f.int("frames"))
+    }
+}
+
+/// `archive.verify`'s reply fields (at the top level of the reply).
+public struct VerifyInfo: ReplyObject {
+    public var results: [VerifyResultInfo]
+    public var allOK: Bool
+
+    public init(results: [VerifyResultInfo]) {
+        self.results = results
+        self.allOK = results.allSatisfy(\.ok)
+    }
+
+    public var json: JSONValue { ["results": .array(results.map(\.json)), "allOK": .bool(allOK)] }
+
+    public init(json: JSONValue) throws(ReplyDecodingError) {
+        let f = try ReplyFields(json, "archive.verify's reply")
+        self.results = try f.list("results")
+        self.allOK = try f.bool("allOK")
+    }
+}
+
+/// An app's record permission (`permission.*`; `permission.list`'s rows).
+public struct PermissionInfo: ReplyObject {
+    public var app: String
+    /// `undetermined`, `granted` or `denied`.
+    public var state: String
+
+    public init(app: String, state: String) {
+        self.app = app
+        self.state = state
+    }
+
+    public var json: JSONValue { ["app": .string(app), "state": .string(state)] }
+
+    public init(json: JSONValue) throws(ReplyDecodingError) {
+        let f = try ReplyFields(json, "a permission")
+        self.init(app: try f.string("app"), state: try f.string("state"))
+    }
+}
+
+/// `mute`'s reply fields (at the top level of the reply).
+public struct MuteInfo: ReplyObject {
+    public var app: String
+    public var muted: Bool
+
+    public init(app: String, muted: Bool) {
+        self.app = app
+        self.muted = muted
+    }
+
+    public var json: JSONValue { ["app": .string(app), "muted": .bool(muted)] }
+
+    public init(json: JSONValue) throws(ReplyDecodingError) {
+        let f = try ReplyFields(json, "mute's reply")
+        self.init(app: try f.string("app"), muted: try f.bool("muted"))
+    }
+}
+
+/// `archive.reindex`'s reply fields (at the top level of the reply).
+public struct ReindexInfo: ReplyObject {
+    public var indexed: Int
+    /// Files that could not be indexed.
+    public var skipped: [String]
+
+    public init(indexed: Int, skipped: [String]) {
+        self.indexed = indexed
+        self.skipped = skipped
+    }
+
+    public var json: JSONValue { ["indexed": .number(Double(indexed)), "skipped": JSONValue(skipped)] }
+
+    public init(json: JSONValue) throws(ReplyDecodingError) {
+        let f = try ReplyFields(json, "archive.reindex's reply")
+        self.init(indexed: try f.int("indexed"), skipped: try f.strings("skipped"))
+    }
+}

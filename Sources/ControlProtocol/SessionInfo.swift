@@ -1,0 +1,235 @@
+// The session object of replies and status (docs/protocol.md, "Session object").
+import SessionPolicy
+
+/// A session's route: its input and output ports, by name.
+public struct RouteInfo: ReplyObject {
+    public var inputs: [String]
+    public var outputs: [String]
+
+    public init(inputs: [String] = [], outputs: [String] = []) {
+        self.inputs = inputs
+        self.outputs = outputs
+    }
+
+    public var json: JSONValue { ["inputs": JSONValue(inputs), "outputs": JSONValue(outputs)] }
+
+    public init(json: JSONValue) throws(ReplyDecodingError) {
+        let f = try ReplyFields(json, "a route")
+        self.init(inputs: try f.strings("inputs"), outputs: try f.strings("outputs"))
+    }
+}
+
+/// One session as recd reports it.
+public struct SessionInfo: ReplyObject {
+    /// An option the session asked for that does not apply, and why.
+    public struct IgnoredOption: ReplyObject {
+        public var option: String
+        public var why: String
+
+        public init(option: String, why: String) {
+            self.option = option
+            self.why = why
+        }
+
+        public var json: JSONValue { ["option": .string(option), "why": .string(why)] }
+
+        public init(json: JSONValue) throws(ReplyDecodingError) {
+            let f = try ReplyFields(json, "an ignored option")
+            self.init(option: try f.string("option"), why: try f.string("why"))
+        }
+    }
+
+    /// Why the session is interrupted and by whom (an app or a port; nil for a route loss).
+    public struct Interruption: ReplyObject {
+        public var reason: String
+        public var by: String?
+
+        public init(reason: String, by: String?) {
+            self.reason = reason
+            self.by = by
+        }
+
+        public var json: JSONValue { ["reason": .string(reason), "by": JSONValue(by)] }
+
+        public init(json: JSONValue) throws(ReplyDecodingError) {
+            let f = try ReplyFields(json, "an interruption")
+            self.init(reason: try f.string("reason"), by: try f.optionalString("by"))
+        }
+    }
+
+    /// The audio bandwidth of one port of the route (`full`, `hfp-cvsd`, `hfp-msbc`).
+    public struct PortBandwidth: ReplyObject {
+        public var port: String
+        public var bandwidth: String
+
+        public init(port: String, bandwidth: String) {
+            self.port = port
+            self.bandwidth = bandwidth
+        }
+
+        public var json: JSONValue { ["port": .string(port), "bandwidth": .string(bandwidth)] }
+
+        public init(json: JSONValue) throws(ReplyDecodingError) {
+            let f = try ReplyFields(json, "a bandwidth")
+            self.init(port: try f.string("port"), bandwidth: try f.string("bandwidth"))
+        }
+    }
+
+    /// The hardware preferences the session set (nil: none).
+    public typealias Preferences = HardwarePreferences
+
+    /// What JACK reports of the hardware for the session's route (nil: unknown).
+    public struct Actual: ReplyObject {
+        public var sampleRate: Double?
+        public var ioBufferDuration: Double?
+        public var inputLatency: Double?
+        public var outputLatency: Double?
+        public var inputChannels: Int?
+        public var outputChannels: Int?
+
+        public init(
+            sampleRate: Double? = nil, ioBufferDuration: Double? = nil, inputLatency: Double? = nil,
+            outputLatency: Double? = nil, inputChannels: Int? = nil, outputChannels: Int? = nil
+        ) {
+            self.sampleRate = sampleRate
+            self.ioBufferDuration = ioBufferDuration
+            self.inputLatency = inputLatency
+            self.outputLatency = outputLatency
+            self.inputChannels = inputChannels
+            self.outputChannels = outputChannels
+        }
+
+        public var json: JSONValue {
+            [
+                "sampleRate": JSONValue(sampleRate), "ioBufferDuration": JSONValue(ioBufferDuration),
+                "inputLatency": JSONValue(inputLatency), "outputLatency": JSONValue(outputLatency),
+                "inputChannels": JSONValue(inputChannels), "outputChannels": JSONValue(outputChannels),
+            ]
+        }
+
+        public init(json: JSONValue) throws(ReplyDecodingError) {
+            let f = try ReplyFields(json, "actual hardware")
+            self.init(
+                sampleRate: try f.optionalDouble("sampleRate"),
+                ioBufferDuration: try f.optionalDouble("ioBufferDuration"),
+                inputLatency: try f.optionalDouble("inputLatency"),
+                outputLatency: try f.optionalDouble("outputLatency"),
+                inputChannels: try f.optionalInt("inputChannels"), outputChannels: try f.optionalInt("outputChannels"))
+        }
+    }
+
+    public var app: String
+    public var ownerUID: Int
+    public var category: String
+    public var mode: String
+    /// Effective options, implied ones included.
+    public var options: [String]
+    public var requestedOptions: [String]
+    public var ignoredOptions: [IgnoredOption]
+    public var policy: String
+    public var priority: String
+    public var background: Bool
+    public var autoResume: Bool
+    public var micUsage: String?
+    /// `inactive`, `active` or `interrupted`.
+    public var state: String
+    public var interruption: Interruption?
+    public var route: RouteInfo
+    public var bandwidth: [PortBandwidth]
+    public var preferences: Preferences
+    public var actual: Actual
+    public var recordPermission: String
+    public var inputMuted: Bool
+    public var duckedBy: String?
+    /// `speaker` or `none`.
+    public var override: String
+    public var prefersInterruptionOnRouteDisconnect: Bool
+    public var streamsRunning: Bool
+    public var declaredInConfig: Bool
+
+    public init(
+        app: String, ownerUID: Int, category: String, mode: String, options: [String], requestedOptions: [String],
+        ignoredOptions: [IgnoredOption], policy: String, priority: String, background: Bool, autoResume: Bool,
+        micUsage: String?, state: String, interruption: Interruption?, route: RouteInfo, bandwidth: [PortBandwidth],
+        preferences: Preferences, actual: Actual, recordPermission: String, inputMuted: Bool, duckedBy: String?,
+        override: String, prefersInterruptionOnRouteDisconnect: Bool, streamsRunning: Bool, declaredInConfig: Bool
+    ) {
+        self.app = app
+        self.ownerUID = ownerUID
+        self.category = category
+        self.mode = mode
+        self.options = options
+        self.requestedOptions = requestedOptions
+        self.ignoredOptions = ignoredOptions
+        self.policy = policy
+        self.priority = priority
+        self.background = background
+        self.autoResume = autoResume
+        self.micUsage = micUsage
+        self.state = state
+        self.interruption = interruption
+        self.route = route
+        self.bandwidth = bandwidth
+        self.preferences = preferences
+        self.actual = actual
+        self.recordPermission = recordPermission
+        self.inputMuted = inputMuted
+        self.duckedBy = duckedBy
+        self.override = override
+        self.prefersInterruptionOnRouteDisconnect = prefersInterruptionOnRouteDisconnect
+        self.streamsRunning = streamsRunning
+        self.declaredInConfig = declaredInConfig
+    }
+
+    public var json: JSONValue {
+        [
+            "app": .string(app), "ownerUID": .number(Double(ownerUID)), "category": .string(category),
+            "mode": .string(mode), "options": JSONValue(options), "requestedOptions": JSONValue(requestedOptions),
+            "ignoredOptions": .array(ignoredOptions.map(\.json)), "policy": .string(policy),
+            "priority": .string(priority), "background": .bool(background), "autoResume": .bool(autoResume),
+            "micUsage": JSONValue(micUsage), "state": .string(state), "interruption": interruption?.json ?? .null,
+            "route": route.json, "bandwidth": .array(bandwidth.map(\.json)), "preferences": preferences.json,
+            "actual": actual.json, "recordPermission": .string(recordPermission), "inputMuted": .bool(inputMuted),
+            "duckedBy": JSONValue(duckedBy), "override": .string(override),
+            "prefersInterruptionOnRouteDisconnect": .bool(prefersInterruptionOnRouteDisconnect),
+            "streamsRunning": .bool(streamsRunning), "declaredInConfig": .bool(declaredInConfig),
+        ]
+    }
+
+    public init(json: JSONValue) throws(ReplyDecodingError) {
+        let f = try ReplyFields(json, "a session")
+        let interruption = try f.any("interruption")
+        self.init(
+            app: try f.string("app"), ownerUID: try f.int("ownerUID"), category: try f.string("category"),
+            mode: try f.string("mode"), options: try f.strings("options"),
+            requestedOptions: try f.strings("requestedOptions"), ignoredOptions: try f.list("ignoredOptions"),
+            policy: try f.string("policy"), priority: try f.string("priority"), background: try f.bool("background"),
+            autoResume: try f.bool("autoResume"), micUsage: try f.optionalString("micUsage"),
+            state: try f.string("state"),
+            interruption: interruption.isNull ? nil : try Interruption(json: interruption),
+            route: try f.object("route"), bandwidth: try f.list("bandwidth"), preferences: try f.object("preferences"),
+            actual: try f.object("actual"), recordPermission: try f.string("recordPermission"),
+            inputMuted: try f.bool("inputMuted"), duckedBy: try f.optionalString("duckedBy"),
+            override: try f.string("override"),
+            prefersInterruptionOnRouteDisconnect: try f.bool("prefersInterruptionOnRouteDisconnect"),
+            streamsRunning: try f.bool("streamsRunning"), declaredInConfig: try f.bool("declaredInConfig"))
+    }
+}
+
+extension HardwarePreferences: ReplyObject {
+    public var json: JSONValue {
+        [
+            "preferredInput": JSONValue(preferredInput), "sampleRate": JSONValue(sampleRate),
+            "ioBufferDuration": JSONValue(ioBufferDuration), "inputChannels": JSONValue(inputChannels),
+            "outputChannels": JSONValue(outputChannels),
+        ]
+    }
+
+    public init(json: JSONValue) throws(ReplyDecodingError) {
+        let f = try ReplyFields(json, "preferences")
+        self.init(
+            preferredInput: try f.optionalString("preferredInput"), sampleRate: try f.optionalDouble("sampleRate"),
+            ioBufferDuration: try f.optionalDouble("ioBufferDuration"),
+            inputChannels: try f.optionalInt("inputChannels"), outputChannels: try f.optionalInt("outputChannels"))
+    }
+}

@@ -1,0 +1,201 @@
+// `status`'s reply: the daemon, JACK, sessions, players, recorders, sound cards, the archive.
+
+/// `status`'s reply fields (at the top level of the reply).
+public struct StatusInfo: ReplyObject {
+    /// recd itself.
+    public struct Daemon: ReplyObject {
+        public var version: String
+        public var protocolVersion: Int
+        public var pid: Int
+        /// Whole seconds since recd started.
+        public var uptime: Double
+        public var config: String
+        public var socket: String
+        public var stateDir: String
+        public var archiveDir: String
+
+        public init(
+            version: String, protocolVersion: Int, pid: Int, uptime: Double, config: String, socket: String,
+            stateDir: String, archiveDir: String
+        ) {
+            self.version = version
+            self.protocolVersion = protocolVersion
+            self.pid = pid
+            self.uptime = uptime
+            self.config = config
+            self.socket = socket
+            self.stateDir = stateDir
+            self.archiveDir = archiveDir
+        }
+
+        public var json: JSONValue {
+            [
+                "version": .string(version), "protocol": .number(Double(protocolVersion)),
+                "pid": .number(Double(pid)), "uptime": .number(uptime), "config": .string(config),
+                "socket": .string(socket), "stateDir": .string(stateDir), "archiveDir": .string(archiveDir),
+            ]
+        }
+
+        public init(json: JSONValue) throws(ReplyDecodingError) {
+            let f = try ReplyFields(json, "status's daemon")
+            self.init(
+                version: try f.string("version"), protocolVersion: try f.int("protocol"), pid: try f.int("pid"),
+                uptime: try f.double("uptime"), config: try f.string("config"), socket: try f.string("socket"),
+                stateDir: try f.string("stateDir"), archiveDir: try f.string("archiveDir"))
+        }
+    }
+
+    /// The JACK connection (nil: unknown while not connected).
+    public struct Jack: ReplyObject {
+        public var connected: Bool
+        public var client: String?
+        public var server: String?
+        public var sampleRate: Int?
+        public var bufferSize: Int?
+        public var xruns: Int
+        public var mediaServicesAvailable: Bool
+        public var error: String?
+
+        public init(
+            connected: Bool, client: String?, server: String?, sampleRate: Int?, bufferSize: Int?, xruns: Int,
+            mediaServicesAvailable: Bool, error: String?
+        ) {
+            self.connected = connected
+            self.client = client
+            self.server = server
+            self.sampleRate = sampleRate
+            self.bufferSize = bufferSize
+            self.xruns = xruns
+            self.mediaServicesAvailable = mediaServicesAvailable
+            self.error = error
+        }
+
+        public var json: JSONValue {
+            [
+                "connected": .bool(connected), "client": JSONValue(client), "server": JSONValue(server),
+                "sampleRate": JSONValue(sampleRate), "bufferSize": JSONValue(bufferSize),
+                "xruns": .number(Double(xruns)), "mediaServicesAvailable": .bool(mediaServicesAvailable),
+                "error": JSONValue(error),
+            ]
+        }
+
+        public init(json: JSONValue) throws(ReplyDecodingError) {
+            let f = try ReplyFields(json, "status's jack")
+            self.init(
+                connected: try f.bool("connected"), client: try f.optionalString("client"),
+                server: try f.optionalString("server"), sampleRate: try f.optionalInt("sampleRate"),
+                bufferSize: try f.optionalInt("bufferSize"), xruns: try f.int("xruns"),
+                mediaServicesAvailable: try f.bool("mediaServicesAvailable"), error: try f.optionalString("error"))
+        }
+    }
+
+    /// A sound card ALSA knows.
+    public struct Card: ReplyObject {
+        public var index: Int
+        public var id: String
+        public var name: String
+        public var usb: Bool
+
+        public init(index: Int, id: String, name: String, usb: Bool) {
+            self.index = index
+            self.id = id
+            self.name = name
+            self.usb = usb
+        }
+
+        public var json: JSONValue {
+            ["index": .number(Double(index)), "id": .string(id), "name": .string(name), "usb": .bool(usb)]
+        }
+
+        public init(json: JSONValue) throws(ReplyDecodingError) {
+            let f = try ReplyFields(json, "a sound card")
+            self.init(
+                index: try f.int("index"), id: try f.string("id"), name: try f.string("name"), usb: try f.bool("usb"))
+        }
+    }
+
+    /// The archive directory and its free space. When recd cannot read the file system's
+    /// figures, the object has `dir` only.
+    public struct Archive: ReplyObject {
+        public struct Space: Sendable, Equatable {
+            public var freeBytes: Double
+            public var freePercent: Double
+            /// Indexed segments; nil when the index is not open.
+            public var segments: Int?
+
+            public init(freeBytes: Double, freePercent: Double, segments: Int?) {
+                self.freeBytes = freeBytes
+                self.freePercent = freePercent
+                self.segments = segments
+            }
+        }
+
+        public var dir: String
+        public var space: Space?
+
+        public init(dir: String, space: Space?) {
+            self.dir = dir
+            self.space = space
+        }
+
+        public var json: JSONValue {
+            guard let space else { return ["dir": .string(dir)] }
+            return [
+                "dir": .string(dir), "freeBytes": .number(space.freeBytes), "freePercent": .number(space.freePercent),
+                "segments": JSONValue(space.segments),
+            ]
+        }
+
+        public init(json: JSONValue) throws(ReplyDecodingError) {
+            let f = try ReplyFields(json, "status's archive")
+            self.dir = try f.string("dir")
+            guard json["freeBytes"] != nil else {
+                self.space = nil
+                return
+            }
+            self.space = Space(
+                freeBytes: try f.double("freeBytes"), freePercent: try f.double("freePercent"),
+                segments: try f.optionalInt("segments"))
+        }
+    }
+
+    public var daemon: Daemon
+    public var jack: Jack
+    public var sessions: [SessionInfo]
+    /// The apps whose sessions are active.
+    public var active: [String]
+    public var players: [PlayerInfo]
+    public var recorders: [RecorderInfo]
+    public var cards: [Card]
+    public var archive: Archive
+
+    public init(
+        daemon: Daemon, jack: Jack, sessions: [SessionInfo], active: [String], players: [PlayerInfo],
+        recorders: [RecorderInfo], cards: [Card], archive: Archive
+    ) {
+        self.daemon = daemon
+        self.jack = jack
+        self.sessions = sessions
+        self.active = active
+        self.players = players
+        self.recorders = recorders
+        self.cards = cards
+        self.archive = archive
+    }
+
+    public var json: JSONValue {
+        [
+            "daemon": daemon.json, "jack": jack.json, "sessions": .array(sessions.map(\.json)),
+            "active": JSONValue(active), "players": .array(players.map(\.json)),
+            "recorders": .array(recorders.map(\.json)), "cards": .array(cards.map(\.json)), "archive": archive.json,
+        ]
+    }
+
+    public init(json: JSONValue) throws(ReplyDecodingError) {
+        let f = try ReplyFields(json, "status's reply")
+        self.init(
+            daemon: try f.object("daemon"), jack: try f.object("jack"), sessions: try f.list("sessions"),
+            active: try f.strings("active"), players: try f.list("players"), recorders: try f.list("recorders"),
+            cards: try f.list("cards"), archive: try f.object("archive"))
+    }
+}

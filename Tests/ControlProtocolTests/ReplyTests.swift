@@ -1,0 +1,225 @@
+// Typed replies: every reply object survives json → init(json:) unchanged, a reply that lacks a
+// key (or has one of the wrong type) fails with a message naming it, and the session object
+// keeps the key order of docs/protocol.md.
+
+import Testing
+
+@testable import ControlProtocol
+
+let sampleSession = SessionInfo(
+    app: "radio", ownerUID: 1000, category: "playAndRecord", mode: "voiceChat",
+    options: ["allowBluetoothHFP", "duckOthers"],
+    requestedOptions: ["allowBluetoothHFP", "duckOthers", "mixWithOthers"],
+    ignoredOptions: [.init(option: "mixWithOthers", why: "implied off by duckOthers")], policy: "default",
+    priority: "normal", background: false, autoResume: true, micUsage: "calls to the studio", state: "interrupted",
+    interruption: .init(reason: "default", by: "phone"), route: RouteInfo(inputs: ["headset"], outputs: ["headset"]),
+    bandwidth: [.init(port: "headset", bandwidth: "hfp-msbc")],
+    preferences: .init(preferredInput: "headset", sampleRate: 16_000, ioBufferDuration: 0.005),
+    actual: .init(
+        sampleRate: 48_000, ioBufferDuration: 0.021_333, inputLatency: 0.0427, outputLatency: 0.0427, inputChannels: 1,
+        outputChannels: 2),
+    recordPermission: "granted", inputMuted: false, duckedBy: nil, override: "none",
+    prefersInterruptionOnRouteDisconnect: true, streamsRunning: false, declaredInConfig: true)
+
+let sampleQuietSession = SessionInfo(
+    app: "logger", ownerUID: 0, category: "record", mode: "default", options: [], requestedOptions: [],
+    ignoredOptions: [], policy: "default", priority: "high", background: true, autoResume: false, micUsage: nil,
+    state: "active", interruption: nil, route: RouteInfo(inputs: ["mic"]), bandwidth: [], preferences: .init(),
+    actual: .init(), recordPermission: "undetermined", inputMuted: true, duckedBy: "radio", override: "speaker",
+    prefersInterruptionOnRouteDisconnect: false, streamsRunning: true, declaredInConfig: false)
+
+let samplePlayer = PlayerInfo(
+    app: "dj", stream: "deckA", file: "/music/set one.flac", port: "pa", state: "paused", pausedBy: "user",
+    channels: 2, framesPlayed: 1_234_567, underruns: 0)
+
+let sampleRecorder = RecorderInfo(
+    app: "logger", stream: "mic", port: "mic", bandwidth: "full", sampleRate: 48_000,
+    files: ["/var/lib/recd/archive/logger/mic/2026-12-01T10-00-00Z-0001.flac.partial"], seconds: 3601,
+    segments: 2, gaps: 1, overruns: 0, droppedFrames: 512, zeroed: false)
+
+let sampleSegment = SegmentInfo(
+    path: "/var/lib/recd/archive/logger/mic/2026-12-01T10-00-00Z-0001.flac", app: "logger", stream: "mic", group: 3,
+    segment: 1, start: "2026-12-01T10:00:00Z", seconds: 3600.5, frames: 172_824_000, sampleRate: 48_000,
+    channels: 1, bits: 24, endReason: "rotation", gaps: 0, recovered: false, bytes: 301_234_567)
+
+let sampleVerify = VerifyInfo(results: [
+    VerifyResultInfo(path: "/a/1.flac", ok: true, outcome: "ok", frames: 48_000),
+    VerifyResultInfo(path: "/a/2.flac", ok: false, outcome: "truncated(at: 1024)", frames: 1024),
+])
+
+let sampleHello = HelloInfo(protocolVersion: 2, version: "0.9.0", uid: 1000, admin: false)
+
+let sampleStatus = StatusInfo(
+    daemon: .init(
+        version: "0.9.0", protocolVersion: 2, pid: 4242, uptime: 86_401, config: "/etc/recd/recd.conf",
+        socket: "/run/recd/control.sock", stateDir: "/var/lib/recd", archiveDir: "/var/lib/recd/archive"),
+    jack: .init(
+        connected: true, client: "recd", server: "default", sampleRate: 48_000, bufferSize: 1024, xruns: 3,
+        mediaServicesAvailable: true, error: nil),
+    sessions: [sampleSession, sampleQuietSession], active: ["logger"], players: [samplePlayer],
+    recorders: [sampleRecorder], cards: [.init(index: 1, id: "USB", name: "Scarlett 2i2", usb: true)],
+    archive: .init(
+        dir: "/var/lib/recd/archive", space: .init(freeBytes: 1.5e11, freePercent: 42.5, segments: 120)))
+
+let sampleDisconnectedStatus = StatusInfo(
+    daemon: sampleStatus.daemon,
+    jack: .init(
+        connected: false, client: nil, server: "default", sampleRate: nil, bufferSize: nil, xruns: 0,
+        mediaServicesAvailable: false, error: "cannot connect to server"),
+    sessions: [], active: [], players: [], recorders: [], cards: [],
+    archive: .init(dir: "/var/lib/recd/archive", space: nil))
+
+let sampleRoutes = RoutesInfo(
+    ports: [
+        PortInfo(
+            name: "headset", type: "bluetoothHFP", direction: "duplex", channels: 1, available: true,
+            jack: ["bluez:capture_1", "bluez:playback_1"], recdPorts: ["recd:headset_in_1"],
+            capabilities: ["input", "output"], codec: "msbc", sense: nil, connectedOrder: 2),
+        PortInfo(
+            name: "phones", type: "headphones", direction: "output", channels: 2, available: false,
+            jack: ["system:playback_3", "system:playback_4"], recdPorts: [], capabilities: [], codec: nil,
+            sense: "hw:0/Headphone Jack", connectedOrder: 0),
+    ],
+    sessions: [.init(app: "radio", state: "active", route: RouteInfo(inputs: ["headset"], outputs: ["headset"]))])
+
+let sampleMeters = MetersInfo(
+    meters: [
+        MeterInfo(name: "mic", group: "mic", channel: 1, direction: "input", peakDB: -6.02, rmsDB: -9.03),
+        MeterInfo(name: "main", group: "main", channel: 2, direction: "output", peakDB: -120, rmsDB: -120),
+    ],
+    windowMs: 100)
+
+let sampleMonitoring = MonitoringInfo(
+    app: "dj", main: "pa", cue: "phones", mix: 0.25, split: true,
+    sources: [
+        .init(name: "deckA", kind: "player", bus: "both", gainDB: -3.5),
+        .init(name: "mic", kind: "input", bus: "main", gainDB: 0),
+    ])
+
+/// `value` survives encoding to a line and decoding back; decoding fails, naming the key, when
+/// any one of its keys is missing.
+private func checkReply<T: ReplyObject>(_ value: T, optionalKeys: Set<String> = []) throws {
+    let line = value.json.jsonText
+    let parsed = try JSONValue.parse(line)
+    #expect(try T(json: parsed) == value)
+    #expect(try T(json: value.json) == value)
+    guard case .object(let pairs) = value.json else {
+        Issue.record("\(T.self).json is not an object")
+        return
+    }
+    for (key, _) in pairs where !optionalKeys.contains(key) {
+        let without = JSONValue.object(pairs.filter { $0.0 != key })
+        let error = #expect(throws: ReplyDecodingError.self) { try T(json: without) }
+        #expect(error?.message.contains("\"\(key)\"") == true, "\(T.self) without \(key): \(String(describing: error))")
+    }
+}
+
+@Suite struct ReplyTests {
+    @Test func sessionsRoundTrip() throws {
+        try checkReply(sampleSession)
+        try checkReply(sampleQuietSession)
+        try checkReply(sampleSession.route)
+        try checkReply(sampleSession.preferences)
+        try checkReply(sampleSession.actual)
+        try checkReply(sampleSession.interruption!)
+        try checkReply(sampleSession.ignoredOptions[0])
+        try checkReply(sampleSession.bandwidth[0])
+    }
+
+    @Test func playersRecordersSegmentsRoundTrip() throws {
+        try checkReply(samplePlayer)
+        try checkReply(sampleRecorder)
+        try checkReply(sampleSegment)
+        var unfinished = sampleSegment
+        unfinished.endReason = nil
+        try checkReply(unfinished)
+    }
+
+    @Test func verifyAndHelloRoundTrip() throws {
+        try checkReply(sampleVerify)
+        try checkReply(sampleVerify.results[1])
+        #expect(sampleVerify.allOK == false)
+        #expect(VerifyInfo(results: [sampleVerify.results[0]]).allOK)
+        try checkReply(sampleHello)
+        #expect(sampleHello.json.jsonText == #"{"protocol":2,"version":"0.9.0","uid":1000,"admin":false}"#)
+    }
+
+    @Test func statusRoundTrips() throws {
+        try checkReply(sampleStatus)
+        try checkReply(sampleDisconnectedStatus)
+        try checkReply(sampleStatus.daemon)
+        try checkReply(sampleStatus.jack)
+        try checkReply(sampleStatus.cards[0])
+        // Without the file system's figures the archive object has `dir` only.
+        try checkReply(sampleStatus.archive, optionalKeys: ["freeBytes"])
+        #expect(sampleDisconnectedStatus.archive.json.jsonText == #"{"dir":"/var/lib/recd/archive"}"#)
+    }
+
+    @Test func routesMetersMonitoringRoundTrip() throws {
+        try checkReply(sampleRoutes)
+        try checkReply(sampleRoutes.ports[0])
+        try checkReply(sampleRoutes.ports[1])
+        try checkReply(sampleRoutes.sessions[0])
+        try checkReply(sampleMeters)
+        try checkReply(sampleMeters.meters[0])
+        try checkReply(sampleMonitoring)
+        try checkReply(sampleMonitoring.sources[0])
+        try checkReply(MonitoringInfo(app: nil, main: nil, cue: nil, mix: 0, split: false, sources: []))
+    }
+
+    @Test func permissionsMuteReindexRoundTrip() throws {
+        try checkReply(PermissionInfo(app: "logger", state: "granted"))
+        try checkReply(MuteInfo(app: "radio", muted: true))
+        try checkReply(ReindexInfo(indexed: 120, skipped: ["/var/lib/recd/archive/stray.flac"]))
+        try checkReply(ReindexInfo(indexed: 0, skipped: []))
+    }
+
+    @Test func sessionKeysKeepTheirOrder() {
+        let keys = sampleSession.json.objectValue?.map(\.0)
+        #expect(
+            keys == [
+                "app", "ownerUID", "category", "mode", "options", "requestedOptions", "ignoredOptions", "policy",
+                "priority", "background", "autoResume", "micUsage", "state", "interruption", "route", "bandwidth",
+                "preferences", "actual", "recordPermission", "inputMuted", "duckedBy", "override",
+                "prefersInterruptionOnRouteDisconnect", "streamsRunning", "declaredInConfig",
+            ])
+        // Unknown values are nulls, not missing keys.
+        #expect(sampleQuietSession.json["interruption"] == .null)
+        #expect(sampleQuietSession.json["micUsage"] == .null)
+        #expect(sampleQuietSession.json["preferences"]?["sampleRate"] == .null)
+    }
+
+    @Test func missingAndMistypedKeysAreNamed() throws {
+        var session = sampleSession.json
+        session.set("ownerUID", "root")
+        #expect(throws: ReplyDecodingError("\"ownerUID\" of a session must be an integer")) {
+            try SessionInfo(json: session)
+        }
+        var player = samplePlayer.json
+        player.set("pausedBy", 3)
+        #expect(throws: ReplyDecodingError("\"pausedBy\" of a player must be a string or null")) {
+            try PlayerInfo(json: player)
+        }
+        #expect(throws: ReplyDecodingError("a recorder must be a JSON object")) { try RecorderInfo(json: "mic") }
+        let reply: JSONValue = ["id": 1, "ok": true]
+        #expect(throws: ReplyDecodingError("the reply is missing \"session\"")) {
+            try SessionInfo(reply: reply, key: "session")
+        }
+        #expect(throws: ReplyDecodingError("the reply is missing \"segments\"")) {
+            try SegmentInfo.list(reply: reply, key: "segments")
+        }
+        // A missing key inside a nested object is named too.
+        var status = sampleStatus.json
+        var jack = sampleStatus.jack.json
+        jack = .object((jack.objectValue ?? []).filter { $0.0 != "xruns" })
+        status.set("jack", jack)
+        #expect(throws: ReplyDecodingError("status's jack is missing \"xruns\"")) { try StatusInfo(json: status) }
+    }
+
+    @Test func repliesReadAsVersion1ClientsSeeThem() throws {
+        // WireKeys renames at send time; the typed objects carry version 2's spellings only.
+        let line = WireKeys.line(sampleRecorder.json.jsonText, forVersion: 1)
+        #expect(line.contains(#""dropped_frames":512"#))
+        #expect(!sampleRecorder.json.jsonText.contains("_"))
+    }
+}
