@@ -251,16 +251,42 @@ public final class AudioEngine {
     /// JACK's microsecond clock (jack_get_time) when the latest port disappearance was heard of.
     public var lastPortLossMicros: UInt64? { connection?.client.sink.lastPortLossMicros }
 
-    /// The UTC time, in nanoseconds since the epoch, of a JACK frame time (e.g. a tap's first
-    /// frame): JACK's microsecond clock of that frame, placed on the wall clock by the offset
-    /// between the two clocks now. Control thread; nil when not running.
-    public func utcNanoseconds(forFrameTime frameTime: UInt32) -> Int64? {
-        guard let client = runningClient, let frameMicros = client.microseconds(forFrameTime: frameTime) else {
-            return nil
-        }
+    /// A frame's time on the wall clock, and whether JACK's clocks placed it there.
+    public struct FrameWallTime: Equatable, Sendable {
+        /// UTC nanoseconds since the epoch.
+        public var nanoseconds: Int64
+        /// False when JACK's answer was implausible and the wall clock now stands in for it.
+        public var fromJackClock: Bool
+    }
+
+    /// The UTC time of a JACK frame time (e.g. a tap's first frame): JACK's microsecond clock
+    /// of that frame, placed on the wall clock by the offset between the two clocks now.
+    /// Control thread; nil when not running. Never traps: a server whose clocks disagree
+    /// (PipeWire's JACK has answered with frame times far from its own clock) gets the wall
+    /// clock now, marked `fromJackClock: false`, for the caller to log.
+    public func utcNanoseconds(forFrameTime frameTime: UInt32) -> FrameWallTime? {
+        guard let client = runningClient else { return nil }
         let wallNow = SystemClock.realtimeNanoseconds()
-        let jackNow = Int64(bitPattern: JackClient.now())
-        return wallNow - (jackNow - Int64(bitPattern: frameMicros)) * 1_000
+        guard let frameMicros = client.microseconds(forFrameTime: frameTime),
+            let placed = Self.wallNanoseconds(wallNow: wallNow, jackNowMicros: JackClient.now(), frameMicros: frameMicros)
+        else {
+            return FrameWallTime(nanoseconds: wallNow, fromJackClock: false)
+        }
+        return FrameWallTime(nanoseconds: placed, fromJackClock: true)
+    }
+
+    /// How far from now a frame of a running stream may lie and still be believed.
+    public static let plausibleFrameDistanceMicros: Int64 = 600_000_000
+
+    /// `wallNow - (jackNow - frame)` in nanoseconds, or nil when the frame lies implausibly
+    /// far from JACK's now (more than `plausibleFrameDistanceMicros`) or the arithmetic would
+    /// overflow. Pure: any thread.
+    public static func wallNanoseconds(wallNow: Int64, jackNowMicros: UInt64, frameMicros: UInt64) -> Int64? {
+        guard let now = Int64(exactly: jackNowMicros), let frame = Int64(exactly: frameMicros) else { return nil }
+        let (age, ageOverflow) = now.subtractingReportingOverflow(frame)
+        guard !ageOverflow, abs(age) <= plausibleFrameDistanceMicros else { return nil }
+        let (result, overflow) = wallNow.subtractingReportingOverflow(age * 1_000)
+        return overflow ? nil : result
     }
 
     /// JACK's microsecond clock now (jack_get_time; any thread).

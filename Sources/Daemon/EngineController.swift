@@ -281,7 +281,9 @@ extension EngineController: PlayerEngine, RecorderEngine, MonitoringEngine, Sens
     func setZeroed(_ tap: CaptureTap, _ zeroed: Bool) { engine.setZeroed(tap, zeroed) }
     func removeCaptureTap(_ tap: CaptureTap) { engine.removeCaptureTap(tap) }
 
-    func utcNanoseconds(forFrameTime frameTime: UInt32) -> Int64? { engine.utcNanoseconds(forFrameTime: frameTime) }
+    func utcNanoseconds(forFrameTime frameTime: UInt32) -> AudioEngine.FrameWallTime? {
+        engine.utcNanoseconds(forFrameTime: frameTime)
+    }
 
     func setMonitoring(_ setup: MonitoringSetup) throws(AudioEngineError) { try engine.setMonitoring(setup) }
 }

@@ -64,7 +64,7 @@ protocol RecorderEngine: AnyObject {
     func setZeroed(_ tap: CaptureTap, _ zeroed: Bool)
     func removeCaptureTap(_ tap: CaptureTap)
     /// The UTC time of a JACK frame time (a tap's first frame); nil when not running.
-    func utcNanoseconds(forFrameTime frameTime: UInt32) -> Int64?
+    func utcNanoseconds(forFrameTime frameTime: UInt32) -> AudioEngine.FrameWallTime?
 }
 
 /// The engine as `MonitoringService` uses it.

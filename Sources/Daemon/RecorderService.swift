@@ -33,9 +33,12 @@ final class TapSource: SampleSource, @unchecked Sendable {
     /// Control thread: fixes the start time once the tap has its first frame.
     func resolveStartTime(_ engine: any RecorderEngine) {
         guard startTime == nil, let frameTime = tap.firstFrameTime,
-            let nanoseconds = engine.utcNanoseconds(forFrameTime: frameTime)
+            let placed = engine.utcNanoseconds(forFrameTime: frameTime)
         else { return }
-        start.withLock { $0 = UTCTime(nanosecondsSinceEpoch: nanoseconds) }
+        if !placed.fromJackClock {
+            Log.warning("JACK's clock gave no plausible time for the first frame; the recording's start time is the wall clock now (may be off by the buffered audio)")
+        }
+        start.withLock { $0 = UTCTime(nanosecondsSinceEpoch: placed.nanoseconds) }
     }
 
     func read(into buffer: UnsafeMutableBufferPointer<Float>) -> Int {

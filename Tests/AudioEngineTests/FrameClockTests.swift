@@ -1,0 +1,32 @@
+// Placing a JACK frame on the wall clock never traps, whatever a server answers (PipeWire's
+// JACK once gave frame times that crashed recd at the first record start).
+import AudioEngine
+import Testing
+
+@Suite("frame times on the wall clock")
+struct FrameClockTests {
+    let wallNow: Int64 = 1_764_547_200_000_000_000  // 2025-12-01T00:00:00Z
+
+    @Test("a frame 0.5 s old lands 0.5 s before the wall clock's now")
+    func plausible() {
+        #expect(AudioEngine.wallNanoseconds(wallNow: wallNow, jackNowMicros: 10_500_000, frameMicros: 10_000_000) == wallNow - 500_000_000)
+        #expect(AudioEngine.wallNanoseconds(wallNow: wallNow, jackNowMicros: 10_000_000, frameMicros: 10_250_000) == wallNow + 250_000_000)
+        #expect(AudioEngine.wallNanoseconds(wallNow: wallNow, jackNowMicros: 5, frameMicros: 5) == wallNow)
+    }
+
+    @Test("implausible or overflowing answers give nil, never a trap")
+    func implausible() {
+        let cases: [(UInt64, UInt64)] = [
+            (0, UInt64.max), (UInt64.max, 0), (UInt64.max, UInt64.max - 1), (UInt64(Int64.max) + 1, 0),
+            (0, UInt64(Int64.max)), (1_000_000_000_000, 0), (0, 700_000_000),
+        ]
+        for (now, frame) in cases {
+            #expect(AudioEngine.wallNanoseconds(wallNow: wallNow, jackNowMicros: now, frameMicros: frame) == nil, "\(now) \(frame)")
+        }
+        // Right at the plausible edge, and a wall clock near the end of Int64, still no trap.
+        let edge = UInt64(AudioEngine.plausibleFrameDistanceMicros)
+        #expect(AudioEngine.wallNanoseconds(wallNow: wallNow, jackNowMicros: edge, frameMicros: 0) != nil)
+        #expect(AudioEngine.wallNanoseconds(wallNow: Int64.min + 1, jackNowMicros: edge, frameMicros: 0) == nil)
+        #expect(AudioEngine.wallNanoseconds(wallNow: Int64.max, jackNowMicros: 0, frameMicros: edge) == nil)
+    }
+}
