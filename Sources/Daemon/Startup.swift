@@ -75,10 +75,21 @@ public enum Recd {
         }
         if checkOnly {
             print("\(config.source): OK (\(config.ports.count) ports, \(config.sessions.count) sessions)")
+            for port in config.ports { print(resolvedJackPorts(port)) }
             return 0
         }
         if let socketOverride { config.daemon.socket = socketOverride }
         return run(config: config, environment: environment)
+    }
+
+    /// One line of `--check-config`: the JACK ports a port resolved to, ranges expanded, so an
+    /// operator sees what `capture_{1..32}` became.
+    static func resolvedJackPorts(_ port: PortDecl) -> String {
+        func list(_ names: [String]) -> String { "\(names.joined(separator: ", ")) (\(names.count))" }
+        if port.direction == .duplex {
+            return "port \(port.name): in \(list(port.jackIn)); out \(list(port.jackOut))"
+        }
+        return "port \(port.name): \(list(port.jack))"
     }
 
     /// Loads the config and checks what the loader leaves to the policy (session tables).
