@@ -9,7 +9,8 @@
 // - lines libinih would silently mangle (too long, NUL bytes, invalid UTF-8): they are
 //   reported and handed over as blank lines;
 // - continuation lines (an indented line after a key): libinih calls the handler again with
-//   the previous key's name; they are kept apart, with their own line numbers, in the entry's
+//   the previous key's name (and, unlike a key line, with its inline `;` comment); they are
+//   kept apart, with their own line numbers and comments stripped, in the entry's
 //   `continuations`. Whether a key may continue is the interpreter's business (lists only).
 
 internal import CInih
@@ -169,7 +170,7 @@ private final class ConfigLineFeeder {
             if let last = sections.indices.last, !sections[last].entries.isEmpty {
                 let entry = sections[last].entries.count - 1
                 sections[last].entries[entry].continuations.append(
-                    ConfigContinuation(value: value, line: lineNumber))
+                    ConfigContinuation(value: Self.withoutInlineComment(value), line: lineNumber))
             }
             return
         }
@@ -243,6 +244,21 @@ private final class ConfigLineFeeder {
             wasSpace = isCSpace(byte)
         }
         return nil
+    }
+
+    /// Debian's libinih 55 strips an inline `;` comment from a key line but hands a
+    /// continuation line over whole; strip it the same way (a `;` after whitespace), so both
+    /// kinds of line read alike.
+    private static func withoutInlineComment(_ value: String) -> String {
+        let bytes = Array(value.utf8)
+        var wasSpace = false
+        for (index, byte) in bytes.enumerated() {
+            if wasSpace && byte == UInt8(ascii: ";") {
+                return String(decoding: trimmingSpace(bytes[..<index]), as: UTF8.self)
+            }
+            wasSpace = isCSpace(byte)
+        }
+        return value
     }
 
     private static func withoutCarriageReturn(_ line: ArraySlice<UInt8>) -> ArraySlice<UInt8> {

@@ -223,7 +223,11 @@ private let fullExample = """
     let config = try ConfigLoader.load(path: path, environment: [:])
     #expect(config.source == path)
     #expect(config.daemon.region == "EU")
-    #expect(config.ports.map(\.name) == ["mic", "speaker", "phones", "desk", "headset", "bt"])
+    #expect(
+        config.ports.map(\.name) == ["mic", "speaker", "phones", "desk", "stage", "headset", "bt"])
+    #expect(
+        config.port(named: "stage")?.jack
+            == (1...30).map { "stagebox:capture_\($0)" } + ["stagebox:return_01", "stagebox:return_02"])
     #expect(config.port(named: "headset")?.channels == 1)
     #expect(config.port(named: "bt")?.codec == .msbc)
     #expect(config.session(named: "org.example.logger")?.record == .port("desk"))
@@ -657,7 +661,7 @@ private let thirtyTwo = (1...32).map { "system:capture_\($0)" }
     var lines = ["jack = " + thirtyTwo[0..<4].joined(separator: ", ") + ","]
     for start in stride(from: 4, to: 32, by: 4) {
         let line = "       " + thirtyTwo[start..<start + 4].joined(separator: ", ")
-        lines.append(start % 8 == 0 ? line + "," : line)
+        lines.append(start % 8 == 0 ? line + "," : line + "   ; inline comment")
         if start == 16 { lines.append("  # the second desk") }
     }
     let continued = lines.joined(separator: "\n")
