@@ -75,10 +75,27 @@ public enum Recd {
         }
         if checkOnly {
             print("\(config.source): OK (\(config.ports.count) ports, \(config.sessions.count) sessions)")
+            for port in config.ports { print(resolvedJackPorts(port)) }
             return 0
         }
         if let socketOverride { config.daemon.socket = socketOverride }
         return run(config: config, environment: environment)
+    }
+
+    /// One line of `--check-config`: the JACK ports a port resolved to, ranges expanded, so an
+    /// operator sees what `capture_{1..32}` became.
+    static func resolvedJackPorts(_ port: PortDecl) -> String {
+        func list(_ names: [String], channels: Int? = nil) -> String {
+            let count =
+                !names.contains(where: { $0.contains("*") })
+                ? "\(names.count)" : channels.map { "pattern, \($0) channels" } ?? "pattern"
+            return "\(names.joined(separator: ", ")) (\(count))"
+        }
+        if port.direction == .duplex {
+            return
+                "port \(port.name): in \(list(port.jackIn, channels: port.channels)); out \(list(port.jackOut))"
+        }
+        return "port \(port.name): \(list(port.jack, channels: port.channels))"
     }
 
     /// Loads the config and checks what the loader leaves to the policy (session tables).

@@ -29,6 +29,16 @@ enum ConfigSectionKind: String, CaseIterable {
         }
     }
 
+    /// The keys whose values are comma-separated lists: only these may continue on indented
+    /// lines, and only their items expand ranges such as `{1..32}`.
+    var listKeys: [String] {
+        switch self {
+        case .port: ["jack", "jack_in", "jack_out", "capabilities"]
+        case .session: ["options"]
+        case .daemon, .jack, .archive, .policy: []
+        }
+    }
+
     /// `[port NAME]` and `[session APP]` carry a name; the others stand alone.
     var nameNoun: String? {
         switch self {
@@ -59,6 +69,14 @@ struct ConfigSectionFields {
                 issues.add(
                     line: entry.line,
                     "\(title) unknown key \(entry.key.quotedForMessage); use one of \(kind.keys.joined(separator: ", "))"
+                )
+                continue
+            }
+            if let continuation = entry.continuations.first, !kind.listKeys.contains(entry.key) {
+                let lists = kind.listKeys.isEmpty ? "" : " (here: \(kind.listKeys.joined(separator: ", ")))"
+                issues.add(
+                    line: continuation.line,
+                    "\(title) \(entry.key): indented line \(continuation.value.quotedForMessage) would continue its value, but only list values\(lists) continue on indented lines; remove the indentation"
                 )
                 continue
             }
@@ -361,7 +379,7 @@ struct ConfigInterpreter {
             codec: codec, sense: sense, muteSwitch: muteSwitch, line: fields.line)
     }
 
-    /// Over 64 names do not fit in libinih's 200-byte line today; checked for longer lines.
+    /// More names than channels: a range or continuation lines can list any number.
     private mutating func tooManyPorts(_ count: Int, _ field: ConfigField) {
         let range = PortDecl.channelRange
         field.complainAboutKey(
@@ -371,23 +389,28 @@ struct ConfigInterpreter {
 
     /// A list of JACK port names or patterns, each `client:port`.
     private mutating func jackNames(_ field: ConfigField) -> [String]? {
-        guard let names = field.list(in: &issues) else { return nil }
-        guard !names.isEmpty else {
+        guard let items = field.listItems(in: &issues) else { return nil }
+        guard !items.isEmpty else {
             field.complainAboutKey(
                 "is empty; list JACK ports as client:port, e.g. system:capture_1", in: &issues)
             return nil
         }
-        for name in names {
-            let parts = name.split(separator: ":", maxSplits: 1, omittingEmptySubsequences: false)
+        for item in items {
+            let parts = item.text.split(
+                separator: ":", maxSplits: 1, omittingEmptySubsequences: false)
             if parts.count != 2 || parts[0].isEmpty || parts[1].isEmpty {
+                let hint =
+                    item.text.contains("=") && item.line != field.line
+                    ? "; an indented line continues the list above, so to start a new key remove the indentation"
+                    : ""
                 field.complain(
-                    "is not a JACK port name; write client:port, e.g. system:capture_1",
-                    about: name,
+                    "is not a JACK port name; write client:port, e.g. system:capture_1\(hint)",
+                    about: item.text, line: item.line,
                     in: &issues)
                 return nil
             }
         }
-        return names
+        return items.map(\.text)
     }
 
     // MARK: - Sessions

@@ -6,14 +6,26 @@
 // - line numbers: the handler runs right after the reader returned the line it belongs to;
 // - section headers: the handler is not called for a section without keys, and libinih cuts
 //   section names to 49 bytes (too short for `[session APP]` with a 64-character APP);
-// - lines libinih would silently mangle (too long, NUL bytes, invalid UTF-8, indented lines it
-//   would glue onto the previous value): they are reported and handed over as blank lines.
+// - lines libinih would silently mangle (too long, NUL bytes, invalid UTF-8): they are
+//   reported and handed over as blank lines;
+// - continuation lines (an indented line after a key): libinih calls the handler again with
+//   the previous key's name (and, unlike a key line, with its inline `;` comment); they are
+//   kept apart, with their own line numbers and comments stripped, in the entry's
+//   `continuations`. Whether a key may continue is the interpreter's business (lists only).
 
 internal import CInih
 
 /// One `key = value` line as libinih split it (key and value trimmed, `;` comment removed).
 struct ConfigEntry: Equatable {
     var key: String
+    var value: String
+    var line: Int
+    /// The indented lines that continue the value, in order (text trimmed).
+    var continuations: [ConfigContinuation] = []
+}
+
+/// One indented line continuing the value of the key above it.
+struct ConfigContinuation: Equatable {
     var value: String
     var line: Int
 }
@@ -115,6 +127,8 @@ private final class ConfigLineFeeder {
     /// Mirrors libinih's `prev_name`: set by a key line, cleared by a section header. While set,
     /// libinih reads an indented line as a continuation of the previous value.
     private var previousKey: String?
+    /// Whether the line just fed is an indented continuation of `previousKey`'s value.
+    private var feedingContinuation = false
     private(set) var sections: [ConfigRawSection] = []
     var issues = ConfigIssues()
 
@@ -150,6 +164,16 @@ private final class ConfigLineFeeder {
 
     /// libinih's handler call for the line just fed.
     func take(key: String, value: String) {
+        if feedingContinuation {
+            // libinih passes prev_name as the key. A key outside any section was reported
+            // already, and so has no entry to continue.
+            if let last = sections.indices.last, !sections[last].entries.isEmpty {
+                let entry = sections[last].entries.count - 1
+                sections[last].entries[entry].continuations.append(
+                    ConfigContinuation(value: Self.withoutInlineComment(value), line: lineNumber))
+            }
+            return
+        }
         // An empty name leaves libinih's prev_name empty, so mirror that too.
         previousKey = key.isEmpty ? nil : key
         guard !sections.isEmpty else {
@@ -165,6 +189,7 @@ private final class ConfigLineFeeder {
 
     /// Whether libinih may see `line` as it is; records why not, and notes section headers.
     private func check(_ line: ArraySlice<UInt8>, capacity: Int) -> Bool {
+        feedingContinuation = false
         if line.contains(0) {
             issues.add(line: lineNumber, "line contains a NUL byte; is this a text file?")
             return false
@@ -188,12 +213,9 @@ private final class ConfigLineFeeder {
         let trimmed = Self.trimmingSpace(content)
         guard let first = trimmed.first, first != UInt8(ascii: ";"), first != UInt8(ascii: "#")
         else { return true }  // blank line or comment
-        if let previousKey, trimmed.startIndex > content.startIndex {
-            issues.add(
-                line: lineNumber,
-                "indented line would continue the value of \(previousKey.quotedForMessage) (multi-line values are not supported); remove the indentation"
-            )
-            return false
+        if previousKey != nil, trimmed.startIndex > content.startIndex {
+            feedingContinuation = true  // libinih hands it to the handler as prev_name's
+            return true
         }
         // Not a header: a key line, or a line libinih reports as a syntax error.
         guard first == UInt8(ascii: "[") else { return true }
@@ -222,6 +244,21 @@ private final class ConfigLineFeeder {
             wasSpace = isCSpace(byte)
         }
         return nil
+    }
+
+    /// Debian's libinih 55 strips an inline `;` comment from a key line but hands a
+    /// continuation line over whole; strip it the same way (a `;` after whitespace), so both
+    /// kinds of line read alike.
+    private static func withoutInlineComment(_ value: String) -> String {
+        let bytes = Array(value.utf8)
+        var wasSpace = false
+        for (index, byte) in bytes.enumerated() {
+            if wasSpace && byte == UInt8(ascii: ";") {
+                return String(decoding: trimmingSpace(bytes[..<index]), as: UTF8.self)
+            }
+            wasSpace = isCSpace(byte)
+        }
+        return value
     }
 
     private static func withoutCarriageReturn(_ line: ArraySlice<UInt8>) -> ArraySlice<UInt8> {

@@ -12,13 +12,18 @@ struct ConfigField {
     var value: String { entry.value }
     var line: Int { entry.line }
 
-    /// Records `[section] key: "item" problem`. `item` defaults to the whole value.
-    func complain(_ problem: String, about item: String? = nil, in issues: inout ConfigIssues) {
+    /// Records `[section] key: "item" problem`. `item` defaults to the whole value; `line`
+    /// (for an item on a continuation line) to the key's line.
+    func complain(
+        _ problem: String, about item: String? = nil, line: Int? = nil,
+        in issues: inout ConfigIssues
+    ) {
         var message = "\(section) \(key): \((item ?? value).quotedForMessage) \(problem)"
-        if value.contains(" #") {
+        let text = line.flatMap { line in entry.continuations.first { $0.line == line }?.value }
+        if (text ?? value).contains(" #") {
             message += " (a \"#\" comment must be on a line of its own)"
         }
-        issues.add(line: line, message)
+        issues.add(line: line ?? self.line, message)
     }
 
     /// Records `[section] key: problem`, for problems that are not about the value's text.
@@ -115,17 +120,45 @@ struct ConfigField {
     /// A comma-separated list, items trimmed. An empty value is an empty list; an empty item
     /// (`a,,b` or a trailing comma) and a repeated item are errors.
     func list(in issues: inout ConfigIssues) -> [String]? {
-        if value.isEmpty { return [] }
-        let items = value.split(separator: ",", omittingEmptySubsequences: false)
-            .map { String($0).trimmedWhitespace }
-        if items.contains(where: \.isEmpty) {
-            complain("has an empty item; separate items with single commas", in: &issues)
-            return nil
-        }
+        listItems(in: &issues)?.map(\.text)
+    }
+
+    /// The list with each item's line. The value may continue on indented lines: each line
+    /// adds items, with a comma between lines whether or not a line ends with one (and
+    /// `key =` may leave its own line empty). Ranges such as `capture_{1..32}` are expanded
+    /// (ConfigRange).
+    func listItems(in issues: inout ConfigIssues) -> [ConfigListItem]? {
+        var pieces = [ConfigContinuation(value: value, line: line)] + entry.continuations
+        if pieces.count > 1, value.isEmpty { pieces.removeFirst() }
+        if pieces.count == 1, value.isEmpty { return [] }
+        var items: [ConfigListItem] = []
         var seen = Set<String>()
-        for item in items where !seen.insert(item).inserted {
-            complain("is listed twice", about: item, in: &issues)
-            return nil
+        for (index, piece) in pieces.enumerated() {
+            var text = Substring(piece.value)
+            if index < pieces.count - 1, text.hasSuffix(",") { text = text.dropLast() }
+            for part in text.split(separator: ",", omittingEmptySubsequences: false) {
+                let item = String(part).trimmedWhitespace
+                if item.isEmpty {
+                    complain(
+                        "has an empty item; separate items with single commas",
+                        about: piece.value, line: piece.line, in: &issues)
+                    return nil
+                }
+                let expanded: [String]
+                switch ConfigRange.expand(item) {
+                case .success(let names): expanded = names
+                case .failure(let problem):
+                    complain(problem.message, about: item, line: piece.line, in: &issues)
+                    return nil
+                }
+                for name in expanded {
+                    guard seen.insert(name).inserted else {
+                        complain("is listed twice", about: name, line: piece.line, in: &issues)
+                        return nil
+                    }
+                    items.append(ConfigListItem(text: name, line: piece.line))
+                }
+            }
         }
         return items
     }
@@ -136,21 +169,96 @@ struct ConfigField {
         parse: (String) -> T? = { T(rawValue: $0) },
         in issues: inout ConfigIssues
     ) -> [T]? where T.RawValue == String {
-        guard let items = list(in: &issues) else { return nil }
+        guard let items = listItems(in: &issues) else { return nil }
         var words: [T] = []
         for item in items {
-            guard let word = parse(item) else {
+            guard let word = parse(item.text) else {
                 let accepted = T.allCases.map(\.rawValue).joined(separator: ", ")
-                complain("is not \(noun); use one of \(accepted)\(note)", about: item, in: &issues)
+                complain(
+                    "is not \(noun); use one of \(accepted)\(note)", about: item.text,
+                    line: item.line, in: &issues)
                 return nil
             }
             if words.contains(word) {
-                complain("is listed twice (as \(word.rawValue))", about: item, in: &issues)
+                complain(
+                    "is listed twice (as \(word.rawValue))", about: item.text, line: item.line,
+                    in: &issues)
                 return nil
             }
             words.append(word)
         }
         return words
+    }
+}
+
+/// One item of a list value, with the line it is written on.
+struct ConfigListItem: Equatable {
+    var text: String
+    var line: Int
+}
+
+/// Ranges in list items: `system:capture_{1..32}` is system:capture_1 ... system:capture_32;
+/// `{01..08}` keeps the zero padding (to the wider bound, as in bash), `{4..1}` counts down.
+/// Several ranges in one item multiply. Any `{` starts a range.
+enum ConfigRange {
+    static let maxItems = 1024
+
+    struct Problem: Error, Equatable {
+        var message: String
+    }
+
+    static func expand(_ item: String) -> Result<[String], Problem> {
+        guard let open = item.firstIndex(of: "{") else { return .success([item]) }
+        let prefix = item[..<open]
+        guard let close = item[open...].firstIndex(of: "}") else {
+            return .failure(
+                Problem(message: "has \"{\" without a closing \"}\"; write a range as {1..32}"))
+        }
+        let range = String(item[open...close])
+        let bounds = item[item.index(after: open)..<close]
+            .split(separator: "..", omittingEmptySubsequences: false).map(String.init)
+        let isNumber = { (text: String) in
+            !text.isEmpty && text.count <= 9 && text.allSatisfy { $0.isASCII && $0.isNumber }
+        }
+        guard bounds.count == 2, isNumber(bounds[0]), isNumber(bounds[1]),
+            let first = Int(bounds[0]), let last = Int(bounds[1])
+        else {
+            return .failure(
+                Problem(
+                    message:
+                        "has a malformed range \(range.quotedForMessage); write {FIRST..LAST} with whole numbers, e.g. {1..32}, {01..08} or {4..1}"
+                ))
+        }
+        let count = abs(last - first) + 1
+        guard count <= maxItems else {
+            return .failure(
+                Problem(
+                    message:
+                        "has a range \(range.quotedForMessage) of \(count) items; a list item expands to at most \(maxItems)"
+                ))
+        }
+        let padded = bounds.contains { $0.count > 1 && $0.hasPrefix("0") }
+        let width = padded ? max(bounds[0].count, bounds[1].count) : 0
+        let suffixes: [String]
+        switch expand(String(item[item.index(after: close)...])) {
+        case .success(let names): suffixes = names
+        case .failure(let problem): return .failure(problem)
+        }
+        guard count * suffixes.count <= maxItems else {
+            return .failure(
+                Problem(
+                    message:
+                        "expands to \(count * suffixes.count) items; a list item expands to at most \(maxItems)"
+                ))
+        }
+        let numbers = first <= last ? Array(first...last) : Array((last...first).reversed())
+        var names: [String] = []
+        for number in numbers {
+            let digits = String(number)
+            let text = String(repeating: "0", count: max(0, width - digits.count)) + digits
+            for suffix in suffixes { names.append(prefix + text + suffix) }
+        }
+        return .success(names)
     }
 }
 

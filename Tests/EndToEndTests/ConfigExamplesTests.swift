@@ -51,6 +51,54 @@ struct ConfigExamplesTests {
         #expect(try runProgram(recd, ["--check-config", written]).status == 0)
     }
 
+    @Test("--check-config prints each port's JACK ports with ranges and continuation lines resolved")
+    func checkConfigShowsResolvedPorts() throws {
+        let recd = productsDirectory.appendingPathComponent("recd").path
+        let directory = try makeTemporaryDirectory("recd-conf")
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let path = directory + "/stage.conf"
+        try """
+            [port stage]
+            type = usbAudio
+            direction = input
+            jack = system:capture_{1..16},   ; the first desk
+                   system:capture_17, system:capture_18
+                   system:capture_{19..32}
+
+            [port phones]
+            type = headphones
+            direction = output
+            jack = box:out_{02..01}
+
+            [port wild]
+            type = lineIn
+            direction = input
+            jack = usb:capture_*
+            channels = 4
+
+            """.write(toFile: path, atomically: true, encoding: .utf8)
+        let result = try runProgram(recd, ["--check-config", path])
+        #expect(result.status == 0, "\(result.stderr)")
+        let all = (1...32).map { "system:capture_\($0)" }.joined(separator: ", ")
+        #expect(
+            result.stdout == """
+                \(path): OK (3 ports, 0 sessions)
+                port stage: \(all) (32)
+                port phones: box:out_02, box:out_01 (2)
+                port wild: usb:capture_* (pattern, 4 channels)
+
+                """)
+
+        let bad = directory + "/bad.conf"
+        try "[port stage]\ntype = usbAudio\ndirection = input\njack = a:1,\n       a:in_{1..}\n"
+            .write(toFile: bad, atomically: true, encoding: .utf8)
+        let refused = try runProgram(recd, ["--check-config", bad])
+        #expect(refused.status == 1)
+        #expect(
+            refused.stderr.contains("\(bad):5:") && refused.stderr.contains("\"{1..}\""),
+            "\(refused.stderr)")
+    }
+
     @Test("the broadcast logger example records by itself, with nobody logged in")
     func loggerRecordsUnattended() throws {
         let deck = uniqueName("air")

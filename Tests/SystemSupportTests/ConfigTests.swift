@@ -223,7 +223,11 @@ private let fullExample = """
     let config = try ConfigLoader.load(path: path, environment: [:])
     #expect(config.source == path)
     #expect(config.daemon.region == "EU")
-    #expect(config.ports.map(\.name) == ["mic", "speaker", "phones", "desk", "headset", "bt"])
+    #expect(
+        config.ports.map(\.name) == ["mic", "speaker", "phones", "desk", "stage", "headset", "bt"])
+    #expect(
+        config.port(named: "stage")?.jack
+            == (1...30).map { "stagebox:capture_\($0)" } + ["stagebox:return_01", "stagebox:return_02"])
     #expect(config.port(named: "headset")?.channels == 1)
     #expect(config.port(named: "bt")?.codec == .msbc)
     #expect(config.session(named: "org.example.logger")?.record == .port("desk"))
@@ -483,7 +487,59 @@ private let badInputs: [BadInput] = [
         name: "indented key continues a value",
         text: "[port m]\n  type = lineIn\n  direction = input\n",
         line: 3,
-        fragments: ["would continue the value of \"type\"", "remove the indentation"]),
+        fragments: [
+            "[port m] type: indented line \"direction = input\" would continue its value",
+            "only list values (here: jack, jack_in, jack_out, capabilities)",
+            "remove the indentation",
+        ]),
+    BadInput(
+        name: "single-value key with a continuation line",
+        text: "[archive]\nsegment_seconds = 60\n    120\n",
+        line: 3,
+        fragments: ["[archive] segment_seconds: indented line \"120\"", "only list values"]),
+    BadInput(
+        name: "indented key after a jack list",
+        text: "[port m]\ntype = lineIn\ndirection = input\njack = a:1,\n  a:2\n  channels = 2\n",
+        line: 6,
+        fragments: [
+            "jack: \"channels = 2\" is not a JACK port name",
+            "to start a new key remove the indentation",
+        ]),
+    BadInput(
+        name: "open-ended range on a continuation line",
+        text: "[port m]\ntype = lineIn\ndirection = input\njack = a:1,\n\n  a:in_{1..}\n",
+        line: 6,
+        fragments: ["jack: \"a:in_{1..}\" has a malformed range \"{1..}\"", "{01..08}"]),
+    BadInput(
+        name: "range of letters",
+        text: "[port m]\ntype = lineIn\ndirection = input\njack = a:{a..b}\n",
+        line: 4,
+        fragments: ["has a malformed range \"{a..b}\""]),
+    BadInput(
+        name: "range over 1024 items",
+        text: "[port m]\ntype = lineIn\ndirection = input\njack = a:1,\n  a:x_{1..2000}\n",
+        line: 5,
+        fragments: ["\"a:x_{1..2000}\" has a range \"{1..2000}\" of 2000 items", "at most 1024"]),
+    BadInput(
+        name: "range without closing brace",
+        text: "[port m]\ntype = lineIn\ndirection = input\njack = a:x_{1..4\n",
+        line: 4,
+        fragments: ["without a closing \"}\""]),
+    BadInput(
+        name: "empty item on a continuation line",
+        text: "[port m]\ntype = lineIn\ndirection = input\njack = a:1,\n  a:2,,a:3\n",
+        line: 5,
+        fragments: ["jack: \"a:2,,a:3\" has an empty item"]),
+    BadInput(
+        name: "range repeats a listed port",
+        text: "[port m]\ntype = lineIn\ndirection = input\njack = a:2\n  a:{1..3}\n",
+        line: 5,
+        fragments: ["jack: \"a:2\" is listed twice"]),
+    BadInput(
+        name: "range overruns the channel limit",
+        text: "[port m]\ntype = lineIn\ndirection = input\njack = a:{1..65}\n",
+        line: 4,
+        fragments: ["names 65 JACK ports"]),
     BadInput(
         name: "over-long line",
         text: "[session r]\nmic_usage = " + String(repeating: "w", count: 300) + "\n",
@@ -590,6 +646,66 @@ func defaultsComeFromTheEnvironment(_ item: EnvironmentCase) throws {
 }
 
 // MARK: - Comments and layout
+
+// MARK: - Lists on continuation lines, and ranges
+
+/// `[port NAME]` for input with `jackLines` as the `jack = ...` key and its continuations.
+private func inputPort(_ jackLines: String) -> String {
+    "[port desk]\ntype = lineIn\ndirection = input\n\(jackLines)\n[session r]\nrecord = desk\n"
+}
+
+private let thirtyTwo = (1...32).map { "system:capture_\($0)" }
+
+@Test func thirtyTwoPortsOnContinuationLinesOrAsARangeLoadTheSame() throws {
+    // Four per line, some lines ending with a comma and some not; a comment in between.
+    var lines = ["jack = " + thirtyTwo[0..<4].joined(separator: ", ") + ","]
+    for start in stride(from: 4, to: 32, by: 4) {
+        let line = "       " + thirtyTwo[start..<start + 4].joined(separator: ", ")
+        lines.append(start % 8 == 0 ? line + "," : line + "   ; inline comment")
+        if start == 16 { lines.append("  # the second desk") }
+    }
+    let continued = lines.joined(separator: "\n")
+    #expect(lines.allSatisfy { $0.utf8.count <= 198 })
+    let ranged = "jack = system:capture_{1..32}"
+    let leadingEmpty = "jack =\n    system:capture_{1..16}\n\n    system:capture_{17..32}"
+    for text in [continued, ranged, leadingEmpty] {
+        let path = try temporaryFile(Array(inputPort(text).utf8))
+        defer { try? FileManager.default.removeItem(atPath: path) }
+        let config = try ConfigLoader.load(path: path, environment: userEnvironment)
+        let port = try #require(config.port(named: "desk"))
+        #expect(port.jack == thirtyTwo, "\(text)")
+        #expect(port.channels == 32)
+    }
+}
+
+@Test func rangesKeepZeroPaddingAndCountDown() throws {
+    let padded = try parse(inputPort("jack = x:in_{01..08}, y:{8..10}, z:{010..8}"))
+    #expect(
+        padded.port(named: "desk")?.jack
+            == (1...8).map { "x:in_0\($0)" } + ["y:8", "y:9", "y:10", "z:010", "z:009", "z:008"])
+    let descending = try parse(inputPort("jack = system:capture_{4..1}"))
+    #expect(
+        descending.port(named: "desk")?.jack
+            == ["system:capture_4", "system:capture_3", "system:capture_2", "system:capture_1"])
+    let duplex = try parse(
+        "[port phone]\ntype = lineIn\ndirection = duplex\njack_in = a:in_{1..2}\njack_out = a:out_1,\n  a:out_2\n"
+    )
+    #expect(duplex.port(named: "phone")?.jackIn == ["a:in_1", "a:in_2"])
+    #expect(duplex.port(named: "phone")?.jackOut == ["a:out_1", "a:out_2"])
+    let options = try parse(
+        "[session r]\ncategory = playAndRecord\noptions = mixWithOthers,\n    allowBluetoothA2DP\n")
+    #expect(options.session(named: "r")?.options == [.mixWithOthers, .allowBluetoothA2DP])
+}
+
+@Test func a444ByteListOnOneLineIsStillRefused() throws {
+    // 32 ports named system:in_1 ... system:in_32, as the issue's 444-byte line had them.
+    let line = "jack = " + (1...32).map { "system:in_\($0)" }.joined(separator: ", ")
+    #expect(line.utf8.count == 444)
+    let text = inputPort(line)
+    let error = try #require(parseError(text))
+    #expect(error.line == 4)
+    #expect(error.message == "line is 444 bytes long; libinih reads at most 198 bytes per line")
+}
 
 @Test func commentsBlankLinesAndLineEndings() throws {
     let text = """
