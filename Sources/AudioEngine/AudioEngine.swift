@@ -13,7 +13,9 @@ import Platform
 /// jack_activate and frees after the client is closed; the control thread changes what it does
 /// by publishing immutable snapshots (read-copy-update), freeing old ones once the process
 /// thread has passed them. JACK's **notification** threads only record news and call the
-/// `wake` closure; the control thread then calls `drainNotifications()`.
+/// `wake` closure; the control thread then calls `drainNotifications()`. After ports or
+/// clients come or go, a short-lived **port recheck** thread calls `wake` once more 40 ms
+/// later, so availability is computed again once JACK's graph has settled.
 ///
 /// Feeder threads write to `PlayerHandle`s and the archiver reads `CaptureTap`s; those handles
 /// document their own threads.
@@ -67,6 +69,12 @@ public final class AudioEngine {
         var lost = false
         /// Ports came or went since connections were last repaired.
         var needsRepair = false
+        /// Monotonic seconds at which availability is computed once more after a change, to
+        /// catch JACK's graph settling (a closing client's ports stay listed for a period or
+        /// two after JACK announced them gone).
+        var recheckAt: Double?
+        /// When the timer thread armed for `recheckAt` wakes the control thread (nil: none).
+        var timerFiresAt: Double?
 
         init(client: JackClient, memory: EngineMemory, inputs: [Group], outputs: [Group]) {
             self.client = client
@@ -89,7 +97,8 @@ public final class AudioEngine {
         var available: Bool
     }
 
-    /// `wake` is called on a JACK thread whenever there is news for `drainNotifications()`.
+    /// `wake` is called on a JACK thread (or the port recheck thread) whenever there is news
+    /// for `drainNotifications()`.
     /// It must be quick and must not block or call back into the engine: signal a semaphore,
     /// write an eventfd. It may even run on the dying process thread at server loss.
     public init(wake: @escaping @Sendable () -> Void = {}) {
@@ -367,8 +376,10 @@ public final class AudioEngine {
 
     // MARK: Notifications
 
-    /// Collects what JACK announced since the last call, and acts on it: when ports come or
-    /// go, each group's availability is recomputed (reported as `.groupAvailabilityChanged`)
+    /// Collects what JACK announced since the last call, and acts on it: when ports or clients
+    /// come or go (registration, unregistration, a client's close or death, a rename), each
+    /// group's availability is recomputed from the port list read here, without the ports
+    /// JACK announced gone, and once more 40 ms later (reported as `.groupAvailabilityChanged`)
     /// and, with `repair`, groups are connected to ports that (re)appeared. Also frees retired
     /// snapshots. Call it whenever `wake` fires (and now and then anyway).
     ///
@@ -378,22 +389,47 @@ public final class AudioEngine {
     public func drainNotifications(repair: Bool = true) -> [EngineNotification] {
         guard let connection else { return [] }
         var notifications = connection.client.sink.drain()
+        let changed = connection.client.sink.takePortsChanged()
+        let now = SystemClock.monotonicSeconds()
+        if let fires = connection.timerFiresAt, now >= fires { connection.timerFiresAt = nil }
         if notifications.contains(where: { if case .serverLost = $0 { true } else { false } }) {
             connection.lost = true
-        } else if !connection.lost,
-            notifications.contains(where: {
-                switch $0 {
-                case .portRegistered, .portUnregistered: true
-                default: false
+        } else if !connection.lost {
+            let recheckDue = connection.recheckAt.map { now >= $0 } ?? false
+            if changed {
+                connection.recheckAt = now + Self.settleRecheckSeconds
+            } else if recheckDue {
+                connection.recheckAt = nil
+            }
+            if changed || recheckDue {
+                let changes = updateAvailability(connection, report: true)
+                notifications += changes
+                if changed || !changes.isEmpty {
+                    connection.needsRepair = true
+                    if repair { repairConnections() }
                 }
-            })
-        {
-            notifications += updateAvailability(connection, report: true)
-            connection.needsRepair = true
-            if repair { repairConnections() }
+            }
+            armRecheckTimer(connection, now: now)
         }
         connection.memory.collectDeadWood()
         return notifications
+    }
+
+    /// How long after a port or client change availability is computed once more.
+    static let settleRecheckSeconds = 0.04
+
+    /// Makes sure the control thread is woken for a pending recheck: one short-lived timer
+    /// thread at a time sleeps until `recheckAt` and calls `wake` (if none can be made, the
+    /// caller's periodic drain does the recheck).
+    private func armRecheckTimer(_ connection: Connection, now: Double) {
+        guard let recheckAt = connection.recheckAt, connection.timerFiresAt == nil else { return }
+        let delay = max(0, recheckAt - now)
+        let wake = self.wake
+        let timer = try? NamedThread(name: "port recheck") {
+            SystemClock.sleep(seconds: delay)
+            wake()
+        }
+        if timer != nil { connection.timerFiresAt = recheckAt }
     }
 
     /// Connects every complete group to the JACK ports behind it where a connection is missing.
@@ -401,9 +437,9 @@ public final class AudioEngine {
     public func repairConnections() {
         guard let connection, !connection.lost, connection.needsRepair else { return }
         connection.needsRepair = false
-        let ownPorts = Set((connection.inputs + connection.outputs).flatMap(\.fullNames))
+        let excluded = excludedPorts(connection)
         for group in connection.inputs + connection.outputs where group.available {
-            let targets = resolveTargets(group, client: connection.client, excluding: ownPorts)
+            let targets = resolveTargets(group, client: connection.client, excluding: excluded)
             for channel in 0..<min(group.spec.channels, targets.count) {
                 guard let target = targets[channel],
                     !connection.client.isConnected(group.ports[channel], to: target)
@@ -420,13 +456,15 @@ public final class AudioEngine {
     }
 
     /// Recomputes availability (all JACK ports behind a group exist). Returns the changes.
+    /// Never trusts a port JACK announced gone, nor one of a client JACK announced closed,
+    /// even while the port list (not yet settled) still holds it.
     private func updateAvailability(_ connection: Connection, report: Bool) -> [EngineNotification] {
-        let ownPorts = Set((connection.inputs + connection.outputs).flatMap(\.fullNames))
+        let excluded = excludedPorts(connection)
         var changes: [EngineNotification] = []
         func update(_ groups: inout [Group]) {
             for index in groups.indices {
                 let group = groups[index]
-                let targets = resolveTargets(group, client: connection.client, excluding: ownPorts)
+                let targets = resolveTargets(group, client: connection.client, excluding: excluded)
                 let available =
                     group.spec.connectTo.isEmpty
                     || (targets.count >= group.spec.channels
@@ -445,7 +483,7 @@ public final class AudioEngine {
     }
 
     /// The JACK ports behind a group in channel order; nil where an exact name is missing.
-    private func resolveTargets(_ group: Group, client: JackClient, excluding ownPorts: Set<String>)
+    private func resolveTargets(_ group: Group, client: JackClient, excluding excluded: Set<String>)
         -> [String?]
     {
         // Behind an input group are JACK outputs (capture ports), behind an output group inputs.
@@ -456,14 +494,24 @@ public final class AudioEngine {
                 targets += client.ports(
                     matching: PortPattern.regularExpression(forGlob: entry), flags: wanted
                 )
-                .filter { !ownPorts.contains($0) }
+                .filter { !excluded.contains($0) }
                 .sorted(by: PortPattern.naturallyOrdered)
                 .map { Optional($0) }
             } else {
-                targets.append(client.portExists(entry) ? entry : nil)
+                targets.append(client.portExists(entry) && !excluded.contains(entry) ? entry : nil)
             }
         }
         return targets
+    }
+
+    /// Ports no group may use: our own, those JACK announced gone and those of clients JACK
+    /// announced closed (still listed until its graph settles).
+    private func excludedPorts(_ connection: Connection) -> Set<String> {
+        let ownPorts = Set((connection.inputs + connection.outputs).flatMap(\.fullNames))
+        let listed = Set(connection.client.ports(matching: nil))
+        let vanished = connection.client.sink.vanished(stillListed: listed)
+        return ownPorts.union(vanished.ports)
+            .union(listed.filter { vanished.clients.contains(NotificationSink.clientName(ofPort: $0)) })
     }
 
     // MARK: Players

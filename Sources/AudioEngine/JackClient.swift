@@ -38,13 +38,14 @@ final class JackClient {
 
         let argument = Unmanaged.passUnretained(sink).toOpaque()
         jack_set_port_registration_callback(opened, recdPortRegistration, argument)
+        jack_set_client_registration_callback(opened, recdClientRegistration, argument)
+        jack_set_port_rename_callback(opened, recdPortRename, argument)
         jack_set_port_connect_callback(opened, recdPortConnect, argument)
         jack_set_xrun_callback(opened, recdXrun, argument)
         jack_set_buffer_size_callback(opened, recdBufferSize, argument)
         jack_set_sample_rate_callback(opened, recdSampleRate, argument)
         jack_on_info_shutdown(opened, recdInfoShutdown, argument)
-        sink.attach(
-            client: opened, existingPorts: Self.portNames(client: opened, pattern: nil, flags: 0))
+        sink.attach(client: opened)
     }
 
     deinit { close() }
@@ -187,8 +188,7 @@ final class JackClient {
         return Self.portNames(client: handle, pattern: pattern, flags: flags)
     }
 
-    /// jack_get_ports as Swift strings. Also used from the notification thread (it reads
-    /// shared memory only, no server request).
+    /// jack_get_ports as Swift strings.
     static func portNames(client: OpaquePointer, pattern: String?, flags: Int32) -> [String] {
         guard let list = jack_get_ports(client, pattern, nil, UInt(flags)) else { return [] }
         defer { jack_free(list) }

@@ -29,7 +29,8 @@ do throws(Failure) {
     switch invocation.command {
     case .play(let options): try runPlay(options, invocation: invocation, signals: signals)
     case .capture(let options): try runCapture(options, invocation: invocation, signals: signals)
-    case .ports(let names): try runPorts(names: names, invocation: invocation, signals: signals)
+    case .ports(let names, let closeOnly):
+        try runPorts(names: names, closeOnly: closeOnly, invocation: invocation, signals: signals)
     }
     exit(ExitStatus.ok.rawValue)
 } catch {

@@ -392,13 +392,13 @@ func measureWithoutXruns<T>(
 /// A client name nobody else uses.
 func unique(_ prefix: String) -> String { "\(prefix)-\(UInt16.random(in: 0...UInt16.max))" }
 
-/// Polls `condition` every 5 ms until it holds or `seconds` pass.
-func waitUntil(seconds: Double, _ condition: () -> Bool) -> Bool {
+/// Polls `condition` every `pollMilliseconds` until it holds or `seconds` pass.
+func waitUntil(seconds: Double, pollMilliseconds: Int = 5, _ condition: () -> Bool) -> Bool {
     let clock = ContinuousClock()
     let deadline = clock.now + .milliseconds(Int(seconds * 1000))
     while clock.now < deadline {
         if condition() { return true }
-        usleep(5_000)
+        usleep(UInt32(pollMilliseconds * 1000))
     }
     return condition()
 }

@@ -10,15 +10,7 @@ import Glibc
 #endif
 
 /// Where `swift build` put the executables (next to the test bundle).
-let productsDirectory: URL = {
-    let exe = URL(fileURLWithPath: (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")) ?? CommandLine.arguments[0])
-    var dir = exe.deletingLastPathComponent()
-    while dir.path != "/" {
-        if FileManager.default.isExecutableFile(atPath: dir.appendingPathComponent("recd").path) { return dir }
-        dir = dir.deletingLastPathComponent()
-    }
-    return exe.deletingLastPathComponent()
-}()
+let productsDirectory = ExternalTools.productsDirectory
 
 struct CommandResult {
     var status: Int32

@@ -109,6 +109,20 @@ public enum ExternalTools {
         return process
     }
 
+    /// Where `swift build` put the package's executables (recd, recctl, recd-signal): the
+    /// nearest directory above the test bundle that holds `recd`.
+    public static let productsDirectory: URL = {
+        let exe = URL(
+            fileURLWithPath: (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe"))
+                ?? CommandLine.arguments[0])
+        var dir = exe.deletingLastPathComponent()
+        while dir.path != "/" {
+            if FileManager.default.isExecutableFile(atPath: dir.appendingPathComponent("recd").path) { return dir }
+            dir = dir.deletingLastPathComponent()
+        }
+        return exe.deletingLastPathComponent()
+    }()
+
     /// An executable this test suite owns (recd, recctl, recd-signal, a helper a test
     /// compiled) as a `Process`, not yet started. Refuses a system program's path.
     public static func ownProcess(_ executable: String, _ arguments: [String]) throws -> Process {

@@ -7,18 +7,23 @@ import Synchronization
 
 /// Where JACK's callbacks leave their news for the control thread.
 ///
-/// Port registration and connection callbacks come on JACK's notification thread: they may
-/// allocate and take `lock` briefly. Xrun, buffer-size, sample-rate and shutdown may come from
-/// other JACK threads (shutdown even from the process thread as it dies), so they only touch
-/// atomics and preallocated memory. Every callback ends by calling `wake`.
+/// Port and client registration, rename and connection callbacks come on JACK's notification
+/// thread: they may allocate and take `lock` briefly. Xrun, buffer-size, sample-rate and
+/// shutdown may come from other JACK threads (shutdown even from the process thread as it
+/// dies), so they only touch atomics and preallocated memory. Every callback ends by calling `wake`.
 ///
 /// `@unchecked Sendable`: the mutable state is behind `lock` or atomic; `lostReason` is
 /// written once (before `serverLost` is set, released) and read after it is seen (acquired).
 final class NotificationSink: @unchecked Sendable {
     private struct Shared {
         var messages: [EngineNotification] = []
-        /// Every port name known to exist, to diff against when a port goes away.
-        var knownPorts: Set<String> = []
+        /// Ports JACK announced as unregistered (or renamed away from) that may still be
+        /// listed until its graph settles.
+        var vanishedPorts: Set<String> = []
+        /// Clients JACK announced as closed (and not back since).
+        var goneClients: Set<String> = []
+        /// A port or client came or went since the control thread last looked.
+        var portsChanged = false
         /// Names of ports registered since we opened, by JACK port id.
         var namesByID: [UInt32: String] = [:]
         /// jack_client_t * as an integer (0: closed); the callbacks use it to look names up.
@@ -53,13 +58,9 @@ final class NotificationSink: @unchecked Sendable {
         lostReason.deallocate()
     }
 
-    /// Control thread, before activation: which client to look names up on, and the ports
-    /// that exist now.
-    func attach(client: OpaquePointer, existingPorts: [String]) {
-        lock.withLock {
-            $0.client = UInt(bitPattern: Int(bitPattern: UnsafeRawPointer(client)))
-            $0.knownPorts = Set(existingPorts)
-        }
+    /// Control thread, before activation: which client to look names up on.
+    func attach(client: OpaquePointer) {
+        lock.withLock { $0.client = UInt(bitPattern: Int(bitPattern: UnsafeRawPointer(client))) }
     }
 
     /// Control thread, before jack_client_close.
@@ -79,47 +80,97 @@ final class NotificationSink: @unchecked Sendable {
 
     // MARK: Callbacks (JACK threads)
 
-    /// Notification thread. A port's name cannot always be found from its id once it is gone,
-    /// so names are remembered on registration, and every change is also checked against a
-    /// fresh port list, which catches ports that existed before we opened.
+    /// Notification thread. Records what JACK said and nothing more: the port list read here
+    /// may still hold the ports of a client that is closing (JACK announces before its graph
+    /// settles), so removals are never decided from it. The control thread recomputes
+    /// (`takePortsChanged`, `vanished`). A port's name cannot be found from its id
+    /// once it is gone, so names are remembered on registration.
     func portRegistration(id: UInt32, registered: Bool) {
         guard let client else { return }
+        // Naming the port (not judging whether it exists) from the graph is fine here.
         var name: String?
-        if registered, let port = jack_port_by_id(client, id), let cName = jack_port_name(port) {
+        if let port = jack_port_by_id(client, id), let cName = jack_port_name(port) {
             name = String(cString: cName)
         }
-        let current = Set(JackClient.portNames(client: client, pattern: nil, flags: 0))
         let heardAt = jack_frame_time(client)
         let heardAtMicros = jack_get_time()
         lock.withLock { shared in
-            let before = shared.knownPorts
+            shared.portsChanged = true
             if registered {
-                if let name {
-                    shared.namesByID[id] = name
-                    if !shared.knownPorts.contains(name) {
-                        shared.knownPorts.insert(name)
-                        shared.messages.append(.portRegistered(name))
-                    }
-                }
-            } else if let name = shared.namesByID.removeValue(forKey: id),
-                shared.knownPorts.contains(name), !current.contains(name)
-            {
-                shared.knownPorts.remove(name)
-                shared.messages.append(.portUnregistered(name))
-            }
-            for name in current.subtracting(shared.knownPorts).sorted() {
+                guard let name else { return }
+                shared.namesByID[id] = name
+                shared.vanishedPorts.remove(name)
                 shared.messages.append(.portRegistered(name))
-            }
-            for name in shared.knownPorts.subtracting(current).sorted() {
-                shared.messages.append(.portUnregistered(name))
-            }
-            shared.knownPorts = current
-            if !before.subtracting(current).isEmpty {
+            } else {
+                // Registered since we opened: the remembered name; else (it existed before)
+                // the name JACK still gives for the id, if any.
+                if let gone = shared.namesByID.removeValue(forKey: id) ?? name {
+                    shared.vanishedPorts.insert(gone)
+                    shared.messages.append(.portUnregistered(gone))
+                }
                 shared.lastPortLossFrameTime = heardAt
                 shared.lastPortLossMicros = heardAtMicros
             }
         }
         wake()
+    }
+
+    /// Notification thread. A client that closes cleanly (jack_client_close without
+    /// unregistering) takes its ports with it; until JACK's graph settles they may still be
+    /// listed, so the client is remembered as gone and its ports are excluded.
+    func clientRegistration(name: String, registered: Bool) {
+        let heardAt = client.map { jack_frame_time($0) }
+        let heardAtMicros = jack_get_time()
+        lock.withLock { shared in
+            shared.portsChanged = true
+            if registered {
+                shared.goneClients.remove(name)
+            } else {
+                shared.goneClients.insert(name)
+                if let heardAt { shared.lastPortLossFrameTime = heardAt }
+                shared.lastPortLossMicros = heardAtMicros
+            }
+        }
+        wake()
+    }
+
+    /// Notification thread: a port was renamed; the control thread re-reads the list.
+    func portRename(id: UInt32, oldName: String, newName: String) {
+        lock.withLock { shared in
+            shared.portsChanged = true
+            shared.vanishedPorts.insert(oldName)
+            shared.vanishedPorts.remove(newName)
+            if shared.namesByID[id] != nil { shared.namesByID[id] = newName }
+            shared.messages.append(.portUnregistered(oldName))
+            shared.messages.append(.portRegistered(newName))
+        }
+        wake()
+    }
+
+    /// Control thread: whether any port or client came or went since the last call (and
+    /// clears the flag).
+    func takePortsChanged() -> Bool {
+        lock.withLock { shared in
+            defer { shared.portsChanged = false }
+            return shared.portsChanged
+        }
+    }
+
+    /// Control thread: ports JACK said are gone and clients JACK said closed, to exclude from
+    /// a port list that may not have settled yet. What `stillListed` (the current port list)
+    /// no longer holds is forgotten: the graph has settled for it, and it does not come back.
+    func vanished(stillListed: Set<String>) -> (ports: Set<String>, clients: Set<String>) {
+        let listedClients = Set(stillListed.map(Self.clientName(ofPort:)))
+        return lock.withLock { shared in
+            shared.vanishedPorts.formIntersection(stillListed)
+            shared.goneClients.formIntersection(listedClients)
+            return (shared.vanishedPorts, shared.goneClients)
+        }
+    }
+
+    /// The client part of a full port name (`client:port`).
+    static func clientName(ofPort name: String) -> String {
+        String(name.prefix { $0 != ":" })
     }
 
     /// Notification thread.
@@ -231,6 +282,22 @@ func recdPortRegistration(
     _ id: jack_port_id_t, _ registered: Int32, _ argument: UnsafeMutableRawPointer?
 ) {
     sink(argument)?.portRegistration(id: id, registered: registered != 0)
+}
+
+func recdClientRegistration(
+    _ name: UnsafePointer<CChar>?, _ registered: Int32, _ argument: UnsafeMutableRawPointer?
+) {
+    guard let name else { return }
+    sink(argument)?.clientRegistration(name: String(cString: name), registered: registered != 0)
+}
+
+func recdPortRename(
+    _ id: jack_port_id_t, _ oldName: UnsafePointer<CChar>?, _ newName: UnsafePointer<CChar>?,
+    _ argument: UnsafeMutableRawPointer?
+) {
+    guard let oldName, let newName else { return }
+    sink(argument)?.portRename(
+        id: id, oldName: String(cString: oldName), newName: String(cString: newName))
 }
 
 func recdPortConnect(

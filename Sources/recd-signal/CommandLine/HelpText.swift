@@ -13,7 +13,7 @@ enum HelpText {
                   [--connect DEST[,DEST...]]
           capture --ports NAME[,NAME...] --out FILE [--wav] [--seconds S]
                   [--connect SRC[,SRC...]]
-          ports   --ports NAME[,NAME...]
+          ports   --ports NAME[,NAME...] [--close-only]
 
         GLOBAL OPTIONS
           --server NAME   JACK server to use. Default: libjack's default server, which
@@ -34,7 +34,9 @@ enum HelpText {
                    receive to FILE (format below) from a writer thread fed by a ring.
                    Without --seconds it runs until SIGTERM/SIGINT.
           ports    Registers INPUT ports and holds them: a device appearing. SIGTERM/SIGINT
-                   unregisters them (the device disappearing) and exits.
+                   unregisters them (the device disappearing) and exits. With --close-only
+                   it closes the client without unregistering them (jack_client_close alone:
+                   how most clients, alsa_in and zita-a2j among them, leave).
 
           Options may also be written --opt=VALUE. --seconds S counts audio frames, not
           wall time: S x sample rate frames (rounded), from the first cycle after 'ready'.

@@ -16,8 +16,9 @@ struct Invocation: Equatable {
 enum Command: Equatable {
     case play(PlayOptions)
     case capture(CaptureOptions)
-    /// Registers input ports with these names and holds them until SIGTERM/SIGINT.
-    case ports(names: [String])
+    /// Registers input ports with these names and holds them until SIGTERM/SIGINT; then
+    /// unregisters them and closes, or with `closeOnly` (`--close-only`) just closes the client.
+    case ports(names: [String], closeOnly: Bool = false)
 }
 
 struct PlayOptions: Equatable {
@@ -123,6 +124,7 @@ extension Invocation {
         "connect": (.value, ["play", "capture"]),
         "out": (.value, ["capture"]),
         "wav": (.flag, ["capture"]),
+        "close-only": (.flag, ["ports"]),
     ]
 
     /// Parses the arguments after the program name. Global options may appear anywhere;
@@ -221,7 +223,7 @@ extension Invocation {
                     seconds: try seconds(values["seconds"]),
                     connections: try connections(values["connect"], portCount: ports.count)))
         default:
-            command = .ports(names: ports)
+            command = .ports(names: ports, closeOnly: flags.contains("close-only"))
         }
         return .run(
             Invocation(

@@ -212,6 +212,16 @@ final class TestJackClient {
         if let port = extraPorts.removeValue(forKey: short) { jack_port_unregister(client, port) }
     }
 
+    /// Renames an extra port (jack_port_rename); it keeps its id and connections.
+    func renamePort(_ short: String, to newShort: String) throws {
+        guard let port = extraPorts.removeValue(forKey: short) else {
+            throw TestClientError("no port \(short) to rename")
+        }
+        extraPorts[newShort] = port
+        let result = jack_port_rename(client, port, newShort)
+        guard result == 0 else { throw TestClientError("cannot rename \(short) → \(newShort): \(result)") }
+    }
+
     /// The id of JACK's process thread of this client.
     var processThread: pthread_t { jack_client_thread_id(client) }
 
