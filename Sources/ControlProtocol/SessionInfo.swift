@@ -19,6 +19,46 @@ public struct RouteInfo: ReplyObject {
     }
 }
 
+/// A port as a route or `availableInputs` describes it (AVAudioSessionPortDescription):
+/// its configured name, its port type and its channel count on the side the route uses.
+public struct PortDescriptionInfo: ReplyObject {
+    public var name: String
+    public var type: String
+    public var channels: Int
+
+    public init(name: String, type: String, channels: Int) {
+        self.name = name
+        self.type = type
+        self.channels = channels
+    }
+
+    public var json: JSONValue { ["name": .string(name), "type": .string(type), "channels": .number(Double(channels))] }
+
+    public init(json: JSONValue) throws(ReplyDecodingError) {
+        let f = try ReplyFields(json, "a port description")
+        self.init(name: try f.string("name"), type: try f.string("type"), channels: try f.int("channels"))
+    }
+}
+
+/// A route with its ports described (AVAudioSessionRouteDescription): `routeDescription` and
+/// `previousRouteDescription` beside the plain `route` of names.
+public struct RouteDescriptionInfo: ReplyObject {
+    public var inputs: [PortDescriptionInfo]
+    public var outputs: [PortDescriptionInfo]
+
+    public init(inputs: [PortDescriptionInfo] = [], outputs: [PortDescriptionInfo] = []) {
+        self.inputs = inputs
+        self.outputs = outputs
+    }
+
+    public var json: JSONValue { ["inputs": .array(inputs.map(\.json)), "outputs": .array(outputs.map(\.json))] }
+
+    public init(json: JSONValue) throws(ReplyDecodingError) {
+        let f = try ReplyFields(json, "a route description")
+        self.init(inputs: try f.list("inputs"), outputs: try f.list("outputs"))
+    }
+}
+
 /// One session as recd reports it.
 public struct SessionInfo: ReplyObject {
     /// An option the session asked for that does not apply, and why.
@@ -135,9 +175,17 @@ public struct SessionInfo: ReplyObject {
     public var state: String
     public var interruption: Interruption?
     public var route: RouteInfo
+    /// The route's ports with their type and channels.
+    public var routeDescription: RouteDescriptionInfo
+    /// The input ports the session may use now (its category and options allowing).
+    public var availableInputs: [PortDescriptionInfo]
     public var bandwidth: [PortBandwidth]
     public var preferences: Preferences
     public var actual: Actual
+    /// The channels of the route's input and output ports (0: none): the most a preferred
+    /// channel count gets.
+    public var maximumInputChannels: Int
+    public var maximumOutputChannels: Int
     public var recordPermission: String
     public var inputMuted: Bool
     public var duckedBy: String?
@@ -146,13 +194,20 @@ public struct SessionInfo: ReplyObject {
     public var prefersInterruptionOnRouteDisconnect: Bool
     public var streamsRunning: Bool
     public var declaredInConfig: Bool
+    /// Another session's players play.
+    public var isOtherAudioPlaying: Bool
+    /// Another session whose audio is primary (non-mixable) plays.
+    public var secondaryAudioShouldBeSilencedHint: Bool
 
     public init(
         app: String, ownerUID: Int, category: String, mode: String, options: [String], requestedOptions: [String],
         ignoredOptions: [IgnoredOption], policy: String, priority: String, background: Bool, autoResume: Bool,
         micUsage: String?, state: String, interruption: Interruption?, route: RouteInfo, bandwidth: [PortBandwidth],
         preferences: Preferences, actual: Actual, recordPermission: String, inputMuted: Bool, duckedBy: String?,
-        override: String, prefersInterruptionOnRouteDisconnect: Bool, streamsRunning: Bool, declaredInConfig: Bool
+        override: String, prefersInterruptionOnRouteDisconnect: Bool, streamsRunning: Bool, declaredInConfig: Bool,
+        routeDescription: RouteDescriptionInfo = .init(), availableInputs: [PortDescriptionInfo] = [],
+        maximumInputChannels: Int = 0, maximumOutputChannels: Int = 0, isOtherAudioPlaying: Bool = false,
+        secondaryAudioShouldBeSilencedHint: Bool = false
     ) {
         self.app = app
         self.ownerUID = ownerUID
@@ -179,6 +234,12 @@ public struct SessionInfo: ReplyObject {
         self.prefersInterruptionOnRouteDisconnect = prefersInterruptionOnRouteDisconnect
         self.streamsRunning = streamsRunning
         self.declaredInConfig = declaredInConfig
+        self.routeDescription = routeDescription
+        self.availableInputs = availableInputs
+        self.maximumInputChannels = maximumInputChannels
+        self.maximumOutputChannels = maximumOutputChannels
+        self.isOtherAudioPlaying = isOtherAudioPlaying
+        self.secondaryAudioShouldBeSilencedHint = secondaryAudioShouldBeSilencedHint
     }
 
     public var json: JSONValue {
@@ -188,11 +249,17 @@ public struct SessionInfo: ReplyObject {
             "ignoredOptions": .array(ignoredOptions.map(\.json)), "policy": .string(policy),
             "priority": .string(priority), "background": .bool(background), "autoResume": .bool(autoResume),
             "micUsage": JSONValue(micUsage), "state": .string(state), "interruption": interruption?.json ?? .null,
-            "route": route.json, "bandwidth": .array(bandwidth.map(\.json)), "preferences": preferences.json,
-            "actual": actual.json, "recordPermission": .string(recordPermission), "inputMuted": .bool(inputMuted),
+            "route": route.json, "routeDescription": routeDescription.json,
+            "availableInputs": .array(availableInputs.map(\.json)), "bandwidth": .array(bandwidth.map(\.json)),
+            "preferences": preferences.json, "actual": actual.json,
+            "maximumInputChannels": .number(Double(maximumInputChannels)),
+            "maximumOutputChannels": .number(Double(maximumOutputChannels)),
+            "recordPermission": .string(recordPermission), "inputMuted": .bool(inputMuted),
             "duckedBy": JSONValue(duckedBy), "override": .string(override),
             "prefersInterruptionOnRouteDisconnect": .bool(prefersInterruptionOnRouteDisconnect),
             "streamsRunning": .bool(streamsRunning), "declaredInConfig": .bool(declaredInConfig),
+            "isOtherAudioPlaying": .bool(isOtherAudioPlaying),
+            "secondaryAudioShouldBeSilencedHint": .bool(secondaryAudioShouldBeSilencedHint),
         ]
     }
 
@@ -212,7 +279,12 @@ public struct SessionInfo: ReplyObject {
             inputMuted: try f.bool("inputMuted"), duckedBy: try f.optionalString("duckedBy"),
             override: try f.string("override"),
             prefersInterruptionOnRouteDisconnect: try f.bool("prefersInterruptionOnRouteDisconnect"),
-            streamsRunning: try f.bool("streamsRunning"), declaredInConfig: try f.bool("declaredInConfig"))
+            streamsRunning: try f.bool("streamsRunning"), declaredInConfig: try f.bool("declaredInConfig"),
+            routeDescription: try f.object("routeDescription"), availableInputs: try f.list("availableInputs"),
+            maximumInputChannels: try f.int("maximumInputChannels"),
+            maximumOutputChannels: try f.int("maximumOutputChannels"),
+            isOtherAudioPlaying: try f.bool("isOtherAudioPlaying"),
+            secondaryAudioShouldBeSilencedHint: try f.bool("secondaryAudioShouldBeSilencedHint"))
     }
 }
 

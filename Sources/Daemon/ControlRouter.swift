@@ -197,6 +197,8 @@ final class ControlRouter: ControlServerHandler, EventSink, @unchecked Sendable 
         defer { noteIfSlow(since: began, "the tick") }
         engineWoke()
         for app in players.reap() { syncStreams(app) }
+        // Whatever path started, paused or stopped a player, the hint follows within a tick.
+        syncPlayers()
         handle(recorders.service(now: now))
         if engine.isRunning {
             latestMeters = engine.meters()
@@ -648,16 +650,28 @@ final class ControlRouter: ControlServerHandler, EventSink, @unchecked Sendable 
             )
         }
         let duck = store.sessions[app]?.duckedBy != nil ? store.duckLevelDB : 0
+        // Without channels named in `to`: the port's first N, N the preferred output channels.
+        let portChannels = engine.output(port: port)?.channels ?? 0
+        let preferred = session.preferences.outputChannels(ofPort: portChannels)
+        let channels = play.to?.channels ?? (preferred < portChannels ? Array(1...max(preferred, 1)) : nil)
         try players.start(
             PlayOrder(
-                app: app, stream: play.stream ?? "main", file: file, port: port, channels: play.to?.channels,
-                gainDB: duck),
+                app: app, stream: play.stream ?? "main", file: file, port: port, channels: channels, gainDB: duck),
             started: started)
     }
 
     /// Tells the policy whether the app has running streams (for isBusy and interruptions).
     private func syncStreams(_ app: String) {
         store.setStreamsRunning(app: app, players.isPlaying(app) || recorders.isRecording(app))
+        syncPlayers()
+    }
+
+    /// Tells the policy which apps' players play (isOtherAudioPlaying and the secondary-audio
+    /// hint); mixable sessions whose hint changed hear of it. Only events: nothing to dispatch.
+    private func syncPlayers() {
+        for effect in store.setPlayersRunning(players.playingApps) {
+            if let (app, event) = WireFormat.event(effect, store: store) { broadcast(app: app, event) }
+        }
     }
 
     // MARK: Recorders
@@ -733,8 +747,9 @@ final class ControlRouter: ControlServerHandler, EventSink, @unchecked Sendable 
                     + "allowBluetoothHFP or bluetoothHighQualityRecording"
             )
         }
+        // The first N channels of the port, N the session's preferred input channels (SPEC §5).
         return try recorders.startInput(
-            spec, channels: port.channels, type: port.type, bandwidth: RouteChooser.bandwidth(of: state, for: request),
+            spec, channels: session.preferences.inputChannels(ofPort: port.channels), type: port.type, bandwidth: RouteChooser.bandwidth(of: state, for: request),
             context: context)
     }
 
@@ -799,7 +814,8 @@ final class ControlRouter: ControlServerHandler, EventSink, @unchecked Sendable 
     }
 
     private func sessionInfo(_ session: Session) -> SessionInfo {
-        WireFormat.session(session, store: store, actual: engine.actualHardware(route: session.route))
+        WireFormat.session(
+            session, store: store, actual: engine.actualHardware(route: session.route, preferences: session.preferences))
     }
 
     /// Peak and RMS in dBFS (floor -120) per channel: of an app's route ports, or of all.
@@ -882,6 +898,8 @@ final class ControlRouter: ControlServerHandler, EventSink, @unchecked Sendable 
                 broadcast(app: app, event)
             }
         }
+        // The effects may have paused, stopped or resumed players.
+        syncPlayers()
         if persist { save() }
     }
 
@@ -920,7 +938,7 @@ final class ControlRouter: ControlServerHandler, EventSink, @unchecked Sendable 
             monitoring.release(app: app)
         case .sessionChanged(let app):
             if store.sessions[app]?.configuration.category != .multiRoute { monitoring.release(app: app) }
-        case .interruption, .mediaServicesWereLost, .mediaServicesWereReset:
+        case .interruption, .mediaServicesWereLost, .mediaServicesWereReset, .silenceSecondaryAudioHint:
             break
         }
     }

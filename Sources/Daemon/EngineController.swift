@@ -179,7 +179,7 @@ final class EngineController {
         PortState(
             name: port.name, type: port.type, direction: port.direction, channels: port.channels,
             capabilities: port.capabilities, codec: port.codec, available: isAvailable(port),
-            connectedOrder: connectedOrder[port.name] ?? 0)
+            connectedOrder: connectedOrder[port.name] ?? 0, outputChannels: Self.outputChannels(port))
     }
 
     /// The ports and groups for `recctl routes`.
@@ -205,8 +205,9 @@ final class EngineController {
     /// Peak and RMS of every channel since the previous call.
     func meters() -> [MeterReading] { engine.meters() }
 
-    /// What JACK says of a session's route (SPEC §5): nil fields when not connected.
-    func actualHardware(route: Route) -> ActualHardware {
+    /// What JACK says of a session's route (SPEC §5): nil fields when not connected. The
+    /// channel counts are those streams use: the preferred count, at most the port's.
+    func actualHardware(route: Route, preferences: HardwarePreferences) -> ActualHardware {
         guard engine.isRunning, let rate = engine.sampleRate, let buffer = engine.bufferSize else {
             return ActualHardware()
         }
@@ -221,7 +222,8 @@ final class EngineController {
             sampleRate: Double(rate), ioBufferDuration: Double(buffer) / Double(rate),
             inputLatency: inputs.first.flatMap { latency(Self.inputGroup($0)) },
             outputLatency: outputs.first.flatMap { latency(Self.outputGroup($0)) },
-            inputChannels: inputs.first?.channels, outputChannels: outputs.first.map(Self.outputChannels))
+            inputChannels: inputs.first.map { preferences.inputChannels(ofPort: $0.channels) },
+            outputChannels: outputs.first.map { preferences.outputChannels(ofPort: Self.outputChannels($0)) })
     }
 
     /// Applies a preferred IO buffer duration when the config allows it; returns a note for the log.
@@ -273,8 +275,8 @@ extension EngineController: PlayerEngine, RecorderEngine, MonitoringEngine, Sens
             microseconds: engine.lastPortLossMicros.map { Int(AudioEngine.jackMicros &- $0) })
     }
 
-    func addCaptureTap(inputGroup: String, zeroed: Bool) throws(AudioEngineError) -> CaptureTap {
-        try engine.addCaptureTap(inputGroup: inputGroup, zeroed: zeroed)
+    func addCaptureTap(inputGroup: String, channels: Int, zeroed: Bool) throws(AudioEngineError) -> CaptureTap {
+        try engine.addCaptureTap(inputGroup: inputGroup, channels: Array(0..<max(channels, 1)), zeroed: zeroed)
     }
 
     func addBusTap(_ bus: Bus) throws(AudioEngineError) -> CaptureTap { try engine.addBusTap(bus) }

@@ -59,7 +59,8 @@ protocol RecorderEngine: AnyObject {
     func isAvailable(port name: String) -> Bool
     /// The input group of a configured port; nil for an unknown port or an output.
     func inputGroup(port name: String) -> String?
-    func addCaptureTap(inputGroup: String, zeroed: Bool) throws(AudioEngineError) -> CaptureTap
+    /// A tap on the first `channels` channels of an input group.
+    func addCaptureTap(inputGroup: String, channels: Int, zeroed: Bool) throws(AudioEngineError) -> CaptureTap
     func addBusTap(_ bus: Bus) throws(AudioEngineError) -> CaptureTap
     func setZeroed(_ tap: CaptureTap, _ zeroed: Bool)
     func removeCaptureTap(_ tap: CaptureTap)

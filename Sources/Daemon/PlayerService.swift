@@ -119,6 +119,9 @@ final class PlayerService: @unchecked Sendable {
     /// Whether any of an app's players is playing (for the policy's isBusy).
     func isPlaying(_ app: String) -> Bool { of(app).contains { $0.pausedBy == nil } }
 
+    /// The apps with a player playing (not paused): the policy's isOtherAudioPlaying input.
+    var playingApps: Set<String> { Set(players.values.filter { $0.pausedBy == nil }.map(\.app)) }
+
     // MARK: Starting
 
     /// Reads the header of `file` on the starter thread. `completion` gets its format, or

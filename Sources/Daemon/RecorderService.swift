@@ -196,7 +196,8 @@ final class RecorderService: @unchecked Sendable {
     // MARK: Starting
 
     /// Starts recording an input port, whose policy checks (capture, availability,
-    /// eligibility) the router has made. `channels` and `type` are the port's.
+    /// eligibility) the router has made. It records the port's first `channels` channels
+    /// (the session's preferred input channels, at most the port's); `type` is the port's.
     @discardableResult
     func startInput(
         _ spec: RecorderSpec, channels: Int, type: PortType, bandwidth: CaptureBandwidth, context: RecordingContext
@@ -211,7 +212,7 @@ final class RecorderService: @unchecked Sendable {
         }
         let tap: CaptureTap
         do {
-            tap = try engine.addCaptureTap(inputGroup: group, zeroed: context.silenced)
+            tap = try engine.addCaptureTap(inputGroup: group, channels: channels, zeroed: context.silenced)
         } catch {
             throw SessionError(.resourceNotAvailable, "the engine refused a capture of \(spec.port): \(error)")
         }

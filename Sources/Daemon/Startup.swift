@@ -200,7 +200,8 @@ enum SessionDeclarations {
         config.ports.map {
             PortState(
                 name: $0.name, type: $0.type, direction: $0.direction, channels: $0.channels,
-                capabilities: $0.capabilities, codec: $0.codec, available: false, connectedOrder: 0)
+                capabilities: $0.capabilities, codec: $0.codec, available: false, connectedOrder: 0,
+                outputChannels: EngineController.outputChannels($0))
         }
     }
 

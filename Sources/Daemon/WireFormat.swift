@@ -12,8 +12,26 @@ enum WireFormat {
 
     static func preferences(_ prefs: HardwarePreferences) -> JSONValue { prefs.json }
 
+    /// A port as routes describe it; `asOutput` picks a duplex port's earpiece channels.
+    static func portDescription(_ port: PortState, asOutput: Bool) -> PortDescriptionInfo {
+        PortDescriptionInfo(name: port.name, type: port.type.rawValue, channels: port.channels(asOutput: asOutput))
+    }
+
+    /// A route's ports described from the configured ports (a name no port has: type
+    /// `unknown`, 0 channels; routes hold configured names only).
+    static func routeDescription(_ route: Route, ports: [PortState]) -> RouteDescriptionInfo {
+        func describe(_ name: String, asOutput: Bool) -> PortDescriptionInfo {
+            ports.first { $0.name == name }.map { portDescription($0, asOutput: asOutput) }
+                ?? PortDescriptionInfo(name: name, type: "unknown", channels: 0)
+        }
+        return RouteDescriptionInfo(
+            inputs: route.inputs.map { describe($0, asOutput: false) },
+            outputs: route.outputs.map { describe($0, asOutput: true) })
+    }
+
     static func session(_ session: Session, store: SessionStore, actual: ActualHardware) -> SessionInfo {
         let config = session.configuration
+        let maximum = store.maximumChannels(app: session.app)
         return SessionInfo(
             app: session.app, ownerUID: Int(session.ownerUID), category: config.category.rawValue,
             mode: config.mode.rawValue, options: config.effectiveOptionNames,
@@ -28,7 +46,12 @@ enum WireFormat {
             inputMuted: session.inputMuted, duckedBy: session.duckedBy,
             override: session.overrideSpeaker ? "speaker" : "none",
             prefersInterruptionOnRouteDisconnect: session.prefersInterruptionOnRouteDisconnect,
-            streamsRunning: session.streamsRunning, declaredInConfig: session.declaredInConfig)
+            streamsRunning: session.streamsRunning, declaredInConfig: session.declaredInConfig,
+            routeDescription: routeDescription(session.route, ports: store.ports),
+            availableInputs: store.availableInputs(app: session.app).map { portDescription($0, asOutput: false) },
+            maximumInputChannels: maximum.input, maximumOutputChannels: maximum.output,
+            isOtherAudioPlaying: store.isOtherAudioPlaying(app: session.app),
+            secondaryAudioShouldBeSilencedHint: session.secondaryAudioShouldBeSilencedHint)
     }
 
     private static func interruption(_ current: Interruption) -> SessionInfo.Interruption {
@@ -58,7 +81,11 @@ enum WireFormat {
             return (app, [
                 "event": "routeChange", "app": .string(app), "reason": .string(reason.name),
                 "reasonCode": .number(Double(reason.rawValue)), "previousRoute": route(previous), "route": route(current),
+                "previousRouteDescription": routeDescription(previous, ports: store.ports).json,
+                "routeDescription": routeDescription(current, ports: store.ports).json,
             ])
+        case .silenceSecondaryAudioHint(let app, let begin):
+            return (app, ["event": "silenceSecondaryAudioHint", "app": .string(app), "type": begin ? "begin" : "end"])
         case .inputMuteStateChange(let app, let muted):
             return (app, ["event": "inputMuteStateChange", "app": .string(app), "muted": .bool(muted)])
         case .recordPermission(let app, let state):

@@ -64,10 +64,18 @@ public struct HardwarePreferences: Equatable, Sendable, Codable {
                     .incompatibleCategory,
                     "category \(category.rawValue) has no output, so preferred output channels cannot be set; use playAndRecord or multiRoute to play and record")
             }
-            let limit = ports.filter { $0.available && $0.direction.canPlay }.map(\.channels).max() ?? 0
+            let limit = ports.filter { $0.available && $0.direction.canPlay }.map(\.outputChannels).max() ?? 0
             guard (1...max(limit, 1)).contains(count), limit > 0 else {
                 throw .badParam("preferred output channels \(count) is out of range; use 1...\(limit) (the most an available output has)")
             }
         }
     }
+
+    /// The channels a capture of a port with `portChannels` channels uses: its first
+    /// `inputChannels` (the preference), at most all of them (SPEC §5: a hint, never more).
+    public func inputChannels(ofPort portChannels: Int) -> Int { min(inputChannels ?? portChannels, portChannels) }
+
+    /// The channels a player on a port with `portChannels` channels plays to: its first
+    /// `outputChannels`, at most all of them.
+    public func outputChannels(ofPort portChannels: Int) -> Int { min(outputChannels ?? portChannels, portChannels) }
 }

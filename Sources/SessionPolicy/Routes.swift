@@ -6,7 +6,10 @@ public struct PortState: Equatable, Sendable {
     public var name: String
     public var type: PortType
     public var direction: PortDirection
+    /// Channels of the port (of its input side, for a duplex port).
     public var channels: Int
+    /// Channels of its output side: a duplex port's earpiece may differ from its microphone.
+    public var outputChannels: Int
     public var capabilities: Set<PortCapability>
     public var codec: HFPCodec?
     public var available: Bool
@@ -16,12 +19,13 @@ public struct PortState: Equatable, Sendable {
     public init(
         name: String, type: PortType, direction: PortDirection, channels: Int = 2,
         capabilities: Set<PortCapability> = [], codec: HFPCodec? = nil, available: Bool = true,
-        connectedOrder: Int = 0
+        connectedOrder: Int = 0, outputChannels: Int? = nil
     ) {
         self.name = name
         self.type = type
         self.direction = direction
         self.channels = channels
+        self.outputChannels = outputChannels ?? channels
         self.capabilities = capabilities
         self.codec = codec
         self.available = available
@@ -30,6 +34,9 @@ public struct PortState: Equatable, Sendable {
 
     /// Bluetooth devices that carry a two-way call link (HFP, LE audio).
     public var isBluetoothDuplex: Bool { type == .bluetoothHFP || type == .bluetoothLE }
+
+    /// Channels on the side a route uses it from: capture (an input) or playback (an output).
+    public func channels(asOutput: Bool) -> Int { asOutput ? outputChannels : channels }
 }
 
 /// The ports a session's audio currently goes through.

@@ -78,6 +78,11 @@ public struct Session: Equatable, Sendable {
     public internal(set) var streamsRunning = false
     public internal(set) var route = Route.none
     public internal(set) var duckedBy: String?
+    /// Some of its players play (not paused): the daemon says so (`SessionStore.setPlayersRunning`).
+    public internal(set) var playersRunning = false
+    /// Another session whose audio is primary (non-mixable) plays: mixable sessions should
+    /// silence their secondary audio. Told to them by `silenceSecondaryAudioHint` when it changes.
+    public internal(set) var secondaryAudioShouldBeSilencedHint = false
     /// Activation sequence number: the most recent ducker wins.
     var activatedAt = 0
     /// Streams to bring back when media services return (auto_resume).

@@ -18,6 +18,8 @@ public enum PolicyEffect: Equatable, Sendable {
     case inputMuteStateChange(app: String, muted: Bool)
     case recordPermission(app: String, state: RecordPermission)
     case routeChange(app: String, reason: RouteChangeReason, previous: Route, current: Route)
+    /// A mixable session's secondaryAudioShouldBeSilencedHint changed (true: begin, false: end).
+    case silenceSecondaryAudioHint(app: String, begin: Bool)
     case mediaServicesWereLost
     case mediaServicesWereReset
     /// A session's stored configuration changed (persist it).
@@ -86,7 +88,7 @@ public struct SessionStore: Sendable {
         deleted.remove(app)
         var effects: [PolicyEffect] = [.sessionChanged(app: app)]
         if categoryChanged || isNew { effects += reroute(reason: .categoryChange, only: app) }
-        effects += updateDucking()
+        effects += updateDucking() + updateHints()
         return effects
     }
 
@@ -138,7 +140,7 @@ public struct SessionStore: Sendable {
         }
         sessions[app] = nil
         deleted.insert(app)
-        effects += updateDucking()
+        effects += updateDucking() + updateHints()
         effects.append(.sessionDeleted(app: app))
         return effects
     }
@@ -190,7 +192,7 @@ public struct SessionStore: Sendable {
         for (victim, cause) in victims {
             effects += interrupt(victim, cause: cause, reason: .default)
         }
-        effects += updateDucking()
+        effects += updateDucking() + updateHints()
         return effects
     }
 
@@ -212,9 +214,10 @@ public struct SessionStore: Sendable {
         var effects: [PolicyEffect] = []
         if session.streamsRunning { effects.append(.stopStreams(app: app, reason: .stop)) }
         sessions[app]!.streamsRunning = false
+        sessions[app]!.playersRunning = false
         sessions[app]!.state = .inactive
         effects += endInterruptions(causedBy: app, notify: notifyOthers)
-        effects += updateDucking()
+        effects += updateDucking() + updateHints()
         return effects
     }
 
@@ -223,12 +226,42 @@ public struct SessionStore: Sendable {
         sessions[app]?.streamsRunning = running
     }
 
+    /// The daemon reports which apps have players playing (not paused, not stopped), after
+    /// anything that starts, pauses, resumes, stops or finishes one. Returns the
+    /// `silenceSecondaryAudioHint` changes this brings.
+    public mutating func setPlayersRunning(_ apps: Set<String>) -> [PolicyEffect] {
+        for app in sessions.keys where sessions[app]!.playersRunning != apps.contains(app) {
+            sessions[app]!.playersRunning = apps.contains(app)
+        }
+        return updateHints()
+    }
+
+    /// isOtherAudioPlaying: another session's players play.
+    public func isOtherAudioPlaying(app: String) -> Bool {
+        sessions.values.contains { $0.app != app && $0.playersRunning }
+    }
+
+    /// Recomputes secondaryAudioShouldBeSilencedHint: another session whose audio is primary
+    /// (non-mixable) plays. Mixable sessions are told when theirs changes.
+    private mutating func updateHints() -> [PolicyEffect] {
+        let primary = sessions.values.filter { $0.playersRunning && !$0.isMixable }.map(\.app)
+        var effects: [PolicyEffect] = []
+        for app in sessions.keys.sorted() {
+            let hint = primary.contains { $0 != app }
+            guard hint != sessions[app]!.secondaryAudioShouldBeSilencedHint else { continue }
+            sessions[app]!.secondaryAudioShouldBeSilencedHint = hint
+            if sessions[app]!.isMixable { effects.append(.silenceSecondaryAudioHint(app: app, begin: hint)) }
+        }
+        return effects
+    }
+
     private mutating func interrupt(_ app: String, cause: Interruption.Cause, reason: InterruptionReason) -> [PolicyEffect] {
         guard let session = sessions[app] else { return [] }
         var effects: [PolicyEffect] = [.interruption(app: app, type: .began, reason: reason, shouldResume: false)]
         if session.streamsRunning { effects.append(.pauseStreams(app: app, reason: .interruption)) }
         sessions[app]!.state = .interrupted
         sessions[app]!.streamsRunning = false
+        sessions[app]!.playersRunning = false
         sessions[app]!.interruption = Interruption(cause: cause, reason: reason, streamsWereRunning: session.streamsRunning)
         // What this session held interrupted stays interrupted, now by whoever took over.
         effects += endInterruptions(causedBy: app, notify: false)
@@ -320,7 +353,7 @@ public struct SessionStore: Sendable {
             }
         }
         effects += reroute(reason: gone.isEmpty ? .newDeviceAvailable : .oldDeviceUnavailable)
-        return effects + updateDucking()
+        return effects + updateDucking() + updateHints()
     }
 
     /// Recomputes routes; sends routeChange for each session whose route changed.
@@ -350,6 +383,28 @@ public struct SessionStore: Sendable {
         return session.route.inputs.compactMap { name in
             ports.first { $0.name == name }.map { (name, RouteChooser.bandwidth(of: $0, for: request)) }
         }
+    }
+
+    /// The input ports a session may use now (AVAudioSession's availableInputs): available,
+    /// eligible for its category and options (HFP inputs only with allowBluetoothHFP), for
+    /// dualRoute only those of its route; none for categories without input.
+    public func availableInputs(app: String) -> [PortState] {
+        guard let session = sessions[app], session.configuration.category.hasInput else { return [] }
+        let request = RouteRequest(configuration: session.configuration, region: region)
+        return ports.filter { port in
+            port.available && RouteChooser.isEligibleInput(port, request: request)
+                && (session.configuration.mode != .dualRoute || session.route.inputs.contains(port.name))
+        }
+    }
+
+    /// The most channels the ports of a session's route have, per direction (0: none): what
+    /// preferred channel counts may use (maximumInputChannels, maximumOutputChannels).
+    public func maximumChannels(app: String) -> (input: Int, output: Int) {
+        guard let route = sessions[app]?.route else { return (0, 0) }
+        func most(_ names: [String], asOutput: Bool) -> Int {
+            names.compactMap { name in ports.first { $0.name == name }?.channels(asOutput: asOutput) }.max() ?? 0
+        }
+        return (most(route.inputs, asOutput: false), most(route.outputs, asOutput: true))
     }
 
     // MARK: - Input mute (SPEC §4, §8)
@@ -386,7 +441,7 @@ public struct SessionStore: Sendable {
                 effects += endInterruption(of: session.app, shouldResume: true)
             }
         }
-        return effects + updateDucking()
+        return effects + updateDucking() + updateHints()
     }
 
     // MARK: - Record permission (SPEC §8)
@@ -467,9 +522,10 @@ public struct SessionStore: Sendable {
             if session.streamsRunning { effects.append(.stopStreams(app: app, reason: .mediaServicesLost)) }
             sessions[app]!.resumeAfterReset = session.autoResume && session.streamsRunning
             sessions[app]!.streamsRunning = false
+            sessions[app]!.playersRunning = false
             if session.state == .active { sessions[app]!.state = .inactive }
         }
-        return effects + updateDucking()
+        return effects + updateDucking() + updateHints()
     }
 
     public mutating func mediaServicesReset() -> [PolicyEffect] {
