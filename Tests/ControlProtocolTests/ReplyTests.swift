@@ -19,7 +19,15 @@ let sampleSession = SessionInfo(
         sampleRate: 48_000, ioBufferDuration: 0.021_333, inputLatency: 0.0427, outputLatency: 0.0427, inputChannels: 1,
         outputChannels: 2),
     recordPermission: "granted", inputMuted: false, duckedBy: nil, override: "none",
-    prefersInterruptionOnRouteDisconnect: true, streamsRunning: false, declaredInConfig: true)
+    prefersInterruptionOnRouteDisconnect: true, streamsRunning: false, declaredInConfig: true,
+    routeDescription: .init(
+        inputs: [.init(name: "headset", type: "bluetoothHFP", channels: 1)],
+        outputs: [.init(name: "headset", type: "bluetoothHFP", channels: 2)]),
+    availableInputs: [
+        .init(name: "mic", type: "builtInMic", channels: 2), .init(name: "headset", type: "bluetoothHFP", channels: 1),
+    ],
+    maximumInputChannels: 1, maximumOutputChannels: 2, isOtherAudioPlaying: true,
+    secondaryAudioShouldBeSilencedHint: true)
 
 let sampleQuietSession = SessionInfo(
     app: "logger", ownerUID: 0, category: "record", mode: "default", options: [], requestedOptions: [],
@@ -124,6 +132,24 @@ private func checkReply<T: ReplyObject>(_ value: T, optionalKeys: Set<String> = 
         try checkReply(sampleSession.interruption!)
         try checkReply(sampleSession.ignoredOptions[0])
         try checkReply(sampleSession.bandwidth[0])
+        try checkReply(sampleSession.routeDescription)
+        try checkReply(sampleSession.availableInputs[0])
+        try checkReply(sampleQuietSession.routeDescription)
+    }
+
+    @Test func portDescriptionsHaveNameTypeAndChannels() throws {
+        #expect(
+            sampleSession.routeDescription.json.jsonText
+                == #"{"inputs":[{"name":"headset","type":"bluetoothHFP","channels":1}],"#
+                + #""outputs":[{"name":"headset","type":"bluetoothHFP","channels":2}]}"#)
+        // A session that reports nothing new still carries every key, with empty values.
+        let quiet = sampleQuietSession.json
+        #expect(quiet["routeDescription"]?.jsonText == #"{"inputs":[],"outputs":[]}"#)
+        #expect(quiet["availableInputs"] == [])
+        #expect(quiet["maximumInputChannels"] == 0 && quiet["maximumOutputChannels"] == 0)
+        #expect(quiet["isOtherAudioPlaying"] == false && quiet["secondaryAudioShouldBeSilencedHint"] == false)
+        // Version 2 keys only: none of the new keys has a snake_case spelling to rename.
+        #expect(WireKeys.line(sampleSession.json.jsonText, forVersion: 1).contains(#""isOtherAudioPlaying":true"#))
     }
 
     @Test func playersRecordersSegmentsRoundTrip() throws {
@@ -179,9 +205,11 @@ private func checkReply<T: ReplyObject>(_ value: T, optionalKeys: Set<String> = 
         #expect(
             keys == [
                 "app", "ownerUID", "category", "mode", "options", "requestedOptions", "ignoredOptions", "policy",
-                "priority", "background", "autoResume", "micUsage", "state", "interruption", "route", "bandwidth",
-                "preferences", "actual", "recordPermission", "inputMuted", "duckedBy", "override",
-                "prefersInterruptionOnRouteDisconnect", "streamsRunning", "declaredInConfig",
+                "priority", "background", "autoResume", "micUsage", "state", "interruption", "route",
+                "routeDescription", "availableInputs", "bandwidth", "preferences", "actual", "maximumInputChannels",
+                "maximumOutputChannels", "recordPermission", "inputMuted", "duckedBy", "override",
+                "prefersInterruptionOnRouteDisconnect", "streamsRunning", "declaredInConfig", "isOtherAudioPlaying",
+                "secondaryAudioShouldBeSilencedHint",
             ])
         // Unknown values are nulls, not missing keys.
         #expect(sampleQuietSession.json["interruption"] == .null)
