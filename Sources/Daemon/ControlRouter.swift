@@ -749,7 +749,8 @@ final class ControlRouter: ControlServerHandler, EventSink, @unchecked Sendable 
         }
         // The first N channels of the port, N the session's preferred input channels (SPEC §5).
         return try recorders.startInput(
-            spec, channels: session.preferences.inputChannels(ofPort: port.channels), type: port.type, bandwidth: RouteChooser.bandwidth(of: state, for: request),
+            spec, channels: session.preferences.inputChannels(ofPort: port.channels), type: port.type,
+            bandwidth: RouteChooser.bandwidth(of: state, for: request),
             context: context)
     }
 
@@ -814,8 +815,8 @@ final class ControlRouter: ControlServerHandler, EventSink, @unchecked Sendable 
     }
 
     private func sessionInfo(_ session: Session) -> SessionInfo {
-        WireFormat.session(
-            session, store: store, actual: engine.actualHardware(route: session.route, preferences: session.preferences))
+        let actual = engine.actualHardware(route: session.route, preferences: session.preferences)
+        return WireFormat.session(session, store: store, actual: actual)
     }
 
     /// Peak and RMS in dBFS (floor -120) per channel: of an app's route ports, or of all.

@@ -195,6 +195,14 @@ struct Output {
             "  permission:  \(s.recordPermission)   input muted: \(s.inputMuted ? "yes" : "no")",
         ]
         if let by = s.duckedBy { lines.append("  ducked by:   \(by)") }
+        if s.isOtherAudioPlaying {
+            let hint = s.secondaryAudioShouldBeSilencedHint ? " (primary audio: silence secondary audio)" : ""
+            lines.append("  other audio: playing\(hint)")
+        }
+        if !s.availableInputs.isEmpty {
+            let inputs = s.availableInputs.map { "\($0.name) (\($0.type), \($0.channels) ch)" }
+            lines.append("  inputs:      \(inputs.joined(separator: ", "))")
+        }
         for ignored in s.ignoredOptions {
             lines.append("  ignored:     \(ignored.option) \(ignored.why)")
         }

@@ -41,6 +41,7 @@ struct SessionDescriptionEndToEndTests {
         #expect(hintEvents(watcher) == [try json(#"{"event":"silenceSecondaryAudioHint","app":"game","type":"begin"}"#)], "\(began)")
         let game = try show(daemon, "game")
         #expect(game["isOtherAudioPlaying"] == true && game["secondaryAudioShouldBeSilencedHint"] == true)
+        #expect(try daemon.recctl("session", "show", "game").stdout.contains("other audio: playing (primary audio: silence secondary audio)"))
         let music = try show(daemon, "music")
         #expect(music["isOtherAudioPlaying"] == false, "its own player is not other audio")
         #expect(music["secondaryAudioShouldBeSilencedHint"] == false)
