@@ -8,37 +8,10 @@
 // players to the new output and input recorders to the new input): it relies on the store
 // announcing every route change, which the "on its route" invariant checks.
 
-import Foundation
+import TestSupport
 import Testing
 
 @testable import SessionPolicy
-
-/// SplitMix64 (Steele, Lea, Flood 2014): a tiny deterministic generator, the same on every
-/// platform, so that a seed replays exactly.
-struct SplitMix64 {
-    var state: UInt64
-
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
-
-    mutating func below(_ bound: Int) -> Int { Int(next() % UInt64(bound)) }
-    mutating func chance(_ percent: Int) -> Bool { below(100) < percent }
-    mutating func pick<T>(_ items: [T]) -> T { items[below(items.count)] }
-}
-
-/// The seeds a randomized test runs: RECD_RANDOM_SEED=N alone, or `count` seeds from `base`
-/// (RECD_RANDOM_SEEDS=N runs N seeds instead, for a longer soak).
-func randomSeeds(count: Int, base: UInt64) -> [UInt64] {
-    let environment = ProcessInfo.processInfo.environment
-    if let text = environment["RECD_RANDOM_SEED"], let seed = UInt64(text) { return [seed] }
-    let count = environment["RECD_RANDOM_SEEDS"].flatMap { Int($0) } ?? count
-    return (0..<UInt64(count)).map { base &+ $0 }
-}
 
 /// What the daemon holds of players and recorders, updated from the store's effects the way
 /// `ControlRouter.dispatch` and the services do.
@@ -142,7 +115,7 @@ struct ArbitrationWalk {
 
     init(seed: UInt64) {
         self.seed = seed
-        random = SplitMix64(state: seed)
+        random = SplitMix64(seed: seed)
         store.add("amb", .ambient)
         store.add("music", .playback)
         store.add("rec", .record)
