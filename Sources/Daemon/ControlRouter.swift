@@ -511,8 +511,9 @@ final class ControlRouter: ControlServerHandler, EventSink, @unchecked Sendable 
             category: settings.category, mode: settings.mode, options: settings.options, policy: settings.policy)
         try store.checkRoom(for: app)
         // On an active session this is arbitrated like an activation: a refusal changes nothing.
-        apply(
-            try store.configure(app: app, ownerUID: peer.uid, configuration: configuration, micUsage: settings.micUsage))
+        let effects = try store.configure(
+            app: app, ownerUID: peer.uid, configuration: configuration, micUsage: settings.micUsage)
+        apply(effects)
         if let prefers = settings.prefersInterruptionOnRouteDisconnect {
             apply(try store.setPrefersInterruptionOnRouteDisconnect(app: app, prefers))
         }

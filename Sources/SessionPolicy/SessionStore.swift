@@ -199,13 +199,16 @@ public struct SessionStore: Equatable, Sendable {
     private static func missingEntitlement(_ app: String, _ category: Category) -> SessionError {
         SessionError(
             .missingEntitlement,
-            "\(app) uses the input (category \(category.rawValue)) but declares no microphone usage description; set one with --mic-usage TEXT")
+            "\(app) uses the input (category \(category.rawValue)) but declares no microphone usage description; "
+                + "set one with --mic-usage TEXT")
     }
 
     /// Activation arbitration (SPEC §3), shared by `activate` and `configure` of an active
     /// session: whom `session` active with `config` would interrupt, and why, or the error
     /// that forbids it. Changes nothing.
-    private func arbitrate(_ session: Session, as config: SessionConfiguration) throws(SessionError) -> [(String, Interruption.Cause)] {
+    private func arbitrate(
+        _ session: Session, as config: SessionConfiguration
+    ) throws(SessionError) -> [(String, Interruption.Cause)] {
         let app = session.app
         var victims: [(String, Interruption.Cause)] = []
         if !config.isMixable {
@@ -234,7 +237,9 @@ public struct SessionStore: Equatable, Sendable {
 
     /// Makes `app` the most recently activated session and interrupts `victims` (the verdict of
     /// `arbitrate`). Ducking is the caller's to update.
-    private mutating func takeOver(_ app: String, interrupting victims: [(String, Interruption.Cause)]) -> [PolicyEffect] {
+    private mutating func takeOver(
+        _ app: String, interrupting victims: [(String, Interruption.Cause)]
+    ) -> [PolicyEffect] {
         // Active before its victims are interrupted, so it inherits what they held interrupted.
         activationCounter += 1
         sessions[app]!.state = .active

@@ -10,7 +10,7 @@ import TestSupport
 import Testing
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// Ports on the dummy server's system ports: a built-in mic and speaker, headphones and a
@@ -66,7 +66,9 @@ final class ProtocolSession {
     init(socket: String) throws { client = try RawClient(path: socket) }
 
     /// Sends one request (with `descriptor` riding along, for `play`) and returns its reply.
-    func request(_ op: String, _ fields: [(String, JSONValue)] = [], passing descriptor: Int32? = nil) throws -> JSONValue {
+    func request(_ op: String, _ fields: [(String, JSONValue)] = [], passing descriptor: Int32? = nil) throws
+        -> JSONValue
+    {
         nextID += 1
         let line = JSONValue.object([("id", .number(Double(nextID))), ("v", 2), ("op", .string(op))] + fields).jsonText
         if let descriptor {
@@ -93,7 +95,12 @@ final class ProtocolSession {
     func injectSense(_ control: String, plugged: Bool) throws -> JSONValue {
         try request(
             "devices.inject",
-            [("events", [["type": "jackSense", "card": "PCH", "control": .string(control), "plugged": .bool(plugged)]])])
+            [
+                (
+                    "events",
+                    [["type": "jackSense", "card": "PCH", "control": .string(control), "plugged": .bool(plugged)]]
+                )
+            ])
     }
 }
 
@@ -110,12 +117,15 @@ extension JSONValue {
 struct ActiveChangeEndToEndTests {
     /// A long quiet WAV to play (stereo 48 kHz, `seconds` long).
     static func writeLongWAV(_ path: String, seconds: Int) throws {
-        try writeWAV(path: path, sampleRate: 48_000, channels: 2, samples: [Int16](repeating: 64, count: 48_000 * 2 * seconds))
+        try writeWAV(
+            path: path, sampleRate: 48_000, channels: 2, samples: [Int16](repeating: 64, count: 48_000 * 2 * seconds))
     }
 
-    @Test("ambient → playback while active interrupts the other player; beside a call it is refused and changes nothing")
+    @Test(
+        "ambient → playback while active interrupts the other player; beside a call it is refused and changes nothing")
     func arbitration() throws {
-        let daemon = try Daemon(extraConfig: declaredSessions, ports: changePorts, environment: ["RECD_DEVICE_EVENTS": "scripted"])
+        let daemon = try Daemon(
+            extraConfig: declaredSessions, ports: changePorts, environment: ["RECD_DEVICE_EVENTS": "scripted"])
         let wire = try ProtocolSession(socket: daemon.socket)
         let wav = daemon.directory + "/long.wav"
         try Self.writeLongWAV(wav, seconds: 20)
@@ -144,7 +154,8 @@ struct ActiveChangeEndToEndTests {
         let refused = try wire.request("session.set", [("app", "game"), ("category", "playback"), ("micUsage", "new")])
         #expect(refused.errorName == "insufficientPriority", Comment(rawValue: refused.jsonText))
         #expect(refused["error"]?["message"]?.stringValue?.contains("call") == true)
-        #expect(try wire.request("session.show", [("app", "game")])["session"] == before, "a refused set changes nothing")
+        #expect(
+            try wire.request("session.show", [("app", "game")])["session"] == before, "a refused set changes nothing")
         let active = try wire.request("status")["active"]?.strings ?? []
         #expect(Set(active) == ["call", "game"])
 
@@ -154,15 +165,20 @@ struct ActiveChangeEndToEndTests {
         #expect(background.errorName == "insufficientPriority" || background.errorName == "cannotInterruptOthers")
     }
 
-    @Test("a playing session switched to record stops its player; a recording one switched to playback ends its segment with categoryChange")
+    @Test(
+        "a playing session switched to record stops its player; a recording one switched to playback ends its segment with categoryChange"
+    )
     func streamsTheCategoryCannotCarryStop() throws {
-        let daemon = try Daemon(extraConfig: declaredSessions, ports: changePorts, environment: ["RECD_DEVICE_EVENTS": "scripted"])
+        let daemon = try Daemon(
+            extraConfig: declaredSessions, ports: changePorts, environment: ["RECD_DEVICE_EVENTS": "scripted"])
         let wire = try ProtocolSession(socket: daemon.socket)
         let wav = daemon.directory + "/long.wav"
         try Self.writeLongWAV(wav, seconds: 20)
         let watcher = try daemon.watch()
         try #require(
-            wire.request("session.set", [("app", "deck"), ("category", "playAndRecord"), ("micUsage", "logs the room")]).isOK)
+            wire.request(
+                "session.set", [("app", "deck"), ("category", "playAndRecord"), ("micUsage", "logs the room")]
+            ).isOK)
         try #require(wire.request("permission.grant", [("app", "deck")]).isOK)
         try #require(wire.play("deck", wav).isOK)
         try #require(wire.request("record.start", [("app", "deck")]).isOK)
@@ -198,7 +214,9 @@ struct ActiveChangeEndToEndTests {
 
     static let apps = ["amb", "music", "rec", "talk", "call", "bg"]
     static let categories = ["ambient", "soloAmbient", "playback", "record", "playAndRecord", "multiRoute"]
-    static let modes = ["measurement", "spokenAudio", "voiceChat", "videoChat", "voicePrompt", "moviePlayback", "dualRoute"]
+    static let modes = [
+        "measurement", "spokenAudio", "voiceChat", "videoChat", "voicePrompt", "moviePlayback", "dualRoute",
+    ]
     static let options = [
         "mixWithOthers", "duckOthers", "interruptSpokenAudioAndMixWithOthers", "allowBluetoothHFP", "defaultToSpeaker",
         "overrideMutedMicrophoneInterruption",
@@ -229,7 +247,9 @@ struct ActiveChangeEndToEndTests {
             let reply: JSONValue
             switch kind {
             case 0..<20:
-                var fields: [(String, JSONValue)] = [("app", .string(app)), ("category", .string(random.pick(ActiveChangeEndToEndTests.categories)))]
+                var fields: [(String, JSONValue)] = [
+                    ("app", .string(app)), ("category", .string(random.pick(ActiveChangeEndToEndTests.categories))),
+                ]
                 if random.chance(30) { fields.append(("mode", .string(random.pick(ActiveChangeEndToEndTests.modes)))) }
                 let options = ActiveChangeEndToEndTests.options.filter { random.chance($0 == "mixWithOthers" ? 25 : 7) }
                 if !options.isEmpty { fields.append(("options", JSONValue(options))) }
@@ -244,7 +264,8 @@ struct ActiveChangeEndToEndTests {
                 let force = random.chance(50)
                 description = "deactivate \(app) notify=\(notify) force=\(force)"
                 reply = try wire.request(
-                    "session.deactivate", [("app", .string(app)), ("notifyOthers", .bool(notify)), ("force", .bool(force))])
+                    "session.deactivate",
+                    [("app", .string(app)), ("notifyOthers", .bool(notify)), ("force", .bool(force))])
             case 42..<58:
                 description = "play \(app)"
                 reply = try wire.play(app, wav)
@@ -283,14 +304,20 @@ struct ActiveChangeEndToEndTests {
             let status = try wire.request("status")
             let sessions = status["sessions"]?.arrayValue ?? []
             let session = { (app: String) in sessions.first { $0["app"] == .string(app) } }
-            let solo = sessions.filter { $0["state"] == "active" && !(($0["options"]?.strings ?? []).contains("mixWithOthers")) }
-            if solo.count > 1 { return "two active non-mixable sessions: \(solo.compactMap { $0["app"]?.stringValue })" }
+            let solo = sessions.filter {
+                $0["state"] == "active" && !(($0["options"]?.strings ?? []).contains("mixWithOthers"))
+            }
+            if solo.count > 1 {
+                return "two active non-mixable sessions: \(solo.compactMap { $0["app"]?.stringValue })"
+            }
             let inputCategories: Set<String> = ["record", "playAndRecord", "multiRoute"]
             for recorder in status["recorders"]?.arrayValue ?? [] {
                 let app = recorder["app"]?.stringValue ?? "?"
                 guard let owner = session(app) else { return "recorder of unknown session \(app)" }
                 let category = owner["category"]?.stringValue ?? "?"
-                if !inputCategories.contains(category) { return "\(app) records \(recorder.jsonText) under \(category)" }
+                if !inputCategories.contains(category) {
+                    return "\(app) records \(recorder.jsonText) under \(category)"
+                }
                 if owner["state"] != "active" { return "\(app) records while \(owner["state"]?.stringValue ?? "?")" }
                 let explicit = recorder["stream"]?.stringValue?.hasPrefix("explicit-") == true
                 let inputs = owner["route"]?["inputs"]?.strings ?? []
@@ -323,12 +350,18 @@ struct ActiveChangeEndToEndTests {
         var outcomes: [String: Int] = [:]
         let began = Date()
         for seed in randomSeeds(count: 2, base: 1) {
-            let daemon = try Daemon(extraConfig: declaredSessions, ports: changePorts, environment: ["RECD_DEVICE_EVENTS": "scripted"])
+            let daemon = try Daemon(
+                extraConfig: declaredSessions, ports: changePorts, environment: ["RECD_DEVICE_EVENTS": "scripted"])
             let wav = daemon.directory + "/long.wav"
             try Self.writeLongWAV(wav, seconds: 120)
             let walk = try Walk(daemon: daemon, wav: wav, seed: seed)
-            for (app, category) in [("amb", "ambient"), ("music", "playback"), ("rec", "record"), ("talk", "playAndRecord")] {
-                try #require(walk.wire.request("session.set", [("app", .string(app)), ("category", .string(category)), ("micUsage", "test")]).isOK)
+            for (app, category) in [
+                ("amb", "ambient"), ("music", "playback"), ("rec", "record"), ("talk", "playAndRecord"),
+            ] {
+                try #require(
+                    walk.wire.request(
+                        "session.set", [("app", .string(app)), ("category", .string(category)), ("micUsage", "test")]
+                    ).isOK)
             }
             for app in Self.apps {
                 try #require(walk.wire.request("permission.grant", [("app", .string(app))]).isOK)
@@ -344,7 +377,9 @@ struct ActiveChangeEndToEndTests {
                 total += 1
                 let crashed = daemon.process?.isRunning != true
                 var problem = crashed ? "recd is not running (crash?); its log ends:\n\(daemon.log.suffix(2000))" : nil
-                if problem == nil && (line.contains("NOT SEEN") || line.contains("step failed") || line.contains("malformed")) {
+                if problem == nil
+                    && (line.contains("NOT SEEN") || line.contains("step failed") || line.contains("malformed"))
+                {
                     problem = line
                 }
                 if problem == nil { problem = try walk.violation(checkFollow: checkFollow) }

@@ -47,10 +47,12 @@ struct ActiveChangeTests {
         _ = try store.activate(app: "game")
         store.setStreamsRunning(app: "game", true)
         expectRefused(.insufficientPriority, mentioning: ["phone", "game"], &store) {
-            _ = try $0.configure(app: "game", ownerUID: testUID, configuration: config(.playback), micUsage: .some("new"))
+            _ = try $0.configure(
+                app: "game", ownerUID: testUID, configuration: config(.playback), micUsage: .some("new"))
         }
         #expect(store.sessions["game"]?.configuration.category == .ambient)
-        #expect(store.sessions["game"]?.micUsage == "records the room", "the refused call's mic usage is not kept either")
+        #expect(
+            store.sessions["game"]?.micUsage == "records the room", "the refused call's mic usage is not kept either")
         // A mixable change beside the call is fine.
         let effects = try store.configure(
             app: "game", ownerUID: testUID, configuration: config(.playback, .default, [.mixWithOthers]))

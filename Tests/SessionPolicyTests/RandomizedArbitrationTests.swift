@@ -40,10 +40,16 @@ struct StreamModel {
             switch effect {
             case .pauseStreams(let app, _):
                 if players[app]?.pausedBy == nil { players[app]?.pausedBy = "interruption" }
-                recorders[app] = recorders[app]?.map { var r = $0; r.suspended = true; return r }
+                recorders[app] = recorders[app]?.map {
+                    var r = $0; r.suspended = true; return r
+                }
             case .stopStreams(let app, let reason):
                 players[app] = nil
-                recorders[app] = reason == .mediaServicesLost ? recorders[app]?.map { var r = $0; r.suspended = true; return r } : nil
+                recorders[app] =
+                    reason == .mediaServicesLost
+                    ? recorders[app]?.map {
+                        var r = $0; r.suspended = true; return r
+                    } : nil
             case .pausePlayers(let app):
                 if let player = players[app], player.pausedBy == nil,
                     store.ports.first(where: { $0.name == player.port })?.available != true
@@ -79,7 +85,9 @@ struct StreamModel {
                     players[app] = player
                 }
                 recorders[app] = recorders[app]?.compactMap { recorder in
-                    guard !recorder.explicit, !recorder.suspended, !current.inputs.contains(recorder.port) else { return recorder }
+                    guard !recorder.explicit, !recorder.suspended, !current.inputs.contains(recorder.port) else {
+                        return recorder
+                    }
                     guard let input = current.inputs.first else { return nil }
                     var moved = recorder
                     moved.port = input
@@ -147,11 +155,13 @@ struct ArbitrationWalk {
         case 0..<22:
             let (category, mode, options) = randomConfiguration()
             let micUsage: String?? = random.chance(85) ? .none : random.chance(50) ? .some("talks") : .some(nil)
-            description = "set \(app) \(category) \(mode) \(options.map(\.rawValue).sorted()) mic=\(String(describing: micUsage))"
+            description =
+                "set \(app) \(category) \(mode) \(options.map(\.rawValue).sorted()) mic=\(String(describing: micUsage))"
             let before = store
             outcome = Result { () throws(SessionError) in
                 let configuration = try SessionConfiguration.validated(category: category, mode: mode, options: options)
-                return try store.configure(app: app, ownerUID: testUID, configuration: configuration, micUsage: micUsage)
+                return try store.configure(
+                    app: app, ownerUID: testUID, configuration: configuration, micUsage: micUsage)
             }
             if case .failure = outcome, store != before { return description + " → REFUSED BUT CHANGED THE STORE" }
         case 22..<34:
@@ -161,7 +171,9 @@ struct ArbitrationWalk {
             let notify = random.chance(50)
             let force = random.chance(50)
             description = "deactivate \(app) notify=\(notify) force=\(force)"
-            outcome = Result { () throws(SessionError) in try store.deactivate(app: app, notifyOthers: notify, force: force) }
+            outcome = Result { () throws(SessionError) in
+                try store.deactivate(app: app, notifyOthers: notify, force: force)
+            }
         case 44..<60:
             description = "play \(app)"
             outcome = Result { () throws(SessionError) in try play(app) }
@@ -295,7 +307,9 @@ struct RandomizedArbitrationTests {
     static let seeds = 100
     static let steps = 500
 
-    @Test("after every step: one active non-mixable session at most, no recorder without input, no player under record, streams on their route")
+    @Test(
+        "after every step: one active non-mixable session at most, no recorder without input, no player under record, streams on their route"
+    )
     func randomWalks() {
         var totals: [String: Int] = [:]
         let seeds = randomSeeds(count: Self.seeds, base: 1)
@@ -316,7 +330,9 @@ struct RandomizedArbitrationTests {
             }
             totals.merge(walk.outcomes, uniquingKeysWith: +)
         }
-        print("randomized arbitration: \(seeds.count) seed(s) × \(Self.steps) steps; outcomes \(totals.sorted { $0.key < $1.key })")
+        print(
+            "randomized arbitration: \(seeds.count) seed(s) × \(Self.steps) steps; outcomes \(totals.sorted { $0.key < $1.key })"
+        )
         // The walk must reach the interesting places, not only refusals.
         #expect(totals["ok", default: 0] > totals.values.reduce(0, +) / 3)
         if seeds.count > 1 {
