@@ -41,7 +41,8 @@ private let changePorts = """
 
     """
 
-/// A call-priority session and a background one, as a box would declare them.
+/// A call-priority session, a background one and a headless logger that resumes by itself
+/// (auto_resume), as a box would declare them.
 private let declaredSessions = """
 
     [session call]
@@ -55,6 +56,12 @@ private let declaredSessions = """
     category = playback
     options = mixWithOthers
     background = yes
+
+    [session rec]
+    category = record
+    mic_usage = logs the room
+    permission = granted
+    auto_resume = yes
 
     """
 
@@ -348,6 +355,7 @@ struct ActiveChangeEndToEndTests {
         let steps = 250
         var total = 0
         var outcomes: [String: Int] = [:]
+        var events: [String: Int] = [:]
         let began = Date()
         for seed in randomSeeds(count: 2, base: 1) {
             let daemon = try Daemon(
@@ -355,6 +363,7 @@ struct ActiveChangeEndToEndTests {
             let wav = daemon.directory + "/long.wav"
             try Self.writeLongWAV(wav, seconds: 120)
             let walk = try Walk(daemon: daemon, wav: wav, seed: seed)
+            let watcher = try daemon.watch()
             for (app, category) in [
                 ("amb", "ambient"), ("music", "playback"), ("rec", "record"), ("talk", "playAndRecord"),
             ] {
@@ -394,10 +403,16 @@ struct ActiveChangeEndToEndTests {
                 }
             }
             outcomes.merge(walk.outcomes, uniquingKeysWith: +)
+            // What the walk made recd do, so a run shows it reached the interesting places.
+            for event in watcher.events {
+                let name = [event.string("event"), event.string("type") ?? event.string("state"), event.string("reason")]
+                    .compactMap { $0 }.joined(separator: "/")
+                events[name, default: 0] += 1
+            }
         }
         print(
             "randomized sessions end to end: \(total) steps in \(Int(Date().timeIntervalSince(began))) s; "
-                + "outcomes \(outcomes.sorted { $0.key < $1.key })")
+                + "replies \(outcomes.sorted { $0.key < $1.key }); events \(events.sorted { $0.key < $1.key })")
         #expect(total >= 250)
     }
 }

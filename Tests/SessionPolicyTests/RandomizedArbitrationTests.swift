@@ -61,13 +61,25 @@ struct StreamModel {
             case .stopRecorders(let app, _):
                 recorders[app] = nil
             case .resumeStreams(let app):
-                if players[app]?.pausedBy == "interruption" { players[app]?.pausedBy = nil }
-                // Suspended recorders start again where their port still is (else they are dropped, logged).
+                // What the interruption paused comes back on the session's route as it is now
+                // (it may have changed meanwhile): following the route, issue 13 item 2.
+                let route = store.sessions[app]?.route ?? .none
+                if var player = players[app], player.pausedBy == "interruption" {
+                    if !route.outputs.contains(player.port), let output = route.outputs.first { player.port = output }
+                    if route.outputs.contains(player.port) { player.pausedBy = nil }
+                    players[app] = player
+                }
+                // Suspended recorders start again (else they are dropped, logged): an explicit
+                // input where its port still is, the others on the route's input.
                 recorders[app] = recorders[app]?.compactMap { recorder in
                     guard recorder.suspended else { return recorder }
-                    guard store.ports.contains(where: { $0.name == recorder.port && $0.available }) else { return nil }
                     var resumed = recorder
                     resumed.suspended = false
+                    if !recorder.explicit && !route.inputs.contains(recorder.port) {
+                        guard let input = route.inputs.first else { return nil }
+                        resumed.port = input
+                    }
+                    guard store.ports.contains(where: { $0.name == resumed.port && $0.available }) else { return nil }
                     return resumed
                 }
             case .routeChange(let app, _, _, let current):
@@ -126,7 +138,7 @@ struct ArbitrationWalk {
         random = SplitMix64(seed: seed)
         store.add("amb", .ambient)
         store.add("music", .playback)
-        store.add("rec", .record)
+        store.add("rec", .record, autoResume: true)
         store.add("talk", .playAndRecord)
         store.add("call", .playAndRecord, .voiceChat, priority: .call)
         store.add("bg", .playback, .default, [.mixWithOthers], background: true)
