@@ -113,10 +113,10 @@ public struct SessionStore: Equatable, Sendable {
         sessions[app] = session
         deleted.remove(app)
         var effects: [PolicyEffect] = [.sessionChanged(app: app)]
-        if previous.category.hasOutput && !configuration.category.hasOutput {
+        if !isNew && previous.category.hasOutput && !configuration.category.hasOutput {
             effects.append(.stopPlayers(app: app, reason: .categoryChange))
         }
-        if previous.category.hasInput && !configuration.category.hasInput {
+        if !isNew && previous.category.hasInput && !configuration.category.hasInput {
             effects.append(.stopRecorders(app: app, reason: .categoryChange))
         }
         if rearbitrate { effects += takeOver(app, interrupting: victims) }

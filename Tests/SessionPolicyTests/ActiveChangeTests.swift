@@ -158,6 +158,13 @@ struct ActiveChangeTests {
         }
     }
 
+    @Test("a new session has no streams to stop")
+    func newSessionStopsNothing() throws {
+        var store = SessionStore.fixture()
+        let effects = try store.configure(app: "new", ownerUID: testUID, configuration: config(.record))
+        #expect(effects.streamControl.isEmpty)
+    }
+
     @Test("on an inactive or interrupted session the change is not arbitrated (as before)")
     func notArbitratedWhenNotActive() throws {
         var store = SessionStore.fixture()
