@@ -512,7 +512,10 @@ final class ControlRouter: ControlServerHandler, EventSink, @unchecked Sendable 
         let configuration = try SessionConfiguration.validated(
             category: settings.category, mode: settings.mode, options: settings.options, policy: settings.policy)
         try store.checkRoom(for: app)
-        apply(store.configure(app: app, ownerUID: peer.uid, configuration: configuration, micUsage: settings.micUsage))
+        // On an active session this is arbitrated like an activation: a refusal changes nothing.
+        let effects = try store.configure(
+            app: app, ownerUID: peer.uid, configuration: configuration, micUsage: settings.micUsage)
+        apply(effects)
         if let prefers = settings.prefersInterruptionOnRouteDisconnect {
             apply(try store.setPrefersInterruptionOnRouteDisconnect(app: app, prefers))
         }
@@ -915,6 +918,12 @@ final class ControlRouter: ControlServerHandler, EventSink, @unchecked Sendable 
             recorders.stopAll(of: app, reason: reason)
         case .pausePlayers(let app):
             players.pauseDisconnected(of: app)
+        case .stopPlayers(let app, let reason):
+            players.stopAll(of: app, reason: reason.rawValue)
+            syncStreams(app)
+        case .stopRecorders(let app, let reason):
+            recorders.stopAll(of: app, reason: reason)
+            syncStreams(app)
         case .resumeStreams(let app):
             players.resumeInterrupted(of: app)
             for spec in recorders.takeSuspended(of: app) {
@@ -924,6 +933,8 @@ final class ControlRouter: ControlServerHandler, EventSink, @unchecked Sendable 
                     Log.error("\(app): could not resume recording \(spec.stream): \(error)")
                 }
             }
+            // What the interruption paused may be gone meanwhile (a category change stopped it).
+            syncStreams(app)
         case .ducked(let app, _, let level):
             players.setGain(of: app, decibels: level)
         case .unducked(let app):

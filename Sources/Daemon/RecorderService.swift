@@ -440,10 +440,18 @@ final class RecorderService: @unchecked Sendable {
     }
 
     /// The policy stopped `app`'s streams; after a media-services loss they start again on reset.
+    /// The segment's end reason: mediaServicesLost, categoryChange (the session's new category
+    /// has no input), or stop.
     func stopAll(of app: String, reason: StreamStopReason) {
+        let endReason: EndReason
+        switch reason {
+        case .mediaServicesLost: endReason = .mediaServicesLost
+        case .categoryChange: endReason = EndReason(rawValue: reason.rawValue)
+        default: endReason = .stop
+        }
         for stream in of(app) {
             if reason == .mediaServicesLost { suspended.append(stream.spec) }
-            stop(stream, reason: reason == .mediaServicesLost ? .mediaServicesLost : .stop)
+            stop(stream, reason: endReason)
         }
         if reason != .mediaServicesLost { suspended.removeAll { $0.app == app } }
     }

@@ -96,7 +96,7 @@ enum WireFormat {
             return (nil, ["event": "mediaServicesWereReset"])
         case .sessionDeleted(let app):
             return (app, ["event": "session", "app": .string(app), "state": "deleted"])
-        case .pauseStreams, .stopStreams, .pausePlayers, .resumeStreams, .sessionChanged:
+        case .pauseStreams, .stopStreams, .pausePlayers, .stopPlayers, .stopRecorders, .resumeStreams, .sessionChanged:
             return nil
         }
     }

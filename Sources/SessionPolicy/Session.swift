@@ -31,6 +31,9 @@ public enum InterruptionReason: Int, Sendable, Codable {
 /// Why streams were stopped or paused; the archive records it as a segment's end reason.
 public enum StreamStopReason: String, Sendable, Codable {
     case stop, interruption, routeChange, mediaServicesLost, deleted
+    /// The session's category changed to one that cannot carry the stream (a player under
+    /// `record`, a recorder under an output-only category).
+    case categoryChange
 }
 
 /// What interrupted a session and what to give back when the interruption ends.

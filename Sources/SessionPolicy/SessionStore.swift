@@ -13,6 +13,11 @@ public enum PolicyEffect: Equatable, Sendable {
     case stopStreams(app: String, reason: StreamStopReason)
     /// Privacy rule: the output went away, pause this session's players only.
     case pausePlayers(app: String)
+    /// The session's new category has no output: stop its players (paused ones too).
+    case stopPlayers(app: String, reason: StreamStopReason)
+    /// The session's new category has no input: stop its recorders (suspended ones too) and
+    /// finalize their recordings.
+    case stopRecorders(app: String, reason: StreamStopReason)
     /// auto_resume: start again what was running when the interruption began.
     case resumeStreams(app: String)
     case inputMuteStateChange(app: String, muted: Bool)
@@ -28,7 +33,8 @@ public enum PolicyEffect: Equatable, Sendable {
 }
 
 /// All sessions, record permissions and port states; the single source of policy truth.
-public struct SessionStore: Sendable {
+/// Equatable as a whole (private bookkeeping included): a refused call leaves it equal.
+public struct SessionStore: Equatable, Sendable {
     public private(set) var sessions: [String: Session] = [:]
     public private(set) var permissions: [String: RecordPermission] = [:]
     public private(set) var ports: [PortState] = []
@@ -74,19 +80,48 @@ public struct SessionStore: Sendable {
     }
 
     /// Sets category, mode, options and policy at once (SPEC §1); creates the session if new.
+    ///
+    /// On an active session the change takes effect at once and goes through the same
+    /// arbitration as activation (SPEC §13): if the new configuration could not be activated
+    /// now (insufficientPriority, cannotInterruptOthers, missingEntitlement) the call throws and
+    /// changes nothing; otherwise the sessions that activation would interrupt are interrupted,
+    /// and ducking follows the new options. Streams the new category cannot carry stop, in any
+    /// state: players when it has no output, recorders when it has no input.
+    ///
+    /// missingEntitlement: only when this call makes an active session input-capable without a
+    /// microphone usage description (an output category becoming an input one, or the
+    /// description cleared); an input session already active without one stays as it was.
     public mutating func configure(
         app: String, ownerUID: UInt32, configuration: SessionConfiguration, micUsage: String?? = .none
-    ) -> [PolicyEffect] {
+    ) throws(SessionError) -> [PolicyEffect] {
         let isNew = sessions[app] == nil
         var session = sessions[app] ?? Session(app: app, ownerUID: ownerUID)
-        let categoryChanged = session.configuration != configuration
+        let previous = session.configuration
+        let previouslyEntitled = !(session.micUsage ?? "").isEmpty
+        let categoryChanged = previous != configuration
+        if case .some(let text) = micUsage { session.micUsage = text }
+        let entitled = !(session.micUsage ?? "").isEmpty
+        let rearbitrate = session.isActive && categoryChanged
+        var victims: [(String, Interruption.Cause)] = []
+        if session.isActive && configuration.category.hasInput && !entitled
+            && (!previous.category.hasInput || previouslyEntitled)
+        {
+            throw Self.missingEntitlement(app, configuration.category)
+        }
+        if rearbitrate { victims = try arbitrate(session, as: configuration) }
         session.configuration = configuration
         // A route change ends the speaker override.
         if categoryChanged { session.overrideSpeaker = false }
-        if case .some(let text) = micUsage { session.micUsage = text }
         sessions[app] = session
         deleted.remove(app)
         var effects: [PolicyEffect] = [.sessionChanged(app: app)]
+        if !isNew && previous.category.hasOutput && !configuration.category.hasOutput {
+            effects.append(.stopPlayers(app: app, reason: .categoryChange))
+        }
+        if !isNew && previous.category.hasInput && !configuration.category.hasInput {
+            effects.append(.stopRecorders(app: app, reason: .categoryChange))
+        }
+        if rearbitrate { effects += takeOver(app, interrupting: victims) }
         if categoryChanged || isNew { effects += reroute(reason: .categoryChange, only: app) }
         effects += updateDucking() + updateHints()
         return effects
@@ -157,11 +192,26 @@ public struct SessionStore: Sendable {
         if session.isActive { return [] }
         let config = session.configuration
         if forInput && config.category.hasInput && (session.micUsage ?? "").isEmpty {
-            throw SessionError(
-                .missingEntitlement,
-                "\(app) uses the input (category \(config.category.rawValue)) but declares no microphone usage description; set one with --mic-usage TEXT")
+            throw Self.missingEntitlement(app, config.category)
         }
-        var effects: [PolicyEffect] = []
+        let victims = try arbitrate(session, as: config)
+        return takeOver(app, interrupting: victims) + updateDucking() + updateHints()
+    }
+
+    private static func missingEntitlement(_ app: String, _ category: Category) -> SessionError {
+        SessionError(
+            .missingEntitlement,
+            "\(app) uses the input (category \(category.rawValue)) but declares no microphone usage description; "
+                + "set one with --mic-usage TEXT")
+    }
+
+    /// Activation arbitration (SPEC §3), shared by `activate` and `configure` of an active
+    /// session: whom `session` active with `config` would interrupt, and why, or the error
+    /// that forbids it. Changes nothing.
+    private func arbitrate(
+        _ session: Session, as config: SessionConfiguration
+    ) throws(SessionError) -> [(String, Interruption.Cause)] {
+        let app = session.app
         var victims: [(String, Interruption.Cause)] = []
         if !config.isMixable {
             let others = sessions.values.filter { $0.app != app && $0.isActive && !$0.isMixable }.sorted { $0.app < $1.app }
@@ -184,15 +234,23 @@ public struct SessionStore: Sendable {
             }.sorted { $0.app < $1.app }
             victims += spoken.map { ($0.app, .spokenAudio(by: app)) }
         }
+        return victims
+    }
+
+    /// Makes `app` the most recently activated session and interrupts `victims` (the verdict of
+    /// `arbitrate`). Ducking is the caller's to update.
+    private mutating func takeOver(
+        _ app: String, interrupting victims: [(String, Interruption.Cause)]
+    ) -> [PolicyEffect] {
         // Active before its victims are interrupted, so it inherits what they held interrupted.
         activationCounter += 1
         sessions[app]!.state = .active
         sessions[app]!.interruption = nil
         sessions[app]!.activatedAt = activationCounter
+        var effects: [PolicyEffect] = []
         for (victim, cause) in victims {
             effects += interrupt(victim, cause: cause, reason: .default)
         }
-        effects += updateDucking() + updateHints()
         return effects
     }
 

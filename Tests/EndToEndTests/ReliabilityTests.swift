@@ -5,24 +5,12 @@
 // counter. (kill -9 of recd and a full disk are in ArchiveTests.swift.)
 import ControlProtocol
 import Foundation
+import TestSupport
 import Testing
 
 #if canImport(Glibc)
 import Glibc
 #endif
-
-/// A reproducible random generator (SplitMix64): a failing flood can be replayed from its seed.
-struct SplitMix64: RandomNumberGenerator {
-    var state: UInt64
-    init(seed: UInt64) { state = seed }
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
-}
 
 /// A 24-bit decode of recd-signal's counter, checked JACK period by JACK period. A file starts
 /// on a cycle boundary, so each block of `period` frames is what one process cycle captured.

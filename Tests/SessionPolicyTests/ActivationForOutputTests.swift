@@ -7,7 +7,7 @@ struct ActivationForOutputTests {
     @Test("an input-capable session without mic usage may activate to play, not to record", arguments: [Category.record, .playAndRecord, .multiRoute])
     func outputOnlyActivation(category: Category) throws {
         var store = SessionStore()
-        _ = store.configure(app: "a", ownerUID: 0, configuration: try SessionConfiguration.validated(category: category))
+        _ = try store.configure(app: "a", ownerUID: 0, configuration: try SessionConfiguration.validated(category: category))
         #expect(throws: SessionError.self) { _ = try store.activate(app: "a") }
         #expect(store.sessions["a"]?.state == .inactive)
         _ = try store.activate(app: "a", forInput: false)

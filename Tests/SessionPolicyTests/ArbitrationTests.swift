@@ -105,15 +105,15 @@ struct ActivationTests {
     }
 
     /// SPEC §3: a session is owned by the Unix user that created it; reconfiguring keeps the owner.
-    @Test func ownerIsTheCreator() {
+    @Test func ownerIsTheCreator() throws {
         var store = SessionStore.fixture()
-        _ = store.configure(app: "app", ownerUID: 1001, configuration: config(.playback))
-        _ = store.configure(app: "app", ownerUID: 1002, configuration: config(.record), micUsage: .some("x"))
+        _ = try store.configure(app: "app", ownerUID: 1001, configuration: config(.playback))
+        _ = try store.configure(app: "app", ownerUID: 1002, configuration: config(.record), micUsage: .some("x"))
         #expect(store.sessions["app"]?.ownerUID == 1001)
         #expect(store.sessions["app"]?.configuration.category == .record)
         #expect(store.sessions["app"]?.micUsage == "x")
         // micUsage left out keeps the declared one.
-        _ = store.configure(app: "app", ownerUID: 1001, configuration: config(.playAndRecord))
+        _ = try store.configure(app: "app", ownerUID: 1001, configuration: config(.playAndRecord))
         #expect(store.sessions["app"]?.micUsage == "x")
     }
 

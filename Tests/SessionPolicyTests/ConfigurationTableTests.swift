@@ -487,7 +487,7 @@ struct ConfigurationRuleTests {
         let error = expectError(.badParam) {
             let configuration = try SessionConfiguration.validated(
                 category: bad.category, mode: bad.mode, options: bad.options, policy: bad.policy)
-            _ = store.configure(app: "app", ownerUID: testUID, configuration: configuration)
+            _ = try store.configure(app: "app", ownerUID: testUID, configuration: configuration)
         }
         #expect(error != nil)
         #expect(StoreSnapshot(store) == before)

@@ -115,9 +115,9 @@ struct SecondaryAudioHintTests {
     @Test func becomingMixableEndsTheHint() throws {
         var store = try store()
         _ = store.setPlayersRunning(["music"])
-        let effects = store.configure(app: "music", ownerUID: testUID, configuration: config(.playback, .default, [.mixWithOthers]))
+        let effects = try store.configure(app: "music", ownerUID: testUID, configuration: config(.playback, .default, [.mixWithOthers]))
         #expect(effects.hints == [end("game")])
-        let back = store.configure(app: "music", ownerUID: testUID, configuration: config(.playback))
+        let back = try store.configure(app: "music", ownerUID: testUID, configuration: config(.playback))
         #expect(back.hints == [begin("game")])
     }
 

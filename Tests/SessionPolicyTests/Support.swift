@@ -192,8 +192,14 @@ extension SessionStore {
         priority: PriorityClass = .normal, background: Bool = false, autoResume: Bool = false,
         prefersInterruptionOnRouteDisconnect: Bool = false, micUsage: String? = "records the room"
     ) -> [PolicyEffect] {
-        let effects = configure(
-            app: app, ownerUID: testUID, configuration: config(category, mode, options), micUsage: .some(micUsage))
+        let effects: [PolicyEffect]
+        do {
+            effects = try configure(
+                app: app, ownerUID: testUID, configuration: config(category, mode, options), micUsage: .some(micUsage))
+        } catch {
+            Issue.record("fixture configure refused: \(error)")
+            return []
+        }
         updateDeclaration(app: app) {
             $0.priority = priority
             $0.background = background
@@ -248,7 +254,7 @@ extension PolicyEffect {
     var isRouteChange: Bool { if case .routeChange = self { true } else { false } }
     var isStreamControl: Bool {
         switch self {
-        case .pauseStreams, .stopStreams, .pausePlayers, .resumeStreams: true
+        case .pauseStreams, .stopStreams, .pausePlayers, .stopPlayers, .stopRecorders, .resumeStreams: true
         default: false
         }
     }

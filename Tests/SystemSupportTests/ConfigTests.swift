@@ -5,6 +5,7 @@
 import Foundation
 import Platform
 import SessionPolicy
+import TestSupport
 import Testing
 
 @testable import SystemSupport
@@ -824,18 +825,5 @@ func longestLineLibinihTakesWhole(length: Int, accepted: Bool) throws {
     } catch {
         #expect(
             error.description.hasPrefix("\(path):3: [jack] allow_buffer_size_changes: \"maybe\""))
-    }
-}
-
-/// A small deterministic generator, so a failing garbage case can be replayed.
-struct SplitMix64: RandomNumberGenerator {
-    var state: UInt64
-    init(seed: UInt64) { state = seed }
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
     }
 }
