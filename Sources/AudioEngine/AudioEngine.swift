@@ -260,6 +260,13 @@ public final class AudioEngine {
     /// JACK's microsecond clock (jack_get_time) when the latest port disappearance was heard of.
     public var lastPortLossMicros: UInt64? { connection?.client.sink.lastPortLossMicros }
 
+    /// The JACK frame time and microsecond clock (jack_get_time) at which the latest port
+    /// registration was heard of (notification thread), for measuring how fast recd reacts to
+    /// a device arriving.
+    public var lastPortArrival: (frameTime: UInt32, micros: UInt64)? {
+        connection?.client.sink.lastPortArrival
+    }
+
     /// A frame's time on the wall clock, and whether JACK's clocks placed it there.
     public struct FrameWallTime: Equatable, Sendable {
         /// UTC nanoseconds since the epoch.

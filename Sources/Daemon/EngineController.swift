@@ -31,6 +31,9 @@ final class EngineController {
     private var seenAvailable: Set<String> = []
     /// Jack-sense state per port (nil: no sense control, JACK alone decides).
     private var sensePlugged: [String: Bool] = [:]
+    /// JACK's frame time and microsecond clock when the control thread last heard a jack sense
+    /// say plugged (the move of a player to the device is measured from it).
+    private var lastSensePlug: (frameTime: UInt32, micros: UInt64)?
     private(set) var lastError: String?
     private var nextAttempt = 0.0
 
@@ -153,6 +156,9 @@ final class EngineController {
 
     /// A jack-sense control changed: a port is available only while plugged (nil: no control).
     func setSensePlugged(port: String, _ plugged: Bool?) {
+        if plugged == true, sensePlugged[port] != true, let frameTime = engine.frameTime {
+            lastSensePlug = (frameTime, AudioEngine.jackMicros)
+        }
         sensePlugged[port] = plugged
         noteConnections()
     }
@@ -266,11 +272,33 @@ extension EngineController: PlayerEngine, RecorderEngine, MonitoringEngine, Sens
     func setGain(_ player: PlayerHandle, decibels: Double) { engine.setGain(player, decibels: decibels) }
     func removePlayer(_ player: PlayerHandle) { engine.removePlayer(player) }
 
-    func portLossReaction() -> PortLossReaction? {
+    func movePlayer(_ player: PlayerHandle, toOutputGroup outputGroup: String, rampMilliseconds: Double)
+        throws(AudioEngineError)
+    {
+        try engine.movePlayer(player, toOutputGroup: outputGroup, rampMilliseconds: rampMilliseconds)
+    }
+
+    func portLossReaction() -> PortReaction? {
         guard let now = engine.frameTime, let lost = engine.lastPortLossFrameTime else { return nil }
-        return PortLossReaction(
+        return PortReaction(
             frames: Int(now &- lost), periodFrames: engine.bufferSize,
             microseconds: engine.lastPortLossMicros.map { Int(AudioEngine.jackMicros &- $0) })
+    }
+
+    func portArrivalReaction() -> PortReaction? {
+        guard let now = engine.frameTime else { return nil }
+        // The later of JACK's news of a port and a jack sense saying plugged.
+        let arrivals = [engine.lastPortArrival, lastSensePlug].compactMap { $0 }
+        guard let latest = arrivals.max(by: { $0.micros < $1.micros }) else { return nil }
+        return PortReaction(
+            frames: Int(now &- latest.frameTime), periodFrames: engine.bufferSize,
+            microseconds: Int(AudioEngine.jackMicros &- latest.micros))
+    }
+
+    func replaceCaptureTap(_ old: CaptureTap, inputGroup: String, zeroed: Bool) throws(AudioEngineError)
+        -> CaptureTap
+    {
+        try engine.replaceCaptureTap(old, inputGroup: inputGroup, zeroed: zeroed)
     }
 
     func addCaptureTap(inputGroup: String, zeroed: Bool) throws(AudioEngineError) -> CaptureTap {

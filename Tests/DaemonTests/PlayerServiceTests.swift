@@ -114,7 +114,7 @@ final class PlayerServiceTests {
         usleep(200_000)
         #expect(player.handle.framesPlayed == frames, "a paused player still plays")
         #expect(!players.isPlaying("radio"))
-        players.resume(player)
+        try players.resume(player, routeOutput: "spk")
         #expect(waitUntil(seconds: 10) { player.handle.framesPlayed > frames }, "a resumed player does not play")
         players.stop(player, reason: "stop")
         #expect(players.get("radio", "main") == nil && !player.handle.isAttached)
