@@ -32,8 +32,9 @@ final class EngineController {
     /// Jack-sense state per port (nil: no sense control, JACK alone decides).
     private var sensePlugged: [String: Bool] = [:]
     /// JACK's frame time and microsecond clock when the control thread last heard a jack sense
-    /// say plugged (the move of a player to the device is measured from it).
+    /// say plugged, or unplugged (reactions to the device are measured from them).
     private var lastSensePlug: (frameTime: UInt32, micros: UInt64)?
+    private var lastSenseUnplug: (frameTime: UInt32, micros: UInt64)?
     private(set) var lastError: String?
     private var nextAttempt = 0.0
 
@@ -156,8 +157,12 @@ final class EngineController {
 
     /// A jack-sense control changed: a port is available only while plugged (nil: no control).
     func setSensePlugged(port: String, _ plugged: Bool?) {
-        if plugged == true, sensePlugged[port] != true, let frameTime = engine.frameTime {
-            lastSensePlug = (frameTime, AudioEngine.jackMicros)
+        if let plugged, sensePlugged[port] != plugged, let frameTime = engine.frameTime {
+            if plugged {
+                lastSensePlug = (frameTime, AudioEngine.jackMicros)
+            } else {
+                lastSenseUnplug = (frameTime, AudioEngine.jackMicros)
+            }
         }
         sensePlugged[port] = plugged
         noteConnections()
@@ -279,17 +284,20 @@ extension EngineController: PlayerEngine, RecorderEngine, MonitoringEngine, Sens
     }
 
     func portLossReaction() -> PortReaction? {
-        guard let now = engine.frameTime, let lost = engine.lastPortLossFrameTime else { return nil }
-        return PortReaction(
-            frames: Int(now &- lost), periodFrames: engine.bufferSize,
-            microseconds: engine.lastPortLossMicros.map { Int(AudioEngine.jackMicros &- $0) })
+        var jackLoss: (frameTime: UInt32, micros: UInt64)?
+        if let frameTime = engine.lastPortLossFrameTime, let micros = engine.lastPortLossMicros {
+            jackLoss = (frameTime, micros)
+        }
+        return reaction(since: [jackLoss, lastSenseUnplug])
     }
 
-    func portArrivalReaction() -> PortReaction? {
-        guard let now = engine.frameTime else { return nil }
-        // The later of JACK's news of a port and a jack sense saying plugged.
-        let arrivals = [engine.lastPortArrival, lastSensePlug].compactMap { $0 }
-        guard let latest = arrivals.max(by: { $0.micros < $1.micros }) else { return nil }
+    func portArrivalReaction() -> PortReaction? { reaction(since: [engine.lastPortArrival, lastSensePlug]) }
+
+    /// Frames and microseconds since the latest of `news` (JACK's, or a jack sense's).
+    private func reaction(since news: [(frameTime: UInt32, micros: UInt64)?]) -> PortReaction? {
+        guard let now = engine.frameTime,
+            let latest = news.compactMap({ $0 }).max(by: { $0.micros < $1.micros })
+        else { return nil }
         return PortReaction(
             frames: Int(now &- latest.frameTime), periodFrames: engine.bufferSize,
             microseconds: Int(AudioEngine.jackMicros &- latest.micros))
