@@ -580,8 +580,8 @@ final class ControlRouter: ControlServerHandler, EventSink, @unchecked Sendable 
                 )
             }
             if !session.isActive { apply(try store.activate(app: app, forInput: false)) }
-            let output = try store.session(app).route.outputs.first
-            for player in paused { try players.resume(player, routeOutput: output) }
+            let outputs = try store.session(app).route.outputs
+            for player in paused { try players.resume(player, routeOutputs: outputs) }
             syncStreams(app)
             return [("players", .array(players.of(app).map(\.json)))]
         }
@@ -924,7 +924,7 @@ final class ControlRouter: ControlServerHandler, EventSink, @unchecked Sendable 
         case .pausePlayers(let app):
             players.pauseDisconnected(of: app)
         case .resumeStreams(let app):
-            players.resumeInterrupted(of: app, routeOutput: store.sessions[app]?.route.outputs.first)
+            players.resumeInterrupted(of: app, routeOutputs: store.sessions[app]?.route.outputs ?? [])
             for spec in recorders.takeSuspended(of: app) {
                 do {
                     try startRecorder(spec)
@@ -942,7 +942,7 @@ final class ControlRouter: ControlServerHandler, EventSink, @unchecked Sendable 
             if state != .granted { recorders.permissionRevoked(of: app) }
             resolvePermissionRequests(app: app, state: state)
         case .routeChange(let app, let reason, _, let current):
-            players.follow(of: app, output: current.outputs.first, reason: reason)
+            players.follow(of: app, outputs: current.outputs, reason: reason)
             followInputRoute(of: app, input: current.inputs.first, reason: reason)
             recorders.stopUnavailable(of: app)
         case .sessionDeleted(let app):

@@ -254,13 +254,14 @@ final class PlayerService: @unchecked Sendable {
         announce(player, state: "paused", reason: cause.rawValue, extra: extra)
     }
 
-    /// Resumes a paused player; one that follows the route first moves to `routeOutput`, the
-    /// session's route output now (its old port may be gone: resuming there would play into
-    /// nothing, or report a device that is not there).
-    func resume(_ player: PlayerStream, routeOutput: String?) throws(SessionError) {
+    /// Resumes a paused player; one that follows the route and whose port is no longer among
+    /// `routeOutputs` (the session's route now) first moves to the first of them (its old port
+    /// may be gone: resuming there would play into nothing, or report a device that is not
+    /// there).
+    func resume(_ player: PlayerStream, routeOutputs: [String]) throws(SessionError) {
         guard player.pausedBy != nil else { return }
-        if player.followsRoute {
-            guard let output = routeOutput else {
+        if player.followsRoute && !routeOutputs.contains(player.port) {
+            guard let output = routeOutputs.first else {
                 throw SessionError(
                     .cannotStartPlaying,
                     "\(player.app) has no output route now (\(player.port) is gone and no other output suits the "
@@ -365,22 +366,24 @@ final class PlayerService: @unchecked Sendable {
     }
 
     /// The interruption ended with shouldResume: what it paused plays again (a player that
-    /// follows the route on `routeOutput`; with none, it stays paused).
-    func resumeInterrupted(of app: String, routeOutput: String?) {
+    /// follows the route on `routeOutputs`; with none, it stays paused).
+    func resumeInterrupted(of app: String, routeOutputs: [String]) {
         for player in of(app) where player.pausedBy == .interruption {
-            do { try resume(player, routeOutput: routeOutput) } catch {
+            do { try resume(player, routeOutputs: routeOutputs) } catch {
                 Log.warning("\(app): \(player.stream) stays paused: \(error.message)")
             }
         }
     }
 
-    /// The session's route changed: every playing player of `app` that follows the route
-    /// moves to `output` (last in wins: headphones plugged in take the sound at once). Paused
-    /// players move when they resume; players on a port that went away were paused first
-    /// (`pauseDisconnected`) and stay paused: nothing falls back to another output by itself.
-    func follow(of app: String, output: String?, reason: RouteChangeReason) {
-        guard let output, engine.isAvailable(port: output) else { return }
-        for player in of(app) where player.followsRoute && player.pausedBy == nil && player.port != output {
+    /// The session's route changed: every playing player of `app` that follows the route and
+    /// whose port is no longer among `outputs` moves to the first of them (last in wins:
+    /// headphones plugged in take the sound at once; a multiRoute stream stays while its port
+    /// is still one of the route's). Paused players move when they resume; players on a port
+    /// that went away were paused first (`pauseDisconnected`) and stay paused: nothing falls
+    /// back to another output by itself.
+    func follow(of app: String, outputs: [String], reason: RouteChangeReason) {
+        guard let output = outputs.first, engine.isAvailable(port: output) else { return }
+        for player in of(app) where player.followsRoute && player.pausedBy == nil && !outputs.contains(player.port) {
             if !engine.isAvailable(port: player.port) {
                 // Its device went away (the policy's pause did not reach a player still
                 // starting): the privacy rule, not a fall back to another output.

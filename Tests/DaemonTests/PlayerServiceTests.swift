@@ -117,7 +117,7 @@ final class PlayerServiceTests {
         usleep(200_000)
         #expect(player.handle.framesPlayed == frames, "a paused player still plays")
         #expect(!players.isPlaying("radio"))
-        try players.resume(player, routeOutput: "spk")
+        try players.resume(player, routeOutputs: ["spk"])
         #expect(waitUntil(seconds: 10) { player.handle.framesPlayed > frames }, "a resumed player does not play")
         players.stop(player, reason: "stop")
         #expect(players.get("radio", "main") == nil && !player.handle.isAttached)
@@ -180,7 +180,7 @@ final class PlayerServiceTests {
         _ = try play(try dcFile(), stream: "follower", port: "spk", followsRoute: true).get()
         _ = try play(try dcFile("fixed.wav"), stream: "fixed", port: "spk").get()
         #expect(abs(peak("spk") - 1) < 0.001, "both play on the speaker")
-        players.follow(of: "radio", output: "phones", reason: .newDeviceAvailable)
+        players.follow(of: "radio", outputs: ["phones"], reason: .newDeviceAvailable)
         let follower = try #require(players.get("radio", "follower"))
         #expect(follower.port == "phones" && follower.handle.outputGroup == "phones")
         #expect(players.get("radio", "fixed")?.port == "spk")
@@ -189,16 +189,19 @@ final class PlayerServiceTests {
         let moved = try #require(events.named("player").last)
         #expect(moved["port"] == "phones" && moved["previousPort"] == "spk" && moved["reason"] == "newDeviceAvailable")
         #expect(moved["state"] == "playing")
+        // Several outputs (multiRoute): a stream stays while its port is still one of them.
+        players.follow(of: "radio", outputs: ["spk", "phones"], reason: .newDeviceAvailable)
+        #expect(follower.port == "phones" && events.named("player").count == 3)
 
         device.unplug()
         #expect(waitForAvailability(engine, port: "phones", false))
         players.pauseDisconnected(of: "radio")
-        players.follow(of: "radio", output: "spk", reason: .oldDeviceUnavailable)
+        players.follow(of: "radio", outputs: ["spk"], reason: .oldDeviceUnavailable)
         #expect(follower.pausedBy == .routeDisconnected && follower.port == "phones", "no fall back to the speaker")
-        let refused = #expect(throws: SessionError.self) { try players.resume(follower, routeOutput: nil) }
+        let refused = #expect(throws: SessionError.self) { try players.resume(follower, routeOutputs: []) }
         #expect(refused?.code == .cannotStartPlaying && refused?.message.contains("plug") == true)
         #expect(follower.pausedBy == .routeDisconnected)
-        try players.resume(follower, routeOutput: "spk")
+        try players.resume(follower, routeOutputs: ["spk"])
         #expect(follower.pausedBy == nil && follower.port == "spk")
         #expect(abs(peak("spk") - 1) < 0.001, "resumed on the speaker")
     }
