@@ -39,7 +39,9 @@ struct PlayerMoveProcessTests {
         return (outputs, moveAfterPeriods * period, player)
     }
 
-    @Test("a tone moved from group A to B: the sum of A and B is the tone at every frame, the crossfade is exactly the ramp")
+    @Test(
+        "a tone moved from group A to B: the sum of A and B is the tone at every frame, the crossfade is exactly the ramp"
+    )
     func crossfade() {
         let period = 256
         let crossfade = 960  // 20 ms at 48 kHz: spans four periods

@@ -6,7 +6,7 @@ import Foundation
 import Testing
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// The frame index n (mod 65536) of a counter sample of channel c (recd-signal's counter, and
@@ -25,7 +25,9 @@ private func counterFrame(_ value: Float, channel c: Int) -> Int? {
 /// A stereo WAV of the counter (`testSample`), `seconds` long.
 private func counterWAV(_ path: String, seconds: Int) throws {
     let frames = 48_000 * seconds
-    try writeWAV(path: path, sampleRate: 48_000, channels: 2, samples: (0..<frames).flatMap { [testSample($0, 0), testSample($0, 1)] })
+    try writeWAV(
+        path: path, sampleRate: 48_000, channels: 2,
+        samples: (0..<frames).flatMap { [testSample($0, 0), testSample($0, 1)] })
 }
 
 /// Seconds since midnight of an ISO 8601 time with microseconds (`...T23:17:01.123456Z`).
@@ -41,7 +43,8 @@ struct RouteFollowEndToEndTests {
     func inject(_ daemon: Daemon, _ control: String, plugged: Bool) throws {
         let client = try RawClient(path: daemon.socket)
         client.send(
-            "{\"id\":1,\"op\":\"devices.inject\",\"events\":[{\"type\":\"jackSense\",\"card\":\"PCH\",\"control\":\"\(control)\",\"plugged\":\(plugged)}]}\n")
+            "{\"id\":1,\"op\":\"devices.inject\",\"events\":[{\"type\":\"jackSense\",\"card\":\"PCH\",\"control\":\"\(control)\",\"plugged\":\(plugged)}]}\n"
+        )
         #expect(client.readJSON()?["ok"] == true)
     }
 
@@ -49,27 +52,33 @@ struct RouteFollowEndToEndTests {
         try daemon.recctl("--json", "status").json?["players"]?.arrayValue ?? []
     }
 
-    @Test("USB headphones plugged while playing take the player (event, status, audio at their JACK port); unplugged, it pauses, as does one started after the plug; resumed, both play on the speaker")
+    @Test(
+        "USB headphones plugged while playing take the player (event, status, audio at their JACK port); unplugged, it pauses, as does one started after the plug; resumed, both play on the speaker"
+    )
     func plugMovesUnplugPauses() throws {
         let speaker = uniqueName("spk")
         let phones = uniqueName("phones")
-        let daemon = try Daemon(ports: """
-            [port spk]
-            type = builtInSpeaker
-            direction = output
-            jack = \(speaker):in_1, \(speaker):in_2
+        let daemon = try Daemon(
+            ports: """
+                [port spk]
+                type = builtInSpeaker
+                direction = output
+                jack = \(speaker):in_1, \(speaker):in_2
 
-            [port phones]
-            type = headphones
-            direction = output
-            jack = \(phones):in_1, \(phones):in_2
+                [port phones]
+                type = headphones
+                direction = output
+                jack = \(phones):in_1, \(phones):in_2
 
-            """)
+                """)
         let speakerRaw = daemon.directory + "/spk.raw"
         let phonesRaw = daemon.directory + "/phones.raw"
         let speakerSink = try SignalClient(["--name", speaker, "capture", "--ports", "in_1,in_2", "--out", speakerRaw])
         try #require(daemon.recctl("session", "set", "music", "--category", "playback").status == 0)
-        #expect(try eventually { try daemon.recctl("--json", "session", "show", "music").json?["route"]?["outputs"] == ["spk"] })
+        #expect(
+            try eventually {
+                try daemon.recctl("--json", "session", "show", "music").json?["route"]?["outputs"] == ["spk"]
+            })
         let wav = daemon.directory + "/counter.wav"
         try counterWAV(wav, seconds: 20)
         let watcher = try daemon.watch("music")
@@ -80,13 +89,18 @@ struct RouteFollowEndToEndTests {
         // Plug: the headphones' ports appear.
         let phonesSink = try SignalClient(["--name", phones, "capture", "--ports", "in_1,in_2", "--out", phonesRaw])
         let moved = try #require(
-            watcher.waitFor { $0["event"] == "player" && $0["previousPort"] != nil }.first { $0["previousPort"] != nil })
+            watcher.waitFor { $0["event"] == "player" && $0["previousPort"] != nil }.first { $0["previousPort"] != nil }
+        )
         #expect(moved["port"] == "phones" && moved["previousPort"] == "spk" && moved["reason"] == "newDeviceAvailable")
         #expect(moved["state"] == "playing" && moved["stream"] == "main")
         let moveReaction = try #require(moved["reactionFrames"]?.intValue)
         let period = try #require(moved["periodFrames"]?.intValue)
-        print("plug→move reaction: \(moveReaction) frames (period \(period); reactionUs \(moved["reactionUs"]?.intValue ?? -1))")
-        #expect(moveReaction < period, "moved \(moveReaction) frames after JACK announced the headphones; the period is \(period)")
+        print(
+            "plug→move reaction: \(moveReaction) frames (period \(period); reactionUs \(moved["reactionUs"]?.intValue ?? -1))"
+        )
+        #expect(
+            moveReaction < period,
+            "moved \(moveReaction) frames after JACK announced the headphones; the period is \(period)")
         #expect(try players(daemon).first?["port"] == "phones", "status reports where the audio goes")
 
         // A player started after the plug plays on the headphones too.
@@ -128,7 +142,8 @@ struct RouteFollowEndToEndTests {
             }
             return run
         }
-        let exact = try #require(heardOnPhones[phonesFirst...].indices.first { runLength(heardOnPhones, from: $0) >= 64 })
+        let exact = try #require(
+            heardOnPhones[phonesFirst...].indices.first { runLength(heardOnPhones, from: $0) >= 64 })
         let n0 = counterFrame(heardOnPhones[exact], channel: 0)!
         let run = runLength(heardOnPhones, from: exact)
         #expect(run >= 9_600, "the headphones heard \(run) consecutive frames of the file")
@@ -142,34 +157,42 @@ struct RouteFollowEndToEndTests {
         let speakerExact = try #require(
             heardOnSpeaker[speakerStart...].indices.first { runLength(heardOnSpeaker, from: $0) >= 64 })
         let lastExactOnSpeaker = speakerExact + runLength(heardOnSpeaker, from: speakerExact) - 1
-        let speakerEndFrame = counterFrame(heardOnSpeaker[lastExactOnSpeaker], channel: 0)! + (silenceAfter - 1 - lastExactOnSpeaker)
+        let speakerEndFrame =
+            counterFrame(heardOnSpeaker[lastExactOnSpeaker], channel: 0)! + (silenceAfter - 1 - lastExactOnSpeaker)
         let phonesStartFrame = n0 - (exact - phonesFirst)
         let gap = phonesStartFrame - speakerEndFrame - 1
-        print("plug→move at the devices: the headphones start \(gap) frames after the speaker's last (negative: overlap)")
+        print(
+            "plug→move at the devices: the headphones start \(gap) frames after the speaker's last (negative: overlap)")
         #expect(gap <= 960, "a gap of \(gap) frames between the speaker and the headphones, longer than the 20 ms ramp")
     }
 
-    @Test("headphones plugged by jack sense take the player with no gap at all: speaker + headphones is the file at every frame")
+    @Test(
+        "headphones plugged by jack sense take the player with no gap at all: speaker + headphones is the file at every frame"
+    )
     func senseMoveIsGapless() throws {
         let device = uniqueName("card")
-        let daemon = try Daemon(ports: """
-            [port spk]
-            type = builtInSpeaker
-            direction = output
-            jack = \(device):in_1, \(device):in_2
+        let daemon = try Daemon(
+            ports: """
+                [port spk]
+                type = builtInSpeaker
+                direction = output
+                jack = \(device):in_1, \(device):in_2
 
-            [port phones]
-            type = headphones
-            direction = output
-            jack = \(device):in_3, \(device):in_4
-            sense = Headphone Jack
+                [port phones]
+                type = headphones
+                direction = output
+                jack = \(device):in_3, \(device):in_4
+                sense = Headphone Jack
 
-            """, environment: ["RECD_DEVICE_EVENTS": "scripted"])
+                """, environment: ["RECD_DEVICE_EVENTS": "scripted"])
         let raw = daemon.directory + "/card.raw"
         let card = try SignalClient(["--name", device, "capture", "--ports", "in_1,in_2,in_3,in_4", "--out", raw])
         try inject(daemon, "Headphone Jack", plugged: false)
         try #require(daemon.recctl("session", "set", "music", "--category", "playback").status == 0)
-        #expect(try eventually { try daemon.recctl("--json", "session", "show", "music").json?["route"]?["outputs"] == ["spk"] })
+        #expect(
+            try eventually {
+                try daemon.recctl("--json", "session", "show", "music").json?["route"]?["outputs"] == ["spk"]
+            })
         let wav = daemon.directory + "/counter.wav"
         try counterWAV(wav, seconds: 10)
         let watcher = try daemon.watch("music")
@@ -177,9 +200,12 @@ struct RouteFollowEndToEndTests {
         usleep(500_000)
         try inject(daemon, "Headphone Jack", plugged: true)
         let moved = try #require(
-            watcher.waitFor { $0["event"] == "player" && $0["previousPort"] != nil }.first { $0["previousPort"] != nil })
+            watcher.waitFor { $0["event"] == "player" && $0["previousPort"] != nil }.first { $0["previousPort"] != nil }
+        )
         #expect(moved["port"] == "phones")
-        print("sense plug→move reaction: \(moved["reactionFrames"]?.intValue ?? -1) frames (period \(moved["periodFrames"]?.intValue ?? -1))")
+        print(
+            "sense plug→move reaction: \(moved["reactionFrames"]?.intValue ?? -1) frames (period \(moved["periodFrames"]?.intValue ?? -1))"
+        )
         usleep(500_000)
         try inject(daemon, "Headphone Jack", plugged: false)
         let paused = try #require(
@@ -206,29 +232,38 @@ struct RouteFollowEndToEndTests {
         #expect(mismatches == 0, "\(mismatches) frames where speaker + headphones is not the file")
     }
 
-    @Test("a recorder that follows the route goes on from a headset plugged in: END_REASON=routeChange, the next segment starts at the frame after, no stop")
+    @Test(
+        "a recorder that follows the route goes on from a headset plugged in: END_REASON=routeChange, the next segment starts at the frame after, no stop"
+    )
     func recorderFollowsTheInput() throws {
         let source = uniqueName("src")
-        let daemon = try Daemon(ports: """
-            [port mic]
-            type = builtInMic
-            direction = input
-            jack = \(source):out_1, \(source):out_2
+        let daemon = try Daemon(
+            ports: """
+                [port mic]
+                type = builtInMic
+                direction = input
+                jack = \(source):out_1, \(source):out_2
 
-            [port headset]
-            type = headsetMic
-            direction = input
-            jack = \(source):out_3, \(source):out_4
-            sense = Headset Mic Jack
+                [port headset]
+                type = headsetMic
+                direction = input
+                jack = \(source):out_3, \(source):out_4
+                sense = Headset Mic Jack
 
-            """, environment: ["RECD_DEVICE_EVENTS": "scripted"])
+                """, environment: ["RECD_DEVICE_EVENTS": "scripted"])
         // One counter for all four ports: channel c of frame n is k = 7n + 1013c, so frames
         // from the mic (c = 0) and the headset (c = 2) tell their place in one timeline.
-        let counter = try SignalClient(["--name", source, "play", "--ports", "out_1,out_2,out_3,out_4", "--signal", "counter"])
+        let counter = try SignalClient([
+            "--name", source, "play", "--ports", "out_1,out_2,out_3,out_4", "--signal", "counter",
+        ])
         try inject(daemon, "Headset Mic Jack", plugged: false)
-        try #require(daemon.recctl("session", "set", "logger", "--category", "record", "--mic-usage", "archive").status == 0)
+        try #require(
+            daemon.recctl("session", "set", "logger", "--category", "record", "--mic-usage", "archive").status == 0)
         try #require(daemon.recctl("permission", "grant", "logger").status == 0)
-        #expect(try eventually { try daemon.recctl("--json", "session", "show", "logger").json?["route"]?["inputs"] == ["mic"] })
+        #expect(
+            try eventually {
+                try daemon.recctl("--json", "session", "show", "logger").json?["route"]?["inputs"] == ["mic"]
+            })
         let watcher = try daemon.watch("logger")
         let start = try daemon.recctl("record", "start", "logger")
         try #require(start.status == 0, "\(start.stderr)")
@@ -236,7 +271,9 @@ struct RouteFollowEndToEndTests {
         usleep(700_000)
         try inject(daemon, "Headset Mic Jack", plugged: true)
         let switched = try #require(
-            watcher.waitFor { $0["event"] == "recording" && $0["state"] == "switched" }.first { $0["state"] == "switched" })
+            watcher.waitFor { $0["event"] == "recording" && $0["state"] == "switched" }.first {
+                $0["state"] == "switched"
+            })
         #expect(switched["port"] == "headset" && switched["previousPort"] == "mic" && switched["stream"] == "mic")
         let recorders = try daemon.recctl("--json", "status").json?["recorders"]?.arrayValue ?? []
         #expect(recorders.map { $0["port"] } == ["headset"])
@@ -270,7 +307,9 @@ struct RouteFollowEndToEndTests {
         let next = Int(newSamples[0] / 256) + 32768
         let lastFrame = counterFrame(k: last, channel: 0)
         let nextFrame = counterFrame(k: next, channel: 2)
-        #expect(nextFrame == (lastFrame + 1) % 65536, "mic ended at counter frame \(lastFrame), the headset began at \(nextFrame)")
+        #expect(
+            nextFrame == (lastFrame + 1) % 65536,
+            "mic ended at counter frame \(lastFrame), the headset began at \(nextFrame)")
         #expect(oldSamples.count / 2 == frames)
     }
 }
