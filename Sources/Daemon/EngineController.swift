@@ -31,9 +31,12 @@ final class EngineController {
     private var seenAvailable: Set<String> = []
     /// Jack-sense state per port (nil: no sense control, JACK alone decides).
     private var sensePlugged: [String: Bool] = [:]
-    /// JACK's frame time and microsecond clock when the control thread last heard a jack sense
-    /// say plugged, or unplugged (reactions to the device are measured from them).
-    private var lastSensePlug: (frameTime: UInt32, micros: UInt64)?
+    /// JACK's frame time and microsecond clock when recd first had news of the latest device
+    /// to arrive (reactions to it are measured from there): JACK's port registration, or, when
+    /// a drain found the port listed before JACK's notification came (it can), the drain
+    /// itself; or a jack sense saying plugged reaching the control thread.
+    private var lastArrival: (frameTime: UInt32, micros: UInt64)?
+    /// The same for a jack sense saying unplugged (JACK's own losses are the engine's).
     private var lastSenseUnplug: (frameTime: UInt32, micros: UInt64)?
     private(set) var lastError: String?
     private var nextAttempt = 0.0
@@ -136,7 +139,15 @@ final class EngineController {
             case .portRegistered, .portUnregistered, .portConnectionChanged, .sampleRate: break
             }
         }
-        if news.availabilityChanged { noteConnections() }
+        if news.availabilityChanged && noteConnections() {
+            // A port became available: from JACK's news of it if that is new since the last
+            // arrival, else from now (the port list showed it first).
+            if let heard = engine.lastPortArrival, heard.micros > lastArrival?.micros ?? 0 {
+                lastArrival = heard
+            } else {
+                lastArrival = now()
+            }
+        }
         return news
     }
 
@@ -157,27 +168,33 @@ final class EngineController {
 
     /// A jack-sense control changed: a port is available only while plugged (nil: no control).
     func setSensePlugged(port: String, _ plugged: Bool?) {
-        if let plugged, sensePlugged[port] != plugged, let frameTime = engine.frameTime {
-            if plugged {
-                lastSensePlug = (frameTime, AudioEngine.jackMicros)
-            } else {
-                lastSenseUnplug = (frameTime, AudioEngine.jackMicros)
-            }
+        if let plugged, sensePlugged[port] != plugged {
+            if plugged { lastArrival = now() } else { lastSenseUnplug = now() }
         }
         sensePlugged[port] = plugged
         noteConnections()
     }
 
-    /// Gives each port that became available since the last call the next connection order.
-    private func noteConnections() {
+    /// JACK's frame time and microsecond clock now (nil when not running).
+    private func now() -> (frameTime: UInt32, micros: UInt64)? {
+        engine.frameTime.map { ($0, AudioEngine.jackMicros) }
+    }
+
+    /// Gives each port that became available since the last call the next connection order;
+    /// returns whether there was one.
+    @discardableResult
+    private func noteConnections() -> Bool {
+        var arrived = false
         for port in config.ports {
             let available = isAvailable(port)
             if available && !seenAvailable.contains(port.name) {
+                arrived = true
                 connectionCounter += 1
                 connectedOrder[port.name] = connectionCounter
             }
             if available { seenAvailable.insert(port.name) } else { seenAvailable.remove(port.name) }
         }
+        return arrived
     }
 
     /// The policy's view of every configured port (its input: `SessionStore.updatePorts`).
@@ -291,7 +308,7 @@ extension EngineController: PlayerEngine, RecorderEngine, MonitoringEngine, Sens
         return reaction(since: [jackLoss, lastSenseUnplug])
     }
 
-    func portArrivalReaction() -> PortReaction? { reaction(since: [engine.lastPortArrival, lastSensePlug]) }
+    func portArrivalReaction() -> PortReaction? { reaction(since: [lastArrival]) }
 
     /// Frames and microseconds since the latest of `news` (JACK's, or a jack sense's).
     private func reaction(since news: [(frameTime: UInt32, micros: UInt64)?]) -> PortReaction? {
