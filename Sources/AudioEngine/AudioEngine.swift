@@ -462,6 +462,27 @@ public final class AudioEngine {
         }
     }
 
+    /// Connects an available group to the JACK ports behind it now, without first asking
+    /// which connections exist (that question waits for JACK's pending graph change, a period
+    /// or so; an existing connection is simply left as it is). For a group about to receive a
+    /// player: the connections and the player's move take effect at the same period, so the
+    /// device hears the move from its first frame.
+    public func connectNow(group name: String) {
+        guard let connection, !connection.lost,
+            let group = (connection.inputs + connection.outputs).first(where: { $0.spec.name == name }),
+            group.available
+        else { return }
+        let targets = resolveTargets(group, client: connection.client, excluding: excludedPorts(connection))
+        for channel in 0..<min(group.spec.channels, targets.count) {
+            guard let target = targets[channel] else { continue }
+            if group.direction == .input {
+                try? connection.client.connect(source: target, destination: group.fullNames[channel])
+            } else {
+                try? connection.client.connect(source: group.fullNames[channel], destination: target)
+            }
+        }
+    }
+
     /// Recomputes availability (all JACK ports behind a group exist). Returns the changes.
     /// Never trusts a port JACK announced gone, nor one of a client JACK announced closed,
     /// even while the port list (not yet settled) still holds it.

@@ -140,12 +140,16 @@ final class EngineController {
             }
         }
         if news.availabilityChanged && noteConnections() {
-            // A port became available: from JACK's news of it if that is new since the last
-            // arrival, else from now (the port list showed it first).
-            if let heard = engine.lastPortArrival, heard.micros > lastArrival?.micros ?? 0 {
+            // A port became available: from JACK's news of a registration if there was one
+            // just before (within the 40 ms settling recheck and a period or two), else from
+            // now (the port list showed it before JACK's notification came).
+            let now = now()
+            if let heard = engine.lastPortArrival, let now, heard.micros > lastArrival?.micros ?? 0,
+                now.micros &- heard.micros < Self.arrivalNewsWindowMicros
+            {
                 lastArrival = heard
             } else {
-                lastArrival = now()
+                lastArrival = now
             }
         }
         return news
@@ -174,6 +178,10 @@ final class EngineController {
         sensePlugged[port] = plugged
         noteConnections()
     }
+
+    /// How recent JACK's news of a registration must be to count as the news of a port that
+    /// has just become available.
+    static let arrivalNewsWindowMicros: UInt64 = 100_000
 
     /// JACK's frame time and microsecond clock now (nil when not running).
     private func now() -> (frameTime: UInt32, micros: UInt64)? {
@@ -297,6 +305,9 @@ extension EngineController: PlayerEngine, RecorderEngine, MonitoringEngine, Sens
     func movePlayer(_ player: PlayerHandle, toOutputGroup outputGroup: String, rampMilliseconds: Double)
         throws(AudioEngineError)
     {
+        // A device that has just arrived is connected by the repair after the policy has
+        // reacted: too late for the first period of the crossfade. Connect it first.
+        engine.connectNow(group: outputGroup)
         try engine.movePlayer(player, toOutputGroup: outputGroup, rampMilliseconds: rampMilliseconds)
     }
 
