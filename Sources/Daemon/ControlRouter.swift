@@ -717,7 +717,14 @@ final class ControlRouter: ControlServerHandler, EventSink, @unchecked Sendable 
     private func startRecorder(_ spec: RecorderSpec, replacing old: RecorderStream? = nil) throws -> RecorderStream {
         var spec = spec
         let session = try store.session(spec.app)
-        if spec.followsRoute, spec.bus == nil, let input = session.route.inputs.first { spec.port = input }
+        if spec.followsRoute, spec.bus == nil {
+            guard let input = session.route.inputs.first else {
+                throw SessionError(
+                    .resourceNotAvailable,
+                    "\(spec.app) has no input route (no available input suits it); see `recctl routes`")
+            }
+            spec.port = input
+        }
         let context = RecordingContext(
             category: session.configuration.category.rawValue, mode: session.configuration.mode.rawValue,
             silenced: store.capturesSilenced(app: spec.app))

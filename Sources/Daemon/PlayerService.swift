@@ -380,10 +380,15 @@ final class PlayerService: @unchecked Sendable {
     /// headphones plugged in take the sound at once; a multiRoute stream stays while its port
     /// is still one of the route's). Paused players move when they resume; players on a port
     /// that went away were paused first (`pauseDisconnected`) and stay paused: nothing falls
-    /// back to another output by itself.
+    /// back to another output by itself. With no output left in the route, a following player
+    /// pauses (`oldDeviceUnavailable`).
     func follow(of app: String, outputs: [String], reason: RouteChangeReason) {
-        guard let output = outputs.first, engine.isAvailable(port: output) else { return }
         for player in of(app) where player.followsRoute && player.pausedBy == nil && !outputs.contains(player.port) {
+            guard let output = outputs.first, engine.isAvailable(port: output) else {
+                // No output left to follow: silence, as when its device goes away.
+                pause(player, cause: .routeDisconnected, rampMilliseconds: 1)
+                continue
+            }
             if !engine.isAvailable(port: player.port) {
                 // Its device went away (the policy's pause did not reach a player still
                 // starting): the privacy rule, not a fall back to another output.

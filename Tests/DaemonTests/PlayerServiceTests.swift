@@ -204,6 +204,9 @@ final class PlayerServiceTests {
         try players.resume(follower, routeOutputs: ["spk"])
         #expect(follower.pausedBy == nil && follower.port == "spk")
         #expect(abs(peak("spk") - 1) < 0.001, "resumed on the speaker")
+        // No output left in the route: a following player pauses, the fixed one plays on.
+        players.follow(of: "radio", outputs: [], reason: .noSuitableRouteForCategory)
+        #expect(follower.pausedBy == .routeDisconnected && players.get("radio", "fixed")?.pausedBy == nil)
     }
 
     @Test("ducking ramps an app's players to the level and back")
