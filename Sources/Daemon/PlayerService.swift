@@ -260,18 +260,21 @@ final class PlayerService: @unchecked Sendable {
     /// there).
     func resume(_ player: PlayerStream, routeOutputs: [String]) throws(SessionError) {
         guard player.pausedBy != nil else { return }
+        var extra: [(String, JSONValue)] = []
         if player.followsRoute && !routeOutputs.contains(player.port) {
             guard let output = routeOutputs.first else {
                 throw SessionError(
                     .cannotStartPlaying,
-                    "\(player.app) has no output route now (\(player.port) is gone and no other output suits the "
-                        + "session); plug an output in, or start the stream again with --to PORT; see `recctl routes`")
+                    "\(player.app) has no output route now (\(player.port) is no longer in it and no other output "
+                        + "suits the session); plug an output in, or start the stream again with --to PORT; see "
+                        + "`recctl routes`")
             }
-            if output != player.port { try move(player, to: output, reason: nil) }
+            extra = [("previousPort", .string(player.port))]
+            try move(player, to: output, reason: nil)
         }
         engine.play(player.handle, rampMilliseconds: AudioEngine.defaultRampMilliseconds)
         player.pausedBy = nil
-        announce(player, state: "playing", reason: nil)
+        announce(player, state: "playing", reason: nil, extra: extra)
     }
 
     /// Moves a player that follows the route to `output`: from the next period it crossfades

@@ -203,6 +203,8 @@ final class PlayerServiceTests {
         #expect(follower.pausedBy == .routeDisconnected)
         try players.resume(follower, routeOutputs: ["spk"])
         #expect(follower.pausedBy == nil && follower.port == "spk")
+        let resumed = try #require(events.named("player", state: "playing").last)
+        #expect(resumed["port"] == "spk" && resumed["previousPort"] == "phones")
         #expect(abs(peak("spk") - 1) < 0.001, "resumed on the speaker")
         // No output left in the route: a following player pauses, the fixed one plays on.
         players.follow(of: "radio", outputs: [], reason: .noSuitableRouteForCategory)
