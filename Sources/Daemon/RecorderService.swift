@@ -110,6 +110,8 @@ final class RecorderStream {
     var continued = false
     /// SEGMENT of the latest segment started (a stream that goes on numbers on from it).
     var lastSegmentNumber: Int?
+    /// The recorder that went on with this one's stream (its counts include this one's).
+    weak var successor: RecorderStream?
 
     init(
         spec: RecorderSpec, tap: CaptureTap, source: TapSource, recorder: Recorder, bandwidth: CaptureBandwidth,
@@ -336,6 +338,7 @@ final class RecorderService: @unchecked Sendable {
         if let old {
             stream.segments = old.segments
             stream.gaps = old.gaps
+            old.successor = stream
             Log.info("\(spec.app): \(spec.stream) goes on from \(spec.port) (was \(old.spec.port))")
             announce(
                 stream, state: "switched", file: nil, reason: EndReason.routeChange.rawValue,
@@ -438,6 +441,7 @@ final class RecorderService: @unchecked Sendable {
             case .segmentFinished(let record):
                 stream.currentFiles.removeAll { $0 == record.path }
                 stream.segments += 1
+                stream.successor?.segments += 1
                 do { try index?.add(record) } catch { Log.warning("index: \(error)") }
                 if reindexesRunning > 0 { finishedDuringReindex.append(record) }
                 announce(
@@ -448,6 +452,7 @@ final class RecorderService: @unchecked Sendable {
                 announce(stream, state: "abandoned", file: partial, reason: "\(error)")
             case .gap(let gap):
                 stream.gaps += 1
+                stream.successor?.gaps += 1
                 Log.warning(
                     "\(stream.spec.app)/\(stream.spec.stream): ring overrun, \(gap.length) frames missing at frame "
                         + "\(gap.position)"

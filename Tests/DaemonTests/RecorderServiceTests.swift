@@ -170,6 +170,7 @@ final class RecorderServiceTests {
         #expect(switched["port"] == "line" && switched["previousPort"] == "mic" && switched["stream"] == "mic")
         #expect(pump { news.finished.contains(mic.id) && line.tap.framesCaptured > 48_000 / 2 })
         #expect(recordingEvents("stopped").isEmpty, "the stream did not stop")
+        #expect(line.segments == 1, "the stream's count includes the segment from the mic")
         // Adjacent periods: the new tap's first frame follows the old tap's last.
         let first = try #require(mic.tap.firstFrameTime)
         let next = try #require(line.tap.firstFrameTime)
