@@ -3,9 +3,10 @@ import Synchronization
 /// One player stream of the engine: the feeder's end of its ring, and its counters.
 ///
 /// Made by `AudioEngine.addPlayer`; the control thread steers it through the engine
-/// (`play`, `pause`, `setGain`, `removePlayer`). The handle owns the player's real-time memory
-/// (the `PlayerVoice` and its ring) and frees it in `deinit`; the engine holds the handle until
-/// the process thread can no longer reach that memory, so dropping a handle early is safe.
+/// (`play`, `pause`, `setGain`, `movePlayer`, `removePlayer`). The handle owns the player's
+/// real-time memory (the `PlayerVoice`, its ring and every route table it has had) and frees it
+/// in `deinit`; the engine holds the handle until the process thread can no longer reach that
+/// memory, so dropping a handle early is safe.
 ///
 /// Threads: `write`, `availableToWrite` and `finish` belong to ONE feeder thread (the ring is
 /// single-producer); the counters may be read from any thread.
