@@ -260,6 +260,13 @@ public final class AudioEngine {
     /// JACK's microsecond clock (jack_get_time) when the latest port disappearance was heard of.
     public var lastPortLossMicros: UInt64? { connection?.client.sink.lastPortLossMicros }
 
+    /// The JACK frame time and microsecond clock (jack_get_time) at which the latest port
+    /// registration was heard of (notification thread), for measuring how fast recd reacts to
+    /// a device arriving.
+    public var lastPortArrival: (frameTime: UInt32, micros: UInt64)? {
+        connection?.client.sink.lastPortArrival
+    }
+
     /// A frame's time on the wall clock, and whether JACK's clocks placed it there.
     public struct FrameWallTime: Equatable, Sendable {
         /// UTC nanoseconds since the epoch.
@@ -455,6 +462,27 @@ public final class AudioEngine {
         }
     }
 
+    /// Connects an available group to the JACK ports behind it now, without first asking
+    /// which connections exist (that question waits for JACK's pending graph change, a period
+    /// or so; an existing connection is simply left as it is). For a group about to receive a
+    /// player: the connections and the player's move take effect at the same period, so the
+    /// device hears the move from its first frame.
+    public func connectNow(group name: String) {
+        guard let connection, !connection.lost,
+            let group = (connection.inputs + connection.outputs).first(where: { $0.spec.name == name }),
+            group.available
+        else { return }
+        let targets = resolveTargets(group, client: connection.client, excluding: excludedPorts(connection))
+        for channel in 0..<min(group.spec.channels, targets.count) {
+            guard let target = targets[channel] else { continue }
+            if group.direction == .input {
+                try? connection.client.connect(source: target, destination: group.fullNames[channel])
+            } else {
+                try? connection.client.connect(source: group.fullNames[channel], destination: target)
+            }
+        }
+    }
+
     /// Recomputes availability (all JACK ports behind a group exist). Returns the changes.
     /// Never trusts a port JACK announced gone, nor one of a client JACK announced closed,
     /// even while the port list (not yet settled) still holds it.
@@ -535,6 +563,48 @@ public final class AudioEngine {
             throw .unknownGroup(outputGroup)
         }
         guard channels > 0 else { throw .invalidArgument("a player needs at least one channel") }
+        let routes = try Self.checkedRoutes(routes, playerChannels: channels, group: group)
+        let player = PlayerHandle(
+            outputGroup: outputGroup, channels: channels,
+            capacityFrames: max(bufferFrames ?? client.sampleRate, 1), routes: routes,
+            flatOutputBase: group.flatBase,
+            initialCommand: PlayerCommand(
+                gain: Self.linearGain(decibels: gainDecibels), rampFrames: 0, paused: true))
+        connection.memory.publish(
+            players: connection.memory.players + [player], taps: connection.memory.taps)
+        return player
+    }
+
+    /// Moves a player to another output group without a gap: from the process thread's next
+    /// period its samples crossfade over `rampMilliseconds` from the old group's channels to
+    /// the new group's (the same samples, fading out there while they fade in here; 0: at
+    /// once). A paused player simply plays to the new group when it resumes. A player that
+    /// is a monitoring source keeps feeding the buses (the new routes' channels within the
+    /// group are its bus channels). `player.outputGroup` names the new group at once.
+    ///
+    /// - Parameter routes: where each channel goes in the new group; default
+    ///   `PlayerRoute.defaultRoutes`.
+    public func movePlayer(
+        _ player: PlayerHandle, toOutputGroup outputGroup: String, routes: [PlayerRoute]? = nil,
+        rampMilliseconds: Double = AudioEngine.defaultRampMilliseconds
+    ) throws(AudioEngineError) {
+        guard let connection, runningClient != nil else { throw lostOrNotRunning }
+        guard let group = connection.outputs.first(where: { $0.spec.name == outputGroup }) else {
+            throw .unknownGroup(outputGroup)
+        }
+        guard rampMilliseconds.isFinite, rampMilliseconds >= 0 else {
+            throw .invalidArgument("a ramp takes 0 ms or more, not \(rampMilliseconds)")
+        }
+        let routes = try Self.checkedRoutes(routes, playerChannels: player.channels, group: group)
+        player.move(
+            toOutputGroup: outputGroup, routes: routes, flatOutputBase: group.flatBase,
+            crossfadeFrames: rampFrames(rampMilliseconds))
+    }
+
+    /// `routes`, or the default ones, checked against the player's and the group's channels.
+    private static func checkedRoutes(_ routes: [PlayerRoute]?, playerChannels channels: Int, group: Group)
+        throws(AudioEngineError) -> [PlayerRoute]
+    {
         let routes =
             routes
             ?? PlayerRoute.defaultRoutes(
@@ -545,17 +615,9 @@ public final class AudioEngine {
         {
             throw .invalidArgument(
                 "route \(route.source + 1) → \(route.destination + 1) is outside the player's \(channels) "
-                    + "or group '\(outputGroup)''s \(group.spec.channels) channels")
+                    + "or group '\(group.spec.name)''s \(group.spec.channels) channels")
         }
-        let player = PlayerHandle(
-            outputGroup: outputGroup, channels: channels,
-            capacityFrames: max(bufferFrames ?? client.sampleRate, 1), routes: routes,
-            flatOutputBase: group.flatBase,
-            initialCommand: PlayerCommand(
-                gain: Self.linearGain(decibels: gainDecibels), rampFrames: 0, paused: true))
-        connection.memory.publish(
-            players: connection.memory.players + [player], taps: connection.memory.taps)
-        return player
+        return routes
     }
 
     /// Starts or resumes a player, fading in over `rampMilliseconds` (0: at once, sample-exact).
@@ -626,6 +688,36 @@ public final class AudioEngine {
     public func addCaptureTap(
         inputGroup: String, channels: [Int]? = nil, bufferFrames: Int? = nil, zeroed: Bool = false
     ) throws(AudioEngineError) -> CaptureTap {
+        guard let connection else { throw lostOrNotRunning }
+        let tap = try makeCaptureTap(
+            inputGroup: inputGroup, channels: channels, bufferFrames: bufferFrames, zeroed: zeroed)
+        connection.memory.publish(
+            players: connection.memory.players, taps: connection.memory.taps + [tap])
+        return tap
+    }
+
+    /// Replaces an input tap by a new one on `inputGroup` in ONE graph snapshot: the old tap's
+    /// last period and the new tap's first are adjacent (the new tap's `firstFrameTime` is the
+    /// frame after the old tap's last), so a recording can go on from another input
+    /// continuous in time. The old tap is detached (what it captured stays readable); a tap
+    /// not in the graph is simply not removed. Parameters as `addCaptureTap`.
+    public func replaceCaptureTap(
+        _ old: CaptureTap, inputGroup: String, channels: [Int]? = nil, bufferFrames: Int? = nil,
+        zeroed: Bool = false
+    ) throws(AudioEngineError) -> CaptureTap {
+        guard let connection else { throw lostOrNotRunning }
+        let tap = try makeCaptureTap(
+            inputGroup: inputGroup, channels: channels, bufferFrames: bufferFrames, zeroed: zeroed)
+        old.detach()
+        connection.memory.publish(
+            players: connection.memory.players,
+            taps: connection.memory.taps.filter { $0 !== old } + [tap])
+        return tap
+    }
+
+    private func makeCaptureTap(
+        inputGroup: String, channels: [Int]?, bufferFrames: Int?, zeroed: Bool
+    ) throws(AudioEngineError) -> CaptureTap {
         guard let connection, let client = runningClient else { throw lostOrNotRunning }
         guard let group = connection.inputs.first(where: { $0.spec.name == inputGroup }) else {
             throw .unknownGroup(inputGroup)
@@ -637,12 +729,9 @@ public final class AudioEngine {
                 "capture channels \(channels.map { $0 + 1 }) are not within group '\(inputGroup)''s "
                     + "\(group.spec.channels) channels")
         }
-        let tap = CaptureTap(
+        return CaptureTap(
             inputGroup: inputGroup, flatInputChannels: channels.map { group.flatBase + $0 },
             capacityFrames: max(bufferFrames ?? 2 * client.sampleRate, 1), zeroed: zeroed)
-        connection.memory.publish(
-            players: connection.memory.players, taps: connection.memory.taps + [tap])
-        return tap
     }
 
     /// Makes a tap write zeros instead of samples (app input mute, permission not granted),

@@ -3,31 +3,34 @@ import Synchronization
 /// One player stream of the engine: the feeder's end of its ring, and its counters.
 ///
 /// Made by `AudioEngine.addPlayer`; the control thread steers it through the engine
-/// (`play`, `pause`, `setGain`, `removePlayer`). The handle owns the player's real-time memory
-/// (the `PlayerVoice` and its ring) and frees it in `deinit`; the engine holds the handle until
-/// the process thread can no longer reach that memory, so dropping a handle early is safe.
+/// (`play`, `pause`, `setGain`, `movePlayer`, `removePlayer`). The handle owns the player's
+/// real-time memory (the `PlayerVoice`, its ring and every route table it has had) and frees it
+/// in `deinit`; the engine holds the handle until the process thread can no longer reach that
+/// memory, so dropping a handle early is safe.
 ///
 /// Threads: `write`, `availableToWrite` and `finish` belong to ONE feeder thread (the ring is
 /// single-producer); the counters may be read from any thread.
 public final class PlayerHandle: @unchecked Sendable {
-    // @unchecked: the only mutable state is the real-time memory, touched through atomics and
-    // the single-producer/single-consumer ring discipline documented above.
+    // @unchecked: the mutable state is the real-time memory, touched through atomics and the
+    // single-producer/single-consumer ring discipline documented above, and `outputGroup` and
+    // `tables`, which only the control thread touches.
 
     /// Stable for the life of the process: names this player as a monitoring source
     /// (`MonitoringSource.Kind.player`).
     public let id: PlayerHandleID
-    /// Which output group it plays to (directly, unless it is a monitoring source: then its
-    /// routes feed the buses instead, see `AudioEngine.setMonitoring`).
-    public let outputGroup: String
+    /// Which output group it plays to now (directly, unless it is a monitoring source: then
+    /// its routes feed the buses instead, see `AudioEngine.setMonitoring`). Changed by
+    /// `AudioEngine.movePlayer`; control thread.
+    public private(set) var outputGroup: String
     /// Interleaved channels per frame the feeder writes.
     public let channels: Int
     /// Ring size in frames.
     public let capacityFrames: Int
 
     let voice: UnsafeMutablePointer<PlayerVoice>
-    private let routeSources: UnsafeMutablePointer<Int>
-    private let routeDestinations: UnsafeMutablePointer<Int>
-    private let routeCount: Int
+    /// Every route table this player has had, the current one last. All are kept until
+    /// `deinit` (the process thread may still be crossfading from an old one; moves are rare).
+    private var tables: [UnsafeMutablePointer<PlayerRouteTable>] = []
     private let attached = Atomic<Bool>(true)
 
     /// Control thread.
@@ -39,29 +42,63 @@ public final class PlayerHandle: @unchecked Sendable {
         self.outputGroup = outputGroup
         self.channels = channels
         self.capacityFrames = capacityFrames
-        routeCount = routes.count
-        routeSources = .allocate(capacity: max(routes.count, 1))
-        routeDestinations = .allocate(capacity: max(routes.count, 1))
-        for (index, route) in routes.enumerated() {
-            (routeSources + index).initialize(to: route.source)
-            (routeDestinations + index).initialize(to: flatOutputBase + route.destination)
-        }
+        let table = Self.makeTable(routes, flatOutputBase: flatOutputBase, crossfadeFrames: 0)
+        tables.append(table)
         voice = .allocate(capacity: 1)
         voice.initialize(
             to: PlayerVoice(
                 ring: FloatRing.allocate(channels: channels, capacityFrames: capacityFrames),
-                routeSources: routeSources, routeDestinations: routeDestinations,
-                routeCount: routeCount, flatOutputBase: flatOutputBase, command: initialCommand))
+                table: table, command: initialCommand))
     }
 
     deinit {
         voice.pointee.ring.deallocate()
         voice.deinitialize(count: 1)
         voice.deallocate()
-        routeSources.deinitialize(count: routeCount)
-        routeSources.deallocate()
-        routeDestinations.deinitialize(count: routeCount)
-        routeDestinations.deallocate()
+        for table in tables { Self.freeTable(table) }
+    }
+
+    /// Control thread: from the process thread's next period the player plays to
+    /// `outputGroup` through `routes` (destinations within that group, whose channel 0 is
+    /// flat output channel `flatOutputBase`), crossfading over `crossfadeFrames`.
+    func move(
+        toOutputGroup outputGroup: String, routes: [PlayerRoute], flatOutputBase: Int,
+        crossfadeFrames: Int
+    ) {
+        let table = Self.makeTable(
+            routes, flatOutputBase: flatOutputBase, crossfadeFrames: crossfadeFrames)
+        tables.append(table)
+        self.outputGroup = outputGroup
+        voice.pointee.table.store(UInt(bitPattern: table), ordering: .releasing)
+    }
+
+    /// Moves the process thread has taken up so far (any thread).
+    public var movesApplied: Int { voice.pointee.movesApplied.load(ordering: .relaxed) }
+
+    private static func makeTable(
+        _ routes: [PlayerRoute], flatOutputBase: Int, crossfadeFrames: Int
+    ) -> UnsafeMutablePointer<PlayerRouteTable> {
+        let sources = UnsafeMutablePointer<Int>.allocate(capacity: max(routes.count, 1))
+        let destinations = UnsafeMutablePointer<Int>.allocate(capacity: max(routes.count, 1))
+        for (index, route) in routes.enumerated() {
+            (sources + index).initialize(to: route.source)
+            (destinations + index).initialize(to: flatOutputBase + route.destination)
+        }
+        let table = UnsafeMutablePointer<PlayerRouteTable>.allocate(capacity: 1)
+        table.initialize(
+            to: PlayerRouteTable(
+                sources: sources, destinations: destinations, count: routes.count,
+                flatOutputBase: flatOutputBase, crossfadeFrames: max(crossfadeFrames, 0)))
+        return table
+    }
+
+    private static func freeTable(_ table: UnsafeMutablePointer<PlayerRouteTable>) {
+        table.pointee.sources.deinitialize(count: table.pointee.count)
+        table.pointee.sources.deallocate()
+        table.pointee.destinations.deinitialize(count: table.pointee.count)
+        table.pointee.destinations.deallocate()
+        table.deinitialize(count: 1)
+        table.deallocate()
     }
 
     /// Control thread: the engine no longer plays this player.

@@ -585,7 +585,8 @@ final class ControlRouter: ControlServerHandler, EventSink, @unchecked Sendable 
                 )
             }
             if !session.isActive { apply(try store.activate(app: app, forInput: false)) }
-            for player in paused { players.resume(player) }
+            let outputs = try store.session(app).route.outputs
+            for player in paused { try players.resume(player, routeOutputs: outputs) }
             syncStreams(app)
             return [("players", .array(players.of(app).map(\.json)))]
         }
@@ -659,7 +660,8 @@ final class ControlRouter: ControlServerHandler, EventSink, @unchecked Sendable 
         let channels = play.to?.channels ?? (preferred < portChannels ? Array(1...max(preferred, 1)) : nil)
         try players.start(
             PlayOrder(
-                app: app, stream: play.stream ?? "main", file: file, port: port, channels: channels, gainDB: duck),
+                app: app, stream: play.stream ?? "main", file: file, port: port, channels: channels,
+                followsRoute: play.to == nil, gainDB: duck),
             started: started)
     }
 
@@ -717,16 +719,30 @@ final class ControlRouter: ControlServerHandler, EventSink, @unchecked Sendable 
         if recorders.isRecording(app, stream: stream) {
             throw SessionError(.badParam, "\(app) already records stream \(stream); stop it first or use --stream NAME")
         }
-        let started = try startRecorder(RecorderSpec(app: app, stream: stream, port: portName))
+        let started = try startRecorder(
+            RecorderSpec(app: app, stream: stream, port: portName, followsRoute: start.input == nil))
         syncStreams(app)
         return [("recorder", started.json)]
     }
 
     /// The policy part of starting a recorder (an input: it captures, is available now and
     /// may be used by the session; its bandwidth), then the recorder service starts it.
+    ///
+    /// A recorder that follows the route records the session's route input now (a suspended
+    /// one may come back after the route changed); with `replacing`, it goes on from there in
+    /// the stream of that recorder (`RecorderService.startInput`).
     @discardableResult
-    private func startRecorder(_ spec: RecorderSpec) throws -> RecorderStream {
+    private func startRecorder(_ spec: RecorderSpec, replacing old: RecorderStream? = nil) throws -> RecorderStream {
+        var spec = spec
         let session = try store.session(spec.app)
+        if spec.followsRoute, spec.bus == nil {
+            guard let input = session.route.inputs.first else {
+                throw SessionError(
+                    .resourceNotAvailable,
+                    "\(spec.app) has no input route (no available input suits it); see `recctl routes`")
+            }
+            spec.port = input
+        }
         let context = RecordingContext(
             category: session.configuration.category.rawValue, mode: session.configuration.mode.rawValue,
             silenced: store.capturesSilenced(app: spec.app))
@@ -754,7 +770,26 @@ final class ControlRouter: ControlServerHandler, EventSink, @unchecked Sendable 
         return try recorders.startInput(
             spec, channels: session.preferences.inputChannels(ofPort: port.channels), type: port.type,
             bandwidth: RouteChooser.bandwidth(of: state, for: request),
-            context: context)
+            context: context, replacing: old)
+    }
+
+    /// The session's input route changed: each recorder that follows the route goes on from
+    /// `input` in a new segment (the old one ends with END_REASON=routeChange); with no input
+    /// left it stops (reason routeChange). Recorders with an explicit input are left to
+    /// `stopUnavailable`.
+    private func followInputRoute(of app: String, input: String?, reason: RouteChangeReason) {
+        for stream in recorders.of(app) where stream.spec.followsRoute && stream.spec.port != input {
+            guard let input, engine.isAvailable(port: input) else {
+                recorders.stop(stream, reason: .routeChange)
+                continue
+            }
+            do {
+                try startRecorder(stream.spec, replacing: stream)
+            } catch {
+                Log.error("\(app): \(stream.spec.stream) could not go on from \(input) (\(reason.name)): \(error)")
+            }
+        }
+        syncStreams(app)
     }
 
     /// Sessions declared with `record = ...` record whenever they can (the broadcast logger).
@@ -768,7 +803,7 @@ final class ControlRouter: ControlServerHandler, EventSink, @unchecked Sendable 
                 guard let port = try declaredPort ?? store.session(app).route.inputs.first else {
                     throw SessionError(.resourceNotAvailable, "no input route")
                 }
-                try startRecorder(RecorderSpec(app: app, stream: port, port: port))
+                try startRecorder(RecorderSpec(app: app, stream: port, port: port, followsRoute: declaredPort == nil))
                 syncStreams(app)
             } catch {
                 Log.warning("\(app): declared recording not started: \(error)")
@@ -925,7 +960,7 @@ final class ControlRouter: ControlServerHandler, EventSink, @unchecked Sendable 
             recorders.stopAll(of: app, reason: reason)
             syncStreams(app)
         case .resumeStreams(let app):
-            players.resumeInterrupted(of: app)
+            players.resumeInterrupted(of: app, routeOutputs: store.sessions[app]?.route.outputs ?? [])
             for spec in recorders.takeSuspended(of: app) {
                 do {
                     try startRecorder(spec)
@@ -944,7 +979,9 @@ final class ControlRouter: ControlServerHandler, EventSink, @unchecked Sendable 
         case .recordPermission(let app, let state):
             if state != .granted { recorders.permissionRevoked(of: app) }
             resolvePermissionRequests(app: app, state: state)
-        case .routeChange(let app, _, _, _):
+        case .routeChange(let app, let reason, _, let current):
+            players.follow(of: app, outputs: current.outputs, reason: reason)
+            followInputRoute(of: app, input: current.inputs.first, reason: reason)
             recorders.stopUnavailable(of: app)
         case .sessionDeleted(let app):
             monitoring.release(app: app)

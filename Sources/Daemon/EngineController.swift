@@ -31,6 +31,13 @@ final class EngineController {
     private var seenAvailable: Set<String> = []
     /// Jack-sense state per port (nil: no sense control, JACK alone decides).
     private var sensePlugged: [String: Bool] = [:]
+    /// JACK's frame time and microsecond clock when recd first had news of the latest device
+    /// to arrive (reactions to it are measured from there): JACK's port registration, or, when
+    /// a drain found the port listed before JACK's notification came (it can), the drain
+    /// itself; or a jack sense saying plugged reaching the control thread.
+    private var lastArrival: (frameTime: UInt32, micros: UInt64)?
+    /// The same for a jack sense saying unplugged (JACK's own losses are the engine's).
+    private var lastSenseUnplug: (frameTime: UInt32, micros: UInt64)?
     private(set) var lastError: String?
     private var nextAttempt = 0.0
 
@@ -132,7 +139,19 @@ final class EngineController {
             case .portRegistered, .portUnregistered, .portConnectionChanged, .sampleRate: break
             }
         }
-        if news.availabilityChanged { noteConnections() }
+        if news.availabilityChanged && noteConnections() {
+            // A port became available: from JACK's news of a registration if there was one
+            // just before (within the 40 ms settling recheck and a period or two), else from
+            // now (the port list showed it before JACK's notification came).
+            let now = now()
+            if let heard = engine.lastPortArrival, let now, heard.micros > lastArrival?.micros ?? 0,
+                now.micros &- heard.micros < Self.arrivalNewsWindowMicros
+            {
+                lastArrival = heard
+            } else {
+                lastArrival = now
+            }
+        }
         return news
     }
 
@@ -153,20 +172,37 @@ final class EngineController {
 
     /// A jack-sense control changed: a port is available only while plugged (nil: no control).
     func setSensePlugged(port: String, _ plugged: Bool?) {
+        if let plugged, sensePlugged[port] != plugged {
+            if plugged { lastArrival = now() } else { lastSenseUnplug = now() }
+        }
         sensePlugged[port] = plugged
         noteConnections()
     }
 
-    /// Gives each port that became available since the last call the next connection order.
-    private func noteConnections() {
+    /// How recent JACK's news of a registration must be to count as the news of a port that
+    /// has just become available.
+    static let arrivalNewsWindowMicros: UInt64 = 100_000
+
+    /// JACK's frame time and microsecond clock now (nil when not running).
+    private func now() -> (frameTime: UInt32, micros: UInt64)? {
+        engine.frameTime.map { ($0, AudioEngine.jackMicros) }
+    }
+
+    /// Gives each port that became available since the last call the next connection order;
+    /// returns whether there was one.
+    @discardableResult
+    private func noteConnections() -> Bool {
+        var arrived = false
         for port in config.ports {
             let available = isAvailable(port)
             if available && !seenAvailable.contains(port.name) {
+                arrived = true
                 connectionCounter += 1
                 connectedOrder[port.name] = connectionCounter
             }
             if available { seenAvailable.insert(port.name) } else { seenAvailable.remove(port.name) }
         }
+        return arrived
     }
 
     /// The policy's view of every configured port (its input: `SessionStore.updatePorts`).
@@ -268,11 +304,40 @@ extension EngineController: PlayerEngine, RecorderEngine, MonitoringEngine, Sens
     func setGain(_ player: PlayerHandle, decibels: Double) { engine.setGain(player, decibels: decibels) }
     func removePlayer(_ player: PlayerHandle) { engine.removePlayer(player) }
 
-    func portLossReaction() -> PortLossReaction? {
-        guard let now = engine.frameTime, let lost = engine.lastPortLossFrameTime else { return nil }
-        return PortLossReaction(
-            frames: Int(now &- lost), periodFrames: engine.bufferSize,
-            microseconds: engine.lastPortLossMicros.map { Int(AudioEngine.jackMicros &- $0) })
+    func movePlayer(_ player: PlayerHandle, toOutputGroup outputGroup: String, rampMilliseconds: Double)
+        throws(AudioEngineError)
+    {
+        // A device that has just arrived is connected by the repair after the policy has
+        // reacted: too late for the first period of the crossfade. Connect it first.
+        engine.connectNow(group: outputGroup)
+        try engine.movePlayer(player, toOutputGroup: outputGroup, rampMilliseconds: rampMilliseconds)
+    }
+
+    func portLossReaction() -> PortReaction? {
+        var jackLoss: (frameTime: UInt32, micros: UInt64)?
+        if let frameTime = engine.lastPortLossFrameTime, let micros = engine.lastPortLossMicros {
+            jackLoss = (frameTime, micros)
+        }
+        return reaction(since: [jackLoss, lastSenseUnplug])
+    }
+
+    func portArrivalReaction() -> PortReaction? { reaction(since: [lastArrival]) }
+
+    /// Frames and microseconds since the latest of `news` (JACK's, or a jack sense's).
+    private func reaction(since news: [(frameTime: UInt32, micros: UInt64)?]) -> PortReaction? {
+        guard let now = engine.frameTime,
+            let latest = news.compactMap({ $0 }).max(by: { $0.micros < $1.micros })
+        else { return nil }
+        return PortReaction(
+            frames: Int(now &- latest.frameTime), periodFrames: engine.bufferSize,
+            microseconds: Int(AudioEngine.jackMicros &- latest.micros))
+    }
+
+    func replaceCaptureTap(_ old: CaptureTap, inputGroup: String, channels: Int, zeroed: Bool)
+        throws(AudioEngineError) -> CaptureTap
+    {
+        try engine.replaceCaptureTap(
+            old, inputGroup: inputGroup, channels: Array(0..<max(channels, 1)), zeroed: zeroed)
     }
 
     func addCaptureTap(inputGroup: String, channels: Int, zeroed: Bool) throws(AudioEngineError) -> CaptureTap {

@@ -25,9 +25,11 @@ struct EngineOutput: Equatable {
     var channels: Int
 }
 
-/// How fast the pause of a player followed JACK's news of a lost port (`player` events carry
-/// it: the privacy rule says within one period).
-struct PortLossReaction: Equatable {
+/// How fast recd reacted to a device: the pause of a player after JACK's news of a lost port
+/// (the privacy rule says within one period), or its move after news of an arriving one
+/// (`player` events carry it). The process thread applies what was published at its next
+/// period, so sound changes at most `periodFrames` later.
+struct PortReaction: Equatable {
     var frames: Int
     var periodFrames: Int?
     var microseconds: Int?
@@ -48,8 +50,14 @@ protocol PlayerEngine: AnyObject {
     func pause(_ player: PlayerHandle, rampMilliseconds: Double)
     func setGain(_ player: PlayerHandle, decibels: Double)
     func removePlayer(_ player: PlayerHandle)
+    /// From the next period the player plays to `outputGroup`, crossfading over the ramp.
+    func movePlayer(_ player: PlayerHandle, toOutputGroup outputGroup: String, rampMilliseconds: Double)
+        throws(AudioEngineError)
     /// Frames since JACK announced the latest port loss; nil when none was heard of.
-    func portLossReaction() -> PortLossReaction?
+    func portLossReaction() -> PortReaction?
+    /// Frames since the latest device arrival was heard of (a JACK port registered, or a jack
+    /// sense saying plugged); nil when none was.
+    func portArrivalReaction() -> PortReaction?
 }
 
 /// The engine as `RecorderService` uses it.
@@ -61,6 +69,10 @@ protocol RecorderEngine: AnyObject {
     func inputGroup(port name: String) -> String?
     /// A tap on the first `channels` channels of an input group.
     func addCaptureTap(inputGroup: String, channels: Int, zeroed: Bool) throws(AudioEngineError) -> CaptureTap
+    /// Removes `old` and adds a tap on the first `channels` channels of `inputGroup` in one
+    /// graph snapshot (adjacent periods).
+    func replaceCaptureTap(_ old: CaptureTap, inputGroup: String, channels: Int, zeroed: Bool)
+        throws(AudioEngineError) -> CaptureTap
     func addBusTap(_ bus: Bus) throws(AudioEngineError) -> CaptureTap
     func setZeroed(_ tap: CaptureTap, _ zeroed: Bool)
     func removeCaptureTap(_ tap: CaptureTap)

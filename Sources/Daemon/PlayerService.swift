@@ -27,7 +27,11 @@ final class PlayerStream: @unchecked Sendable {
     let app: String
     let stream: String
     let path: String
-    let port: String
+    /// The output port it plays to now (a player that follows the route moves with it).
+    fileprivate(set) var port: String
+    /// Started without an explicit port (`--to`): it plays to the session's route output and
+    /// moves when that changes (issue 13); otherwise it stays on its port.
+    let followsRoute: Bool
     let handle: PlayerHandle
     let feeder: FilePlayer
     var pausedBy: PauseCause?
@@ -36,11 +40,15 @@ final class PlayerStream: @unchecked Sendable {
     /// Why it stopped, once it has (a start that finds it stopped says why).
     fileprivate(set) var stoppedBy: String?
 
-    init(app: String, stream: String, path: String, port: String, handle: PlayerHandle, feeder: FilePlayer) {
+    init(
+        app: String, stream: String, path: String, port: String, followsRoute: Bool, handle: PlayerHandle,
+        feeder: FilePlayer
+    ) {
         self.app = app
         self.stream = stream
         self.path = path
         self.port = port
+        self.followsRoute = followsRoute
         self.handle = handle
         self.feeder = feeder
     }
@@ -72,6 +80,9 @@ struct PlayOrder {
     var port: String
     /// Channels of `port` (1-based) the file's channels go to, in order; nil: the default map.
     var channels: [Int]?
+    /// `port` is the session's route output, not one the client named: the player follows
+    /// the route.
+    var followsRoute = false
     /// The session's duck level now (0 when not ducked).
     var gainDB: Double
 }
@@ -179,8 +190,8 @@ final class PlayerService: @unchecked Sendable {
         }
         let feeder = FilePlayer(file: order.file.file, player: handle, outputSampleRate: rate)
         let player = PlayerStream(
-            app: order.app, stream: order.stream, path: order.file.file.name, port: order.port, handle: handle,
-            feeder: feeder)
+            app: order.app, stream: order.stream, path: order.file.file.name, port: order.port,
+            followsRoute: order.followsRoute, handle: handle, feeder: feeder)
         players[Self.key(order.app, order.stream)] = player
         feeder.start { [feederEnded] _ in feederEnded() }
         playersChanged(order.app)
@@ -246,11 +257,59 @@ final class PlayerService: @unchecked Sendable {
         announce(player, state: "paused", reason: cause.rawValue, extra: extra)
     }
 
-    func resume(_ player: PlayerStream) {
+    /// Resumes a paused player; one that follows the route and whose port is no longer among
+    /// `routeOutputs` (the session's route now) first moves to the first of them (its old port
+    /// may be gone: resuming there would play into nothing, or report a device that is not
+    /// there).
+    func resume(_ player: PlayerStream, routeOutputs: [String]) throws(SessionError) {
         guard player.pausedBy != nil else { return }
+        var extra: [(String, JSONValue)] = []
+        if player.followsRoute && !routeOutputs.contains(player.port) {
+            guard let output = routeOutputs.first else {
+                throw SessionError(
+                    .cannotStartPlaying,
+                    "\(player.app) has no output route now (\(player.port) is no longer in it and no other output "
+                        + "suits the session); plug an output in, or start the stream again with --to PORT; see "
+                        + "`recctl routes`")
+            }
+            extra = [("previousPort", .string(player.port))]
+            try move(player, to: output, reason: nil)
+        }
         engine.play(player.handle, rampMilliseconds: AudioEngine.defaultRampMilliseconds)
         player.pausedBy = nil
-        announce(player, state: "playing", reason: nil)
+        announce(player, state: "playing", reason: nil, extra: extra)
+    }
+
+    /// Moves a player that follows the route to `output`: from the next period it crossfades
+    /// there over the default ramp (no gap). Announced with `previousPort` and `reason` (the
+    /// route change's), and how fast it followed the device's arrival.
+    func move(_ player: PlayerStream, to output: String, reason: RouteChangeReason?) throws(SessionError) {
+        guard let target = engine.output(port: output) else {
+            throw SessionError(.cannotStartPlaying, "port \(output) is not an output port; see `recctl routes`")
+        }
+        do {
+            try engine.movePlayer(
+                player.handle, toOutputGroup: target.group, rampMilliseconds: AudioEngine.defaultRampMilliseconds)
+        } catch {
+            throw SessionError(
+                .cannotStartPlaying,
+                "the engine could not move \(player.app)'s stream \(player.stream) to \(output): \(error)")
+        }
+        let previous = player.port
+        player.port = output
+        Log.info("\(player.app): \(player.stream) moves from \(previous) to \(output)")
+        guard let reason else { return }
+        var extra: [(String, JSONValue)] = [("previousPort", .string(previous))]
+        if reason == .newDeviceAvailable, let reaction = engine.portArrivalReaction() {
+            // How long after the device's arrival was heard of the move was published: the
+            // process thread takes it up at its next period.
+            extra += [
+                ("reactionFrames", .number(Double(reaction.frames))),
+                ("periodFrames", JSONValue(reaction.periodFrames)),
+                ("reactionUs", JSONValue(reaction.microseconds)),
+            ]
+        }
+        announce(player, state: player.stateName, reason: reason.name, extra: extra)
     }
 
     func stop(_ player: PlayerStream, reason: String) {
@@ -312,9 +371,40 @@ final class PlayerService: @unchecked Sendable {
         }
     }
 
-    /// The interruption ended with shouldResume: what it paused plays again.
-    func resumeInterrupted(of app: String) {
-        for player in of(app) where player.pausedBy == .interruption { resume(player) }
+    /// The interruption ended with shouldResume: what it paused plays again (a player that
+    /// follows the route on `routeOutputs`; with none, it stays paused).
+    func resumeInterrupted(of app: String, routeOutputs: [String]) {
+        for player in of(app) where player.pausedBy == .interruption {
+            do { try resume(player, routeOutputs: routeOutputs) } catch {
+                Log.warning("\(app): \(player.stream) stays paused: \(error.message)")
+            }
+        }
+    }
+
+    /// The session's route changed: every playing player of `app` that follows the route and
+    /// whose port is no longer among `outputs` moves to the first of them (last in wins:
+    /// headphones plugged in take the sound at once; a multiRoute stream stays while its port
+    /// is still one of the route's). Paused players move when they resume; players on a port
+    /// that went away were paused first (`pauseDisconnected`) and stay paused: nothing falls
+    /// back to another output by itself. With no output left in the route, a following player
+    /// pauses (`oldDeviceUnavailable`).
+    func follow(of app: String, outputs: [String], reason: RouteChangeReason) {
+        for player in of(app) where player.followsRoute && player.pausedBy == nil && !outputs.contains(player.port) {
+            guard let output = outputs.first, engine.isAvailable(port: output) else {
+                // No output left to follow: silence, as when its device goes away.
+                pause(player, cause: .routeDisconnected, rampMilliseconds: 1)
+                continue
+            }
+            if !engine.isAvailable(port: player.port) {
+                // Its device went away (the policy's pause did not reach a player still
+                // starting): the privacy rule, not a fall back to another output.
+                pause(player, cause: .routeDisconnected, rampMilliseconds: 1)
+                continue
+            }
+            do { try move(player, to: output, reason: reason) } catch {
+                Log.warning("\(app): \(player.stream) stays on \(player.port): \(error.message)")
+            }
+        }
     }
 
     /// Ducking: every player of `app` ramps to `decibels` (0: not ducked).

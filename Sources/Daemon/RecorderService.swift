@@ -24,17 +24,34 @@ import SystemSupport
 final class TapSource: SampleSource, @unchecked Sendable {
     let tap: CaptureTap
     private let start = Mutex<UTCTime?>(nil)
+    /// A known time of a known frame (the recording this one continues): the start time is
+    /// counted from it in frames, so the two are continuous to the frame.
+    private let anchor: (time: UTCTime, frameTime: UInt32, sampleRate: Int)?
 
-    init(tap: CaptureTap) { self.tap = tap }
+    init(tap: CaptureTap, anchor: (time: UTCTime, frameTime: UInt32, sampleRate: Int)? = nil) {
+        self.tap = tap
+        self.anchor = anchor
+    }
+
+    /// Where this source's first frame lies, for a source that continues it (nil until known).
+    var anchorForSuccessor: (time: UTCTime, frameTime: UInt32)? {
+        guard let time = startTime, let frameTime = tap.firstFrameTime else { return nil }
+        return (time, frameTime)
+    }
 
     var channels: Int { tap.channels }
     var startTime: UTCTime? { start.withLock { $0 } }
 
     /// Control thread: fixes the start time once the tap has its first frame.
     func resolveStartTime(_ engine: any RecorderEngine) {
-        guard startTime == nil, let frameTime = tap.firstFrameTime,
-            let placed = engine.utcNanoseconds(forFrameTime: frameTime)
-        else { return }
+        guard startTime == nil, let frameTime = tap.firstFrameTime else { return }
+        if let anchor {
+            // Frame times wrap at 2^32; the distance is what counts.
+            let frames = Int(Int32(bitPattern: frameTime &- anchor.frameTime))
+            start.withLock { $0 = anchor.time.advanced(byFrames: frames, sampleRate: anchor.sampleRate) }
+            return
+        }
+        guard let placed = engine.utcNanoseconds(forFrameTime: frameTime) else { return }
         if !placed.fromJackClock {
             Log.warning("JACK's clock gave no plausible time for the first frame; the recording's start time is the wall clock now (may be off by the buffered audio)")
         }
@@ -58,6 +75,9 @@ struct RecorderSpec: Equatable {
     var stream: String
     /// An input port's name, or `bus:main` / `bus:cue`.
     var port: String
+    /// Started without an explicit input: it records the session's route input and goes on
+    /// from the new one when that changes (issue 13).
+    var followsRoute = false
 
     /// The monitoring bus it records, if it records one.
     var bus: Bus? { port.hasPrefix("bus:") ? Bus(rawValue: String(port.dropFirst(4))) : nil }
@@ -80,16 +100,24 @@ final class RecorderStream {
     let recorder: Recorder
     let bandwidth: CaptureBandwidth
     let sampleRate: Int
-    let startedAt = Date()
+    let startedAt: Date
     var currentFiles: [String] = []
     var segments = 0
     var gaps = 0
     var stopping = false
+    /// Stopped because another recorder goes on with its stream from a new input (its
+    /// `stopped` is not announced: the stream did not stop).
+    var continued = false
+    /// SEGMENT of the latest segment started (a stream that goes on numbers on from it).
+    var lastSegmentNumber: Int?
+    /// The recorder that went on with this one's stream (its counts include this one's).
+    weak var successor: RecorderStream?
 
     init(
         spec: RecorderSpec, tap: CaptureTap, source: TapSource, recorder: Recorder, bandwidth: CaptureBandwidth,
-        sampleRate: Int
+        sampleRate: Int, startedAt: Date = Date()
     ) {
+        self.startedAt = startedAt
         self.spec = spec
         self.tap = tap
         self.source = source
@@ -198,9 +226,15 @@ final class RecorderService: @unchecked Sendable {
     /// Starts recording an input port, whose policy checks (capture, availability,
     /// eligibility) the router has made. It records the port's first `channels` channels
     /// (the session's preferred input channels, at most the port's); `type` is the port's.
+    ///
+    /// With `replacing`, the stream goes on from this input (its input route changed): the
+    /// old recorder's tap and the new one swap in one graph snapshot, so the old segment's
+    /// last frame and the new one's first are adjacent; the old segment ends with
+    /// END_REASON=routeChange and the new one starts at its end time, to the frame.
     @discardableResult
     func startInput(
-        _ spec: RecorderSpec, channels: Int, type: PortType, bandwidth: CaptureBandwidth, context: RecordingContext
+        _ spec: RecorderSpec, channels: Int, type: PortType, bandwidth: CaptureBandwidth, context: RecordingContext,
+        replacing old: RecorderStream? = nil
     ) throws -> RecorderStream {
         guard let group = engine.inputGroup(port: spec.port) else {
             throw SessionError(.resourceNotAvailable, "\(spec.port) is not an input port; see `recctl routes`")
@@ -212,10 +246,19 @@ final class RecorderService: @unchecked Sendable {
         }
         let tap: CaptureTap
         do {
-            tap = try engine.addCaptureTap(inputGroup: group, channels: channels, zeroed: context.silenced)
+            if let old {
+                tap = try engine.replaceCaptureTap(
+                    old.tap, inputGroup: group, channels: channels, zeroed: context.silenced)
+            } else {
+                tap = try engine.addCaptureTap(inputGroup: group, channels: channels, zeroed: context.silenced)
+            }
         } catch {
             throw SessionError(.resourceNotAvailable, "the engine refused a capture of \(spec.port): \(error)")
         }
+        // From here the old tap is out of the graph: whatever happens, the old recorder ends
+        // (the stream goes on only if the new one started).
+        var wentOn = false
+        defer { if let old { stop(old, reason: .routeChange, continued: wentOn) } }
         var transform: HFPTransform?
         var bits = 24
         var rate = jackRate
@@ -235,7 +278,9 @@ final class RecorderService: @unchecked Sendable {
             category: context.category, mode: context.mode,
             inputPort: spec.port, inputType: type.rawValue, bandwidth: bandwidth.name, recdVersion: recdVersion)
         let stream = try start(
-            spec, tap: tap, configuration: configuration, transform: transform, bandwidth: bandwidth, rate: rate)
+            spec, tap: tap, configuration: configuration, transform: transform, bandwidth: bandwidth, rate: rate,
+            continuing: old)
+        wentOn = true
         Log.info("\(spec.app): recording \(spec.port) as \(spec.stream) (\(bandwidth.name), \(rate) Hz, \(bits)-bit)")
         return stream
     }
@@ -268,9 +313,17 @@ final class RecorderService: @unchecked Sendable {
 
     private func start(
         _ spec: RecorderSpec, tap: CaptureTap, configuration: RecorderConfiguration, transform: HFPTransform?,
-        bandwidth: CaptureBandwidth, rate: Int
+        bandwidth: CaptureBandwidth, rate: Int, continuing old: RecorderStream? = nil
     ) throws -> RecorderStream {
-        let source = TapSource(tap: tap)
+        var configuration = configuration
+        var anchor: (time: UTCTime, frameTime: UInt32, sampleRate: Int)?
+        if let old {
+            configuration.firstSegmentNumber = (old.lastSegmentNumber ?? 0) + 1
+            if let known = old.source.anchorForSuccessor {
+                anchor = (known.time, known.frameTime, configuration.sampleRate)
+            }
+        }
+        let source = TapSource(tap: tap, anchor: anchor)
         let recorder: Recorder
         do {
             recorder = try Recorder(configuration: configuration, source: source, transform: transform, wake: wake)
@@ -280,10 +333,21 @@ final class RecorderService: @unchecked Sendable {
             throw error.sessionError
         }
         let stream = RecorderStream(
-            spec: spec, tap: tap, source: source, recorder: recorder, bandwidth: bandwidth, sampleRate: rate)
+            spec: spec, tap: tap, source: source, recorder: recorder, bandwidth: bandwidth, sampleRate: rate,
+            startedAt: old?.startedAt ?? Date())
         recorders.append(stream)
         source.resolveStartTime(engine)
-        announce(stream, state: "started", file: nil, reason: nil)
+        if let old {
+            stream.segments = old.segments
+            stream.gaps = old.gaps
+            old.successor = stream
+            Log.info("\(spec.app): \(spec.stream) goes on from \(spec.port) (was \(old.spec.port))")
+            announce(
+                stream, state: "switched", file: nil, reason: EndReason.routeChange.rawValue,
+                extra: [("previousPort", .string(old.spec.port))])
+        } else {
+            announce(stream, state: "started", file: nil, reason: nil)
+        }
         return stream
     }
 
@@ -314,9 +378,10 @@ final class RecorderService: @unchecked Sendable {
     /// drains what was captured and finishes the open segment on its own thread (a final
     /// flush and fdatasync, which take long on a busy disk), and `finishStop` follows its
     /// `.stopped` event.
-    func stop(_ stream: RecorderStream, reason: EndReason) {
+    func stop(_ stream: RecorderStream, reason: EndReason, continued: Bool = false) {
         guard !stream.stopping else { return }
         stream.stopping = true
+        stream.continued = continued
         stream.recorder.requestStop(reason: reason)
         engine.removeCaptureTap(stream.tap)
         recorders.removeAll { $0 === stream }
@@ -327,6 +392,7 @@ final class RecorderService: @unchecked Sendable {
     private func finishStop(_ stream: RecorderStream, reason: EndReason, error: ArchiveError?) {
         stream.recorder.waitUntilStopped()  // its thread has ended: this only joins it
         stopping.removeAll { $0 === stream }
+        if stream.continued { return }
         announce(
             stream, state: "stopped", file: stream.currentFiles.first, reason: reason.rawValue,
             extra: error.map { [("error", Wire.errorObject($0.sessionError))] } ?? [])
@@ -370,12 +436,14 @@ final class RecorderService: @unchecked Sendable {
         var news = RecorderNews()
         for event in stream.recorder.drainEvents() {
             switch event {
-            case .segmentStarted(let path, _, _, _):
+            case .segmentStarted(let path, _, let segment, _):
                 stream.currentFiles.append(path)
+                stream.lastSegmentNumber = max(stream.lastSegmentNumber ?? 0, segment)
                 announce(stream, state: "segment", file: path, reason: nil)
             case .segmentFinished(let record):
                 stream.currentFiles.removeAll { $0 == record.path }
                 stream.segments += 1
+                stream.successor?.segments += 1
                 do { try index?.add(record) } catch { Log.warning("index: \(error)") }
                 if reindexesRunning > 0 { finishedDuringReindex.append(record) }
                 announce(
@@ -386,6 +454,7 @@ final class RecorderService: @unchecked Sendable {
                 announce(stream, state: "abandoned", file: partial, reason: "\(error)")
             case .gap(let gap):
                 stream.gaps += 1
+                stream.successor?.gaps += 1
                 Log.warning(
                     "\(stream.spec.app)/\(stream.spec.stream): ring overrun, \(gap.length) frames missing at frame "
                         + "\(gap.position)"

@@ -59,12 +59,15 @@ final class PlayerServiceTests {
 
     /// Starts `path` and waits for `started`; returns what it said.
     func play(
-        _ path: String, app: String = "radio", stream: String = "main", port: String = "spk", channels: [Int]? = nil
+        _ path: String, app: String = "radio", stream: String = "main", port: String = "spk", channels: [Int]? = nil,
+        followsRoute: Bool = false
     ) throws -> Result<JSONValue, SessionError> {
         let probed = try #require(probe(path)).get()
         let outcome = Shared<Result<JSONValue, SessionError>?>(nil)
         try players.start(
-            PlayOrder(app: app, stream: stream, file: probed, port: port, channels: channels, gainDB: 0)
+            PlayOrder(
+                app: app, stream: stream, file: probed, port: port, channels: channels, followsRoute: followsRoute,
+                gainDB: 0)
         ) { result in outcome.update { $0 = result } }
         #expect(outcome.get == nil, "start answered before the pre-roll was waited for off this thread")
         #expect(mailbox.run(until: { outcome.get != nil }), "the player never started")
@@ -114,7 +117,7 @@ final class PlayerServiceTests {
         usleep(200_000)
         #expect(player.handle.framesPlayed == frames, "a paused player still plays")
         #expect(!players.isPlaying("radio"))
-        players.resume(player)
+        try players.resume(player, routeOutputs: ["spk"])
         #expect(waitUntil(seconds: 10) { player.handle.framesPlayed > frames }, "a resumed player does not play")
         players.stop(player, reason: "stop")
         #expect(players.get("radio", "main") == nil && !player.handle.isAttached)
@@ -170,6 +173,42 @@ final class PlayerServiceTests {
         #expect(players.get("radio", "speaker")?.pausedBy == nil, "a player on an output still there paused")
         let paused = try #require(events.named("player", state: "paused").first)
         #expect(paused["stream"] == "phones" && paused["reason"] == "oldDeviceUnavailable")
+    }
+
+    @Test("a player that follows the route moves to the new output at once (announced with previousPort); one given a port stays; resume moves to the route output, or says there is none")
+    func followsTheRoute() throws {
+        _ = try play(try dcFile(), stream: "follower", port: "spk", followsRoute: true).get()
+        _ = try play(try dcFile("fixed.wav"), stream: "fixed", port: "spk").get()
+        #expect(abs(peak("spk") - 1) < 0.001, "both play on the speaker")
+        players.follow(of: "radio", outputs: ["phones"], reason: .newDeviceAvailable)
+        let follower = try #require(players.get("radio", "follower"))
+        #expect(follower.port == "phones" && follower.handle.outputGroup == "phones")
+        #expect(players.get("radio", "fixed")?.port == "spk")
+        #expect(abs(peak("phones") - 0.5) < 0.001 && abs(peak("spk") - 0.5) < 0.001, "the follower moved, not the other")
+        #expect(follower.info.port == "phones", "status reports where the audio goes")
+        let moved = try #require(events.named("player").last)
+        #expect(moved["port"] == "phones" && moved["previousPort"] == "spk" && moved["reason"] == "newDeviceAvailable")
+        #expect(moved["state"] == "playing")
+        // Several outputs (multiRoute): a stream stays while its port is still one of them.
+        players.follow(of: "radio", outputs: ["spk", "phones"], reason: .newDeviceAvailable)
+        #expect(follower.port == "phones" && events.named("player").count == 3)
+
+        device.unplug()
+        #expect(waitForAvailability(engine, port: "phones", false))
+        players.pauseDisconnected(of: "radio")
+        players.follow(of: "radio", outputs: ["spk"], reason: .oldDeviceUnavailable)
+        #expect(follower.pausedBy == .routeDisconnected && follower.port == "phones", "no fall back to the speaker")
+        let refused = #expect(throws: SessionError.self) { try players.resume(follower, routeOutputs: []) }
+        #expect(refused?.code == .cannotStartPlaying && refused?.message.contains("plug") == true)
+        #expect(follower.pausedBy == .routeDisconnected)
+        try players.resume(follower, routeOutputs: ["spk"])
+        #expect(follower.pausedBy == nil && follower.port == "spk")
+        let resumed = try #require(events.named("player", state: "playing").last)
+        #expect(resumed["port"] == "spk" && resumed["previousPort"] == "phones")
+        #expect(abs(peak("spk") - 1) < 0.001, "resumed on the speaker")
+        // No output left in the route: a following player pauses, the fixed one plays on.
+        players.follow(of: "radio", outputs: [], reason: .noSuitableRouteForCategory)
+        #expect(follower.pausedBy == .routeDisconnected && players.get("radio", "fixed")?.pausedBy == nil)
     }
 
     @Test("ducking ramps an app's players to the level and back")

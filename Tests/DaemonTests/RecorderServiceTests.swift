@@ -155,6 +155,41 @@ final class RecorderServiceTests {
         #expect(!news.finished.contains(mic.id))
     }
 
+    @Test("a recorder that follows the route goes on from a new input: the segment ends with routeChange, the next starts at its end, no stopped event")
+    func goesOnFromANewInput() throws {
+        let mic = try recorders.startInput(
+            RecorderSpec(app: "desk", stream: "mic", port: "mic", followsRoute: true), channels: 2, type: .builtInMic,
+            bandwidth: .full, context: Self.context)
+        #expect(pump { mic.tap.framesCaptured > 48_000 / 2 && !recordingEvents("segment").isEmpty })
+        let line = try recorders.startInput(
+            RecorderSpec(app: "desk", stream: "mic", port: "line", followsRoute: true), channels: 2, type: .lineIn,
+            bandwidth: .full, context: Self.context, replacing: mic)
+        #expect(recorders.of("desk").map(\.spec.port) == ["line"] && line.spec.stream == "mic")
+        #expect(!mic.tap.isAttached && line.tap.isAttached)
+        let switched = try #require(recordingEvents("switched").first)
+        #expect(switched["port"] == "line" && switched["previousPort"] == "mic" && switched["stream"] == "mic")
+        #expect(pump { news.finished.contains(mic.id) && line.tap.framesCaptured > 48_000 / 2 })
+        #expect(recordingEvents("stopped").isEmpty, "the stream did not stop")
+        #expect(line.segments == 1, "the stream's count includes the segment from the mic")
+        // Adjacent periods: the new tap's first frame follows the old tap's last.
+        let first = try #require(mic.tap.firstFrameTime)
+        let next = try #require(line.tap.firstFrameTime)
+        #expect(Int(next &- first) == mic.tap.framesCaptured)
+
+        _ = try recorders.stopRecording(app: "desk", stream: nil)
+        #expect(pump { news.finished.contains(line.id) })
+        #expect(recordingEvents("stopped").count == 1)
+        let finished = recordingEvents("finished").compactMap { $0["file"]?.stringValue }
+        try #require(finished.count == 2)
+        let old = try SegmentRecord.read(path: finished[0])
+        let new = try SegmentRecord.read(path: finished[1])
+        #expect(old.endReason == .routeChange && old.frames == mic.tap.framesCaptured)
+        #expect(new.segment == old.segment + 1)
+        let oldEnd = old.startTime.advanced(byFrames: old.frames, sampleRate: old.sampleRate)
+        let drift = abs(new.startTime.nanosecondsSinceEpoch - oldEnd.nanosecondsSinceEpoch)
+        #expect(drift <= 1_000, "the new segment starts \(drift) ns away from the old one's end")
+    }
+
     @Test("declared recorders start only while nothing of their app records or waits to resume")
     func declared() throws {
         #expect(recorders.declaredToStart().map(\.app) == ["logger", "desk"])

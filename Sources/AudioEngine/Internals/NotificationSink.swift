@@ -32,6 +32,9 @@ final class NotificationSink: @unchecked Sendable {
         /// JACK frame time when the latest port disappearance was heard of.
         var lastPortLossFrameTime: UInt32?
         var lastPortLossMicros: UInt64?
+        /// JACK frame time when the latest port registration was heard of (a device arriving).
+        var lastPortArrivalFrameTime: UInt32?
+        var lastPortArrivalMicros: UInt64?
     }
 
     private let lock = Mutex(Shared())
@@ -72,6 +75,15 @@ final class NotificationSink: @unchecked Sendable {
     var lastPortLossFrameTime: UInt32? { lock.withLock { $0.lastPortLossFrameTime } }
     /// Any thread: JACK's microsecond clock (jack_get_time) at the same moment.
     var lastPortLossMicros: UInt64? { lock.withLock { $0.lastPortLossMicros } }
+    /// Any thread: the JACK frame time and microsecond clock at which the latest port
+    /// registration was heard of.
+    var lastPortArrival: (frameTime: UInt32, micros: UInt64)? {
+        lock.withLock { shared in
+            guard let frameTime = shared.lastPortArrivalFrameTime, let micros = shared.lastPortArrivalMicros
+            else { return nil }
+            return (frameTime, micros)
+        }
+    }
 
     private var client: OpaquePointer? {
         let bits = lock.withLock { $0.client }
@@ -101,6 +113,8 @@ final class NotificationSink: @unchecked Sendable {
                 shared.namesByID[id] = name
                 shared.vanishedPorts.remove(name)
                 shared.messages.append(.portRegistered(name))
+                shared.lastPortArrivalFrameTime = heardAt
+                shared.lastPortArrivalMicros = heardAtMicros
             } else {
                 // Registered since we opened: the remembered name; else (it existed before)
                 // the name JACK still gives for the id, if any.

@@ -7,19 +7,33 @@
 
 import Synchronization
 
+/// Where a player's channels go, as one immutable table: player channel `sources[r]` is added
+/// into flat output channel `destinations[r]`. The control thread builds one per output group
+/// the player ever plays to (`PlayerHandle` owns them all until it is freed: moves are rare);
+/// the process thread reads whichever `PlayerVoice.table` names.
+struct PlayerRouteTable {
+    let sources: UnsafeMutablePointer<Int>
+    let destinations: UnsafeMutablePointer<Int>
+    let count: Int
+    /// Flat output channel of channel 0 of the table's output group: a destination minus this
+    /// is its channel within the group, which is the bus channel it feeds when the player is a
+    /// monitoring source.
+    let flatOutputBase: Int
+    /// Frames over which the process thread crossfades into this table from the one it used
+    /// before (0: at once).
+    let crossfadeFrames: Int
+}
+
 /// One player stream as the process thread sees it: a ring of interleaved frames, where each
 /// channel goes, and a gain that ramps linearly toward its target.
 struct PlayerVoice: ~Copyable {
     let ring: FloatRing
-    /// Routes: player channel `routeSources[r]` is added into flat output channel
-    /// `routeDestinations[r]`.
-    let routeSources: UnsafeMutablePointer<Int>
-    let routeDestinations: UnsafeMutablePointer<Int>
-    let routeCount: Int
-    /// Flat output channel of channel 0 of the player's output group: a route's destination
-    /// minus this is its channel within the group, which is the bus channel it feeds when the
-    /// player is a monitoring source.
-    let flatOutputBase: Int
+    /// Control → process: the address of the current `PlayerRouteTable`. When it changes, the
+    /// process thread crossfades from the table it used last period to the new one over the
+    /// new table's `crossfadeFrames` (the same samples fade out on the old destinations while
+    /// they fade in on the new ones: no gap, no click). A change that arrives during a
+    /// crossfade is taken up when that crossfade has finished.
+    let table: Atomic<UInt>
 
     /// Control → process: the latest `PlayerCommand`, packed. The process thread applies a
     /// new value at the start of its next period.
@@ -37,6 +51,8 @@ struct PlayerVoice: ~Copyable {
     let framesPlayed = Atomic<Int>(0)
     /// A `PlayerActivity` raw value.
     let activity = Atomic<UInt8>(PlayerActivity.paused.rawValue)
+    /// Moves (route table changes) the process thread has taken up.
+    let movesApplied = Atomic<Int>(0)
 
     // Process thread only.
     var appliedCommand: UInt64 = .max
@@ -50,17 +66,17 @@ struct PlayerVoice: ~Copyable {
     var rampFramesDone = 0
     var rampFramesLeft: Int { rampLength - rampFramesDone }
     var pausing = true
+    /// The table mixed into (fading in, while a crossfade runs).
+    var appliedTable: UnsafeMutablePointer<PlayerRouteTable>
+    /// The table fading out during a crossfade; nil otherwise.
+    var fadingTable: UnsafeMutablePointer<PlayerRouteTable>?
+    var crossfadeLength = 0
+    var crossfadeDone = 0
 
-    init(
-        ring: FloatRing, routeSources: UnsafeMutablePointer<Int>,
-        routeDestinations: UnsafeMutablePointer<Int>, routeCount: Int, flatOutputBase: Int,
-        command: PlayerCommand
-    ) {
+    init(ring: FloatRing, table: UnsafeMutablePointer<PlayerRouteTable>, command: PlayerCommand) {
         self.ring = ring
-        self.routeSources = routeSources
-        self.routeDestinations = routeDestinations
-        self.routeCount = routeCount
-        self.flatOutputBase = flatOutputBase
+        self.table = Atomic(UInt(bitPattern: table))
+        self.appliedTable = table
         self.command = Atomic(command.packed)
     }
 }
@@ -112,7 +128,7 @@ extension PlayerVoice {
     mutating func render(
         frames: Int, outputs: UnsafeMutablePointer<UnsafeMutablePointer<Float>>
     ) {
-        render(frames: frames, into: outputs, destinationBase: 0, destinationLimit: Int.max)
+        render(frames: frames, into: outputs, toBus: false, busChannels: Int.max)
     }
 
     /// Process thread: `render`, but into `busChannels` bus buffers instead of the output
@@ -123,27 +139,28 @@ extension PlayerVoice {
         frames: Int, toBus buffers: UnsafeMutablePointer<UnsafeMutablePointer<Float>>,
         busChannels: Int
     ) {
-        render(
-            frames: frames, into: buffers, destinationBase: flatOutputBase,
-            destinationLimit: busChannels)
+        render(frames: frames, into: buffers, toBus: true, busChannels: busChannels)
     }
 
-    /// Adds into `outputs[routeDestinations[r] - destinationBase]` where that index is below
-    /// `destinationLimit`.
+    /// Adds into `outputs[destination]`, where a destination is a route table's flat output
+    /// channel, or (`toBus`) its channel within the table's group, kept below `busChannels`.
     @_noLocks
     private mutating func render(
         frames: Int, into outputs: UnsafeMutablePointer<UnsafeMutablePointer<Float>>,
-        destinationBase: Int, destinationLimit: Int
+        toBus: Bool, busChannels: Int
     ) {
         let packed = command.load(ordering: .acquiring)
         if packed != appliedCommand { apply(packed) }
 
         if pausing && rampFramesLeft == 0 {
-            // The pause ramp is over (or there was none): stop reading.
+            // The pause ramp is over (or there was none): stop reading. Nothing is heard, so
+            // a move takes effect at once.
+            takeUpMove(crossfade: false)
             gain = 0
             activity.store(PlayerActivity.paused.rawValue, ordering: .releasing)
             return
         }
+        takeUpMove(crossfade: true)
 
         let available = ring.readableFrames()
         let playable = min(available, frames)
@@ -161,23 +178,40 @@ extension PlayerVoice {
             activity.store(PlayerActivity.playing.rawValue, ordering: .releasing)
         }
 
-        // Mix frame by frame so the ramp moves once per frame; the ring may wrap once.
+        // Mix frame by frame so the ramps move once per frame; the ring may wrap once.
         let start = ring.framesRead() % ring.capacityFrames
         let firstRun = min(playable, ring.capacityFrames - start)
         mix(
             from: ring.samples + start * ring.channels, frames: firstRun,
-            into: outputs, outputOffset: 0, destinationBase: destinationBase,
-            destinationLimit: destinationLimit)
+            into: outputs, outputOffset: 0, toBus: toBus, busChannels: busChannels)
         if firstRun < playable {
             mix(
                 from: ring.samples, frames: playable - firstRun,
-                into: outputs, outputOffset: firstRun, destinationBase: destinationBase,
-                destinationLimit: destinationLimit)
+                into: outputs, outputOffset: firstRun, toBus: toBus, busChannels: busChannels)
         }
-        // Frames the ring could not supply are silence; the ramp still moves with time.
-        advanceRamp(frames: frames - playable)
+        // Frames the ring could not supply are silence; the ramps still move with time.
+        advanceRamps(frames: frames - playable)
         ring.commitRead(frames: playable)
         framesPlayed.add(playable, ordering: .relaxed)
+    }
+
+    /// Takes up a table the control thread published since the last period: with `crossfade`,
+    /// the old one fades out over the new one's `crossfadeFrames`; a crossfade still running
+    /// is finished first.
+    @_noLocks
+    private mutating func takeUpMove(crossfade: Bool) {
+        guard fadingTable == nil,
+            let current = UnsafeMutablePointer<PlayerRouteTable>(
+                bitPattern: table.load(ordering: .acquiring)),
+            current != appliedTable
+        else { return }
+        if crossfade && current.pointee.crossfadeFrames > 0 {
+            fadingTable = appliedTable
+            crossfadeLength = current.pointee.crossfadeFrames
+            crossfadeDone = 0
+        }
+        appliedTable = current
+        movesApplied.add(1, ordering: .relaxed)
     }
 
     @_noLocks
@@ -210,27 +244,64 @@ extension PlayerVoice {
         }
     }
 
+    /// One step of a running crossfade: the new table's weight for this frame (the old one
+    /// takes the rest). The last step gives 1 and ends the crossfade.
     @_noLocks
-    private mutating func advanceRamp(frames: Int) {
-        for _ in 0..<frames { stepGain() }
+    @inline(__always)
+    private mutating func stepCrossfade() -> Float {
+        guard fadingTable != nil else { return 1 }
+        crossfadeDone += 1
+        if crossfadeDone >= crossfadeLength {
+            fadingTable = nil
+            return 1
+        }
+        return Float(crossfadeDone) / Float(crossfadeLength)
+    }
+
+    @_noLocks
+    private mutating func advanceRamps(frames: Int) {
+        for _ in 0..<frames {
+            stepGain()
+            _ = stepCrossfade()
+        }
     }
 
     @_noLocks
     private mutating func mix(
         from source: UnsafeMutablePointer<Float>, frames: Int,
         into outputs: UnsafeMutablePointer<UnsafeMutablePointer<Float>>, outputOffset: Int,
-        destinationBase: Int, destinationLimit: Int
+        toBus: Bool, busChannels: Int
     ) {
         let channels = ring.channels
         for frame in 0..<frames {
             stepGain()
+            let fading = fadingTable
+            let weight = stepCrossfade()
             let sampleBase = frame * channels
-            for route in 0..<routeCount {
-                let destination = routeDestinations[route] - destinationBase
-                if destination >= destinationLimit { continue }
-                let sample = source[sampleBase + routeSources[route]]
-                outputs[destination][outputOffset + frame] += sample * gain
+            Self.add(
+                source + sampleBase, table: appliedTable, gain: gain * weight, into: outputs,
+                at: outputOffset + frame, toBus: toBus, busChannels: busChannels)
+            if let fading {
+                Self.add(
+                    source + sampleBase, table: fading, gain: gain * (1 - weight), into: outputs,
+                    at: outputOffset + frame, toBus: toBus, busChannels: busChannels)
             }
+        }
+    }
+
+    /// One frame through one route table.
+    @_noLocks
+    @inline(__always)
+    private static func add(
+        _ frame: UnsafeMutablePointer<Float>, table: UnsafeMutablePointer<PlayerRouteTable>,
+        gain: Float, into outputs: UnsafeMutablePointer<UnsafeMutablePointer<Float>>, at index: Int,
+        toBus: Bool, busChannels: Int
+    ) {
+        let base = toBus ? table.pointee.flatOutputBase : 0
+        for route in 0..<table.pointee.count {
+            let destination = table.pointee.destinations[route] - base
+            if destination >= busChannels { continue }
+            outputs[destination][index] += frame[table.pointee.sources[route]] * gain
         }
     }
 }
