@@ -277,6 +277,12 @@ final class ControlRouter: ControlServerHandler, EventSink, @unchecked Sendable 
         if news.availabilityChanged {
             apply(store.updatePorts(engine.portStates))
         }
+        if news.configurationChanged {
+            Log.notice(
+                "JACK's configuration changed: \(engine.bufferSize ?? 0) frames a period at \(engine.sampleRate ?? 0) Hz; "
+                    + "active sessions get routeConfigurationChange")
+            apply(store.routeConfigurationChanged())
+        }
         engine.repairConnections()
     }
 
