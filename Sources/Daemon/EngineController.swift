@@ -161,8 +161,9 @@ final class EngineController {
             if now - entry.loggedAt >= Self.repairLogInterval {
                 let again = entry.repeats > 1 ? " (removed \(entry.repeats) times since the last notice)" : ""
                 Log.notice(
-                    "JACK connection \(connection) was removed by another client\(again); recd restored it. recd keeps "
-                        + "the connections its [port] config names: to send audio elsewhere, change that port's jack ports")
+                    "JACK connection \(connection) was removed by another client\(again); recd restored it. "
+                        + "recd keeps the connections its [port] config names: to send audio elsewhere, "
+                        + "change that port's jack ports")
                 entry = RepairLogEntry(loggedAt: now, repeats: 0)
             }
             repairLog[connection] = entry

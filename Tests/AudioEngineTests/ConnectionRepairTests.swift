@@ -63,7 +63,9 @@ struct ConnectionRepairTests {
             let (restored, after) = Self.repairUntil(engine, seconds: 2) {
                 engine.connections(of: ours) == [other]
             }
-            print("connection repair \(removal): made again after \(after.map { String(format: "%.1f ms", $0 * 1000) } ?? "never (2 s)")")
+            print(
+                "connection repair \(removal): made again after \(after.map { String(format: "%.1f ms", $0 * 1000) } ?? "never (2 s)")"
+            )
             #expect((after ?? .infinity) < Self.reactionLimit, "\(removal): \(after ?? -1) s")
             #expect(restored == [removal], "reported as restored once: \(restored)")
         }
@@ -83,6 +85,7 @@ struct ConnectionRepairTests {
         #expect(after != nil, "unavailable once the device left")
         // Its connection's removal was announced too; give the repair a few more rounds.
         let (later, _) = Self.repairUntil(engine, seconds: 0.2) { false }
-        #expect((restored + later).isEmpty, "a device leaving is not someone removing a connection: \(restored + later)")
+        #expect(
+            (restored + later).isEmpty, "a device leaving is not someone removing a connection: \(restored + later)")
     }
 }

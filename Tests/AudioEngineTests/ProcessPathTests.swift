@@ -106,7 +106,9 @@ struct ProcessPathTests {
         #expect(tap.overruns == 2)
     }
 
-    @Test("the period may change between cycles (another client's jack_bufsize): taps, players, buses and meters stay whole")
+    @Test(
+        "the period may change between cycles (another client's jack_bufsize): taps, players, buses and meters stay whole"
+    )
     func periodChangesBetweenCycles() throws {
         // Nothing in the real-time memory is sized by the period: a cycle longer than any
         // before (8192 frames, JACK's largest) overruns nothing, and a short one loses nothing.
@@ -137,7 +139,8 @@ struct ProcessPathTests {
             rig.cycle(frames: period)
             let direct = UnsafeBufferPointer(start: rig.outputs[0], count: period)
             let main = UnsafeBufferPointer(start: rig.outputs[2], count: period)
-            #expect(direct.indices.allSatisfy { direct[$0] == Float(played + $0 + 1) / 65536 }, "player, period \(period)")
+            #expect(
+                direct.indices.allSatisfy { direct[$0] == Float(played + $0 + 1) / 65536 }, "player, period \(period)")
             #expect(main.indices.allSatisfy { main[$0] == Float(first + $0 + 1) }, "main bus, period \(period)")
             played += period
             let meters = rig.memory.meter(input: 0).pointee.take()

@@ -7,7 +7,7 @@ import Foundation
 import Testing
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// Changes the default JACK server's period the way an operator would: `jack_bufsize N` on
@@ -96,15 +96,27 @@ struct GraphChangeTests {
         // The played file: 16-bit values that survive the float path exactly (testSample).
         let fileFrames = 48_000 * 6
         let wav = daemon.directory + "/counter.wav"
-        try writeWAV(path: wav, sampleRate: 48_000, channels: 2, samples: (0..<fileFrames).flatMap { [testSample($0, 0), testSample($0, 1)] })
+        try writeWAV(
+            path: wav, sampleRate: 48_000, channels: 2,
+            samples: (0..<fileFrames).flatMap { [testSample($0, 0), testSample($0, 1)] })
         let raw = daemon.directory + "/played.raw"
-        let capture = try SignalClient(["--name", sink, "capture", "--ports", "in_1,in_2", "--out", raw, "--seconds", "5"])
-        #expect(try eventually { try daemon.recctl("--json", "routes").json?["ports"]?.arrayValue?.allSatisfy { $0["available"] == true } == true })
+        let capture = try SignalClient([
+            "--name", sink, "capture", "--ports", "in_1,in_2", "--out", raw, "--seconds", "5",
+        ])
+        #expect(
+            try eventually {
+                try daemon.recctl("--json", "routes").json?["ports"]?.arrayValue?.allSatisfy { $0["available"] == true }
+                    == true
+            })
 
-        try #require(daemon.recctl("session", "set", "logger", "--category", "record", "--mic-usage", "archive").status == 0)
+        try #require(
+            daemon.recctl("session", "set", "logger", "--category", "record", "--mic-usage", "archive").status == 0)
         try #require(daemon.recctl("permission", "grant", "logger").status == 0)
-        try #require(daemon.recctl("session", "set", "music", "--category", "playback", "--options", "mixWithOthers").status == 0)
-        try #require(daemon.recctl("session", "set", "idle", "--category", "playback", "--options", "mixWithOthers").status == 0)
+        try #require(
+            daemon.recctl("session", "set", "music", "--category", "playback", "--options", "mixWithOthers").status == 0
+        )
+        try #require(
+            daemon.recctl("session", "set", "idle", "--category", "playback", "--options", "mixWithOthers").status == 0)
         let watcher = try daemon.watch()
         try #require(daemon.recctl("record", "start", "logger").status == 0)
         try #require(daemon.recctl("play", "music", wav).status == 0)
@@ -126,7 +138,9 @@ struct GraphChangeTests {
             #expect(try daemon.recctl("--json", "status").json?["jack"]?["bufferSize"]?.intValue == frames)
             for app in ["logger", "music", "idle"] {
                 let actual = try Self.session(daemon, app)?["actual"]
-                #expect(actual?["ioBufferDuration"]?.doubleValue == Double(frames) / 48_000, "\(app): \(actual?.jsonText ?? "")")
+                #expect(
+                    actual?["ioBufferDuration"]?.doubleValue == Double(frames) / 48_000,
+                    "\(app): \(actual?.jsonText ?? "")")
             }
             usleep(1_000_000)
         }
@@ -141,9 +155,13 @@ struct GraphChangeTests {
         try #require(files.count == 1, "one segment: \(files)")
         #expect(try flacTest(files[0]))
         let recorded = CounterContinuity(try decodeFLAC(files[0], bits: 24), channels: 2)
-        print("bufsize change: recorded \(recorded.frames) frames, breaks at \(recorded.breaks.prefix(8)), \(recorded.lostFrames) frames lost, \(xruns) xruns")
+        print(
+            "bufsize change: recorded \(recorded.frames) frames, breaks at \(recorded.breaks.prefix(8)), \(recorded.lostFrames) frames lost, \(xruns) xruns"
+        )
         #expect(recorded.frames > 48_000 * 2)
-        #expect(recorded.breaks.count <= 2 * xruns, "the counter breaks at frames \(recorded.breaks.prefix(8)) with \(xruns) xrun(s)")
+        #expect(
+            recorded.breaks.count <= 2 * xruns,
+            "the counter breaks at frames \(recorded.breaks.prefix(8)) with \(xruns) xrun(s)")
 
         // The player: what reached the sink is the file, in order, sample-exact; it may only
         // skip where JACK reported an xrun.
@@ -168,7 +186,11 @@ struct GraphChangeTests {
     @Test("a third party's jack_disconnect of recd's output or input is repaired and logged, once a second at most")
     func disconnectRepaired() throws {
         let daemon = try Daemon()
-        #expect(try eventually { try daemon.recctl("--json", "routes").json?["ports"]?.arrayValue?.allSatisfy { $0["available"] == true } == true })
+        #expect(
+            try eventually {
+                try daemon.recctl("--json", "routes").json?["ports"]?.arrayValue?.allSatisfy { $0["available"] == true }
+                    == true
+            })
         let routes = try #require(daemon.recctl("--json", "routes").json?["ports"]?.arrayValue)
         let out = try #require(routes.first { $0["name"] == "out" }?["recdPorts"]?.arrayValue?.first?.stringValue)
         let mic = try #require(routes.first { $0["name"] == "mic" }?["recdPorts"]?.arrayValue?.first?.stringValue)
@@ -176,7 +198,9 @@ struct GraphChangeTests {
             let listed = try runTool("jack_lsp", ["-c", port]).stdout.split(separator: "\n")
             return listed.dropFirst().map { $0.trimmingCharacters(in: .whitespaces) }
         }
-        #expect(try eventually { try connections(out) == ["system:playback_1"] && connections(mic) == ["system:capture_1"] })
+        #expect(
+            try eventually { try connections(out) == ["system:playback_1"] && connections(mic) == ["system:capture_1"] }
+        )
 
         for (source, destination) in [(out, "system:playback_1"), ("system:capture_1", mic)] {
             let ours = source == out ? out : mic
@@ -195,7 +219,9 @@ struct GraphChangeTests {
             // jack_lsp takes about 100 ms of its own to open a client and read the graph, so
             // this bounds the reaction only loosely; ConnectionRepairTests times the engine's.
             let seconds = back.map { Double($0.components.seconds) + Double($0.components.attoseconds) / 1e18 }
-            print("jack_disconnect \(source) \(destination): jack_lsp sees it again after \(seconds.map { String(format: "%.1f ms", $0 * 1000) } ?? "never")")
+            print(
+                "jack_disconnect \(source) \(destination): jack_lsp sees it again after \(seconds.map { String(format: "%.1f ms", $0 * 1000) } ?? "never")"
+            )
             #expect((seconds ?? .infinity) < 0.5, "\(source) → \(destination) came back after \(seconds ?? -1) s")
             let notice = "JACK connection \(source) → \(destination) was removed by another client"
             #expect(try eventually(timeout: 2) { daemon.log.contains(notice) }, "\(daemon.log)")
@@ -208,7 +234,8 @@ struct GraphChangeTests {
         let began = clock.now
         for _ in 0..<5 {
             try #require(runTool("jack_disconnect", [out, "system:playback_1"]).status == 0)
-            #expect(try eventually(timeout: 0.5) { try connections(out) == ["system:playback_1"] }, "repaired each time")
+            #expect(
+                try eventually(timeout: 0.5) { try connections(out) == ["system:playback_1"] }, "repaired each time")
         }
         let loop = clock.now - began
         usleep(200_000)
@@ -217,11 +244,17 @@ struct GraphChangeTests {
         if loop < .seconds(1) { #expect(noticesNow - noticesBefore <= 1, "\(daemon.log)") }
         usleep(1_000_000)
         try #require(runTool("jack_disconnect", [out, "system:playback_1"]).status == 0)
-        #expect(try eventually { daemon.log.contains("\(notice) (removed ") }, "the next notice counts the repeats: \(daemon.log)")
+        #expect(
+            try eventually { daemon.log.contains("\(notice) (removed ") },
+            "the next notice counts the repeats: \(daemon.log)")
         #expect(try eventually { try connections(out) == ["system:playback_1"] })
     }
 
-    @Test("the server comes back at another sample rate: mediaServicesWereReset, actual and status show the new rate, the resumed recorder writes at it")
+    @Test(
+        "the server comes back at another sample rate: mediaServicesWereReset, actual and status show the new rate, the resumed recorder writes at it",
+        // It restarts a jackd2 dummy server of its own; PipeWire changes its rate live instead.
+        .disabled(if: ProcessInfo.processInfo.environment["RECD_TEST_SERVER"] == "pipewire")
+    )
     func serverReturnsAtAnotherRate() throws {
         // A private server of a stable name derived from the default one (the suite's own
         // recd-test-* family under scripts/test); stopped cleanly, so JACK frees its slot.
@@ -229,16 +262,22 @@ struct GraphChangeTests {
         let jack = try PrivateJack(period: 1024, name: name)
         defer { jack.stop() }
         let deck = uniqueName("deck")
-        let deckArguments = ["--server", name, "--name", deck, "play", "--ports", "out_1,out_2", "--signal", "sine:1000"]
+        let deckArguments = [
+            "--server", name, "--name", deck, "play", "--ports", "out_1,out_2", "--signal", "sine:1000",
+        ]
         var source = try SignalClient(deckArguments)
-        let daemon = try Daemon(extraConfig: ReliabilityTests.logger, ports: ReliabilityTests.deckPorts(deck), jackServer: name)
+        let daemon = try Daemon(
+            extraConfig: ReliabilityTests.logger, ports: ReliabilityTests.deckPorts(deck), jackServer: name)
         #expect(try eventually(timeout: 10) { try ReliabilityTests.recorders(daemon).count == 1 }, "\(daemon.log)")
         #expect(try daemon.recctl("--json", "status").json?["jack"]?["sampleRate"]?.intValue == 48_000)
         let watcher = try daemon.watch()
         usleep(500_000)
 
         jack.stop()
-        #expect(watcher.waitFor(timeout: 10) { $0["event"] == "mediaServicesWereLost" }.contains { $0["event"] == "mediaServicesWereLost" })
+        #expect(
+            watcher.waitFor(timeout: 10) { $0["event"] == "mediaServicesWereLost" }.contains {
+                $0["event"] == "mediaServicesWereLost"
+            })
         #expect(source.waitForExit(timeout: 10))
         // Hold recd while the deck's ports come up, so the reset finds them (see ReliabilityTests).
         let pid = try #require(daemon.pid)
@@ -247,18 +286,27 @@ struct GraphChangeTests {
         try jack.start(period: 1024, rate: 44_100)
         source = try SignalClient(deckArguments)
         kill(pid, SIGCONT)
-        #expect(watcher.waitFor(timeout: 10) { $0["event"] == "mediaServicesWereReset" }.contains { $0["event"] == "mediaServicesWereReset" }, "\(daemon.log)")
-        #expect(try eventually(timeout: 10) { try ReliabilityTests.recorders(daemon).count == 1 }, "auto_resume after the reset: \(daemon.log)")
+        #expect(
+            watcher.waitFor(timeout: 10) { $0["event"] == "mediaServicesWereReset" }.contains {
+                $0["event"] == "mediaServicesWereReset"
+            }, "\(daemon.log)")
+        #expect(
+            try eventually(timeout: 10) { try ReliabilityTests.recorders(daemon).count == 1 },
+            "auto_resume after the reset: \(daemon.log)")
         #expect(try daemon.recctl("--json", "status").json?["jack"]?["sampleRate"]?.intValue == 44_100)
         let actual = try Self.session(daemon, "logger")?["actual"]
-        #expect(actual?["sampleRate"]?.doubleValue == 44_100 && actual?["ioBufferDuration"]?.doubleValue == 1024.0 / 44_100, "\(actual?.jsonText ?? "")")
+        #expect(
+            actual?["sampleRate"]?.doubleValue == 44_100 && actual?["ioBufferDuration"]?.doubleValue == 1024.0 / 44_100,
+            "\(actual?.jsonText ?? "")")
         usleep(1_000_000)
         try #require(daemon.recctl("record", "stop", "logger").status == 0)
         source.stop()
 
         let files = archiveFiles(daemon.directory + "/archive")
         try #require(files.count == 2, "one segment before the loss, one after the reset: \(files)")
-        let rates = try files.map { try runTool("metaflac", ["--show-sample-rate", $0]).stdout.trimmingCharacters(in: .whitespacesAndNewlines) }
+        let rates = try files.map {
+            try runTool("metaflac", ["--show-sample-rate", $0]).stdout.trimmingCharacters(in: .whitespacesAndNewlines)
+        }
         #expect(rates == ["48000", "44100"], "\(files)")
         #expect(try files.allSatisfy(flacTest))
     }
