@@ -400,6 +400,7 @@ public final class AudioEngine {
     /// returns it (`repairConnections`).
     public func drainNotifications(repair: Bool = true) -> [EngineNotification] {
         guard let connection else { return [] }
+        var connectionsChanged = false
         var notifications = connection.client.sink.drain().filter { notification in
             switch notification {
             case .bufferSize(let frames):
@@ -413,6 +414,7 @@ public final class AudioEngine {
                 if ours.contains(source) || ours.contains(destination) {
                     connection.removedConnections.insert(JackConnection(source: source, destination: destination))
                     connection.needsRepair = true
+                    connectionsChanged = true
                 }
                 return true
             default:
@@ -426,10 +428,14 @@ public final class AudioEngine {
             connection.lost = true
         } else if !connection.lost {
             let recheckDue = connection.recheckAt.map { now >= $0 } ?? false
-            if changed {
+            if changed || connectionsChanged {
+                // Once more when the graph has settled: a closing client's ports may still be
+                // listed, and a connection made again may not have held (PipeWire answers
+                // "already connected" while it still tears the removed link down).
                 connection.recheckAt = now + Self.settleRecheckSeconds
             } else if recheckDue {
                 connection.recheckAt = nil
+                connection.needsRepair = true
             }
             if changed || recheckDue {
                 let changes = updateAvailability(connection, report: true)

@@ -311,3 +311,67 @@ struct GraphChangeTests {
         #expect(try files.allSatisfy(flacTest))
     }
 }
+
+/// PipeWire's JACK changes its sample rate live (jackd2 only with a new server).
+@Suite(
+    "a live sample-rate change (PipeWire's JACK)", .serialized,
+    .enabled(if: ProcessInfo.processInfo.environment["RECD_TEST_SERVER"] == "pipewire"))
+struct LiveRateChangeTests {
+    static func forceRate(_ rate: Int) throws {
+        let result = try runTool("pw-metadata", ["-n", "settings", "0", "clock.force-rate", "\(rate)"])
+        guard result.status == 0 else { throw DaemonFailure(message: "pw-metadata: \(result.stderr)") }
+    }
+
+    @Test(
+        "48 kHz → 44.1 kHz under a player and a recorder: the player stops (sampleRateChange), the recorder goes on in a new segment at 44.1 kHz"
+    )
+    func rateChangedLive() throws {
+        defer { try? Self.forceRate(48_000) }
+        let deck = uniqueName("deck")
+        let ports = GraphChangeTests.ports(deck: deck, sink: "system")
+            .replacingOccurrences(of: "system:in_", with: "system:playback_")
+        let daemon = try Daemon(ports: ports)
+        let source = try SignalClient(["--name", deck, "play", "--ports", "out_1,out_2", "--signal", "sine:1000"])
+        defer { source.stop() }
+        let wav = daemon.directory + "/tone.wav"
+        try writeWAV(path: wav, sampleRate: 48_000, channels: 2, samples: [Int16](repeating: 1000, count: 48_000 * 20))
+        try #require(
+            daemon.recctl("session", "set", "logger", "--category", "record", "--mic-usage", "archive").status == 0)
+        try #require(daemon.recctl("permission", "grant", "logger").status == 0)
+        try #require(
+            daemon.recctl("session", "set", "music", "--category", "playback", "--options", "mixWithOthers").status == 0
+        )
+        #expect(
+            try eventually {
+                try daemon.recctl("--json", "routes").json?["ports"]?.arrayValue?.first?["available"] == true
+            })
+        let watcher = try daemon.watch()
+        try #require(daemon.recctl("record", "start", "logger").status == 0)
+        try #require(daemon.recctl("play", "music", wav).status == 0)
+        usleep(1_000_000)
+
+        try Self.forceRate(44_100)
+        let events = watcher.waitFor(count: 2) { $0["reason"] == "routeConfigurationChange" }
+        #expect(
+            events.contains {
+                $0["event"] == "player" && $0["state"] == "stopped" && $0["reason"] == "sampleRateChange"
+            })
+        #expect(events.filter { $0["reason"] == "routeConfigurationChange" }.count == 2, "\(events.map(\.jsonText))")
+        #expect(
+            try eventually { try daemon.recctl("--json", "status").json?["jack"]?["sampleRate"]?.intValue == 44_100 })
+        #expect(
+            try daemon.recctl("--json", "session", "show", "music").json?["actual"]?["sampleRate"]?.doubleValue
+                == 44_100)
+        usleep(1_000_000)
+        try #require(daemon.recctl("record", "stop", "logger").status == 0)
+
+        let files = archiveFiles(daemon.directory + "/archive")
+        try #require(files.count == 2, "the segment at 48 kHz, then one at 44.1 kHz: \(files)")
+        let rates = try files.map {
+            try runTool("metaflac", ["--show-sample-rate", $0]).stdout.trimmingCharacters(in: .whitespacesAndNewlines)
+        }
+        #expect(rates == ["48000", "44100"])
+        #expect(try metaflacTag(files[0], "END_REASON") == "sampleRateChange")
+        #expect(try files.allSatisfy(flacTest))
+    }
+}
