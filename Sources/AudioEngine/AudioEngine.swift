@@ -14,8 +14,9 @@ import Platform
 /// by publishing immutable snapshots (read-copy-update), freeing old ones once the process
 /// thread has passed them. JACK's **notification** threads only record news and call the
 /// `wake` closure; the control thread then calls `drainNotifications()`. After ports or
-/// clients come or go, a short-lived **port recheck** thread calls `wake` once more 40 ms
-/// later, so availability is computed again once JACK's graph has settled.
+/// clients come or go (or someone removes one of our connections), a short-lived **port
+/// recheck** thread calls `wake` once more 40 ms later, so availability and connections are
+/// checked again once JACK's graph has settled.
 ///
 /// Feeder threads write to `PlayerHandle`s and the archiver reads `CaptureTap`s; those handles
 /// document their own threads.
