@@ -14,8 +14,9 @@ import Platform
 /// by publishing immutable snapshots (read-copy-update), freeing old ones once the process
 /// thread has passed them. JACK's **notification** threads only record news and call the
 /// `wake` closure; the control thread then calls `drainNotifications()`. After ports or
-/// clients come or go, a short-lived **port recheck** thread calls `wake` once more 40 ms
-/// later, so availability is computed again once JACK's graph has settled.
+/// clients come or go (or someone removes one of our connections), a short-lived **port
+/// recheck** thread calls `wake` once more 40 ms later, so availability and connections are
+/// checked again once JACK's graph has settled.
 ///
 /// Feeder threads write to `PlayerHandle`s and the archiver reads `CaptureTap`s; those handles
 /// document their own threads.
@@ -75,12 +76,19 @@ public final class AudioEngine {
         var recheckAt: Double?
         /// When the timer thread armed for `recheckAt` wakes the control thread (nil: none).
         var timerFiresAt: Double?
+        /// The period and rate last reported (JACK's callbacks repeat them at activation).
+        var bufferSize: Int
+        var sampleRate: Int
+        /// Connections to one of our ports that JACK said were removed since the last repair.
+        var removedConnections: Set<JackConnection> = []
 
         init(client: JackClient, memory: EngineMemory, inputs: [Group], outputs: [Group]) {
             self.client = client
             self.memory = memory
             self.inputs = inputs
             self.outputs = outputs
+            bufferSize = client.bufferSize
+            sampleRate = client.sampleRate
         }
     }
 
@@ -393,9 +401,34 @@ public final class AudioEngine {
     /// Availability is cheap; connection checks are not (JACK makes them wait for a pending
     /// graph change, a period or two). A caller that must react fast to a device going away
     /// passes `repair: false`, reacts, then calls `repairConnections()`.
+    ///
+    /// `.bufferSize` and `.sampleRate` are reported only when they differ from what this
+    /// connection last reported (JACK repeats them at activation). A connection of one of our
+    /// ports that someone else removed (`jack_disconnect`) is made again by the repair, which
+    /// returns it (`repairConnections`).
     public func drainNotifications(repair: Bool = true) -> [EngineNotification] {
         guard let connection else { return [] }
-        var notifications = connection.client.sink.drain()
+        var connectionsChanged = false
+        var notifications = connection.client.sink.drain().filter { notification in
+            switch notification {
+            case .bufferSize(let frames):
+                defer { connection.bufferSize = frames }
+                return frames != connection.bufferSize
+            case .sampleRate(let rate):
+                defer { connection.sampleRate = rate }
+                return rate != connection.sampleRate
+            case .portConnectionChanged(let source, let destination, connected: false):
+                let ours = ownPortNames(connection)
+                if ours.contains(source) || ours.contains(destination) {
+                    connection.removedConnections.insert(JackConnection(source: source, destination: destination))
+                    connection.needsRepair = true
+                    connectionsChanged = true
+                }
+                return true
+            default:
+                return true
+            }
+        }
         let changed = connection.client.sink.takePortsChanged()
         let now = SystemClock.monotonicSeconds()
         if let fires = connection.timerFiresAt, now >= fires { connection.timerFiresAt = nil }
@@ -403,19 +436,21 @@ public final class AudioEngine {
             connection.lost = true
         } else if !connection.lost {
             let recheckDue = connection.recheckAt.map { now >= $0 } ?? false
-            if changed {
+            if changed || connectionsChanged {
+                // Once more when the graph has settled: a closing client's ports may still be
+                // listed, and a connection made again may not have held (PipeWire answers
+                // "already connected" while it still tears the removed link down).
                 connection.recheckAt = now + Self.settleRecheckSeconds
             } else if recheckDue {
                 connection.recheckAt = nil
+                connection.needsRepair = true
             }
             if changed || recheckDue {
                 let changes = updateAvailability(connection, report: true)
                 notifications += changes
-                if changed || !changes.isEmpty {
-                    connection.needsRepair = true
-                    if repair { repairConnections() }
-                }
+                if changed || !changes.isEmpty { connection.needsRepair = true }
             }
+            if repair { repairConnections() }
             armRecheckTimer(connection, now: now)
         }
         connection.memory.collectDeadWood()
@@ -441,25 +476,47 @@ public final class AudioEngine {
 
     /// Connects every complete group to the JACK ports behind it where a connection is missing.
     /// Only complete devices: a device half gone is not worth a server round trip.
-    public func repairConnections() {
-        guard let connection, !connection.lost, connection.needsRepair else { return }
+    ///
+    /// Returns the connections it made again after someone else removed them (a third party's
+    /// `jack_disconnect`), for the caller to log; connections made because a device (re)appeared
+    /// are not in it. A removal seen while the other port's client was leaving cannot be
+    /// repaired (JACK refuses the connection) and is forgotten.
+    @discardableResult
+    public func repairConnections() -> [JackConnection] {
+        guard let connection, !connection.lost, connection.needsRepair else { return [] }
         connection.needsRepair = false
+        let removed = connection.removedConnections
+        connection.removedConnections = []
+        var restored: [JackConnection] = []
         let excluded = excludedPorts(connection)
         for group in connection.inputs + connection.outputs where group.available {
             let targets = resolveTargets(group, client: connection.client, excluding: excluded)
             for channel in 0..<min(group.spec.channels, targets.count) {
-                guard let target = targets[channel],
-                    !connection.client.isConnected(group.ports[channel], to: target)
-                else { continue }
+                guard let target = targets[channel] else { continue }
+                let wanted =
+                    group.direction == .input
+                    ? JackConnection(source: target, destination: group.fullNames[channel])
+                    : JackConnection(source: group.fullNames[channel], destination: target)
+                // JACK just said this one was removed: connect without asking (the local view
+                // of the graph may lag the server's by a moment; "already connected" is success).
+                let wasRemoved = removed.contains(wanted)
+                guard wasRemoved || !connection.client.isConnected(group.ports[channel], to: target) else {
+                    continue
+                }
                 // A failure here leaves the group unconnected; the connection events tell,
                 // and the next registration change retries.
-                if group.direction == .input {
-                    try? connection.client.connect(source: target, destination: group.fullNames[channel])
-                } else {
-                    try? connection.client.connect(source: group.fullNames[channel], destination: target)
-                }
+                do {
+                    try connection.client.connect(source: wanted.source, destination: wanted.destination)
+                    if wasRemoved { restored.append(wanted) }
+                } catch {}
             }
         }
+        return restored
+    }
+
+    /// Our own ports' full names.
+    private func ownPortNames(_ connection: Connection) -> Set<String> {
+        Set((connection.inputs + connection.outputs).flatMap(\.fullNames))
     }
 
     /// Connects an available group to the JACK ports behind it now, without first asking
@@ -535,7 +592,7 @@ public final class AudioEngine {
     /// Ports no group may use: our own, those JACK announced gone and those of clients JACK
     /// announced closed (still listed until its graph settles).
     private func excludedPorts(_ connection: Connection) -> Set<String> {
-        let ownPorts = Set((connection.inputs + connection.outputs).flatMap(\.fullNames))
+        let ownPorts = ownPortNames(connection)
         let listed = Set(connection.client.ports(matching: nil))
         let vanished = connection.client.sink.vanished(stillListed: listed)
         return ownPorts.union(vanished.ports)
@@ -964,6 +1021,19 @@ public struct MeterReading: Equatable, Sendable {
     static func decibels(_ linear: Float) -> Double {
         max(-120, 20 * log10(Double(max(linear, 1e-7))))
     }
+}
+
+/// A JACK connection by full port names: from an output port (`source`) to an input port.
+public struct JackConnection: Hashable, Sendable, CustomStringConvertible {
+    public var source: String
+    public var destination: String
+
+    public init(source: String, destination: String) {
+        self.source = source
+        self.destination = destination
+    }
+
+    public var description: String { "\(source) → \(destination)" }
 }
 
 /// The latency JACK reports between a group and the outside world.

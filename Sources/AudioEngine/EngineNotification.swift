@@ -8,14 +8,18 @@ public enum EngineNotification: Equatable, Hashable, Sendable {
     case portRegistered(String)
     /// A JACK port went away.
     case portUnregistered(String)
-    /// Two ports were connected or disconnected.
+    /// Two ports were connected or disconnected (by anyone). When one of them is ours and the
+    /// connection is one recd makes, the next `repairConnections()` makes it again.
     case portConnectionChanged(source: String, destination: String, connected: Bool)
     /// `count` xruns happened since the previous drain.
     case xrun(count: Int)
-    /// The server's period is now this many frames (JACK also says so once at activation).
+    /// The server's period changed to this many frames (another client's `jack_bufsize`, or
+    /// recd's own `setBufferSize`). JACK's repeat of the current value at activation is not
+    /// reported.
     case bufferSize(Int)
-    /// The server's sample rate (JACK says so once at activation; it changes only with a
-    /// new server).
+    /// The server's sample rate changed (jackd2 changes it only with a new server, which comes
+    /// as `serverLost` then a reconnect; PipeWire's JACK can change it live). JACK's repeat of
+    /// the current value at activation is not reported.
     case sampleRate(Int)
     /// The server is gone (jack_on_info_shutdown's reason). The engine stops processing;
     /// call `AudioEngine.reconnect(timeout:)`.

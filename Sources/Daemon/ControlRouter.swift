@@ -279,7 +279,37 @@ final class ControlRouter: ControlServerHandler, EventSink, @unchecked Sendable 
         if news.availabilityChanged {
             apply(store.updatePorts(engine.portStates))
         }
+        if let rate = news.sampleRate { followSampleRate(rate) }
+        if news.configurationChanged {
+            Log.notice(
+                "JACK's configuration changed: \(engine.bufferSize ?? 0) frames a period at \(engine.sampleRate ?? 0) Hz; "
+                    + "active sessions get routeConfigurationChange")
+            apply(store.routeConfigurationChanged())
+        }
         engine.repairConnections()
+    }
+
+    /// The sample rate changed under the running client (PipeWire's JACK can do that; jackd2
+    /// only with a new server). Players stop (their files were converted to the old rate; a
+    /// stream that played on would be off pitch, so, like AVAudioEngine after a configuration
+    /// change, the app starts it again); recorders end their segment and go on in a new one at
+    /// the new rate.
+    private func followSampleRate(_ rate: Int) {
+        let reason = "sampleRateChange"
+        var apps = Set(players.all.map(\.app))
+        if !players.all.isEmpty {
+            Log.notice("JACK's sample rate is now \(rate) Hz: players stopped (\(reason)); play them again")
+        }
+        players.stopAll(reason: reason)
+        for spec in recorders.endAllForNewRate(reason: EndReason(rawValue: reason)) {
+            apps.insert(spec.app)
+            do {
+                _ = try startRecorder(spec)
+            } catch {
+                Log.error("\(spec.app): could not go on recording \(spec.stream) at \(rate) Hz: \(error)")
+            }
+        }
+        for app in apps.sorted() { syncStreams(app) }
     }
 
     /// Device events (posted by the event source): availability and hardware mutes to the policy.

@@ -4,6 +4,7 @@
 // service sees of the engine (EngineFacades.swift).
 // Control thread only (the engine's wake closure merely posts to the control loop).
 import AudioEngine
+import Platform
 import SessionPolicy
 import SystemSupport
 
@@ -12,7 +13,13 @@ struct EngineNews {
     var availabilityChanged = false
     var serverLost: String?
     var xruns = 0
-    var bufferSizeChanged = false
+    /// The server's period or rate changed under the same client (another client's
+    /// `jack_bufsize`, recd's own preference, PipeWire's quantum or rate): the new values.
+    var bufferSize: Int?
+    var sampleRate: Int?
+
+    /// Whether the server's configuration changed (routeConfigurationChange, SPEC §4).
+    var configurationChanged: Bool { bufferSize != nil || sampleRate != nil }
 }
 
 /// Owns the `AudioEngine` and translates between config ports and JACK port groups.
@@ -40,6 +47,8 @@ final class EngineController {
     private var lastSenseUnplug: (frameTime: UInt32, micros: UInt64)?
     private(set) var lastError: String?
     private var nextAttempt = 0.0
+    /// Connections restored after someone else removed them: when each was last logged.
+    private var repairLog: [JackConnection: RepairLogEntry] = [:]
 
     init(config: RecdConfig, wake: @escaping @Sendable () -> Void) {
         self.config = config
@@ -135,8 +144,9 @@ final class EngineController {
             case .groupAvailabilityChanged: news.availabilityChanged = true
             case .serverLost(let reason): news.serverLost = reason
             case .xrun(let count): news.xruns += count
-            case .bufferSize: news.bufferSizeChanged = true
-            case .portRegistered, .portUnregistered, .portConnectionChanged, .sampleRate: break
+            case .bufferSize(let frames): news.bufferSize = frames
+            case .sampleRate(let rate): news.sampleRate = rate
+            case .portRegistered, .portUnregistered, .portConnectionChanged: break
             }
         }
         if news.availabilityChanged && noteConnections() {
@@ -156,7 +166,37 @@ final class EngineController {
     }
 
     /// Makes missing JACK connections; after the policy has reacted (it can take a period or two).
-    func repairConnections() { engine.repairConnections() }
+    /// A connection someone else removed (`jack_disconnect recd:out_1 system:playback_1`) is
+    /// made again every time: the config says where recd's ports go. The notice naming it is
+    /// logged at most once a second per connection, with the count of repeats in between, so
+    /// an operator (or a patchbay) removing it in a loop does not flood the journal.
+    func repairConnections() {
+        let restored = engine.repairConnections()
+        guard !restored.isEmpty else { return }
+        let now = SystemClock.monotonicSeconds()
+        for connection in restored {
+            var entry = repairLog[connection] ?? RepairLogEntry()
+            entry.repeats += 1
+            if now - entry.loggedAt >= Self.repairLogInterval {
+                let again = entry.repeats > 1 ? " (removed \(entry.repeats) times since the last notice)" : ""
+                Log.notice(
+                    "JACK connection \(connection) was removed by another client\(again); recd restored it. "
+                        + "recd keeps the connections its [port] config names: to send audio elsewhere, "
+                        + "change that port's jack ports")
+                entry = RepairLogEntry(loggedAt: now, repeats: 0)
+            }
+            repairLog[connection] = entry
+        }
+    }
+
+    /// At most one notice a second per repaired connection.
+    static let repairLogInterval = 1.0
+
+    private struct RepairLogEntry {
+        var loggedAt = -Double.infinity
+        /// Repairs since the last notice.
+        var repeats = 0
+    }
 
     // MARK: Availability (the one source)
 

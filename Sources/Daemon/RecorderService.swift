@@ -555,6 +555,14 @@ final class RecorderService: @unchecked Sendable {
         }
     }
 
+    /// The server's sample rate changed under running recorders (PipeWire's JACK can change it
+    /// live): each ends its segment with `reason` and is returned, to start again at the new rate.
+    func endAllForNewRate(reason: EndReason) -> [RecorderSpec] {
+        let running = recorders
+        for stream in running { stop(stream, reason: reason) }
+        return running.map(\.spec)
+    }
+
     /// A route change: `app`'s input recorders whose port is gone stop (buses stay).
     func stopUnavailable(of app: String) {
         for stream in of(app) where stream.spec.bus == nil && !engine.isAvailable(port: stream.spec.port) {

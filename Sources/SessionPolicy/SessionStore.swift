@@ -414,6 +414,16 @@ public struct SessionStore: Equatable, Sendable {
         return effects + updateDucking() + updateHints()
     }
 
+    /// The JACK server's configuration changed under the same ports (another client changed
+    /// the buffer size, or the sample rate changed): every active session hears
+    /// routeChange `routeConfigurationChange` with its route unchanged (previous == current),
+    /// AVAudioSession's signal to read the actual values again. Nothing else changes.
+    public func routeConfigurationChanged() -> [PolicyEffect] {
+        sortedSessions.filter(\.isActive).map {
+            .routeChange(app: $0.app, reason: .routeConfigurationChange, previous: $0.route, current: $0.route)
+        }
+    }
+
     /// Recomputes routes; sends routeChange for each session whose route changed.
     private mutating func reroute(reason: RouteChangeReason, only: String? = nil, quiet: Bool = false) -> [PolicyEffect] {
         var effects: [PolicyEffect] = []

@@ -106,6 +106,60 @@ struct ProcessPathTests {
         #expect(tap.overruns == 2)
     }
 
+    @Test(
+        "the period may change between cycles (another client's jack_bufsize): taps, players, buses and meters stay whole"
+    )
+    func periodChangesBetweenCycles() throws {
+        // Nothing in the real-time memory is sized by the period: a cycle longer than any
+        // before (8192 frames, JACK's largest) overruns nothing, and a short one loses nothing.
+        let periods = [256, 8192, 64, 2048, 8192, 100, 1024]
+        let total = periods.reduce(0, +)
+        let rig = ProcessRig(inputChannels: 2, outputChannels: 4, maxFrames: 8192)
+        let tap = rig.addTap(channels: [0, 1], capacityFrames: 2 * 48_000)
+        let busTap = rig.addBusTap(.main, capacityFrames: 2 * 48_000)
+        try rig.setMonitoring(
+            MonitoringSetup(mainOutput: "pa", sources: [.input("deck", toMain: true)]), rampFrames: 0,
+            inputs: ["deck": GroupLayout(flatBase: 0, channels: 2)],
+            outputs: ["direct": GroupLayout(flatBase: 0, channels: 2), "pa": GroupLayout(flatBase: 2, channels: 2)])
+        let player = rig.addPlayer(
+            channels: 2, outputs: PlayerRoute.defaultRoutes(playerChannels: 2, groupChannels: 2),
+            capacityFrames: total)
+        var frames: [Float] = []
+        for frame in 0..<total {
+            let value = Float(frame + 1) / 65536
+            frames += [value, -value]
+        }
+        #expect(player.write(frames) == total)
+        player.finish()
+
+        var played = 0
+        for period in periods {
+            rig.feedCounter(frames: period)
+            let first = rig.counter - period
+            rig.cycle(frames: period)
+            let direct = UnsafeBufferPointer(start: rig.outputs[0], count: period)
+            let main = UnsafeBufferPointer(start: rig.outputs[2], count: period)
+            #expect(
+                direct.indices.allSatisfy { direct[$0] == Float(played + $0 + 1) / 65536 }, "player, period \(period)")
+            #expect(main.indices.allSatisfy { main[$0] == Float(first + $0 + 1) }, "main bus, period \(period)")
+            played += period
+            let meters = rig.memory.meter(input: 0).pointee.take()
+            #expect(meters.frames == period && meters.peak == Float(rig.counter), "input meter, period \(period)")
+        }
+        #expect(player.framesPlayed == total && player.underruns == 0)
+        for (name, capture) in [("input tap", tap), ("bus tap", busTap)] {
+            #expect(capture.overruns == 0, "\(name)")
+            let samples = capture.read(maxFrames: total)
+            #expect(samples.count == 2 * total, "\(name): \(samples.count / 2) of \(total) frames")
+            var whole = true
+            for frame in 0..<(samples.count / 2) {
+                let value = Float(frame + 1)
+                if samples[2 * frame] != value || samples[2 * frame + 1] != -value { whole = false }
+            }
+            #expect(whole, "\(name): every frame in order")
+        }
+    }
+
     @Test("when the gap log is full, periods are dropped rather than logged out of order")
     func gapLogFull() {
         let rig = ProcessRig(inputChannels: 1, outputChannels: 0)

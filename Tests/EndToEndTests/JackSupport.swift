@@ -75,9 +75,9 @@ final class PrivateJack: @unchecked Sendable {
         try start(period: period)
     }
 
-    func start(period: Int = 256) throws {
+    func start(period: Int = 256, rate: Int = 48_000) throws {
         let process = try ExternalTools.process(
-            "jackd", ["-n", name, "--no-realtime", "-d", "dummy", "-r", "48000", "-p", "\(period)"])
+            "jackd", ["-n", name, "--no-realtime", "-d", "dummy", "-r", "\(rate)", "-p", "\(period)"])
         process.standardOutput = FileHandle.nullDevice
         process.standardError = FileHandle.nullDevice
         process.standardInput = FileHandle.nullDevice
@@ -90,6 +90,14 @@ final class PrivateJack: @unchecked Sendable {
             usleep(50_000)
         }
         throw DaemonFailure(message: "jackd -n \(name) did not start")
+    }
+
+    /// SIGTERM and wait: the server shuts down cleanly (its clients hear it go) and frees its
+    /// slot in JACK's registry.
+    func stop() {
+        guard let process, process.isRunning else { return }
+        process.terminate()
+        process.waitUntilExit()
     }
 
     func kill9() {

@@ -244,4 +244,29 @@ struct StoreRouteTests {
         _ = store.updatePorts(Ports.builtIn + [Ports.usbIn(order: 3)])
         #expect(store.sessions["rec"]?.route == Route(inputs: ["usbIn"]))
     }
+
+    /// Another JACK client changed the buffer size (or the rate changed): one row per session
+    /// state, whether it hears routeConfigurationChange (route unchanged, previous == current).
+    static let configurationChangeRows: [(state: String, hears: Bool)] = [
+        ("active", true), ("inactive", false), ("interrupted", false),
+    ]
+
+    @Test func serverConfigurationChangeReachesActiveSessionsOnly() throws {
+        var store = SessionStore.fixture(ports: Self.withPhones)
+        store.add("interrupted", .playback, .default, [])
+        store.add("inactive", .record, .default, [.mixWithOthers])
+        store.add("active", .playback, .default, [])
+        _ = try store.activate(app: "interrupted")
+        _ = try store.activate(app: "active")
+        let effects = store.routeConfigurationChanged()
+        for row in Self.configurationChangeRows {
+            #expect(store.state(row.state)?.rawValue == row.state, "fixture: \(row.state)")
+            let route = try #require(store.sessions[row.state]?.route)
+            let heard = effects.contains(
+                .routeChange(app: row.state, reason: .routeConfigurationChange, previous: route, current: route))
+            #expect(heard == row.hears, "\(row.state)")
+        }
+        #expect(effects.count == Self.configurationChangeRows.filter(\.hears).count, "\(effects)")
+    }
 }
+

@@ -3,6 +3,10 @@
 //
 // The process callback. JACK calls `recdProcess` once per period with the `ProcessState`
 // that the control thread registered; everything it reaches is plain memory.
+//
+// The period may change between two cycles (any client may call jack_set_buffer_size; JACK
+// allows up to 8192 frames): nothing here is sized by it. Rings are sized in seconds, monitoring
+// works in chunks of `MonitorState.chunkFrames`, and each cycle uses the frame count it is given.
 
 internal import CJack
 import Synchronization

@@ -1,0 +1,91 @@
+// A connection recd makes, removed by someone else (`jack_disconnect`, a patchbay), is made
+// again within 100 ms and reported as restored; connections that go because a device leaves
+// are not reported. The remover is the real jack_disconnect on the default jackd; the test
+// drains and repairs the engine as the daemon's control loop does.
+
+import Foundation
+import Glibc
+import TestSupport
+import Testing
+
+@testable import AudioEngine
+
+@Suite("Connection repair against jackd", .serialized)
+struct ConnectionRepairTests {
+    static let reactionLimit = 0.1
+
+    /// Drains and repairs until `done` holds or `seconds` pass; returns what was restored and
+    /// how long it took (nil: never).
+    static func repairUntil(
+        _ engine: AudioEngine, seconds: Double, _ done: () -> Bool
+    ) -> (restored: [JackConnection], after: Double?) {
+        let clock = ContinuousClock()
+        let began = clock.now
+        var restored: [JackConnection] = []
+        while clock.now - began < .milliseconds(Int(seconds * 1000)) {
+            _ = engine.drainNotifications(repair: false)
+            restored += engine.repairConnections()
+            if done() {
+                let elapsed = (clock.now - began).components
+                return (restored, Double(elapsed.seconds) + Double(elapsed.attoseconds) / 1e18)
+            }
+            usleep(1_000)
+        }
+        return (restored, nil)
+    }
+
+    @Test(
+        "jack_disconnect of an output's or an input's connection: made again within 100 ms, reported once",
+        .timeLimit(.minutes(1)))
+    func removedByAnotherClient() throws {
+        let device = try TestJackClient(name: unique("recdtest-rep"), outputs: 1)
+        defer { device.close() }
+        let engine = AudioEngine()
+        try engine.start(
+            clientName: unique("recdtest-p"),
+            inputs: [PortGroupSpec(name: "line", channels: 1, connectTo: device.outputPortNames)],
+            outputs: [PortGroupSpec(name: "play", channels: 1, connectTo: ["system:playback_1"])])
+        defer { engine.stop() }
+        let line = try #require(engine.jackPortNames(ofGroup: "line").first)
+        let play = try #require(engine.jackPortNames(ofGroup: "play").first)
+        #expect(engine.connections(of: line) == device.outputPortNames)
+        #expect(engine.connections(of: play) == ["system:playback_1"])
+
+        let removals = [
+            JackConnection(source: play, destination: "system:playback_1"),
+            JackConnection(source: device.outputPortNames[0], destination: line),
+        ]
+        for removal in removals {
+            let removed = try ExternalTools.run("jack_disconnect", [removal.source, removal.destination])
+            try #require(removed.status == 0, "\(removed.stderr)")
+            let ours = removal.source == play ? play : line
+            let other = removal.source == play ? removal.destination : removal.source
+            let (restored, after) = Self.repairUntil(engine, seconds: 2) {
+                engine.connections(of: ours) == [other]
+            }
+            print(
+                "connection repair \(removal): made again after \(after.map { String(format: "%.1f ms", $0 * 1000) } ?? "never (2 s)")"
+            )
+            #expect((after ?? .infinity) < Self.reactionLimit, "\(removal): \(after ?? -1) s")
+            #expect(restored == [removal], "reported as restored once: \(restored)")
+        }
+    }
+
+    @Test("a device that leaves takes its connections without a repair being reported", .timeLimit(.minutes(1)))
+    func deviceLeavingIsNotARemoval() throws {
+        let device = try TestJackClient(name: unique("recdtest-gone"), outputs: 1)
+        let engine = AudioEngine()
+        try engine.start(
+            clientName: unique("recdtest-q"),
+            inputs: [PortGroupSpec(name: "line", channels: 1, connectTo: device.outputPortNames)], outputs: [])
+        defer { engine.stop() }
+        #expect(engine.isAvailable(group: "line"))
+        device.close()
+        let (restored, after) = Self.repairUntil(engine, seconds: 2) { !engine.isAvailable(group: "line") }
+        #expect(after != nil, "unavailable once the device left")
+        // Its connection's removal was announced too; give the repair a few more rounds.
+        let (later, _) = Self.repairUntil(engine, seconds: 0.2) { false }
+        #expect(
+            (restored + later).isEmpty, "a device leaving is not someone removing a connection: \(restored + later)")
+    }
+}
