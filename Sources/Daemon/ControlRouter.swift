@@ -560,13 +560,41 @@ final class ControlRouter: ControlServerHandler, EventSink, @unchecked Sendable 
         if let duration = change.ioBuffer { prefs.ioBufferDuration = duration }
         if let count = change.inputChannels { prefs.inputChannels = count }
         if let count = change.outputChannels { prefs.outputChannels = count }
+        let before = try store.session(app).preferences
         apply(try store.setPreferences(app: app, prefs))
+        applyChannelPreferences(of: app, before: before, after: prefs)
         var fields: [(String, JSONValue)] = []
         if let duration = change.ioBuffer, engine.isRunning, let note = engine.applyBufferPreference(duration) {
             Log.info("\(app) prefers an IO buffer of \(duration) s: \(note)")
             fields.append(("note", .string(note)))
         }
         return [("session", sessionJSON(try store.session(app)))] + fields
+    }
+
+    /// Preferred channel counts take effect at once on running streams (SPEC §5): players that
+    /// follow the route re-route to the port's first N channels (crossfaded); an input
+    /// recorder whose channel count changes goes on in a new segment with the new count
+    /// (END_REASON=routeChange, continuous in time, as for an input switch).
+    private func applyChannelPreferences(of app: String, before: HardwarePreferences, after: HardwarePreferences) {
+        if before.outputChannels != after.outputChannels {
+            players.applyChannelLimit(of: app, channelLimit: after.outputChannels(ofPort:))
+        }
+        guard before.inputChannels != after.inputChannels else { return }
+        for stream in recorders.of(app) where stream.spec.bus == nil {
+            guard let port = config.port(named: stream.spec.port),
+                after.inputChannels(ofPort: port.channels) != stream.tap.channels
+            else { continue }
+            do {
+                try startRecorder(stream.spec, replacing: stream)
+            } catch {
+                Log.error("\(app): \(stream.spec.stream) keeps \(stream.tap.channels) channels: \(error)")
+            }
+        }
+    }
+
+    /// How many of a port's first channels `app`'s players use (its preferred output channels).
+    private func channelLimit(of app: String) -> PlayerService.ChannelLimit {
+        store.sessions[app]?.preferences.outputChannels(ofPort:) ?? { $0 }
     }
 
     // MARK: Players
@@ -616,7 +644,8 @@ final class ControlRouter: ControlServerHandler, EventSink, @unchecked Sendable 
             }
             if !session.isActive { apply(try store.activate(app: app, forInput: false)) }
             let outputs = try store.session(app).route.outputs
-            for player in paused { try players.resume(player, routeOutputs: outputs) }
+            let limit = try store.session(app).preferences.outputChannels(ofPort:)
+            for player in paused { try players.resume(player, routeOutputs: outputs, channelLimit: limit) }
             syncStreams(app)
             return [("players", .array(players.of(app).map(\.json)))]
         }
@@ -990,7 +1019,8 @@ final class ControlRouter: ControlServerHandler, EventSink, @unchecked Sendable 
             recorders.stopAll(of: app, reason: reason)
             syncStreams(app)
         case .resumeStreams(let app):
-            players.resumeInterrupted(of: app, routeOutputs: store.sessions[app]?.route.outputs ?? [])
+            players.resumeInterrupted(
+                of: app, routeOutputs: store.sessions[app]?.route.outputs ?? [], channelLimit: channelLimit(of: app))
             for spec in recorders.takeSuspended(of: app) {
                 do {
                     try startRecorder(spec)
@@ -1010,7 +1040,7 @@ final class ControlRouter: ControlServerHandler, EventSink, @unchecked Sendable 
             if state != .granted { recorders.permissionRevoked(of: app) }
             resolvePermissionRequests(app: app, state: state)
         case .routeChange(let app, let reason, _, let current):
-            players.follow(of: app, outputs: current.outputs, reason: reason)
+            players.follow(of: app, outputs: current.outputs, reason: reason, channelLimit: channelLimit(of: app))
             followInputRoute(of: app, input: current.inputs.first, reason: reason)
             recorders.stopUnavailable(of: app)
         case .sessionDeleted(let app):

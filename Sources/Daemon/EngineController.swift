@@ -344,13 +344,13 @@ extension EngineController: PlayerEngine, RecorderEngine, MonitoringEngine, Sens
     func setGain(_ player: PlayerHandle, decibels: Double) { engine.setGain(player, decibels: decibels) }
     func removePlayer(_ player: PlayerHandle) { engine.removePlayer(player) }
 
-    func movePlayer(_ player: PlayerHandle, toOutputGroup outputGroup: String, rampMilliseconds: Double)
-        throws(AudioEngineError)
-    {
+    func movePlayer(
+        _ player: PlayerHandle, toOutputGroup outputGroup: String, routes: [PlayerRoute]?, rampMilliseconds: Double
+    ) throws(AudioEngineError) {
         // A device that has just arrived is connected by the repair after the policy has
         // reacted: too late for the first period of the crossfade. Connect it first.
         engine.connectNow(group: outputGroup)
-        try engine.movePlayer(player, toOutputGroup: outputGroup, rampMilliseconds: rampMilliseconds)
+        try engine.movePlayer(player, toOutputGroup: outputGroup, routes: routes, rampMilliseconds: rampMilliseconds)
     }
 
     func portLossReaction() -> PortReaction? {

@@ -51,8 +51,9 @@ protocol PlayerEngine: AnyObject {
     func setGain(_ player: PlayerHandle, decibels: Double)
     func removePlayer(_ player: PlayerHandle)
     /// From the next period the player plays to `outputGroup`, crossfading over the ramp.
-    func movePlayer(_ player: PlayerHandle, toOutputGroup outputGroup: String, rampMilliseconds: Double)
-        throws(AudioEngineError)
+    func movePlayer(
+        _ player: PlayerHandle, toOutputGroup outputGroup: String, routes: [PlayerRoute]?, rampMilliseconds: Double
+    ) throws(AudioEngineError)
     /// Frames since JACK announced the latest port loss; nil when none was heard of.
     func portLossReaction() -> PortReaction?
     /// Frames since the latest device arrival was heard of (a JACK port registered, or a jack

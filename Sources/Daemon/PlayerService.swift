@@ -94,6 +94,8 @@ struct PlayOrder {
 /// that capture it run there too).
 final class PlayerService: @unchecked Sendable {
     typealias Started = @Sendable (Result<JSONValue, SessionError>) -> Void
+    /// For a port's channel count, how many of its first channels a session's players use.
+    typealias ChannelLimit = (Int) -> Int
 
     /// Longest a new player waits for its feeder to get ahead of the process thread.
     static let prerollTimeout = 0.5
@@ -261,7 +263,9 @@ final class PlayerService: @unchecked Sendable {
     /// `routeOutputs` (the session's route now) first moves to the first of them (its old port
     /// may be gone: resuming there would play into nothing, or report a device that is not
     /// there).
-    func resume(_ player: PlayerStream, routeOutputs: [String]) throws(SessionError) {
+    func resume(
+        _ player: PlayerStream, routeOutputs: [String], channelLimit: ChannelLimit = { $0 }
+    ) throws(SessionError) {
         guard player.pausedBy != nil else { return }
         var extra: [(String, JSONValue)] = []
         if player.followsRoute && !routeOutputs.contains(player.port) {
@@ -273,7 +277,7 @@ final class PlayerService: @unchecked Sendable {
                         + "`recctl routes`")
             }
             extra = [("previousPort", .string(player.port))]
-            try move(player, to: output, reason: nil)
+            try move(player, to: output, reason: nil, channelLimit: channelLimit)
         }
         engine.play(player.handle, rampMilliseconds: AudioEngine.defaultRampMilliseconds)
         player.pausedBy = nil
@@ -283,13 +287,21 @@ final class PlayerService: @unchecked Sendable {
     /// Moves a player that follows the route to `output`: from the next period it crossfades
     /// there over the default ramp (no gap). Announced with `previousPort` and `reason` (the
     /// route change's), and how fast it followed the device's arrival.
-    func move(_ player: PlayerStream, to output: String, reason: RouteChangeReason?) throws(SessionError) {
+    ///
+    /// `channelLimit` gives, for the target port's channel count, how many of its first channels
+    /// the session lets it use (its preferred output channels, SPEC §5).
+    func move(
+        _ player: PlayerStream, to output: String, reason: RouteChangeReason?, channelLimit: ChannelLimit
+    ) throws(SessionError) {
         guard let target = engine.output(port: output) else {
             throw SessionError(.cannotStartPlaying, "port \(output) is not an output port; see `recctl routes`")
         }
+        let routes = PlayerRoute.defaultRoutes(
+            playerChannels: player.handle.channels, groupChannels: max(1, channelLimit(target.channels)))
         do {
             try engine.movePlayer(
-                player.handle, toOutputGroup: target.group, rampMilliseconds: AudioEngine.defaultRampMilliseconds)
+                player.handle, toOutputGroup: target.group, routes: routes,
+                rampMilliseconds: AudioEngine.defaultRampMilliseconds)
         } catch {
             throw SessionError(
                 .cannotStartPlaying,
@@ -297,7 +309,7 @@ final class PlayerService: @unchecked Sendable {
         }
         let previous = player.port
         player.port = output
-        Log.info("\(player.app): \(player.stream) moves from \(previous) to \(output)")
+        if previous != output { Log.info("\(player.app): \(player.stream) moves from \(previous) to \(output)") }
         guard let reason else { return }
         var extra: [(String, JSONValue)] = [("previousPort", .string(previous))]
         if reason == .newDeviceAvailable, let reaction = engine.portArrivalReaction() {
@@ -373,9 +385,9 @@ final class PlayerService: @unchecked Sendable {
 
     /// The interruption ended with shouldResume: what it paused plays again (a player that
     /// follows the route on `routeOutputs`; with none, it stays paused).
-    func resumeInterrupted(of app: String, routeOutputs: [String]) {
+    func resumeInterrupted(of app: String, routeOutputs: [String], channelLimit: ChannelLimit = { $0 }) {
         for player in of(app) where player.pausedBy == .interruption {
-            do { try resume(player, routeOutputs: routeOutputs) } catch {
+            do { try resume(player, routeOutputs: routeOutputs, channelLimit: channelLimit) } catch {
                 Log.warning("\(app): \(player.stream) stays paused: \(error.message)")
             }
         }
@@ -388,7 +400,9 @@ final class PlayerService: @unchecked Sendable {
     /// that went away were paused first (`pauseDisconnected`) and stay paused: nothing falls
     /// back to another output by itself. With no output left in the route, a following player
     /// pauses (`oldDeviceUnavailable`).
-    func follow(of app: String, outputs: [String], reason: RouteChangeReason) {
+    func follow(
+        of app: String, outputs: [String], reason: RouteChangeReason, channelLimit: ChannelLimit = { $0 }
+    ) {
         for player in of(app) where player.followsRoute && player.pausedBy == nil && !outputs.contains(player.port) {
             guard let output = outputs.first, engine.isAvailable(port: output) else {
                 // No output left to follow: silence, as when its device goes away.
@@ -401,8 +415,19 @@ final class PlayerService: @unchecked Sendable {
                 pause(player, cause: .routeDisconnected, rampMilliseconds: 1)
                 continue
             }
-            do { try move(player, to: output, reason: reason) } catch {
+            do { try move(player, to: output, reason: reason, channelLimit: channelLimit) } catch {
                 Log.warning("\(app): \(player.stream) stays on \(player.port): \(error.message)")
+            }
+        }
+    }
+
+    /// The session's preferred output channels changed: every player of `app` that follows the
+    /// route plays, from the next period (crossfaded), to the first `channelLimit(port
+    /// channels)` channels of its port. Players given channels with `--to` keep them.
+    func applyChannelLimit(of app: String, channelLimit: ChannelLimit) {
+        for player in of(app) where player.followsRoute {
+            do { try move(player, to: player.port, reason: nil, channelLimit: channelLimit) } catch {
+                Log.warning("\(app): \(player.stream) keeps its channels: \(error.message)")
             }
         }
     }

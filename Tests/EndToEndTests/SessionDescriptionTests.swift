@@ -174,4 +174,68 @@ struct SessionDescriptionEndToEndTests {
         #expect(channels[0].contains { $0 > 0.2 }, "the first channel carries the file")
         #expect(channels[1].allSatisfy { $0 == 0 }, "the second channel stays silent")
     }
+
+    @Test("--input-channels changed while recording: the stream goes on in a new segment with the new count, continuous to the frame")
+    func inputChannelsChangeWhileRecording() throws {
+        let deck = uniqueName("deck")
+        let daemon = try Daemon(ports: ArchiveEndToEndTests.deckPorts(deck))
+        let source = try SignalClient(["--name", deck, "play", "--ports", "out_1,out_2", "--signal", "counter"])
+        defer { source.stop() }
+        #expect(try eventually { try daemon.recctl("--json", "routes").json?["ports"]?.arrayValue?.first?["available"] == true })
+        try #require(daemon.recctl("session", "set", "logger", "--category", "record", "--mic-usage", "archive").status == 0)
+        try #require(daemon.recctl("permission", "grant", "logger").status == 0)
+        let watcher = try daemon.watch("logger")
+        try #require(daemon.recctl("record", "start", "logger").status == 0)
+        usleep(700_000)
+        try #require(daemon.recctl("session", "prefer", "logger", "--input-channels", "1").status == 0)
+        let switched = watcher.waitFor { $0["event"] == "recording" && $0["state"] == "switched" }
+        #expect(switched.contains { $0["state"] == "switched" && $0["reason"] == "routeChange" })
+        #expect(try daemon.recctl("--json", "status").json?["recorders"]?.arrayValue?.first?["stream"] != nil)
+        usleep(700_000)
+        try #require(daemon.recctl("record", "stop", "logger").status == 0)
+        let files = archiveFiles(daemon.directory + "/archive").filter { $0.hasSuffix(".flac") }
+        try #require(files.count == 2, "two segments: \(files)")
+        #expect(try files.allSatisfy(flacTest))
+        #expect(try runTool("metaflac", ["--show-channels", files[0]]).stdout == "2\n")
+        #expect(try runTool("metaflac", ["--show-channels", files[1]]).stdout == "1\n")
+        #expect(try runTool("metaflac", ["--show-tag=END_REASON", files[0]]).stdout == "END_REASON=routeChange\n")
+        // Continuous: the second segment's first frame is the frame after the first's last.
+        let first = try decodeFLAC(files[0], bits: 24)
+        let second = try decodeFLAC(files[1], bits: 24)
+        try #require(first.count >= 2 * 48_000 / 4 && second.count >= 48_000 / 4)
+        let n0 = try #require((0..<65536).first { counterK($0, 0) == Int(first[0] / 256 + 32768) })
+        let firstFrames = first.count / 2
+        let next = counterK(n0 + firstFrames, 0)
+        #expect(Int(second[0] / 256 + 32768) == next, "the new segment does not start at the frame after the old one's last")
+        let bad = second.indices.filter { second[$0] != Int32((counterK(n0 + firstFrames + $0, 0) - 32768) * 256) }
+        #expect(bad.isEmpty, "the 1-channel segment is not the source's first channel at \(bad.prefix(3))")
+    }
+
+    @Test("--output-channels changed while playing: from the next period the player uses the port's first channel only, no gap on it")
+    func outputChannelsChangeWhilePlaying() throws {
+        let sink = uniqueName("sink")
+        let daemon = try Daemon(ports: """
+            [port out]
+            type = lineOut
+            direction = output
+            jack = \(sink):in_1, \(sink):in_2
+
+            """)
+        let raw = daemon.directory + "/captured.raw"
+        let capture = try SignalClient(["--name", sink, "capture", "--ports", "in_1,in_2", "--out", raw, "--seconds", "3"])
+        #expect(try eventually { try daemon.recctl("--json", "routes").json?["ports"]?.arrayValue?.first?["available"] == true })
+        try #require(daemon.recctl("session", "set", "app", "--category", "playback").status == 0)
+        let wav = daemon.directory + "/mono.wav"
+        try writeWAV(path: wav, sampleRate: 48_000, channels: 1, samples: [Int16](repeating: 8192, count: 48_000 * 10))
+        try #require(daemon.recctl("play", "app", wav).status == 0)
+        usleep(1_000_000)
+        try #require(daemon.recctl("session", "prefer", "app", "--output-channels", "1").status == 0)
+        #expect(try show(daemon, "app")["actual"]?["outputChannels"] == 1)
+        #expect(capture.waitForExit(timeout: 20))
+        let channels = deinterleave(try readRawFloats(path: raw), channels: 2)
+        let start = try #require(channels[0].firstIndex { $0 > 0.2 }, "the file never reached the first channel")
+        #expect(channels[0][start...].allSatisfy { $0 > 0.2 }, "the first channel has a gap")
+        #expect(channels[1][start..<(start + 24_000)].allSatisfy { $0 > 0.2 }, "before the change the mono file plays on both")
+        #expect(channels[1].suffix(24_000).allSatisfy { $0 == 0 }, "after the change the second channel is silent")
+    }
 }
