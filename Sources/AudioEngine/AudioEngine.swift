@@ -229,14 +229,25 @@ public final class AudioEngine {
     /// Frames per period, read from JACK; nil when not running.
     public var bufferSize: Int? { runningClient?.bufferSize }
 
-    /// Asks JACK for the power of two nearest `frames` (16...8192) as its period and returns
-    /// it. The server may refuse (some backends cannot change it): that throws.
+    /// What a buffer-size request came to.
+    public struct BufferSizeChange: Equatable, Sendable {
+        /// The period asked for (a power of two).
+        public var requested: Int
+        /// The period in force once the server answered. A server may accept the request and
+        /// keep its own period: PipeWire's JACK while its quantum is forced (clock.force-quantum).
+        public var inForce: Int
+        public var tookEffect: Bool { requested == inForce }
+    }
+
+    /// Asks JACK for the power of two nearest `frames` (16...8192) as its period and reports
+    /// the period really in force afterwards (jackd2 changes it before answering; PipeWire's
+    /// JACK answers success and keeps a forced quantum). A refusal throws.
     @discardableResult
-    public func setBufferSize(nearest frames: Int) throws(AudioEngineError) -> Int {
+    public func setBufferSize(nearest frames: Int) throws(AudioEngineError) -> BufferSizeChange {
         guard let client = runningClient else { throw lostOrNotRunning }
         let size = Self.nearestPowerOfTwo(frames)
         do { try client.setBufferSize(size) } catch { throw .jack(error) }
-        return size
+        return BufferSizeChange(requested: size, inForce: client.bufferSize)
     }
 
     /// The power of two nearest `frames`, within 16...8192 (ties go up).

@@ -17,19 +17,26 @@ final class JackClient {
     let serverName: String?
 
     /// Opens a client and installs the notification callbacks (they fire once activated).
+    ///
+    /// A name already taken gets a suffix, `NAME-01`, `NAME-02`, ... on both servers: jackd2
+    /// picks it and `jack_get_client_name` tells it. PipeWire's JACK (0.3.65) does not: the
+    /// client keeps calling itself NAME while every other client sees it as NAME-<node id>, so
+    /// the port names it builds (NAME:port) would reach the other client's ports. So a client
+    /// whose name the server resolves to another client (jack_get_uuid_for_client_name) is
+    /// closed and opened again under the next suffix.
     init(name requestedName: String, serverName: String?, sink: NotificationSink) throws(JackError)
     {
-        var status = jack_status_t(rawValue: 0)
-        let opened: OpaquePointer? =
-            if let serverName {
-                recd_jack_client_open(requestedName, serverName, &status)
-            } else {
-                recd_jack_client_open(requestedName, nil, &status)
+        var attempt = 0
+        var opened = try Self.open(requestedName, serverName: serverName)
+        while Self.nameBelongsToAnotherClient(opened) {
+            _ = jack_client_close(opened)
+            attempt += 1
+            let suffix = attempt < 10 ? "0\(attempt)" : "\(attempt)"
+            guard attempt < 100 else {
+                throw JackError.openFailure(
+                    status: .nameNotUnique, clientName: requestedName, serverName: serverName)
             }
-        guard let opened else {
-            throw JackError.openFailure(
-                status: JackError.Status(rawValue: status.rawValue), clientName: requestedName,
-                serverName: serverName)
+            opened = try Self.open("\(requestedName)-\(suffix)", serverName: serverName)
         }
         handle = opened
         self.sink = sink
@@ -49,6 +56,34 @@ final class JackClient {
     }
 
     deinit { close() }
+
+    private static func open(_ name: String, serverName: String?) throws(JackError) -> OpaquePointer {
+        var status = jack_status_t(rawValue: 0)
+        let opened: OpaquePointer? =
+            if let serverName {
+                recd_jack_client_open(name, serverName, &status)
+            } else {
+                recd_jack_client_open(name, nil, &status)
+            }
+        guard let opened else {
+            throw JackError.openFailure(
+                status: JackError.Status(rawValue: status.rawValue), clientName: name,
+                serverName: serverName)
+        }
+        return opened
+    }
+
+    /// Whether the server resolves this client's own name to another client (PipeWire's JACK
+    /// with a duplicate name; the older client is found first, measured on 0.3.65).
+    private static func nameBelongsToAnotherClient(_ client: OpaquePointer) -> Bool {
+        guard let name = jack_get_client_name(client), let own = jack_client_get_uuid(client) else {
+            return false
+        }
+        defer { jack_free(own) }
+        guard let found = jack_get_uuid_for_client_name(client, name) else { return false }
+        defer { jack_free(found) }
+        return String(cString: own) != String(cString: found)
+    }
 
     private func client(_ operation: @autoclosure () -> String) throws(JackError) -> OpaquePointer {
         guard let handle else {

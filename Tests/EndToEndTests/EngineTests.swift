@@ -1,6 +1,7 @@
 // Issue 3 end to end: recd on a real jackd (dummy), devices played by recd-signal clients.
 import ControlProtocol
 import Foundation
+import TestSupport
 import Testing
 
 #if canImport(Glibc)
@@ -139,7 +140,9 @@ struct EngineEndToEndTests {
         }
     }
 
-    @Test("killing jackd and starting it again: mediaServicesWereLost then Reset, same recd, configuration intact")
+    @Test(
+        "killing jackd and starting it again: mediaServicesWereLost then Reset, same recd, configuration intact",
+        .enabled(if: !TestServer.isPipeWire, Comment(rawValue: TestServer.startsItsOwnJackd)))
     func mediaServicesReset() throws {
         let jack = try PrivateJack()
         let daemon = try Daemon(ports: Daemon.systemPorts, jackServer: jack.name)
@@ -219,7 +222,9 @@ struct EngineEndToEndTests {
         #expect(watcher.waitFor { $0["event"] == "player" && $0["state"] == "stopped" }.contains { $0["state"] == "stopped" })
     }
 
-    @Test("preferred IO buffer moves JACK's buffer size when the config allows it; actual values are JACK's")
+    @Test(
+        "preferred IO buffer moves JACK's buffer size when the config allows it; actual values are JACK's",
+        .enabled(if: !TestServer.isPipeWire, Comment(rawValue: TestServer.startsItsOwnJackd)))
     func bufferPreference() throws {
         let jack = try PrivateJack(period: 256)
         let daemon = try Daemon(extraConfig: "", ports: Daemon.systemPorts.replacingOccurrences(of: "[port mic]", with: "[port mic]"), jackServer: jack.name)
