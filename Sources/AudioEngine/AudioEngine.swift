@@ -309,6 +309,20 @@ public final class AudioEngine {
         return overflow ? nil : result
     }
 
+    /// JACK's microsecond clock at `frame`, from the frame it is at now (`nowFrame` at
+    /// `nowMicros`): frame times are 32-bit and wrap (every 24.9 hours at 48 kHz), so the
+    /// distance is taken modulo 2^32 and read as signed (a frame up to 2^31 frames ahead or
+    /// behind). nil for a rate of 0 or a time before JACK's clock began. Pure: any thread.
+    public static func microseconds(ofFrame frame: UInt32, nowFrame: UInt32, nowMicros: UInt64, sampleRate: Int)
+        -> UInt64?
+    {
+        guard sampleRate > 0, let now = Int64(exactly: nowMicros) else { return nil }
+        let behind = Int64(Int32(bitPattern: nowFrame &- frame))
+        let (micros, overflow) = now.subtractingReportingOverflow(behind * 1_000_000 / Int64(sampleRate))
+        guard !overflow, micros >= 0 else { return nil }
+        return UInt64(micros)
+    }
+
     /// JACK's microsecond clock now (jack_get_time; any thread).
     public static var jackMicros: UInt64 { JackClient.now() }
 

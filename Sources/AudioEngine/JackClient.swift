@@ -254,9 +254,17 @@ final class JackClient {
     var frameTime: UInt32 { handle.map { jack_frame_time($0) } ?? 0 }
 
     /// JACK's microsecond clock for a frame time (jack_frames_to_time).
+    ///
+    /// Placed from the frame JACK estimates it is at now (jack_frame_time, read beside
+    /// jack_get_time), not with jack_frames_to_time: PipeWire's (0.3.65) subtracts the 32-bit
+    /// frame from its 64-bit position unsigned and answers about 2^63 µs for any frame before
+    /// the current cycle (measured), which is every tap's first frame by the time it is asked.
     func microseconds(forFrameTime frameTime: UInt32) -> UInt64? {
         guard let handle else { return nil }
-        return jack_frames_to_time(handle, frameTime)
+        let nowFrame = jack_frame_time(handle)
+        return AudioEngine.microseconds(
+            ofFrame: frameTime, nowFrame: nowFrame, nowMicros: jack_get_time(),
+            sampleRate: Int(jack_get_sample_rate(handle)))
     }
 
     /// JACK's microsecond clock now (jack_get_time).

@@ -237,11 +237,14 @@ final class EngineController {
         do {
             let change = try engine.setBufferSize(nearest: Int((duration * Double(rate)).rounded()))
             if change.tookEffect { return "JACK buffer size set to \(change.inForce) frames" }
+            // jackd2 changes the period before it answers; PipeWire's JACK answers first and
+            // changes its quantum a few cycles later, or never while the quantum is forced.
             let why =
-                JackImplementation.loaded.kind == .pipewire
-                ? "PipeWire's quantum is forced; `pw-metadata -n settings 0 clock.force-quantum 0` lifts it"
+                implementation.kind == .pipewire
+                ? "PipeWire applies a new quantum later (actual follows when it does), and never while its quantum "
+                    + "is forced (`pw-metadata -n settings 0 clock.force-quantum 0` lifts that)"
                 : "the server did not change it"
-            return "asked JACK for \(change.requested) frames; the buffer size stays \(change.inForce) frames (\(why))"
+            return "asked JACK for \(change.requested) frames; the buffer size is still \(change.inForce) frames: \(why)"
         } catch {
             return "JACK refused a new buffer size: \(error)"
         }

@@ -14,6 +14,21 @@ struct FrameClockTests {
         #expect(AudioEngine.wallNanoseconds(wallNow: wallNow, jackNowMicros: 5, frameMicros: 5) == wallNow)
     }
 
+    @Test("a frame time is placed from the frame JACK is at now, across the 32-bit wrap")
+    func framesToMicroseconds() {
+        let now: UInt64 = 11_646_750_866
+        #expect(AudioEngine.microseconds(ofFrame: 1_433_600, nowFrame: 1_437_800, nowMicros: now, sampleRate: 48_000) == now - 87_500)
+        #expect(AudioEngine.microseconds(ofFrame: 1_000, nowFrame: 1_000, nowMicros: now, sampleRate: 48_000) == now)
+        // Ahead of now (a frame of the cycle being processed).
+        #expect(AudioEngine.microseconds(ofFrame: 1_048, nowFrame: 1_000, nowMicros: now, sampleRate: 48_000) == now + 1_000)
+        // The frame counter wrapped between the frame and now: 96 frames, 2 ms.
+        #expect(AudioEngine.microseconds(ofFrame: UInt32.max - 47, nowFrame: 48, nowMicros: now, sampleRate: 48_000) == now - 2_000)
+        // No rate, a time before JACK's clock began, a clock past Int64: nil, never a trap.
+        #expect(AudioEngine.microseconds(ofFrame: 0, nowFrame: 48_000, nowMicros: now, sampleRate: 0) == nil)
+        #expect(AudioEngine.microseconds(ofFrame: 0, nowFrame: 480_000, nowMicros: 5, sampleRate: 48_000) == nil)
+        #expect(AudioEngine.microseconds(ofFrame: 0, nowFrame: 0, nowMicros: UInt64.max, sampleRate: 48_000) == nil)
+    }
+
     @Test("implausible or overflowing answers give nil, never a trap")
     func implausible() {
         let cases: [(UInt64, UInt64)] = [

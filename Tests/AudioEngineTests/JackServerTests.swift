@@ -1,6 +1,7 @@
 // Which JACK implementation and server recd reaches, on jackd2 and on PipeWire's JACK
 // (scripts/test runs this target on both; docs/jack-servers.md).
 
+import Glibc
 import Testing
 import TestSupport
 
@@ -41,6 +42,29 @@ extension EngineIntegrationTests {
         #expect(
             JackImplementation.loaded.kind.rawValue == TestServer.kind.rawValue,
             "libjack \(JackImplementation.loaded.version); the test run says \(TestServer.kind)")
+    }
+
+    @Test(
+        "(r) a tap's first frame is placed on the wall clock by JACK's clock, not the fallback, near now",
+        .timeLimit(.minutes(1)))
+    func firstFrameOnTheWallClock() throws {
+        let engine = AudioEngine()
+        try engine.start(
+            clientName: unique("recdtest-clock"),
+            inputs: [PortGroupSpec(name: "mic", channels: 1, connectTo: ["system:capture_1"])], outputs: [])
+        defer { engine.stop() }
+        let tap = try engine.addCaptureTap(inputGroup: "mic")
+        #expect(waitUntil(seconds: 5) { tap.firstFrameTime != nil })
+        // Asked a little later, as the recorder does: the frame lies in an earlier cycle.
+        usleep(100_000)
+        var wall = timespec()
+        clock_gettime(CLOCK_REALTIME, &wall)
+        let before = Int64(wall.tv_sec) * 1_000_000_000 + Int64(wall.tv_nsec)
+        let first = try #require(tap.firstFrameTime)
+        let placed = try #require(engine.utcNanoseconds(forFrameTime: first))
+        #expect(placed.fromJackClock, "the wall-clock fallback stood in for \(TestServer.kind)'s clock")
+        let age = Double(before - placed.nanoseconds) / 1e9
+        #expect(age > 0.05 && age < 2, "the first frame was \(age) s before now")
     }
 
     @Test(

@@ -230,10 +230,10 @@ extension EngineIntegrationTests {
         // first frame; only a clean stretch can be compared frame by frame. PipeWire's JACK never
         // reports xruns, so there every run is compared, and a lost cycle fails it.
         if bench.engine.xruns == xrunsBefore {
+            let taps = "taps from \(input.firstFrameTime ?? 0), \(bus.firstFrameTime ?? 0)"
             #expect(
                 onBus.allSatisfy(onInput.contains),
-                "every bus impulse sits at an input impulse's frame time (taps from \(input.firstFrameTime ?? 0), "
-                    + "\(bus.firstFrameTime ?? 0); input impulses at \(onInput.sorted().prefix(3)))")
+                "every bus impulse sits at an input impulse's frame time (\(taps); at \(onInput.sorted().prefix(3)))")
         }
         #expect(input.overruns == 0 && bus.overruns == 0)
     }
