@@ -277,6 +277,11 @@ public final class AudioEngine {
         public var nanoseconds: Int64
         /// False when JACK's answer was implausible and the wall clock now stands in for it.
         public var fromJackClock: Bool
+
+        public init(nanoseconds: Int64, fromJackClock: Bool) {
+            self.nanoseconds = nanoseconds
+            self.fromJackClock = fromJackClock
+        }
     }
 
     /// The UTC time of a JACK frame time (e.g. a tap's first frame): JACK's microsecond clock

@@ -53,6 +53,10 @@ extension EngineIntegrationTests {
             clientName: unique("recdtest-clock"),
             inputs: [PortGroupSpec(name: "mic", channels: 1, connectTo: ["system:capture_1"])], outputs: [])
         defer { engine.stop() }
+        // PipeWire's frame time is the frame counter of the driver of the client's graph: the
+        // client starts on the Dummy-Driver and moves to the capture node's driver once the link
+        // is up, and its frame times jump then (measured: 91 s). Let the graph settle first.
+        usleep(300_000)
         let tap = try engine.addCaptureTap(inputGroup: "mic")
         #expect(waitUntil(seconds: 5) { tap.firstFrameTime != nil })
         // Asked a little later, as the recorder does: the frame lies in an earlier cycle.
