@@ -244,7 +244,8 @@ final class EngineController {
                 ? "PipeWire applies a new quantum later (actual follows when it does), and never while its quantum "
                     + "is forced (`pw-metadata -n settings 0 clock.force-quantum 0` lifts that)"
                 : "the server did not change it"
-            return "asked JACK for \(change.requested) frames; the buffer size is still \(change.inForce) frames: \(why)"
+            return
+                "asked JACK for \(change.requested) frames; the buffer size is still \(change.inForce) frames: \(why)"
         } catch {
             return "JACK refused a new buffer size: \(error)"
         }

@@ -2,8 +2,8 @@
 // (scripts/test runs this target on both; docs/jack-servers.md).
 
 import Glibc
-import Testing
 import TestSupport
+import Testing
 
 @testable import AudioEngine
 
@@ -30,7 +30,9 @@ struct JackServerNameTests {
             ("pipewire", "booth", [:], "booth"),
             ("pipewire", "booth", ["PIPEWIRE_REMOTE": "pipewire-1"], "pipewire-1"),
         ] as [(String, String?, [String: String], String)])
-    func serverNames(_ implementation: String, _ configured: String?, _ environment: [String: String], _ reached: String) {
+    func serverNames(
+        _ implementation: String, _ configured: String?, _ environment: [String: String], _ reached: String
+    ) {
         let jack = implementation == "pipewire" ? Self.pipewire : Self.jackd
         #expect(jack.serverName(configured: configured) { environment[$0] } == reached)
     }

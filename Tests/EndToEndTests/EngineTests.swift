@@ -251,7 +251,8 @@ struct EngineEndToEndTests {
         "on PipeWire a forced quantum keeps the buffer: the preference's note and actual report the period in force",
         .enabled(
             if: TestServer.isPipeWire,
-            "PipeWire's forced quantum (scripts/lib.sh start_pipewire forces it); on jackd the test above moves the buffer"))
+            "PipeWire's forced quantum (scripts/lib.sh start_pipewire forces it); on jackd the test above moves the buffer"
+        ))
     func bufferPreferenceUnderForcedQuantum() throws {
         let daemon = try Daemon(allowBufferSizeChanges: true)
         try #require(daemon.recctl("session", "set", "b", "--category", "playback").status == 0)
@@ -261,7 +262,9 @@ struct EngineEndToEndTests {
         let prefer = try daemon.recctl("--json", "session", "prefer", "b", "--io-buffer", "0.005")
         #expect(prefer.status == 0, "\(prefer.stderr)")
         let note = prefer.json?["note"]?.stringValue ?? ""
-        #expect(note.contains("256") && note.contains("still \(quantum) frames") && note.contains("force-quantum"), "note: \(note)")
+        #expect(
+            note.contains("256") && note.contains("still \(quantum) frames") && note.contains("force-quantum"),
+            "note: \(note)")
         usleep(200_000)
         let shown = try #require(daemon.recctl("--json", "session", "show", "b").json)
         #expect(shown["preferences"]?["ioBufferDuration"]?.doubleValue == 0.005)
