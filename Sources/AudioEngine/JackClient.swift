@@ -253,7 +253,7 @@ final class JackClient {
     /// Any thread: jack_frame_time (0 when closed).
     var frameTime: UInt32 { handle.map { jack_frame_time($0) } ?? 0 }
 
-    /// JACK's microsecond clock for a frame time (jack_frames_to_time).
+    /// JACK's microsecond clock (jack_get_time) at a frame time.
     ///
     /// Placed from the frame JACK estimates it is at now (jack_frame_time, read beside
     /// jack_get_time), not with jack_frames_to_time: PipeWire's (0.3.65) subtracts the 32-bit
