@@ -135,12 +135,13 @@ CONF
     log "started a headless PipeWire in $dir (pid $STARTED_PIPEWIRE_PID, quantum $period)"
 }
 
-# stop_stale_pipewire DIR: ends the PipeWire an earlier run started in DIR (its pid file),
-# if that process is still a pipewire.
+# stop_stale_pipewire DIR: ends the PipeWire an earlier run started in DIR (its pid file), if
+# that process is still a pipewire serving DIR (not another one that got the same pid).
 stop_stale_pipewire() {
     local dir="$1" pid
     pid="$(cat "$dir/pw.pid" 2>/dev/null)" || return 0
     [ -n "$pid" ] && [ "$(cat "/proc/$pid/comm" 2>/dev/null)" = pipewire ] || return 0
+    tr '\0' '\n' <"/proc/$pid/environ" 2>/dev/null | grep -qx "XDG_RUNTIME_DIR=$dir/run" || return 0
     kill -TERM "$pid" 2>/dev/null || return 0
     for _ in $(seq 1 50); do
         kill -0 "$pid" 2>/dev/null || return 0
