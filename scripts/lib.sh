@@ -88,3 +88,73 @@ stop_jack() {
         STARTED_JACK_PID=""
     fi
 }
+
+# start_pipewire DIR [PERIOD]: a headless PipeWire serving JACK clients from DIR (its socket,
+# config drop-in, log and pid file live there): no sound card, no D-Bus, no session manager.
+# It offers system:capture_1/2 (silent) and system:playback_1/2 like jackd's dummy driver, at
+# 48000 Hz with the quantum forced to PERIOD (default 1024). JACK clients reach it only through
+# PipeWire's libjack: run them under `pw-jack`, with PIPEWIRE_RUNTIME_DIR (exported here)
+# naming DIR/run. A PipeWire left running in DIR by an earlier, killed run is stopped first.
+# Sets STARTED_PIPEWIRE_PID. Measured differences from jackd2: docs/jack-servers.md.
+STARTED_PIPEWIRE_PID=""
+STARTED_PIPEWIRE_DIR=""
+start_pipewire() {
+    local dir="$1" period="${2:-1024}"
+    stop_stale_pipewire "$dir"
+    mkdir -p -m 0700 "$dir/run"
+    mkdir -p "$dir/cfg/pipewire/pipewire.conf.d"
+    # The "system" device jackd's dummy driver would have: a null sink (system:playback_1/2)
+    # and a virtual source whose monitor ports are system:capture_1/2 (silent; it also shows
+    # input ports system:input_1/2). Both are null sinks, which drive the graph with their own
+    # timer. An audiotestsrc as the capture node (/work/shared/tools/pipewire-headless.sh) stalls
+    # a client linked to both nodes after two cycles on PipeWire 0.3.65.
+    cat >"$dir/cfg/pipewire/pipewire.conf.d/headless-system.conf" <<'CONF'
+context.objects = [
+ { factory = adapter args = { factory.name = support.null-audio-sink node.name = system-playback node.description = system media.class = Audio/Sink audio.channels = 2 audio.position = [ AUX0 AUX1 ] adapter.auto-port-config = { mode = dsp position = unknown } } }
+ { factory = adapter args = { factory.name = support.null-audio-sink node.name = system-capture node.description = system media.class = Audio/Source/Virtual audio.channels = 2 audio.position = [ AUX0 AUX1 ] adapter.auto-port-config = { mode = dsp monitor = true position = unknown } } } ]
+CONF
+    export PIPEWIRE_RUNTIME_DIR="$dir/run"
+    unset PIPEWIRE_REMOTE
+    XDG_RUNTIME_DIR="$dir/run" XDG_CONFIG_HOME="$dir/cfg" pipewire >"$dir/pw.log" 2>&1 &
+    STARTED_PIPEWIRE_PID=$!
+    STARTED_PIPEWIRE_DIR="$dir"
+    echo "$STARTED_PIPEWIRE_PID" >"$dir/pw.pid"
+    local ready=""
+    for _ in $(seq 1 100); do
+        if pw-jack jack_lsp 2>/dev/null | grep -q system:capture_2; then ready=yes; break; fi
+        kill -0 "$STARTED_PIPEWIRE_PID" 2>/dev/null || break
+        sleep 0.1
+    done
+    if [ -z "$ready" ]; then
+        log "PipeWire did not start; its log:"; cat "$dir/pw.log" >&2
+        stop_pipewire
+        return 1
+    fi
+    pw-metadata -n settings 0 clock.force-rate 48000 >/dev/null
+    pw-metadata -n settings 0 clock.force-quantum "$period" >/dev/null
+    log "started a headless PipeWire in $dir (pid $STARTED_PIPEWIRE_PID, quantum $period)"
+}
+
+# stop_stale_pipewire DIR: ends the PipeWire an earlier run started in DIR (its pid file), if
+# that process is still a pipewire serving DIR (not another one that got the same pid).
+stop_stale_pipewire() {
+    local dir="$1" pid
+    pid="$(cat "$dir/pw.pid" 2>/dev/null)" || return 0
+    [ -n "$pid" ] && [ "$(cat "/proc/$pid/comm" 2>/dev/null)" = pipewire ] || return 0
+    tr '\0' '\n' <"/proc/$pid/environ" 2>/dev/null | grep -qx "XDG_RUNTIME_DIR=$dir/run" || return 0
+    kill -TERM "$pid" 2>/dev/null || return 0
+    for _ in $(seq 1 50); do
+        kill -0 "$pid" 2>/dev/null || return 0
+        sleep 0.1
+    done
+    kill -KILL "$pid" 2>/dev/null || true
+}
+
+stop_pipewire() {
+    if [ -n "$STARTED_PIPEWIRE_PID" ]; then
+        kill "$STARTED_PIPEWIRE_PID" 2>/dev/null || true
+        wait "$STARTED_PIPEWIRE_PID" 2>/dev/null || true
+        rm -f "$STARTED_PIPEWIRE_DIR/pw.pid"
+        STARTED_PIPEWIRE_PID=""
+    fi
+}

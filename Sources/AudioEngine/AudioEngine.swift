@@ -237,14 +237,25 @@ public final class AudioEngine {
     /// Frames per period, read from JACK; nil when not running.
     public var bufferSize: Int? { runningClient?.bufferSize }
 
-    /// Asks JACK for the power of two nearest `frames` (16...8192) as its period and returns
-    /// it. The server may refuse (some backends cannot change it): that throws.
+    /// What a buffer-size request came to.
+    public struct BufferSizeChange: Equatable, Sendable {
+        /// The period asked for (a power of two).
+        public var requested: Int
+        /// The period in force once the server answered. A server may accept the request and
+        /// keep its own period: PipeWire's JACK while its quantum is forced (clock.force-quantum).
+        public var inForce: Int
+        public var tookEffect: Bool { requested == inForce }
+    }
+
+    /// Asks JACK for the power of two nearest `frames` (16...8192) as its period and reports
+    /// the period really in force afterwards (jackd2 changes it before answering; PipeWire's
+    /// JACK answers success and keeps a forced quantum). A refusal throws.
     @discardableResult
-    public func setBufferSize(nearest frames: Int) throws(AudioEngineError) -> Int {
+    public func setBufferSize(nearest frames: Int) throws(AudioEngineError) -> BufferSizeChange {
         guard let client = runningClient else { throw lostOrNotRunning }
         let size = Self.nearestPowerOfTwo(frames)
         do { try client.setBufferSize(size) } catch { throw .jack(error) }
-        return size
+        return BufferSizeChange(requested: size, inForce: client.bufferSize)
     }
 
     /// The power of two nearest `frames`, within 16...8192 (ties go up).
@@ -281,6 +292,11 @@ public final class AudioEngine {
         public var nanoseconds: Int64
         /// False when JACK's answer was implausible and the wall clock now stands in for it.
         public var fromJackClock: Bool
+
+        public init(nanoseconds: Int64, fromJackClock: Bool) {
+            self.nanoseconds = nanoseconds
+            self.fromJackClock = fromJackClock
+        }
     }
 
     /// The UTC time of a JACK frame time (e.g. a tap's first frame): JACK's microsecond clock
@@ -311,6 +327,20 @@ public final class AudioEngine {
         guard !ageOverflow, abs(age) <= plausibleFrameDistanceMicros else { return nil }
         let (result, overflow) = wallNow.subtractingReportingOverflow(age * 1_000)
         return overflow ? nil : result
+    }
+
+    /// JACK's microsecond clock at `frame`, from the frame it is at now (`nowFrame` at
+    /// `nowMicros`): frame times are 32-bit and wrap (every 24.9 hours at 48 kHz), so the
+    /// distance is taken modulo 2^32 and read as signed (a frame up to 2^31 frames ahead or
+    /// behind). nil for a rate of 0 or a time before JACK's clock began. Pure: any thread.
+    public static func microseconds(ofFrame frame: UInt32, nowFrame: UInt32, nowMicros: UInt64, sampleRate: Int)
+        -> UInt64?
+    {
+        guard sampleRate > 0, let now = Int64(exactly: nowMicros) else { return nil }
+        let behind = Int64(Int32(bitPattern: nowFrame &- frame))
+        let (micros, overflow) = now.subtractingReportingOverflow(behind * 1_000_000 / Int64(sampleRate))
+        guard !overflow, micros >= 0 else { return nil }
+        return UInt64(micros)
     }
 
     /// JACK's microsecond clock now (jack_get_time; any thread).

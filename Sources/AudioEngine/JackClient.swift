@@ -17,19 +17,26 @@ final class JackClient {
     let serverName: String?
 
     /// Opens a client and installs the notification callbacks (they fire once activated).
+    ///
+    /// A name already taken gets a suffix, `NAME-01`, `NAME-02`, ... on both servers: jackd2
+    /// picks it and `jack_get_client_name` tells it. PipeWire's JACK (0.3.65) does not: the
+    /// client keeps calling itself NAME while every other client sees it as NAME-<node id>, so
+    /// the port names it builds (NAME:port) would reach the other client's ports. So a client
+    /// whose name the server resolves to another client (jack_get_uuid_for_client_name) is
+    /// closed and opened again under the next suffix.
     init(name requestedName: String, serverName: String?, sink: NotificationSink) throws(JackError)
     {
-        var status = jack_status_t(rawValue: 0)
-        let opened: OpaquePointer? =
-            if let serverName {
-                recd_jack_client_open(requestedName, serverName, &status)
-            } else {
-                recd_jack_client_open(requestedName, nil, &status)
+        var attempt = 0
+        var opened = try Self.open(requestedName, serverName: serverName)
+        while Self.nameBelongsToAnotherClient(opened) {
+            _ = jack_client_close(opened)
+            attempt += 1
+            let suffix = attempt < 10 ? "0\(attempt)" : "\(attempt)"
+            guard attempt < 100 else {
+                throw JackError.openFailure(
+                    status: .nameNotUnique, clientName: requestedName, serverName: serverName)
             }
-        guard let opened else {
-            throw JackError.openFailure(
-                status: JackError.Status(rawValue: status.rawValue), clientName: requestedName,
-                serverName: serverName)
+            opened = try Self.open("\(requestedName)-\(suffix)", serverName: serverName)
         }
         handle = opened
         self.sink = sink
@@ -49,6 +56,34 @@ final class JackClient {
     }
 
     deinit { close() }
+
+    private static func open(_ name: String, serverName: String?) throws(JackError) -> OpaquePointer {
+        var status = jack_status_t(rawValue: 0)
+        let opened: OpaquePointer? =
+            if let serverName {
+                recd_jack_client_open(name, serverName, &status)
+            } else {
+                recd_jack_client_open(name, nil, &status)
+            }
+        guard let opened else {
+            throw JackError.openFailure(
+                status: JackError.Status(rawValue: status.rawValue), clientName: name,
+                serverName: serverName)
+        }
+        return opened
+    }
+
+    /// Whether the server resolves this client's own name to another client (PipeWire's JACK
+    /// with a duplicate name; the older client is found first, measured on 0.3.65).
+    private static func nameBelongsToAnotherClient(_ client: OpaquePointer) -> Bool {
+        guard let name = jack_get_client_name(client), let own = jack_client_get_uuid(client) else {
+            return false
+        }
+        defer { jack_free(own) }
+        guard let found = jack_get_uuid_for_client_name(client, name) else { return false }
+        defer { jack_free(found) }
+        return String(cString: own) != String(cString: found)
+    }
 
     private func client(_ operation: @autoclosure () -> String) throws(JackError) -> OpaquePointer {
         guard let handle else {
@@ -218,10 +253,18 @@ final class JackClient {
     /// Any thread: jack_frame_time (0 when closed).
     var frameTime: UInt32 { handle.map { jack_frame_time($0) } ?? 0 }
 
-    /// JACK's microsecond clock for a frame time (jack_frames_to_time).
+    /// JACK's microsecond clock (jack_get_time) at a frame time.
+    ///
+    /// Placed from the frame JACK estimates it is at now (jack_frame_time, read beside
+    /// jack_get_time), not with jack_frames_to_time: PipeWire's (0.3.65) subtracts the 32-bit
+    /// frame from its 64-bit position unsigned and answers about 2^63 µs for any frame before
+    /// the current cycle (measured), which is every tap's first frame by the time it is asked.
     func microseconds(forFrameTime frameTime: UInt32) -> UInt64? {
         guard let handle else { return nil }
-        return jack_frames_to_time(handle, frameTime)
+        let nowFrame = jack_frame_time(handle)
+        return AudioEngine.microseconds(
+            ofFrame: frameTime, nowFrame: nowFrame, nowMicros: jack_get_time(),
+            sampleRate: Int(jack_get_sample_rate(handle)))
     }
 
     /// JACK's microsecond clock now (jack_get_time).

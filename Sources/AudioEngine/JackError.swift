@@ -80,14 +80,19 @@ public struct JackError: Error, Equatable, Sendable, CustomStringConvertible {
 
     /// The message for a failed jack_client_open, from its status bits.
     static func openFailure(status: Status, clientName: String, serverName: String?) -> JackError {
-        let server = serverName.map { "JACK server '\($0)'" } ?? "the default JACK server"
+        let jack = JackImplementation.loaded
+        let reached = jack.serverName(configured: serverName)
+        let server = jack.kind == .pipewire ? "PipeWire '\(reached)'" : "JACK server '\(reached)'"
         let message: String
         if status.contains(.serverFailed) {
             message =
-                "could not connect to \(server); start jackd (recd never starts one) and check "
-                + "that it runs as the same user or is promiscuous"
+                jack.kind == .pipewire
+                ? "could not connect to \(server) (PipeWire's JACK); start PipeWire (recd never starts one) and "
+                    + "check PIPEWIRE_RUNTIME_DIR or XDG_RUNTIME_DIR (where its socket is) and PIPEWIRE_REMOTE"
+                : "could not connect to \(server); start jackd (recd never starts one) and check "
+                    + "that it runs as the same user or is promiscuous"
         } else if status.contains(.serverError) {
-            message = "\(server) did not answer properly; restart jackd"
+            message = "\(server) did not answer properly; restart \(jack.kind == .pipewire ? "PipeWire" : "jackd")"
         } else if status.contains(.sharedMemoryFailure) {
             message = "cannot map \(server)'s shared memory; check /dev/shm and permissions"
         } else if status.contains(.versionError) {

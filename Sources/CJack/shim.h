@@ -4,6 +4,7 @@
 // wrapped here; everything else is used as libjack declares it.
 #include <jack/jack.h>
 #include <jack/ringbuffer.h>
+#include <jack/session.h>  // jack_client_get_uuid: whose is a name (JackClient, duplicate names)
 
 /// Opens a client on the named server (NULL: libjack's default, honouring
 /// JACK_DEFAULT_SERVER). Never starts a server.

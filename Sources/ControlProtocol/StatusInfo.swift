@@ -55,10 +55,13 @@ public struct StatusInfo: ReplyObject {
         public var xruns: Int
         public var mediaServicesAvailable: Bool
         public var error: String?
+        /// Which JACK implementation serves recd: "jackd" or "pipewire" (PipeWire's JACK, which
+        /// never reports xruns). nil from a recd older than this key.
+        public var implementation: String?
 
         public init(
             connected: Bool, client: String?, server: String?, sampleRate: Int?, bufferSize: Int?, xruns: Int,
-            mediaServicesAvailable: Bool, error: String?
+            mediaServicesAvailable: Bool, error: String?, implementation: String? = nil
         ) {
             self.connected = connected
             self.client = client
@@ -68,6 +71,7 @@ public struct StatusInfo: ReplyObject {
             self.xruns = xruns
             self.mediaServicesAvailable = mediaServicesAvailable
             self.error = error
+            self.implementation = implementation
         }
 
         public var json: JSONValue {
@@ -75,7 +79,7 @@ public struct StatusInfo: ReplyObject {
                 "connected": .bool(connected), "client": JSONValue(client), "server": JSONValue(server),
                 "sampleRate": JSONValue(sampleRate), "bufferSize": JSONValue(bufferSize),
                 "xruns": .number(Double(xruns)), "mediaServicesAvailable": .bool(mediaServicesAvailable),
-                "error": JSONValue(error),
+                "error": JSONValue(error), "implementation": JSONValue(implementation),
             ]
         }
 
@@ -85,7 +89,8 @@ public struct StatusInfo: ReplyObject {
                 connected: try f.bool("connected"), client: try f.optionalString("client"),
                 server: try f.optionalString("server"), sampleRate: try f.optionalInt("sampleRate"),
                 bufferSize: try f.optionalInt("bufferSize"), xruns: try f.int("xruns"),
-                mediaServicesAvailable: try f.bool("mediaServicesAvailable"), error: try f.optionalString("error"))
+                mediaServicesAvailable: try f.bool("mediaServicesAvailable"), error: try f.optionalString("error"),
+                implementation: try f.optionalString("implementation"))
         }
     }
 

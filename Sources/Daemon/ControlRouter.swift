@@ -239,15 +239,21 @@ final class ControlRouter: ControlServerHandler, EventSink, @unchecked Sendable 
     func startEngine() {
         if engine.start() {
             Log.notice(
-                "connected to JACK as \(engine.clientName ?? "?") (\(engine.sampleRate ?? 0) Hz, "
+                "connected to JACK server '\(engine.serverName)' (\(engine.implementation.kind.rawValue), libjack "
+                    + "\(engine.implementation.version)) as \(engine.clientName ?? "?") (\(engine.sampleRate ?? 0) Hz, "
                     + "\(engine.bufferSize ?? 0) frames)"
             )
             apply(store.updatePorts(engine.portStates))
             startDeclaredRecorders()
         } else {
+            let howToStart =
+                engine.implementation.kind == .pipewire
+                ? "start PipeWire (PIPEWIRE_REMOTE, else [jack] server, names its socket in PIPEWIRE_RUNTIME_DIR or "
+                    + "XDG_RUNTIME_DIR)"
+                : "start one with `jackd -d dummy` or the JACK unit"
             Log.warning(
-                "no JACK server (\(engine.lastError ?? "unknown")); sessions cannot activate until one runs. Start "
-                    + "one with `jackd -d dummy` or the JACK unit; recd retries every 250 ms"
+                "no JACK server '\(engine.serverName)' (\(engine.lastError ?? "unknown")); sessions cannot activate "
+                    + "until one runs: \(howToStart); recd retries every 250 ms"
             )
             apply(store.mediaServicesLost())
         }
@@ -963,9 +969,11 @@ final class ControlRouter: ControlServerHandler, EventSink, @unchecked Sendable 
             uptime: (SystemClock.monotonicSeconds() - startedAt).rounded(), config: config.source,
             socket: config.daemon.socket, stateDir: config.daemon.stateDir, archiveDir: config.archive.dir)
         let jack = StatusInfo.Jack(
-            connected: engine.isRunning, client: engine.clientName, server: config.jack.server ?? "default",
+            connected: engine.isRunning, client: engine.clientName,
+            server: engine.serverName,
             sampleRate: engine.sampleRate, bufferSize: engine.bufferSize, xruns: engine.xruns,
-            mediaServicesAvailable: store.mediaServicesAvailable, error: engine.isRunning ? nil : engine.lastError)
+            mediaServicesAvailable: store.mediaServicesAvailable, error: engine.isRunning ? nil : engine.lastError,
+            implementation: engine.implementation.kind.rawValue)
         return StatusInfo(
             daemon: daemon, jack: jack, sessions: store.sortedSessions.map(sessionInfo),
             active: store.sortedSessions.filter(\.isActive).map(\.app), players: players.all.map(\.info),

@@ -274,6 +274,10 @@ final class EngineController {
     // MARK: Server facts
 
     var clientName: String? { engine.clientName }
+    /// The JACK implementation behind libjack (jackd2's or PipeWire's; docs/jack-servers.md).
+    var implementation: JackImplementation { .loaded }
+    /// The server recd reaches: `[jack] server` as that implementation reads it, with the environment.
+    var serverName: String { implementation.serverName(configured: config.jack.server) }
     var sampleRate: Int? { engine.sampleRate }
     var bufferSize: Int? { engine.bufferSize }
     var xruns: Int { engine.xruns }
@@ -309,8 +313,17 @@ final class EngineController {
         }
         guard let rate = engine.sampleRate else { return nil }
         do {
-            let frames = try engine.setBufferSize(nearest: Int((duration * Double(rate)).rounded()))
-            return "JACK buffer size set to \(frames) frames"
+            let change = try engine.setBufferSize(nearest: Int((duration * Double(rate)).rounded()))
+            if change.tookEffect { return "JACK buffer size set to \(change.inForce) frames" }
+            // jackd2 changes the period before it answers; PipeWire's JACK answers first and
+            // changes its quantum a few cycles later, or never while the quantum is forced.
+            let why =
+                implementation.kind == .pipewire
+                ? "PipeWire applies a new quantum later (actual follows when it does), and never while its quantum "
+                    + "is forced (`pw-metadata -n settings 0 clock.force-quantum 0` lifts that)"
+                : "the server did not change it"
+            return
+                "asked JACK for \(change.requested) frames; the buffer size is still \(change.inForce) frames: \(why)"
         } catch {
             return "JACK refused a new buffer size: \(error)"
         }

@@ -27,6 +27,9 @@ final class TapSource: SampleSource, @unchecked Sendable {
     /// A known time of a known frame (the recording this one continues): the start time is
     /// counted from it in frames, so the two are continuous to the frame.
     private let anchor: (time: UTCTime, frameTime: UInt32, sampleRate: Int)?
+    /// Wall-clock nanoseconds when the tap was made (just before this source): its first frame
+    /// cannot be much older.
+    private let created = SystemClock.realtimeNanoseconds()
 
     init(tap: CaptureTap, anchor: (time: UTCTime, frameTime: UInt32, sampleRate: Int)? = nil) {
         self.tap = tap
@@ -45,18 +48,38 @@ final class TapSource: SampleSource, @unchecked Sendable {
     /// Control thread: fixes the start time once the tap has its first frame.
     func resolveStartTime(_ engine: any RecorderEngine) {
         guard startTime == nil, let frameTime = tap.firstFrameTime else { return }
+        // The first frame was captured after the tap was made (less a period: a cycle already
+        // under way) and before now. PipeWire's frame time is its driver's and jumps when the
+        // graph changes driver (a device plugged or unplugged), which can place it outside.
+        let now = SystemClock.realtimeNanoseconds()
+        let window = (created - Self.cycleMargin)...(now + Self.cycleMargin)
         if let anchor {
             // Frame times wrap at 2^32; the distance is what counts.
             let frames = Int(Int32(bitPattern: frameTime &- anchor.frameTime))
-            start.withLock { $0 = anchor.time.advanced(byFrames: frames, sampleRate: anchor.sampleRate) }
-            return
+            let continued = anchor.time.advanced(byFrames: frames, sampleRate: anchor.sampleRate)
+            if window.contains(continued.nanosecondsSinceEpoch) {
+                start.withLock { $0 = continued }
+                return
+            }
+            Log.warning(
+                "the frame counter jumped between two segments of one recording (PipeWire's changes with the graph's "
+                    + "driver); the new segment's start time is placed afresh, not counted from the previous one")
         }
-        guard let placed = engine.utcNanoseconds(forFrameTime: frameTime) else { return }
-        if !placed.fromJackClock {
+        guard var placed = engine.utcNanoseconds(forFrameTime: frameTime) else { return }
+        if placed.fromJackClock && !window.contains(placed.nanoseconds) {
+            Log.warning(
+                "JACK's clock placed the first frame \(Double(now - placed.nanoseconds) / 1e9) s before now, outside "
+                    + "the time its tap has existed (a frame counter that jumped: PipeWire's changes with the graph's "
+                    + "driver); the recording's start time is the wall clock now")
+            placed = AudioEngine.FrameWallTime(nanoseconds: now, fromJackClock: false)
+        } else if !placed.fromJackClock {
             Log.warning("JACK's clock gave no plausible time for the first frame; the recording's start time is the wall clock now (may be off by the buffered audio)")
         }
         start.withLock { $0 = UTCTime(nanosecondsSinceEpoch: placed.nanoseconds) }
     }
+
+    /// Room for a period already under way and for the estimate of JACK's frame clock.
+    static let cycleMargin: Int64 = 500_000_000
 
     func read(into buffer: UnsafeMutableBufferPointer<Float>) -> Int {
         // Nothing until the first frame's UTC time is known: names and rotation depend on it.

@@ -220,9 +220,12 @@ struct Output {
         let active = status.sessions.filter { $0.state == "active" }.count
         var jackLine = "JACK:     "
         if jack.connected {
+            // PipeWire's JACK never calls the xrun callback: its count says nothing.
+            let onPipeWire = jack.implementation == "pipewire"
             jackLine +=
-                "\(jack.client ?? "recd") on \(jack.server ?? "default"), "
-                + "\(jack.sampleRate ?? 0) Hz, \(jack.bufferSize ?? 0) frames, \(jack.xruns) xruns"
+                "\(jack.client ?? "recd") on \(jack.server ?? "default")\(onPipeWire ? " (PipeWire)" : ""), "
+                + "\(jack.sampleRate ?? 0) Hz, \(jack.bufferSize ?? 0) frames, "
+                + (onPipeWire ? "xruns not reported" : "\(jack.xruns) xruns")
         } else {
             jackLine +=
                 "not connected" + (jack.error.map { " (\($0))" } ?? "") + "; sessions cannot activate until it is back"

@@ -5,6 +5,7 @@
 import CJack
 import Glibc
 import Synchronization
+import TestSupport
 import Testing
 
 @testable import AudioEngine
@@ -308,7 +309,7 @@ struct EngineIntegrationTests {
 
     @Test(
         "(g) server loss is reported; reconnect works once a new server is up; nothing leaks",
-        .timeLimit(.minutes(1)))
+        .enabled(if: !TestServer.isPipeWire, Comment(rawValue: TestServer.startsItsOwnJackd)), .timeLimit(.minutes(1)))
     func serverLossAndReconnect() throws {
         let server = PrivateJackServer()
         try server.start(period: 256)
@@ -352,7 +353,7 @@ struct EngineIntegrationTests {
         #expect(waitUntil(seconds: 5) { again.framesCaptured > 0 })
 
         // The period can be changed (SPEC §5: nearest power of two).
-        #expect(try engine.setBufferSize(nearest: 500) == 512)
+        #expect(try engine.setBufferSize(nearest: 500) == .init(requested: 512, inForce: 512))
         seen = []
         #expect(
             waitUntil(seconds: 5) {
@@ -370,7 +371,8 @@ struct EngineIntegrationTests {
 
 /// Runs a sample-exact measurement until one attempt sees no xrun (an xrun on the dummy
 /// backend without real-time scheduling can skip a period between clients, which no engine
-/// could hide). Records an issue if every attempt was disturbed.
+/// could hide). Records an issue if every attempt was disturbed. PipeWire's JACK never calls
+/// the xrun callback: there the first attempt is the one judged.
 func measureWithoutXruns<T>(
     _ engine: AudioEngine, attempts: Int = 4, sourceLocation: SourceLocation = #_sourceLocation,
     _ measure: () throws -> T

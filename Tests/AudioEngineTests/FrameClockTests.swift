@@ -14,6 +14,24 @@ struct FrameClockTests {
         #expect(AudioEngine.wallNanoseconds(wallNow: wallNow, jackNowMicros: 5, frameMicros: 5) == wallNow)
     }
 
+    @Test("a frame time is placed from the frame JACK is at now, across the 32-bit wrap")
+    func framesToMicroseconds() {
+        let now: UInt64 = 11_646_750_866
+        func placed(_ frame: UInt32, now nowFrame: UInt32, micros: UInt64 = now, rate: Int = 48_000) -> UInt64? {
+            AudioEngine.microseconds(ofFrame: frame, nowFrame: nowFrame, nowMicros: micros, sampleRate: rate)
+        }
+        #expect(placed(1_433_600, now: 1_437_800) == now - 87_500)
+        #expect(placed(1_000, now: 1_000) == now)
+        // Ahead of now (a frame of the cycle being processed).
+        #expect(placed(1_048, now: 1_000) == now + 1_000)
+        // The frame counter wrapped between the frame and now: 96 frames, 2 ms.
+        #expect(placed(UInt32.max - 47, now: 48) == now - 2_000)
+        // No rate, a time before JACK's clock began, a clock past Int64: nil, never a trap.
+        #expect(placed(0, now: 48_000, rate: 0) == nil)
+        #expect(placed(0, now: 480_000, micros: 5) == nil)
+        #expect(placed(0, now: 0, micros: UInt64.max) == nil)
+    }
+
     @Test("implausible or overflowing answers give nil, never a trap")
     func implausible() {
         let cases: [(UInt64, UInt64)] = [

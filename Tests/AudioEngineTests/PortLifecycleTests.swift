@@ -84,7 +84,15 @@ struct PortLifecycleTests {
         #expect(wakes.count > 0)
     }
 
-    @Test("a renamed port is unavailable within 100 ms, and available again when renamed back", .timeLimit(.minutes(1)))
+    @Test(
+        "a renamed port is unavailable within 100 ms, and available again when renamed back",
+        .enabled(
+            if: !TestServer.isPipeWire,
+            Comment(
+                rawValue: "PipeWire 0.3.65's jack_port_rename renames a port only inside the client that renames it: "
+                    + "other clients keep seeing the old name and get no rename callback (measured), so there is no "
+                    + "rename to see")),
+        .timeLimit(.minutes(1)))
     func renamedPort() throws {
         let device = try TestJackClient(name: unique("recdtest-ren"))
         defer { device.close() }

@@ -199,12 +199,24 @@ struct ArchiveEndToEndTests {
         try #require(daemon.recctl("permission", "grant", "call").status == 0)
         let show = try #require(daemon.recctl("--json", "session", "show", "call").json)
         #expect(show["route"]?["inputs"] == ["headset"] && show["bandwidth"]?.arrayValue?.first?["bandwidth"] == "hfp-msbc")
+        let asked = Date()
         try #require(daemon.recctl("record", "start", "call").status == 0)
+        let answered = Date()
         usleep(2_500_000)
         try #require(daemon.recctl("record", "stop", "call").status == 0)
         source.stop()
         let file = try #require(archiveFiles(daemon.directory + "/archive").first)
         #expect(try flacTest(file))
+        // The first frame is placed by JACK's clock, not the wall-clock fallback (PipeWire's
+        // jack_frames_to_time answers about 2^63 µs for an earlier cycle's frame): between the
+        // request and its answer, give or take the estimate of JACK's frame clock.
+        #expect(!daemon.log.contains("JACK's clock"), "\(daemon.log)")
+        let formatter = ISO8601DateFormatter()
+        formatter.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
+        let started = try #require(try metaflacTag(file, "START_TIME").flatMap(formatter.date(from:)))
+        #expect(
+            started > asked.addingTimeInterval(-0.05) && started < answered.addingTimeInterval(0.1),
+            "START_TIME \(started) for a request at \(asked), answered at \(answered)")
         let info = try runTool("metaflac", ["--show-sample-rate", "--show-bps", file]).stdout.split(separator: "\n")
         #expect(info == ["16000", "16"])
         #expect(try metaflacTag(file, "BANDWIDTH") == "hfp-msbc")

@@ -1,6 +1,7 @@
 // Issue 3 end to end: recd on a real jackd (dummy), devices played by recd-signal clients.
 import ControlProtocol
 import Foundation
+import TestSupport
 import Testing
 
 #if canImport(Glibc)
@@ -139,7 +140,9 @@ struct EngineEndToEndTests {
         }
     }
 
-    @Test("killing jackd and starting it again: mediaServicesWereLost then Reset, same recd, configuration intact")
+    @Test(
+        "killing jackd and starting it again: mediaServicesWereLost then Reset, same recd, configuration intact",
+        .enabled(if: !TestServer.isPipeWire, Comment(rawValue: TestServer.startsItsOwnJackd)))
     func mediaServicesReset() throws {
         let jack = try PrivateJack()
         let daemon = try Daemon(ports: Daemon.systemPorts, jackServer: jack.name)
@@ -219,7 +222,9 @@ struct EngineEndToEndTests {
         #expect(watcher.waitFor { $0["event"] == "player" && $0["state"] == "stopped" }.contains { $0["state"] == "stopped" })
     }
 
-    @Test("preferred IO buffer moves JACK's buffer size when the config allows it; actual values are JACK's")
+    @Test(
+        "preferred IO buffer moves JACK's buffer size when the config allows it; actual values are JACK's",
+        .enabled(if: !TestServer.isPipeWire, Comment(rawValue: TestServer.startsItsOwnJackd)))
     func bufferPreference() throws {
         let jack = try PrivateJack(period: 256)
         let daemon = try Daemon(extraConfig: "", ports: Daemon.systemPorts.replacingOccurrences(of: "[port mic]", with: "[port mic]"), jackServer: jack.name)
@@ -240,5 +245,45 @@ struct EngineEndToEndTests {
         // 0.02 s × 48 kHz = 960 frames → nearest power of two, 1024.
         #expect(try eventually { try allowing.recctl("--json", "session", "show", "b").json?["actual"]?["ioBufferDuration"]?.doubleValue == 1024.0 / 48_000 })
         #expect(try daemon.recctl("--json", "status").json?["jack"]?["bufferSize"]?.intValue == 1024, "the server's buffer changed for every client")
+    }
+
+    @Test(
+        "on PipeWire a forced quantum keeps the buffer: the preference's note and actual report the period in force",
+        .enabled(
+            if: TestServer.isPipeWire,
+            "PipeWire's forced quantum (scripts/lib.sh start_pipewire forces it); on jackd the test above moves the buffer"
+        ))
+    func bufferPreferenceUnderForcedQuantum() throws {
+        let daemon = try Daemon(allowBufferSizeChanges: true)
+        try #require(daemon.recctl("session", "set", "b", "--category", "playback").status == 0)
+        let quantum = try #require(daemon.recctl("--json", "status").json?["jack"]?["bufferSize"]?.intValue)
+        // 0.005 s × 48 kHz = 240 frames → 256, which the forced quantum (1024 in scripts/test) is not.
+        try #require(quantum != 256)
+        let prefer = try daemon.recctl("--json", "session", "prefer", "b", "--io-buffer", "0.005")
+        #expect(prefer.status == 0, "\(prefer.stderr)")
+        let note = prefer.json?["note"]?.stringValue ?? ""
+        #expect(
+            note.contains("256") && note.contains("still \(quantum) frames") && note.contains("force-quantum"),
+            "note: \(note)")
+        usleep(200_000)
+        let shown = try #require(daemon.recctl("--json", "session", "show", "b").json)
+        #expect(shown["preferences"]?["ioBufferDuration"]?.doubleValue == 0.005)
+        #expect(shown["actual"]?["ioBufferDuration"]?.doubleValue == Double(quantum) / 48_000, "recd never pretends")
+        #expect(try daemon.recctl("--json", "status").json?["jack"]?["bufferSize"]?.intValue == quantum)
+    }
+
+    @Test("status names the JACK implementation and the server recd really reached")
+    func statusNamesTheServer() throws {
+        let daemon = try Daemon()
+        let jack = try #require(daemon.recctl("--json", "status").json?["jack"])
+        #expect(jack["connected"] == true)
+        #expect(jack["implementation"]?.stringValue == TestServer.kind.rawValue)
+        let environment = ProcessInfo.processInfo.environment
+        let expected =
+            TestServer.isPipeWire
+            ? environment["PIPEWIRE_REMOTE"] ?? "pipewire-0" : environment["JACK_DEFAULT_SERVER"] ?? "default"
+        #expect(jack["server"]?.stringValue == expected)
+        let human = try daemon.recctl("status").stdout
+        #expect(human.contains("on \(expected)\(TestServer.isPipeWire ? " (PipeWire)" : "")"), "\(human)")
     }
 }

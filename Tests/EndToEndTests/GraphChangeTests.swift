@@ -5,6 +5,7 @@
 import ControlProtocol
 import Foundation
 import Testing
+import TestSupport
 
 #if canImport(Glibc)
     import Glibc
@@ -15,7 +16,7 @@ import Testing
 /// silent no-op while the quantum is forced, `pw-metadata -n settings 0 clock.force-quantum N`.
 func changeServerBufferSize(_ frames: Int) throws {
     let result =
-        ProcessInfo.processInfo.environment["RECD_TEST_SERVER"] == "pipewire"
+        TestServer.isPipeWire
         ? try runTool("pw-metadata", ["-n", "settings", "0", "clock.force-quantum", "\(frames)"])
         : try runTool("jack_bufsize", ["\(frames)"])
     guard result.status == 0 else {
@@ -116,6 +117,10 @@ struct GraphChangeTests {
         try #require(daemon.recctl("record", "stop", "logger").status == 0)
         let xruns = try daemon.xruns() - xrunsBefore
         #expect(daemon.process?.isRunning == true, "recd survived: \(daemon.log)")
+        // Breaks allowed: two per xrun JACK reported. PipeWire reports none, and re-plans its
+        // graph when the quantum changes (measured: a cycle or two lost around each change, for
+        // every client): there, a few per change (docs/jack-servers.md).
+        let allowedBreaks = TestServer.isPipeWire ? 4 * changes : 2 * xruns
 
         // The recording: the counter continues frame after frame across both changes; a
         // break is allowed only where JACK itself reported an xrun (a period it skipped).
@@ -129,7 +134,7 @@ struct GraphChangeTests {
         )
         #expect(recorded.frames > 48_000 * 2)
         #expect(
-            recorded.disturbedBlocks.count <= 2 * xruns,
+            recorded.disturbedBlocks.count <= allowedBreaks,
             "the counter breaks at frames \(recorded.disturbedBlocks.prefix(8)) with \(xruns) xrun(s)")
 
         // The player: what reached the sink is the file, in order, sample-exact; it may only
@@ -149,7 +154,7 @@ struct GraphChangeTests {
         }
         print("bufsize change: played \(playedFrames - first) frames, \(playedBreaks) breaks")
         #expect(playedFrames - first > 48_000 * 3)
-        #expect(playedBreaks <= 2 * xruns, "the played file breaks \(playedBreaks) times with \(xruns) xrun(s)")
+        #expect(playedBreaks <= allowedBreaks, "the played file breaks \(playedBreaks) times with \(xruns) xrun(s)")
     }
 
     @Test("a third party's jack_disconnect of recd's output or input is repaired and logged, once a second at most")
@@ -222,7 +227,7 @@ struct GraphChangeTests {
     @Test(
         "the server comes back at another sample rate: mediaServicesWereReset, actual and status show the new rate, the resumed recorder writes at it",
         // It restarts a jackd2 dummy server of its own; PipeWire changes its rate live instead.
-        .disabled(if: ProcessInfo.processInfo.environment["RECD_TEST_SERVER"] == "pipewire")
+        .disabled(if: TestServer.isPipeWire)
     )
     func serverReturnsAtAnotherRate() throws {
         // A private server of a stable name derived from the default one (the suite's own
@@ -284,7 +289,7 @@ struct GraphChangeTests {
 /// PipeWire's JACK changes its sample rate live (jackd2 only with a new server).
 @Suite(
     "a live sample-rate change (PipeWire's JACK)", .serialized,
-    .enabled(if: ProcessInfo.processInfo.environment["RECD_TEST_SERVER"] == "pipewire"))
+    .enabled(if: TestServer.isPipeWire))
 struct LiveRateChangeTests {
     static func forceRate(_ rate: Int) throws {
         let result = try runTool("pw-metadata", ["-n", "settings", "0", "clock.force-rate", "\(rate)"])

@@ -156,7 +156,8 @@ func eventually(timeout: Double = 5, _ condition: () throws -> Bool) rethrows ->
 /// Runs a measurement on JACK up to `attempts` times. A missed period (an xrun, which a busy
 /// 2-core machine can cause) breaks any sample-exact signal through no fault of recd, so a run
 /// during which JACK reported xruns is repeated; the first clean run's result is returned (or
-/// the last run's, which then fails the test on its own evidence).
+/// the last run's, which then fails the test on its own evidence). PipeWire's JACK never calls
+/// the xrun callback, so recd's count stays 0 there: the first run is the one judged.
 func withoutXruns<T>(attempts: Int = 3, _ run: () throws -> (result: T, xruns: Int)) throws -> T {
     var last: T?
     for attempt in 1...attempts {
