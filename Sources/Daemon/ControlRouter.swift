@@ -1099,7 +1099,8 @@ extension Command {
     var changesSession: Bool {
         switch self {
         case .sessionSet, .sessionActivate, .sessionDeactivate, .sessionPrefer, .sessionOverride, .sessionDelete, .mute,
-            .play, .pause, .stop, .recordStart, .recordStop, .cueOutputs, .cueAssign, .cueMix, .cueSplit:
+            .play, .pause, .stop, .recordStart, .recordStop, .cueOutputs, .cueAssign, .cueMix, .cueSplit,
+            .sessionAttach, .sessionDetach:
             true
         case .hello, .status, .sessionList, .sessionShow, .permissionList, .permissionRequest, .permissionDecide,
             .watch,
