@@ -48,6 +48,7 @@ final class ControlRouter: ControlServerHandler, EventSink, @unchecked Sendable 
     let recorders: RecorderService
     let monitoring: MonitoringService
     let devices: DeviceService
+    let attachments: AttachmentService
     /// Runs slow requests off the control thread (archive verify, reindex, retention).
     let worker: SlowRequestWorker
     /// Writes state.json off the control thread.
@@ -123,6 +124,7 @@ final class ControlRouter: ControlServerHandler, EventSink, @unchecked Sendable 
         let bindings =
             (try? DeviceService.bindings(for: config).get()) ?? (try! DeviceBindings([DeviceBindings.Declaration]()))
         devices = DeviceService(bindings: bindings, engine: engine)
+        attachments = AttachmentService(engine: engine, sink: handle)
         self.players = players
         self.monitoring = monitoring
         handle.router = self
@@ -139,6 +141,7 @@ final class ControlRouter: ControlServerHandler, EventSink, @unchecked Sendable 
         pendingPermissions.removeAll { $0.client == client }
         worker.clientGone(client)
         players.clientGone(client)
+        attachments.clientGone(client)
         pendingStops.removeAll { $0.client == client }
     }
 
@@ -271,6 +274,7 @@ final class ControlRouter: ControlServerHandler, EventSink, @unchecked Sendable 
             )
             apply(store.mediaServicesLost())
             players.stopAll(reason: "mediaServicesLost")
+            attachments.endAll(reason: "mediaServicesLost")
             recorders.suspendAllForMediaServicesLoss()
             engine.stop()
             apply(store.updatePorts(engine.portStates))
@@ -287,6 +291,7 @@ final class ControlRouter: ControlServerHandler, EventSink, @unchecked Sendable 
             apply(store.routeConfigurationChanged())
         }
         engine.repairConnections()
+        attachments.engineWoke()
     }
 
     /// The sample rate changed under the running client (PipeWire's JACK can do that; jackd2
@@ -424,7 +429,9 @@ final class ControlRouter: ControlServerHandler, EventSink, @unchecked Sendable 
         case .sessionSet(let settings):
             return try sessionSet(settings, peer: peer)
         case .sessionActivate(let app):
-            apply(try store.activate(app: app))
+            let effects = try store.activate(app: app)
+            attachments.allowAgain(of: app)
+            apply(effects)
             announceState(app)
             return [("session", sessionJSON(try store.session(app)))]
         case .sessionDeactivate(let app, let notifyOthers, let force):
@@ -520,6 +527,51 @@ final class ControlRouter: ControlServerHandler, EventSink, @unchecked Sendable 
             return try cue(command, app: app)
         case .devicesInject(let events):
             return [("injected", .number(Double(try devices.inject(events))))]
+        case .sessionAttach(let request):
+            return try attach(request, from: client, peer: peer)
+        case .sessionDetach(let app, let client):
+            _ = try store.session(app)
+            try attachments.detach(app: app, client: client)
+            return []
+        }
+    }
+
+    /// `session.attach`: the caller changes the session (checked by `authorize`) and must own
+    /// the JACK client (administrators may attach any).
+    private func attach(_ request: AttachRequest, from client: ClientID, peer: PeerCredentials) throws
+        -> [(String, JSONValue)]
+    {
+        let session = try store.session(request.app)
+        if !isAdministrator(peer) {
+            guard let uid = attachments.clientUID(request.client) else {
+                throw SessionError(
+                    .notSessionOwner,
+                    "recd cannot tell whose JACK client \(request.client) is; ask an administrator to attach it")
+            }
+            guard uid == peer.uid else {
+                throw SessionError(
+                    .notSessionOwner,
+                    "JACK client \(request.client) runs as uid \(uid), not as you (uid \(peer.uid)); attach your own "
+                        + "application's client, or ask an administrator")
+            }
+        }
+        let info = try attachments.attach(
+            request, category: session.configuration.category, owner: client, session: attachmentView(session))
+        return [("attachment", info.json)]
+    }
+
+    /// What the attachments need to know of a session.
+    private func attachmentView(_ session: Session) -> AttachmentService.SessionView {
+        AttachmentService.SessionView(
+            isActive: session.isActive, outputs: session.route.outputs, input: session.route.inputs.first,
+            duckDB: session.duckedBy == nil ? 0 : store.duckLevelDB, capturesSilenced: store.capturesSilenced(app: session.app))
+    }
+
+    /// Brings every attachment in line with the policy.
+    private func syncAttachments() {
+        for app in attachments.apps {
+            guard let session = store.sessions[app] else { continue }
+            attachments.sync(app: app, attachmentView(session))
         }
     }
 
@@ -971,7 +1023,7 @@ final class ControlRouter: ControlServerHandler, EventSink, @unchecked Sendable 
             active: store.sortedSessions.filter(\.isActive).map(\.app), players: players.all.map(\.info),
             recorders: recorders.recorders.map(\.info),
             cards: devices.cards.map { .init(index: $0.index, id: $0.id, name: $0.name, usb: $0.isUSB) },
-            archive: recorders.archiveStatus()
+            archive: recorders.archiveStatus(), attachments: attachments.infos
         ).fields
     }
 
@@ -998,6 +1050,7 @@ final class ControlRouter: ControlServerHandler, EventSink, @unchecked Sendable 
         }
         // The effects may have paused, stopped or resumed players.
         syncPlayers()
+        syncAttachments()
         if persist { save() }
     }
 
@@ -1040,11 +1093,13 @@ final class ControlRouter: ControlServerHandler, EventSink, @unchecked Sendable 
             if state != .granted { recorders.permissionRevoked(of: app) }
             resolvePermissionRequests(app: app, state: state)
         case .routeChange(let app, let reason, _, let current):
+            if reason == .newDeviceAvailable { attachments.allowAgain(of: app) }
             players.follow(of: app, outputs: current.outputs, reason: reason, channelLimit: channelLimit(of: app))
             followInputRoute(of: app, input: current.inputs.first, reason: reason)
             recorders.stopUnavailable(of: app)
         case .sessionDeleted(let app):
             monitoring.release(app: app)
+            attachments.sessionGone(app)
         case .sessionChanged(let app):
             if store.sessions[app]?.configuration.category != .multiRoute { monitoring.release(app: app) }
         case .interruption, .mediaServicesWereLost, .mediaServicesWereReset, .silenceSecondaryAudioHint:
