@@ -746,12 +746,12 @@ public final class AudioEngine {
     /// port (the app's inputs), connects them, removes every other connection of those app
     /// ports (nothing may bypass recd), and adds a paused player voice that plays what the
     /// app's play ports carry into `outputGroup` (routes: `PlayerRoute.defaultRoutes`
-    /// unless given). The capture ports carry zeros until `setCapture` opens them.
+    /// unless given; needed only with play ports). The capture ports carry zeros until `setCapture` opens them.
     ///
     /// Throws `.invalidArgument` when a port does not exist, is not `appClient`'s, has the
     /// wrong direction, or is named twice.
     public func attach(
-        client appClient: String, playPorts: [String], capturePorts: [String], outputGroup: String,
+        client appClient: String, playPorts: [String], capturePorts: [String], outputGroup: String?,
         routes: [PlayerRoute]? = nil, gainDecibels: Double = 0
     ) throws(AudioEngineError) -> AttachmentHandle {
         guard let connection, let client = runningClient else { throw lostOrNotRunning }
@@ -774,9 +774,8 @@ public final class AudioEngine {
                 throw .invalidArgument("port \(port) cannot be a \(role): JACK says it is the other direction")
             }
         }
-        guard let group = connection.outputs.first(where: { $0.spec.name == outputGroup }) else {
-            throw .unknownGroup(outputGroup)
-        }
+        let group = connection.outputs.first { $0.spec.name == outputGroup }
+        if !playPorts.isEmpty && group == nil { throw .unknownGroup(outputGroup ?? "(none)") }
         attachmentSerial += 1
         let base = "\(appClient.prefix(48))-\(attachmentSerial)"
         var made: [OpaquePointer] = []
@@ -799,10 +798,10 @@ public final class AudioEngine {
         let recdPlay = try register(playPorts.count, "play", .input)
         let recdCapture = try register(capturePorts.count, "capture", .output)
         var player: PlayerHandle?
-        if !playPorts.isEmpty {
+        if let group, !playPorts.isEmpty {
             let routes = try Self.checkedRoutes(routes, playerChannels: playPorts.count, group: group)
             player = PlayerHandle(
-                outputGroup: outputGroup, channels: playPorts.count, capacityFrames: Self.attachmentRingFrames,
+                outputGroup: group.spec.name, channels: playPorts.count, capacityFrames: Self.attachmentRingFrames,
                 routes: routes, flatOutputBase: group.flatBase,
                 initialCommand: PlayerCommand(
                     gain: Self.linearGain(decibels: gainDecibels), rampFrames: 0, paused: true))

@@ -111,7 +111,8 @@ final class AttachmentService {
                 "JACK client \(request.client) is already attached; detach it first (session.detach)")
         }
         let port = session.outputs.first
-        guard let group = port.flatMap({ engine.output(port: $0)?.group }) ?? engine.anyOutputGroup else {
+        let group = port.flatMap { engine.output(port: $0)?.group } ?? engine.anyOutputGroup
+        if !request.playPorts.isEmpty && group == nil {
             throw SessionError(.resourceNotAvailable, "recd has no output port configured; add a [port] to its config")
         }
         let handle: AttachmentHandle

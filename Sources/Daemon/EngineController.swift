@@ -322,10 +322,10 @@ final class EngineController {
 extension EngineController: AttachmentEngine {
     var anyOutputGroup: String? { config.ports.lazy.compactMap(Self.outputGroup).first }
 
-    func attach(client: String, playPorts: [String], capturePorts: [String], outputGroup: String)
+    func attach(client: String, playPorts: [String], capturePorts: [String], outputGroup: String?)
         throws(AudioEngineError) -> AttachmentHandle
     {
-        engine.connectNow(group: outputGroup)
+        if let outputGroup { engine.connectNow(group: outputGroup) }
         return try engine.attach(client: client, playPorts: playPorts, capturePorts: capturePorts, outputGroup: outputGroup)
     }
 

@@ -107,7 +107,7 @@ protocol AttachmentEngine: AnyObject {
     /// Some output group, for an attachment whose session has no output route yet (its voice
     /// stays paused until it has one).
     var anyOutputGroup: String? { get }
-    func attach(client: String, playPorts: [String], capturePorts: [String], outputGroup: String)
+    func attach(client: String, playPorts: [String], capturePorts: [String], outputGroup: String?)
         throws(AudioEngineError) -> AttachmentHandle
     func detach(_ handle: AttachmentHandle)
     func play(_ player: PlayerHandle, rampMilliseconds: Double)

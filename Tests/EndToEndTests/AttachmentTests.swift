@@ -78,7 +78,8 @@ struct AttachmentTests {
         let recording = Recording(path: raw, channels: 1)
         #expect(abs(peak(try steady(recording, settle: 0.1)) - Self.full) < 1e-3, "the app reaches the device before attaching")
 
-        #expect(try daemon.recctl("session", "set", "voip", "--category", "playback", "--options", "mixWithOthers").status == 0)
+        // Non-mixable: another non-mixable session's activation interrupts it (SPEC §3).
+        #expect(try daemon.recctl("session", "set", "voip", "--category", "playback").status == 0)
         #expect(try eventually { try daemon.recctl("--json", "routes").json?["ports"]?.arrayValue?.first?["available"] == true })
         let control = try RawClient(path: daemon.socket)
         let reply = try #require(attach(control, app: "voip", jackClient: appName, play: ["\(appName):out_1"]))
@@ -261,7 +262,9 @@ struct AttachmentTests {
             """
         let result = try runTool(
             "setpriv", ["--reuid=\(ids.uid)", "--regid=\(ids.gid)", "--clear-groups", "python3", "-c", script, daemon.socket, appName])
-        let reply = try JSONValue.parse(result.stdout.trimmingCharacters(in: .whitespacesAndNewlines))
+        let reply = try #require(
+            try? JSONValue.parse(result.stdout.trimmingCharacters(in: .whitespacesAndNewlines)),
+            "\(result.stdout) \(result.stderr)")
         #expect(reply["error"]?["name"] == "notSessionOwner", "\(result.stdout) \(result.stderr)")
         #expect(reply["error"]?["message"]?.stringValue?.contains("uid 0") == true)
         _ = control
