@@ -261,7 +261,7 @@ struct AttachmentTests {
             print(s.makefile().readline())
             """
         let result = try runTool(
-            "setpriv", ["--reuid=\(ids.uid)", "--regid=\(ids.gid)", "--clear-groups", "python3", "-c", script, daemon.socket, appName])
+            "setpriv", ["--reuid=\(ids.uid)", "--regid=\(ids.gid)", "--clear-groups", "/usr/bin/python3", "-c", script, daemon.socket, appName])
         let reply = try #require(
             try? JSONValue.parse(result.stdout.trimmingCharacters(in: .whitespacesAndNewlines)),
             "\(result.stdout) \(result.stderr)")
