@@ -21,6 +21,10 @@ import Platform
 /// Feeder threads write to `PlayerHandle`s and the archiver reads `CaptureTap`s; those handles
 /// document their own threads.
 ///
+/// Attached applications (`attach`): an application's own JACK client whose ports recd
+/// connects to ports of its own registered for it; its play side is a player voice fed each
+/// period from those ports, its capture side copies input channels (or zeros) to them.
+///
 /// Monitoring (`setMonitoring`): one DJ-style main/cue setup per engine, summing input groups
 /// and players into a main and a cue bus that come out of two output groups, with live bus
 /// meters and bus taps.
@@ -897,9 +901,8 @@ public final class AudioEngine {
         return removed
     }
 
-    /// The uid of the process behind the JACK client `name`, as far as recd can tell: the
-    /// owner of /proc/PID when JACK reports the client's pid (PipeWire's JACK does); otherwise
-    /// nil (jackd2's libjack does not report pids, see `ClientOwnership`).
+    /// The process id of the JACK client `name`, when the server tells (PipeWire's JACK does;
+    /// jackd2's libjack answers 0, "not implemented on library side": nil).
     public func processID(ofClient name: String) -> Int32? {
         runningClient?.processID(ofClient: name)
     }
