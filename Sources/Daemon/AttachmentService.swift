@@ -70,6 +70,8 @@ final class AttachmentService {
 
     var infos: [AttachmentInfo] { attachments.map(\.info) }
     var apps: Set<String> { Set(attachments.map(\.app)) }
+    /// Apps with an attachment that is heard now.
+    var playingApps: Set<String> { Set(attachments.filter(\.playing).map(\.app)) }
 
     // MARK: Ownership
 

@@ -785,7 +785,8 @@ final class ControlRouter: ControlServerHandler, EventSink, @unchecked Sendable 
     /// Tells the policy which apps' players play (isOtherAudioPlaying and the secondary-audio
     /// hint); mixable sessions whose hint changed hear of it. Only events: nothing to dispatch.
     private func syncPlayers() {
-        for effect in store.setPlayersRunning(players.playingApps) {
+        // An attached app that is heard plays, for isOtherAudioPlaying and the hint, like a player.
+        for effect in store.setPlayersRunning(players.playingApps.union(attachments.playingApps)) {
             if let (app, event) = WireFormat.event(effect, store: store) { broadcast(app: app, event) }
         }
     }
@@ -1049,8 +1050,8 @@ final class ControlRouter: ControlServerHandler, EventSink, @unchecked Sendable 
             }
         }
         // The effects may have paused, stopped or resumed players.
-        syncPlayers()
         syncAttachments()
+        syncPlayers()
         if persist { save() }
     }
 
