@@ -57,6 +57,9 @@ final class AttachmentService {
         /// 0 when not ducked.
         var duckDB: Double
         var capturesSilenced: Bool
+        /// The category can play / record (a category change can take either away).
+        var canPlay = true
+        var canRecord = true
     }
 
     private let engine: any AttachmentEngine
@@ -223,7 +226,7 @@ final class AttachmentService {
                 }
             }
             let audible =
-                session.isActive && !attachment.privacyPaused && attachment.port.map(engine.isAvailable) == true
+                session.isActive && session.canPlay && !attachment.privacyPaused && attachment.port.map(engine.isAvailable) == true
             if audible != attachment.playing {
                 if audible {
                     engine.play(player, rampMilliseconds: AudioEngine.defaultRampMilliseconds)
@@ -243,7 +246,7 @@ final class AttachmentService {
         if !handle.capturePorts.isEmpty {
             let input = session.input.flatMap(engine.inputGroup)
             let open =
-                session.isActive && !session.capturesSilenced && session.input.map(engine.isAvailable) == true
+                session.isActive && session.canRecord && !session.capturesSilenced && session.input.map(engine.isAvailable) == true
             engine.setCapture(handle, inputGroup: input, open: open)
         }
     }

@@ -130,6 +130,13 @@ struct AttachmentTests {
         #expect(try daemon.recctl("session", "activate", "voip").status == 0)
         #expect(abs(peak(try steady(recording)) - Self.full) < 1e-3, "back after the interruption")
 
+        // A category that cannot play silences it; playback again brings it back.
+        #expect(try daemon.recctl("session", "set", "voip", "--category", "record", "--mic-usage", "test").status == 0)
+        #expect(peak(try steady(recording)) == 0, "under record nothing of it plays")
+        #expect(try daemon.recctl("session", "set", "voip", "--category", "playback").status == 0)
+        _ = try daemon.recctl("session", "activate", "voip")
+        #expect(abs(peak(try steady(recording)) - Self.full) < 1e-3, "playback again")
+
         // A third party connecting the attached port to the device is undone.
         _ = try runTool("jack_connect", ["\(appName):out_1", "\(sink):in_1"])
         #expect(try eventually(timeout: 3) { daemon.log.contains("would bypass recd") })
@@ -231,6 +238,12 @@ struct AttachmentTests {
         #expect(try daemon.recctl("permission", "grant", "rec").status == 0)
         _ = try daemon.recctl("session", "activate", "rec")
         #expect(abs(peak(try steady(recording)) - Self.full) < 1e-3, "granted and active: the input's samples")
+        #expect(try daemon.recctl("mute", "rec", "on").status == 0)
+        #expect(peak(try steady(recording)) == 0, "muted: zeros")
+        #expect(try daemon.recctl("mute", "rec", "off").status == 0)
+        #expect(abs(peak(try steady(recording)) - Self.full) < 1e-3, "unmuted")
+        #expect(try daemon.recctl("session", "deactivate", "rec").status == 0)
+        #expect(peak(try steady(recording)) == 0, "inactive: zeros")
         _ = control
     }
 
