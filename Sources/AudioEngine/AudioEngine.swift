@@ -760,7 +760,8 @@ public final class AudioEngine {
     ) throws(AudioEngineError) -> AttachmentHandle {
         guard let connection, let client = runningClient else { throw lostOrNotRunning }
         guard !playPorts.isEmpty || !capturePorts.isEmpty else {
-            throw .invalidArgument("attach names no ports: give playPorts (the app's outputs) or capturePorts (its inputs)")
+            throw .invalidArgument(
+                "attach names no ports: give playPorts (the app's outputs) or capturePorts (its inputs)")
         }
         guard Set(playPorts + capturePorts).count == playPorts.count + capturePorts.count else {
             throw .invalidArgument("a port is named twice among playPorts and capturePorts")

@@ -219,14 +219,17 @@ final class AttachmentService {
                     try engine.movePlayer(
                         player, toOutputGroup: target.group, routes: routes,
                         rampMilliseconds: AudioEngine.defaultRampMilliseconds)
-                    Log.info("\(attachment.app): \(attachment.client) moves from \(attachment.port ?? "none") to \(output)")
+                    Log.info(
+                        "\(attachment.app): \(attachment.client) moves from \(attachment.port ?? "none") to \(output)")
                     attachment.port = output
                 } catch {
-                    Log.warning("\(attachment.app): \(attachment.client) stays on \(attachment.port ?? "none"): \(error)")
+                    Log.warning(
+                        "\(attachment.app): \(attachment.client) stays on \(attachment.port ?? "none"): \(error)")
                 }
             }
             let audible =
-                session.isActive && session.canPlay && !attachment.privacyPaused && attachment.port.map(engine.isAvailable) == true
+                session.isActive && session.canPlay && !attachment.privacyPaused
+                && attachment.port.map(engine.isAvailable) == true
             if audible != attachment.playing {
                 if audible {
                     engine.play(player, rampMilliseconds: AudioEngine.defaultRampMilliseconds)
@@ -246,7 +249,8 @@ final class AttachmentService {
         if !handle.capturePorts.isEmpty {
             let input = session.input.flatMap(engine.inputGroup)
             let open =
-                session.isActive && session.canRecord && !session.capturesSilenced && session.input.map(engine.isAvailable) == true
+                session.isActive && session.canRecord && !session.capturesSilenced
+                && session.input.map(engine.isAvailable) == true
             engine.setCapture(handle, inputGroup: input, open: open)
         }
     }

@@ -564,7 +564,8 @@ final class ControlRouter: ControlServerHandler, EventSink, @unchecked Sendable 
     private func attachmentView(_ session: Session) -> AttachmentService.SessionView {
         AttachmentService.SessionView(
             isActive: session.isActive, outputs: session.route.outputs, input: session.route.inputs.first,
-            duckDB: session.duckedBy == nil ? 0 : store.duckLevelDB, capturesSilenced: store.capturesSilenced(app: session.app),
+            duckDB: session.duckedBy == nil ? 0 : store.duckLevelDB,
+            capturesSilenced: store.capturesSilenced(app: session.app),
             canPlay: session.configuration.category.hasOutput, canRecord: session.configuration.category.hasInput)
     }
 

@@ -31,20 +31,26 @@ struct AttachmentProcessTests {
         #expect((0..<period).allSatisfy { rig.outputs[0][$0] == 0 }, "paused: nothing reaches the output")
         #expect(player.framesQueued <= period, "a paused voice does not queue the app's audio")
 
-        player.voice.pointee.command.store(PlayerCommand(gain: 1, rampFrames: 0, paused: false).packed, ordering: .releasing)
+        player.voice.pointee.command.store(
+            PlayerCommand(gain: 1, rampFrames: 0, paused: false).packed, ordering: .releasing)
         rig.cycle(frames: period)
-        #expect((0..<period).allSatisfy { rig.outputs[0][$0] == appOut[$0] && rig.outputs[1][$0] == appOut[$0] },
+        #expect(
+            (0..<period).allSatisfy { rig.outputs[0][$0] == appOut[$0] && rig.outputs[1][$0] == appOut[$0] },
             "playing: the same period's samples, mono to both channels")
         #expect(player.underruns == 0)
 
         let ducked = AudioEngine.linearGain(decibels: -14)
-        player.voice.pointee.command.store(PlayerCommand(gain: ducked, rampFrames: 0, paused: false).packed, ordering: .releasing)
+        player.voice.pointee.command.store(
+            PlayerCommand(gain: ducked, rampFrames: 0, paused: false).packed, ordering: .releasing)
         rig.cycle(frames: period)
         #expect(abs(rig.outputs[0][period - 1] - appOut[period - 1] * ducked) < 1e-7)
 
-        player.voice.pointee.command.store(PlayerCommand(gain: ducked, rampFrames: 128, paused: true).packed, ordering: .releasing)
+        player.voice.pointee.command.store(
+            PlayerCommand(gain: ducked, rampFrames: 128, paused: true).packed, ordering: .releasing)
         rig.cycle(frames: period)
-        #expect(rig.outputs[0][64] > 0 && rig.outputs[0][127] == 0 && rig.outputs[0][period - 1] == 0, "ramped out inside the period")
+        #expect(
+            rig.outputs[0][64] > 0 && rig.outputs[0][127] == 0 && rig.outputs[0][period - 1] == 0,
+            "ramped out inside the period")
         #expect(handle.periodsFed == 6)
     }
 
@@ -81,7 +87,8 @@ struct AttachmentProcessTests {
         let handle = rig.addAttachment(play: [appOut], capture: [appIn], groupChannels: 2)
         handle.setCapture(sources: [0], open: true)
         let player = handle.player!
-        player.voice.pointee.command.store(PlayerCommand(gain: 0.5, rampFrames: 300, paused: false).packed, ordering: .releasing)
+        player.voice.pointee.command.store(
+            PlayerCommand(gain: 0.5, rampFrames: 300, paused: false).packed, ordering: .releasing)
         rig.cycle(frames: period)
         let state = rig.memory.state
         let counts = AllocationCounter.counting {

@@ -7,7 +7,7 @@ import Foundation
 import Testing
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 @Suite("session-routed JACK ports (session.attach)", .serialized)
@@ -49,7 +49,8 @@ struct AttachmentTests {
     }
 
     /// What `channel` carried over `seconds` from a moment `settle` seconds from now.
-    func steady(_ recording: Recording, channel: Int = 0, settle: Double = 0.3, seconds: Double = 0.3) throws -> [Float] {
+    func steady(_ recording: Recording, channel: Int = 0, settle: Double = 0.3, seconds: Double = 0.3) throws -> [Float]
+    {
         usleep(UInt32(settle * 1e6))
         let mark = try recording.mark()
         usleep(UInt32(seconds * 1e6))
@@ -73,14 +74,20 @@ struct AttachmentTests {
         let device = try SignalClient(["--name", sink, "capture", "--ports", "in_1", "--out", raw])
         defer { device.stop() }
         // The app connects itself straight to the device, as JACK apps do: attaching must cut that.
-        let app = try SignalClient(["--name", appName, "play", "--ports", "out_1", "--connect", "\(sink):in_1"] + Self.tone)
+        let app = try SignalClient(
+            ["--name", appName, "play", "--ports", "out_1", "--connect", "\(sink):in_1"] + Self.tone)
         defer { app.stop() }
         let recording = Recording(path: raw, channels: 1)
-        #expect(abs(peak(try steady(recording, settle: 0.1)) - Self.full) < 1e-3, "the app reaches the device before attaching")
+        #expect(
+            abs(peak(try steady(recording, settle: 0.1)) - Self.full) < 1e-3,
+            "the app reaches the device before attaching")
 
         // Non-mixable: another non-mixable session's activation interrupts it (SPEC §3).
         #expect(try daemon.recctl("session", "set", "voip", "--category", "playback").status == 0)
-        #expect(try eventually { try daemon.recctl("--json", "routes").json?["ports"]?.arrayValue?.first?["available"] == true })
+        #expect(
+            try eventually {
+                try daemon.recctl("--json", "routes").json?["ports"]?.arrayValue?.first?["available"] == true
+            })
         let control = try RawClient(path: daemon.socket)
         let reply = try #require(attach(control, app: "voip", jackClient: appName, play: ["\(appName):out_1"]))
         #expect(reply["ok"] == true, "\(reply.jsonText)")
@@ -94,8 +101,10 @@ struct AttachmentTests {
 
         // Ducking: another session with duckOthers.
         #expect(
-            try daemon.recctl("session", "set", "nav", "--category", "playback", "--mode", "voicePrompt", "--options", "duckOthers")
-                .status == 0)
+            try daemon.recctl(
+                "session", "set", "nav", "--category", "playback", "--mode", "voicePrompt", "--options", "duckOthers"
+            )
+            .status == 0)
         #expect(try daemon.recctl("session", "activate", "nav").status == 0)
         let ducked = peak(try steady(recording))
         let db = 20 * log10(Double(ducked / Self.full))
@@ -108,9 +117,10 @@ struct AttachmentTests {
         #expect(try daemon.recctl("session", "set", "call", "--category", "playback").status == 0)
         let before = try recording.mark()
         #expect(try daemon.recctl("session", "activate", "call").status == 0)
-        #expect(watcher.waitFor { $0["event"] == "interruption" && $0["type"] == "began" }.contains {
-            $0["event"] == "interruption" && $0["type"] == "began"
-        })
+        #expect(
+            watcher.waitFor { $0["event"] == "interruption" && $0["type"] == "began" }.contains {
+                $0["event"] == "interruption" && $0["type"] == "began"
+            })
         usleep(400_000)
         let fade = try recording.channel(0, from: before)
         // Windows of one sine cycle: the first below full level starts the fade; it must be
@@ -118,15 +128,17 @@ struct AttachmentTests {
         let windows = stride(from: 0, to: fade.count - 48, by: 48).map { peak(Array(fade[$0..<$0 + 48])) }
         let fadeStart = try #require(windows.firstIndex { $0 < Self.full - 1e-3 }, "the tone never faded")
         let silent = try #require(windows[fadeStart...].firstIndex { $0 == 0 }, "never silent")
-        #expect((silent - fadeStart) * 48 <= 1024 + 48, "silent \((silent - fadeStart) * 48) frames after the fade began")
+        #expect(
+            (silent - fadeStart) * 48 <= 1024 + 48, "silent \((silent - fadeStart) * 48) frames after the fade began")
         #expect(windows[silent...].allSatisfy { $0 == 0 }, "the tone came back during the interruption")
         #expect(fadeStart > 0 && windows[fadeStart] > 0, "ramped: the first window of the fade is not yet silent")
 
         // The end with shouldResume, then the app activates again: the tone is back.
         #expect(try daemon.recctl("session", "deactivate", "call", "--notify-others").status == 0)
-        #expect(watcher.waitFor { $0["event"] == "interruption" && $0["type"] == "ended" }.contains {
-            $0["type"] == "ended" && $0["options"] == ["shouldResume"]
-        })
+        #expect(
+            watcher.waitFor { $0["event"] == "interruption" && $0["type"] == "ended" }.contains {
+                $0["type"] == "ended" && $0["options"] == ["shouldResume"]
+            })
         #expect(try daemon.recctl("session", "activate", "voip").status == 0)
         #expect(abs(peak(try steady(recording)) - Self.full) < 1e-3, "back after the interruption")
 
@@ -140,9 +152,10 @@ struct AttachmentTests {
         // A third party connecting the attached port to the device is undone.
         _ = try runTool("jack_connect", ["\(appName):out_1", "\(sink):in_1"])
         #expect(try eventually(timeout: 3) { daemon.log.contains("would bypass recd") })
-        #expect(try eventually(timeout: 3) {
-            try runTool("jack_lsp", ["-c", "\(appName):out_1"]).stdout.contains("\(sink):in_1") == false
-        })
+        #expect(
+            try eventually(timeout: 3) {
+                try runTool("jack_lsp", ["-c", "\(appName):out_1"]).stdout.contains("\(sink):in_1") == false
+            })
         #expect(abs(peak(try steady(recording)) - Self.full) < 1e-3, "the bypass added nothing: one tone at full level")
 
         // status lists it; detach ends it (silence), and so does closing the connection.
@@ -156,14 +169,17 @@ struct AttachmentTests {
         #expect(attach(second!, app: "voip", jackClient: appName, play: ["\(appName):out_1"])?["ok"] == true)
         #expect(abs(peak(try steady(recording)) - Self.full) < 1e-3, "attached again to an active session: heard")
         second = nil
-        #expect(try eventually(timeout: 3) {
-            try daemon.recctl("--json", "status").json?["attachments"]?.arrayValue?.isEmpty == true
-        })
+        #expect(
+            try eventually(timeout: 3) {
+                try daemon.recctl("--json", "status").json?["attachments"]?.arrayValue?.isEmpty == true
+            })
         #expect(peak(try steady(recording)) == 0, "the connection closed: the attachment ended")
         _ = control
     }
 
-    @Test("unplugging the route's device silences the app (no fall back to the speaker); plugging it in again brings it back there")
+    @Test(
+        "unplugging the route's device silences the app (no fall back to the speaker); plugging it in again brings it back there"
+    )
     func privacyOnUnplug() throws {
         let sink = uniqueName("sink")
         let appName = uniqueName("app")
@@ -188,7 +204,10 @@ struct AttachmentTests {
         defer { app.stop() }
         let recording = Recording(path: raw, channels: 2)
         #expect(try daemon.recctl("session", "set", "voip", "--category", "playback").status == 0)
-        #expect(try eventually { try daemon.recctl("--json", "session", "show", "voip").json?["route"]?["outputs"] == ["phones"] })
+        #expect(
+            try eventually {
+                try daemon.recctl("--json", "session", "show", "voip").json?["route"]?["outputs"] == ["phones"]
+            })
         let control = try RawClient(path: daemon.socket)
         #expect(attach(control, app: "voip", jackClient: appName, play: ["\(appName):out_1"])?["ok"] == true)
         #expect(try daemon.recctl("session", "activate", "voip").status == 0)
@@ -211,7 +230,9 @@ struct AttachmentTests {
         #expect(peak(try recording.channel(1, from: mark)) == 0, "the unplugged output is silent")
 
         try inject(true)
-        #expect(watcher.waitFor(count: 2) { $0["event"] == "routeChange" }.contains { $0["reason"] == "newDeviceAvailable" })
+        #expect(
+            watcher.waitFor(count: 2) { $0["event"] == "routeChange" }.contains { $0["reason"] == "newDeviceAvailable" }
+        )
         #expect(abs(peak(try steady(recording, channel: 1)) - Self.full) < 1e-3, "back on the headphones")
         _ = control
     }
@@ -228,7 +249,10 @@ struct AttachmentTests {
         defer { app.stop() }
         let recording = Recording(path: raw, channels: 1)
         #expect(try daemon.recctl("session", "set", "rec", "--category", "record", "--mic-usage", "test").status == 0)
-        #expect(try eventually { try daemon.recctl("--json", "routes").json?["ports"]?.arrayValue?.first?["available"] == true })
+        #expect(
+            try eventually {
+                try daemon.recctl("--json", "routes").json?["ports"]?.arrayValue?.first?["available"] == true
+            })
         let control = try RawClient(path: daemon.socket)
         let reply = try #require(attach(control, app: "rec", jackClient: appName, capture: ["\(appName):in_1"]))
         #expect(reply["ok"] == true, "\(reply.jsonText)")
@@ -247,7 +271,9 @@ struct AttachmentTests {
         _ = control
     }
 
-    @Test("refusals: another user's client (notSessionOwner), a port of another client or the wrong direction (badParam), capture under playback (incompatibleCategory), no session (expiredSession)")
+    @Test(
+        "refusals: another user's client (notSessionOwner), a port of another client or the wrong direction (badParam), capture under playback (incompatibleCategory), no session (expiredSession)"
+    )
     func refusals() throws {
         let appName = uniqueName("app")
         let daemon = try Daemon()
@@ -256,11 +282,14 @@ struct AttachmentTests {
         #expect(try daemon.recctl("session", "set", "voip", "--category", "playback").status == 0)
         let control = try RawClient(path: daemon.socket)
         func code(_ reply: JSONValue?) -> String? { reply?["error"]?["name"]?.stringValue ?? reply?.jsonText }
-        #expect(code(attach(control, app: "nosuch", jackClient: appName, play: ["\(appName):out_1"])) == "expiredSession")
+        #expect(
+            code(attach(control, app: "nosuch", jackClient: appName, play: ["\(appName):out_1"])) == "expiredSession")
         #expect(code(attach(control, app: "voip", jackClient: appName, play: ["system:capture_1"])) == "badParam")
         #expect(code(attach(control, app: "voip", jackClient: appName, play: ["\(appName):nosuch"])) == "badParam")
         #expect(code(attach(control, app: "voip", jackClient: "system", play: ["system:playback_1"])) == "badParam")
-        #expect(code(attach(control, app: "voip", jackClient: appName, capture: ["\(appName):out_1"])) == "incompatibleCategory")
+        #expect(
+            code(attach(control, app: "voip", jackClient: appName, capture: ["\(appName):out_1"]))
+                == "incompatibleCategory")
 
         // Another Unix user owns a session and tries to attach root's client.
         try #require(getuid() == 0, "this test drops to user nobody and needs root")
@@ -274,7 +303,11 @@ struct AttachmentTests {
             print(s.makefile().readline())
             """
         let result = try runTool(
-            "setpriv", ["--reuid=\(ids.uid)", "--regid=\(ids.gid)", "--clear-groups", "/usr/bin/python3", "-c", script, daemon.socket, appName])
+            "setpriv",
+            [
+                "--reuid=\(ids.uid)", "--regid=\(ids.gid)", "--clear-groups", "/usr/bin/python3", "-c", script,
+                daemon.socket, appName,
+            ])
         let reply = try #require(
             try? JSONValue.parse(result.stdout.trimmingCharacters(in: .whitespacesAndNewlines)),
             "\(result.stdout) \(result.stderr)")
