@@ -200,6 +200,7 @@ public struct StatusInfo: ReplyObject {
         self.init(
             daemon: try f.object("daemon"), jack: try f.object("jack"), sessions: try f.list("sessions"),
             active: try f.strings("active"), players: try f.list("players"), recorders: try f.list("recorders"),
-            cards: try f.list("cards"), archive: try f.object("archive"), attachments: try f.list("attachments"))
+            cards: try f.list("cards"), archive: try f.object("archive"),
+            attachments: try f.list("attachments"))
     }
 }

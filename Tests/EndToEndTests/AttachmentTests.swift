@@ -234,6 +234,10 @@ struct AttachmentTests {
             watcher.waitFor(count: 2) { $0["event"] == "routeChange" }.contains { $0["reason"] == "newDeviceAvailable" }
         )
         #expect(abs(peak(try steady(recording, channel: 1)) - Self.full) < 1e-3, "back on the headphones")
+        // The app's JACK client goes away: the attachment ends.
+        app.stop()
+        #expect(watcher.waitFor { $0["event"] == "attachment" }.contains { $0["reason"] == "clientGone" })
+        #expect(try daemon.recctl("--json", "status").json?["attachments"]?.arrayValue?.isEmpty == true)
         _ = control
     }
 
