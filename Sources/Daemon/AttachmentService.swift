@@ -204,6 +204,14 @@ final class AttachmentService {
         for attachment in attachments where attachment.app == app { sync(attachment, session) }
     }
 
+    /// The fade of an interruption or deactivation: the default ramp, at most one period.
+    private var silenceRampMilliseconds: Double {
+        guard let frames = engine.bufferSize, let rate = engine.sampleRate, rate > 0 else {
+            return AudioEngine.defaultRampMilliseconds
+        }
+        return min(AudioEngine.defaultRampMilliseconds, Double(frames) * 1000 / Double(rate))
+    }
+
     private func sync(_ attachment: Attachment, _ session: SessionView) {
         let handle = attachment.handle
         if let current = attachment.port, !engine.isAvailable(port: current) {
@@ -234,10 +242,9 @@ final class AttachmentService {
                 if audible {
                     engine.play(player, rampMilliseconds: AudioEngine.defaultRampMilliseconds)
                 } else {
-                    // Privacy: a 1 ms fade; an interruption or deactivation: the usual ramp,
-                    // both well inside a period.
-                    engine.pause(
-                        player, rampMilliseconds: attachment.privacyPaused ? 1 : AudioEngine.defaultRampMilliseconds)
+                    // Privacy: a 1 ms fade; an interruption or deactivation: the usual ramp, cut
+                    // to one period when periods are shorter: silent within one period.
+                    engine.pause(player, rampMilliseconds: attachment.privacyPaused ? 1 : silenceRampMilliseconds)
                 }
                 attachment.playing = audible
             }

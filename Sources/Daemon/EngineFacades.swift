@@ -104,6 +104,9 @@ protocol AttachmentEngine: AnyObject {
     func isAvailable(port name: String) -> Bool
     func output(port name: String) -> EngineOutput?
     func inputGroup(port name: String) -> String?
+    /// Frames per period and per second (nil when not running).
+    var bufferSize: Int? { get }
+    var sampleRate: Int? { get }
     /// Some output group, for an attachment whose session has no output route yet (its voice
     /// stays paused until it has one).
     var anyOutputGroup: String? { get }

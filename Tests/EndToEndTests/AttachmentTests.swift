@@ -150,7 +150,7 @@ struct AttachmentTests {
         #expect(abs(peak(try steady(recording)) - Self.full) < 1e-3, "playback again")
 
         // A third party connecting the attached port to the device is undone.
-        _ = try runTool("jack_connect", ["\(appName):out_1", "\(sink):in_1"])
+        #expect(try runTool("jack_connect", ["\(appName):out_1", "\(sink):in_1"]).status == 0)
         #expect(try eventually(timeout: 3) { daemon.log.contains("would bypass recd") })
         #expect(
             try eventually(timeout: 3) {
@@ -263,6 +263,13 @@ struct AttachmentTests {
         #expect(reply["attachment"]?["recdCapturePorts"]?.arrayValue?.count == 1)
         _ = try daemon.recctl("session", "activate", "rec")
         #expect(peak(try steady(recording)) == 0, "zeros while the permission is undetermined")
+        // Connecting the microphone straight into the app would bypass the permission: undone.
+        #expect(try runTool("jack_connect", ["\(mic):out_1", "\(appName):in_1"]).status == 0)
+        #expect(
+            try eventually(timeout: 3) {
+                try runTool("jack_lsp", ["-c", "\(appName):in_1"]).stdout.contains("\(mic):out_1") == false
+            })
+        #expect(peak(try steady(recording)) == 0, "still zeros: the bypass was removed")
         #expect(try daemon.recctl("permission", "grant", "rec").status == 0)
         _ = try daemon.recctl("session", "activate", "rec")
         #expect(abs(peak(try steady(recording)) - Self.full) < 1e-3, "granted and active: the input's samples")
