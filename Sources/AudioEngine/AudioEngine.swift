@@ -21,6 +21,10 @@ import Platform
 /// Feeder threads write to `PlayerHandle`s and the archiver reads `CaptureTap`s; those handles
 /// document their own threads.
 ///
+/// Attached applications (`attach`): an application's own JACK client whose ports recd
+/// connects to ports of its own registered for it; its play side is a player voice fed each
+/// period from those ports, its capture side copies input channels (or zeros) to them.
+///
 /// Monitoring (`setMonitoring`): one DJ-style main/cue setup per engine, summing input groups
 /// and players into a main and a cue bus that come out of two output groups, with live bus
 /// meters and bus taps.
@@ -762,6 +766,176 @@ public final class AudioEngine {
     /// 10^(dB/20); -infinity gives 0.
     public static func linearGain(decibels: Double) -> Float {
         decibels == -.infinity ? 0 : Float(pow(10, decibels / 20))
+    }
+
+    // MARK: Attached applications
+
+    /// Frames in an attachment voice's ring: the longest period JACK allows (the ring holds
+    /// one period at a time).
+    static let attachmentRingFrames = 8192
+    private var attachmentSerial = 0
+
+    /// Puts an application's own JACK client under recd (`session.attach`): registers one
+    /// recd input port per play port (the app's outputs) and one recd output port per capture
+    /// port (the app's inputs), connects them, removes every other connection of those app
+    /// ports (nothing may bypass recd), and adds a paused player voice that plays what the
+    /// app's play ports carry into `outputGroup` (routes: `PlayerRoute.defaultRoutes`
+    /// unless given; needed only with play ports). The capture ports carry zeros until `setCapture` opens them.
+    ///
+    /// Throws `.invalidArgument` when a port does not exist, is not `appClient`'s, has the
+    /// wrong direction, or is named twice.
+    public func attach(
+        client appClient: String, playPorts: [String], capturePorts: [String], outputGroup: String?,
+        routes: [PlayerRoute]? = nil, gainDecibels: Double = 0
+    ) throws(AudioEngineError) -> AttachmentHandle {
+        guard let connection, let client = runningClient else { throw lostOrNotRunning }
+        guard !playPorts.isEmpty || !capturePorts.isEmpty else {
+            throw .invalidArgument(
+                "attach names no ports: give playPorts (the app's outputs) or capturePorts (its inputs)")
+        }
+        guard Set(playPorts + capturePorts).count == playPorts.count + capturePorts.count else {
+            throw .invalidArgument("a port is named twice among playPorts and capturePorts")
+        }
+        for (port, wanted, role) in playPorts.map({ ($0, Self.jackPortIsOutput, "play port (an output)") })
+            + capturePorts.map({ ($0, Self.jackPortIsInput, "capture port (an input)") })
+        {
+            guard port.hasPrefix(appClient + ":") else {
+                throw .invalidArgument("port \(port) is not client \(appClient)'s; name it as \(appClient):PORT")
+            }
+            guard let flags = client.portFlags(port) else {
+                throw .invalidArgument("port \(port) does not exist; see `jack_lsp \(appClient)`")
+            }
+            guard flags & wanted != 0 else {
+                throw .invalidArgument("port \(port) cannot be a \(role): JACK says it is the other direction")
+            }
+        }
+        let group = connection.outputs.first { $0.spec.name == outputGroup }
+        if !playPorts.isEmpty && group == nil { throw .unknownGroup(outputGroup ?? "(none)") }
+        attachmentSerial += 1
+        let base = "\(appClient.prefix(48))-\(attachmentSerial)"
+        var made: [OpaquePointer] = []
+        func register(_ count: Int, _ suffix: String, _ direction: GroupDirection) throws(AudioEngineError)
+            -> [AttachmentHandle.OwnPort]
+        {
+            var ports: [AttachmentHandle.OwnPort] = []
+            for index in 0..<count {
+                do {
+                    let port = try client.registerPort(name: "\(base)-\(suffix)_\(index + 1)", direction: direction)
+                    made.append(port)
+                    ports.append(.init(port: port, name: client.fullName(of: port)))
+                } catch {
+                    for port in made { client.unregisterPort(port) }
+                    throw .jack(error)
+                }
+            }
+            return ports
+        }
+        let recdPlay = try register(playPorts.count, "play", .input)
+        let recdCapture = try register(capturePorts.count, "capture", .output)
+        var player: PlayerHandle?
+        if let group, !playPorts.isEmpty {
+            let routes = try Self.checkedRoutes(routes, playerChannels: playPorts.count, group: group)
+            player = PlayerHandle(
+                outputGroup: group.spec.name, channels: playPorts.count, capacityFrames: Self.attachmentRingFrames,
+                routes: routes, flatOutputBase: group.flatBase,
+                initialCommand: PlayerCommand(
+                    gain: Self.linearGain(decibels: gainDecibels), rampFrames: 0, paused: true))
+        }
+        let handle = AttachmentHandle(
+            clientName: appClient, playPorts: playPorts, recdPlayPorts: recdPlay, capturePorts: capturePorts,
+            recdCapturePorts: recdCapture, player: player, client: client)
+        var graph = connection.memory.graph
+        if let player { graph.players.append(player) }
+        graph.attachments.append(handle)
+        connection.memory.publish(graph)
+        _ = enforce(handle, client: client)
+        return handle
+    }
+
+    /// Takes an attachment out of the graph and disconnects the app's ports from recd's; recd's
+    /// ports for it are unregistered once the process thread has left them.
+    public func detach(_ handle: AttachmentHandle) {
+        handle.player?.detach()
+        guard let connection else { return }
+        var graph = connection.memory.graph
+        guard graph.attachments.contains(where: { $0 === handle }) else { return }
+        graph.attachments.removeAll { $0 === handle }
+        graph.players.removeAll { $0 === handle.player }
+        connection.memory.publish(graph)
+        guard let client = runningClient else { return }
+        for (app, recd) in zip(handle.playPorts, handle.recdPlayPorts) {
+            try? client.disconnect(source: app, destination: recd)
+        }
+        for (app, recd) in zip(handle.capturePorts, handle.recdCapturePorts) {
+            try? client.disconnect(source: recd, destination: app)
+        }
+    }
+
+    /// Attachments in the graph now.
+    public var attachments: [AttachmentHandle] { connection?.memory.graph.attachments ?? [] }
+
+    /// Capture port k of the attachment carries channel k of `inputGroup` (a mono group feeds
+    /// every capture port; ports past the group's channels carry silence) while `open`, zeros
+    /// otherwise (or without a group). From the process thread's next period.
+    public func setCapture(_ handle: AttachmentHandle, inputGroup: String?, open: Bool) {
+        let group = inputGroup.flatMap { name in connection?.inputs.first { $0.spec.name == name } }
+        let sources = (0..<handle.capturePorts.count).map { index -> Int in
+            guard let group else { return -1 }
+            if group.spec.channels == 1 { return group.flatBase }
+            return index < group.spec.channels ? group.flatBase + index : -1
+        }
+        handle.setCapture(sources: sources, open: open && group != nil)
+    }
+
+    /// Keeps every attachment's audio inside recd: a connection of an app's play or capture
+    /// port to anything but recd's port for it (the app's own auto-connect, a patchbay) is
+    /// removed, and a removed connection to recd's port is made again. Returns what it
+    /// removed, for the caller to log.
+    @discardableResult
+    public func enforceAttachments() -> [JackConnection] {
+        guard let connection, let client = runningClient else { return [] }
+        return connection.memory.graph.attachments.flatMap { enforce($0, client: client) }
+    }
+
+    /// Attachments whose app ports are gone (the app's client closed or died).
+    public func attachmentsWithMissingPorts() -> [AttachmentHandle] {
+        guard let connection, let client = runningClient else { return [] }
+        return connection.memory.graph.attachments.filter { handle in
+            !(handle.playPorts + handle.capturePorts).allSatisfy(client.portExists)
+        }
+    }
+
+    private func enforce(_ handle: AttachmentHandle, client: JackClient) -> [JackConnection] {
+        var removed: [JackConnection] = []
+        func cut(_ connection: JackConnection) {
+            do {
+                try client.disconnect(source: connection.source, destination: connection.destination)
+                removed.append(connection)
+            } catch {}
+        }
+        for (app, recd) in zip(handle.playPorts, handle.recdPlayPorts) {
+            let current = client.connections(of: app)
+            for other in current where other != recd { cut(JackConnection(source: app, destination: other)) }
+            for other in client.connections(of: recd) where other != app {
+                cut(JackConnection(source: other, destination: recd))
+            }
+            if !current.contains(recd) { try? client.connect(source: app, destination: recd) }
+        }
+        for (app, recd) in zip(handle.capturePorts, handle.recdCapturePorts) {
+            let current = client.connections(of: app)
+            for other in current where other != recd { cut(JackConnection(source: other, destination: app)) }
+            for other in client.connections(of: recd) where other != app {
+                cut(JackConnection(source: recd, destination: other))
+            }
+            if !current.contains(recd) { try? client.connect(source: recd, destination: app) }
+        }
+        return removed
+    }
+
+    /// The process id of the JACK client `name`, when the server tells (PipeWire's JACK does;
+    /// jackd2's libjack answers 0, "not implemented on library side": nil).
+    public func processID(ofClient name: String) -> Int32? {
+        runningClient?.processID(ofClient: name)
     }
 
     // MARK: Capture taps

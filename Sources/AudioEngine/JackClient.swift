@@ -164,6 +164,20 @@ final class JackClient {
         return port
     }
 
+    /// Unregisters one of our ports (the process thread must no longer use it).
+    func unregisterPort(_ port: OpaquePointer) {
+        guard let handle else { return }
+        _ = jack_port_unregister(handle, port)
+    }
+
+    /// The process id JACK reports for the client named `name`, nil when it does not know
+    /// (jackd2's libjack answers 0: "not implemented on library side"; PipeWire's knows).
+    func processID(ofClient name: String) -> Int32? {
+        guard handle != nil else { return nil }
+        let pid = jack_get_client_pid(name)
+        return pid > 0 ? pid : nil
+    }
+
     /// The full name (`client:port`) of one of our ports.
     func fullName(of port: OpaquePointer) -> String {
         jack_port_name(port).map { String(cString: $0) } ?? ""

@@ -122,6 +122,23 @@ public struct RecordStartRequest: Sendable, Equatable {
     }
 }
 
+/// `session.attach`'s arguments: the application's JACK client and its ports. `playPorts` are
+/// the client's output ports whose audio the session plays (to its output route);
+/// `capturePorts` are its input ports that receive the session's input route.
+public struct AttachRequest: Sendable, Equatable {
+    public var app: String
+    public var client: String
+    public var playPorts: [String]
+    public var capturePorts: [String]
+
+    public init(app: String, client: String, playPorts: [String] = [], capturePorts: [String] = []) {
+        self.app = app
+        self.client = client
+        self.playPorts = playPorts
+        self.capturePorts = capturePorts
+    }
+}
+
 /// A simulated ALSA event for `devices.inject` (tests and simulation only).
 public enum InjectedDeviceEvent: Sendable, Equatable {
     case jackSense(card: String, control: String, plugged: Bool)
@@ -167,6 +184,9 @@ public enum Command: Sendable, Equatable {
     case cueSplit(app: String, on: Bool)
     case cueShow(app: String)
     case devicesInject([InjectedDeviceEvent])
+    /// An application's own JACK client puts its audio under the session (`session.attach`).
+    case sessionAttach(AttachRequest)
+    case sessionDetach(app: String, client: String)
 
     /// Version-1 snake_case spellings still accepted on requests, by their camelCase key.
     public static let legacyKeys: [String: String] = [
@@ -186,8 +206,9 @@ public enum Command: Sendable, Equatable {
             .sessionOverride(let app, _), .sessionDelete(let app), .permissionRequest(let app),
             .permissionDecide(let app, _), .mute(let app, _), .pause(let app, _), .stop(let app, _),
             .recordStop(let app, _), .cueOutputs(let app, _, _), .cueAssign(let app, _, _, _), .cueMix(let app, _),
-            .cueSplit(let app, _), .cueShow(let app):
+            .cueSplit(let app, _), .cueShow(let app), .sessionDetach(let app, _):
             app
+        case .sessionAttach(let attach): attach.app
         case .watch(let app), .archiveList(let app, _), .meter(let app): app
         case .sessionSet(let settings): settings.app
         case .sessionPrefer(let change): change.app
@@ -287,6 +308,13 @@ public enum Command: Sendable, Equatable {
             self = .cueSplit(app: app, on: on)
         case .cueShow: self = .cueShow(app: try a.string("app"))
         case .devicesInject: self = .devicesInject(try a.deviceEvents())
+        case .sessionAttach:
+            self = .sessionAttach(
+                AttachRequest(
+                    app: try a.string("app"), client: try a.string("client"),
+                    playPorts: try a.optionalStrings("playPorts") ?? [],
+                    capturePorts: try a.optionalStrings("capturePorts") ?? []))
+        case .sessionDetach: self = .sessionDetach(app: try a.string("app"), client: try a.string("client"))
         }
     }
 
@@ -329,6 +357,8 @@ public enum Command: Sendable, Equatable {
         case .cueSplit: .cueSplit
         case .cueShow: .cueShow
         case .devicesInject: .devicesInject
+        case .sessionAttach: .sessionAttach
+        case .sessionDetach: .sessionDetach
         }
     }
 
@@ -396,6 +426,14 @@ public enum Command: Sendable, Equatable {
             fields.add("source", source)
             fields.add("bus", bus)
             fields.add("gainDB", gainDB)
+        case .sessionAttach(let attach):
+            fields.add("app", attach.app)
+            fields.add("client", attach.client)
+            fields.add("playPorts", JSONValue(attach.playPorts))
+            fields.add("capturePorts", JSONValue(attach.capturePorts))
+        case .sessionDetach(let app, let client):
+            fields.add("app", app)
+            fields.add("client", client)
         case .cueMix(let app, let mix):
             fields.add("app", app)
             fields.add("mix", mix)

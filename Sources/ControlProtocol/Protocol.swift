@@ -48,6 +48,8 @@ public enum Op: String, CaseIterable, Sendable {
     case cueSplit = "cue.split"
     case cueShow = "cue.show"
     case devicesInject = "devices.inject"
+    case sessionAttach = "session.attach"
+    case sessionDetach = "session.detach"
 
     /// Ops that change shared state only an administrator may change.
     public var requiresAdministrator: Bool {

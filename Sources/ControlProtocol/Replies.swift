@@ -275,6 +275,49 @@ public struct MuteInfo: ReplyObject {
     }
 }
 
+/// An application's JACK client attached to a session (`session.attach`'s reply `attachment`,
+/// and `status`'s `attachments`): the app's ports and recd's ports they are connected to.
+public struct AttachmentInfo: ReplyObject {
+    public var app: String
+    public var client: String
+    /// The app's output ports whose audio the session plays.
+    public var playPorts: [String]
+    /// The app's input ports that receive the session's input route.
+    public var capturePorts: [String]
+    /// recd's JACK input ports the play ports are connected to, in the same order.
+    public var recdPlayPorts: [String]
+    /// recd's JACK output ports connected to the capture ports, in the same order.
+    public var recdCapturePorts: [String]
+
+    public init(
+        app: String, client: String, playPorts: [String], capturePorts: [String], recdPlayPorts: [String],
+        recdCapturePorts: [String]
+    ) {
+        self.app = app
+        self.client = client
+        self.playPorts = playPorts
+        self.capturePorts = capturePorts
+        self.recdPlayPorts = recdPlayPorts
+        self.recdCapturePorts = recdCapturePorts
+    }
+
+    public var json: JSONValue {
+        [
+            "app": .string(app), "client": .string(client), "playPorts": JSONValue(playPorts),
+            "capturePorts": JSONValue(capturePorts), "recdPlayPorts": JSONValue(recdPlayPorts),
+            "recdCapturePorts": JSONValue(recdCapturePorts),
+        ]
+    }
+
+    public init(json: JSONValue) throws(ReplyDecodingError) {
+        let f = try ReplyFields(json, "an attachment")
+        self.init(
+            app: try f.string("app"), client: try f.string("client"), playPorts: try f.strings("playPorts"),
+            capturePorts: try f.strings("capturePorts"), recdPlayPorts: try f.strings("recdPlayPorts"),
+            recdCapturePorts: try f.strings("recdCapturePorts"))
+    }
+}
+
 /// `archive.reindex`'s reply fields (at the top level of the reply).
 public struct ReindexInfo: ReplyObject {
     public var indexed: Int

@@ -173,11 +173,14 @@ public struct StatusInfo: ReplyObject {
     public var recorders: [RecorderInfo]
     public var cards: [Card]
     public var archive: Archive
+    /// Applications' JACK clients under sessions (`session.attach`).
+    public var attachments: [AttachmentInfo]
 
     public init(
         daemon: Daemon, jack: Jack, sessions: [SessionInfo], active: [String], players: [PlayerInfo],
-        recorders: [RecorderInfo], cards: [Card], archive: Archive
+        recorders: [RecorderInfo], cards: [Card], archive: Archive, attachments: [AttachmentInfo] = []
     ) {
+        self.attachments = attachments
         self.daemon = daemon
         self.jack = jack
         self.sessions = sessions
@@ -193,6 +196,7 @@ public struct StatusInfo: ReplyObject {
             "daemon": daemon.json, "jack": jack.json, "sessions": .array(sessions.map(\.json)),
             "active": JSONValue(active), "players": .array(players.map(\.json)),
             "recorders": .array(recorders.map(\.json)), "cards": .array(cards.map(\.json)), "archive": archive.json,
+            "attachments": .array(attachments.map(\.json)),
         ]
     }
 
@@ -201,6 +205,7 @@ public struct StatusInfo: ReplyObject {
         self.init(
             daemon: try f.object("daemon"), jack: try f.object("jack"), sessions: try f.list("sessions"),
             active: try f.strings("active"), players: try f.list("players"), recorders: try f.list("recorders"),
-            cards: try f.list("cards"), archive: try f.object("archive"))
+            cards: try f.list("cards"), archive: try f.object("archive"),
+            attachments: try f.list("attachments"))
     }
 }

@@ -48,6 +48,7 @@ final class ControlRouter: ControlServerHandler, EventSink, @unchecked Sendable 
     let recorders: RecorderService
     let monitoring: MonitoringService
     let devices: DeviceService
+    let attachments: AttachmentService
     /// Runs slow requests off the control thread (archive verify, reindex, retention).
     let worker: SlowRequestWorker
     /// Writes state.json off the control thread.
@@ -123,6 +124,7 @@ final class ControlRouter: ControlServerHandler, EventSink, @unchecked Sendable 
         let bindings =
             (try? DeviceService.bindings(for: config).get()) ?? (try! DeviceBindings([DeviceBindings.Declaration]()))
         devices = DeviceService(bindings: bindings, engine: engine)
+        attachments = AttachmentService(engine: engine, sink: handle)
         self.players = players
         self.monitoring = monitoring
         handle.router = self
@@ -139,6 +141,7 @@ final class ControlRouter: ControlServerHandler, EventSink, @unchecked Sendable 
         pendingPermissions.removeAll { $0.client == client }
         worker.clientGone(client)
         players.clientGone(client)
+        attachments.clientGone(client)
         pendingStops.removeAll { $0.client == client }
     }
 
@@ -277,6 +280,7 @@ final class ControlRouter: ControlServerHandler, EventSink, @unchecked Sendable 
             )
             apply(store.mediaServicesLost())
             players.stopAll(reason: "mediaServicesLost")
+            attachments.endAll(reason: "mediaServicesLost")
             recorders.suspendAllForMediaServicesLoss()
             engine.stop()
             apply(store.updatePorts(engine.portStates))
@@ -293,6 +297,7 @@ final class ControlRouter: ControlServerHandler, EventSink, @unchecked Sendable 
             apply(store.routeConfigurationChanged())
         }
         engine.repairConnections()
+        attachments.engineWoke()
     }
 
     /// The sample rate changed under the running client (PipeWire's JACK can do that; jackd2
@@ -430,7 +435,9 @@ final class ControlRouter: ControlServerHandler, EventSink, @unchecked Sendable 
         case .sessionSet(let settings):
             return try sessionSet(settings, peer: peer)
         case .sessionActivate(let app):
-            apply(try store.activate(app: app))
+            let effects = try store.activate(app: app)
+            attachments.allowAgain(of: app)
+            apply(effects)
             announceState(app)
             return [("session", sessionJSON(try store.session(app)))]
         case .sessionDeactivate(let app, let notifyOthers, let force):
@@ -526,6 +533,53 @@ final class ControlRouter: ControlServerHandler, EventSink, @unchecked Sendable 
             return try cue(command, app: app)
         case .devicesInject(let events):
             return [("injected", .number(Double(try devices.inject(events))))]
+        case .sessionAttach(let request):
+            return try attach(request, from: client, peer: peer)
+        case .sessionDetach(let app, let client):
+            _ = try store.session(app)
+            try attachments.detach(app: app, client: client)
+            return []
+        }
+    }
+
+    /// `session.attach`: the caller changes the session (checked by `authorize`) and must own
+    /// the JACK client (administrators may attach any).
+    private func attach(_ request: AttachRequest, from client: ClientID, peer: PeerCredentials) throws
+        -> [(String, JSONValue)]
+    {
+        let session = try store.session(request.app)
+        if !isAdministrator(peer) {
+            guard let uid = attachments.clientUID(request.client) else {
+                throw SessionError(
+                    .notSessionOwner,
+                    "recd cannot tell whose JACK client \(request.client) is; ask an administrator to attach it")
+            }
+            guard uid == peer.uid else {
+                throw SessionError(
+                    .notSessionOwner,
+                    "JACK client \(request.client) runs as uid \(uid), not as you (uid \(peer.uid)); attach your own "
+                        + "application's client, or ask an administrator")
+            }
+        }
+        let info = try attachments.attach(
+            request, category: session.configuration.category, owner: client, session: attachmentView(session))
+        return [("attachment", info.json)]
+    }
+
+    /// What the attachments need to know of a session.
+    private func attachmentView(_ session: Session) -> AttachmentService.SessionView {
+        AttachmentService.SessionView(
+            isActive: session.isActive, outputs: session.route.outputs, input: session.route.inputs.first,
+            duckDB: session.duckedBy == nil ? 0 : store.duckLevelDB,
+            capturesSilenced: store.capturesSilenced(app: session.app),
+            canPlay: session.configuration.category.hasOutput, canRecord: session.configuration.category.hasInput)
+    }
+
+    /// Brings every attachment in line with the policy.
+    private func syncAttachments() {
+        for app in attachments.apps {
+            guard let session = store.sessions[app] else { continue }
+            attachments.sync(app: app, attachmentView(session))
         }
     }
 
@@ -739,7 +793,8 @@ final class ControlRouter: ControlServerHandler, EventSink, @unchecked Sendable 
     /// Tells the policy which apps' players play (isOtherAudioPlaying and the secondary-audio
     /// hint); mixable sessions whose hint changed hear of it. Only events: nothing to dispatch.
     private func syncPlayers() {
-        for effect in store.setPlayersRunning(players.playingApps) {
+        // An attached app that is heard plays, for isOtherAudioPlaying and the hint, like a player.
+        for effect in store.setPlayersRunning(players.playingApps.union(attachments.playingApps)) {
             if let (app, event) = WireFormat.event(effect, store: store) { broadcast(app: app, event) }
         }
     }
@@ -979,7 +1034,7 @@ final class ControlRouter: ControlServerHandler, EventSink, @unchecked Sendable 
             active: store.sortedSessions.filter(\.isActive).map(\.app), players: players.all.map(\.info),
             recorders: recorders.recorders.map(\.info),
             cards: devices.cards.map { .init(index: $0.index, id: $0.id, name: $0.name, usb: $0.isUSB) },
-            archive: recorders.archiveStatus()
+            archive: recorders.archiveStatus(), attachments: attachments.infos
         ).fields
     }
 
@@ -1005,6 +1060,7 @@ final class ControlRouter: ControlServerHandler, EventSink, @unchecked Sendable 
             }
         }
         // The effects may have paused, stopped or resumed players.
+        syncAttachments()
         syncPlayers()
         if persist { save() }
     }
@@ -1048,11 +1104,13 @@ final class ControlRouter: ControlServerHandler, EventSink, @unchecked Sendable 
             if state != .granted { recorders.permissionRevoked(of: app) }
             resolvePermissionRequests(app: app, state: state)
         case .routeChange(let app, let reason, _, let current):
+            if reason == .newDeviceAvailable { attachments.allowAgain(of: app) }
             players.follow(of: app, outputs: current.outputs, reason: reason, channelLimit: channelLimit(of: app))
             followInputRoute(of: app, input: current.inputs.first, reason: reason)
             recorders.stopUnavailable(of: app)
         case .sessionDeleted(let app):
             monitoring.release(app: app)
+            attachments.sessionGone(app)
         case .sessionChanged(let app):
             if store.sessions[app]?.configuration.category != .multiRoute { monitoring.release(app: app) }
         case .interruption, .mediaServicesWereLost, .mediaServicesWereReset, .silenceSecondaryAudioHint:
@@ -1107,7 +1165,8 @@ extension Command {
     var changesSession: Bool {
         switch self {
         case .sessionSet, .sessionActivate, .sessionDeactivate, .sessionPrefer, .sessionOverride, .sessionDelete, .mute,
-            .play, .pause, .stop, .recordStart, .recordStop, .cueOutputs, .cueAssign, .cueMix, .cueSplit:
+            .play, .pause, .stop, .recordStart, .recordStop, .cueOutputs, .cueAssign, .cueMix, .cueSplit,
+            .sessionAttach, .sessionDetach:
             true
         case .hello, .status, .sessionList, .sessionShow, .permissionList, .permissionRequest, .permissionDecide,
             .watch,

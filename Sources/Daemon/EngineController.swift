@@ -332,6 +332,25 @@ final class EngineController {
 
 // MARK: - The services' faces of the engine
 
+extension EngineController: AttachmentEngine {
+    var anyOutputGroup: String? { config.ports.lazy.compactMap(Self.outputGroup).first }
+
+    func attach(client: String, playPorts: [String], capturePorts: [String], outputGroup: String?)
+        throws(AudioEngineError) -> AttachmentHandle
+    {
+        if let outputGroup { engine.connectNow(group: outputGroup) }
+        return try engine.attach(client: client, playPorts: playPorts, capturePorts: capturePorts, outputGroup: outputGroup)
+    }
+
+    func detach(_ handle: AttachmentHandle) { engine.detach(handle) }
+    func setCapture(_ handle: AttachmentHandle, inputGroup: String?, open: Bool) {
+        engine.setCapture(handle, inputGroup: inputGroup, open: open)
+    }
+    func enforceAttachments() -> [JackConnection] { engine.enforceAttachments() }
+    func attachmentsWithMissingPorts() -> [AttachmentHandle] { engine.attachmentsWithMissingPorts() }
+    func processID(ofClient name: String) -> Int32? { engine.processID(ofClient: name) }
+}
+
 extension EngineController: PlayerEngine, RecorderEngine, MonitoringEngine, SenseEngine {
     func output(port name: String) -> EngineOutput? {
         guard let port = config.port(named: name), let group = Self.outputGroup(port) else { return nil }

@@ -96,3 +96,34 @@ protocol SenseEngine: AnyObject {
     /// A jack-sense control of `port` says plugged or not (nil: no control, JACK alone decides).
     func setSensePlugged(port: String, _ plugged: Bool?)
 }
+
+/// The engine as `AttachmentService` uses it: applications' own JACK clients under sessions.
+/// Their play side is a player voice, steered with the player calls.
+protocol AttachmentEngine: AnyObject {
+    var isRunning: Bool { get }
+    func isAvailable(port name: String) -> Bool
+    func output(port name: String) -> EngineOutput?
+    func inputGroup(port name: String) -> String?
+    /// Frames per period and per second (nil when not running).
+    var bufferSize: Int? { get }
+    var sampleRate: Int? { get }
+    /// Some output group, for an attachment whose session has no output route yet (its voice
+    /// stays paused until it has one).
+    var anyOutputGroup: String? { get }
+    func attach(client: String, playPorts: [String], capturePorts: [String], outputGroup: String?)
+        throws(AudioEngineError) -> AttachmentHandle
+    func detach(_ handle: AttachmentHandle)
+    func play(_ player: PlayerHandle, rampMilliseconds: Double)
+    func pause(_ player: PlayerHandle, rampMilliseconds: Double)
+    func setGain(_ player: PlayerHandle, decibels: Double)
+    func movePlayer(
+        _ player: PlayerHandle, toOutputGroup outputGroup: String, routes: [PlayerRoute]?, rampMilliseconds: Double
+    ) throws(AudioEngineError)
+    /// Capture ports carry `inputGroup`'s channels while `open`, zeros otherwise.
+    func setCapture(_ handle: AttachmentHandle, inputGroup: String?, open: Bool)
+    /// Removes connections that would bypass recd; returns them.
+    func enforceAttachments() -> [JackConnection]
+    func attachmentsWithMissingPorts() -> [AttachmentHandle]
+    /// The process id behind a JACK client, when the server tells (nil: it does not).
+    func processID(ofClient name: String) -> Int32?
+}

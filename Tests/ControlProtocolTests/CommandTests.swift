@@ -38,6 +38,9 @@ let everyCommand: [Command] = [
         .jackSense(card: "0", control: "Headphone Jack", plugged: true),
         .captureSwitch(card: "1", control: "Mic", on: false), .cardRemoved(card: "2"),
     ]),
+    .sessionAttach(
+        AttachRequest(app: "voip", client: "phone", playPorts: ["phone:out_1"], capturePorts: ["phone:in_1"])),
+    .sessionAttach(AttachRequest(app: "voip", client: "phone")), .sessionDetach(app: "voip", client: "phone"),
 ]
 
 /// Decodes one request line into a command, as recd does.

@@ -67,7 +67,12 @@ let sampleStatus = StatusInfo(
     sessions: [sampleSession, sampleQuietSession], active: ["logger"], players: [samplePlayer],
     recorders: [sampleRecorder], cards: [.init(index: 1, id: "USB", name: "Scarlett 2i2", usb: true)],
     archive: .init(
-        dir: "/var/lib/recd/archive", space: .init(freeBytes: 1.5e11, freePercent: 42.5, segments: 120)))
+        dir: "/var/lib/recd/archive", space: .init(freeBytes: 1.5e11, freePercent: 42.5, segments: 120)),
+    attachments: [sampleAttachment])
+
+let sampleAttachment = AttachmentInfo(
+    app: "voip", client: "phone", playPorts: ["phone:out_1"], capturePorts: ["phone:in_1"],
+    recdPlayPorts: ["recd:phone-1-play_1"], recdCapturePorts: ["recd:phone-1-capture_1"])
 
 let sampleDisconnectedStatus = StatusInfo(
     daemon: sampleStatus.daemon,
@@ -196,6 +201,7 @@ private func checkReply<T: ReplyObject>(_ value: T, optionalKeys: Set<String> = 
     @Test func permissionsMuteReindexRoundTrip() throws {
         try checkReply(PermissionInfo(app: "logger", state: "granted"))
         try checkReply(MuteInfo(app: "radio", muted: true))
+        try checkReply(sampleAttachment)
         try checkReply(ReindexInfo(indexed: 120, skipped: ["/var/lib/recd/archive/stray.flac"]))
         try checkReply(ReindexInfo(indexed: 0, skipped: []))
     }

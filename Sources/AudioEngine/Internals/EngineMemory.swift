@@ -19,6 +19,8 @@ final class EngineMemory {
         var taps: [CaptureTap] = []
         var busTaps: [CaptureTap] = []
         var monitoring: MonitoringPlan?
+        /// Attached applications (their voices are among `players`).
+        var attachments: [AttachmentHandle] = []
     }
 
     /// What the current snapshot names.
@@ -192,13 +194,17 @@ final class EngineMemory {
             (playerOnBus + index).initialize(to: source != nil)
             if let source { sourcePlayers[source] = player.voice }
         }
+        let attachmentList = UnsafeMutablePointer<UnsafeMutablePointer<AttachmentFeed>>.allocate(
+            capacity: max(graph.attachments.count, 1))
+        attachmentList.initialize(from: graph.attachments.map(\.feed), count: graph.attachments.count)
         let snapshot = UnsafeMutablePointer<GraphSnapshot>.allocate(capacity: 1)
         snapshot.initialize(
             to: GraphSnapshot(
                 players: playerList, playerCount: players.count, playerOnBus: playerOnBus,
                 taps: tapList(graph.taps), tapCount: graph.taps.count,
                 busTaps: tapList(graph.busTaps), busTapCount: graph.busTaps.count,
-                monitor: graph.monitoring?.plan, sourcePlayers: sourcePlayers))
+                monitor: graph.monitoring?.plan, sourcePlayers: sourcePlayers,
+                attachments: attachmentList, attachmentCount: graph.attachments.count))
         return snapshot
     }
 
@@ -217,6 +223,7 @@ final class EngineMemory {
         snapshot.pointee.taps.deallocate()
         snapshot.pointee.busTaps.deallocate()
         snapshot.pointee.sourcePlayers.deallocate()
+        snapshot.pointee.attachments.deallocate()
         snapshot.deinitialize(count: 1)
         snapshot.deallocate()
     }

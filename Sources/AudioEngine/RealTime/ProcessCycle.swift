@@ -36,7 +36,8 @@ func recdProcess(_ frameCount: jack_nframes_t, _ argument: UnsafeMutableRawPoint
 }
 
 /// One period on buffers already in `state.inputBuffers`/`outputBuffers`: taps copy the
-/// inputs, outputs are cleared and the players mixed into them, monitoring sums its sources
+/// inputs, outputs are cleared, attached applications' ports are fed (their play samples into
+/// their voices' rings, their capture ports from the inputs) and the players mixed into them, monitoring sums its sources
 /// into the buses and adds those to the outputs (same cycle: no added latency), meters
 /// measure inputs, buses and outputs.
 /// Separate from `recdProcess` so a test can drive it without a server.
@@ -57,6 +58,12 @@ func runCycle(_ state: UnsafeMutablePointer<ProcessState>, frames: Int, frameTim
         for index in 0..<graph.pointee.tapCount {
             graph.pointee.taps[index].pointee.capture(
                 frames: frames, frameTime: frameTime, inputs: inputs)
+        }
+        for index in 0..<graph.pointee.attachmentCount {
+            let attachment = graph.pointee.attachments[index]
+            if attachment.pointee.fetchBuffers(frames: frames) {
+                attachment.pointee.feed(frames: frames, inputs: inputs, inputCount: state.pointee.inputCount)
+            }
         }
         for index in 0..<graph.pointee.playerCount where !graph.pointee.playerOnBus[index] {
             graph.pointee.players[index].pointee.render(frames: frames, outputs: outputs)

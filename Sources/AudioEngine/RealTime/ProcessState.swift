@@ -74,4 +74,7 @@ struct GraphSnapshot {
     /// For each of `monitor`'s sources: the voice of a player source that is in this graph;
     /// nil for inputs and for players no longer in the engine.
     let sourcePlayers: UnsafeMutablePointer<UnsafeMutablePointer<PlayerVoice>?>
+    /// Attached applications' ports (`session.attach`); fed before the players render.
+    let attachments: UnsafeMutablePointer<UnsafeMutablePointer<AttachmentFeed>>
+    let attachmentCount: Int
 }

@@ -105,3 +105,31 @@ final class ProcessRig {
         return tap
     }
 }
+
+extension ProcessRig {
+    /// An attachment as `AudioEngine.attach` makes it, with `play` and `capture` test buffers
+    /// standing in for recd's ports (its voice plays to flat output channels from 0).
+    func addAttachment(
+        play: [UnsafeMutablePointer<Float>], capture: [UnsafeMutablePointer<Float>], groupChannels: Int
+    ) -> AttachmentHandle {
+        let player =
+            play.isEmpty
+            ? nil
+            : PlayerHandle(
+                outputGroup: "out", channels: play.count, capacityFrames: AudioEngine.attachmentRingFrames,
+                routes: PlayerRoute.defaultRoutes(playerChannels: play.count, groupChannels: groupChannels),
+                flatOutputBase: 0, initialCommand: PlayerCommand(gain: 1, rampFrames: 0, paused: true))
+        let handle = AttachmentHandle(
+            clientName: "app", playPorts: play.indices.map { "app:out_\($0 + 1)" },
+            recdPlayPorts: play.indices.map { .init(port: nil, name: "recd:app-play_\($0 + 1)") },
+            capturePorts: capture.indices.map { "app:in_\($0 + 1)" },
+            recdCapturePorts: capture.indices.map { .init(port: nil, name: "recd:app-capture_\($0 + 1)") },
+            player: player, client: nil)
+        handle.setTestBuffers(play: play, capture: capture)
+        var graph = memory.graph
+        if let player { graph.players.append(player) }
+        graph.attachments.append(handle)
+        memory.publish(graph)
+        return handle
+    }
+}

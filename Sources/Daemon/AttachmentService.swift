@@ -1,0 +1,264 @@
+// Applications' own JACK clients under sessions (`session.attach`): recd connects their ports
+// to its own and plays and feeds them under the session's policy, like its own players.
+// Control thread only.
+import AudioEngine
+import ControlProtocol
+import Platform
+import SessionPolicy
+import SystemSupport
+
+/// Owns the attachments: which app's JACK client is under which session, for which control
+/// connection, and what the policy lets it do now.
+///
+/// The play side is a player voice (the engine's `PlayerHandle`, fed each period by the app's
+/// ports instead of a file), so the rules are the players': silent until the session is
+/// active; an interruption pauses it (ramped, inside one period); ducking ramps its gain;
+/// the loss of its output pauses it within a period (privacy) until the session is activated
+/// again or a new device is plugged in; a new route moves it, crossfaded. The capture side
+/// carries the session's input route, zeros unless the session is active, its input is not
+/// muted and it has record permission. The router tells the service what the policy says
+/// (`sync`, after every batch of effects); the service never sees the store.
+final class AttachmentService {
+    /// One attached client.
+    final class Attachment {
+        let app: String
+        let handle: AttachmentHandle
+        /// The control connection that made it: the attachment ends when it closes.
+        let owner: ClientID
+        /// The configured output port its voice plays to (nil: none yet).
+        var port: String?
+        /// Its output went away: silent until the session is activated again or a new device
+        /// arrives.
+        var privacyPaused = false
+        var playing = false
+        var gainDB = 0.0
+
+        init(app: String, handle: AttachmentHandle, owner: ClientID) {
+            self.app = app
+            self.handle = handle
+            self.owner = owner
+        }
+
+        var client: String { handle.clientName }
+
+        var info: AttachmentInfo {
+            AttachmentInfo(
+                app: app, client: handle.clientName, playPorts: handle.playPorts, capturePorts: handle.capturePorts,
+                recdPlayPorts: handle.recdPlayPorts, recdCapturePorts: handle.recdCapturePorts)
+        }
+    }
+
+    /// What the policy says about a session, as the service needs it.
+    struct SessionView {
+        var isActive: Bool
+        /// The route's outputs, first is where the audio goes.
+        var outputs: [String]
+        var input: String?
+        /// 0 when not ducked.
+        var duckDB: Double
+        var capturesSilenced: Bool
+        /// The category can play / record (a category change can take either away).
+        var canPlay = true
+        var canRecord = true
+    }
+
+    private let engine: any AttachmentEngine
+    private let sink: any EventSink
+    private(set) var attachments: [Attachment] = []
+
+    init(engine: any AttachmentEngine, sink: any EventSink) {
+        self.engine = engine
+        self.sink = sink
+    }
+
+    var infos: [AttachmentInfo] { attachments.map(\.info) }
+    var apps: Set<String> { Set(attachments.map(\.app)) }
+    /// Apps with an attachment that is heard now.
+    var playingApps: Set<String> { Set(attachments.filter(\.playing).map(\.app)) }
+
+    // MARK: Ownership
+
+    /// Who may attach JACK client `client`: the uid of its process must be the caller's, or the
+    /// caller an administrator. The uid is that of /proc/PID when JACK reports the client's
+    /// pid (PipeWire's JACK does); jackd2's libjack reports none, but a jackd2 server only
+    /// admits clients of its own user (its socket is not writable by others; promiscuous
+    /// servers aside), which is the user recd runs as, so recd's own uid stands in. nil: no
+    /// proof either way (the caller must be an administrator).
+    func clientUID(_ client: String) -> UInt32? {
+        if let pid = engine.processID(ofClient: client) {
+            return FileSystem.status(of: "/proc/\(pid)")?.ownerID
+        }
+        return CurrentProcess.userID
+    }
+
+    // MARK: Requests
+
+    /// `session.attach`, once the caller may change the session and owns the client.
+    func attach(
+        _ request: AttachRequest, category: SessionPolicy.Category, owner: ClientID, session: SessionView
+    ) throws(SessionError) -> AttachmentInfo {
+        guard engine.isRunning else {
+            throw SessionError(.mediaServicesFailed, "JACK is not running; attach again when media services are reset")
+        }
+        if !request.playPorts.isEmpty && !category.hasOutput {
+            throw SessionError(
+                .incompatibleCategory,
+                "category \(category.rawValue) cannot play: playPorts need playback, playAndRecord or multiRoute")
+        }
+        if !request.capturePorts.isEmpty && !category.hasInput {
+            throw SessionError(
+                .incompatibleCategory,
+                "category \(category.rawValue) cannot record: capturePorts need record, playAndRecord or multiRoute")
+        }
+        if attachments.contains(where: { $0.client == request.client }) {
+            throw SessionError(
+                .badParam,
+                "JACK client \(request.client) is already attached; detach it first (session.detach)")
+        }
+        let port = session.outputs.first
+        let group = port.flatMap { engine.output(port: $0)?.group } ?? engine.anyOutputGroup
+        if !request.playPorts.isEmpty && group == nil {
+            throw SessionError(.resourceNotAvailable, "recd has no output port configured; add a [port] to its config")
+        }
+        let handle: AttachmentHandle
+        do {
+            handle = try engine.attach(
+                client: request.client, playPorts: request.playPorts, capturePorts: request.capturePorts,
+                outputGroup: group)
+        } catch {
+            switch error {
+            case .invalidArgument(let message): throw SessionError(.badParam, message)
+            default: throw SessionError(.resourceNotAvailable, "recd could not attach \(request.client): \(error)")
+            }
+        }
+        let attachment = Attachment(app: request.app, handle: handle, owner: owner)
+        attachment.port = port
+        attachments.append(attachment)
+        Log.info(
+            "\(request.app): JACK client \(request.client) attached (play \(request.playPorts), capture "
+                + "\(request.capturePorts))")
+        sync(attachment, session)
+        return attachment.info
+    }
+
+    /// `session.detach`.
+    func detach(app: String, client: String) throws(SessionError) {
+        guard let attachment = attachments.first(where: { $0.app == app && $0.client == client }) else {
+            throw SessionError(.badParam, "JACK client \(client) is not attached to \(app); see `recctl status`")
+        }
+        end(attachment, reason: "detached")
+    }
+
+    private func end(_ attachment: Attachment, reason: String) {
+        engine.detach(attachment.handle)
+        attachments.removeAll { $0 === attachment }
+        Log.info("\(attachment.app): JACK client \(attachment.client) detached (\(reason))")
+        sink.broadcast(
+            app: attachment.app,
+            [
+                "event": "attachment", "app": .string(attachment.app), "client": .string(attachment.client),
+                "state": "detached", "reason": .string(reason),
+            ])
+    }
+
+    /// The control connection that made them closed.
+    func clientGone(_ client: ClientID) {
+        for attachment in attachments where attachment.owner == client { end(attachment, reason: "connectionClosed") }
+    }
+
+    /// The session was deleted.
+    func sessionGone(_ app: String) {
+        for attachment in attachments where attachment.app == app { end(attachment, reason: "sessionDeleted") }
+    }
+
+    /// The JACK server went away: every attachment ends (the app attaches again after
+    /// mediaServicesWereReset).
+    func endAll(reason: String) {
+        for attachment in attachments { end(attachment, reason: reason) }
+    }
+
+    /// The engine had news: attachments whose app ports are gone end; connections that would
+    /// bypass recd are removed (and logged).
+    func engineWoke() {
+        guard !attachments.isEmpty else { return }
+        let missing = engine.attachmentsWithMissingPorts()
+        for attachment in attachments where missing.contains(where: { $0 === attachment.handle }) {
+            end(attachment, reason: "clientGone")
+        }
+        for connection in engine.enforceAttachments() {
+            Log.notice(
+                "JACK connection \(connection) would bypass recd's session policy for an attached client; removed. "
+                    + "An attached application's audio goes only through recd (session.detach to free it)")
+        }
+    }
+
+    // MARK: Policy
+
+    /// The session was activated, or a new device arrived: what privacy paused may play.
+    func allowAgain(of app: String) {
+        for attachment in attachments where attachment.app == app { attachment.privacyPaused = false }
+    }
+
+    /// Brings the attachments of `app` in line with the policy (after every batch of effects).
+    func sync(app: String, _ session: SessionView) {
+        for attachment in attachments where attachment.app == app { sync(attachment, session) }
+    }
+
+    /// The fade of an interruption or deactivation: the default ramp, at most one period.
+    private var silenceRampMilliseconds: Double {
+        guard let frames = engine.bufferSize, let rate = engine.sampleRate, rate > 0 else {
+            return AudioEngine.defaultRampMilliseconds
+        }
+        return min(AudioEngine.defaultRampMilliseconds, Double(frames) * 1000 / Double(rate))
+    }
+
+    private func sync(_ attachment: Attachment, _ session: SessionView) {
+        let handle = attachment.handle
+        if let current = attachment.port, !engine.isAvailable(port: current) {
+            // Its device went away: privacy, never a fall back to another output.
+            attachment.privacyPaused = true
+        }
+        if let player = handle.player {
+            if !attachment.privacyPaused, let output = session.outputs.first, output != attachment.port,
+                engine.isAvailable(port: output), let target = engine.output(port: output)
+            {
+                let routes = PlayerRoute.defaultRoutes(playerChannels: player.channels, groupChannels: target.channels)
+                do {
+                    try engine.movePlayer(
+                        player, toOutputGroup: target.group, routes: routes,
+                        rampMilliseconds: AudioEngine.defaultRampMilliseconds)
+                    Log.info(
+                        "\(attachment.app): \(attachment.client) moves from \(attachment.port ?? "none") to \(output)")
+                    attachment.port = output
+                } catch {
+                    Log.warning(
+                        "\(attachment.app): \(attachment.client) stays on \(attachment.port ?? "none"): \(error)")
+                }
+            }
+            let audible =
+                session.isActive && session.canPlay && !attachment.privacyPaused
+                && attachment.port.map(engine.isAvailable) == true
+            if audible != attachment.playing {
+                if audible {
+                    engine.play(player, rampMilliseconds: AudioEngine.defaultRampMilliseconds)
+                } else {
+                    // Privacy: a 1 ms fade; an interruption or deactivation: the usual ramp, cut
+                    // to one period when periods are shorter: silent within one period.
+                    engine.pause(player, rampMilliseconds: attachment.privacyPaused ? 1 : silenceRampMilliseconds)
+                }
+                attachment.playing = audible
+            }
+            if session.duckDB != attachment.gainDB {
+                engine.setGain(player, decibels: session.duckDB)
+                attachment.gainDB = session.duckDB
+            }
+        }
+        if !handle.capturePorts.isEmpty {
+            let input = session.input.flatMap(engine.inputGroup)
+            let open =
+                session.isActive && session.canRecord && !session.capturesSilenced
+                && session.input.map(engine.isAvailable) == true
+            engine.setCapture(handle, inputGroup: input, open: open)
+        }
+    }
+}

@@ -1,0 +1,329 @@
+// Applications' own JACK clients under sessions (`session.attach`), end to end: the real recd,
+// a recd-signal client standing in for the application (its ports connected nowhere, or
+// connected straight to the device to try a bypass), and another one as the device, capturing
+// what reaches it.
+import ControlProtocol
+import Foundation
+import Testing
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+@Suite("session-routed JACK ports (session.attach)", .serialized)
+struct AttachmentTests {
+    /// A 1 kHz sine at -6 dBFS: exactly one cycle per 48 frames at 48 kHz, peak 0.501.
+    static let tone = ["--signal", "sine:1000", "--level", "-6"]
+    static let full = Float(pow(10, -6.0 / 20))
+
+    /// Sends one request on `client` and returns its reply.
+    func request(_ client: RawClient, _ op: String, _ fields: [(String, JSONValue)]) -> JSONValue? {
+        let line = JSONValue.object([("v", 2), ("id", 1), ("op", .string(op))] + fields).jsonText
+        client.send(line + "\n")
+        return client.readJSON()
+    }
+
+    func attach(_ client: RawClient, app: String, jackClient: String, play: [String] = [], capture: [String] = [])
+        -> JSONValue?
+    {
+        request(
+            client, "session.attach",
+            [
+                ("app", .string(app)), ("client", .string(jackClient)), ("playPorts", JSONValue(play)),
+                ("capturePorts", JSONValue(capture)),
+            ])
+    }
+
+    /// The samples a capture client wrote so far (interleaved).
+    struct Recording {
+        let path: String
+        let channels: Int
+        func samples() throws -> [Float] { try readRawFloats(path: path) }
+        /// Frames written so far.
+        func mark() throws -> Int { try samples().count / channels }
+        /// Channel `channel` from frame `from` to now.
+        func channel(_ channel: Int, from: Int) throws -> [Float] {
+            let all = deinterleave(try samples(), channels: channels)[channel]
+            return Array(all[min(from, all.count)...])
+        }
+    }
+
+    /// What `channel` carried over `seconds` from a moment `settle` seconds from now.
+    func steady(_ recording: Recording, channel: Int = 0, settle: Double = 0.3, seconds: Double = 0.3) throws -> [Float]
+    {
+        usleep(UInt32(settle * 1e6))
+        let mark = try recording.mark()
+        usleep(UInt32(seconds * 1e6))
+        return try recording.channel(channel, from: mark)
+    }
+
+    func peak(_ samples: [Float]) -> Float { samples.map(abs).max() ?? 0 }
+
+    func eventNamed(_ name: String) -> (JSONValue) -> Bool { { $0["event"]?.stringValue == name } }
+
+    @Test(
+        "an attached app's tone: silent before activation, heard after, ducked by 14 dB, interrupted within a period, back after the interruption and activation; detach and connection close end it"
+    )
+    func playUnderPolicy() throws {
+        let sink = uniqueName("sink")
+        let appName = uniqueName("app")
+        let daemon = try Daemon(
+            extraConfig: "\n[policy]\nduck_level_db = -14\n",
+            ports: "[port spk]\ntype = builtInSpeaker\ndirection = output\njack = \(sink):in_1\n\n")
+        let raw = daemon.directory + "/sink.raw"
+        let device = try SignalClient(["--name", sink, "capture", "--ports", "in_1", "--out", raw])
+        defer { device.stop() }
+        // The app connects itself straight to the device, as JACK apps do: attaching must cut that.
+        let app = try SignalClient(
+            ["--name", appName, "play", "--ports", "out_1", "--connect", "\(sink):in_1"] + Self.tone)
+        defer { app.stop() }
+        let recording = Recording(path: raw, channels: 1)
+        #expect(
+            abs(peak(try steady(recording, settle: 0.1)) - Self.full) < 1e-3,
+            "the app reaches the device before attaching")
+
+        // Non-mixable: another non-mixable session's activation interrupts it (SPEC §3).
+        #expect(try daemon.recctl("session", "set", "voip", "--category", "playback").status == 0)
+        #expect(
+            try eventually {
+                try daemon.recctl("--json", "routes").json?["ports"]?.arrayValue?.first?["available"] == true
+            })
+        let control = try RawClient(path: daemon.socket)
+        let reply = try #require(attach(control, app: "voip", jackClient: appName, play: ["\(appName):out_1"]))
+        #expect(reply["ok"] == true, "\(reply.jsonText)")
+        let attachment = try #require(reply["attachment"])
+        #expect(attachment["playPorts"] == JSONValue(["\(appName):out_1"]))
+        #expect(attachment["recdPlayPorts"]?.arrayValue?.count == 1)
+        #expect(peak(try steady(recording)) == 0, "nothing of the app reaches the output before activation")
+
+        #expect(try daemon.recctl("session", "activate", "voip").status == 0)
+        #expect(abs(peak(try steady(recording)) - Self.full) < 1e-3, "after activation the tone plays at full level")
+
+        // Ducking: another session with duckOthers.
+        #expect(
+            try daemon.recctl(
+                "session", "set", "nav", "--category", "playback", "--mode", "voicePrompt", "--options", "duckOthers"
+            )
+            .status == 0)
+        #expect(try daemon.recctl("session", "activate", "nav").status == 0)
+        let ducked = peak(try steady(recording))
+        let db = 20 * log10(Double(ducked / Self.full))
+        #expect(abs(db + 14) <= 0.5, "ducked by \(db) dB")
+        #expect(try daemon.recctl("session", "deactivate", "nav").status == 0)
+        #expect(abs(peak(try steady(recording)) - Self.full) < 1e-3, "unducked")
+
+        // A non-mixable session interrupts it: the interruption event, and silence within a period.
+        let watcher = try daemon.watch("voip")
+        #expect(try daemon.recctl("session", "set", "call", "--category", "playback").status == 0)
+        let before = try recording.mark()
+        #expect(try daemon.recctl("session", "activate", "call").status == 0)
+        #expect(
+            watcher.waitFor { $0["event"] == "interruption" && $0["type"] == "began" }.contains {
+                $0["event"] == "interruption" && $0["type"] == "began"
+            })
+        usleep(400_000)
+        let fade = try recording.channel(0, from: before)
+        // Windows of one sine cycle: the first below full level starts the fade; it must be
+        // silent within one period (1024 frames) plus a window.
+        let windows = stride(from: 0, to: fade.count - 48, by: 48).map { peak(Array(fade[$0..<$0 + 48])) }
+        let fadeStart = try #require(windows.firstIndex { $0 < Self.full - 1e-3 }, "the tone never faded")
+        let silent = try #require(windows[fadeStart...].firstIndex { $0 == 0 }, "never silent")
+        #expect(
+            (silent - fadeStart) * 48 <= 1024 + 48, "silent \((silent - fadeStart) * 48) frames after the fade began")
+        #expect(windows[silent...].allSatisfy { $0 == 0 }, "the tone came back during the interruption")
+        #expect(fadeStart > 0 && windows[fadeStart] > 0, "ramped: the first window of the fade is not yet silent")
+
+        // The end with shouldResume, then the app activates again: the tone is back.
+        #expect(try daemon.recctl("session", "deactivate", "call", "--notify-others").status == 0)
+        #expect(
+            watcher.waitFor { $0["event"] == "interruption" && $0["type"] == "ended" }.contains {
+                $0["type"] == "ended" && $0["options"] == ["shouldResume"]
+            })
+        #expect(try daemon.recctl("session", "activate", "voip").status == 0)
+        #expect(abs(peak(try steady(recording)) - Self.full) < 1e-3, "back after the interruption")
+
+        // A category that cannot play silences it; playback again brings it back.
+        #expect(try daemon.recctl("session", "set", "voip", "--category", "record", "--mic-usage", "test").status == 0)
+        #expect(peak(try steady(recording)) == 0, "under record nothing of it plays")
+        #expect(try daemon.recctl("session", "set", "voip", "--category", "playback").status == 0)
+        _ = try daemon.recctl("session", "activate", "voip")
+        #expect(abs(peak(try steady(recording)) - Self.full) < 1e-3, "playback again")
+
+        // A third party connecting the attached port to the device is undone.
+        #expect(try runTool("jack_connect", ["\(appName):out_1", "\(sink):in_1"]).status == 0)
+        #expect(try eventually(timeout: 3) { daemon.log.contains("would bypass recd") })
+        #expect(
+            try eventually(timeout: 3) {
+                try runTool("jack_lsp", ["-c", "\(appName):out_1"]).stdout.contains("\(sink):in_1") == false
+            })
+        #expect(abs(peak(try steady(recording)) - Self.full) < 1e-3, "the bypass added nothing: one tone at full level")
+
+        // status lists it; detach ends it (silence), and so does closing the connection.
+        let status = try #require(try daemon.recctl("--json", "status").json)
+        #expect(status["attachments"]?.arrayValue?.first?["client"]?.stringValue == appName)
+        #expect(request(control, "session.detach", [("app", "voip"), ("client", .string(appName))])?["ok"] == true)
+        #expect(peak(try steady(recording)) == 0, "detached: recd plays nothing of it")
+        #expect(try daemon.recctl("--json", "status").json?["attachments"]?.arrayValue?.isEmpty == true)
+
+        var second: RawClient? = try RawClient(path: daemon.socket)
+        #expect(attach(second!, app: "voip", jackClient: appName, play: ["\(appName):out_1"])?["ok"] == true)
+        #expect(abs(peak(try steady(recording)) - Self.full) < 1e-3, "attached again to an active session: heard")
+        second = nil
+        #expect(
+            try eventually(timeout: 3) {
+                try daemon.recctl("--json", "status").json?["attachments"]?.arrayValue?.isEmpty == true
+            })
+        #expect(peak(try steady(recording)) == 0, "the connection closed: the attachment ended")
+        _ = control
+    }
+
+    @Test(
+        "unplugging the route's device silences the app (no fall back to the speaker); plugging it in again brings it back there"
+    )
+    func privacyOnUnplug() throws {
+        let sink = uniqueName("sink")
+        let appName = uniqueName("app")
+        let daemon = try Daemon(
+            ports: """
+                [port speaker]
+                type = builtInSpeaker
+                direction = output
+                jack = \(sink):in_1
+
+                [port phones]
+                type = headphones
+                direction = output
+                jack = \(sink):in_2
+                sense = Headphone Jack
+
+                """, environment: ["RECD_DEVICE_EVENTS": "scripted"])
+        let raw = daemon.directory + "/sink.raw"
+        let device = try SignalClient(["--name", sink, "capture", "--ports", "in_1,in_2", "--out", raw])
+        defer { device.stop() }
+        let app = try SignalClient(["--name", appName, "play", "--ports", "out_1"] + Self.tone)
+        defer { app.stop() }
+        let recording = Recording(path: raw, channels: 2)
+        #expect(try daemon.recctl("session", "set", "voip", "--category", "playback").status == 0)
+        #expect(
+            try eventually {
+                try daemon.recctl("--json", "session", "show", "voip").json?["route"]?["outputs"] == ["phones"]
+            })
+        let control = try RawClient(path: daemon.socket)
+        #expect(attach(control, app: "voip", jackClient: appName, play: ["\(appName):out_1"])?["ok"] == true)
+        #expect(try daemon.recctl("session", "activate", "voip").status == 0)
+        #expect(abs(peak(try steady(recording, channel: 1)) - Self.full) < 1e-3, "plays on the headphones")
+
+        let watcher = try daemon.watch("voip")
+        let inject: (Bool) throws -> Void = { plugged in
+            let client = try RawClient(path: daemon.socket)
+            client.send(
+                #"{"id":1,"op":"devices.inject","events":[{"type":"jackSense","card":"PCH","control":"Headphone Jack","plugged":"#
+                    + "\(plugged)}]}\n")
+            #expect(client.readJSON()?["ok"] == true)
+        }
+        try inject(false)
+        #expect(watcher.waitFor { $0["event"] == "routeChange" }.contains { $0["reason"] == "oldDeviceUnavailable" })
+        usleep(300_000)
+        let mark = try recording.mark()
+        usleep(300_000)
+        #expect(peak(try recording.channel(0, from: mark)) == 0, "no fall back to the speaker")
+        #expect(peak(try recording.channel(1, from: mark)) == 0, "the unplugged output is silent")
+
+        try inject(true)
+        #expect(
+            watcher.waitFor(count: 2) { $0["event"] == "routeChange" }.contains { $0["reason"] == "newDeviceAvailable" }
+        )
+        #expect(abs(peak(try steady(recording, channel: 1)) - Self.full) < 1e-3, "back on the headphones")
+        // The app's JACK client goes away: the attachment ends.
+        app.stop()
+        #expect(watcher.waitFor { $0["event"] == "attachment" }.contains { $0["reason"] == "clientGone" })
+        #expect(try daemon.recctl("--json", "status").json?["attachments"]?.arrayValue?.isEmpty == true)
+        _ = control
+    }
+
+    @Test("the app's capture port gets zeros until record permission is granted, then the input")
+    func captureNeedsPermission() throws {
+        let mic = uniqueName("mic")
+        let appName = uniqueName("app")
+        let daemon = try Daemon(ports: "[port mic]\ntype = builtInMic\ndirection = input\njack = \(mic):out_1\n\n")
+        let source = try SignalClient(["--name", mic, "play", "--ports", "out_1"] + Self.tone)
+        defer { source.stop() }
+        let raw = daemon.directory + "/app.raw"
+        let app = try SignalClient(["--name", appName, "capture", "--ports", "in_1", "--out", raw])
+        defer { app.stop() }
+        let recording = Recording(path: raw, channels: 1)
+        #expect(try daemon.recctl("session", "set", "rec", "--category", "record", "--mic-usage", "test").status == 0)
+        #expect(
+            try eventually {
+                try daemon.recctl("--json", "routes").json?["ports"]?.arrayValue?.first?["available"] == true
+            })
+        let control = try RawClient(path: daemon.socket)
+        let reply = try #require(attach(control, app: "rec", jackClient: appName, capture: ["\(appName):in_1"]))
+        #expect(reply["ok"] == true, "\(reply.jsonText)")
+        #expect(reply["attachment"]?["recdCapturePorts"]?.arrayValue?.count == 1)
+        _ = try daemon.recctl("session", "activate", "rec")
+        #expect(peak(try steady(recording)) == 0, "zeros while the permission is undetermined")
+        // Connecting the microphone straight into the app would bypass the permission: undone.
+        #expect(try runTool("jack_connect", ["\(mic):out_1", "\(appName):in_1"]).status == 0)
+        #expect(
+            try eventually(timeout: 3) {
+                try runTool("jack_lsp", ["-c", "\(appName):in_1"]).stdout.contains("\(mic):out_1") == false
+            })
+        #expect(peak(try steady(recording)) == 0, "still zeros: the bypass was removed")
+        #expect(try daemon.recctl("permission", "grant", "rec").status == 0)
+        _ = try daemon.recctl("session", "activate", "rec")
+        #expect(abs(peak(try steady(recording)) - Self.full) < 1e-3, "granted and active: the input's samples")
+        #expect(try daemon.recctl("mute", "rec", "on").status == 0)
+        #expect(peak(try steady(recording)) == 0, "muted: zeros")
+        #expect(try daemon.recctl("mute", "rec", "off").status == 0)
+        #expect(abs(peak(try steady(recording)) - Self.full) < 1e-3, "unmuted")
+        #expect(try daemon.recctl("session", "deactivate", "rec").status == 0)
+        #expect(peak(try steady(recording)) == 0, "inactive: zeros")
+        _ = control
+    }
+
+    @Test(
+        "refusals: another user's client (notSessionOwner), a port of another client or the wrong direction (badParam), capture under playback (incompatibleCategory), no session (expiredSession)"
+    )
+    func refusals() throws {
+        let appName = uniqueName("app")
+        let daemon = try Daemon()
+        let app = try SignalClient(["--name", appName, "play", "--ports", "out_1"] + Self.tone)
+        defer { app.stop() }
+        #expect(try daemon.recctl("session", "set", "voip", "--category", "playback").status == 0)
+        let control = try RawClient(path: daemon.socket)
+        func code(_ reply: JSONValue?) -> String? { reply?["error"]?["name"]?.stringValue ?? reply?.jsonText }
+        #expect(
+            code(attach(control, app: "nosuch", jackClient: appName, play: ["\(appName):out_1"])) == "expiredSession")
+        #expect(code(attach(control, app: "voip", jackClient: appName, play: ["system:capture_1"])) == "badParam")
+        #expect(code(attach(control, app: "voip", jackClient: appName, play: ["\(appName):nosuch"])) == "badParam")
+        #expect(code(attach(control, app: "voip", jackClient: "system", play: ["system:playback_1"])) == "badParam")
+        #expect(
+            code(attach(control, app: "voip", jackClient: appName, capture: ["\(appName):out_1"]))
+                == "incompatibleCategory")
+
+        // Another Unix user owns a session and tries to attach root's client.
+        try #require(getuid() == 0, "this test drops to user nobody and needs root")
+        daemon.openSocketToEveryone()
+        #expect(try daemon.recctl("session", "set", "theirs", "--category", "playback", user: "nobody").status == 0)
+        let ids = try userIDs("nobody")
+        let script = """
+            import socket, sys
+            s = socket.socket(socket.AF_UNIX); s.connect(sys.argv[1])
+            s.sendall(('{"v":2,"id":1,"op":"session.attach","app":"theirs","client":"%s","playPorts":["%s:out_1"]}\\n' % (sys.argv[2], sys.argv[2])).encode())
+            print(s.makefile().readline())
+            """
+        let result = try runTool(
+            "setpriv",
+            [
+                "--reuid=\(ids.uid)", "--regid=\(ids.gid)", "--clear-groups", "/usr/bin/python3", "-c", script,
+                daemon.socket, appName,
+            ])
+        let reply = try #require(
+            try? JSONValue.parse(result.stdout.trimmingCharacters(in: .whitespacesAndNewlines)),
+            "\(result.stdout) \(result.stderr)")
+        #expect(reply["error"]?["name"] == "notSessionOwner", "\(result.stdout) \(result.stderr)")
+        #expect(reply["error"]?["message"]?.stringValue?.contains("uid 0") == true)
+        _ = control
+    }
+}
