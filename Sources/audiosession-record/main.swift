@@ -24,11 +24,6 @@ guard let outPath = options["--out"], let file = fopen(outPath, "wb") else {
     exit(2)
 }
 
-/// The process thread's state: the port and the ring to the writer (plain memory).
-struct Capture {
-    var port: OpaquePointer?
-    var ring: UnsafeMutablePointer<jack_ringbuffer_t>?
-}
 let capture = UnsafeMutablePointer<Capture>.allocate(capacity: 1)
 capture.initialize(to: Capture())
 
@@ -39,12 +34,7 @@ guard let client = recd_jack_client_open(clientName, nil, &status) else {
 }
 capture.pointee.port = jack_port_register(client, "in_1", JACK_DEFAULT_AUDIO_TYPE, UInt(JackPortIsInput.rawValue), 0)
 capture.pointee.ring = jack_ringbuffer_create(Int(jack_get_sample_rate(client)) * 4 * 4)
-jack_set_process_callback(client, { frames, argument in
-    let capture = argument!.assumingMemoryBound(to: Capture.self)
-    let input = jack_port_get_buffer(capture.pointee.port, frames)!.assumingMemoryBound(to: CChar.self)
-    _ = jack_ringbuffer_write(capture.pointee.ring, input, Int(frames) * 4)
-    return 0
-}, capture)
+jack_set_process_callback(client, captureInput, capture)
 guard jack_activate(client) == 0 else {
     say("error: the JACK server refused to activate \(clientName)")
     exit(1)
@@ -54,7 +44,7 @@ say("client \(port)")
 
 let session = AudioSession(app: app, microphoneUsageDescription: "the audiosession-record example records its input")
 session.addObserver { notification in say(notification.description) }
-func step(_ what: String, _ body: () throws(AudioSessionError) -> Void) {
+@Sendable func step(_ what: String, _ body: () throws(AudioSessionError) -> Void) {
     do {
         try body()
         say(what)
