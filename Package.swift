@@ -57,7 +57,7 @@ let package = Package(
         // The application library: AVAudioSession's calls and notifications over recd's protocol.
         .target(name: "AudioSession", dependencies: ["ControlClient", "ControlProtocol", "SessionPolicy", "Platform"]),
         // libaudiosession.so's C functions (@_cdecl) over AudioSession; the header is include/audiosession.h.
-        .target(name: "AudioSessionC", dependencies: ["AudioSession"], exclude: ["include"]),
+        .target(name: "AudioSessionC", dependencies: ["AudioSession", "ControlProtocol", "SessionPolicy"], exclude: ["include"]),
 
         .executableTarget(name: "recd", dependencies: ["Daemon"]),
         .executableTarget(name: "recctl", dependencies: ["RecctlKit"]),

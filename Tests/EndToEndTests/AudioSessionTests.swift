@@ -310,3 +310,161 @@ struct AudioSessionExampleTests {
         #expect(try daemon.recctl("--json", "session", "show", "stone").json?["state"] == "active")
     }
 }
+
+/// The RMS of the last `seconds` of one channel of a growing raw capture (interleaved float32).
+func rmsOfLast(_ path: String, seconds: Double, channel: Int = 0, channels: Int = 2, rate: Int = 48_000) throws -> Float {
+    let samples = deinterleave(try readRawFloats(path: path), channels: channels)[channel]
+    let tail = samples.suffix(Int(seconds * Double(rate)))
+    guard !tail.isEmpty else { return 0 }
+    return (tail.reduce(0) { $0 + $1 * $1 } / Float(tail.count)).squareRoot()
+}
+
+/// Session-routed ports: an application's own JACK client under its session (issue 14 item 3).
+/// These need recd's `session.attach` (the attach branch); until it is merged they are skipped.
+@Suite(
+    "session-routed ports with the example applications", .serialized,
+    .enabled(if: attachAvailable, "needs recd's session.attach / session.detach (issue 14's attach branch)"))
+struct AttachedApplicationTests {
+    /// A headphone output with jack sense whose JACK ports are a capturing recd-signal, and an
+    /// input fed by a recd-signal playing a 1 kHz sine.
+    static func ports(sink: String, source: String) -> String {
+        """
+        [port mic]
+        type = lineIn
+        direction = input
+        jack = \(source):out_1, \(source):out_2
+
+        [port phones]
+        type = headphones
+        direction = output
+        jack = \(sink):in_1, \(sink):in_2
+        sense = Headphone Jack
+
+        """
+    }
+
+    func inject(_ daemon: Daemon, plugged: Bool) throws {
+        let client = try RawClient(path: daemon.socket)
+        client.send(#"{"id":1,"op":"devices.inject","events":[{"type":"jackSense","card":"PCH","control":"Headphone Jack","plugged":\#(plugged)}]}"# + "\n")
+        #expect(client.readJSON()?["ok"] == true)
+    }
+
+    @Test("audiosession-tone: silent before setActive(true), heard after; an interruption silences it, shouldResume brings it back; ducking -14 ± 0.5 dB; unplug silences it; after a recd restart it is attached and heard again")
+    func toneUnderThePolicy() throws {
+        let sink = uniqueName("sink")
+        let source = uniqueName("src")
+        let raw = try makeTemporaryDirectory("recd-attach") + "/out.raw"
+        let sinkClient = try SignalClient(["--name", sink, "capture", "--ports", "in_1,in_2", "--out", raw])
+        let sourceClient = try SignalClient(["--name", source, "play", "--ports", "out_1,out_2", "--signal", "sine:1000"])
+        defer {
+            sinkClient.stop()
+            sourceClient.stop()
+        }
+        let daemon = try Daemon(
+            extraConfig: "\n[policy]\nduck_level_db = -14\n", ports: Self.ports(sink: sink, source: source),
+            environment: ["RECD_DEVICE_EVENTS": "scripted"])
+        let client = uniqueName("atone")
+        let app = try AppProcess(
+            Examples.tone, ["--app", "atone", "--client", client, "--activate-after", "1.5"], socket: daemon.socket)
+        try #require(app.waitFor { $0 == "attached" }, "\(app.output)")
+        usleep(700_000)
+        #expect(try rmsOfLast(raw, seconds: 0.4) < 1e-3, "the app's tone reached the output before activation")
+
+        try #require(app.waitFor { $0 == "active" }, "\(app.output)")
+        usleep(700_000)
+        let full = try rmsOfLast(raw, seconds: 0.4)
+        #expect(full > 0.2, "after setActive(true) the tone reaches the output (RMS \(full))")
+
+        try #require(daemon.recctl("session", "set", "boss", "--category", "playback").status == 0)
+        try #require(daemon.recctl("session", "activate", "boss").status == 0)
+        #expect(app.waitFor { $0 == "interruption began reason=default options=none" }, "\(app.output)")
+        usleep(400_000)
+        #expect(try rmsOfLast(raw, seconds: 0.3) < 1e-3, "interrupted, the tone left the output")
+        try #require(daemon.recctl("session", "deactivate", "boss", "--notify-others").status == 0)
+        #expect(app.waitFor { $0 == "resumed" }, "\(app.output)")
+        usleep(700_000)
+        #expect(try rmsOfLast(raw, seconds: 0.4) > 0.2, "shouldResume brought it back")
+
+        try #require(daemon.recctl("session", "set", "nav", "--category", "playback", "--mode", "voicePrompt", "--options", "duckOthers").status == 0)
+        try #require(daemon.recctl("session", "activate", "nav").status == 0)
+        usleep(700_000)
+        let ducked = try rmsOfLast(raw, seconds: 0.4)
+        let levelDB = 20 * log10(Double(ducked / full))
+        print("attached tone ducked by \(levelDB) dB")
+        #expect(abs(levelDB + 14) <= 0.5, "ducked by \(levelDB) dB")
+        try #require(daemon.recctl("session", "deactivate", "nav").status == 0)
+        usleep(500_000)
+
+        try inject(daemon, plugged: false)
+        #expect(app.waitFor { $0.hasPrefix("routeChange reason=oldDeviceUnavailable") }, "\(app.output)")
+        usleep(400_000)
+        #expect(try rmsOfLast(raw, seconds: 0.3) < 1e-3, "unplugged, the tone is silenced (privacy)")
+        try inject(daemon, plugged: true)
+
+        try daemon.restart()
+        #expect(app.waitFor(timeout: 10) { $0 == "mediaServicesWereReset" }, "\(app.output)")
+        usleep(800_000)
+        #expect(try rmsOfLast(raw, seconds: 0.4) > 0.2, "after recd's restart the library attached and activated again")
+    }
+
+    @Test("audiosession-record gets zeros until its record permission is granted, then the input's samples")
+    func recorderZerosUntilGranted() throws {
+        let sink = uniqueName("sink")
+        let source = uniqueName("src")
+        let directory = try makeTemporaryDirectory("recd-attach")
+        let sinkClient = try SignalClient(["--name", sink, "capture", "--ports", "in_1,in_2", "--out", directory + "/out.raw"])
+        let sourceClient = try SignalClient(["--name", source, "play", "--ports", "out_1,out_2", "--signal", "sine:1000"])
+        defer {
+            sinkClient.stop()
+            sourceClient.stop()
+        }
+        let daemon = try Daemon(ports: Self.ports(sink: sink, source: source))
+        let path = directory + "/rec.raw"
+        let app = try AppProcess(
+            Examples.record, ["--out", path, "--seconds", "3", "--app", "arec", "--client", uniqueName("arec")],
+            socket: daemon.socket)
+        try #require(app.waitFor { $0 == "active" }, "\(app.output)")
+        #expect(app.lines.contains("attached"), "\(app.output)")
+        usleep(1_000_000)
+        try #require(daemon.recctl("permission", "grant", "arec").status == 0)
+        #expect(app.waitFor { $0 == "permission granted" }, "\(app.output)")
+        #expect(app.waitForExit(timeout: 10))
+        let samples = try readRawFloats(path: path)
+        let firstSound = samples.firstIndex { $0 != 0 } ?? samples.count
+        #expect(firstSound >= 48_000 * 8 / 10, "the recorder got sound \(firstSound) frames in, before its permission was granted")
+        let tail = samples.suffix(24_000)
+        let rms = (tail.reduce(0) { $0 + $1 * $1 } / Float(max(tail.count, 1))).squareRoot()
+        #expect(rms > 0.1, "after the grant the input's samples arrive (RMS \(rms))")
+    }
+
+    @Test("the C examples attach too: tone.c is heard once active, record.c gets zeros until granted")
+    func cExamplesAttach() throws {
+        let sink = uniqueName("sink")
+        let source = uniqueName("src")
+        let directory = try makeTemporaryDirectory("recd-attach")
+        let raw = directory + "/out.raw"
+        let sinkClient = try SignalClient(["--name", sink, "capture", "--ports", "in_1,in_2", "--out", raw])
+        let sourceClient = try SignalClient(["--name", source, "play", "--ports", "out_1,out_2", "--signal", "sine:1000"])
+        defer {
+            sinkClient.stop()
+            sourceClient.stop()
+        }
+        let daemon = try Daemon(ports: Self.ports(sink: sink, source: source))
+        let tone = try AppProcess(try Examples.compileC("tone", into: directory), ["ctone", uniqueName("ctone")], socket: daemon.socket)
+        try #require(tone.waitFor { $0 == "active" }, "\(tone.output)")
+        #expect(tone.lines.contains("attached"), "\(tone.output)")
+        usleep(700_000)
+        #expect(try rmsOfLast(raw, seconds: 0.4) > 0.2)
+
+        let path = directory + "/rec.raw"
+        let recorder = try AppProcess(
+            try Examples.compileC("record", into: directory), [path, "3", "crec", uniqueName("crec")], socket: daemon.socket)
+        try #require(recorder.waitFor { $0 == "active" }, "\(recorder.output)")
+        usleep(1_000_000)
+        try #require(daemon.recctl("permission", "grant", "crec").status == 0)
+        #expect(recorder.waitForExit(timeout: 10))
+        let samples = try readRawFloats(path: path)
+        #expect((samples.firstIndex { $0 != 0 } ?? samples.count) >= 48_000 * 8 / 10)
+        #expect(samples.suffix(24_000).contains { abs($0) > 0.1 })
+    }
+}
