@@ -66,7 +66,8 @@ public final class AudioSession: Sendable {
     public init(app: String, socketPath: String? = nil, microphoneUsageDescription: String? = nil) {
         self.app = app
         core = SessionCore(
-            app: app, candidates: ControlSocket.candidates(socketPath, environment: ProcessInfo.processInfo.environment),
+            app: app,
+            candidates: ControlSocket.candidates(socketPath, environment: ProcessInfo.processInfo.environment),
             micUsage: microphoneUsageDescription)
         core.start()
     }
@@ -128,7 +129,9 @@ public final class AudioSession: Sendable {
         do {
             return try SessionInfo(reply: reply, key: "session")
         } catch {
-            throw AudioSessionError(.unspecified, "recd sent a session this library cannot read: \(error.message); use a library as new as recd")
+            throw AudioSessionError(
+                .unspecified,
+                "recd sent a session this library cannot read: \(error.message); use a library as new as recd")
         }
     }
 
@@ -136,7 +139,9 @@ public final class AudioSession: Sendable {
     public var currentRoute: RouteDescription { get throws(AudioSessionError) { try sessionInfo().routeDescription } }
 
     /// The inputs the session may use now (its category and options allowing).
-    public var availableInputs: [PortDescription] { get throws(AudioSessionError) { try sessionInfo().availableInputs } }
+    public var availableInputs: [PortDescription] {
+        get throws(AudioSessionError) { try sessionInfo().availableInputs }
+    }
 
     /// Another application's audio plays.
     public var isOtherAudioPlaying: Bool { get throws(AudioSessionError) { try sessionInfo().isOtherAudioPlaying } }
@@ -198,7 +203,8 @@ public final class AudioSession: Sendable {
         let attachment = try core.attach(jackClient: jackClient, playPorts: playPorts, capturePorts: capturePorts)
         core.remember { state in
             state.attachments.removeAll { $0.client == jackClient }
-            state.attachments.append(AttachRequest(client: jackClient, playPorts: playPorts, capturePorts: capturePorts))
+            state.attachments.append(
+                RememberedAttachment(client: jackClient, playPorts: playPorts, capturePorts: capturePorts))
         }
         return attachment
     }
@@ -231,7 +237,7 @@ public final class AudioSession: Sendable {
 }
 
 /// An attach request as made, to make again after a reconnection.
-struct AttachRequest: Sendable {
+struct RememberedAttachment: Sendable {
     var client: String
     var playPorts: [String]
     var capturePorts: [String]
@@ -242,6 +248,6 @@ struct AppliedConfiguration: Sendable {
     var settings: SessionSettings?
     var preferredInput: String?
     var speakerOverride = false
-    var attachments: [AttachRequest] = []
+    var attachments: [RememberedAttachment] = []
     var active = false
 }

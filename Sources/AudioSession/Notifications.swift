@@ -53,15 +53,17 @@ public enum AudioSessionNotification: Sendable, Equatable, CustomStringConvertib
     init?(event: JSONValue) {
         switch event["event"]?.stringValue {
         case "interruption":
-            guard let type = event["typeCode"]?.intValue.flatMap(InterruptionType.init(rawValue:))
-                ?? (event["type"] == "began" ? .began : event["type"] == "ended" ? .ended : nil)
+            guard
+                let type = event["typeCode"]?.intValue.flatMap(InterruptionType.init(rawValue:))
+                    ?? (event["type"] == "began" ? .began : event["type"] == "ended" ? .ended : nil)
             else { return nil }
             let reason = event["reasonCode"]?.intValue.flatMap(InterruptionReason.init(rawValue:)) ?? .default
             let resume = event["options"]?.arrayValue?.contains("shouldResume") == true
             self = .interruption(type: type, options: resume ? .shouldResume : [], reason: reason)
         case "routeChange":
             let reason = event["reasonCode"]?.intValue.flatMap(RouteChangeReason.init(rawValue:)) ?? .unknown
-            let previous = event["previousRouteDescription"].flatMap { try? RouteDescriptionInfo(json: $0) }
+            let previous =
+                event["previousRouteDescription"].flatMap { try? RouteDescriptionInfo(json: $0) }
                 ?? RouteDescriptionInfo()
             self = .routeChange(reason: reason, previousRoute: previous)
         case "mediaServicesWereLost": self = .mediaServicesWereLost

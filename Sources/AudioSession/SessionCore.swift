@@ -93,7 +93,8 @@ final class SessionCore: Sendable {
         }
         let reply = try outcome.get()
         if reply["ok"]?.boolValue != true {
-            throw Wire.error(from: reply) ?? SessionError(.unspecified, "recd answered \(what) without ok: \(reply.jsonText)")
+            throw Wire.error(from: reply)
+                ?? SessionError(.unspecified, "recd answered \(what) without ok: \(reply.jsonText)")
         }
         return reply
     }
@@ -131,7 +132,8 @@ final class SessionCore: Sendable {
                 let connection = try Connection(candidates: candidates)
                 let reply = try connection.call(.permissionRequest(app: app), timeout: nil)
                 if reply["ok"]?.boolValue == true {
-                    result = .success(reply["state"]?.stringValue.flatMap(RecordPermission.init(rawValue:)) ?? .undetermined)
+                    result = .success(
+                        reply["state"]?.stringValue.flatMap(RecordPermission.init(rawValue:)) ?? .undetermined)
                 } else {
                     result = .failure(Wire.error(from: reply) ?? SessionError(.unspecified, reply.jsonText))
                 }
@@ -213,7 +215,9 @@ final class SessionCore: Sendable {
                 return
             }
             guard message["event"] != nil, message["id"] == nil else { continue }
-            if message["event"] == "session", message["app"]?.stringValue == app, let state = message["state"]?.stringValue {
+            if message["event"] == "session", message["app"]?.stringValue == app,
+                let state = message["state"]?.stringValue
+            {
                 remember { $0.active = state == "active" }
             }
             if let notification = AudioSessionNotification(event: message) { deliver(notification) }
@@ -229,7 +233,8 @@ final class SessionCore: Sendable {
         if let input = wanted.preferredInput { _ = try? call(.sessionPrefer(PreferenceChange(app: app, input: input))) }
         if wanted.speakerOverride { _ = try? call(.sessionOverride(app: app, speaker: true)) }
         for attachment in wanted.attachments {
-            _ = try? attach(jackClient: attachment.client, playPorts: attachment.playPorts, capturePorts: attachment.capturePorts)
+            _ = try? attach(
+                jackClient: attachment.client, playPorts: attachment.playPorts, capturePorts: attachment.capturePorts)
         }
         if wanted.active { _ = try? call(.sessionActivate(app: app)) }
     }

@@ -68,16 +68,21 @@ final class CSession: Sendable {
                 c.function(UInt32(type.rawValue), UInt32(options.rawValue), UInt32(reason.rawValue), c.user)
             }
         case .routeChange(let reason, let previous):
-            if let c = current.routeChange { previous.json.jsonText.withCString { c.function(UInt32(reason.rawValue), $0, c.user) } }
+            if let c = current.routeChange {
+                previous.json.jsonText.withCString { c.function(UInt32(reason.rawValue), $0, c.user) }
+            }
         case .mediaServicesWereLost: if let c = current.mediaServices { c.function(0, c.user) }
         case .mediaServicesWereReset: if let c = current.mediaServices { c.function(1, c.user) }
-        case .silenceSecondaryAudioHint(let type): if let c = current.silenceHint { c.function(UInt32(type.rawValue), c.user) }
+        case .silenceSecondaryAudioHint(let type):
+            if let c = current.silenceHint { c.function(UInt32(type.rawValue), c.user) }
         case .inputMuteStateChange(let muted): if let c = current.inputMute { c.function(muted ? 1 : 0, c.user) }
         }
     }
 }
 
-private func handle(_ pointer: OpaquePointer) -> CSession { Unmanaged<CSession>.fromOpaque(UnsafeRawPointer(pointer)).takeUnretainedValue() }
+private func handle(_ pointer: OpaquePointer) -> CSession {
+    Unmanaged<CSession>.fromOpaque(UnsafeRawPointer(pointer)).takeUnretainedValue()
+}
 private func string(_ pointer: UnsafePointer<CChar>?) -> String? { pointer.map { String(cString: $0) } }
 private func strings(_ list: UnsafePointer<UnsafePointer<CChar>?>?, _ count: Int) -> [String] {
     guard let list else { return [] }
@@ -94,8 +99,11 @@ private func upstream(_ permission: RecordPermission) -> Int32 {
 }
 
 @_cdecl("as_session_new")
-public func as_session_new(_ app: UnsafePointer<CChar>, _ socket: UnsafePointer<CChar>?, _ micUsage: UnsafePointer<CChar>?) -> OpaquePointer {
-    let session = AudioSession(app: String(cString: app), socketPath: string(socket), microphoneUsageDescription: string(micUsage))
+public func as_session_new(
+    _ app: UnsafePointer<CChar>, _ socket: UnsafePointer<CChar>?, _ micUsage: UnsafePointer<CChar>?
+) -> OpaquePointer {
+    let session = AudioSession(
+        app: String(cString: app), socketPath: string(socket), microphoneUsageDescription: string(micUsage))
     return OpaquePointer(Unmanaged.passRetained(CSession(session)).toOpaque())
 }
 
@@ -108,7 +116,9 @@ public func as_session_free(_ pointer: OpaquePointer?) {
 }
 
 @_cdecl("as_last_error_message")
-public func as_last_error_message(_ pointer: OpaquePointer) -> UnsafePointer<CChar>? { handle(pointer).lastErrorMessage }
+public func as_last_error_message(_ pointer: OpaquePointer) -> UnsafePointer<CChar>? {
+    handle(pointer).lastErrorMessage
+}
 
 /// The names as C strings, made once and never freed nor written: safe to share.
 nonisolated(unsafe) private let errorNames: [Int32: UnsafePointer<CChar>] = {
@@ -151,7 +161,9 @@ public func as_set_preferred_input(_ pointer: OpaquePointer, _ port: UnsafePoint
 @_cdecl("as_override_output_audio_port")
 public func as_override_output_audio_port(_ pointer: OpaquePointer, _ speaker: Int32) -> Int32 {
     let c = handle(pointer)
-    return c.status { () throws(AudioSessionError) in try c.session.overrideOutputAudioPort(speaker != 0 ? .speaker : .none) }
+    return c.status { () throws(AudioSessionError) in
+        try c.session.overrideOutputAudioPort(speaker != 0 ? .speaker : .none)
+    }
 }
 
 @_cdecl("as_record_permission")
@@ -163,7 +175,9 @@ public func as_record_permission(_ pointer: OpaquePointer, _ out: UnsafeMutableP
 @_cdecl("as_request_record_permission_wait")
 public func as_request_record_permission_wait(_ pointer: OpaquePointer, _ out: UnsafeMutablePointer<Int32>) -> Int32 {
     let c = handle(pointer)
-    return c.status { () throws(AudioSessionError) in out.pointee = upstream(try c.session.requestRecordPermissionAndWait()) }
+    return c.status { () throws(AudioSessionError) in
+        out.pointee = upstream(try c.session.requestRecordPermissionAndWait())
+    }
 }
 
 @_cdecl("as_request_record_permission")
@@ -183,9 +197,13 @@ public func as_is_other_audio_playing(_ pointer: OpaquePointer, _ out: UnsafeMut
 }
 
 @_cdecl("as_secondary_audio_should_be_silenced_hint")
-public func as_secondary_audio_should_be_silenced_hint(_ pointer: OpaquePointer, _ out: UnsafeMutablePointer<Int32>) -> Int32 {
+public func as_secondary_audio_should_be_silenced_hint(_ pointer: OpaquePointer, _ out: UnsafeMutablePointer<Int32>)
+    -> Int32
+{
     let c = handle(pointer)
-    return c.status { () throws(AudioSessionError) in out.pointee = try c.session.secondaryAudioShouldBeSilencedHint ? 1 : 0 }
+    return c.status { () throws(AudioSessionError) in
+        out.pointee = try c.session.secondaryAudioShouldBeSilencedHint ? 1 : 0
+    }
 }
 
 @_cdecl("as_copy_current_route_json")
@@ -200,7 +218,9 @@ public func as_copy_current_route_json(_ pointer: OpaquePointer) -> UnsafeMutabl
 public func as_copy_available_inputs_json(_ pointer: OpaquePointer) -> UnsafeMutablePointer<CChar>? {
     let c = handle(pointer)
     var text: String?
-    _ = c.status { () throws(AudioSessionError) in text = JSONValue.array(try c.session.availableInputs.map(\.json)).jsonText }
+    _ = c.status { () throws(AudioSessionError) in
+        text = JSONValue.array(try c.session.availableInputs.map(\.json)).jsonText
+    }
     return text.flatMap { strdup($0) }
 }
 
@@ -209,13 +229,15 @@ public func as_free(_ pointer: UnsafeMutableRawPointer?) { free(pointer) }
 
 @_cdecl("as_attach")
 public func as_attach(
-    _ pointer: OpaquePointer, _ client: UnsafePointer<CChar>, _ play: UnsafePointer<UnsafePointer<CChar>?>?, _ playCount: Int,
+    _ pointer: OpaquePointer, _ client: UnsafePointer<CChar>, _ play: UnsafePointer<UnsafePointer<CChar>?>?,
+    _ playCount: Int,
     _ capture: UnsafePointer<UnsafePointer<CChar>?>?, _ captureCount: Int
 ) -> Int32 {
     let c = handle(pointer)
     return c.status { () throws(AudioSessionError) in
         try c.session.attach(
-            jackClient: String(cString: client), playPorts: strings(play, playCount), capturePorts: strings(capture, captureCount))
+            jackClient: String(cString: client), playPorts: strings(play, playCount),
+            capturePorts: strings(capture, captureCount))
     }
 }
 
@@ -226,31 +248,41 @@ public func as_detach(_ pointer: OpaquePointer, _ client: UnsafePointer<CChar>) 
 }
 
 @_cdecl("as_set_interruption_callback")
-public func as_set_interruption_callback(_ pointer: OpaquePointer, _ callback: InterruptionCallback?, _ user: UnsafeMutableRawPointer?) -> Int32 {
+public func as_set_interruption_callback(
+    _ pointer: OpaquePointer, _ callback: InterruptionCallback?, _ user: UnsafeMutableRawPointer?
+) -> Int32 {
     handle(pointer).callbacks.withLock { $0.interruption = callback.map { Registered(function: $0, user: user) } }
     return 0
 }
 
 @_cdecl("as_set_route_change_callback")
-public func as_set_route_change_callback(_ pointer: OpaquePointer, _ callback: RouteChangeCallback?, _ user: UnsafeMutableRawPointer?) -> Int32 {
+public func as_set_route_change_callback(
+    _ pointer: OpaquePointer, _ callback: RouteChangeCallback?, _ user: UnsafeMutableRawPointer?
+) -> Int32 {
     handle(pointer).callbacks.withLock { $0.routeChange = callback.map { Registered(function: $0, user: user) } }
     return 0
 }
 
 @_cdecl("as_set_media_services_callback")
-public func as_set_media_services_callback(_ pointer: OpaquePointer, _ callback: FlagCallback?, _ user: UnsafeMutableRawPointer?) -> Int32 {
+public func as_set_media_services_callback(
+    _ pointer: OpaquePointer, _ callback: FlagCallback?, _ user: UnsafeMutableRawPointer?
+) -> Int32 {
     handle(pointer).callbacks.withLock { $0.mediaServices = callback.map { Registered(function: $0, user: user) } }
     return 0
 }
 
 @_cdecl("as_set_silence_secondary_audio_hint_callback")
-public func as_set_silence_secondary_audio_hint_callback(_ pointer: OpaquePointer, _ callback: HintCallback?, _ user: UnsafeMutableRawPointer?) -> Int32 {
+public func as_set_silence_secondary_audio_hint_callback(
+    _ pointer: OpaquePointer, _ callback: HintCallback?, _ user: UnsafeMutableRawPointer?
+) -> Int32 {
     handle(pointer).callbacks.withLock { $0.silenceHint = callback.map { Registered(function: $0, user: user) } }
     return 0
 }
 
 @_cdecl("as_set_input_mute_callback")
-public func as_set_input_mute_callback(_ pointer: OpaquePointer, _ callback: FlagCallback?, _ user: UnsafeMutableRawPointer?) -> Int32 {
+public func as_set_input_mute_callback(
+    _ pointer: OpaquePointer, _ callback: FlagCallback?, _ user: UnsafeMutableRawPointer?
+) -> Int32 {
     handle(pointer).callbacks.withLock { $0.inputMute = callback.map { Registered(function: $0, user: user) } }
     return 0
 }

@@ -74,7 +74,8 @@ public final class Connection {
     ) throws -> JSONValue {
         let id = nextID
         nextID += 1
-        return try exchange(command.request(id: id).body, id: id, passing: descriptors, timeout: timeout, onEvent: onEvent)
+        return try exchange(
+            command.request(id: id).body, id: id, passing: descriptors, timeout: timeout, onEvent: onEvent)
     }
 
     /// Like `call`, for a request body built by hand (an op this build's `Command` does not

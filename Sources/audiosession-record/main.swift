@@ -53,7 +53,8 @@ session.addObserver { notification in say(notification.description) }
     }
 }
 step("category \(category.rawValue)") { () throws(AudioSessionError) in try session.setCategory(category) }
-step("attached") { () throws(AudioSessionError) in _ = try session.attach(jackClient: clientName, capturePorts: [port]) }
+step("attached") { () throws(AudioSessionError) in _ = try session.attach(jackClient: clientName, capturePorts: [port])
+}
 step("active") { () throws(AudioSessionError) in try session.setActive(true) }
 // Not waited for: until someone grants it, recd feeds zeros.
 session.requestRecordPermission { granted in say("permission \(granted ? "granted" : "denied")") }

@@ -19,14 +19,17 @@ let app = options["--app"] ?? "tone"
 let clientName = options["--client"] ?? "\(app)-app"
 let frequency = Float(options["--frequency"] ?? "440") ?? 440
 let activateAfter = Double(options["--activate-after"] ?? "0") ?? 0
-let categoryOptions = Set((options["--options"] ?? "").split(separator: ",").compactMap { AudioSession.CategoryOption(rawValue: String($0)) })
+let categoryOptions = Set(
+    (options["--options"] ?? "").split(separator: ",").compactMap { AudioSession.CategoryOption(rawValue: String($0)) })
 
 let tone = UnsafeMutablePointer<Tone>.allocate(capacity: 1)
 tone.initialize(to: Tone())
 
 var status = jack_status_t(rawValue: 0)
 guard let client = recd_jack_client_open(clientName, nil, &status) else {
-    say("error: cannot open the JACK client \(clientName) (is the JACK server running? status 0x\(String(status.rawValue, radix: 16)))")
+    say(
+        "error: cannot open the JACK client \(clientName) (is the JACK server running? status 0x\(String(status.rawValue, radix: 16)))"
+    )
     exit(1)
 }
 tone.pointee.port = jack_port_register(client, "out_1", JACK_DEFAULT_AUDIO_TYPE, UInt(JackPortIsOutput.rawValue), 0)
@@ -54,7 +57,8 @@ session.addObserver { notification in
         step("resumed") { () throws(AudioSessionError) in try session.setActive(true) }
     }
 }
-step("category playback") { () throws(AudioSessionError) in try session.setCategory(.playback, options: categoryOptions) }
+step("category playback") { () throws(AudioSessionError) in try session.setCategory(.playback, options: categoryOptions)
+}
 step("attached") { () throws(AudioSessionError) in _ = try session.attach(jackClient: clientName, playPorts: [port]) }
 usleep(UInt32(activateAfter * 1_000_000))
 step("active") { () throws(AudioSessionError) in try session.setActive(true) }

@@ -88,12 +88,14 @@ enum Examples {
         let script = ExternalTools.packageRoot + "/scripts/audiosession-pc"
         let pc = try ExternalTools.runExecutable(script, [productsDirectory.path, directory])
         try #require(pc.status == 0, "\(pc.stderr)")
-        let flags = try ExternalTools.run("pkg-config", ["--cflags", "--libs", "audiosession"], environment: ["PKG_CONFIG_PATH": directory])
+        let flags = try ExternalTools.run(
+            "pkg-config", ["--cflags", "--libs", "audiosession"], environment: ["PKG_CONFIG_PATH": directory])
         try #require(flags.status == 0, "\(flags.stderr)")
         let words = flags.stdout.split(whereSeparator: { $0 == " " || $0 == "\n" }).map(String.init)
         let binary = directory + "/" + name
         let source = ExternalTools.packageRoot + "/examples/c/\(name).c"
-        let compiled = try ExternalTools.run("cc", ["-Wall", "-Werror", source, "-o", binary] + words + ["-ljack", "-lm"])
+        let compiled = try ExternalTools.run(
+            "cc", ["-Wall", "-Werror", source, "-o", binary] + words + ["-ljack", "-lm"])
         try #require(compiled.status == 0, "cc failed: \(compiled.stderr)")
         return binary
     }
@@ -154,7 +156,9 @@ struct AudioSessionLibraryTests {
         #expect(try session.sessionInfo().preferences.preferredInput == nil)
     }
 
-    @Test("another session's activation interrupts (callback and AsyncStream); its deactivation with notifyOthers ends it with shouldResume")
+    @Test(
+        "another session's activation interrupts (callback and AsyncStream); its deactivation with notifyOthers ends it with shouldResume"
+    )
     func interruptions() async throws {
         let daemon = try Daemon()
         let session = AudioSession(app: "libplayer", socketPath: daemon.socket)
@@ -187,7 +191,9 @@ struct AudioSessionLibraryTests {
         #expect(ended.map { "\($0)" } == "interruption ended reason=default options=shouldResume")
     }
 
-    @Test("unplugging the route's device (scripted jack sense) delivers routeChange oldDeviceUnavailable with the previous route")
+    @Test(
+        "unplugging the route's device (scripted jack sense) delivers routeChange oldDeviceUnavailable with the previous route"
+    )
     func routeChange() throws {
         let daemon = try Daemon(
             ports: """
@@ -212,7 +218,9 @@ struct AudioSessionLibraryTests {
         #expect(try eventually { try session.currentRoute.outputs.map(\.name) == ["phones"] })
 
         let client = try RawClient(path: daemon.socket)
-        client.send(#"{"id":1,"op":"devices.inject","events":[{"type":"jackSense","card":"PCH","control":"Headphone Jack","plugged":false}]}"# + "\n")
+        client.send(
+            #"{"id":1,"op":"devices.inject","events":[{"type":"jackSense","card":"PCH","control":"Headphone Jack","plugged":false}]}"#
+                + "\n")
         #expect(client.readJSON()?["ok"] == true)
         let change = log.waitFor {
             if case .routeChange(.oldDeviceUnavailable, _) = $0 { true } else { false }
@@ -225,7 +233,9 @@ struct AudioSessionLibraryTests {
         #expect(try session.currentRoute.outputs.map(\.name) == ["speaker"])
     }
 
-    @Test("requestRecordPermission waits for an administrator's grant (recctl permission grant); recordPermission follows")
+    @Test(
+        "requestRecordPermission waits for an administrator's grant (recctl permission grant); recordPermission follows"
+    )
     func permission() async throws {
         let daemon = try Daemon()
         let session = AudioSession(app: "libmic", socketPath: daemon.socket, microphoneUsageDescription: "tests")
@@ -246,7 +256,9 @@ struct AudioSessionLibraryTests {
         #expect(try session.requestRecordPermissionAndWait() == .granted, "a decided permission answers at once")
     }
 
-    @Test("after a recd restart the library reconnects, applies its configuration again (active again) and says mediaServicesWereLost, then Reset")
+    @Test(
+        "after a recd restart the library reconnects, applies its configuration again (active again) and says mediaServicesWereLost, then Reset"
+    )
     func reconnectsAfterRestart() throws {
         let daemon = try Daemon()
         let session = AudioSession(app: "libsurvivor", socketPath: daemon.socket)
@@ -276,7 +288,9 @@ struct AudioSessionLibraryTests {
 
 @Suite("the example applications and libaudiosession (C) against the real recd", .serialized)
 struct AudioSessionExampleTests {
-    @Test("examples/c/tone.c compiles with pkg-config's audiosession flags; it sets its category, activates and gets the interruption callback")
+    @Test(
+        "examples/c/tone.c compiles with pkg-config's audiosession flags; it sets its category, activates and gets the interruption callback"
+    )
     func cToneInterruption() throws {
         let daemon = try Daemon()
         let build = try makeTemporaryDirectory("recd-cbuild")
@@ -299,7 +313,8 @@ struct AudioSessionExampleTests {
     @Test("audiosession-tone (Swift) activates and resumes by itself when an interruption ends with shouldResume")
     func swiftToneResumes() throws {
         let daemon = try Daemon()
-        let app = try AppProcess(Examples.tone, ["--app", "stone", "--client", uniqueName("stone")], socket: daemon.socket)
+        let app = try AppProcess(
+            Examples.tone, ["--app", "stone", "--client", uniqueName("stone")], socket: daemon.socket)
         #expect(app.waitFor { $0 == "active" }, "\(app.output)")
         try #require(daemon.recctl("session", "set", "boss", "--category", "playback").status == 0)
         try #require(daemon.recctl("session", "activate", "boss").status == 0)
@@ -312,7 +327,8 @@ struct AudioSessionExampleTests {
 }
 
 /// The RMS of the last `seconds` of one channel of a growing raw capture (interleaved float32).
-func rmsOfLast(_ path: String, seconds: Double, channel: Int = 0, channels: Int = 2, rate: Int = 48_000) throws -> Float {
+func rmsOfLast(_ path: String, seconds: Double, channel: Int = 0, channels: Int = 2, rate: Int = 48_000) throws -> Float
+{
     let samples = deinterleave(try readRawFloats(path: path), channels: channels)[channel]
     let tail = samples.suffix(Int(seconds * Double(rate)))
     guard !tail.isEmpty else { return 0 }
@@ -345,17 +361,23 @@ struct AttachedApplicationTests {
 
     func inject(_ daemon: Daemon, plugged: Bool) throws {
         let client = try RawClient(path: daemon.socket)
-        client.send(#"{"id":1,"op":"devices.inject","events":[{"type":"jackSense","card":"PCH","control":"Headphone Jack","plugged":\#(plugged)}]}"# + "\n")
+        client.send(
+            #"{"id":1,"op":"devices.inject","events":[{"type":"jackSense","card":"PCH","control":"Headphone Jack","plugged":\#(plugged)}]}"#
+                + "\n")
         #expect(client.readJSON()?["ok"] == true)
     }
 
-    @Test("audiosession-tone: silent before setActive(true), heard after; an interruption silences it, shouldResume brings it back; ducking -14 ± 0.5 dB; unplug silences it; after a recd restart it is attached and heard again")
+    @Test(
+        "audiosession-tone: silent before setActive(true), heard after; an interruption silences it, shouldResume brings it back; ducking -14 ± 0.5 dB; unplug silences it; after a recd restart it is attached and heard again"
+    )
     func toneUnderThePolicy() throws {
         let sink = uniqueName("sink")
         let source = uniqueName("src")
         let raw = try makeTemporaryDirectory("recd-attach") + "/out.raw"
         let sinkClient = try SignalClient(["--name", sink, "capture", "--ports", "in_1,in_2", "--out", raw])
-        let sourceClient = try SignalClient(["--name", source, "play", "--ports", "out_1,out_2", "--signal", "sine:1000"])
+        let sourceClient = try SignalClient([
+            "--name", source, "play", "--ports", "out_1,out_2", "--signal", "sine:1000",
+        ])
         defer {
             sinkClient.stop()
             sourceClient.stop()
@@ -385,7 +407,10 @@ struct AttachedApplicationTests {
         usleep(700_000)
         #expect(try rmsOfLast(raw, seconds: 0.4) > 0.2, "shouldResume brought it back")
 
-        try #require(daemon.recctl("session", "set", "nav", "--category", "playback", "--mode", "voicePrompt", "--options", "duckOthers").status == 0)
+        try #require(
+            daemon.recctl(
+                "session", "set", "nav", "--category", "playback", "--mode", "voicePrompt", "--options", "duckOthers"
+            ).status == 0)
         try #require(daemon.recctl("session", "activate", "nav").status == 0)
         usleep(700_000)
         let ducked = try rmsOfLast(raw, seconds: 0.4)
@@ -412,8 +437,12 @@ struct AttachedApplicationTests {
         let sink = uniqueName("sink")
         let source = uniqueName("src")
         let directory = try makeTemporaryDirectory("recd-attach")
-        let sinkClient = try SignalClient(["--name", sink, "capture", "--ports", "in_1,in_2", "--out", directory + "/out.raw"])
-        let sourceClient = try SignalClient(["--name", source, "play", "--ports", "out_1,out_2", "--signal", "sine:1000"])
+        let sinkClient = try SignalClient([
+            "--name", sink, "capture", "--ports", "in_1,in_2", "--out", directory + "/out.raw",
+        ])
+        let sourceClient = try SignalClient([
+            "--name", source, "play", "--ports", "out_1,out_2", "--signal", "sine:1000",
+        ])
         defer {
             sinkClient.stop()
             sourceClient.stop()
@@ -431,7 +460,9 @@ struct AttachedApplicationTests {
         #expect(app.waitForExit(timeout: 10))
         let samples = try readRawFloats(path: path)
         let firstSound = samples.firstIndex { $0 != 0 } ?? samples.count
-        #expect(firstSound >= 48_000 * 8 / 10, "the recorder got sound \(firstSound) frames in, before its permission was granted")
+        #expect(
+            firstSound >= 48_000 * 8 / 10,
+            "the recorder got sound \(firstSound) frames in, before its permission was granted")
         let tail = samples.suffix(24_000)
         let rms = (tail.reduce(0) { $0 + $1 * $1 } / Float(max(tail.count, 1))).squareRoot()
         #expect(rms > 0.1, "after the grant the input's samples arrive (RMS \(rms))")
@@ -444,13 +475,16 @@ struct AttachedApplicationTests {
         let directory = try makeTemporaryDirectory("recd-attach")
         let raw = directory + "/out.raw"
         let sinkClient = try SignalClient(["--name", sink, "capture", "--ports", "in_1,in_2", "--out", raw])
-        let sourceClient = try SignalClient(["--name", source, "play", "--ports", "out_1,out_2", "--signal", "sine:1000"])
+        let sourceClient = try SignalClient([
+            "--name", source, "play", "--ports", "out_1,out_2", "--signal", "sine:1000",
+        ])
         defer {
             sinkClient.stop()
             sourceClient.stop()
         }
         let daemon = try Daemon(ports: Self.ports(sink: sink, source: source))
-        let tone = try AppProcess(try Examples.compileC("tone", into: directory), ["ctone", uniqueName("ctone")], socket: daemon.socket)
+        let tone = try AppProcess(
+            try Examples.compileC("tone", into: directory), ["ctone", uniqueName("ctone")], socket: daemon.socket)
         try #require(tone.waitFor { $0 == "active" }, "\(tone.output)")
         #expect(tone.lines.contains("attached"), "\(tone.output)")
         usleep(700_000)
@@ -458,7 +492,8 @@ struct AttachedApplicationTests {
 
         let path = directory + "/rec.raw"
         let recorder = try AppProcess(
-            try Examples.compileC("record", into: directory), [path, "3", "crec", uniqueName("crec")], socket: daemon.socket)
+            try Examples.compileC("record", into: directory), [path, "3", "crec", uniqueName("crec")],
+            socket: daemon.socket)
         try #require(recorder.waitFor { $0 == "active" }, "\(recorder.output)")
         usleep(1_000_000)
         try #require(daemon.recctl("permission", "grant", "crec").status == 0)
