@@ -341,7 +341,8 @@ func rmsOfLast(_ path: String, seconds: Double, channel: Int = 0, channels: Int 
     "session-routed ports with the example applications", .serialized,
     .enabled(if: attachAvailable, "needs recd's session.attach / session.detach (issue 14's attach branch)"))
 struct AttachedApplicationTests {
-    /// A headphone output with jack sense whose JACK ports are a capturing recd-signal, and an
+    /// A headphone output with jack sense whose JACK ports are a capturing recd-signal (the
+    /// route while plugged), the built-in speaker (the route once they are unplugged), and an
     /// input fed by a recd-signal playing a 1 kHz sine.
     static func ports(sink: String, source: String) -> String {
         """
@@ -355,6 +356,11 @@ struct AttachedApplicationTests {
         direction = output
         jack = \(sink):in_1, \(sink):in_2
         sense = Headphone Jack
+
+        [port speaker]
+        type = builtInSpeaker
+        direction = output
+        jack = system:playback_1, system:playback_2
 
         """
     }
