@@ -220,7 +220,25 @@ final class SessionCore: Sendable {
             {
                 remember { $0.active = state == "active" }
             }
+            if message["event"] == "attachment", message["app"]?.stringValue == app,
+                message["state"] == "detached", let client = message["client"]?.stringValue,
+                ["detached", "clientGone", "sessionDeleted"].contains(message["reason"]?.stringValue ?? "")
+            {
+                // Gone for good: not to be made again after a reconnection.
+                remember { $0.attachments.removeAll { $0.client == client } }
+            }
+            // recd's JACK server came back: recd applied the sessions again, but attachments
+            // end with the server; make ours again (those whose JACK client survived) before
+            // the app hears of it. An app that reopened its JACK client attaches it itself.
+            if message["event"] == "mediaServicesWereReset" { reattach() }
             if let notification = AudioSessionNotification(event: message) { deliver(notification) }
+        }
+    }
+
+    private func reattach() {
+        for attachment in configuration.withLock({ $0.attachments }) {
+            _ = try? attach(
+                jackClient: attachment.client, playPorts: attachment.playPorts, capturePorts: attachment.capturePorts)
         }
     }
 
@@ -232,10 +250,7 @@ final class SessionCore: Sendable {
         if let settings = wanted.settings { _ = try? call(.sessionSet(settings)) }
         if let input = wanted.preferredInput { _ = try? call(.sessionPrefer(PreferenceChange(app: app, input: input))) }
         if wanted.speakerOverride { _ = try? call(.sessionOverride(app: app, speaker: true)) }
-        for attachment in wanted.attachments {
-            _ = try? attach(
-                jackClient: attachment.client, playPorts: attachment.playPorts, capturePorts: attachment.capturePorts)
-        }
+        reattach()
         if wanted.active { _ = try? call(.sessionActivate(app: app)) }
     }
 }
