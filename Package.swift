@@ -10,6 +10,11 @@ let package = Package(
         .executable(name: "recd", targets: ["recd"]),
         .executable(name: "recctl", targets: ["recctl"]),
         .executable(name: "recd-signal", targets: ["recd-signal"]),
+        // What applications link: the Swift AudioSession client, and libaudiosession.so for C.
+        .library(name: "AudioSession", targets: ["AudioSession"]),
+        .library(name: "audiosession", type: .dynamic, targets: ["AudioSessionC"]),
+        .executable(name: "audiosession-tone", targets: ["audiosession-tone"]),
+        .executable(name: "audiosession-record", targets: ["audiosession-record"]),
     ],
     targets: [
         // One system-library target per C library, each with a shim header.
@@ -45,14 +50,23 @@ let package = Package(
         .target(name: "Devices", dependencies: ["Platform", "CALSA"]),
         // The daemon's control loop: requests → policy → effects, persistence, events.
         .target(name: "Daemon", dependencies: ["Platform", "SessionPolicy", "ControlProtocol", "SystemSupport", "AudioEngine", "Codec", "Archive", "Devices"]),
+        // The client's end of the control socket (connect, request, reply, events): recctl and AudioSession.
+        .target(name: "ControlClient", dependencies: ["ControlProtocol", "Platform"]),
         // recctl's argument parsing and output formatting; Platform passes open files.
-        .target(name: "RecctlKit", dependencies: ["ControlProtocol", "SessionPolicy", "Platform"]),
+        .target(name: "RecctlKit", dependencies: ["ControlClient", "ControlProtocol", "SessionPolicy", "Platform"]),
+        // The application library: AVAudioSession's calls and notifications over recd's protocol.
+        .target(name: "AudioSession", dependencies: ["ControlClient", "ControlProtocol", "SessionPolicy", "Platform"]),
+        // libaudiosession.so's C functions (@_cdecl) over AudioSession; the header is include/audiosession.h.
+        .target(name: "AudioSessionC", dependencies: ["AudioSession", "ControlProtocol", "SessionPolicy"], exclude: ["include"]),
 
         .executableTarget(name: "recd", dependencies: ["Daemon"]),
         .executableTarget(name: "recctl", dependencies: ["RecctlKit"]),
         // A JACK client that plays known signals and captures ports: the tests' decks,
         // microphones and headphones, the demo's test tone, the benchmarks' pink noise.
         .executableTarget(name: "recd-signal", dependencies: ["CJack", "Platform"]),
+        // The example applications: JACK clients of their own (a tone player, a recorder) under a session.
+        .executableTarget(name: "audiosession-tone", dependencies: ["AudioSession", "CJack"]),
+        .executableTarget(name: "audiosession-record", dependencies: ["AudioSession", "CJack"]),
 
         // The outside programs tests may start: only those scripts/packages.list declares.
         .target(name: "TestSupport", path: "Tests/TestSupport"),
@@ -73,6 +87,6 @@ let package = Package(
                 "Daemon", "Codec", "AudioEngine", "SessionPolicy", "SystemSupport", "AudioTestSupport", "ControlProtocol",
                 "Archive", "Devices", "Platform",
             ]),
-        .testTarget(name: "EndToEndTests", dependencies: ["ControlProtocol", "Platform", "TestSupport"]),
+        .testTarget(name: "EndToEndTests", dependencies: ["ControlProtocol", "Platform", "TestSupport", "AudioSession"]),
     ]
 )

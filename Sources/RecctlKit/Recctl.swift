@@ -1,6 +1,7 @@
 // recctl: one request per invocation (or a watch), human output or --json.
 // Exit status: 0 ok, 1 the daemon refused (error: NAME (CODE): MESSAGE), 2 usage, 3 unreachable.
 // Threads: the main thread only.
+import ControlClient
 import ControlProtocol
 import SessionPolicy
 import Foundation
@@ -124,7 +125,7 @@ public enum Recctl {
         // Closed when `opened` goes, after the request is answered.
         let passing = opened.map(\.descriptor)
 
-        let candidates = socketCandidates(globals.socket, environment: environment)
+        let candidates = ControlSocket.candidates(globals.socket, environment: environment)
         let connection: Connection
         do {
             connection = try Connection(candidates: candidates)
@@ -152,7 +153,7 @@ public enum Recctl {
         } catch let error as ReplyDecodingError {
             printError("error: recd sent a reply this recctl does not understand: \(error.message)\n")
             return 1
-        } catch ClientFailure.io(let message) {
+        } catch ClientFailure.io(let message), ClientFailure.timedOut(let message) {
             printError("error: \(message)\n")
             return 3
         } catch {
@@ -181,18 +182,6 @@ public enum Recctl {
         let usage = HelpText.wrap(HelpText.words(of: error.usage), indent: "usage: ", continuation: "        ")
         printError("recctl: \(error.message)\n" + usage.joined(separator: "\n") + "\n")
         return 2
-    }
-
-    /// Where to look for the daemon: --socket, RECD_SOCKET, then the defaults recd uses.
-    static func socketCandidates(_ explicit: String?, environment: [String: String]) -> [String] {
-        if let explicit { return [explicit] }
-        if let fromEnvironment = environment["RECD_SOCKET"], !fromEnvironment.isEmpty { return [fromEnvironment] }
-        var candidates: [String] = []
-        if !CurrentProcess.isRoot, let runtime = environment["XDG_RUNTIME_DIR"], !runtime.isEmpty {
-            candidates.append(runtime + "/recd/control.sock")
-        }
-        candidates.append("/run/recd/control.sock")
-        return candidates
     }
 
     static func onOff(_ word: String, what: String, usage: String) throws -> Bool {

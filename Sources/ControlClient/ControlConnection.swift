@@ -1,25 +1,42 @@
-// recctl's side of the control socket: connect, send one request, read its reply (events
-// that arrive meanwhile are passed to a watcher or skipped, and so are the request's own
-// progress lines). Threads: recctl has one; a Connection is used by one thread at a time.
+// The client's side of the control socket, shared by recctl and the AudioSession library:
+// where recd listens, connect, send a request, read its reply (events that arrive meanwhile
+// are passed to a watcher or skipped, and so are the request's own progress lines).
+// Threads: a Connection is used by one thread at a time (its owner serializes).
 import ControlProtocol
 import Foundation
 import Platform
 
-/// Why recctl could not talk to recd.
-struct Unreachable: Error {
-    var tried: [String]
-    var reason: String
+/// Why a client could not talk to recd.
+public struct Unreachable: Error {
+    public var tried: [String]
+    public var reason: String
+}
+
+/// Where clients look for recd's control socket.
+public enum ControlSocket {
+    /// The candidates in order: `explicit` (--socket), RECD_SOCKET, then the defaults recd
+    /// uses (`$XDG_RUNTIME_DIR/recd/control.sock` for a non-root user, `/run/recd/control.sock`).
+    public static func candidates(_ explicit: String?, environment: [String: String]) -> [String] {
+        if let explicit { return [explicit] }
+        if let fromEnvironment = environment["RECD_SOCKET"], !fromEnvironment.isEmpty { return [fromEnvironment] }
+        var candidates: [String] = []
+        if !CurrentProcess.isRoot, let runtime = environment["XDG_RUNTIME_DIR"], !runtime.isEmpty {
+            candidates.append(runtime + "/recd/control.sock")
+        }
+        candidates.append("/run/recd/control.sock")
+        return candidates
+    }
 }
 
 /// A blocking client connection to recd's control socket.
-final class Connection {
+public final class Connection {
     private let fd: Int32
     private var buffer: [UInt8] = []
     private var nextID = 1
-    let path: String
+    public let path: String
 
     /// Connects to the first candidate path that accepts.
-    init(candidates: [String]) throws(Unreachable) {
+    public init(candidates: [String]) throws(Unreachable) {
         var reasons: [String] = []
         for path in candidates {
             let fd: Int32
@@ -51,13 +68,20 @@ final class Connection {
     /// Sends a request and waits for its reply; `onEvent` sees events that arrive first.
     /// `passing` descriptors travel with the request line (SCM_RIGHTS); the caller keeps them.
     /// Progress lines of the request (no `ok`) are skipped; each restarts the `timeout`.
-    func call(
+    public func call(
         _ command: Command, passing descriptors: [Int32] = [], timeout: Double? = 30,
         onEvent: ((JSONValue) -> Void)? = nil
     ) throws -> JSONValue {
         let id = nextID
         nextID += 1
-        try sendLine(command.request(id: id).body.jsonText, passing: descriptors)
+        return try exchange(
+            command.request(id: id).body, id: id, passing: descriptors, timeout: timeout, onEvent: onEvent)
+    }
+
+    private func exchange(
+        _ request: JSONValue, id: Int, passing descriptors: [Int32], timeout: Double?, onEvent: ((JSONValue) -> Void)?
+    ) throws -> JSONValue {
+        try sendLine(request.jsonText, passing: descriptors)
         while true {
             let message = try readMessage(timeout: timeout)
             if message["event"] != nil, message["id"] == nil {
@@ -70,7 +94,7 @@ final class Connection {
     }
 
     /// Sends one line, whole, in one sendmsg with the descriptors, which recd then gets with it.
-    func sendLine(_ line: String, passing descriptors: [Int32] = []) throws {
+    public func sendLine(_ line: String, passing descriptors: [Int32] = []) throws {
         do {
             try DescriptorPassing.sendLine(line, passing: descriptors, over: fd)
         } catch {
@@ -79,7 +103,7 @@ final class Connection {
     }
 
     /// Reads one JSON line; nil timeout waits forever.
-    func readMessage(timeout: Double?) throws -> JSONValue {
+    public func readMessage(timeout: Double?) throws -> JSONValue {
         let deadline = timeout.map { Date().addingTimeInterval($0) }
         while true {
             if let newline = buffer.firstIndex(of: 0x0A) {
@@ -94,7 +118,7 @@ final class Connection {
             var waitMs: Int32 = -1
             if let deadline {
                 let left = deadline.timeIntervalSinceNow
-                if left <= 0 { throw ClientFailure.io("no reply from recd at \(path) within \(Int(timeout!)) s") }
+                if left <= 0 { throw ClientFailure.timedOut("no reply from recd at \(path) within \(timeout!) s") }
                 waitMs = Int32(min(left * 1000, 1_000_000))
             }
             var poller = [PollEntry(descriptor: fd, events: .readable)]
@@ -123,6 +147,10 @@ final class Connection {
     }
 }
 
-enum ClientFailure: Error {
+/// The connection failed: recd went away, sent something that is not JSON, or did not
+/// answer in time. The text says which.
+public enum ClientFailure: Error {
     case io(String)
+    /// Nothing arrived within the timeout; the connection is still usable.
+    case timedOut(String)
 }
