@@ -85,6 +85,7 @@ let package = Package(
             name: "DaemonTests",
             dependencies: [
                 "Daemon", "Codec", "AudioEngine", "SessionPolicy", "SystemSupport", "AudioTestSupport", "ControlProtocol",
+                "TestSupport",
                 "Archive", "Devices", "Platform",
             ]),
         .testTarget(name: "EndToEndTests", dependencies: ["ControlProtocol", "Platform", "TestSupport", "AudioSession"]),

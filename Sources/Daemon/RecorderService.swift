@@ -24,23 +24,23 @@ import SystemSupport
 final class TapSource: SampleSource, @unchecked Sendable {
     let tap: CaptureTap
     private let start = Mutex<UTCTime?>(nil)
-    /// A known time of a known frame (the recording this one continues): the start time is
-    /// counted from it in frames, so the two are continuous to the frame.
-    private let anchor: (time: UTCTime, frameTime: UInt32, sampleRate: Int)?
+    /// The recording this one continues: its first frame's time and its tap. The two taps
+    /// swapped in one graph snapshot, so this source's first frame is the one after the old
+    /// tap's last: the start time is the old start plus every frame the old tap saw (captured
+    /// or dropped), continuous to the frame — counted, not read from JACK's frame clock, which
+    /// PipeWire restarts when the graph changes driver.
+    private let anchor: (time: UTCTime, previous: CaptureTap, sampleRate: Int)?
     /// Wall-clock nanoseconds when the tap was made (just before this source): its first frame
     /// cannot be much older.
     private let created = SystemClock.realtimeNanoseconds()
 
-    init(tap: CaptureTap, anchor: (time: UTCTime, frameTime: UInt32, sampleRate: Int)? = nil) {
+    init(tap: CaptureTap, anchor: (time: UTCTime, previous: CaptureTap, sampleRate: Int)? = nil) {
         self.tap = tap
         self.anchor = anchor
     }
 
-    /// Where this source's first frame lies, for a source that continues it (nil until known).
-    var anchorForSuccessor: (time: UTCTime, frameTime: UInt32)? {
-        guard let time = startTime, let frameTime = tap.firstFrameTime else { return nil }
-        return (time, frameTime)
-    }
+    /// When this source's first frame was, for a source that continues it (nil until known).
+    var anchorForSuccessor: UTCTime? { startTime }
 
     var channels: Int { tap.channels }
     var startTime: UTCTime? { start.withLock { $0 } }
@@ -54,16 +54,17 @@ final class TapSource: SampleSource, @unchecked Sendable {
         let now = SystemClock.realtimeNanoseconds()
         let window = (created - Self.cycleMargin)...(now + Self.cycleMargin)
         if let anchor {
-            // Frame times wrap at 2^32; the distance is what counts.
-            let frames = Int(Int32(bitPattern: frameTime &- anchor.frameTime))
+            // The old tap is out of the graph since before this one's first frame: its counts
+            // are final.
+            let frames = anchor.previous.framesCaptured + anchor.previous.droppedFrames
             let continued = anchor.time.advanced(byFrames: frames, sampleRate: anchor.sampleRate)
             if window.contains(continued.nanosecondsSinceEpoch) {
                 start.withLock { $0 = continued }
                 return
             }
             Log.warning(
-                "the frame counter jumped between two segments of one recording (PipeWire's changes with the graph's "
-                    + "driver); the new segment's start time is placed afresh, not counted from the previous one")
+                "the previous segment's start and length put this one outside the time its tap has existed; its "
+                    + "start time is placed afresh, not counted from the previous one")
         }
         guard var placed = engine.utcNanoseconds(forFrameTime: frameTime) else { return }
         if placed.fromJackClock && !window.contains(placed.nanoseconds) {
@@ -339,11 +340,11 @@ final class RecorderService: @unchecked Sendable {
         bandwidth: CaptureBandwidth, rate: Int, continuing old: RecorderStream? = nil
     ) throws -> RecorderStream {
         var configuration = configuration
-        var anchor: (time: UTCTime, frameTime: UInt32, sampleRate: Int)?
+        var anchor: (time: UTCTime, previous: CaptureTap, sampleRate: Int)?
         if let old {
             configuration.firstSegmentNumber = (old.lastSegmentNumber ?? 0) + 1
             if let known = old.source.anchorForSuccessor {
-                anchor = (known.time, known.frameTime, configuration.sampleRate)
+                anchor = (known, old.tap, configuration.sampleRate)
             }
         }
         let source = TapSource(tap: tap, anchor: anchor)

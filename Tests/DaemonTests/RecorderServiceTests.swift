@@ -12,6 +12,7 @@ import Glibc
 import SessionPolicy
 import SystemSupport
 import Testing
+import TestSupport
 
 @testable import Daemon
 
@@ -171,10 +172,12 @@ final class RecorderServiceTests {
         #expect(pump { news.finished.contains(mic.id) && line.tap.framesCaptured > 48_000 / 2 })
         #expect(recordingEvents("stopped").isEmpty, "the stream did not stop")
         #expect(line.segments == 1, "the stream's count includes the segment from the mic")
-        // Adjacent periods: the new tap's first frame follows the old tap's last.
+        // Adjacent periods: the new tap's first frame follows the old tap's last (by JACK's
+        // frame clock on jackd; PipeWire restarts its frame clock when a new link changes the
+        // graph's driver, so there only the counted start below can show it).
         let first = try #require(mic.tap.firstFrameTime)
         let next = try #require(line.tap.firstFrameTime)
-        #expect(Int(next &- first) == mic.tap.framesCaptured)
+        if !TestServer.isPipeWire { #expect(Int(next &- first) == mic.tap.framesCaptured) }
 
         _ = try recorders.stopRecording(app: "desk", stream: nil)
         #expect(pump { news.finished.contains(line.id) })
