@@ -11,52 +11,11 @@ import Testing
     import Glibc
 #endif
 
-/// A running example application (or compiled C program) whose stdout goes to a file.
-final class AppProcess: @unchecked Sendable {
-    let process: Process
-    let outputPath: String
-    let directory: String
-
+/// A running example application (or compiled C program), talking to the test's recd.
+final class AppProcess: ChildProgram, @unchecked Sendable {
     init(_ executable: String, _ arguments: [String], socket: String) throws {
-        directory = try makeTemporaryDirectory("recd-app")
-        outputPath = directory + "/stdout"
-        _ = FileManager.default.createFile(atPath: outputPath, contents: nil)
-        let out = try FileHandle(forWritingTo: URL(fileURLWithPath: outputPath))
-        process = try ExternalTools.ownProcess(executable, arguments)
-        process.environment = ExternalTools.environment(["RECD_SOCKET": socket])
-        process.standardOutput = out
-        process.standardError = out
-        process.standardInput = FileHandle.nullDevice
-        try process.run()
-        try out.close()
-    }
-
-    var output: String { (try? String(contentsOfFile: outputPath, encoding: .utf8)) ?? "" }
-    var lines: [String] { output.split(separator: "\n").map(String.init) }
-
-    /// Waits until a line satisfies `predicate`.
-    @discardableResult
-    func waitFor(timeout: Double = 5, _ predicate: (String) -> Bool) -> Bool {
-        let deadline = Date().addingTimeInterval(timeout)
-        while Date() < deadline {
-            if lines.contains(where: predicate) { return true }
-            usleep(10_000)
-        }
-        return false
-    }
-
-    func waitForExit(timeout: Double = 30) -> Bool {
-        let deadline = Date().addingTimeInterval(timeout)
-        while process.isRunning && Date() < deadline { usleep(10_000) }
-        return !process.isRunning
-    }
-
-    deinit {
-        if process.isRunning {
-            kill(process.processIdentifier, SIGKILL)
-            process.waitUntilExit()
-        }
-        try? FileManager.default.removeItem(atPath: directory)
+        try super.init(
+            executable, arguments, environment: ExternalTools.environment(["RECD_SOCKET": socket]), prefix: "recd-app")
     }
 }
 

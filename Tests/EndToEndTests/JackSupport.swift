@@ -11,36 +11,42 @@ import Glibc
 /// A unique JACK client name for this test run.
 func uniqueName(_ base: String) -> String { "\(base)\(UUID().uuidString.prefix(6).lowercased())" }
 
-/// A running `recd-signal` (play, capture or ports) whose stdout goes to a file.
-final class SignalClient: @unchecked Sendable {
+/// A running program of this package (recd-signal, an example application, a compiled C
+/// example) whose stdout and stderr go to a file the test reads.
+class ChildProgram: @unchecked Sendable {
     let process: Process
     let outputPath: String
     let directory: String
 
-    init(_ arguments: [String], environment: [String: String]? = nil) throws {
-        directory = try makeTemporaryDirectory("recd-signal")
+    init(_ executable: String, _ arguments: [String], environment: [String: String]?, prefix: String) throws {
+        directory = try makeTemporaryDirectory(prefix)
         outputPath = directory + "/stdout"
         _ = FileManager.default.createFile(atPath: outputPath, contents: nil)
         let out = try FileHandle(forWritingTo: URL(fileURLWithPath: outputPath))
-        process = try ExternalTools.ownProcess(productsDirectory.appendingPathComponent("recd-signal").path, arguments)
+        process = try ExternalTools.ownProcess(executable, arguments)
         if let environment { process.environment = environment }
         process.standardOutput = out
         process.standardError = out
         process.standardInput = FileHandle.nullDevice
         try process.run()
         try out.close()
-        let deadline = Date().addingTimeInterval(10)
-        while Date() < deadline {
-            if output.contains("ready") { return }
-            guard process.isRunning else { break }
-            usleep(10_000)
-        }
-        throw DaemonFailure(message: "recd-signal \(arguments) did not get ready:\n\(output)")
     }
 
     var output: String { (try? String(contentsOfFile: outputPath, encoding: .utf8)) ?? "" }
+    var lines: [String] { output.split(separator: "\n").map(String.init) }
 
-    /// SIGTERM (its ports go away) and wait.
+    /// Waits until a line of its output satisfies `predicate`.
+    @discardableResult
+    func waitFor(timeout: Double = 5, _ predicate: (String) -> Bool) -> Bool {
+        let deadline = Date().addingTimeInterval(timeout)
+        while Date() < deadline {
+            if lines.contains(where: predicate) { return true }
+            usleep(10_000)
+        }
+        return false
+    }
+
+    /// SIGTERM (a JACK client's ports go away) and wait.
     func stop() {
         guard process.isRunning else { return }
         process.terminate()
@@ -59,6 +65,22 @@ final class SignalClient: @unchecked Sendable {
             process.waitUntilExit()
         }
         try? FileManager.default.removeItem(atPath: directory)
+    }
+}
+
+/// A running `recd-signal` (play, capture or ports), ready (its ports registered) once made.
+final class SignalClient: ChildProgram, @unchecked Sendable {
+    init(_ arguments: [String], environment: [String: String]? = nil) throws {
+        try super.init(
+            productsDirectory.appendingPathComponent("recd-signal").path, arguments, environment: environment,
+            prefix: "recd-signal")
+        let deadline = Date().addingTimeInterval(10)
+        while Date() < deadline {
+            if output.contains("ready") { return }
+            guard process.isRunning else { break }
+            usleep(10_000)
+        }
+        throw DaemonFailure(message: "recd-signal \(arguments) did not get ready:\n\(output)")
     }
 }
 
