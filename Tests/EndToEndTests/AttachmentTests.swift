@@ -122,16 +122,12 @@ struct AttachmentTests {
                 $0["event"] == "interruption" && $0["type"] == "began"
             })
         usleep(400_000)
-        let fade = try recording.channel(0, from: before)
-        // Windows of one sine cycle: the first below full level starts the fade; it must be
-        // silent within one period (1024 frames) plus a window.
-        let windows = stride(from: 0, to: fade.count - 48, by: 48).map { peak(Array(fade[$0..<$0 + 48])) }
-        let fadeStart = try #require(windows.firstIndex { $0 < Self.full - 1e-3 }, "the tone never faded")
-        let silent = try #require(windows[fadeStart...].firstIndex { $0 == 0 }, "never silent")
-        #expect(
-            (silent - fadeStart) * 48 <= 1024 + 48, "silent \((silent - fadeStart) * 48) frames after the fade began")
-        #expect(windows[silent...].allSatisfy { $0 == 0 }, "the tone came back during the interruption")
-        #expect(fadeStart > 0 && windows[fadeStart] > 0, "ramped: the first window of the fade is not yet silent")
+        // It fades out from the next period: silent within one period (1024 frames) plus a
+        // cycle, ramped, and silent from then on.
+        let fade = try #require(fadeOut(try recording.channel(0, from: before), full: Self.full), "never faded, or never silent")
+        #expect(fade.frames <= 1024 + 48, "silent \(fade.frames) frames after the fade began")
+        #expect(fade.staysSilent, "the tone came back during the interruption")
+        #expect(fade.ramped, "ramped: the first window of the fade is not yet silent")
 
         // The end with shouldResume, then the app activates again: the tone is back.
         #expect(try daemon.recctl("session", "deactivate", "call", "--notify-others").status == 0)

@@ -352,7 +352,8 @@ struct AttachedApplicationTests {
             environment: ["RECD_DEVICE_EVENTS": "scripted"])
         let client = uniqueName("atone")
         let app = try AppProcess(
-            Examples.tone, ["--app", "atone", "--client", client, "--activate-after", "1.5"], socket: daemon.socket)
+            Examples.tone, ["--app", "atone", "--client", client, "--activate-after", "1.5", "--frequency", "1000"],
+            socket: daemon.socket)
         try #require(app.waitFor { $0 == "attached" }, "\(app.output)")
         usleep(700_000)
         #expect(try rmsOfLast(raw, seconds: 0.4) < 1e-3, "the app's tone reached the output before activation")
@@ -363,10 +364,17 @@ struct AttachedApplicationTests {
         #expect(full > 0.2, "after setActive(true) the tone reaches the output (RMS \(full))")
 
         try #require(daemon.recctl("session", "set", "boss", "--category", "playback").status == 0)
+        let peak = deinterleave(try readRawFloats(path: raw), channels: 2)[0].suffix(4800).map(abs).max() ?? 0
+        let before = try readRawFloats(path: raw).count / 2
         try #require(daemon.recctl("session", "activate", "boss").status == 0)
         #expect(app.waitFor { $0 == "interruption began reason=default options=none" }, "\(app.output)")
         usleep(400_000)
         #expect(try rmsOfLast(raw, seconds: 0.3) < 1e-3, "interrupted, the tone left the output")
+        // Within one period of the fade's start (a 1 kHz tone: one cycle per 48 frames), ramped.
+        let played = Array(deinterleave(try readRawFloats(path: raw), channels: 2)[0].dropFirst(before))
+        let fade = try #require(fadeOut(played, full: peak), "the tone never faded, or never went silent")
+        #expect(fade.frames <= 1024 + 48 && fade.ramped && fade.staysSilent, "fade: \(fade)")
+        print("example app interrupted: silent \(fade.frames) frames after the fade began (period 1024)")
         try #require(daemon.recctl("session", "deactivate", "boss", "--notify-others").status == 0)
         #expect(app.waitFor { $0 == "resumed" }, "\(app.output)")
         usleep(700_000)

@@ -197,3 +197,18 @@ extension Daemon {
         try recctl("--json", "status").json?["jack"]?["xruns"]?.intValue ?? 0
     }
 }
+
+/// How a tone of one cycle per `cycle` frames at peak `full` left an output: frames from the
+/// first cycle below full level (the fade began) to the first silent one, and whether it was
+/// ramped (the first faded cycle not yet silent) and stayed silent. Nil when it never faded
+/// or never went silent.
+func fadeOut(_ samples: [Float], full: Float, cycle: Int = 48) -> (frames: Int, ramped: Bool, staysSilent: Bool)? {
+    let windows = stride(from: 0, to: samples.count - cycle, by: cycle).map {
+        samples[$0..<$0 + cycle].map(abs).max() ?? 0
+    }
+    guard let start = windows.firstIndex(where: { $0 < full - 1e-3 }),
+        let silent = windows[start...].firstIndex(where: { $0 == 0 })
+    else { return nil }
+    return ((silent - start) * cycle, start > 0 && windows[start] > 0, windows[silent...].allSatisfy { $0 == 0 })
+}
+
