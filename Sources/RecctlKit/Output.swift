@@ -250,11 +250,11 @@ struct Output {
             lines.append(
                 indented(
                     table(
-                        header: ["APP", "STREAM", "INPUT", "BANDWIDTH", "FOR", "OVERRUNS", "GAPS", "FILE"],
+                        header: ["APP", "STREAM", "INPUT", "BANDWIDTH", "FOR", "OVERRUNS", "GAPS", "SILENT", "FILE"],
                         rows: status.recorders.map {
                             [
                                 $0.app, $0.stream, $0.port, "\($0.bandwidth) \($0.sampleRate) Hz", duration($0.seconds),
-                                "\($0.overruns)", "\($0.gaps)", $0.files.joined(separator: ", "),
+                                "\($0.overruns)", "\($0.gaps)", silentMark($0.silentSince), $0.files.joined(separator: ", "),
                             ]
                         })))
         }
@@ -271,6 +271,14 @@ struct Output {
                         rows: status.sessions.map(sessionRow))))
         }
         return lines.joined(separator: "\n")
+    }
+
+    /// `SILENT since 10:02:13Z` for a silent recorder (the time of day of its ISO 8601
+    /// `silentSince`), `-` otherwise.
+    static func silentMark(_ since: String?) -> String {
+        guard let since else { return "-" }
+        guard let time = since.split(separator: "T").last else { return "SILENT since \(since)" }
+        return "SILENT since \(time.prefix(8))Z"
     }
 
     private static func indented(_ text: String) -> String {
