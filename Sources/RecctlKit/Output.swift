@@ -250,11 +250,14 @@ struct Output {
             lines.append(
                 indented(
                     table(
-                        header: ["APP", "STREAM", "INPUT", "BANDWIDTH", "FOR", "OVERRUNS", "GAPS", "SILENT", "FILE"],
+                        header: [
+                            "APP", "STREAM", "INPUT", "BANDWIDTH", "FOR", "OVERRUNS", "GAPS", "SILENT", "FILE",
+                        ],
                         rows: status.recorders.map {
                             [
                                 $0.app, $0.stream, $0.port, "\($0.bandwidth) \($0.sampleRate) Hz", duration($0.seconds),
-                                "\($0.overruns)", "\($0.gaps)", silentMark($0.silentSince), $0.files.joined(separator: ", "),
+                                "\($0.overruns)", "\($0.gaps)", silentMark($0.silentSince),
+                                $0.files.joined(separator: ", "),
                             ]
                         })))
         }
