@@ -5,12 +5,14 @@ import Foundation
 import Testing
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 @Suite("silence alarms end to end", .serialized)
 struct SilenceEndToEndTests {
-    @Test("a feed silent from 3 s to 7 s: began at 4.5 s, ended at 9 s (±1 s), the hook ran once per change with its environment, the segment counts 4 s")
+    @Test(
+        "a feed silent from 3 s to 7 s: began at 4.5 s, ended at 9 s (±1 s), the hook ran once per change with its environment, the segment counts 4 s"
+    )
     func silenceAndHook() throws {
         let deck = uniqueName("deck")
         let hookDirectory = try makeTemporaryDirectory("recd-hook")
@@ -18,9 +20,9 @@ struct SilenceEndToEndTests {
         let hook = hookDirectory + "/on-silence"
         // recd runs it without a shell; the program itself may be a script. One file per run.
         try """
-            #!/bin/sh
-            env | grep -E '^(RECD_|HOME=|NOTIFY_SOCKET=)' | sort > "\(hookDirectory)/run-$RECD_STATE-$$.env"
-            """.write(toFile: hook, atomically: true, encoding: .utf8)
+        #!/bin/sh
+        env | grep -E '^(RECD_|HOME=|NOTIFY_SOCKET=)' | sort > "\(hookDirectory)/run-$RECD_STATE-$$.env"
+        """.write(toFile: hook, atomically: true, encoding: .utf8)
         chmod(hook, 0o755)
         let daemon = try Daemon(
             extraConfig: """
@@ -40,13 +42,18 @@ struct SilenceEndToEndTests {
             "--silent-from", "3", "--silent-for", "4",
         ])
         let ready = Date()
-        #expect(try eventually { try daemon.recctl("--json", "routes").json?["ports"]?.arrayValue?.first?["available"] == true })
+        #expect(
+            try eventually {
+                try daemon.recctl("--json", "routes").json?["ports"]?.arrayValue?.first?["available"] == true
+            })
         let start = try daemon.recctl("record", "start", "logger")
         try #require(start.status == 0, "\(start.stderr)")
         #expect(Date().timeIntervalSince(ready) < 2.5, "the recording must start before the silence")
 
         func arrival(of state: String, timeout: Double) -> (JSONValue?, Double) {
-            let events = watcher.waitFor(timeout: timeout) { $0["event"] == "silence" && $0["state"] == JSONValue.string(state) }
+            let events = watcher.waitFor(timeout: timeout) {
+                $0["event"] == "silence" && $0["state"] == JSONValue.string(state)
+            }
             let when = Date().timeIntervalSince(ready)
             return (events.first { $0["event"] == "silence" && $0["state"] == JSONValue.string(state) }, when)
         }
@@ -67,20 +74,27 @@ struct SilenceEndToEndTests {
         let since = try #require(began1["since"]?.stringValue.flatMap(Self.date))
         let back = try #require(ended1["since"]?.stringValue.flatMap(Self.date))
         #expect(abs(back.timeIntervalSince(since) - 4) < 0.05)
-        #expect(abs(since.timeIntervalSince(ready) - 3) <= 0.5, "silence placed \(since.timeIntervalSince(ready)) s after ready")
+        #expect(
+            abs(since.timeIntervalSince(ready) - 3) <= 0.5,
+            "silence placed \(since.timeIntervalSince(ready)) s after ready")
         // While silent, status marks the stream.
         let recorder = status?["recorders"]?.arrayValue?.first
         #expect(recorder?["silentSince"] == began1["since"], "\(status?.jsonText ?? "")")
         #expect(human.contains("SILENT since"), "\(human)")
-        #expect(try daemon.recctl("--json", "status").json?["recorders"]?.arrayValue?.first?["silentSince"] == JSONValue.null)
+        #expect(
+            try daemon.recctl("--json", "status").json?["recorders"]?.arrayValue?.first?["silentSince"]
+                == JSONValue.null)
 
         try #require(daemon.recctl("record", "stop", "logger").status == 0)
         source.stop()
         // The hook: once per change, no shell between, its environment as documented.
-        #expect(try eventually {
-            (try? FileManager.default.contentsOfDirectory(atPath: hookDirectory).filter { $0.hasSuffix(".env") }.count) == 2
-        })
-        let runs = try FileManager.default.contentsOfDirectory(atPath: hookDirectory).filter { $0.hasSuffix(".env") }.sorted()
+        #expect(
+            try eventually {
+                (try? FileManager.default.contentsOfDirectory(atPath: hookDirectory).filter { $0.hasSuffix(".env") }
+                    .count) == 2
+            })
+        let runs = try FileManager.default.contentsOfDirectory(atPath: hookDirectory).filter { $0.hasSuffix(".env") }
+            .sorted()
         #expect(runs.count == 2 && runs[0].hasPrefix("run-began-") && runs[1].hasPrefix("run-ended-"), "\(runs)")
         for (run, event) in zip(runs, [began1, ended1]) {
             let text = try String(contentsOfFile: hookDirectory + "/" + run, encoding: .utf8)
@@ -105,10 +119,12 @@ struct SilenceEndToEndTests {
         #expect(abs(counted.reduce(0, +) - 4) <= 0.05, "SILENCE_SECONDS \(counted)")
     }
 
-    @Test("a bad silence value names its key", arguments: [
-        ("silence_seconds = -1", "silence_seconds"), ("silence_threshold_db = 3", "silence_threshold_db"),
-        ("on_silence = relative/path", "on_silence"),
-    ])
+    @Test(
+        "a bad silence value names its key",
+        arguments: [
+            ("silence_seconds = -1", "silence_seconds"), ("silence_threshold_db = 3", "silence_threshold_db"),
+            ("on_silence = relative/path", "on_silence"),
+        ])
     func configErrors(line: String, key: String) throws {
         let path = try makeTemporaryDirectory("recd-conf") + "/bad.conf"
         try "[session logger]\n\(line)\n".write(toFile: path, atomically: true, encoding: .utf8)
