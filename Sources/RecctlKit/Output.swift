@@ -156,6 +156,14 @@ struct Output {
             let file = event["file"]?.stringValue.map { " \($0)" } ?? ""
             let reason = event["reason"]?.stringValue.map { " (\($0))" } ?? ""
             return "\(app)recording \(event["stream"]?.stringValue ?? "") \(event["state"]?.stringValue ?? "")\(file)\(reason)"
+        case "silence":
+            let seconds = event["seconds"]?.doubleValue.map { JSONValue.format($0) } ?? "?"
+            let level = event["levelDB"]?.doubleValue.map { JSONValue.format($0) } ?? "?"
+            let stream = event["stream"]?.stringValue ?? ""
+            let since = event["since"]?.stringValue ?? ""
+            return event["state"]?.stringValue == "began"
+                ? "\(app)SILENCE on \(stream) since \(since) (\(seconds) s, peak \(level) dBFS)"
+                : "\(app)sound again on \(stream) since \(since) after \(seconds) s of silence (peak \(level) dBFS)"
         case "player":
             let reason = event["reason"]?.stringValue.map { " (\($0))" } ?? ""
             return "\(app)player \(event["stream"]?.stringValue ?? "") \(event["state"]?.stringValue ?? "")\(reason)"
