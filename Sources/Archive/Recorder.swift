@@ -40,13 +40,16 @@ public struct RecorderConfiguration: Hashable, Sendable {
     /// much as quantizing a period of 32 channels, so it sleeps long enough to find a good
     /// part of a FLAC block waiting (the tap's ring holds two seconds).
     public var pollInterval: Double
+    /// Silence detection on the frames written (`.silence` events, SILENCE_SECONDS); nil: off.
+    public var silence: SilenceDetection?
 
     public init(
         archiveDirectory: String, app: String, stream: String, channels: Int, sampleRate: Int,
         bitsPerSample: Int = 24, segmentSeconds: Int = 3600, compressionLevel: Int = 5, flushInterval: Double = 1,
         category: String? = nil, mode: String? = nil, inputPort: String? = nil, inputType: String? = nil,
         bandwidth: String? = nil, extraComments: [VorbisComment] = [], recdVersion: String = "0",
-        firstSegmentNumber: Int = 1, chunkFrames: Int = 4096, pollInterval: Double = 0.05
+        firstSegmentNumber: Int = 1, chunkFrames: Int = 4096, pollInterval: Double = 0.05,
+        silence: SilenceDetection? = nil
     ) {
         self.archiveDirectory = archiveDirectory
         self.app = app
@@ -67,6 +70,7 @@ public struct RecorderConfiguration: Hashable, Sendable {
         self.firstSegmentNumber = firstSegmentNumber
         self.chunkFrames = chunkFrames
         self.pollInterval = pollInterval
+        self.silence = silence
     }
 
     /// Throws `.invalidArgument` naming the first bad value.
@@ -82,6 +86,9 @@ public struct RecorderConfiguration: Hashable, Sendable {
             throw .invalidArgument("chunk frames, flush interval and poll interval must be positive")
         }
         guard !app.isEmpty, !stream.isEmpty else { throw .invalidArgument("a recorder needs an app and a stream name") }
+        if let silence, !(silence.seconds > 0 && silence.endSeconds > 0 && silence.threshold >= 0) {
+            throw .invalidArgument("silence detection needs positive durations and a threshold of at least 0")
+        }
         try SegmentFormat(
             sampleRate: sampleRate, channels: min(channels, 8), bitsPerSample: bitsPerSample,
             compressionLevel: compressionLevel
@@ -101,6 +108,8 @@ public enum RecorderEvent: Hashable, Sendable {
     case segmentAbandoned(partialPath: String, error: ArchiveError)
     /// The source reported missing frames (positions and lengths at the source's rate).
     case gap(SourceGap)
+    /// The stream went silent or came back (`RecorderConfiguration.silence`).
+    case silence(SilenceChange)
     /// The archiver thread ended: `stop` (or another reason given to `stop`), or `diskFull`
     /// / `error` with the error.
     case stopped(reason: EndReason, error: ArchiveError?)

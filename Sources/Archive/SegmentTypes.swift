@@ -47,6 +47,9 @@ public enum CommentName {
     /// Present when not every gap fitted in the file's padding: the total number of gaps.
     public static let gapsTruncated = "GAPS_TRUNCATED"
     public static let recovered = "RECOVERED"
+    /// Seconds of the segment that were silence (issue 15), `12.34`; only with silence
+    /// detection on.
+    public static let silenceSeconds = "SILENCE_SECONDS"
 }
 
 /// Why a segment ended (the END_REASON comment). Open set: values recd does not know are kept

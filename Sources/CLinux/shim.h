@@ -8,6 +8,8 @@
 #include <pthread.h>
 #include <stdio.h>
 #include <signal.h>
+#include <spawn.h>
+#include <sys/wait.h>
 #include <sys/eventfd.h>
 #include <sys/resource.h>
 #include <sys/signalfd.h>
@@ -22,6 +24,7 @@ extern int fallocate64(int fd, int mode, __off64_t offset, __off64_t len);
 extern int renameat2(int olddirfd, const char *oldpath, int newdirfd, const char *newpath,
                      unsigned int flags);
 extern int pthread_setname_np(pthread_t thread, const char *name);
+extern int posix_spawn_file_actions_addclosefrom_np(posix_spawn_file_actions_t *actions, int from);
 #endif
 
 /// Allocates disk blocks for [offset, offset+length) without changing the file size
@@ -141,4 +144,57 @@ static inline long recd_receive_with_descriptors(int socket, void *bytes, size_t
     }
     return (long)count;
 }
+/// posix_spawn(3) of `path` (no shell, no PATH search) with `argv` and exactly `envp`, as a
+/// child that inherits nothing it should not: stdin from /dev/null, stdout onto stderr (recd's
+/// log), every other descriptor closed, an empty signal mask and default dispositions (recd
+/// blocks and ignores some), in a process group of its own (so a time limit ends its
+/// children too). 0 with `*pid` set, or the error number (exec failures included: glibc's
+/// posix_spawn reports them).
+static inline int recd_spawn(pid_t *pid, const char *path, char *const argv[], char *const envp[]) {
+    posix_spawn_file_actions_t actions;
+    posix_spawnattr_t attributes;
+    sigset_t empty, all;
+    int result = posix_spawn_file_actions_init(&actions);
+    if (result != 0) return result;
+    result = posix_spawnattr_init(&attributes);
+    if (result != 0) {
+        posix_spawn_file_actions_destroy(&actions);
+        return result;
+    }
+    sigemptyset(&empty);
+    sigfillset(&all);
+    if ((result = posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)) == 0 &&
+        (result = posix_spawn_file_actions_adddup2(&actions, 2, 1)) == 0 &&
+        (result = posix_spawn_file_actions_addclosefrom_np(&actions, 3)) == 0 &&
+        (result = posix_spawnattr_setsigmask(&attributes, &empty)) == 0 &&
+        (result = posix_spawnattr_setsigdefault(&attributes, &all)) == 0 &&
+        (result = posix_spawnattr_setpgroup(&attributes, 0)) == 0 &&
+        (result = posix_spawnattr_setflags(&attributes, POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF |
+                                                            POSIX_SPAWN_SETPGROUP)) == 0) {
+        result = posix_spawn(pid, path, &actions, &attributes, argv, envp);
+    }
+    posix_spawnattr_destroy(&attributes);
+    posix_spawn_file_actions_destroy(&actions);
+    return result;
+}
+
+/// waitpid(2) of `pid`, without blocking when `nohang`. 1 when it has ended (then `*exited`
+/// is 1 and `*code` its exit status, or `*exited` is 0 and `*code` the signal that ended it),
+/// 0 while it runs, -1 with errno.
+static inline int recd_wait_child(pid_t pid, int nohang, int *exited, int *code) {
+    int status = 0;
+    pid_t result;
+    do {
+        result = waitpid(pid, &status, nohang ? WNOHANG : 0);
+    } while (result < 0 && errno == EINTR);
+    if (result < 0) return -1;
+    if (result == 0) return 0;
+    *exited = WIFEXITED(status) ? 1 : 0;
+    *code = WIFEXITED(status) ? WEXITSTATUS(status) : (WIFSIGNALED(status) ? WTERMSIG(status) : 0);
+    return 1;
+}
+
+/// kill(2) of process group `group` with `signal`. 0 or -1 with errno.
+static inline int recd_kill_group(pid_t group, int signal) { return kill(-group, signal); }
+
 #endif

@@ -92,11 +92,16 @@ public struct RecorderInfo: ReplyObject {
     public var overruns: Int
     public var droppedFrames: Int
     public var zeroed: Bool
+    /// When its input went silent (ISO 8601), while it is silent (issue 15's silence
+    /// detection); nil while there is sound or detection is off.
+    public var silentSince: String?
 
     public init(
         app: String, stream: String, port: String, bandwidth: String, sampleRate: Int, files: [String],
-        seconds: Double, segments: Int, gaps: Int, overruns: Int, droppedFrames: Int, zeroed: Bool
+        seconds: Double, segments: Int, gaps: Int, overruns: Int, droppedFrames: Int, zeroed: Bool,
+        silentSince: String? = nil
     ) {
+        self.silentSince = silentSince
         self.app = app
         self.stream = stream
         self.port = port
@@ -117,7 +122,7 @@ public struct RecorderInfo: ReplyObject {
             "sampleRate": .number(Double(sampleRate)), "files": JSONValue(files), "seconds": .number(seconds),
             "segments": .number(Double(segments)), "gaps": .number(Double(gaps)),
             "overruns": .number(Double(overruns)), "droppedFrames": .number(Double(droppedFrames)),
-            "zeroed": .bool(zeroed),
+            "zeroed": .bool(zeroed), "silentSince": JSONValue(silentSince),
         ]
     }
 
@@ -127,7 +132,8 @@ public struct RecorderInfo: ReplyObject {
             app: try f.string("app"), stream: try f.string("stream"), port: try f.string("port"),
             bandwidth: try f.string("bandwidth"), sampleRate: try f.int("sampleRate"), files: try f.strings("files"),
             seconds: try f.double("seconds"), segments: try f.int("segments"), gaps: try f.int("gaps"),
-            overruns: try f.int("overruns"), droppedFrames: try f.int("droppedFrames"), zeroed: try f.bool("zeroed"))
+            overruns: try f.int("overruns"), droppedFrames: try f.int("droppedFrames"), zeroed: try f.bool("zeroed"),
+            silentSince: try f.optionalString("silentSince"))
     }
 }
 

@@ -18,7 +18,8 @@ public enum WireKeys {
         "gainDB": "gain_db", "ignoredOptions": "ignored_options", "levelDB": "level_db", "micUsage": "mic_usage",
         "ownerUID": "owner_uid", "pausedBy": "paused_by", "peakDB": "peak_db", "periodFrames": "period_frames",
         "reactionFrames": "reaction_frames", "reactionUs": "reaction_us", "recdPorts": "recd_ports",
-        "requestedOptions": "requested_options", "rmsDB": "rms_db", "stateDir": "state_dir",
+        "requestedOptions": "requested_options", "rmsDB": "rms_db", "silentSince": "silent_since",
+        "stateDir": "state_dir",
         "streamsRunning": "streams_running", "windowMs": "window_ms",
     ]
 

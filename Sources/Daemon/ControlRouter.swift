@@ -116,7 +116,9 @@ final class ControlRouter: ControlServerHandler, EventSink, @unchecked Sendable 
         let players = try PlayerService(engine: engine, sink: handle, deliver: deliver)
         recorders = RecorderService(
             settings: config.archive, declared: config.sessions.map { ($0.app, $0.record) }, engine: engine,
-            sink: handle, worker: worker, wake: { [link] in link.post { handle.router?.recordersWoke() } })
+            sink: handle, worker: worker, wake: { [link] in link.post { handle.router?.recordersWoke() } },
+            sessionSilence: Dictionary(uniqueKeysWithValues: config.sessions.map { ($0.app, $0.silence) }),
+            silenceRunner: try SilenceAlarms.makeRunner(for: config, deliver: deliver))
         let monitoring = MonitoringService(engine: engine) { [unowned players] app, stream in
             players.get(app, stream)?.handle.id
         }
@@ -1153,6 +1155,7 @@ final class ControlRouter: ControlServerHandler, EventSink, @unchecked Sendable 
         engine.stop()
         // Last: a verify still decoding ends after its current file; recordings are safe by now.
         worker.stop()
+        recorders.silenceAlarms.stop()
         stateWriter.finish(PersistedState(store: store))
     }
 

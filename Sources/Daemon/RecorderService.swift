@@ -136,6 +136,8 @@ final class RecorderStream {
     var lastSegmentNumber: Int?
     /// The recorder that went on with this one's stream (its counts include this one's).
     weak var successor: RecorderStream?
+    /// The service's silence alarms, for `info` (nil in streams made without a service).
+    weak var silenceAlarms: SilenceAlarms?
 
     init(
         spec: RecorderSpec, tap: CaptureTap, source: TapSource, recorder: Recorder, bandwidth: CaptureBandwidth,
@@ -156,7 +158,8 @@ final class RecorderStream {
         RecorderInfo(
             app: spec.app, stream: spec.stream, port: spec.port, bandwidth: bandwidth.name, sampleRate: sampleRate,
             files: currentFiles, seconds: Date().timeIntervalSince(startedAt).rounded(), segments: segments,
-            gaps: gaps, overruns: tap.overruns, droppedFrames: tap.droppedFrames, zeroed: tap.isZeroed)
+            gaps: gaps, overruns: tap.overruns, droppedFrames: tap.droppedFrames, zeroed: tap.isZeroed,
+            silentSince: silenceAlarms?.alarm(app: spec.app, stream: spec.stream)?.since.iso8601)
     }
 
     var json: JSONValue { info.json }
@@ -188,6 +191,10 @@ final class RecorderService: @unchecked Sendable {
     private let wake: @Sendable () -> Void
     /// `[session] record = ...` of the config: sessions that record whenever they can.
     private let declared: [(app: String, record: RecordAtStart)]
+    /// The silence keys of `[session APP]` sections (the rest come from `settings.silence`).
+    private let sessionSilence: [String: SilenceOverride]
+    /// Silent streams, `silence` events and the `on_silence` programs.
+    let silenceAlarms: SilenceAlarms
 
     private(set) var recorders: [RecorderStream] = []
     /// Recorders asked to stop whose archiver still finishes its files; they leave with their
@@ -207,8 +214,11 @@ final class RecorderService: @unchecked Sendable {
 
     init(
         settings: ArchiveSection, declared: [(app: String, record: RecordAtStart)], engine: any RecorderEngine,
-        sink: any EventSink, worker: SlowRequestWorker, wake: @escaping @Sendable () -> Void
+        sink: any EventSink, worker: SlowRequestWorker, wake: @escaping @Sendable () -> Void,
+        sessionSilence: [String: SilenceOverride] = [:], silenceRunner: SlowRequestWorker? = nil
     ) {
+        self.sessionSilence = sessionSilence
+        silenceAlarms = SilenceAlarms(sink: sink, runner: silenceRunner)
         self.settings = settings
         self.declared = declared
         self.engine = engine
@@ -340,6 +350,8 @@ final class RecorderService: @unchecked Sendable {
         bandwidth: CaptureBandwidth, rate: Int, continuing old: RecorderStream? = nil
     ) throws -> RecorderStream {
         var configuration = configuration
+        configuration.silence = silenceAlarms.detection(
+            app: spec.app, stream: spec.stream, settings: silenceSettings(of: spec.app))
         var anchor: (time: UTCTime, previous: CaptureTap, sampleRate: Int)?
         if let old {
             configuration.firstSegmentNumber = (old.lastSegmentNumber ?? 0) + 1
@@ -359,6 +371,7 @@ final class RecorderService: @unchecked Sendable {
         let stream = RecorderStream(
             spec: spec, tap: tap, source: source, recorder: recorder, bandwidth: bandwidth, sampleRate: rate,
             startedAt: old?.startedAt ?? Date())
+        stream.silenceAlarms = silenceAlarms
         recorders.append(stream)
         source.resolveStartTime(engine)
         if let old {
@@ -417,6 +430,7 @@ final class RecorderService: @unchecked Sendable {
         stream.recorder.waitUntilStopped()  // its thread has ended: this only joins it
         stopping.removeAll { $0 === stream }
         if stream.continued { return }
+        forgetSilenceIfGone(stream.spec)
         announce(
             stream, state: "stopped", file: stream.currentFiles.first, reason: reason.rawValue,
             extra: error.map { [("error", Wire.errorObject($0.sessionError))] } ?? [])
@@ -486,6 +500,10 @@ final class RecorderService: @unchecked Sendable {
                 announce(
                     stream, state: "gap", file: nil, reason: "overrun",
                     extra: [("position", .number(Double(gap.position))), ("length", .number(Double(gap.length)))])
+            case .silence(let change):
+                silenceAlarms.handle(
+                    change, app: stream.spec.app, stream: stream.spec.stream,
+                    settings: silenceSettings(of: stream.spec.app))
             case .stopped(let reason, let error):
                 if stream.stopping {
                     finishStop(stream, reason: reason, error: error)
@@ -504,6 +522,7 @@ final class RecorderService: @unchecked Sendable {
                         [("error", Wire.errorObject($0.sessionError))]
                     } ?? [])
                 news.stoppedByThemselves.insert(stream.spec.app)
+                forgetSilenceIfGone(stream.spec)
             }
         }
         return news
@@ -520,6 +539,21 @@ final class RecorderService: @unchecked Sendable {
                     ("state", .string(state)), ("file", JSONValue(file)), ("reason", JSONValue(reason)),
                     ("port", .string(stream.spec.port)),
                 ] + extra))
+    }
+
+    // MARK: Silence
+
+    /// The silence settings of `app`'s recorders: `[archive]`'s with its session section's.
+    func silenceSettings(of app: String) -> SilenceSettings {
+        settings.silence.applying(sessionSilence[app] ?? SilenceOverride())
+    }
+
+    /// A recorder of `spec`'s stream ended: unless another records it or it waits to start
+    /// again, its silence alarm goes.
+    private func forgetSilenceIfGone(_ spec: RecorderSpec) {
+        let same = { (other: RecorderSpec) in other.app == spec.app && other.stream == spec.stream }
+        guard !recorders.contains(where: { same($0.spec) }), !suspended.contains(where: same) else { return }
+        silenceAlarms.forget(app: spec.app, stream: spec.stream)
     }
 
     // MARK: Policy effects

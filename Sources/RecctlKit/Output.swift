@@ -156,6 +156,14 @@ struct Output {
             let file = event["file"]?.stringValue.map { " \($0)" } ?? ""
             let reason = event["reason"]?.stringValue.map { " (\($0))" } ?? ""
             return "\(app)recording \(event["stream"]?.stringValue ?? "") \(event["state"]?.stringValue ?? "")\(file)\(reason)"
+        case "silence":
+            let seconds = event["seconds"]?.doubleValue.map { JSONValue.format($0) } ?? "?"
+            let level = event["levelDB"]?.doubleValue.map { JSONValue.format($0) } ?? "?"
+            let stream = event["stream"]?.stringValue ?? ""
+            let since = event["since"]?.stringValue ?? ""
+            return event["state"]?.stringValue == "began"
+                ? "\(app)SILENCE on \(stream) since \(since) (\(seconds) s, peak \(level) dBFS)"
+                : "\(app)sound again on \(stream) since \(since) after \(seconds) s of silence (peak \(level) dBFS)"
         case "player":
             let reason = event["reason"]?.stringValue.map { " (\($0))" } ?? ""
             return "\(app)player \(event["stream"]?.stringValue ?? "") \(event["state"]?.stringValue ?? "")\(reason)"
@@ -250,11 +258,14 @@ struct Output {
             lines.append(
                 indented(
                     table(
-                        header: ["APP", "STREAM", "INPUT", "BANDWIDTH", "FOR", "OVERRUNS", "GAPS", "FILE"],
+                        header: [
+                            "APP", "STREAM", "INPUT", "BANDWIDTH", "FOR", "OVERRUNS", "GAPS", "SILENT", "FILE",
+                        ],
                         rows: status.recorders.map {
                             [
                                 $0.app, $0.stream, $0.port, "\($0.bandwidth) \($0.sampleRate) Hz", duration($0.seconds),
-                                "\($0.overruns)", "\($0.gaps)", $0.files.joined(separator: ", "),
+                                "\($0.overruns)", "\($0.gaps)", silentMark($0.silentSince),
+                                $0.files.joined(separator: ", "),
                             ]
                         })))
         }
@@ -271,6 +282,14 @@ struct Output {
                         rows: status.sessions.map(sessionRow))))
         }
         return lines.joined(separator: "\n")
+    }
+
+    /// `SILENT since 10:02:13Z` for a silent recorder (the time of day of its ISO 8601
+    /// `silentSince`), `-` otherwise.
+    static func silentMark(_ since: String?) -> String {
+        guard let since else { return "-" }
+        guard let time = since.split(separator: "T").last else { return "SILENT since \(since)" }
+        return "SILENT since \(time.prefix(8))Z"
     }
 
     private static func indented(_ text: String) -> String {

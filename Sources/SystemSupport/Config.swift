@@ -119,6 +119,9 @@ public struct ArchiveSection: Sendable, Equatable {
     public var maxAgeDays: Int?
     /// Retention: delete oldest segments while free space is below this (`min_free_percent`).
     public var minFreePercent: Double?
+    /// Silence detection of every recorder (`silence_threshold_db`, `silence_seconds`,
+    /// `on_silence`); a session's section may change each.
+    public var silence = SilenceSettings()
 
     public static let defaultSegmentSeconds = 3600
     public static let segmentSecondsRange = 1...86400
@@ -230,6 +233,8 @@ public struct SessionDecl: Sendable, Equatable {
     public var background: Bool
     /// Record permission granted (or denied) by the config itself; nil leaves it to the admin.
     public var permission: RecordPermission?
+    /// The silence keys this section sets (the rest come from `[archive]`).
+    public var silence = SilenceOverride()
     /// Line of the section header, for messages that point back at the config.
     public var line: Int
 

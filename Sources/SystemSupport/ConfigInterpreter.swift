@@ -15,6 +15,7 @@ enum ConfigSectionKind: String, CaseIterable {
         case .jack: ["server", "client_name", "allow_buffer_size_changes"]
         case .archive:
             ["dir", "segment_seconds", "compression_level", "max_age_days", "min_free_percent"]
+                + SilenceSettings.keys
         case .policy: ["duck_level_db"]
         case .port:
             [
@@ -25,7 +26,7 @@ enum ConfigSectionKind: String, CaseIterable {
             [
                 "category", "mode", "options", "priority", "mic_usage", "auto_resume", "record",
                 "background", "permission",
-            ]
+            ] + SilenceSettings.keys
         }
     }
 
@@ -263,6 +264,7 @@ struct ConfigInterpreter {
             in: ArchiveSection.maxAgeDaysRange, in: &issues)
         archive.minFreePercent = fields["min_free_percent"]?.number(
             in: ArchiveSection.minFreePercentRange, in: &issues)
+        archive.silence = archive.silence.applying(Self.readSilence(fields, in: &issues))
     }
 
     private mutating func readPolicy(_ fields: ConfigSectionFields) {
@@ -447,6 +449,7 @@ struct ConfigInterpreter {
         session.permission = fields["permission"]?.word(
             RecordPermission.self, noun: "a record permission", in: &issues)
         if let field = fields["record"] { pendingRecords.append((sessions.count, field)) }
+        session.silence = Self.readSilence(fields, in: &issues)
         return session
     }
 

@@ -32,6 +32,8 @@ final class ArchiverLoop {
     private var gapRemainder = 0
     /// Stopping: no new segment is opened for a trailing gap.
     private var closing = false
+    /// Silence detection on the frames written, at the output rate (nil: off).
+    private var silence: SilenceDetector?
 
     init(
         configuration: RecorderConfiguration, source: any SampleSource, transform: (any SampleTransform)?,
@@ -51,6 +53,7 @@ final class ArchiverLoop {
         self.groups = groups
         segmentNumber = configuration.firstSegmentNumber
         readBuffer = [Float](repeating: 0, count: configuration.chunkFrames * configuration.channels)
+        silence = configuration.silence.map { SilenceDetector(detection: $0, sampleRate: outputRate) }
     }
 
     func run() {
@@ -184,6 +187,7 @@ final class ArchiverLoop {
                     interleaved: samples + done * channels, frames: take, stride: channels,
                     firstChannel: groups[index].first)
             }
+            observeSilence(samples + done * channels, frames: take)
             timeline += take
             done += take
             if let full = writers.first(where: { $0.isLowOnSpace }) {
@@ -282,10 +286,11 @@ final class ArchiverLoop {
     private func finishSegment(reason: EndReason) throws(ArchiveError) {
         let current = writers
         writers = []
+        let endComments = segmentEndComments()
         var firstError: ArchiveError?
         for (index, writer) in current.enumerated() {
             do throws(ArchiveError) {
-                let finished = try writer.finish(reason: reason)
+                let finished = try writer.finish(reason: reason, extraComments: endComments)
                 control.closed([writer.path, writer.partialPath])
                 control.post(.segmentFinished(record(for: finished, group: current.count > 1 ? index + 1 : 0)))
             } catch {
@@ -303,8 +308,9 @@ final class ArchiverLoop {
     private func finishAfterFailure(reason: EndReason, error: ArchiveError) {
         let current = writers
         writers = []
+        let endComments = segmentEndComments()
         for (index, writer) in current.enumerated() {
-            if writer.isOpen, let finished = try? writer.finish(reason: reason) {
+            if writer.isOpen, let finished = try? writer.finish(reason: reason, extraComments: endComments) {
                 control.closed([writer.path, writer.partialPath])
                 control.post(.segmentFinished(record(for: finished, group: current.count > 1 ? index + 1 : 0)))
             } else {
@@ -323,6 +329,37 @@ final class ArchiverLoop {
             channels: group == 0 ? configuration.channels : groups[group - 1].count,
             bitsPerSample: configuration.bitsPerSample, endReason: finished.endReason, gaps: finished.gaps,
             recovered: false, bytes: finished.bytes)
+    }
+}
+
+// MARK: Silence
+
+extension ArchiverLoop {
+    /// Frames just written to the open segment, from timeline frame `timeline`.
+    fileprivate func observeSilence(_ samples: UnsafePointer<Float>, frames: Int) {
+        guard silence != nil else { return }
+        silence!.observe(samples, frames: frames, channels: configuration.channels, position: timeline) {
+            postSilence($0)
+        }
+    }
+
+    /// The comments the open segment ends with: SILENCE_SECONDS when detection is on.
+    fileprivate func segmentEndComments() -> [VorbisComment] {
+        guard silence != nil else { return [] }
+        let frames = silence!.endSegment { postSilence($0) }
+        return [
+            VorbisComment(
+                CommentName.silenceSeconds, SilenceDetector.secondsText(frames: frames, sampleRate: outputRate))
+        ]
+    }
+
+    private func postSilence(_ transition: SilenceTransition) {
+        guard let schedule else { return }
+        control.post(
+            .silence(
+                SilenceChange(
+                    state: transition.state, since: schedule.time(atFrame: transition.sinceFrame),
+                    decided: schedule.time(atFrame: transition.decidedFrame), peak: transition.peak)))
     }
 }
 

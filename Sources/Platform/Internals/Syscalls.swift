@@ -482,6 +482,34 @@ enum Syscall {
         return Int64(Glibc.timegm(&broken))
     }
 
+    // MARK: Processes
+
+    /// `posix_spawn(3)` through `recd_spawn`: the child's pid, or the error number.
+    static func spawn(_ path: String, arguments: [String], environment: [String]) -> Result<Int32, Errno> {
+        func cStrings(_ strings: [String]) -> [UnsafeMutablePointer<CChar>?] { strings.map { strdup($0) } + [nil] }
+        let argv = cStrings([path] + arguments)
+        let envp = cStrings(environment)
+        defer { for pointer in argv + envp { free(pointer) } }
+        var pid: pid_t = 0
+        let result = recd_spawn(&pid, path, argv, envp)
+        return result == 0 ? .success(pid) : .failure(Errno(rawValue: result))
+    }
+
+    /// `waitpid(2)`: nil while the child runs (`nohang`), else how it ended (`exited`: its
+    /// exit status; else the signal that ended it).
+    static func waitChild(_ pid: Int32, nohang: Bool) -> Result<(exited: Bool, code: Int32)?, Errno> {
+        var exited: Int32 = 0
+        var code: Int32 = 0
+        let result = recd_wait_child(pid, nohang ? 1 : 0, &exited, &code)
+        if result < 0 { return .failure(Errno(rawValue: Glibc.errno)) }
+        return .success(result == 0 ? nil : (exited != 0, code))
+    }
+
+    /// `kill(-group, signal)`.
+    static func killGroup(_ group: Int32, _ signal: Int32) -> Result<Void, Errno> {
+        nothingOrErrno(recd_kill_group(group, signal))
+    }
+
     // MARK: Threads
 
     /// `pthread_create(3)` running `start(context)`. Returns the error number (pthreads do not

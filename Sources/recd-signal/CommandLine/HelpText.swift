@@ -10,7 +10,7 @@ enum HelpText {
           recd-signal [--server NAME] [--name CLIENT] [--rate-check] COMMAND OPTIONS...
 
           play    --ports NAME[,NAME...] --signal SIGNAL [--level DBFS] [--seconds S]
-                  [--connect DEST[,DEST...]]
+                  [--connect DEST[,DEST...]] [--silent-from S --silent-for D]
           capture --ports NAME[,NAME...] --out FILE [--wav] [--seconds S]
                   [--connect SRC[,SRC...]]
           ports   --ports NAME[,NAME...] [--close-only]
@@ -66,6 +66,10 @@ enum HelpText {
         OPTIONS
           --level DBFS    Level in dBFS (default -6: peak 0.501 for a sine). Samples are
                           not clipped.
+          --silent-from S, --silent-for D
+                          play zeros from S seconds of frames for D seconds (counted like
+                          --seconds); the signal runs on meanwhile, so it continues where
+                          it would have been. For silence alarms.
           --out FILE      Capture file. Without --wav: raw interleaved float32
                           little-endian samples, no header; frame i of channel c is at byte
                           offset 4*(i*C + c), C = number of --ports. With --wav: the same

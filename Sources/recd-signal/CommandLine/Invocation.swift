@@ -31,6 +31,14 @@ struct PlayOptions: Equatable {
     var seconds: Double?
     /// Port i goes to `connections[i]`; nil entries (and missing ones) stay unconnected.
     var connections: [String?]
+    /// `--silent-from S --silent-for D`: zeros from S seconds of frames on, for D seconds.
+    var silence: (from: Double, length: Double)? = nil
+
+    static func == (lhs: PlayOptions, rhs: PlayOptions) -> Bool {
+        lhs.ports == rhs.ports && lhs.signal == rhs.signal && lhs.levelDBFS == rhs.levelDBFS
+            && lhs.seconds == rhs.seconds && lhs.connections == rhs.connections
+            && lhs.silence?.from == rhs.silence?.from && lhs.silence?.length == rhs.silence?.length
+    }
 }
 
 struct CaptureOptions: Equatable {
@@ -121,6 +129,8 @@ extension Invocation {
         "signal": (.value, ["play"]),
         "level": (.value, ["play"]),
         "seconds": (.value, ["play", "capture"]),
+        "silent-from": (.value, ["play"]),
+        "silent-for": (.value, ["play"]),
         "connect": (.value, ["play", "capture"]),
         "out": (.value, ["capture"]),
         "wav": (.flag, ["capture"]),
@@ -208,11 +218,22 @@ extension Invocation {
                 }
                 level = parsed
             }
+            var silence: (from: Double, length: Double)?
+            switch (values["silent-from"], values["silent-for"]) {
+            case (nil, nil): break
+            case (let from?, let length?):
+                guard let start = Double(from), start.isFinite, start >= 0 else {
+                    throw UsageError("bad --silent-from '\(from)' (want seconds >= 0)")
+                }
+                guard let span = try seconds(length) else { break }
+                silence = (start, span)
+            default: throw UsageError("--silent-from and --silent-for go together")
+            }
             command = .play(
                 PlayOptions(
                     ports: ports, signal: try SignalSpec(parsing: signalText), levelDBFS: level,
                     seconds: try seconds(values["seconds"]),
-                    connections: try connections(values["connect"], portCount: ports.count)))
+                    connections: try connections(values["connect"], portCount: ports.count), silence: silence))
         case "capture":
             guard let out = values["out"], !out.isEmpty else {
                 throw UsageError("'capture' needs --out FILE")

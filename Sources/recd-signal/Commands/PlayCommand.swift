@@ -25,7 +25,10 @@ func runPlay(_ options: PlayOptions, invocation: Invocation, signals: StopSignal
     state.initialize(
         to: PlayState(
             client: client.handle!, ports: portTable, buffers: buffers, channelCount: channels,
-            frameLimit: frameLimit(seconds: options.seconds, rate: rate), generator: generator))
+            frameLimit: frameLimit(seconds: options.seconds, rate: rate),
+            silentFrom: options.silence.map { frameLimit(seconds: $0.from, rate: rate) } ?? 0,
+            silentUntil: options.silence.map { frameLimit(seconds: $0.from + $0.length, rate: rate) } ?? 0,
+            generator: generator))
     defer {
         // The process thread must be gone before its memory is.
         client.close()

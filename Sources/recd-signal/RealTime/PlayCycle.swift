@@ -17,6 +17,10 @@ struct PlayState: ~Copyable {
     let channelCount: Int
     /// Frames to play; Int.max: until stopped.
     let frameLimit: Int
+    /// Frames `silentFrom ..< silentUntil` (counted like `frameLimit`) are played as zeros
+    /// (`--silent-from`, `--silent-for`); empty when not asked.
+    let silentFrom: Int
+    let silentUntil: Int
     var generator: Generator
     let progress = CycleProgress()
 }
@@ -43,6 +47,13 @@ func playProcess(_ frameCount: jack_nframes_t, _ argument: UnsafeMutableRawPoint
             frames: frames, limit: limit, cycleStart: jack_last_frame_time(state.pointee.client))
         if played > 0 {
             state.pointee.generator.render(into: buffers, count: played)
+            // The generator ran on: after the silence the signal is where it would have been.
+            let first = state.pointee.progress.frames.load(ordering: .relaxed)
+            let from = max(state.pointee.silentFrom - first, 0)
+            let until = min(state.pointee.silentUntil - first, played)
+            if from < until {
+                for channel in 0..<channels { clear(buffers[channel], from: from, to: until) }
+            }
             state.pointee.progress.advance(by: played, limit: limit)
         }
     }
