@@ -322,7 +322,7 @@ final class ArchiverLoop {
             frames: finished.frames, sampleRate: outputRate,
             channels: group == 0 ? configuration.channels : groups[group - 1].count,
             bitsPerSample: configuration.bitsPerSample, endReason: finished.endReason, gaps: finished.gaps,
-            recovered: false, bytes: finished.bytes)
+            recovered: false, bytes: finished.bytes, loudness: finished.loudness)
     }
 }
 
