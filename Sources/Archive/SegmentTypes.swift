@@ -56,9 +56,18 @@ public enum CommentName {
     /// The highest true peak of any channel, dBTP; absent for digital silence.
     public static let truePeak = "TRUE_PEAK_DBTP"
 
+    /// `summary` to 0.01, as the comments hold it (so the index and the file agree).
+    static func stored(_ summary: LoudnessSummary) -> LoudnessSummary {
+        func hundredths(_ value: Double?) -> Double? { value.map { ($0 * 100).rounded() / 100 } }
+        return LoudnessSummary(
+            integratedLUFS: hundredths(summary.integratedLUFS), rangeLU: hundredths(summary.rangeLU),
+            truePeakDBTP: hundredths(summary.truePeakDBTP))
+    }
+
     /// The loudness comments of `summary` (values to 0.01), only those measured.
     public static func loudnessComments(_ summary: LoudnessSummary) -> [VorbisComment] {
-        func text(_ value: Double) -> String { String((value * 100).rounded() / 100) }
+        let summary = stored(summary)
+        func text(_ value: Double) -> String { String(value) }
         var comments: [VorbisComment] = []
         if let value = summary.integratedLUFS { comments.append(VorbisComment(loudness, text(value))) }
         if let value = summary.rangeLU { comments.append(VorbisComment(loudnessRange, text(value))) }

@@ -289,8 +289,8 @@ public final class SegmentWriter {
             }
             dropEncoder()
             try FLACHeaderEditor.retireUnusedSeekPoints(in: file, blocks: headerBlocks)
-            let loudness =
-                loudnessMeter?.summary ?? LoudnessSummary(integratedLUFS: nil, rangeLU: nil, truePeakDBTP: nil)
+            let loudness = CommentName.stored(
+                loudnessMeter?.summary ?? LoudnessSummary(integratedLUFS: nil, rangeLU: nil, truePeakDBTP: nil))
             try writeComments(CommentName.loudnessComments(loudness) + extraComments, reason: reason)
             let size = try archiveCall { () throws(SystemError) in try file.size() }
             try archiveCall { () throws(SystemError) in try sink.releaseReservation(size: size) }
