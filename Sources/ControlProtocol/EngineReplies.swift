@@ -183,7 +183,7 @@ public struct MetersInfo: ReplyObject {
         let f = try ReplyFields(json, "meter's reply")
         self.init(
             meters: try f.list("meters"), windowMs: try f.double("windowMs"),
-            recordings: json["recordings"] == nil ? [] : try f.list("recordings"))
+            recordings: try f.list("recordings"))
     }
 }
 

@@ -201,9 +201,8 @@ public struct SegmentInfo: ReplyObject {
             seconds: try f.double("seconds"), frames: try f.int("frames"), sampleRate: try f.int("sampleRate"),
             channels: try f.int("channels"), bits: try f.int("bits"), endReason: try f.optionalString("endReason"),
             gaps: try f.int("gaps"), recovered: try f.bool("recovered"), bytes: try f.int("bytes"),
-            // Absent (a recd from before loudness) reads as null.
-            loudnessLufs: json["loudnessLufs"]?.doubleValue, loudnessRangeLu: json["loudnessRangeLu"]?.doubleValue,
-            truePeakDbtp: json["truePeakDbtp"]?.doubleValue)
+            loudnessLufs: try f.optionalDouble("loudnessLufs"), loudnessRangeLu: try f.optionalDouble("loudnessRangeLu"),
+            truePeakDbtp: try f.optionalDouble("truePeakDbtp"))
     }
 }
 
