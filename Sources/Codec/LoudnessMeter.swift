@@ -39,6 +39,9 @@ public final class LoudnessMeter {
     /// Whether true peak (the costly part: 4× oversampling) is measured.
     public let measuresTruePeak: Bool
 
+    /// Frames added so far: a window's reading counts only once the window is full (before
+    /// that libebur128 averages in the silence it starts with).
+    public private(set) var framesAdded = 0
     private var state: UnsafeMutablePointer<ebur128_state>?
     private let scratch: UnsafeMutablePointer<Float>
     private static let scratchFrames = 4096
@@ -86,6 +89,7 @@ public final class LoudnessMeter {
     public func add(interleaved base: UnsafePointer<Float>, frames: Int, stride: Int, firstChannel: Int) {
         precondition(firstChannel >= 0 && firstChannel + channels <= stride, "channel range outside the frame")
         guard let state else { return }
+        framesAdded += frames
         if stride == channels {
             _ = ebur128_add_frames_float(state, base + firstChannel, frames)
             return
@@ -129,7 +133,7 @@ public final class LoudnessMeter {
 
     /// Momentary loudness (the last 400 ms), LUFS; nil before 400 ms or for silence.
     public var momentaryLUFS: Double? {
-        guard let state else { return nil }
+        guard let state, framesAdded * 10 >= sampleRate * 4 else { return nil }
         var value = -Double.infinity
         guard ebur128_loudness_momentary(state, &value) == Int32(EBUR128_SUCCESS.rawValue), value.isFinite else {
             return nil
@@ -137,9 +141,9 @@ public final class LoudnessMeter {
         return value
     }
 
-    /// Short-term loudness (the last 3 s), LUFS; nil for silence.
+    /// Short-term loudness (the last 3 s), LUFS; nil before 3 s or for silence.
     public var shortTermLUFS: Double? {
-        guard let state else { return nil }
+        guard let state, framesAdded >= sampleRate * 3 else { return nil }
         var value = -Double.infinity
         guard ebur128_loudness_shortterm(state, &value) == Int32(EBUR128_SUCCESS.rawValue), value.isFinite else {
             return nil

@@ -86,6 +86,10 @@ struct LoudnessTests {
         [Float](repeating: 0, count: 96_000).withUnsafeBufferPointer { silent.add($0) }
         #expect(silent.summary == LoudnessSummary(integratedLUFS: nil, rangeLU: nil, truePeakDBTP: nil))
         #expect(silent.momentaryLUFS == nil)
+        // A window's reading comes once the window is full.
+        let early = try LoudnessMeter(channels: 2, sampleRate: 48_000)
+        tone(frequency: 1_000, dBFS: -23, seconds: 2).withUnsafeBufferPointer { early.add($0) }
+        #expect(early.momentaryLUFS != nil && early.shortTermLUFS == nil)
         #expect(throws: MediaError.self) { try LoudnessMeter(channels: 0, sampleRate: 48_000) }
     }
 }
