@@ -31,6 +31,18 @@ struct LoudnessEndToEndTests {
         let momentary = try #require(live.0?.doubleValue)
         let shortTerm = try #require(live.1?.doubleValue)
         #expect(abs(momentary - -23) <= 0.1 && abs(shortTerm - -23) <= 0.1, "M \(momentary) S \(shortTerm)")
+        let legacy = try RawClient(path: daemon.socket)
+        func askVersion1(_ id: Int, _ body: String) throws -> JSONValue {
+            legacy.send(#"{"id":\#(id),"# + body.dropFirst() + "\n")
+            while true {
+                let line = try #require(legacy.readJSON(), "no reply to \(body)")
+                if line["id"]?.intValue == id { return line }
+            }
+        }
+        let oldMeter = try askVersion1(1, #"{"op":"meter","app":"logger"}"#)
+        #expect(oldMeter["recordings"]?.arrayValue?.first?["short_term_lufs"]?.doubleValue != nil, "\(oldMeter)")
+        let human = try daemon.recctl("meter", "logger", "--once")
+        #expect(human.stdout.contains("logger/mic: momentary  -23.0 LUFS"), "\(human.stdout)")
         try #require(daemon.recctl("record", "stop", "logger").status == 0)
         source.stop()
 
@@ -45,5 +57,9 @@ struct LoudnessEndToEndTests {
         let tag = try #require(try metaflacTag(path, "LOUDNESS_LUFS").flatMap { Double($0) })
         #expect(tag == lufs)
         #expect(try metaflacTag(path, "TRUE_PEAK_DBTP").flatMap { Double($0) } == peak)
+        let oldList = try askVersion1(2, #"{"op":"archive.list","app":"logger"}"#)
+        let oldSegment = try #require(oldList["segments"]?.arrayValue?.first)
+        #expect(oldSegment["loudness_lufs"]?.doubleValue == lufs && oldSegment["loudnessLufs"] == nil)
+        #expect(oldSegment["true_peak_dbtp"]?.doubleValue == peak && oldSegment["loudness_range_lu"] != nil)
     }
 }
