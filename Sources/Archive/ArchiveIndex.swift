@@ -216,6 +216,7 @@ public final class ArchiveIndex {
             gaps: SegmentGap.parse(commentValue: statement.text(12) ?? "") ?? [], recovered: statement.int(13) != 0,
             bytes: statement.int64(14),
             loudness: LoudnessSummary(
-                integratedLUFS: statement.double(15), rangeLU: statement.double(16), truePeakDBTP: statement.double(17)))
+                integratedLUFS: statement.double(15), rangeLU: statement.double(16),
+                truePeakDBTP: statement.double(17)))
     }
 }

@@ -209,7 +209,8 @@ public final class SegmentWriter {
                 base + done * stride, stride: stride, firstChannel: firstChannel, channels: format.channels,
                 frames: count, into: scratch)
             try encode(scratch, frames: count)
-            loudnessMeter?.add(interleaved: base + done * stride, frames: count, stride: stride, firstChannel: firstChannel)
+            loudnessMeter?.add(
+                interleaved: base + done * stride, frames: count, stride: stride, firstChannel: firstChannel)
             done += count
         }
     }

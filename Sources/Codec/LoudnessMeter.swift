@@ -56,8 +56,9 @@ public final class LoudnessMeter {
                 message: "cannot measure loudness of \(channels) channels at \(sampleRate) Hz; "
                     + "use 1 to 64 channels at 8000 to 384000 Hz")
         }
-        var mode = Int32(EBUR128_MODE_I.rawValue) | Int32(EBUR128_MODE_LRA.rawValue)
-            | Int32(EBUR128_MODE_M.rawValue) | Int32(EBUR128_MODE_S.rawValue)
+        var mode =
+            Int32(EBUR128_MODE_I.rawValue) | Int32(EBUR128_MODE_LRA.rawValue) | Int32(EBUR128_MODE_M.rawValue)
+            | Int32(EBUR128_MODE_S.rawValue)
         if truePeak { mode |= Int32(EBUR128_MODE_TRUE_PEAK.rawValue) }
         guard let state = ebur128_init(UInt32(channels), UInt(sampleRate), mode) else {
             throw MediaError(.invalidArgument, path: "", message: "libebur128 could not be set up (out of memory?)")

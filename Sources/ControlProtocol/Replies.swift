@@ -201,8 +201,9 @@ public struct SegmentInfo: ReplyObject {
             seconds: try f.double("seconds"), frames: try f.int("frames"), sampleRate: try f.int("sampleRate"),
             channels: try f.int("channels"), bits: try f.int("bits"), endReason: try f.optionalString("endReason"),
             gaps: try f.int("gaps"), recovered: try f.bool("recovered"), bytes: try f.int("bytes"),
-            loudnessLufs: try f.optionalDouble("loudnessLufs"), loudnessRangeLu: try f.optionalDouble("loudnessRangeLu"),
-            truePeakDbtp: try f.optionalDouble("truePeakDbtp"))
+            loudnessLufs: try f.optionalDouble("loudnessLufs"),
+            loudnessRangeLu: try f.optionalDouble("loudnessRangeLu"), truePeakDbtp: try f.optionalDouble("truePeakDbtp")
+        )
     }
 }
 

@@ -14,8 +14,12 @@ struct LoudnessEndToEndTests {
         let source = try SignalClient([
             "--name", deck, "play", "--ports", "out_1,out_2", "--signal", "sine:1000", "--level", "-23",
         ])
-        #expect(try eventually { try daemon.recctl("--json", "routes").json?["ports"]?.arrayValue?.first?["available"] == true })
-        try #require(daemon.recctl("session", "set", "logger", "--category", "record", "--mic-usage", "archive").status == 0)
+        #expect(
+            try eventually {
+                try daemon.recctl("--json", "routes").json?["ports"]?.arrayValue?.first?["available"] == true
+            })
+        try #require(
+            daemon.recctl("session", "set", "logger", "--category", "record", "--mic-usage", "archive").status == 0)
         try #require(daemon.recctl("permission", "grant", "logger").status == 0)
         let start = try daemon.recctl("record", "start", "logger")
         try #require(start.status == 0, "\(start.stderr)")

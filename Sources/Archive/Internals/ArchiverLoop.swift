@@ -67,7 +67,8 @@ final class ArchiverLoop {
                 if frames > 0 {
                     try consume(frames: frames)
                     // The first file's (the first 8 channels of a wider recorder).
-                    control.publishLoudness(momentary: writers.first?.momentaryLUFS, shortTerm: writers.first?.shortTermLUFS)
+                    control.publishLoudness(
+                        momentary: writers.first?.momentaryLUFS, shortTerm: writers.first?.shortTermLUFS)
                 } else if let stopReason {
                     reason = stopReason
                     break
