@@ -79,8 +79,8 @@ public final class SegmentWriter {
     /// The metadata blocks as written at the start (the seek table never moves).
     private var headerBlocks: [MetadataBlockLocation] = []
     private var lastSync: Double
-    /// The loudness of what was written, measured here on the writer's (archiver) thread;
-    /// nil for recovery's re-encode, which has no float samples to measure.
+    /// The loudness of what was written, measured here on the writer's thread (the archiver,
+    /// or recovery's, which re-encodes a partial from its first frame).
     private var loudnessMeter: LoudnessMeter?
 
     /// Creates `<path>.partial` (or, if `path` or its partial exist, `<name>-1.flac.partial`,
@@ -223,11 +223,12 @@ public final class SegmentWriter {
     /// Encodes integer samples already in the format's range (recovery's re-encode path).
     func write(integers base: UnsafePointer<Int32>, frames: Int) throws(ArchiveError) {
         try checkOpen()
-        loudnessMeter = nil
         var done = 0
         while done < frames {
             let count = min(blocksize, frames - done)
             try encode(base + done * format.channels, frames: count)
+            loudnessMeter?.add(
+                integers: base + done * format.channels, frames: count, bitsPerSample: format.bitsPerSample)
             done += count
         }
     }

@@ -108,6 +108,23 @@ public final class LoudnessMeter {
         }
     }
 
+    /// Adds interleaved integer frames of `bitsPerSample` (full scale 2^(bits-1)), as a FLAC
+    /// decoder gives them.
+    public func add(integers base: UnsafePointer<Int32>, frames: Int, bitsPerSample: Int) {
+        precondition((4...32).contains(bitsPerSample), "bits per sample 4...32")
+        guard let state else { return }
+        framesAdded += frames
+        let scale = 1 / Float(Int64(1) << (bitsPerSample - 1))
+        var done = 0
+        while done < frames {
+            let count = min(LoudnessMeter.scratchFrames, frames - done)
+            let from = base + done * channels
+            for index in 0..<count * channels { scratch[index] = Float(from[index]) * scale }
+            _ = ebur128_add_frames_float(state, scratch, count)
+            done += count
+        }
+    }
+
     /// Integrated loudness, range and true peak of everything added so far.
     public var summary: LoudnessSummary {
         guard let state else { return LoudnessSummary(integratedLUFS: nil, rangeLU: nil, truePeakDBTP: nil) }

@@ -104,4 +104,25 @@ struct LoudnessArchiveTests {
         #expect(try index.list() == records)
         #expect(try index.list().allSatisfy { abs(($0.loudness.integratedLUFS ?? 0) - -23) <= 0.1 })
     }
+
+    @Test("a recovered partial is measured from its re-encoded samples")
+    func recoveryMeasures() throws {
+        let directory = TemporaryDirectory("loudness-recovery")
+        let start = iso("2026-04-04T04:04:04.000000Z")
+        let path = ArchiveLayout.segmentPath(archiveDirectory: directory.path, app: "app", stream: "s", start: start)
+        let writer = try SegmentWriter(
+            path: path, format: SegmentFormat(sampleRate: 48_000, channels: 2, bitsPerSample: 24),
+            comments: [VorbisComment("START_TIME", start.iso8601), VorbisComment("APP", "app")])
+        let samples = (0..<(5 * 48_000 * 2)).map { LoudnessArchiveTests.sine23($0 / 2, $0 % 2) }
+        try samples.withUnsafeBufferPointer { try writer.write($0) }
+        writer.abandon()
+        let results = PartialRecovery.recoverAll(in: directory.path)
+        guard case .recovered(let record)? = results.first?.outcome else {
+            Issue.record("not recovered: \(results)")
+            return
+        }
+        let lufs = try #require(record.loudness.integratedLUFS)
+        #expect(abs(lufs - -23) <= 0.1, "\(lufs) LUFS")
+        #expect(try metaflacTags(record.path)["LOUDNESS_LUFS"].flatMap { Double($0) } == lufs)
+    }
 }
