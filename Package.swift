@@ -28,6 +28,7 @@ let package = Package(
         .systemLibrary(name: "CLinux"),
         .systemLibrary(name: "CSQLite", pkgConfig: "sqlite3", providers: [.apt(["libsqlite3-dev"])]),
         .systemLibrary(name: "CSndfile", pkgConfig: "sndfile", providers: [.apt(["libsndfile1-dev"])]),
+        .systemLibrary(name: "CEbur128", pkgConfig: "libebur128", providers: [.apt(["libebur128-dev"])]),
 
         // The one platform layer: threads, errno and system errors, descriptors, clocks,
         // directories, eventfd/signalfd. The only importer of CLinux.
@@ -42,8 +43,9 @@ let package = Package(
         // The JACK client and the real-time graph (Sources/AudioEngine/RealTime holds the process path).
         .target(name: "AudioEngine", dependencies: ["Platform", "CJack"]),
         // The one codec layer: the FLAC encoder (crash-safe sink features), decoder and metadata
-        // reader (libFLAC), WAV (libsndfile), resampling and the HFP band limit (libsoxr).
-        .target(name: "Codec", dependencies: ["Platform", "CFLAC", "CSndfile", "CSoxr"]),
+        // reader (libFLAC), WAV (libsndfile), resampling and the HFP band limit (libsoxr),
+        // EBU R128 loudness (libebur128).
+        .target(name: "Codec", dependencies: ["Platform", "CFLAC", "CSndfile", "CSoxr", "CEbur128"]),
         // The FLAC archive: crash-safe segments, rotation, recovery, retention, the SQLite index.
         .target(name: "Archive", dependencies: ["Platform", "Codec", "CSQLite", "SessionPolicy"]),
         // ALSA: card discovery, jack-sense and capture-switch events (libasound's control API).

@@ -2,6 +2,7 @@
 // `recctl archive list` fast, and rebuilt from the files alone by `reindex`.
 // Threads: each `ArchiveIndex` (one SQLite connection) is used by one thread at a time.
 
+import Codec
 import Platform
 
 /// What `ArchiveIndex.reindex` did. A plain value: any thread.
@@ -22,7 +23,8 @@ public final class ArchiveIndex {
     private let database: SQLiteDatabase
 
     private static let columns =
-        "path, app, stream, grp, segment, start_us, end_us, frames, sample_rate, channels, bits, end_reason, gaps, recovered, size"
+        "path, app, stream, grp, segment, start_us, end_us, frames, sample_rate, channels, bits, end_reason, gaps, recovered, size, "
+        + "loudness_lufs, loudness_range_lu, true_peak_dbtp"
 
     /// Opens (or creates) the index at `path`.
     public init(path: String) throws(ArchiveError) {
@@ -48,7 +50,10 @@ public final class ArchiveIndex {
                 end_reason TEXT,
                 gaps TEXT NOT NULL,
                 recovered INTEGER NOT NULL,
-                size INTEGER NOT NULL
+                size INTEGER NOT NULL,
+                loudness_lufs REAL,
+                loudness_range_lu REAL,
+                true_peak_dbtp REAL
             );
             CREATE INDEX IF NOT EXISTS segments_by_app_start ON segments(app, start_us);
             CREATE INDEX IF NOT EXISTS segments_by_app_end ON segments(app, end_us);
@@ -58,14 +63,43 @@ public final class ArchiveIndex {
         let version = try database.statement("PRAGMA user_version")
         let current = try version.step() ? version.int(0) : 0
         version.reset()
-        if current == 0 { try database.execute("PRAGMA user_version = 1") }
+        if current == 0 {
+            try database.execute("PRAGMA user_version = 2")
+        } else if current == 1 {
+            try migrateToVersion2()
+        }
+    }
+
+    /// Version 1 had no loudness: add the columns (NULL until `reindex` reads the files'
+    /// comments), in one transaction with the version, so two processes opening an old index
+    /// at once cannot both add them.
+    private func migrateToVersion2() throws(ArchiveError) {
+        try database.execute("BEGIN IMMEDIATE")
+        do throws(ArchiveError) {
+            let version = try database.statement("PRAGMA user_version")
+            let current = try version.step() ? version.int(0) : 0
+            version.reset()
+            if current == 1 {
+                try database.execute(
+                    """
+                    ALTER TABLE segments ADD COLUMN loudness_lufs REAL;
+                    ALTER TABLE segments ADD COLUMN loudness_range_lu REAL;
+                    ALTER TABLE segments ADD COLUMN true_peak_dbtp REAL;
+                    PRAGMA user_version = 2;
+                    """)
+            }
+            try database.execute("COMMIT")
+        } catch {
+            try? database.execute("ROLLBACK")
+            throw error
+        }
     }
 
     /// Adds a segment, replacing the row of the same path if there is one.
     public func add(_ record: SegmentRecord) throws(ArchiveError) {
         let statement = try database.statement(
             "INSERT OR REPLACE INTO segments (\(ArchiveIndex.columns)) "
-                + "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15)")
+                + "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18)")
         bind(record, to: statement)
         try statement.run()
     }
@@ -75,7 +109,8 @@ public final class ArchiveIndex {
         let statement = try database.statement(
             "UPDATE segments SET app = ?2, stream = ?3, grp = ?4, segment = ?5, start_us = ?6, end_us = ?7, "
                 + "frames = ?8, sample_rate = ?9, channels = ?10, bits = ?11, end_reason = ?12, gaps = ?13, "
-                + "recovered = ?14, size = ?15 WHERE path = ?1")
+                + "recovered = ?14, size = ?15, loudness_lufs = ?16, loudness_range_lu = ?17, true_peak_dbtp = ?18 "
+                + "WHERE path = ?1")
         bind(record, to: statement)
         try statement.run()
         guard database.changes == 1 else { throw .invalidArgument("the index has no segment \(record.path)") }
@@ -166,6 +201,9 @@ public final class ArchiveIndex {
         statement.bind(13, SegmentGap.commentValue(record.gaps))
         statement.bind(14, record.recovered ? 1 : 0)
         statement.bind(15, record.bytes)
+        statement.bind(16, record.loudness.integratedLUFS)
+        statement.bind(17, record.loudness.rangeLU)
+        statement.bind(18, record.loudness.truePeakDBTP)
     }
 
     private static func record(from statement: SQLiteStatement) -> SegmentRecord {
@@ -176,6 +214,9 @@ public final class ArchiveIndex {
             sampleRate: statement.int(8), channels: statement.int(9), bitsPerSample: statement.int(10),
             endReason: statement.text(11).map(EndReason.init(rawValue:)),
             gaps: SegmentGap.parse(commentValue: statement.text(12) ?? "") ?? [], recovered: statement.int(13) != 0,
-            bytes: statement.int64(14))
+            bytes: statement.int64(14),
+            loudness: LoudnessSummary(
+                integratedLUFS: statement.double(15), rangeLU: statement.double(16),
+                truePeakDBTP: statement.double(17)))
     }
 }

@@ -208,6 +208,11 @@ public final class Recorder: @unchecked Sendable {
     /// Final and `.partial` paths of the segments being written (retention must spare them).
     public var openPaths: Set<String> { control.openPaths }
 
+    /// Momentary (400 ms) and short-term (3 s) EBU R128 loudness of the latest samples written
+    /// (of the first 8 channels when there are more), LUFS; nil while the open segment holds
+    /// less than the window, or for silence. Any thread.
+    public var loudness: (momentaryLUFS: Double?, shortTermLUFS: Double?) { control.loudness }
+
     /// True from `start` until the archiver thread has finished its last segment.
     public var isRunning: Bool { control.isRunning }
 }

@@ -25,12 +25,16 @@ public struct SegmentRecord: Hashable, Sendable {
     public var recovered: Bool
     /// File size in bytes.
     public var bytes: Int64
+    /// LOUDNESS_LUFS, LOUDNESS_RANGE_LU, TRUE_PEAK_DBTP (nil where the file has none).
+    public var loudness: LoudnessSummary
 
     public init(
         path: String, app: String, stream: String, group: Int, segment: Int, startTime: UTCTime, frames: Int,
         sampleRate: Int, channels: Int, bitsPerSample: Int, endReason: EndReason?, gaps: [SegmentGap],
-        recovered: Bool, bytes: Int64
+        recovered: Bool, bytes: Int64,
+        loudness: LoudnessSummary = LoudnessSummary(integratedLUFS: nil, rangeLU: nil, truePeakDBTP: nil)
     ) {
+        self.loudness = loudness
         self.path = path
         self.app = app
         self.stream = stream
@@ -87,6 +91,10 @@ public struct SegmentRecord: Hashable, Sendable {
             frames: info.totalSamples, sampleRate: info.sampleRate, channels: info.channels,
             bitsPerSample: info.bitsPerSample, endReason: value(CommentName.endReason).map(EndReason.init(rawValue:)),
             gaps: value(CommentName.gaps).flatMap { SegmentGap.parse(commentValue: $0) } ?? [],
-            recovered: value(CommentName.recovered)?.lowercased() == "yes", bytes: bytes)
+            recovered: value(CommentName.recovered)?.lowercased() == "yes", bytes: bytes,
+            loudness: LoudnessSummary(
+                integratedLUFS: value(CommentName.loudness).flatMap { Double($0) },
+                rangeLU: value(CommentName.loudnessRange).flatMap { Double($0) },
+                truePeakDBTP: value(CommentName.truePeak).flatMap { Double($0) }))
     }
 }

@@ -1,5 +1,7 @@
 // Values that describe a segment: its Vorbis comments, why it ended, its gaps, its format.
 
+import Codec
+
 /// One Vorbis comment (`NAME=value`). Names are ASCII 0x20...0x7D except `=`; recd's are
 /// upper case (`START_TIME`, `END_REASON`, ...). A plain value: any thread.
 public struct VorbisComment: Hashable, Sendable, CustomStringConvertible {
@@ -50,6 +52,31 @@ public enum CommentName {
     /// Seconds of the segment that were silence (issue 15), `12.34`; only with silence
     /// detection on.
     public static let silenceSeconds = "SILENCE_SECONDS"
+    /// Integrated loudness of the segment (EBU R128), LUFS; absent for silence.
+    public static let loudness = "LOUDNESS_LUFS"
+    /// Loudness range (EBU Tech 3342), LU; absent for silence.
+    public static let loudnessRange = "LOUDNESS_RANGE_LU"
+    /// The highest true peak of any channel, dBTP; absent for digital silence.
+    public static let truePeak = "TRUE_PEAK_DBTP"
+
+    /// `summary` to 0.01, as the comments hold it (so the index and the file agree).
+    static func stored(_ summary: LoudnessSummary) -> LoudnessSummary {
+        func hundredths(_ value: Double?) -> Double? { value.map { ($0 * 100).rounded() / 100 } }
+        return LoudnessSummary(
+            integratedLUFS: hundredths(summary.integratedLUFS), rangeLU: hundredths(summary.rangeLU),
+            truePeakDBTP: hundredths(summary.truePeakDBTP))
+    }
+
+    /// The loudness comments of `summary` (values to 0.01), only those measured.
+    public static func loudnessComments(_ summary: LoudnessSummary) -> [VorbisComment] {
+        let summary = stored(summary)
+        func text(_ value: Double) -> String { String(value) }
+        var comments: [VorbisComment] = []
+        if let value = summary.integratedLUFS { comments.append(VorbisComment(loudness, text(value))) }
+        if let value = summary.rangeLU { comments.append(VorbisComment(loudnessRange, text(value))) }
+        if let value = summary.truePeakDBTP { comments.append(VorbisComment(truePeak, text(value))) }
+        return comments
+    }
 }
 
 /// Why a segment ended (the END_REASON comment). Open set: values recd does not know are kept

@@ -16,6 +16,9 @@ public struct FinishedSegment: Hashable, Sendable {
     public var endReason: EndReason
     /// Every gap recorded, even those that did not fit in the GAPS comment.
     public var gaps: [SegmentGap]
+    /// Integrated loudness, range and true peak of the samples written (also in the file's
+    /// LOUDNESS_LUFS, LOUDNESS_RANGE_LU, TRUE_PEAK_DBTP comments); all nil when not measured.
+    public var loudness = LoudnessSummary(integratedLUFS: nil, rangeLU: nil, truePeakDBTP: nil)
 }
 
 /// A FLAC file being written: Codec's `FLACEncoder` into a space-reserving `FLACFileSink` on
@@ -76,6 +79,9 @@ public final class SegmentWriter {
     /// The metadata blocks as written at the start (the seek table never moves).
     private var headerBlocks: [MetadataBlockLocation] = []
     private var lastSync: Double
+    /// The loudness of what was written, measured here on the writer's thread (the archiver,
+    /// or recovery's, which re-encodes a partial from its first frame).
+    private var loudnessMeter: LoudnessMeter?
 
     /// Creates `<path>.partial` (or, if `path` or its partial exist, `<name>-1.flac.partial`,
     /// `-2`, ...), creating the directories on the way, and writes the stream header.
@@ -135,6 +141,7 @@ public final class SegmentWriter {
                 : nil)
         scratch = .allocate(capacity: blocksize * format.channels)
         quantizer = SampleQuantizer(bitsPerSample: format.bitsPerSample)
+        loudnessMeter = try? LoudnessMeter(channels: format.channels, sampleRate: format.sampleRate)
         do throws(ArchiveError) {
             guard sink.reserveInitialSpace() else { throw .diskFull(path: file.path) }
             let settings = FLACEncoder.Settings(
@@ -202,9 +209,16 @@ public final class SegmentWriter {
                 base + done * stride, stride: stride, firstChannel: firstChannel, channels: format.channels,
                 frames: count, into: scratch)
             try encode(scratch, frames: count)
+            loudnessMeter?.add(
+                interleaved: base + done * stride, frames: count, stride: stride, firstChannel: firstChannel)
             done += count
         }
     }
+
+    /// Momentary (400 ms) and short-term (3 s) loudness of the latest samples written, LUFS;
+    /// nil while too little was written, for silence, or when not measured.
+    public var momentaryLUFS: Double? { loudnessMeter?.momentaryLUFS }
+    public var shortTermLUFS: Double? { loudnessMeter?.shortTermLUFS }
 
     /// Encodes integer samples already in the format's range (recovery's re-encode path).
     func write(integers base: UnsafePointer<Int32>, frames: Int) throws(ArchiveError) {
@@ -213,6 +227,8 @@ public final class SegmentWriter {
         while done < frames {
             let count = min(blocksize, frames - done)
             try encode(base + done * format.channels, frames: count)
+            loudnessMeter?.add(
+                integers: base + done * format.channels, frames: count, bitsPerSample: format.bitsPerSample)
             done += count
         }
     }
@@ -261,7 +277,7 @@ public final class SegmentWriter {
     }
 
     /// Finishes the segment: the last block, STREAMINFO with total samples and MD5, the end
-    /// comments (END_REASON, GAPS, then `extraComments`) in place of padding, fsync, rename to
+    /// comments (END_REASON, GAPS, the loudness comments, then `extraComments`) in place of padding, fsync, rename to
     /// the final name (never replacing a file: `-1`, `-2`... if it was taken), fsync of the
     /// directory. On failure the `.partial` stays for recovery.
     public func finish(reason: EndReason, extraComments: [VorbisComment] = []) throws(ArchiveError) -> FinishedSegment {
@@ -275,7 +291,9 @@ public final class SegmentWriter {
             }
             dropEncoder()
             try FLACHeaderEditor.retireUnusedSeekPoints(in: file, blocks: headerBlocks)
-            try writeComments(extraComments, reason: reason)
+            let loudness = CommentName.stored(
+                loudnessMeter?.summary ?? LoudnessSummary(integratedLUFS: nil, rangeLU: nil, truePeakDBTP: nil))
+            try writeComments(CommentName.loudnessComments(loudness) + extraComments, reason: reason)
             let size = try archiveCall { () throws(SystemError) in try file.size() }
             try archiveCall { () throws(SystemError) in try sink.releaseReservation(size: size) }
             try archiveCall { () throws(SystemError) in try file.sync() }
@@ -284,7 +302,8 @@ public final class SegmentWriter {
             // The rename is durable once the directory is; a failure here cannot undo it.
             try? FileSystem.syncDirectory(FileSystem.directoryName(of: finalPath))
             try? file.close()
-            return FinishedSegment(path: finalPath, frames: framesWritten, bytes: size, endReason: reason, gaps: gaps)
+            return FinishedSegment(
+                path: finalPath, frames: framesWritten, bytes: size, endReason: reason, gaps: gaps, loudness: loudness)
         } catch {
             state = .failed(error)
             dropEncoder()

@@ -126,22 +126,64 @@ public struct MeterInfo: ReplyObject {
     }
 }
 
+/// One recording stream's live loudness (`meter`'s `recordings`), EBU R128, measured by its
+/// archiver from the samples it writes; null while the segment holds less than the window
+/// (400 ms, 3 s) or for silence.
+public struct RecordingLoudnessInfo: ReplyObject {
+    public var app: String
+    public var stream: String
+    public var momentaryLufs: Double?
+    public var shortTermLufs: Double?
+
+    public init(app: String, stream: String, momentaryLufs: Double?, shortTermLufs: Double?) {
+        self.app = app
+        self.stream = stream
+        self.momentaryLufs = momentaryLufs
+        self.shortTermLufs = shortTermLufs
+    }
+
+    public var json: JSONValue {
+        [
+            "app": .string(app), "stream": .string(stream),
+            "momentaryLufs": momentaryLufs.map(JSONValue.number) ?? .null,
+            "shortTermLufs": shortTermLufs.map(JSONValue.number) ?? .null,
+        ]
+    }
+
+    public init(json: JSONValue) throws(ReplyDecodingError) {
+        let f = try ReplyFields(json, "a recording's loudness")
+        self.init(
+            app: try f.string("app"), stream: try f.string("stream"),
+            momentaryLufs: try f.optionalDouble("momentaryLufs"), shortTermLufs: try f.optionalDouble("shortTermLufs"))
+    }
+}
+
 /// `meter`'s reply fields (at the top level of the reply).
 public struct MetersInfo: ReplyObject {
     public var meters: [MeterInfo]
     /// How long the readings were measured over, in milliseconds.
     public var windowMs: Double
+    /// The loudness of each recording stream (of the app asked about, or all).
+    public var recordings: [RecordingLoudnessInfo]
 
-    public init(meters: [MeterInfo], windowMs: Double) {
+    public init(meters: [MeterInfo], windowMs: Double, recordings: [RecordingLoudnessInfo] = []) {
         self.meters = meters
         self.windowMs = windowMs
+        self.recordings = recordings
     }
 
-    public var json: JSONValue { ["meters": .array(meters.map(\.json)), "windowMs": .number(windowMs)] }
+    public var json: JSONValue {
+        [
+            "meters": .array(meters.map(\.json)), "windowMs": .number(windowMs),
+            "recordings": .array(recordings.map(\.json)),
+        ]
+    }
 
     public init(json: JSONValue) throws(ReplyDecodingError) {
         let f = try ReplyFields(json, "meter's reply")
-        self.init(meters: try f.list("meters"), windowMs: try f.double("windowMs"))
+        self.init(
+            meters: try f.list("meters"), windowMs: try f.double("windowMs"),
+            recordings: try f.list("recordings"))
     }
 }
 

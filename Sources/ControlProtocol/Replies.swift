@@ -155,12 +155,20 @@ public struct SegmentInfo: ReplyObject {
     public var gaps: Int
     public var recovered: Bool
     public var bytes: Int
+    /// EBU R128 integrated loudness (LUFS), loudness range (LU), true peak (dBTP); nil for
+    /// silence or a segment written before recd measured loudness (until `archive reindex`).
+    public var loudnessLufs: Double?
+    public var loudnessRangeLu: Double?
+    public var truePeakDbtp: Double?
 
     public init(
         path: String, app: String, stream: String, group: Int, segment: Int, start: String, seconds: Double,
         frames: Int, sampleRate: Int, channels: Int, bits: Int, endReason: String?, gaps: Int, recovered: Bool,
-        bytes: Int
+        bytes: Int, loudnessLufs: Double? = nil, loudnessRangeLu: Double? = nil, truePeakDbtp: Double? = nil
     ) {
+        self.loudnessLufs = loudnessLufs
+        self.loudnessRangeLu = loudnessRangeLu
+        self.truePeakDbtp = truePeakDbtp
         self.path = path
         self.app = app
         self.stream = stream
@@ -185,6 +193,9 @@ public struct SegmentInfo: ReplyObject {
             "frames": .number(Double(frames)), "sampleRate": .number(Double(sampleRate)),
             "channels": .number(Double(channels)), "bits": .number(Double(bits)), "endReason": JSONValue(endReason),
             "gaps": .number(Double(gaps)), "recovered": .bool(recovered), "bytes": .number(Double(bytes)),
+            "loudnessLufs": loudnessLufs.map(JSONValue.number) ?? .null,
+            "loudnessRangeLu": loudnessRangeLu.map(JSONValue.number) ?? .null,
+            "truePeakDbtp": truePeakDbtp.map(JSONValue.number) ?? .null,
         ]
     }
 
@@ -195,7 +206,10 @@ public struct SegmentInfo: ReplyObject {
             group: try f.int("group"), segment: try f.int("segment"), start: try f.string("start"),
             seconds: try f.double("seconds"), frames: try f.int("frames"), sampleRate: try f.int("sampleRate"),
             channels: try f.int("channels"), bits: try f.int("bits"), endReason: try f.optionalString("endReason"),
-            gaps: try f.int("gaps"), recovered: try f.bool("recovered"), bytes: try f.int("bytes"))
+            gaps: try f.int("gaps"), recovered: try f.bool("recovered"), bytes: try f.int("bytes"),
+            loudnessLufs: try f.optionalDouble("loudnessLufs"),
+            loudnessRangeLu: try f.optionalDouble("loudnessRangeLu"), truePeakDbtp: try f.optionalDouble("truePeakDbtp")
+        )
     }
 }
 

@@ -15,12 +15,15 @@ public enum WireKeys {
         "connectedOrder": "connected_order", "declaredInConfig": "declared_in_config",
         "droppedFrames": "dropped_frames", "duckedBy": "ducked_by", "endReason": "end_reason",
         "framesPlayed": "frames_played", "freeBytes": "free_bytes", "freePercent": "free_percent",
-        "gainDB": "gain_db", "ignoredOptions": "ignored_options", "levelDB": "level_db", "micUsage": "mic_usage",
+        "gainDB": "gain_db", "ignoredOptions": "ignored_options", "levelDB": "level_db",
+        "loudnessLufs": "loudness_lufs", "loudnessRangeLu": "loudness_range_lu", "micUsage": "mic_usage",
+        "momentaryLufs": "momentary_lufs",
         "ownerUID": "owner_uid", "pausedBy": "paused_by", "peakDB": "peak_db", "periodFrames": "period_frames",
         "reactionFrames": "reaction_frames", "reactionUs": "reaction_us", "recdPorts": "recd_ports",
         "requestedOptions": "requested_options", "rmsDB": "rms_db", "silentSince": "silent_since",
         "stateDir": "state_dir",
-        "streamsRunning": "streams_running", "windowMs": "window_ms",
+        "shortTermLufs": "short_term_lufs", "streamsRunning": "streams_running", "truePeakDbtp": "true_peak_dbtp",
+        "windowMs": "window_ms",
     ]
 
     /// `line` (one JSON object as recd writes it) as a client of `version` should read it.

@@ -1002,7 +1002,14 @@ final class ControlRouter: ControlServerHandler, EventSink, @unchecked Sendable 
                 name: reading.name, group: reading.group, channel: reading.channel + 1,
                 direction: reading.direction.rawValue, peakDB: db(reading.peak), rmsDB: db(reading.rms))
         }
-        return MetersInfo(meters: readings, windowMs: (meterWindow * 1000).rounded()).fields
+        func lufs(_ value: Double?) -> Double? { value.map { ($0 * 100).rounded() / 100 } }
+        let loudness = recorders.recorders.filter { app == nil || $0.spec.app == app }.map { stream in
+            let live = stream.recorder.loudness
+            return RecordingLoudnessInfo(
+                app: stream.spec.app, stream: stream.spec.stream, momentaryLufs: lufs(live.momentaryLUFS),
+                shortTermLufs: lufs(live.shortTermLUFS))
+        }
+        return MetersInfo(meters: readings, windowMs: (meterWindow * 1000).rounded(), recordings: loudness).fields
     }
 
     private func routesFields() -> [(String, JSONValue)] {

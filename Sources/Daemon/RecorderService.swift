@@ -662,7 +662,8 @@ final class RecorderService: @unchecked Sendable {
             segment: record.segment, start: record.startTime.iso8601, seconds: record.duration,
             frames: record.frames, sampleRate: record.sampleRate, channels: record.channels,
             bits: record.bitsPerSample, endReason: record.endReason?.rawValue, gaps: record.gaps.count,
-            recovered: record.recovered, bytes: Int(record.bytes))
+            recovered: record.recovered, bytes: Int(record.bytes), loudnessLufs: record.loudness.integratedLUFS,
+            loudnessRangeLu: record.loudness.rangeLU, truePeakDbtp: record.loudness.truePeakDBTP)
     }
 
     /// Disk space of the archive, for `recctl status`.

@@ -59,7 +59,8 @@ struct Output {
                 print("  \(source.name) (\(source.kind)): \(source.bus) at \(JSONValue.format(source.gainDB)) dB")
             }
         case ["meter"]:
-            print(Self.meterBars(try MetersInfo(json: reply).meters).joined(separator: "\n"))
+            let meters = try MetersInfo(json: reply)
+            print((Self.meterBars(meters.meters) + Self.loudnessLines(meters.recordings)).joined(separator: "\n"))
         case ["routes"]:
             let routes = try RoutesInfo(json: reply)
             print(
@@ -310,6 +311,14 @@ struct Output {
             for i in 0..<column(rms) { bar[i] = "#" }
             let name = meter.name.padding(toLength: nameWidth, withPad: " ", startingAt: 0)
             return "\(name) [\(String(bar))] peak \(String(format: "%6.1f", peak)) dB  rms \(String(format: "%6.1f", rms)) dB"
+        }
+    }
+
+    /// One line per recording stream: its momentary and short-term loudness (EBU R128).
+    static func loudnessLines(_ recordings: [RecordingLoudnessInfo]) -> [String] {
+        func lufs(_ value: Double?) -> String { value.map { String(format: "%6.1f LUFS", $0) } ?? "     - LUFS" }
+        return recordings.map {
+            "\($0.app)/\($0.stream): momentary \(lufs($0.momentaryLufs))  short-term \(lufs($0.shortTermLufs))"
         }
     }
 

@@ -329,7 +329,8 @@ public enum Recctl {
             if output.json {
                 print(Output.payload(reply).jsonText)
             } else {
-                let lines = Output.meterBars(try MetersInfo(json: reply).meters)
+                let meters = try MetersInfo(json: reply)
+                let lines = Output.meterBars(meters.meters) + Output.loudnessLines(meters.recordings)
                 // Move back over the previous drawing and overwrite it.
                 if drawn > 0 { print("\u{1B}[\(drawn)A", terminator: "") }
                 for line in lines { print("\u{1B}[2K" + line) }

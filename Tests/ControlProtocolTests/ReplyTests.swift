@@ -48,7 +48,8 @@ let sampleRecorder = RecorderInfo(
 let sampleSegment = SegmentInfo(
     path: "/var/lib/recd/archive/logger/mic/2026-12-01T10-00-00Z-0001.flac", app: "logger", stream: "mic", group: 3,
     segment: 1, start: "2026-12-01T10:00:00Z", seconds: 3600.5, frames: 172_824_000, sampleRate: 48_000,
-    channels: 1, bits: 24, endReason: "rotation", gaps: 0, recovered: false, bytes: 301_234_567)
+    channels: 1, bits: 24, endReason: "rotation", gaps: 0, recovered: false, bytes: 301_234_567,
+    loudnessLufs: -23.02, loudnessRangeLu: 4.5, truePeakDbtp: -1.3)
 
 let sampleVerify = VerifyInfo(results: [
     VerifyResultInfo(path: "/a/1.flac", ok: true, outcome: "ok", frames: 48_000),
@@ -100,7 +101,11 @@ let sampleMeters = MetersInfo(
         MeterInfo(name: "mic", group: "mic", channel: 1, direction: "input", peakDB: -6.02, rmsDB: -9.03),
         MeterInfo(name: "main", group: "main", channel: 2, direction: "output", peakDB: -120, rmsDB: -120),
     ],
-    windowMs: 100)
+    windowMs: 100,
+    recordings: [
+        RecordingLoudnessInfo(app: "logger", stream: "mic", momentaryLufs: -22.5, shortTermLufs: -23.1),
+        RecordingLoudnessInfo(app: "logger", stream: "room", momentaryLufs: nil, shortTermLufs: nil),
+    ])
 
 let sampleMonitoring = MonitoringInfo(
     app: "dj", main: "pa", cue: "phones", mix: 0.25, split: true,
@@ -193,6 +198,7 @@ private func checkReply<T: ReplyObject>(_ value: T, optionalKeys: Set<String> = 
         try checkReply(sampleRoutes.sessions[0])
         try checkReply(sampleMeters)
         try checkReply(sampleMeters.meters[0])
+        try checkReply(sampleMeters.recordings[0])
         try checkReply(sampleMonitoring)
         try checkReply(sampleMonitoring.sources[0])
         try checkReply(MonitoringInfo(app: nil, main: nil, cue: nil, mix: 0, split: false, sources: []))

@@ -69,6 +69,9 @@ final class ArchiverLoop {
                 collectGaps()
                 if frames > 0 {
                     try consume(frames: frames)
+                    // The first file's (the first 8 channels of a wider recorder).
+                    control.publishLoudness(
+                        momentary: writers.first?.momentaryLUFS, shortTerm: writers.first?.shortTermLUFS)
                 } else if let stopReason {
                     reason = stopReason
                     break
@@ -328,7 +331,7 @@ final class ArchiverLoop {
             frames: finished.frames, sampleRate: outputRate,
             channels: group == 0 ? configuration.channels : groups[group - 1].count,
             bitsPerSample: configuration.bitsPerSample, endReason: finished.endReason, gaps: finished.gaps,
-            recovered: false, bytes: finished.bytes)
+            recovered: false, bytes: finished.bytes, loudness: finished.loudness)
     }
 }
 

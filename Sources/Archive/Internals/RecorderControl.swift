@@ -10,6 +10,8 @@ final class RecorderControl: Sendable {
         var events: [RecorderEvent] = []
         var openPaths: Set<String> = []
         var running = false
+        var momentaryLUFS: Double?
+        var shortTermLUFS: Double?
     }
 
     private let state = Mutex(State())
@@ -40,6 +42,17 @@ final class RecorderControl: Sendable {
 
     func opened(_ paths: [String]) { state.withLock { $0.openPaths.formUnion(paths) } }
     func closed(_ paths: [String]) { state.withLock { $0.openPaths.subtract(paths) } }
+
+    /// The archiver publishes the live loudness of what it writes; anyone reads it.
+    var loudness: (momentaryLUFS: Double?, shortTermLUFS: Double?) {
+        state.withLock { ($0.momentaryLUFS, $0.shortTermLUFS) }
+    }
+    func publishLoudness(momentary: Double?, shortTerm: Double?) {
+        state.withLock {
+            $0.momentaryLUFS = momentary
+            $0.shortTermLUFS = shortTerm
+        }
+    }
 
     var isRunning: Bool { state.withLock { $0.running } }
     func setRunning(_ running: Bool) { state.withLock { $0.running = running } }

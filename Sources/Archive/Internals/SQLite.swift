@@ -78,6 +78,9 @@ final class SQLiteStatement {
 
     func bind(_ index: Int32, _ value: Int64) { sqlite3_bind_int64(handle, index, value) }
     func bind(_ index: Int32, _ value: Int) { sqlite3_bind_int64(handle, index, Int64(value)) }
+    func bind(_ index: Int32, _ value: Double?) {
+        if let value { sqlite3_bind_double(handle, index, value) } else { sqlite3_bind_null(handle, index) }
+    }
     func bind(_ index: Int32, _ value: String?) {
         if let value {
             sqlite3_bind_text(handle, index, value, -1, recd_sqlite_transient())
@@ -104,6 +107,10 @@ final class SQLiteStatement {
 
     func int64(_ column: Int32) -> Int64 { sqlite3_column_int64(handle, column) }
     func int(_ column: Int32) -> Int { Int(sqlite3_column_int64(handle, column)) }
+    /// nil for NULL.
+    func double(_ column: Int32) -> Double? {
+        sqlite3_column_type(handle, column) == SQLITE_NULL ? nil : sqlite3_column_double(handle, column)
+    }
     func text(_ column: Int32) -> String? {
         guard sqlite3_column_type(handle, column) != SQLITE_NULL, let bytes = sqlite3_column_text(handle, column) else {
             return nil
