@@ -47,6 +47,9 @@ public enum CommentName {
     /// Present when not every gap fitted in the file's padding: the total number of gaps.
     public static let gapsTruncated = "GAPS_TRUNCATED"
     public static let recovered = "RECOVERED"
+    /// Seconds of pre-roll the recording began with (its START is that much before `record
+    /// start`); on every segment of that run.
+    public static let preRollSeconds = "PRE_ROLL_SECONDS"
 }
 
 /// Why a segment ended (the END_REASON comment). Open set: values recd does not know are kept
