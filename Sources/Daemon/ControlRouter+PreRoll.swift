@@ -80,7 +80,8 @@ extension ControlRouter {
             app: app, stream: start.stream, input: start.input, triggerDB: triggerDB, holdSeconds: hold)
         recorders.triggers.armed[app] = trigger
         _ = updatePreRollTaps()
-        recorders.triggers.armed[app]?.scanFrom = recorders.preRolls.held[app]?.tap.readPosition ?? 0
+        let position = recorders.preRolls.held[app]?.tap.readPosition ?? 0
+        recorders.triggers.armed[app]?.scanFrom = position
         announceArmed(trigger)
         Log.info("\(app): armed at \(triggerDB) dBFS, hold \(hold) s")
         return [("armed", .object(trigger.fields))]
@@ -131,6 +132,7 @@ extension ControlRouter {
                 // Stopped by itself (disk full) or by the policy: armed again from now.
                 trigger.take = nil
                 trigger.scanFrom = tap.readPosition + tap.availableToRead
+                trigger.notBefore = trigger.scanFrom
                 announceArmed(trigger)
                 return
             }
@@ -154,6 +156,7 @@ extension ControlRouter {
                 syncStreams(app)
                 trigger.take = nil
                 trigger.scanFrom = end - offset(0)
+                trigger.notBefore = trigger.scanFrom
                 announceArmed(trigger)
                 Log.info("\(app): take ended \(trigger.holdSeconds) s after the level fell below \(trigger.triggerDB) dBFS")
             } else {
@@ -161,12 +164,11 @@ extension ControlRouter {
             }
             return
         }
-        let floor = trigger.scanFrom
-        let scan = tap.scanLevel(from: floor, reaching: trigger.threshold)
+        let scan = tap.scanLevel(from: trigger.scanFrom, reaching: trigger.threshold)
         trigger.scanFrom = scan.scannedTo
         recorders.triggers.armed[app] = trigger
         guard let crossing = scan.first, let last = scan.last else { return }
-        let from = max(tap.readPosition, crossing - held.frames, floor)
+        let from = max(tap.readPosition, crossing - held.frames, trigger.notBefore)
         recorders.preRolls.setTakeFrom(app: app, position: from)
         let spec = RecorderSpec(
             app: app, stream: trigger.stream ?? held.port, port: held.port, followsRoute: trigger.input == nil)

@@ -22,9 +22,11 @@ struct ArmedTrigger {
     var input: String?
     var triggerDB: Double
     var holdSeconds: Double
-    /// Stream position in the pre-roll tap from which a crossing may start the next take
-    /// (after the previous take's last frame).
+    /// Stream position in the pre-roll tap looked at next for a crossing.
     var scanFrom = 0
+    /// Stream position in the pre-roll tap before which no take begins (the previous take's
+    /// end: takes do not overlap).
+    var notBefore = 0
     var take: Take?
 
     /// A running take.

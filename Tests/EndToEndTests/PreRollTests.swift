@@ -98,7 +98,7 @@ struct PreRollEndToEndTests {
         let watcher = try daemon.watch("taker")
         let armed = try daemon.recctl("--json", "record", "start", "taker", "--trigger", "-40", "--hold", "1")
         try #require(armed.status == 0, "\(armed.stderr)")
-        #expect(armed.json?["armed"]?["triggerDB"] == -40)
+        #expect(armed.json?["triggerDB"] == -40 && armed.json?["holdSeconds"] == 1)
         #expect(watcher.waitFor { $0["event"] == "recording" && $0["state"] == "armed" }.contains { $0["state"] == "armed" })
         let client = try Self.recdClient(daemon)
         for take in 1...2 {
