@@ -80,8 +80,10 @@ extension ControlRouter {
             app: app, stream: start.stream, input: start.input, triggerDB: triggerDB, holdSeconds: hold)
         recorders.triggers.armed[app] = trigger
         _ = updatePreRollTaps()
-        let position = recorders.preRolls.held[app]?.tap.readPosition ?? 0
-        recorders.triggers.armed[app]?.scanFrom = position
+        if let held = recorders.preRolls.held[app] {
+            recorders.triggers.armed[app]?.scanFrom = held.tap.readPosition
+            recorders.triggers.armed[app]?.scanned = held.serial
+        }
         announceArmed(trigger)
         Log.info("\(app): armed at \(triggerDB) dBFS, hold \(hold) s")
         return [("armed", .object(trigger.fields))]
@@ -133,6 +135,7 @@ extension ControlRouter {
                 trigger.take = nil
                 trigger.scanFrom = tap.readPosition + tap.availableToRead
                 trigger.notBefore = trigger.scanFrom
+                trigger.scanned = held.serial
                 announceArmed(trigger)
                 return
             }
@@ -140,9 +143,9 @@ extension ControlRouter {
             func offset(_ position: Int) -> Int {
                 Int(Int32(bitPattern: (firstFrameTime &+ UInt32(truncatingIfNeeded: position)) &- take.startFrameTime))
             }
-            if take.watched != ObjectIdentifier(tap) {
+            if take.watched != held.serial {
                 // Frames before this tap's first were not looked at: counted as loud.
-                take.watched = ObjectIdentifier(tap)
+                take.watched = held.serial
                 take.watchFrom = tap.readPosition
                 take.lastAbove = max(take.lastAbove, offset(tap.readPosition) - 1)
             }
@@ -157,12 +160,19 @@ extension ControlRouter {
                 trigger.take = nil
                 trigger.scanFrom = end - offset(0)
                 trigger.notBefore = trigger.scanFrom
+                trigger.scanned = held.serial
                 announceArmed(trigger)
-                Log.info("\(app): take ended \(trigger.holdSeconds) s after the level fell below \(trigger.triggerDB) dBFS")
+                Log.info(
+                    "\(app): take ended \(trigger.holdSeconds) s after the level fell below \(trigger.triggerDB) dBFS")
             } else {
                 trigger.take = take
             }
             return
+        }
+        if trigger.scanned != held.serial {
+            trigger.scanned = held.serial
+            trigger.scanFrom = tap.readPosition
+            trigger.notBefore = 0
         }
         let scan = tap.scanLevel(from: trigger.scanFrom, reaching: trigger.threshold)
         trigger.scanFrom = scan.scannedTo
@@ -188,6 +198,8 @@ extension ControlRouter {
             lastAbove: last - from)
         stream.source.limit(toFrames: take.lastAbove + 1 + holdFrames)
         recorders.triggers.armed[app]?.take = take
-        Log.info("\(app): the level reached \(trigger.triggerDB) dBFS; take started with \(crossing - from) frames before it")
+        Log.info(
+            "\(app): the level reached \(trigger.triggerDB) dBFS; take started with \(crossing - from) frames before it"
+        )
     }
 }

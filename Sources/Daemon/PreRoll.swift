@@ -30,6 +30,8 @@ final class PreRollKeeper {
         /// Set by a level trigger: `take` starts the recording at this stream position (its
         /// crossing less the pre-roll), not at the last `frames`.
         var takeFrom: Int? = nil
+        /// Tells this tap from every other the keeper made (an address may be reused).
+        var serial = 0
     }
 
     /// What `take` hands a recorder: the tap, and where its readable frames begin.
@@ -46,6 +48,7 @@ final class PreRollKeeper {
 
     private let engine: any RecorderEngine
     private(set) var held: [String: Held] = [:]
+    private var serials = 0
 
     init(engine: any RecorderEngine) { self.engine = engine }
 
@@ -76,8 +79,10 @@ final class PreRollKeeper {
             let tap = try engine.addCaptureTap(
                 inputGroup: inputGroup, channels: channels, zeroed: false,
                 frames: Self.ringFrames(seconds: seconds, sampleRate: rate))
+            serials += 1
             held[app] = Held(
-                port: port, inputGroup: inputGroup, channels: channels, frames: frames, tap: tap, discarded: 0)
+                port: port, inputGroup: inputGroup, channels: channels, frames: frames, tap: tap, discarded: 0,
+                serial: serials)
         } catch {
             Log.warning("\(app): no pre-roll on \(port): \(error); recordings start when asked")
         }

@@ -27,6 +27,9 @@ struct ArmedTrigger {
     /// Stream position in the pre-roll tap before which no take begins (the previous take's
     /// end: takes do not overlap).
     var notBefore = 0
+    /// The pre-roll tap those positions count in: a new tap (the route moved, JACK came
+    /// back) counts from 0 again.
+    var scanned: Int?
     var take: Take?
 
     /// A running take.
@@ -38,7 +41,7 @@ struct ArmedTrigger {
         var lastAbove: Int
         /// The pre-roll tap the level is watched in (a new one after the take started), and
         /// the position looked at next.
-        var watched: ObjectIdentifier?
+        var watched: Int?
         var watchFrom = 0
     }
 
