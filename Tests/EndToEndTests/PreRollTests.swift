@@ -133,5 +133,43 @@ struct PreRollEndToEndTests {
             #expect(last - first > 20_000 && last - first < 24_100, "the burst is 0.5 s: \(last - first) frames")
         }
     }
+
+    @Test("an unattended session (record = mic, trigger_db = -40, trigger_hold_seconds = 0.5) is armed at start; a burst makes one take that ends 0.5 s after it, with its pre-roll")
+    func unattendedTrigger() throws {
+        let deck = uniqueName("deck")
+        let quiet = try SignalClient(["--name", deck, "play", "--ports", "out_1,out_2", "--signal", "silence"])
+        defer { quiet.stop() }
+        let daemon = try Daemon(
+            extraConfig: """
+
+                [session unattended]
+                category = record
+                mic_usage = takes
+                permission = granted
+                record = mic
+                pre_roll_seconds = 1
+                trigger_db = -40
+                trigger_hold_seconds = 0.5
+
+                """, ports: ArchiveEndToEndTests.deckPorts(deck))
+        #expect(try eventually { try daemon.recctl("--json", "routes").json?["ports"]?.arrayValue?.first?["available"] == true })
+        usleep(2_000_000)
+        #expect(archiveFiles(daemon.directory + "/archive").isEmpty, "nothing is recorded while it is quiet")
+        let burst = try SignalClient([
+            "--name", uniqueName("burst"), "play", "--ports", "out_1", "--signal", "sine:1000", "--level", "-12",
+            "--seconds", "0.3", "--connect", "\(try Self.recdClient(daemon)):mic_2",
+        ])
+        #expect(burst.waitForExit(timeout: 5))
+        #expect(try eventually(timeout: 5) { archiveFiles(daemon.directory + "/archive").contains { $0.hasSuffix(".flac") } })
+        let file = try #require(archiveFiles(daemon.directory + "/archive").first)
+        #expect(try metaflacTag(file, "END_REASON") == "triggerHold")
+        let samples = try decodeFLAC(file, bits: 24)
+        let frames = samples.count / 2
+        let threshold = Int32(0.01 * 8_388_608)
+        let loud = (0..<frames).filter { abs(samples[$0 * 2 + 1]) >= threshold }
+        let first = try #require(loud.first)
+        #expect(abs(first - 48_000) <= 1024, "\(first) frames of pre-roll, want 48000")
+        #expect(abs(frames - 1 - loud.last! - 24_000) <= 1024, "\(frames - 1 - loud.last!) frames after, want 24000")
+    }
 }
 
