@@ -131,7 +131,14 @@ extension ControlRouter {
         if var take = trigger.take {
             defer { recorders.triggers.armed[app] = trigger }
             guard recorders.recorders.contains(where: { $0 === take.recorder }) else {
-                // Stopped by itself (disk full) or by the policy: armed again from now.
+                // Stopped by itself (disk full) or by the policy: armed again from now. A take
+                // is not resumed as a continuous recording after an interruption, and one whose
+                // input route changed ends there (the trigger watches the new input).
+                _ = recorders.takeSuspended(of: app)
+                if let successor = take.recorder.successor, recorders.recorders.contains(where: { $0 === successor }) {
+                    recorders.stop(successor, reason: .routeChange)
+                    syncStreams(app)
+                }
                 trigger.take = nil
                 trigger.scanFrom = tap.readPosition + tap.availableToRead
                 trigger.notBefore = trigger.scanFrom
