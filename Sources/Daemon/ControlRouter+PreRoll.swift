@@ -184,8 +184,12 @@ extension ControlRouter {
         let scan = tap.scanLevel(from: trigger.scanFrom, reaching: trigger.threshold)
         trigger.scanFrom = scan.scannedTo
         recorders.triggers.armed[app] = trigger
-        guard let crossing = scan.first, let last = scan.last else { return }
+        guard let crossing = scan.first, var last = scan.last else { return }
         let from = max(tap.readPosition, crossing - held.frames, trigger.notBefore)
+        // The next tap first, then what came meanwhile: the frames no tap's scan sees are
+        // at most the period under way.
+        recorders.preRolls.prepareNext(app: app)
+        if let later = tap.scanLevel(from: scan.scannedTo, reaching: trigger.threshold).last { last = later }
         recorders.preRolls.setTakeFrom(app: app, position: from)
         let spec = RecorderSpec(
             app: app, stream: trigger.stream ?? held.port, port: held.port, followsRoute: trigger.input == nil)

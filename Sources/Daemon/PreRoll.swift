@@ -48,6 +48,8 @@ final class PreRollKeeper {
 
     private let engine: any RecorderEngine
     private(set) var held: [String: Held] = [:]
+    /// Taps made before a take (`prepareNext`), to follow the taken one in `held`.
+    private var next: [String: Held] = [:]
     private var serials = 0
 
     init(engine: any RecorderEngine) { self.engine = engine }
@@ -90,8 +92,26 @@ final class PreRollKeeper {
 
     /// Ends `app`'s pre-roll (its tap leaves the graph; its memory with the handle).
     func release(_ app: String) {
+        if let waiting = next.removeValue(forKey: app) { engine.removeCaptureTap(waiting.tap) }
         guard let current = held.removeValue(forKey: app) else { return }
         engine.removeCaptureTap(current.tap)
+    }
+
+    /// Before `take`: the tap that follows the taken one, made now, so that the level is
+    /// watched without a hole while the recorder starts (which takes a few periods).
+    func prepareNext(app: String) {
+        guard next[app] == nil, let current = held[app], let rate = engine.sampleRate else { return }
+        do {
+            let tap = try engine.addCaptureTap(
+                inputGroup: current.inputGroup, channels: current.channels, zeroed: false,
+                frames: current.frames + PreRollKeeper.marginSeconds * rate)
+            serials += 1
+            next[app] = Held(
+                port: current.port, inputGroup: current.inputGroup, channels: current.channels,
+                frames: current.frames, tap: tap, discarded: 0, serial: serials)
+        } catch {
+            Log.warning("\(app): no pre-roll tap to follow the take: \(error)")
+        }
     }
 
     /// Ends every pre-roll whose app is not in `apps`.
@@ -118,6 +138,7 @@ final class PreRollKeeper {
             current.tap.isAttached
         else { return nil }
         held.removeValue(forKey: app)
+        if let following = next.removeValue(forKey: app) { held[app] = following }
         let excess =
             current.takeFrom.map { $0 - current.tap.readPosition }
             ?? (current.tap.availableToRead - current.frames)
