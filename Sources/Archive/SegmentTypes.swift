@@ -77,6 +77,9 @@ public enum CommentName {
         if let value = summary.truePeakDBTP { comments.append(VorbisComment(truePeak, text(value))) }
         return comments
     }
+    /// Seconds of pre-roll the recording began with (its START is that much before `record
+    /// start`); on every segment of that run.
+    public static let preRollSeconds = "PRE_ROLL_SECONDS"
 }
 
 /// Why a segment ended (the END_REASON comment). Open set: values recd does not know are kept

@@ -71,6 +71,43 @@ public final class CaptureTap: @unchecked Sendable {
         return state.pointee.ring.read(into: base, frames: buffer.count / channels)
     }
 
+    /// Drops up to `frames` of the oldest readable frames unread (a pre-roll tap keeping only
+    /// its last seconds); returns how many it dropped. Gaps logged before them stay to drain.
+    @discardableResult
+    public func discard(frames: Int) -> Int {
+        let count = min(max(frames, 0), availableToRead)
+        if count > 0 { state.pointee.ring.commitRead(frames: count) }
+        return count
+    }
+
+    /// Stream position of the oldest readable frame (frames read or discarded so far).
+    public var readPosition: Int { state.pointee.ring.framesRead() }
+
+    /// Looks at the readable frames from stream position `from` (or the oldest readable one,
+    /// if later) on, without consuming them: the first and the last frame in which any
+    /// channel's magnitude reaches `threshold`, and the position after the last frame looked
+    /// at. A level trigger decides its frame from the samples this way, not from when it looked.
+    public func scanLevel(from position: Int, reaching threshold: Float) -> (
+        first: Int?, last: Int?, scannedTo: Int
+    ) {
+        let ring = state.pointee.ring
+        let start = max(position, ring.framesRead())
+        let end = ring.framesRead() + ring.readableFrames()
+        var first: Int?
+        var last: Int?
+        var frame = start
+        while frame < end {
+            let base = ring.samples + ring.sampleIndex(ofFrame: frame)
+            for channel in 0..<channels where abs(base[channel]) >= threshold {
+                if first == nil { first = frame }
+                last = frame
+                break
+            }
+            frame += 1
+        }
+        return (first, last, max(start, end))
+    }
+
     /// Reads up to `maxFrames` frames into a new array (interleaved).
     public func read(maxFrames: Int) -> [Float] {
         let frames = min(maxFrames, availableToRead)

@@ -113,12 +113,21 @@ public struct RecordStartRequest: Sendable, Equatable {
     public var stream: String?
     public var input: String?
     public var bus: String?
+    /// Arms a level-triggered take: it starts when a channel's peak reaches this (dBFS).
+    public var triggerDB: Double?
+    /// A take ends this many seconds after the level fell below `triggerDB` (default 10).
+    public var holdSeconds: Double?
 
-    public init(app: String, stream: String? = nil, input: String? = nil, bus: String? = nil) {
+    public init(
+        app: String, stream: String? = nil, input: String? = nil, bus: String? = nil, triggerDB: Double? = nil,
+        holdSeconds: Double? = nil
+    ) {
         self.app = app
         self.stream = stream
         self.input = input
         self.bus = bus
+        self.triggerDB = triggerDB
+        self.holdSeconds = holdSeconds
     }
 }
 
@@ -193,7 +202,8 @@ public enum Command: Sendable, Equatable {
         "notifyOthers": "notify_others", "micUsage": "mic_usage",
         "prefersInterruptionOnRouteDisconnect": "prefers_interruption_on_route_disconnect",
         "sampleRate": "sample_rate", "ioBuffer": "io_buffer", "inputChannels": "input_channels",
-        "outputChannels": "output_channels", "gainDB": "gain_db",
+        "outputChannels": "output_channels", "gainDB": "gain_db", "triggerDB": "trigger_db",
+        "holdSeconds": "hold_seconds",
     ]
 
     /// The app a command names, if any (for authorization and event filters).
@@ -283,7 +293,8 @@ public enum Command: Sendable, Equatable {
             self = .recordStart(
                 RecordStartRequest(
                     app: try a.string("app"), stream: try a.optionalString("stream"), input: try a.optionalString("input"),
-                    bus: try a.optionalString("bus")))
+                    bus: try a.optionalString("bus"), triggerDB: try a.optionalDouble("triggerDB"),
+                    holdSeconds: try a.optionalDouble("holdSeconds")))
         case .recordStop: self = .recordStop(app: try a.string("app"), stream: try a.optionalString("stream"))
         case .archiveList: self = .archiveList(app: try a.optionalString("app"), since: try a.optionalString("since"))
         case .archiveVerify:
@@ -414,6 +425,8 @@ public enum Command: Sendable, Equatable {
             fields.add("stream", start.stream)
             fields.add("input", start.input)
             fields.add("bus", start.bus)
+            fields.add("triggerDB", start.triggerDB)
+            fields.add("holdSeconds", start.holdSeconds)
         case .archiveVerify(let path, let progress):
             fields.add("path", path)
             if progress { fields.add("progress", true) }

@@ -205,6 +205,7 @@ final class ControlRouter: ControlServerHandler, EventSink, @unchecked Sendable 
         // Whatever path started, paused or stopped a player, the hint follows within a tick.
         syncPlayers()
         handle(recorders.service(now: now))
+        keepPreRolls()
         if engine.isRunning {
             latestMeters = engine.meters()
             meterWindow = now - lastMeterTime
@@ -511,6 +512,10 @@ final class ControlRouter: ControlServerHandler, EventSink, @unchecked Sendable 
             return try recordStart(start)
         case .recordStop(let app, let stream):
             _ = try store.session(app)
+            // An armed recorder is disarmed (its take, if one runs, stops below).
+            if disarmTrigger(app), !recorders.isRecording(app) {
+                return [("recorders", .array([])), ("disarmed", true)]
+            }
             let stopped = try recorders.stopRecording(app: app, stream: stream)
             syncStreams(app)
             pendingStops.append(
@@ -787,7 +792,7 @@ final class ControlRouter: ControlServerHandler, EventSink, @unchecked Sendable 
     }
 
     /// Tells the policy whether the app has running streams (for isBusy and interruptions).
-    private func syncStreams(_ app: String) {
+    func syncStreams(_ app: String) {
         store.setStreamsRunning(app: app, players.isPlaying(app) || recorders.isRecording(app))
         syncPlayers()
     }
@@ -807,6 +812,9 @@ final class ControlRouter: ControlServerHandler, EventSink, @unchecked Sendable 
     private func recordStart(_ start: RecordStartRequest) throws -> [(String, JSONValue)] {
         let app = start.app
         try store.checkCanRecord(app: app)
+        if let triggerDB = start.triggerDB {
+            return try armTrigger(start, triggerDB: triggerDB) { apply(try store.activate(app: app)) }
+        }
         if let busName = start.bus {
             // What the room heard (main) or the DJ's pre-listen (cue): both carry input samples,
             // so the same permission gate applies.
@@ -854,7 +862,7 @@ final class ControlRouter: ControlServerHandler, EventSink, @unchecked Sendable 
     /// one may come back after the route changed); with `replacing`, it goes on from there in
     /// the stream of that recorder (`RecorderService.startInput`).
     @discardableResult
-    private func startRecorder(_ spec: RecorderSpec, replacing old: RecorderStream? = nil) throws -> RecorderStream {
+    func startRecorder(_ spec: RecorderSpec, replacing old: RecorderStream? = nil) throws -> RecorderStream {
         var spec = spec
         let session = try store.session(spec.app)
         if spec.followsRoute, spec.bus == nil {
@@ -925,6 +933,7 @@ final class ControlRouter: ControlServerHandler, EventSink, @unchecked Sendable 
                 guard let port = try declaredPort ?? store.session(app).route.inputs.first else {
                     throw SessionError(.resourceNotAvailable, "no input route")
                 }
+                if try armDeclaredTrigger(app: app, input: declaredPort) { continue }
                 try startRecorder(RecorderSpec(app: app, stream: port, port: port, followsRoute: declaredPort == nil))
                 syncStreams(app)
             } catch {

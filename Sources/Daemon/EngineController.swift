@@ -416,6 +416,13 @@ extension EngineController: PlayerEngine, RecorderEngine, MonitoringEngine, Sens
         try engine.addCaptureTap(inputGroup: inputGroup, channels: Array(0..<max(channels, 1)), zeroed: zeroed)
     }
 
+    func addCaptureTap(inputGroup: String, channels: Int, zeroed: Bool, frames: Int) throws(AudioEngineError)
+        -> CaptureTap
+    {
+        try engine.addCaptureTap(
+            inputGroup: inputGroup, channels: Array(0..<max(channels, 1)), bufferFrames: frames, zeroed: zeroed)
+    }
+
     func addBusTap(_ bus: Bus) throws(AudioEngineError) -> CaptureTap { try engine.addBusTap(bus) }
     func setZeroed(_ tap: CaptureTap, _ zeroed: Bool) { engine.setZeroed(tap, zeroed) }
     func removeCaptureTap(_ tap: CaptureTap) { engine.removeCaptureTap(tap) }

@@ -70,6 +70,9 @@ protocol RecorderEngine: AnyObject {
     func inputGroup(port name: String) -> String?
     /// A tap on the first `channels` channels of an input group.
     func addCaptureTap(inputGroup: String, channels: Int, zeroed: Bool) throws(AudioEngineError) -> CaptureTap
+    /// A tap whose ring holds `frames` frames (a pre-roll tap), allocated here, off the process thread.
+    func addCaptureTap(inputGroup: String, channels: Int, zeroed: Bool, frames: Int) throws(AudioEngineError)
+        -> CaptureTap
     /// Removes `old` and adds a tap on the first `channels` channels of `inputGroup` in one
     /// graph snapshot (adjacent periods).
     func replaceCaptureTap(_ old: CaptureTap, inputGroup: String, channels: Int, zeroed: Bool)

@@ -34,10 +34,46 @@ final class TapSource: SampleSource, @unchecked Sendable {
     /// cannot be much older.
     private let created = SystemClock.realtimeNanoseconds()
 
+    /// A pre-roll tap taken over (`PreRollKeeper.take`): the stream position of its first
+    /// readable frame, frames dropped in overruns before it, and the pre-roll in seconds.
+    private let preRoll: (position: Int, droppedBefore: Int, seconds: Double)?
+    /// Overrun gaps of a pre-roll tap after its first readable frame, not yet handed on.
+    private let pendingGaps = Mutex<[SourceGap]>([])
+
     init(tap: CaptureTap, anchor: (time: UTCTime, previous: CaptureTap, sampleRate: Int)? = nil) {
         self.tap = tap
         self.anchor = anchor
+        preRoll = nil
     }
+
+    /// Control thread: a source over a pre-roll tap whose first readable frame is at stream
+    /// position `position`; its recording's positions count from there.
+    init(preRolled tap: CaptureTap, position: Int, sampleRate: Int) {
+        self.tap = tap
+        anchor = nil
+        var droppedBefore = 0
+        var later: [SourceGap] = []
+        for gap in tap.drainGaps() {
+            if gap.position <= position {
+                droppedBefore += gap.length
+            } else {
+                later.append(SourceGap(position: gap.position - position, length: gap.length))
+            }
+        }
+        preRoll = (position, droppedBefore, Double(tap.availableToRead) / Double(sampleRate))
+        pendingGaps.withLock { $0 = later }
+    }
+
+    /// A triggered take's end: frames past it are not read (the control thread moves it on
+    /// while the level stays up, and it is final when the take stops). Frames read so far.
+    private let limit = Atomic<Int>(Int.max)
+    private let delivered = Atomic<Int>(0)
+
+    /// Control thread: the recording ends at `frames` frames (or later, if moved on).
+    func limit(toFrames frames: Int) { limit.store(frames, ordering: .releasing) }
+
+    /// Seconds of pre-roll the recording starts with; nil for a recording without one.
+    var preRollSeconds: Double? { preRoll?.seconds }
 
     /// When this source's first frame was, for a source that continues it (nil until known).
     var anchorForSuccessor: UTCTime? { startTime }
@@ -47,12 +83,18 @@ final class TapSource: SampleSource, @unchecked Sendable {
 
     /// Control thread: fixes the start time once the tap has its first frame.
     func resolveStartTime(_ engine: any RecorderEngine) {
-        guard startTime == nil, let frameTime = tap.firstFrameTime else { return }
+        guard startTime == nil, var frameTime = tap.firstFrameTime else { return }
+        var earliest = created - Self.cycleMargin
+        if let preRoll {
+            // JACK's frame counter wraps at 2^32 frames; the difference stays right.
+            frameTime &+= UInt32(truncatingIfNeeded: preRoll.position + preRoll.droppedBefore)
+            earliest -= Int64(preRoll.seconds * 1e9)
+        }
         // The first frame was captured after the tap was made (less a period: a cycle already
         // under way) and before now. PipeWire's frame time is its driver's and jumps when the
         // graph changes driver (a device plugged or unplugged), which can place it outside.
         let now = SystemClock.realtimeNanoseconds()
-        let window = (created - Self.cycleMargin)...(now + Self.cycleMargin)
+        let window = earliest...(now + Self.cycleMargin)
         if let anchor {
             // The old tap is out of the graph since before this one's first frame: its counts
             // are final.
@@ -85,11 +127,21 @@ final class TapSource: SampleSource, @unchecked Sendable {
     func read(into buffer: UnsafeMutableBufferPointer<Float>) -> Int {
         // Nothing until the first frame's UTC time is known: names and rotation depend on it.
         guard startTime != nil else { return 0 }
-        return tap.read(into: buffer)
+        let room = limit.load(ordering: .acquiring) - delivered.load(ordering: .relaxed)
+        guard room > 0 else { return 0 }
+        let count = min(buffer.count / channels, room) * channels
+        let got = tap.read(into: UnsafeMutableBufferPointer(rebasing: buffer[0..<count]))
+        delivered.add(got, ordering: .relaxed)
+        return got
     }
 
     func drainGaps() -> [SourceGap] {
-        tap.drainGaps().map { SourceGap(position: $0.position, length: $0.length) }
+        let offset = preRoll?.position ?? 0
+        let earlier = pendingGaps.withLock { gaps in
+            defer { gaps.removeAll() }
+            return gaps
+        }
+        return earlier + tap.drainGaps().map { SourceGap(position: $0.position - offset, length: $0.length) }
     }
 }
 
@@ -211,6 +263,10 @@ final class RecorderService: @unchecked Sendable {
     /// the rebuild may have missed (added again when the last one is done).
     var reindexesRunning = 0
     var finishedDuringReindex: [SegmentRecord] = []
+    /// Sessions' pre-roll taps (the router says which to keep; `startInput` takes them over).
+    let preRolls: PreRollKeeper
+    /// Armed recorders of level-triggered takes (the router runs them).
+    let triggers = TakeTriggers()
 
     init(
         settings: ArchiveSection, declared: [(app: String, record: RecordAtStart)], engine: any RecorderEngine,
@@ -225,6 +281,7 @@ final class RecorderService: @unchecked Sendable {
         self.sink = sink
         self.worker = worker
         self.wake = wake
+        preRolls = PreRollKeeper(engine: engine)
         maintenance = ArchiveMaintenance(directory: settings.dir)
     }
 
@@ -279,8 +336,13 @@ final class RecorderService: @unchecked Sendable {
                 "the JACK server is gone; wait for mediaServicesWereReset and start the recorder again")
         }
         let tap: CaptureTap
+        // A session with a pre-roll starts from the input it kept (not when going on from another input).
+        let preRolled = old == nil ? preRolls.take(app: spec.app, port: spec.port, channels: channels) : nil
         do {
-            if let old {
+            if let preRolled {
+                tap = preRolled.tap
+                if context.silenced { engine.setZeroed(tap, true) }
+            } else if let old {
                 tap = try engine.replaceCaptureTap(
                     old.tap, inputGroup: group, channels: channels, zeroed: context.silenced)
             } else {
@@ -313,7 +375,7 @@ final class RecorderService: @unchecked Sendable {
             inputPort: spec.port, inputType: type.rawValue, bandwidth: bandwidth.name, recdVersion: recdVersion)
         let stream = try start(
             spec, tap: tap, configuration: configuration, transform: transform, bandwidth: bandwidth, rate: rate,
-            continuing: old)
+            continuing: old, preRolled: preRolled)
         wentOn = true
         Log.info("\(spec.app): recording \(spec.port) as \(spec.stream) (\(bandwidth.name), \(rate) Hz, \(bits)-bit)")
         return stream
@@ -347,7 +409,8 @@ final class RecorderService: @unchecked Sendable {
 
     private func start(
         _ spec: RecorderSpec, tap: CaptureTap, configuration: RecorderConfiguration, transform: HFPTransform?,
-        bandwidth: CaptureBandwidth, rate: Int, continuing old: RecorderStream? = nil
+        bandwidth: CaptureBandwidth, rate: Int, continuing old: RecorderStream? = nil,
+        preRolled: PreRollKeeper.Taken? = nil
     ) throws -> RecorderStream {
         var configuration = configuration
         configuration.silence = silenceAlarms.detection(
@@ -359,7 +422,15 @@ final class RecorderService: @unchecked Sendable {
                 anchor = (known, old.tap, configuration.sampleRate)
             }
         }
-        let source = TapSource(tap: tap, anchor: anchor)
+        let source: TapSource
+        if let preRolled {
+            source = TapSource(preRolled: tap, position: preRolled.position, sampleRate: configuration.sampleRate)
+            let seconds = Double(preRolled.frames) / Double(configuration.sampleRate)
+            configuration.extraComments.append(
+                VorbisComment(CommentName.preRollSeconds, String(format: "%.3f", seconds)))
+        } else {
+            source = TapSource(tap: tap, anchor: anchor)
+        }
         let recorder: Recorder
         do {
             recorder = try Recorder(configuration: configuration, source: source, transform: transform, wake: wake)
@@ -585,6 +656,7 @@ final class RecorderService: @unchecked Sendable {
 
     /// The JACK server went away: every recorder stops, to start again when it returns.
     func suspendAllForMediaServicesLoss() {
+        preRolls.releaseAll(except: [])
         for stream in recorders {
             suspended.append(stream.spec)
             stop(stream, reason: .mediaServicesLost)

@@ -89,6 +89,12 @@ struct Output {
             for player in list { print(Self.playerLine(player)) }
             if list.isEmpty { print("no players") }
         case ["record", "start"], ["record", "stop"]:
+            if let armed = reply["armed"] {
+                let level = armed["triggerDB"]?.doubleValue.map { String(format: "%g", $0) } ?? "?"
+                let hold = armed["holdSeconds"]?.doubleValue.map { String(format: "%g", $0) } ?? "?"
+                print("\(armed["app"]?.stringValue ?? ""): armed at \(level) dBFS, hold \(hold) s")
+            }
+            if reply["disarmed"] == true { print("disarmed") }
             let list: [RecorderInfo] =
                 if reply["recorder"] != nil {
                     [try RecorderInfo(reply: reply, key: "recorder")]

@@ -37,7 +37,7 @@ public enum Recctl {
         CommandSpec(path: ["play"], positionals: ["APP"], optionalPositionals: ["FILE"], valueFlags: ["stream", "to"], summary: "play a FLAC or WAV file through the session's output (no FILE: resume)"),
         CommandSpec(path: ["pause"], positionals: ["APP"], valueFlags: ["stream"], summary: "pause the session's players"),
         CommandSpec(path: ["stop"], positionals: ["APP"], valueFlags: ["stream"], summary: "stop the session's players"),
-        CommandSpec(path: ["record", "start"], positionals: ["APP"], valueFlags: ["stream", "input", "bus"], summary: "record an input to the FLAC archive (needs record permission)"),
+        CommandSpec(path: ["record", "start"], positionals: ["APP"], valueFlags: ["stream", "input", "bus", "trigger", "hold"], summary: "record an input to the FLAC archive (needs record permission); --trigger DB [--hold S]: takes that start when the level reaches DB"),
         CommandSpec(path: ["record", "stop"], positionals: ["APP"], valueFlags: ["stream"], summary: "stop recording and finish the segment"),
         CommandSpec(path: ["archive", "list"], positionals: [], valueFlags: ["app", "since"], summary: "archived segments (from the index)", readsState: true),
         CommandSpec(path: ["archive", "verify"], positionals: [], optionalPositionals: ["PATH"], summary: "decode and check MD5 of one segment or all"),
@@ -297,9 +297,16 @@ public enum Recctl {
                     app: app, file: file, stream: command.value("stream"),
                     to: try command.value("to").map { try PlayTarget(commandLine: $0) }))
         case ["record", "start"]:
+            func seconds(_ flag: String, _ what: String) throws -> Double? {
+                guard let text = command.value(flag) else { return nil }
+                guard let value = Double(text) else { throw UsageError(message: "--\(flag) needs \(what), not \(text)", usage: usage) }
+                return value
+            }
             return .recordStart(
                 RecordStartRequest(
-                    app: app, stream: command.value("stream"), input: command.value("input"), bus: command.value("bus")))
+                    app: app, stream: command.value("stream"), input: command.value("input"), bus: command.value("bus"),
+                    triggerDB: try seconds("trigger", "a level in dBFS like -30"),
+                    holdSeconds: try seconds("hold", "a number of seconds")))
         case ["record", "stop"]: return .recordStop(app: app, stream: command.value("stream"))
         case ["archive", "list"]: return .archiveList(app: command.value("app"), since: command.value("since"))
         case ["archive", "verify"]:

@@ -122,8 +122,13 @@ public struct ArchiveSection: Sendable, Equatable {
     /// Silence detection of every recorder (`silence_threshold_db`, `silence_seconds`,
     /// `on_silence`); a session's section may change each.
     public var silence = SilenceSettings()
+    /// Seconds of each recordable session's input kept in memory, so that `record start`
+    /// begins that much earlier (`pre_roll_seconds`, in `preRollSecondsRange`); 0: none. A
+    /// session's own `pre_roll_seconds` overrides it.
+    public var preRollSeconds: Int = 0
 
     public static let defaultSegmentSeconds = 3600
+    public static let preRollSecondsRange = 0...600
     public static let segmentSecondsRange = 1...86400
     public static let defaultCompressionLevel = 5
     public static let compressionLevelRange = 0...8
@@ -237,6 +242,16 @@ public struct SessionDecl: Sendable, Equatable {
     public var silence = SilenceOverride()
     /// Line of the section header, for messages that point back at the config.
     public var line: Int
+    /// `pre_roll_seconds` of this session; nil takes `[archive] pre_roll_seconds`.
+    public var preRollSeconds: Int?
+    /// `trigger_db`: the declared recorder (`record`) is armed for level-triggered takes at
+    /// this level (dBFS, `triggerDBRange`); nil records continuously.
+    public var triggerDB: Double?
+    /// `trigger_hold_seconds`: a take ends this long after the level fell below; nil: 10.
+    public var triggerHoldSeconds: Double?
+
+    public static let triggerDBRange = -120.0...0.0
+    public static let triggerHoldSecondsRange = 0.0...86_400.0
 
     public init(
         app: String, category: Category = .initial, mode: Mode = .default,

@@ -14,7 +14,10 @@ enum ConfigSectionKind: String, CaseIterable {
         case .daemon: ["socket", "state_dir", "admin_group", "region"]
         case .jack: ["server", "client_name", "allow_buffer_size_changes"]
         case .archive:
-            ["dir", "segment_seconds", "compression_level", "max_age_days", "min_free_percent"]
+            [
+                "dir", "segment_seconds", "compression_level", "max_age_days", "min_free_percent",
+                "pre_roll_seconds",
+            ]
                 + SilenceSettings.keys
         case .policy: ["duck_level_db"]
         case .port:
@@ -25,7 +28,7 @@ enum ConfigSectionKind: String, CaseIterable {
         case .session:
             [
                 "category", "mode", "options", "priority", "mic_usage", "auto_resume", "record",
-                "background", "permission",
+                "background", "permission", "pre_roll_seconds", "trigger_db", "trigger_hold_seconds",
             ] + SilenceSettings.keys
         }
     }
@@ -265,6 +268,9 @@ struct ConfigInterpreter {
         archive.minFreePercent = fields["min_free_percent"]?.number(
             in: ArchiveSection.minFreePercentRange, in: &issues)
         archive.silence = archive.silence.applying(Self.readSilence(fields, in: &issues))
+        if let value = fields["pre_roll_seconds"]?.integer(in: ArchiveSection.preRollSecondsRange, in: &issues) {
+            archive.preRollSeconds = value
+        }
     }
 
     private mutating func readPolicy(_ fields: ConfigSectionFields) {
@@ -448,6 +454,11 @@ struct ConfigInterpreter {
         }
         session.permission = fields["permission"]?.word(
             RecordPermission.self, noun: "a record permission", in: &issues)
+        session.preRollSeconds = fields["pre_roll_seconds"]?.integer(
+            in: ArchiveSection.preRollSecondsRange, in: &issues)
+        session.triggerDB = fields["trigger_db"]?.number(in: SessionDecl.triggerDBRange, in: &issues)
+        session.triggerHoldSeconds = fields["trigger_hold_seconds"]?.number(
+            in: SessionDecl.triggerHoldSecondsRange, in: &issues)
         if let field = fields["record"] { pendingRecords.append((sessions.count, field)) }
         session.silence = Self.readSilence(fields, in: &issues)
         return session

@@ -29,6 +29,7 @@ let everyCommand: [Command] = [
     .play(PlayRequest(app: "dj")), .pause(app: "dj", stream: "deckA"), .stop(app: "dj", stream: nil),
     .recordStart(RecordStartRequest(app: "logger", stream: "mic", input: "mic", bus: nil)),
     .recordStart(RecordStartRequest(app: "dj", bus: "main")), .recordStop(app: "logger", stream: nil),
+    .recordStart(RecordStartRequest(app: "taker", triggerDB: -30, holdSeconds: 2.5)),
     .archiveList(app: "logger", since: "2026-11-29"), .archiveList(app: nil, since: nil),
     .archiveVerify(path: "2026/12/01/x.flac", progress: false), .archiveVerify(path: nil, progress: true),
     .archiveReindex, .meter(app: nil),
@@ -96,6 +97,8 @@ struct CommandTests {
                         app: "a", category: .record, micUsage: .some("x"), prefersInterruptionOnRouteDisconnect: false)))
         let gain = try decodeCommand(#"{"id":1,"op":"cue.assign","app":"a","source":"s","bus":"cue","gain_db":-6}"#)
         #expect(gain == .cueAssign(app: "a", source: "s", bus: "cue", gainDB: -6))
+        let armed = try decodeCommand(#"{"id":1,"op":"record.start","app":"a","trigger_db":-30,"hold_seconds":4}"#)
+        #expect(armed == .recordStart(RecordStartRequest(app: "a", triggerDB: -30, holdSeconds: 4)))
         let both = try decodeCommand(
             #"{"id":1,"op":"session.deactivate","app":"a","notify_others":false,"notifyOthers":true}"#)
         #expect(both == .sessionDeactivate(app: "a", notifyOthers: true, force: false))

@@ -243,6 +243,17 @@ private let fullExample = """
     #expect(config.archive == ArchiveSection(dir: "/home/ann/.state/recd/archive"))
 }
 
+@Test func preRollAndTriggerKeys() throws {
+    let config = try parse(
+        "[archive]\npre_roll_seconds = 30\n[session a]\npre_roll_seconds = 600\ntrigger_db = -35.5\n"
+            + "trigger_hold_seconds = 4\n[session b]\ncategory = record\n")
+    #expect(config.archive.preRollSeconds == 30)
+    #expect(config.sessions[0].preRollSeconds == 600)
+    #expect(config.sessions[0].triggerDB == -35.5 && config.sessions[0].triggerHoldSeconds == 4)
+    #expect(config.sessions[1].preRollSeconds == nil && config.sessions[1].triggerDB == nil)
+    #expect(try parse("").archive.preRollSeconds == 0)
+}
+
 @Test func sectionWithoutKeysStillDeclaresASession() throws {
     // libinih calls no handler for a section without keys; the session must not vanish.
     let config = try parse("[session quiet]\n[session loud]\ncategory = playback\n")
@@ -361,6 +372,15 @@ private let badInputs: [BadInput] = [
     BadInput(
         name: "free space over 100%", text: "[archive]\nmin_free_percent = 101\n", line: 2,
         fragments: ["min_free_percent: \"101\" is out of range; use 0...100"]),
+    BadInput(
+        name: "pre-roll over ten minutes", text: "[archive]\npre_roll_seconds = 601\n", line: 2,
+        fragments: ["pre_roll_seconds: \"601\" is out of range; use 0...600"]),
+    BadInput(
+        name: "session pre-roll negative", text: "[session a]\npre_roll_seconds = -1\n", line: 2,
+        fragments: ["pre_roll_seconds: \"-1\" is out of range; use 0...600"]),
+    BadInput(
+        name: "positive trigger level", text: "[session a]\ntrigger_db = 3\n", line: 2,
+        fragments: ["trigger_db: \"3\" is out of range"]),
     BadInput(
         name: "positive duck level", text: "[policy]\nduck_level_db = 3\n", line: 2,
         fragments: ["[policy] duck_level_db: \"3\" is out of range; use -96...0"]),

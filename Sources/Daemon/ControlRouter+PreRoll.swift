@@ -1,0 +1,216 @@
+// Which sessions keep a pre-roll, and of which input (issue 15 item 4); armed recorders and
+// their level-triggered takes (item 5). The policy says who may record; `RecorderService`
+// holds the pre-roll taps (`preRolls`) and the armed recorders (`triggers`).
+//
+// Threads: the control thread (requests and the tick).
+import Archive
+import AudioEngine
+import ControlProtocol
+import SessionPolicy
+import SystemSupport
+
+extension ControlRouter {
+    /// `pre_roll_seconds` of `app`: its session section's, else `[archive]`'s.
+    func preRollSeconds(of app: String) -> Int {
+        config.sessions.first { $0.app == app }?.preRollSeconds ?? config.archive.preRollSeconds
+    }
+
+    /// From the tick: every session that could start recording now keeps its pre-roll of its
+    /// route input (an armed one: of its input, pre-roll or not); the others keep none. No
+    /// sample of an input is held for a session that is not granted, or whose input is muted
+    /// (SPEC §8). Armed recorders look at the level before the pre-rolls are trimmed.
+    func keepPreRolls() {
+        let keeping = updatePreRollTaps()
+        recorders.preRolls.releaseAll(except: keeping)
+        for app in Array(recorders.triggers.armed.keys) { stepTrigger(app) }
+        // A take that started has taken its tap: the next pre-roll starts now.
+        _ = updatePreRollTaps()
+        recorders.preRolls.trim()
+    }
+
+    private func updatePreRollTaps() -> Set<String> {
+        var keeping: Set<String> = []
+        for (app, session) in store.sessions {
+            let seconds = preRollSeconds(of: app)
+            let trigger = recorders.triggers.armed[app]
+            guard seconds > 0 || trigger != nil, (try? store.checkCanRecord(app: app)) != nil,
+                !store.capturesSilenced(app: app),
+                let port = trigger?.input ?? session.route.inputs.first, let decl = config.port(named: port),
+                engine.isAvailable(port: port)
+            else { continue }
+            // Kept while recording too: a triggered take's next start needs its pre-roll.
+            keeping.insert(app)
+            recorders.preRolls.keep(
+                app: app, port: port, inputGroup: engine.inputGroup(port: port),
+                channels: session.preferences.inputChannels(ofPort: decl.channels), seconds: seconds,
+                evenWithoutPreRoll: trigger != nil)
+        }
+        return keeping
+    }
+
+    // MARK: Level-triggered takes
+
+    /// `record.start` with `triggerDB`: arms `app`'s recorder (event `recording`, state
+    /// `armed`); takes start from the tick. `activate` activates the session (the store's).
+    func armTrigger(
+        _ start: RecordStartRequest, triggerDB: Double, activate: () throws -> Void
+    ) throws -> [(String, JSONValue)] {
+        let app = start.app
+        guard start.bus == nil else {
+            throw SessionError(.badParam, "a level trigger watches an input, not a bus; leave out --bus or --trigger")
+        }
+        guard ArmedTrigger.triggerRange.contains(triggerDB) else {
+            throw SessionError(.badParam, "--trigger \(triggerDB) is not a level from -120 to 0 dBFS; use e.g. -30")
+        }
+        let hold = start.holdSeconds ?? ArmedTrigger.defaultHoldSeconds
+        guard ArmedTrigger.holdRange.contains(hold) else {
+            throw SessionError(.badParam, "--hold \(hold) is not from 0 to 86400 seconds")
+        }
+        guard recorders.triggers.armed[app] == nil else {
+            throw SessionError(.badParam, "\(app) is armed already; `recctl record stop \(app)` disarms it")
+        }
+        let session = try store.session(app)
+        if !session.isActive { try activate() }
+        if let input = start.input { try store.checkRecordInput(app: app, port: input) }
+        guard start.input != nil || store.sessions[app]?.route.inputs.first != nil else {
+            throw SessionError(
+                .resourceNotAvailable, "\(app) has no input route (no available input suits it); see `recctl routes`")
+        }
+        let trigger = ArmedTrigger(
+            app: app, stream: start.stream, input: start.input, triggerDB: triggerDB, holdSeconds: hold)
+        recorders.triggers.armed[app] = trigger
+        _ = updatePreRollTaps()
+        if let held = recorders.preRolls.held[app] {
+            recorders.triggers.armed[app]?.scanFrom = held.tap.readPosition
+            recorders.triggers.armed[app]?.scanned = held.serial
+        }
+        announceArmed(trigger)
+        Log.info("\(app): armed at \(triggerDB) dBFS, hold \(hold) s")
+        return [("armed", .object(trigger.fields))]
+    }
+
+    /// A declared recorder with `trigger_db` is armed, not started (unattended takes). Whether
+    /// it has a trigger (armed now or already).
+    func armDeclaredTrigger(app: String, input: String?) throws -> Bool {
+        guard let decl = config.sessions.first(where: { $0.app == app }), let triggerDB = decl.triggerDB else {
+            return false
+        }
+        if recorders.triggers.armed[app] == nil {
+            _ = try armTrigger(
+                RecordStartRequest(app: app, input: input, triggerDB: triggerDB, holdSeconds: decl.triggerHoldSeconds),
+                triggerDB: triggerDB, activate: {})
+        }
+        return true
+    }
+
+    /// `record.stop` of an armed app: no more takes. Whether it was armed.
+    func disarmTrigger(_ app: String) -> Bool {
+        recorders.triggers.armed.removeValue(forKey: app) != nil
+    }
+
+    private func announceArmed(_ trigger: ArmedTrigger) {
+        let port = recorders.preRolls.held[trigger.app]?.port ?? trigger.input
+        broadcast(
+            app: trigger.app,
+            .object(
+                [
+                    ("event", "recording"), ("app", .string(trigger.app)),
+                    ("stream", JSONValue(trigger.stream ?? port)), ("state", "armed"), ("port", JSONValue(port)),
+                    ("triggerDB", .number(trigger.triggerDB)), ("holdSeconds", .number(trigger.holdSeconds)),
+                ]))
+    }
+
+    /// One armed recorder, from the tick: look for the crossing that starts a take, or for the
+    /// end of the running take's hold.
+    private func stepTrigger(_ app: String) {
+        guard var trigger = recorders.triggers.armed[app], let held = recorders.preRolls.held[app],
+            let rate = engine.sampleRate, let firstFrameTime = held.tap.firstFrameTime
+        else { return }
+        let tap = held.tap
+        let holdFrames = Int(trigger.holdSeconds * Double(rate))
+        if var take = trigger.take {
+            defer { recorders.triggers.armed[app] = trigger }
+            guard recorders.recorders.contains(where: { $0 === take.recorder }) else {
+                // Stopped by itself (disk full) or by the policy: armed again from now. A take
+                // is not resumed as a continuous recording after an interruption, and one whose
+                // input route changed ends there (the trigger watches the new input).
+                _ = recorders.takeSuspended(of: app)
+                if let successor = take.recorder.successor, recorders.recorders.contains(where: { $0 === successor }) {
+                    recorders.stop(successor, reason: .routeChange)
+                    syncStreams(app)
+                }
+                trigger.take = nil
+                trigger.scanFrom = tap.readPosition + tap.availableToRead
+                trigger.notBefore = trigger.scanFrom
+                trigger.scanned = held.serial
+                announceArmed(trigger)
+                return
+            }
+            /// Frames from the take's first frame to `position` of this tap.
+            func offset(_ position: Int) -> Int {
+                Int(Int32(bitPattern: (firstFrameTime &+ UInt32(truncatingIfNeeded: position)) &- take.startFrameTime))
+            }
+            if take.watched != held.serial {
+                // Frames before this tap's first were not looked at: counted as loud.
+                take.watched = held.serial
+                take.watchFrom = tap.readPosition
+                take.lastAbove = max(take.lastAbove, offset(tap.readPosition) - 1)
+            }
+            let scan = tap.scanLevel(from: take.watchFrom, reaching: trigger.threshold)
+            take.watchFrom = scan.scannedTo
+            if let last = scan.last { take.lastAbove = max(take.lastAbove, offset(last)) }
+            let end = take.lastAbove + 1 + holdFrames
+            take.recorder.source.limit(toFrames: end)
+            if offset(scan.scannedTo) >= end {
+                recorders.stop(take.recorder, reason: EndReason(rawValue: "triggerHold"))
+                syncStreams(app)
+                trigger.take = nil
+                trigger.scanFrom = end - offset(0)
+                trigger.notBefore = trigger.scanFrom
+                trigger.scanned = held.serial
+                announceArmed(trigger)
+                Log.info(
+                    "\(app): take ended \(trigger.holdSeconds) s after the level fell below \(trigger.triggerDB) dBFS")
+            } else {
+                trigger.take = take
+            }
+            return
+        }
+        if trigger.scanned != held.serial {
+            trigger.scanned = held.serial
+            trigger.scanFrom = tap.readPosition
+            trigger.notBefore = 0
+        }
+        let scan = tap.scanLevel(from: trigger.scanFrom, reaching: trigger.threshold)
+        trigger.scanFrom = scan.scannedTo
+        recorders.triggers.armed[app] = trigger
+        guard let crossing = scan.first, var last = scan.last else { return }
+        let from = max(tap.readPosition, crossing - held.frames, trigger.notBefore)
+        // The next tap first, then what came meanwhile: the frames no tap's scan sees are
+        // at most the period under way.
+        recorders.preRolls.prepareNext(app: app)
+        if let later = tap.scanLevel(from: scan.scannedTo, reaching: trigger.threshold).last { last = later }
+        recorders.preRolls.setTakeFrom(app: app, position: from)
+        let spec = RecorderSpec(
+            app: app, stream: trigger.stream ?? held.port, port: held.port, followsRoute: trigger.input == nil)
+        let stream: RecorderStream
+        do {
+            stream = try startRecorder(spec)
+        } catch {
+            Log.warning("\(app): the level reached \(trigger.triggerDB) dBFS but the take could not start: \(error)")
+            return
+        }
+        syncStreams(app)
+        if stream.tap !== tap {
+            Log.warning("\(app): the take started without its pre-roll (the input's tap did not fit)")
+        }
+        let take = ArmedTrigger.Take(
+            recorder: stream, startFrameTime: firstFrameTime &+ UInt32(truncatingIfNeeded: from),
+            lastAbove: last - from)
+        stream.source.limit(toFrames: take.lastAbove + 1 + holdFrames)
+        recorders.triggers.armed[app]?.take = take
+        Log.info(
+            "\(app): the level reached \(trigger.triggerDB) dBFS; take started with \(crossing - from) frames before it"
+        )
+    }
+}
