@@ -163,7 +163,7 @@ public enum ClipExporter {
     /// Decodes the plan's segments and writes exactly `plan.frames` frames to `output` (a
     /// regular file open for writing, empty; or, for FLAC, a pipe: STREAMINFO then lacks the
     /// total and MD5). `name` is the output's name for messages. Stops early, with
-    /// `.invalidArgument("cancelled")`, when `isCancelled` says so.
+    /// an error, when `isCancelled` says so (checked every chunk).
     public static func write(
         _ plan: ClipPlan, format: ClipFormat, to output: OwnedFile, name: String, comments: [(String, String)],
         compressionLevel: Int = 1, isCancelled: () -> Bool = { false }
@@ -197,13 +197,14 @@ public enum ClipExporter {
         var buffer = [Int32](repeating: 0, count: chunk * channels)
         var decoders: [Int: (decoder: FLACDecoder, position: Int)] = [:]
         do throws(MediaError) {
+            let cancelled = MediaError(.invalidArgument, path: name, message: "cancelled: nobody waits for the clip")
             for piece in plan.pieces {
-                if isCancelled() { throw MediaError(.invalidArgument, path: name, message: "cancelled") }
                 switch piece {
                 case .silence(let frames):
                     for i in buffer.indices { buffer[i] = 0 }
                     var left = frames
                     while left > 0 {
+                        if isCancelled() { throw cancelled }
                         let n = min(left, chunk)
                         try buffer.withUnsafeBufferPointer { b throws(MediaError) in try sink.write(b, frames: n) }
                         left -= n
@@ -226,6 +227,7 @@ public enum ClipExporter {
                     }
                     var left = frames
                     while left > 0 {
+                        if isCancelled() { throw cancelled }
                         let n = try buffer.withUnsafeMutableBufferPointer { b throws(MediaError) in
                             try state.decoder.read(into: b.baseAddress!, maxFrames: min(left, chunk))
                         }

@@ -50,7 +50,10 @@ public final class WAVWriter {
         var info = SF_INFO()
         info.samplerate = Int32(sampleRate)
         info.channels = Int32(channels)
-        info.format = Int32(SF_FORMAT_WAV) | subtype
+        // WAVE_FORMAT_EXTENSIBLE beyond 2 channels or 16 bits: what readers (the flac CLI
+        // among them) require to assign channels and trust the width.
+        let container = channels > 2 || bitsPerSample > 16 ? Int32(SF_FORMAT_WAVEX) : Int32(SF_FORMAT_WAV)
+        info.format = container | subtype
         guard let file = sf_open_fd(descriptor, Int32(SFM_WRITE), &info, 0) else {
             throw MediaError(
                 .io, path: name,

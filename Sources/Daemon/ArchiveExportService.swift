@@ -107,7 +107,7 @@ extension RecorderService {
             guard status.size == 0 else {
                 throw SessionError(.badParam, "\(request.file) is not empty; export into a new file")
             }
-        case .other, .socket where format == .flac:
+        case .other where format == .flac, .socket where format == .flac:
         // A pipe (`-o -` into another program): FLAC streams; STREAMINFO then lacks the total.
             break
         default:
