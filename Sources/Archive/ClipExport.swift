@@ -166,15 +166,16 @@ public enum ClipExporter {
     /// an error, when `isCancelled` says so (checked every chunk).
     public static func write(
         _ plan: ClipPlan, format: ClipFormat, to output: OwnedFile, name: String, comments: [(String, String)],
-        compressionLevel: Int = 1, isCancelled: () -> Bool = { false }
+        compressionLevel: Int = 1, isCancelled: @escaping () -> Bool = { false }
     ) throws(ArchiveError) {
         let channels = plan.channels
         let sink: any ClipSink
         switch format {
         case .flac:
             do {
+                let isPipe = (try? output.status().kind) != .regular
                 let encoder = try FLACEncoder(
-                    sink: FLACFileSink(file: output),
+                    sink: isPipe ? PipeSink(file: output, name: name, isCancelled: isCancelled) : FLACFileSink(file: output),
                     settings: FLACEncoder.Settings(
                         sampleRate: plan.sampleRate, channels: channels, bitsPerSample: plan.bitsPerSample,
                         compressionLevel: compressionLevel, vorbisComments: comments,
@@ -256,6 +257,55 @@ public enum ClipExporter {
             .invalidArgument, path: record.path,
             message: "the segment ends at frame \(frame), before the \(record.frames) frames the index lists; "
                 + "run `recctl archive verify` and `recctl archive reindex`")
+    }
+}
+
+/// A FLAC clip into a pipe or socket (`-o -`): waits for the reader at most `stallLimit`
+/// seconds per write, so a reader that stops reading cannot hold the worker (and the verify,
+/// reindex and retention jobs behind it) for ever; no seeking (STREAMINFO keeps no total).
+final class PipeSink: FLACStreamSink {
+    static let stallLimit = 30
+    let file: OwnedFile
+    let name: String
+    let isCancelled: () -> Bool
+    private(set) var failure: MediaError?
+
+    init(file: OwnedFile, name: String, isCancelled: @escaping () -> Bool) {
+        self.file = file
+        self.name = name
+        self.isCancelled = isCancelled
+    }
+
+    func write(_ bytes: UnsafeRawBufferPointer) -> Bool {
+        guard failure == nil else { return false }
+        var done = 0
+        var idle = 0
+        while done < bytes.count {
+            do throws(SystemError) {
+                var entries = [PollEntry(descriptor: file.descriptor, events: .writable)]
+                if try Descriptor.poll(&entries, timeoutMilliseconds: 1000) == 0 {
+                    idle += 1
+                    if isCancelled() || idle >= Self.stallLimit {
+                        failure = MediaError(
+                            .io, path: name,
+                            message: "the reader took no data for \(idle) s; read the clip as it comes (`recctl archive export ... -o - | flac -d -`)")
+                        return false
+                    }
+                    continue
+                }
+                idle = 0
+                // One write of at most what a pipe takes without blocking for long.
+                let slice = UnsafeRawBufferPointer(rebasing: bytes[done..<min(bytes.count, done + 4096)])
+                switch try Descriptor.write(file.descriptor, slice) {
+                case .transferred(let count): done += count
+                default: continue
+                }
+            } catch {
+                failure = MediaError(.io, path: name, message: "writing the clip failed: \(error.message)", cause: error)
+                return false
+            }
+        }
+        return true
     }
 }
 

@@ -99,8 +99,16 @@ extension RecorderService {
             throw SessionError(.badParam, "a clip is at most 7 days long; export longer stretches in parts")
         }
         let status: FileStatus
-        do { status = try output.status() } catch {
-            throw SessionError(.badParam, "the descriptor passed for \(request.file) is unusable: \(error.message)")
+        do {
+            status = try output.status()
+            let mode = try Descriptor.accessMode(output.descriptor, path: request.file)
+            guard mode == .writeOnly || mode == .readWrite else {
+                throw SessionError(.badParam, "the descriptor passed for \(request.file) is not open for writing")
+            }
+        } catch let error as SessionError {
+            throw error
+        } catch {
+            throw SessionError(.badParam, "the descriptor passed for \(request.file) is unusable: \(error)")
         }
         switch status.kind {
         case .regular:

@@ -3,6 +3,7 @@
 // reference encoder with known gaps; clips decoded by the reference decoder.
 import ControlProtocol
 import Foundation
+import Platform
 import TestSupport
 import Testing
 
@@ -149,6 +150,53 @@ struct ExportTests {
         for i in 0..<24_000 { expected[60_000 + i] = -Int32(i % 1000 + 1) }
         #expect(clip.count == expected.count)
         #expect(clip == expected, "first difference at \(zip(clip, expected).enumerated().first { $0.element.0 != $0.element.1 }?.offset ?? -1)")
+    }
+
+    @Test("a raw request with a pipe's write end gets the FLAC stream through it; WAV into a pipe and a read-only descriptor are refused")
+    func intoAPipe() throws {
+        let out = try Self.scratch()
+        defer { try? FileManager.default.removeItem(atPath: out) }
+        let (daemon, _) = try Self.daemonWithGappedArchive()
+        let session = try ProtocolSession(socket: daemon.socket)
+        let fields: [(String, JSONValue)] = [
+            ("app", "show"), ("from", .string(exportISO(Self.t0 + 250_000))), ("to", .string(exportISO(Self.t0 + 2_000_000))),
+        ]
+        var ends: [Int32] = [0, 0]
+        try #require(pipe(&ends) == 0)
+        let received = Locked(Data())
+        let readEnd = ends[0]
+        let reader = Thread {
+            var buffer = [UInt8](repeating: 0, count: 65536)
+            while true {
+                let n = read(readEnd, &buffer, buffer.count)
+                if n <= 0 { break }
+                received.withLock { $0.append(contentsOf: buffer[0..<n]) }
+            }
+        }
+        reader.start()
+        let reply = try session.request("archive.export", fields + [("format", "flac"), ("file", "-")], passing: ends[1])
+        close(ends[1])
+        #expect(reply["ok"]?.boolValue == true, "\(reply)")
+        #expect(reply["frames"]?.intValue == 84_000)
+        #expect(try eventually { received.withLock { $0.count } > 0 && reader.isFinished })
+        close(ends[0])
+        let streamed = out + "/piped.flac"
+        try received.withLock { $0 }.write(to: URL(fileURLWithPath: streamed))
+        let samples = try decodeFLAC(streamed, bits: 16)
+        #expect(samples.count == 84_000)
+        #expect(samples.prefix(3) == [Int32(12_000 % 1000 + 1), Int32(12_001 % 1000 + 1), Int32(12_002 % 1000 + 1)])
+
+        try #require(pipe(&ends) == 0)
+        defer { close(ends[0]); close(ends[1]) }
+        let wav = try session.request("archive.export", fields + [("format", "wav"), ("file", "-")], passing: ends[1])
+        #expect(wav["error"]?["name"]?.stringValue == "badParam", "\(wav)")
+        #expect(wav["error"]?["message"]?.stringValue?.contains("regular file") == true, "\(wav)")
+        let readOnly = open("/dev/null", O_RDONLY | O_CLOEXEC)
+        defer { close(readOnly) }
+        let refused = try session.request("archive.export", fields + [("format", "flac"), ("file", "/dev/null")], passing: readOnly)
+        #expect(refused["error"]?["message"]?.stringValue?.contains("not open for writing") == true, "\(refused)")
+        let none = try session.request("archive.export", fields + [("format", "flac"), ("file", "/tmp/x.flac")])
+        #expect(none["error"]?["message"]?.stringValue?.contains("SCM_RIGHTS") == true, "\(none)")
     }
 
     @Test("refusals: bad times, to before from, nothing recorded, an unknown extension, an existing file, a user who may not read the segments")
