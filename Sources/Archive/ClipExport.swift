@@ -70,7 +70,8 @@ public struct ClipPlan: Sendable {
         for record in sorted where record.sampleRate != first.sampleRate || record.channels != first.channels {
             throw .invalidArgument(
                 "the stream changes from \(first.sampleRate) Hz, \(first.channels) channels to \(record.sampleRate) Hz, "
-                    + "\(record.channels) channels at \(record.startTime); export the parts before and after separately")
+                    + "\(record.channels) channels at \(record.startTime); export the parts before and after separately"
+            )
         }
         let rate = first.sampleRate
         func frameOffset(_ time: UTCTime) -> Int {
@@ -118,7 +119,9 @@ public struct ClipPlan: Sendable {
                     used = true
                 }
                 plan.pieces.append(
-                    .audio(source: plan.segments.count - 1, fileFrame: run.fileFrame + begin - run.clipFrame, frames: end - begin))
+                    .audio(
+                        source: plan.segments.count - 1, fileFrame: run.fileFrame + begin - run.clipFrame,
+                        frames: end - begin))
                 cursor = end
             }
         }
@@ -144,7 +147,9 @@ public enum ClipExporter {
     /// The Vorbis comments of a clip: APP, STREAM, START_TIME (the clip's `from`), END_TIME,
     /// GAPS (silent stretches in clip frames), and one SOURCE_SEGMENT per segment used
     /// (`path@fileFrame+frames` of each piece it gave, relative to the archive).
-    public static func comments(_ plan: ClipPlan, app: String, stream: String, archiveDirectory: String) -> [(String, String)] {
+    public static func comments(_ plan: ClipPlan, app: String, stream: String, archiveDirectory: String) -> [(
+        String, String
+    )] {
         var comments: [(String, String)] = [
             (CommentName.app, app), (CommentName.stream, stream), (CommentName.startTime, plan.from.iso8601),
             ("END_TIME", plan.to.iso8601), (CommentName.gaps, SegmentGap.commentValue(plan.gaps)),
@@ -175,7 +180,8 @@ public enum ClipExporter {
             do {
                 let isPipe = (try? output.status().kind) != .regular
                 let encoder = try FLACEncoder(
-                    sink: isPipe ? PipeSink(file: output, name: name, isCancelled: isCancelled) : FLACFileSink(file: output),
+                    sink: isPipe
+                        ? PipeSink(file: output, name: name, isCancelled: isCancelled) : FLACFileSink(file: output),
                     settings: FLACEncoder.Settings(
                         sampleRate: plan.sampleRate, channels: channels, bitsPerSample: plan.bitsPerSample,
                         compressionLevel: compressionLevel, vorbisComments: comments,
@@ -288,7 +294,9 @@ final class PipeSink: FLACStreamSink {
                     if isCancelled() || idle >= Self.stallLimit {
                         failure = MediaError(
                             .io, path: name,
-                            message: "the reader took no data for \(idle) s; read the clip as it comes (`recctl archive export ... -o - | flac -d -`)")
+                            message:
+                                "the reader took no data for \(idle) s; read the clip as it comes (`recctl archive export ... -o - | flac -d -`)"
+                        )
                         return false
                     }
                     continue
@@ -301,7 +309,8 @@ final class PipeSink: FLACStreamSink {
                 default: continue
                 }
             } catch {
-                failure = MediaError(.io, path: name, message: "writing the clip failed: \(error.message)", cause: error)
+                failure = MediaError(
+                    .io, path: name, message: "writing the clip failed: \(error.message)", cause: error)
                 return false
             }
         }

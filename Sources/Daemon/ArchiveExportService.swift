@@ -93,7 +93,8 @@ extension RecorderService {
         guard let from = UTCTime(iso8601WithZone: request.from) else { throw Self.badTime("from", request.from) }
         guard let to = UTCTime(iso8601WithZone: request.to) else { throw Self.badTime("to", request.to) }
         guard to > from else {
-            throw SessionError(.badParam, "the clip must end after it begins: to \(request.to) is not after from \(request.from)")
+            throw SessionError(
+                .badParam, "the clip must end after it begins: to \(request.to) is not after from \(request.from)")
         }
         guard to.nanosecondsSinceEpoch - from.nanosecondsSinceEpoch <= Self.longestExportSeconds * 1_000_000_000 else {
             throw SessionError(.badParam, "a clip is at most 7 days long; export longer stretches in parts")
@@ -116,7 +117,7 @@ extension RecorderService {
                 throw SessionError(.badParam, "\(request.file) is not empty; export into a new file")
             }
         case .other where format == .flac, .socket where format == .flac:
-        // A pipe (`-o -` into another program): FLAC streams; STREAMINFO then lacks the total.
+            // A pipe (`-o -` into another program): FLAC streams; STREAMINFO then lacks the total.
             break
         default:
             throw SessionError(
@@ -132,7 +133,8 @@ extension RecorderService {
             { job in
                 Result {
                     try maintenance.export(
-                        request, from: from, to: to, format: format, output: handedOver.file, uid: uid, groups: groups, job: job
+                        request, from: from, to: to, format: format, output: handedOver.file, uid: uid, groups: groups,
+                        job: job
                     ).fields
                 }.mapError(ControlRouter.replyError)
             }, completion: reply)
