@@ -38,6 +38,42 @@ public final class WAVWriter {
         self.file = file
     }
 
+    /// Writes into `descriptor` (a regular file open for writing, empty; libsndfile seeks back
+    /// to complete the header at `close()`). `name` is for messages. The descriptor stays the
+    /// caller's: `close()` does not close it.
+    public init(descriptor: Int32, name: String, sampleRate: Int, channels: Int, bitsPerSample: Int) throws(MediaError) {
+        guard let subtype = Self.subtype(bitsPerSample) else {
+            throw MediaError(
+                .invalidArgument, path: name,
+                message: "WAV files are written with 16, 24 or 32 bits, not \(bitsPerSample)")
+        }
+        var info = SF_INFO()
+        info.samplerate = Int32(sampleRate)
+        info.channels = Int32(channels)
+        // WAVE_FORMAT_EXTENSIBLE beyond 2 channels or 16 bits: what readers (the flac CLI
+        // among them) require to assign channels and trust the width.
+        let container = channels > 2 || bitsPerSample > 16 ? Int32(SF_FORMAT_WAVEX) : Int32(SF_FORMAT_WAV)
+        info.format = container | subtype
+        guard let file = sf_open_fd(descriptor, Int32(SFM_WRITE), &info, 0) else {
+            throw MediaError(
+                .io, path: name,
+                message: "libsndfile cannot write WAV to it: \(String(cString: sf_strerror(nil)))")
+        }
+        self.path = name
+        self.channels = channels
+        self.bitsPerSample = bitsPerSample
+        self.file = file
+    }
+
+    private static func subtype(_ bitsPerSample: Int) -> Int32? {
+        switch bitsPerSample {
+        case 16: Int32(SF_FORMAT_PCM_16)
+        case 24: Int32(SF_FORMAT_PCM_24)
+        case 32: Int32(SF_FORMAT_PCM_32)
+        default: nil
+        }
+    }
+
     deinit { close() }
 
     /// Writes interleaved integer samples of `bitsPerSample` bits (e.g. -32768...32767).

@@ -186,6 +186,8 @@ public enum Command: Sendable, Equatable {
     /// `progress`: send `{"id":N,"progress":{"done":k,"total":n}}` lines before the reply.
     case archiveVerify(path: String?, progress: Bool)
     case archiveReindex
+    /// One stream's audio between two times, into the file passed with the request.
+    case archiveExport(ExportRequest)
     case meter(app: String?)
     case cueOutputs(app: String, main: String?, cue: String?)
     case cueAssign(app: String, source: String, bus: String, gainDB: Double?)
@@ -224,6 +226,7 @@ public enum Command: Sendable, Equatable {
         case .sessionPrefer(let change): change.app
         case .play(let play): play.app
         case .recordStart(let start): start.app
+        case .archiveExport(let export): export.app
         }
     }
 
@@ -300,6 +303,11 @@ public enum Command: Sendable, Equatable {
         case .archiveVerify:
             self = .archiveVerify(path: try a.optionalString("path"), progress: try a.optionalBool("progress") ?? false)
         case .archiveReindex: self = .archiveReindex
+        case .archiveExport:
+            self = .archiveExport(
+                ExportRequest(
+                    app: try a.string("app"), stream: try a.optionalString("stream"), from: try a.string("from"),
+                    to: try a.string("to"), format: try a.optionalString("format") ?? "flac", file: try a.string("file")))
         case .meter: self = .meter(app: try a.optionalString("app"))
         case .cueOutputs:
             self = .cueOutputs(app: try a.string("app"), main: try a.optionalString("main"), cue: try a.optionalString("cue"))
@@ -361,6 +369,7 @@ public enum Command: Sendable, Equatable {
         case .archiveList: .archiveList
         case .archiveVerify: .archiveVerify
         case .archiveReindex: .archiveReindex
+        case .archiveExport: .archiveExport
         case .meter: .meter
         case .cueOutputs: .cueOutputs
         case .cueAssign: .cueAssign
@@ -427,6 +436,13 @@ public enum Command: Sendable, Equatable {
             fields.add("bus", start.bus)
             fields.add("triggerDB", start.triggerDB)
             fields.add("holdSeconds", start.holdSeconds)
+        case .archiveExport(let export):
+            fields.add("app", export.app)
+            fields.add("stream", export.stream)
+            fields.add("from", export.from)
+            fields.add("to", export.to)
+            fields.add("format", export.format)
+            fields.add("file", export.file)
         case .archiveVerify(let path, let progress):
             fields.add("path", path)
             if progress { fields.add("progress", true) }

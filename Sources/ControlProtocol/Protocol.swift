@@ -41,6 +41,7 @@ public enum Op: String, CaseIterable, Sendable {
     case archiveList = "archive.list"
     case archiveVerify = "archive.verify"
     case archiveReindex = "archive.reindex"
+    case archiveExport = "archive.export"
     case meter
     case cueOutputs = "cue.outputs"
     case cueAssign = "cue.assign"

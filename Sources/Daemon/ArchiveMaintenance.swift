@@ -31,7 +31,7 @@ final class ArchiveMaintenance: @unchecked Sendable {
         indexPath = directory + "/index.sqlite"
     }
 
-    private func index() throws -> ArchiveIndex {
+    func index() throws -> ArchiveIndex {
         if let connection { return connection }
         let opened = try ArchiveIndex(path: indexPath)
         connection = opened

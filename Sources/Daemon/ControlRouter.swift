@@ -388,13 +388,13 @@ final class ControlRouter: ControlServerHandler, EventSink, @unchecked Sendable 
             throw SessionError(
                 .badParam, "too many descriptors passed with one request line; pass one, the open file, with `play`")
         }
-        let allowed = op == .play ? 1 : 0
+        let allowed = op == .play || op == .archiveExport ? 1 : 0
         guard descriptors.count > allowed else { return }
         throw SessionError(
             .badParam,
-            op == .play
-                ? "play takes one descriptor (the open file), not \(descriptors.count)"
-                : "\(op.rawValue) takes no descriptor; only play does (the open file)")
+            allowed == 1
+                ? "\(op.rawValue) takes one descriptor (the open file), not \(descriptors.count)"
+                : "\(op.rawValue) takes no descriptor; only play (the file to play) and archive.export (the output) do")
     }
 
     /// What a failed request replies: its SessionError, or any other error as unspecified.
@@ -530,6 +530,11 @@ final class ControlRouter: ControlServerHandler, EventSink, @unchecked Sendable 
             return nil
         case .archiveReindex:
             recorders.reindex(for: client, reply: replier(to: client, id: id))
+            return nil
+        case .archiveExport(let export):
+            try recorders.export(
+                export, output: descriptors.take(), uid: peer.uid, groups: Set(peer.groups + [peer.gid]), for: client,
+                reply: replier(to: client, id: id))
             return nil
         case .meter(let app):
             return try meterFields(app: app)
@@ -1187,6 +1192,10 @@ extension Command {
             .play, .pause, .stop, .recordStart, .recordStop, .cueOutputs, .cueAssign, .cueMix, .cueSplit,
             .sessionAttach, .sessionDetach:
             true
+        // Rights to export are the caller's rights to read the source segments (checked on
+        // the worker, file by file), not ownership of the session.
+        case .archiveExport:
+            false
         case .hello, .status, .sessionList, .sessionShow, .permissionList, .permissionRequest, .permissionDecide,
             .watch,
             .unwatch, .routes, .archiveList, .archiveVerify, .archiveReindex, .meter, .cueShow, .devicesInject:

@@ -1,7 +1,7 @@
 // The worker for slow requests: one named thread that runs, one at a time and in the order
 // given, the jobs the control thread must not wait for, so that the control loop keeps
 // answering and feeding systemd's watchdog. recd has three: "slow worker" (archive verify,
-// reindex, retention), "state writer" (state.json, `StateWriter`) and "player starter" (a
+// reindex, export, retention), "state writer" (state.json, `StateWriter`) and "player starter" (a
 // played file's header and pre-roll, `PlayerService`).
 //
 // Threads:

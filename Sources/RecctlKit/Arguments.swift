@@ -143,7 +143,8 @@ enum ArgumentParser {
         var flags: Set<String> = []
         var index = spec.path.count
         while index < words.count {
-            let word = words[index]
+            // `-o FILE` is `--output FILE`, for the commands that write a file.
+            let word = words[index] == "-o" && spec.valueFlags.contains("output") ? "--output" : words[index]
             if word.hasPrefix("--") {
                 var name = String(word.dropFirst(2))
                 var inline: String?

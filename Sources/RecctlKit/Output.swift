@@ -5,10 +5,16 @@ import SessionPolicy
 
 struct Output {
     var json: Bool
+    /// Standard output carries data (`archive export -o -`): everything else goes to stderr.
+    var toStandardError = false
+
+    private func emit(_ text: String) {
+        if toStandardError { printError(text + "\n") } else { print(text) }
+    }
 
     func failure(_ error: SessionError) {
         if json {
-            print(JSONValue.object([("error", Wire.errorObject(error))]).jsonText)
+            emit(JSONValue.object([("error", Wire.errorObject(error))]).jsonText)
         }
         printError("error: \(error.code.name) (\(error.code.rawValue)): \(error.message)\n")
     }
@@ -24,7 +30,7 @@ struct Output {
     func success(command: ParsedCommand, reply: JSONValue) throws(ReplyDecodingError) {
         let payload = Self.payload(reply)
         if json {
-            print(payload.jsonText)
+            emit(payload.jsonText)
             return
         }
         switch command.spec.path {
@@ -122,6 +128,14 @@ struct Output {
             for r in try VerifyInfo(json: reply).results {
                 print("\(r.ok ? "ok  " : "FAIL") \(r.path) (\(r.outcome), \(r.frames) frames)")
             }
+        case ["archive", "export"]:
+            let clip = try ExportInfo(json: reply)
+            let seconds = clip.sampleRate > 0 ? Double(clip.frames) / Double(clip.sampleRate) : 0
+            emit(
+                "\(clip.file == "-" ? "standard output" : clip.file): \(clip.app)/\(clip.stream) \(clip.start) to \(clip.end), "
+                    + "\(clip.frames) frames (\(String(format: "%.3f", seconds)) s at \(clip.sampleRate) Hz, \(clip.channels) ch) "
+                    + "from \(clip.segments.count) segment\(clip.segments.count == 1 ? "" : "s")"
+                    + (clip.gaps.isEmpty ? "" : "; silent gaps \(clip.gaps)"))
         case ["archive", "reindex"]:
             print("indexed \(try ReindexInfo(json: reply).indexed) segments")
         case ["session", "delete"]:

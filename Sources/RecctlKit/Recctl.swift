@@ -43,6 +43,9 @@ public enum Recctl {
         CommandSpec(path: ["archive", "verify"], positionals: [], optionalPositionals: ["PATH"], summary: "decode and check MD5 of one segment or all"),
         CommandSpec(path: ["archive", "reindex"], positionals: [], summary: "rebuild the index from the files alone (administrators)"),
         CommandSpec(
+            path: ["archive", "export"], positionals: [], valueFlags: ["app", "stream", "from", "to", "output"],
+            summary: "one stream from --from to --to (ISO 8601 with a zone) as one file, -o FILE.flac|FILE.wav|- (FLAC to stdout); sample-exact, gaps silent and listed in GAPS; only recordings you may read"),
+        CommandSpec(
             path: ["cue"], positionals: ["APP"], optionalPositionals: ["outputs|assign|mix|split", "SOURCE|X|on|off"],
             valueFlags: ["main", "cue", "bus", "gain"],
             summary: "main/cue monitoring: outputs --main P --cue P; assign SOURCE --bus main|cue|both|none [--gain DB]; mix X; split on|off"),
@@ -122,8 +125,28 @@ public enum Recctl {
                 return 1
             }
         }
+        // `archive export` opens its output here, as the caller: recd writes the clip into it.
+        var createdOutput: String?
+        var exportFailed = true
+        var passingStandardOutput = false
+        if case .archiveExport(let export) = request {
+            if export.file == "-" {
+                passingStandardOutput = true
+            } else {
+                do {
+                    opened = [try OwnedFile(export.file, .createExclusive(permissions: 0o644))]
+                    createdOutput = export.file
+                } catch {
+                    let hint = error.errno == .fileExists ? "; choose a new name, recctl does not overwrite files" : ""
+                    printError("error: cannot create \(export.file): \(error.message)\(hint)\n")
+                    return 1
+                }
+            }
+        }
+        // A clip that was not written leaves no file behind.
+        defer { if let createdOutput, exportFailed { unlink(createdOutput) } }
         // Closed when `opened` goes, after the request is answered.
-        let passing = opened.map(\.descriptor)
+        let passing = opened.map(\.descriptor) + (passingStandardOutput ? [1] : [])
 
         let candidates = ControlSocket.candidates(globals.socket, environment: environment)
         let connection: Connection
@@ -133,7 +156,7 @@ public enum Recctl {
             printError("error: cannot reach recd (looked at \(error.tried.joined(separator: ", "))): \(error.reason). Is recd running? Start it with scripts/run or `systemctl start recd`, or pass --socket PATH.\n")
             return 3
         }
-        let output = Output(json: globals.json)
+        let output = Output(json: globals.json, toStandardError: passingStandardOutput)
         do {
             if request.op == .watch {
                 return try watch(connection, request, output: output)
@@ -141,12 +164,14 @@ public enum Recctl {
             if request.op == .meter && !command.has("once") {
                 return try liveMeters(connection, request, output: output)
             }
-            let timeout: Double? = request.op == .permissionRequest ? nil : 30
+            // An export of days of audio may take minutes; recd answers once the file is complete.
+            let timeout: Double? = request.op == .permissionRequest || request.op == .archiveExport ? nil : 30
             let reply = try connection.call(request, passing: passing, timeout: timeout)
             if let error = Wire.error(from: reply), reply["ok"]?.boolValue != true {
                 output.failure(error)
                 return 1
             }
+            exportFailed = false
             try output.success(command: command, reply: reply)
             // A verification that found damage is a failure for scripts.
             return reply["allOK"]?.boolValue == false ? 1 : 0
@@ -313,6 +338,31 @@ public enum Recctl {
             // Progress lines keep the reply's timeout from running out on a long verify.
             return .archiveVerify(path: p.first.map(absolute), progress: true)
         case ["archive", "reindex"]: return .archiveReindex
+        case ["archive", "export"]:
+            func required(_ flag: String) throws -> String {
+                guard let value = command.value(flag) else {
+                    throw UsageError(message: "archive export needs --\(flag)", usage: usage)
+                }
+                return value
+            }
+            guard let app = command.value("app") else {
+                throw UsageError(message: "archive export needs --app", usage: usage)
+            }
+            let file = try required("output")
+            let format: String
+            if file == "-" {
+                format = "flac"
+            } else if file.lowercased().hasSuffix(".flac") {
+                format = "flac"
+            } else if file.lowercased().hasSuffix(".wav") {
+                format = "wav"
+            } else {
+                throw UsageError(message: "-o FILE must end in .flac or .wav (or be - for FLAC on standard output)", usage: usage)
+            }
+            return .archiveExport(
+                ExportRequest(
+                    app: app, stream: command.value("stream"), from: try required("from"), to: try required("to"),
+                    format: format, file: file == "-" ? "-" : absolute(file)))
         case ["pause"]: return .pause(app: app, stream: command.value("stream"))
         case ["stop"]: return .stop(app: app, stream: command.value("stream"))
         default: throw UsageError(message: "unhandled command", usage: usage)

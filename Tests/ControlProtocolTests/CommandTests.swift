@@ -33,6 +33,8 @@ let everyCommand: [Command] = [
     .archiveList(app: "logger", since: "2026-11-29"), .archiveList(app: nil, since: nil),
     .archiveVerify(path: "2026/12/01/x.flac", progress: false), .archiveVerify(path: nil, progress: true),
     .archiveReindex, .meter(app: nil),
+    .archiveExport(ExportRequest(app: "radio", from: "2026-12-01T10:02:00Z", to: "2026-12-01T11:07:00+01:00", format: "flac", file: "/tmp/clip.flac")),
+    .archiveExport(ExportRequest(app: "radio", stream: "mic", from: "a", to: "b", format: "wav", file: "-")),
     .cueOutputs(app: "dj", main: "pa", cue: "phones"), .cueAssign(app: "dj", source: "deckB", bus: "cue", gainDB: -3),
     .cueMix(app: "dj", mix: 0.25), .cueSplit(app: "dj", on: true), .cueShow(app: "dj"),
     .devicesInject([

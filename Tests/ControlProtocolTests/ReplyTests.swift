@@ -180,6 +180,15 @@ private func checkReply<T: ReplyObject>(_ value: T, optionalKeys: Set<String> = 
         #expect(sampleHello.json.jsonText == #"{"protocol":2,"version":"0.9.0","uid":1000,"admin":false}"#)
     }
 
+    @Test func exportRoundTrip() throws {
+        let clip = ExportInfo(
+            file: "/tmp/clip.flac", format: "flac", app: "radio", stream: "mic", start: "2026-12-01T09:02:00.000000Z",
+            end: "2026-12-01T09:07:00.000000Z", frames: 14_400_000, sampleRate: 48_000, channels: 2,
+            gaps: "12000+4800", segments: ["/a.flac", "/b.flac"])
+        try checkReply(clip)
+        #expect(clip.json["sampleRate"]?.intValue == 48_000)
+    }
+
     @Test func statusRoundTrips() throws {
         try checkReply(sampleStatus)
         try checkReply(sampleDisconnectedStatus)

@@ -1,0 +1,80 @@
+// `archive.export`: one stream's audio between two times, written by recd into the file the
+// client opened and passed with the request (SCM_RIGHTS).
+
+/// `archive.export`'s arguments.
+public struct ExportRequest: Sendable, Equatable {
+    public var app: String
+    /// nil: the app's only stream (recd refuses when it has several).
+    public var stream: String?
+    /// ISO 8601 with a zone (`Z` or `±HH:MM`).
+    public var from: String
+    public var to: String
+    /// `flac` or `wav`.
+    public var format: String
+    /// The output's display name (an absolute path, or `-` for standard output); recd writes
+    /// the descriptor passed with the request, never this path.
+    public var file: String
+
+    public init(app: String, stream: String? = nil, from: String, to: String, format: String, file: String) {
+        self.app = app
+        self.stream = stream
+        self.from = from
+        self.to = to
+        self.format = format
+        self.file = file
+    }
+}
+
+/// `archive.export`'s reply fields (at the top level of the reply).
+public struct ExportInfo: ReplyObject {
+    public var file: String
+    public var format: String
+    public var app: String
+    public var stream: String
+    /// The clip's first and last instants, as recd read `from` and `to` (UTC).
+    public var start: String
+    public var end: String
+    public var frames: Int
+    public var sampleRate: Int
+    public var channels: Int
+    /// Silent stretches (recorded gaps, times no segment covers): `pos+len` in clip frames,
+    /// as the clip's GAPS tag.
+    public var gaps: String
+    /// The source segments' paths, in time order.
+    public var segments: [String]
+
+    public init(
+        file: String, format: String, app: String, stream: String, start: String, end: String, frames: Int,
+        sampleRate: Int, channels: Int, gaps: String, segments: [String]
+    ) {
+        self.file = file
+        self.format = format
+        self.app = app
+        self.stream = stream
+        self.start = start
+        self.end = end
+        self.frames = frames
+        self.sampleRate = sampleRate
+        self.channels = channels
+        self.gaps = gaps
+        self.segments = segments
+    }
+
+    public var json: JSONValue {
+        [
+            "file": .string(file), "format": .string(format), "app": .string(app), "stream": .string(stream),
+            "start": .string(start), "end": .string(end), "frames": .number(Double(frames)),
+            "sampleRate": .number(Double(sampleRate)), "channels": .number(Double(channels)), "gaps": .string(gaps),
+            "segments": .array(segments.map { .string($0) }),
+        ]
+    }
+
+    public init(json: JSONValue) throws(ReplyDecodingError) {
+        let f = try ReplyFields(json, "archive.export's reply")
+        self.init(
+            file: try f.string("file"), format: try f.string("format"), app: try f.string("app"),
+            stream: try f.string("stream"), start: try f.string("start"), end: try f.string("end"),
+            frames: try f.int("frames"), sampleRate: try f.int("sampleRate"), channels: try f.int("channels"),
+            gaps: try f.string("gaps"), segments: try f.strings("segments"))
+    }
+}

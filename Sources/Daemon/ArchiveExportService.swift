@@ -1,0 +1,159 @@
+// `archive.export` (issue 15 item 3): one stream's audio between two times as one FLAC or WAV
+// file. The client opens the output itself, as the calling user, and passes the descriptor
+// with the request (SCM_RIGHTS, as `play` does): recd never opens a path a client names. recd
+// reads the source segments with its own rights, so it exports only segments the caller could
+// read itself (the rule `archive.verify PATH` applies); an export that needs one the caller
+// may not read is refused as a whole.
+//
+// Threads:
+// - `RecorderService.export`: the control thread (checks the request, submits the job).
+// - The job (`ArchiveMaintenance.export`): the slow worker, one job at a time; decoding and
+//   encoding never run on the control thread.
+import Archive
+import ControlProtocol
+import Platform
+import SessionPolicy
+import SystemSupport
+
+extension ArchiveMaintenance {
+    /// Plans and writes the clip. Worker thread.
+    func export(
+        _ request: ExportRequest, from: UTCTime, to: UTCTime, format: ClipFormat, output: OwnedFile, uid: UInt32,
+        groups: Set<UInt32>, job: WorkerJob
+    ) throws -> ExportInfo {
+        let all = try index().list(app: request.app).filter { $0.group == 0 }
+        let overlapping = all.filter { $0.endTime > from && $0.startTime < to }
+        let stream: String
+        if let asked = request.stream {
+            stream = asked
+        } else {
+            let streams = Set(overlapping.map(\.stream)).sorted()
+            guard streams.count <= 1 else {
+                throw SessionError(
+                    .badParam,
+                    "\(request.app) recorded \(streams.count) streams then (\(streams.joined(separator: ", "))); "
+                        + "choose one with --stream")
+            }
+            stream = streams.first ?? ""
+        }
+        let records = overlapping.filter { $0.stream == stream }
+        guard !records.isEmpty else {
+            let what = request.stream.map { "stream \($0) of \(request.app)" } ?? request.app
+            throw SessionError(
+                .badParam,
+                "no recording of \(what) between \(from) and \(to); `recctl archive list --app \(request.app)` shows "
+                    + "what the archive holds")
+        }
+        let plan: ClipPlan
+        do { plan = try ClipPlan.plan(records: records, from: from, to: to) } catch { throw error.sessionError }
+        for record in plan.segments where !ArchivePath.isReadable(record.path, uid: uid, groups: groups) {
+            throw SessionError(
+                .badParam,
+                "uid \(uid) may not read \(record.path), a segment of this clip; export only recordings you may read "
+                    + "yourself (ask an administrator, or the owner of the archive, for access)")
+        }
+        do {
+            try ClipExporter.write(
+                plan, format: format, to: output, name: request.file,
+                comments: ClipExporter.comments(plan, app: request.app, stream: stream, archiveDirectory: directory),
+                isCancelled: { job.isCancelled })
+        } catch {
+            throw error.sessionError
+        }
+        return ExportInfo(
+            file: request.file, format: format.rawValue, app: request.app, stream: stream, start: from.iso8601,
+            end: to.iso8601, frames: plan.frames, sampleRate: plan.sampleRate, channels: plan.channels,
+            gaps: SegmentGap.commentValue(plan.gaps), segments: plan.segments.map(\.path))
+    }
+}
+
+extension RecorderService {
+    /// Longest clip one request may ask for.
+    static let longestExportSeconds: Int64 = 7 * 86_400
+
+    /// `archive.export`: the arguments and the passed descriptor are checked here; the clip is
+    /// written on the worker; `reply` follows on the control thread, never when `client` has
+    /// gone (a running export then stops at its next piece).
+    func export(
+        _ request: ExportRequest, output descriptor: Int32?, uid: UInt32, groups: Set<UInt32>, for client: ClientID,
+        reply: @escaping Reply
+    ) throws {
+        guard let descriptor else {
+            throw SessionError(
+                .badParam,
+                "recd does not open files named in requests; open \(request.file) yourself (for writing) and pass "
+                    + "the descriptor with the request line (SCM_RIGHTS), as `recctl archive export -o FILE` does")
+        }
+        // Owned from here: closed when the job is done with it, or now on a refusal.
+        let output = OwnedFile(adopting: descriptor, path: request.file)
+        _ = try Self.checkedAppName(request.app)
+        guard let format = ClipFormat(rawValue: request.format) else {
+            throw SessionError(.badParam, "format \(request.format) is not one recd writes; use flac or wav")
+        }
+        guard let from = UTCTime(iso8601WithZone: request.from) else { throw Self.badTime("from", request.from) }
+        guard let to = UTCTime(iso8601WithZone: request.to) else { throw Self.badTime("to", request.to) }
+        guard to > from else {
+            throw SessionError(
+                .badParam, "the clip must end after it begins: to \(request.to) is not after from \(request.from)")
+        }
+        guard to.nanosecondsSinceEpoch - from.nanosecondsSinceEpoch <= Self.longestExportSeconds * 1_000_000_000 else {
+            throw SessionError(.badParam, "a clip is at most 7 days long; export longer stretches in parts")
+        }
+        let status: FileStatus
+        do {
+            status = try output.status()
+            let mode = try Descriptor.accessMode(output.descriptor, path: request.file)
+            guard mode == .writeOnly || mode == .readWrite else {
+                throw SessionError(.badParam, "the descriptor passed for \(request.file) is not open for writing")
+            }
+        } catch let error as SessionError {
+            throw error
+        } catch {
+            throw SessionError(.badParam, "the descriptor passed for \(request.file) is unusable: \(error)")
+        }
+        switch status.kind {
+        case .regular:
+            guard status.size == 0 else {
+                throw SessionError(.badParam, "\(request.file) is not empty; export into a new file")
+            }
+        case .other where format == .flac, .socket where format == .flac:
+            // A pipe (`-o -` into another program): FLAC streams; STREAMINFO then lacks the total.
+            break
+        default:
+            throw SessionError(
+                .badParam,
+                format == .wav
+                    ? "a WAV clip needs a regular file (its header is completed at the end); write FLAC to a pipe"
+                    : "\(request.file) is neither a regular file nor a pipe")
+        }
+        let maintenance = maintenance
+        let handedOver = HandedOverFile(output)
+        worker.submit(
+            for: client,
+            { job in
+                Result {
+                    try maintenance.export(
+                        request, from: from, to: to, format: format, output: handedOver.file, uid: uid, groups: groups,
+                        job: job
+                    ).fields
+                }.mapError(ControlRouter.replyError)
+            }, completion: reply)
+    }
+
+    private static func badTime(_ key: String, _ text: String) -> SessionError {
+        SessionError(
+            .badParam,
+            "\(key) \"\(text)\" is not an ISO 8601 time with a zone; write e.g. 2026-12-01T10:02:00Z or "
+                + "2026-12-01T11:02:00.5+01:00")
+    }
+
+    private static func checkedAppName(_ app: String) throws -> String { try ControlRouter.checkedAppName(app) }
+}
+
+/// The export's output on its way to the worker: the control thread checks it and lets go of
+/// it before the job runs, the job is then its only user (hence `@unchecked Sendable`). The
+/// descriptor closes when the job (or, for a job never run, the queue) lets go.
+private final class HandedOverFile: @unchecked Sendable {
+    let file: OwnedFile
+    init(_ file: OwnedFile) { self.file = file }
+}
