@@ -19,6 +19,42 @@ struct SessionDescriptionEndToEndTests {
     /// JSON text as recd's lines read back (parsed, so key order does not matter).
     func json(_ text: String) throws -> JSONValue { try JSONValue.parse(text) }
 
+    /// A recd recording a recd-signal counter deck (2 channels) as `logger` (record, granted).
+    func counterLogger() throws -> (Daemon, SignalClient) {
+        let deck = uniqueName("deck")
+        let daemon = try Daemon(ports: ArchiveEndToEndTests.deckPorts(deck))
+        let source = try SignalClient(["--name", deck, "play", "--ports", "out_1,out_2", "--signal", "counter"])
+        #expect(try eventually { try daemon.recctl("--json", "routes").json?["ports"]?.arrayValue?.first?["available"] == true })
+        try #require(daemon.recctl("session", "set", "logger", "--category", "record", "--mic-usage", "archive").status == 0)
+        try #require(daemon.recctl("permission", "grant", "logger").status == 0)
+        return (daemon, source)
+    }
+
+    /// A recd whose one output `out` (2 channels) a recd-signal captures for `seconds` into
+    /// the returned raw file; session `app` is playback.
+    func lineOutCapture(seconds: Int) throws -> (Daemon, SignalClient, String) {
+        let sink = uniqueName("sink")
+        let daemon = try Daemon(ports: """
+            [port out]
+            type = lineOut
+            direction = output
+            jack = \(sink):in_1, \(sink):in_2
+
+            """)
+        let raw = daemon.directory + "/captured.raw"
+        let capture = try SignalClient(["--name", sink, "capture", "--ports", "in_1,in_2", "--out", raw, "--seconds", "\(seconds)"])
+        #expect(try eventually { try daemon.recctl("--json", "routes").json?["ports"]?.arrayValue?.first?["available"] == true })
+        try #require(daemon.recctl("session", "set", "app", "--category", "playback").status == 0)
+        return (daemon, capture, raw)
+    }
+
+    /// Ten seconds of a mono constant (a mono file goes to every channel of a port by default).
+    func monoFile(_ daemon: Daemon) throws -> String {
+        let wav = daemon.directory + "/mono.wav"
+        try writeWAV(path: wav, sampleRate: 48_000, channels: 1, samples: [Int16](repeating: 8192, count: 48_000 * 10))
+        return wav
+    }
+
     func hintEvents(_ watcher: Watcher) -> [JSONValue] {
         watcher.events.filter { $0["event"] == "silenceSecondaryAudioHint" }
     }
@@ -121,12 +157,7 @@ struct SessionDescriptionEndToEndTests {
 
     @Test("--input-channels 1 on a 2-channel input records a 1-channel FLAC of its first channel; actual says 1")
     func preferredInputChannels() throws {
-        let deck = uniqueName("deck")
-        let daemon = try Daemon(ports: ArchiveEndToEndTests.deckPorts(deck))
-        let source = try SignalClient(["--name", deck, "play", "--ports", "out_1,out_2", "--signal", "counter"])
-        #expect(try eventually { try daemon.recctl("--json", "routes").json?["ports"]?.arrayValue?.first?["available"] == true })
-        try #require(daemon.recctl("session", "set", "logger", "--category", "record", "--mic-usage", "archive").status == 0)
-        try #require(daemon.recctl("permission", "grant", "logger").status == 0)
+        let (daemon, source) = try counterLogger()
         #expect(try show(daemon, "logger")["actual"]?["inputChannels"] == 2)
         try #require(daemon.recctl("session", "prefer", "logger", "--input-channels", "1").status == 0)
         let logger = try show(daemon, "logger")
@@ -149,24 +180,12 @@ struct SessionDescriptionEndToEndTests {
 
     @Test("--output-channels 1 on a 2-channel output plays the file to the first channel only; actual says 1")
     func preferredOutputChannels() throws {
-        let sink = uniqueName("sink")
-        let daemon = try Daemon(ports: """
-            [port out]
-            type = lineOut
-            direction = output
-            jack = \(sink):in_1, \(sink):in_2
-
-            """)
-        let raw = daemon.directory + "/captured.raw"
-        let capture = try SignalClient(["--name", sink, "capture", "--ports", "in_1,in_2", "--out", raw, "--seconds", "2"])
-        #expect(try eventually { try daemon.recctl("--json", "routes").json?["ports"]?.arrayValue?.first?["available"] == true })
-        try #require(daemon.recctl("session", "set", "app", "--category", "playback").status == 0)
+        let (daemon, capture, raw) = try lineOutCapture(seconds: 2)
         try #require(daemon.recctl("session", "prefer", "app", "--output-channels", "1").status == 0)
         let app = try show(daemon, "app")
         #expect(app["actual"]?["outputChannels"] == 1 && app["maximumOutputChannels"] == 2)
         // A mono file would go to every channel of the port without the preference.
-        let wav = daemon.directory + "/mono.wav"
-        try writeWAV(path: wav, sampleRate: 48_000, channels: 1, samples: [Int16](repeating: 8192, count: 48_000 * 10))
+        let wav = try monoFile(daemon)
         try #require(daemon.recctl("play", "app", wav).status == 0)
         #expect(try daemon.recctl("--json", "status").json?["players"]?.arrayValue?.first?["channels"] == 1)
         #expect(capture.waitForExit(timeout: 20))
@@ -177,13 +196,8 @@ struct SessionDescriptionEndToEndTests {
 
     @Test("--input-channels changed while recording: the stream goes on in a new segment with the new count, continuous to the frame")
     func inputChannelsChangeWhileRecording() throws {
-        let deck = uniqueName("deck")
-        let daemon = try Daemon(ports: ArchiveEndToEndTests.deckPorts(deck))
-        let source = try SignalClient(["--name", deck, "play", "--ports", "out_1,out_2", "--signal", "counter"])
+        let (daemon, source) = try counterLogger()
         defer { source.stop() }
-        #expect(try eventually { try daemon.recctl("--json", "routes").json?["ports"]?.arrayValue?.first?["available"] == true })
-        try #require(daemon.recctl("session", "set", "logger", "--category", "record", "--mic-usage", "archive").status == 0)
-        try #require(daemon.recctl("permission", "grant", "logger").status == 0)
         let watcher = try daemon.watch("logger")
         try #require(daemon.recctl("record", "start", "logger").status == 0)
         usleep(700_000)
@@ -213,20 +227,8 @@ struct SessionDescriptionEndToEndTests {
 
     @Test("--output-channels changed while playing: from the next period the player uses the port's first channel only, no gap on it")
     func outputChannelsChangeWhilePlaying() throws {
-        let sink = uniqueName("sink")
-        let daemon = try Daemon(ports: """
-            [port out]
-            type = lineOut
-            direction = output
-            jack = \(sink):in_1, \(sink):in_2
-
-            """)
-        let raw = daemon.directory + "/captured.raw"
-        let capture = try SignalClient(["--name", sink, "capture", "--ports", "in_1,in_2", "--out", raw, "--seconds", "3"])
-        #expect(try eventually { try daemon.recctl("--json", "routes").json?["ports"]?.arrayValue?.first?["available"] == true })
-        try #require(daemon.recctl("session", "set", "app", "--category", "playback").status == 0)
-        let wav = daemon.directory + "/mono.wav"
-        try writeWAV(path: wav, sampleRate: 48_000, channels: 1, samples: [Int16](repeating: 8192, count: 48_000 * 10))
+        let (daemon, capture, raw) = try lineOutCapture(seconds: 3)
+        let wav = try monoFile(daemon)
         try #require(daemon.recctl("play", "app", wav).status == 0)
         usleep(1_000_000)
         try #require(daemon.recctl("session", "prefer", "app", "--output-channels", "1").status == 0)
