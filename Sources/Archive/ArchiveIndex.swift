@@ -53,7 +53,8 @@ public final class ArchiveIndex {
                 size INTEGER NOT NULL,
                 loudness_lufs REAL,
                 loudness_range_lu REAL,
-                true_peak_dbtp REAL
+                true_peak_dbtp REAL,
+                replicated TEXT
             );
             CREATE INDEX IF NOT EXISTS segments_by_app_start ON segments(app, start_us);
             CREATE INDEX IF NOT EXISTS segments_by_app_end ON segments(app, end_us);
@@ -64,9 +65,28 @@ public final class ArchiveIndex {
         let current = try version.step() ? version.int(0) : 0
         version.reset()
         if current == 0 {
-            try database.execute("PRAGMA user_version = 2")
-        } else if current == 1 {
-            try migrateToVersion2()
+            try database.execute("PRAGMA user_version = 3")
+        } else if current < 3 {
+            if current == 1 { try migrateToVersion2() }
+            try migrateToVersion3()
+        }
+    }
+
+    /// Version 2 had no `replicated` column (issue 16: the remote each segment was copied
+    /// to, NULL until then). Added with the version in one transaction, as `migrateToVersion2`.
+    private func migrateToVersion3() throws(ArchiveError) {
+        try database.execute("BEGIN IMMEDIATE")
+        do throws(ArchiveError) {
+            let version = try database.statement("PRAGMA user_version")
+            let current = try version.step() ? version.int(0) : 0
+            version.reset()
+            if current == 2 {
+                try database.execute("ALTER TABLE segments ADD COLUMN replicated TEXT; PRAGMA user_version = 3;")
+            }
+            try database.execute("COMMIT")
+        } catch {
+            try? database.execute("ROLLBACK")
+            throw error
         }
     }
 
@@ -154,6 +174,29 @@ public final class ArchiveIndex {
         return records
     }
 
+    /// Segments not yet copied to `remote` (never copied, or to another remote), oldest
+    /// first: replication's queue, and what retention spares while a remote is set.
+    public func unreplicated(to remote: String) throws(ArchiveError) -> [SegmentRecord] {
+        let statement = try database.statement(
+            "SELECT \(ArchiveIndex.columns) FROM segments WHERE replicated IS NULL OR replicated != ?1 "
+                + "ORDER BY start_us, path")
+        statement.bind(1, remote)
+        defer { statement.reset() }
+        var records: [SegmentRecord] = []
+        while try statement.step() { records.append(ArchiveIndex.record(from: statement)) }
+        return records
+    }
+
+    /// Notes that `path` has a checked copy on `remote`; false when the index has no such row.
+    @discardableResult
+    public func markReplicated(path: String, to remote: String) throws(ArchiveError) -> Bool {
+        let statement = try database.statement("UPDATE segments SET replicated = ?2 WHERE path = ?1")
+        statement.bind(1, path)
+        statement.bind(2, remote)
+        try statement.run()
+        return database.changes > 0
+    }
+
     /// How many segments the index holds.
     public func count() throws(ArchiveError) -> Int {
         let statement = try database.statement("SELECT count(*) FROM segments")
@@ -175,8 +218,16 @@ public final class ArchiveIndex {
         }
         try database.execute("BEGIN IMMEDIATE")
         do throws(ArchiveError) {
+            // Where each file was copied survives the rebuild: the files cannot tell it.
+            try database.execute(
+                "CREATE TEMP TABLE IF NOT EXISTS kept_marks (path TEXT PRIMARY KEY, replicated TEXT); "
+                    + "DELETE FROM kept_marks; "
+                    + "INSERT INTO kept_marks SELECT path, replicated FROM segments WHERE replicated IS NOT NULL")
             try database.execute("DELETE FROM segments")
             for record in records { try add(record) }
+            try database.execute(
+                "UPDATE segments SET replicated = (SELECT replicated FROM kept_marks k WHERE k.path = segments.path); "
+                    + "DELETE FROM kept_marks")
             try database.execute("COMMIT")
         } catch {
             try? database.execute("ROLLBACK")

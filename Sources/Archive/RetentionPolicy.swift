@@ -21,15 +21,20 @@ public struct RetentionPolicy: Hashable, Sendable {
     /// While the archive's file system has less free space than this (percent of its size),
     /// the oldest segments are deleted; nil: no floor.
     public var minFreePercent: Double?
+    /// `[replicate] remote`: while one is set, a segment not yet copied there is never
+    /// deleted, whatever its age or the free space (issue 16).
+    public var replicationRemote: String?
 
-    public init(maxAgeDays: Int? = nil, minFreePercent: Double? = nil) {
+    public init(maxAgeDays: Int? = nil, minFreePercent: Double? = nil, replicationRemote: String? = nil) {
         self.maxAgeDays = maxAgeDays
         self.minFreePercent = minFreePercent
+        self.replicationRemote = replicationRemote
     }
 
     /// Deletes the oldest finished segments of the index while they are over age or the file
     /// system is below the free-space floor. Never touches `.partial` files or `openPaths`
-    /// (the recorders' `openPaths`); removes the index rows of what it deleted (and of files
+    /// (the recorders' `openPaths`), nor a segment not yet copied to `replicationRemote`;
+    /// removes the index rows of what it deleted (and of files
     /// already gone), and day folders left empty.
     ///
     /// Threads: the thread that owns `index` (in recd, the worker thread with its own index
@@ -50,7 +55,9 @@ public struct RetentionPolicy: Hashable, Sendable {
         var report = RetentionReport(deleted: [], failures: [:], freePercent: freePercent(archiveDirectory))
         guard maxAgeDays != nil || minFreePercent != nil else { return report }
         let cutoff = maxAgeDays.map { now.advanced(bySeconds: -Double($0) * 86_400) }
-        for record in try index.list() {
+        var notReplicated: Set<String> = []
+        if let remote = replicationRemote { notReplicated = Set(try index.unreplicated(to: remote).map(\.path)) }
+        for record in try index.list() where !notReplicated.contains(record.path) {
             let tooOld = cutoff.map { record.endTime < $0 } ?? false
             let tooFull = minFreePercent.map { floor in (report.freePercent ?? 100) < floor } ?? false
             guard tooOld || tooFull else { continue }

@@ -164,6 +164,41 @@ public struct StatusInfo: ReplyObject {
         }
     }
 
+    /// Off-box replication (`[replicate] remote`): how many finished segments wait for their
+    /// copy, and how the last attempts went. Absent when no remote is set.
+    public struct Replication: ReplyObject {
+        /// The rclone destination.
+        public var remote: String
+        /// Finished segments not yet copied and checked (the one being copied included).
+        public var backlog: Int
+        /// When the last copy was checked, in seconds since 1970 (UTC); nil: none since start.
+        public var lastSuccess: Double?
+        /// Why the last attempt failed; nil once a copy succeeds again.
+        public var lastError: String?
+
+        public init(remote: String, backlog: Int, lastSuccess: Double?, lastError: String?) {
+            self.remote = remote
+            self.backlog = backlog
+            self.lastSuccess = lastSuccess
+            self.lastError = lastError
+        }
+
+        public var json: JSONValue {
+            [
+                "remote": .string(remote), "backlog": .number(Double(backlog)),
+                "lastSuccess": lastSuccess.map { .number($0) } ?? .null,
+                "lastError": lastError.map { .string($0) } ?? .null,
+            ]
+        }
+
+        public init(json: JSONValue) throws(ReplyDecodingError) {
+            let f = try ReplyFields(json, "status's replication")
+            self.init(
+                remote: try f.string("remote"), backlog: try f.int("backlog"),
+                lastSuccess: try f.optionalDouble("lastSuccess"), lastError: try f.optionalString("lastError"))
+        }
+    }
+
     public var daemon: Daemon
     public var jack: Jack
     public var sessions: [SessionInfo]
@@ -175,11 +210,15 @@ public struct StatusInfo: ReplyObject {
     public var archive: Archive
     /// Applications' JACK clients under sessions (`session.attach`).
     public var attachments: [AttachmentInfo]
+    /// Off-box replication; nil without `[replicate] remote` (and from an older recd).
+    public var replication: Replication?
 
     public init(
         daemon: Daemon, jack: Jack, sessions: [SessionInfo], active: [String], players: [PlayerInfo],
-        recorders: [RecorderInfo], cards: [Card], archive: Archive, attachments: [AttachmentInfo] = []
+        recorders: [RecorderInfo], cards: [Card], archive: Archive, attachments: [AttachmentInfo] = [],
+        replication: Replication? = nil
     ) {
+        self.replication = replication
         self.attachments = attachments
         self.daemon = daemon
         self.jack = jack
@@ -192,12 +231,14 @@ public struct StatusInfo: ReplyObject {
     }
 
     public var json: JSONValue {
-        [
-            "daemon": daemon.json, "jack": jack.json, "sessions": .array(sessions.map(\.json)),
-            "active": JSONValue(active), "players": .array(players.map(\.json)),
-            "recorders": .array(recorders.map(\.json)), "cards": .array(cards.map(\.json)), "archive": archive.json,
-            "attachments": .array(attachments.map(\.json)),
+        var pairs: [(String, JSONValue)] = [
+            ("daemon", daemon.json), ("jack", jack.json), ("sessions", .array(sessions.map(\.json))),
+            ("active", JSONValue(active)), ("players", .array(players.map(\.json))),
+            ("recorders", .array(recorders.map(\.json))), ("cards", .array(cards.map(\.json))),
+            ("archive", archive.json), ("attachments", .array(attachments.map(\.json))),
         ]
+        if let replication { pairs.append(("replication", replication.json)) }
+        return .object(pairs)
     }
 
     public init(json: JSONValue) throws(ReplyDecodingError) {
@@ -206,6 +247,7 @@ public struct StatusInfo: ReplyObject {
             daemon: try f.object("daemon"), jack: try f.object("jack"), sessions: try f.list("sessions"),
             active: try f.strings("active"), players: try f.list("players"), recorders: try f.list("recorders"),
             cards: try f.list("cards"), archive: try f.object("archive"),
-            attachments: try f.list("attachments"))
+            attachments: try f.list("attachments"),
+            replication: json["replication"] == nil ? nil : try f.object("replication"))
     }
 }

@@ -15,7 +15,7 @@ public enum WireKeys {
         "connectedOrder": "connected_order", "declaredInConfig": "declared_in_config",
         "droppedFrames": "dropped_frames", "duckedBy": "ducked_by", "endReason": "end_reason",
         "framesPlayed": "frames_played", "freeBytes": "free_bytes", "freePercent": "free_percent",
-        "holdSeconds": "hold_seconds", "triggerDB": "trigger_db",
+        "holdSeconds": "hold_seconds", "lastError": "last_error", "lastSuccess": "last_success", "triggerDB": "trigger_db",
         "gainDB": "gain_db", "ignoredOptions": "ignored_options", "levelDB": "level_db",
         "loudnessLufs": "loudness_lufs", "loudnessRangeLu": "loudness_range_lu", "micUsage": "mic_usage",
         "momentaryLufs": "momentary_lufs",

@@ -140,7 +140,9 @@ extension RecorderService {
 
     /// Retention, from the tick every 60 s: on the worker, one run at a time.
     func enforceRetention() {
-        let policy = RetentionPolicy(maxAgeDays: settings.maxAgeDays, minFreePercent: settings.minFreePercent)
+        let policy = RetentionPolicy(
+            maxAgeDays: settings.maxAgeDays, minFreePercent: settings.minFreePercent,
+            replicationRemote: replicationRemote)
         guard policy.maxAgeDays != nil || policy.minFreePercent != nil, !retentionRunning else { return }
         // Only finished segments are indexed, so no file opened after this snapshot is one
         // that retention could pick.

@@ -53,6 +53,8 @@ final class ControlRouter: ControlServerHandler, EventSink, @unchecked Sendable 
     let worker: SlowRequestWorker
     /// Writes state.json off the control thread.
     let stateWriter: StateWriter
+    /// Off-box copies of finished segments; nil without `[replicate] remote`.
+    let replication: ReplicationService?
     /// The engine's meters over the last tick (about 100 ms), for every `meter` request alike.
     private var latestMeters: [MeterReading] = []
     private var meterWindow = 0.0
@@ -127,6 +129,11 @@ final class ControlRouter: ControlServerHandler, EventSink, @unchecked Sendable 
             (try? DeviceService.bindings(for: config).get()) ?? (try! DeviceBindings([DeviceBindings.Declaration]()))
         devices = DeviceService(bindings: bindings, engine: engine)
         attachments = AttachmentService(engine: engine, sink: handle)
+        replication = try ReplicationService(config: config, deliver: deliver)
+        if let replication {
+            recorders.replicationRemote = replication.remote
+            recorders.onSegmentFinished = { [unowned replication] in replication.segmentFinished($0) }
+        }
         self.players = players
         self.monitoring = monitoring
         handle.router = self
@@ -205,6 +212,7 @@ final class ControlRouter: ControlServerHandler, EventSink, @unchecked Sendable 
         // Whatever path started, paused or stopped a player, the hint follows within a tick.
         syncPlayers()
         handle(recorders.service(now: now))
+        replication?.service(now: now)
         keepPreRolls()
         if engine.isRunning {
             latestMeters = engine.meters()
@@ -239,7 +247,10 @@ final class ControlRouter: ControlServerHandler, EventSink, @unchecked Sendable 
     // MARK: Start-up and the engine
 
     /// Recovers partial files left by a crash and opens the archive index.
-    func openArchive() { recorders.openArchive() }
+    func openArchive() {
+        recorders.openArchive()
+        replication?.start()
+    }
 
     /// Starts the engine at daemon start; without a JACK server, media services start lost.
     func startEngine() {
@@ -1057,7 +1068,7 @@ final class ControlRouter: ControlServerHandler, EventSink, @unchecked Sendable 
             active: store.sortedSessions.filter(\.isActive).map(\.app), players: players.all.map(\.info),
             recorders: recorders.recorders.map(\.info),
             cards: devices.cards.map { .init(index: $0.index, id: $0.id, name: $0.name, usb: $0.isUSB) },
-            archive: recorders.archiveStatus(), attachments: attachments.infos
+            archive: recorders.archiveStatus(), attachments: attachments.infos, replication: replication?.status
         ).fields
     }
 
@@ -1176,6 +1187,7 @@ final class ControlRouter: ControlServerHandler, EventSink, @unchecked Sendable 
         engine.stop()
         // Last: a verify still decoding ends after its current file; recordings are safe by now.
         worker.stop()
+        replication?.stop()
         recorders.silenceAlarms.stop()
         stateWriter.finish(PersistedState(store: store))
     }

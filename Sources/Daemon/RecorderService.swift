@@ -267,6 +267,10 @@ final class RecorderService: @unchecked Sendable {
     let preRolls: PreRollKeeper
     /// Armed recorders of level-triggered takes (the router runs them).
     let triggers = TakeTriggers()
+    /// `[replicate] remote`: retention spares segments not yet copied there.
+    var replicationRemote: String?
+    /// Told of every finished segment once it is in the index (replication's queue).
+    var onSegmentFinished: ((SegmentRecord) -> Void)?
 
     init(
         settings: ArchiveSection, declared: [(app: String, record: RecordAtStart)], engine: any RecorderEngine,
@@ -555,6 +559,7 @@ final class RecorderService: @unchecked Sendable {
                 stream.successor?.segments += 1
                 do { try index?.add(record) } catch { Log.warning("index: \(error)") }
                 if reindexesRunning > 0 { finishedDuringReindex.append(record) }
+                onSegmentFinished?(record)
                 announce(
                     stream, state: "finished", file: record.path, reason: record.endReason?.rawValue,
                     extra: [("frames", .number(Double(record.frames))), ("gaps", .number(Double(record.gaps.count)))])

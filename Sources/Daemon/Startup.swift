@@ -76,6 +76,15 @@ public enum Recd {
         if checkOnly {
             print("\(config.source): OK (\(config.ports.count) ports, \(config.sessions.count) sessions)")
             for port in config.ports { print(resolvedJackPorts(port)) }
+            if config.replicate.remote != nil {
+                print(config.replicate.summary)
+                let program = FileSystem.status(of: config.replicate.rclone)
+                if program?.kind != .regular || (program?.permissions ?? 0) & 0o111 == 0 {
+                    print(
+                        "warning: \(config.replicate.rclone) is not an executable; install rclone (Debian package "
+                            + "rclone) or set [replicate] rclone: until then segments wait and retention keeps them")
+                }
+            }
             return 0
         }
         if let socketOverride { config.daemon.socket = socketOverride }

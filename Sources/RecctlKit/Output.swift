@@ -272,6 +272,16 @@ struct Output {
             if let count = space.segments { archiveLine += ", \(count) segments" }
         }
         lines.append(archiveLine)
+        if let replication = status.replication {
+            var line = "replicate: \(replication.remote), \(replication.backlog) segments waiting"
+            if let last = replication.lastSuccess {
+                line += ", last copy \(duration(max(0, Double(time(nil)) - last))) ago"
+            } else {
+                line += ", no copy since recd started"
+            }
+            lines.append(line)
+            if let error = replication.lastError { lines.append("  last error: \(error)") }
+        }
         if status.recorders.isEmpty {
             lines.append("recording: nothing")
         } else {

@@ -39,6 +39,8 @@ public struct RecdConfig: Sendable, Equatable {
     public var sessions: [SessionDecl]
     /// The path the config was loaded from, or `"<embedded default>"`.
     public var source: String
+    /// `[replicate]`: off-box copies of finished segments (off without a remote).
+    public var replicate = ReplicateSection()
 
     public init(
         daemon: DaemonSection, jack: JackSection = JackSection(), archive: ArchiveSection,

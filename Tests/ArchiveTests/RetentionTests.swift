@@ -77,3 +77,75 @@ struct RetentionTests {
         #expect(none.deleted.isEmpty)
     }
 }
+
+@Suite("Retention and replication")
+struct RetentionReplicationTests {
+    @Test("while a remote is set, old segments not yet copied there stay; copied ones go; a reindex keeps the marks")
+    func sparesUnreplicated() throws {
+        let directory = TemporaryDirectory("retention-replicate")
+        let root = directory.path + "/archive"
+        let now = iso("2026-09-30T12:00:00.000000Z")
+        let index = try ArchiveIndex(path: root + "/index.sqlite")
+        var paths: [String: String] = [:]
+        for (stream, daysAgo) in [("copied", 40.0), ("waiting", 41.0), ("elsewhere", 42.0)] {
+            let configuration = RecorderConfiguration(
+                archiveDirectory: root, app: "app", stream: stream, channels: 1, sampleRate: 8000, bitsPerSample: 16,
+                segmentSeconds: 3600)
+            let source = MemorySource(
+                channels: 1, startTime: now.advanced(bySeconds: -daysAgo * 86400), totalFrames: 8000)
+            for record in finishedRecords(try record(configuration, source: source)) {
+                try index.add(record)
+                paths[stream] = record.path
+            }
+        }
+        #expect(try index.unreplicated(to: "box:a").count == 3)
+        #expect(try index.markReplicated(path: paths["copied"]!, to: "box:a"))
+        #expect(try index.markReplicated(path: paths["elsewhere"]!, to: "box:old"))
+        #expect(try !index.markReplicated(path: root + "/nothing.flac", to: "box:a"))
+        // A rebuild from the files keeps where each was copied.
+        _ = try index.reindex(from: root)
+        #expect(try index.unreplicated(to: "box:a").map(\.stream) == ["elsewhere", "waiting"])
+
+        let report = try RetentionPolicy(maxAgeDays: 30, replicationRemote: "box:a").enforce(
+            archiveDirectory: root, index: index, openPaths: [], now: now)
+        #expect(report.deleted == [paths["copied"]!])
+        #expect(FileManager.default.fileExists(atPath: paths["waiting"]!))
+        #expect(FileManager.default.fileExists(atPath: paths["elsewhere"]!))
+        // Without a remote, retention deletes as before.
+        let plain = try RetentionPolicy(maxAgeDays: 30).enforce(
+            archiveDirectory: root, index: index, openPaths: [], now: now)
+        #expect(plain.deleted == [paths["elsewhere"]!, paths["waiting"]!])
+    }
+}
+
+extension RetentionReplicationTests {
+    @Test("a version 2 index (no replicated column) gains it on open: every segment waits for its first copy")
+    func migratesVersion2() throws {
+        let directory = TemporaryDirectory("index-v2")
+        let path = directory.path + "/index.sqlite"
+        // The version 2 schema as recd wrote it, one row, by Python's sqlite3 (not our code).
+        let script = """
+            import sqlite3, sys
+            db = sqlite3.connect(sys.argv[1])
+            db.executescript('''
+            CREATE TABLE segments (path TEXT PRIMARY KEY NOT NULL, app TEXT NOT NULL, stream TEXT NOT NULL,
+              grp INTEGER NOT NULL, segment INTEGER NOT NULL, start_us INTEGER NOT NULL, end_us INTEGER NOT NULL,
+              frames INTEGER NOT NULL, sample_rate INTEGER NOT NULL, channels INTEGER NOT NULL, bits INTEGER NOT NULL,
+              end_reason TEXT, gaps TEXT NOT NULL, recovered INTEGER NOT NULL, size INTEGER NOT NULL,
+              loudness_lufs REAL, loudness_range_lu REAL, true_peak_dbtp REAL);
+            INSERT INTO segments VALUES ('/a/x.flac', 'app', 'main', 1, 1, 0, 1000000, 48000, 48000, 2, 24,
+              'rotation', '', 0, 100, NULL, NULL, NULL);
+            PRAGMA user_version = 2;
+            ''')
+            db.commit()
+            """
+        let made = try run(["python3", "-c", script, path])
+        try #require(made.status == 0, "\(made.error)")
+        let index = try ArchiveIndex(path: path)
+        #expect(try index.unreplicated(to: "box:a").map(\.path) == ["/a/x.flac"])
+        #expect(try index.markReplicated(path: "/a/x.flac", to: "box:a"))
+        #expect(try index.unreplicated(to: "box:a").isEmpty)
+        // Opening it again (now version 3) changes nothing.
+        #expect(try ArchiveIndex(path: path).unreplicated(to: "box:a").isEmpty)
+    }
+}

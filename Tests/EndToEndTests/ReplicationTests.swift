@@ -1,0 +1,207 @@
+// Issue 16, item 4 end to end: the real recd records 1 s segments of a tone (recd-signal) and
+// copies each finished one with the real rclone: to a local directory, and to rclone's own
+// sftp server (`rclone serve sftp` on a free loopback port, user and password, the password
+// obscured in an rclone config file) that is killed in the middle of a copy and started again.
+import ControlProtocol
+import Foundation
+import TestSupport
+import Testing
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// A free TCP port on 127.0.0.1: bound to port 0, read back, released.
+private func freeLoopbackPort() throws -> Int {
+    let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+    guard fd >= 0 else { throw DaemonFailure(message: "socket: errno \(errno)") }
+    defer { close(fd) }
+    var address = sockaddr_in()
+    address.sin_family = sa_family_t(AF_INET)
+    address.sin_addr.s_addr = inet_addr("127.0.0.1")
+    var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+    let bound = withUnsafeMutablePointer(to: &address) { pointer in
+        pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { sa in
+            bind(fd, sa, length) == 0 && getsockname(fd, sa, &length) == 0
+        }
+    }
+    guard bound else { throw DaemonFailure(message: "bind 127.0.0.1:0: errno \(errno)") }
+    return Int(UInt16(bigEndian: address.sin_port))
+}
+
+/// `rclone serve sftp` over a temporary directory, on a free loopback port, with a user and
+/// password; `rcloneConfig` describes it as the remote `box`.
+private final class SftpRemote: @unchecked Sendable {
+    let directory: String
+    var served: String { directory + "/served" }
+    var rcloneConfig: String { directory + "/rclone.conf" }
+    var logPath: String { directory + "/serve.log" }
+    let port: Int
+    private let password = "pw-\(UUID().uuidString.prefix(8))"
+    private(set) var process: Process?
+
+    init() throws {
+        directory = try makeTemporaryDirectory("recd-sftp")
+        try FileManager.default.createDirectory(atPath: directory + "/served", withIntermediateDirectories: false)
+        port = try freeLoopbackPort()
+        let obscured = try runTool("rclone", ["obscure", password])
+        try #require(obscured.status == 0, "rclone obscure: \(obscured.stderr)")
+        let config = """
+            [box]
+            type = sftp
+            host = 127.0.0.1
+            port = \(port)
+            user = recd
+            pass = \(obscured.stdout.trimmingCharacters(in: .whitespacesAndNewlines))
+
+            """
+        try config.write(toFile: rcloneConfig, atomically: true, encoding: .utf8)
+        try start()
+    }
+
+    func start() throws {
+        _ = FileManager.default.createFile(atPath: logPath, contents: nil)
+        let log = try FileHandle(forWritingTo: URL(fileURLWithPath: logPath))
+        let process = try ExternalTools.process(
+            "rclone", ["serve", "sftp", served, "--addr", "127.0.0.1:\(port)", "--user", "recd", "--pass", password])
+        process.standardOutput = log
+        process.standardError = log
+        process.standardInput = FileHandle.nullDevice
+        try process.run()
+        try log.close()
+        self.process = process
+        let listening = eventually(timeout: 15) {
+            ((try? String(contentsOfFile: logPath, encoding: .utf8)) ?? "").contains("listening on")
+        }
+        try #require(listening, "rclone serve sftp did not start: \((try? String(contentsOfFile: logPath, encoding: .utf8)) ?? "")")
+    }
+
+    /// SIGKILL: the remote is gone at once, connections cut.
+    func kill9() {
+        guard let process, process.isRunning else { return }
+        kill(process.processIdentifier, SIGKILL)
+        process.waitUntilExit()
+    }
+
+    deinit {
+        kill9()
+        try? FileManager.default.removeItem(atPath: directory)
+    }
+}
+
+/// Files under `root` (relative paths) ending in `suffix`.
+private func files(under root: String, suffix: String) -> [String] {
+    guard let walker = FileManager.default.enumerator(atPath: root) else { return [] }
+    return walker.compactMap { $0 as? String }.filter { $0.hasSuffix(suffix) }.sorted()
+}
+
+@Suite("replication with rclone end to end", .serialized)
+struct ReplicationEndToEndTests {
+    static func replicateSection(_ remote: String, extra: String = "") -> String {
+        "[replicate]\nremote = \(remote)\nretry_min_seconds = 0.2\nretry_max_seconds = 1\ntimeout_seconds = 20\n\(extra)"
+    }
+
+    /// A tone on a fresh deck, and the `logger` session recording it.
+    static func startRecording(_ daemon: Daemon, deck: String) throws -> (SignalClient, Watcher) {
+        let source = try SignalClient([
+            "--name", deck, "play", "--ports", "out_1,out_2", "--signal", "sine:1000", "--level", "-12",
+        ])
+        #expect(try eventually { try daemon.recctl("--json", "routes").json?["ports"]?.arrayValue?.first?["available"] == true })
+        try #require(daemon.recctl("session", "set", "logger", "--category", "record", "--mic-usage", "archive").status == 0)
+        try #require(daemon.recctl("permission", "grant", "logger").status == 0)
+        let watcher = try daemon.watch("logger")
+        let started = try daemon.recctl("record", "start", "logger")
+        try #require(started.status == 0, "\(started.stderr)")
+        return (source, watcher)
+    }
+
+    static func replication(_ daemon: Daemon) throws -> JSONValue? {
+        try daemon.recctl("--json", "status").json?["replication"]
+    }
+
+    static func backlog(_ daemon: Daemon) -> Int? {
+        (try? replication(daemon))??["backlog"]?.intValue
+    }
+
+    /// Every finished segment of the archive is on the remote under its own relative path,
+    /// with the same bytes; nothing else named `.flac` is there, and no `.partial` is left.
+    static func expectSameSegments(archive: String, remote: String) {
+        let local = files(under: archive, suffix: ".flac")
+        #expect(!local.isEmpty)
+        #expect(files(under: remote, suffix: ".flac") == local, "the remote holds exactly the archive's segments")
+        for name in local {
+            let original = FileManager.default.contents(atPath: archive + "/" + name)
+            let copy = FileManager.default.contents(atPath: remote + "/" + name)
+            #expect(copy != nil && copy == original, "\(name): the copy differs from the segment")
+        }
+        #expect(files(under: remote, suffix: ".partial").isEmpty, "left on the remote: \(files(under: remote, suffix: ".partial"))")
+    }
+
+    @Test("a local-path remote gets every finished segment, byte for byte; the backlog drains to 0; status says so")
+    func localRemote() throws {
+        let remote = try makeTemporaryDirectory("recd-remote")
+        defer { try? FileManager.default.removeItem(atPath: remote) }
+        let deck = uniqueName("deck")
+        let daemon = try Daemon(
+            extraConfig: Self.replicateSection(remote + "/copies"), ports: ArchiveEndToEndTests.deckPorts(deck),
+            archiveSegmentSeconds: 1)
+        let (source, watcher) = try Self.startRecording(daemon, deck: deck)
+        watcher.waitFor(count: 3, timeout: 10) { $0["event"] == "recording" && $0["state"] == "finished" }
+        try #require(daemon.recctl("record", "stop", "logger").status == 0)
+        source.stop()
+        #expect(eventually(timeout: 20) { Self.backlog(daemon) == 0 }, "\(daemon.log)")
+        let status = try #require(try Self.replication(daemon))
+        #expect(status["remote"] == .string(remote + "/copies"))
+        #expect(status["lastSuccess"]?.doubleValue.map { abs($0 - Date().timeIntervalSince1970) < 60 } == true)
+        #expect(status["lastError"]?.isNull == true)
+        Self.expectSameSegments(archive: daemon.directory + "/archive", remote: remote + "/copies")
+        let human = try daemon.recctl("status").stdout
+        #expect(human.contains("replicate: \(remote)/copies, 0 segments waiting, last copy"), "\(human)")
+    }
+
+    @Test(
+        "sftp: the server killed mid-copy, recd restarted while it is away, then the server back: the backlog grows, survives, drains; nothing lost"
+    )
+    func sftpOutage() throws {
+        let sftp = try SftpRemote()
+        let deck = uniqueName("deck")
+        let daemon = try Daemon(
+            extraConfig: Self.replicateSection("box:recd", extra: "rclone_config = \(sftp.rcloneConfig)\n"),
+            ports: ArchiveEndToEndTests.deckPorts(deck), archiveSegmentSeconds: 1)
+        let remoteRoot = sftp.served + "/recd"
+        let (source, watcher) = try Self.startRecording(daemon, deck: deck)
+        // The first copies land under their final names.
+        try #require(eventually(timeout: 15) { !files(under: remoteRoot, suffix: ".flac").isEmpty }, "\(daemon.log)")
+        // The server dies while a copy is under way (its .partial is on the remote).
+        var caught = false
+        let deadline = Date().addingTimeInterval(15)
+        while Date() < deadline && !caught {
+            caught = !files(under: remoteRoot, suffix: ".partial").isEmpty
+            if !caught { usleep(2_000) }
+        }
+        sftp.kill9()
+        #expect(caught, "no copy was seen under way before the kill")
+        let copiedBefore = files(under: remoteRoot, suffix: ".flac")
+        // More segments finish while the remote is away.
+        let isFinished = { (event: JSONValue) in event["event"] == "recording" && event["state"] == "finished" }
+        watcher.waitFor(count: watcher.events.filter(isFinished).count + 3, timeout: 10, isFinished)
+        try #require(daemon.recctl("record", "stop", "logger").status == 0)
+        source.stop()
+        let archive = daemon.directory + "/archive"
+        let finished = files(under: archive, suffix: ".flac")
+        let away = try #require(try Self.replication(daemon))
+        #expect(away["backlog"]?.intValue == finished.count - copiedBefore.count, "\(away.jsonText)")
+        #expect((away["backlog"]?.intValue ?? 0) >= 3)
+        #expect(away["lastError"]?.stringValue?.contains("rclone") == true, "\(away.jsonText)")
+        #expect(files(under: remoteRoot, suffix: ".flac") == copiedBefore, "nothing new appears as finished while away")
+
+        // The queue survives a restart of recd (it is the index).
+        try daemon.restart()
+        #expect(Self.backlog(daemon) == finished.count - copiedBefore.count)
+
+        try sftp.start()
+        #expect(eventually(timeout: 30) { Self.backlog(daemon) == 0 }, "\(daemon.log)")
+        #expect(try Self.replication(daemon)?["lastError"]?.isNull == true)
+        Self.expectSameSegments(archive: archive, remote: remoteRoot)
+    }
+}
