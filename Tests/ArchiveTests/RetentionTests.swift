@@ -85,7 +85,7 @@ struct RetentionReplicationTests {
         let directory = TemporaryDirectory("retention-replicate")
         let root = directory.path + "/archive"
         let now = iso("2026-09-30T12:00:00.000000Z")
-        let index = try ArchiveIndex(path: root + "/index.sqlite")
+        let index = try ArchiveIndex(path: directory.path + "/index.sqlite")
         var paths: [String: String] = [:]
         for (stream, daysAgo) in [("copied", 40.0), ("waiting", 41.0), ("elsewhere", 42.0)] {
             let configuration = RecorderConfiguration(
@@ -123,24 +123,23 @@ extension RetentionReplicationTests {
     func migratesVersion2() throws {
         let directory = TemporaryDirectory("index-v2")
         let path = directory.path + "/index.sqlite"
-        // The version 2 schema as recd wrote it, one row, by Python's sqlite3 (not our code).
-        let script = """
-            import sqlite3, sys
-            db = sqlite3.connect(sys.argv[1])
-            db.executescript('''
-            CREATE TABLE segments (path TEXT PRIMARY KEY NOT NULL, app TEXT NOT NULL, stream TEXT NOT NULL,
-              grp INTEGER NOT NULL, segment INTEGER NOT NULL, start_us INTEGER NOT NULL, end_us INTEGER NOT NULL,
-              frames INTEGER NOT NULL, sample_rate INTEGER NOT NULL, channels INTEGER NOT NULL, bits INTEGER NOT NULL,
-              end_reason TEXT, gaps TEXT NOT NULL, recovered INTEGER NOT NULL, size INTEGER NOT NULL,
-              loudness_lufs REAL, loudness_range_lu REAL, true_peak_dbtp REAL);
-            INSERT INTO segments VALUES ('/a/x.flac', 'app', 'main', 1, 1, 0, 1000000, 48000, 48000, 2, 24,
-              'rotation', '', 0, 100, NULL, NULL, NULL);
-            PRAGMA user_version = 2;
-            ''')
-            db.commit()
-            """
-        let made = try run(["python3", "-c", script, path])
-        try #require(made.status == 0, "\(made.error)")
+        do {
+            // The version 2 schema, as recd before replication created it, with one row.
+            let old = try SQLiteDatabase(path: path)
+            try old.execute(
+                """
+                CREATE TABLE segments (
+                    path TEXT PRIMARY KEY NOT NULL, app TEXT NOT NULL, stream TEXT NOT NULL,
+                    grp INTEGER NOT NULL, segment INTEGER NOT NULL, start_us INTEGER NOT NULL,
+                    end_us INTEGER NOT NULL, frames INTEGER NOT NULL, sample_rate INTEGER NOT NULL,
+                    channels INTEGER NOT NULL, bits INTEGER NOT NULL, end_reason TEXT, gaps TEXT NOT NULL,
+                    recovered INTEGER NOT NULL, size INTEGER NOT NULL,
+                    loudness_lufs REAL, loudness_range_lu REAL, true_peak_dbtp REAL);
+                INSERT INTO segments VALUES ('/a/x.flac', 'app', 'main', 1, 1, 0, 1000000, 48000, 48000, 2, 24,
+                    'rotation', '', 0, 100, NULL, NULL, NULL);
+                PRAGMA user_version = 2;
+                """)
+        }
         let index = try ArchiveIndex(path: path)
         #expect(try index.unreplicated(to: "box:a").map(\.path) == ["/a/x.flac"])
         #expect(try index.markReplicated(path: "/a/x.flac", to: "box:a"))

@@ -40,7 +40,9 @@ private final class SftpRemote: @unchecked Sendable {
     private let password = "pw-\(UUID().uuidString.prefix(8))"
     private(set) var process: Process?
 
-    init() throws {
+    /// `hashes: false` tells rclone's sftp client the server cannot hash (as a host without a
+    /// shell): recd then reads each copy back to check it.
+    init(hashes: Bool = true) throws {
         directory = try makeTemporaryDirectory("recd-sftp")
         try FileManager.default.createDirectory(atPath: directory + "/served", withIntermediateDirectories: false)
         port = try freeLoopbackPort()
@@ -53,6 +55,7 @@ private final class SftpRemote: @unchecked Sendable {
             port = \(port)
             user = recd
             pass = \(obscured.stdout.trimmingCharacters(in: .whitespacesAndNewlines))
+            \(hashes ? "" : "disable_hashcheck = true")
 
             """
         try config.write(toFile: rcloneConfig, atomically: true, encoding: .utf8)
@@ -157,6 +160,22 @@ struct ReplicationEndToEndTests {
         Self.expectSameSegments(archive: daemon.directory + "/archive", remote: remote + "/copies")
         let human = try daemon.recctl("status").stdout
         #expect(human.contains("replicate: \(remote)/copies, 0 segments waiting, last copy"), "\(human)")
+    }
+
+    @Test("sftp to a server that cannot hash: each copy is read back and compared; identical bytes arrive")
+    func sftpWithoutHashes() throws {
+        let sftp = try SftpRemote(hashes: false)
+        let deck = uniqueName("deck")
+        let daemon = try Daemon(
+            extraConfig: Self.replicateSection("box:recd", extra: "rclone_config = \(sftp.rcloneConfig)\n"),
+            ports: ArchiveEndToEndTests.deckPorts(deck), archiveSegmentSeconds: 1)
+        let (source, watcher) = try Self.startRecording(daemon, deck: deck)
+        watcher.waitFor(count: 2, timeout: 10) { $0["event"] == "recording" && $0["state"] == "finished" }
+        try #require(daemon.recctl("record", "stop", "logger").status == 0)
+        source.stop()
+        #expect(eventually(timeout: 20) { Self.backlog(daemon) == 0 }, "\(daemon.log)")
+        #expect(try Self.replication(daemon)?["lastError"]?.isNull == true)
+        Self.expectSameSegments(archive: daemon.directory + "/archive", remote: sftp.served + "/recd")
     }
 
     @Test(
