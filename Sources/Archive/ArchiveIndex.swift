@@ -26,6 +26,11 @@ public final class ArchiveIndex {
         "path, app, stream, grp, segment, start_us, end_us, frames, sample_rate, channels, bits, end_reason, gaps, recovered, size, "
         + "loudness_lufs, loudness_range_lu, true_peak_dbtp"
 
+    /// `column = excluded.column` for every column but the key.
+    private static let upsertAssignments = columns.split(separator: ",").dropFirst()
+        .map { column in String(column.filter { $0 != " " }) }.map { "\($0) = excluded.\($0)" }
+        .joined(separator: ", ")
+
     /// Opens (or creates) the index at `path`.
     public init(path: String) throws(ArchiveError) {
         self.path = path
@@ -115,11 +120,13 @@ public final class ArchiveIndex {
         }
     }
 
-    /// Adds a segment, replacing the row of the same path if there is one.
+    /// Adds a segment, replacing the row of the same path if there is one (keeping where it
+    /// was copied: `replicated`).
     public func add(_ record: SegmentRecord) throws(ArchiveError) {
         let statement = try database.statement(
-            "INSERT OR REPLACE INTO segments (\(ArchiveIndex.columns)) "
-                + "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18)")
+            "INSERT INTO segments (\(ArchiveIndex.columns)) "
+                + "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18) "
+                + "ON CONFLICT(path) DO UPDATE SET \(ArchiveIndex.upsertAssignments)")
         bind(record, to: statement)
         try statement.run()
     }

@@ -87,6 +87,7 @@ struct RetentionReplicationTests {
         let now = iso("2026-09-30T12:00:00.000000Z")
         let index = try ArchiveIndex(path: directory.path + "/index.sqlite")
         var paths: [String: String] = [:]
+        var records: [String: SegmentRecord] = [:]
         for (stream, daysAgo) in [("copied", 40.0), ("waiting", 41.0), ("elsewhere", 42.0)] {
             let configuration = RecorderConfiguration(
                 archiveDirectory: root, app: "app", stream: stream, channels: 1, sampleRate: 8000, bitsPerSample: 16,
@@ -96,13 +97,17 @@ struct RetentionReplicationTests {
             for record in finishedRecords(try record(configuration, source: source)) {
                 try index.add(record)
                 paths[stream] = record.path
+                records[stream] = record
             }
         }
         #expect(try index.unreplicated(to: "box:a").count == 3)
         #expect(try index.markReplicated(path: paths["copied"]!, to: "box:a"))
         #expect(try index.markReplicated(path: paths["elsewhere"]!, to: "box:old"))
         #expect(try !index.markReplicated(path: root + "/nothing.flac", to: "box:a"))
-        // A rebuild from the files keeps where each was copied.
+        // Adding a segment again (a reindex's late arrivals) keeps where it was copied.
+        try index.add(records["copied"]!)
+        #expect(try index.unreplicated(to: "box:a").map(\.stream) == ["elsewhere", "waiting"])
+        // A rebuild from the files keeps it too.
         _ = try index.reindex(from: root)
         #expect(try index.unreplicated(to: "box:a").map(\.stream) == ["elsewhere", "waiting"])
 
