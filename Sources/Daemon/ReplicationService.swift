@@ -115,7 +115,8 @@ struct RcloneCopier: Sendable {
                     + "or set [replicate] rclone to its path")
         }
         guard outcome.succeeded else {
-            let how = outcome.timedOut ? "ran past \(Int(settings.timeoutSeconds)) s" : "ended with \(outcome.termination)"
+            let how =
+                outcome.timedOut ? "ran past \(Int(settings.timeoutSeconds)) s" : "ended with \(outcome.termination)"
             throw ReplicationFailure(
                 message: "rclone \(arguments[0]) to \(remote) \(how) (its messages are in recd's log); "
                     + "check that the remote is reachable: rclone lsd \(remote)"

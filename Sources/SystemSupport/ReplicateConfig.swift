@@ -86,7 +86,8 @@ extension ConfigInterpreter {
         {
             if value < section.retryMinSeconds {
                 field.complain(
-                    "is below retry_min_seconds (\(section.retryMinSeconds)); the longest wait cannot be shorter than the first",
+                    "is below retry_min_seconds (\(section.retryMinSeconds)); "
+                        + "the longest wait cannot be shorter than the first",
                     in: &issues)
             } else {
                 section.retryMaxSeconds = value

@@ -8,7 +8,7 @@ import TestSupport
 import Testing
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// A free TCP port on 127.0.0.1: bound to port 0, read back, released.
@@ -76,7 +76,9 @@ private final class SftpRemote: @unchecked Sendable {
         let listening = eventually(timeout: 15) {
             ((try? String(contentsOfFile: logPath, encoding: .utf8)) ?? "").contains("listening on")
         }
-        try #require(listening, "rclone serve sftp did not start: \((try? String(contentsOfFile: logPath, encoding: .utf8)) ?? "")")
+        try #require(
+            listening,
+            "rclone serve sftp did not start: \((try? String(contentsOfFile: logPath, encoding: .utf8)) ?? "")")
     }
 
     /// SIGKILL: the remote is gone at once, connections cut.
@@ -101,7 +103,8 @@ private func files(under root: String, suffix: String) -> [String] {
 @Suite("replication with rclone end to end", .serialized)
 struct ReplicationEndToEndTests {
     static func replicateSection(_ remote: String, extra: String = "") -> String {
-        "[replicate]\nremote = \(remote)\nretry_min_seconds = 0.2\nretry_max_seconds = 1\ntimeout_seconds = 20\n\(extra)"
+        "[replicate]\nremote = \(remote)\nretry_min_seconds = 0.2\nretry_max_seconds = 1\n"
+            + "timeout_seconds = 20\n\(extra)"
     }
 
     /// A tone on a fresh deck, and the `logger` session recording it.
@@ -109,8 +112,12 @@ struct ReplicationEndToEndTests {
         let source = try SignalClient([
             "--name", deck, "play", "--ports", "out_1,out_2", "--signal", "sine:1000", "--level", "-12",
         ])
-        #expect(try eventually { try daemon.recctl("--json", "routes").json?["ports"]?.arrayValue?.first?["available"] == true })
-        try #require(daemon.recctl("session", "set", "logger", "--category", "record", "--mic-usage", "archive").status == 0)
+        #expect(
+            try eventually {
+                try daemon.recctl("--json", "routes").json?["ports"]?.arrayValue?.first?["available"] == true
+            })
+        try #require(
+            daemon.recctl("session", "set", "logger", "--category", "record", "--mic-usage", "archive").status == 0)
         try #require(daemon.recctl("permission", "grant", "logger").status == 0)
         let watcher = try daemon.watch("logger")
         let started = try daemon.recctl("record", "start", "logger")
@@ -137,7 +144,36 @@ struct ReplicationEndToEndTests {
             let copy = FileManager.default.contents(atPath: remote + "/" + name)
             #expect(copy != nil && copy == original, "\(name): the copy differs from the segment")
         }
-        #expect(files(under: remote, suffix: ".partial").isEmpty, "left on the remote: \(files(under: remote, suffix: ".partial"))")
+        #expect(
+            files(under: remote, suffix: ".partial").isEmpty,
+            "left on the remote: \(files(under: remote, suffix: ".partial"))")
+    }
+
+    @Test("--check-config names the remote, warns when rclone is missing, and refuses a bad remote at its line")
+    func checkConfig() throws {
+        let recd = productsDirectory.appendingPathComponent("recd").path
+        let directory = try makeTemporaryDirectory("recd-conf")
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let good = directory + "/good.conf"
+        try "[replicate]\nremote = box:recd\nrclone_config = /etc/recd/rclone.conf\n"
+            .write(toFile: good, atomically: true, encoding: .utf8)
+        let ok = try runProgram(recd, ["--check-config", good])
+        #expect(ok.status == 0, "\(ok.stderr)")
+        #expect(
+            ok.stdout.contains(
+                "replicate: finished segments to box:recd with /usr/bin/rclone (config /etc/recd/rclone.conf)"),
+            "\(ok.stdout)")
+        #expect(!ok.stdout.contains("warning"), "rclone is installed: \(ok.stdout)")
+        let missing = directory + "/missing.conf"
+        try "[replicate]\nremote = /srv/copies\nrclone = \(directory)/no-rclone\n"
+            .write(toFile: missing, atomically: true, encoding: .utf8)
+        let warned = try runProgram(recd, ["--check-config", missing])
+        #expect(warned.status == 0 && warned.stdout.contains("warning: \(directory)/no-rclone is not an executable"))
+        let bad = directory + "/bad.conf"
+        try "[daemon]\n\n[replicate]\nremote = backup\n".write(toFile: bad, atomically: true, encoding: .utf8)
+        let refused = try runProgram(recd, ["--check-config", bad])
+        #expect(refused.status == 1 && refused.stderr.contains("\(bad):4:"), "\(refused.stderr)")
+        #expect(refused.stderr.contains("is not an rclone remote; write NAME:PATH"), "\(refused.stderr)")
     }
 
     @Test("a local-path remote gets every finished segment, byte for byte; the backlog drains to 0; status says so")

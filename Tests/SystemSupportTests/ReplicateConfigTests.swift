@@ -28,8 +28,10 @@ struct ReplicateConfigTests {
         #expect(
             config.replicate
                 == ReplicateSection(
-                    remote: "offsite:recd/studio-a", rcloneConfig: "/etc/recd/rclone.conf", rclone: "/opt/rclone/rclone",
-                    retryMinSeconds: 2, retryMaxSeconds: 60, timeoutSeconds: 120, bandwidthLimit: "08:00,512k 19:00,off"))
+                    remote: "offsite:recd/studio-a", rcloneConfig: "/etc/recd/rclone.conf",
+                    rclone: "/opt/rclone/rclone",
+                    retryMinSeconds: 2, retryMaxSeconds: 60, timeoutSeconds: 120, bandwidthLimit: "08:00,512k 19:00,off"
+                ))
         #expect(try parse("[replicate]\nremote = /mnt/backup/recd\n").replicate.remote == "/mnt/backup/recd")
         #expect(try parse("[replicate]\nremote = s3:\n").replicate.remote == "s3:")
     }
