@@ -189,6 +189,21 @@ private func checkReply<T: ReplyObject>(_ value: T, optionalKeys: Set<String> = 
         #expect(clip.json["sampleRate"]?.intValue == 48_000)
     }
 
+    @Test func replicationStatusRoundTrips() throws {
+        let replication = StatusInfo.Replication(
+            remote: "box:recd", backlog: 3, lastSuccess: 1_764_590_000.25, lastError: "rclone copyto failed")
+        try checkReply(replication)
+        try checkReply(StatusInfo.Replication(remote: "/srv/copies", backlog: 0, lastSuccess: nil, lastError: nil))
+        var status = sampleStatus
+        status.replication = replication
+        try checkReply(status, optionalKeys: ["replication"])
+        // Absent without a remote (and from an older recd).
+        #expect(sampleStatus.json["replication"] == nil)
+        let version1 = WireKeys.line(status.json.jsonText, forVersion: 1)
+        #expect(version1.contains(#""last_success":"#) && version1.contains(#""last_error":"rclone copyto failed""#))
+        #expect(!version1.contains("lastSuccess") && !version1.contains("lastError"))
+    }
+
     @Test func statusRoundTrips() throws {
         try checkReply(sampleStatus)
         try checkReply(sampleDisconnectedStatus)
