@@ -171,7 +171,8 @@ public struct StatusInfo: ReplyObject {
         public var remote: String
         /// Finished segments not yet copied and checked (the one being copied included).
         public var backlog: Int
-        /// When the last copy was checked, in seconds since 1970 (UTC); nil: none since start.
+        /// When the last copy was checked, in seconds since 1970 (UTC), kept across restarts;
+        /// nil: never.
         public var lastSuccess: Double?
         /// Why the last attempt failed; nil once a copy succeeds again.
         public var lastError: String?

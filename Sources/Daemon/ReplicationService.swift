@@ -30,8 +30,9 @@ import SystemSupport
 
 /// How one copy attempt ended. A plain value: any thread.
 enum ReplicationOutcome: Sendable, Equatable {
-    /// Copied and checked: the remote holds the same bytes under the final name.
-    case copied
+    /// Copied and checked at this time (seconds since 1970): the remote holds the same bytes
+    /// under the final name.
+    case copied(at: Double)
     /// The local file is no longer there: nothing to copy.
     case gone
     /// It failed; the message says what went wrong and what to do.
@@ -52,6 +53,15 @@ struct RcloneCopier: Sendable {
         scratchDirectory = stateDirectory + "/replication"
         let home = ProcessInfo.processInfo.environment["HOME"] ?? stateDirectory
         environment = ["HOME": home, "PATH": "/usr/bin:/bin", "LC_ALL": "C"]
+    }
+
+    /// When the last copy was checked, kept across restarts.
+    var lastSuccessFile: String { scratchDirectory + "/last-success" }
+
+    /// The time `lastSuccessFile` holds, if any. Any thread (small file).
+    func savedLastSuccess() -> Double? {
+        guard let bytes = try? AtomicFile.read(lastSuccessFile) else { return nil }
+        return Double(String(decoding: bytes, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines))
     }
 
     /// `remote` joined with a path relative to the archive.
@@ -83,7 +93,10 @@ struct RcloneCopier: Sendable {
                         + "recd copies it again; if this repeats, check the remote's storage")
             }
             try run(["moveto", partial, final], isCancelled)
-            return .copied
+            let now = Double(UTCTime.now().nanosecondsSinceEpoch) / 1e9
+            // For `status` after a restart (the metric of the last success outlives recd's run).
+            try? AtomicFile.write("\(now)\n", to: lastSuccessFile)
+            return .copied(at: now)
         } catch let error as ReplicationFailure {
             return .failed(error.message)
         } catch {
@@ -173,6 +186,7 @@ final class ReplicationService: @unchecked Sendable {
 
     /// Start-up, after the archive's recovery: queues every indexed segment not yet copied.
     func start() {
+        lastSuccess = copier.savedLastSuccess()
         do {
             let opened = try ArchiveIndex(path: archiveDirectory + "/index.sqlite")
             index = opened
@@ -228,11 +242,11 @@ final class ReplicationService: @unchecked Sendable {
         copying = false
         switch outcome {
         case .copied, .gone:
-            if outcome == .copied {
+            if case .copied(let time) = outcome {
                 do { try index?.markReplicated(path: path, to: remote) } catch {
                     Log.warning("replication: cannot mark \(path) as copied in the index: \(error)")
                 }
-                lastSuccess = Double(UTCTime.now().nanosecondsSinceEpoch) / 1e9
+                lastSuccess = time
                 lastError = nil
             } else {
                 Log.warning("replication: \(path) is gone from the archive; nothing to copy")

@@ -250,9 +250,11 @@ struct ReplicationEndToEndTests {
         #expect(away["lastError"]?.stringValue?.contains("rclone") == true, "\(away.jsonText)")
         #expect(files(under: remoteRoot, suffix: ".flac") == copiedBefore, "nothing new appears as finished while away")
 
-        // The queue survives a restart of recd (it is the index).
+        // The queue survives a restart of recd (it is the index), and so does the last success.
         try daemon.restart()
-        #expect(Self.backlog(daemon) == finished.count - copiedBefore.count)
+        let restarted = try #require(try Self.replication(daemon))
+        #expect(restarted["backlog"]?.intValue == finished.count - copiedBefore.count, "\(restarted.jsonText)")
+        #expect(restarted["lastSuccess"] == away["lastSuccess"] && restarted["lastSuccess"]?.doubleValue != nil)
 
         try sftp.start()
         #expect(eventually(timeout: 30) { Self.backlog(daemon) == 0 }, "\(daemon.log)")
