@@ -214,6 +214,41 @@ struct ReplicationEndToEndTests {
         Self.expectSameSegments(archive: daemon.directory + "/archive", remote: sftp.served + "/recd")
     }
 
+    @Test("retention (free-space floor 100%) spares every segment not yet copied, and deletes them once copied")
+    func retentionWaitsForCopies() throws {
+        let remote = try makeTemporaryDirectory("recd-remote")
+        defer { try? FileManager.default.removeItem(atPath: remote) }
+        // A regular file where the remote's directory should be: every copy fails until it goes.
+        let blocker = remote + "/copies"
+        try "not a directory".write(toFile: blocker, atomically: true, encoding: .utf8)
+        let deck = uniqueName("deck")
+        let daemon = try Daemon(
+            extraConfig: Self.replicateSection(blocker + "/box"), ports: ArchiveEndToEndTests.deckPorts(deck),
+            archiveSegmentSeconds: 1)
+        let (source, watcher) = try Self.startRecording(daemon, deck: deck)
+        watcher.waitFor(count: 2, timeout: 10) { $0["event"] == "recording" && $0["state"] == "finished" }
+        try #require(daemon.recctl("record", "stop", "logger").status == 0)
+        source.stop()
+        let archive = daemon.directory + "/archive"
+        let recorded = files(under: archive, suffix: ".flac")
+        try #require(recorded.count >= 2)
+        #expect(Self.backlog(daemon) == recorded.count)
+        // Retention runs at the first tick after a start: now with a floor no disk can meet.
+        let config = try String(contentsOfFile: daemon.configPath, encoding: .utf8)
+        try config.replacingOccurrences(of: "[archive]\n", with: "[archive]\nmin_free_percent = 100\n")
+            .write(toFile: daemon.configPath, atomically: true, encoding: .utf8)
+        try daemon.restart()
+        usleep(1_500_000)
+        #expect(files(under: archive, suffix: ".flac") == recorded, "retention deleted uncopied segments")
+        #expect(!daemon.log.contains("retention deleted"))
+        // The remote comes right: the copies land, and the next retention run deletes them.
+        try FileManager.default.removeItem(atPath: blocker)
+        #expect(eventually(timeout: 20) { Self.backlog(daemon) == 0 }, "\(daemon.log)")
+        try daemon.restart()
+        #expect(eventually(timeout: 10) { files(under: archive, suffix: ".flac").isEmpty }, "\(daemon.log)")
+        #expect(files(under: blocker + "/box", suffix: ".flac") == recorded)
+    }
+
     @Test(
         "sftp: the server killed mid-copy, recd restarted while it is away, then the server back: the backlog grows, survives, drains; nothing lost"
     )
