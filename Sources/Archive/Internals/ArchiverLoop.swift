@@ -34,6 +34,8 @@ final class ArchiverLoop {
     private var closing = false
     /// Silence detection on the frames written, at the output rate (nil: off).
     private var silence: SilenceDetector?
+    /// The open segment's clock stamps (CLOCK_DRIFT_PPM).
+    private var drift = ClockDriftFit()
 
     init(
         configuration: RecorderConfiguration, source: any SampleSource, transform: (any SampleTransform)?,
@@ -67,6 +69,7 @@ final class ArchiverLoop {
                 let stopReason = control.stopReason
                 let frames = readBuffer.withUnsafeMutableBufferPointer { source.read(into: $0) }
                 collectGaps()
+                if let stamp = source.clockStamp() { drift.add(stamp) }
                 if frames > 0 {
                     try consume(frames: frames)
                     // The first file's (the first 8 channels of a wider recorder).
@@ -251,6 +254,7 @@ final class ArchiverLoop {
             }
         }
         writers = opened
+        drift = ClockDriftFit()
         control.opened(opened.flatMap { [$0.path, $0.partialPath] })
         for (index, writer) in opened.enumerated() {
             control.post(
@@ -346,11 +350,16 @@ extension ArchiverLoop {
         }
     }
 
-    /// The comments the open segment ends with: SILENCE_SECONDS when detection is on.
+    /// The comments the open segment ends with: SILENCE_SECONDS when detection is on,
+    /// CLOCK_DRIFT_PPM when the source's clock was measured long enough.
     fileprivate func segmentEndComments() -> [VorbisComment] {
-        guard silence != nil else { return [] }
+        var comments: [VorbisComment] = []
+        if let ppm = drift.partsPerMillion(nominalRate: configuration.sampleRate) {
+            comments.append(VorbisComment(CommentName.clockDriftPPM, ClockDriftFit.commentValue(ppm)))
+        }
+        guard silence != nil else { return comments }
         let frames = silence!.endSegment { postSilence($0) }
-        return [
+        return comments + [
             VorbisComment(
                 CommentName.silenceSeconds, SilenceDetector.secondsText(frames: frames, sampleRate: outputRate))
         ]
