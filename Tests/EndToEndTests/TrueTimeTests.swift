@@ -15,7 +15,7 @@ struct TrueTimeEndToEndTests {
     static let rate = 48_000
 
     @Test(
-        "jackd stopped (SIGSTOP) for 3 s mid-recording: the stall is one clockStall gap of about 3 s (GAPS, the gap event), START + offset of the first sample after it is the wall-clock time jackd went on within 50 ms, the counter runs on unbroken, and the segment has CLOCK_DRIFT_PPM",
+        "jackd stopped (SIGSTOP) for 3 s mid-recording: the stall is one clockStall gap of about 3 s (GAPS, the gap event), START + offset of the first sample after it is the wall-clock time jackd went on within 50 ms, the counter runs on (but for xruns), and the segment has CLOCK_DRIFT_PPM",
         .enabled(if: !TestServer.isPipeWire, Comment(rawValue: TestServer.startsItsOwnJackd)))
     func stalledServer() throws {
         let jack = try PrivateJack(period: 256, name: "recd-test-stall")
@@ -25,10 +25,22 @@ struct TrueTimeEndToEndTests {
             ["--server", jack.name, "--name", deck, "play", "--ports", "out_1,out_2", "--signal", "counter"])
         defer { source.stop() }
         let daemon = try Daemon(
-            extraConfig: ReliabilityTests.logger, ports: ReliabilityTests.deckPorts(deck), jackServer: jack.name)
-        #expect(try eventually(timeout: 10) { try ReliabilityTests.recorders(daemon).count == 1 }, "\(daemon.log)")
+            extraConfig: """
+
+                [session logger]
+                category = record
+                mic_usage = archive
+                permission = granted
+
+                """, ports: ReliabilityTests.deckPorts(deck), jackServer: jack.name)
+        #expect(try eventually { try daemon.recctl("--json", "routes").json?["ports"]?.arrayValue?.first?["available"] == true })
+        // Started once recd's start-up has settled: the xruns it causes on a loaded machine
+        // would shift the dummy server's clock before the stall.
+        usleep(500_000)
+        let xrunsBefore = try daemon.xruns()
+        try #require(daemon.recctl("record", "start", "logger").status == 0)
         let watcher = try daemon.watch()
-        usleep(2_500_000)
+        usleep(2_000_000)
 
         let server = try #require(jack.process?.processIdentifier)
         kill(server, SIGSTOP)
@@ -49,7 +61,7 @@ struct TrueTimeEndToEndTests {
         let file = try #require(archiveFiles(daemon.directory + "/archive").first)
         #expect(try flacTest(file))
         let gaps = try #require(try metaflacTag(file, "GAPS").flatMap { Self.parseGaps($0) }, "GAPS of \(file)")
-        let xruns = try daemon.recctl("--json", "status").json?["jack"]?["xruns"]?.intValue ?? -1
+        let xruns = try daemon.xruns() - xrunsBefore
         // The stall is the long gap. A dummy server late by more than a period at other times
         // (an xrun on a loaded machine) lost that time too: a short gap each.
         let gap = try #require(gaps.max { $0.length < $1.length })
@@ -67,9 +79,10 @@ struct TrueTimeEndToEndTests {
         #expect(abs(error) < 0.05, "START + offset of the first sample after the stall is \(error * 1000) ms from jackd's SIGCONT")
         print("stall: gaps \(gaps), xruns \(xruns), error \(error * 1000) ms")
 
-        // recd-signal stood still with its server: nothing of the signal is missing, only time.
-        let samples = try decodeFLAC(file, bits: 24)
-        #expect(PreRollEndToEndTests.counterBreaks(samples) == 0)
+        // recd-signal stood still with its server: nothing of the signal is missing, only time
+        // (an xrun disturbs a period or two of the deck's counter, as ReliabilityTests says).
+        let check = CounterCheck(try decodeFLAC(file, bits: 24), channels: 2, period: 256)
+        #expect(check.disturbedBlocks.count <= 2 * xruns, "counter breaks at \(check.disturbedBlocks) with \(xruns) xruns")
         let drift = try #require(try metaflacTag(file, "CLOCK_DRIFT_PPM").flatMap(Double.init), "CLOCK_DRIFT_PPM")
         #expect(abs(drift) < 20_000, "CLOCK_DRIFT_PPM \(drift)")
         print("stall: drift \(drift) ppm")
