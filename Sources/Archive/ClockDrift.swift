@@ -60,3 +60,17 @@ public struct ClockDriftFit: Sendable {
     /// The comment's text: one decimal (`-12.3`).
     public static func commentValue(_ ppm: Double) -> String { String((ppm * 10).rounded() / 10) }
 }
+
+/// A step of the wall clock against the monotonic one (settimeofday, an NTP step): the
+/// recorder's time line moves by it, in a new segment. Pure: any thread.
+public enum ClockStep {
+    /// Steps smaller than this are not acted on (the two clocks are read one after the other).
+    public static let thresholdNanoseconds: Int64 = 20_000_000
+
+    /// How far the wall clock stepped since `offset` was read, when `now` says it did.
+    public static func step(from offset: Int64, to now: Int64) -> Int64? {
+        let (delta, overflow) = now.subtractingReportingOverflow(offset)
+        guard !overflow, delta > thresholdNanoseconds || delta < -thresholdNanoseconds else { return nil }
+        return delta
+    }
+}

@@ -67,10 +67,17 @@ public protocol SampleSource: AnyObject {
     /// The latest clock stamp, for the segment's CLOCK_DRIFT_PPM; nil when the source has no
     /// clock (the default).
     func clockStamp() -> ClockStamp?
+
+    /// The wall clock less the monotonic clock now, nanoseconds
+    /// (`SystemClock.wallClockOffsetNanoseconds` for a live source): when it moves by more than
+    /// `ClockStep.thresholdNanoseconds` the wall clock was stepped, and the recorder ends the
+    /// segment and goes on in a new one at the true time. nil (the default): not watched.
+    func wallClockOffset() -> Int64?
 }
 
 extension SampleSource {
     public func clockStamp() -> ClockStamp? { nil }
+    public func wallClockOffset() -> Int64? { nil }
 }
 
 /// A processing step between the source and the encoder, e.g. HFP band-limiting and

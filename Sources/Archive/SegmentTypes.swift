@@ -106,6 +106,9 @@ public struct EndReason: RawRepresentable, Hashable, Sendable, CustomStringConve
     public static let diskFull = EndReason(rawValue: "diskFull")
     /// A write or encoder error other than a full disk.
     public static let error = EndReason(rawValue: "error")
+    /// The wall clock was stepped (settimeofday, an NTP step): the next segment starts at the
+    /// true time.
+    public static let clockStep = EndReason(rawValue: "clockStep")
     /// recd stopped without finishing the segment; recovered on the next start.
     public static let crash = EndReason(rawValue: "crash")
 

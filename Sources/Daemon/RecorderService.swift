@@ -161,6 +161,9 @@ final class TapSource: SampleSource, @unchecked Sendable {
             }
     }
 
+    /// The system's wall clock less its monotonic one: the recorder follows a step of it.
+    func wallClockOffset() -> Int64? { SystemClock.wallClockOffsetNanoseconds() }
+
     /// The tap's clock stamp (its timeline counts from the tap's making: the drift fit only
     /// needs differences).
     func clockStamp() -> ClockStamp? {

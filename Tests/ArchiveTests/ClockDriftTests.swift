@@ -102,6 +102,63 @@ struct ClockDriftTests {
     }
 }
 
+@Suite("a stepped wall clock")
+struct ClockStepTests {
+    @Test("steps over 20 ms either way are steps; smaller ones, and offsets past Int64, are not")
+    func threshold() {
+        #expect(ClockStep.step(from: 1_000, to: 1_000 + 20_000_001) == 20_000_001)
+        #expect(ClockStep.step(from: 1_000, to: 1_000 - 3_000_000_000) == -3_000_000_000)
+        #expect(ClockStep.step(from: 1_000, to: 1_000 + 20_000_000) == nil)
+        #expect(ClockStep.step(from: 5, to: -19_999_995) == nil)
+        #expect(ClockStep.step(from: Int64.min, to: Int64.max) == nil)
+    }
+
+    @Test("the wall clock stepped 5 s ahead, or 3 s back, 2 s into a recording: the segment ends (clockStep) and the next starts at the true time of its first frame; no frame lost")
+    func recorderFollowsStep() throws {
+        for step: Int64 in [5_000_000_000, -3_000_000_000] {
+            let directory = TemporaryDirectory("step")
+            let rate = 8000
+            let start = UTCTime(nanosecondsSinceEpoch: 1_764_585_001_000_000_000)  // 10:30:01, far from an hour
+            let source = SteppingSource(
+                MemorySource(channels: 1, startTime: start, totalFrames: 6 * rate, chunk: 400), stepAt: 2 * rate,
+                step: step)
+            let configuration = RecorderConfiguration(
+                archiveDirectory: directory.path, app: "app", stream: "step", channels: 1, sampleRate: rate,
+                bitsPerSample: 16, segmentSeconds: 3600)
+            let records = finishedRecords(try record(configuration, source: source))
+            try #require(records.count == 2, "\(records.map(\.path))")
+            #expect(records[0].endReason == .clockStep && records[1].endReason == .stop)
+            #expect(records[0].startTime == start)
+            // The step is seen after the read that crossed it: that read's frames open the new segment.
+            let first = records[0].frames
+            #expect(first == 2 * rate - 400, "\(first)")
+            let expected = start.advanced(byFrames: first, sampleRate: rate).nanosecondsSinceEpoch + step
+            #expect(records[1].startTime.nanosecondsSinceEpoch / 1000 == expected / 1000, "\(records[1].startTime)")
+            #expect(records[0].frames + records[1].frames == 6 * rate)
+            #expect(records.map(\.segment) == [1, 2])
+        }
+    }
+}
+
+/// A memory source whose wall clock steps by `step` once `stepAt` frames were delivered.
+final class SteppingSource: SampleSource {
+    let inner: MemorySource
+    let stepAt: Int
+    let step: Int64
+    var channels: Int { inner.channels }
+    var startTime: UTCTime? { inner.startTime }
+
+    init(_ inner: MemorySource, stepAt: Int, step: Int64) {
+        self.inner = inner
+        self.stepAt = stepAt
+        self.step = step
+    }
+
+    func read(into buffer: UnsafeMutableBufferPointer<Float>) -> Int { inner.read(into: buffer) }
+    func drainGaps() -> [SourceGap] { inner.drainGaps() }
+    func wallClockOffset() -> Int64? { inner.delivered >= stepAt ? 42 + step : 42 }
+}
+
 /// A memory source with a clock `ppm` fast: each stamp places the frames delivered so far.
 final class StampedSource: SampleSource {
     let inner: MemorySource

@@ -36,6 +36,8 @@ final class ArchiverLoop {
     private var silence: SilenceDetector?
     /// The open segment's clock stamps (CLOCK_DRIFT_PPM).
     private var drift = ClockDriftFit()
+    /// The source's wall-clock offset the time line was placed with (nil: not read yet).
+    private var wallOffset: Int64?
 
     init(
         configuration: RecorderConfiguration, source: any SampleSource, transform: (any SampleTransform)?,
@@ -70,6 +72,7 @@ final class ArchiverLoop {
                 let frames = readBuffer.withUnsafeMutableBufferPointer { source.read(into: $0) }
                 collectGaps()
                 if let stamp = source.clockStamp() { drift.add(stamp) }
+                try followClockStep()
                 if frames > 0 {
                     try consume(frames: frames)
                     // The first file's (the first 8 channels of a wider recorder).
@@ -222,6 +225,26 @@ final class ArchiverLoop {
             segmentNumber += 1
             try openSegment()
         }
+    }
+
+    /// A stepped wall clock: the open segment ends (`clockStep`) and the time line moves by
+    /// the step, so the next segment starts at the true time of its first frame.
+    private func followClockStep() throws(ArchiveError) {
+        guard let offset = source.wallClockOffset() else { return }
+        guard let base = wallOffset, let old = schedule else {
+            // The time line is placed when the first segment opens: measure from then on.
+            wallOffset = offset
+            return
+        }
+        guard let delta = ClockStep.step(from: base, to: offset) else { return }
+        wallOffset = offset
+        if !writers.isEmpty {
+            try finishSegment(reason: .clockStep)
+            segmentNumber += 1
+        }
+        schedule = RotationSchedule(
+            start: UTCTime(nanosecondsSinceEpoch: old.start.nanosecondsSinceEpoch &+ delta), sampleRate: old.sampleRate,
+            segmentSeconds: old.segmentSeconds)
     }
 
     private func openSegment() throws(ArchiveError) {
