@@ -24,7 +24,7 @@ public final class ArchiveIndex {
 
     private static let columns =
         "path, app, stream, grp, segment, start_us, end_us, frames, sample_rate, channels, bits, end_reason, gaps, recovered, size, "
-        + "loudness_lufs, loudness_range_lu, true_peak_dbtp"
+        + "loudness_lufs, loudness_range_lu, true_peak_dbtp, clock_drift_ppm"
 
     /// Opens (or creates) the index at `path`.
     public init(path: String) throws(ArchiveError) {
@@ -53,7 +53,8 @@ public final class ArchiveIndex {
                 size INTEGER NOT NULL,
                 loudness_lufs REAL,
                 loudness_range_lu REAL,
-                true_peak_dbtp REAL
+                true_peak_dbtp REAL,
+                clock_drift_ppm REAL
             );
             CREATE INDEX IF NOT EXISTS segments_by_app_start ON segments(app, start_us);
             CREATE INDEX IF NOT EXISTS segments_by_app_end ON segments(app, end_us);
@@ -64,16 +65,16 @@ public final class ArchiveIndex {
         let current = try version.step() ? version.int(0) : 0
         version.reset()
         if current == 0 {
-            try database.execute("PRAGMA user_version = 2")
-        } else if current == 1 {
-            try migrateToVersion2()
+            try database.execute("PRAGMA user_version = 3")
+        } else if current < 3 {
+            try migrate()
         }
     }
 
-    /// Version 1 had no loudness: add the columns (NULL until `reindex` reads the files'
-    /// comments), in one transaction with the version, so two processes opening an old index
-    /// at once cannot both add them.
-    private func migrateToVersion2() throws(ArchiveError) {
+    /// Version 1 had no loudness, version 2 no clock drift: add the columns (NULL until
+    /// `reindex` reads the files' comments), in one transaction with the version, so two
+    /// processes opening an old index at once cannot both add them.
+    private func migrate() throws(ArchiveError) {
         try database.execute("BEGIN IMMEDIATE")
         do throws(ArchiveError) {
             let version = try database.statement("PRAGMA user_version")
@@ -88,6 +89,13 @@ public final class ArchiveIndex {
                     PRAGMA user_version = 2;
                     """)
             }
+            if current == 1 || current == 2 {
+                try database.execute(
+                    """
+                    ALTER TABLE segments ADD COLUMN clock_drift_ppm REAL;
+                    PRAGMA user_version = 3;
+                    """)
+            }
             try database.execute("COMMIT")
         } catch {
             try? database.execute("ROLLBACK")
@@ -99,7 +107,7 @@ public final class ArchiveIndex {
     public func add(_ record: SegmentRecord) throws(ArchiveError) {
         let statement = try database.statement(
             "INSERT OR REPLACE INTO segments (\(ArchiveIndex.columns)) "
-                + "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18)")
+                + "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19)")
         bind(record, to: statement)
         try statement.run()
     }
@@ -109,7 +117,8 @@ public final class ArchiveIndex {
         let statement = try database.statement(
             "UPDATE segments SET app = ?2, stream = ?3, grp = ?4, segment = ?5, start_us = ?6, end_us = ?7, "
                 + "frames = ?8, sample_rate = ?9, channels = ?10, bits = ?11, end_reason = ?12, gaps = ?13, "
-                + "recovered = ?14, size = ?15, loudness_lufs = ?16, loudness_range_lu = ?17, true_peak_dbtp = ?18 "
+                + "recovered = ?14, size = ?15, loudness_lufs = ?16, loudness_range_lu = ?17, true_peak_dbtp = ?18, "
+                + "clock_drift_ppm = ?19 "
                 + "WHERE path = ?1")
         bind(record, to: statement)
         try statement.run()
@@ -204,6 +213,7 @@ public final class ArchiveIndex {
         statement.bind(16, record.loudness.integratedLUFS)
         statement.bind(17, record.loudness.rangeLU)
         statement.bind(18, record.loudness.truePeakDBTP)
+        statement.bind(19, record.clockDriftPPM)
     }
 
     private static func record(from statement: SQLiteStatement) -> SegmentRecord {
@@ -217,6 +227,7 @@ public final class ArchiveIndex {
             bytes: statement.int64(14),
             loudness: LoudnessSummary(
                 integratedLUFS: statement.double(15), rangeLU: statement.double(16),
-                truePeakDBTP: statement.double(17)))
+                truePeakDBTP: statement.double(17)),
+            clockDriftPPM: statement.double(18))
     }
 }

@@ -771,7 +771,8 @@ final class RecorderService: @unchecked Sendable {
             frames: record.frames, sampleRate: record.sampleRate, channels: record.channels,
             bits: record.bitsPerSample, endReason: record.endReason?.rawValue, gaps: record.gaps.count,
             recovered: record.recovered, bytes: Int(record.bytes), loudnessLufs: record.loudness.integratedLUFS,
-            loudnessRangeLu: record.loudness.rangeLU, truePeakDbtp: record.loudness.truePeakDBTP)
+            loudnessRangeLu: record.loudness.rangeLU, truePeakDbtp: record.loudness.truePeakDBTP,
+            clockDriftPpm: record.clockDriftPPM)
     }
 
     /// Disk space of the archive, for `recctl status`.

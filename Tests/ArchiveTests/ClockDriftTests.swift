@@ -1,6 +1,6 @@
 // Issue 15 item 6: slow drift of a stream's sample clock against the system's monotonic clock,
 // fitted from synthetic (frames, microseconds) stamps, and written as CLOCK_DRIFT_PPM.
-import Archive
+@testable import Archive
 import Platform
 import TestSupport
 import Testing
@@ -99,6 +99,44 @@ struct ClockDriftTests {
         #expect(drifts[1].map { abs($0 - 250) < 1 } == true, "\(drifts)")
         #expect(drifts[2].map { abs($0 - 250) < 1 } == true, "\(drifts)")
         #expect(drifts[3] == nil, "a 1 s segment has too little to measure: \(drifts)")
+        // The record, the index and the file agree.
+        #expect(records.map(\.clockDriftPPM) == drifts)
+        let index = try ArchiveIndex(path: directory.path + "/index.sqlite")
+        for record in records { try index.add(record) }
+        #expect(try index.list() == records)
+        #expect(try records.map { try SegmentRecord.read(path: $0.path) } == records)
+    }
+
+    @Test("an index of version 2 gains the clock_drift_ppm column (null), once")
+    func migratesVersion2() throws {
+        let directory = TemporaryDirectory("drift-migrate")
+        let path = directory.path + "/index.sqlite"
+        do {
+            let old = try SQLiteDatabase(path: path)
+            try old.execute(
+                """
+                CREATE TABLE segments (
+                    path TEXT PRIMARY KEY NOT NULL, app TEXT NOT NULL, stream TEXT NOT NULL,
+                    grp INTEGER NOT NULL, segment INTEGER NOT NULL, start_us INTEGER NOT NULL,
+                    end_us INTEGER NOT NULL, frames INTEGER NOT NULL, sample_rate INTEGER NOT NULL,
+                    channels INTEGER NOT NULL, bits INTEGER NOT NULL, end_reason TEXT, gaps TEXT NOT NULL,
+                    recovered INTEGER NOT NULL, size INTEGER NOT NULL, loudness_lufs REAL,
+                    loudness_range_lu REAL, true_peak_dbtp REAL);
+                INSERT INTO segments VALUES ('/a/x.flac', 'news', 'air', 0, 1, 0, 1, 1, 48000, 2, 24,
+                    'rotation', '', 0, 1, -23.0, 4.0, -1.0);
+                PRAGMA user_version = 2;
+                """)
+        }
+        let index = try ArchiveIndex(path: path)
+        let rows = try index.list()
+        #expect(rows.count == 1 && rows.first?.clockDriftPPM == nil && rows.first?.loudness.integratedLUFS == -23)
+        _ = try ArchiveIndex(path: path)
+        let version = try SQLiteDatabase(path: path).statement("PRAGMA user_version")
+        #expect(try version.step() && version.int(0) == 3)
+        var row = try #require(rows.first)
+        row.clockDriftPPM = 12.5
+        try index.update(row)
+        #expect(try index.list().first?.clockDriftPPM == 12.5)
     }
 }
 

@@ -96,7 +96,7 @@ struct LoudnessArchiveTests {
         let migrated = try index.list()
         #expect(migrated.count == 1 && migrated.first?.loudness.integratedLUFS == nil)
         let version = try SQLiteDatabase(path: path).statement("PRAGMA user_version")
-        #expect(try version.step() && version.int(0) == 2)
+        #expect(try version.step() && version.int(0) == 3)
         version.reset()
         // Opening it again changes nothing.
         _ = try ArchiveIndex(path: path)

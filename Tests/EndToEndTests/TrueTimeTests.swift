@@ -85,6 +85,9 @@ struct TrueTimeEndToEndTests {
         #expect(check.disturbedBlocks.count <= 2 * xruns, "counter breaks at \(check.disturbedBlocks) with \(xruns) xruns")
         let drift = try #require(try metaflacTag(file, "CLOCK_DRIFT_PPM").flatMap(Double.init), "CLOCK_DRIFT_PPM")
         #expect(abs(drift) < 20_000, "CLOCK_DRIFT_PPM \(drift)")
+        let listed = try daemon.recctl("--json", "archive", "list", "--app", "logger").json?.arrayValue?.first
+        #expect(listed?["clockDriftPpm"]?.doubleValue == drift, "\(listed?.jsonText ?? "no segment listed")")
+        #expect(listed?["gaps"]?.intValue == gaps.count)
         print("stall: drift \(drift) ppm")
     }
 

@@ -35,7 +35,9 @@ final class ArchiverLoop {
     /// Silence detection on the frames written, at the output rate (nil: off).
     private var silence: SilenceDetector?
     /// The open segment's clock stamps (CLOCK_DRIFT_PPM).
-    private var drift = ClockDriftFit()
+    fileprivate var drift = ClockDriftFit()
+    /// CLOCK_DRIFT_PPM of the segment just ended, as written (nil: not measured).
+    fileprivate var endedDriftPPM: Double?
     /// The source's wall-clock offset the time line was placed with (nil: not read yet).
     private var wallOffset: Int64?
 
@@ -358,7 +360,7 @@ final class ArchiverLoop {
             frames: finished.frames, sampleRate: outputRate,
             channels: group == 0 ? configuration.channels : groups[group - 1].count,
             bitsPerSample: configuration.bitsPerSample, endReason: finished.endReason, gaps: finished.gaps,
-            recovered: false, bytes: finished.bytes, loudness: finished.loudness)
+            recovered: false, bytes: finished.bytes, loudness: finished.loudness, clockDriftPPM: endedDriftPPM)
     }
 }
 
@@ -377,8 +379,11 @@ extension ArchiverLoop {
     /// CLOCK_DRIFT_PPM when the source's clock was measured long enough.
     fileprivate func segmentEndComments() -> [VorbisComment] {
         var comments: [VorbisComment] = []
+        endedDriftPPM = nil
         if let ppm = drift.partsPerMillion(nominalRate: configuration.sampleRate) {
-            comments.append(VorbisComment(CommentName.clockDriftPPM, ClockDriftFit.commentValue(ppm)))
+            let text = ClockDriftFit.commentValue(ppm)
+            endedDriftPPM = Double(text)
+            comments.append(VorbisComment(CommentName.clockDriftPPM, text))
         }
         guard silence != nil else { return comments }
         let frames = silence!.endSegment { postSilence($0) }
