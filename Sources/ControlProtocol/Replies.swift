@@ -214,8 +214,8 @@ public struct SegmentInfo: ReplyObject {
             channels: try f.int("channels"), bits: try f.int("bits"), endReason: try f.optionalString("endReason"),
             gaps: try f.int("gaps"), recovered: try f.bool("recovered"), bytes: try f.int("bytes"),
             loudnessLufs: try f.optionalDouble("loudnessLufs"),
-            loudnessRangeLu: try f.optionalDouble("loudnessRangeLu"), truePeakDbtp: try f.optionalDouble("truePeakDbtp"),
-            clockDriftPpm: try f.optionalDouble("clockDriftPpm")
+            loudnessRangeLu: try f.optionalDouble("loudnessRangeLu"),
+            truePeakDbtp: try f.optionalDouble("truePeakDbtp"), clockDriftPpm: try f.optionalDouble("clockDriftPpm")
         )
     }
 }

@@ -1,9 +1,10 @@
-// Issue 15 item 6: slow drift of a stream's sample clock against the system's monotonic clock,
-// fitted from synthetic (frames, microseconds) stamps, and written as CLOCK_DRIFT_PPM.
-@testable import Archive
 import Platform
 import TestSupport
 import Testing
+
+// Issue 15 item 6: slow drift of a stream's sample clock against the system's monotonic clock,
+// fitted from synthetic (frames, microseconds) stamps, and written as CLOCK_DRIFT_PPM.
+@testable import Archive
 
 @Suite("clock drift per segment")
 struct ClockDriftTests {
@@ -38,20 +39,24 @@ struct ClockDriftTests {
     @Test("a clock at its nominal rate drifts 0 ppm; 25 ppm fast and 1433 ppm slow read as such")
     func exactRates() throws {
         for ppm in [0.0, 25, -1433.2, 500] {
-            let fitted = try #require(ClockDriftFit.partsPerMillion(Self.stamps(ppm: ppm, seconds: 60), nominalRate: Self.rate))
+            let fitted = try #require(
+                ClockDriftFit.partsPerMillion(Self.stamps(ppm: ppm, seconds: 60), nominalRate: Self.rate))
             #expect(abs(fitted - ppm) < 0.1, "\(ppm) ppm fitted as \(fitted)")
         }
     }
 
-    @Test("late wake-ups of up to 3 ms on every stamp: an hour's segment still reads within 1 ppm, a minute's within 50")
+    @Test(
+        "late wake-ups of up to 3 ms on every stamp: an hour's segment still reads within 1 ppm, a minute's within 50")
     func jitter() throws {
         for seed in randomSeeds(count: 3, base: 0xD81F7) {
             let hour = try #require(
                 ClockDriftFit.partsPerMillion(
-                    Self.stamps(ppm: 40, seconds: 3600, every: 1_000_000, jitter: 3_000, seed: seed), nominalRate: Self.rate))
+                    Self.stamps(ppm: 40, seconds: 3600, every: 1_000_000, jitter: 3_000, seed: seed),
+                    nominalRate: Self.rate))
             #expect(abs(hour - 40) < 1, "seed \(seed): \(hour)")
             let minute = try #require(
-                ClockDriftFit.partsPerMillion(Self.stamps(ppm: 40, seconds: 60, jitter: 3_000, seed: seed), nominalRate: Self.rate))
+                ClockDriftFit.partsPerMillion(
+                    Self.stamps(ppm: 40, seconds: 60, jitter: 3_000, seed: seed), nominalRate: Self.rate))
             #expect(abs(minute - 40) < 50, "seed \(seed): \(minute)")
         }
     }
@@ -81,7 +86,9 @@ struct ClockDriftTests {
         #expect(ClockDriftFit.commentValue(0.04) == "0.0")
     }
 
-    @Test("a recorder whose source has a clock writes CLOCK_DRIFT_PPM on each segment long enough to measure (3 s), none on a 1 s one")
+    @Test(
+        "a recorder whose source has a clock writes CLOCK_DRIFT_PPM on each segment long enough to measure (3 s), none on a 1 s one"
+    )
     func recorderWritesDrift() throws {
         let directory = TemporaryDirectory("drift")
         let rate = 8000
@@ -151,7 +158,9 @@ struct ClockStepTests {
         #expect(ClockStep.step(from: Int64.min, to: Int64.max) == nil)
     }
 
-    @Test("the wall clock stepped 5 s ahead, or 3 s back, 2 s into a recording: the segment ends (clockStep) and the next starts at the true time of its first frame; no frame lost")
+    @Test(
+        "the wall clock stepped 5 s ahead, or 3 s back, 2 s into a recording: the segment ends (clockStep) and the next starts at the true time of its first frame; no frame lost"
+    )
     func recorderFollowsStep() throws {
         for step: Int64 in [5_000_000_000, -3_000_000_000] {
             let directory = TemporaryDirectory("step")
@@ -215,6 +224,7 @@ final class StampedSource: SampleSource {
     func drainGaps() -> [SourceGap] { inner.drainGaps() }
     func clockStamp() -> ClockStamp? {
         let frames = inner.delivered
-        return ClockStamp(frames: frames, micros: 1_000_000 + Int(Double(frames) * 1e6 / (Double(rate) * (1 + ppm / 1e6))))
+        return ClockStamp(
+            frames: frames, micros: 1_000_000 + Int(Double(frames) * 1e6 / (Double(rate) * (1 + ppm / 1e6))))
     }
 }

@@ -1,9 +1,10 @@
+import TestSupport
+import Testing
+
 // Issue 15 item 6 on the process path: a tap compares each period with JACK's monotonic clock
 // and logs a stall of more than a period as a clockStall gap, driven here without a server
 // (`runCycle` with synthetic microseconds).
 @testable import AudioEngine
-import TestSupport
-import Testing
 
 @Suite("a tap's clock check")
 struct TapClockTests {
@@ -62,7 +63,9 @@ struct TapClockTests {
         }
     }
 
-    @Test("a 3 s stall after 100 periods: one clockStall gap of 3 s before the 101st period's frames, nothing of the signal lost, later periods unbroken")
+    @Test(
+        "a 3 s stall after 100 periods: one clockStall gap of 3 s before the 101st period's frames, nothing of the signal lost, later periods unbroken"
+    )
     func stall() throws {
         let rig = ClockRig()
         for period in 0..<100 { rig.cycle(micros: Self.micros(period)) }
@@ -81,7 +84,9 @@ struct TapClockTests {
         #expect(rig.tap.clockStamp?.frames == 199 * Self.period + 3 * Self.rate)
     }
 
-    @Test("at 256 frames (5.3 ms) a period 30 ms late is a gap of 1440 frames; 18 ms late, under the 20 ms floor, is not; at 2048 frames (42.7 ms) 40 ms late is not")
+    @Test(
+        "at 256 frames (5.3 ms) a period 30 ms late is a gap of 1440 frames; 18 ms late, under the 20 ms floor, is not; at 2048 frames (42.7 ms) 40 ms late is not"
+    )
     func threshold() {
         let short = ClockRig()
         for period in 0..<50 { short.cycle(micros: Self.micros(period)) }

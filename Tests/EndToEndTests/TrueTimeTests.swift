@@ -7,7 +7,7 @@ import TestSupport
 import Testing
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 @Suite("time stays true end to end", .serialized)
@@ -33,7 +33,10 @@ struct TrueTimeEndToEndTests {
                 permission = granted
 
                 """, ports: ReliabilityTests.deckPorts(deck), jackServer: jack.name)
-        #expect(try eventually { try daemon.recctl("--json", "routes").json?["ports"]?.arrayValue?.first?["available"] == true })
+        #expect(
+            try eventually {
+                try daemon.recctl("--json", "routes").json?["ports"]?.arrayValue?.first?["available"] == true
+            })
         // Started once recd's start-up has settled: the xruns it causes on a loaded machine
         // would shift the dummy server's clock before the stall.
         usleep(500_000)
@@ -55,7 +58,9 @@ struct TrueTimeEndToEndTests {
         #expect(try eventually { archiveFiles(daemon.directory + "/archive").contains { $0.hasSuffix(".flac") } })
 
         let gapEvent = try #require(
-            events.filter { $0["state"] == "gap" }.max { ($0["length"]?.intValue ?? 0) < ($1["length"]?.intValue ?? 0) },
+            events.filter { $0["state"] == "gap" }.max {
+                ($0["length"]?.intValue ?? 0) < ($1["length"]?.intValue ?? 0)
+            },
             "\(events.map(\.jsonText))")
         #expect(gapEvent["reason"] == "clockStall", "\(gapEvent.jsonText)")
         let file = try #require(archiveFiles(daemon.directory + "/archive").first)
@@ -65,7 +70,8 @@ struct TrueTimeEndToEndTests {
         // The stall is the long gap. A dummy server late by more than a period at other times
         // (an xrun on a loaded machine) lost that time too: a short gap each.
         let gap = try #require(gaps.max { $0.length < $1.length })
-        #expect(gaps.count == 1 || gaps.count <= 1 + xruns, "one gap for the stall and one per xrun (\(xruns)): \(gaps)")
+        #expect(
+            gaps.count == 1 || gaps.count <= 1 + xruns, "one gap for the stall and one per xrun (\(xruns)): \(gaps)")
         #expect(gapEvent["length"]?.intValue == gap.length, "\(gapEvent.jsonText) against GAPS \(gaps)")
         let stalled = Double(gap.length) / Double(Self.rate)
         #expect(abs(stalled - 3) < 0.1, "the gap stands for \(stalled) s of a 3 s stall")
@@ -76,13 +82,16 @@ struct TrueTimeEndToEndTests {
         let offset = gap.position + gaps.filter { $0.position <= gap.position }.map(\.length).reduce(0, +)
         let placed = start.addingTimeInterval(Double(offset) / Double(Self.rate))
         let error = placed.timeIntervalSince(resumed)
-        #expect(abs(error) < 0.05, "START + offset of the first sample after the stall is \(error * 1000) ms from jackd's SIGCONT")
+        #expect(
+            abs(error) < 0.05,
+            "START + offset of the first sample after the stall is \(error * 1000) ms from jackd's SIGCONT")
         print("stall: gaps \(gaps), xruns \(xruns), error \(error * 1000) ms")
 
         // recd-signal stood still with its server: nothing of the signal is missing, only time
         // (an xrun disturbs a period or two of the deck's counter, as ReliabilityTests says).
         let check = CounterCheck(try decodeFLAC(file, bits: 24), channels: 2, period: 256)
-        #expect(check.disturbedBlocks.count <= 2 * xruns, "counter breaks at \(check.disturbedBlocks) with \(xruns) xruns")
+        #expect(
+            check.disturbedBlocks.count <= 2 * xruns, "counter breaks at \(check.disturbedBlocks) with \(xruns) xruns")
         let drift = try #require(try metaflacTag(file, "CLOCK_DRIFT_PPM").flatMap(Double.init), "CLOCK_DRIFT_PPM")
         #expect(abs(drift) < 20_000, "CLOCK_DRIFT_PPM \(drift)")
         let listed = try daemon.recctl("--json", "archive", "list", "--app", "logger").json?.arrayValue?.first
