@@ -49,14 +49,15 @@ final class TapSource: SampleSource, @unchecked Sendable {
     }
 
     /// Control thread: a source over a pre-roll tap whose first readable frame is at stream
-    /// position `position`; its recording's positions count from there.
-    init(preRolled tap: CaptureTap, position: Int, sampleRate: Int) {
+    /// position `position`; its recording's positions count from there. `drained`: the tap's
+    /// gaps its keeper already drained (`PreRollKeeper.Held.gaps`).
+    init(preRolled tap: CaptureTap, position: Int, sampleRate: Int, drained: [CaptureGap] = []) {
         self.tap = tap
         anchor = nil
         var droppedBefore = 0
         var stalledBefore = 0
         var later: [SourceGap] = []
-        for gap in tap.drainGaps() {
+        for gap in drained + tap.drainGaps() {
             if gap.position <= position {
                 if gap.cause == .clockStall { stalledBefore += gap.length } else { droppedBefore += gap.length }
             } else {
@@ -450,7 +451,9 @@ final class RecorderService: @unchecked Sendable {
         }
         let source: TapSource
         if let preRolled {
-            source = TapSource(preRolled: tap, position: preRolled.position, sampleRate: configuration.sampleRate)
+            source = TapSource(
+                preRolled: tap, position: preRolled.position, sampleRate: configuration.sampleRate,
+                drained: preRolled.gaps)
             let seconds = Double(preRolled.frames) / Double(configuration.sampleRate)
             configuration.extraComments.append(
                 VorbisComment(CommentName.preRollSeconds, String(format: "%.3f", seconds)))
