@@ -127,8 +127,9 @@ extension TapState {
     }
 
     /// Process thread: `length` frames are missing before the next frame written (a clock
-    /// stall when `isStall`, else an overrun). A pending gap of the other cause at the same place is logged first when the log has room, else
-    /// the two are one gap.
+    /// stall when `isStall`, else an overrun). A pending gap of the other cause (at the same
+    /// place: no frame was written since) is logged first when the log has room; else the two
+    /// are one gap, of the pending one's cause.
     @_noLocks
     mutating func noteGap(length: Int, frameTime: UInt32, isStall: Bool) {
         guard length > 0 else { return }
