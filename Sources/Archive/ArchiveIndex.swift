@@ -24,7 +24,7 @@ public final class ArchiveIndex {
 
     private static let columns =
         "path, app, stream, grp, segment, start_us, end_us, frames, sample_rate, channels, bits, end_reason, gaps, recovered, size, "
-        + "loudness_lufs, loudness_range_lu, true_peak_dbtp"
+        + "loudness_lufs, loudness_range_lu, true_peak_dbtp, clock_drift_ppm"
 
     /// `column = excluded.column` for every column but the key.
     private static let upsertAssignments = columns.split(separator: ",").dropFirst()
@@ -59,7 +59,8 @@ public final class ArchiveIndex {
                 loudness_lufs REAL,
                 loudness_range_lu REAL,
                 true_peak_dbtp REAL,
-                replicated TEXT
+                replicated TEXT,
+                clock_drift_ppm REAL
             );
             CREATE INDEX IF NOT EXISTS segments_by_app_start ON segments(app, start_us);
             CREATE INDEX IF NOT EXISTS segments_by_app_end ON segments(app, end_us);
@@ -70,35 +71,18 @@ public final class ArchiveIndex {
         let current = try version.step() ? version.int(0) : 0
         version.reset()
         if current == 0 {
-            try database.execute("PRAGMA user_version = 3")
-        } else if current < 3 {
-            if current == 1 { try migrateToVersion2() }
-            try migrateToVersion3()
+            try database.execute("PRAGMA user_version = 4")
+        } else if current < 4 {
+            try migrate()
         }
     }
 
-    /// Version 2 had no `replicated` column (issue 16: the remote each segment was copied
-    /// to, NULL until then). Added with the version in one transaction, as `migrateToVersion2`.
-    private func migrateToVersion3() throws(ArchiveError) {
-        try database.execute("BEGIN IMMEDIATE")
-        do throws(ArchiveError) {
-            let version = try database.statement("PRAGMA user_version")
-            let current = try version.step() ? version.int(0) : 0
-            version.reset()
-            if current == 2 {
-                try database.execute("ALTER TABLE segments ADD COLUMN replicated TEXT; PRAGMA user_version = 3;")
-            }
-            try database.execute("COMMIT")
-        } catch {
-            try? database.execute("ROLLBACK")
-            throw error
-        }
-    }
-
-    /// Version 1 had no loudness: add the columns (NULL until `reindex` reads the files'
-    /// comments), in one transaction with the version, so two processes opening an old index
-    /// at once cannot both add them.
-    private func migrateToVersion2() throws(ArchiveError) {
+    /// Brings an older index up to version 4, in one transaction with the version, so two
+    /// processes opening an old index at once cannot both change it. The new columns are NULL
+    /// until `reindex` reads the files' comments (loudness, drift) or the first copy
+    /// (`replicated`). Version 1 had no loudness, version 2 no `replicated` (issue 16: the
+    /// remote each segment was copied to), version 3 no clock drift.
+    private func migrate() throws(ArchiveError) {
         try database.execute("BEGIN IMMEDIATE")
         do throws(ArchiveError) {
             let version = try database.statement("PRAGMA user_version")
@@ -113,6 +97,12 @@ public final class ArchiveIndex {
                     PRAGMA user_version = 2;
                     """)
             }
+            if (1...2).contains(current) {
+                try database.execute("ALTER TABLE segments ADD COLUMN replicated TEXT; PRAGMA user_version = 3;")
+            }
+            if (1...3).contains(current) {
+                try database.execute("ALTER TABLE segments ADD COLUMN clock_drift_ppm REAL; PRAGMA user_version = 4;")
+            }
             try database.execute("COMMIT")
         } catch {
             try? database.execute("ROLLBACK")
@@ -125,7 +115,7 @@ public final class ArchiveIndex {
     public func add(_ record: SegmentRecord) throws(ArchiveError) {
         let statement = try database.statement(
             "INSERT INTO segments (\(ArchiveIndex.columns)) "
-                + "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18) "
+                + "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19) "
                 + "ON CONFLICT(path) DO UPDATE SET \(ArchiveIndex.upsertAssignments)")
         bind(record, to: statement)
         try statement.run()
@@ -136,7 +126,8 @@ public final class ArchiveIndex {
         let statement = try database.statement(
             "UPDATE segments SET app = ?2, stream = ?3, grp = ?4, segment = ?5, start_us = ?6, end_us = ?7, "
                 + "frames = ?8, sample_rate = ?9, channels = ?10, bits = ?11, end_reason = ?12, gaps = ?13, "
-                + "recovered = ?14, size = ?15, loudness_lufs = ?16, loudness_range_lu = ?17, true_peak_dbtp = ?18 "
+                + "recovered = ?14, size = ?15, loudness_lufs = ?16, loudness_range_lu = ?17, true_peak_dbtp = ?18, "
+                + "clock_drift_ppm = ?19 "
                 + "WHERE path = ?1")
         bind(record, to: statement)
         try statement.run()
@@ -262,6 +253,7 @@ public final class ArchiveIndex {
         statement.bind(16, record.loudness.integratedLUFS)
         statement.bind(17, record.loudness.rangeLU)
         statement.bind(18, record.loudness.truePeakDBTP)
+        statement.bind(19, record.clockDriftPPM)
     }
 
     private static func record(from statement: SQLiteStatement) -> SegmentRecord {
@@ -275,6 +267,7 @@ public final class ArchiveIndex {
             bytes: statement.int64(14),
             loudness: LoudnessSummary(
                 integratedLUFS: statement.double(15), rangeLU: statement.double(16),
-                truePeakDBTP: statement.double(17)))
+                truePeakDBTP: statement.double(17)),
+            clockDriftPPM: statement.double(18))
     }
 }

@@ -2,18 +2,43 @@
 
 import Codec
 
-/// A stretch of the source's stream that never arrived (a ring overrun): `length` frames are
-/// missing after the first `position` frames delivered. The recorder inserts nothing for it
-/// (the samples really are missing) and records it. A plain value: any thread.
+/// A stretch of the source's stream that never arrived: `length` frames are missing after the
+/// first `position` frames delivered. The recorder inserts nothing for it (the samples really
+/// are missing) and records it; the time goes on, so later frames keep their wall-clock time.
+/// A plain value: any thread.
 public struct SourceGap: Hashable, Sendable {
+    /// Why frames are missing.
+    public enum Cause: String, Hashable, Sendable {
+        /// A ring overrun: the archiver fell behind.
+        case overrun
+        /// Wall-clock time in which the audio server delivered nothing (a stalled or stopped
+        /// server, a driver that lost sync).
+        case clockStall
+    }
+
     /// Frames delivered before the gap (since the source started).
     public var position: Int
     /// Frames missing.
     public var length: Int
+    public var cause: Cause
 
-    public init(position: Int, length: Int) {
+    public init(position: Int, length: Int, cause: Cause = .overrun) {
         self.position = position
         self.length = length
+        self.cause = cause
+    }
+}
+
+/// Where a source's frames stand on the system's monotonic clock: `frames` of its timeline
+/// (frames delivered and gaps, since the source began) came before the instant `micros`
+/// (monotonic microseconds). A plain value: any thread.
+public struct ClockStamp: Hashable, Sendable {
+    public var frames: Int
+    public var micros: Int
+
+    public init(frames: Int, micros: Int) {
+        self.frames = frames
+        self.micros = micros
     }
 }
 
@@ -38,6 +63,21 @@ public protocol SampleSource: AnyObject {
     /// The gaps found since the last call, oldest first. A gap at `position` is reported no
     /// later than frame `position` becomes readable.
     func drainGaps() -> [SourceGap]
+
+    /// The latest clock stamp, for the segment's CLOCK_DRIFT_PPM; nil when the source has no
+    /// clock (the default).
+    func clockStamp() -> ClockStamp?
+
+    /// The wall clock less the monotonic clock now, nanoseconds
+    /// (`SystemClock.wallClockOffsetNanoseconds` for a live source): when it moves by more than
+    /// `ClockStep.thresholdNanoseconds` the wall clock was stepped, and the recorder ends the
+    /// segment and goes on in a new one at the true time. nil (the default): not watched.
+    func wallClockOffset() -> Int64?
+}
+
+extension SampleSource {
+    public func clockStamp() -> ClockStamp? { nil }
+    public func wallClockOffset() -> Int64? { nil }
 }
 
 /// A processing step between the source and the encoder, e.g. HFP band-limiting and

@@ -27,14 +27,18 @@ public struct SegmentRecord: Hashable, Sendable {
     public var bytes: Int64
     /// LOUDNESS_LUFS, LOUDNESS_RANGE_LU, TRUE_PEAK_DBTP (nil where the file has none).
     public var loudness: LoudnessSummary
+    /// CLOCK_DRIFT_PPM (nil where the file has none).
+    public var clockDriftPPM: Double?
 
     public init(
         path: String, app: String, stream: String, group: Int, segment: Int, startTime: UTCTime, frames: Int,
         sampleRate: Int, channels: Int, bitsPerSample: Int, endReason: EndReason?, gaps: [SegmentGap],
         recovered: Bool, bytes: Int64,
-        loudness: LoudnessSummary = LoudnessSummary(integratedLUFS: nil, rangeLU: nil, truePeakDBTP: nil)
+        loudness: LoudnessSummary = LoudnessSummary(integratedLUFS: nil, rangeLU: nil, truePeakDBTP: nil),
+        clockDriftPPM: Double? = nil
     ) {
         self.loudness = loudness
+        self.clockDriftPPM = clockDriftPPM
         self.path = path
         self.app = app
         self.stream = stream
@@ -95,6 +99,7 @@ public struct SegmentRecord: Hashable, Sendable {
             loudness: LoudnessSummary(
                 integratedLUFS: value(CommentName.loudness).flatMap { Double($0) },
                 rangeLU: value(CommentName.loudnessRange).flatMap { Double($0) },
-                truePeakDBTP: value(CommentName.truePeak).flatMap { Double($0) }))
+                truePeakDBTP: value(CommentName.truePeak).flatMap { Double($0) }),
+            clockDriftPPM: value(CommentName.clockDriftPPM).flatMap { Double($0) })
     }
 }

@@ -77,6 +77,10 @@ public enum CommentName {
         if let value = summary.truePeakDBTP { comments.append(VorbisComment(truePeak, text(value))) }
         return comments
     }
+    /// How fast the segment's sample clock ran against the system's monotonic clock, parts per
+    /// million (`12.3`: 12.3 µs more audio per second than the nominal rate says); absent when
+    /// the segment spans too little time to measure it (`ClockDriftFit.minimumSpanMicros`).
+    public static let clockDriftPPM = "CLOCK_DRIFT_PPM"
     /// Seconds of pre-roll the recording began with (its START is that much before `record
     /// start`); on every segment of that run.
     public static let preRollSeconds = "PRE_ROLL_SECONDS"
@@ -102,6 +106,9 @@ public struct EndReason: RawRepresentable, Hashable, Sendable, CustomStringConve
     public static let diskFull = EndReason(rawValue: "diskFull")
     /// A write or encoder error other than a full disk.
     public static let error = EndReason(rawValue: "error")
+    /// The wall clock was stepped (settimeofday, an NTP step): the next segment starts at the
+    /// true time.
+    public static let clockStep = EndReason(rawValue: "clockStep")
     /// recd stopped without finishing the segment; recovered on the next start.
     public static let crash = EndReason(rawValue: "crash")
 

@@ -992,7 +992,8 @@ public final class AudioEngine {
         }
         return CaptureTap(
             inputGroup: inputGroup, flatInputChannels: channels.map { group.flatBase + $0 },
-            capacityFrames: max(bufferFrames ?? 2 * client.sampleRate, 1), zeroed: zeroed)
+            capacityFrames: max(bufferFrames ?? 2 * client.sampleRate, 1), zeroed: zeroed,
+            sampleRate: client.sampleRate)
     }
 
     /// Makes a tap write zeros instead of samples (app input mute, permission not granted),
@@ -1063,7 +1064,8 @@ public final class AudioEngine {
         let tap = CaptureTap(
             inputGroup: bus.rawValue, bus: bus,
             flatInputChannels: (0..<channels).map { MonitorState.busIndex(cue: bus == .cue, channel: $0) },
-            capacityFrames: max(bufferFrames ?? 2 * client.sampleRate, 1), zeroed: false)
+            capacityFrames: max(bufferFrames ?? 2 * client.sampleRate, 1), zeroed: false,
+            sampleRate: client.sampleRate)
         var graph = connection.memory.graph
         graph.busTaps.append(tap)
         connection.memory.publish(graph)

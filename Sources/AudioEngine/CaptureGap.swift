@@ -1,20 +1,32 @@
-/// A stretch of a capture tap's stream that was dropped because its ring was full.
+/// A stretch of a capture tap's stream that never arrived: dropped because its ring was full
+/// (`overrun`: whole periods, a multiple of the JACK period at the time), or wall-clock time
+/// in which JACK delivered no frames (`clockStall`: a stopped or stalled server, a driver that
+/// lost sync; its length is that time in frames at the tap's rate).
 ///
 /// The tap's stream is the frames it delivered; a gap sits *between* delivered frames:
 /// `length` frames of input are missing after the first `position` frames delivered.
-/// Gaps are whole periods, so `length` is a multiple of the JACK period at the time.
 public struct CaptureGap: Equatable, Hashable, Sendable {
+    /// Why the frames are missing.
+    public enum Cause: UInt8, Sendable {
+        /// The ring had no room: the archiver fell behind.
+        case overrun
+        /// JACK's clock stood still against the monotonic clock for more than a period.
+        case clockStall
+    }
+
     /// Frames delivered before the gap.
     public var position: Int
     /// Frames missing.
     public var length: Int
     /// JACK frame time of the first missing frame.
     public var frameTime: UInt32
+    public var cause: Cause
 
     @_noLocks
-    public init(position: Int, length: Int, frameTime: UInt32) {
+    public init(position: Int, length: Int, frameTime: UInt32, cause: Cause = .overrun) {
         self.position = position
         self.length = length
         self.frameTime = frameTime
+        self.cause = cause
     }
 }

@@ -28,10 +28,11 @@ public final class CaptureTap: @unchecked Sendable {
     private let attached = Atomic<Bool>(true)
 
     /// Control thread.
-    /// For a bus tap, `flatInputChannels` index `MonitorState.busPointers`.
+    /// For a bus tap, `flatInputChannels` index `MonitorState.busPointers`. `sampleRate`:
+    /// JACK's rate, for the clock check (0: none; tests without a server).
     init(
         inputGroup: String, bus: Bus? = nil, flatInputChannels: [Int], capacityFrames: Int,
-        zeroed: Bool
+        zeroed: Bool, sampleRate: Int = 0
     ) {
         self.inputGroup = inputGroup
         self.bus = bus
@@ -43,7 +44,8 @@ public final class CaptureTap: @unchecked Sendable {
         state.initialize(
             to: TapState(
                 ring: FloatRing.allocate(channels: channels, capacityFrames: capacityFrames),
-                gaps: GapLog.allocate(capacity: 64), inputChannels: inputChannels))
+                gaps: GapLog.allocate(capacity: 64), inputChannels: inputChannels,
+                sampleRate: sampleRate))
         state.pointee.zeroed.store(zeroed, ordering: .relaxed)
     }
 
@@ -139,6 +141,25 @@ public final class CaptureTap: @unchecked Sendable {
     public var firstFrameTime: UInt32? {
         let value = state.pointee.firstFrameTime.load(ordering: .acquiring)
         return value == 0 ? nil : UInt32(truncatingIfNeeded: value)
+    }
+    /// Stalls of JACK's clock recorded as gaps (`CaptureGap.Cause.clockStall`), and the frames
+    /// of wall-clock time they stand for.
+    public var stalls: Int { state.pointee.stalls.load(ordering: .relaxed) }
+    public var stalledFrames: Int { state.pointee.stalledFrames.load(ordering: .relaxed) }
+    /// Times the frames ran ahead of the monotonic clock by more than a period.
+    public var clockResets: Int { state.pointee.clockResets.load(ordering: .relaxed) }
+
+    /// The latest period's place on the monotonic clock: `frames` of the tap's timeline
+    /// (delivered, dropped and stalled frames since it was made) came before the period that
+    /// JACK ran at `micros` (JACK's microsecond clock, CLOCK_MONOTONIC). nil before the first
+    /// period, or while the process thread is writing it. For measuring drift.
+    public var clockStamp: (frames: Int, micros: Int)? {
+        let before = state.pointee.stampSequence.load(ordering: .sequentiallyConsistent)
+        guard before > 0, before % 2 == 0 else { return nil }
+        let frames = state.pointee.stampFrames.load(ordering: .sequentiallyConsistent)
+        let micros = state.pointee.stampMicros.load(ordering: .sequentiallyConsistent)
+        guard state.pointee.stampSequence.load(ordering: .sequentiallyConsistent) == before else { return nil }
+        return (frames, micros)
     }
     /// Whether the tap writes zeros instead of samples.
     public var isZeroed: Bool { state.pointee.zeroed.load(ordering: .relaxed) }

@@ -29,6 +29,8 @@ static inline jack_client_t *recd_jack_client_open(const char *name,
 void *jack_port_get_buffer(jack_port_t *port, jack_nframes_t nframes) RECD_NO_LOCKS;
 jack_nframes_t jack_last_frame_time(const jack_client_t *client) RECD_NO_LOCKS;
 jack_nframes_t jack_frame_time(const jack_client_t *client) RECD_NO_LOCKS;
+// JACK's microsecond clock (CLOCK_MONOTONIC on jackd2 and PipeWire): a vDSO clock read.
+jack_time_t jack_get_time(void) RECD_NO_LOCKS;
 size_t jack_ringbuffer_read_space(const jack_ringbuffer_t *rb) RECD_NO_LOCKS;
 size_t jack_ringbuffer_write_space(const jack_ringbuffer_t *rb) RECD_NO_LOCKS;
 size_t jack_ringbuffer_read(jack_ringbuffer_t *rb, char *dest, size_t cnt) RECD_NO_LOCKS;

@@ -160,12 +160,17 @@ public struct SegmentInfo: ReplyObject {
     public var loudnessLufs: Double?
     public var loudnessRangeLu: Double?
     public var truePeakDbtp: Double?
+    /// CLOCK_DRIFT_PPM: how fast the segment's sample clock ran against the system clock;
+    /// nil when not measured (a short segment, or one older than the key).
+    public var clockDriftPpm: Double?
 
     public init(
         path: String, app: String, stream: String, group: Int, segment: Int, start: String, seconds: Double,
         frames: Int, sampleRate: Int, channels: Int, bits: Int, endReason: String?, gaps: Int, recovered: Bool,
-        bytes: Int, loudnessLufs: Double? = nil, loudnessRangeLu: Double? = nil, truePeakDbtp: Double? = nil
+        bytes: Int, loudnessLufs: Double? = nil, loudnessRangeLu: Double? = nil, truePeakDbtp: Double? = nil,
+        clockDriftPpm: Double? = nil
     ) {
+        self.clockDriftPpm = clockDriftPpm
         self.loudnessLufs = loudnessLufs
         self.loudnessRangeLu = loudnessRangeLu
         self.truePeakDbtp = truePeakDbtp
@@ -196,6 +201,7 @@ public struct SegmentInfo: ReplyObject {
             "loudnessLufs": loudnessLufs.map(JSONValue.number) ?? .null,
             "loudnessRangeLu": loudnessRangeLu.map(JSONValue.number) ?? .null,
             "truePeakDbtp": truePeakDbtp.map(JSONValue.number) ?? .null,
+            "clockDriftPpm": clockDriftPpm.map(JSONValue.number) ?? .null,
         ]
     }
 
@@ -208,7 +214,8 @@ public struct SegmentInfo: ReplyObject {
             channels: try f.int("channels"), bits: try f.int("bits"), endReason: try f.optionalString("endReason"),
             gaps: try f.int("gaps"), recovered: try f.bool("recovered"), bytes: try f.int("bytes"),
             loudnessLufs: try f.optionalDouble("loudnessLufs"),
-            loudnessRangeLu: try f.optionalDouble("loudnessRangeLu"), truePeakDbtp: try f.optionalDouble("truePeakDbtp")
+            loudnessRangeLu: try f.optionalDouble("loudnessRangeLu"),
+            truePeakDbtp: try f.optionalDouble("truePeakDbtp"), clockDriftPpm: try f.optionalDouble("clockDriftPpm")
         )
     }
 }

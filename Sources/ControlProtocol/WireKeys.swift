@@ -12,6 +12,7 @@ public enum WireKeys {
     /// Version 2's camelCase key → version 1's spelling, for every key that changed.
     public static let version1Spellings: [String: String] = [
         "allOK": "all_ok", "archiveDir": "archive_dir", "autoResume": "auto_resume",
+        "clockDriftPpm": "clock_drift_ppm",
         "connectedOrder": "connected_order", "declaredInConfig": "declared_in_config",
         "droppedFrames": "dropped_frames", "duckedBy": "ducked_by", "endReason": "end_reason",
         "framesPlayed": "frames_played", "freeBytes": "free_bytes", "freePercent": "free_percent",

@@ -32,6 +32,10 @@ final class PreRollKeeper {
         var takeFrom: Int? = nil
         /// Tells this tap from every other the keeper made (an address may be reused).
         var serial = 0
+        /// Gaps drained from the tap (`trim`), so its small gap log never fills while it is
+        /// kept: those before the discarded frames folded into one per cause at position 0
+        /// (all a recording needs of them is their total), the later ones as logged.
+        var gaps: [CaptureGap] = []
     }
 
     /// What `take` hands a recorder: the tap, and where its readable frames begin.
@@ -41,6 +45,8 @@ final class PreRollKeeper {
         var position: Int
         /// Frames readable now: the pre-roll the recording starts with.
         var frames: Int
+        /// Gaps the keeper drained from the tap (see `Held.gaps`); the rest are still in it.
+        var gaps: [CaptureGap] = []
     }
 
     /// Room beyond the pre-roll for the ticks between trims and for a recorder's archiver.
@@ -126,9 +132,31 @@ final class PreRollKeeper {
     func trim() {
         for (app, current) in held {
             let excess = current.tap.availableToRead - current.frames
-            guard excess > 0 else { continue }
-            held[app]?.discarded += current.tap.discard(frames: excess)
+            if excess > 0 { held[app]?.discarded += current.tap.discard(frames: excess) }
+            guard let now = held[app] else { continue }
+            held[app]?.gaps = Self.fold(now.gaps + now.tap.drainGaps(), before: now.discarded)
         }
+    }
+
+    /// `gaps` with those at or before stream position `position` summed into one per cause at
+    /// position 0 (a clock stall and an overrun count differently when a take's start is placed).
+    static func fold(_ gaps: [CaptureGap], before position: Int) -> [CaptureGap] {
+        var overrun = 0
+        var stalled = 0
+        var later: [CaptureGap] = []
+        for gap in gaps {
+            if gap.position > position {
+                later.append(gap)
+            } else if gap.cause == .clockStall {
+                stalled += gap.length
+            } else {
+                overrun += gap.length
+            }
+        }
+        var folded: [CaptureGap] = []
+        if overrun > 0 { folded.append(CaptureGap(position: 0, length: overrun, frameTime: 0, cause: .overrun)) }
+        if stalled > 0 { folded.append(CaptureGap(position: 0, length: stalled, frameTime: 0, cause: .clockStall)) }
+        return folded + later
     }
 
     /// `record start` of `app` on `port` with `channels`: the pre-roll tap, trimmed to its
@@ -143,6 +171,6 @@ final class PreRollKeeper {
             current.takeFrom.map { $0 - current.tap.readPosition }
             ?? (current.tap.availableToRead - current.frames)
         let discarded = current.discarded + current.tap.discard(frames: max(0, excess))
-        return Taken(tap: current.tap, position: discarded, frames: current.tap.availableToRead)
+        return Taken(tap: current.tap, position: discarded, frames: current.tap.availableToRead, gaps: current.gaps)
     }
 }

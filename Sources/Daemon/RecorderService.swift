@@ -35,8 +35,10 @@ final class TapSource: SampleSource, @unchecked Sendable {
     private let created = SystemClock.realtimeNanoseconds()
 
     /// A pre-roll tap taken over (`PreRollKeeper.take`): the stream position of its first
-    /// readable frame, frames dropped in overruns before it, and the pre-roll in seconds.
-    private let preRoll: (position: Int, droppedBefore: Int, seconds: Double)?
+    /// readable frame, frames dropped in overruns before it (JACK's frame clock counted them),
+    /// nanoseconds of clock stalls before it (JACK's frame clock stood still), and the pre-roll
+    /// in seconds.
+    private let preRoll: (position: Int, droppedBefore: Int, stalledNanoseconds: Int64, seconds: Double)?
     /// Overrun gaps of a pre-roll tap after its first readable frame, not yet handed on.
     private let pendingGaps = Mutex<[SourceGap]>([])
 
@@ -47,20 +49,28 @@ final class TapSource: SampleSource, @unchecked Sendable {
     }
 
     /// Control thread: a source over a pre-roll tap whose first readable frame is at stream
-    /// position `position`; its recording's positions count from there.
-    init(preRolled tap: CaptureTap, position: Int, sampleRate: Int) {
+    /// position `position`; its recording's positions count from there. `drained`: the tap's
+    /// gaps its keeper already drained (`PreRollKeeper.Held.gaps`).
+    init(preRolled tap: CaptureTap, position: Int, sampleRate: Int, drained: [CaptureGap] = []) {
         self.tap = tap
         anchor = nil
         var droppedBefore = 0
+        var stalledBefore = 0
         var later: [SourceGap] = []
-        for gap in tap.drainGaps() {
+        for gap in drained + tap.drainGaps() {
             if gap.position <= position {
-                droppedBefore += gap.length
+                if gap.cause == .clockStall { stalledBefore += gap.length } else { droppedBefore += gap.length }
             } else {
-                later.append(SourceGap(position: gap.position - position, length: gap.length))
+                later.append(
+                    SourceGap(
+                        position: gap.position - position, length: gap.length,
+                        cause: gap.cause == .clockStall ? .clockStall : .overrun))
             }
         }
-        preRoll = (position, droppedBefore, Double(tap.availableToRead) / Double(sampleRate))
+        preRoll = (
+            position, droppedBefore, Int64(stalledBefore) * 1_000_000_000 / Int64(max(sampleRate, 1)),
+            Double(tap.availableToRead) / Double(sampleRate)
+        )
         pendingGaps.withLock { $0 = later }
     }
 
@@ -98,7 +108,8 @@ final class TapSource: SampleSource, @unchecked Sendable {
         if let anchor {
             // The old tap is out of the graph since before this one's first frame: its counts
             // are final.
-            let frames = anchor.previous.framesCaptured + anchor.previous.droppedFrames
+            let frames =
+                anchor.previous.framesCaptured + anchor.previous.droppedFrames + anchor.previous.stalledFrames
             let continued = anchor.time.advanced(byFrames: frames, sampleRate: anchor.sampleRate)
             if window.contains(continued.nanosecondsSinceEpoch) {
                 start.withLock { $0 = continued }
@@ -118,7 +129,9 @@ final class TapSource: SampleSource, @unchecked Sendable {
         } else if !placed.fromJackClock {
             Log.warning("JACK's clock gave no plausible time for the first frame; the recording's start time is the wall clock now (may be off by the buffered audio)")
         }
-        start.withLock { $0 = UTCTime(nanosecondsSinceEpoch: placed.nanoseconds) }
+        // Placed by JACK's frame clock, which stood still through the stalls before it.
+        let stalled = preRoll?.stalledNanoseconds ?? 0
+        start.withLock { $0 = UTCTime(nanosecondsSinceEpoch: placed.nanoseconds - stalled) }
     }
 
     /// Room for a period already under way and for the estimate of JACK's frame clock.
@@ -141,7 +154,21 @@ final class TapSource: SampleSource, @unchecked Sendable {
             defer { gaps.removeAll() }
             return gaps
         }
-        return earlier + tap.drainGaps().map { SourceGap(position: $0.position - offset, length: $0.length) }
+        return earlier
+            + tap.drainGaps().map {
+                SourceGap(
+                    position: $0.position - offset, length: $0.length,
+                    cause: $0.cause == .clockStall ? .clockStall : .overrun)
+            }
+    }
+
+    /// The system's wall clock less its monotonic one: the recorder follows a step of it.
+    func wallClockOffset() -> Int64? { SystemClock.wallClockOffsetNanoseconds() }
+
+    /// The tap's clock stamp (its timeline counts from the tap's making: the drift fit only
+    /// needs differences).
+    func clockStamp() -> ClockStamp? {
+        tap.clockStamp.map { ClockStamp(frames: $0.frames, micros: $0.micros) }
     }
 }
 
@@ -428,7 +455,9 @@ final class RecorderService: @unchecked Sendable {
         }
         let source: TapSource
         if let preRolled {
-            source = TapSource(preRolled: tap, position: preRolled.position, sampleRate: configuration.sampleRate)
+            source = TapSource(
+                preRolled: tap, position: preRolled.position, sampleRate: configuration.sampleRate,
+                drained: preRolled.gaps)
             let seconds = Double(preRolled.frames) / Double(configuration.sampleRate)
             configuration.extraComments.append(
                 VorbisComment(CommentName.preRollSeconds, String(format: "%.3f", seconds)))
@@ -569,12 +598,9 @@ final class RecorderService: @unchecked Sendable {
             case .gap(let gap):
                 stream.gaps += 1
                 stream.successor?.gaps += 1
-                Log.warning(
-                    "\(stream.spec.app)/\(stream.spec.stream): ring overrun, \(gap.length) frames missing at frame "
-                        + "\(gap.position)"
-                )
+                logGap(gap, of: stream)
                 announce(
-                    stream, state: "gap", file: nil, reason: "overrun",
+                    stream, state: "gap", file: nil, reason: gap.cause.rawValue,
                     extra: [("position", .number(Double(gap.position))), ("length", .number(Double(gap.length)))])
             case .silence(let change):
                 silenceAlarms.handle(
@@ -602,6 +628,19 @@ final class RecorderService: @unchecked Sendable {
             }
         }
         return news
+    }
+
+    private func logGap(_ gap: SourceGap, of stream: RecorderStream) {
+        let name = "\(stream.spec.app)/\(stream.spec.stream)"
+        switch gap.cause {
+        case .overrun:
+            Log.warning("\(name): ring overrun, \(gap.length) frames missing at frame \(gap.position)")
+        case .clockStall:
+            Log.warning(
+                "\(name): JACK delivered no audio for \(Double(gap.length) / Double(max(stream.sampleRate, 1))) s of "
+                    + "wall-clock time (a stalled or stopped server, or a driver that lost sync); recorded as a gap of "
+                    + "\(gap.length) frames at frame \(gap.position), so later samples keep their true time")
+        }
     }
 
     private func announce(
@@ -740,7 +779,8 @@ final class RecorderService: @unchecked Sendable {
             frames: record.frames, sampleRate: record.sampleRate, channels: record.channels,
             bits: record.bitsPerSample, endReason: record.endReason?.rawValue, gaps: record.gaps.count,
             recovered: record.recovered, bytes: Int(record.bytes), loudnessLufs: record.loudness.integratedLUFS,
-            loudnessRangeLu: record.loudness.rangeLU, truePeakDbtp: record.loudness.truePeakDBTP)
+            loudnessRangeLu: record.loudness.rangeLU, truePeakDbtp: record.loudness.truePeakDBTP,
+            clockDriftPpm: record.clockDriftPPM)
     }
 
     /// Disk space of the archive, for `recctl status`.

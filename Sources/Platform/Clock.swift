@@ -13,6 +13,13 @@ public enum SystemClock {
         Syscall.realtimeNanoseconds()
     }
 
+    /// `CLOCK_REALTIME` less `CLOCK_MONOTONIC`, nanoseconds: constant while the wall clock runs
+    /// freely or is slewed (both slew alike); it moves by the size of a step of the wall clock
+    /// (settimeofday, an NTP or chrony step).
+    public static func wallClockOffsetNanoseconds() -> Int64 {
+        Syscall.realtimeNanoseconds() &- Syscall.monotonicNanoseconds()
+    }
+
     /// Sleeps the calling thread for `seconds` (nothing for 0 or less), continuing after
     /// signals until the whole time has passed.
     public static func sleep(seconds: Double) {

@@ -49,7 +49,7 @@ let sampleSegment = SegmentInfo(
     path: "/var/lib/recd/archive/logger/mic/2026-12-01T10-00-00Z-0001.flac", app: "logger", stream: "mic", group: 3,
     segment: 1, start: "2026-12-01T10:00:00Z", seconds: 3600.5, frames: 172_824_000, sampleRate: 48_000,
     channels: 1, bits: 24, endReason: "rotation", gaps: 0, recovered: false, bytes: 301_234_567,
-    loudnessLufs: -23.02, loudnessRangeLu: 4.5, truePeakDbtp: -1.3)
+    loudnessLufs: -23.02, loudnessRangeLu: 4.5, truePeakDbtp: -1.3, clockDriftPpm: -12.3)
 
 let sampleVerify = VerifyInfo(results: [
     VerifyResultInfo(path: "/a/1.flac", ok: true, outcome: "ok", frames: 48_000),

@@ -34,6 +34,12 @@ final class ArchiverLoop {
     private var closing = false
     /// Silence detection on the frames written, at the output rate (nil: off).
     private var silence: SilenceDetector?
+    /// The open segment's clock stamps (CLOCK_DRIFT_PPM).
+    fileprivate var drift = ClockDriftFit()
+    /// CLOCK_DRIFT_PPM of the segment just ended, as written (nil: not measured).
+    fileprivate var endedDriftPPM: Double?
+    /// The source's wall-clock offset the time line was placed with (nil: not read yet).
+    private var wallOffset: Int64?
 
     init(
         configuration: RecorderConfiguration, source: any SampleSource, transform: (any SampleTransform)?,
@@ -67,6 +73,8 @@ final class ArchiverLoop {
                 let stopReason = control.stopReason
                 let frames = readBuffer.withUnsafeMutableBufferPointer { source.read(into: $0) }
                 collectGaps()
+                if let stamp = source.clockStamp() { drift.add(stamp) }
+                try followClockStep()
                 if frames > 0 {
                     try consume(frames: frames)
                     // The first file's (the first 8 channels of a wider recorder).
@@ -221,6 +229,26 @@ final class ArchiverLoop {
         }
     }
 
+    /// A stepped wall clock: the open segment ends (`clockStep`) and the time line moves by
+    /// the step, so the next segment starts at the true time of its first frame.
+    private func followClockStep() throws(ArchiveError) {
+        guard let offset = source.wallClockOffset() else { return }
+        guard let base = wallOffset, let old = schedule else {
+            // The time line is placed when the first segment opens: measure from then on.
+            wallOffset = offset
+            return
+        }
+        guard let delta = ClockStep.step(from: base, to: offset) else { return }
+        wallOffset = offset
+        if !writers.isEmpty {
+            try finishSegment(reason: .clockStep)
+            segmentNumber += 1
+        }
+        schedule = RotationSchedule(
+            start: UTCTime(nanosecondsSinceEpoch: old.start.nanosecondsSinceEpoch &+ delta), sampleRate: old.sampleRate,
+            segmentSeconds: old.segmentSeconds)
+    }
+
     private func openSegment() throws(ArchiveError) {
         if schedule == nil {
             schedule = RotationSchedule(
@@ -251,6 +279,7 @@ final class ArchiverLoop {
             }
         }
         writers = opened
+        drift = ClockDriftFit()
         control.opened(opened.flatMap { [$0.path, $0.partialPath] })
         for (index, writer) in opened.enumerated() {
             control.post(
@@ -331,7 +360,7 @@ final class ArchiverLoop {
             frames: finished.frames, sampleRate: outputRate,
             channels: group == 0 ? configuration.channels : groups[group - 1].count,
             bitsPerSample: configuration.bitsPerSample, endReason: finished.endReason, gaps: finished.gaps,
-            recovered: false, bytes: finished.bytes, loudness: finished.loudness)
+            recovered: false, bytes: finished.bytes, loudness: finished.loudness, clockDriftPPM: endedDriftPPM)
     }
 }
 
@@ -346,11 +375,19 @@ extension ArchiverLoop {
         }
     }
 
-    /// The comments the open segment ends with: SILENCE_SECONDS when detection is on.
+    /// The comments the open segment ends with: SILENCE_SECONDS when detection is on,
+    /// CLOCK_DRIFT_PPM when the source's clock was measured long enough.
     fileprivate func segmentEndComments() -> [VorbisComment] {
-        guard silence != nil else { return [] }
+        var comments: [VorbisComment] = []
+        endedDriftPPM = nil
+        if let ppm = drift.partsPerMillion(nominalRate: configuration.sampleRate) {
+            let text = ClockDriftFit.commentValue(ppm)
+            endedDriftPPM = Double(text)
+            comments.append(VorbisComment(CommentName.clockDriftPPM, text))
+        }
+        guard silence != nil else { return comments }
         let frames = silence!.endSegment { postSilence($0) }
-        return [
+        return comments + [
             VorbisComment(
                 CommentName.silenceSeconds, SilenceDetector.secondsText(frames: frames, sampleRate: outputRate))
         ]

@@ -31,7 +31,7 @@ func recdProcess(_ frameCount: jack_nframes_t, _ argument: UnsafeMutableRawPoint
     }
     var frameTime: UInt32 = 0
     if let client = state.pointee.client { frameTime = jack_last_frame_time(client) }
-    runCycle(state, frames: Int(frameCount), frameTime: frameTime)
+    runCycle(state, frames: Int(frameCount), frameTime: frameTime, nowMicros: jack_get_time())
     return 0
 }
 
@@ -40,9 +40,12 @@ func recdProcess(_ frameCount: jack_nframes_t, _ argument: UnsafeMutableRawPoint
 /// their voices' rings, their capture ports from the inputs) and the players mixed into them, monitoring sums its sources
 /// into the buses and adds those to the outputs (same cycle: no added latency), meters
 /// measure inputs, buses and outputs.
-/// Separate from `recdProcess` so a test can drive it without a server.
+/// Separate from `recdProcess` so a test can drive it without a server. `nowMicros` is JACK's
+/// monotonic microsecond clock this cycle, for the taps' clock check (0: no check).
 @_noLocks
-func runCycle(_ state: UnsafeMutablePointer<ProcessState>, frames: Int, frameTime: UInt32) {
+func runCycle(
+    _ state: UnsafeMutablePointer<ProcessState>, frames: Int, frameTime: UInt32, nowMicros: UInt64 = 0
+) {
     let graph = UnsafeMutablePointer<GraphSnapshot>(
         bitPattern: state.pointee.graph.load(ordering: .sequentiallyConsistent))
     let inputs = state.pointee.inputBuffers
@@ -55,6 +58,14 @@ func runCycle(_ state: UnsafeMutablePointer<ProcessState>, frames: Int, frameTim
         clearSamples(outputs[channel], count: frames)
     }
     if let graph {
+        for index in 0..<graph.pointee.tapCount {
+            graph.pointee.taps[index].pointee.observeClock(
+                frames: frames, frameTime: frameTime, nowMicros: nowMicros)
+        }
+        for index in 0..<graph.pointee.busTapCount {
+            graph.pointee.busTaps[index].pointee.observeClock(
+                frames: frames, frameTime: frameTime, nowMicros: nowMicros)
+        }
         for index in 0..<graph.pointee.tapCount {
             graph.pointee.taps[index].pointee.capture(
                 frames: frames, frameTime: frameTime, inputs: inputs)

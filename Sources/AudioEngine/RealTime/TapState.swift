@@ -8,12 +8,15 @@
 import Synchronization
 
 /// One recorder's capture point: which input channels it copies, the ring they go to, and
-/// the bookkeeping that makes an overflow a recorded gap instead of a torn frame.
+/// the bookkeeping that makes an overflow a recorded gap instead of a torn frame, and a stall
+/// of JACK's clock a recorded gap of the wall-clock time that passed without frames.
 struct TapState: ~Copyable {
     let ring: FloatRing
     let gaps: GapLog
     /// Flat input channel of each tap channel.
     let inputChannels: UnsafeMutablePointer<Int>
+    /// JACK's sample rate when the tap was made (0: no clock checks).
+    let sampleRate: Int
 
     /// Control → process: write zeros instead of samples (input muted or not granted).
     let zeroed = Atomic<Bool>(false)
@@ -31,13 +34,119 @@ struct TapState: ~Copyable {
     var pendingGapPosition = 0
     var pendingGapLength = 0
     var pendingGapFrameTime: UInt32 = 0
+    /// The pending gap is a clock stall (else an overrun).
+    var pendingGapIsStall = false
+
+    // Process → readers: the clock (see `observeClock`).
+    /// Stalls recorded as gaps, and the frames of wall-clock time they stand for.
+    let stalls = Atomic<Int>(0)
+    let stalledFrames = Atomic<Int>(0)
+    /// Times the frames ran ahead of the monotonic clock by more than a period (the clock
+    /// measurement started afresh; nothing can be inserted for time that did not pass).
+    let clockResets = Atomic<Int>(0)
+    /// The latest clock stamp, a sequence lock: odd while the process thread writes it.
+    let stampSequence = Atomic<Int>(0)
+    /// Timeline frames (delivered, dropped and stalled) before the stamped period.
+    let stampFrames = Atomic<Int>(0)
+    /// JACK's microsecond clock (monotonic) when the stamped period ran.
+    let stampMicros = Atomic<Int>(0)
+
+    // Process thread only: the clock. The period's frames should arrive at `clockOrigin +
+    // clockFrames / sampleRate` seconds; how late they are, less the slowly followed
+    // `clockBaseline` (drift and scheduling), is a stall when it exceeds a period.
+    var clockOrigin: Int64 = 0
+    var clockFrames: Int64 = 0
+    var clockBaseline: Int64 = 0
+    var timelineFrames = 0
 
     static var frameTimeKnown: UInt64 { 1 << 32 }
+    /// The smallest lateness taken as a stall, whatever the period (a 1024-frame period at
+    /// 48 kHz is above it): with short periods on a server without real-time priority, a
+    /// wake-up that came late is not lost time. Smaller jumps count into the drift.
+    static var minimumStallMicros: Int64 { 20_000 }
+    /// The baseline follows the lateness by 1/`baselineDivisor` a period.
+    static var baselineDivisor: Int64 { 64 }
 
-    init(ring: FloatRing, gaps: GapLog, inputChannels: UnsafeMutablePointer<Int>) {
+    init(ring: FloatRing, gaps: GapLog, inputChannels: UnsafeMutablePointer<Int>, sampleRate: Int = 0) {
         self.ring = ring
         self.gaps = gaps
         self.inputChannels = inputChannels
+        self.sampleRate = sampleRate
+    }
+}
+
+extension TapState {
+    /// Process thread, once per cycle before `capture`: compares the period's arrival on JACK's
+    /// monotonic microsecond clock with the frames the tap has seen. When the frames are late
+    /// by more than a period (JACK's clock stood still: a stopped server, a driver that lost
+    /// sync), the missing time becomes a `clockStall` gap before this period's frames, so a
+    /// recording's start plus a frame's offset stays that frame's time. Frames early by more
+    /// than a period (a server whose clock jumped ahead) start the measurement afresh. Slow
+    /// drift is followed, not cut: the archiver measures it from the stamps published here.
+    /// `nowMicros` 0 (a test without a server) skips the check. Never traps.
+    @_noLocks
+    mutating func observeClock(frames: Int, frameTime: UInt32, nowMicros: UInt64) {
+        let now = Int64(truncatingIfNeeded: nowMicros)
+        guard now > 0, sampleRate > 0, frames > 0 else { return }
+        let rate = Int64(sampleRate)
+        if clockOrigin == 0 {
+            clockOrigin = now
+        } else {
+            let expected = clockOrigin &+ clockFrames &* 1_000_000 / rate
+            let excess = (now &- expected) &- clockBaseline
+            let threshold = max(Int64(frames) &* 1_000_000 / rate, Self.minimumStallMicros)
+            if excess > threshold {
+                let (scaled, overflow) = excess.multipliedReportingOverflow(by: rate)
+                let missing = overflow ? Int64(Int32.max) : scaled / 1_000_000
+                noteGap(length: Int(missing), frameTime: frameTime, isStall: true)
+                clockFrames &+= missing
+                timelineFrames &+= Int(missing)
+                stalls.add(1, ordering: .relaxed)
+                stalledFrames.add(Int(missing), ordering: .relaxed)
+            } else if excess < -threshold {
+                clockResets.add(1, ordering: .relaxed)
+                clockOrigin = now
+                clockFrames = 0
+                clockBaseline = 0
+            } else {
+                clockBaseline &+= excess / Self.baselineDivisor
+            }
+        }
+        stampSequence.add(1, ordering: .sequentiallyConsistent)
+        stampFrames.store(timelineFrames, ordering: .sequentiallyConsistent)
+        stampMicros.store(Int(now), ordering: .sequentiallyConsistent)
+        stampSequence.add(1, ordering: .sequentiallyConsistent)
+        clockFrames &+= Int64(frames)
+        timelineFrames &+= frames
+        // Keep the products small: move whole seconds from the frames into the origin.
+        if clockFrames >= rate &* 60 {
+            let seconds = clockFrames / rate
+            clockOrigin &+= seconds &* 1_000_000
+            clockFrames &-= seconds &* rate
+        }
+    }
+
+    /// Process thread: `length` frames are missing before the next frame written (a clock
+    /// stall when `isStall`, else an overrun). A pending gap of the other cause (at the same
+    /// place: no frame was written since) is logged first when the log has room; else the two
+    /// are one gap, of the pending one's cause.
+    @_noLocks
+    mutating func noteGap(length: Int, frameTime: UInt32, isStall: Bool) {
+        guard length > 0 else { return }
+        if pendingGapLength > 0 {
+            if pendingGapIsStall != isStall {
+                let pending = CaptureGap(
+                    position: pendingGapPosition, length: pendingGapLength, frameTime: pendingGapFrameTime,
+                    cause: pendingGapIsStall ? .clockStall : .overrun)
+                if gaps.push(pending) { pendingGapLength = 0 }
+            }
+        }
+        if pendingGapLength == 0 {
+            pendingGapPosition = ring.framesWritten()
+            pendingGapFrameTime = frameTime
+            pendingGapIsStall = isStall
+        }
+        pendingGapLength &+= length
     }
 }
 
@@ -55,7 +164,7 @@ extension TapState {
         if room && pendingGapLength > 0 {
             let gap = CaptureGap(
                 position: pendingGapPosition, length: pendingGapLength,
-                frameTime: pendingGapFrameTime)
+                frameTime: pendingGapFrameTime, cause: pendingGapIsStall ? .clockStall : .overrun)
             if gaps.push(gap) {
                 pendingGapLength = 0
             } else {
@@ -66,6 +175,7 @@ extension TapState {
             if pendingGapLength == 0 {
                 pendingGapPosition = position
                 pendingGapFrameTime = frameTime
+                pendingGapIsStall = false
             }
             pendingGapLength += frames
             overruns.add(1, ordering: .relaxed)

@@ -1,0 +1,144 @@
+import TestSupport
+import Testing
+
+// Issue 15 item 6 on the process path: a tap compares each period with JACK's monotonic clock
+// and logs a stall of more than a period as a clockStall gap, driven here without a server
+// (`runCycle` with synthetic microseconds).
+@testable import AudioEngine
+
+@Suite("a tap's clock check")
+struct TapClockTests {
+    static let rate = 48_000
+    static let period = 256
+    static let periodMicros = Double(period) * 1e6 / Double(rate)
+
+    /// A rig with one stereo tap that knows the rate; `cycle` runs one period at `micros`.
+    final class ClockRig {
+        let rig: ProcessRig
+        let tap: CaptureTap
+        let period: Int
+        private var frameTime: UInt32 = 5000
+
+        init(capacityFrames: Int = 10 * TapClockTests.rate, period: Int = TapClockTests.period) {
+            self.period = period
+            rig = ProcessRig(inputChannels: 2, outputChannels: 2, maxFrames: period)
+            tap = CaptureTap(
+                inputGroup: "in", flatInputChannels: [0, 1], capacityFrames: capacityFrames, zeroed: false,
+                sampleRate: TapClockTests.rate)
+            rig.memory.publish(players: rig.memory.players, taps: rig.memory.taps + [tap])
+        }
+
+        func cycle(micros: UInt64) {
+            rig.feedCounter(frames: period)
+            runCycle(rig.memory.state, frames: period, frameTime: frameTime, nowMicros: micros)
+            frameTime &+= UInt32(period)
+        }
+
+        /// Reads everything and says whether channel 0 counts on by one from frame to frame.
+        func counterUnbroken() -> Bool {
+            let samples = tap.read(maxFrames: tap.availableToRead)
+            return stride(from: 2, to: samples.count, by: 2).allSatisfy { samples[$0] == samples[$0 - 2] + 1 }
+        }
+    }
+
+    static func micros(_ period: Int, periodFrames: Int = TapClockTests.period, plus extra: Double = 0) -> UInt64 {
+        UInt64(1_000_000_000 + Double(period * periodFrames) * 1e6 / Double(rate) + extra)
+    }
+
+    @Test("periods on time, or woken up to 15 ms late at random, or from a clock 2000 ppm slow: no gap")
+    func noStall() {
+        for seed in randomSeeds(count: 3, base: 0x7A9) {
+            var random = SplitMix64(seed: seed)
+            let rig = ClockRig()
+            for period in 0..<2000 {
+                let late = Double(random.next() % 15_000)
+                let drift = Double(period) * Self.periodMicros * 0.002
+                rig.cycle(micros: Self.micros(period, plus: late + drift))
+                if period % 100 == 99 { _ = rig.tap.read(maxFrames: rig.tap.availableToRead) }
+            }
+            #expect(rig.tap.drainGaps().isEmpty, "seed \(seed)")
+            #expect(rig.tap.stalls == 0 && rig.tap.clockResets == 0, "seed \(seed)")
+            let stamp = rig.tap.clockStamp
+            #expect(stamp?.frames == 1999 * Self.period, "the last period's stamp: \(String(describing: stamp))")
+        }
+    }
+
+    @Test(
+        "a 3 s stall after 100 periods: one clockStall gap of 3 s before the 101st period's frames, nothing of the signal lost, later periods unbroken"
+    )
+    func stall() throws {
+        let rig = ClockRig()
+        for period in 0..<100 { rig.cycle(micros: Self.micros(period)) }
+        for period in 100..<200 { rig.cycle(micros: Self.micros(period, plus: 3_000_000)) }
+        let gaps = rig.tap.drainGaps()
+        try #require(gaps.count == 1, "\(gaps)")
+        #expect(gaps[0].cause == .clockStall)
+        #expect(gaps[0].position == 100 * Self.period)
+        #expect(gaps[0].length == 3 * Self.rate, "\(gaps[0].length) frames")
+        #expect(gaps[0].frameTime == 5000 + UInt32(100 * Self.period))
+        #expect(rig.tap.stalls == 1 && rig.tap.stalledFrames == 3 * Self.rate)
+        #expect(rig.tap.overruns == 0 && rig.tap.droppedFrames == 0)
+        #expect(rig.tap.framesCaptured == 200 * Self.period)
+        #expect(rig.counterUnbroken())
+        // The stamps count the stall's frames: the timeline stays on the clock.
+        #expect(rig.tap.clockStamp?.frames == 199 * Self.period + 3 * Self.rate)
+    }
+
+    @Test(
+        "at 256 frames (5.3 ms) a period 30 ms late is a gap of 1440 frames; 18 ms late, under the 20 ms floor, is not; at 2048 frames (42.7 ms) 40 ms late is not"
+    )
+    func threshold() {
+        let short = ClockRig()
+        for period in 0..<50 { short.cycle(micros: Self.micros(period)) }
+        for period in 50..<60 { short.cycle(micros: Self.micros(period, plus: 30_000)) }
+        #expect(short.tap.drainGaps().map(\.length) == [1440])
+        let shorter = ClockRig()
+        for period in 0..<50 { shorter.cycle(micros: Self.micros(period)) }
+        for period in 50..<60 { shorter.cycle(micros: Self.micros(period, plus: 18_000)) }
+        #expect(shorter.tap.drainGaps().isEmpty)
+        let long = ClockRig(period: 2048)
+        for period in 0..<50 { long.cycle(micros: Self.micros(period, periodFrames: 2048)) }
+        for period in 50..<60 { long.cycle(micros: Self.micros(period, periodFrames: 2048, plus: 40_000)) }
+        #expect(long.tap.drainGaps().isEmpty)
+        for period in 60..<70 { long.cycle(micros: Self.micros(period, periodFrames: 2048, plus: 40_000 + 50_000)) }
+        // 50 ms more is a gap; of the 40 ms before it, what the baseline has not yet followed
+        // (most of it, after 10 periods) comes with it.
+        let lengths = long.tap.drainGaps().map(\.length)
+        #expect(lengths.count == 1 && (2400...4320).contains(lengths.first ?? 0), "\(lengths)")
+    }
+
+    @Test("frames ahead of the clock (the clock jumped back, or stood still): no gap, the measurement starts afresh")
+    func ahead() {
+        let rig = ClockRig()
+        for period in 0..<100 { rig.cycle(micros: Self.micros(period)) }
+        for period in 100..<200 { rig.cycle(micros: Self.micros(period, plus: -500_000)) }
+        #expect(rig.tap.drainGaps().isEmpty)
+        #expect(rig.tap.clockResets == 1)
+        // Standing still: the first period past the threshold resets, and so on.
+        for _ in 0..<20 { rig.cycle(micros: Self.micros(199, plus: -500_000)) }
+        #expect(rig.tap.drainGaps().isEmpty)
+        #expect(rig.tap.clockResets >= 2)
+        #expect(rig.counterUnbroken())
+    }
+
+    @Test("odd clocks never trap: 0 (no clock), values past Int64, a jump of 2^62 µs, a gap log that fills")
+    func oddValues() {
+        let rig = ClockRig(capacityFrames: 100 * Self.period)
+        rig.cycle(micros: 0)
+        rig.cycle(micros: UInt64.max)
+        rig.cycle(micros: 1 << 63)
+        #expect(rig.tap.clockStamp == nil, "no clock, no stamp")
+        rig.cycle(micros: 1_000)
+        rig.cycle(micros: 1 << 62)
+        let gaps = rig.tap.drainGaps()
+        #expect(gaps.count == 1 && gaps[0].length > 0, "\(gaps)")
+        // More stalls than the log holds, none drained: they merge, frames are dropped, counted.
+        var now: UInt64 = 1 << 62
+        for _ in 0..<200 {
+            now += 1_000_000
+            rig.cycle(micros: now)
+        }
+        #expect(rig.tap.stalls > 64)
+        #expect(rig.tap.drainGaps().count <= 64)
+    }
+}
