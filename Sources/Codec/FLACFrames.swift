@@ -149,11 +149,39 @@ public enum FLACCRC {
         }
     }
 
-    /// CRC-16 of `bytes`, continuing from `crc`.
+    /// `table16` for bytes 0...7 places before the end: slicing by 8.
+    static let sliced16: [UInt16] = {
+        var tables = table16
+        for k in 1..<8 {
+            for value in 0..<256 {
+                let previous = tables[(k - 1) * 256 + value]
+                tables.append((previous << 8) ^ table16[Int(previous >> 8)])
+            }
+        }
+        return tables
+    }()
+
+    /// CRC-16 of `bytes`, continuing from `crc`; 8 bytes a step.
     public static func crc16(_ bytes: UnsafeRawBufferPointer, from crc: UInt16 = 0) -> UInt16 {
-        table16.withUnsafeBufferPointer { table in
+        guard let base = bytes.baseAddress?.assumingMemoryBound(to: UInt8.self) else { return crc }
+        return sliced16.withUnsafeBufferPointer { t in
             var crc = crc
-            for byte in bytes { crc = (crc << 8) ^ table[Int(UInt8(crc >> 8) ^ byte)] }
+            var p = base
+            let count = bytes.count
+            let end = base + count
+            let wholeEnd = base + (count & ~7)
+            while p < wholeEnd {
+                let b0 = p[0] ^ UInt8(crc >> 8)
+                let b1 = p[1] ^ UInt8(crc & 0xFF)
+                crc =
+                    t[7 * 256 + Int(b0)] ^ t[6 * 256 + Int(b1)] ^ t[5 * 256 + Int(p[2])] ^ t[4 * 256 + Int(p[3])]
+                    ^ t[3 * 256 + Int(p[4])] ^ t[2 * 256 + Int(p[5])] ^ t[256 + Int(p[6])] ^ t[Int(p[7])]
+                p += 8
+            }
+            while p < end {
+                crc = (crc << 8) ^ t[Int(UInt8(crc >> 8) ^ p[0])]
+                p += 1
+            }
             return crc
         }
     }
@@ -216,7 +244,8 @@ public enum FLACFrameRewriter {
         // crc(H‖B) = crc(H)·x^(8|B|) + crc(B): only the header's term changes.
         let footer = oldFooter ^ FLACCRC.combine16(oldHeaderCRC ^ newHeaderCRC, 0, lengthB: bodyLength)
         output += newHeader
-        output += UnsafeRawBufferPointer(rebasing: frame[header.length..<(frame.count - 2)])
+        let body = UnsafeRawBufferPointer(rebasing: frame[header.length..<(frame.count - 2)])
+        output.append(contentsOf: UnsafeBufferPointer(start: body.baseAddress?.assumingMemoryBound(to: UInt8.self), count: body.count))
         output.append(UInt8(footer >> 8))
         output.append(UInt8(footer & 0xFF))
     }
@@ -344,25 +373,40 @@ public final class FLACFrameReader {
         let bytes = UnsafeRawBufferPointer(rebasing: UnsafeRawBufferPointer(buffer)[base..<(base + available)])
         let following = nextSample + header.blockSize
         let atEnd = start + Int64(available) == fileSize
-        var crc = FLACCRC.crc16(UnsafeRawBufferPointer(rebasing: bytes[..<header.length]))
+        // Candidates: a sync code followed by a header that parses (CRC-8), agrees with
+        // STREAMINFO and carries the next number; the bytes before one must check with the
+        // frame's CRC-16. Sync codes are looked for a word at a time, the CRC-16 worked out
+        // only up to each candidate (sliced, 8 bytes a step), once per byte.
+        var crc: UInt16 = 0
+        var checked = 0
         var end: Int?
-        FLACCRC.table16.withUnsafeBufferPointer { table in
-            let p = bytes.baseAddress!.assumingMemoryBound(to: UInt8.self)
-            var index = header.length
-            while index < available {
-                if crc == 0 && p[index] == 0xFF && index + 1 < available && p[index + 1] & 0xFE == 0xF8 {
-                    if let next = FLACFrameHeader.parse(bytes, at: index),
-                        next.variableBlocksize == header.variableBlocksize, sampleNumber(of: next) == following,
-                        agrees(next)
-                    {
-                        end = index
-                        return
-                    }
+        let p = bytes.baseAddress!.assumingMemoryBound(to: UInt8.self)
+        var index = header.length
+        let limit = available - 1
+        while index < limit {
+            if index + 8 <= limit {
+                let word = ~UnsafeRawPointer(p + index).loadUnaligned(as: UInt64.self)
+                // No 0xFF byte among these 8: skip them.
+                if (word &- 0x0101_0101_0101_0101) & ~word & 0x8080_8080_8080_8080 == 0 {
+                    index += 8
+                    continue
                 }
-                crc = (crc << 8) ^ table[Int(UInt8(crc >> 8) ^ p[index])]
-                index += 1
             }
-            if crc == 0 && atEnd { end = available }
+            if p[index] == 0xFF && p[index + 1] & 0xFE == 0xF8, let next = FLACFrameHeader.parse(bytes, at: index),
+                next.variableBlocksize == header.variableBlocksize, sampleNumber(of: next) == following, agrees(next)
+            {
+                crc = FLACCRC.crc16(UnsafeRawBufferPointer(rebasing: bytes[checked..<index]), from: crc)
+                checked = index
+                if crc == 0 {
+                    end = index
+                    break
+                }
+            }
+            index += 1
+        }
+        if end == nil && atEnd {
+            crc = FLACCRC.crc16(UnsafeRawBufferPointer(rebasing: bytes[checked..<available]), from: crc)
+            if crc == 0 { end = available }
         }
         guard let end else {
             throw corrupt("the frame at byte \(start) (sample \(nextSample)) fails its CRC-16 or is cut short")
