@@ -80,7 +80,10 @@ extension ClipExporter {
                 var cursor = fileFrame
                 if reader?.source != source {
                     // One segment open at a time; an unreadable layout means decoding.
-                    let opened = try? FLACFrameReader(path: record.path)
+                    var opened: FLACFrameReader?
+                    do throws(MediaError) { opened = try FLACFrameReader(path: record.path) } catch {
+                        assembler.statistics.fallbacks.append("\(record.path): \(error.message)")
+                    }
                     let info = opened?.streamInfo
                     let fits =
                         info?.sampleRate == plan.sampleRate && info?.channels == plan.channels

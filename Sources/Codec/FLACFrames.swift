@@ -393,11 +393,18 @@ public final class FLACFrameReader {
                 }
             }
             if p[index] == 0xFF && p[index + 1] & 0xFE == 0xF8, let next = FLACFrameHeader.parse(bytes, at: index),
-                next.variableBlocksize == header.variableBlocksize, sampleNumber(of: next) == following, agrees(next)
+                next.variableBlocksize == header.variableBlocksize, agrees(next)
             {
                 crc = FLACCRC.crc16(UnsafeRawBufferPointer(rebasing: bytes[checked..<index]), from: crc)
                 checked = index
                 if crc == 0 {
+                    // A frame ends here. The CRC-16 of whole frames one after another is 0 too,
+                    // so one whose number is not the next must stop the walk, not be passed over.
+                    guard sampleNumber(of: next) == following else {
+                        throw corrupt(
+                            "the frame at byte \(start + Int64(index)) is numbered for sample \(sampleNumber(of: next)), "
+                                + "not \(following)")
+                    }
                     end = index
                     break
                 }

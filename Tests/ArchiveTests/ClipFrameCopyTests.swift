@@ -119,4 +119,61 @@ struct ClipFrameCopyTests {
         let error = try #require(failure, "a damaged segment exported without complaint")
         #expect(error.path == a.path && error.kind == .corrupt, "\(error)")
     }
+
+    /// Edits a file's bytes in place: `edit` gets them all and the offset of each metadata
+    /// block's body by type (the first of each).
+    static func patch(_ path: String, _ edit: (inout [UInt8], [UInt8: Int]) -> Void) throws {
+        var bytes = [UInt8](try Data(contentsOf: URL(fileURLWithPath: path)))
+        var blocks: [UInt8: Int] = [:]
+        var offset = 4
+        while true {
+            let type = bytes[offset] & 0x7F
+            let length = Int(bytes[offset + 1]) << 16 | Int(bytes[offset + 2]) << 8 | Int(bytes[offset + 3])
+            if blocks[type] == nil { blocks[type] = offset + 4 }
+            if bytes[offset] & 0x80 != 0 { break }
+            offset += 4 + length
+        }
+        edit(&bytes, blocks)
+        try Data(bytes).write(to: URL(fileURLWithPath: path))
+    }
+
+    @Test("a SEEKTABLE pointing beside its frames is not trusted: the frames are still found and copied")
+    func lyingSeekTable() throws {
+        let directory = TemporaryDirectory("copy-seektable")
+        let a = try Self.segment(directory, "a", first: 0, frames: 300_000)
+        try Self.patch(a.path) { bytes, blocks in
+            // Every point's stream offset (bytes 8...15 of each 18-byte point) one byte further.
+            let table = blocks[3]!
+            for point in 1..<6 { bytes[table + point * 18 + 15] &+= 1 }
+        }
+        let from = 250_017
+        let plan = try ClipPlan.plan(
+            records: [a], from: Self.t0.advanced(byFrames: from, sampleRate: 48_000),
+            to: Self.t0.advanced(byFrames: 290_000, sampleRate: 48_000))
+        let path = directory.path + "/clip.flac"
+        let statistics = try Self.export(plan, to: path)
+        #expect(try decodeWithFlacCLI(path, bits: 24) == Self.expected(from: from, frames: 290_000 - from))
+        #expect(statistics.copiedFrames > 30_000 && statistics.fallbacks.isEmpty, "\(statistics)")
+    }
+
+    @Test("frames that do not verify against STREAMINFO (a wrong maximum block size) are decoded instead")
+    func unverifiableFramesDecode() throws {
+        let directory = TemporaryDirectory("copy-streaminfo")
+        let a = try Self.segment(directory, "a", first: 0, frames: 60_000)
+        try Self.patch(a.path) { bytes, blocks in
+            // STREAMINFO's maximum block size 4096 → 4095: frame numbers no longer give sample numbers.
+            let info = blocks[0]!
+            bytes[info + 2] = 0x0F
+            bytes[info + 3] = 0xFF
+        }
+        let plan = try ClipPlan.plan(
+            records: [a], from: Self.t0.advanced(byFrames: 100, sampleRate: 48_000),
+            to: Self.t0.advanced(byFrames: 59_000, sampleRate: 48_000))
+        let path = directory.path + "/clip.flac"
+        let statistics = try Self.export(plan, to: path)
+        #expect(try flacTestPasses(path))
+        #expect(try decodeWithFlacCLI(path, bits: 24) == Self.expected(from: 100, frames: 58_900))
+        #expect(statistics.copiedFrames == 0 && statistics.encodedFrames == 58_900, "\(statistics)")
+        #expect(statistics.fallbacks.count == 1, "\(statistics)")
+    }
 }

@@ -193,6 +193,20 @@ struct FLACFramesTests {
         #expect(error.kind == .corrupt && error.message.contains("CRC-16"), "\(error)")
     }
 
+    @Test("a frame numbered out of turn stops the walk (whole frames one after another also check to CRC-16 0)")
+    func outOfTurnNumber() throws {
+        let frames = [0, 1, 3, 4].map { Self.frame(number: UInt64($0), samples: Self.samples($0, 64)) }
+        let directory = try TemporaryDirectory()
+        let path = directory.file("skipped.flac")
+        try Data(Self.stream(block: 64, total: 256, frames: frames)).write(to: URL(fileURLWithPath: path))
+        let reader = try FLACFrameReader(path: path)
+        #expect(try reader.next()?.sampleNumber == 0)
+        var failure: MediaError?
+        do throws(MediaError) { _ = try reader.next() } catch { failure = error }
+        let error = try #require(failure, "frames 1, 3 and 4 were handed out as one")
+        #expect(error.kind == .corrupt && error.message.contains("not 128"), "\(error)")
+    }
+
     @Test("libFLAC's own frames: the reader finds them all, each checks, through the seek table")
     func libFLACFrames() throws {
         let directory = try TemporaryDirectory()
