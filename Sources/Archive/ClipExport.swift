@@ -171,10 +171,12 @@ public enum ClipExporter {
     /// `copyFrames`: every segment decoded and the clip encoded whole (a pipe's STREAMINFO then
     /// lacks the total and MD5). `name` is the output's name for messages. Stops early, with
     /// an error, when `isCancelled` says so (checked every chunk).
+    /// Returns what copying frames did (nil when it was not used).
+    @discardableResult
     public static func write(
         _ plan: ClipPlan, format: ClipFormat, to output: OwnedFile, name: String, comments: [(String, String)],
         compressionLevel: Int = 1, copyFrames: Bool = true, isCancelled: @escaping () -> Bool = { false }
-    ) throws(ArchiveError) {
+    ) throws(ArchiveError) -> ClipCopyStatistics? {
         let channels = plan.channels
         if format == .flac && copyFrames {
             // Frames of the sources copied where they verify; decoded and encoded only at the edges.
@@ -182,14 +184,13 @@ public enum ClipExporter {
             let sink: any FLACStreamSink =
                 isPipe ? PipeSink(file: output, name: name, isCancelled: isCancelled) : FLACFileSink(file: output)
             do throws(MediaError) {
-                _ = try writeByCopyingFrames(
+                return try writeByCopyingFrames(
                     plan, sink: sink,
                     seekable: !isPipe, name: name, comments: comments, compressionLevel: compressionLevel,
                     isCancelled: isCancelled)
             } catch {
                 throw .unreadableFile(path: error.path.isEmpty ? name : error.path, reason: error.message)
             }
-            return
         }
         let sink: any ClipSink
         switch format {
@@ -268,6 +269,7 @@ public enum ClipExporter {
         } catch {
             throw .unreadableFile(path: error.path.isEmpty ? name : error.path, reason: error.message)
         }
+        return nil
     }
 
     private static func open(_ path: String) throws(MediaError) -> FLACDecoder {
