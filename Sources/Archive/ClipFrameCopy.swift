@@ -36,14 +36,20 @@ extension ClipExporter {
                     state = open
                 } else {
                     decoder = nil
-                    state = (source, try FLACDecoder(file: ReadOnlyFile(path: record.path), mode: .strict, checkMD5: false), 0)
+                    state = (
+                        source, try FLACDecoder(file: ReadOnlyFile(path: record.path), mode: .strict, checkMD5: false),
+                        0
+                    )
                 }
                 do {
                     try state.decoder.seek(toFrame: from)
                     state.position = from
                 } catch {
                     // No seek: decode from the start (the slow way, as before frames were copied).
-                    state = (source, try FLACDecoder(file: ReadOnlyFile(path: record.path), mode: .strict, checkMD5: false), 0)
+                    state = (
+                        source, try FLACDecoder(file: ReadOnlyFile(path: record.path), mode: .strict, checkMD5: false),
+                        0
+                    )
                     while state.position < from {
                         let skipped = try state.decoder.skip(maxFrames: from - state.position)
                         guard skipped > 0 else { throw short(record, at: state.position) }

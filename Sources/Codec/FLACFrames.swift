@@ -245,7 +245,9 @@ public enum FLACFrameRewriter {
         let footer = oldFooter ^ FLACCRC.combine16(oldHeaderCRC ^ newHeaderCRC, 0, lengthB: bodyLength)
         output += newHeader
         let body = UnsafeRawBufferPointer(rebasing: frame[header.length..<(frame.count - 2)])
-        output.append(contentsOf: UnsafeBufferPointer(start: body.baseAddress?.assumingMemoryBound(to: UInt8.self), count: body.count))
+        output.append(
+            contentsOf: UnsafeBufferPointer(
+                start: body.baseAddress?.assumingMemoryBound(to: UInt8.self), count: body.count))
         output.append(UInt8(footer >> 8))
         output.append(UInt8(footer & 0xFF))
     }

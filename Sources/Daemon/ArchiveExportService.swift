@@ -59,7 +59,9 @@ extension ArchiveMaintenance {
                 isCancelled: { job.isCancelled })
             // Frames that did not verify were decoded instead: the clip is right, the segment
             // may be damaged or odd (`recctl archive verify` says which).
-            for reason in copied?.fallbacks ?? [] { Log.warning("export \(request.file): decoded, not copied: \(reason)") }
+            for reason in copied?.fallbacks ?? [] {
+                Log.warning("export \(request.file): decoded, not copied: \(reason)")
+            }
         } catch {
             throw error.sessionError
         }

@@ -24,7 +24,8 @@ struct ClipFrameCopyTests {
                 sampleRate: 48_000, channels: 2, bitsPerSample: bits, compressionLevel: 5,
                 expectedTotalSamples: frames, seekPointInterval: 48_000, paddingBytes: 4096, streamableSubset: true,
                 layout: .editableInPlace))
-        try encoder.encode((first..<(first + frames)).flatMap { n in (0..<2).map { counterInteger(n, $0, bits: bits) } })
+        try encoder.encode(
+            (first..<(first + frames)).flatMap { n in (0..<2).map { counterInteger(n, $0, bits: bits) } })
         try encoder.finish()
         return SegmentRecord(
             path: path, app: "a", stream: "s", group: 0, segment: 1,

@@ -15,7 +15,9 @@ struct FLACFramesTests {
         variable: Bool, blockCode: UInt8, rateCode: UInt8, number: UInt64, extra: [UInt8], channelCode: UInt8 = 0,
         sizeCode: UInt8 = 4
     ) -> [UInt8] {
-        var bytes: [UInt8] = [0xFF, variable ? 0xF9 : 0xF8, blockCode << 4 | rateCode, channelCode << 4 | sizeCode << 1]
+        var bytes: [UInt8] = [
+            0xFF, variable ? 0xF9 : 0xF8, blockCode << 4 | rateCode, channelCode << 4 | sizeCode << 1,
+        ]
         bytes += FLACFrameHeader.codedNumberBytes(number)
         bytes += extra
         bytes.append(bytes.withUnsafeBytes { FLACCRC.crc8($0) })
@@ -148,7 +150,9 @@ struct FLACFramesTests {
         #expect(test.status == 0, "flac -t: \(test.output)")
         let decoder = try FLACDecoder(file: ReadOnlyFile(path: path), mode: .strict)
         var decoded = [Int32](repeating: 0, count: 192)
-        let count = try decoded.withUnsafeMutableBufferPointer { try decoder.read(into: $0.baseAddress!, maxFrames: 192) }
+        let count = try decoded.withUnsafeMutableBufferPointer {
+            try decoder.read(into: $0.baseAddress!, maxFrames: 192)
+        }
         #expect(count == 192)
         #expect(decoded == (0..<3).flatMap { Self.samples($0, 64).map(Int32.init) })
     }
