@@ -165,15 +165,33 @@ public enum ClipExporter {
         return comments
     }
 
-    /// Decodes the plan's segments and writes exactly `plan.frames` frames to `output` (a
-    /// regular file open for writing, empty; or, for FLAC, a pipe: STREAMINFO then lacks the
-    /// total and MD5). `name` is the output's name for messages. Stops early, with
+    /// Writes exactly `plan.frames` frames to `output` (a regular file open for writing, empty;
+    /// or, for FLAC, a pipe). FLAC (`copyFrames`, the default): the sources' frames are copied
+    /// where they verify, only the edges encoded (`writeByCopyingFrames`); WAV, or FLAC without
+    /// `copyFrames`: every segment decoded and the clip encoded whole (a pipe's STREAMINFO then
+    /// lacks the total and MD5). `name` is the output's name for messages. Stops early, with
     /// an error, when `isCancelled` says so (checked every chunk).
+    /// Returns what copying frames did (nil when it was not used).
+    @discardableResult
     public static func write(
         _ plan: ClipPlan, format: ClipFormat, to output: OwnedFile, name: String, comments: [(String, String)],
-        compressionLevel: Int = 1, isCancelled: @escaping () -> Bool = { false }
-    ) throws(ArchiveError) {
+        compressionLevel: Int = 1, copyFrames: Bool = true, isCancelled: @escaping () -> Bool = { false }
+    ) throws(ArchiveError) -> ClipCopyStatistics? {
         let channels = plan.channels
+        if format == .flac && copyFrames {
+            // Frames of the sources copied where they verify; decoded and encoded only at the edges.
+            let isPipe = (try? output.status().kind) != .regular
+            let sink: any FLACStreamSink =
+                isPipe ? PipeSink(file: output, name: name, isCancelled: isCancelled) : FLACFileSink(file: output)
+            do throws(MediaError) {
+                return try writeByCopyingFrames(
+                    plan, sink: sink,
+                    seekable: !isPipe, name: name, comments: comments, compressionLevel: compressionLevel,
+                    isCancelled: isCancelled)
+            } catch {
+                throw .unreadableFile(path: error.path.isEmpty ? name : error.path, reason: error.message)
+            }
+        }
         let sink: any ClipSink
         switch format {
         case .flac:
@@ -251,6 +269,7 @@ public enum ClipExporter {
         } catch {
             throw .unreadableFile(path: error.path.isEmpty ? name : error.path, reason: error.message)
         }
+        return nil
     }
 
     private static func open(_ path: String) throws(MediaError) -> FLACDecoder {
@@ -258,7 +277,7 @@ public enum ClipExporter {
         return try FLACDecoder(file: file, mode: .strict, checkMD5: false)
     }
 
-    private static func short(_ record: SegmentRecord, at frame: Int) -> MediaError {
+    static func short(_ record: SegmentRecord, at frame: Int) -> MediaError {
         MediaError(
             .invalidArgument, path: record.path,
             message: "the segment ends at frame \(frame), before the \(record.frames) frames the index lists; "

@@ -150,6 +150,27 @@ public final class FLACDecoder {
         try decode(into: nil, maxFrames: maxFrames)
     }
 
+    /// Moves so the next `read` starts at frame (sample per channel) `frame`: libFLAC's seek
+    /// (the seek table, then a search through the file; decoding only the target frame). For
+    /// reading one stretch of a long file (clip export). Throws `.corrupt` when the seek fails;
+    /// the decoder is then unusable (open a new one).
+    public func seek(toFrame frame: Int) throws(MediaError) {
+        guard problem == nil, !finished, frame >= 0 else {
+            throw MediaError(.corrupt, path: name, message: "cannot seek after the end or a problem; open it again")
+        }
+        pending.removeAll(keepingCapacity: true)
+        pendingOffset = 0
+        // libFLAC hands over the target frame from `frame` on; its samples count from there.
+        framesDecoded = frame
+        guard FLAC__stream_decoder_seek_absolute(decoder, FLAC__uint64(frame)) != 0 else {
+            problem = .state(FLAC__stream_decoder_get_state(decoder))
+            throw MediaError(
+                .corrupt, path: name,
+                message: "seeking to frame \(frame) failed (\(stateText)); run `flac -t` on it")
+        }
+        if let failure = cursor.failure { throw failure }
+    }
+
     private func decode(into destination: UnsafeMutablePointer<Int32>?, maxFrames: Int) throws(MediaError) -> Int {
         let channels = self.channels
         var produced = 0

@@ -53,10 +53,15 @@ extension ArchiveMaintenance {
                     + "yourself (ask an administrator, or the owner of the archive, for access)")
         }
         do {
-            try ClipExporter.write(
+            let copied = try ClipExporter.write(
                 plan, format: format, to: output, name: request.file,
                 comments: ClipExporter.comments(plan, app: request.app, stream: stream, archiveDirectory: directory),
                 isCancelled: { job.isCancelled })
+            // Frames that did not verify were decoded instead: the clip is right, the segment
+            // may be damaged or odd (`recctl archive verify` says which).
+            for reason in copied?.fallbacks ?? [] {
+                Log.warning("export \(request.file): decoded, not copied: \(reason)")
+            }
         } catch {
             throw error.sessionError
         }
