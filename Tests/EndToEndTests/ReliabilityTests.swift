@@ -136,10 +136,14 @@ struct ReliabilityTests {
         #expect(try eventually(timeout: 10) { try Self.recorders(daemon).count == 1 }, "auto_resume: recording again after the reset: \(daemon.log)")
         usleep(1_500_000)
         let running = try Self.recorders(daemon)
-        #expect(running.first?["overruns"]?.intValue == 0 && running.first?["gaps"]?.intValue == 0, "\(running.map(\.jsonText))")
+        #expect(running.first?["overruns"]?.intValue == 0, "\(running.map(\.jsonText))")
         try #require(daemon.recctl("record", "stop", "logger").status == 0)
         usleep(200_000)  // notifications reach the status on recd's next tick
         let xrunsAfterResume = try Self.xruns(daemon) - xrunsBeforeLoss
+        // A gap only where the loaded dummy server lost time (an xrun late by more than a
+        // period is a clockStall gap: the time really went unrecorded).
+        let resumedGaps = running.first?["gaps"]?.intValue ?? -1
+        #expect(resumedGaps >= 0 && resumedGaps <= xrunsAfterResume, "gaps \(resumedGaps), xruns \(xrunsAfterResume)")
         source.stop()
         #expect(daemon.process?.processIdentifier == pid && daemon.process?.isRunning == true, "the same recd throughout")
 
@@ -302,10 +306,13 @@ struct ReliabilityTests {
         #expect(daemon.process?.isRunning == true && daemon.process?.processIdentifier == pid, "recd survived the flood: \(daemon.log.suffix(2000))")
 
         let recording = try #require(try Self.recorders(daemon).first, "still recording after the flood")
-        #expect(recording["overruns"]?.intValue == 0 && recording["gaps"]?.intValue == 0, "\(recording.jsonText)")
+        #expect(recording["overruns"]?.intValue == 0, "\(recording.jsonText)")
         try #require(daemon.recctl("record", "stop", "logger").status == 0)
         usleep(200_000)
         let xruns = try Self.xruns(daemon) - xrunsAtStart
+        // No gap of recd's making: only where the loaded server lost time (clockStall, one per xrun at most).
+        let floodGaps = recording["gaps"]?.intValue ?? -1
+        #expect(floodGaps >= 0 && floodGaps <= xruns, "gaps \(floodGaps), xruns \(xruns): \(recording.jsonText)")
         source.stop()
         let files = archiveFiles(daemon.directory + "/archive")
         #expect(files.count == 1, "\(files)")
