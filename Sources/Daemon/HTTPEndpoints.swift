@@ -121,8 +121,17 @@ struct HTTPEndpoints: Sendable {
 extension ControlRouter {
     /// What `/metrics` shows, copied now. Control thread.
     func metricsSnapshot() -> MetricsSnapshot {
+        // Meter groups are engine names (a duplex port's input is NAME_in): back to config ports.
+        var portOfGroup: [String: String] = [:]
+        for port in config.ports {
+            if let group = EngineController.inputGroup(port) { portOfGroup[group] = port.name }
+        }
         let meters = (try? metersInfo(app: nil).meters) ?? []
+        let peaks = meters.compactMap { meter -> MetricsSnapshot.InputPeak? in
+            guard meter.direction == "input", let port = portOfGroup[meter.group] else { return nil }
+            return MetricsSnapshot.InputPeak(port: port, channel: meter.channel, peakDB: meter.peakDB)
+        }
         // Replication (issue 16 item 4): set `replication` from its state when a remote is set.
-        return MetricsSnapshot(status: statusInfo(), meters: meters, replication: nil)
+        return MetricsSnapshot(status: statusInfo(), inputPeaks: peaks, replication: nil)
     }
 }

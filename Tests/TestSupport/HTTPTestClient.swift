@@ -153,6 +153,23 @@ public enum HTTPTestClient {
         return response
     }
 
+    /// A TCP port free on 127.0.0.1 just now (for a server the test starts, e.g. Prometheus).
+    public static func freePort() throws -> UInt16 {
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        defer { close(fd) }
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_addr.s_addr = UInt32(0x7f00_0001).bigEndian
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        let ok = withUnsafeMutablePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                bind(fd, $0, length) == 0 && getsockname(fd, $0, &length) == 0
+            }
+        }
+        guard ok else { throw HTTPTestError(description: "no free port: errno \(errno)") }
+        return UInt16(bigEndian: address.sin_port)
+    }
+
     /// The machine's IPv4 addresses other than loopback (for the token tests), from getifaddrs.
     public static func nonLoopbackIPv4() -> [String] {
         var list: UnsafeMutablePointer<ifaddrs>?
