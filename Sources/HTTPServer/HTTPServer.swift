@@ -100,8 +100,10 @@ public final class HTTPServer: Sendable {
                 UInt32(limits.idleTimeoutSeconds), nil, nil, nil, nil)
         }
         guard let daemon else {
+            let cause = String(cString: strerror(errno))
             throw HTTPServerError(
-                "cannot listen on \(address) (in use, or not an address of this machine); choose another [http] listen, or listen = no")
+                "cannot listen on \(address) (\(cause): the port is taken, the address is not this machine's, or a sandbox such as recd.service's RestrictAddressFamilies=AF_UNIX allows no IP sockets); choose another [http] listen, widen the sandbox (docs/http.md), or set listen = no",
+                isConfiguration: false)
         }
         boundPort.store(recd_mhd_bound_port(daemon), ordering: .relaxed)
         let bits = UInt(bitPattern: daemon)

@@ -68,7 +68,7 @@ struct HTTPEndToEndTests {
         return (process.terminationStatus, (try? String(contentsOfFile: directory + "/out", encoding: .utf8)) ?? "")
     }
 
-    @Test("GET /metrics: Prometheus text that promtool accepts; HEAD without a body; 404; POST, PUT, DELETE get 405 with Allow; a 20 KiB header gets 431; only the configured port listens")
+    @Test("GET /metrics: Prometheus text that promtool accepts; HEAD without a body; 404; POST, PUT, DELETE get 405 with Allow; a 20 KiB header gets 431; only the configured port listens; a port already taken leaves recd running without HTTP")
     func listenerBasics() throws {
         let daemon = try Daemon(extraConfig: "\n[http]\nlisten = 127.0.0.1:0\n")
         let port = try Self.httpPort(daemon)
@@ -91,6 +91,11 @@ struct HTTPEndToEndTests {
         let big = try HTTPTestClient.get(port: port, path: "/metrics", headers: ["X-Big": String(repeating: "a", count: 20_000)])
         #expect(big.status == 431)
         #expect(try HTTPTestClient.get(port: port, path: "/metrics").status == 200, "still serving")
+
+        // A port already taken does not stop a second recd: it records without HTTP and says so.
+        let second = try Daemon(extraConfig: "\n[http]\nlisten = 127.0.0.1:\(port)\n")
+        #expect(try second.recctl("status").status == 0)
+        #expect(second.log.contains("HTTP listener off: cannot listen on 127.0.0.1:\(port)"), "\(second.log)")
     }
 
     @Test("too many connections: the 17th from one address and the 65th in all are closed unanswered; others are served; all served again once they go")
@@ -121,11 +126,11 @@ struct HTTPEndToEndTests {
         #expect(try eventually(timeout: 3) { served(from: "127.0.0.5") })
     }
 
-    @Test("the token: a non-loopback listen without token_file stops recd with what to set; with one, loopback peers need none, other peers get 401 without it or with a wrong one, 200 with it")
+    @Test("the token: a non-loopback listen without token_file stops recd (EX_CONFIG) with what to set; with one, loopback peers need none, other peers get 401 without it or with a wrong one, 200 with it")
     func token() throws {
-        // Refused at start: exit 69 and a message naming token_file.
+        // Refused at start: exit 78 (EX_CONFIG) and a message naming token_file.
         let refused = try Daemon.expectingFailure(extraConfig: "\n[http]\nlisten = 0.0.0.0:0\n")
-        #expect(refused.status == 69, "exit \(refused.status)")
+        #expect(refused.status == 78, "exit \(refused.status)")
         #expect(refused.log.contains("token_file"), "\(refused.log)")
 
         let directory = try makeTemporaryDirectory("recd-token")
