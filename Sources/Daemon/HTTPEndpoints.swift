@@ -8,8 +8,8 @@
 // 503 if the control thread is busier than that. Nothing is computed for HTTP unless a request
 // came: an idle listener costs the control thread nothing.
 import ControlProtocol
-import Foundation
 import Dispatch
+import Foundation
 import HTTPServer
 import Platform
 import Synchronization
@@ -66,7 +66,8 @@ struct HTTPEndpoints: Sendable {
 
     /// 503 with what to do, for a control thread that did not answer in time.
     static let busy = HTTPResponse.error(
-        503, "Service Unavailable: recd's control thread did not answer within 1 s; retry (its log says what kept it busy)",
+        503,
+        "Service Unavailable: recd's control thread did not answer within 1 s; retry (its log says what kept it busy)",
         headers: [("Retry-After", "1")])
 
     /// `GET /metrics`.
@@ -101,7 +102,8 @@ struct HTTPEndpoints: Sendable {
         let token = line.trimmingCharacters(in: .whitespaces)
         guard token.count >= 16 else {
             throw HTTPServerError(
-                "[http] token_file \(path) holds no token of 16 characters or more; write one, e.g. openssl rand -hex 32 > \(path)")
+                "[http] token_file \(path) holds no token of 16 characters or more; write one, e.g. openssl rand -hex 32 > \(path)"
+            )
         }
         return token
     }
@@ -113,7 +115,8 @@ struct HTTPEndpoints: Sendable {
             _ = try HTTPListenAddress(parsing: listen)
             return nil
         } catch {
-            return ConfigError(file: config.source, line: config.http.listenLine, message: "[http] listen: \(error.message)")
+            return ConfigError(
+                file: config.source, line: config.http.listenLine, message: "[http] listen: \(error.message)")
         }
     }
 }

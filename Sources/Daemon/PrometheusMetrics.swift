@@ -55,7 +55,8 @@ enum PrometheusMetrics {
                 out += name
                 if !sample.labels.isEmpty {
                     out += "{"
-                    out += sample.labels.map { "\($0.0)=\"\(PrometheusMetrics.escapeLabel($0.1))\"" }.joined(separator: ",")
+                    out += sample.labels.map { "\($0.0)=\"\(PrometheusMetrics.escapeLabel($0.1))\"" }.joined(
+                        separator: ",")
                     out += "}"
                 }
                 out += " \(PrometheusMetrics.format(sample.value))\n"

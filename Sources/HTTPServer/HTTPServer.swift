@@ -81,7 +81,8 @@ public final class HTTPServer: Sendable {
     {
         if !address.isLoopback && (token ?? "").isEmpty {
             throw HTTPServerError(
-                "listen = \(address) reaches other machines: set [http] token_file to a file holding a secret token, or listen on 127.0.0.1")
+                "listen = \(address) reaches other machines: set [http] token_file to a file holding a secret token, or listen on 127.0.0.1"
+            )
         }
         self.address = address
         self.limits = limits
@@ -90,7 +91,8 @@ public final class HTTPServer: Sendable {
         var flags = MHD_USE_INTERNAL_POLLING_THREAD.rawValue | MHD_USE_THREAD_PER_CONNECTION.rawValue
         flags |= MHD_USE_POLL.rawValue
         if address.isIPv6 { flags |= MHD_USE_IPv6.rawValue }
-        guard let bytes = HTTPListenAddress.socketAddress(host: address.host, port: address.port, isIPv6: address.isIPv6)
+        guard
+            let bytes = HTTPListenAddress.socketAddress(host: address.host, port: address.port, isIPv6: address.isIPv6)
         else { throw HTTPServerError("\(address) is not an IP address") }
         let daemon = bytes.withUnsafeBytes { raw in
             recd_mhd_start(
@@ -126,7 +128,10 @@ public final class HTTPServer: Sendable {
 
     fileprivate func handle(_ connection: OpaquePointer, url: String, method: String) -> MHD_Result {
         guard method == "GET" || method == "HEAD" else {
-            return queue(connection, .error(405, "Method Not Allowed: this server is read-only (GET, HEAD)", headers: [("Allow", "GET, HEAD")]))
+            return queue(
+                connection,
+                .error(
+                    405, "Method Not Allowed: this server is read-only (GET, HEAD)", headers: [("Allow", "GET, HEAD")]))
         }
         let peer = recd_mhd_peer_address(connection)
         let fromLoopback = peer.map { HTTPListenAddress.isLoopback($0) } ?? false
@@ -134,8 +139,9 @@ public final class HTTPServer: Sendable {
         if !fromLoopback && !authorized(headers["authorization"]) {
             return queue(
                 connection,
-                .error(401, "Unauthorized: send Authorization: Bearer TOKEN (the contents of recd's [http] token_file)",
-                       headers: [("WWW-Authenticate", "Bearer realm=\"recd\"")]))
+                .error(
+                    401, "Unauthorized: send Authorization: Bearer TOKEN (the contents of recd's [http] token_file)",
+                    headers: [("WWW-Authenticate", "Bearer realm=\"recd\"")]))
         }
         let request = HTTPRequest(
             method: method, path: url, query: values(connection, kind: .GET_ARGUMENT_KIND), headers: headers,
@@ -199,8 +205,9 @@ public final class HTTPServer: Sendable {
                 Glibc.close(descriptor)
                 return queue(
                     connection,
-                    .error(416, "Range Not Satisfiable: the file has \(size) bytes",
-                           headers: [("Content-Range", "bytes */\(size)")]))
+                    .error(
+                        416, "Range Not Satisfiable: the file has \(size) bytes",
+                        headers: [("Content-Range", "bytes */\(size)")]))
             }
         case .events(let stream):
             let context = Unmanaged.passRetained(StreamContext(stream: stream, server: self)).toOpaque()
@@ -210,7 +217,9 @@ public final class HTTPServer: Sendable {
                 { cls, _, buffer, max in
                     let context = Unmanaged<StreamContext>.fromOpaque(cls!).takeUnretainedValue()
                     guard let bytes = context.stream.next(max: max) else { return recd_mhd_end_of_stream() }
-                    bytes.withUnsafeBytes { UnsafeMutableRawPointer(buffer!).copyMemory(from: $0.baseAddress!, byteCount: $0.count) }
+                    bytes.withUnsafeBytes {
+                        UnsafeMutableRawPointer(buffer!).copyMemory(from: $0.baseAddress!, byteCount: $0.count)
+                    }
                     return bytes.count
                 },
                 context,

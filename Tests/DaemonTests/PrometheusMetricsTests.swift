@@ -44,8 +44,10 @@ struct PrometheusMetricsTests {
         }
         for line in [
             "recd_up 1", "recd_jack_connected 1", "recd_xruns_total 3", "recd_sessions_active 2",
-            "recd_recording{app=\"logger\",stream=\"main\"} 1", "recd_recorded_seconds_total{app=\"logger\",stream=\"main\"} 61",
-            "recd_recorder_overruns_total{app=\"logger\",stream=\"main\"} 4", "recd_silence{app=\"logger\",stream=\"main\"} 1",
+            "recd_recording{app=\"logger\",stream=\"main\"} 1",
+            "recd_recorded_seconds_total{app=\"logger\",stream=\"main\"} 61",
+            "recd_recorder_overruns_total{app=\"logger\",stream=\"main\"} 4",
+            "recd_silence{app=\"logger\",stream=\"main\"} 1",
             "recd_input_peak_dbfs{port=\"mic\",channel=\"1\"} -12.25", "recd_archive_free_bytes 5000000000",
             "recd_archive_segments 12",
         ] {
@@ -70,12 +72,14 @@ struct PrometheusMetricsTests {
     func replication() {
         let status = Self.status(recorders: [])
         let never = PrometheusMetrics.render(
-            MetricsSnapshot(status: status, inputPeaks: [], replication: .init(backlogSegments: 7, lastSuccessUnixSeconds: nil)))
+            MetricsSnapshot(
+                status: status, inputPeaks: [], replication: .init(backlogSegments: 7, lastSuccessUnixSeconds: nil)))
         #expect(never.contains("recd_replication_backlog_segments 7\n"))
         #expect(!never.contains("recd_replication_last_success_timestamp_seconds"))
         let done = PrometheusMetrics.render(
             MetricsSnapshot(
-                status: status, inputPeaks: [], replication: .init(backlogSegments: 0, lastSuccessUnixSeconds: 1_764_601_200)))
+                status: status, inputPeaks: [],
+                replication: .init(backlogSegments: 0, lastSuccessUnixSeconds: 1_764_601_200)))
         #expect(done.contains("recd_replication_last_success_timestamp_seconds 1764601200\n"))
     }
 }

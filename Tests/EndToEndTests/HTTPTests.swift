@@ -2,8 +2,8 @@
 // limits, the token, `listen = no`), `GET /metrics` checked by promtool, a real Prometheus
 // server scraping recd while a recd-signal tone records, and the shipped alerting rules.
 import Foundation
-import Testing
 import TestSupport
+import Testing
 
 #if canImport(Glibc)
     import Glibc
@@ -48,7 +48,9 @@ struct HTTPEndToEndTests {
 
     /// The value of the sample `series` (name and labels as rendered) in a metrics text.
     static func sample(_ text: String, _ series: String) -> Double? {
-        text.split(separator: "\n").first { $0.hasPrefix(series + " ") }.flatMap { Double($0.split(separator: " ").last ?? "") }
+        text.split(separator: "\n").first { $0.hasPrefix(series + " ") }.flatMap {
+            Double($0.split(separator: " ").last ?? "")
+        }
     }
 
     /// `promtool check metrics` on `text` (it reads standard input): its status and output.
@@ -68,7 +70,9 @@ struct HTTPEndToEndTests {
         return (process.terminationStatus, (try? String(contentsOfFile: directory + "/out", encoding: .utf8)) ?? "")
     }
 
-    @Test("GET /metrics: Prometheus text that promtool accepts; HEAD without a body; 404; POST, PUT, DELETE get 405 with Allow; a 20 KiB header gets 431; only the configured port listens; a port already taken leaves recd running without HTTP")
+    @Test(
+        "GET /metrics: Prometheus text that promtool accepts; HEAD without a body; 404; POST, PUT, DELETE get 405 with Allow; a 20 KiB header gets 431; only the configured port listens; a port already taken leaves recd running without HTTP"
+    )
     func listenerBasics() throws {
         let daemon = try Daemon(extraConfig: "\n[http]\nlisten = 127.0.0.1:0\n")
         let port = try Self.httpPort(daemon)
@@ -76,7 +80,8 @@ struct HTTPEndToEndTests {
         let metrics = try HTTPTestClient.get(port: port, path: "/metrics")
         #expect(metrics.status == 200)
         #expect(metrics.headers["content-type"] == "text/plain; version=0.0.4; charset=utf-8")
-        for line in ["recd_up 1", "recd_jack_connected 1", "recd_sessions_active 0", "# TYPE recd_xruns_total counter"] {
+        for line in ["recd_up 1", "recd_jack_connected 1", "recd_sessions_active 0", "# TYPE recd_xruns_total counter"]
+        {
             #expect(metrics.text.contains(line + "\n"), "\(line) in:\n\(metrics.text)")
         }
         let (status, output) = try Self.promtoolCheckMetrics(metrics.text)
@@ -88,7 +93,8 @@ struct HTTPEndToEndTests {
             let refused = try HTTPTestClient.get(port: port, path: "/metrics", method: method)
             #expect(refused.status == 405 && refused.headers["allow"] == "GET, HEAD", "\(method): \(refused.status)")
         }
-        let big = try HTTPTestClient.get(port: port, path: "/metrics", headers: ["X-Big": String(repeating: "a", count: 20_000)])
+        let big = try HTTPTestClient.get(
+            port: port, path: "/metrics", headers: ["X-Big": String(repeating: "a", count: 20_000)])
         #expect(big.status == 431)
         #expect(try HTTPTestClient.get(port: port, path: "/metrics").status == 200, "still serving")
 
@@ -98,7 +104,9 @@ struct HTTPEndToEndTests {
         #expect(second.log.contains("HTTP listener off: cannot listen on 127.0.0.1:\(port)"), "\(second.log)")
     }
 
-    @Test("too many connections: the 17th from one address and the 65th in all are closed unanswered; others are served; all served again once they go")
+    @Test(
+        "too many connections: the 17th from one address and the 65th in all are closed unanswered; others are served; all served again once they go"
+    )
     func connectionLimits() throws {
         let daemon = try Daemon(extraConfig: "\n[http]\nlisten = 127.0.0.1:0\n")
         let port = try Self.httpPort(daemon)
@@ -126,7 +134,9 @@ struct HTTPEndToEndTests {
         #expect(try eventually(timeout: 3) { served(from: "127.0.0.5") })
     }
 
-    @Test("the token: a non-loopback listen without token_file stops recd (EX_CONFIG) with what to set; with one, loopback peers need none, other peers get 401 without it or with a wrong one, 200 with it")
+    @Test(
+        "the token: a non-loopback listen without token_file stops recd (EX_CONFIG) with what to set; with one, loopback peers need none, other peers get 401 without it or with a wrong one, 200 with it"
+    )
     func token() throws {
         // Refused at start: exit 78 (EX_CONFIG) and a message naming token_file.
         let refused = try Daemon.expectingFailure(extraConfig: "\n[http]\nlisten = 0.0.0.0:0\n")
@@ -164,7 +174,9 @@ struct HTTPEndToEndTests {
         #expect(!daemon.log.contains("HTTP listener on"))
     }
 
-    @Test("a real Prometheus scrapes recd (bearer token, every 1 s) while a tone records: its API returns up == 1, recd_recording 1 and recorded seconds; recd's own text has the tone's peak and passes promtool")
+    @Test(
+        "a real Prometheus scrapes recd (bearer token, every 1 s) while a tone records: its API returns up == 1, recd_recording 1 and recorded seconds; recd's own text has the tone's peak and passes promtool"
+    )
     func prometheusScrapes() throws {
         let directory = try makeTemporaryDirectory("recd-prometheus")
         defer { try? FileManager.default.removeItem(atPath: directory) }
@@ -190,7 +202,9 @@ struct HTTPEndToEndTests {
         ])
         defer { _ = source }
         #expect(
-            try eventually { try daemon.recctl("--json", "routes").json?["ports"]?.arrayValue?.first?["available"] == true })
+            try eventually {
+                try daemon.recctl("--json", "routes").json?["ports"]?.arrayValue?.first?["available"] == true
+            })
         let start = try daemon.recctl("record", "start", "logger")
         try #require(start.status == 0, "\(start.stderr)")
 
@@ -228,7 +242,8 @@ struct HTTPEndToEndTests {
                 "--config.file=\(directory)/prometheus.yml", "--storage.tsdb.path=\(directory)/data",
                 "--web.listen-address=127.0.0.1:\(webPort)", "--log.level=warn",
             ])
-        let log = try FileHandle(forWritingTo: URL(fileURLWithPath: directory + "/prometheus.log", isDirectory: false).creatingFile())
+        let log = try FileHandle(
+            forWritingTo: URL(fileURLWithPath: directory + "/prometheus.log", isDirectory: false).creatingFile())
         prometheus.standardOutput = log
         prometheus.standardError = log
         prometheus.standardInput = FileHandle.nullDevice
@@ -250,7 +265,12 @@ struct HTTPEndToEndTests {
             return Double(number)
         }
         var up: Double?
-        #expect(try eventually(timeout: 20) { up = query("up{job=\"recd\"}"); return up == 1 }, "up = \(String(describing: up)); Prometheus log:\n\((try? String(contentsOfFile: directory + "/prometheus.log", encoding: .utf8)) ?? "")")
+        #expect(
+            try eventually(timeout: 20) {
+                up = query("up{job=\"recd\"}"); return up == 1
+            },
+            "up = \(String(describing: up)); Prometheus log:\n\((try? String(contentsOfFile: directory + "/prometheus.log", encoding: .utf8)) ?? "")"
+        )
         #expect(try eventually(timeout: 5) { query("recd_recording{app=\"logger\"}") == 1 })
         var seconds: Double?
         #expect(
