@@ -112,7 +112,8 @@ struct HTTPEndpoints: Sendable {
     static func check(_ config: RecdConfig) -> ConfigError? {
         guard let listen = config.http.listen else { return nil }
         do {
-            _ = try HTTPListenAddress(parsing: listen)
+            let address = try HTTPListenAddress(parsing: listen)
+            try HTTPServer.requireToken(for: address, hasToken: config.http.tokenFile != nil)
             return nil
         } catch {
             return ConfigError(

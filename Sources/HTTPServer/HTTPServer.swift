@@ -79,11 +79,7 @@ public final class HTTPServer: Sendable {
     public init(address: HTTPListenAddress, token: String?, routes: Routes, limits: Limits = Limits())
         throws(HTTPServerError)
     {
-        if !address.isLoopback && (token ?? "").isEmpty {
-            throw HTTPServerError(
-                "listen = \(address) reaches other machines: set [http] token_file to a file holding a secret token, or listen on 127.0.0.1"
-            )
-        }
+        try Self.requireToken(for: address, hasToken: !(token ?? "").isEmpty)
         self.address = address
         self.limits = limits
         self.token = token.map { Array($0.utf8) }
@@ -110,6 +106,15 @@ public final class HTTPServer: Sendable {
         boundPort.store(recd_mhd_bound_port(daemon), ordering: .relaxed)
         let bits = UInt(bitPattern: daemon)
         state.withLock { $0.daemon = bits }
+    }
+
+    /// The token rule: an address other machines reach needs a token. Also `--check-config`'s.
+    public static func requireToken(for address: HTTPListenAddress, hasToken: Bool) throws(HTTPServerError) {
+        guard address.isLoopback || hasToken else {
+            throw HTTPServerError(
+                "listen = \(address) reaches other machines: set [http] token_file to a file holding a secret token, or listen on 127.0.0.1"
+            )
+        }
     }
 
     /// Closes open event streams, then stops the listener and its threads (waits for them).
