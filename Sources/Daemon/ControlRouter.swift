@@ -1006,6 +1006,11 @@ final class ControlRouter: ControlServerHandler, EventSink, @unchecked Sendable 
 
     /// Peak and RMS in dBFS (floor -120) per channel: of an app's route ports, or of all.
     private func meterFields(app: String?) throws -> [(String, JSONValue)] {
+        try metersInfo(app: app).fields
+    }
+
+    /// `meters`'s reply (of the last tick's readings); also the metrics' input peaks. Control thread.
+    func metersInfo(app: String?) throws -> MetersInfo {
         guard engine.isRunning else {
             throw SessionError(
                 .mediaServicesFailed, "the JACK server is gone; meters return with mediaServicesWereReset")
@@ -1034,7 +1039,7 @@ final class ControlRouter: ControlServerHandler, EventSink, @unchecked Sendable 
                 app: stream.spec.app, stream: stream.spec.stream, momentaryLufs: lufs(live.momentaryLUFS),
                 shortTermLufs: lufs(live.shortTermLUFS))
         }
-        return MetersInfo(meters: readings, windowMs: (meterWindow * 1000).rounded(), recordings: loudness).fields
+        return MetersInfo(meters: readings, windowMs: (meterWindow * 1000).rounded(), recordings: loudness)
     }
 
     private func routesFields() -> [(String, JSONValue)] {
@@ -1053,6 +1058,11 @@ final class ControlRouter: ControlServerHandler, EventSink, @unchecked Sendable 
     }
 
     private func statusFields() -> [(String, JSONValue)] {
+        statusInfo().fields
+    }
+
+    /// `status`'s reply; also what the HTTP listener's metrics are made of. Control thread.
+    func statusInfo() -> StatusInfo {
         let daemon = StatusInfo.Daemon(
             version: recdVersion, protocolVersion: protocolVersion, pid: Int(CurrentProcess.id),
             uptime: (SystemClock.monotonicSeconds() - startedAt).rounded(), config: config.source,
@@ -1069,7 +1079,7 @@ final class ControlRouter: ControlServerHandler, EventSink, @unchecked Sendable 
             recorders: recorders.recorders.map(\.info),
             cards: devices.cards.map { .init(index: $0.index, id: $0.id, name: $0.name, usb: $0.isUSB) },
             archive: recorders.archiveStatus(), attachments: attachments.infos, replication: replication?.status
-        ).fields
+        )
     }
 
     // MARK: Effects

@@ -5,6 +5,7 @@
 // the control thread in `server.run`; after it returns, `shutdown` stops them all.
 import ControlProtocol
 import Devices
+import HTTPServer
 import Platform
 import SessionPolicy
 import SystemSupport
@@ -85,6 +86,7 @@ public enum Recd {
                             + "rclone) or set [replicate] rclone: until then segments wait and retention keeps them")
                 }
             }
+            print(config.http.listen.map { "http: listen \($0)" + (config.http.tokenFile.map { ", token_file \($0)" } ?? "") } ?? "http: off (listen = no)")
             return 0
         }
         if let socketOverride { config.daemon.socket = socketOverride }
@@ -121,6 +123,7 @@ public enum Recd {
             return nil
         }
         if case .failure(let error) = DeviceService.bindings(for: config) { errors.append("\(error)") }
+        if let error = HTTPEndpoints.check(config) { errors.append("\(error)") }
         return errors.isEmpty ? (config, []) : (nil, errors)
     }
 
@@ -177,10 +180,25 @@ public enum Recd {
         router.startEngine()
         router.startDevices(environment: environment)
         router.save()
+        // A config that asks for what cannot be (an address, a missing token) stops recd; a port
+        // the system refuses does not stop the recordings: recd runs without HTTP and says so
+        // (Prometheus sees the box down and alerts).
+        var http: HTTPServer?
+        do {
+            http = try HTTPEndpoints.start(config: config, router: router)
+        } catch where error.isConfiguration {
+            Log.error("cannot start the HTTP listener: \(error.message)")
+            router.shutdown()
+            return 78  // EX_CONFIG
+        } catch {
+            Log.warning("HTTP listener off: \(error.message)")
+        }
+        if let http { Log.notice("HTTP listener on \(http.address.isIPv6 ? "[\(http.address.host)]" : http.address.host):\(http.port)") }
         Log.notice("recd \(recdVersion) listening on \(config.daemon.socket) (config: \(config.source), state: \(config.daemon.stateDir))")
         try? SystemdNotify.ready(status: "listening on \(config.daemon.socket)")
         server.run(handler: router)
         try? SystemdNotify.stopping()
+        http?.stop()
         router.shutdown()
         Log.notice("recd stopped")
         return 0

@@ -7,7 +7,7 @@ import SessionPolicy
 
 /// The kinds of section a config may hold, with their keys.
 enum ConfigSectionKind: String, CaseIterable {
-    case daemon, jack, archive, policy, port, session, replicate
+    case daemon, jack, archive, policy, port, session, http, replicate
 
     var keys: [String] {
         switch self {
@@ -20,6 +20,7 @@ enum ConfigSectionKind: String, CaseIterable {
             ]
                 + SilenceSettings.keys
         case .policy: ["duck_level_db"]
+        case .http: ["listen", "token_file"]
         case .replicate: ReplicateSection.keys
         case .port:
             [
@@ -40,7 +41,7 @@ enum ConfigSectionKind: String, CaseIterable {
         switch self {
         case .port: ["jack", "jack_in", "jack_out", "capabilities"]
         case .session: ["options"]
-        case .daemon, .jack, .archive, .policy, .replicate: []
+        case .daemon, .jack, .archive, .policy, .http, .replicate: []
         }
     }
 
@@ -49,11 +50,11 @@ enum ConfigSectionKind: String, CaseIterable {
         switch self {
         case .port: "port name"
         case .session: "app name"
-        case .daemon, .jack, .archive, .policy, .replicate: nil
+        case .daemon, .jack, .archive, .policy, .http, .replicate: nil
         }
     }
 
-    static let usage = "[daemon], [jack], [archive], [policy], [replicate], [port NAME] or [session APP]"
+    static let usage = "[daemon], [jack], [archive], [policy], [http], [replicate], [port NAME] or [session APP]"
 }
 
 /// The keys of one section, checked for unknown and repeated keys.
@@ -117,6 +118,7 @@ struct ConfigInterpreter {
     private var jack = JackSection()
     private var archive = ArchiveSection(dir: "")
     private var policy = PolicySection()
+    private var http = HTTPSection()
     private var replicate = ReplicateSection()
     private var ports: [PortDecl] = []
     private var sessions: [SessionDecl] = []
@@ -159,6 +161,7 @@ struct ConfigInterpreter {
             case .jack: readJack(fields)
             case .archive: readArchive(fields)
             case .policy: readPolicy(fields)
+            case .http: readHTTP(fields)
             case .replicate: replicate = Self.readReplicate(fields, in: &issues)
             case .port: if let name, let port = readPort(name, fields) { ports.append(port) }
             case .session: if let name { sessions.append(readSession(name, fields)) }
@@ -174,6 +177,7 @@ struct ConfigInterpreter {
         var config = RecdConfig(
             daemon: daemon, jack: jack, archive: archive,
             policy: policy, ports: ports, sessions: sessions, source: source)
+        config.http = http
         config.replicate = replicate
         return config
     }
@@ -284,6 +288,16 @@ struct ConfigInterpreter {
         {
             policy.duckLevelDB = value
         }
+    }
+
+    private mutating func readHTTP(_ fields: ConfigSectionFields) {
+        if let field = fields["listen"],
+            let value = field.text(describing: "HOST:PORT, e.g. \(HTTPSection.defaultListen), or no", in: &issues)
+        {
+            http.listen = value == "no" ? nil : value
+            http.listenLine = field.line
+        }
+        http.tokenFile = fields["token_file"]?.absolutePath(in: &issues)
     }
 
     // MARK: - Ports
