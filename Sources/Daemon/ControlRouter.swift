@@ -53,6 +53,8 @@ final class ControlRouter: ControlServerHandler, EventSink, @unchecked Sendable 
     let worker: SlowRequestWorker
     /// Writes state.json off the control thread.
     let stateWriter: StateWriter
+    /// The status page's live meters (`/events`): filled from the tick while a browser listens.
+    let pageMeters = MeterFeed()
     /// The engine's meters over the last tick (about 100 ms), for every `meter` request alike.
     private var latestMeters: [MeterReading] = []
     private var meterWindow = 0.0
@@ -210,6 +212,7 @@ final class ControlRouter: ControlServerHandler, EventSink, @unchecked Sendable 
             latestMeters = engine.meters()
             meterWindow = now - lastMeterTime
             lastMeterTime = now
+            publishPageMeters()
         }
         // WATCHDOG=1 at half the interval systemd gave: the control loop is alive.
         if let interval = watchdogInterval, now >= nextWatchdog {
@@ -994,7 +997,7 @@ final class ControlRouter: ControlServerHandler, EventSink, @unchecked Sendable 
     }
 
     /// Peak and RMS in dBFS (floor -120) per channel: of an app's route ports, or of all.
-    private func meterFields(app: String?) throws -> [(String, JSONValue)] {
+    func meterFields(app: String?) throws -> [(String, JSONValue)] {
         guard engine.isRunning else {
             throw SessionError(
                 .mediaServicesFailed, "the JACK server is gone; meters return with mediaServicesWereReset")
@@ -1026,7 +1029,7 @@ final class ControlRouter: ControlServerHandler, EventSink, @unchecked Sendable 
         return MetersInfo(meters: readings, windowMs: (meterWindow * 1000).rounded(), recordings: loudness).fields
     }
 
-    private func routesFields() -> [(String, JSONValue)] {
+    func routesFields() -> [(String, JSONValue)] {
         let ports = engine.describePorts().map { entry in
             let port = entry.port
             return PortInfo(
@@ -1041,7 +1044,7 @@ final class ControlRouter: ControlServerHandler, EventSink, @unchecked Sendable 
         return RoutesInfo(ports: ports, sessions: sessions).fields
     }
 
-    private func statusFields() -> [(String, JSONValue)] {
+    func statusFields() -> [(String, JSONValue)] {
         let daemon = StatusInfo.Daemon(
             version: recdVersion, protocolVersion: protocolVersion, pid: Int(CurrentProcess.id),
             uptime: (SystemClock.monotonicSeconds() - startedAt).rounded(), config: config.source,

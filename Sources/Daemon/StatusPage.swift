@@ -1,0 +1,120 @@
+// The status page's data (issue 16, item 3): what the HTTP routes `/api/segments`, `/events`
+// and `/archive/...` serve, without touching the control thread's state.
+//
+// Threads:
+// - `MeterFeed.publish` and `isWanted`: the control thread (the tick), which renders the
+//   meters only while a browser listens.
+// - Everything else: the HTTP thread(s). The archive is read through the page's own index
+//   connection (WAL: readers never wait for the recorders' writes), opened on first use.
+import Archive
+import ControlProtocol
+import Platform
+import Synchronization
+
+/// The live meters as server-sent events: the control thread publishes the newest `meters`
+/// event each tick (about 10 Hz) while at least one stream listens, and nothing otherwise; the
+/// streams read the newest one. Any thread.
+final class MeterFeed: Sendable {
+    private let listeners = Atomic<Int>(0)
+    private let newest = Mutex<(sequence: UInt64, event: [UInt8])>((0, []))
+
+    /// Whether anyone listens: the control thread renders meters only then.
+    var isWanted: Bool { listeners.load(ordering: .relaxed) > 0 }
+
+    /// How many streams listen.
+    var listenerCount: Int { listeners.load(ordering: .relaxed) }
+
+    /// A stream starts listening; each `subscribe` is matched by one `unsubscribe`.
+    func subscribe() { listeners.add(1, ordering: .relaxed) }
+
+    func unsubscribe() { listeners.subtract(1, ordering: .relaxed) }
+
+    /// Publishes `meters` (a `MetersInfo`'s JSON) as the newest event. Control thread.
+    func publish(_ meters: JSONValue) {
+        let event = Array(Self.event(name: "meters", data: meters.jsonText).utf8)
+        newest.withLock { $0 = ($0.sequence &+ 1, event) }
+    }
+
+    /// The newest event when it is newer than `sequence`, with its own sequence number.
+    func event(after sequence: UInt64) -> (sequence: UInt64, event: [UInt8])? {
+        newest.withLock { $0.sequence != sequence && !$0.event.isEmpty ? $0 : nil }
+    }
+
+    /// One server-sent event: `event:` and one `data:` line (JSON text has no newlines).
+    static func event(name: String, data: String) -> String { "event: \(name)\ndata: \(data)\n\n" }
+}
+
+/// The page's view of the archive: the recent segments and the files it may serve. Any thread
+/// (the index connection is used under a lock, one request at a time).
+final class StatusPageArchive: Sendable {
+    let directory: String
+    let indexPath: String
+    private let connection = Mutex<ArchiveIndex?>(nil)
+
+    /// How many segments `/api/segments` lists, newest first.
+    static let recentCount = 20
+
+    init(directory: String) {
+        self.directory = directory
+        indexPath = directory + "/index.sqlite"
+    }
+
+    private func withIndex<T>(_ body: (ArchiveIndex) throws(ArchiveError) -> T) throws(ArchiveError) -> T {
+        try connection.withLock { (index: inout ArchiveIndex?) throws(ArchiveError) -> T in
+            if index == nil { index = try ArchiveIndex(path: indexPath) }
+            return try body(index!)
+        }
+    }
+
+    /// `/api/segments`: the newest `recentCount` segments as `archive.list` describes them,
+    /// each with `file` (its path below the archive) and `url` (where `/archive/` serves it).
+    func recentSegments() throws(ArchiveError) -> JSONValue {
+        let records = try withIndex { (index) throws(ArchiveError) in try index.latest(limit: Self.recentCount) }
+        let prefix = directory.hasSuffix("/") ? directory : directory + "/"
+        let canonicalPrefix = (FileSystem.canonicalPath(directory) ?? directory) + "/"
+        return [
+            "segments": .array(
+                records.compactMap { record in
+                    let relative =
+                        record.path.hasPrefix(prefix)
+                        ? String(record.path.dropFirst(prefix.count))
+                        : record.path.hasPrefix(canonicalPrefix) ? String(record.path.dropFirst(canonicalPrefix.count)) : nil
+                    guard let relative else { return nil }
+                    var json = RecorderService.segmentInfo(record).json
+                    json.set("file", .string(relative))
+                    json.set("url", .string("archive/" + Self.percentEncoded(relative)))
+                    return json
+                })
+        ]
+    }
+
+    /// `/archive/<relative>`: the finished segment, opened under every rule of
+    /// `ArchivePath.openFinishedSegment`; nil (404) when any fails.
+    func openSegment(_ relative: String) -> ServedSegment? {
+        do {
+            return try withIndex { (index) throws(ArchiveError) in
+                try ArchivePath.openFinishedSegment(relative, archiveDirectory: directory, index: index)
+            }
+        } catch {
+            Log.debug("status page: /archive/\(relative) refused: \(error.message)")
+            return nil
+        }
+    }
+
+    /// A path for a URL: each component percent-encoded but for RFC 3986's unreserved set.
+    static func percentEncoded(_ path: String) -> String {
+        var out = ""
+        for byte in path.utf8 {
+            switch byte {
+            case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "A")...UInt8(ascii: "Z"),
+                UInt8(ascii: "0")...UInt8(ascii: "9"), UInt8(ascii: "-"), UInt8(ascii: "."), UInt8(ascii: "_"),
+                UInt8(ascii: "~"), UInt8(ascii: "/"):
+                out.unicodeScalars.append(Unicode.Scalar(byte))
+            default:
+                let hex = Array("0123456789ABCDEF".utf8)
+                out += "%" + String(decoding: [hex[Int(byte >> 4)], hex[Int(byte & 15)]], as: UTF8.self)
+            }
+        }
+        return out
+    }
+}
