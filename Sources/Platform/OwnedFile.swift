@@ -21,6 +21,14 @@ public final class OwnedFile {
 
     deinit { if descriptor >= 0 { _ = Syscall.close(descriptor) } }
 
+    /// Gives the descriptor to a new owner (who closes it), leaving this object closed: e.g. a
+    /// served file handed to the HTTP listener.
+    public func relinquish() -> Int32 {
+        let handed = descriptor
+        descriptor = -1
+        return handed
+    }
+
     /// How to open a file.
     public enum Access: Sendable {
         case readOnly
