@@ -75,7 +75,9 @@ extension ArchivePath {
         }
         let configured = archiveDirectory.hasSuffix("/") ? archiveDirectory : archiveDirectory + "/"
         let canonical = root + "/" + relative
-        guard let record = try index.record(path: configured + relative) ?? index.record(path: canonical) else {
+        var known = try index.record(path: configured + relative)
+        if known == nil { known = try index.record(path: canonical) }
+        guard let record = known else {
             throw .invalidArgument("the archive index knows no segment \(relative)")
         }
         guard FileSystem.canonicalPath(canonical) == canonical else {

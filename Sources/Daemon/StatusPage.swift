@@ -10,6 +10,7 @@ import Archive
 import ControlProtocol
 import Platform
 import Synchronization
+import SystemSupport
 
 /// The live meters as server-sent events: the control thread publishes the newest `meters`
 /// event each tick (about 10 Hz) while at least one stream listens, and nothing otherwise; the
@@ -44,12 +45,14 @@ final class MeterFeed: Sendable {
     static func event(name: String, data: String) -> String { "event: \(name)\ndata: \(data)\n\n" }
 }
 
-/// The page's view of the archive: the recent segments and the files it may serve. Any thread
-/// (the index connection is used under a lock, one request at a time).
-final class StatusPageArchive: Sendable {
+/// The page's view of the archive: the recent segments and the files it may serve. Any thread:
+/// the index connection is used only under `lock`, one request at a time (hence
+/// `@unchecked Sendable`).
+final class StatusPageArchive: @unchecked Sendable {
     let directory: String
     let indexPath: String
-    private let connection = Mutex<ArchiveIndex?>(nil)
+    private let lock = Mutex(())
+    private var connection: ArchiveIndex?
 
     /// How many segments `/api/segments` lists, newest first.
     static let recentCount = 20
@@ -60,10 +63,11 @@ final class StatusPageArchive: Sendable {
     }
 
     private func withIndex<T>(_ body: (ArchiveIndex) throws(ArchiveError) -> T) throws(ArchiveError) -> T {
-        try connection.withLock { (index: inout ArchiveIndex?) throws(ArchiveError) -> T in
-            if index == nil { index = try ArchiveIndex(path: indexPath) }
-            return try body(index!)
-        }
+        // Not `withLock`: its result is `sending`, and a served file's `OwnedFile` is not Sendable.
+        lock._unsafeLock()
+        defer { lock._unsafeUnlock() }
+        if connection == nil { connection = try ArchiveIndex(path: indexPath) }
+        return try body(connection!)
     }
 
     /// `/api/segments`: the newest `recentCount` segments as `archive.list` describes them,

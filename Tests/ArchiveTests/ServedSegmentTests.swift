@@ -1,6 +1,7 @@
 // What the HTTP `/archive/` route may serve (issue 16, item 3): `ArchivePath.openFinishedSegment`.
 
 import Foundation
+import Platform
 import Testing
 
 @testable import Archive
