@@ -29,6 +29,7 @@ let package = Package(
         .systemLibrary(name: "CSQLite", pkgConfig: "sqlite3", providers: [.apt(["libsqlite3-dev"])]),
         .systemLibrary(name: "CSndfile", pkgConfig: "sndfile", providers: [.apt(["libsndfile1-dev"])]),
         .systemLibrary(name: "CEbur128", pkgConfig: "libebur128", providers: [.apt(["libebur128-dev"])]),
+        .systemLibrary(name: "CMicroHTTPD", pkgConfig: "libmicrohttpd", providers: [.apt(["libmicrohttpd-dev"])]),
 
         // The one platform layer: threads, errno and system errors, descriptors, clocks,
         // directories, eventfd/signalfd. The only importer of CLinux.
@@ -50,8 +51,10 @@ let package = Package(
         .target(name: "Archive", dependencies: ["Platform", "Codec", "CSQLite", "SessionPolicy"]),
         // ALSA: card discovery, jack-sense and capture-switch events (libasound's control API).
         .target(name: "Devices", dependencies: ["Platform", "CALSA"]),
+        // The HTTP listener (libmicrohttpd): read-only routes, loopback or a bearer token, limits.
+        .target(name: "HTTPServer", dependencies: ["CMicroHTTPD"]),
         // The daemon's control loop: requests → policy → effects, persistence, events.
-        .target(name: "Daemon", dependencies: ["Platform", "SessionPolicy", "ControlProtocol", "SystemSupport", "AudioEngine", "Codec", "Archive", "Devices"]),
+        .target(name: "Daemon", dependencies: ["Platform", "SessionPolicy", "ControlProtocol", "SystemSupport", "AudioEngine", "Codec", "Archive", "Devices", "HTTPServer"]),
         // The client's end of the control socket (connect, request, reply, events): recctl and AudioSession.
         .target(name: "ControlClient", dependencies: ["ControlProtocol", "Platform"]),
         // recctl's argument parsing and output formatting; Platform passes open files.
@@ -80,6 +83,7 @@ let package = Package(
         .testTarget(name: "ControlProtocolTests", dependencies: ["ControlProtocol"]),
         .testTarget(name: "SystemSupportTests", dependencies: ["SystemSupport", "Platform", "TestSupport"]),
         .testTarget(name: "AudioEngineTests", dependencies: ["AudioEngine", "CJack", "TestSupport"]),
+        .testTarget(name: "HTTPServerTests", dependencies: ["HTTPServer", "TestSupport"]),
         .testTarget(name: "DevicesTests", dependencies: ["Devices", "Platform"]),
         .testTarget(name: "ArchiveTests", dependencies: ["Archive", "Platform", "TestSupport"]),
         .testTarget(name: "CodecTests", dependencies: ["Codec", "AudioTestSupport", "TestSupport"]),

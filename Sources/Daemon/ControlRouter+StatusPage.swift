@@ -8,13 +8,13 @@ extension ControlRouter {
     /// archive) and `routes`'s (the ports), each under its own key. Built on the control thread
     /// and handed to the HTTP thread as a value.
     func statusPageSnapshot() -> JSONValue {
-        ["status": .object(statusFields()), "routes": .object(routesFields())]
+        ["status": statusInfo().json, "routes": .object(routesFields())]
     }
 
     /// Publishes the tick's meters (every channel, and the recordings' loudness) to the page's
     /// feed; renders nothing while no browser listens.
     func publishPageMeters() {
-        guard pageMeters.isWanted, let fields = try? meterFields(app: nil) else { return }
-        pageMeters.publish(.object(fields))
+        guard pageMeters.isWanted, let meters = try? metersInfo(app: nil) else { return }
+        pageMeters.publish(meters.json)
     }
 }

@@ -997,7 +997,12 @@ final class ControlRouter: ControlServerHandler, EventSink, @unchecked Sendable 
     }
 
     /// Peak and RMS in dBFS (floor -120) per channel: of an app's route ports, or of all.
-    func meterFields(app: String?) throws -> [(String, JSONValue)] {
+    private func meterFields(app: String?) throws -> [(String, JSONValue)] {
+        try metersInfo(app: app).fields
+    }
+
+    /// `meters`'s reply (of the last tick's readings); also the metrics' input peaks. Control thread.
+    func metersInfo(app: String?) throws -> MetersInfo {
         guard engine.isRunning else {
             throw SessionError(
                 .mediaServicesFailed, "the JACK server is gone; meters return with mediaServicesWereReset")
@@ -1026,7 +1031,7 @@ final class ControlRouter: ControlServerHandler, EventSink, @unchecked Sendable 
                 app: stream.spec.app, stream: stream.spec.stream, momentaryLufs: lufs(live.momentaryLUFS),
                 shortTermLufs: lufs(live.shortTermLUFS))
         }
-        return MetersInfo(meters: readings, windowMs: (meterWindow * 1000).rounded(), recordings: loudness).fields
+        return MetersInfo(meters: readings, windowMs: (meterWindow * 1000).rounded(), recordings: loudness)
     }
 
     func routesFields() -> [(String, JSONValue)] {
@@ -1044,7 +1049,12 @@ final class ControlRouter: ControlServerHandler, EventSink, @unchecked Sendable 
         return RoutesInfo(ports: ports, sessions: sessions).fields
     }
 
-    func statusFields() -> [(String, JSONValue)] {
+    private func statusFields() -> [(String, JSONValue)] {
+        statusInfo().fields
+    }
+
+    /// `status`'s reply; also what the HTTP listener's metrics are made of. Control thread.
+    func statusInfo() -> StatusInfo {
         let daemon = StatusInfo.Daemon(
             version: recdVersion, protocolVersion: protocolVersion, pid: Int(CurrentProcess.id),
             uptime: (SystemClock.monotonicSeconds() - startedAt).rounded(), config: config.source,
@@ -1061,7 +1071,7 @@ final class ControlRouter: ControlServerHandler, EventSink, @unchecked Sendable 
             recorders: recorders.recorders.map(\.info),
             cards: devices.cards.map { .init(index: $0.index, id: $0.id, name: $0.name, usb: $0.isUSB) },
             archive: recorders.archiveStatus(), attachments: attachments.infos
-        ).fields
+        )
     }
 
     // MARK: Effects

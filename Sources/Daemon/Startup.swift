@@ -5,6 +5,7 @@
 // the control thread in `server.run`; after it returns, `shutdown` stops them all.
 import ControlProtocol
 import Devices
+import HTTPServer
 import Platform
 import SessionPolicy
 import SystemSupport
@@ -76,6 +77,7 @@ public enum Recd {
         if checkOnly {
             print("\(config.source): OK (\(config.ports.count) ports, \(config.sessions.count) sessions)")
             for port in config.ports { print(resolvedJackPorts(port)) }
+            print(config.http.listen.map { "http: listen \($0)" + (config.http.tokenFile.map { ", token_file \($0)" } ?? "") } ?? "http: off (listen = no)")
             return 0
         }
         if let socketOverride { config.daemon.socket = socketOverride }
@@ -112,6 +114,7 @@ public enum Recd {
             return nil
         }
         if case .failure(let error) = DeviceService.bindings(for: config) { errors.append("\(error)") }
+        if let error = HTTPEndpoints.check(config) { errors.append("\(error)") }
         return errors.isEmpty ? (config, []) : (nil, errors)
     }
 
@@ -168,10 +171,20 @@ public enum Recd {
         router.startEngine()
         router.startDevices(environment: environment)
         router.save()
+        let http: HTTPServer?
+        do {
+            http = try HTTPEndpoints.start(config: config, router: router)
+        } catch {
+            Log.error("cannot start the HTTP listener: \(error.message)")
+            router.shutdown()
+            return 69  // EX_UNAVAILABLE
+        }
+        if let http { Log.notice("HTTP listener on \(http.address.isIPv6 ? "[\(http.address.host)]" : http.address.host):\(http.port)") }
         Log.notice("recd \(recdVersion) listening on \(config.daemon.socket) (config: \(config.source), state: \(config.daemon.stateDir))")
         try? SystemdNotify.ready(status: "listening on \(config.daemon.socket)")
         server.run(handler: router)
         try? SystemdNotify.stopping()
+        http?.stop()
         router.shutdown()
         Log.notice("recd stopped")
         return 0

@@ -3,46 +3,46 @@
 //
 // Threads:
 // - `MeterFeed.publish` and `isWanted`: the control thread (the tick), which renders the
-//   meters only while a browser listens.
+//   meters only while a browser listens; `subscribe`: the HTTP thread.
 // - Everything else: the HTTP thread(s). The archive is read through the page's own index
 //   connection (WAL: readers never wait for the recorders' writes), opened on first use.
 import Archive
 import ControlProtocol
+import HTTPServer
 import Platform
 import Synchronization
 import SystemSupport
 
-/// The live meters as server-sent events: the control thread publishes the newest `meters`
-/// event each tick (about 10 Hz) while at least one stream listens, and nothing otherwise; the
-/// streams read the newest one. Any thread.
+/// The live meters as server-sent events (`/events`): the control thread sends each tick's
+/// `meters` event (about 10 Hz) to every open stream, and renders nothing while none is open.
+/// A stream the client left, or that fell 64 kB behind, is closed by the listener and dropped
+/// at the next tick. Any thread.
 final class MeterFeed: Sendable {
-    private let listeners = Atomic<Int>(0)
-    private let newest = Mutex<(sequence: UInt64, event: [UInt8])>((0, []))
+    /// Streams open at once; more get 503.
+    static let maxListeners = 16
+    private let streams = Mutex<[HTTPEventStream]>([])
 
-    /// Whether anyone listens: the control thread renders meters only then.
-    var isWanted: Bool { listeners.load(ordering: .relaxed) > 0 }
+    /// Whether any stream is open: the control thread renders meters only then.
+    var isWanted: Bool { streams.withLock { !$0.isEmpty } }
 
-    /// How many streams listen.
-    var listenerCount: Int { listeners.load(ordering: .relaxed) }
+    /// A new stream for one client, or nil when `maxListeners` are open. HTTP thread.
+    func subscribe() -> HTTPEventStream? {
+        let stream = HTTPEventStream(maxQueuedBytes: 64 * 1024, keepAliveSeconds: 5)
+        let added = streams.withLock { open -> Bool in
+            open.removeAll { $0.isClosed }
+            guard open.count < Self.maxListeners else { return false }
+            open.append(stream)
+            return true
+        }
+        return added ? stream : nil
+    }
 
-    /// A stream starts listening; each `subscribe` is matched by one `unsubscribe`.
-    func subscribe() { listeners.add(1, ordering: .relaxed) }
-
-    func unsubscribe() { listeners.subtract(1, ordering: .relaxed) }
-
-    /// Publishes `meters` (a `MetersInfo`'s JSON) as the newest event. Control thread.
+    /// Sends `meters` (a `MetersInfo`'s JSON) to every open stream. Control thread; it only
+    /// queues bytes (the connection threads write them).
     func publish(_ meters: JSONValue) {
-        let event = Array(Self.event(name: "meters", data: meters.jsonText).utf8)
-        newest.withLock { $0 = ($0.sequence &+ 1, event) }
+        let data = meters.jsonText
+        streams.withLock { open in open.removeAll { !$0.send(event: "meters", data: data) } }
     }
-
-    /// The newest event when it is newer than `sequence`, with its own sequence number.
-    func event(after sequence: UInt64) -> (sequence: UInt64, event: [UInt8])? {
-        newest.withLock { $0.sequence != sequence && !$0.event.isEmpty ? $0 : nil }
-    }
-
-    /// One server-sent event: `event:` and one `data:` line (JSON text has no newlines).
-    static func event(name: String, data: String) -> String { "event: \(name)\ndata: \(data)\n\n" }
 }
 
 /// The page's view of the archive: the recent segments and the files it may serve. Any thread:

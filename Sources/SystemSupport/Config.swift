@@ -39,6 +39,8 @@ public struct RecdConfig: Sendable, Equatable {
     public var sessions: [SessionDecl]
     /// The path the config was loaded from, or `"<embedded default>"`.
     public var source: String
+    /// `[http]`.
+    public var http = HTTPSection()
 
     public init(
         daemon: DaemonSection, jack: JackSection = JackSection(), archive: ArchiveSection,
@@ -158,6 +160,25 @@ public struct PolicySection: Sendable, Equatable {
 
     public init(duckLevelDB: Double = PolicySection.defaultDuckLevelDB) {
         self.duckLevelDB = duckLevelDB
+    }
+}
+
+/// `[http]`: the HTTP listener (metrics, status page). The address is checked by the
+/// listener's own parser (the daemon's `--check-config` reports it with this line).
+public struct HTTPSection: Sendable, Equatable {
+    /// `listen`: `HOST:PORT`, or nil for `listen = no` (no listener).
+    public var listen: String?
+    /// The line of `listen` (0: the default).
+    public var listenLine: Int
+    /// `token_file`: holds the bearer token peers not on this machine must send.
+    public var tokenFile: String?
+
+    public static let defaultListen = "127.0.0.1:9720"
+
+    public init(listen: String? = HTTPSection.defaultListen, listenLine: Int = 0, tokenFile: String? = nil) {
+        self.listen = listen
+        self.listenLine = listenLine
+        self.tokenFile = tokenFile
     }
 }
 

@@ -7,7 +7,7 @@ import SessionPolicy
 
 /// The kinds of section a config may hold, with their keys.
 enum ConfigSectionKind: String, CaseIterable {
-    case daemon, jack, archive, policy, port, session
+    case daemon, jack, archive, policy, port, session, http
 
     var keys: [String] {
         switch self {
@@ -20,6 +20,7 @@ enum ConfigSectionKind: String, CaseIterable {
             ]
                 + SilenceSettings.keys
         case .policy: ["duck_level_db"]
+        case .http: ["listen", "token_file"]
         case .port:
             [
                 "type", "direction", "jack", "jack_in", "jack_out", "channels", "capabilities",
@@ -39,7 +40,7 @@ enum ConfigSectionKind: String, CaseIterable {
         switch self {
         case .port: ["jack", "jack_in", "jack_out", "capabilities"]
         case .session: ["options"]
-        case .daemon, .jack, .archive, .policy: []
+        case .daemon, .jack, .archive, .policy, .http: []
         }
     }
 
@@ -48,11 +49,11 @@ enum ConfigSectionKind: String, CaseIterable {
         switch self {
         case .port: "port name"
         case .session: "app name"
-        case .daemon, .jack, .archive, .policy: nil
+        case .daemon, .jack, .archive, .policy, .http: nil
         }
     }
 
-    static let usage = "[daemon], [jack], [archive], [policy], [port NAME] or [session APP]"
+    static let usage = "[daemon], [jack], [archive], [policy], [http], [port NAME] or [session APP]"
 }
 
 /// The keys of one section, checked for unknown and repeated keys.
@@ -116,6 +117,7 @@ struct ConfigInterpreter {
     private var jack = JackSection()
     private var archive = ArchiveSection(dir: "")
     private var policy = PolicySection()
+    private var http = HTTPSection()
     private var ports: [PortDecl] = []
     private var sessions: [SessionDecl] = []
     /// Sessions' `record` fields, resolved once every port is known.
@@ -157,6 +159,7 @@ struct ConfigInterpreter {
             case .jack: readJack(fields)
             case .archive: readArchive(fields)
             case .policy: readPolicy(fields)
+            case .http: readHTTP(fields)
             case .port: if let name, let port = readPort(name, fields) { ports.append(port) }
             case .session: if let name { sessions.append(readSession(name, fields)) }
             }
@@ -168,9 +171,11 @@ struct ConfigInterpreter {
         daemon.stateDir =
             stateDir ?? ConfigDefaults.stateDir(environment: environment, isRoot: isRoot)
         archive.dir = archiveDir ?? ConfigDefaults.archiveDir(stateDir: daemon.stateDir)
-        return RecdConfig(
+        var config = RecdConfig(
             daemon: daemon, jack: jack, archive: archive,
             policy: policy, ports: ports, sessions: sessions, source: source)
+        config.http = http
+        return config
     }
 
     // MARK: - Headers
@@ -279,6 +284,16 @@ struct ConfigInterpreter {
         {
             policy.duckLevelDB = value
         }
+    }
+
+    private mutating func readHTTP(_ fields: ConfigSectionFields) {
+        if let field = fields["listen"],
+            let value = field.text(describing: "HOST:PORT, e.g. \(HTTPSection.defaultListen), or no", in: &issues)
+        {
+            http.listen = value == "no" ? nil : value
+            http.listenLine = field.line
+        }
+        http.tokenFile = fields["token_file"]?.absolutePath(in: &issues)
     }
 
     // MARK: - Ports

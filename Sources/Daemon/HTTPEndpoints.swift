@@ -1,0 +1,129 @@
+// The daemon's side of the HTTP listener: starting it from `[http]`, its routes, and how a
+// route gets recd's state.
+//
+// Threads: route handlers run on the listener's connection threads (HTTPServer). They never
+// touch the router: `ControlThreadQuery.ask` posts a closure to the control thread
+// (`ControlServer.post`, as `SlowRequestWorker` delivers its results), which builds a small
+// value snapshot there; the connection thread waits for it at most `answerTimeout` and answers
+// 503 if the control thread is busier than that. Nothing is computed for HTTP unless a request
+// came: an idle listener costs the control thread nothing.
+import ControlProtocol
+import Foundation
+import Dispatch
+import HTTPServer
+import Platform
+import Synchronization
+import SystemSupport
+
+/// Builds values on the control thread for other threads, with a time limit.
+final class ControlThreadQuery: Sendable {
+    private let post: @Sendable (@escaping @Sendable () -> Void) -> Void
+
+    init(post: @escaping @Sendable (@escaping @Sendable () -> Void) -> Void) {
+        self.post = post
+    }
+
+    private final class Answer<T: Sendable>: Sendable {
+        let value = Mutex<T?>(nil)
+        let ready = DispatchSemaphore(value: 0)
+    }
+
+    /// Runs `build` on the control thread and returns its value, or nil when the control
+    /// thread did not get to it within `timeout` seconds (the value is then dropped). Any
+    /// thread but the control thread (which would wait for itself).
+    func ask<T: Sendable>(timeout: Double, _ build: @escaping @Sendable () -> T) -> T? {
+        let answer = Answer<T>()
+        post {
+            let value = build()
+            answer.value.withLock { $0 = value }
+            answer.ready.signal()
+        }
+        guard answer.ready.wait(timeout: .now() + timeout) == .success else { return nil }
+        return answer.value.withLock { $0 }
+    }
+}
+
+/// The routes recd serves over HTTP. More routes (the status page, `/archive/`) are added in
+/// `routes()`.
+struct HTTPEndpoints: Sendable {
+    /// How long a request waits for the control thread before it gets 503.
+    static let answerTimeout = 1.0
+
+    let router: ControlRouter
+    let control: ControlThreadQuery
+
+    init(router: ControlRouter) {
+        self.router = router
+        let link = router.link
+        control = ControlThreadQuery(post: { link.post($0) })
+    }
+
+    func routes() -> HTTPServer.Routes {
+        var routes = HTTPServer.Routes()
+        routes.add("/metrics") { _ in metrics() }
+        addStatusPage(to: &routes)
+        return routes
+    }
+
+    /// 503 with what to do, for a control thread that did not answer in time.
+    static let busy = HTTPResponse.error(
+        503, "Service Unavailable: recd's control thread did not answer within 1 s; retry (its log says what kept it busy)",
+        headers: [("Retry-After", "1")])
+
+    /// `GET /metrics`.
+    func metrics() -> HTTPResponse {
+        let router = router
+        guard let snapshot = control.ask(timeout: Self.answerTimeout, { router.metricsSnapshot() }) else {
+            return Self.busy
+        }
+        return .text(PrometheusMetrics.render(snapshot), contentType: PrometheusMetrics.contentType)
+    }
+
+    /// Starts the listener `config.http` asks for (nil for `listen = no`). The error says what to fix.
+    static func start(config: RecdConfig, router: ControlRouter) throws(HTTPServerError) -> HTTPServer? {
+        guard let listen = config.http.listen else { return nil }
+        let address = try HTTPListenAddress(parsing: listen)
+        var token: String?
+        if let path = config.http.tokenFile {
+            token = try readToken(path)
+        }
+        return try HTTPServer(address: address, token: token, routes: HTTPEndpoints(router: router).routes())
+    }
+
+    /// The token in `token_file`: its first line, without surrounding white space.
+    static func readToken(_ path: String) throws(HTTPServerError) -> String {
+        let bytes: [UInt8]
+        do {
+            bytes = try OwnedFile(path, .readOnly).readToEnd()
+        } catch {
+            throw HTTPServerError("cannot read [http] token_file \(path): \(error.message); make it readable by recd")
+        }
+        let line = String(decoding: bytes, as: UTF8.self).split(separator: "\n").first ?? ""
+        let token = line.trimmingCharacters(in: .whitespaces)
+        guard token.count >= 16 else {
+            throw HTTPServerError(
+                "[http] token_file \(path) holds no token of 16 characters or more; write one, e.g. openssl rand -hex 32 > \(path)")
+        }
+        return token
+    }
+
+    /// `--check-config`'s check of `[http] listen` (the listener's own parser), with its line.
+    static func check(_ config: RecdConfig) -> ConfigError? {
+        guard let listen = config.http.listen else { return nil }
+        do {
+            _ = try HTTPListenAddress(parsing: listen)
+            return nil
+        } catch {
+            return ConfigError(file: config.source, line: config.http.listenLine, message: "[http] listen: \(error.message)")
+        }
+    }
+}
+
+extension ControlRouter {
+    /// What `/metrics` shows, copied now. Control thread.
+    func metricsSnapshot() -> MetricsSnapshot {
+        let meters = (try? metersInfo(app: nil).meters) ?? []
+        // Replication (issue 16 item 4): set `replication` from its state when a remote is set.
+        return MetricsSnapshot(status: statusInfo(), meters: meters, replication: nil)
+    }
+}

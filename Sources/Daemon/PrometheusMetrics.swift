@@ -1,0 +1,148 @@
+// `GET /metrics`: recd's state in the Prometheus text exposition format 0.0.4. A pure
+// function of a snapshot the control thread builds (`ControlRouter.metricsSnapshot`), so a
+// test can render any state without a daemon.
+import ControlProtocol
+import Foundation
+
+/// What the metrics are made of, copied on the control thread.
+struct MetricsSnapshot: Sendable {
+    /// Off-box replication (issue 16 item 4), when a remote is set: the two replication
+    /// metrics are rendered only when this is present.
+    struct Replication: Sendable, Equatable {
+        /// Finished segments not yet copied to the remote.
+        var backlogSegments: Int
+        /// When a copy last succeeded (Unix seconds); nil: never.
+        var lastSuccessUnixSeconds: Double?
+    }
+
+    var status: StatusInfo
+    /// The input channels' meters of the last tick; empty while JACK is gone.
+    var meters: [MeterInfo]
+    var replication: Replication?
+}
+
+/// Renders `MetricsSnapshot`s as Prometheus text (version 0.0.4).
+enum PrometheusMetrics {
+    static let contentType = "text/plain; version=0.0.4; charset=utf-8"
+
+    /// One metric family: HELP, TYPE and its samples (labels, value).
+    private struct Family {
+        var name: String
+        var help: String
+        var type: String
+        var samples: [(labels: [(String, String)], value: Double)] = []
+
+        init(_ name: String, _ type: String, _ help: String) {
+            self.name = name
+            self.type = type
+            self.help = help
+        }
+
+        mutating func add(_ value: Double, _ labels: [(String, String)] = []) { samples.append((labels, value)) }
+
+        var text: String {
+            var out = "# HELP \(name) \(PrometheusMetrics.escapeHelp(help))\n# TYPE \(name) \(type)\n"
+            for sample in samples {
+                out += name
+                if !sample.labels.isEmpty {
+                    out += "{"
+                    out += sample.labels.map { "\($0.0)=\"\(PrometheusMetrics.escapeLabel($0.1))\"" }.joined(separator: ",")
+                    out += "}"
+                }
+                out += " \(PrometheusMetrics.format(sample.value))\n"
+            }
+            return out
+        }
+    }
+
+    static func render(_ snapshot: MetricsSnapshot) -> String {
+        let status = snapshot.status
+        var families: [Family] = []
+        var up = Family("recd_up", "gauge", "1 while recd answers.")
+        up.add(1)
+        families.append(up)
+        var jack = Family("recd_jack_connected", "gauge", "1 while recd is connected to its JACK server.")
+        jack.add(status.jack.connected ? 1 : 0)
+        families.append(jack)
+        var xruns = Family("recd_xruns_total", "counter", "JACK xruns seen since recd connected.")
+        xruns.add(Double(status.jack.xruns))
+        families.append(xruns)
+        var sessions = Family("recd_sessions_active", "gauge", "Active audio sessions.")
+        sessions.add(Double(status.active.count))
+        families.append(sessions)
+
+        var recording = Family("recd_recording", "gauge", "1 for each stream being recorded.")
+        var seconds = Family(
+            "recd_recorded_seconds_total", "counter", "Seconds recorded by the stream's recorder since it started.")
+        var overruns = Family(
+            "recd_recorder_overruns_total", "counter", "Times the stream's capture ring overflowed (audio lost).")
+        var silence = Family("recd_silence", "gauge", "1 while the stream's input is silent (silence detection).")
+        for recorder in status.recorders {
+            let labels = [("app", recorder.app), ("stream", recorder.stream)]
+            recording.add(1, labels)
+            seconds.add(recorder.seconds, labels)
+            overruns.add(Double(recorder.overruns), labels)
+            silence.add(recorder.silentSince == nil ? 0 : 1, labels)
+        }
+        families += [recording, seconds, overruns, silence]
+
+        var peaks = Family("recd_input_peak_dbfs", "gauge", "Input peak level over the last tick, dBFS (floor -120).")
+        for meter in snapshot.meters where meter.direction == "input" {
+            peaks.add(meter.peakDB, [("port", meter.name), ("channel", String(meter.channel))])
+        }
+        families.append(peaks)
+
+        if let space = status.archive.space {
+            var free = Family("recd_archive_free_bytes", "gauge", "Free bytes on the archive's file system.")
+            free.add(space.freeBytes)
+            families.append(free)
+            if let count = space.segments {
+                var segments = Family("recd_archive_segments", "gauge", "Segments in the archive index.")
+                segments.add(Double(count))
+                families.append(segments)
+            }
+        }
+
+        if let replication = snapshot.replication {
+            var backlog = Family(
+                "recd_replication_backlog_segments", "gauge", "Finished segments not yet copied to the remote.")
+            backlog.add(Double(replication.backlogSegments))
+            families.append(backlog)
+            if let last = replication.lastSuccessUnixSeconds {
+                var success = Family(
+                    "recd_replication_last_success_timestamp_seconds", "gauge",
+                    "When a copy to the remote last succeeded (Unix time).")
+                success.add(last)
+                families.append(success)
+            }
+        }
+        return families.map(\.text).joined()
+    }
+
+    /// A label value: backslash, double quote and line feed escaped (`\\`, `\"`, `\n`).
+    static func escapeLabel(_ value: String) -> String {
+        var out = ""
+        for character in value {
+            switch character {
+            case "\\": out += "\\\\"
+            case "\"": out += "\\\""
+            case "\n": out += "\\n"
+            default: out.append(character)
+            }
+        }
+        return out
+    }
+
+    /// HELP text: backslash and line feed escaped.
+    static func escapeHelp(_ value: String) -> String {
+        value.replacingOccurrences(of: "\\", with: "\\\\").replacingOccurrences(of: "\n", with: "\\n")
+    }
+
+    /// A sample value: whole numbers without a fraction; NaN and infinities as Prometheus spells them.
+    static func format(_ value: Double) -> String {
+        if value.isNaN { return "NaN" }
+        if value.isInfinite { return value > 0 ? "+Inf" : "-Inf" }
+        if value == value.rounded(), abs(value) < 1e15 { return String(Int64(value)) }
+        return "\(value)"
+    }
+}

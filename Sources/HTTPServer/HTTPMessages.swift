@@ -1,0 +1,147 @@
+// What a route handler sees (the request) and gives back (a response): bytes, a file the
+// listener serves with Range support, or an event stream the handler feeds.
+import Dispatch
+import Synchronization
+
+/// One GET or HEAD request, already authorized.
+public struct HTTPRequest: Sendable {
+    /// `GET` or `HEAD` (for HEAD the listener drops the body).
+    public var method: String
+    /// The path, percent-decoded, without the query.
+    public var path: String
+    /// The query's arguments (the last of repeated ones).
+    public var query: [String: String]
+    /// The request's headers, names in lower case.
+    public var headers: [String: String]
+    /// Whether the peer is on this machine.
+    public var fromLoopback: Bool
+
+    public init(
+        method: String, path: String, query: [String: String] = [:], headers: [String: String] = [:],
+        fromLoopback: Bool = true
+    ) {
+        self.method = method
+        self.path = path
+        self.query = query
+        self.headers = headers
+        self.fromLoopback = fromLoopback
+    }
+}
+
+/// A handler's answer.
+public struct HTTPResponse: Sendable {
+    public enum Body: Sendable {
+        /// The whole body.
+        case bytes([UInt8])
+        /// `size` bytes of an open file, which the listener owns from now on and closes; it
+        /// answers `Range: bytes=…` with 206 and Content-Range, an unsatisfiable range with 416.
+        case file(descriptor: Int32, size: UInt64)
+        /// A `text/event-stream` the handler keeps feeding (`HTTPEventStream.send`) until
+        /// it closes it or the client goes.
+        case events(HTTPEventStream)
+    }
+
+    public var status: Int
+    public var contentType: String
+    /// More headers (the listener adds Content-Type, Content-Length, and the range ones).
+    public var headers: [(String, String)]
+    public var body: Body
+
+    public init(status: Int = 200, contentType: String, headers: [(String, String)] = [], body: Body) {
+        self.status = status
+        self.contentType = contentType
+        self.headers = headers
+        self.body = body
+    }
+
+    /// A text body (UTF-8).
+    public static func text(_ text: String, status: Int = 200, contentType: String = "text/plain; charset=utf-8")
+        -> HTTPResponse
+    {
+        HTTPResponse(status: status, contentType: contentType, body: .bytes(Array(text.utf8)))
+    }
+
+    /// An error page: the status and a line that says what to do.
+    public static func error(_ status: Int, _ message: String, headers: [(String, String)] = []) -> HTTPResponse {
+        HTTPResponse(
+            status: status, contentType: "text/plain; charset=utf-8", headers: headers,
+            body: .bytes(Array("\(status) \(message)\n".utf8)))
+    }
+
+    /// An event stream response around `stream`.
+    public static func events(_ stream: HTTPEventStream) -> HTTPResponse {
+        HTTPResponse(
+            contentType: "text/event-stream", headers: [("Cache-Control", "no-store")], body: .events(stream))
+    }
+}
+
+/// A server-sent-events stream: any thread `send`s events; the listener's thread for that
+/// connection writes them out. Bounded: a client that reads slower than events come (more than
+/// `maxQueuedBytes` waiting) is cut off. A comment line goes out every `keepAliveSeconds`
+/// without events, so dead clients are noticed and proxies keep the connection.
+public final class HTTPEventStream: Sendable {
+    private struct State {
+        var pending: [UInt8] = []
+        var closed = false
+    }
+
+    public let maxQueuedBytes: Int
+    public let keepAliveSeconds: Double
+    private let state = Mutex(State())
+    private let wake = DispatchSemaphore(value: 0)
+
+    public init(maxQueuedBytes: Int = 256 * 1024, keepAliveSeconds: Double = 5) {
+        self.maxQueuedBytes = maxQueuedBytes
+        self.keepAliveSeconds = keepAliveSeconds
+    }
+
+    /// Queues one event (`data` may hold several lines); false once the stream is closed (the
+    /// client went, was too slow, or someone called `close`): stop feeding it.
+    @discardableResult
+    public func send(event: String? = nil, data: String) -> Bool {
+        var text = ""
+        if let event { text += "event: \(event)\n" }
+        for line in data.split(separator: "\n", omittingEmptySubsequences: false) { text += "data: \(line)\n" }
+        text += "\n"
+        let accepted = state.withLock { state -> Bool in
+            guard !state.closed else { return false }
+            if state.pending.count + text.utf8.count > maxQueuedBytes {
+                state.closed = true
+                state.pending = []
+            } else {
+                state.pending += text.utf8
+            }
+            return true
+        }
+        wake.signal()
+        return accepted && !isClosed
+    }
+
+    /// Ends the stream: the client sees the end after what is queued.
+    public func close() {
+        state.withLock { $0.closed = true }
+        wake.signal()
+    }
+
+    public var isClosed: Bool { state.withLock { $0.closed } }
+
+    /// What to write next, at most `max` bytes: waits up to `keepAliveSeconds` for events and
+    /// returns a comment if none came; nil at the end. The connection's thread only.
+    func next(max: Int) -> [UInt8]? {
+        func take() -> [UInt8]?? {
+            state.withLock { state -> [UInt8]?? in
+                if !state.pending.isEmpty {
+                    let count = min(max, state.pending.count)
+                    let chunk = Array(state.pending[..<count])
+                    state.pending.removeFirst(count)
+                    return .some(chunk)
+                }
+                return state.closed ? .some(nil) : nil
+            }
+        }
+        if let ready = take() { return ready }
+        _ = wake.wait(timeout: .now() + keepAliveSeconds)
+        if let ready = take() { return ready }
+        return Array(": keep-alive\n\n".utf8)
+    }
+}

@@ -1,0 +1,177 @@
+// A raw HTTP/1.1 client over a real TCP socket, for the tests of recd's HTTP listener: it
+// sends exactly the bytes a test gives (hostile requests included), can bind its own source
+// address (127.0.0.2, the box's own address), and reads what comes back until the server
+// closes or a time limit.
+import Foundation
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// One HTTP answer, parsed loosely (status line, headers, body as received).
+public struct HTTPTestResponse: Sendable {
+    public var status: Int
+    /// Header names in lower case.
+    public var headers: [String: String]
+    public var body: [UInt8]
+    public var text: String { String(decoding: body, as: UTF8.self) }
+}
+
+public struct HTTPTestError: Error, CustomStringConvertible {
+    public var description: String
+}
+
+/// A TCP connection to an HTTP server.
+public final class HTTPTestConnection {
+    public let fd: Int32
+
+    /// Connects to `host:port` (IPv4), from `source` when given.
+    public init(host: String, port: UInt16, source: String? = nil) throws {
+        fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        guard fd >= 0 else { throw HTTPTestError(description: "socket: errno \(errno)") }
+        if let source {
+            var local = Self.address(source, 0)
+            let bound = withUnsafePointer(to: &local) {
+                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+            }
+            guard bound == 0 else {
+                close(fd)
+                throw HTTPTestError(description: "bind \(source): errno \(errno)")
+            }
+        }
+        var remote = Self.address(host, port)
+        let connected = withUnsafePointer(to: &remote) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+        }
+        guard connected == 0 else {
+            let error = errno
+            close(fd)
+            throw HTTPTestError(description: "connect \(host):\(port): errno \(error)")
+        }
+        var timeout = timeval(tv_sec: 5, tv_usec: 0)
+        setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
+    }
+
+    deinit { close(fd) }
+
+    /// Ends the connection both ways (the descriptor stays open until deinit).
+    public func hangUp() { shutdown(fd, Int32(SHUT_RDWR)) }
+
+    private static func address(_ host: String, _ port: UInt16) -> sockaddr_in {
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_port = port.bigEndian
+        inet_pton(AF_INET, host, &address.sin_addr)
+        return address
+    }
+
+    /// Sends all of `bytes`; false when the server has closed.
+    @discardableResult
+    public func send(_ text: String) -> Bool {
+        let bytes = Array(text.utf8)
+        var sent = 0
+        while sent < bytes.count {
+            let n = bytes[sent...].withUnsafeBytes { Glibc.send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+            if n <= 0 { return false }
+            sent += n
+        }
+        return true
+    }
+
+    /// Reads until the server closes, `limit` bytes came, or `timeout` seconds pass.
+    public func readAll(timeout: Double = 5, limit: Int = 16 << 20) -> [UInt8] {
+        var out: [UInt8] = []
+        var buffer = [UInt8](repeating: 0, count: 65536)
+        let deadline = Date().addingTimeInterval(timeout)
+        while out.count < limit && Date() < deadline {
+            let n = buffer.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) }
+            if n <= 0 { break }
+            out += buffer[..<n]
+        }
+        return out
+    }
+
+    /// Reads until `marker` appears in what came (or the time limit / the server closing).
+    public func read(until marker: String, timeout: Double = 5) -> String {
+        var out: [UInt8] = []
+        var buffer = [UInt8](repeating: 0, count: 4096)
+        let deadline = Date().addingTimeInterval(timeout)
+        while Date() < deadline {
+            let n = buffer.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) }
+            if n <= 0 { break }
+            out += buffer[..<n]
+            if String(decoding: out, as: UTF8.self).contains(marker) { break }
+        }
+        return String(decoding: out, as: UTF8.self)
+    }
+
+    /// Parses a whole answer (status line, headers, body; chunked bodies decoded).
+    public static func parse(_ bytes: [UInt8]) -> HTTPTestResponse? {
+        guard let end = bytes.indices.first(where: { bytes[$0...].starts(with: Array("\r\n\r\n".utf8)) }) else {
+            return nil
+        }
+        let head = String(decoding: bytes[..<end], as: UTF8.self).components(separatedBy: "\r\n")
+        let parts = head[0].split(separator: " ")
+        guard parts.count >= 2, let status = Int(parts[1]) else { return nil }
+        var headers: [String: String] = [:]
+        for line in head.dropFirst() {
+            guard let colon = line.firstIndex(of: ":") else { continue }
+            headers[line[..<colon].lowercased()] = line[line.index(after: colon)...].trimmingCharacters(in: .whitespaces)
+        }
+        var body = Array(bytes[(end + 4)...])
+        if headers["transfer-encoding"] == "chunked" {
+            var decoded: [UInt8] = []
+            var rest = body[...]
+            while let lineEnd = rest.indices.first(where: { rest[$0...].starts(with: [13, 10]) }),
+                let size = Int(String(decoding: rest[..<lineEnd], as: UTF8.self), radix: 16), size > 0
+            {
+                let start = lineEnd + 2
+                guard start + size <= rest.endIndex else { break }
+                decoded += rest[start..<(start + size)]
+                rest = rest[min(rest.endIndex, start + size + 2)...]
+            }
+            body = decoded
+        }
+        return HTTPTestResponse(status: status, headers: headers, body: body)
+    }
+}
+
+public enum HTTPTestClient {
+    /// One request on a new connection (`Connection: close`), the answer parsed.
+    public static func get(
+        host: String = "127.0.0.1", port: UInt16, path: String, method: String = "GET",
+        headers: [String: String] = [:], source: String? = nil, timeout: Double = 5
+    ) throws -> HTTPTestResponse {
+        let connection = try HTTPTestConnection(host: host, port: port, source: source)
+        var request = "\(method) \(path) HTTP/1.1\r\nHost: \(host):\(port)\r\nConnection: close\r\n"
+        for (name, value) in headers { request += "\(name): \(value)\r\n" }
+        connection.send(request + "\r\n")
+        let bytes = connection.readAll(timeout: timeout)
+        guard let response = HTTPTestConnection.parse(bytes) else {
+            throw HTTPTestError(description: "no HTTP answer to \(method) \(path): \(bytes.count) bytes")
+        }
+        return response
+    }
+
+    /// The machine's IPv4 addresses other than loopback (for the token tests), from getifaddrs.
+    public static func nonLoopbackIPv4() -> [String] {
+        var list: UnsafeMutablePointer<ifaddrs>?
+        guard getifaddrs(&list) == 0 else { return [] }
+        defer { freeifaddrs(list) }
+        var out: [String] = []
+        var entry = list
+        while let current = entry {
+            if let address = current.pointee.ifa_addr, Int32(address.pointee.sa_family) == AF_INET {
+                var text = [CChar](repeating: 0, count: Int(INET_ADDRSTRLEN))
+                address.withMemoryRebound(to: sockaddr_in.self, capacity: 1) {
+                    var inAddress = $0.pointee.sin_addr
+                    _ = inet_ntop(AF_INET, &inAddress, &text, socklen_t(INET_ADDRSTRLEN))
+                }
+                let name = String(cString: text)
+                if !name.hasPrefix("127.") { out.append(name) }
+            }
+            entry = current.pointee.ifa_next
+        }
+        return out
+    }
+}
