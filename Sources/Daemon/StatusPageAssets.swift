@@ -131,7 +131,7 @@ enum StatusPageAssets {
               row.className = "meter";
               row.dataset.direction = m.direction;
               const label = document.createElement("span");
-              label.textContent = m.name + " " + m.channel + " (" + m.direction + ")";
+              label.textContent = m.name + " (" + m.direction + ")";
               const bar = document.createElement("div");
               bar.className = "bar";
               bar.append(document.createElement("div"));

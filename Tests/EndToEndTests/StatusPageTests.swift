@@ -71,7 +71,7 @@ struct StatusPageTests {
         var symlinked = ""
         #expect(
             try eventually(timeout: 8) {
-                let list = try daemon.recctl("--json", "archive", "list").json?["segments"]?.arrayValue ?? []
+                let list = try daemon.recctl("--json", "archive", "list").json?.arrayValue ?? []
                 guard let path = list.first?["path"]?.stringValue else { return false }
                 let outside = daemon.directory + "/outside.flac"
                 try FileManager.default.moveItem(atPath: path, toPath: outside)
