@@ -82,7 +82,8 @@ final class StatusPageArchive: @unchecked Sendable {
                     let relative =
                         record.path.hasPrefix(prefix)
                         ? String(record.path.dropFirst(prefix.count))
-                        : record.path.hasPrefix(canonicalPrefix) ? String(record.path.dropFirst(canonicalPrefix.count)) : nil
+                        : record.path.hasPrefix(canonicalPrefix)
+                            ? String(record.path.dropFirst(canonicalPrefix.count)) : nil
                     guard let relative else { return nil }
                     var json = RecorderService.segmentInfo(record).json
                     json.set("file", .string(relative))

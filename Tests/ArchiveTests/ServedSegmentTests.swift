@@ -20,7 +20,8 @@ struct ServedSegmentTests {
         let records = finishedRecords(
             try record(
                 configuration,
-                source: MemorySource(channels: 1, startTime: iso("2026-06-01T10:00:00Z"), totalFrames: 24000, gaps: [])))
+                source: MemorySource(channels: 1, startTime: iso("2026-06-01T10:00:00Z"), totalFrames: 24000, gaps: []))
+        )
         try #require(records.count == 3)
         let index = try ArchiveIndex(path: root + "/index.sqlite")
         for record in records { try index.add(record) }
@@ -45,14 +46,16 @@ struct ServedSegmentTests {
         }
         // An indexed path that became a symbolic link to a file outside.
         try FileManager.default.moveItem(atPath: records[1].path, toPath: directory.path + "/moved.flac")
-        try FileManager.default.createSymbolicLink(atPath: records[1].path, withDestinationPath: directory.path + "/moved.flac")
+        try FileManager.default.createSymbolicLink(
+            atPath: records[1].path, withDestinationPath: directory.path + "/moved.flac")
         #expect(throws: ArchiveError.self) {
             try ArchivePath.openFinishedSegment(relative(records[1]), archiveDirectory: root, index: index)
         }
         // An indexed path below a directory that became a symbolic link.
         let appDirectory = FileSystem.directoryName(of: records[2].path)
         try FileManager.default.moveItem(atPath: appDirectory, toPath: directory.path + "/elsewhere")
-        try FileManager.default.createSymbolicLink(atPath: appDirectory, withDestinationPath: directory.path + "/elsewhere")
+        try FileManager.default.createSymbolicLink(
+            atPath: appDirectory, withDestinationPath: directory.path + "/elsewhere")
         #expect(throws: ArchiveError.self) {
             try ArchivePath.openFinishedSegment(relative(records[2]), archiveDirectory: root, index: index)
         }

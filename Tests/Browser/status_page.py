@@ -123,9 +123,11 @@ def main():
                         lambda: (lambda p: p if p and max(p) < -90 else None)(driver.execute_script(peaks)))
         print(f"ok: meters rest after the tone: {resting}", flush=True)
 
+        # The newest segment of at least 1.5 s, not the one the test replaced by a symlink.
         file = until("a recent segment of at least 1.5 s listed", 15, lambda: driver.execute_script(
             "const row = Array.from(document.querySelectorAll('#segments tbody tr[data-file]'))"
-            ".find((r) => Number(r.dataset.seconds) >= 1.5); return row ? row.dataset.file : null;"))
+            ".find((r) => Number(r.dataset.seconds) >= 1.5 && r.dataset.file !== arguments[0]);"
+            "return row ? row.dataset.file : null;", args.symlinked))
         played = driver.execute_async_script("""
             const done = arguments[arguments.length - 1];
             const audio = Array.from(document.querySelectorAll('#segments tr[data-file]'))

@@ -52,10 +52,10 @@ struct StatusPageTests {
                 permission = granted
 
                 """, ports: ArchiveEndToEndTests.deckPorts(deck), archiveSegmentSeconds: 2)
-        // A tone for 7 s, then silence: the browser sees the meters move, then rest.
+        // A tone for 9 s (room for a slow browser start), then silence: the browser sees the meters move, then rest.
         let source = try SignalClient([
             "--name", deck, "play", "--ports", "out_1,out_2", "--signal", "sine:1000", "--level", "-12",
-            "--silent-from", "7", "--silent-for", "600",
+            "--silent-from", "9", "--silent-for", "600",
         ])
         defer { source.stop() }
         #expect(
