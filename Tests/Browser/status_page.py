@@ -5,7 +5,7 @@ Run by Tests/EndToEndTests/StatusPageTests.swift against a real recd that record
 recd-signal tone which goes silent after a few seconds. Checks, in order:
   1. the page loads and shows JACK connected;
   2. the input meters move (peak above -30 dBFS) while the tone plays, and rest (below
-     -90 dBFS) once it stops;
+     -90 dBFS) once it stops; the recorder is then shown silent (silence_seconds = 1);
   3. a recent segment's <audio> element plays (currentTime > 1 s);
   4. /archive/ answers a Range request with 206, Content-Range and audio/flac, and refuses
      paths outside the rules with 404 (.., %2e%2e, .partial, unknown, a symlink in the index);
@@ -122,6 +122,10 @@ def main():
         resting = until("input meters below -90 dBFS after the tone stops", 15,
                         lambda: (lambda p: p if p and max(p) < -90 else None)(driver.execute_script(peaks)))
         print(f"ok: meters rest after the tone: {resting}", flush=True)
+        silent = until("the recorder shown silent after the tone stops", 8, lambda: driver.execute_script(
+            "const c = document.querySelector('#recorders td.silence'); "
+            "return c && c.dataset.silent === 'yes' ? c.textContent : null;"))
+        print(f"ok: recorder shown {silent!r}", flush=True)
 
         # The newest segment of at least 1.5 s, not the one the test replaced by a symlink.
         file = until("a recent segment of at least 1.5 s listed", 15, lambda: driver.execute_script(

@@ -35,7 +35,7 @@ struct StatusPageTests {
     }
 
     @Test(
-        "the page loads without console errors, its meters move with a tone and rest after it, a segment plays past 1 s, /archive/ serves ranges and refuses what is outside the rules"
+        "the page loads without console errors, its meters move with a tone and rest after it, the recorder shows silent, a segment plays past 1 s, /archive/ serves ranges and refuses what is outside the rules"
     )
     func pageInBrowser() throws {
         let deck = uniqueName("deck")
@@ -50,6 +50,7 @@ struct StatusPageTests {
                 category = record
                 mic_usage = Keeps the log
                 permission = granted
+                silence_seconds = 1
 
                 """, ports: ArchiveEndToEndTests.deckPorts(deck), archiveSegmentSeconds: 2)
         // A tone for 9 s (room for a slow browser start), then silence: the browser sees the meters move, then rest.
