@@ -8,8 +8,8 @@
 // 503 if the control thread is busier than that. Nothing is computed for HTTP unless a request
 // came: an idle listener costs the control thread nothing.
 import ControlProtocol
-import Foundation
 import Dispatch
+import Foundation
 import HTTPServer
 import Platform
 import Synchronization
@@ -67,7 +67,8 @@ struct HTTPEndpoints: Sendable {
 
     /// 503 with what to do, for a control thread that did not answer in time.
     static let busy = HTTPResponse.error(
-        503, "Service Unavailable: recd's control thread did not answer within 1 s; retry (its log says what kept it busy)",
+        503,
+        "Service Unavailable: recd's control thread did not answer within 1 s; retry (its log says what kept it busy)",
         headers: [("Retry-After", "1")])
 
     /// `GET /metrics`.
@@ -102,7 +103,8 @@ struct HTTPEndpoints: Sendable {
         let token = line.trimmingCharacters(in: .whitespaces)
         guard token.count >= 16 else {
             throw HTTPServerError(
-                "[http] token_file \(path) holds no token of 16 characters or more; write one, e.g. openssl rand -hex 32 > \(path)")
+                "[http] token_file \(path) holds no token of 16 characters or more; write one, e.g. openssl rand -hex 32 > \(path)"
+            )
         }
         return token
     }
@@ -111,10 +113,12 @@ struct HTTPEndpoints: Sendable {
     static func check(_ config: RecdConfig) -> ConfigError? {
         guard let listen = config.http.listen else { return nil }
         do {
-            _ = try HTTPListenAddress(parsing: listen)
+            let address = try HTTPListenAddress(parsing: listen)
+            try HTTPServer.requireToken(for: address, hasToken: config.http.tokenFile != nil)
             return nil
         } catch {
-            return ConfigError(file: config.source, line: config.http.listenLine, message: "[http] listen: \(error.message)")
+            return ConfigError(
+                file: config.source, line: config.http.listenLine, message: "[http] listen: \(error.message)")
         }
     }
 }
@@ -122,8 +126,17 @@ struct HTTPEndpoints: Sendable {
 extension ControlRouter {
     /// What `/metrics` shows, copied now. Control thread.
     func metricsSnapshot() -> MetricsSnapshot {
+        // Meter groups are engine names (a duplex port's input is NAME_in): back to config ports.
+        var portOfGroup: [String: String] = [:]
+        for port in config.ports {
+            if let group = EngineController.inputGroup(port) { portOfGroup[group] = port.name }
+        }
         let meters = (try? metersInfo(app: nil).meters) ?? []
+        let peaks = meters.compactMap { meter -> MetricsSnapshot.InputPeak? in
+            guard meter.direction == "input", let port = portOfGroup[meter.group] else { return nil }
+            return MetricsSnapshot.InputPeak(port: port, channel: meter.channel, peakDB: meter.peakDB)
+        }
         // Replication (issue 16 item 4): set `replication` from its state when a remote is set.
-        return MetricsSnapshot(status: statusInfo(), meters: meters, replication: nil)
+        return MetricsSnapshot(status: statusInfo(), inputPeaks: peaks, replication: nil)
     }
 }

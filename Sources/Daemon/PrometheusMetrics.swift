@@ -15,9 +15,18 @@ struct MetricsSnapshot: Sendable {
         var lastSuccessUnixSeconds: Double?
     }
 
+    /// One input channel's peak over the last tick.
+    struct InputPeak: Sendable, Equatable {
+        /// The config's `[port NAME]`.
+        var port: String
+        /// 1-based.
+        var channel: Int
+        var peakDB: Double
+    }
+
     var status: StatusInfo
-    /// The input channels' meters of the last tick; empty while JACK is gone.
-    var meters: [MeterInfo]
+    /// Empty while JACK is gone.
+    var inputPeaks: [InputPeak]
     var replication: Replication?
 }
 
@@ -46,7 +55,8 @@ enum PrometheusMetrics {
                 out += name
                 if !sample.labels.isEmpty {
                     out += "{"
-                    out += sample.labels.map { "\($0.0)=\"\(PrometheusMetrics.escapeLabel($0.1))\"" }.joined(separator: ",")
+                    out += sample.labels.map { "\($0.0)=\"\(PrometheusMetrics.escapeLabel($0.1))\"" }.joined(
+                        separator: ",")
                     out += "}"
                 }
                 out += " \(PrometheusMetrics.format(sample.value))\n"
@@ -87,8 +97,8 @@ enum PrometheusMetrics {
         families += [recording, seconds, overruns, silence]
 
         var peaks = Family("recd_input_peak_dbfs", "gauge", "Input peak level over the last tick, dBFS (floor -120).")
-        for meter in snapshot.meters where meter.direction == "input" {
-            peaks.add(meter.peakDB, [("port", meter.name), ("channel", String(meter.channel))])
+        for peak in snapshot.inputPeaks {
+            peaks.add(peak.peakDB, [("port", peak.port), ("channel", String(peak.channel))])
         }
         families.append(peaks)
 

@@ -171,13 +171,18 @@ public enum Recd {
         router.startEngine()
         router.startDevices(environment: environment)
         router.save()
-        let http: HTTPServer?
+        // A config that asks for what cannot be (an address, a missing token) stops recd; a port
+        // the system refuses does not stop the recordings: recd runs without HTTP and says so
+        // (Prometheus sees the box down and alerts).
+        var http: HTTPServer?
         do {
             http = try HTTPEndpoints.start(config: config, router: router)
-        } catch {
+        } catch where error.isConfiguration {
             Log.error("cannot start the HTTP listener: \(error.message)")
             router.shutdown()
-            return 69  // EX_UNAVAILABLE
+            return 78  // EX_CONFIG
+        } catch {
+            Log.warning("HTTP listener off: \(error.message)")
         }
         if let http { Log.notice("HTTP listener on \(http.address.isIPv6 ? "[\(http.address.host)]" : http.address.host):\(http.port)") }
         Log.notice("recd \(recdVersion) listening on \(config.daemon.socket) (config: \(config.source), state: \(config.daemon.stateDir))")

@@ -93,8 +93,14 @@ public struct HTTPListenAddress: Sendable, Equatable, CustomStringConvertible {
 /// Why the HTTP listener cannot start or an address is wrong; the message says what to do.
 public struct HTTPServerError: Error, CustomStringConvertible, Sendable {
     public let message: String
+    /// True when the config is at fault (an address, a missing token); false when the system
+    /// refused (the port is taken, the sandbox allows no IP sockets).
+    public let isConfiguration: Bool
 
-    public init(_ message: String) { self.message = message }
+    public init(_ message: String, isConfiguration: Bool = true) {
+        self.message = message
+        self.isConfiguration = isConfiguration
+    }
 
     public var description: String { message }
 }

@@ -79,10 +79,7 @@ public final class HTTPServer: Sendable {
     public init(address: HTTPListenAddress, token: String?, routes: Routes, limits: Limits = Limits())
         throws(HTTPServerError)
     {
-        if !address.isLoopback && (token ?? "").isEmpty {
-            throw HTTPServerError(
-                "listen = \(address) reaches other machines: set [http] token_file to a file holding a secret token, or listen on 127.0.0.1")
-        }
+        try Self.requireToken(for: address, hasToken: !(token ?? "").isEmpty)
         self.address = address
         self.limits = limits
         self.token = token.map { Array($0.utf8) }
@@ -90,7 +87,8 @@ public final class HTTPServer: Sendable {
         var flags = MHD_USE_INTERNAL_POLLING_THREAD.rawValue | MHD_USE_THREAD_PER_CONNECTION.rawValue
         flags |= MHD_USE_POLL.rawValue
         if address.isIPv6 { flags |= MHD_USE_IPv6.rawValue }
-        guard let bytes = HTTPListenAddress.socketAddress(host: address.host, port: address.port, isIPv6: address.isIPv6)
+        guard
+            let bytes = HTTPListenAddress.socketAddress(host: address.host, port: address.port, isIPv6: address.isIPv6)
         else { throw HTTPServerError("\(address) is not an IP address") }
         let daemon = bytes.withUnsafeBytes { raw in
             recd_mhd_start(
@@ -100,12 +98,23 @@ public final class HTTPServer: Sendable {
                 UInt32(limits.idleTimeoutSeconds), nil, nil, nil, nil)
         }
         guard let daemon else {
+            let cause = String(cString: strerror(errno))
             throw HTTPServerError(
-                "cannot listen on \(address) (in use, or not an address of this machine); choose another [http] listen, or listen = no")
+                "cannot listen on \(address) (\(cause): the port is taken, the address is not this machine's, or a sandbox such as recd.service's RestrictAddressFamilies=AF_UNIX allows no IP sockets); choose another [http] listen, widen the sandbox (docs/http.md), or set listen = no",
+                isConfiguration: false)
         }
         boundPort.store(recd_mhd_bound_port(daemon), ordering: .relaxed)
         let bits = UInt(bitPattern: daemon)
         state.withLock { $0.daemon = bits }
+    }
+
+    /// The token rule: an address other machines reach needs a token. Also `--check-config`'s.
+    public static func requireToken(for address: HTTPListenAddress, hasToken: Bool) throws(HTTPServerError) {
+        guard address.isLoopback || hasToken else {
+            throw HTTPServerError(
+                "listen = \(address) reaches other machines: set [http] token_file to a file holding a secret token, or listen on 127.0.0.1"
+            )
+        }
     }
 
     /// Closes open event streams, then stops the listener and its threads (waits for them).
@@ -124,7 +133,10 @@ public final class HTTPServer: Sendable {
 
     fileprivate func handle(_ connection: OpaquePointer, url: String, method: String) -> MHD_Result {
         guard method == "GET" || method == "HEAD" else {
-            return queue(connection, .error(405, "Method Not Allowed: this server is read-only (GET, HEAD)", headers: [("Allow", "GET, HEAD")]))
+            return queue(
+                connection,
+                .error(
+                    405, "Method Not Allowed: this server is read-only (GET, HEAD)", headers: [("Allow", "GET, HEAD")]))
         }
         let peer = recd_mhd_peer_address(connection)
         let fromLoopback = peer.map { HTTPListenAddress.isLoopback($0) } ?? false
@@ -132,8 +144,9 @@ public final class HTTPServer: Sendable {
         if !fromLoopback && !authorized(headers["authorization"]) {
             return queue(
                 connection,
-                .error(401, "Unauthorized: send Authorization: Bearer TOKEN (the contents of recd's [http] token_file)",
-                       headers: [("WWW-Authenticate", "Bearer realm=\"recd\"")]))
+                .error(
+                    401, "Unauthorized: send Authorization: Bearer TOKEN (the contents of recd's [http] token_file)",
+                    headers: [("WWW-Authenticate", "Bearer realm=\"recd\"")]))
         }
         let request = HTTPRequest(
             method: method, path: url, query: values(connection, kind: .GET_ARGUMENT_KIND), headers: headers,
@@ -197,8 +210,9 @@ public final class HTTPServer: Sendable {
                 Glibc.close(descriptor)
                 return queue(
                     connection,
-                    .error(416, "Range Not Satisfiable: the file has \(size) bytes",
-                           headers: [("Content-Range", "bytes */\(size)")]))
+                    .error(
+                        416, "Range Not Satisfiable: the file has \(size) bytes",
+                        headers: [("Content-Range", "bytes */\(size)")]))
             }
         case .events(let stream):
             let context = Unmanaged.passRetained(StreamContext(stream: stream, server: self)).toOpaque()
@@ -208,7 +222,9 @@ public final class HTTPServer: Sendable {
                 { cls, _, buffer, max in
                     let context = Unmanaged<StreamContext>.fromOpaque(cls!).takeUnretainedValue()
                     guard let bytes = context.stream.next(max: max) else { return recd_mhd_end_of_stream() }
-                    bytes.withUnsafeBytes { UnsafeMutableRawPointer(buffer!).copyMemory(from: $0.baseAddress!, byteCount: $0.count) }
+                    bytes.withUnsafeBytes {
+                        UnsafeMutableRawPointer(buffer!).copyMemory(from: $0.baseAddress!, byteCount: $0.count)
+                    }
                     return bytes.count
                 },
                 context,

@@ -86,8 +86,15 @@ struct ConfigExamplesTests {
                 port stage: \(all) (32)
                 port phones: box:out_02, box:out_01 (2)
                 port wild: usb:capture_* (pattern, 4 channels)
+                http: listen 127.0.0.1:9720
 
                 """)
+
+        // [http] listen is checked by the listener's own parser, with its line.
+        let badListen = directory + "/listen.conf"
+        try "[http]\n\nlisten = localhost:80\n".write(toFile: badListen, atomically: true, encoding: .utf8)
+        let noName = try runProgram(recd, ["--check-config", badListen])
+        #expect(noName.status == 1 && noName.stderr.contains("listen.conf:3:") && noName.stderr.contains("listen = 127.0.0.1:9720"), "\(noName.stderr)")
 
         let bad = directory + "/bad.conf"
         try "[port stage]\ntype = usbAudio\ndirection = input\njack = a:1,\n       a:in_{1..}\n"

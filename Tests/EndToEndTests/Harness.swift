@@ -90,6 +90,8 @@ final class Daemon: @unchecked Sendable {
         if let archiveSegmentSeconds { config += "segment_seconds = \(archiveSegmentSeconds)\n" }
         if let archiveMaxAgeDays { config += "max_age_days = \(archiveMaxAgeDays)\n" }
         config += "\n" + ports
+        // No HTTP listener unless the test asks for one: test daemons run side by side.
+        if !extraConfig.contains("[http]") { config += "\n[http]\nlisten = no\n" }
         try (config + extraConfig).write(toFile: configPath, atomically: true, encoding: .utf8)
         try start()
     }

@@ -2,18 +2,20 @@
 // parsing, files with Range requests, event streams. The limits and the token are tested
 // against the real recd (EndToEndTests/HTTPTests.swift).
 import Foundation
-import Testing
 import TestSupport
+import Testing
 
 @testable import HTTPServer
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 @Suite("HTTP listener: addresses, files with Range, event streams")
 struct HTTPServerTests {
-    @Test("listen addresses: IPv4 and bracketed IPv6 literals with a port; names, missing ports and bad ports are refused with what to write")
+    @Test(
+        "listen addresses: IPv4 and bracketed IPv6 literals with a port; names, missing ports and bad ports are refused with what to write"
+    )
     func addresses() throws {
         let loopback = try HTTPListenAddress(parsing: "127.0.0.1:9720")
         #expect(loopback.host == "127.0.0.1" && loopback.port == 9720 && loopback.isLoopback && !loopback.isIPv6)
@@ -22,7 +24,9 @@ struct HTTPServerTests {
         let six = try HTTPListenAddress(parsing: "[::1]:9720")
         #expect(six.isIPv6 && six.isLoopback && six.description == "[::1]:9720")
         #expect(try !HTTPListenAddress(parsing: "[::]:80").isLoopback)
-        for bad in ["localhost:9720", "127.0.0.1", "127.0.0.1:", "127.0.0.1:65536", "::1:9720", "[::1]9720", "1.2.3:80", ""] {
+        for bad in [
+            "localhost:9720", "127.0.0.1", "127.0.0.1:", "127.0.0.1:65536", "::1:9720", "[::1]9720", "1.2.3:80", "",
+        ] {
             #expect(throws: HTTPServerError.self, "\(bad)") { try HTTPListenAddress(parsing: bad) }
         }
         do {
@@ -39,7 +43,9 @@ struct HTTPServerTests {
         }
     }
 
-    @Test("Range parsing: one range, open and suffix forms, clamped; past the end unsatisfiable; several ranges serve the whole")
+    @Test(
+        "Range parsing: one range, open and suffix forms, clamped; past the end unsatisfiable; several ranges serve the whole"
+    )
     func ranges() {
         #expect(ByteRange.parse(nil, size: 100) == .whole)
         #expect(ByteRange.parse("bytes=0-9", size: 100) == .part(first: 0, last: 9))
@@ -76,7 +82,8 @@ struct HTTPServerTests {
         let whole = try HTTPTestClient.get(port: server.port, path: "/files/a.flac")
         #expect(whole.status == 200 && whole.body == bytes && whole.headers["accept-ranges"] == "bytes")
         #expect(whole.headers["content-type"] == "audio/flac")
-        let part = try HTTPTestClient.get(port: server.port, path: "/files/a.flac", headers: ["Range": "bytes=1000-1999"])
+        let part = try HTTPTestClient.get(
+            port: server.port, path: "/files/a.flac", headers: ["Range": "bytes=1000-1999"])
         #expect(part.status == 206 && part.body == Array(bytes[1000...1999]))
         #expect(part.headers["content-range"] == "bytes 1000-1999/100000")
         let tail = try HTTPTestClient.get(port: server.port, path: "/files/a.flac", headers: ["Range": "bytes=-10"])
@@ -89,7 +96,9 @@ struct HTTPServerTests {
         #expect(missing.status == 404)
     }
 
-    @Test("an event stream: events arrive as they are sent, keep-alive comments in between, the stream ends when the client goes")
+    @Test(
+        "an event stream: events arrive as they are sent, keep-alive comments in between, the stream ends when the client goes"
+    )
     func eventStream() throws {
         let opened = Locked<HTTPEventStream?>(nil)
         var routes = HTTPServer.Routes()
@@ -124,6 +133,22 @@ struct HTTPServerTests {
             usleep(100_000)
         }
         #expect(closed, "the stream saw its client go")
+    }
+
+    @Test("an idle connection (a request head never finished) is closed after the idle limit")
+    func idleTimeout() throws {
+        var routes = HTTPServer.Routes()
+        routes.add("/") { _ in .text("hi") }
+        let server = try HTTPServer(
+            address: HTTPListenAddress(parsing: "127.0.0.1:0"), token: nil, routes: routes,
+            limits: .init(idleTimeoutSeconds: 1))
+        defer { server.stop() }
+        let connection = try HTTPTestConnection(host: "127.0.0.1", port: server.port)
+        connection.send("GET / HTTP/1.1\r\nHost: x\r\n")
+        let began = Date()
+        let rest = connection.readAll(timeout: 4)
+        let waited = Date().timeIntervalSince(began)
+        #expect(rest.isEmpty && waited > 0.5 && waited < 3, "closed after \(waited) s with \(rest.count) bytes")
     }
 }
 

@@ -63,6 +63,7 @@ private func temporaryFile(_ bytes: [UInt8]) throws -> String {
     #expect(config.archive.segmentSeconds == 3600)
     #expect(config.archive.compressionLevel == 5)
     #expect(config.policy.duckLevelDB == -14)
+    #expect(config.http == HTTPSection(listen: "127.0.0.1:9720", listenLine: 0, tokenFile: nil))
     #expect(config.daemon.socket == "/run/user/1000/recd/control.sock")
     #expect(config.daemon.stateDir == "/home/ann/.state/recd")
     #expect(config.archive.dir == "/home/ann/.state/recd/archive")
@@ -846,4 +847,19 @@ func longestLineLibinihTakesWhole(length: Int, accepted: Bool) throws {
         #expect(
             error.description.hasPrefix("\(path):3: [jack] allow_buffer_size_changes: \"maybe\""))
     }
+}
+
+// MARK: - [http]
+
+@Test("[http]: listen and token_file are read with their line; listen = no turns the listener off; a relative token_file and unknown keys are errors")
+func httpSection() throws {
+    func parse(_ text: String) throws -> RecdConfig {
+        try ConfigLoader.parse(text: text, source: "t.conf", environment: userEnvironment, isRoot: false)
+    }
+    let on = try parse("[http]\nlisten = 0.0.0.0:9000\ntoken_file = /etc/recd/token\n")
+    #expect(on.http == HTTPSection(listen: "0.0.0.0:9000", listenLine: 2, tokenFile: "/etc/recd/token"))
+    #expect(try parse("[http]\nlisten = no\n").http.listen == nil)
+    #expect(throws: ConfigError.self) { try parse("[http]\ntoken_file = token\n") }
+    #expect(throws: ConfigError.self) { try parse("[http]\nport = 80\n") }
+    #expect(throws: ConfigError.self) { try parse("[http]\nlisten =\n") }
 }

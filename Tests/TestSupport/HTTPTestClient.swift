@@ -5,7 +5,7 @@
 import Foundation
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// One HTTP answer, parsed loosely (status line, headers, body as received).
@@ -32,7 +32,9 @@ public final class HTTPTestConnection {
         if let source {
             var local = Self.address(source, 0)
             let bound = withUnsafePointer(to: &local) {
-                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                    bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
+                }
             }
             guard bound == 0 else {
                 close(fd)
@@ -41,7 +43,9 @@ public final class HTTPTestConnection {
         }
         var remote = Self.address(host, port)
         let connected = withUnsafePointer(to: &remote) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
+            }
         }
         guard connected == 0 else {
             let error = errno
@@ -116,7 +120,8 @@ public final class HTTPTestConnection {
         var headers: [String: String] = [:]
         for line in head.dropFirst() {
             guard let colon = line.firstIndex(of: ":") else { continue }
-            headers[line[..<colon].lowercased()] = line[line.index(after: colon)...].trimmingCharacters(in: .whitespaces)
+            headers[line[..<colon].lowercased()] = line[line.index(after: colon)...].trimmingCharacters(
+                in: .whitespaces)
         }
         var body = Array(bytes[(end + 4)...])
         if headers["transfer-encoding"] == "chunked" {
@@ -151,6 +156,23 @@ public enum HTTPTestClient {
             throw HTTPTestError(description: "no HTTP answer to \(method) \(path): \(bytes.count) bytes")
         }
         return response
+    }
+
+    /// A TCP port free on 127.0.0.1 just now (for a server the test starts, e.g. Prometheus).
+    public static func freePort() throws -> UInt16 {
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        defer { close(fd) }
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_addr.s_addr = UInt32(0x7f00_0001).bigEndian
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        let ok = withUnsafeMutablePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                bind(fd, $0, length) == 0 && getsockname(fd, $0, &length) == 0
+            }
+        }
+        guard ok else { throw HTTPTestError(description: "no free port: errno \(errno)") }
+        return UInt16(bigEndian: address.sin_port)
     }
 
     /// The machine's IPv4 addresses other than loopback (for the token tests), from getifaddrs.

@@ -1,0 +1,85 @@
+// `GET /metrics`'s text from a made-up state: every family with HELP and TYPE, labels escaped,
+// the replication lines only when replication is on. (promtool and a real Prometheus read the
+// real daemon's text in EndToEndTests/HTTPTests.swift.)
+import ControlProtocol
+import Testing
+
+@testable import Daemon
+
+@Suite("Prometheus metrics text")
+struct PrometheusMetricsTests {
+    static func status(recorders: [RecorderInfo], jackConnected: Bool = true, segments: Int? = 12) -> StatusInfo {
+        StatusInfo(
+            daemon: .init(
+                version: "1", protocolVersion: 2, pid: 1, uptime: 5, config: "c", socket: "s", stateDir: "d",
+                archiveDir: "a"),
+            jack: .init(
+                connected: jackConnected, client: "recd", server: "default", sampleRate: 48_000, bufferSize: 1024,
+                xruns: 3, mediaServicesAvailable: jackConnected, error: nil),
+            sessions: [], active: ["logger", "dj"], players: [], recorders: recorders, cards: [],
+            archive: .init(dir: "/a", space: .init(freeBytes: 5e9, freePercent: 40, segments: segments)))
+    }
+
+    static func recorder(_ app: String, _ stream: String, silent: Bool = false) -> RecorderInfo {
+        RecorderInfo(
+            app: app, stream: stream, port: "mic", bandwidth: "full", sampleRate: 48_000, files: [], seconds: 61,
+            segments: 2, gaps: 0, overruns: 4, droppedFrames: 0, zeroed: false,
+            silentSince: silent ? "2026-12-01T15:00:00Z" : nil)
+    }
+
+    @Test("every family has HELP and TYPE; samples carry app/stream and port/channel labels; values as written")
+    func families() {
+        let text = PrometheusMetrics.render(
+            MetricsSnapshot(
+                status: Self.status(recorders: [Self.recorder("logger", "main", silent: true)]),
+                inputPeaks: [.init(port: "mic", channel: 1, peakDB: -12.25)], replication: nil))
+        for (name, type) in [
+            ("recd_up", "gauge"), ("recd_jack_connected", "gauge"), ("recd_xruns_total", "counter"),
+            ("recd_sessions_active", "gauge"), ("recd_recording", "gauge"), ("recd_recorded_seconds_total", "counter"),
+            ("recd_recorder_overruns_total", "counter"), ("recd_input_peak_dbfs", "gauge"), ("recd_silence", "gauge"),
+            ("recd_archive_free_bytes", "gauge"), ("recd_archive_segments", "gauge"),
+        ] {
+            #expect(text.contains("# HELP \(name) "), "HELP \(name)")
+            #expect(text.contains("# TYPE \(name) \(type)\n"), "TYPE \(name)")
+        }
+        for line in [
+            "recd_up 1", "recd_jack_connected 1", "recd_xruns_total 3", "recd_sessions_active 2",
+            "recd_recording{app=\"logger\",stream=\"main\"} 1",
+            "recd_recorded_seconds_total{app=\"logger\",stream=\"main\"} 61",
+            "recd_recorder_overruns_total{app=\"logger\",stream=\"main\"} 4",
+            "recd_silence{app=\"logger\",stream=\"main\"} 1",
+            "recd_input_peak_dbfs{port=\"mic\",channel=\"1\"} -12.25", "recd_archive_free_bytes 5000000000",
+            "recd_archive_segments 12",
+        ] {
+            #expect(text.contains(line + "\n"), "\(line) in:\n\(text)")
+        }
+        #expect(!text.contains("recd_replication"), "no replication lines without replication")
+        #expect(text.hasSuffix("\n"))
+    }
+
+    @Test("label values escape backslash, double quote and line feed")
+    func escaping() {
+        #expect(PrometheusMetrics.escapeLabel(#"a\b"c"# + "\nd") == #"a\\b\"c\nd"#)
+        let text = PrometheusMetrics.render(
+            MetricsSnapshot(
+                status: Self.status(recorders: [Self.recorder("odd\"app", "back\\slash")], jackConnected: false),
+                inputPeaks: [], replication: nil))
+        #expect(text.contains(#"recd_recording{app="odd\"app",stream="back\\slash"} 1"#), "\(text)")
+        #expect(text.contains("recd_jack_connected 0\n"))
+    }
+
+    @Test("replication lines only when replication is on; the last success only once one happened")
+    func replication() {
+        let status = Self.status(recorders: [])
+        let never = PrometheusMetrics.render(
+            MetricsSnapshot(
+                status: status, inputPeaks: [], replication: .init(backlogSegments: 7, lastSuccessUnixSeconds: nil)))
+        #expect(never.contains("recd_replication_backlog_segments 7\n"))
+        #expect(!never.contains("recd_replication_last_success_timestamp_seconds"))
+        let done = PrometheusMetrics.render(
+            MetricsSnapshot(
+                status: status, inputPeaks: [],
+                replication: .init(backlogSegments: 0, lastSuccessUnixSeconds: 1_764_601_200)))
+        #expect(done.contains("recd_replication_last_success_timestamp_seconds 1764601200\n"))
+    }
+}

@@ -1,0 +1,323 @@
+// Issue 16 items 1 and 2 end to end: the real recd's HTTP listener over real TCP sockets (its
+// limits, the token, `listen = no`), `GET /metrics` checked by promtool, a real Prometheus
+// server scraping recd while a recd-signal tone records, and the shipped alerting rules.
+import Foundation
+import TestSupport
+import Testing
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+@Suite("HTTP listener and Prometheus metrics end to end", .serialized)
+struct HTTPEndToEndTests {
+    /// The port recd's log says its listener bound (the config asks for port 0).
+    static func httpPort(_ daemon: Daemon) throws -> UInt16 {
+        let log = daemon.log
+        guard let range = log.range(of: #"HTTP listener on \S+:(\d+)"#, options: .regularExpression),
+            let port = UInt16(log[range].split(separator: ":").last ?? "")
+        else { throw DaemonFailure(message: "recd logged no HTTP listener:\n\(log)") }
+        return port
+    }
+
+    /// The TCP ports on which process `pid` has a listening socket (from /proc: its socket
+    /// descriptors' inodes against the kernel's tables).
+    static func listeningTCPPorts(pid: Int32) -> Set<UInt16> {
+        let fdDirectory = "/proc/\(pid)/fd"
+        var inodes = Set<String>()
+        for name in (try? FileManager.default.contentsOfDirectory(atPath: fdDirectory)) ?? [] {
+            if let target = try? FileManager.default.destinationOfSymbolicLink(atPath: fdDirectory + "/" + name),
+                target.hasPrefix("socket:[")
+            {
+                inodes.insert(String(target.dropFirst(8).dropLast()))
+            }
+        }
+        var ports = Set<UInt16>()
+        for table in ["/proc/net/tcp", "/proc/net/tcp6"] {
+            let text = (try? String(contentsOfFile: table, encoding: .utf8)) ?? ""
+            for line in text.split(separator: "\n").dropFirst() {
+                let fields = line.split(separator: " ")
+                guard fields.count > 9, fields[3] == "0A", inodes.contains(String(fields[9])),
+                    let port = fields[1].split(separator: ":").last.flatMap({ UInt16($0, radix: 16) })
+                else { continue }
+                ports.insert(port)
+            }
+        }
+        return ports
+    }
+
+    /// The value of the sample `series` (name and labels as rendered) in a metrics text.
+    static func sample(_ text: String, _ series: String) -> Double? {
+        text.split(separator: "\n").first { $0.hasPrefix(series + " ") }.flatMap {
+            Double($0.split(separator: " ").last ?? "")
+        }
+    }
+
+    /// `promtool check metrics` on `text` (it reads standard input): its status and output.
+    static func promtoolCheckMetrics(_ text: String) throws -> (Int32, String) {
+        let directory = try makeTemporaryDirectory("recd-promtool")
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        try text.write(toFile: directory + "/metrics", atomically: true, encoding: .utf8)
+        _ = FileManager.default.createFile(atPath: directory + "/out", contents: nil)
+        let process = try ExternalTools.process("promtool", ["check", "metrics"])
+        process.standardInput = FileHandle(forReadingAtPath: directory + "/metrics")
+        let out = try FileHandle(forWritingTo: URL(fileURLWithPath: directory + "/out"))
+        process.standardOutput = out
+        process.standardError = out
+        try process.run()
+        process.waitUntilExit()
+        try out.close()
+        return (process.terminationStatus, (try? String(contentsOfFile: directory + "/out", encoding: .utf8)) ?? "")
+    }
+
+    @Test(
+        "GET /metrics: Prometheus text that promtool accepts; HEAD without a body; 404; POST, PUT, DELETE get 405 with Allow; a 20 KiB header gets 431; only the configured port listens; a port already taken leaves recd running without HTTP"
+    )
+    func listenerBasics() throws {
+        let daemon = try Daemon(extraConfig: "\n[http]\nlisten = 127.0.0.1:0\n")
+        let port = try Self.httpPort(daemon)
+        #expect(Self.listeningTCPPorts(pid: try #require(daemon.pid)) == [port])
+        let metrics = try HTTPTestClient.get(port: port, path: "/metrics")
+        #expect(metrics.status == 200)
+        #expect(metrics.headers["content-type"] == "text/plain; version=0.0.4; charset=utf-8")
+        for line in ["recd_up 1", "recd_jack_connected 1", "recd_sessions_active 0", "# TYPE recd_xruns_total counter"]
+        {
+            #expect(metrics.text.contains(line + "\n"), "\(line) in:\n\(metrics.text)")
+        }
+        let (status, output) = try Self.promtoolCheckMetrics(metrics.text)
+        #expect(status == 0, "promtool check metrics: \(output)")
+        let head = try HTTPTestClient.get(port: port, path: "/metrics", method: "HEAD")
+        #expect(head.status == 200 && head.body.isEmpty)
+        #expect(try HTTPTestClient.get(port: port, path: "/nothing").status == 404)
+        for method in ["POST", "PUT", "DELETE", "PATCH"] {
+            let refused = try HTTPTestClient.get(port: port, path: "/metrics", method: method)
+            #expect(refused.status == 405 && refused.headers["allow"] == "GET, HEAD", "\(method): \(refused.status)")
+        }
+        let big = try HTTPTestClient.get(
+            port: port, path: "/metrics", headers: ["X-Big": String(repeating: "a", count: 20_000)])
+        #expect(big.status == 431)
+        #expect(try HTTPTestClient.get(port: port, path: "/metrics").status == 200, "still serving")
+
+        // A port already taken does not stop a second recd: it records without HTTP and says so.
+        let second = try Daemon(extraConfig: "\n[http]\nlisten = 127.0.0.1:\(port)\n")
+        #expect(try second.recctl("status").status == 0)
+        #expect(second.log.contains("HTTP listener off: cannot listen on 127.0.0.1:\(port)"), "\(second.log)")
+    }
+
+    @Test(
+        "too many connections: the 17th from one address and the 65th in all are closed unanswered; others are served; all served again once they go"
+    )
+    func connectionLimits() throws {
+        let daemon = try Daemon(extraConfig: "\n[http]\nlisten = 127.0.0.1:0\n")
+        let port = try Self.httpPort(daemon)
+        /// Whether a new connection from `source` gets an answer.
+        func served(from source: String) -> Bool {
+            guard let connection = try? HTTPTestConnection(host: "127.0.0.1", port: port, source: source) else {
+                return false
+            }
+            connection.send("GET /metrics HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+            return HTTPTestConnection.parse(connection.readAll(timeout: 3))?.status == 200
+        }
+        var held: [HTTPTestConnection] = []
+        for _ in 0..<16 { held.append(try HTTPTestConnection(host: "127.0.0.1", port: port, source: "127.0.0.1")) }
+        usleep(200_000)
+        #expect(!served(from: "127.0.0.1"), "a 17th connection from 127.0.0.1 was served")
+        #expect(served(from: "127.0.0.2"), "another address is still served")
+        for source in ["127.0.0.2", "127.0.0.3", "127.0.0.4"] {
+            for _ in 0..<16 { held.append(try HTTPTestConnection(host: "127.0.0.1", port: port, source: source)) }
+        }
+        usleep(200_000)
+        #expect(held.count == 64)
+        #expect(!served(from: "127.0.0.5"), "a 65th connection was served")
+        held.removeAll()
+        #expect(try eventually(timeout: 3) { served(from: "127.0.0.1") }, "served again after the others went")
+        #expect(try eventually(timeout: 3) { served(from: "127.0.0.5") })
+    }
+
+    @Test(
+        "the token: a non-loopback listen without token_file stops recd (EX_CONFIG) with what to set; with one, loopback peers need none, other peers get 401 without it or with a wrong one, 200 with it"
+    )
+    func token() throws {
+        // Refused at start: exit 78 (EX_CONFIG) and a message naming token_file.
+        let refused = try Daemon.expectingFailure(extraConfig: "\n[http]\nlisten = 0.0.0.0:0\n")
+        #expect(refused.status == 78, "exit \(refused.status)")
+        #expect(refused.log.contains("token_file"), "\(refused.log)")
+
+        let directory = try makeTemporaryDirectory("recd-token")
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let token = "s3cret-" + UUID().uuidString
+        try (token + "\n").write(toFile: directory + "/token", atomically: true, encoding: .utf8)
+        let daemon = try Daemon(extraConfig: "\n[http]\nlisten = 0.0.0.0:0\ntoken_file = \(directory)/token\n")
+        let port = try Self.httpPort(daemon)
+        #expect(try HTTPTestClient.get(port: port, path: "/metrics").status == 200, "loopback needs no token")
+        let addresses = HTTPTestClient.nonLoopbackIPv4()
+        try #require(!addresses.isEmpty, "this machine has no non-loopback IPv4 address to test the token from")
+        let outside = addresses[0]
+        let none = try HTTPTestClient.get(host: outside, port: port, path: "/metrics")
+        #expect(none.status == 401 && none.headers["www-authenticate"]?.hasPrefix("Bearer") == true, "\(none.status)")
+        let wrong = try HTTPTestClient.get(
+            host: outside, port: port, path: "/metrics", headers: ["Authorization": "Bearer s3cret-wrong"])
+        #expect(wrong.status == 401)
+        let almost = try HTTPTestClient.get(
+            host: outside, port: port, path: "/metrics", headers: ["Authorization": "Bearer " + token.dropLast()])
+        #expect(almost.status == 401)
+        let right = try HTTPTestClient.get(
+            host: outside, port: port, path: "/metrics", headers: ["Authorization": "Bearer " + token])
+        #expect(right.status == 200 && right.text.contains("recd_up 1"))
+    }
+
+    @Test("listen = no: recd runs with no TCP listening socket at all")
+    func listenNo() throws {
+        let daemon = try Daemon(extraConfig: "\n[http]\nlisten = no\n")
+        #expect(try daemon.recctl("status").status == 0)
+        #expect(Self.listeningTCPPorts(pid: try #require(daemon.pid)).isEmpty)
+        #expect(!daemon.log.contains("HTTP listener on"))
+    }
+
+    @Test(
+        "a real Prometheus scrapes recd (bearer token, every 1 s) while a tone records: its API returns up == 1, recd_recording 1 and recorded seconds; recd's own text has the tone's peak and passes promtool"
+    )
+    func prometheusScrapes() throws {
+        let directory = try makeTemporaryDirectory("recd-prometheus")
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let token = "token-" + UUID().uuidString
+        try token.write(toFile: directory + "/token", atomically: true, encoding: .utf8)
+        let deck = uniqueName("deck")
+        let daemon = try Daemon(
+            extraConfig: """
+
+                [session logger]
+                category = record
+                mic_usage = Keeps the log
+                permission = granted
+
+                [http]
+                listen = 0.0.0.0:0
+                token_file = \(directory)/token
+
+                """, ports: ArchiveEndToEndTests.deckPorts(deck))
+        let port = try Self.httpPort(daemon)
+        let source = try SignalClient([
+            "--name", deck, "play", "--ports", "out_1,out_2", "--signal", "sine:1000", "--level", "-12",
+        ])
+        defer { _ = source }
+        #expect(
+            try eventually {
+                try daemon.recctl("--json", "routes").json?["ports"]?.arrayValue?.first?["available"] == true
+            })
+        let start = try daemon.recctl("record", "start", "logger")
+        try #require(start.status == 0, "\(start.stderr)")
+
+        // recd's own text while recording.
+        var text = ""
+        #expect(
+            try eventually(timeout: 5) {
+                text = try HTTPTestClient.get(port: port, path: "/metrics").text
+                let peak = Self.sample(text, "recd_input_peak_dbfs{port=\"mic\",channel=\"1\"}")
+                return text.contains("recd_recording{app=\"logger\"") && peak.map { abs($0 + 12) < 0.5 } == true
+            }, "\(text)")
+        let (status, output) = try Self.promtoolCheckMetrics(text)
+        #expect(status == 0, "promtool check metrics: \(output)")
+
+        // A real Prometheus: its own config and storage, a free port, the shipped rules.
+        let target = HTTPTestClient.nonLoopbackIPv4().first ?? "127.0.0.1"
+        let webPort = try HTTPTestClient.freePort()
+        try """
+        global:
+          scrape_interval: 1s
+          evaluation_interval: 1s
+        rule_files:
+          - \(ExternalTools.packageRoot)/config/prometheus/recd-rules.yml
+        scrape_configs:
+          - job_name: recd
+            authorization:
+              type: Bearer
+              credentials_file: \(directory)/token
+            static_configs:
+              - targets: ["\(target):\(port)"]
+        """.write(toFile: directory + "/prometheus.yml", atomically: true, encoding: .utf8)
+        let prometheus = try ExternalTools.process(
+            "prometheus",
+            [
+                "--config.file=\(directory)/prometheus.yml", "--storage.tsdb.path=\(directory)/data",
+                "--web.listen-address=127.0.0.1:\(webPort)", "--log.level=warn",
+            ])
+        let log = try FileHandle(
+            forWritingTo: URL(fileURLWithPath: directory + "/prometheus.log", isDirectory: false).creatingFile())
+        prometheus.standardOutput = log
+        prometheus.standardError = log
+        prometheus.standardInput = FileHandle.nullDevice
+        try prometheus.run()
+        defer {
+            prometheus.terminate()
+            prometheus.waitUntilExit()
+        }
+
+        /// The value of `query`'s first sample, from Prometheus's HTTP API.
+        func query(_ query: String) -> Double? {
+            let encoded = query.addingPercentEncoding(withAllowedCharacters: .alphanumerics) ?? query
+            guard let answer = try? HTTPTestClient.get(port: webPort, path: "/api/v1/query?query=\(encoded)"),
+                answer.status == 200,
+                let json = try? JSONSerialization.jsonObject(with: Data(answer.body)) as? [String: Any],
+                let data = json["data"] as? [String: Any], let result = data["result"] as? [[String: Any]],
+                let value = result.first?["value"] as? [Any], let number = value.last as? String
+            else { return nil }
+            return Double(number)
+        }
+        var up: Double?
+        #expect(
+            try eventually(timeout: 20) {
+                up = query("up{job=\"recd\"}"); return up == 1
+            },
+            "up = \(String(describing: up)); Prometheus log:\n\((try? String(contentsOfFile: directory + "/prometheus.log", encoding: .utf8)) ?? "")"
+        )
+        #expect(try eventually(timeout: 5) { query("recd_recording{app=\"logger\"}") == 1 })
+        var seconds: Double?
+        #expect(
+            try eventually(timeout: 10) {
+                seconds = query("recd_recorded_seconds_total{app=\"logger\"}")
+                return (seconds ?? 0) >= 2
+            }, "recorded seconds \(String(describing: seconds))")
+        #expect(query("recd_jack_connected") == 1)
+        #expect(query("recd_input_peak_dbfs{port=\"mic\",channel=\"2\"}").map { abs($0 + 12) < 0.5 } == true)
+    }
+}
+
+@Suite("Prometheus alerting rules (config/prometheus)")
+struct PrometheusRulesTests {
+    @Test("recd-rules.yml passes promtool check rules, and recd-rules.test.yml's cases pass promtool test rules")
+    func rules() throws {
+        let directory = ExternalTools.packageRoot + "/config/prometheus"
+        let check = try ExternalTools.run("promtool", ["check", "rules", directory + "/recd-rules.yml"])
+        #expect(check.status == 0, "\(check.stdout)\(check.stderr)")
+        #expect(check.stdout.contains("SUCCESS: 5 rules found"), "\(check.stdout)")
+        let test = try ExternalTools.run("promtool", ["test", "rules", directory + "/recd-rules.test.yml"])
+        #expect(test.status == 0, "\(test.stdout)\(test.stderr)")
+    }
+}
+
+extension URL {
+    /// Creates an empty file here (for a FileHandle to write to).
+    fileprivate func creatingFile() -> URL {
+        _ = FileManager.default.createFile(atPath: path, contents: nil)
+        return self
+    }
+}
+
+extension Daemon {
+    /// Runs recd with `extraConfig` expecting it to stop by itself: its exit status and log.
+    static func expectingFailure(extraConfig: String) throws -> (status: Int32, log: String) {
+        let directory = try makeTemporaryDirectory("recd-fail")
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let config = """
+            [daemon]
+            socket = \(directory)/control.sock
+            state_dir = \(directory)/state
+
+            """ + extraConfig
+        try config.write(toFile: directory + "/recd.conf", atomically: true, encoding: .utf8)
+        let recd = productsDirectory.appendingPathComponent("recd").path
+        let result = try ExternalTools.runExecutable(recd, ["--config", directory + "/recd.conf"], timeout: 20)
+        return (result.status, result.stdout + result.stderr)
+    }
+}
