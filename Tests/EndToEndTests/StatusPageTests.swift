@@ -4,31 +4,8 @@ import Foundation
 import TestSupport
 import Testing
 
-#if canImport(Glibc)
-    import Glibc
-#endif
-
 @Suite("status page in a browser", .serialized)
 struct StatusPageTests {
-    /// A TCP port on 127.0.0.1 that nobody listens on now (the kernel picks it).
-    static func freePort() throws -> Int {
-        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        try #require(fd >= 0)
-        defer { close(fd) }
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        address.sin_port = 0
-        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-        let bound = withUnsafeMutablePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { pointer in
-                bind(fd, pointer, length) == 0 && getsockname(fd, pointer, &length) == 0
-            }
-        }
-        try #require(bound, "no free TCP port: errno \(errno)")
-        return Int(UInt16(bigEndian: address.sin_port))
-    }
-
     /// Where scripts/test put Selenium (scripts/lib.sh ensure_selenium).
     static var seleniumVenv: String {
         ProcessInfo.processInfo.environment["RECD_SELENIUM_VENV"] ?? ExternalTools.packageRoot + "/.build/selenium-venv"
@@ -39,7 +16,7 @@ struct StatusPageTests {
     )
     func pageInBrowser() throws {
         let deck = uniqueName("deck")
-        let port = try Self.freePort()
+        let port = try HTTPTestClient.freePort()
         let daemon = try Daemon(
             extraConfig: """
 
