@@ -214,6 +214,8 @@ public final class HTTPServer: Sendable {
                         416, "Range Not Satisfiable: the file has \(size) bytes",
                         headers: [("Content-Range", "bytes */\(size)")]))
             }
+            // libmicrohttpd owns the descriptor only once the response exists.
+            if made == nil { Glibc.close(descriptor) }
         case .events(let stream):
             let context = Unmanaged.passRetained(StreamContext(stream: stream, server: self)).toOpaque()
             state.withLock { $0.streams[ObjectIdentifier(stream)] = stream }
@@ -233,7 +235,10 @@ public final class HTTPServer: Sendable {
                     context.stream.close()
                     context.server.forget(context.stream)
                 })
-            if made == nil { Unmanaged<StreamContext>.fromOpaque(context).release() }
+            if made == nil {
+                Unmanaged<StreamContext>.fromOpaque(context).release()
+                forget(stream)
+            }
         }
         guard let made else { return .NO }
         defer { MHD_destroy_response(made) }

@@ -175,7 +175,7 @@ struct HTTPEndToEndTests {
     }
 
     @Test(
-        "a real Prometheus scrapes recd (bearer token, every 1 s) while a tone records: its API returns up == 1, recd_recording 1 and recorded seconds; recd's own text has the tone's peak and passes promtool"
+        "a real Prometheus scrapes recd (bearer token, every 1 s) while a tone records: its API returns up == 1, recd_recording 1, recorded seconds, the tone's peak, and recd_silence 1 once the tone stops; recd's own text passes promtool"
     )
     func prometheusScrapes() throws {
         let directory = try makeTemporaryDirectory("recd-prometheus")
@@ -190,6 +190,8 @@ struct HTTPEndToEndTests {
                 category = record
                 mic_usage = Keeps the log
                 permission = granted
+                silence_seconds = 1
+                silence_threshold_db = -40
 
                 [http]
                 listen = 0.0.0.0:0
@@ -199,6 +201,7 @@ struct HTTPEndToEndTests {
         let port = try Self.httpPort(daemon)
         let source = try SignalClient([
             "--name", deck, "play", "--ports", "out_1,out_2", "--signal", "sine:1000", "--level", "-12",
+            "--silent-from", "6", "--silent-for", "60",
         ])
         defer { _ = source }
         #expect(
@@ -215,6 +218,7 @@ struct HTTPEndToEndTests {
                 text = try HTTPTestClient.get(port: port, path: "/metrics").text
                 let peak = Self.sample(text, "recd_input_peak_dbfs{port=\"mic\",channel=\"1\"}")
                 return text.contains("recd_recording{app=\"logger\"") && peak.map { abs($0 + 12) < 0.5 } == true
+                    && Self.sample(text, "recd_silence{app=\"logger\",stream=\"mic\"}") == 0
             }, "\(text)")
         let (status, output) = try Self.promtoolCheckMetrics(text)
         #expect(status == 0, "promtool check metrics: \(output)")
@@ -279,7 +283,16 @@ struct HTTPEndToEndTests {
                 return (seconds ?? 0) >= 2
             }, "recorded seconds \(String(describing: seconds))")
         #expect(query("recd_jack_connected") == 1)
-        #expect(query("recd_input_peak_dbfs{port=\"mic\",channel=\"2\"}").map { abs($0 + 12) < 0.5 } == true)
+        let loudest = query("max_over_time(recd_input_peak_dbfs{port=\"mic\",channel=\"2\"}[1m])")
+        #expect(loudest.map { abs($0 + 12) < 0.5 } == true, "peak \(String(describing: loudest))")
+        // The tone stops 6 s in: silence detection (1 s) marks the stream, in recd's text and in Prometheus.
+        #expect(
+            try eventually(timeout: 12) {
+                Self.sample(
+                    try HTTPTestClient.get(port: port, path: "/metrics").text,
+                    "recd_silence{app=\"logger\",stream=\"mic\"}") == 1
+            })
+        #expect(try eventually(timeout: 5) { query("recd_silence{app=\"logger\"}") == 1 })
     }
 }
 
