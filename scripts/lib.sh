@@ -42,6 +42,20 @@ ensure_packages() {
     $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 }
 
+# ensure_selenium: Selenium from PyPI in a virtual environment under .build (Debian's python3
+# with python3-venv), for the status page's browser test (Tests/Browser/status_page.py): made
+# once, then reused (a second run checks the import and installs nothing). Exports
+# RECD_SELENIUM_VENV, where the test looks for it.
+ensure_selenium() {
+    local venv="$RECD_ROOT/.build/selenium-venv"
+    export RECD_SELENIUM_VENV="$venv"
+    "$venv/bin/python3" -c 'import selenium' 2>/dev/null && return 0
+    log "installing selenium (PyPI) into $venv"
+    rm -rf "$venv"
+    mkdir -p "$RECD_ROOT/.build"
+    /usr/bin/python3 -m venv "$venv" && "$venv/bin/pip" install -q --disable-pip-version-check selenium
+}
+
 # start_jack NAME [PERIOD]: starts a private `jackd -d dummy` server called NAME unless one
 # with that name runs; sets STARTED_JACK_PID when this call started it.
 STARTED_JACK_PID=""

@@ -185,6 +185,18 @@ public final class ArchiveIndex {
         return records
     }
 
+    /// The `limit` most recently started segments (all apps), newest first: the status page's
+    /// "recent segments".
+    public func latest(limit: Int) throws(ArchiveError) -> [SegmentRecord] {
+        let statement = try database.statement(
+            "SELECT \(ArchiveIndex.columns) FROM segments ORDER BY start_us DESC, path DESC LIMIT ?1")
+        statement.bind(1, max(0, limit))
+        defer { statement.reset() }
+        var records: [SegmentRecord] = []
+        while try statement.step() { records.append(ArchiveIndex.record(from: statement)) }
+        return records
+    }
+
     /// Notes that `path` has a checked copy on `remote`; false when the index has no such row.
     @discardableResult
     public func markReplicated(path: String, to remote: String) throws(ArchiveError) -> Bool {

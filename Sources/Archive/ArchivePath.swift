@@ -39,3 +39,55 @@ public enum ArchivePath {
         FileSystem.canonicalPath(path)
     }
 }
+
+/// A finished segment opened to be served to someone outside recd (the HTTP `/archive/`
+/// route): the open descriptor and its size. Owns `file`; a plain value otherwise.
+public struct ServedSegment {
+    public let file: OwnedFile
+    public let size: Int64
+    /// The segment's row in the index.
+    public let record: SegmentRecord
+}
+
+extension ArchivePath {
+    /// Opens the finished segment at `relative` (a path below `archiveDirectory`, as the index
+    /// records it) for serving, only when every rule holds: a plain relative path (no `..`,
+    /// `.`, empty or hidden components, no NUL), ending in `.flac` (never a `.partial`), a file
+    /// the index knows, no symbolic link anywhere below the archive directory (the canonical
+    /// path is the path asked for), opened with `O_NOFOLLOW`, a regular file, and the file
+    /// opened is the one checked. Throws `.invalidArgument` saying which rule failed (the
+    /// HTTP route answers 404 whatever the reason) or the open's error. Any thread that owns
+    /// `index`.
+    public static func openFinishedSegment(
+        _ relative: String, archiveDirectory: String, index: ArchiveIndex
+    ) throws(ArchiveError) -> ServedSegment {
+        let components = relative.split(separator: "/", omittingEmptySubsequences: false)
+        guard !relative.isEmpty, relative.utf8.count <= 1024, !relative.utf8.contains(0),
+            components.allSatisfy({ !$0.isEmpty && !$0.hasPrefix(".") })
+        else {
+            throw .invalidArgument("\(relative) is not a plain relative path below the archive")
+        }
+        guard relative.hasSuffix(".flac") else {
+            throw .invalidArgument("\(relative) is not a finished segment (only .flac files are served)")
+        }
+        guard let root = FileSystem.canonicalPath(archiveDirectory) else {
+            throw .invalidArgument("the archive directory \(archiveDirectory) does not exist")
+        }
+        let configured = archiveDirectory.hasSuffix("/") ? archiveDirectory : archiveDirectory + "/"
+        let canonical = root + "/" + relative
+        var known = try index.record(path: configured + relative)
+        if known == nil { known = try index.record(path: canonical) }
+        guard let record = known else {
+            throw .invalidArgument("the archive index knows no segment \(relative)")
+        }
+        guard FileSystem.canonicalPath(canonical) == canonical else {
+            throw .invalidArgument("\(relative) leads through a symbolic link or no longer exists")
+        }
+        let file = try archiveCall { () throws(SystemError) in try OwnedFile(canonical, .readOnlyNoFollow) }
+        let status = try archiveCall { () throws(SystemError) in try file.status() }
+        guard status.kind == .regular, status.identity == FileSystem.linkStatus(of: canonical)?.identity else {
+            throw .invalidArgument("\(relative) is not a regular file, or changed while it was opened")
+        }
+        return ServedSegment(file: file, size: status.size, record: record)
+    }
+}

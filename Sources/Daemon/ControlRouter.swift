@@ -55,6 +55,8 @@ final class ControlRouter: ControlServerHandler, EventSink, @unchecked Sendable 
     let stateWriter: StateWriter
     /// Off-box copies of finished segments; nil without `[replicate] remote`.
     let replication: ReplicationService?
+    /// The status page's live meters (`/events`): filled from the tick while a browser listens.
+    let pageMeters = MeterFeed()
     /// The engine's meters over the last tick (about 100 ms), for every `meter` request alike.
     private var latestMeters: [MeterReading] = []
     private var meterWindow = 0.0
@@ -218,6 +220,7 @@ final class ControlRouter: ControlServerHandler, EventSink, @unchecked Sendable 
             latestMeters = engine.meters()
             meterWindow = now - lastMeterTime
             lastMeterTime = now
+            publishPageMeters()
         }
         // WATCHDOG=1 at half the interval systemd gave: the control loop is alive.
         if let interval = watchdogInterval, now >= nextWatchdog {
@@ -1042,7 +1045,7 @@ final class ControlRouter: ControlServerHandler, EventSink, @unchecked Sendable 
         return MetersInfo(meters: readings, windowMs: (meterWindow * 1000).rounded(), recordings: loudness)
     }
 
-    private func routesFields() -> [(String, JSONValue)] {
+    func routesFields() -> [(String, JSONValue)] {
         let ports = engine.describePorts().map { entry in
             let port = entry.port
             return PortInfo(

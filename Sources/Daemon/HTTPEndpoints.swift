@@ -61,6 +61,7 @@ struct HTTPEndpoints: Sendable {
     func routes() -> HTTPServer.Routes {
         var routes = HTTPServer.Routes()
         routes.add("/metrics") { _ in metrics() }
+        addStatusPage(to: &routes)
         return routes
     }
 

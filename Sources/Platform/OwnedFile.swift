@@ -21,12 +21,23 @@ public final class OwnedFile {
 
     deinit { if descriptor >= 0 { _ = Syscall.close(descriptor) } }
 
+    /// Gives the descriptor to a new owner (who closes it), leaving this object closed: e.g. a
+    /// served file handed to the HTTP listener.
+    public func relinquish() -> Int32 {
+        let handed = descriptor
+        descriptor = -1
+        return handed
+    }
+
     /// How to open a file.
     public enum Access: Sendable {
         case readOnly
         /// Read-only with `O_NONBLOCK`, so that a FIFO cannot hang the caller (it means
         /// nothing for regular files).
         case readOnlyNonBlocking
+        /// Read-only, non-blocking, and never through a symbolic link in the last component
+        /// (`O_NOFOLLOW`: `ELOOP`): for files served to others (the HTTP `/archive/` route).
+        case readOnlyNoFollow
         case readWrite
         /// Creates the file, read-write, with `permissions` (less the umask): never an existing
         /// one (`O_EXCL`, which also refuses a symbolic link in its place).
@@ -44,6 +55,8 @@ public final class OwnedFile {
             descriptor = try Syscall.open(path, _O_RDONLY).orThrow("open", path: path)
         case .readOnlyNonBlocking:
             descriptor = try Syscall.open(path, _O_RDONLY | _O_NONBLOCK).orThrow("open", path: path)
+        case .readOnlyNoFollow:
+            descriptor = try Syscall.open(path, _O_RDONLY | _O_NONBLOCK | _O_NOFOLLOW).orThrow("open", path: path)
         case .readWrite:
             descriptor = try Syscall.open(path, _O_RDWR).orThrow("open", path: path)
         case .createExclusive(let permissions):

@@ -51,6 +51,8 @@ let _O_EXCL = Glibc.O_EXCL
 let _O_TRUNC = Glibc.O_TRUNC
 let _O_NONBLOCK = Glibc.O_NONBLOCK
 let _O_DIRECTORY = Glibc.O_DIRECTORY
+/// O_NOFOLLOW from <fcntl.h> (Linux ABI: 0400000): open fails with ELOOP on a symbolic link.
+let _O_NOFOLLOW: Int32 = 0o400_000
 let _O_ACCMODE = Glibc.O_ACCMODE
 /// O_PATH from <fcntl.h>, which declares it only under _GNU_SOURCE (Linux ABI: 010000000).
 let _O_PATH: Int32 = 0o10_000_000
