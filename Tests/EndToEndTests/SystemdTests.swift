@@ -59,6 +59,9 @@ struct SystemdTests {
         "RootDirectory=/RootImage=": "recd runs from the host's /usr/local/bin with the host's libraries",
         "SupplementaryGroups=": "audio, for the ALSA control devices in /dev/snd",
         "RestrictAddressFamilies=~AF_UNIX": "the control socket, JACK's socket and sd_notify are Unix sockets",
+        "RestrictAddressFamilies=~AF_(INET|INET6)": "the HTTP listener (/metrics, the status page); IPAddressAllow=localhost only",
+        "PrivateNetwork=": "a private namespace's loopback is unreachable from the host: the HTTP listener needs the host's",
+        "IPAddressDeny=": "deny any, allow localhost: systemd counts any allow-list as a weakness",
         "DeviceAllow=": "char-alsa rw for jack-sense (char-rtc r comes with ProtectClock=yes)",
         "UMask=": "0027: group recd may read the archive",
     ]
