@@ -122,11 +122,15 @@ struct HTTPEndToEndTests {
         for _ in 0..<16 { held.append(try HTTPTestConnection(host: "127.0.0.1", port: port, source: "127.0.0.1")) }
         usleep(200_000)
         #expect(!served(from: "127.0.0.1"), "a 17th connection from 127.0.0.1 was served")
-        #expect(served(from: "127.0.0.2"), "another address is still served")
+        #expect(served(from: "127.0.0.6"), "another address is still served")
+        // That connection counts until libmicrohttpd has cleaned it up (it closed after the
+        // answer); from an address held below, or among the 64, it would make a held one the
+        // refused one.
+        usleep(500_000)
         for source in ["127.0.0.2", "127.0.0.3", "127.0.0.4"] {
             for _ in 0..<16 { held.append(try HTTPTestConnection(host: "127.0.0.1", port: port, source: source)) }
         }
-        usleep(200_000)
+        usleep(500_000)
         #expect(held.count == 64)
         #expect(!served(from: "127.0.0.5"), "a 65th connection was served")
         held.removeAll()

@@ -218,7 +218,7 @@ struct SystemdTests {
     // MARK: scripts/install
 
     @Test(
-        "scripts/install --destdir stages binaries, units, sysusers/tmpfiles entries and configs, and keeps an existing recd.conf"
+        "scripts/install --destdir stages binaries, units, sysusers/tmpfiles entries, configs, manual pages and completion, and keeps an existing recd.conf"
     )
     func installStages() throws {
         let etcRecdExisted = FileManager.default.fileExists(atPath: "/etc/recd")
@@ -233,6 +233,13 @@ struct SystemdTests {
             ("/usr/local/share/doc/recd/recd.conf.example", 0o644),
             ("/usr/local/share/doc/recd/jackd.conf.example", 0o644),
             ("/usr/local/share/doc/recd/protocol.md", 0o644), ("/usr/local/share/doc/recd/README.md", 0o644),
+            ("/usr/local/share/doc/recd/http.md", 0o644),
+            ("/usr/local/share/recd/prometheus/recd-rules.yml", 0o644),
+            ("/usr/local/share/recd/prometheus/recd-rules.test.yml", 0o644),
+            ("/usr/local/bin/recd-signal", 0o755),
+            ("/usr/local/share/bash-completion/completions/recctl", 0o644),
+            ("/usr/local/share/man/man8/recd.8", 0o644), ("/usr/local/share/man/man1/recctl.1", 0o644),
+            ("/usr/local/share/man/man5/recd.conf.5", 0o644), ("/usr/local/share/man/man1/recd-signal.1", 0o644),
         ]
         for (path, mode) in expected {
             let attributes = try? FileManager.default.attributesOfItem(atPath: root + path)
