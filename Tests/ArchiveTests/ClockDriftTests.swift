@@ -118,22 +118,8 @@ struct ClockDriftTests {
     func migratesVersion2() throws {
         let directory = TemporaryDirectory("drift-migrate")
         let path = directory.path + "/index.sqlite"
-        do {
-            let old = try SQLiteDatabase(path: path)
-            try old.execute(
-                """
-                CREATE TABLE segments (
-                    path TEXT PRIMARY KEY NOT NULL, app TEXT NOT NULL, stream TEXT NOT NULL,
-                    grp INTEGER NOT NULL, segment INTEGER NOT NULL, start_us INTEGER NOT NULL,
-                    end_us INTEGER NOT NULL, frames INTEGER NOT NULL, sample_rate INTEGER NOT NULL,
-                    channels INTEGER NOT NULL, bits INTEGER NOT NULL, end_reason TEXT, gaps TEXT NOT NULL,
-                    recovered INTEGER NOT NULL, size INTEGER NOT NULL, loudness_lufs REAL,
-                    loudness_range_lu REAL, true_peak_dbtp REAL);
-                INSERT INTO segments VALUES ('/a/x.flac', 'news', 'air', 0, 1, 0, 1, 1, 48000, 2, 24,
-                    'rotation', '', 0, 1, -23.0, 4.0, -1.0);
-                PRAGMA user_version = 2;
-                """)
-        }
+        // The version 2 schema, as recd before clock drift created it, with one row.
+        try OldIndex.write(version: 2, at: path, values: "'/a/x.flac', 'news', 'air', 0, 1, 0, 1, 1, 48000, 2, 24, 'rotation', '', 0, 1, -23.0, 4.0, -1.0")
         let index = try ArchiveIndex(path: path)
         let rows = try index.list()
         #expect(rows.count == 1 && rows.first?.clockDriftPPM == nil && rows.first?.loudness.integratedLUFS == -23)

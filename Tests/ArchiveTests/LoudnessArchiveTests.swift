@@ -76,22 +76,8 @@ struct LoudnessArchiveTests {
         let directory = TemporaryDirectory("loudness-migrate")
         let (records, _) = try recordSine(directory.path + "/archive")
         let path = directory.path + "/index.sqlite"
-        do {
-            // The version 1 schema, as recd before loudness created it, with one row.
-            let old = try SQLiteDatabase(path: path)
-            try old.execute(
-                """
-                CREATE TABLE segments (
-                    path TEXT PRIMARY KEY NOT NULL, app TEXT NOT NULL, stream TEXT NOT NULL,
-                    grp INTEGER NOT NULL, segment INTEGER NOT NULL, start_us INTEGER NOT NULL,
-                    end_us INTEGER NOT NULL, frames INTEGER NOT NULL, sample_rate INTEGER NOT NULL,
-                    channels INTEGER NOT NULL, bits INTEGER NOT NULL, end_reason TEXT, gaps TEXT NOT NULL,
-                    recovered INTEGER NOT NULL, size INTEGER NOT NULL);
-                INSERT INTO segments VALUES ('\(records[0].path)', 'news', 'air', 0, 1, 0, 1, 1, 48000, 2, 24,
-                    'rotation', '', 0, 1);
-                PRAGMA user_version = 1;
-                """)
-        }
+        // The version 1 schema, as recd before loudness created it, with one row.
+        try OldIndex.write(version: 1, at: path, values: "'\(records[0].path)', 'news', 'air', 0, 1, 0, 1, 1, 48000, 2, 24, 'rotation', '', 0, 1")
         let index = try ArchiveIndex(path: path)
         let migrated = try index.list()
         #expect(migrated.count == 1 && migrated.first?.loudness.integratedLUFS == nil)

@@ -128,23 +128,8 @@ extension RetentionReplicationTests {
     func migratesVersion2() throws {
         let directory = TemporaryDirectory("index-v2")
         let path = directory.path + "/index.sqlite"
-        do {
-            // The version 2 schema, as recd before replication created it, with one row.
-            let old = try SQLiteDatabase(path: path)
-            try old.execute(
-                """
-                CREATE TABLE segments (
-                    path TEXT PRIMARY KEY NOT NULL, app TEXT NOT NULL, stream TEXT NOT NULL,
-                    grp INTEGER NOT NULL, segment INTEGER NOT NULL, start_us INTEGER NOT NULL,
-                    end_us INTEGER NOT NULL, frames INTEGER NOT NULL, sample_rate INTEGER NOT NULL,
-                    channels INTEGER NOT NULL, bits INTEGER NOT NULL, end_reason TEXT, gaps TEXT NOT NULL,
-                    recovered INTEGER NOT NULL, size INTEGER NOT NULL,
-                    loudness_lufs REAL, loudness_range_lu REAL, true_peak_dbtp REAL);
-                INSERT INTO segments VALUES ('/a/x.flac', 'app', 'main', 1, 1, 0, 1000000, 48000, 48000, 2, 24,
-                    'rotation', '', 0, 100, NULL, NULL, NULL);
-                PRAGMA user_version = 2;
-                """)
-        }
+        // The version 2 schema, as recd before replication created it, with one row.
+        try OldIndex.write(version: 2, at: path, values: "'/a/x.flac', 'app', 'main', 1, 1, 0, 1000000, 48000, 48000, 2, 24, 'rotation', '', 0, 100, NULL, NULL, NULL")
         let index = try ArchiveIndex(path: path)
         #expect(try index.unreplicated(to: "box:a").map(\.path) == ["/a/x.flac"])
         #expect(try index.markReplicated(path: "/a/x.flac", to: "box:a"))
