@@ -53,7 +53,16 @@ ensure_selenium() {
     log "installing selenium (PyPI) into $venv"
     rm -rf "$venv"
     mkdir -p "$RECD_ROOT/.build"
-    /usr/bin/python3 -m venv "$venv" && "$venv/bin/pip" install -q --disable-pip-version-check selenium
+    if /usr/bin/python3 -m venv "$venv" &&
+        "$venv/bin/pip" install -q --disable-pip-version-check --retries 1 --timeout 30 selenium; then
+        return 0
+    fi
+    # No PyPI here (no route, or a TLS-intercepting proxy whose CA this machine lacks): the
+    # same Selenium from Debian, seen through the venv.
+    log "PyPI is out of reach; using Debian's python3-selenium instead"
+    ensure_packages python3-selenium
+    rm -rf "$venv"
+    /usr/bin/python3 -m venv --system-site-packages "$venv" && "$venv/bin/python3" -c 'import selenium'
 }
 
 # start_jack NAME [PERIOD]: starts a private `jackd -d dummy` server called NAME unless one
