@@ -42,6 +42,19 @@ ensure_packages() {
     $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 }
 
+# ensure_localhost: "localhost" must resolve (Selenium reaches chromedriver at localhost:PORT).
+# A freshly bootstrapped Debian has no /etc/hosts (the installer, not a package, writes it): as
+# root, add the two loopback lines there; otherwise say what to do.
+ensure_localhost() {
+    getent hosts localhost >/dev/null && return 0
+    if [ "$(id -u)" -ne 0 ]; then
+        log "'localhost' does not resolve here: add '127.0.0.1 localhost' to /etc/hosts (the browser test needs it)"
+        return 1
+    fi
+    log "'localhost' does not resolve (no /etc/hosts entry): adding 127.0.0.1 and ::1 localhost to /etc/hosts"
+    printf '127.0.0.1\tlocalhost\n::1\tlocalhost ip6-localhost ip6-loopback\n' >>/etc/hosts
+}
+
 # ensure_selenium: Selenium from PyPI in a virtual environment under .build (Debian's python3
 # with python3-venv), for the status page's browser test (Tests/Browser/status_page.py): made
 # once, then reused (a second run checks the import and installs nothing). Exports

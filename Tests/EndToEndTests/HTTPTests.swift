@@ -203,31 +203,9 @@ struct HTTPEndToEndTests {
 
                 """, ports: ArchiveEndToEndTests.deckPorts(deck))
         let port = try Self.httpPort(daemon)
-        let source = try SignalClient([
-            "--name", deck, "play", "--ports", "out_1,out_2", "--signal", "sine:1000", "--level", "-12",
-            "--silent-from", "6", "--silent-for", "60",
-        ])
-        defer { _ = source }
-        #expect(
-            try eventually {
-                try daemon.recctl("--json", "routes").json?["ports"]?.arrayValue?.first?["available"] == true
-            })
-        let start = try daemon.recctl("record", "start", "logger")
-        try #require(start.status == 0, "\(start.stderr)")
-
-        // recd's own text while recording.
-        var text = ""
-        #expect(
-            try eventually(timeout: 5) {
-                text = try HTTPTestClient.get(port: port, path: "/metrics").text
-                let peak = Self.sample(text, "recd_input_peak_dbfs{port=\"mic\",channel=\"1\"}")
-                return text.contains("recd_recording{app=\"logger\"") && peak.map { abs($0 + 12) < 0.5 } == true
-                    && Self.sample(text, "recd_silence{app=\"logger\",stream=\"mic\"}") == 0
-            }, "\(text)")
-        let (status, output) = try Self.promtoolCheckMetrics(text)
-        #expect(status == 0, "promtool check metrics: \(output)")
-
-        // A real Prometheus: its own config and storage, a free port, the shipped rules.
+        // A real Prometheus: its own config and storage, a free port, the shipped rules. Started,
+        // and scraping, before the tone: the tone lasts 6 s, and a first start of Prometheus
+        // (its storage made afresh) can take longer than that.
         let target = HTTPTestClient.nonLoopbackIPv4().first ?? "127.0.0.1"
         let webPort = try HTTPTestClient.freePort()
         try """
@@ -279,6 +257,30 @@ struct HTTPEndToEndTests {
             },
             "up = \(String(describing: up)); Prometheus log:\n\((try? String(contentsOfFile: directory + "/prometheus.log", encoding: .utf8)) ?? "")"
         )
+        let source = try SignalClient([
+            "--name", deck, "play", "--ports", "out_1,out_2", "--signal", "sine:1000", "--level", "-12",
+            "--silent-from", "6", "--silent-for", "60",
+        ])
+        defer { _ = source }
+        #expect(
+            try eventually {
+                try daemon.recctl("--json", "routes").json?["ports"]?.arrayValue?.first?["available"] == true
+            })
+        let start = try daemon.recctl("record", "start", "logger")
+        try #require(start.status == 0, "\(start.stderr)")
+
+        // recd's own text while recording.
+        var text = ""
+        #expect(
+            try eventually(timeout: 5) {
+                text = try HTTPTestClient.get(port: port, path: "/metrics").text
+                let peak = Self.sample(text, "recd_input_peak_dbfs{port=\"mic\",channel=\"1\"}")
+                return text.contains("recd_recording{app=\"logger\"") && peak.map { abs($0 + 12) < 0.5 } == true
+                    && Self.sample(text, "recd_silence{app=\"logger\",stream=\"mic\"}") == 0
+            }, "\(text)")
+        let (status, output) = try Self.promtoolCheckMetrics(text)
+        #expect(status == 0, "promtool check metrics: \(output)")
+
         #expect(try eventually(timeout: 5) { query("recd_recording{app=\"logger\"}") == 1 })
         var seconds: Double?
         #expect(
