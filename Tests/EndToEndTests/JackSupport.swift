@@ -212,3 +212,22 @@ func fadeOut(_ samples: [Float], full: Float, cycle: Int = 48) -> (frames: Int, 
     return ((silent - start) * cycle, start > 0 && windows[start] > 0, windows[silent...].allSatisfy { $0 == 0 })
 }
 
+/// A recd-signal sine at `level` dBFS on a fresh deck (`ArchiveEndToEndTests.deckPorts`), and the
+/// `logger` session (record, permission granted) recording it; a watcher of `logger` from
+/// before the start.
+func startLoggerRecording(_ daemon: Daemon, deck: String, level: Int = -12) throws -> (SignalClient, Watcher) {
+    let source = try SignalClient([
+        "--name", deck, "play", "--ports", "out_1,out_2", "--signal", "sine:1000", "--level", "\(level)",
+    ])
+    #expect(
+        try eventually {
+            try daemon.recctl("--json", "routes").json?["ports"]?.arrayValue?.first?["available"] == true
+        })
+    try #require(
+        daemon.recctl("session", "set", "logger", "--category", "record", "--mic-usage", "archive").status == 0)
+    try #require(daemon.recctl("permission", "grant", "logger").status == 0)
+    let watcher = try daemon.watch("logger")
+    let started = try daemon.recctl("record", "start", "logger")
+    try #require(started.status == 0, "\(started.stderr)")
+    return (source, watcher)
+}

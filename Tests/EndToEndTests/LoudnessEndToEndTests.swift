@@ -11,18 +11,7 @@ struct LoudnessEndToEndTests {
     func sineLoudness() throws {
         let deck = uniqueName("deck")
         let daemon = try Daemon(ports: ArchiveEndToEndTests.deckPorts(deck))
-        let source = try SignalClient([
-            "--name", deck, "play", "--ports", "out_1,out_2", "--signal", "sine:1000", "--level", "-23",
-        ])
-        #expect(
-            try eventually {
-                try daemon.recctl("--json", "routes").json?["ports"]?.arrayValue?.first?["available"] == true
-            })
-        try #require(
-            daemon.recctl("session", "set", "logger", "--category", "record", "--mic-usage", "archive").status == 0)
-        try #require(daemon.recctl("permission", "grant", "logger").status == 0)
-        let start = try daemon.recctl("record", "start", "logger")
-        try #require(start.status == 0, "\(start.stderr)")
+        let (source, _) = try startLoggerRecording(daemon, deck: deck, level: -23)
         // Short-term loudness needs 3 s of the segment.
         var live: (JSONValue?, JSONValue?) = (nil, nil)
         #expect(

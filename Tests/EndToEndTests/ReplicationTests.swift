@@ -107,24 +107,6 @@ struct ReplicationEndToEndTests {
             + "timeout_seconds = 20\n\(extra)"
     }
 
-    /// A tone on a fresh deck, and the `logger` session recording it.
-    static func startRecording(_ daemon: Daemon, deck: String) throws -> (SignalClient, Watcher) {
-        let source = try SignalClient([
-            "--name", deck, "play", "--ports", "out_1,out_2", "--signal", "sine:1000", "--level", "-12",
-        ])
-        #expect(
-            try eventually {
-                try daemon.recctl("--json", "routes").json?["ports"]?.arrayValue?.first?["available"] == true
-            })
-        try #require(
-            daemon.recctl("session", "set", "logger", "--category", "record", "--mic-usage", "archive").status == 0)
-        try #require(daemon.recctl("permission", "grant", "logger").status == 0)
-        let watcher = try daemon.watch("logger")
-        let started = try daemon.recctl("record", "start", "logger")
-        try #require(started.status == 0, "\(started.stderr)")
-        return (source, watcher)
-    }
-
     static func replication(_ daemon: Daemon) throws -> JSONValue? {
         try daemon.recctl("--json", "status").json?["replication"]
     }
@@ -184,7 +166,7 @@ struct ReplicationEndToEndTests {
         let daemon = try Daemon(
             extraConfig: Self.replicateSection(remote + "/copies"), ports: ArchiveEndToEndTests.deckPorts(deck),
             archiveSegmentSeconds: 1)
-        let (source, watcher) = try Self.startRecording(daemon, deck: deck)
+        let (source, watcher) = try startLoggerRecording(daemon, deck: deck)
         watcher.waitFor(count: 3, timeout: 10) { $0["event"] == "recording" && $0["state"] == "finished" }
         try #require(daemon.recctl("record", "stop", "logger").status == 0)
         source.stop()
@@ -205,7 +187,7 @@ struct ReplicationEndToEndTests {
         let daemon = try Daemon(
             extraConfig: Self.replicateSection("box:recd", extra: "rclone_config = \(sftp.rcloneConfig)\n"),
             ports: ArchiveEndToEndTests.deckPorts(deck), archiveSegmentSeconds: 1)
-        let (source, watcher) = try Self.startRecording(daemon, deck: deck)
+        let (source, watcher) = try startLoggerRecording(daemon, deck: deck)
         watcher.waitFor(count: 2, timeout: 10) { $0["event"] == "recording" && $0["state"] == "finished" }
         try #require(daemon.recctl("record", "stop", "logger").status == 0)
         source.stop()
@@ -225,7 +207,7 @@ struct ReplicationEndToEndTests {
         let daemon = try Daemon(
             extraConfig: Self.replicateSection(blocker + "/box"), ports: ArchiveEndToEndTests.deckPorts(deck),
             archiveSegmentSeconds: 1)
-        let (source, watcher) = try Self.startRecording(daemon, deck: deck)
+        let (source, watcher) = try startLoggerRecording(daemon, deck: deck)
         watcher.waitFor(count: 2, timeout: 10) { $0["event"] == "recording" && $0["state"] == "finished" }
         try #require(daemon.recctl("record", "stop", "logger").status == 0)
         source.stop()
@@ -259,7 +241,7 @@ struct ReplicationEndToEndTests {
             extraConfig: Self.replicateSection("box:recd", extra: "rclone_config = \(sftp.rcloneConfig)\n"),
             ports: ArchiveEndToEndTests.deckPorts(deck), archiveSegmentSeconds: 1)
         let remoteRoot = sftp.served + "/recd"
-        let (source, watcher) = try Self.startRecording(daemon, deck: deck)
+        let (source, watcher) = try startLoggerRecording(daemon, deck: deck)
         // The first copies land under their final names.
         try #require(eventually(timeout: 15) { !files(under: remoteRoot, suffix: ".flac").isEmpty }, "\(daemon.log)")
         // The server dies while a copy is under way (its .partial is on the remote).
