@@ -58,6 +58,10 @@ final class JackClient {
     deinit { close() }
 
     private static func open(_ name: String, serverName: String?) throws(JackError) -> OpaquePointer {
+        let jack = JackImplementation.loaded
+        if jack.kind == .jackd, name == jack.serverName(configured: serverName) {
+            throw JackError.clientNamedLikeServer(name)
+        }
         var status = jack_status_t(rawValue: 0)
         let opened: OpaquePointer? =
             if let serverName {

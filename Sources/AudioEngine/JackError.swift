@@ -78,6 +78,18 @@ public struct JackError: Error, Equatable, Sendable, CustomStringConvertible {
         return text
     }
 
+    /// A client may not carry its server's name on jackd: libjack binds the client's
+    /// notification socket at the path of the server's own socket (both are
+    /// `jack_NAME_UID_0` in jackd's directory, /dev/shm), unlinking the server's first, and from
+    /// then on no other client can connect to that server. So such a name is refused before
+    /// jack_client_open is called.
+    static func clientNamedLikeServer(_ name: String) -> JackError {
+        JackError(
+            status: .invalidOption, operation: "open client '\(name)'",
+            message: "a JACK client named like its server ('\(name)') would replace the server's socket "
+                + "and cut every other client off; choose another [jack] client_name")
+    }
+
     /// The message for a failed jack_client_open, from its status bits.
     static func openFailure(status: Status, clientName: String, serverName: String?) -> JackError {
         let jack = JackImplementation.loaded

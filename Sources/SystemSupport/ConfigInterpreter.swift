@@ -253,7 +253,14 @@ struct ConfigInterpreter {
                 allowed: { $0 != ":" && !$0.isNewline && $0.isASCII },
                 allowedText: "printable ASCII except \":\"", in: &issues)
         {
-            jack.clientName = name
+            if name == jack.server ?? "default" {
+                field.complainAboutKey(
+                    "is the JACK server's name too; jackd's socket for a client of that name replaces "
+                        + "the server's own and cuts every other client off; choose another client_name",
+                    in: &issues)
+            } else {
+                jack.clientName = name
+            }
         }
         if let value = fields["allow_buffer_size_changes"]?.yesNo(in: &issues) {
             jack.allowBufferSizeChanges = value

@@ -18,6 +18,26 @@ struct EngineIntegrationTests {
     }
 
     @Test(
+        "a client named like its jackd server is refused before libjack opens it: the server keeps "
+            + "taking clients", .timeLimit(.minutes(1)))
+    func clientNamedLikeServerIsRefused() throws {
+        let jack = JackImplementation.loaded
+        try #require(jack.kind == .jackd, "the socket clash is jackd's")
+        let server = jack.serverName(configured: nil)
+        let engine = AudioEngine()
+        do {
+            try engine.start(clientName: server, inputs: [], outputs: [])
+            engine.stop()
+            Issue.record("a client named '\(server)' was opened on the server of that name")
+        } catch {
+            #expect("\(error)".contains("choose another [jack] client_name"), "\(error)")
+        }
+        // The server's socket is still there: another client connects.
+        let deck = try TestJackClient(name: unique("recdtest-after"), outputs: 1, signal: .counter)
+        deck.close()
+    }
+
+    @Test(
         "(a) a capture tap yields exactly what a JACK client played into the group",
         .timeLimit(.minutes(1)))
     func captureIsSampleExact() throws {

@@ -392,6 +392,12 @@ private let badInputs: [BadInput] = [
         name: "client name with colon", text: "[jack]\nclient_name = re:cd\n", line: 2,
         fragments: ["client_name: \"re:cd\" is not a JACK client name"]),
     BadInput(
+        name: "client named like its server", text: "[jack]\nserver = studio\nclient_name = studio\n", line: 3,
+        fragments: ["client_name", "the JACK server's name too", "choose another client_name"]),
+    BadInput(
+        name: "client named default on the default server", text: "[jack]\nclient_name = default\n", line: 2,
+        fragments: ["client_name", "the JACK server's name too"]),
+    BadInput(
         name: "bad admin group", text: "[daemon]\nadmin_group = a b\n", line: 2,
         fragments: ["admin_group: \"a b\" is not a group name"]),
     BadInput(
