@@ -1080,6 +1080,14 @@ public final class AudioEngine {
 
     // MARK: Meters
 
+    /// Whether the process thread measures the input and output meters (on when the engine
+    /// starts). The control thread turns them off while no one reads `meters()`: per-period
+    /// work only for what is in use. Bus meters run while monitoring is set.
+    public var metersActive: Bool {
+        get { connection?.memory.state.pointee.metersActive.load(ordering: .relaxed) ?? false }
+        set { connection?.memory.state.pointee.metersActive.store(newValue, ordering: .relaxed) }
+    }
+
     /// Peak and RMS of every input and output channel since the previous call (which resets
     /// them), inputs first, in group and channel order; then, while a monitoring setup is set,
     /// each channel of the main and the cue bus (group `main`/`cue`, direction `.bus`).

@@ -61,6 +61,17 @@ final class ControlRouter: ControlServerHandler, EventSink, @unchecked Sendable 
     private var latestMeters: [MeterReading] = []
     private var meterWindow = 0.0
     private var lastMeterTime = 0.0
+    /// The engine measures its meters until then (monotonic seconds): a reading (`meter`, the
+    /// metrics, the status page) keeps them on for `meterInterestSeconds`; then the process
+    /// thread stops measuring and the tick stops taking them.
+    private var meterInterestUntil = 0.0
+    static let meterInterestSeconds = 60.0
+    /// Whether the meters are being measured, and ticks taken since they were turned on.
+    private var metersOn = false
+    private var meterTicks = 0
+    /// `meter` requests that came while the meters were off: answered once a whole tick's
+    /// window has been measured.
+    private var waitingMeterRequests: [(app: String?, reply: RecorderService.Reply)] = []
 
     private struct Client {
         var peer: PeerCredentials
@@ -217,10 +228,9 @@ final class ControlRouter: ControlServerHandler, EventSink, @unchecked Sendable 
         replication?.service(now: now)
         keepPreRolls()
         if engine.isRunning {
-            latestMeters = engine.meters()
-            meterWindow = now - lastMeterTime
-            lastMeterTime = now
-            publishPageMeters()
+            takeMeters(now: now)
+        } else {
+            answerWaitingMeterRequests()
         }
         // WATCHDOG=1 at half the interval systemd gave: the control loop is alive.
         if let interval = watchdogInterval, now >= nextWatchdog {
@@ -551,7 +561,7 @@ final class ControlRouter: ControlServerHandler, EventSink, @unchecked Sendable 
                 reply: replier(to: client, id: id))
             return nil
         case .meter(let app):
-            return try meterFields(app: app)
+            return try meterRequest(app: app, client: client, id: id)
         case .cueShow(let app):
             try checkMultiRoute(try store.session(app))
             return [("monitoring", monitoring.json)]
@@ -1012,8 +1022,56 @@ final class ControlRouter: ControlServerHandler, EventSink, @unchecked Sendable 
         try metersInfo(app: app).fields
     }
 
+    /// From the tick: the meters of the last tick's window while someone reads them (the
+    /// process thread measures them only then); waiting `meter` requests are answered from the
+    /// first whole window.
+    private func takeMeters(now: Double) {
+        let wanted = now < meterInterestUntil || pageMeters.isWanted || !waitingMeterRequests.isEmpty
+        // Also after a reconnect: a new engine connection starts with its meters on.
+        engine.metersActive = wanted
+        guard wanted else {
+            metersOn = false
+            latestMeters = []
+            return
+        }
+        if !metersOn {
+            metersOn = true
+            meterTicks = 0
+        }
+        latestMeters = engine.meters()
+        meterWindow = now - lastMeterTime
+        lastMeterTime = now
+        meterTicks += 1
+        // The first take after the meters came on covers part of a tick; the next is whole.
+        if meterTicks >= 2 { answerWaitingMeterRequests() }
+        publishPageMeters()
+    }
+
+    /// Answers the `meter` requests that waited for the meters (or for the error that came
+    /// instead: the JACK server went away).
+    private func answerWaitingMeterRequests() {
+        let waiting = waitingMeterRequests
+        waitingMeterRequests = []
+        for request in waiting {
+            do { request.reply(.success(try meterFields(app: request.app))) } catch {
+                request.reply(.failure(Self.replyError(error)))
+            }
+        }
+    }
+
+    /// `meter`: answered now from the last tick's readings while the meters are on; else they
+    /// are turned on and the reply follows within two ticks (nil).
+    private func meterRequest(app: String?, client: ClientID, id: JSONValue) throws -> [(String, JSONValue)]? {
+        if metersOn && meterTicks >= 2 { return try meterFields(app: app) }
+        // Refuse now what would be refused then (an unknown app, no JACK server).
+        _ = try metersInfo(app: app)
+        waitingMeterRequests.append((app, replier(to: client, id: id)))
+        return nil
+    }
+
     /// `meters`'s reply (of the last tick's readings); also the metrics' input peaks. Control thread.
     func metersInfo(app: String?) throws -> MetersInfo {
+        meterInterestUntil = SystemClock.monotonicSeconds() + Self.meterInterestSeconds
         guard engine.isRunning else {
             throw SessionError(
                 .mediaServicesFailed, "the JACK server is gone; meters return with mediaServicesWereReset")

@@ -284,6 +284,11 @@ final class EngineController {
 
     /// Peak and RMS of every channel since the previous call.
     func meters() -> [MeterReading] { engine.meters() }
+    /// Whether the process thread measures the input and output meters (see `AudioEngine`).
+    var metersActive: Bool {
+        get { engine.metersActive }
+        set { engine.metersActive = newValue }
+    }
 
     /// What JACK says of a session's route (SPEC §5): nil fields when not connected. The
     /// channel counts are those streams use: the preferred count, at most the port's.

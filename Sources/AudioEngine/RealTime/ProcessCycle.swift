@@ -39,7 +39,7 @@ func recdProcess(_ frameCount: jack_nframes_t, _ argument: UnsafeMutableRawPoint
 /// inputs, outputs are cleared, attached applications' ports are fed (their play samples into
 /// their voices' rings, their capture ports from the inputs) and the players mixed into them, monitoring sums its sources
 /// into the buses and adds those to the outputs (same cycle: no added latency), meters
-/// measure inputs, buses and outputs.
+/// measure inputs, buses and outputs (inputs and outputs only while `metersActive`).
 /// Separate from `recdProcess` so a test can drive it without a server. `nowMicros` is JACK's
 /// monotonic microsecond clock this cycle, for the taps' clock check (0: no check).
 @_noLocks
@@ -51,8 +51,11 @@ func runCycle(
     let inputs = state.pointee.inputBuffers
     let outputs = state.pointee.outputBuffers
 
-    for channel in 0..<state.pointee.inputCount {
-        state.pointee.meters[channel].accumulate(inputs[channel], count: frames)
+    let metering = state.pointee.metersActive.load(ordering: .relaxed)
+    if metering {
+        for channel in 0..<state.pointee.inputCount {
+            state.pointee.meters[channel].accumulate(inputs[channel], count: frames)
+        }
     }
     for channel in 0..<state.pointee.outputCount {
         clearSamples(outputs[channel], count: frames)
@@ -81,9 +84,11 @@ func runCycle(
         }
         runMonitoring(state, graph: graph, frames: frames, frameTime: frameTime)
     }
-    let outputMeters = state.pointee.meters + state.pointee.inputCount
-    for channel in 0..<state.pointee.outputCount {
-        outputMeters[channel].accumulate(outputs[channel], count: frames)
+    if metering {
+        let outputMeters = state.pointee.meters + state.pointee.inputCount
+        for channel in 0..<state.pointee.outputCount {
+            outputMeters[channel].accumulate(outputs[channel], count: frames)
+        }
     }
     // After this, the snapshot loaded above is no longer in use by this cycle.
     state.pointee.cyclesCompleted.add(1, ordering: .sequentiallyConsistent)

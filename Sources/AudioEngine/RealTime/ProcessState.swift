@@ -32,6 +32,9 @@ struct ProcessState: ~Copyable {
     /// Cycles finished. The control thread frees a retired snapshot once this has moved past
     /// the value it read right after the swap.
     let cyclesCompleted = Atomic<UInt64>(0)
+    /// Control → process: measure the input and output meters. Off while no one reads them:
+    /// at 64 ports they were the largest part of an idle recd's period.
+    let metersActive = Atomic<Bool>(true)
 
     init(
         client: OpaquePointer?, inputPorts: UnsafeMutablePointer<OpaquePointer?>, inputCount: Int,
