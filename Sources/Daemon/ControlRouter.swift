@@ -65,6 +65,8 @@ final class ControlRouter: ControlServerHandler, EventSink, @unchecked Sendable 
     /// metrics, the status page) keeps them on for `meterInterestSeconds`; then the process
     /// thread stops measuring and the tick stops taking them.
     private var meterInterestUntil = 0.0
+    /// The latest tick's time (the control loop's clock, which tests may drive).
+    private var tickTime = 0.0
     static let meterInterestSeconds = 60.0
     /// Whether the meters are being measured, and ticks taken since they were turned on.
     private var metersOn = false
@@ -218,6 +220,7 @@ final class ControlRouter: ControlServerHandler, EventSink, @unchecked Sendable 
     }
 
     func tick(now: Double) {
+        tickTime = now
         let began = SystemClock.monotonicSeconds()
         defer { noteIfSlow(since: began, "the tick") }
         engineWoke()
@@ -1071,7 +1074,7 @@ final class ControlRouter: ControlServerHandler, EventSink, @unchecked Sendable 
 
     /// `meters`'s reply (of the last tick's readings); also the metrics' input peaks. Control thread.
     func metersInfo(app: String?) throws -> MetersInfo {
-        meterInterestUntil = SystemClock.monotonicSeconds() + Self.meterInterestSeconds
+        meterInterestUntil = tickTime + Self.meterInterestSeconds
         guard engine.isRunning else {
             throw SessionError(
                 .mediaServicesFailed, "the JACK server is gone; meters return with mediaServicesWereReset")
