@@ -303,6 +303,45 @@ struct ProcessPathTests {
         #expect(rig.memory.meter(input: 0).pointee.take().frames == 0)
     }
 
+    @Test("a wide tap (interleaved 16 frames at a time) keeps every sample in place across periods and the wrap")
+    func wideTapInterleaves() {
+        let channels = 9
+        let rig = ProcessRig(inputChannels: 11, outputChannels: 0, maxFrames: 300)
+        // Every other input from 10 down: the tap's channel order is not the inputs'.
+        let inputs = [10, 8, 6, 4, 2, 0, 1, 3, 5]
+        let tap = rig.addTap(channels: inputs, capacityFrames: 1_000)
+        var read: [Float] = []
+        for period in [256, 37, 16, 300, 1, 255, 64, 300, 300, 17] {
+            rig.feedCounter(frames: period)
+            rig.cycle(frames: period)
+            read += tap.read(maxFrames: tap.availableToRead)
+        }
+        #expect(tap.overruns == 0 && read.count == rig.counter * channels)
+        var misplaced = 0
+        for frame in 0..<rig.counter {
+            for (channel, input) in inputs.enumerated() {
+                let expected = (input % 2 == 0 ? 1 : -1) * Float(frame + 1)
+                if read[frame * channels + channel] != expected { misplaced += 1 }
+            }
+        }
+        #expect(misplaced == 0)
+    }
+
+    @Test("meters off: the cycle measures no input or output until they are on again")
+    func metersOff() {
+        let rig = ProcessRig(inputChannels: 2, outputChannels: 1)
+        for frame in 0..<256 { rig.inputs[0][frame] = 0.25 }
+        rig.memory.state.pointee.metersActive.store(false, ordering: .relaxed)
+        rig.cycle(frames: 256)
+        #expect(rig.memory.meter(input: 0).pointee.take().frames == 0)
+        #expect(rig.memory.meter(output: 0).pointee.take().frames == 0)
+        rig.memory.state.pointee.metersActive.store(true, ordering: .relaxed)
+        rig.cycle(frames: 256)
+        let taken = rig.memory.meter(input: 0).pointee.take()
+        #expect(taken.peak == 0.25 && taken.frames == 256)
+        #expect(rig.memory.meter(output: 0).pointee.take().frames == 256)
+    }
+
     @Test("the process cycle makes no heap allocation (e)")
     func noAllocationsOnProcessPath() {
         // The counter itself works: deliberate allocations on this thread count.
