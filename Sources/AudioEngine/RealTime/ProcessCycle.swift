@@ -17,11 +17,24 @@ import Synchronization
 func recdProcess(_ frameCount: jack_nframes_t, _ argument: UnsafeMutableRawPointer?) -> Int32 {
     guard let argument else { return 0 }
     let state = argument.assumingMemoryBound(to: ProcessState.self)
-    for channel in 0..<state.pointee.inputCount {
-        guard let port = state.pointee.inputPorts[channel],
-            let buffer = jack_port_get_buffer(port, frameCount)
-        else { return 0 }
-        state.pointee.inputBuffers[channel] = buffer.assumingMemoryBound(to: Float.self)
+    let graph = UnsafeMutablePointer<GraphSnapshot>(
+        bitPattern: state.pointee.graph.load(ordering: .sequentiallyConsistent))
+    let metering = state.pointee.metersActive.load(ordering: .relaxed)
+    // The inputs' buffers only when something reads them this cycle: an idle recd with 64
+    // ports registered asks JACK for none.
+    var readsInputs = metering
+    if let graph {
+        readsInputs =
+            readsInputs || graph.pointee.tapCount > 0 || graph.pointee.attachmentCount > 0
+            || graph.pointee.monitor != nil
+    }
+    if readsInputs {
+        for channel in 0..<state.pointee.inputCount {
+            guard let port = state.pointee.inputPorts[channel],
+                let buffer = jack_port_get_buffer(port, frameCount)
+            else { return 0 }
+            state.pointee.inputBuffers[channel] = buffer.assumingMemoryBound(to: Float.self)
+        }
     }
     for channel in 0..<state.pointee.outputCount {
         guard let port = state.pointee.outputPorts[channel],
@@ -31,8 +44,23 @@ func recdProcess(_ frameCount: jack_nframes_t, _ argument: UnsafeMutableRawPoint
     }
     var frameTime: UInt32 = 0
     if let client = state.pointee.client { frameTime = jack_last_frame_time(client) }
-    runCycle(state, frames: Int(frameCount), frameTime: frameTime, nowMicros: jack_get_time())
+    runCycle(
+        state, graph: graph, metering: metering, frames: Int(frameCount), frameTime: frameTime,
+        nowMicros: jack_get_time())
     return 0
+}
+
+/// `runCycle` with the current snapshot and meter switch (tests drive the cycle this way).
+@_noLocks
+func runCycle(
+    _ state: UnsafeMutablePointer<ProcessState>, frames: Int, frameTime: UInt32, nowMicros: UInt64 = 0
+) {
+    runCycle(
+        state,
+        graph: UnsafeMutablePointer<GraphSnapshot>(
+            bitPattern: state.pointee.graph.load(ordering: .sequentiallyConsistent)),
+        metering: state.pointee.metersActive.load(ordering: .relaxed), frames: frames, frameTime: frameTime,
+        nowMicros: nowMicros)
 }
 
 /// One period on buffers already in `state.inputBuffers`/`outputBuffers`: taps copy the
@@ -40,18 +68,18 @@ func recdProcess(_ frameCount: jack_nframes_t, _ argument: UnsafeMutableRawPoint
 /// their voices' rings, their capture ports from the inputs) and the players mixed into them, monitoring sums its sources
 /// into the buses and adds those to the outputs (same cycle: no added latency), meters
 /// measure inputs, buses and outputs (inputs and outputs only while `metersActive`).
-/// Separate from `recdProcess` so a test can drive it without a server. `nowMicros` is JACK's
-/// monotonic microsecond clock this cycle, for the taps' clock check (0: no check).
+/// Separate from `recdProcess` so a test can drive it without a server. `graph` and `metering`
+/// are read once a cycle (`recdProcess` decides from them whether to fetch the inputs).
+/// `nowMicros` is JACK's monotonic microsecond clock this cycle, for the taps' clock check (0:
+/// no check).
 @_noLocks
 func runCycle(
-    _ state: UnsafeMutablePointer<ProcessState>, frames: Int, frameTime: UInt32, nowMicros: UInt64 = 0
+    _ state: UnsafeMutablePointer<ProcessState>, graph: UnsafeMutablePointer<GraphSnapshot>?, metering: Bool,
+    frames: Int, frameTime: UInt32, nowMicros: UInt64
 ) {
-    let graph = UnsafeMutablePointer<GraphSnapshot>(
-        bitPattern: state.pointee.graph.load(ordering: .sequentiallyConsistent))
     let inputs = state.pointee.inputBuffers
     let outputs = state.pointee.outputBuffers
 
-    let metering = state.pointee.metersActive.load(ordering: .relaxed)
     if metering {
         for channel in 0..<state.pointee.inputCount {
             state.pointee.meters[channel].accumulate(inputs[channel], count: frames)
