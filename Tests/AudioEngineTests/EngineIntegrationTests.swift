@@ -18,11 +18,10 @@ struct EngineIntegrationTests {
     }
 
     @Test(
-        "a client named like its jackd server is refused before libjack opens it: the server keeps "
-            + "taking clients", .timeLimit(.minutes(1)))
+        "a client named like its jackd server is refused before libjack opens it: the server keeps taking clients",
+        .enabled(if: !TestServer.isPipeWire, "the socket clash is jackd's"), .timeLimit(.minutes(1)))
     func clientNamedLikeServerIsRefused() throws {
         let jack = JackImplementation.loaded
-        try #require(jack.kind == .jackd, "the socket clash is jackd's")
         let server = jack.serverName(configured: nil)
         let engine = AudioEngine()
         do {
