@@ -21,6 +21,8 @@ public struct RecorderConfiguration: Hashable, Sendable {
     public var compressionLevel: Int
     /// fdatasync at least this often in wall time (and after every second of audio).
     public var flushInterval: Double
+    /// Loudness measured per segment and live (`[archive] loudness`).
+    public var measuresLoudness = true
     /// Session category and mode, input port and its type, bandwidth: written as comments.
     public var category: String?
     public var mode: String?

@@ -158,12 +158,19 @@ public struct SegmentFormat: Hashable, Sendable {
     public var bitsPerSample: Int
     /// libFLAC's compression level, 0...8.
     public var compressionLevel: Int
+    /// Whether the segment's loudness is measured (libebur128: LOUDNESS_LUFS,
+    /// LOUDNESS_RANGE_LU, TRUE_PEAK_DBTP, the live momentary and short-term readings);
+    /// `[archive] loudness`.
+    public var measuresLoudness: Bool
 
-    public init(sampleRate: Int, channels: Int, bitsPerSample: Int, compressionLevel: Int = 5) {
+    public init(
+        sampleRate: Int, channels: Int, bitsPerSample: Int, compressionLevel: Int = 5, measuresLoudness: Bool = true
+    ) {
         self.sampleRate = sampleRate
         self.channels = channels
         self.bitsPerSample = bitsPerSample
         self.compressionLevel = compressionLevel
+        self.measuresLoudness = measuresLoudness
     }
 
     /// Throws `.invalidArgument` saying which value is out of range.

@@ -141,7 +141,9 @@ public final class SegmentWriter {
                 : nil)
         scratch = .allocate(capacity: blocksize * format.channels)
         quantizer = SampleQuantizer(bitsPerSample: format.bitsPerSample)
-        loudnessMeter = try? LoudnessMeter(channels: format.channels, sampleRate: format.sampleRate)
+        if format.measuresLoudness {
+            loudnessMeter = try? LoudnessMeter(channels: format.channels, sampleRate: format.sampleRate)
+        }
         do throws(ArchiveError) {
             guard sink.reserveInitialSpace() else { throw .diskFull(path: file.path) }
             let settings = FLACEncoder.Settings(

@@ -444,6 +444,7 @@ final class RecorderService: @unchecked Sendable {
         preRolled: PreRollKeeper.Taken? = nil
     ) throws -> RecorderStream {
         var configuration = configuration
+        configuration.measuresLoudness = settings.loudness
         configuration.silence = silenceAlarms.detection(
             app: spec.app, stream: spec.stream, settings: silenceSettings(of: spec.app))
         var anchor: (time: UTCTime, previous: CaptureTap, sampleRate: Int)?

@@ -130,6 +130,10 @@ public struct ArchiveSection: Sendable, Equatable {
     /// begins that much earlier (`pre_roll_seconds`, in `preRollSecondsRange`); 0: none. A
     /// session's own `pre_roll_seconds` overrides it.
     public var preRollSeconds: Int = 0
+    /// Loudness per segment and live readings (`loudness`): libebur128's integrated loudness,
+    /// range and true peak cost more CPU than libFLAC's encoding (bench/README); a studio
+    /// multitrack that needs no loudness proof turns it off.
+    public var loudness = true
 
     public static let defaultSegmentSeconds = 3600
     public static let preRollSecondsRange = 0...600

@@ -16,7 +16,7 @@ enum ConfigSectionKind: String, CaseIterable {
         case .archive:
             [
                 "dir", "segment_seconds", "compression_level", "max_age_days", "min_free_percent",
-                "pre_roll_seconds",
+                "pre_roll_seconds", "loudness",
             ]
                 + SilenceSettings.keys
         case .policy: ["duck_level_db"]
@@ -287,6 +287,7 @@ struct ConfigInterpreter {
         if let value = fields["pre_roll_seconds"]?.integer(in: ArchiveSection.preRollSecondsRange, in: &issues) {
             archive.preRollSeconds = value
         }
+        if let value = fields["loudness"]?.yesNo(in: &issues) { archive.loudness = value }
     }
 
     private mutating func readPolicy(_ fields: ConfigSectionFields) {

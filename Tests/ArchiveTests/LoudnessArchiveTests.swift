@@ -14,9 +14,10 @@ struct LoudnessArchiveTests {
         Float(pow(10, -23.0 / 20) * sin(2 * Double.pi * 1_000 * Double(n) / 48_000))
     }
 
-    private func recordSine(_ root: String) throws -> (records: [SegmentRecord], recorder: Recorder) {
-        let configuration = RecorderConfiguration(
+    private func recordSine(_ root: String, loudness: Bool = true) throws -> (records: [SegmentRecord], recorder: Recorder) {
+        var configuration = RecorderConfiguration(
             archiveDirectory: root, app: "news", stream: "air", channels: 2, sampleRate: 48_000, segmentSeconds: 5)
+        configuration.measuresLoudness = loudness
         let source = MemorySource(
             channels: 2, startTime: iso("2026-06-01T10:00:00.000000Z"), totalFrames: 10 * 48_000, chunk: 4_096,
             signal: LoudnessArchiveTests.sine23)
@@ -52,6 +53,20 @@ struct LoudnessArchiveTests {
         #expect(try index.list() == records)
         _ = try index.reindex(from: directory.path + "/archive")
         #expect(try index.list() == records)
+    }
+
+    @Test("with loudness off ([archive] loudness = no) a sine's segments carry no loudness and no live reading")
+    func loudnessOff() throws {
+        let directory = TemporaryDirectory("loudness-off")
+        let (records, recorder) = try recordSine(directory.path + "/archive", loudness: false)
+        #expect(records.count == 2)
+        for record in records {
+            let tags = try metaflacTags(record.path)
+            #expect(tags["LOUDNESS_LUFS"] == nil && tags["TRUE_PEAK_DBTP"] == nil, "\(tags)")
+            #expect(tags["APP"] == "news", "the other comments are there: \(tags)")
+            #expect(record.loudness == LoudnessSummary(integratedLUFS: nil, rangeLU: nil, truePeakDBTP: nil))
+        }
+        #expect(recorder.loudness.momentaryLUFS == nil && recorder.loudness.shortTermLUFS == nil)
     }
 
     @Test("silence has no loudness comments and null loudness in the index")

@@ -255,6 +255,13 @@ private let fullExample = """
     #expect(try parse("").archive.preRollSeconds == 0)
 }
 
+@Test func loudnessKey() throws {
+    #expect(try parse("").archive.loudness)
+    #expect(try parse("[archive]\nloudness = no\n").archive.loudness == false)
+    #expect(try parse("[archive]\nloudness = yes\n").archive.loudness)
+    #expect(throws: (any Error).self) { try parse("[archive]\nloudness = sometimes\n") }
+}
+
 @Test func sectionWithoutKeysStillDeclaresASession() throws {
     // libinih calls no handler for a section without keys; the session must not vanish.
     let config = try parse("[session quiet]\n[session loud]\ncategory = playback\n")
