@@ -68,7 +68,7 @@ struct LoudnessExactnessTests {
 
     @Test(
         "momentary and short-term at every 100 ms boundary equal libebur128's own to 1e-9 LU (noise bursts, sines, silence, odd chunks)",
-        arguments: [(48_000, 2), (44_100, 5), (96_000, 1)])
+        arguments: [(48_000, 2), (44_100, 5), (96_000, 1), (22_050, 3), (11_025, 2)])
     func windows(rate: Int, channels: Int) throws {
         var generator = SeededGenerator(state: 17)
         let gains = (0..<20).map { _ in Double.random(in: -40 ... -3, using: &generator) }
@@ -115,12 +115,16 @@ struct LoudnessExactnessTests {
         }
         let gated = fast.channelTruePeaks
         #expect(gated.count == channels, sourceLocation: sourceLocation)
-        #expect(gated == direct.channelTruePeaks, "gated \(gated) ungated \(direct.channelTruePeaks)", sourceLocation: sourceLocation)
+        #expect(
+            gated == direct.channelTruePeaks, "gated \(gated) ungated \(direct.channelTruePeaks)",
+            sourceLocation: sourceLocation)
         #expect(fast.summary == direct.summary, sourceLocation: sourceLocation)
         return fast
     }
 
-    @Test("gated true peak == libebur128's ungated true peak exactly, every kind of signal", arguments: [44_100, 48_000, 96_000])
+    @Test(
+        "gated true peak == libebur128's ungated true peak exactly, every kind of signal",
+        arguments: [8_000, 22_050, 44_100, 48_000, 96_000, 192_000])
     func truePeakExact(rate: Int) throws {
         let r = Double(rate)
         var generator = SeededGenerator(state: UInt64(rate))
@@ -165,13 +169,16 @@ struct LoudnessExactnessTests {
                 frame < rate / 10 ? 0.9 * sin(Double(frame) * 0.05) : 0.05 * generator.gaussian()
             }, channels: 2, rate: rate, seed: 6)
         let blocks = meter.truePeakBlocks
-        #expect(blocks.fed + blocks.skipped == 2 * 400)
-        #expect(blocks.skipped >= 2 * 380, "fed \(blocks.fed) skipped \(blocks.skipped)")
+        let perChannel = 40 * TruePeakGate.blocksPer100ms  // 4 s
+        #expect(blocks.fed + blocks.skipped == 2 * perChannel)
+        #expect(blocks.skipped * 100 >= 2 * perChannel * 95, "fed \(blocks.fed) skipped \(blocks.skipped)")
         // Without a loud start nothing is known to be higher, so the gate must feed.
         let quiet = try LoudnessMeter(channels: 1, sampleRate: rate)
         Self.signal(channels: 1, rate: rate, seconds: 0.1) { frame, _ in Double(frame) / 48_000 }
             .withUnsafeBufferPointer { quiet.add($0) }
-        #expect(quiet.truePeakBlocks.fed == 10 && quiet.truePeakBlocks.skipped == 0, "\(quiet.truePeakBlocks)")
+        #expect(
+            quiet.truePeakBlocks.fed == TruePeakGate.blocksPer100ms && quiet.truePeakBlocks.skipped == 0,
+            "\(quiet.truePeakBlocks)")
         // The bound is measured from libebur128's interpolator: above 1, below its 49 taps' sum.
         let measured = try #require(TruePeakGate.interpolatorBound(sampleRate: rate))
         #expect(measured.bound > 1.5 && measured.bound < 2.5 && measured.history == 16, "\(measured)")
@@ -181,13 +188,12 @@ struct LoudnessExactnessTests {
         "a channel resuming after skipped blocks gets the skipped block's tail first: a peak across the boundary is exact",
         arguments: [44_100, 48_000])
     func resumeAcrossBoundary(rate: Int) throws {
-        let block = rate / 100
-        let boundary = 6 * block
-        var samples = [Float](repeating: 0, count: rate / 10)
+        let boundary = 2 * rate / 10  // a 100 ms boundary is a block boundary
+        var samples = [Float](repeating: 0, count: rate / 4)
         samples[100] = 0.5  // known: 0.5
         for j in 0..<12 {
-            // Signs that add up at the half sample across the boundary; block 5 alone stays
-            // below 0.5 / B (skipped), block 6 is fed.
+            // Signs that add up at the half sample across the boundary; the block before the
+            // boundary alone stays below 0.5 / B (skipped), the one after it is fed.
             samples[boundary - 1 - j] = (j % 2 == 0 ? 1 : -1) * 0.26
             samples[boundary + j] = (j % 2 == 0 ? 1 : -1) * 0.3
         }
