@@ -49,10 +49,13 @@ public struct LoudnessSummary: Hashable, Sendable {
 ///
 /// Owns its `ebur128_state`s (destroyed in `deinit`) and scratch buffers. Memory: the main
 /// state keeps 3 s of filtered audio (channels × 3 s of Doubles); with true peak each channel
-/// also has a one-channel true-peak state holding its own 400 ms buffer (150 KiB a channel at
-/// 48 kHz, under 10 MiB for 64 channels: fine for recd's at most 64). Not thread-safe: one
-/// thread (the archiver) feeds and reads it. Not for the JACK process thread: libebur128
-/// allocates and its filters cost far more than a period allows.
+/// has a one-channel true-peak state, which holds a 400 ms buffer of its own (150 KiB a
+/// channel at 48 kHz) besides the oversampler's buffers the main state held before; those are
+/// now touched only a block at a time, so the whole resides in less memory than before: 8
+/// meters of 8 channels at 48 kHz measured 81 MiB of RSS against 94 ungated — fine for recd's
+/// at most 64 channels.
+/// Not thread-safe: one thread (the archiver) feeds and reads it. Not for the JACK process
+/// thread: libebur128 allocates and its filters cost far more than a period allows.
 public final class LoudnessMeter {
     public let channels: Int
     public let sampleRate: Int
