@@ -23,10 +23,12 @@ struct BenchTool {
         switch arguments.first {
         case "xruns" where arguments.count == 2: xruns(file: arguments[1])
         case "latency" where arguments.count == 3: latency(socketPath: arguments[1], count: Int(arguments[2]) ?? 1000)
+        case "idle-client" where arguments.count == 4:
+            idleClient(name: arguments[1], ports: Int(arguments[2]) ?? 0, connectPattern: arguments[3])
         case "topcm" where arguments.count == 4:
             toPCM(raw: arguments[1], channels: Int(arguments[2]) ?? 0, prefix: arguments[3])
         default:
-            fputs("usage: benchtool xruns FILE | latency SOCKET COUNT | topcm RAW CHANNELS PREFIX\n", stderr)
+            fputs("usage: benchtool xruns FILE | latency SOCKET COUNT | topcm RAW CHANNELS PREFIX | idle-client NAME PORTS PATTERN\n", stderr)
             exit(2)
         }
     }
@@ -73,6 +75,49 @@ func xruns(file: String) {
         }
         usleep(50_000)
     }
+    jack_deactivate(client)
+    jack_client_close(client)
+}
+
+// MARK: - idle-client
+
+/// The least a JACK client with PORTS input ports does: registers them, connects them to the
+/// ports matching PATTERN (in order), and answers every period with a process callback that
+/// returns at once. Runs until SIGTERM. bench/run's idle rows put recd beside it (and beside
+/// jack_simple_client, which has two output ports and computes a sine).
+func idleClient(name: String, ports: Int, connectPattern: String) {
+    var status = jack_status_t(0)
+    guard ports > 0, let client = recd_jack_client_open(name, nil, &status) else {
+        fputs("benchtool idle-client: cannot open a JACK client (status 0x\(String(status.rawValue, radix: 16)))\n", stderr)
+        exit(1)
+    }
+    var registered: [OpaquePointer] = []
+    for index in 1...ports {
+        guard let port = jack_port_register(client, "in_\(index)", JACK_DEFAULT_AUDIO_TYPE, UInt(JackPortIsInput.rawValue), 0)
+        else {
+            fputs("benchtool idle-client: cannot register port \(index)\n", stderr)
+            exit(1)
+        }
+        registered.append(port)
+    }
+    jack_set_process_callback(client, { _, _ in 0 }, nil)
+    guard jack_activate(client) == 0 else {
+        fputs("benchtool idle-client: jack_activate failed\n", stderr)
+        exit(1)
+    }
+    if let found = jack_get_ports(client, connectPattern, nil, UInt(JackPortIsOutput.rawValue)) {
+        var index = 0
+        while let source = found[index], index < registered.count {
+            jack_connect(client, source, jack_port_name(registered[index]))
+            index += 1
+        }
+        jack_free(found)
+    }
+    signal(SIGTERM) { _ in stopRequested.store(true, ordering: .relaxed) }
+    signal(SIGINT) { _ in stopRequested.store(true, ordering: .relaxed) }
+    print("ready")
+    fflush(stdout)
+    while !stopRequested.load(ordering: .relaxed) { usleep(100_000) }
     jack_deactivate(client)
     jack_client_close(client)
 }
