@@ -41,35 +41,39 @@ package struct SampleQuantizer {
     /// Why it is exact (bits ≤ 24, so scale = 2^(bits−1) ≤ 2^23):
     /// - `sample × scale` multiplies by a power of two: exact (a value past the float range
     ///   becomes ±inf, which the clamp handles like any value beyond it).
-    /// - NaN becomes 0; the clamp to [−scale, scale − 1] before rounding equals the reference's
-    ///   clamp after it, because both bounds are integers and rounding is monotonic.
-    /// - The magnitude a = |x| ≤ 2^23 (sign bit cleared; the sign is kept apart). y = a + 2^23
-    ///   lies in [2^23, 2^24], where floats are the integers: the addition rounds a to the
-    ///   nearest integer, ties to even. The bits of y minus the bits of 2^23 are that integer
-    ///   n (the significand counts up from 2^23; y = 2^24 gives 2^23, the next exponent's first
-    ///   pattern, as it should).
+    /// - The sign is kept apart (s = 0 or −1 from the sign bit) and the magnitude a = |x| is
+    ///   worked on: NaN becomes 0, then a is clamped to scale. Clamping before rounding equals
+    ///   the reference's clamp after it, because the bound is an integer and rounding is
+    ///   monotonic; the positive side's bound, scale − 1, is applied to the signed result.
+    /// - With a ≤ 2^23, y = a + 2^23 lies in [2^23, 2^24], where floats are the integers: the
+    ///   addition rounds a to the nearest integer, ties to even. The bits of y minus the bits
+    ///   of 2^23 are that integer n (the significand counts up from 2^23; y = 2^24 gives 2^23,
+    ///   the next exponent's first pattern, as it should).
     /// - r = y − 2^23 = n exactly (Sterbenz: y and 2^23 are within a factor 2), and a − r is
     ///   exact too (n ≥ 1: a and n are within a factor 2; n = 0: it is a). It is +0.5 exactly
     ///   when a was a tie that went down to even; then n + 1 is the tie away from zero. A tie
     ///   that went up gives −0.5 and needs nothing.
-    /// - The sign goes back on in two's complement: (n ^ s) − s with s = 0 or −1 from the
-    ///   sign bit, so −0 gives 0 and −2^23 is representable.
+    /// - The sign goes back on in two's complement: (n ^ s) − s, so −0 and a negative NaN
+    ///   give 0 and −scale is representable; +scale, the one value past the positive bound,
+    ///   becomes scale − 1.
     @inline(__always)
     package func quantize(_ samples: SIMD4<Float>) -> SIMD4<Int32> {
         let scaled = samples * scale
-        var clamped = scaled.replacing(with: -scale, where: scaled .< -scale)
-        clamped = clamped.replacing(with: scale - 1, where: clamped .> scale - 1)
-        // NaN fails every comparison above, so it is still NaN here: zero it by its own mask.
-        let keep = SIMD4<Int32>(repeating: 0).replacing(with: -1, where: scaled .== scaled)
-        let bits = unsafeBitCast(clamped, to: SIMD4<Int32>.self) & keep
+        let bits = unsafeBitCast(scaled, to: SIMD4<Int32>.self)
         let sign = bits &>> 31
-        let magnitude = unsafeBitCast(bits & 0x7FFF_FFFF, to: SIMD4<Float>.self)
+        // NaN fails `==` with itself: its mask clears it to +0.
+        let ordered = SIMD4<Int32>(repeating: 0).replacing(with: -1, where: scaled .== scaled)
+        let absolute = unsafeBitCast(bits & 0x7FFF_FFFF & ordered, to: SIMD4<Float>.self)
+        let limit = SIMD4<Float>(repeating: scale)
+        let magnitude = limit.replacing(with: absolute, where: absolute .< limit)
         let two23: Float = 0x1p23
         let shifted = magnitude + two23
         let rounded = shifted - two23
         let tie = SIMD4<Int32>(repeating: 0).replacing(with: 1, where: magnitude - rounded .== 0.5)
         let integer = (unsafeBitCast(shifted, to: SIMD4<Int32>.self) &- two23.bitPattern.int32) &+ tie
-        return (integer ^ sign) &- sign
+        let signed = (integer ^ sign) &- sign
+        let top = Int32(scale)
+        return signed &- SIMD4<Int32>(repeating: 0).replacing(with: 1, where: signed .== top)
     }
 
     /// Channels `firstChannel ..< firstChannel + channels` of `frames` frames spaced `stride`
