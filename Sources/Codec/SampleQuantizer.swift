@@ -42,9 +42,10 @@ package struct SampleQuantizer {
     /// - `sample × scale` multiplies by a power of two: exact (a value past the float range
     ///   becomes ±inf, which the clamp handles like any value beyond it).
     /// - The sign is kept apart (s = 0 or −1 from the sign bit) and the magnitude a = |x| is
-    ///   worked on: NaN becomes 0, then a is clamped to scale. Clamping before rounding equals
-    ///   the reference's clamp after it, because the bound is an integer and rounding is
-    ///   monotonic; the positive side's bound, scale − 1, is applied to the signed result.
+    ///   worked on: a is clamped to scale, and NaN (which fails both comparisons that pick a
+    ///   or the bound) becomes 0. Clamping before rounding equals the reference's clamp after
+    ///   it, because the bound is an integer and rounding is monotonic; the positive side's
+    ///   bound, scale − 1, is applied to the signed result.
     /// - With a ≤ 2^23, y = a + 2^23 lies in [2^23, 2^24], where floats are the integers: the
     ///   addition rounds a to the nearest integer, ties to even. The bits of y minus the bits
     ///   of 2^23 are that integer n (the significand counts up from 2^23; y = 2^24 gives 2^23,
@@ -61,11 +62,15 @@ package struct SampleQuantizer {
         let scaled = samples * scale
         let bits = unsafeBitCast(scaled, to: SIMD4<Int32>.self)
         let sign = bits &>> 31
-        // NaN fails `==` with itself: its mask clears it to +0.
-        let ordered = SIMD4<Int32>(repeating: 0).replacing(with: -1, where: scaled .== scaled)
-        let absolute = unsafeBitCast(bits & 0x7FFF_FFFF & ordered, to: SIMD4<Float>.self)
+        let absoluteBits = bits & 0x7FFF_FFFF
+        let absolute = unsafeBitCast(absoluteBits, to: SIMD4<Float>.self)
         let limit = SIMD4<Float>(repeating: scale)
-        let magnitude = limit.replacing(with: absolute, where: absolute .< limit)
+        // Below the limit: itself; from it up: the limit; NaN fails both comparisons: +0.
+        let none = SIMD4<Int32>(repeating: 0)
+        let below = none.replacing(with: -1, where: absolute .< limit)
+        let above = none.replacing(with: -1, where: absolute .>= limit)
+        let limitBits = SIMD4<Int32>(repeating: scale.bitPattern.int32)
+        let magnitude = unsafeBitCast((absoluteBits & below) | (limitBits & above), to: SIMD4<Float>.self)
         let two23: Float = 0x1p23
         let shifted = magnitude + two23
         let rounded = shifted - two23
