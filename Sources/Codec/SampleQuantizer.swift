@@ -94,24 +94,28 @@ package struct SampleQuantizer {
             quantizeContiguous(input, count: frames * channels, into: destination)
         } else if channels == 8 {
             // A full group of a wider tap (recd's files hold up to 8 channels): a fixed trip count.
-            for frame in 0..<frames {
-                let from = input + frame * stride
-                let to = destination + frame * 8
+            var from = input
+            var to = destination
+            for _ in 0..<frames {
                 store(quantize(load(from)), to)
                 store(quantize(load(from + 4)), to + 4)
+                from += stride
+                to += 8
             }
         } else if channels >= 4 {
             // 4…7, 9…: lanes of four, the last one overlapping the one before (the overlap is
             // written twice with the same values).
-            for frame in 0..<frames {
-                let from = input + frame * stride
-                let to = destination + frame * channels
+            var from = input
+            var to = destination
+            for _ in 0..<frames {
                 var channel = 0
                 while channel + 4 <= channels {
                     store(quantize(load(from + channel)), to + channel)
                     channel += 4
                 }
                 if channel < channels { store(quantize(load(from + channels - 4)), to + channels - 4) }
+                from += stride
+                to += channels
             }
         } else if channels == 2 {
             let pairs = frames / 2
