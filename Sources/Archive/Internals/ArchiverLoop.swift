@@ -193,10 +193,13 @@ final class ArchiverLoop {
         while done < frames {
             try ensureSegment()
             let take = min(frames - done, boundary - timeline)
-            for (index, writer) in writers.enumerated() {
-                try writer.write(
-                    interleaved: samples + done * channels, frames: take, stride: channels,
-                    firstChannel: groups[index].first)
+            if writers.count == 1 {
+                try writers[0].write(
+                    interleaved: samples + done * channels, frames: take, stride: channels, firstChannel: groups[0].first)
+            } else {
+                // Every file's channels in one pass over the frames (see SegmentWriter.write(_:groups:…)).
+                try SegmentWriter.write(
+                    writers, groups: groups, interleaved: samples + done * channels, frames: take, stride: channels)
             }
             observeSilence(samples + done * channels, frames: take)
             timeline += take
