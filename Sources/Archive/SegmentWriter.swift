@@ -443,6 +443,10 @@ extension SegmentWriter {
                 group.count == writer.format.channels && group.first >= 0 && group.first + group.count <= stride,
                 "channel range outside the frame")
         }
+        // Plain values for the tile loop: no reference counting per tile and file.
+        let targets = zip(writers, groups).map { writer, group in
+            (quantizer: writer.quantizer, scratch: writer.scratch, first: group.first, count: group.count)
+        }
         var done = 0
         while done < frames {
             let count = min(blocksize, frames - done)
@@ -450,10 +454,10 @@ extension SegmentWriter {
             var tile = 0
             while tile < count {
                 let tileCount = min(tileFrames, count - tile)
-                for (writer, group) in zip(writers, groups) {
-                    writer.quantizer.quantize(
-                        block + tile * stride, stride: stride, firstChannel: group.first, channels: group.count,
-                        frames: tileCount, into: writer.scratch + tile * group.count)
+                for target in targets {
+                    target.quantizer.quantize(
+                        block + tile * stride, stride: stride, firstChannel: target.first, channels: target.count,
+                        frames: tileCount, into: target.scratch + tile * target.count)
                 }
                 tile += tileCount
             }

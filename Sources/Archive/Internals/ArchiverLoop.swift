@@ -193,6 +193,10 @@ final class ArchiverLoop {
         while done < frames {
             try ensureSegment()
             let take = min(frames - done, boundary - timeline)
+            // Before the files encode, while the frames are still in the cache (libFLAC's work
+            // pushes them out). Should the write fail, the recorder stops with an error; a silence
+            // change these frames completed is still reported.
+            observeSilence(samples + done * channels, frames: take)
             if writers.count == 1 {
                 try writers[0].write(
                     interleaved: samples + done * channels, frames: take, stride: channels, firstChannel: groups[0].first)
@@ -201,7 +205,6 @@ final class ArchiverLoop {
                 try SegmentWriter.write(
                     writers, groups: groups, interleaved: samples + done * channels, frames: take, stride: channels)
             }
-            observeSilence(samples + done * channels, frames: take)
             timeline += take
             done += take
             if let full = writers.first(where: { $0.isLowOnSpace }) {
