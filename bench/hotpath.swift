@@ -91,6 +91,24 @@ struct HotPath {
                 let sum = checksum(UnsafeBufferPointer(start: output, count: groupFrames * channels * groups))
                 print(name, ns, sum)
             }
+            // The four groups tile by tile (64 frames), as the archiver quantizes a recorder's files
+            // (SegmentWriter.write(_:groups:…)): each tile's cache lines are read once for all four.
+            for evicted in [false, true] {
+                let ns = measure(samples: frames * wide, repeats: 20, prepare: evicted ? evict : {}) {
+                    var tile = 0
+                    while tile < frames {
+                        let count = min(64, frames - tile)
+                        for group in 0..<4 {
+                            quantizer.quantize(
+                                base + tile * wide, stride: wide, firstChannel: group * 8, channels: 8, frames: count,
+                                into: output + group * frames * 8 + tile * 8)
+                        }
+                        tile += count
+                    }
+                }
+                let sum = checksum(UnsafeBufferPointer(start: output, count: frames * wide))
+                print(evicted ? "quantize-8-of-32-tiled-evicted" : "quantize-8-of-32-tiled", ns, sum)
+            }
             // Silence: the detector on 32, 2 and 1 interleaved channels (one block peak per 10 ms).
             for channels in [32, 2, 1] {
                 let chunk = frames * wide / channels
