@@ -125,8 +125,9 @@ struct HotPath {
                 var checker = SilenceDetector(
                     detection: SilenceDetection(threshold: 0.9, seconds: 0.02, endSeconds: 0.01), sampleRate: 48_000)
                 checker.observe(base, frames: chunk, channels: channels, position: 0) {
-                    sum = (sum ^ UInt64($0.sinceFrame) ^ UInt64($0.decidedFrame) << 20 ^ UInt64($0.peak.bitPattern) << 32)
-                        &* 1099511628211
+                    let frames = UInt64($0.sinceFrame) ^ UInt64($0.decidedFrame) << 20
+                    let fields = frames ^ UInt64($0.peak.bitPattern) << 32
+                    sum = (sum ^ fields) &* 1099511628211
                 }
                 print("silence-\(channels)", ns, sum &+ UInt64(events > 0 ? 0 : 1))
             }

@@ -138,7 +138,9 @@ package struct SampleQuantizer {
         }
     }
 
-    private func quantizeContiguous(_ input: UnsafePointer<Float>, count: Int, into output: UnsafeMutablePointer<Int32>) {
+    private func quantizeContiguous(
+        _ input: UnsafePointer<Float>, count: Int, into output: UnsafeMutablePointer<Int32>
+    ) {
         guard count >= 4 else {
             for index in 0..<count { output[index] = quantize(input[index]) }
             return

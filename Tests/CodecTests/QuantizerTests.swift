@@ -110,7 +110,8 @@ struct QuantizerTests {
         // Offsets move each sample into every lane position.
         for offset in [0, 1, 3] {
             for shape in shapes {
-                for frames in [0, 1, 2, 3, 4, 5, 7, 8, 9, 16, 17, 30] where offset + frames * shape.stride <= source.count {
+                let frameCounts = [0, 1, 2, 3, 4, 5, 7, 8, 9, 16, 17, 30]
+                for frames in frameCounts where offset + frames * shape.stride <= source.count {
                     var output = [Int32](repeating: 99, count: frames * shape.channels + 4)
                     source.withUnsafeBufferPointer { input in
                         output.withUnsafeMutableBufferPointer { target in
@@ -124,7 +125,8 @@ struct QuantizerTests {
                             let sample = source[offset + frame * shape.stride + shape.first + channel]
                             let value = output[frame * shape.channels + channel]
                             checked += 1
-                            if value != quantizer.quantize(sample) || value != QuantizerTests.reference(sample, bits: bits) {
+                            let expected = QuantizerTests.reference(sample, bits: bits)
+                            if value != quantizer.quantize(sample) || value != expected {
                                 mismatches.append(
                                     "\(shape) frames \(frames) [\(frame), \(channel)]: \(sample) (bits \(sample.bitPattern)) → \(value), expected \(quantizer.quantize(sample))"
                                 )
@@ -140,7 +142,8 @@ struct QuantizerTests {
         #expect(mismatches.isEmpty, "\(mismatches.count) mismatches, first: \(mismatches.prefix(5))")
     }
 
-    @Test("four lanes give the scalar reference's integers for random bit patterns and every edge", arguments: [16, 24])
+    @Test(
+        "four lanes give the scalar reference's integers for random bit patterns and every edge", arguments: [16, 24])
     func fourLanesMatchScalar(bits: Int) {
         let quantizer = SampleQuantizer(bitsPerSample: bits)
         let samples = QuantizerTests.edgeAndRandomSamples(bits: bits, count: 100_000)
@@ -151,7 +154,9 @@ struct QuantizerTests {
             let values = quantizer.quantize(lanes)
             for lane in 0..<4 where values[lane] != quantizer.quantize(lanes[lane]) {
                 mismatches += 1
-                if first.count < 5 { first.append("\(lanes[lane]) → \(values[lane]), expected \(quantizer.quantize(lanes[lane]))") }
+                if first.count < 5 {
+                    first.append("\(lanes[lane]) → \(values[lane]), expected \(quantizer.quantize(lanes[lane]))")
+                }
             }
         }
         #expect(mismatches == 0, "first: \(first)")

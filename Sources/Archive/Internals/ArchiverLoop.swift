@@ -199,7 +199,8 @@ final class ArchiverLoop {
             observeSilence(samples + done * channels, frames: take)
             if writers.count == 1 {
                 try writers[0].write(
-                    interleaved: samples + done * channels, frames: take, stride: channels, firstChannel: groups[0].first)
+                    interleaved: samples + done * channels, frames: take, stride: channels,
+                    firstChannel: groups[0].first)
             } else {
                 // Every file's channels in one pass over the frames (see SegmentWriter.write(_:groups:…)).
                 try SegmentWriter.write(
