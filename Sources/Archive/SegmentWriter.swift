@@ -414,3 +414,59 @@ public final class SegmentWriter {
         return String(path.dropLast(5)) + "-\(attempt).flac"
     }
 }
+
+// MARK: Several files from one buffer
+
+extension SegmentWriter {
+    /// Frames per tile when several writers take their channels from one buffer: a tile of a
+    /// 32-channel frame is 8 KiB, so it stays in the L1 cache while every file's channels are
+    /// taken from it.
+    static let tileFrames = 64
+
+    /// `write(interleaved:frames:stride:firstChannel:)` for all the files of one recorder:
+    /// writer `i` takes its `format.channels` channels from `groups[i].first` of the same
+    /// frames. Each file gets the integers, blocks and loudness it would get alone; only the
+    /// order of the work changes: a block is quantized for every file, tile by tile while its
+    /// samples are in the cache, and then each file encodes it. (A file at a time read every
+    /// frame's cache lines once per file, after libFLAC had pushed them out: the quantizer
+    /// then waited on memory for most of its time.)
+    static func write(
+        _ writers: [SegmentWriter], groups: [(first: Int, count: Int)], interleaved base: UnsafePointer<Float>,
+        frames: Int, stride: Int
+    ) throws(ArchiveError) {
+        precondition(writers.count == groups.count, "one group per writer")
+        guard let blocksize = writers.first?.blocksize else { return }
+        for (writer, group) in zip(writers, groups) {
+            // One recorder's files share a format, so a block is as long in each.
+            precondition(writer.blocksize == blocksize, "the files of one recorder share a block size")
+            precondition(
+                group.count == writer.format.channels && group.first >= 0 && group.first + group.count <= stride,
+                "channel range outside the frame")
+        }
+        // Plain values for the tile loop: no reference counting per tile and file.
+        let targets = zip(writers, groups).map { writer, group in
+            (quantizer: writer.quantizer, scratch: writer.scratch, first: group.first, count: group.count)
+        }
+        var done = 0
+        while done < frames {
+            let count = min(blocksize, frames - done)
+            let block = base + done * stride
+            var tile = 0
+            while tile < count {
+                let tileCount = min(tileFrames, count - tile)
+                for target in targets {
+                    target.quantizer.quantize(
+                        block + tile * stride, stride: stride, firstChannel: target.first, channels: target.count,
+                        frames: tileCount, into: target.scratch + tile * target.count)
+                }
+                tile += tileCount
+            }
+            for (writer, group) in zip(writers, groups) {
+                try writer.checkOpen()
+                try writer.encode(writer.scratch, frames: count)
+                writer.loudnessMeter?.add(interleaved: block, frames: count, stride: stride, firstChannel: group.first)
+            }
+            done += count
+        }
+    }
+}

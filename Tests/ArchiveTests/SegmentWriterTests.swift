@@ -112,4 +112,49 @@ struct SegmentWriterTests {
         }
         #expect(FileSystem.files(under: directory.path, withSuffix: "").isEmpty)
     }
+
+    @Test(
+        "the files of one recorder written together (tiles of every group) hold what each written alone holds",
+        arguments: [16, 24])
+    func groupsWrittenTogether(bits: Int) throws {
+        let directory = TemporaryDirectory("together")
+        // 19 channels: files of 8, 8 and 3; two blocks and an odd rest, so tiles and blocks end mid-way
+        // (at 8 kHz: over a second, so the loudness meter has a reading).
+        let stride = 19
+        let groups: [(first: Int, count: Int)] = [(0, 8), (8, 8), (16, 3)]
+        let frames = 2 * 4096 + 37
+        var generator = SystemRandomNumberGenerator()
+        // Finite: NaN or inf would leave the loudness meters without a reading to compare.
+        let specials: [Float] = [2, -2, 1, -1, 0.5 / 8_388_608, -1.5 / 32768, 0]
+        let samples = (0..<(frames * stride)).map { index in
+            index % 97 == 0 ? specials[index % specials.count] : Float.random(in: -1.1...1.1, using: &generator)
+        }
+        func writers(_ name: String) throws -> [SegmentWriter] {
+            try groups.enumerated().map { index, group in
+                try SegmentWriter(
+                    path: "\(directory.path)/\(name)-\(index).flac",
+                    format: SegmentFormat(sampleRate: 8000, channels: group.count, bitsPerSample: bits), comments: [])
+            }
+        }
+        let alone = try writers("alone")
+        let together = try writers("together")
+        try samples.withUnsafeBufferPointer { buffer throws(ArchiveError) in
+            // In two calls, as the archiver's reads come.
+            for (start, count) in [(0, 5000), (5000, frames - 5000)] {
+                let base = buffer.baseAddress! + start * stride
+                for (writer, group) in zip(alone, groups) {
+                    try writer.write(interleaved: base, frames: count, stride: stride, firstChannel: group.first)
+                }
+                try SegmentWriter.write(together, groups: groups, interleaved: base, frames: count, stride: stride)
+            }
+        }
+        for (one, other) in zip(alone, together) {
+            #expect(one.momentaryLUFS == other.momentaryLUFS && one.shortTermLUFS == other.shortTermLUFS)
+            #expect(one.momentaryLUFS != nil)
+            let first = try decodeWithFlacCLI(try one.finish(reason: .stop).path, bits: bits)
+            let second = try decodeWithFlacCLI(try other.finish(reason: .stop).path, bits: bits)
+            #expect(first.count == frames * one.format.channels)
+            #expect(first == second)
+        }
+    }
 }

@@ -93,4 +93,58 @@ struct SilenceDetectorTests {
         }
         #expect(changes.isEmpty && !detector.isSilent)
     }
+
+    @Test("a block's peak in lanes is the plain maximum of magnitudes, NaN left out, for every count and alignment")
+    func lanePeak() {
+        var generator = SystemRandomNumberGenerator()
+        let specials: [Float] = [.nan, -.nan, .infinity, -.infinity, -0.0, .leastNonzeroMagnitude, -1, 0.75]
+        let samples = (0..<300).map { _ in
+            Bool.random(using: &generator)
+                ? specials.randomElement(using: &generator)!
+                : Float.random(in: -1...1, using: &generator) * Float.random(in: 0...1, using: &generator)
+        }
+        var checked = 0
+        samples.withUnsafeBufferPointer { buffer in
+            for offset in 0..<4 {
+                for count in 0...(samples.count - offset) where count < 40 || count % 7 == 0 {
+                    for floor: Float in [0, 0.5] {
+                        var expected = floor
+                        for sample in samples[offset..<(offset + count)] where sample.magnitude > expected {
+                            expected = sample.magnitude
+                        }
+                        let peak = SilenceDetector.peak(buffer.baseAddress! + offset, count: count, above: floor)
+                        #expect(
+                            peak.bitPattern == expected.bitPattern, "offset \(offset) count \(count) floor \(floor)")
+                        checked += 1
+                    }
+                }
+            }
+        }
+        #expect(checked > 300)
+    }
+
+    @Test("one loud sample anywhere in a block of 9 channels is sound; a NaN there is not", arguments: [false, true])
+    func oneSampleInEveryPlace(nan: Bool) {
+        // 10-frame blocks of 9 channels: 90 samples, so the loud one falls in every lane and in the tail.
+        for place in 0..<90 {
+            var detector = SilenceDetector(detection: Self.detection, sampleRate: 1000)
+            var samples = [Float](repeating: 0.001, count: 1500 * 9)
+            for block in 0..<150 { samples[block * 90 + place] = nan ? .nan : -0.5 }
+            var changes: [SilenceTransition] = []
+            samples.withUnsafeBufferPointer { buffer in
+                // 33-frame pieces: blocks straddle the calls.
+                for start in stride(from: 0, to: 1500, by: 33) {
+                    detector.observe(
+                        buffer.baseAddress! + start * 9, frames: min(33, 1500 - start), channels: 9, position: start
+                    ) { changes.append($0) }
+                }
+            }
+            if nan {
+                let began = SilenceTransition(state: .began, sinceFrame: 0, decidedFrame: 1000, peak: 0.001)
+                #expect(changes == [began], "\(place)")
+            } else {
+                #expect(changes.isEmpty && !detector.isSilent, "\(place)")
+            }
+        }
+    }
 }

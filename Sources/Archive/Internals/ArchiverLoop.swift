@@ -193,12 +193,19 @@ final class ArchiverLoop {
         while done < frames {
             try ensureSegment()
             let take = min(frames - done, boundary - timeline)
-            for (index, writer) in writers.enumerated() {
-                try writer.write(
-                    interleaved: samples + done * channels, frames: take, stride: channels,
-                    firstChannel: groups[index].first)
-            }
+            // Before the files encode, while the frames are still in the cache (libFLAC's work
+            // pushes them out). Should the write fail, the recorder stops with an error; a silence
+            // change these frames completed is still reported.
             observeSilence(samples + done * channels, frames: take)
+            if writers.count == 1 {
+                try writers[0].write(
+                    interleaved: samples + done * channels, frames: take, stride: channels,
+                    firstChannel: groups[0].first)
+            } else {
+                // Every file's channels in one pass over the frames (see SegmentWriter.write(_:groups:…)).
+                try SegmentWriter.write(
+                    writers, groups: groups, interleaved: samples + done * channels, frames: take, stride: channels)
+            }
             timeline += take
             done += take
             if let full = writers.first(where: { $0.isLowOnSpace }) {
