@@ -1,12 +1,15 @@
 #!/usr/bin/env bash
 # perf-profile.sh BIN CHANNELS SECONDS OUT: profiles a release recd recording CHANNELS of pink noise
 # on a private jackd (recd-perf, 256-frame period, as bench/run), perf record -g on recd.
+# Environment: SERVER (the jackd name, default recd-perf), LOUDNESS ([archive] loudness, default yes),
+# IDLE=1 (nothing recorded).
 set -euo pipefail
 BIN="$1"; N="$2"; SECS="$3"; OUT="$4"
-export JACK_DEFAULT_SERVER=recd-perf JACK_NO_AUDIO_RESERVATION=1
+SERVER="${SERVER:-recd-perf}"
+export JACK_DEFAULT_SERVER="$SERVER" JACK_NO_AUDIO_RESERVATION=1
 W=$(mktemp -d /tmp/perf-prof.XXXX)
 PRIO=(-R -P 70); chrt -f 10 true 2>/dev/null || PRIO=(--no-realtime)
-jackd -n recd-perf "${PRIO[@]}" -d dummy -r 48000 -p 256 >"$W/jackd.log" 2>&1 & JPID=$!
+jackd -n "$SERVER" "${PRIO[@]}" -d dummy -r 48000 -p 256 >"$W/jackd.log" 2>&1 & JPID=$!
 cleanup() { kill $RPID $SPID 2>/dev/null || true; wait $RPID $SPID 2>/dev/null || true; kill $JPID; wait $JPID 2>/dev/null || true; }
 RPID=""; SPID=""
 trap cleanup EXIT
@@ -14,7 +17,7 @@ for _ in $(seq 50); do jack_lsp >/dev/null 2>&1 && break; sleep 0.1; done
 "$BIN/recd-signal" --name src play --ports "$(seq -s, -f 'out_%g' 1 "$N")" --signal pink >"$W/src.log" 2>&1 & SPID=$!
 for _ in $(seq 100); do grep -q '^ready' "$W/src.log" && break; sleep 0.1; done
 mkdir -p "$W/d"
-printf '[daemon]\nsocket = %s/run/control.sock\nstate_dir = %s/state\n\n[jack]\nserver = recd-perf\nclient_name = recd-prof\n\n[archive]\ndir = %s/archive\ncompression_level = 5\n\n[port src]\ntype = lineIn\ndirection = input\njack = src:out_*\nchannels = %s\n' "$W/d" "$W/d" "$W/d" "$N" >"$W/d/recd.conf"
+printf '[daemon]\nsocket = %s/run/control.sock\nstate_dir = %s/state\n\n[jack]\nserver = %s\nclient_name = recd-prof\n\n[archive]\ndir = %s/archive\ncompression_level = 5\nloudness = %s\n\n[port src]\ntype = lineIn\ndirection = input\njack = src:out_*\nchannels = %s\n' "$W/d" "$W/d" "$SERVER" "$W/d" "${LOUDNESS:-yes}" "$N" >"$W/d/recd.conf"
 "$BIN/recd" --config "$W/d/recd.conf" >"$W/d/recd.log" 2>&1 & RPID=$!
 CTL=("$BIN/recctl" --socket "$W/d/run/control.sock")
 for _ in $(seq 100); do "${CTL[@]}" status >/dev/null 2>&1 && break; sleep 0.1; done
