@@ -3,19 +3,16 @@
 
 import Foundation
 import Testing
+import TestSupport
 
 @testable import Codec
 
-/// A seeded generator (SplitMix64): the same signals every run.
-struct SeededGenerator: RandomNumberGenerator {
-    var state: UInt64
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
+/// Seeded signals: TestSupport's SplitMix64, the same every run.
+typealias SeededGenerator = SplitMix64
+
+extension SplitMix64 {
+    init(state: UInt64) { self.init(seed: state) }
+
     /// Standard normal (Box–Muller).
     mutating func gaussian() -> Double {
         let u = Double.random(in: Double.leastNonzeroMagnitude..<1, using: &self)
