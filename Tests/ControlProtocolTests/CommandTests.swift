@@ -1,6 +1,7 @@
 // Typed requests: every op survives encode → line → decode; arguments are checked by type
 // with errors naming the key; version-1 spellings still decode; the fixed validation order.
 
+import Foundation
 import Testing
 
 @testable import ControlProtocol
@@ -217,6 +218,34 @@ struct WireKeysTests {
         #expect(old["session"]?["mic_usage"] == #""ownerUID": text"#, "a value is never renamed")
         #expect(old["all_ok"] == true && old["allOK"] == nil)
         #expect(WireKeys.line(line, forVersion: 2) == line)
+    }
+
+    @Test("every key of the table is renamed wherever it stands as a key, and nothing else changes")
+    func everyKey() throws {
+        // Values that end in an escaped backslash, hold escaped quotes, or are non-ASCII must
+        // not throw the key scan off.
+        let values: [JSONValue] = [.string("a\\"), .string("\"endReason\":"), .string("zürich ⏺"), .number(1), .null]
+        var fields: [(String, JSONValue)] = []
+        for (index, camel) in WireKeys.version1Spellings.keys.sorted().enumerated() {
+            fields.append((camel, .array([.object([(camel, values[index % values.count])]), values[index % values.count]])))
+        }
+        let line = JSONValue.object(fields).jsonText
+        let renamed = try JSONValue.parse(WireKeys.line(line, forVersion: 1))
+        for (camel, snake) in WireKeys.version1Spellings {
+            let entry = try #require(renamed[snake], "\(snake) missing")
+            #expect(renamed[camel] == nil)
+            guard case .array(let items) = entry, case .object = items[0] else {
+                Issue.record("\(snake): \(entry)")
+                continue
+            }
+            #expect(items[0][snake] != nil && items[0][camel] == nil, "nested \(camel)")
+        }
+        // The values came through untouched.
+        var reference = line
+        for (camel, snake) in WireKeys.version1Spellings {
+            reference = reference.replacingOccurrences(of: "\"\(camel)\":", with: "\"\(snake)\":")
+        }
+        #expect(WireKeys.line(line, forVersion: 1) == reference)
     }
 
     @Test("the table maps camelCase keys to distinct snake_case spellings")
