@@ -249,6 +249,17 @@ final class ControlRouter: ControlServerHandler, EventSink, @unchecked Sendable 
         }
     }
 
+    /// Ticks come every 100 ms while anything here is polled: meters someone reads, players
+    /// (their ends are reaped), attachments, level triggers, a recorder whose start time is not
+    /// placed yet, a lost JACK server (retried every 250 ms). Otherwise (a logger recording
+    /// with nobody connected, or idle) every 500 ms: retention, replication and the watchdog
+    /// need no more, and everything else arrives as posted work, which brings the tick back.
+    var wantsFrequentTicks: Bool {
+        !store.mediaServicesAvailable || metersOn || tickTime < meterInterestUntil || pageMeters.isWanted
+            || !waitingMeterRequests.isEmpty || !players.all.isEmpty || !attachments.attachments.isEmpty
+            || !recorders.triggers.armed.isEmpty || recorders.recorders.contains { $0.source.startTime == nil }
+    }
+
     func signalReceived(_ signo: Int32) {
         if signo == SignalMask.hangUp {
             Log.notice(

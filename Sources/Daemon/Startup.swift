@@ -163,7 +163,9 @@ public enum Recd {
 
         let server: ControlServer
         do {
-            server = try ControlServer(listeningFD: listener, watchingSignals: Signals.shutdownAndReload)
+            server = try ControlServer(
+                listeningFD: listener, limits: ControlServer.Limits(quietTickInterval: 0.5),
+                watchingSignals: Signals.shutdownAndReload)
         } catch {
             Log.error("cannot start the control loop: \(error)")
             return 71

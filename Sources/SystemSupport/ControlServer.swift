@@ -41,6 +41,11 @@ public final class ControlServer: @unchecked Sendable {
         public var flushTimeout: Double
         /// Seconds between `tick` calls.
         public var tickInterval: Double
+        /// Seconds between `tick` calls while the server is quiet: no client connected, the
+        /// handler wants no frequent ticks (`ControlServerHandler.wantsFrequentTicks`). A
+        /// client connecting or posted work brings the next tick back within `tickInterval`.
+        /// Each timed wake-up costs a thread tens of µs; a recorder nobody watches needs few.
+        public var quietTickInterval: Double
         /// Most descriptors a client may pass with one line (SCM_RIGHTS); at most
         /// `DescriptorPassing.maxDescriptorsPerMessage`. More: the server closes them all and
         /// delivers the line with `PassedDescriptors.refused`.
@@ -53,6 +58,7 @@ public final class ControlServer: @unchecked Sendable {
             maxClients: Int = 256,
             flushTimeout: Double = 10,
             tickInterval: Double = 0.1,
+            quietTickInterval: Double? = nil,
             maxDescriptorsPerLine: Int = 4
         ) {
             self.maxLineBytes = maxLineBytes
@@ -61,6 +67,7 @@ public final class ControlServer: @unchecked Sendable {
             self.maxClients = maxClients
             self.flushTimeout = flushTimeout
             self.tickInterval = tickInterval
+            self.quietTickInterval = quietTickInterval ?? tickInterval
             self.maxDescriptorsPerLine = maxDescriptorsPerLine
         }
     }
@@ -109,6 +116,7 @@ public final class ControlServer: @unchecked Sendable {
     ) throws(SystemError) {
         precondition(limits.maxLineBytes > 0 && limits.maxPendingOutputBytes > 0)
         precondition(limits.maxClients > 0 && limits.tickInterval > 0)
+        precondition(limits.quietTickInterval >= limits.tickInterval)
         precondition((0...UnixSocket.descriptorSlots).contains(limits.maxDescriptorsPerLine))
         try Descriptor.setNonBlocking(listeningFD)
         try Descriptor.setCloseOnExec(listeningFD)
@@ -241,8 +249,9 @@ public final class ControlServer: @unchecked Sendable {
                 polled.append(connection)
             }
 
+            let wakeAt = accepting ? nextTick : min(nextTick, acceptResumesAt)
             let timeout: Int32 =
-                needsService ? 0 : Int32(max(0, min(((nextTick - now) * 1000).rounded(.up), 60_000)))
+                needsService ? 0 : Int32(max(0, min(((wakeAt - now) * 1000).rounded(.up), 60_000)))
             do {
                 _ = try Descriptor.poll(&pollSet, timeoutMilliseconds: timeout)
             } catch {
@@ -255,6 +264,7 @@ public final class ControlServer: @unchecked Sendable {
             if !pollSet[0].returned.isEmpty {
                 EventFD.drain(wakeFD)
                 runPostedWork()
+                nextTick = min(nextTick, now + limits.tickInterval)
             }
             if let signalFD, !pollSet[signalIndex].returned.isEmpty {
                 for signo in SignalFD.readSignals(signalFD) {
@@ -263,6 +273,7 @@ public final class ControlServer: @unchecked Sendable {
             }
             if accepting, !pollSet[listenIndex].returned.isEmpty {
                 acceptClients(handler)
+                nextTick = min(nextTick, now + limits.tickInterval)
             }
             for (offset, connection) in polled.enumerated() {
                 let revents = pollSet[firstClientIndex + offset].returned
@@ -283,8 +294,10 @@ public final class ControlServer: @unchecked Sendable {
             if now >= nextTick {
                 handler.tick(now: now)
                 expireIncompleteLines(handler)
-                nextTick += limits.tickInterval
-                if nextTick <= now { nextTick = now + limits.tickInterval }
+                let interval =
+                    connections.isEmpty && !handler.wantsFrequentTicks ? limits.quietTickInterval : limits.tickInterval
+                nextTick += interval
+                if nextTick <= now { nextTick = now + interval }
             }
         }
 

@@ -127,8 +127,14 @@ public protocol ControlServerHandler: AnyObject {
     /// The connection is closed; the ID will never be used again.
     func clientDisconnected(_ client: ClientID)
 
-    /// About every `Limits.tickInterval` seconds, with `CLOCK_MONOTONIC` seconds, for timers.
+    /// About every `Limits.tickInterval` seconds, with `CLOCK_MONOTONIC` seconds, for timers;
+    /// every `Limits.quietTickInterval` while no client is connected and
+    /// `wantsFrequentTicks` is false.
     func tick(now: Double)
+
+    /// Read after each tick: whether the next must come within `Limits.tickInterval` although
+    /// no client is connected (something is polled: a timer, a level, a child process).
+    var wantsFrequentTicks: Bool { get }
 
     /// One of the signals the server was created to watch arrived (see `Signals`).
     func signalReceived(_ signo: Int32)
@@ -137,4 +143,7 @@ public protocol ControlServerHandler: AnyObject {
 extension ControlServerHandler {
     /// Default: ignore signals.
     public func signalReceived(_ signo: Int32) {}
+
+    /// Default: every tick comes within `Limits.tickInterval`.
+    public var wantsFrequentTicks: Bool { true }
 }

@@ -265,6 +265,26 @@ struct RecorderTests {
         #expect(mismatch(concatenated, (0..<source.delivered).map { counterInteger($0, 0, bits: 16) }) == nil)
         #expect(records.last?.endReason == .stop)
     }
+
+    @Test("a stop ends the archiver's wait between reads at once, however long the poll interval")
+    func stopEndsTheWait() throws {
+        let directory = TemporaryDirectory("stopwait")
+        let source = LiveSource(rate: 8000, start: UTCTime.now())
+        let configuration = RecorderConfiguration(
+            archiveDirectory: directory.path, app: "app", stream: "wait", channels: 1, sampleRate: 8000,
+            bitsPerSample: 16, segmentSeconds: 60, pollInterval: 30)
+        let recorder = try Recorder(configuration: configuration, source: source, wake: {})
+        try recorder.start()
+        usleep(300_000)  // the archiver has read what there was and waits
+        source.close()
+        let began = Date()
+        recorder.stop()
+        let took = Date().timeIntervalSince(began)
+        #expect(took < 2, "stop took \(took) s with a 30 s poll interval")
+        let records = finishedRecords(recorder.drainEvents())
+        #expect(records.reduce(0) { $0 + $1.frames } == source.delivered)
+        #expect(source.delivered >= 2000)
+    }
 }
 
 /// Frames become available as wall time passes, like a capture ring.

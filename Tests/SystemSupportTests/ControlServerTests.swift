@@ -244,6 +244,41 @@ struct ControlServerTests {
         #expect((3...7).contains(count), "\(count) ticks in 0.55 s")
     }
 
+    @Test("quiet (no client, the handler wants no frequent ticks): a tick each quietTickInterval; a client brings them back")
+    func quietTicks() throws {
+        let running = try RunningServer(limits: .init(tickInterval: 0.05, quietTickInterval: 0.4)) { handler in
+            handler.frequentTicks.store(false, ordering: .relaxed)
+        }
+        defer { running.shutDown() }
+        #expect(running.waitUntilRunning())
+        let handler = running.handler
+        usleep(100_000)
+        let quietStart = handler.ticks.load(ordering: .relaxed)
+        usleep(1_000_000)
+        let quiet = handler.ticks.load(ordering: .relaxed) - quietStart
+        #expect((1...4).contains(quiet), "\(quiet) quiet ticks in 1 s (one each 0.4 s)")
+
+        // A connected client: every 50 ms again, from the connection on.
+        do {
+            let client = try TestClient(path: running.path)
+            client.send("hi\n")
+            #expect(client.readLine() == "echo:hi")
+            let connectedStart = handler.ticks.load(ordering: .relaxed)
+            usleep(500_000)
+            let connected = handler.ticks.load(ordering: .relaxed) - connectedStart
+            #expect((6...12).contains(connected), "\(connected) ticks in 0.5 s with a client connected")
+        }
+
+        // No client, but the handler polls something: frequent as well.
+        #expect(eventually { running.handler.snapshot().last == .disconnected(ClientID(rawValue: 1)) })
+        running.handler.frequentTicks.store(true, ordering: .relaxed)
+        usleep(450_000)  // the quiet tick that was due reads the new answer
+        let pollingStart = handler.ticks.load(ordering: .relaxed)
+        usleep(500_000)
+        let polling = handler.ticks.load(ordering: .relaxed) - pollingStart
+        #expect((6...12).contains(polling), "\(polling) ticks in 0.5 s while the handler wants them")
+    }
+
     @Test("close(afterFlush:) delivers the queued goodbye, then the end")
     func closeAfterFlush() throws {
         let running = try RunningServer { handler in

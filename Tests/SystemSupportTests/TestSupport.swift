@@ -132,6 +132,10 @@ final class ScriptedHandler: ControlServerHandler, @unchecked Sendable {
         ticks.add(1, ordering: .relaxed)
     }
 
+    /// What `wantsFrequentTicks` answers; any thread may set it.
+    let frequentTicks = Atomic<Bool>(true)
+    var wantsFrequentTicks: Bool { frequentTicks.load(ordering: .relaxed) }
+
     func signalReceived(_ signo: Int32) {
         record(.signal(signo))
     }

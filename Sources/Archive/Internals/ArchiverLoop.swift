@@ -88,9 +88,9 @@ final class ArchiverLoop {
                 }
                 for writer in writers { try writer.flushIfDue() }
                 // A short read means the source is drained: wait for more to gather rather
-                // than wake for every period.
+                // than wake for every period (a stop request ends the wait).
                 if frames < configuration.chunkFrames && stopReason == nil {
-                    SystemClock.sleep(seconds: configuration.pollInterval)
+                    control.waitForStop(seconds: configuration.pollInterval)
                 }
             }
             // Gaps after the last frame go into the open segment, but open no new one.

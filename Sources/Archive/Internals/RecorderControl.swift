@@ -1,5 +1,6 @@
 // The lock-protected state the recorder's control thread shares with its archiver thread.
 
+import Platform
 import Synchronization
 
 /// What the control thread and the archiver thread share: the stop request, the event queue
@@ -16,13 +17,33 @@ final class RecorderControl: Sendable {
 
     private let state = Mutex(State())
     private let wake: @Sendable () -> Void
+    /// Signalled by `requestStop`, never drained: the archiver's wait between reads ends at
+    /// once when a stop comes, and every later wait returns at once. Nil if the eventfd could
+    /// not be made (out of descriptors): the archiver then sleeps its whole interval.
+    private let stopEvent: Int32?
 
-    init(wake: @escaping @Sendable () -> Void) { self.wake = wake }
+    init(wake: @escaping @Sendable () -> Void) {
+        self.wake = wake
+        stopEvent = try? EventFD.make()
+    }
+
+    deinit { if let stopEvent { Descriptor.close(stopEvent) } }
 
     var stopReason: EndReason? { state.withLock { $0.stopReason } }
 
     func requestStop(_ reason: EndReason) {
         state.withLock { if $0.stopReason == nil { $0.stopReason = reason } }
+        if let stopEvent { EventFD.signal(stopEvent) }
+    }
+
+    /// Archiver thread: waits up to `seconds`, less if a stop is (or was already) requested.
+    func waitForStop(seconds: Double) {
+        guard let stopEvent else {
+            SystemClock.sleep(seconds: seconds)
+            return
+        }
+        var entries = [PollEntry(descriptor: stopEvent, events: .readable)]
+        _ = try? Descriptor.poll(&entries, timeoutMilliseconds: Int32((seconds * 1000).rounded(.up)))
     }
 
     func post(_ event: RecorderEvent) {
