@@ -3,7 +3,8 @@
 //
 // The queue is the archive index: a segment is queued while its `replicated` column does not
 // name the remote (ArchiveIndex.unreplicated), so it survives restarts and crashes; a
-// segment is marked only after its copy was checked. Retention spares unmarked segments
+// segment is marked only after its copy was checked, on the replicator thread (an index
+// write does not belong on the control thread). Retention spares unmarked segments
 // (RetentionPolicy.replicationRemote).
 //
 // One copy, on the "replicator" thread (RcloneCopier), each step a time-limited rclone child
@@ -163,7 +164,7 @@ final class ReplicationService: @unchecked Sendable {
     private let copier: RcloneCopier
     private let runner: SlowRequestWorker
     /// Its own connection to the index (the queue's persistence).
-    private var index: ArchiveIndex?
+    private var index: ReplicatorIndex?
     /// Segments waiting, oldest first; the first is the one being copied while `copying`.
     private var queue: [String] = []
     private var queued: Set<String> = []
@@ -189,7 +190,7 @@ final class ReplicationService: @unchecked Sendable {
         lastSuccess = copier.savedLastSuccess()
         do {
             let opened = try ArchiveIndex(path: archiveDirectory + "/index.sqlite")
-            index = opened
+            index = ReplicatorIndex(opened)
             for record in try opened.unreplicated(to: remote) { enqueue(record.path) }
         } catch {
             lastError =
@@ -228,8 +229,20 @@ final class ReplicationService: @unchecked Sendable {
         copying = true
         let copier = copier
         let relative = relativePath(path)
+        let (index, remote) = (index, remote)
         runner.submit(
-            for: nil, { job in copier.replicate(local: path, relative: relative, isCancelled: { job.isCancelled }) }
+            for: nil,
+            { job in
+                let outcome = copier.replicate(local: path, relative: relative, isCancelled: { job.isCancelled })
+                // Marked here, on the replicator thread: an index write (an fsync'd SQLite
+                // transaction) has no place on the control thread.
+                if case .copied = outcome, let index {
+                    do { try index.index.markReplicated(path: path, to: remote) } catch {
+                        Log.warning("replication: cannot mark \(path) as copied in the index: \(error)")
+                    }
+                }
+                return outcome
+            }
         ) { [weak self] outcome in self?.finished(path, outcome) }
     }
 
@@ -243,9 +256,6 @@ final class ReplicationService: @unchecked Sendable {
         switch outcome {
         case .copied, .gone:
             if case .copied(let time) = outcome {
-                do { try index?.markReplicated(path: path, to: remote) } catch {
-                    Log.warning("replication: cannot mark \(path) as copied in the index: \(error)")
-                }
                 lastSuccess = time
                 lastError = nil
             } else {
@@ -269,4 +279,12 @@ final class ReplicationService: @unchecked Sendable {
     private static func format(_ seconds: Double) -> String {
         seconds >= 10 ? String(Int(seconds.rounded())) : String((seconds * 10).rounded() / 10)
     }
+}
+
+/// The replication queue's own index connection. The control thread reads the queue from it at
+/// start-up, before any copy; from then on only the replicator thread uses it, one copy at a
+/// time, to mark what was copied (hence `@unchecked Sendable`).
+private final class ReplicatorIndex: @unchecked Sendable {
+    let index: ArchiveIndex
+    init(_ index: ArchiveIndex) { self.index = index }
 }
