@@ -43,6 +43,10 @@ public struct RecorderConfiguration: Hashable, Sendable {
     /// channels with 0.05 s), so it waits long enough to find a FLAC block or two waiting; the
     /// tap's ring holds two seconds.
     public var pollInterval: Double
+    /// Seconds the archiver waits after a stop request before its last drain: the source's
+    /// producer may still be writing a period (a JACK cycle that began before the tap left the
+    /// graph; a period is 21 ms at 1024 frames and 48 kHz, 46 at 2048 and 44.1 kHz).
+    public var stopSettleInterval: Double
     /// Silence detection on the frames written (`.silence` events, SILENCE_SECONDS); nil: off.
     public var silence: SilenceDetection?
 
@@ -52,7 +56,7 @@ public struct RecorderConfiguration: Hashable, Sendable {
         category: String? = nil, mode: String? = nil, inputPort: String? = nil, inputType: String? = nil,
         bandwidth: String? = nil, extraComments: [VorbisComment] = [], recdVersion: String = "0",
         firstSegmentNumber: Int = 1, chunkFrames: Int = 4096, pollInterval: Double = 0.2,
-        silence: SilenceDetection? = nil
+        stopSettleInterval: Double = 0.1, silence: SilenceDetection? = nil
     ) {
         self.archiveDirectory = archiveDirectory
         self.app = app
@@ -73,6 +77,7 @@ public struct RecorderConfiguration: Hashable, Sendable {
         self.firstSegmentNumber = firstSegmentNumber
         self.chunkFrames = chunkFrames
         self.pollInterval = pollInterval
+        self.stopSettleInterval = stopSettleInterval
         self.silence = silence
     }
 
@@ -85,8 +90,8 @@ public struct RecorderConfiguration: Hashable, Sendable {
         guard segmentSeconds >= 1 else {
             throw .invalidArgument("segment_seconds must be at least 1, not \(segmentSeconds)")
         }
-        guard chunkFrames >= 1, flushInterval > 0, pollInterval >= 0 else {
-            throw .invalidArgument("chunk frames, flush interval and poll interval must be positive")
+        guard chunkFrames >= 1, flushInterval > 0, pollInterval >= 0, stopSettleInterval >= 0 else {
+            throw .invalidArgument("chunk frames, flush interval, poll interval and stop settle interval must be positive")
         }
         guard !app.isEmpty, !stream.isEmpty else { throw .invalidArgument("a recorder needs an app and a stream name") }
         if let silence, !(silence.seconds > 0 && silence.endSeconds > 0 && silence.threshold >= 0) {

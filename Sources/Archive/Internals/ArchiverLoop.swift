@@ -65,12 +65,20 @@ final class ArchiverLoop {
     func run() {
         var reason = EndReason.stop
         var failure: ArchiveError?
+        var settled = false
         do throws(ArchiveError) {
             while true {
                 // Read the stop request first: everything the source held when it came is
                 // drained. Once stopping, no sleep: a live source keeps delivering, and only
                 // reading faster than it does reaches the empty read that ends the loop.
                 let stopReason = control.stopReason
+                if stopReason != nil && !settled {
+                    // The stop wakes this thread at once, but a JACK cycle that began before
+                    // the tap left the graph still writes its period into it (a successor tap
+                    // counts on it being in this file): give it that long before the drain.
+                    settled = true
+                    SystemClock.sleep(seconds: configuration.stopSettleInterval)
+                }
                 let frames = readBuffer.withUnsafeMutableBufferPointer { source.read(into: $0) }
                 collectGaps()
                 if let stamp = source.clockStamp() { drift.add(stamp) }
