@@ -255,8 +255,8 @@ final class ControlRouter: ControlServerHandler, EventSink, @unchecked Sendable 
     /// with nobody connected, or idle) every 500 ms: retention, replication and the watchdog
     /// need no more, and everything else arrives as posted work, which brings the tick back.
     var wantsFrequentTicks: Bool {
-        !store.mediaServicesAvailable || metersOn || tickTime < meterInterestUntil || pageMeters.isWanted
-            || !waitingMeterRequests.isEmpty || !players.all.isEmpty || !attachments.attachments.isEmpty
+        !store.mediaServicesAvailable || metersOn || metersWanted(now: tickTime) || !players.all.isEmpty
+            || !attachments.attachments.isEmpty
             || !recorders.triggers.armed.isEmpty || recorders.recorders.contains { $0.source.startTime == nil }
     }
 
@@ -1040,7 +1040,7 @@ final class ControlRouter: ControlServerHandler, EventSink, @unchecked Sendable 
     /// process thread measures them only then); waiting `meter` requests are answered from the
     /// first whole window.
     private func takeMeters(now: Double) {
-        let wanted = now < meterInterestUntil || pageMeters.isWanted || !waitingMeterRequests.isEmpty
+        let wanted = metersWanted(now: now)
         // Also after a reconnect: a new engine connection starts with its meters on.
         engine.metersActive = wanted
         guard wanted else {
@@ -1059,6 +1059,12 @@ final class ControlRouter: ControlServerHandler, EventSink, @unchecked Sendable 
         // The first take after the meters came on covers part of a tick; the next is whole.
         if meterTicks >= 2 { answerWaitingMeterRequests() }
         publishPageMeters()
+    }
+
+    /// Whether someone reads the meters: a `meters` request within the interest time, a status
+    /// page stream, or a `meter` request waiting for its window.
+    private func metersWanted(now: Double) -> Bool {
+        now < meterInterestUntil || pageMeters.isWanted || !waitingMeterRequests.isEmpty
     }
 
     /// Answers the `meter` requests that waited for the meters (or for the error that came

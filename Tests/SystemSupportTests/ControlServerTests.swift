@@ -270,8 +270,8 @@ struct ControlServerTests {
         }
 
         // No client, but the handler polls something: frequent as well.
-        #expect(eventually { running.handler.snapshot().last == .disconnected(ClientID(rawValue: 1)) })
-        running.handler.frequentTicks.store(true, ordering: .relaxed)
+        #expect(eventually { handler.snapshot().last == .disconnected(ClientID(rawValue: 1)) })
+        handler.frequentTicks.store(true, ordering: .relaxed)
         usleep(450_000)  // the quiet tick that was due reads the new answer
         let pollingStart = handler.ticks.load(ordering: .relaxed)
         usleep(500_000)
