@@ -624,13 +624,27 @@ public final class AudioEngine {
     }
 
     /// Ports no group may use: our own, those JACK announced gone and those of clients JACK
-    /// announced closed (still listed until its graph settles).
+    /// announced closed (still listed until its graph settles), and attached applications'
+    /// ports. The one rule between a configured [port] and an attachment that name the same
+    /// JACK port: the attachment wins while it lasts (the application put its audio under its
+    /// session; `enforceAttachments` keeps it there), so the configured group is unavailable
+    /// until the application detaches. Without it the group's repair and the attachment's
+    /// enforcement would undo each other every period.
     private func excludedPorts(_ connection: Connection) -> Set<String> {
         let ownPorts = ownPortNames(connection)
         let listed = Set(connection.client.ports(matching: nil))
         let vanished = connection.client.sink.vanished(stillListed: listed)
-        return ownPorts.union(vanished.ports)
+        let attached = connection.memory.graph.attachments.flatMap { $0.playPorts + $0.capturePorts }
+        return ownPorts.union(vanished.ports).union(attached)
             .union(listed.filter { vanished.clients.contains(NotificationSink.clientName(ofPort: $0)) })
+    }
+
+    /// The attachments changed: availability is computed again at the next drain (a configured
+    /// group that names an attached port becomes unavailable, or available again).
+    private func recheckSoon(_ connection: Connection) {
+        let now = SystemClock.monotonicSeconds()
+        connection.recheckAt = now
+        armRecheckTimer(connection, now: now)
     }
 
     // MARK: Players
@@ -849,6 +863,7 @@ public final class AudioEngine {
         graph.attachments.append(handle)
         connection.memory.publish(graph)
         _ = enforce(handle, client: client)
+        recheckSoon(connection)
         return handle
     }
 
@@ -862,6 +877,7 @@ public final class AudioEngine {
         graph.attachments.removeAll { $0 === handle }
         graph.players.removeAll { $0 === handle.player }
         connection.memory.publish(graph)
+        recheckSoon(connection)
         guard let client = runningClient else { return }
         for (app, recd) in zip(handle.playPorts, handle.recdPlayPorts) {
             try? client.disconnect(source: app, destination: recd)

@@ -89,7 +89,8 @@ public final class AudioSession: Sendable {
     /// the other non-mixable ones; deactivating with notifyOthersOnDeactivation lets them resume.
     public func setActive(_ active: Bool, options: SetActiveOptions = []) throws(AudioSessionError) {
         if active {
-            _ = try core.call(.sessionActivate(app: app))
+            // Held by this process: recd deactivates it when the process ends (crash, SIGKILL).
+            _ = try core.call(.sessionActivate(app: app, hold: true))
         } else {
             _ = try core.call(
                 .sessionDeactivate(app: app, notifyOthers: options.contains(.notifyOthersOnDeactivation), force: false))

@@ -209,11 +209,7 @@ final class SessionCore: Sendable {
                 return
             }
             guard message["event"] != nil, message["id"] == nil else { continue }
-            if message["event"] == "session", message["app"]?.stringValue == app,
-                let state = message["state"]?.stringValue
-            {
-                remember { $0.active = state == "active" }
-            }
+            mirror(message)
             if message["event"] == "attachment", message["app"]?.stringValue == app,
                 message["state"] == "detached", let client = message["client"]?.stringValue,
                 ["detached", "clientGone", "sessionDeleted"].contains(message["reason"]?.stringValue ?? "")
@@ -226,6 +222,24 @@ final class SessionCore: Sendable {
             // the app hears of it. An app that reopened its JACK client attaches it itself.
             if message["event"] == "mediaServicesWereReset" { reattach() }
             if let notification = AudioSessionNotification(event: message) { deliver(notification) }
+        }
+    }
+
+    /// Keeps the remembered activation equal to recd's: an activation or deactivation, an
+    /// interruption that began (the session is no longer active; the app activates it again
+    /// itself when it ends), the loss of recd's JACK server. After a reconnection the session
+    /// is activated again only if it was active when the connection was lost.
+    private func mirror(_ message: JSONValue) {
+        let mine = message["app"]?.stringValue == app
+        switch message["event"]?.stringValue {
+        case "session" where mine:
+            if let state = message["state"]?.stringValue { remember { $0.active = state == "active" } }
+        case "interruption" where mine && message["type"] == "began":
+            remember { $0.active = false }
+        case "mediaServicesWereLost":
+            remember { $0.active = false }
+        default:
+            break
         }
     }
 
@@ -245,6 +259,6 @@ final class SessionCore: Sendable {
         if let input = wanted.preferredInput { _ = try? call(.sessionPrefer(PreferenceChange(app: app, input: input))) }
         if wanted.speakerOverride { _ = try? call(.sessionOverride(app: app, speaker: true)) }
         reattach()
-        if wanted.active { _ = try? call(.sessionActivate(app: app)) }
+        if wanted.active { _ = try? call(.sessionActivate(app: app, hold: true)) }
     }
 }

@@ -164,7 +164,9 @@ public enum Command: Sendable, Equatable {
     case sessionList
     case sessionShow(app: String)
     case sessionSet(SessionSettings)
-    case sessionActivate(app: String)
+    /// `hold`: the activation is held by the requesting process (an application, not recctl):
+    /// when its last connection to recd closes, recd deactivates the session as with notifyOthers.
+    case sessionActivate(app: String, hold: Bool = false)
     case sessionDeactivate(app: String, notifyOthers: Bool, force: Bool)
     case sessionPrefer(PreferenceChange)
     case sessionOverride(app: String, speaker: Bool)
@@ -214,7 +216,7 @@ public enum Command: Sendable, Equatable {
         case .hello, .status, .sessionList, .permissionList, .unwatch, .routes, .archiveVerify, .archiveReindex,
             .devicesInject:
             nil
-        case .sessionShow(let app), .sessionActivate(let app), .sessionDeactivate(let app, _, _),
+        case .sessionShow(let app), .sessionActivate(let app, _), .sessionDeactivate(let app, _, _),
             .sessionOverride(let app, _), .sessionDelete(let app), .permissionRequest(let app),
             .permissionDecide(let app, _), .mute(let app, _), .pause(let app, _), .stop(let app, _),
             .recordStop(let app, _), .cueOutputs(let app, _, _), .cueAssign(let app, _, _, _), .cueMix(let app, _),
@@ -251,7 +253,8 @@ public enum Command: Sendable, Equatable {
                     policy: try Vocabulary.policy(try a.optionalString("policy") ?? "default"),
                     micUsage: a.has("micUsage") ? .some(try a.optionalString("micUsage")) : .none,
                     prefersInterruptionOnRouteDisconnect: try a.optionalBool("prefersInterruptionOnRouteDisconnect")))
-        case .sessionActivate: self = .sessionActivate(app: try a.string("app"))
+        case .sessionActivate:
+            self = .sessionActivate(app: try a.string("app"), hold: try a.optionalBool("hold") ?? false)
         case .sessionDeactivate:
             self = .sessionDeactivate(
                 app: try a.string("app"), notifyOthers: try a.optionalBool("notifyOthers") ?? false,
@@ -387,9 +390,12 @@ public enum Command: Sendable, Equatable {
         var fields = Fields()
         switch self {
         case .hello, .status, .sessionList, .permissionList, .unwatch, .routes, .archiveReindex: break
-        case .sessionShow(let app), .sessionActivate(let app), .sessionDelete(let app), .permissionRequest(let app),
+        case .sessionShow(let app), .sessionDelete(let app), .permissionRequest(let app),
             .permissionDecide(let app, _), .cueShow(let app):
             fields.add("app", app)
+        case .sessionActivate(let app, let hold):
+            fields.add("app", app)
+            if hold { fields.add("hold", true) }
         case .sessionSet(let settings):
             fields.add("app", settings.app)
             fields.add("category", settings.category.rawValue)

@@ -173,6 +173,9 @@ public struct SessionInfo: ReplyObject {
     public var micUsage: String?
     /// `inactive`, `active` or `interrupted`.
     public var state: String
+    /// The pid of the application process whose activation this is (`session.activate` with
+    /// `hold`); nil when no process holds it (recctl, the config): such activations persist.
+    public var heldBy: Int?
     public var interruption: Interruption?
     public var route: RouteInfo
     /// The route's ports with their type and channels.
@@ -207,9 +210,10 @@ public struct SessionInfo: ReplyObject {
         override: String, prefersInterruptionOnRouteDisconnect: Bool, streamsRunning: Bool, declaredInConfig: Bool,
         routeDescription: RouteDescriptionInfo = .init(), availableInputs: [PortDescriptionInfo] = [],
         maximumInputChannels: Int = 0, maximumOutputChannels: Int = 0, isOtherAudioPlaying: Bool = false,
-        secondaryAudioShouldBeSilencedHint: Bool = false
+        secondaryAudioShouldBeSilencedHint: Bool = false, heldBy: Int? = nil
     ) {
         self.app = app
+        self.heldBy = heldBy
         self.ownerUID = ownerUID
         self.category = category
         self.mode = mode
@@ -248,7 +252,8 @@ public struct SessionInfo: ReplyObject {
             "mode": .string(mode), "options": JSONValue(options), "requestedOptions": JSONValue(requestedOptions),
             "ignoredOptions": .array(ignoredOptions.map(\.json)), "policy": .string(policy),
             "priority": .string(priority), "background": .bool(background), "autoResume": .bool(autoResume),
-            "micUsage": JSONValue(micUsage), "state": .string(state), "interruption": interruption?.json ?? .null,
+            "micUsage": JSONValue(micUsage), "state": .string(state), "heldBy": JSONValue(heldBy),
+            "interruption": interruption?.json ?? .null,
             "route": route.json, "routeDescription": routeDescription.json,
             "availableInputs": .array(availableInputs.map(\.json)), "bandwidth": .array(bandwidth.map(\.json)),
             "preferences": preferences.json, "actual": actual.json,
@@ -284,7 +289,8 @@ public struct SessionInfo: ReplyObject {
             maximumInputChannels: try f.int("maximumInputChannels"),
             maximumOutputChannels: try f.int("maximumOutputChannels"),
             isOtherAudioPlaying: try f.bool("isOtherAudioPlaying"),
-            secondaryAudioShouldBeSilencedHint: try f.bool("secondaryAudioShouldBeSilencedHint"))
+            secondaryAudioShouldBeSilencedHint: try f.bool("secondaryAudioShouldBeSilencedHint"),
+            heldBy: try f.optionalInt("heldBy"))
     }
 }
 

@@ -30,6 +30,10 @@ final class AttachmentService {
         /// Its output went away: silent until the session is activated again or a new device
         /// arrives.
         var privacyPaused = false
+        /// Whether `port` was available at the last sync: privacy pauses on the change to
+        /// unavailable (an event), not on every sync that finds it gone, which would undo
+        /// `allowAgain` before the attachment could move to the session's new output.
+        var portWasAvailable = false
         var playing = false
         var gainDB = 0.0
 
@@ -133,6 +137,7 @@ final class AttachmentService {
         }
         let attachment = Attachment(app: request.app, handle: handle, owner: owner)
         attachment.port = port
+        attachment.portWasAvailable = port.map(engine.isAvailable) ?? false
         attachments.append(attachment)
         Log.info(
             "\(request.app): JACK client \(request.client) attached (play \(request.playPorts), capture "
@@ -214,10 +219,12 @@ final class AttachmentService {
 
     private func sync(_ attachment: Attachment, _ session: SessionView) {
         let handle = attachment.handle
-        if let current = attachment.port, !engine.isAvailable(port: current) {
+        let portAvailable = attachment.port.map(engine.isAvailable) ?? false
+        if attachment.portWasAvailable && !portAvailable {
             // Its device went away: privacy, never a fall back to another output.
             attachment.privacyPaused = true
         }
+        attachment.portWasAvailable = portAvailable
         if let player = handle.player {
             if !attachment.privacyPaused, let output = session.outputs.first, output != attachment.port,
                 engine.isAvailable(port: output), let target = engine.output(port: output)
@@ -230,6 +237,7 @@ final class AttachmentService {
                     Log.info(
                         "\(attachment.app): \(attachment.client) moves from \(attachment.port ?? "none") to \(output)")
                     attachment.port = output
+                    attachment.portWasAvailable = true
                 } catch {
                     Log.warning(
                         "\(attachment.app): \(attachment.client) stays on \(attachment.port ?? "none"): \(error)")

@@ -161,12 +161,27 @@ final class ControlRouter: ControlServerHandler, EventSink, @unchecked Sendable 
     }
 
     func clientDisconnected(_ client: ClientID) {
+        let pid = clients[client]?.peer.pid
         clients[client] = nil
         pendingPermissions.removeAll { $0.client == client }
         worker.clientGone(client)
         players.clientGone(client)
         attachments.clientGone(client)
         pendingStops.removeAll { $0.client == client }
+        // A process's last connection closed: it ended (exit, crash, SIGKILL), or let go of
+        // recd. Whatever it held active is deactivated as with notifyOthers.
+        if let pid, pid > 0, !clients.values.contains(where: { $0.peer.pid == pid }) { holderEnded(pid) }
+    }
+
+    /// Deactivates the sessions process `pid` held (`session.activate` with `hold`).
+    private func holderEnded(_ pid: Int32) {
+        let held = store.sessions.values.filter { $0.holder == pid && $0.state != .inactive }.map(\.app).sorted()
+        guard !held.isEmpty else { return }
+        Log.notice(
+            "process \(pid) ended holding \(held.joined(separator: ", ")): deactivated as with notifyOthers "
+                + "(an application's activation lasts as long as the application)")
+        apply(store.holderEnded(pid))
+        for app in held { announceState(app) }
     }
 
     func clientRejected(_ client: ClientID, reason: ClientRejection) -> String? {
@@ -475,8 +490,9 @@ final class ControlRouter: ControlServerHandler, EventSink, @unchecked Sendable 
             return [("session", sessionJSON(try store.session(app)))]
         case .sessionSet(let settings):
             return try sessionSet(settings, peer: peer)
-        case .sessionActivate(let app):
-            let effects = try store.activate(app: app)
+        case .sessionActivate(let app, let hold):
+            // pid 0: the peer is in another pid namespace; nothing to follow.
+            let effects = try store.activate(app: app, holder: hold && peer.pid > 0 ? peer.pid : nil)
             attachments.allowAgain(of: app)
             apply(effects)
             announceState(app)

@@ -51,7 +51,8 @@ enum WireFormat {
             availableInputs: store.availableInputs(app: session.app).map { portDescription($0, asOutput: false) },
             maximumInputChannels: maximum.input, maximumOutputChannels: maximum.output,
             isOtherAudioPlaying: store.isOtherAudioPlaying(app: session.app),
-            secondaryAudioShouldBeSilencedHint: session.secondaryAudioShouldBeSilencedHint)
+            secondaryAudioShouldBeSilencedHint: session.secondaryAudioShouldBeSilencedHint,
+            heldBy: session.state == .inactive ? nil : session.holder.map(Int.init))
     }
 
     private static func interruption(_ current: Interruption) -> SessionInfo.Interruption {

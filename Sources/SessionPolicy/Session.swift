@@ -77,6 +77,10 @@ public struct Session: Equatable, Sendable {
     public internal(set) var overrideSpeaker = false
     public internal(set) var inputMuted = false
     public internal(set) var state: ActivationState = .inactive
+    /// The live process that holds the activation (an application's pid), nil for activations
+    /// that no process holds (recctl, the config's loggers): those persist until deactivated.
+    /// Meaningful only while the session is active or interrupted; each activation sets it anew.
+    public internal(set) var holder: Int32?
     public internal(set) var interruption: Interruption?
     public internal(set) var streamsRunning = false
     public internal(set) var route = Route.none

@@ -184,18 +184,43 @@ public struct SessionStore: Equatable, Sendable {
 
     /// Activates a session. `forInput: false` is an activation only to play (a player starting
     /// implicitly): it needs no microphone usage description (SPEC §8: "activation for input").
-    public mutating func activate(app: String, forInput: Bool = true) throws(SessionError) -> [PolicyEffect] {
+    /// `holder`: the application process that holds the activation (`holderEnded` ends it), nil
+    /// for one no process holds. An active session activated again by a holder passes to it
+    /// (the latest live activator holds it: a restarted application may activate before recd
+    /// hears that its predecessor ended).
+    public mutating func activate(app: String, forInput: Bool = true, holder: Int32? = nil) throws(SessionError)
+        -> [PolicyEffect]
+    {
         let session = try session(app)
         guard mediaServicesAvailable else {
             throw SessionError(.mediaServicesFailed, "the JACK server is gone; wait for mediaServicesWereReset and activate again")
         }
-        if session.isActive { return [] }
+        if session.isActive {
+            if let holder { sessions[app]!.holder = holder }
+            return []
+        }
         let config = session.configuration
         if forInput && config.category.hasInput && (session.micUsage ?? "").isEmpty {
             throw Self.missingEntitlement(app, config.category)
         }
         let victims = try arbitrate(session, as: config)
+        sessions[app]!.holder = holder
         return takeOver(app, interrupting: victims) + updateDucking() + updateHints()
+    }
+
+    /// The process `holder` ended (exit, crash, SIGKILL: its last connection to recd closed).
+    /// Every session it held is deactivated as with notifyOthers, its streams stopped: those it
+    /// interrupted get `ended` with shouldResume; one it held that was interrupted gives up (no
+    /// resume later). Sessions no process holds are untouched.
+    public mutating func holderEnded(_ holder: Int32) -> [PolicyEffect] {
+        var effects: [PolicyEffect] = []
+        for app in sessions.keys.sorted() where sessions[app]!.holder == holder {
+            sessions[app]!.holder = nil
+            guard sessions[app]!.state != .inactive else { continue }
+            // Cannot throw: the session exists and force ends its streams.
+            effects += (try? deactivate(app: app, notifyOthers: true, force: true)) ?? []
+        }
+        return effects
     }
 
     private static func missingEntitlement(_ app: String, _ category: Category) -> SessionError {
@@ -359,7 +384,7 @@ public struct SessionStore: Equatable, Sendable {
         ]
         if shouldResume && session.autoResume && session.state == .interrupted {
             // Headless sessions come back by themselves, only on shouldResume, only what ran.
-            if let resumed = try? activate(app: app) {
+            if let resumed = try? activate(app: app, holder: session.holder) {
                 effects += resumed
                 if interruption.streamsWereRunning {
                     sessions[app]!.streamsRunning = true
@@ -602,7 +627,7 @@ public struct SessionStore: Equatable, Sendable {
         var effects: [PolicyEffect] = [.mediaServicesWereReset]
         for app in sessions.keys.sorted() where sessions[app]!.resumeAfterReset {
             sessions[app]!.resumeAfterReset = false
-            if let activated = try? activate(app: app) {
+            if let activated = try? activate(app: app, holder: sessions[app]!.holder) {
                 effects += activated
                 sessions[app]!.streamsRunning = true
                 effects.append(.resumeStreams(app: app))

@@ -16,7 +16,8 @@ let everyCommand: [Command] = [
             policy: .default, micUsage: .some("calls"), prefersInterruptionOnRouteDisconnect: true)),
     .sessionSet(SessionSettings(app: "plain", category: .ambient)),
     .sessionSet(SessionSettings(app: "cleared", category: .record, micUsage: .some(nil))),
-    .sessionActivate(app: "radio"), .sessionDeactivate(app: "radio", notifyOthers: true, force: false),
+    .sessionActivate(app: "radio"), .sessionActivate(app: "radio", hold: true),
+    .sessionDeactivate(app: "radio", notifyOthers: true, force: false),
     .sessionPrefer(
         PreferenceChange(
             app: "radio", clear: true, input: "usb", sampleRate: 48_000, ioBuffer: 0.005, inputChannels: 2,

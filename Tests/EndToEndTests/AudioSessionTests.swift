@@ -42,8 +42,8 @@ enum Examples {
     static var record: String { productsDirectory.appendingPathComponent("audiosession-record").path }
 
     /// Writes audiosession.pc for the build directory (scripts/audiosession-pc) and compiles
-    /// examples/c/NAME.c with `cc $(pkg-config --cflags --libs audiosession) -ljack -lm`.
-    static func compileC(_ name: String, into directory: String) throws -> String {
+    /// examples/c/NAME.c (or `source`) with `cc $(pkg-config --cflags --libs audiosession) -ljack -lm`.
+    static func compileC(_ name: String, into directory: String, source: String? = nil) throws -> String {
         let script = ExternalTools.packageRoot + "/scripts/audiosession-pc"
         let pc = try ExternalTools.runExecutable(script, [productsDirectory.path, directory])
         try #require(pc.status == 0, "\(pc.stderr)")
@@ -52,7 +52,7 @@ enum Examples {
         try #require(flags.status == 0, "\(flags.stderr)")
         let words = flags.stdout.split(whereSeparator: { $0 == " " || $0 == "\n" }).map(String.init)
         let binary = directory + "/" + name
-        let source = ExternalTools.packageRoot + "/examples/c/\(name).c"
+        let source = source ?? ExternalTools.packageRoot + "/examples/c/\(name).c"
         let compiled = try ExternalTools.run(
             "cc", ["-Wall", "-Werror", source, "-o", binary] + words + ["-ljack", "-lm"])
         try #require(compiled.status == 0, "cc failed: \(compiled.stderr)")
@@ -269,6 +269,19 @@ struct AudioSessionExampleTests {
         #expect(app.waitFor { $0 == "interruption ended reason=default options=shouldResume" }, "\(app.output)")
     }
 
+    @Test("libaudiosession refuses NULL handles, strings, results, bad port lists and a freed session with badParam")
+    func cArgumentsChecked() throws {
+        let build = try makeTemporaryDirectory("recd-cmisuse")
+        defer { try? FileManager.default.removeItem(atPath: build) }
+        let misuse = try Examples.compileC(
+            "api_misuse", into: build, source: ExternalTools.packageRoot + "/Tests/CPrograms/api_misuse.c")
+        let run = try ExternalTools.runExecutable(misuse, [build + "/nobody-listens.sock"])
+        #expect(run.status == 0, "\(run.stdout)\(run.stderr)")
+        #expect(run.stdout.contains("misuse: 0 failures"), "\(run.stdout)")
+        // Every check ran (a crash would end the list early).
+        #expect(run.stdout.split(separator: "\n").filter { $0.hasPrefix("ok ") }.count >= 34, "\(run.stdout)")
+    }
+
     @Test("audiosession-tone (Swift) activates and resumes by itself when an interruption ends with shouldResume")
     func swiftToneResumes() throws {
         let daemon = try Daemon()
@@ -330,6 +343,113 @@ struct AttachedApplicationTests {
             #"{"id":1,"op":"devices.inject","events":[{"type":"jackSense","card":"PCH","control":"Headphone Jack","plugged":\#(plugged)}]}"#
                 + "\n")
         #expect(client.readJSON()?["ok"] == true)
+    }
+
+    @Test(
+        "an attached player whose output client exits stays silent; deactivated and activated again it plays on the session's new output"
+    )
+    func unplugThenActivateAgain() throws {
+        let phones = uniqueName("phones")
+        let speaker = uniqueName("speaker")
+        let directory = try makeTemporaryDirectory("recd-reactivate")
+        let phonesRaw = directory + "/phones.raw"
+        let speakerRaw = directory + "/speaker.raw"
+        let phonesClient = try SignalClient(["--name", phones, "capture", "--ports", "in_1,in_2", "--out", phonesRaw])
+        let speakerClient = try SignalClient(["--name", speaker, "capture", "--ports", "in_1,in_2", "--out", speakerRaw])
+        defer {
+            phonesClient.stop()
+            speakerClient.stop()
+        }
+        let daemon = try Daemon(
+            ports: """
+                [port phones]
+                type = headphones
+                direction = output
+                jack = \(phones):in_1, \(phones):in_2
+
+                [port speaker]
+                type = builtInSpeaker
+                direction = output
+                jack = \(speaker):in_1, \(speaker):in_2
+
+                """)
+        let app = try AppProcess(
+            Examples.tone, ["--app", "replug", "--client", uniqueName("replug"), "--frequency", "1000"],
+            socket: daemon.socket)
+        try #require(app.waitFor { $0 == "active" }, "\(app.output)")
+        usleep(700_000)
+        #expect(try rmsOfLast(phonesRaw, seconds: 0.4) > 0.2, "heard on the phones")
+
+        phonesClient.stop()
+        #expect(app.waitFor { $0.hasPrefix("routeChange reason=oldDeviceUnavailable") }, "\(app.output)")
+        usleep(600_000)
+        #expect(try rmsOfLast(speakerRaw, seconds: 0.4) < 1e-3, "privacy: never a fall back to the speaker")
+
+        try #require(daemon.recctl("session", "deactivate", "replug").status == 0)
+        try #require(daemon.recctl("session", "activate", "replug").status == 0)
+        usleep(700_000)
+        let level = try rmsOfLast(speakerRaw, seconds: 0.4)
+        #expect(level > 0.2, "activated again, the player plays on the speaker (RMS \(level))")
+    }
+
+    @Test(
+        "attaching the JACK client of a configured [port]: the attachment wins while it lasts (port unavailable), no connection churns, status answers within 100 ms, SIGTERM stops recd"
+    )
+    func attachConfiguredDevice() throws {
+        let metro = uniqueName("metro")
+        let source = try SignalClient(["--name", metro, "play", "--ports", "out_1", "--signal", "sine:1000"])
+        defer { source.stop() }
+        let daemon = try Daemon(
+            ports: """
+                [port metro]
+                type = lineIn
+                direction = input
+                jack = \(metro):out_1
+
+                [port speaker]
+                type = builtInSpeaker
+                direction = output
+                jack = system:playback_1, system:playback_2
+
+                """)
+        try #require(daemon.recctl("session", "set", "click", "--category", "playback").status == 0)
+        func metroAvailable() throws -> Bool? {
+            let routes = try daemon.recctl("--json", "routes").json
+            return routes?["ports"]?.arrayValue?.first { $0["name"] == "metro" }?["available"]?.boolValue
+        }
+        #expect(try metroAvailable() == true)
+        let client = try RawClient(path: daemon.socket)
+        let began = Date()
+        client.send(
+            #"{"id":1,"op":"session.attach","app":"click","client":"\#(metro)","playPorts":["\#(metro):out_1"]}"#
+                + "\n")
+        let reply = client.readJSON()
+        #expect(reply?["ok"] == true, "\(reply?.jsonText ?? "no reply")")
+        #expect(Date().timeIntervalSince(began) < 0.5)
+        #expect(try eventually(timeout: 2) { try metroAvailable() == false }, "the attached port is the session's now")
+        // Two seconds of status round trips: each within 100 ms, no churn in the log.
+        var slowest = 0.0
+        for id in 2..<22 {
+            let asked = Date()
+            client.send(#"{"id":\#(id),"op":"status"}"# + "\n")
+            var answer: JSONValue?
+            repeat { answer = client.readJSON() } while answer != nil && answer?["id"]?.intValue != id
+            #expect(answer?["ok"] == true)
+            slowest = max(slowest, Date().timeIntervalSince(asked))
+            usleep(100_000)
+        }
+        print("status round trip while a configured device is attached: slowest \(Int(slowest * 1000)) ms")
+        #expect(slowest < 0.1)
+        let restored = daemon.log.components(separatedBy: "recd restored it").count - 1
+        let bypass = daemon.log.components(separatedBy: "would bypass recd").count - 1
+        #expect(restored <= 1 && bypass <= 1, "churn: \(restored) restores, \(bypass) bypass removals\n\(daemon.log)")
+
+        client.send(#"{"id":30,"op":"session.detach","app":"click","client":"\#(metro)"}"# + "\n")
+        #expect(client.readJSON()?["ok"] == true)
+        #expect(try eventually(timeout: 2) { try metroAvailable() == true }, "detached, the configured port is back")
+        let stopping = Date()
+        daemon.stop()
+        #expect(Date().timeIntervalSince(stopping) < 10, "SIGTERM stops recd")
     }
 
     @Test(

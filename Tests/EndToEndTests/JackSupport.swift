@@ -53,6 +53,13 @@ class ChildProgram: @unchecked Sendable {
         process.waitUntilExit()
     }
 
+    /// SIGKILL, as a crash or an impatient operator ends it, and wait.
+    func killHard() {
+        guard process.isRunning else { return }
+        kill(process.processIdentifier, SIGKILL)
+        process.waitUntilExit()
+    }
+
     func waitForExit(timeout: Double = 30) -> Bool {
         let deadline = Date().addingTimeInterval(timeout)
         while process.isRunning && Date() < deadline { usleep(10_000) }

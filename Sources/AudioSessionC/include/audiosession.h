@@ -7,7 +7,13 @@
  * per session, named "audiosession"), one at a time, in the order recd sent the events; a
  * callback may call the session's functions. Never from JACK's process thread.
  * Calls return AS_OK (0) or the AVAudioSession error code of recd's SPEC §2 (as_status);
- * as_last_error_message() says what was wrong and what to do. */
+ * as_last_error_message() says what was wrong and what to do.
+ *
+ * Arguments are checked, never trusted: a NULL, freed or unknown session handle, a NULL
+ * where a string or result pointer is required, a port list that is NULL with a count above
+ * 0, holds a NULL entry or has more than 256 entries: each is AS_ERROR_BAD_PARAM with a
+ * message (as_last_error_message(NULL) for the calls that had no live session). Freeing a
+ * session twice does nothing the second time. */
 #ifndef AUDIOSESSION_H
 #define AUDIOSESSION_H
 #include <stddef.h>
@@ -76,7 +82,9 @@ typedef int32_t as_status;
 
 /* Opens app's session on recd's socket: RECD_SOCKET, else recd's default (socket_path NULL).
  * mic_usage (may be NULL) is the microphone usage description input categories need.
- * Never NULL; recd need not run yet (calls fail with AS_ERROR_MEDIA_SERVICES_FAILED). */
+ * NULL only when app is NULL or empty; recd need not run yet (calls then fail with
+ * AS_ERROR_MEDIA_SERVICES_FAILED). Activations through it are held by this process: when the
+ * process ends (exit, crash, SIGKILL), recd deactivates the session as with notify-others. */
 as_session *as_session_new(const char *app, const char *socket_path, const char *mic_usage);
 /* Closes the connections (attachments end) and the thread; no callback runs after it returns. */
 void as_session_free(as_session *session);
