@@ -64,9 +64,12 @@ struct RecorderRecovery {
 
     /// The free space is checked at most this often (seconds) while a recorder waits for it.
     static let spaceCheckInterval = 1.0
-    /// Without `min_free_percent` a recorder waits for this share of the file system, at most
-    /// `lowWaterCeiling`: a restart into a few free megabytes would fill it again at once.
+    /// A recorder waits for this share of the file system, at least `lowWaterFloor` (but not
+    /// more than half the file system) and at most `lowWaterCeiling`: a restart into the few
+    /// kilobytes a finished segment gave back would fill the disk again at once, stop, give
+    /// them back, and start again, a new file every second.
     static let lowWaterShare = 0.05
+    static let lowWaterFloor: Int64 = 16 << 20
     static let lowWaterCeiling: Int64 = 1 << 30
 
     init(archiveDir: String, minFreePercent: Double?) {
@@ -74,13 +77,14 @@ struct RecorderRecovery {
         self.minFreePercent = minFreePercent
     }
 
-    /// Bytes that must be free for a recorder stopped by a full disk to start again: what
-    /// retention keeps free (`min_free_percent`), and at least 5% of the file system or 1 GiB,
-    /// whichever is less.
+    /// Bytes that must be free for a recorder stopped by a full disk to start again: 5% of the
+    /// file system, at least 16 MiB (at most half of it) and at most 1 GiB; and at least what
+    /// retention keeps free (`min_free_percent`).
     func lowWaterBytes(totalBytes: Int64) -> Int64 {
-        let share = min(Int64(Double(totalBytes) * Self.lowWaterShare), Self.lowWaterCeiling)
-        let floor = minFreePercent.map { Int64(Double(totalBytes) * $0 / 100) } ?? 0
-        return max(share, floor)
+        let share = max(Int64(Double(totalBytes) * Self.lowWaterShare), Self.lowWaterFloor)
+        let bounded = min(share, Self.lowWaterCeiling, totalBytes / 2)
+        let retained = minFreePercent.map { Int64(Double(totalBytes) * $0 / 100) } ?? 0
+        return max(bounded, retained)
     }
 
     /// The low-water mark of the archive's file system now (nil when statvfs fails).
@@ -169,6 +173,7 @@ struct RecorderRecovery {
     }
 
     static func mebibytes(_ bytes: Int64) -> String {
-        bytes >= 10 << 20 ? "\(bytes >> 20) MiB" : "\(Double(bytes * 10 >> 20) / 10) MiB"
+        let mebibytes = Double(bytes) / 1_048_576
+        return mebibytes >= 10 ? "\(Int(mebibytes.rounded())) MiB" : "\((mebibytes * 10).rounded() / 10) MiB"
     }
 }

@@ -884,7 +884,10 @@ final class RecorderService: @unchecked Sendable {
                     Log.warning("\(name): could not record again (\(failure.message)); waits for \(cause.rawValue)")
                 }
                 recovery.wait(entry.spec, cause: cause, declared: entry.declared, detail: failure.message)
-                recovery.delay(app: entry.spec.app, stream: entry.spec.stream, until: now + Self.retryDelay)
+                // A new cause has its own condition (the input back); the same one is tried later.
+                if cause == entry.cause {
+                    recovery.delay(app: entry.spec.app, stream: entry.spec.stream, until: now + Self.retryDelay)
+                }
             }
         }
     }

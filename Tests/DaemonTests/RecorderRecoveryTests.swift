@@ -14,14 +14,18 @@ struct RecorderRecoveryTests {
     static let mic = RecorderSpec(app: "logger", stream: "mic", port: "mic")
     static let route = RecorderSpec(app: "desk", stream: "line", port: "line", followsRoute: true)
 
-    @Test("the low-water mark: 5% of the file system, at most 1 GiB, and never below min_free_percent")
+    @Test("the low-water mark: 5% of the file system, at least 16 MiB (at most half of it), at most 1 GiB, and never below min_free_percent")
     func lowWater() {
         let plain = RecorderRecovery(archiveDir: "/", minFreePercent: nil)
-        #expect(plain.lowWaterBytes(totalBytes: 8 << 20) == Int64(Double(8 << 20) * 0.05))
+        #expect(plain.lowWaterBytes(totalBytes: 8 << 20) == 4 << 20)
+        #expect(plain.lowWaterBytes(totalBytes: 100 << 20) == 16 << 20)
+        #expect(plain.lowWaterBytes(totalBytes: 10 << 30) == Int64(Double(10 << 30) * 0.05))
         #expect(plain.lowWaterBytes(totalBytes: 1 << 40) == 1 << 30)
         let floored = RecorderRecovery(archiveDir: "/", minFreePercent: 20)
         #expect(floored.lowWaterBytes(totalBytes: 100 << 30) == 20 << 30)
-        #expect(floored.lowWaterBytes(totalBytes: 8 << 20) == Int64(Double(8 << 20) * 0.2))
+        #expect(floored.lowWaterBytes(totalBytes: 8 << 20) == 4 << 20, "20% is below half of 8 MiB")
+        let most = RecorderRecovery(archiveDir: "/", minFreePercent: 60)
+        #expect(most.lowWaterBytes(totalBytes: 8 << 20) == Int64(Double(8 << 20) * 0.6))
     }
 
     @Test("ready: nothing while the server is lost; then the reset's, the inputs that are back, the disk-full ones with room; never the interrupted, stopped or failed")

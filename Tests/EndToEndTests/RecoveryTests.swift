@@ -51,7 +51,7 @@ struct RecoveryTests {
         let daemon = try Daemon(extraConfig: Self.logger, ports: ArchiveEndToEndTests.deckPorts(deck), archiveDirectory: small)
         let watcher = try daemon.watch("logger")
         #expect(try eventually(timeout: 10) { try Self.isRecording(daemon) }, "the declared logger records from start-up: \(daemon.log)")
-        // Leave about 1.5 MiB: the filler is what the operator deletes later.
+        // Leave about 1.5 MiB: the filler (over 4 MiB) is what the operator deletes later.
         let filler = small + "/filler"
         let fillerBytes = Int(FileSystem.space(at: small)?.availableBytes ?? 0) - 1_500_000
         try #require(fillerBytes > 4 << 20)
@@ -66,10 +66,10 @@ struct RecoveryTests {
         #expect(waiting["app"] == "logger" && waiting["stream"] == "mic" && waiting["reason"] == "diskFull")
         #expect(waiting["declared"] == true && waiting["since"]?.stringValue?.hasSuffix("Z") == true)
         let lowWater = try #require(waiting["resumeFreeBytes"]?.doubleValue)
-        // 5% of 8 MiB (no min_free_percent), far less than the filler frees.
-        #expect(abs(lowWater - 0.05 * 8 * 1_048_576) < 4096, "\(waiting.jsonText)")
+        // Half the 8 MiB (the 16 MiB floor, bounded by half the file system), less than the filler frees.
+        #expect(lowWater == 4 * 1_048_576, "\(waiting.jsonText)")
         let text = try daemon.recctl("status").stdout
-        #expect(text.contains("logger/mic: waiting (diskFull since ") && text.contains("resumes when 0.4 MiB are free"), "\(text)")
+        #expect(text.contains("logger/mic: waiting (diskFull since ") && text.contains("resumes when 4.0 MiB are free"), "\(text)")
         // Still full: it waits (the space it would need is not there).
         usleep(2_500_000)
         #expect(try !Self.isRecording(daemon), "it must not start again into a full disk")
@@ -139,5 +139,46 @@ struct RecoveryTests {
         for file in files { #expect(try flacTest(file), "flac -t \(file)") }
         #expect(try files.first.map { try metaflacTag($0, "END_REASON") } == "routeChange")
         #expect(try files.last.map { try metaflacTag($0, "END_REASON") } == "stop")
+    }
+
+    @Test("jackd killed and started again: the declared logger without auto_resume waits (status: mediaServicesLost) and records again by itself, even when its input comes back after the server")
+    func serverLossHeals() throws {
+        let jack = try PrivateJack()
+        let deck = uniqueName("deck")
+        let arguments = ["--server", jack.name, "--name", deck, "play", "--ports", "out_1,out_2", "--signal", "sine:1000", "--level", "-12"]
+        var source = try SignalClient(arguments)
+        defer { source.stop() }
+        let daemon = try Daemon(extraConfig: Self.logger, ports: ArchiveEndToEndTests.deckPorts(deck), jackServer: jack.name)
+        let watcher = try daemon.watch("logger")
+        #expect(try eventually(timeout: 10) { try Self.isRecording(daemon) }, "\(daemon.log)")
+        usleep(1_000_000)
+
+        jack.kill9()
+        let lost = watcher.waitFor(timeout: 10, Self.recording("stopped"))
+        let stopped = try #require(lost.first(where: Self.recording("stopped")), "\(daemon.log.suffix(2000))")
+        #expect(stopped["reason"] == "mediaServicesLost" && stopped["resumesWhen"] == "the JACK server is back", "\(stopped.jsonText)")
+        let waiting = try #require(try Self.status(daemon)["waiting"]?.arrayValue?.first)
+        #expect(waiting["reason"] == "mediaServicesLost" && waiting["declared"] == true, "\(waiting.jsonText)")
+        #expect(source.waitForExit(timeout: 10), "the deck goes with its server")
+
+        // The server first, the deck a second later: at the reset the input is still missing.
+        try jack.start()
+        #expect(!watcher.waitFor(timeout: 10) { $0["event"] == "mediaServicesWereReset" }.filter { $0["event"] == "mediaServicesWereReset" }.isEmpty)
+        usleep(1_000_000)
+        #expect(try !Self.isRecording(daemon))
+        let missing = try #require(try Self.status(daemon)["waiting"]?.arrayValue?.first)
+        #expect(missing["reason"] == "inputGone" && missing["since"] == waiting["since"], "\(missing.jsonText)")
+        source = try SignalClient(arguments)
+        let back = watcher.waitFor(timeout: 10, Self.recording("resumed"))
+        let resumed = try #require(back.first(where: Self.recording("resumed")), "\(daemon.log.suffix(3000))")
+        #expect(resumed["reason"] == "inputGone" && resumed["since"] == waiting["since"], "\(resumed.jsonText)")
+        #expect(try Self.isRecording(daemon))
+        usleep(1_000_000)
+        try #require(daemon.recctl("record", "stop", "logger").status == 0)
+        usleep(300_000)
+        let files = archiveFiles(daemon.directory + "/archive")
+        #expect(files.count == 2 && files.allSatisfy { $0.hasSuffix(".flac") }, "\(files)")
+        for file in files { #expect(try flacTest(file), "flac -t \(file)") }
+        #expect(try files.first.map { try metaflacTag($0, "END_REASON") } == "mediaServicesLost")
     }
 }
