@@ -492,7 +492,9 @@ final class RecorderService: @unchecked Sendable {
             announce(
                 stream, state: "switched", file: nil, reason: EndReason.routeChange.rawValue,
                 extra: [("previousPort", .string(old.spec.port))])
-        } else if let resuming, resuming.spec.app == spec.app, resuming.spec.stream == spec.stream || resuming.declared {
+        } else if let resuming, resuming.spec.app == spec.app,
+            resuming.spec.stream == spec.stream || resuming.declared
+        {
             announce(
                 stream, state: "resumed", file: nil, reason: resuming.cause.rawValue,
                 extra: [("since", .string(resuming.since.iso8601))])
@@ -513,7 +515,9 @@ final class RecorderService: @unchecked Sendable {
     /// finish will carry in `RecorderNews.finished`.
     func stopRecording(app: String, stream: String?) throws -> [(id: ObjectIdentifier, json: JSONValue)] {
         let targets = of(app).filter { stream == nil || $0.spec.stream == stream }
-        let matches = { (entry: WaitingRecorder) in entry.spec.app == app && (stream == nil || entry.spec.stream == stream) }
+        let matches = { (entry: WaitingRecorder) in
+            entry.spec.app == app && (stream == nil || entry.spec.stream == stream)
+        }
         let waited = recovery.waiting.filter { matches($0) && $0.cause != .stop }
         guard !targets.isEmpty || !waited.isEmpty else {
             throw SessionError(
@@ -568,7 +572,8 @@ final class RecorderService: @unchecked Sendable {
         forgetSilenceIfGone(stream.spec)
         announce(
             stream, state: "stopped", file: stream.currentFiles.first, reason: reason.rawValue,
-            extra: (error.map { [("error", Wire.errorObject($0.sessionError))] } ?? []) + waitingFields(of: stream.spec))
+            extra: (error.map { [("error", Wire.errorObject($0.sessionError))] } ?? [])
+                + waitingFields(of: stream.spec))
     }
 
     /// `resumesWhen` for the `stopped` event of a stream that waits to start again by itself.
@@ -677,8 +682,8 @@ final class RecorderService: @unchecked Sendable {
         if reason == .diskFull {
             recovery.wait(spec, cause: .diskFull, declared: isDeclared(spec.app))
             lastRetention = -.infinity
+            _ = recovery.currentLowWater()
             if let entry = recovery.entry(app: spec.app, stream: spec.stream), let when = recovery.resumesWhen(entry) {
-                _ = recovery.currentLowWater()
                 Log.warning("\(spec.app)/\(spec.stream): waits for disk space; records again when \(when)")
             }
         } else if isDeclared(spec.app) {
@@ -805,7 +810,8 @@ final class RecorderService: @unchecked Sendable {
             if isDeclared(app) {
                 recovery.wait(
                     stream.spec, cause: .failed, declared: true,
-                    detail: "record permission revoked; `recctl permission grant \(app)`, then `recctl record start \(app)`")
+                    detail: "record permission revoked; `recctl permission grant \(app)`, then "
+                        + "`recctl record start \(app)`")
             }
         }
     }
@@ -959,7 +965,9 @@ final class RecorderService: @unchecked Sendable {
 
     /// Disk space of the archive, for `recctl status`.
     func archiveStatus() -> StatusInfo.Archive {
-        guard let bytes = FileSystem.space(at: archiveDir) else { return StatusInfo.Archive(dir: archiveDir, space: nil) }
+        guard let bytes = FileSystem.space(at: archiveDir) else {
+            return StatusInfo.Archive(dir: archiveDir, space: nil)
+        }
         let free = Double(bytes.availableBytes)
         let total = Double(bytes.totalBytes)
         let space = StatusInfo.Archive.Space(
