@@ -1226,6 +1226,7 @@ final class ControlRouter: ControlServerHandler, EventSink, @unchecked Sendable 
                     try startRecorder(spec)
                 } catch {
                     Log.error("\(app): could not resume recording \(spec.stream): \(error)")
+                    recorders.couldNotResume(spec, error: error)
                 }
             }
             // What the interruption paused may be gone meanwhile (a category change stopped it).

@@ -879,13 +879,8 @@ final class RecorderService: @unchecked Sendable {
                     Log.notice("\(name): not started again after \(entry.cause.rawValue): \(why)")
                 }
             } catch {
-                let failure = (error as? SessionError) ?? SessionError(.unspecified, "\(error)")
-                let cause: StopCause
-                switch failure.code {
-                case .mediaServicesFailed: cause = .mediaServicesLost
-                case .resourceNotAvailable: cause = .inputGone
-                default: cause = entry.cause
-                }
+                let failure = Self.sessionError(error)
+                let cause = Self.cause(of: failure) ?? entry.cause
                 if entry.detail != failure.message {
                     Log.warning("\(name): could not record again (\(failure.message)); waits for \(cause.rawValue)")
                 }
@@ -906,19 +901,35 @@ final class RecorderService: @unchecked Sendable {
     /// the next start of the engine tries again. One waiting for its input or the server waits
     /// for that instead.
     func declaredNotStarted(app: String, port: String?, error: any Error) {
-        let failure = (error as? SessionError) ?? SessionError(.unspecified, "\(error)")
+        let failure = Self.sessionError(error)
         let name = port ?? "route"
         let spec = RecorderSpec(app: app, stream: name, port: name, followsRoute: port == nil)
-        let cause: StopCause
-        switch failure.code {
-        case .mediaServicesFailed: cause = .mediaServicesLost
-        case .resourceNotAvailable: cause = .inputGone
-        default: cause = .failed
-        }
+        let cause = Self.cause(of: failure) ?? .failed
         if recovery.entry(app: app, stream: name)?.detail != failure.message {
             Log.warning("\(app): declared recording not started: \(failure.message)")
         }
         recovery.wait(spec, cause: cause, declared: true, detail: failure.message)
+    }
+
+    /// A recorder an interruption or a reset was to start again (resumeStreams) could not: one
+    /// whose input or server is missing waits for it; another is dropped (logged by the caller).
+    func couldNotResume(_ spec: RecorderSpec, error: any Error) {
+        let failure = Self.sessionError(error)
+        guard let cause = Self.cause(of: failure) else { return }
+        recovery.wait(spec, cause: cause, declared: isDeclared(spec.app), detail: failure.message)
+    }
+
+    private static func sessionError(_ error: any Error) -> SessionError {
+        (error as? SessionError) ?? SessionError(.unspecified, "\(error)")
+    }
+
+    /// What a failed start says is missing: the server, or the input; nil for anything else.
+    private static func cause(of failure: SessionError) -> StopCause? {
+        switch failure.code {
+        case .mediaServicesFailed: return .mediaServicesLost
+        case .resourceNotAvailable: return .inputGone
+        default: return nil
+        }
     }
 
     /// `status`'s `waiting`.

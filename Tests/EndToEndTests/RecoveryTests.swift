@@ -1,8 +1,10 @@
 // Faults heal end to end: the real recd with a declared logger (`[session logger] record =
 // mic`, no auto_resume) on a real jackd. A full disk (a small tmpfs) stops it cleanly and it
 // records again by itself once space is freed; an input whose JACK client goes away and comes
-// back is recorded again by itself. Each way: a `recording` event, a log line, and `status`
-// saying why and since when. Every file passes `flac -t`.
+// back is recorded again by itself; so is it after a JACK server loss. A recorder started by
+// `record start` comes back after a full disk too, and `record stop` ends its wait. Each way: a
+// `recording` event, a log line, and `status` saying why and since when. Every file passes
+// `flac -t`.
 import ControlProtocol
 import Foundation
 import Platform
@@ -12,7 +14,7 @@ import Testing
     import Glibc
 #endif
 
-@Suite("faults heal: declared recorders come back by themselves", .serialized)
+@Suite("faults heal: recorders come back by themselves", .serialized)
 struct RecoveryTests {
     /// The broadcast logger, declared in the config; no auto_resume: faults heal regardless.
     static let logger = """
@@ -180,5 +182,56 @@ struct RecoveryTests {
         #expect(files.count == 2 && files.allSatisfy { $0.hasSuffix(".flac") }, "\(files)")
         for file in files { #expect(try flacTest(file), "flac -t \(file)") }
         #expect(try files.first.map { try metaflacTag($0, "END_REASON") } == "mediaServicesLost")
+    }
+
+    @Test("a recorder started by record start comes back after a full disk too (its session stays active); record stop while it waits ends the wait")
+    func startedRecorderHealsAndStopEndsTheWait() throws {
+        try #require(getuid() == 0, "mounting a tmpfs needs root")
+        let small = try makeTemporaryDirectory("recd-heal-tmpfs")
+        let mounted = try runTool("mount", ["-t", "tmpfs", "-o", "size=8m", "tmpfs", small])
+        try #require(mounted.status == 0, "mount: \(mounted.stderr)")
+        defer { _ = try? runTool("umount", ["-l", small]) }
+        let deck = uniqueName("deck")
+        let source = try SignalClient(["--name", deck, "play", "--ports", "out_1,out_2", "--signal", "pink", "--level", "0"])
+        defer { source.stop() }
+        let daemon = try Daemon(ports: ArchiveEndToEndTests.deckPorts(deck), archiveDirectory: small)
+        #expect(try eventually { try daemon.recctl("--json", "routes").json?["ports"]?.arrayValue?.first?["available"] == true })
+        try #require(daemon.recctl("session", "set", "desk", "--category", "record", "--mic-usage", "archive").status == 0)
+        try #require(daemon.recctl("permission", "grant", "desk").status == 0)
+        let watcher = try daemon.watch("desk")
+        try #require(daemon.recctl("record", "start", "desk", "--input", "mic").status == 0)
+        let filler = small + "/filler"
+        func fill() throws {
+            let bytes = Int(FileSystem.space(at: small)?.availableBytes ?? 0) - 1_000_000
+            try #require(bytes > 4 << 20, "room for a filler over the 4 MiB low-water mark: \(bytes)")
+            try Data(count: bytes).write(to: URL(fileURLWithPath: filler))
+        }
+        try fill()
+        let full = watcher.waitFor(timeout: 40, Self.recording("stopped"))
+        #expect(full.first(where: Self.recording("stopped"))?["reason"] == "diskFull", "\(daemon.log.suffix(2000))")
+        let waiting = try #require(try Self.status(daemon)["waiting"]?.arrayValue?.first)
+        #expect(waiting["app"] == "desk" && waiting["reason"] == "diskFull" && waiting["declared"] == false, "\(waiting.jsonText)")
+
+        try FileManager.default.removeItem(atPath: filler)
+        let back = watcher.waitFor(timeout: 10, Self.recording("resumed"))
+        #expect(back.first(where: Self.recording("resumed"))?["reason"] == "diskFull", "\(daemon.log.suffix(2000))")
+        #expect(try Self.isRecording(daemon))
+
+        // Full again, then `record stop` while it waits: the wait ends; freed space starts nothing.
+        try fill()
+        #expect(watcher.waitFor(count: 2, timeout: 40, Self.recording("stopped")).filter(Self.recording("stopped")).count == 2)
+        #expect(try Self.status(daemon)["waiting"]?.arrayValue?.count == 1)
+        let stop = try daemon.recctl("--json", "record", "stop", "desk")
+        #expect(stop.status == 0 && (stop.json == [] || stop.json?["recorders"] == []), "\(stop.stdout) \(stop.stderr)")
+        #expect(try Self.status(daemon)["waiting"]?.arrayValue?.isEmpty == true)
+        #expect(daemon.log.contains("desk: mic no longer waits to record again"))
+        try FileManager.default.removeItem(atPath: filler)
+        usleep(2_500_000)
+        #expect(try !Self.isRecording(daemon), "a stopped wait does not start again")
+        #expect(watcher.events.filter(Self.recording("resumed")).count == 1)
+
+        let files = archiveFiles(small).filter { $0.hasSuffix(".flac") }
+        #expect(files.count >= 2, "\(archiveFiles(small))")
+        for file in files { #expect(try flacTest(file), "flac -t \(file)") }
     }
 }
