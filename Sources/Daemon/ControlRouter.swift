@@ -360,6 +360,7 @@ final class ControlRouter: ControlServerHandler, EventSink, @unchecked Sendable 
                 _ = try startRecorder(spec)
             } catch {
                 Log.error("\(spec.app): could not go on recording \(spec.stream) at \(rate) Hz: \(error)")
+                recorders.couldNotResume(spec, error: error)
             }
         }
         for app in apps.sorted() { syncStreams(app) }

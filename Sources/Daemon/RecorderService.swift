@@ -835,6 +835,8 @@ final class RecorderService: @unchecked Sendable {
     /// A recorder whose input went away (its port, or the route's last input for one that
     /// follows the route) stops with END_REASON=routeChange and waits for an input to return.
     func stopForLostInput(_ stream: RecorderStream) {
+        // A triggered take ends there; its trigger stays armed and watches the input.
+        guard triggers.armed[stream.spec.app] == nil else { return stop(stream, reason: .routeChange) }
         recovery.wait(stream.spec, cause: .inputGone, declared: isDeclared(stream.spec.app))
         Log.warning(
             "\(stream.spec.app)/\(stream.spec.stream): input \(stream.spec.port) went away; records again when "
@@ -911,12 +913,14 @@ final class RecorderService: @unchecked Sendable {
         recovery.wait(spec, cause: cause, declared: true, detail: failure.message)
     }
 
-    /// A recorder an interruption or a reset was to start again (resumeStreams) could not: one
-    /// whose input or server is missing waits for it; another is dropped (logged by the caller).
+    /// A recorder that was to go on (resumeStreams, a new sample rate) could not start: one
+    /// whose input or server is missing waits for it; a declared one says why; another is
+    /// dropped (logged by the caller).
     func couldNotResume(_ spec: RecorderSpec, error: any Error) {
         let failure = Self.sessionError(error)
-        guard let cause = Self.cause(of: failure) else { return }
-        recovery.wait(spec, cause: cause, declared: isDeclared(spec.app), detail: failure.message)
+        let declared = isDeclared(spec.app)
+        guard let cause = Self.cause(of: failure) ?? (declared ? .failed : nil) else { return }
+        recovery.wait(spec, cause: cause, declared: declared, detail: failure.message)
     }
 
     private static func sessionError(_ error: any Error) -> SessionError {
