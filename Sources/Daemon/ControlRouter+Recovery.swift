@@ -30,6 +30,11 @@ extension ControlRouter {
         guard let session = store.sessions[app] else { return .dropped("session \(app) was deleted") }
         // The interruption's end (resumeStreams, auto_resume) or the app decides.
         if session.state == .interrupted { return .notYet }
+        if entry.cause == .interruption {
+            // Over, and resumeStreams did not take it: the session has no auto_resume (SPEC §3).
+            let why = "the interruption ended; without auto_resume `recctl record start \(app)` starts it"
+            return entry.declared ? .held(why) : .dropped(why)
+        }
         if entry.declared, let declaration = config.sessions.first(where: { $0.app == app }) {
             var port: String?
             if case .port(let name) = declaration.record { port = name }

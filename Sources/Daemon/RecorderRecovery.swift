@@ -117,7 +117,8 @@ struct RecorderRecovery {
         }
     }
 
-    /// The entries whose cause is gone now. `servicesAvailable`: the JACK server is there and
+    /// The entries whose cause may be gone now (an interruption's is the caller's to judge).
+    /// `servicesAvailable`: the JACK server is there and
     /// the policy has had its reset. `inputAvailable`: the entry's input can be recorded (its
     /// port, or the route's input for one that follows the route). Free space is asked at most
     /// once per `spaceCheckInterval` of `now` (monotonic seconds), only for a disk-full entry.
@@ -133,10 +134,12 @@ struct RecorderRecovery {
         return waiting.filter { entry in
             guard now >= entry.retryAt else { return false }
             switch entry.cause {
-            case .mediaServicesLost: return true
+            // The caller decides whether its interruption is over (and then forgets it: the
+            // policy's resumeStreams would have taken it).
+            case .mediaServicesLost, .interruption: return true
             case .diskFull: return roomy && inputAvailable(entry.spec)
             case .inputGone: return inputAvailable(entry.spec)
-            case .interruption, .stop, .failed: return false
+            case .stop, .failed: return false
             }
         }
     }

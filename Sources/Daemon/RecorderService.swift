@@ -853,6 +853,8 @@ final class RecorderService: @unchecked Sendable {
         /// It will not start by itself (its session went inactive, or has no auto_resume after a
         /// reset): forgotten, with why.
         case dropped(String)
+        /// It will not start by itself, but it is declared: it stays listed as `failed`, with why.
+        case held(String)
     }
 
     /// From the tick: every waiting recorder whose cause is gone (free space above the
@@ -878,6 +880,9 @@ final class RecorderService: @unchecked Sendable {
                     break
                 case .dropped(let why):
                     recovery.remove { $0 == entry }
+                    Log.notice("\(name): not started again after \(entry.cause.rawValue): \(why)")
+                case .held(let why):
+                    recovery.wait(entry.spec, cause: .failed, declared: true, detail: why)
                     Log.notice("\(name): not started again after \(entry.cause.rawValue): \(why)")
                 }
             } catch {

@@ -28,7 +28,7 @@ struct RecorderRecoveryTests {
         #expect(most.lowWaterBytes(totalBytes: 8 << 20) == Int64(Double(8 << 20) * 0.6))
     }
 
-    @Test("ready: nothing while the server is lost; then the reset's, the inputs that are back, the disk-full ones with room; never the interrupted, stopped or failed")
+    @Test("ready: nothing while the server is lost; then the reset's, the interrupted (for the router to judge), the inputs that are back, the disk-full ones with room; never the stopped or failed")
     func readiness() throws {
         let directory = try TemporaryDirectory()
         var recovery = RecorderRecovery(archiveDir: directory.path, minFreePercent: nil)
@@ -42,14 +42,14 @@ struct RecorderRecoveryTests {
         }
         #expect(recovery.ready(now: 0, servicesAvailable: false) { _ in true }.isEmpty)
         let lost = recovery.ready(now: 0, servicesAvailable: true) { _ in false }.map(\.spec.app)
-        #expect(lost == ["a"], "only the server's, with no input back")
+        #expect(lost == ["a", "interruption"], "the server's and the interrupted, with no input back")
         // This machine's disk has more than the low-water mark free (the test needs that).
         let space = try #require(FileSystem.space(at: directory.path))
         try #require(space.availableBytes >= recovery.lowWaterBytes(totalBytes: space.totalBytes))
         let all = recovery.ready(now: 10, servicesAvailable: true) { _ in true }.map(\.spec.stream)
-        #expect(all == ["mic", "line", "bus", "s"])
-        let onlyMic = recovery.ready(now: 10.5, servicesAvailable: true) { $0.port == "mic" }.map(\.spec.port)
-        #expect(onlyMic == ["mic", "mic"], "the explicit port and the server's: \(onlyMic)")
+        #expect(all == ["mic", "line", "bus", "s", "s"])
+        let onlyMic = recovery.ready(now: 10.5, servicesAvailable: true) { $0.port == "mic" }.map(\.spec.app)
+        #expect(onlyMic == ["logger", "a", "interruption"], "the explicit port, the server's, the interrupted: \(onlyMic)")
     }
 
     @Test("a recorder that stops for a full disk is not ready until the next free-space check, at most once a second")
