@@ -176,7 +176,12 @@ struct Output {
         case "recording":
             let file = event["file"]?.stringValue.map { " \($0)" } ?? ""
             let reason = event["reason"]?.stringValue.map { " (\($0))" } ?? ""
+            // A stream that starts again by itself says when; one that did, since when it was stopped.
+            let wait =
+                event["resumesWhen"]?.stringValue.map { "; resumes when \($0)" }
+                ?? event["since"]?.stringValue.map { "; stopped since \($0)" } ?? ""
             return "\(app)recording \(event["stream"]?.stringValue ?? "") \(event["state"]?.stringValue ?? "")\(file)\(reason)"
+                + wait
         case "silence":
             let seconds = event["seconds"]?.doubleValue.map { JSONValue.format($0) } ?? "?"
             let level = event["levelDB"]?.doubleValue.map { JSONValue.format($0) } ?? "?"

@@ -112,6 +112,9 @@ struct RecoveryTests {
         defer { source.stop() }
         let daemon = try Daemon(extraConfig: Self.logger, ports: ArchiveEndToEndTests.deckPorts(deck))
         let watcher = try daemon.watch("logger")
+        // recctl watch as a person reads it.
+        let reader = try ChildProgram(
+            daemon.recctlPath, ["--socket", daemon.socket, "watch", "logger"], environment: nil, prefix: "recctl-watch")
         #expect(try eventually(timeout: 10) { try Self.isRecording(daemon) }, "\(daemon.log)")
         usleep(1_000_000)
 
@@ -132,6 +135,8 @@ struct RecoveryTests {
         #expect(resumed["reason"] == "inputGone" && resumed["port"] == "mic")
         #expect(try Self.isRecording(daemon) && Self.status(daemon)["waiting"]?.arrayValue?.isEmpty == true)
         #expect(daemon.log.contains("logger/mic: records again (stopped by inputGone at"))
+        #expect(reader.waitFor { $0.hasPrefix("logger: recording mic resumed (inputGone); stopped since 20") }, "\(reader.output)")
+        #expect(reader.lines.contains("logger: recording mic stopped (routeChange); resumes when input mic is available again"), "\(reader.output)")
         usleep(1_500_000)
         try #require(daemon.recctl("record", "stop", "logger").status == 0)
         usleep(300_000)
