@@ -452,6 +452,12 @@ final class RecorderService: @unchecked Sendable {
         configuration.measuresLoudness = settings.loudness
         configuration.silence = silenceAlarms.detection(
             app: spec.app, stream: spec.stream, settings: silenceSettings(of: spec.app))
+        if let resuming = resuming(spec) {
+            configuration.extraComments += [
+                VorbisComment(CommentName.resumedAfter, resuming.cause.rawValue),
+                VorbisComment(CommentName.stoppedAt, resuming.since.iso8601),
+            ]
+        }
         var anchor: (time: UTCTime, previous: CaptureTap, sampleRate: Int)?
         if let old {
             configuration.firstSegmentNumber = (old.lastSegmentNumber ?? 0) + 1
@@ -492,9 +498,7 @@ final class RecorderService: @unchecked Sendable {
             announce(
                 stream, state: "switched", file: nil, reason: EndReason.routeChange.rawValue,
                 extra: [("previousPort", .string(old.spec.port))])
-        } else if let resuming, resuming.spec.app == spec.app,
-            resuming.spec.stream == spec.stream || resuming.declared
-        {
+        } else if let resuming = resuming(spec) {
             announce(
                 stream, state: "resumed", file: nil, reason: resuming.cause.rawValue,
                 extra: [("since", .string(resuming.since.iso8601))])
@@ -543,6 +547,14 @@ final class RecorderService: @unchecked Sendable {
             Log.notice("\(app): \(waited.map(\.spec.stream).joined(separator: ", ")) no longer waits to record again")
         }
         return stopped
+    }
+
+    /// The entry `resumeWaiting` is starting again, when `spec` is its recorder (a declared one
+    /// may start under another stream name: the route's input now).
+    private func resuming(_ spec: RecorderSpec) -> WaitingRecorder? {
+        guard let resuming, resuming.spec.app == spec.app, resuming.spec.stream == spec.stream || resuming.declared
+        else { return nil }
+        return resuming
     }
 
     /// Whether `app`'s session declares a recorder (`record = route` or a port).

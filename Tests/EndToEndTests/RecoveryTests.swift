@@ -101,6 +101,10 @@ struct RecoveryTests {
         for file in files { #expect(try flacTest(file), "flac -t \(file)") }
         #expect(try files.first.map { try metaflacTag($0, "END_REASON") } == "diskFull")
         #expect(try files.last.map { try metaflacTag($0, "END_REASON") } == "stop")
+        // The archive says why the stream has a hole, and from when.
+        #expect(try files.last.map { try metaflacTag($0, "RESUMED_AFTER") } == "diskFull")
+        #expect(try files.last.map { try metaflacTag($0, "STOPPED_AT") } == waiting["since"]?.stringValue)
+        #expect(try files.first.flatMap { try metaflacTag($0, "RESUMED_AFTER") } == nil)
         #expect(daemon.process?.isRunning == true)
     }
 
