@@ -29,7 +29,8 @@ public enum ArchiveError: Error, Equatable, Hashable, Sendable, CustomStringConv
         switch self {
         case .diskFull(let path):
             return "the disk holding \(path) is full; free space (lower [archive] max_age_days "
-                + "or raise min_free_percent so retention deletes old segments) and start recording again"
+                + "or raise min_free_percent so retention deletes old segments): the recorder starts again by "
+                + "itself once enough is free (`recctl status` says how much)"
         case .system(let error):
             return "\(error.operation) \(error.path ?? "") failed: \(error.errno); \(advice(error.errno))"
         case .encoderInit(let status, let path):

@@ -84,6 +84,12 @@ public enum CommentName {
     /// Seconds of pre-roll the recording began with (its START is that much before `record
     /// start`); on every segment of that run.
     public static let preRollSeconds = "PRE_ROLL_SECONDS"
+    /// A run that started again by itself after a fault: its cause (`diskFull`, `inputGone`,
+    /// `mediaServicesLost`); on every segment of that run, with `stoppedAt`.
+    public static let resumedAfter = "RESUMED_AFTER"
+    /// When the recording before that run stopped (ISO 8601, UTC): the archive has nothing of
+    /// the stream from then to this run's START_TIME.
+    public static let stoppedAt = "STOPPED_AT"
 }
 
 /// Why a segment ended (the END_REASON comment). Open set: values recd does not know are kept

@@ -137,6 +137,61 @@ public struct RecorderInfo: ReplyObject {
     }
 }
 
+/// A recorder that is not running and why (`status`'s `waiting`): one stopped by a fault that
+/// starts again by itself when the cause goes (a full disk, a lost JACK server, a vanished
+/// input), one an interruption paused, and every declared recorder that is not recording.
+public struct WaitingRecorderInfo: ReplyObject {
+    public var app: String
+    public var stream: String
+    public var port: String
+    /// Why: `diskFull`, `mediaServicesLost`, `inputGone`, `interruption`, `stop` (a declared
+    /// recorder stopped by `record.stop`), `notStarted` (a declared one that could not start).
+    public var reason: String
+    /// When it stopped (ISO 8601, UTC).
+    public var since: String
+    /// Declared in the config (`[session APP] record = ...`).
+    public var declared: Bool
+    /// What brings it back, in words ("512 MiB are free in /var/lib/recd (3 MiB now)"); nil
+    /// when only a request does.
+    public var resumesWhen: String?
+    /// For `diskFull`: the free bytes it waits for.
+    public var resumeFreeBytes: Double?
+    /// Why it could not start, or what starts it.
+    public var detail: String?
+
+    public init(
+        app: String, stream: String, port: String, reason: String, since: String, declared: Bool,
+        resumesWhen: String?, resumeFreeBytes: Double? = nil, detail: String? = nil
+    ) {
+        self.app = app
+        self.stream = stream
+        self.port = port
+        self.reason = reason
+        self.since = since
+        self.declared = declared
+        self.resumesWhen = resumesWhen
+        self.resumeFreeBytes = resumeFreeBytes
+        self.detail = detail
+    }
+
+    public var json: JSONValue {
+        [
+            "app": .string(app), "stream": .string(stream), "port": .string(port), "reason": .string(reason),
+            "since": .string(since), "declared": .bool(declared), "resumesWhen": JSONValue(resumesWhen),
+            "resumeFreeBytes": resumeFreeBytes.map { .number($0) } ?? .null, "detail": JSONValue(detail),
+        ]
+    }
+
+    public init(json: JSONValue) throws(ReplyDecodingError) {
+        let f = try ReplyFields(json, "a waiting recorder")
+        self.init(
+            app: try f.string("app"), stream: try f.string("stream"), port: try f.string("port"),
+            reason: try f.string("reason"), since: try f.string("since"), declared: try f.bool("declared"),
+            resumesWhen: try f.optionalString("resumesWhen"), resumeFreeBytes: try f.optionalDouble("resumeFreeBytes"),
+            detail: try f.optionalString("detail"))
+    }
+}
+
 /// One archived segment (`archive.list`).
 public struct SegmentInfo: ReplyObject {
     public var path: String

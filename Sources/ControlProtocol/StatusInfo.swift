@@ -213,12 +213,15 @@ public struct StatusInfo: ReplyObject {
     public var attachments: [AttachmentInfo]
     /// Off-box replication; nil without `[replicate] remote` (and from an older recd).
     public var replication: Replication?
+    /// Recorders that are not running and why (empty from an older recd).
+    public var waiting: [WaitingRecorderInfo]
 
     public init(
         daemon: Daemon, jack: Jack, sessions: [SessionInfo], active: [String], players: [PlayerInfo],
         recorders: [RecorderInfo], cards: [Card], archive: Archive, attachments: [AttachmentInfo] = [],
-        replication: Replication? = nil
+        replication: Replication? = nil, waiting: [WaitingRecorderInfo] = []
     ) {
+        self.waiting = waiting
         self.replication = replication
         self.attachments = attachments
         self.daemon = daemon
@@ -235,7 +238,8 @@ public struct StatusInfo: ReplyObject {
         var pairs: [(String, JSONValue)] = [
             ("daemon", daemon.json), ("jack", jack.json), ("sessions", .array(sessions.map(\.json))),
             ("active", JSONValue(active)), ("players", .array(players.map(\.json))),
-            ("recorders", .array(recorders.map(\.json))), ("cards", .array(cards.map(\.json))),
+            ("recorders", .array(recorders.map(\.json))), ("waiting", .array(waiting.map(\.json))),
+            ("cards", .array(cards.map(\.json))),
             ("archive", archive.json), ("attachments", .array(attachments.map(\.json))),
         ]
         if let replication { pairs.append(("replication", replication.json)) }
@@ -249,6 +253,7 @@ public struct StatusInfo: ReplyObject {
             active: try f.strings("active"), players: try f.list("players"), recorders: try f.list("recorders"),
             cards: try f.list("cards"), archive: try f.object("archive"),
             attachments: try f.list("attachments"),
-            replication: json["replication"] == nil ? nil : try f.object("replication"))
+            replication: json["replication"] == nil ? nil : try f.object("replication"),
+            waiting: json["waiting"] == nil ? [] : try f.list("waiting"))
     }
 }

@@ -262,6 +262,7 @@ final class ControlRouter: ControlServerHandler, EventSink, @unchecked Sendable 
             do { try monitoring.publish() } catch { Log.warning("monitoring after reset: \(error)") }
             startDeclaredRecorders()
         }
+        resumeWaitingRecorders(now: now)
     }
 
     /// Ticks come every 100 ms while anything here is polled: meters someone reads, players
@@ -374,6 +375,7 @@ final class ControlRouter: ControlServerHandler, EventSink, @unchecked Sendable 
                 _ = try startRecorder(spec)
             } catch {
                 Log.error("\(spec.app): could not go on recording \(spec.stream) at \(rate) Hz: \(error)")
+                recorders.couldNotResume(spec, error: error)
             }
         }
         for app in apps.sorted() { syncStreams(app) }
@@ -969,7 +971,7 @@ final class ControlRouter: ControlServerHandler, EventSink, @unchecked Sendable 
     private func followInputRoute(of app: String, input: String?, reason: RouteChangeReason) {
         for stream in recorders.of(app) where stream.spec.followsRoute && stream.spec.port != input {
             guard let input, engine.isAvailable(port: input) else {
-                recorders.stop(stream, reason: .routeChange)
+                recorders.stopForLostInput(stream)
                 continue
             }
             do {
@@ -986,19 +988,28 @@ final class ControlRouter: ControlServerHandler, EventSink, @unchecked Sendable 
         for (app, declaredPort) in recorders.declaredToStart() {
             guard !recorders.isRecording(app), !recorders.hasSuspended(app) else { continue }
             do {
-                let session = try store.session(app)
-                if !session.isActive { apply(try store.activate(app: app)) }
-                try store.checkCanRecord(app: app)
-                guard let port = try declaredPort ?? store.session(app).route.inputs.first else {
-                    throw SessionError(.resourceNotAvailable, "no input route")
-                }
-                if try armDeclaredTrigger(app: app, input: declaredPort) { continue }
-                try startRecorder(RecorderSpec(app: app, stream: port, port: port, followsRoute: declaredPort == nil))
-                syncStreams(app)
+                _ = try startDeclared(app: app, port: declaredPort)
             } catch {
-                Log.warning("\(app): declared recording not started: \(error)")
+                recorders.declaredNotStarted(app: app, port: declaredPort, error: error)
             }
         }
+    }
+
+    /// Starts `app`'s declared recorder of `port` (nil: the session's input route), activating
+    /// its session when inactive. False when it is armed for triggered takes instead (a
+    /// `trigger_db`). Throws what kept it from starting.
+    func startDeclared(app: String, port declaredPort: String?) throws -> Bool {
+        let session = try store.session(app)
+        if !session.isActive { apply(try store.activate(app: app)) }
+        try store.checkCanRecord(app: app)
+        guard let port = try declaredPort ?? store.session(app).route.inputs.first else {
+            throw SessionError(
+                .resourceNotAvailable, "\(app) has no input route (no available input suits it); see `recctl routes`")
+        }
+        if try armDeclaredTrigger(app: app, input: declaredPort) { return false }
+        try startRecorder(RecorderSpec(app: app, stream: port, port: port, followsRoute: declaredPort == nil))
+        syncStreams(app)
+        return true
     }
 
     // MARK: Monitoring
@@ -1175,7 +1186,8 @@ final class ControlRouter: ControlServerHandler, EventSink, @unchecked Sendable 
             active: store.sortedSessions.filter(\.isActive).map(\.app), players: players.all.map(\.info),
             recorders: recorders.recorders.map(\.info),
             cards: devices.cards.map { .init(index: $0.index, id: $0.id, name: $0.name, usb: $0.isUSB) },
-            archive: recorders.archiveStatus(), attachments: attachments.infos, replication: replication?.status
+            archive: recorders.archiveStatus(), attachments: attachments.infos, replication: replication?.status,
+            waiting: recorders.waitingInfos
         )
     }
 
@@ -1231,6 +1243,7 @@ final class ControlRouter: ControlServerHandler, EventSink, @unchecked Sendable 
                     try startRecorder(spec)
                 } catch {
                     Log.error("\(app): could not resume recording \(spec.stream): \(error)")
+                    recorders.couldNotResume(spec, error: error)
                 }
             }
             // What the interruption paused may be gone meanwhile (a category change stopped it).

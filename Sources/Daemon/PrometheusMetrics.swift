@@ -95,6 +95,13 @@ enum PrometheusMetrics {
             silence.add(recorder.silentSince == nil ? 0 : 1, labels)
         }
         families += [recording, seconds, overruns, silence]
+        var waiting = Family(
+            "recd_recorder_waiting", "gauge",
+            "1 for each recorder that is not running (status's waiting), by reason: diskFull, inputGone, ...")
+        for entry in status.waiting {
+            waiting.add(1, [("app", entry.app), ("stream", entry.stream), ("reason", entry.reason)])
+        }
+        families.append(waiting)
 
         var peaks = Family("recd_input_peak_dbfs", "gauge", "Input peak level over the last tick, dBFS (floor -120).")
         for peak in snapshot.inputPeaks {

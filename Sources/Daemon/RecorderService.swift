@@ -279,8 +279,12 @@ final class RecorderService: @unchecked Sendable {
     /// Recorders asked to stop whose archiver still finishes its files; they leave with their
     /// `.stopped` event.
     private(set) var stopping: [RecorderStream] = []
-    /// Recorders stopped by an interruption or a media-services loss, to start again on resume.
-    private(set) var suspended: [RecorderSpec] = []
+    /// Recorders that are not running and why: those an interruption or a media-services loss
+    /// stopped (to start again on resume), those a fault stopped (they start again by
+    /// themselves when it goes: `resumeWaiting`), and declared ones that do not record.
+    private(set) var recovery: RecorderRecovery
+    /// The entry being started again by `resumeWaiting`: its start is announced `resumed`.
+    private var resuming: WaitingRecorder?
     /// The control thread's connection to the index (the worker has its own).
     var index: ArchiveIndex?
     var lastRetention = 0.0
@@ -314,6 +318,7 @@ final class RecorderService: @unchecked Sendable {
         self.wake = wake
         preRolls = PreRollKeeper(engine: engine)
         maintenance = ArchiveMaintenance(directory: settings.dir)
+        recovery = RecorderRecovery(archiveDir: settings.dir, minFreePercent: settings.minFreePercent)
     }
 
     var archiveDir: String { settings.dir }
@@ -447,6 +452,12 @@ final class RecorderService: @unchecked Sendable {
         configuration.measuresLoudness = settings.loudness
         configuration.silence = silenceAlarms.detection(
             app: spec.app, stream: spec.stream, settings: silenceSettings(of: spec.app))
+        if let resuming = resuming(spec) {
+            configuration.extraComments += [
+                VorbisComment(CommentName.resumedAfter, resuming.cause.rawValue),
+                VorbisComment(CommentName.stoppedAt, resuming.since.iso8601),
+            ]
+        }
         var anchor: (time: UTCTime, previous: CaptureTap, sampleRate: Int)?
         if let old {
             configuration.firstSegmentNumber = (old.lastSegmentNumber ?? 0) + 1
@@ -487,9 +498,17 @@ final class RecorderService: @unchecked Sendable {
             announce(
                 stream, state: "switched", file: nil, reason: EndReason.routeChange.rawValue,
                 extra: [("previousPort", .string(old.spec.port))])
+        } else if let resuming = resuming(spec) {
+            announce(
+                stream, state: "resumed", file: nil, reason: resuming.cause.rawValue,
+                extra: [("since", .string(resuming.since.iso8601))])
         } else {
             announce(stream, state: "started", file: nil, reason: nil)
         }
+        // It records: it waits no more. A declared app has one recorder: whatever kept it from
+        // recording is over.
+        let declaredApp = isDeclared(spec.app)
+        recovery.remove { $0.spec.app == spec.app && ($0.spec.stream == spec.stream || declaredApp) }
         return stream
     }
 
@@ -500,7 +519,11 @@ final class RecorderService: @unchecked Sendable {
     /// finish will carry in `RecorderNews.finished`.
     func stopRecording(app: String, stream: String?) throws -> [(id: ObjectIdentifier, json: JSONValue)] {
         let targets = of(app).filter { stream == nil || $0.spec.stream == stream }
-        guard !targets.isEmpty else {
+        let matches = { (entry: WaitingRecorder) in
+            entry.spec.app == app && (stream == nil || entry.spec.stream == stream)
+        }
+        let waited = recovery.waiting.filter { matches($0) && $0.cause != .stop }
+        guard !targets.isEmpty || !waited.isEmpty else {
             throw SessionError(
                 .badParam,
                 "\(app) is not recording\(stream.map { " stream \($0)" } ?? ""); start with `recctl record start "
@@ -512,8 +535,31 @@ final class RecorderService: @unchecked Sendable {
             stopped.append((recorder.id, recorder.json))
             stop(recorder, reason: .stop)
         }
-        suspended.removeAll { $0.app == app && (stream == nil || $0.stream == stream) }
+        recovery.remove(where: matches)
+        // A declared recorder stopped by request stays stopped (not started again at a reset)
+        // until `record.start`; status says so.
+        if isDeclared(app) {
+            for spec in targets.map(\.spec) + waited.map(\.spec) {
+                recovery.wait(spec, cause: .stop, declared: true)
+            }
+        }
+        if !waited.isEmpty {
+            Log.notice("\(app): \(waited.map(\.spec.stream).joined(separator: ", ")) no longer waits to record again")
+        }
         return stopped
+    }
+
+    /// The entry `resumeWaiting` is starting again, when `spec` is its recorder (a declared one
+    /// may start under another stream name: the route's input now).
+    private func resuming(_ spec: RecorderSpec) -> WaitingRecorder? {
+        guard let resuming, resuming.spec.app == spec.app, resuming.spec.stream == spec.stream || resuming.declared
+        else { return nil }
+        return resuming
+    }
+
+    /// Whether `app`'s session declares a recorder (`record = route` or a port).
+    func isDeclared(_ app: String) -> Bool {
+        declared.contains { $0.app == app && $0.record != .no }
     }
 
     /// Asks a recorder to stop and detaches it from the engine, then returns: its archiver
@@ -538,7 +584,16 @@ final class RecorderService: @unchecked Sendable {
         forgetSilenceIfGone(stream.spec)
         announce(
             stream, state: "stopped", file: stream.currentFiles.first, reason: reason.rawValue,
-            extra: error.map { [("error", Wire.errorObject($0.sessionError))] } ?? [])
+            extra: (error.map { [("error", Wire.errorObject($0.sessionError))] } ?? [])
+                + waitingFields(of: stream.spec))
+    }
+
+    /// `resumesWhen` for the `stopped` event of a stream that waits to start again by itself.
+    private func waitingFields(of spec: RecorderSpec) -> [(String, JSONValue)] {
+        guard let entry = recovery.entry(app: spec.app, stream: spec.stream), entry.cause.heals,
+            let when = recovery.resumesWhen(entry)
+        else { return [] }
+        return [("resumesWhen", .string(when))]
     }
 
     /// Stops every recorder and waits until each has finished its files: at shutdown, when the
@@ -619,16 +674,33 @@ final class RecorderService: @unchecked Sendable {
                 recorders.removeAll { $0 === stream }
                 let message = error.map { "\($0)" } ?? reason.rawValue
                 Log.error("\(stream.spec.app): recorder stopped: \(message)")
+                stoppedByItself(stream.spec, reason: reason, message: message)
                 announce(
                     stream, state: "stopped", file: nil, reason: reason.rawValue,
-                    extra: error.map {
-                        [("error", Wire.errorObject($0.sessionError))]
-                    } ?? [])
+                    extra: (error.map { [("error", Wire.errorObject($0.sessionError))] } ?? [])
+                        + waitingFields(of: stream.spec))
                 news.stoppedByThemselves.insert(stream.spec.app)
                 forgetSilenceIfGone(stream.spec)
             }
         }
         return news
+    }
+
+    /// A recorder that stopped by itself waits: for space after a full disk (retention runs at
+    /// the next tick rather than within the minute), or, declared, says why it stopped. A
+    /// triggered take is not (its trigger stays armed and starts the next take).
+    private func stoppedByItself(_ spec: RecorderSpec, reason: EndReason, message: String) {
+        guard triggers.armed[spec.app] == nil else { return }
+        if reason == .diskFull {
+            recovery.wait(spec, cause: .diskFull, declared: isDeclared(spec.app))
+            lastRetention = -.infinity
+            _ = recovery.currentLowWater()
+            if let entry = recovery.entry(app: spec.app, stream: spec.stream), let when = recovery.resumesWhen(entry) {
+                Log.warning("\(spec.app)/\(spec.stream): waits for disk space; records again when \(when)")
+            }
+        } else if isDeclared(spec.app) {
+            recovery.wait(spec, cause: .failed, declared: true, detail: message)
+        }
     }
 
     private func logGap(_ gap: SourceGap, of stream: RecorderStream) {
@@ -668,7 +740,9 @@ final class RecorderService: @unchecked Sendable {
     /// again, its silence alarm goes.
     private func forgetSilenceIfGone(_ spec: RecorderSpec) {
         let same = { (other: RecorderSpec) in other.app == spec.app && other.stream == spec.stream }
-        guard !recorders.contains(where: { same($0.spec) }), !suspended.contains(where: same) else { return }
+        guard !recorders.contains(where: { same($0.spec) }), !recovery.waiting.contains(where: { same($0.spec) }) else {
+            return
+        }
         silenceAlarms.forget(app: spec.app, stream: spec.stream)
     }
 
@@ -677,7 +751,7 @@ final class RecorderService: @unchecked Sendable {
     /// An interruption: `app`'s recorders stop and are kept to start again on resume.
     func suspendAll(of app: String) {
         for stream in of(app) {
-            suspended.append(stream.spec)
+            recovery.wait(stream.spec, cause: .interruption, declared: isDeclared(app))
             stop(stream, reason: .interruption)
         }
     }
@@ -693,29 +767,47 @@ final class RecorderService: @unchecked Sendable {
         default: endReason = .stop
         }
         for stream in of(app) {
-            if reason == .mediaServicesLost { suspended.append(stream.spec) }
+            if reason == .mediaServicesLost {
+                recovery.wait(stream.spec, cause: .mediaServicesLost, declared: isDeclared(app))
+            }
             stop(stream, reason: endReason)
         }
-        if reason != .mediaServicesLost { suspended.removeAll { $0.app == app } }
+        guard reason != .mediaServicesLost else { return }
+        let specs = of(app).map(\.spec) + recovery.waiting.filter { $0.spec.app == app }.map(\.spec)
+        recovery.remove { $0.spec.app == app }
+        // A declared recorder the policy stopped says why until it records again.
+        if isDeclared(app), reason != .deleted {
+            for spec in specs {
+                recovery.wait(
+                    spec, cause: .failed, declared: true,
+                    detail: reason == .categoryChange
+                        ? "the session's category cannot record" : "stopped with the session (\(reason.rawValue))")
+            }
+        }
     }
 
     /// The JACK server went away: every recorder stops, to start again when it returns.
     func suspendAllForMediaServicesLoss() {
         preRolls.releaseAll(except: [])
         for stream in recorders {
-            suspended.append(stream.spec)
+            recovery.wait(stream.spec, cause: .mediaServicesLost, declared: isDeclared(stream.spec.app))
             stop(stream, reason: .mediaServicesLost)
         }
     }
 
-    /// The specs of `app` to start again (resumeStreams); they are no longer kept.
+    /// The specs of `app` an interruption or a media-services loss stopped, to start again
+    /// (resumeStreams); they are no longer kept.
     func takeSuspended(of app: String) -> [RecorderSpec] {
-        defer { suspended.removeAll { $0.app == app } }
-        return suspended.filter { $0.app == app }
+        let suspended = { (entry: WaitingRecorder) in
+            entry.spec.app == app && (entry.cause == .interruption || entry.cause == .mediaServicesLost)
+        }
+        defer { recovery.remove(where: suspended) }
+        return recovery.waiting.filter(suspended).map(\.spec)
     }
 
-    /// Whether something of `app` waits to start again.
-    func hasSuspended(_ app: String) -> Bool { suspended.contains { $0.app == app } }
+    /// Whether something of `app` waits to start again (or was stopped by request): the
+    /// declared recorders then are not started afresh.
+    func hasSuspended(_ app: String) -> Bool { recovery.waiting.contains { $0.spec.app == app && $0.cause != .failed } }
 
     /// Input mute or permission changed: `app`'s taps carry silence or samples from the next period.
     func setSilenced(of app: String, _ silenced: Bool) {
@@ -727,6 +819,12 @@ final class RecorderService: @unchecked Sendable {
         for stream in of(app) {
             engine.setZeroed(stream.tap, true)
             stop(stream, reason: EndReason(rawValue: "permissionRevoked"))
+            if isDeclared(app) {
+                recovery.wait(
+                    stream.spec, cause: .failed, declared: true,
+                    detail: "record permission revoked; `recctl permission grant \(app)`, then "
+                        + "`recctl record start \(app)`")
+            }
         }
     }
 
@@ -738,12 +836,125 @@ final class RecorderService: @unchecked Sendable {
         return running.map(\.spec)
     }
 
-    /// A route change: `app`'s input recorders whose port is gone stop (buses stay).
+    /// A route change: `app`'s input recorders whose port is gone stop (buses stay), to start
+    /// again when it is back.
     func stopUnavailable(of app: String) {
         for stream in of(app) where stream.spec.bus == nil && !engine.isAvailable(port: stream.spec.port) {
-            stop(stream, reason: .routeChange)
+            stopForLostInput(stream)
         }
     }
+
+    /// A recorder whose input went away (its port, or the route's last input for one that
+    /// follows the route) stops with END_REASON=routeChange and waits for an input to return.
+    func stopForLostInput(_ stream: RecorderStream) {
+        // A triggered take ends there; its trigger stays armed and watches the input.
+        guard triggers.armed[stream.spec.app] == nil else { return stop(stream, reason: .routeChange) }
+        recovery.wait(stream.spec, cause: .inputGone, declared: isDeclared(stream.spec.app))
+        Log.warning(
+            "\(stream.spec.app)/\(stream.spec.stream): input \(stream.spec.port) went away; records again when "
+                + (recovery.resumesWhen(recovery.entry(app: stream.spec.app, stream: stream.spec.stream)!) ?? "asked"))
+        stop(stream, reason: .routeChange)
+    }
+
+    /// What `resumeWaiting`'s caller did with an entry whose cause is gone.
+    enum ResumeOutcome {
+        /// Started (`startInput`/`startBus` announced it `resumed`).
+        case started
+        /// Not now (its session is interrupted): asked again at a later tick.
+        case notYet
+        /// It will not start by itself (its session went inactive, or has no auto_resume after a
+        /// reset): forgotten, with why.
+        case dropped(String)
+        /// It will not start by itself, but it is declared: it stays listed as `failed`, with why.
+        case held(String)
+    }
+
+    /// From the tick: every waiting recorder whose cause is gone (free space above the
+    /// low-water mark, the JACK server back, its input back) is handed to `start` (the
+    /// router's policy checks, then `startInput`/`startBus`). One that fails waits on: for
+    /// what the error says is missing, tried again after `retryDelay`.
+    func resumeWaiting(
+        now: Double, servicesAvailable: Bool, inputAvailable: (RecorderSpec) -> Bool,
+        start: (WaitingRecorder) throws -> ResumeOutcome
+    ) {
+        for entry in recovery.ready(now: now, servicesAvailable: servicesAvailable, inputAvailable: inputAvailable) {
+            let name = "\(entry.spec.app)/\(entry.spec.stream)"
+            resuming = entry
+            defer { resuming = nil }
+            do {
+                switch try start(entry) {
+                case .started:
+                    let waited = Double(UTCTime.now().nanosecondsSinceEpoch - entry.since.nanosecondsSinceEpoch) / 1e9
+                    Log.notice(
+                        "\(name): records again (stopped by \(entry.cause.rawValue) at \(entry.since.iso8601), "
+                            + "\(Int(waited.rounded())) s ago)")
+                case .notYet:
+                    break
+                case .dropped(let why):
+                    recovery.remove { $0 == entry }
+                    Log.notice("\(name): not started again after \(entry.cause.rawValue): \(why)")
+                case .held(let why):
+                    recovery.wait(entry.spec, cause: .failed, declared: true, detail: why)
+                    Log.notice("\(name): not started again after \(entry.cause.rawValue): \(why)")
+                }
+            } catch {
+                let failure = Self.sessionError(error)
+                let cause = Self.cause(of: failure) ?? entry.cause
+                if entry.detail != failure.message {
+                    Log.warning("\(name): could not record again (\(failure.message)); waits for \(cause.rawValue)")
+                }
+                recovery.wait(entry.spec, cause: cause, declared: entry.declared, detail: failure.message)
+                // A new cause has its own condition (the input back); the same one is tried later.
+                if cause == entry.cause {
+                    recovery.delay(app: entry.spec.app, stream: entry.spec.stream, until: now + Self.retryDelay)
+                }
+            }
+        }
+    }
+
+    /// A recorder whose cause went but which could not start is tried again this much later
+    /// (seconds): it is logged once, not every tick.
+    static let retryDelay = 5.0
+
+    /// A declared recorder that could not start (`startDeclaredRecorders`): status says why;
+    /// the next start of the engine tries again. One waiting for its input or the server waits
+    /// for that instead.
+    func declaredNotStarted(app: String, port: String?, error: any Error) {
+        let failure = Self.sessionError(error)
+        let name = port ?? "route"
+        let spec = RecorderSpec(app: app, stream: name, port: name, followsRoute: port == nil)
+        let cause = Self.cause(of: failure) ?? .failed
+        if recovery.entry(app: app, stream: name)?.detail != failure.message {
+            Log.warning("\(app): declared recording not started: \(failure.message)")
+        }
+        recovery.wait(spec, cause: cause, declared: true, detail: failure.message)
+    }
+
+    /// A recorder that was to go on (resumeStreams, a new sample rate) could not start: one
+    /// whose input or server is missing waits for it; a declared one says why; another is
+    /// dropped (logged by the caller).
+    func couldNotResume(_ spec: RecorderSpec, error: any Error) {
+        let failure = Self.sessionError(error)
+        let declared = isDeclared(spec.app)
+        guard let cause = Self.cause(of: failure) ?? (declared ? .failed : nil) else { return }
+        recovery.wait(spec, cause: cause, declared: declared, detail: failure.message)
+    }
+
+    private static func sessionError(_ error: any Error) -> SessionError {
+        (error as? SessionError) ?? SessionError(.unspecified, "\(error)")
+    }
+
+    /// What a failed start says is missing: the server, or the input; nil for anything else.
+    private static func cause(of failure: SessionError) -> StopCause? {
+        switch failure.code {
+        case .mediaServicesFailed: return .mediaServicesLost
+        case .resourceNotAvailable: return .inputGone
+        default: return nil
+        }
+    }
+
+    /// `status`'s `waiting`.
+    var waitingInfos: [WaitingRecorderInfo] { recovery.infos() }
 
     /// Declared recorders that should start now: their app records nothing and has nothing
     /// suspended. `port` is the declared port, or nil for the session's input route.
@@ -786,10 +997,11 @@ final class RecorderService: @unchecked Sendable {
 
     /// Disk space of the archive, for `recctl status`.
     func archiveStatus() -> StatusInfo.Archive {
-        var stats = statvfs()
-        guard statvfs(archiveDir, &stats) == 0 else { return StatusInfo.Archive(dir: archiveDir, space: nil) }
-        let free = Double(stats.f_bavail) * Double(stats.f_frsize)
-        let total = Double(stats.f_blocks) * Double(stats.f_frsize)
+        guard let bytes = FileSystem.space(at: archiveDir) else {
+            return StatusInfo.Archive(dir: archiveDir, space: nil)
+        }
+        let free = Double(bytes.availableBytes)
+        let total = Double(bytes.totalBytes)
         let space = StatusInfo.Archive.Space(
             freeBytes: free.rounded(), freePercent: total > 0 ? (free / total * 1000).rounded() / 10 : 0,
             segments: (try? index?.count()) ?? nil)

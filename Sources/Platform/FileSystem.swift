@@ -118,8 +118,15 @@ public enum FileSystem {
     /// Percentage of the file system's space available to unprivileged users (`statvfs`
     /// f_bavail / f_blocks); nil when it cannot be asked.
     public static func freePercent(at path: String) -> Double? {
-        guard let (available, total) = try? Syscall.statvfs(path).get(), total > 0 else { return nil }
-        return Double(available) / Double(total) * 100
+        guard let space = space(at: path), space.totalBytes > 0 else { return nil }
+        return Double(space.availableBytes) / Double(space.totalBytes) * 100
+    }
+
+    /// The file system's bytes available to unprivileged users and its size (`statvfs`); nil
+    /// when it cannot be asked. One system call, no I/O: cheap enough for the control thread.
+    public static func space(at path: String) -> (availableBytes: Int64, totalBytes: Int64)? {
+        guard let (available, total) = try? Syscall.statvfs(path).get() else { return nil }
+        return (Int64(clamping: available), Int64(clamping: total))
     }
 
     /// Regular files under `root` (recursively, not following symbolic links) whose names end

@@ -176,7 +176,12 @@ struct Output {
         case "recording":
             let file = event["file"]?.stringValue.map { " \($0)" } ?? ""
             let reason = event["reason"]?.stringValue.map { " (\($0))" } ?? ""
+            // A stream that starts again by itself says when; one that did, since when it was stopped.
+            let wait =
+                event["resumesWhen"]?.stringValue.map { "; resumes when \($0)" }
+                ?? event["since"]?.stringValue.map { "; stopped since \($0)" } ?? ""
             return "\(app)recording \(event["stream"]?.stringValue ?? "") \(event["state"]?.stringValue ?? "")\(file)\(reason)"
+                + wait
         case "silence":
             let seconds = event["seconds"]?.doubleValue.map { JSONValue.format($0) } ?? "?"
             let level = event["levelDB"]?.doubleValue.map { JSONValue.format($0) } ?? "?"
@@ -300,6 +305,10 @@ struct Output {
                             ]
                         })))
         }
+        if !status.waiting.isEmpty {
+            lines.append("not recording:")
+            for waiting in status.waiting { lines.append("  " + waitingLine(waiting)) }
+        }
         if !status.players.isEmpty {
             lines.append("playing:")
             for player in status.players { lines.append("  " + playerLine(player)) }
@@ -313,6 +322,16 @@ struct Output {
                         rows: status.sessions.map(sessionRow))))
         }
         return lines.joined(separator: "\n")
+    }
+
+    /// `logger/mic: waiting (diskFull since 10:42:03Z; resumes when 512 MiB are free in /srv/archive
+    /// (3.1 MiB now))`; a recorder that does not come back by itself is `stopped`, with what starts it.
+    static func waitingLine(_ w: WaitingRecorderInfo) -> String {
+        let time = w.since.split(separator: "T").last.map { String($0.prefix(8)) + "Z" } ?? w.since
+        let state = w.resumesWhen == nil ? "stopped" : "waiting"
+        var note = w.resumesWhen.map { "resumes when \($0)" } ?? ""
+        if let detail = w.detail { note += (note.isEmpty ? "" : "; last try: ") + detail }
+        return "\(w.app)/\(w.stream): \(state) (\(w.reason) since \(time)\(note.isEmpty ? "" : "; " + note))"
     }
 
     /// `SILENT since 10:02:13Z` for a silent recorder (the time of day of its ISO 8601

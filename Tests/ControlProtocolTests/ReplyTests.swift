@@ -69,7 +69,12 @@ let sampleStatus = StatusInfo(
     recorders: [sampleRecorder], cards: [.init(index: 1, id: "USB", name: "Scarlett 2i2", usb: true)],
     archive: .init(
         dir: "/var/lib/recd/archive", space: .init(freeBytes: 1.5e11, freePercent: 42.5, segments: 120)),
-    attachments: [sampleAttachment])
+    attachments: [sampleAttachment], waiting: [sampleWaiting])
+
+let sampleWaiting = WaitingRecorderInfo(
+    app: "logger", stream: "mic", port: "mic", reason: "diskFull", since: "2026-12-01T10:42:03.250Z", declared: true,
+    resumesWhen: "512 MiB are free in /var/lib/recd/archive (3.1 MiB now)", resumeFreeBytes: 536_870_912,
+    detail: nil)
 
 let sampleAttachment = AttachmentInfo(
     app: "voip", client: "phone", playPorts: ["phone:out_1"], capturePorts: ["phone:in_1"],
@@ -196,7 +201,7 @@ private func checkReply<T: ReplyObject>(_ value: T, optionalKeys: Set<String> = 
         try checkReply(StatusInfo.Replication(remote: "/srv/copies", backlog: 0, lastSuccess: nil, lastError: nil))
         var status = sampleStatus
         status.replication = replication
-        try checkReply(status, optionalKeys: ["replication"])
+        try checkReply(status, optionalKeys: ["replication", "waiting"])
         // Absent without a remote (and from an older recd).
         #expect(sampleStatus.json["replication"] == nil)
         let version1 = WireKeys.line(status.json.jsonText, forVersion: 1)
@@ -205,8 +210,17 @@ private func checkReply<T: ReplyObject>(_ value: T, optionalKeys: Set<String> = 
     }
 
     @Test func statusRoundTrips() throws {
-        try checkReply(sampleStatus)
-        try checkReply(sampleDisconnectedStatus)
+        // `waiting` may be absent: a recd older than it (read as none waiting).
+        try checkReply(sampleStatus, optionalKeys: ["waiting"])
+        try checkReply(sampleDisconnectedStatus, optionalKeys: ["waiting"])
+        try checkReply(sampleWaiting)
+        try checkReply(
+            WaitingRecorderInfo(
+                app: "desk", stream: "line", port: "line", reason: "stop", since: "2026-12-01T10:50:00Z",
+                declared: false, resumesWhen: nil, detail: "`recctl record start desk` starts it"))
+        var older = sampleStatus.json.objectValue ?? []
+        older.removeAll { $0.0 == "waiting" }
+        #expect(try StatusInfo(json: .object(older)).waiting.isEmpty)
         try checkReply(sampleStatus.daemon)
         try checkReply(sampleStatus.jack)
         try checkReply(sampleStatus.cards[0])

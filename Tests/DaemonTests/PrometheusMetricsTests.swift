@@ -17,7 +17,12 @@ struct PrometheusMetricsTests {
                 connected: jackConnected, client: "recd", server: "default", sampleRate: 48_000, bufferSize: 1024,
                 xruns: 3, mediaServicesAvailable: jackConnected, error: nil),
             sessions: [], active: ["logger", "dj"], players: [], recorders: recorders, cards: [],
-            archive: .init(dir: "/a", space: .init(freeBytes: 5e9, freePercent: 40, segments: segments)))
+            archive: .init(dir: "/a", space: .init(freeBytes: 5e9, freePercent: 40, segments: segments)),
+            waiting: [
+                .init(
+                    app: "logger", stream: "desk", port: "desk", reason: "diskFull", since: "2026-12-01T15:00:00Z",
+                    declared: true, resumesWhen: "16 MiB are free in /a (1.0 MiB now)")
+            ])
     }
 
     static func recorder(_ app: String, _ stream: String, silent: Bool = false) -> RecorderInfo {
@@ -38,6 +43,7 @@ struct PrometheusMetricsTests {
             ("recd_sessions_active", "gauge"), ("recd_recording", "gauge"), ("recd_recorded_seconds_total", "counter"),
             ("recd_recorder_overruns_total", "counter"), ("recd_input_peak_dbfs", "gauge"), ("recd_silence", "gauge"),
             ("recd_archive_free_bytes", "gauge"), ("recd_archive_segments", "gauge"),
+            ("recd_recorder_waiting", "gauge"),
         ] {
             #expect(text.contains("# HELP \(name) "), "HELP \(name)")
             #expect(text.contains("# TYPE \(name) \(type)\n"), "TYPE \(name)")
@@ -49,7 +55,7 @@ struct PrometheusMetricsTests {
             "recd_recorder_overruns_total{app=\"logger\",stream=\"main\"} 4",
             "recd_silence{app=\"logger\",stream=\"main\"} 1",
             "recd_input_peak_dbfs{port=\"mic\",channel=\"1\"} -12.25", "recd_archive_free_bytes 5000000000",
-            "recd_archive_segments 12",
+            "recd_archive_segments 12", "recd_recorder_waiting{app=\"logger\",stream=\"desk\",reason=\"diskFull\"} 1",
         ] {
             #expect(text.contains(line + "\n"), "\(line) in:\n\(text)")
         }

@@ -124,8 +124,8 @@ struct ReliabilityTests {
         let xrunsBeforeLoss = try Self.xruns(daemon)
 
         // recd reconnects within 250 ms of the server's return. Hold it still meanwhile, so the
-        // deck's ports exist by then: recd starts a declared recorder only at start-up and at
-        // the reset, not when its input appears later (reported as a bug).
+        // deck's ports exist by then and the logger goes on through auto_resume at the reset
+        // (an input that appears after the reset is RecoveryTests.serverLossHeals).
         kill(pid, SIGSTOP)
         defer { kill(pid, SIGCONT) }
         try jack.start()

@@ -404,10 +404,14 @@ enum Syscall {
         nothingOrErrno(Glibc.chmod(path, mode_t(mode)))
     }
 
-    /// `statvfs(3)`: (blocks available to unprivileged users, total blocks).
+    /// `statvfs(3)`: (bytes available to unprivileged users, total bytes), from the block
+    /// counts times the fragment size.
     static func statvfs(_ path: String) -> Result<(available: UInt64, total: UInt64), Errno> {
         var info = Glibc.statvfs()
-        return nothingOrErrno(statFileSystem(path, &info)).map { (UInt64(info.f_bavail), UInt64(info.f_blocks)) }
+        return nothingOrErrno(statFileSystem(path, &info)).map {
+            let size = UInt64(info.f_frsize)
+            return (UInt64(info.f_bavail) &* size, UInt64(info.f_blocks) &* size)
+        }
     }
 
     /// `realpath(3)`: the canonical absolute path (symlinks and `..` resolved).
