@@ -337,6 +337,23 @@ struct AttachedApplicationTests {
         """
     }
 
+    /// Two stereo outputs, headphones (preferred while there) and a speaker; `phones` and
+    /// `speaker` are the JACK port names' stems, "CLIENT:in_" (channel numbers follow).
+    static func headphonesAndSpeaker(phones: String, speaker: String) -> String {
+        """
+        [port phones]
+        type = headphones
+        direction = output
+        jack = \(phones)1, \(phones)2
+
+        [port speaker]
+        type = builtInSpeaker
+        direction = output
+        jack = \(speaker)1, \(speaker)2
+
+        """
+    }
+
     func inject(_ daemon: Daemon, plugged: Bool) throws {
         let client = try RawClient(path: daemon.socket)
         client.send(
@@ -360,19 +377,7 @@ struct AttachedApplicationTests {
             phonesClient.stop()
             speakerClient.stop()
         }
-        let daemon = try Daemon(
-            ports: """
-                [port phones]
-                type = headphones
-                direction = output
-                jack = \(phones):in_1, \(phones):in_2
-
-                [port speaker]
-                type = builtInSpeaker
-                direction = output
-                jack = \(speaker):in_1, \(speaker):in_2
-
-                """)
+        let daemon = try Daemon(ports: Self.headphonesAndSpeaker(phones: "\(phones):in_", speaker: "\(speaker):in_"))
         let app = try AppProcess(
             Examples.tone, ["--app", "replug", "--client", uniqueName("replug"), "--frequency", "1000"],
             socket: daemon.socket)

@@ -67,18 +67,7 @@ struct RandomizedLifecycleTests {
         var sink: SignalClient? = try SignalClient(["--name", phones, "capture", "--ports", "in_1,in_2", "--out", sinkRaw])
         defer { sink?.stop() }
         let daemon = try Daemon(
-            ports: """
-                [port phones]
-                type = headphones
-                direction = output
-                jack = \(phones):in_1, \(phones):in_2
-
-                [port speaker]
-                type = builtInSpeaker
-                direction = output
-                jack = system:playback_1, system:playback_2
-
-                """)
+            ports: AttachedApplicationTests.headphonesAndSpeaker(phones: "\(phones):in_", speaker: "system:playback_"))
         try #require(daemon.recctl("session", "set", "boss", "--category", "playback").status == 0)
         var slots = [
             Slot(app: "lswift1", c: false, frequency: 700),
