@@ -161,7 +161,9 @@ public enum InjectedDeviceEvent: Sendable, Equatable {
 public enum Command: Sendable, Equatable {
     case hello
     case status
-    case sessionList
+    /// One page of the sessions, by app name: from `offset`, at most `limit` (nil: the most a
+    /// page holds, `SessionPage.maxLimit`).
+    case sessionList(offset: Int, limit: Int?)
     case sessionShow(app: String)
     case sessionSet(SessionSettings)
     case sessionActivate(app: String)
@@ -239,7 +241,8 @@ public enum Command: Sendable, Equatable {
         switch request.op {
         case .hello: self = .hello
         case .status: self = .status
-        case .sessionList: self = .sessionList
+        case .sessionList:
+            self = .sessionList(offset: try a.optionalInt("offset") ?? 0, limit: try a.optionalInt("limit"))
         case .sessionShow: self = .sessionShow(app: try a.string("app"))
         case .sessionSet:
             var options: Set<CategoryOption> = []
@@ -386,7 +389,10 @@ public enum Command: Sendable, Equatable {
     public var arguments: [(String, JSONValue)] {
         var fields = Fields()
         switch self {
-        case .hello, .status, .sessionList, .permissionList, .unwatch, .routes, .archiveReindex: break
+        case .hello, .status, .permissionList, .unwatch, .routes, .archiveReindex: break
+        case .sessionList(let offset, let limit):
+            if offset != 0 { fields.add("offset", Double(offset)) }
+            fields.add("limit", limit.map(Double.init))
         case .sessionShow(let app), .sessionActivate(let app), .sessionDelete(let app), .permissionRequest(let app),
             .permissionDecide(let app, _), .cueShow(let app):
             fields.add("app", app)

@@ -202,7 +202,15 @@ public struct StatusInfo: ReplyObject {
 
     public var daemon: Daemon
     public var jack: Jack
+    /// The most sessions `status` lists: past it the reply lists the active ones first, then
+    /// the rest by app name, and `sessionCount` says how many there are (`session.list` pages
+    /// through all of them).
+    public static let maxListedSessions = 100
+
+    /// At most `maxListedSessions` of the sessions.
     public var sessions: [SessionInfo]
+    /// Sessions recd holds in all (`sessions` may list fewer).
+    public var sessionCount: Int
     /// The apps whose sessions are active.
     public var active: [String]
     public var players: [PlayerInfo]
@@ -217,8 +225,9 @@ public struct StatusInfo: ReplyObject {
     public init(
         daemon: Daemon, jack: Jack, sessions: [SessionInfo], active: [String], players: [PlayerInfo],
         recorders: [RecorderInfo], cards: [Card], archive: Archive, attachments: [AttachmentInfo] = [],
-        replication: Replication? = nil
+        replication: Replication? = nil, sessionCount: Int? = nil
     ) {
+        self.sessionCount = sessionCount ?? sessions.count
         self.replication = replication
         self.attachments = attachments
         self.daemon = daemon
@@ -234,6 +243,7 @@ public struct StatusInfo: ReplyObject {
     public var json: JSONValue {
         var pairs: [(String, JSONValue)] = [
             ("daemon", daemon.json), ("jack", jack.json), ("sessions", .array(sessions.map(\.json))),
+            ("sessionCount", .number(Double(sessionCount))),
             ("active", JSONValue(active)), ("players", .array(players.map(\.json))),
             ("recorders", .array(recorders.map(\.json))), ("cards", .array(cards.map(\.json))),
             ("archive", archive.json), ("attachments", .array(attachments.map(\.json))),
@@ -249,6 +259,7 @@ public struct StatusInfo: ReplyObject {
             active: try f.strings("active"), players: try f.list("players"), recorders: try f.list("recorders"),
             cards: try f.list("cards"), archive: try f.object("archive"),
             attachments: try f.list("attachments"),
-            replication: json["replication"] == nil ? nil : try f.object("replication"))
+            replication: json["replication"] == nil ? nil : try f.object("replication"),
+            sessionCount: json["sessionCount"] == nil ? nil : try f.int("sessionCount"))
     }
 }

@@ -469,8 +469,8 @@ final class ControlRouter: ControlServerHandler, EventSink, @unchecked Sendable 
             ).fields
         case .status:
             return statusFields()
-        case .sessionList:
-            return [("sessions", .array(store.sortedSessions.map(sessionJSON)))]
+        case .sessionList(let offset, let limit):
+            return try sessionPage(offset: offset, limit: limit).fields
         case .sessionShow(let app):
             return [("session", sessionJSON(try store.session(app)))]
         case .sessionSet(let settings):
@@ -651,7 +651,8 @@ final class ControlRouter: ControlServerHandler, EventSink, @unchecked Sendable 
         let app = try Self.checkedAppName(settings.app)
         let configuration = try SessionConfiguration.validated(
             category: settings.category, mode: settings.mode, options: settings.options, policy: settings.policy)
-        try store.checkRoom(for: app)
+        try store.checkRoom(
+            for: app, micUsage: settings.micUsage, by: .init(uid: peer.uid, isAdministrator: isAdministrator(peer)))
         // On an active session this is arbitrated like an activation: a refusal changes nothing.
         let effects = try store.configure(
             app: app, ownerUID: peer.uid, configuration: configuration, micUsage: settings.micUsage)
@@ -1155,12 +1156,39 @@ final class ControlRouter: ControlServerHandler, EventSink, @unchecked Sendable 
             mediaServicesAvailable: store.mediaServicesAvailable, error: engine.isRunning ? nil : engine.lastError,
             implementation: engine.implementation.kind.rawValue)
         return StatusInfo(
-            daemon: daemon, jack: jack, sessions: store.sortedSessions.map(sessionInfo),
+            daemon: daemon, jack: jack, sessions: listedSessions().map(sessionInfo),
             active: store.sortedSessions.filter(\.isActive).map(\.app), players: players.all.map(\.info),
             recorders: recorders.recorders.map(\.info),
             cards: devices.cards.map { .init(index: $0.index, id: $0.id, name: $0.name, usb: $0.isUSB) },
-            archive: recorders.archiveStatus(), attachments: attachments.infos, replication: replication?.status
+            archive: recorders.archiveStatus(), attachments: attachments.infos, replication: replication?.status,
+            sessionCount: store.sessions.count
         )
+    }
+
+    /// The sessions `status` lists: all of them up to `StatusInfo.maxListedSessions`; past it
+    /// the active ones first, then the rest by app name (shown by app name), so that a reply
+    /// stays small however many sessions there are and still shows what is going on.
+    private func listedSessions() -> [Session] {
+        let sorted = store.sortedSessions
+        guard sorted.count > StatusInfo.maxListedSessions else { return sorted }
+        let chosen = (sorted.filter(\.isActive) + sorted.filter { !$0.isActive }).prefix(StatusInfo.maxListedSessions)
+        return chosen.sorted { $0.app < $1.app }
+    }
+
+    /// `session.list`: one page of the sessions by app name (SessionPage).
+    private func sessionPage(offset: Int, limit: Int?) throws -> SessionPage {
+        let limit = limit ?? SessionPage.maxLimit
+        guard offset >= 0, (1...SessionPage.maxLimit).contains(limit) else {
+            throw SessionError(
+                .badParam,
+                "session.list takes an offset of 0 or more and a limit of 1...\(SessionPage.maxLimit) "
+                    + "(not \(offset) and \(limit)); page on with the reply's \"next\"")
+        }
+        let sorted = store.sortedSessions
+        let page = sorted.dropFirst(offset).prefix(limit)
+        let end = min(sorted.count, offset + page.count)
+        return SessionPage(
+            sessions: page.map(sessionInfo), total: sorted.count, offset: offset, next: end < sorted.count ? end : nil)
     }
 
     // MARK: Effects

@@ -149,6 +149,8 @@ final class PlayerService: @unchecked Sendable {
             { _ -> Result<ProbedFile, SessionError> in
                 do throws(MediaError) {
                     let reader = try AudioFileReader(file: file)
+                    try FilePlayer.checkPlayable(
+                        sampleRate: reader.sampleRate, channels: reader.channels, name: file.name)
                     return .success(ProbedFile(file: file, sampleRate: reader.sampleRate, channels: reader.channels))
                 } catch {
                     return .failure(SessionError(.cannotStartPlaying, "cannot play \(file.name): \(error.message)"))

@@ -166,7 +166,8 @@ public enum Recctl {
             }
             // An export of days of audio may take minutes; recd answers once the file is complete.
             let timeout: Double? = request.op == .permissionRequest || request.op == .archiveExport ? nil : 30
-            let reply = try connection.call(request, passing: passing, timeout: timeout)
+            var reply = try connection.call(request, passing: passing, timeout: timeout)
+            if request.op == .sessionList { reply = try allSessionPages(connection, first: reply) }
             if let error = Wire.error(from: reply), reply["ok"]?.boolValue != true {
                 output.failure(error)
                 return 1
@@ -185,6 +186,26 @@ public enum Recctl {
             printError("error: \(error)\n")
             return 1
         }
+    }
+
+    /// `session list` shows every session: recd answers a page at a time (`SessionPage`), so
+    /// the pages after `first` are asked for until `next` is null and their sessions joined
+    /// into one reply (`--json` prints that: `sessions`, `total`, `offset` 0, `next` null).
+    static func allSessionPages(_ connection: Connection, first: JSONValue) throws -> JSONValue {
+        guard first["ok"]?.boolValue == true else { return first }
+        var page = try SessionPage(json: first)
+        var sessions = page.sessions
+        var reply = first
+        // Sessions come and go meanwhile; a page that does not move on ends the listing.
+        while let next = page.next, next > page.offset {
+            reply = try connection.call(.sessionList(offset: next, limit: nil))
+            guard reply["ok"]?.boolValue == true else { return reply }
+            page = try SessionPage(json: reply)
+            sessions += page.sessions
+        }
+        let whole = SessionPage(sessions: sessions, total: page.total, offset: 0, next: nil)
+        for (key, value) in whole.fields { reply.set(key, value) }
+        return reply
     }
 
     /// Why recctl could not open a file to play.
@@ -242,7 +263,7 @@ public enum Recctl {
         let usage = command.spec.usage
         switch command.spec.path {
         case ["status"]: return .status
-        case ["session", "list"]: return .sessionList
+        case ["session", "list"]: return .sessionList(offset: 0, limit: nil)
         case ["session", "show"]: return .sessionShow(app: app)
         case ["session", "set"]:
             guard let category = command.value("category") else {

@@ -9,7 +9,8 @@ import Testing
 
 /// One command of every op, with its optional arguments set where it has any.
 let everyCommand: [Command] = [
-    .hello, .status, .sessionList, .sessionShow(app: "radio"),
+    .hello, .status, .sessionList(offset: 0, limit: nil), .sessionList(offset: 512, limit: 100),
+    .sessionShow(app: "radio"),
     .sessionSet(
         SessionSettings(
             app: "radio", category: .playAndRecord, mode: .voiceChat, options: [.allowBluetoothHFP, .duckOthers],

@@ -180,6 +180,16 @@ private func checkReply<T: ReplyObject>(_ value: T, optionalKeys: Set<String> = 
         #expect(sampleHello.json.jsonText == #"{"protocol":2,"version":"0.9.0","uid":1000,"admin":false}"#)
     }
 
+    @Test func sessionPageRoundTrips() throws {
+        let page = SessionPage(sessions: [sampleSession, sampleQuietSession], total: 600, offset: 256, next: 258)
+        // An older recd sends `sessions` only: one whole page.
+        try checkReply(page, optionalKeys: ["total"])
+        try checkReply(SessionPage(sessions: [], total: 0, offset: 0, next: nil), optionalKeys: ["total"])
+        let old = try SessionPage(json: ["sessions": .array([sampleSession.json])])
+        #expect(old == SessionPage(sessions: [sampleSession], total: 1, offset: 0, next: nil))
+        #expect(page.json["next"]?.intValue == 258)
+    }
+
     @Test func exportRoundTrip() throws {
         let clip = ExportInfo(
             file: "/tmp/clip.flac", format: "flac", app: "radio", stream: "mic", start: "2026-12-01T09:02:00.000000Z",
@@ -196,7 +206,7 @@ private func checkReply<T: ReplyObject>(_ value: T, optionalKeys: Set<String> = 
         try checkReply(StatusInfo.Replication(remote: "/srv/copies", backlog: 0, lastSuccess: nil, lastError: nil))
         var status = sampleStatus
         status.replication = replication
-        try checkReply(status, optionalKeys: ["replication"])
+        try checkReply(status, optionalKeys: ["replication", "sessionCount"])
         // Absent without a remote (and from an older recd).
         #expect(sampleStatus.json["replication"] == nil)
         let version1 = WireKeys.line(status.json.jsonText, forVersion: 1)
@@ -205,8 +215,15 @@ private func checkReply<T: ReplyObject>(_ value: T, optionalKeys: Set<String> = 
     }
 
     @Test func statusRoundTrips() throws {
-        try checkReply(sampleStatus)
-        try checkReply(sampleDisconnectedStatus)
+        // An older recd sends no `sessionCount`: its list is all of them.
+        try checkReply(sampleStatus, optionalKeys: ["sessionCount"])
+        try checkReply(sampleDisconnectedStatus, optionalKeys: ["sessionCount"])
+        var old = sampleStatus.json
+        old = .object(old.objectValue!.filter { $0.0 != "sessionCount" })
+        #expect(try StatusInfo(json: old).sessionCount == sampleStatus.sessions.count)
+        var listed = sampleStatus
+        listed.sessionCount = 1000
+        #expect(try StatusInfo(json: listed.json).sessionCount == 1000)
         try checkReply(sampleStatus.daemon)
         try checkReply(sampleStatus.jack)
         try checkReply(sampleStatus.cards[0])
