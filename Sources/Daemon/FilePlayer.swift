@@ -89,7 +89,8 @@ final class FilePlayer: Sendable {
             throw MediaError(
                 .unsupportedFormat, path: name,
                 message: "it has \(channels) channels; recd plays files of \(acceptedChannels.lowerBound)..."
-                    + "\(acceptedChannels.upperBound) channels: keep the ones to play (e.g. `sox IN out.flac remix 1 2`)")
+                    + "\(acceptedChannels.upperBound) channels: keep the ones to play "
+                    + "(e.g. `sox IN out.flac remix 1 2`)")
         }
     }
 

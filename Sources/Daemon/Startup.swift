@@ -270,6 +270,15 @@ enum SessionDeclarations {
         for record in persisted.sessions {
             var session = Session(app: record.app, ownerUID: record.ownerUID)
             session.micUsage = record.micUsage
+            // An older recd took descriptions of any length; one past today's limit would
+            // make every status and state write carry it again.
+            if let text = record.micUsage, text.utf8.count > SessionStore.maxMicUsageBytes {
+                Log.warning(
+                    "\(record.app): its microphone usage description of \(text.utf8.count) bytes (saved by an older "
+                        + "recd) is dropped; set one of at most \(SessionStore.maxMicUsageBytes) bytes with "
+                        + "`recctl session set \(record.app) ... --mic-usage TEXT`")
+                session.micUsage = nil
+            }
             session.prefersInterruptionOnRouteDisconnect = record.prefersInterruption
             store.insert(session, configuration: record.configuration, preferences: record.preferences, inputMuted: record.inputMuted)
         }

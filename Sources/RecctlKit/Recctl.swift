@@ -190,22 +190,22 @@ public enum Recctl {
 
     /// `session list` shows every session: recd answers a page at a time (`SessionPage`), so
     /// the pages after `first` are asked for until `next` is null and their sessions joined
-    /// into one reply (`--json` prints that: `sessions`, `total`, `offset` 0, `next` null).
+    /// into one reply of `sessions` only, as before paging (`--json` prints that list).
     static func allSessionPages(_ connection: Connection, first: JSONValue) throws -> JSONValue {
         guard first["ok"]?.boolValue == true else { return first }
         var page = try SessionPage(json: first)
-        var sessions = page.sessions
+        // recd's own objects, not re-encoded: a newer recd's keys pass through to --json.
+        var sessions = first["sessions"]?.arrayValue ?? []
         var reply = first
         // Sessions come and go meanwhile; a page that does not move on ends the listing.
         while let next = page.next, next > page.offset {
             reply = try connection.call(.sessionList(offset: next, limit: nil))
             guard reply["ok"]?.boolValue == true else { return reply }
             page = try SessionPage(json: reply)
-            sessions += page.sessions
+            sessions += reply["sessions"]?.arrayValue ?? []
         }
-        let whole = SessionPage(sessions: sessions, total: page.total, offset: 0, next: nil)
-        for (key, value) in whole.fields { reply.set(key, value) }
-        return reply
+        let kept = (reply.objectValue ?? []).filter { $0.0 == "id" || $0.0 == "ok" }
+        return .object(kept + [("sessions", .array(sessions))])
     }
 
     /// Why recctl could not open a file to play.

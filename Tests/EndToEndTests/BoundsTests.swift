@@ -7,7 +7,7 @@ import TestSupport
 import Testing
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 @Suite("bounded work and quotas per user", .serialized)
@@ -34,7 +34,9 @@ struct BoundsTests {
         return (seconds, line?.utf8.count ?? 0, line.flatMap { try? JSONValue.parse($0) })
     }
 
-    @Test("a 10 Hz file is refused before it is read; a 1 kHz one plays with recd's peak RSS within 100 MB", .timeLimit(.minutes(1)))
+    @Test(
+        "a 10 Hz file is refused before it is read; a 1 kHz one plays with recd's peak RSS within 100 MB",
+        .timeLimit(.minutes(1)))
     func lowRateFiles() throws {
         try #require(getuid() == 0, "this test drops to user nobody and needs root")
         let nobody = try userIDs("nobody")
@@ -57,7 +59,8 @@ struct BoundsTests {
 
         // The floor itself: 48-fold, converted a quarter ring at a time.
         let floor = daemon.directory + "/r1000.wav"
-        let floorMade = try runTool("sox", ["-n", "-r", "1000", "-c", "2", "-b", "16", floor, "synth", "600", "sine", "100"])
+        let floorMade = try runTool(
+            "sox", ["-n", "-r", "1000", "-c", "2", "-b", "16", floor, "synth", "600", "sine", "100"])
         try #require(floorMade.status == 0, "sox: \(floorMade.stderr)")
         try #require(chown(floor, nobody.uid, nobody.gid) == 0)
         let played = try daemon.recctl("--json", "play", "x", floor, user: "nobody")
@@ -76,7 +79,9 @@ struct BoundsTests {
         #expect(stopped.status == 0, "\(stopped.stderr)")
     }
 
-    @Test("2,000 sessions by one user: 64 made, the rest refused by name; root's goes through; status stays small and fast", .timeLimit(.minutes(2)))
+    @Test(
+        "2,000 sessions by one user: 64 made, the rest refused by name; root's goes through; status small and fast",
+        .timeLimit(.minutes(2)))
     func sessionFlood() throws {
         try #require(getuid() == 0, "this test drops to user nobody and needs root")
         let nobody = try userIDs("nobody")
@@ -104,7 +109,8 @@ struct BoundsTests {
             """
         let python = try ExternalTools.path("python3")
         let result = try runTool(
-            "setpriv", ["--reuid=\(nobody.uid)", "--regid=\(nobody.gid)", "--clear-groups", python, "-c", flood, daemon.socket],
+            "setpriv",
+            ["--reuid=\(nobody.uid)", "--regid=\(nobody.gid)", "--clear-groups", python, "-c", flood, daemon.socket],
             timeout: 90)
         try #require(result.status == 0, "\(result.stderr)")
         let outcome = try JSONValue.parse(result.stdout.trimmingCharacters(in: .whitespacesAndNewlines))
@@ -118,7 +124,8 @@ struct BoundsTests {
         // Root's 150 more sessions take status past what it lists.
         let client = try RawClient(path: daemon.socket)
         for index in 0..<150 {
-            client.send(#"{"id":\#(index),"v":2,"op":"session.set","app":"admin-\#(index)","category":"ambient"}"# + "\n")
+            client.send(
+                #"{"id":\#(index),"v":2,"op":"session.set","app":"admin-\#(index)","category":"ambient"}"# + "\n")
             #expect(client.readJSON()?["ok"] == true)
         }
         let status = try Self.timedStatus(daemon)
@@ -137,11 +144,12 @@ struct BoundsTests {
         client.send(#"{"id":501,"v":2,"op":"session.list","limit":1000}"# + "\n")
         #expect(client.readJSON()?["error"]?["name"] == "badParam")
         let listed = try daemon.recctl("--json", "session", "list", user: "nobody")
-        #expect(listed.json?["sessions"]?.arrayValue?.count == 215, "\(listed.stderr)")
-        #expect(listed.json?["next"] == .null)
+        #expect(listed.json?.arrayValue?.count == 215, "every page, one list: \(listed.stderr)")
     }
 
-    @Test("--check-config refuses what recd refuses at start: token file, on_silence = /tmp, a FIFO config", .timeLimit(.minutes(1)))
+    @Test(
+        "--check-config refuses what recd refuses at start: token file, on_silence = /tmp, a FIFO config",
+        .timeLimit(.minutes(1)))
     func checkConfigMatchesTheDaemon() throws {
         let directory = try makeTemporaryDirectory("recd-check")
         defer { try? FileManager.default.removeItem(atPath: directory) }
@@ -150,9 +158,15 @@ struct BoundsTests {
         let short = directory + "/short-token"
         try "abc\n".write(toFile: short, atomically: true, encoding: .utf8)
         let cases: [(name: String, text: String, says: String)] = [
-            ("missing token file", base + "[http]\nlisten = 127.0.0.1:0\ntoken_file = \(directory)/none\n", "token_file"),
+            (
+                "missing token file", base + "[http]\nlisten = 127.0.0.1:0\ntoken_file = \(directory)/none\n",
+                "token_file"
+            ),
             ("short token", base + "[http]\nlisten = 127.0.0.1:0\ntoken_file = \(short)\n", "16 characters"),
-            ("on_silence a directory", base + "[http]\nlisten = no\n[archive]\non_silence = /tmp\n", "on_silence = /tmp"),
+            (
+                "on_silence a directory", base + "[http]\nlisten = no\n[archive]\non_silence = /tmp\n",
+                "on_silence = /tmp"
+            ),
         ]
         for item in cases {
             let path = directory + "/recd.conf"
@@ -170,7 +184,8 @@ struct BoundsTests {
         let clock = ContinuousClock()
         var check: CommandResult?
         let took = clock.measure { check = try? runProgram(recd, ["--check-config", fifo], timeout: 10) }
-        #expect(check?.status == 1 && check?.stderr.contains("not a regular file") == true, "\(String(describing: check))")
+        #expect(
+            check?.status == 1 && check?.stderr.contains("not a regular file") == true, "\(String(describing: check))")
         #expect(took < .seconds(2))
         let run = try runProgram(recd, ["--config", fifo], timeout: 10)
         #expect(run.status == 78 && run.stderr.contains("not a regular file"), "\(run.stderr)")

@@ -44,14 +44,18 @@ struct QuotaTests {
         .init(name: "a new session when all 1024 are taken", others: 1024, refused: .resourceNotAvailable),
         .init(name: "an administrator's new session when all 1024 are taken", others: 1024, admin: true),
         .init(name: "reconfiguring when all 1024 are taken", owned: 1, others: 1023, target: .existing),
-        .init(name: "bytes: a new session over 32 KiB", owned: 32, ownedMicBytes: 1000, micBytes: 1000,
+        .init(
+            name: "bytes: a new session over 32 KiB", owned: 32, ownedMicBytes: 1000, micBytes: 1000,
             refused: .resourceNotAvailable),
-        .init(name: "bytes: an administrator's over 32 KiB", owned: 32, ownedMicBytes: 1000, admin: true,
+        .init(
+            name: "bytes: an administrator's over 32 KiB", owned: 32, ownedMicBytes: 1000, admin: true,
             micBytes: 1000),
         .init(name: "bytes: a new session without a description", owned: 32, ownedMicBytes: 1000, clear: true),
-        .init(name: "bytes: a description growing past 32 KiB", owned: 32, ownedMicBytes: 1020, target: .existing,
+        .init(
+            name: "bytes: a description growing past 32 KiB", owned: 32, ownedMicBytes: 1020, target: .existing,
             micBytes: 1024, refused: .resourceNotAvailable),
-        .init(name: "bytes: a description shrinking while over", owned: 32, ownedMicBytes: 1020, target: .existing,
+        .init(
+            name: "bytes: a description shrinking while over", owned: 32, ownedMicBytes: 1020, target: .existing,
             micBytes: 10),
         .init(name: "bytes: unchanged while over", owned: 32, ownedMicBytes: 1020, target: .existing, micBytes: nil),
     ]
