@@ -184,7 +184,9 @@ public enum Command: Sendable, Equatable {
     case stop(app: String, stream: String?)
     case recordStart(RecordStartRequest)
     case recordStop(app: String, stream: String?)
-    case archiveList(app: String?, since: String?)
+    /// Segments by start time, a page at a time: from `offset`, at most `limit` (nil: the
+    /// most a page holds, 1000).
+    case archiveList(app: String?, since: String?, offset: Int = 0, limit: Int? = nil)
     /// `progress`: send `{"id":N,"progress":{"done":k,"total":n}}` lines before the reply.
     case archiveVerify(path: String?, progress: Bool)
     case archiveReindex
@@ -223,7 +225,7 @@ public enum Command: Sendable, Equatable {
             .cueSplit(let app, _), .cueShow(let app), .sessionDetach(let app, _):
             app
         case .sessionAttach(let attach): attach.app
-        case .watch(let app), .archiveList(let app, _), .meter(let app): app
+        case .watch(let app), .archiveList(let app, _, _, _), .meter(let app): app
         case .sessionSet(let settings): settings.app
         case .sessionPrefer(let change): change.app
         case .play(let play): play.app
@@ -302,7 +304,10 @@ public enum Command: Sendable, Equatable {
                     bus: try a.optionalString("bus"), triggerDB: try a.optionalDouble("triggerDB"),
                     holdSeconds: try a.optionalDouble("holdSeconds")))
         case .recordStop: self = .recordStop(app: try a.string("app"), stream: try a.optionalString("stream"))
-        case .archiveList: self = .archiveList(app: try a.optionalString("app"), since: try a.optionalString("since"))
+        case .archiveList:
+            self = .archiveList(
+                app: try a.optionalString("app"), since: try a.optionalString("since"),
+                offset: try a.optionalInt("offset") ?? 0, limit: try a.optionalInt("limit"))
         case .archiveVerify:
             self = .archiveVerify(path: try a.optionalString("path"), progress: try a.optionalBool("progress") ?? false)
         case .archiveReindex: self = .archiveReindex
@@ -422,11 +427,13 @@ public enum Command: Sendable, Equatable {
         case .mute(let app, let muted):
             fields.add("app", app)
             fields.add("muted", muted)
-        case .watch(let app), .archiveList(let app, nil), .meter(let app):
+        case .watch(let app), .meter(let app):
             fields.add("app", app)
-        case .archiveList(let app, let since):
+        case .archiveList(let app, let since, let offset, let limit):
             fields.add("app", app)
             fields.add("since", since)
+            if offset != 0 { fields.add("offset", Double(offset)) }
+            fields.add("limit", limit.map(Double.init))
         case .play(let play):
             fields.add("app", play.app)
             fields.add("file", play.file)

@@ -559,8 +559,8 @@ final class ControlRouter: ControlServerHandler, EventSink, @unchecked Sendable 
             pendingStops.append(
                 PendingStop(client: client, id: id, waitingFor: stopped.map(\.id), recorders: stopped.map(\.json)))
             return nil
-        case .archiveList(let app, let since):
-            return try recorders.archiveList(app: app, since: since)
+        case .archiveList(let app, let since, let offset, let limit):
+            return try recorders.archiveList(app: app, since: since, offset: offset, limit: limit)
         case .archiveVerify(let path, let progress):
             try recorders.verify(
                 path: path, uid: peer.uid, groups: Set(peer.groups + [peer.gid]), for: client,

@@ -167,7 +167,15 @@ public enum Recctl {
             // An export of days of audio may take minutes; recd answers once the file is complete.
             let timeout: Double? = request.op == .permissionRequest || request.op == .archiveExport ? nil : 30
             var reply = try connection.call(request, passing: passing, timeout: timeout)
-            if request.op == .sessionList { reply = try allSessionPages(connection, first: reply) }
+            switch request {
+            case .sessionList:
+                reply = try allPages(connection, first: reply, key: "sessions") { .sessionList(offset: $0, limit: nil) }
+            case .archiveList(let app, let since, _, _):
+                reply = try allPages(connection, first: reply, key: "segments") {
+                    .archiveList(app: app, since: since, offset: $0)
+                }
+            default: break
+            }
             if let error = Wire.error(from: reply), reply["ok"]?.boolValue != true {
                 output.failure(error)
                 return 1
@@ -188,24 +196,27 @@ public enum Recctl {
         }
     }
 
-    /// `session list` shows every session: recd answers a page at a time (`SessionPage`), so
-    /// the pages after `first` are asked for until `next` is null and their sessions joined
-    /// into one reply of `sessions` only, as before paging (`--json` prints that list).
-    static func allSessionPages(_ connection: Connection, first: JSONValue) throws -> JSONValue {
+    /// `session list` and `archive list` show everything: recd answers a page at a time
+    /// (`next`: the offset of the following page, null on the last), so the pages after
+    /// `first` are asked for with `request(offset)` and their `key` lists joined into one reply
+    /// of that list only, as before paging (`--json` prints the list).
+    static func allPages(
+        _ connection: Connection, first: JSONValue, key: String, request: (Int) -> Command
+    ) throws -> JSONValue {
         guard first["ok"]?.boolValue == true else { return first }
-        var page = try SessionPage(json: first)
         // recd's own objects, not re-encoded: a newer recd's keys pass through to --json.
-        var sessions = first["sessions"]?.arrayValue ?? []
+        var items = first[key]?.arrayValue ?? []
         var reply = first
-        // Sessions come and go meanwhile; a page that does not move on ends the listing.
-        while let next = page.next, next > page.offset {
-            reply = try connection.call(.sessionList(offset: next, limit: nil))
+        var offset = 0
+        // Entries come and go meanwhile; a page that does not move on ends the listing.
+        while let next = reply["next"]?.intValue, next > offset {
+            offset = next
+            reply = try connection.call(request(next))
             guard reply["ok"]?.boolValue == true else { return reply }
-            page = try SessionPage(json: reply)
-            sessions += reply["sessions"]?.arrayValue ?? []
+            items += reply[key]?.arrayValue ?? []
         }
-        let kept = (reply.objectValue ?? []).filter { $0.0 == "id" || $0.0 == "ok" }
-        return .object(kept + [("sessions", .array(sessions))])
+        let kept = (first.objectValue ?? []).filter { $0.0 == "id" || $0.0 == "ok" }
+        return .object(kept + [(key, .array(items))])
     }
 
     /// Why recctl could not open a file to play.
