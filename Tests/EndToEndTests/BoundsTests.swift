@@ -47,9 +47,10 @@ struct BoundsTests {
         let idle = Self.memory("VmRSS", of: pid)
 
         // 4,800 s at 10 Hz: 48 kHz / 10 Hz made every chunk 4,800 times its size (2.4 GB in 1.4 s).
+        // (Written here: sox takes 10 s over a 10 Hz file.)
         let slow = daemon.directory + "/r10.wav"
-        let made = try runTool("sox", ["-n", "-r", "10", "-c", "2", "-b", "16", slow, "synth", "4800", "sine", "1"])
-        try #require(made.status == 0, "sox: \(made.stderr)")
+        let wave = (0..<48_000).map { Int16(truncatingIfNeeded: ($0 % 10) * 3000) }
+        try writeWAV(path: slow, sampleRate: 10, channels: 2, samples: wave + wave)
         try #require(chown(slow, nobody.uid, nobody.gid) == 0)
         let refused = try daemon.recctl("play", "x", slow, user: "nobody")
         #expect(refused.status == 1)
@@ -59,9 +60,8 @@ struct BoundsTests {
 
         // The floor itself: 48-fold, converted a quarter ring at a time.
         let floor = daemon.directory + "/r1000.wav"
-        let floorMade = try runTool(
-            "sox", ["-n", "-r", "1000", "-c", "2", "-b", "16", floor, "synth", "600", "sine", "100"])
-        try #require(floorMade.status == 0, "sox: \(floorMade.stderr)")
+        let tone = (0..<(1000 * 60 * 2)).map { Int16(truncatingIfNeeded: ($0 % 20) * 1500) }
+        try writeWAV(path: floor, sampleRate: 1000, channels: 2, samples: tone)
         try #require(chown(floor, nobody.uid, nobody.gid) == 0)
         let played = try daemon.recctl("--json", "play", "x", floor, user: "nobody")
         try #require(played.status == 0, "\(played.stderr)")

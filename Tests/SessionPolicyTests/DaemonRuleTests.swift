@@ -80,8 +80,7 @@ struct DaemonRuleTests {
         let user = SessionStore.Requester(uid: 5000, isAdministrator: false)
         // 16 users of 64 sessions each fill the global cap.
         for index in 0..<(SessionStore.maxSessions - 1) {
-            _ = try store.configure(
-                app: "app\(index)", ownerUID: 2000 + UInt32(index / 64), configuration: config(.ambient))
+            store.insert(Session(app: "app\(index)", ownerUID: 2000 + UInt32(index / 64)), configuration: config(.ambient))
         }
         try store.checkRoom(for: "one-more", by: user)  // the 1024th
         _ = try store.configure(app: "one-more", ownerUID: user.uid, configuration: config(.ambient))
