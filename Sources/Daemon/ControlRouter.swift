@@ -803,6 +803,9 @@ final class ControlRouter: ControlServerHandler, EventSink, @unchecked Sendable 
         try authorizeChange(of: app, by: peer)
         let session = try store.session(app)
         try checkCanPlay(session)
+        try store.checkPlayerRoom(
+            app: app, newStream: players.get(app, play.stream ?? "main") == nil, players: players.countsByApp,
+            by: .init(uid: peer.uid, isAdministrator: isAdministrator(peer)))
         guard engine.isRunning else {
             throw SessionError(
                 .mediaServicesFailed, "the JACK server is gone; wait for mediaServicesWereReset and play again")

@@ -99,11 +99,6 @@ final class PlayerService: @unchecked Sendable {
 
     /// Longest a new player waits for its feeder to get ahead of the process thread.
     static let prerollTimeout = 0.5
-    /// The most players one session may have (streams), and all sessions together: each is a
-    /// feeder thread, a ring and a converter, so a client's loop of `play --stream N` stops
-    /// here rather than at the system's thread limit (recd.service's TasksMax=).
-    static let maxPlayersPerSession = 8
-    static let maxPlayers = 128
 
     private let engine: any PlayerEngine
     private let sink: any EventSink
@@ -136,6 +131,9 @@ final class PlayerService: @unchecked Sendable {
 
     /// Whether any of an app's players is playing (for the policy's isBusy).
     func isPlaying(_ app: String) -> Bool { of(app).contains { $0.pausedBy == nil } }
+
+    /// How many players (playing or paused) each app has: the policy's player limits' input.
+    var countsByApp: [String: Int] { players.values.reduce(into: [:]) { $0[$1.app, default: 0] += 1 } }
 
     /// The apps with a player playing (not paused): the policy's isOtherAudioPlaying input.
     var playingApps: Set<String> { Set(players.values.filter { $0.pausedBy == nil }.map(\.app)) }
@@ -176,7 +174,6 @@ final class PlayerService: @unchecked Sendable {
         guard let output = engine.output(port: order.port) else {
             throw SessionError(.cannotStartPlaying, "port \(order.port) is not an output port; see `recctl routes`")
         }
-        try checkRoom(for: order)
         if let old = get(order.app, order.stream) { stop(old, reason: "replaced") }
         var routes: [PlayerRoute]?
         var playerChannels = output.channels
@@ -213,24 +210,6 @@ final class PlayerService: @unchecked Sendable {
             { _ in Self.waitForPreroll(handle: handle, feeder: feeder, frames: queued, timeout: Self.prerollTimeout) }
         ) { [weak self] _ in
             self?.finishStart(player, file: probed, started: started)
-        }
-    }
-
-    /// A new stream needs room under `maxPlayersPerSession` and `maxPlayers`; a stream that
-    /// replaces its own player always has it.
-    private func checkRoom(for order: PlayOrder) throws(SessionError) {
-        guard get(order.app, order.stream) == nil else { return }
-        let own = of(order.app).count
-        if own >= Self.maxPlayersPerSession {
-            throw SessionError(
-                .resourceNotAvailable,
-                "\(order.app) has \(own) players, the most one session may; stop one (`recctl stop "
-                    + "\(order.app) --stream NAME`) or play on one of its streams")
-        }
-        if players.count >= Self.maxPlayers {
-            throw SessionError(
-                .resourceNotAvailable,
-                "recd plays \(players.count) files already, the most it plays at once; stop one, or wait")
         }
     }
 

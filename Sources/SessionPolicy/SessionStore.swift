@@ -626,6 +626,44 @@ public struct SessionStore: Equatable, Sendable {
         }
     }
 
+    /// The most players one session may have (one per stream), for everyone.
+    public static let maxPlayersPerSession = 8
+    /// The most players the sessions of one user (not an administrator) may have together.
+    public static let maxPlayersPerUser = 16
+    /// The most players of all non-administrators together.
+    public static let maxPlayers = 128
+
+    /// Checks that `app` may start a player on a stream that has none (`newStream`; a stream
+    /// that plays may always take a new file: it replaces its player). `players` is how many
+    /// players each app has now. Each is a feeder thread, a ring and a converter in the daemon,
+    /// so a client's loop of `play --stream N` stops here, with resourceNotAvailable, rather
+    /// than at the system's thread limit. Administrators are held only to the per-session limit.
+    public func checkPlayerRoom(
+        app: String, newStream: Bool, players: [String: Int], by requester: Requester
+    ) throws(SessionError) {
+        let session = try session(app)
+        guard newStream else { return }
+        let own = players[app] ?? 0
+        let stopHint = "stop one with `recctl stop APP --stream NAME`, or play on a stream that plays"
+        if own >= Self.maxPlayersPerSession {
+            throw SessionError(
+                .resourceNotAvailable, "\(app) has \(own) players, the most one session may; \(stopHint)")
+        }
+        if requester.isAdministrator { return }
+        let owner = session.ownerUID
+        let owned = players.reduce(0) { $0 + (sessions[$1.key]?.ownerUID == owner ? $1.value : 0) }
+        if owned >= Self.maxPlayersPerUser {
+            throw SessionError(
+                .resourceNotAvailable,
+                "the sessions of uid \(owner) have \(owned) players, the most one user may; \(stopHint)")
+        }
+        let all = players.values.reduce(0, +)
+        if all >= Self.maxPlayers {
+            throw SessionError(
+                .resourceNotAvailable, "recd plays \(all) files already, the most it plays at once; \(stopHint)")
+        }
+    }
+
     /// Checks that `app` may record the input `port` given its mode: a dualRoute session records
     /// only the inputs of its route (its built-in microphone and one duplex secondary).
     public func checkRecordInput(app: String, port: String) throws(SessionError) {

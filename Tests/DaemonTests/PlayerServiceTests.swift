@@ -222,24 +222,6 @@ final class PlayerServiceTests {
         #expect(abs(peak("spk") - 0.5) < 0.001)
     }
 
-    @Test("a session's ninth stream is refused with resourceNotAvailable; replacing a stream's file is not")
-    func playersPerSession() throws {
-        let path = try dcFile()
-        for index in 0..<PlayerService.maxPlayersPerSession {
-            _ = try play(path, stream: "s\(index)").get()
-        }
-        let probed = try #require(probe(path)).get()
-        let refused = #expect(throws: SessionError.self) {
-            try players.start(
-                PlayOrder(app: "radio", stream: "one-more", file: probed, port: "spk", gainDB: 0)
-            ) { _ in }
-        }
-        #expect(refused?.code == .resourceNotAvailable && refused?.message.contains("recctl stop radio") == true)
-        #expect(players.of("radio").count == PlayerService.maxPlayersPerSession)
-        _ = try play(path, stream: "s0").get()  // a new file on a stream it has
-        _ = try play(path, app: "other", stream: "s0").get()  // another session has its own room
-    }
-
     @Test("channels outside the port are refused with resourceNotAvailable before anything is added")
     func channelsOutsideThePort() throws {
         let probed = try #require(probe(try dcFile())).get()

@@ -75,6 +75,15 @@ struct BoundsTests {
         #expect(status.seconds < 0.1, "status took \(status.seconds) s while playing")
         let peak = Self.memory("VmHWM", of: pid)
         #expect(peak - idle < 100 << 20, "recd's peak RSS rose \((peak - idle) >> 20) MB over idle")
+        // Streams: 8 players in one session, the 9th refused by name; a new file on a stream is not.
+        for index in 1..<8 {
+            let more = try daemon.recctl("play", "x", floor, "--stream", "s\(index)", user: "nobody")
+            #expect(more.status == 0, "stream s\(index): \(more.stderr)")
+        }
+        let ninth = try daemon.recctl("play", "x", floor, "--stream", "s8", user: "nobody")
+        #expect(ninth.status == 1 && ninth.stderr.contains("resourceNotAvailable"), "\(ninth.stderr)")
+        let again = try daemon.recctl("play", "x", floor, "--stream", "s1", user: "nobody")
+        #expect(again.status == 0, "\(again.stderr)")
         let stopped = try daemon.recctl("stop", "x", user: "nobody")
         #expect(stopped.status == 0, "\(stopped.stderr)")
     }

@@ -120,3 +120,65 @@ struct QuotaTests {
         #expect(store.sessionCount(ownedBy: 7) == 2)
     }
 }
+
+@Suite("quotas: players per session, per user, in all")
+struct PlayerQuotaTests {
+    struct Room: Sendable, CustomTestStringConvertible {
+        let name: String
+        /// Players of the requester's session "mine".
+        var mine = 0
+        /// Players of the requester's other sessions.
+        var ownOthers = 0
+        /// Players of other users' sessions.
+        var others = 0
+        var admin = false
+        var newStream = true
+        var refused = false
+        var testDescription: String { name }
+    }
+
+    static let rooms: [Room] = [
+        .init(name: "a first player"),
+        .init(name: "a session's 8th", mine: 7),
+        .init(name: "a session's 9th", mine: 8, refused: true),
+        .init(name: "an administrator's session's 9th", mine: 8, admin: true, refused: true),
+        .init(name: "a new file on a stream of a full session", mine: 8, newStream: false),
+        .init(name: "a user's 16th", mine: 7, ownOthers: 8),
+        .init(name: "a user's 17th", mine: 1, ownOthers: 15, refused: true),
+        .init(name: "an administrator's 17th", mine: 1, ownOthers: 15, admin: true),
+        .init(name: "the 129th in all", others: 128, refused: true),
+        .init(name: "an administrator's 129th in all", others: 128, admin: true),
+    ]
+
+    @Test(arguments: rooms)
+    func room(_ row: Room) throws {
+        var store = SessionStore.fixture()
+        var players: [String: Int] = [:]
+        store.insert(Session(app: "mine", ownerUID: 1000), configuration: config(.playback))
+        players["mine"] = row.mine
+        for index in 0..<((row.ownOthers + 7) / 8) {
+            store.insert(Session(app: "own-\(index)", ownerUID: 1000), configuration: config(.playback))
+            players["own-\(index)"] = min(8, row.ownOthers - index * 8)
+        }
+        for index in 0..<((row.others + 7) / 8) {
+            store.insert(Session(app: "other-\(index)", ownerUID: 2000 + UInt32(index)), configuration: config(.playback))
+            players["other-\(index)"] = min(8, row.others - index * 8)
+        }
+        do {
+            try store.checkPlayerRoom(
+                app: "mine", newStream: row.newStream, players: players,
+                by: .init(uid: 1000, isAdministrator: row.admin))
+            #expect(!row.refused, "allowed")
+        } catch {
+            #expect(row.refused, "\(error)")
+            #expect(error.code == .resourceNotAvailable && error.message.contains("recctl stop"), "\(error)")
+        }
+    }
+
+    @Test func unknownSessionIsExpired() {
+        let store = SessionStore.fixture()
+        #expect(throws: SessionError.self) {
+            try store.checkPlayerRoom(app: "gone", newStream: true, players: [:], by: .init(uid: 0, isAdministrator: true))
+        }
+    }
+}
