@@ -453,6 +453,20 @@ final class ControlRouter: ControlServerHandler, EventSink, @unchecked Sendable 
         return app
     }
 
+    /// A stream name a client gives (`play`, `record.start`): it is kept in the players and
+    /// recorders, shown in every `status` and event, and part of segment file names, so it is
+    /// bounded like an app name: 1-64 bytes, no control characters.
+    static func checkStreamName(_ stream: String?) throws {
+        guard let stream else { return }
+        let printable = stream.unicodeScalars.allSatisfy { $0.value >= 0x20 && $0.value != 0x7F }
+        guard (1...64).contains(stream.utf8.count), printable else {
+            throw SessionError(
+                .badParam,
+                "stream name \"\(stream.prefix(64))\(stream.utf8.count > 64 ? "..." : "")\" is not valid; use 1-64 "
+                    + "bytes without control characters")
+        }
+    }
+
     // MARK: Commands
 
     /// Returns the reply fields, or nil when the reply comes later: permission.request,
@@ -736,6 +750,7 @@ final class ControlRouter: ControlServerHandler, EventSink, @unchecked Sendable 
         descriptors: inout PassedDescriptors
     ) throws -> [(String, JSONValue)]? {
         let app = play.app
+        try Self.checkStreamName(play.stream)
         let session = try store.session(app)
         try checkCanPlay(session)
         guard let path = play.file else {
@@ -858,6 +873,7 @@ final class ControlRouter: ControlServerHandler, EventSink, @unchecked Sendable 
     /// `record.start`: permission-gated (SPEC §8), implicit activation, one tap + one recorder.
     private func recordStart(_ start: RecordStartRequest) throws -> [(String, JSONValue)] {
         let app = start.app
+        try Self.checkStreamName(start.stream)
         try store.checkCanRecord(app: app)
         if let triggerDB = start.triggerDB {
             return try armTrigger(start, triggerDB: triggerDB) { apply(try store.activate(app: app)) }

@@ -145,6 +145,13 @@ struct BoundsTests {
         let text = try daemon.recctl("status")
         #expect(text.stdout.contains("sessions: 215 (0 active; 100 shown"), "\(text.stdout)")
 
+        // A stream name is bounded like an app name.
+        let longStream = String(repeating: "s", count: 100)
+        client.send(#"{"id":499,"v":2,"op":"play","app":"roots","stream":"\#(longStream)"}"# + "\n")
+        let refusedStream = client.readJSON()
+        #expect(refusedStream?["error"]?["name"] == "badParam", "\(String(describing: refusedStream))")
+        #expect(refusedStream?["error"]?["message"]?.stringValue?.contains("1-64 bytes") == true)
+
         // session.list pages; recctl joins the pages.
         client.send(#"{"id":500,"v":2,"op":"session.list","offset":200,"limit":10}"# + "\n")
         let page = client.readJSON()
