@@ -152,20 +152,23 @@ public final class ArchiveIndex {
     }
 
     /// Segments of `app` (all apps when nil) that hold audio after `since` (their end is
-    /// later) and start before `until`, ordered by start time, oldest first.
-    public func list(app: String? = nil, since: UTCTime? = nil, until: UTCTime? = nil) throws(ArchiveError)
-        -> [SegmentRecord]
-    {
+    /// later) and start before `until`, ordered by start time, oldest first; of those, at most
+    /// `limit` from the `offset`th on (nil: all).
+    public func list(
+        app: String? = nil, since: UTCTime? = nil, until: UTCTime? = nil, offset: Int = 0, limit: Int? = nil
+    ) throws(ArchiveError) -> [SegmentRecord] {
         var conditions: [String] = []
         if app != nil { conditions.append("app = ?1") }
         if since != nil { conditions.append("end_us > ?2") }
         if until != nil { conditions.append("start_us < ?3") }
         let filter = conditions.isEmpty ? "" : " WHERE " + conditions.joined(separator: " AND ")
         let statement = try database.statement(
-            "SELECT \(ArchiveIndex.columns) FROM segments\(filter) ORDER BY start_us, path")
+            "SELECT \(ArchiveIndex.columns) FROM segments\(filter) ORDER BY start_us, path LIMIT ?4 OFFSET ?5")
         if let app { statement.bind(1, app) }
         if let since { statement.bind(2, since.microsecondsSinceEpoch) }
         if let until { statement.bind(3, until.microsecondsSinceEpoch) }
+        statement.bind(4, limit ?? -1)  // SQLite: a negative LIMIT is none
+        statement.bind(5, offset)
         defer { statement.reset() }
         var records: [SegmentRecord] = []
         while try statement.step() { records.append(ArchiveIndex.record(from: statement)) }

@@ -106,11 +106,13 @@ public final class Resampler {
     public func process(_ input: [Float]) throws(MediaError) -> [Float] {
         precondition(input.count % channels == 0, "an array of whole frames")
         var result: [Float] = []
+        // Bites of input that make at most about 4096 output frames, whatever the ratio.
+        let bite = max(1, min(4096, Int(4096 / ratio)))
         var output = [Float](
-            repeating: 0, count: maximumOutputFrames(forInputFrames: 4096) * channels)
+            repeating: 0, count: maximumOutputFrames(forInputFrames: bite) * channels)
         var offset = 0
         while offset < input.count {
-            let step = min(4096, (input.count - offset) / channels)
+            let step = min(bite, (input.count - offset) / channels)
             let (consumed, produced) = try input.withUnsafeBufferPointer {
                 whole throws(MediaError) in
                 try output.withUnsafeMutableBufferPointer { out throws(MediaError) in

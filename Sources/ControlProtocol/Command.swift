@@ -161,7 +161,9 @@ public enum InjectedDeviceEvent: Sendable, Equatable {
 public enum Command: Sendable, Equatable {
     case hello
     case status
-    case sessionList
+    /// One page of the sessions, by app name: from `offset`, at most `limit` (nil: the most a
+    /// page holds, `SessionPage.maxLimit`).
+    case sessionList(offset: Int, limit: Int?)
     case sessionShow(app: String)
     case sessionSet(SessionSettings)
     /// `hold`: the activation is held by the requesting process (an application, not recctl):
@@ -184,7 +186,9 @@ public enum Command: Sendable, Equatable {
     case stop(app: String, stream: String?)
     case recordStart(RecordStartRequest)
     case recordStop(app: String, stream: String?)
-    case archiveList(app: String?, since: String?)
+    /// Segments by start time, a page at a time: from `offset`, at most `limit` (nil: the
+    /// most a page holds, 1000).
+    case archiveList(app: String?, since: String?, offset: Int = 0, limit: Int? = nil)
     /// `progress`: send `{"id":N,"progress":{"done":k,"total":n}}` lines before the reply.
     case archiveVerify(path: String?, progress: Bool)
     case archiveReindex
@@ -223,7 +227,7 @@ public enum Command: Sendable, Equatable {
             .cueSplit(let app, _), .cueShow(let app), .sessionDetach(let app, _):
             app
         case .sessionAttach(let attach): attach.app
-        case .watch(let app), .archiveList(let app, _), .meter(let app): app
+        case .watch(let app), .archiveList(let app, _, _, _), .meter(let app): app
         case .sessionSet(let settings): settings.app
         case .sessionPrefer(let change): change.app
         case .play(let play): play.app
@@ -241,7 +245,8 @@ public enum Command: Sendable, Equatable {
         switch request.op {
         case .hello: self = .hello
         case .status: self = .status
-        case .sessionList: self = .sessionList
+        case .sessionList:
+            self = .sessionList(offset: try a.optionalInt("offset") ?? 0, limit: try a.optionalInt("limit"))
         case .sessionShow: self = .sessionShow(app: try a.string("app"))
         case .sessionSet:
             var options: Set<CategoryOption> = []
@@ -302,7 +307,10 @@ public enum Command: Sendable, Equatable {
                     bus: try a.optionalString("bus"), triggerDB: try a.optionalDouble("triggerDB"),
                     holdSeconds: try a.optionalDouble("holdSeconds")))
         case .recordStop: self = .recordStop(app: try a.string("app"), stream: try a.optionalString("stream"))
-        case .archiveList: self = .archiveList(app: try a.optionalString("app"), since: try a.optionalString("since"))
+        case .archiveList:
+            self = .archiveList(
+                app: try a.optionalString("app"), since: try a.optionalString("since"),
+                offset: try a.optionalInt("offset") ?? 0, limit: try a.optionalInt("limit"))
         case .archiveVerify:
             self = .archiveVerify(path: try a.optionalString("path"), progress: try a.optionalBool("progress") ?? false)
         case .archiveReindex: self = .archiveReindex
@@ -389,7 +397,10 @@ public enum Command: Sendable, Equatable {
     public var arguments: [(String, JSONValue)] {
         var fields = Fields()
         switch self {
-        case .hello, .status, .sessionList, .permissionList, .unwatch, .routes, .archiveReindex: break
+        case .hello, .status, .permissionList, .unwatch, .routes, .archiveReindex: break
+        case .sessionList(let offset, let limit):
+            if offset != 0 { fields.add("offset", Double(offset)) }
+            fields.add("limit", limit.map(Double.init))
         case .sessionShow(let app), .sessionDelete(let app), .permissionRequest(let app),
             .permissionDecide(let app, _), .cueShow(let app):
             fields.add("app", app)
@@ -422,11 +433,13 @@ public enum Command: Sendable, Equatable {
         case .mute(let app, let muted):
             fields.add("app", app)
             fields.add("muted", muted)
-        case .watch(let app), .archiveList(let app, nil), .meter(let app):
+        case .watch(let app), .meter(let app):
             fields.add("app", app)
-        case .archiveList(let app, let since):
+        case .archiveList(let app, let since, let offset, let limit):
             fields.add("app", app)
             fields.add("since", since)
+            if offset != 0 { fields.add("offset", Double(offset)) }
+            fields.add("limit", limit.map(Double.init))
         case .play(let play):
             fields.add("app", play.app)
             fields.add("file", play.file)

@@ -311,3 +311,44 @@ extension HardwarePreferences: ReplyObject {
             inputChannels: try f.optionalInt("inputChannels"), outputChannels: try f.optionalInt("outputChannels"))
     }
 }
+
+/// `session.list`'s reply: one page of the sessions, by app name. However many sessions recd
+/// holds, a reply stays small: a client pages with `offset` until `next` is null.
+public struct SessionPage: ReplyObject {
+    /// The most sessions one page holds (a request's `limit` is 1...this; none: this).
+    public static let maxLimit = 256
+
+    public var sessions: [SessionInfo]
+    /// Sessions recd holds in all.
+    public var total: Int
+    /// The index of this page's first session.
+    public var offset: Int
+    /// The offset of the next page; nil when this page is the last.
+    public var next: Int?
+
+    public init(sessions: [SessionInfo], total: Int, offset: Int, next: Int?) {
+        self.sessions = sessions
+        self.total = total
+        self.offset = offset
+        self.next = next
+    }
+
+    public var json: JSONValue {
+        [
+            "sessions": .array(sessions.map(\.json)), "total": .number(Double(total)),
+            "offset": .number(Double(offset)), "next": next.map { .number(Double($0)) } ?? .null,
+        ]
+    }
+
+    /// Decodes a page; a reply of a recd older than paging (only `sessions`) is one whole page.
+    public init(json: JSONValue) throws(ReplyDecodingError) {
+        let f = try ReplyFields(json, "session.list's reply")
+        let sessions: [SessionInfo] = try f.list("sessions")
+        guard json["total"] != nil else {
+            self.init(sessions: sessions, total: sessions.count, offset: 0, next: nil)
+            return
+        }
+        self.init(
+            sessions: sessions, total: try f.int("total"), offset: try f.int("offset"), next: try f.optionalInt("next"))
+    }
+}

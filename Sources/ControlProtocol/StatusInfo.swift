@@ -202,7 +202,15 @@ public struct StatusInfo: ReplyObject {
 
     public var daemon: Daemon
     public var jack: Jack
+    /// The most sessions `status` lists: past it the reply lists the active ones first, then
+    /// the rest by app name, and `sessionCount` says how many there are (`session.list` pages
+    /// through all of them).
+    public static let maxListedSessions = 100
+
+    /// At most `maxListedSessions` of the sessions.
     public var sessions: [SessionInfo]
+    /// Sessions recd holds in all (`sessions` may list fewer).
+    public var sessionCount: Int
     /// The apps whose sessions are active.
     public var active: [String]
     public var players: [PlayerInfo]
@@ -219,9 +227,10 @@ public struct StatusInfo: ReplyObject {
     public init(
         daemon: Daemon, jack: Jack, sessions: [SessionInfo], active: [String], players: [PlayerInfo],
         recorders: [RecorderInfo], cards: [Card], archive: Archive, attachments: [AttachmentInfo] = [],
-        replication: Replication? = nil, waiting: [WaitingRecorderInfo] = []
+        replication: Replication? = nil, waiting: [WaitingRecorderInfo] = [], sessionCount: Int? = nil
     ) {
         self.waiting = waiting
+        self.sessionCount = sessionCount ?? sessions.count
         self.replication = replication
         self.attachments = attachments
         self.daemon = daemon
@@ -237,6 +246,7 @@ public struct StatusInfo: ReplyObject {
     public var json: JSONValue {
         var pairs: [(String, JSONValue)] = [
             ("daemon", daemon.json), ("jack", jack.json), ("sessions", .array(sessions.map(\.json))),
+            ("sessionCount", .number(Double(sessionCount))),
             ("active", JSONValue(active)), ("players", .array(players.map(\.json))),
             ("recorders", .array(recorders.map(\.json))), ("waiting", .array(waiting.map(\.json))),
             ("cards", .array(cards.map(\.json))),
@@ -254,6 +264,7 @@ public struct StatusInfo: ReplyObject {
             cards: try f.list("cards"), archive: try f.object("archive"),
             attachments: try f.list("attachments"),
             replication: json["replication"] == nil ? nil : try f.object("replication"),
-            waiting: json["waiting"] == nil ? [] : try f.list("waiting"))
+            waiting: json["waiting"] == nil ? [] : try f.list("waiting"),
+            sessionCount: json["sessionCount"] == nil ? nil : try f.int("sessionCount"))
     }
 }

@@ -470,6 +470,20 @@ final class ControlRouter: ControlServerHandler, EventSink, @unchecked Sendable 
         return app
     }
 
+    /// A stream name a client gives (`play`, `record.start`): it is kept in the players and
+    /// recorders, shown in every `status` and event, and part of segment file names, so it is
+    /// bounded like an app name: 1-64 bytes, no control characters.
+    static func checkStreamName(_ stream: String?) throws {
+        guard let stream else { return }
+        let printable = stream.unicodeScalars.allSatisfy { $0.value >= 0x20 && $0.value != 0x7F }
+        guard (1...64).contains(stream.utf8.count), printable else {
+            throw SessionError(
+                .badParam,
+                "stream name \"\(stream.prefix(64))\(stream.utf8.count > 64 ? "..." : "")\" is not valid; use 1-64 "
+                    + "bytes without control characters")
+        }
+    }
+
     // MARK: Commands
 
     /// Returns the reply fields, or nil when the reply comes later: permission.request,
@@ -486,8 +500,8 @@ final class ControlRouter: ControlServerHandler, EventSink, @unchecked Sendable 
             ).fields
         case .status:
             return statusFields()
-        case .sessionList:
-            return [("sessions", .array(store.sortedSessions.map(sessionJSON)))]
+        case .sessionList(let offset, let limit):
+            return try sessionPage(offset: offset, limit: limit).fields
         case .sessionShow(let app):
             return [("session", sessionJSON(try store.session(app)))]
         case .sessionSet(let settings):
@@ -577,8 +591,8 @@ final class ControlRouter: ControlServerHandler, EventSink, @unchecked Sendable 
             pendingStops.append(
                 PendingStop(client: client, id: id, waitingFor: stopped.map(\.id), recorders: stopped.map(\.json)))
             return nil
-        case .archiveList(let app, let since):
-            return try recorders.archiveList(app: app, since: since)
+        case .archiveList(let app, let since, let offset, let limit):
+            return try recorders.archiveList(app: app, since: since, offset: offset, limit: limit)
         case .archiveVerify(let path, let progress):
             try recorders.verify(
                 path: path, uid: peer.uid, groups: Set(peer.groups + [peer.gid]), for: client,
@@ -669,7 +683,8 @@ final class ControlRouter: ControlServerHandler, EventSink, @unchecked Sendable 
         let app = try Self.checkedAppName(settings.app)
         let configuration = try SessionConfiguration.validated(
             category: settings.category, mode: settings.mode, options: settings.options, policy: settings.policy)
-        try store.checkRoom(for: app)
+        try store.checkRoom(
+            for: app, micUsage: settings.micUsage, by: .init(uid: peer.uid, isAdministrator: isAdministrator(peer)))
         // On an active session this is arbitrated like an activation: a refusal changes nothing.
         let effects = try store.configure(
             app: app, ownerUID: peer.uid, configuration: configuration, micUsage: settings.micUsage)
@@ -753,6 +768,7 @@ final class ControlRouter: ControlServerHandler, EventSink, @unchecked Sendable 
         descriptors: inout PassedDescriptors
     ) throws -> [(String, JSONValue)]? {
         let app = play.app
+        try Self.checkStreamName(play.stream)
         let session = try store.session(app)
         try checkCanPlay(session)
         guard let path = play.file else {
@@ -820,6 +836,9 @@ final class ControlRouter: ControlServerHandler, EventSink, @unchecked Sendable 
         try authorizeChange(of: app, by: peer)
         let session = try store.session(app)
         try checkCanPlay(session)
+        try store.checkPlayerRoom(
+            app: app, newStream: players.get(app, play.stream ?? "main") == nil, players: players.countsByApp,
+            by: .init(uid: peer.uid, isAdministrator: isAdministrator(peer)))
         guard engine.isRunning else {
             throw SessionError(
                 .mediaServicesFailed, "the JACK server is gone; wait for mediaServicesWereReset and play again")
@@ -872,6 +891,7 @@ final class ControlRouter: ControlServerHandler, EventSink, @unchecked Sendable 
     /// `record.start`: permission-gated (SPEC §8), implicit activation, one tap + one recorder.
     private func recordStart(_ start: RecordStartRequest) throws -> [(String, JSONValue)] {
         let app = start.app
+        try Self.checkStreamName(start.stream)
         try store.checkCanRecord(app: app)
         if let triggerDB = start.triggerDB {
             return try armTrigger(start, triggerDB: triggerDB) { apply(try store.activate(app: app)) }
@@ -1182,13 +1202,39 @@ final class ControlRouter: ControlServerHandler, EventSink, @unchecked Sendable 
             mediaServicesAvailable: store.mediaServicesAvailable, error: engine.isRunning ? nil : engine.lastError,
             implementation: engine.implementation.kind.rawValue)
         return StatusInfo(
-            daemon: daemon, jack: jack, sessions: store.sortedSessions.map(sessionInfo),
+            daemon: daemon, jack: jack, sessions: listedSessions().map(sessionInfo),
             active: store.sortedSessions.filter(\.isActive).map(\.app), players: players.all.map(\.info),
             recorders: recorders.recorders.map(\.info),
             cards: devices.cards.map { .init(index: $0.index, id: $0.id, name: $0.name, usb: $0.isUSB) },
             archive: recorders.archiveStatus(), attachments: attachments.infos, replication: replication?.status,
-            waiting: recorders.waitingInfos
+            waiting: recorders.waitingInfos, sessionCount: store.sessions.count
         )
+    }
+
+    /// The sessions `status` lists: all of them up to `StatusInfo.maxListedSessions`; past it
+    /// the active ones first, then the rest by app name (shown by app name), so that a reply
+    /// stays small however many sessions there are and still shows what is going on.
+    private func listedSessions() -> [Session] {
+        let sorted = store.sortedSessions
+        guard sorted.count > StatusInfo.maxListedSessions else { return sorted }
+        let chosen = (sorted.filter(\.isActive) + sorted.filter { !$0.isActive }).prefix(StatusInfo.maxListedSessions)
+        return chosen.sorted { $0.app < $1.app }
+    }
+
+    /// `session.list`: one page of the sessions by app name (SessionPage).
+    private func sessionPage(offset: Int, limit: Int?) throws -> SessionPage {
+        let limit = limit ?? SessionPage.maxLimit
+        guard offset >= 0, (1...SessionPage.maxLimit).contains(limit) else {
+            throw SessionError(
+                .badParam,
+                "session.list takes an offset of 0 or more and a limit of 1...\(SessionPage.maxLimit) "
+                    + "(not \(offset) and \(limit)); page on with the reply's \"next\"")
+        }
+        let sorted = store.sortedSessions
+        let page = sorted.dropFirst(offset).prefix(limit)
+        let end = min(sorted.count, offset + page.count)
+        return SessionPage(
+            sessions: page.map(sessionInfo), total: sorted.count, offset: offset, next: end < sorted.count ? end : nil)
     }
 
     // MARK: Effects

@@ -67,6 +67,33 @@ final class FilePlayer: Sendable {
         var totalFrames: Int?
     }
 
+    /// File sample rates recd plays. Below the floor a chunk of the file becomes more than a
+    /// thousand times as many frames at the JACK rate (a 10 Hz file: 4,800 times), which no
+    /// real recording needs; above the ceiling no converter or interface recd meets goes.
+    static let acceptedSampleRates = 1000...384_000
+    /// File channel counts recd plays: the channel range a config port accepts.
+    static let acceptedChannels = 1...64
+
+    /// Refuses a file whose rate or channel count is outside what recd plays, before a byte
+    /// of its audio is read: the rate sizes every conversion buffer, the channels every read.
+    /// Called where a file enters (the player starter's header probe) and again by the feeder.
+    static func checkPlayable(sampleRate: Int, channels: Int, name: String) throws(MediaError) {
+        guard acceptedSampleRates.contains(sampleRate) else {
+            throw MediaError(
+                .unsupportedFormat, path: name,
+                message: "its sample rate is \(sampleRate) Hz; recd plays files of "
+                    + "\(acceptedSampleRates.lowerBound)...\(acceptedSampleRates.upperBound) Hz: convert it "
+                    + "(e.g. `sox IN -r 48000 out.flac`)")
+        }
+        guard acceptedChannels.contains(channels) else {
+            throw MediaError(
+                .unsupportedFormat, path: name,
+                message: "it has \(channels) channels; recd plays files of \(acceptedChannels.lowerBound)..."
+                    + "\(acceptedChannels.upperBound) channels: keep the ones to play "
+                    + "(e.g. `sox IN out.flac remix 1 2`)")
+        }
+    }
+
     /// The file's name in messages: its path, or the name of the open file it was given.
     let path: String
     /// The rate the player plays at (the JACK rate).
@@ -266,6 +293,7 @@ private struct FeedJob: Sendable {
         case .path(let path): reader = try AudioFileReader(path: path)
         case .file(let file): reader = try AudioFileReader(file: file)
         }
+        try FilePlayer.checkPlayable(sampleRate: reader.sampleRate, channels: reader.channels, name: reader.path)
         shared.fileFormat.withLock {
             $0 = FilePlayer.FileFormat(
                 format: reader.format, sampleRate: reader.sampleRate, channels: reader.channels,
@@ -282,17 +310,24 @@ private struct FeedJob: Sendable {
         let fileChannels = reader.channels
         let playerChannels = sink.channels
         let step = max(64, sink.capacityFrames / 4)
+        // Input frames per chunk: as many as make about `step` frames at the player's rate, so
+        // the buffers below stay near `step` frames whatever the ratio (4,800 from a 10 Hz file
+        // once made gigabytes of one chunk).
+        let readStep = resampler.map { max(1, min(step, Int(Double(step) / $0.ratio))) } ?? step
         // Sleep while the ring is full for half the time a quarter of it takes to play,
         // within 2...50 ms: often enough never to let it run dry, rarely enough to cost
         // nothing.
         let quarterSeconds = Double(step) / Double(outputSampleRate)
         let sleepNanoseconds = Int(min(max(quarterSeconds / 2, 0.002), 0.05) * 1e9)
 
-        var fileBuffer = [Float](repeating: 0, count: step * fileChannels)
+        var fileBuffer = [Float](repeating: 0, count: readStep * fileChannels)
         var converted: [Float] = []
+        var scratch = [Float](
+            repeating: 0, count: (resampler?.maximumOutputFrames(forInputFrames: readStep) ?? 0) * fileChannels)
         var pending: [Float] = []
         var pendingOffset = 0  // in frames
         var endReached = false
+        var inputEnded = false
 
         while true {
             if shared.shouldStop { return .stopped }
@@ -316,19 +351,28 @@ private struct FeedJob: Sendable {
             }
 
             // The next chunk: read, convert the rate, map the channels.
-            let frames = try fileBuffer.withUnsafeMutableBufferPointer {
-                buffer throws(MediaError) in try reader.read(into: buffer, maxFrames: step)
-            }
+            let frames =
+                inputEnded
+                ? 0
+                : try fileBuffer.withUnsafeMutableBufferPointer {
+                    buffer throws(MediaError) in try reader.read(into: buffer, maxFrames: readStep)
+                }
+            inputEnded = frames == 0
             shared.framesRead.add(frames, ordering: .relaxed)
             let chunk: ArraySlice<Float>
             if let resampler {
                 converted.removeAll(keepingCapacity: true)
                 if frames > 0 {
                     try resample(
-                        fileBuffer[..<(frames * fileChannels)], with: resampler, into: &converted)
+                        fileBuffer[..<(frames * fileChannels)], with: resampler, scratch: &scratch,
+                        into: &converted)
                 } else {
-                    converted = try resampler.flush()
-                    endReached = true
+                    // soxr's tail, a scratch-full at a time (at a high ratio it is many chunks).
+                    let produced = try scratch.withUnsafeMutableBufferPointer {
+                        buffer throws(MediaError) in try resampler.flush(into: buffer)
+                    }
+                    converted.append(contentsOf: scratch[..<(produced * fileChannels)])
+                    endReached = produced == 0
                 }
                 chunk = converted[...]
             } else {
@@ -349,14 +393,13 @@ private struct FeedJob: Sendable {
         }
     }
 
-    /// Converts all of `input` (soxr may take it in more than one bite).
+    /// Converts all of `input` (soxr may take it in more than one bite) through `scratch`, sized
+    /// for the feeder's read step: the output of one call is bounded by the input's size.
     private func resample(
-        _ input: ArraySlice<Float>, with resampler: Resampler, into output: inout [Float]
+        _ input: ArraySlice<Float>, with resampler: Resampler, scratch: inout [Float], into output: inout [Float]
     ) throws(MediaError) {
         let channels = resampler.channels
         let frames = input.count / channels
-        var scratch = [Float](
-            repeating: 0, count: resampler.maximumOutputFrames(forInputFrames: frames) * channels)
         var offset = 0
         while offset < frames {
             let (consumed, produced) = try input.withUnsafeBufferPointer {

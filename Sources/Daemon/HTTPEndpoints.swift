@@ -93,11 +93,28 @@ struct HTTPEndpoints: Sendable {
 
     /// The token in `token_file`: its first line, without surrounding white space.
     static func readToken(_ path: String) throws(HTTPServerError) -> String {
-        let bytes: [UInt8]
-        do {
-            bytes = try OwnedFile(path, .readOnly).readToEnd()
+        func unreadable(_ error: SystemError) -> HTTPServerError {
+            HTTPServerError("cannot read [http] token_file \(path): \(error.message); make it readable by recd")
+        }
+        // Non-blocking, then a regular file only: a FIFO here would hold recd's start for ever.
+        let file: OwnedFile
+        let kind: FileKind
+        do throws(SystemError) {
+            file = try OwnedFile(path, .readOnlyNonBlocking)
+            kind = try file.status().kind
         } catch {
-            throw HTTPServerError("cannot read [http] token_file \(path): \(error.message); make it readable by recd")
+            throw unreadable(error)
+        }
+        guard kind == .regular else {
+            throw HTTPServerError(
+                "[http] token_file \(path) is not a regular file; write the token into one, e.g. "
+                    + "openssl rand -hex 32 > FILE")
+        }
+        let bytes: [UInt8]
+        do throws(SystemError) {
+            bytes = try file.readToEnd()
+        } catch {
+            throw unreadable(error)
         }
         let line = String(decoding: bytes, as: UTF8.self).split(separator: "\n").first ?? ""
         let token = line.trimmingCharacters(in: .whitespaces)
@@ -109,12 +126,14 @@ struct HTTPEndpoints: Sendable {
         return token
     }
 
-    /// `--check-config`'s check of `[http] listen` (the listener's own parser), with its line.
+    /// The start-up check of `[http]` (daemon and `--check-config`): `listen` by the listener's
+    /// own parser, the token rule, and the token file as the listener will read it.
     static func check(_ config: RecdConfig) -> ConfigError? {
         guard let listen = config.http.listen else { return nil }
-        do {
+        do throws(HTTPServerError) {
             let address = try HTTPListenAddress(parsing: listen)
             try HTTPServer.requireToken(for: address, hasToken: config.http.tokenFile != nil)
+            if let path = config.http.tokenFile { _ = try readToken(path) }
             return nil
         } catch {
             return ConfigError(

@@ -132,6 +132,9 @@ final class PlayerService: @unchecked Sendable {
     /// Whether any of an app's players is playing (for the policy's isBusy).
     func isPlaying(_ app: String) -> Bool { of(app).contains { $0.pausedBy == nil } }
 
+    /// How many players (playing or paused) each app has: the policy's player limits' input.
+    var countsByApp: [String: Int] { players.values.reduce(into: [:]) { $0[$1.app, default: 0] += 1 } }
+
     /// The apps with a player playing (not paused): the policy's isOtherAudioPlaying input.
     var playingApps: Set<String> { Set(players.values.filter { $0.pausedBy == nil }.map(\.app)) }
 
@@ -149,6 +152,8 @@ final class PlayerService: @unchecked Sendable {
             { _ -> Result<ProbedFile, SessionError> in
                 do throws(MediaError) {
                     let reader = try AudioFileReader(file: file)
+                    try FilePlayer.checkPlayable(
+                        sampleRate: reader.sampleRate, channels: reader.channels, name: file.name)
                     return .success(ProbedFile(file: file, sampleRate: reader.sampleRate, channels: reader.channels))
                 } catch {
                     return .failure(SessionError(.cannotStartPlaying, "cannot play \(file.name): \(error.message)"))

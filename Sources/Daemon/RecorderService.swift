@@ -968,7 +968,22 @@ final class RecorderService: @unchecked Sendable {
 
     // MARK: Archive queries
 
-    func archiveList(app: String?, since text: String?) throws -> [(String, JSONValue)] {
+    /// The most segments one `archive.list` reply holds; a client pages on with `next`.
+    static let maxListedSegments = 1000
+
+    /// `archive.list`: a page of at most `limit` segments from the `offset`th, and `next`, the
+    /// offset of the page after it (null on the last): however large the archive, the reply
+    /// stays well inside a client's 4 MiB and the query short on the control thread.
+    func archiveList(app: String?, since text: String?, offset: Int = 0, limit: Int? = nil) throws -> [(
+        String, JSONValue
+    )] {
+        let limit = limit ?? Self.maxListedSegments
+        guard offset >= 0, (1...Self.maxListedSegments).contains(limit) else {
+            throw SessionError(
+                .badParam,
+                "archive.list takes an offset of 0 or more and a limit of 1...\(Self.maxListedSegments) "
+                    + "(not \(offset) and \(limit)); page on with the reply's \"next\"")
+        }
         guard let index else {
             throw SessionError(.unspecified, "the archive index is not open; run `recctl archive reindex`")
         }
@@ -980,8 +995,10 @@ final class RecorderService: @unchecked Sendable {
             }
             since = time
         }
-        let records = try index.list(app: app, since: since)
-        return [("segments", .array(records.map { Self.segmentInfo($0).json }))]
+        // One more than the page: whether a next page exists, without counting them all.
+        let records = try index.list(app: app, since: since, offset: offset, limit: limit + 1)
+        let next: JSONValue = records.count > limit ? .number(Double(offset + limit)) : .null
+        return [("segments", .array(records.prefix(limit).map { Self.segmentInfo($0).json })), ("next", next)]
     }
 
     static func segmentInfo(_ record: SegmentRecord) -> SegmentInfo {

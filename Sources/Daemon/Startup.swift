@@ -79,8 +79,7 @@ public enum Recd {
             for port in config.ports { print(resolvedJackPorts(port)) }
             if config.replicate.remote != nil {
                 print(config.replicate.summary)
-                let program = FileSystem.status(of: config.replicate.rclone)
-                if program?.kind != .regular || (program?.permissions ?? 0) & 0o111 == 0 {
+                if !FileSystem.isExecutableFile(config.replicate.rclone) {
                     print(
                         "warning: \(config.replicate.rclone) is not an executable; install rclone (Debian package "
                             + "rclone) or set [replicate] rclone: until then segments wait and retention keeps them")
@@ -124,7 +123,37 @@ public enum Recd {
         }
         if case .failure(let error) = DeviceService.bindings(for: config) { errors.append("\(error)") }
         if let error = HTTPEndpoints.check(config) { errors.append("\(error)") }
+        errors += systemChecks(config).map { "\($0)" }
         return errors.isEmpty ? (config, []) : (nil, errors)
+    }
+
+    /// What the config names on this machine, checked before the daemon starts and by
+    /// `--check-config` alike (both come through `loadConfig`): hook programs (`on_silence`)
+    /// are executable regular files, and the state and archive directories, where they exist
+    /// already, are directories. (`[http] token_file` is `HTTPEndpoints.check`'s.)
+    static func systemChecks(_ config: RecdConfig) -> [ConfigError] {
+        var errors: [ConfigError] = []
+        var hooks: [(section: String, path: String, line: Int)] = []
+        if let program = config.archive.silence.program { hooks.append(("[archive]", program, 0)) }
+        for decl in config.sessions {
+            if let program = decl.silence.program { hooks.append(("[session \(decl.app)]", program, decl.line)) }
+        }
+        for hook in hooks where !FileSystem.isExecutableFile(hook.path) {
+            errors.append(
+                ConfigError(
+                    file: config.source, line: hook.line,
+                    message: "\(hook.section) on_silence = \(hook.path) is not an executable regular file; name a "
+                        + "program recd may run (chmod +x it), or remove the key"))
+        }
+        for (key, path) in [("[daemon] state_dir", config.daemon.stateDir), ("[archive] dir", config.archive.dir)] {
+            if let status = FileSystem.status(of: path), status.kind != .directory {
+                errors.append(
+                    ConfigError(
+                        file: config.source, line: 0,
+                        message: "\(key) = \(path) is not a directory; name a directory (recd creates a missing one)"))
+            }
+        }
+        return errors
     }
 
     static func run(config: RecdConfig, environment: [String: String]) -> Int32 {
@@ -241,6 +270,15 @@ enum SessionDeclarations {
         for record in persisted.sessions {
             var session = Session(app: record.app, ownerUID: record.ownerUID)
             session.micUsage = record.micUsage
+            // An older recd took descriptions of any length; one past today's limit would
+            // make every status and state write carry it again.
+            if let text = record.micUsage, text.utf8.count > SessionStore.maxMicUsageBytes {
+                Log.warning(
+                    "\(record.app): its microphone usage description of \(text.utf8.count) bytes (saved by an older "
+                        + "recd) is dropped; set one of at most \(SessionStore.maxMicUsageBytes) bytes with "
+                        + "`recctl session set \(record.app) ... --mic-usage TEXT`")
+                session.micUsage = nil
+            }
             session.prefersInterruptionOnRouteDisconnect = record.prefersInterruption
             store.insert(session, configuration: record.configuration, preferences: record.preferences, inputMuted: record.inputMuted)
         }

@@ -22,6 +22,13 @@ public enum FileSystem {
         }
     }
 
+    /// Whether `path` names (following links) a regular file with an execute bit set: a
+    /// program recd could run. Says nothing of whether this user may run it.
+    public static func isExecutableFile(_ path: String) -> Bool {
+        guard let status = status(of: path) else { return false }
+        return status.kind == .regular && status.permissions & 0o111 != 0
+    }
+
     /// Whether anything is at `path` (`lstat`: a dangling symbolic link exists).
     public static func exists(_ path: String) -> Bool { linkStatus(of: path) != nil }
 

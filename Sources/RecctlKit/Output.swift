@@ -251,7 +251,7 @@ struct Output {
     static func status(_ status: StatusInfo) -> String {
         let daemon = status.daemon
         let jack = status.jack
-        let active = status.sessions.filter { $0.state == "active" }.count
+        let active = status.active.count
         var jackLine = "JACK:     "
         if jack.connected {
             // PipeWire's JACK never calls the xrun callback: its count says nothing.
@@ -313,7 +313,10 @@ struct Output {
             lines.append("playing:")
             for player in status.players { lines.append("  " + playerLine(player)) }
         }
-        lines.append("sessions: \(status.sessions.count) (\(active) active)")
+        let shown =
+            status.sessions.count < status.sessionCount
+            ? "; \(status.sessions.count) shown, active first: `recctl session list` lists all" : ""
+        lines.append("sessions: \(status.sessionCount) (\(active) active\(shown))")
         if !status.sessions.isEmpty {
             lines.append(
                 indented(

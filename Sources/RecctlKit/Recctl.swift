@@ -166,7 +166,16 @@ public enum Recctl {
             }
             // An export of days of audio may take minutes; recd answers once the file is complete.
             let timeout: Double? = request.op == .permissionRequest || request.op == .archiveExport ? nil : 30
-            let reply = try connection.call(request, passing: passing, timeout: timeout)
+            var reply = try connection.call(request, passing: passing, timeout: timeout)
+            switch request {
+            case .sessionList:
+                reply = try allPages(connection, first: reply, key: "sessions") { .sessionList(offset: $0, limit: nil) }
+            case .archiveList(let app, let since, _, _):
+                reply = try allPages(connection, first: reply, key: "segments") {
+                    .archiveList(app: app, since: since, offset: $0)
+                }
+            default: break
+            }
             if let error = Wire.error(from: reply), reply["ok"]?.boolValue != true {
                 output.failure(error)
                 return 1
@@ -185,6 +194,29 @@ public enum Recctl {
             printError("error: \(error)\n")
             return 1
         }
+    }
+
+    /// `session list` and `archive list` show everything: recd answers a page at a time
+    /// (`next`: the offset of the following page, null on the last), so the pages after
+    /// `first` are asked for with `request(offset)` and their `key` lists joined into one reply
+    /// of that list only, as before paging (`--json` prints the list).
+    static func allPages(
+        _ connection: Connection, first: JSONValue, key: String, request: (Int) -> Command
+    ) throws -> JSONValue {
+        guard first["ok"]?.boolValue == true else { return first }
+        // recd's own objects, not re-encoded: a newer recd's keys pass through to --json.
+        var items = first[key]?.arrayValue ?? []
+        var reply = first
+        var offset = 0
+        // Entries come and go meanwhile; a page that does not move on ends the listing.
+        while let next = reply["next"]?.intValue, next > offset {
+            offset = next
+            reply = try connection.call(request(next))
+            guard reply["ok"]?.boolValue == true else { return reply }
+            items += reply[key]?.arrayValue ?? []
+        }
+        let kept = (first.objectValue ?? []).filter { $0.0 == "id" || $0.0 == "ok" }
+        return .object(kept + [(key, .array(items))])
     }
 
     /// Why recctl could not open a file to play.
@@ -242,7 +274,7 @@ public enum Recctl {
         let usage = command.spec.usage
         switch command.spec.path {
         case ["status"]: return .status
-        case ["session", "list"]: return .sessionList
+        case ["session", "list"]: return .sessionList(offset: 0, limit: nil)
         case ["session", "show"]: return .sessionShow(app: app)
         case ["session", "set"]:
             guard let category = command.value("category") else {

@@ -126,15 +126,18 @@ enum ConfigFile {
         let file: OwnedFile
         let kind: FileKind
         do throws(SystemError) {
-            file = try OwnedFile(path, .readOnly)
+            // Non-blocking: opening a FIFO for reading would wait for a writer for ever; the
+            // flag changes nothing for the regular file read below.
+            file = try OwnedFile(path, .readOnlyNonBlocking)
             kind = try file.status().kind
         } catch {
             throw failure(error)
         }
-        if kind == .directory {
+        if kind != .regular {
+            let what = kind == .directory ? "a directory" : "not a regular file (a FIFO, device or socket)"
             throw ConfigError(
                 file: path, line: 0,
-                message: "cannot read config file: it is a directory; give the path of a file")
+                message: "cannot read config file: it is \(what); give the path of a regular file")
         }
         do throws(SystemError) {
             var bytes: [UInt8] = []

@@ -51,6 +51,13 @@ struct IndexTests {
         #expect(try index.list(until: iso("2026-06-01T10:00:01.000000Z")).count == 1)
         #expect(try index.record(path: records[0].path) == records[0])
 
+        // Pages of the same order: offset and limit cut it, and join back to the whole.
+        let all = try index.list()
+        #expect(try index.list(offset: 0, limit: 4) == Array(all[0..<4]))
+        #expect(try index.list(offset: 4, limit: 4) == Array(all[4...]))
+        #expect(try index.list(offset: 6, limit: 4).isEmpty)
+        #expect(try index.list(app: "alpha", offset: 1, limit: 2) == Array(alpha[1..<3]))
+
         let before = try index.list()
         let summary = try index.reindex(from: directory.path + "/archive")
         #expect(summary.indexed == 6 && summary.skipped.isEmpty)

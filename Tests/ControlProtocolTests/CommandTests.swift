@@ -9,7 +9,8 @@ import Testing
 
 /// One command of every op, with its optional arguments set where it has any.
 let everyCommand: [Command] = [
-    .hello, .status, .sessionList, .sessionShow(app: "radio"),
+    .hello, .status, .sessionList(offset: 0, limit: nil), .sessionList(offset: 512, limit: 100),
+    .sessionShow(app: "radio"),
     .sessionSet(
         SessionSettings(
             app: "radio", category: .playAndRecord, mode: .voiceChat, options: [.allowBluetoothHFP, .duckOthers],
@@ -33,6 +34,7 @@ let everyCommand: [Command] = [
     .recordStart(RecordStartRequest(app: "dj", bus: "main")), .recordStop(app: "logger", stream: nil),
     .recordStart(RecordStartRequest(app: "taker", triggerDB: -30, holdSeconds: 2.5)),
     .archiveList(app: "logger", since: "2026-11-29"), .archiveList(app: nil, since: nil),
+    .archiveList(app: nil, since: nil, offset: 2000, limit: 10),
     .archiveVerify(path: "2026/12/01/x.flac", progress: false), .archiveVerify(path: nil, progress: true),
     .archiveReindex, .meter(app: nil),
     .archiveExport(ExportRequest(app: "radio", from: "2026-12-01T10:02:00Z", to: "2026-12-01T11:07:00+01:00", format: "flac", file: "/tmp/clip.flac")),

@@ -185,6 +185,16 @@ private func checkReply<T: ReplyObject>(_ value: T, optionalKeys: Set<String> = 
         #expect(sampleHello.json.jsonText == #"{"protocol":2,"version":"0.9.0","uid":1000,"admin":false}"#)
     }
 
+    @Test func sessionPageRoundTrips() throws {
+        let page = SessionPage(sessions: [sampleSession, sampleQuietSession], total: 600, offset: 256, next: 258)
+        // An older recd sends `sessions` only: one whole page.
+        try checkReply(page, optionalKeys: ["total"])
+        try checkReply(SessionPage(sessions: [], total: 0, offset: 0, next: nil), optionalKeys: ["total"])
+        let old = try SessionPage(json: ["sessions": .array([sampleSession.json])])
+        #expect(old == SessionPage(sessions: [sampleSession], total: 1, offset: 0, next: nil))
+        #expect(page.json["next"]?.intValue == 258)
+    }
+
     @Test func exportRoundTrip() throws {
         let clip = ExportInfo(
             file: "/tmp/clip.flac", format: "flac", app: "radio", stream: "mic", start: "2026-12-01T09:02:00.000000Z",
@@ -201,7 +211,7 @@ private func checkReply<T: ReplyObject>(_ value: T, optionalKeys: Set<String> = 
         try checkReply(StatusInfo.Replication(remote: "/srv/copies", backlog: 0, lastSuccess: nil, lastError: nil))
         var status = sampleStatus
         status.replication = replication
-        try checkReply(status, optionalKeys: ["replication", "waiting"])
+        try checkReply(status, optionalKeys: ["replication", "waiting", "sessionCount"])
         // Absent without a remote (and from an older recd).
         #expect(sampleStatus.json["replication"] == nil)
         let version1 = WireKeys.line(status.json.jsonText, forVersion: 1)
@@ -210,9 +220,10 @@ private func checkReply<T: ReplyObject>(_ value: T, optionalKeys: Set<String> = 
     }
 
     @Test func statusRoundTrips() throws {
-        // `waiting` may be absent: a recd older than it (read as none waiting).
-        try checkReply(sampleStatus, optionalKeys: ["waiting"])
-        try checkReply(sampleDisconnectedStatus, optionalKeys: ["waiting"])
+        // `waiting` and `sessionCount` may be absent: a recd older than them (read as none
+        // waiting; its list is all of the sessions).
+        try checkReply(sampleStatus, optionalKeys: ["waiting", "sessionCount"])
+        try checkReply(sampleDisconnectedStatus, optionalKeys: ["waiting", "sessionCount"])
         try checkReply(sampleWaiting)
         try checkReply(
             WaitingRecorderInfo(
@@ -221,6 +232,12 @@ private func checkReply<T: ReplyObject>(_ value: T, optionalKeys: Set<String> = 
         var older = sampleStatus.json.objectValue ?? []
         older.removeAll { $0.0 == "waiting" }
         #expect(try StatusInfo(json: .object(older)).waiting.isEmpty)
+        var old = sampleStatus.json
+        old = .object(old.objectValue!.filter { $0.0 != "sessionCount" })
+        #expect(try StatusInfo(json: old).sessionCount == sampleStatus.sessions.count)
+        var listed = sampleStatus
+        listed.sessionCount = 1000
+        #expect(try StatusInfo(json: listed.json).sessionCount == 1000)
         try checkReply(sampleStatus.daemon)
         try checkReply(sampleStatus.jack)
         try checkReply(sampleStatus.cards[0])

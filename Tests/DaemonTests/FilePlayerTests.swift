@@ -19,7 +19,7 @@ final class RecordingSink: PlayerSink, @unchecked Sendable {
     let channels: Int
     let capacityFrames: Int
     let bite: Int
-    private let state = Mutex<(samples: [Float], finished: Bool, writes: Int)>(([], false, 0))
+    private let state = Mutex<(samples: [Float], finished: Bool, writes: Int, largestOffer: Int)>(([], false, 0, 0))
     let attached = Atomic<Bool>(true)
 
     init(channels: Int, capacityFrames: Int = 4096, bite: Int = .max) {
@@ -35,6 +35,7 @@ final class RecordingSink: PlayerSink, @unchecked Sendable {
         state.withLock {
             $0.samples += samples[..<(frames * channels)]
             $0.writes += 1
+            $0.largestOffer = max($0.largestOffer, samples.count / channels)
         }
         return frames
     }
@@ -45,6 +46,8 @@ final class RecordingSink: PlayerSink, @unchecked Sendable {
     var samples: [Float] { state.withLock { $0.samples } }
     var finished: Bool { state.withLock { $0.finished } }
     var writes: Int { state.withLock { $0.writes } }
+    /// The most frames one write was offered: what the feeder held converted at once.
+    var largestOffer: Int { state.withLock { $0.largestOffer } }
 }
 
 /// Collects `onFinished` calls.
@@ -135,6 +138,47 @@ struct FilePlayerTests {
         let level = decibels(
             amplitude(of: 1000, in: output, range: 12_000..<36_000, sampleRate: 48_000))
         #expect(abs(level - decibels(0.5)) <= 0.1, "1 kHz at \(level) dBFS")
+    }
+
+    @Test("a 1 kHz file is converted 48-fold in chunks of about a quarter ring, its tail too")
+    func highRatioInBoundedChunks() throws {
+        let directory = try TemporaryDirectory()
+        let path = directory.file("tone-1k.wav")
+        let tone = sine(frequency: 100, sampleRate: 1000, frames: 2000, amplitude: 0.5)
+        try writeWAV(
+            path, sampleRate: 1000, channels: 2, bits: 16,
+            samples: tone.flatMap { [Int32(($0 * 32767).rounded()), 0] })
+
+        let sink = RecordingSink(channels: 2, capacityFrames: 4096)
+        let player = FilePlayer(path: path, sink: sink, outputSampleRate: 48_000, quality: .high)
+        player.start()
+        #expect(waitUntil(seconds: 10) { player.isDone })
+        #expect(player.isFinished)
+        // A whole quarter ring of input at once would be 1024 × 48 frames in one chunk.
+        #expect(sink.largestOffer <= 1024 + 128, "one chunk held \(sink.largestOffer) frames")
+        #expect(abs(sink.samples.count / 2 - 96_000) <= 2, "\(sink.samples.count / 2) frames")
+        let level = decibels(
+            amplitude(of: 100, in: channel(sink.samples, 0, of: 2), range: 24_000..<72_000, sampleRate: 48_000))
+        #expect(abs(level - decibels(0.5)) <= 0.1, "100 Hz at \(level) dBFS")
+    }
+
+    @Test("a file below 1 kHz or above 384 kHz is refused with unsupportedFormat; nothing is written",
+        arguments: [10, 999, 384_001])
+    func rateOutsideBounds(rate: Int) throws {
+        let directory = try TemporaryDirectory()
+        let path = directory.file("odd-rate.wav")
+        try writeWAV(
+            path, sampleRate: rate, channels: 2, bits: 16,
+            samples: knownSignal(frames: 4800, channels: 2, bits: 16))
+        let sink = RecordingSink(channels: 2)
+        let outcomes = OutcomeBox()
+        let player = FilePlayer(path: path, sink: sink, outputSampleRate: 48_000, quality: .high)
+        player.start(onFinished: outcomes.record)
+        #expect(waitUntil(seconds: 5) { player.isDone })
+        #expect(player.state == .failed)
+        #expect(player.error?.kind == .unsupportedFormat)
+        #expect(player.error?.message.contains("1000...384000 Hz") == true, "\(String(describing: player.error))")
+        #expect(player.framesRead == 0 && sink.samples.isEmpty && !sink.finished)
     }
 
     @Test("a missing file fails on the feeder with .notFound; nothing is written")

@@ -92,6 +92,10 @@ final class RecorderServiceTests {
         let segments = try #require(listed.first { $0.0 == "segments" }?.1.arrayValue)
         let path = try #require(segments.first?["path"]?.stringValue)
         #expect(segments.count == 1 && (segments.first?["frames"]?.intValue ?? 0) > 0)
+        #expect(listed.first { $0.0 == "next" }?.1 == .null, "one page holds it all")
+        let paged = try recorders.archiveList(app: "logger", since: nil, offset: 1, limit: 1)
+        #expect(paged.first { $0.0 == "segments" }?.1.arrayValue == [])
+        #expect(throws: SessionError.self) { try recorders.archiveList(app: nil, since: nil, limit: 1001) }
         #expect(ArchiveVerifier.verify(path: path).isOK, "the segment does not decode")
         #expect(throws: SessionError.self) { try recorders.stopRecording(app: "logger", stream: nil) }
     }

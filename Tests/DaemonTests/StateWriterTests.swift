@@ -44,3 +44,21 @@ struct StateWriterTests {
         #expect(grantedApps(file) == 3, "a queued write ran after finish")
     }
 }
+
+@Suite("persisted sessions at start-up")
+struct PersistedLimitTests {
+    @Test("a description longer than 1024 bytes saved by an older recd is dropped at start; one of 1024 is kept")
+    func oversizedDescriptionDropped() throws {
+        let config = try testConfig(ports: "", directory: NSTemporaryDirectory() + "recd-limits-\(getpid())")
+        var persisted = PersistedState()
+        for (app, bytes) in [("long", 60_000), ("fits", 1024)] {
+            persisted.sessions.append(
+                .init(
+                    app: app, ownerUID: 65534, configuration: .initial, micUsage: String(repeating: "m", count: bytes),
+                    preferences: .init(), inputMuted: false, prefersInterruption: false))
+        }
+        let store = SessionDeclarations.makeStore(config: config, persisted: persisted)
+        #expect(store.sessions["long"]?.micUsage == nil)
+        #expect(store.sessions["fits"]?.micUsage?.utf8.count == 1024)
+    }
+}

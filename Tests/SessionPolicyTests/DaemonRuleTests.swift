@@ -77,17 +77,22 @@ struct DaemonRuleTests {
 
     @Test func sessionLimit() throws {
         var store = SessionStore.fixture()
-        for index in 0..<(SessionStore.maxSessions - 1) { store.add("app\(index)", .ambient) }
-        try store.checkRoom(for: "one-more")  // the 1024th
-        store.add("one-more", .ambient)
+        let user = SessionStore.Requester(uid: 5000, isAdministrator: false)
+        // 16 users of 64 sessions each fill the global cap.
+        for index in 0..<(SessionStore.maxSessions - 1) {
+            store.insert(Session(app: "app\(index)", ownerUID: 2000 + UInt32(index / 64)), configuration: config(.ambient))
+        }
+        try store.checkRoom(for: "one-more", by: user)  // the 1024th
+        _ = try store.configure(app: "one-more", ownerUID: user.uid, configuration: config(.ambient))
         #expect(store.sessions.count == SessionStore.maxSessions)
-        #expect(throws: SessionError.self) { try store.checkRoom(for: "too-many") }
+        #expect(throws: SessionError.self) { try store.checkRoom(for: "too-many", by: user) }
         do {
-            try store.checkRoom(for: "too-many")
+            try store.checkRoom(for: "too-many", by: user)
         } catch {
             #expect(error.code == .resourceNotAvailable && error.message.contains("recctl session delete"))
         }
-        try store.checkRoom(for: "app7")  // an existing session may always be reconfigured
+        try store.checkRoom(for: "app7", by: user)  // an existing session may always be reconfigured
+        try store.checkRoom(for: "roots", by: .init(uid: 0, isAdministrator: true))  // never root
     }
 
     struct InputCase: Sendable, CustomTestStringConvertible {

@@ -849,6 +849,39 @@ func longestLineLibinihTakesWhole(length: Int, accepted: Bool) throws {
     #expect(throws: ConfigError.self) { try ConfigLoader.load(path: "/tmp", environment: [:]) }
 }
 
+@Test("a FIFO, a device or a socket as the config path is refused at once, never read", .timeLimit(.minutes(1)))
+func loadingANonRegularFileIsRefusedWithoutBlocking() throws {
+    let directory = NSTemporaryDirectory() + "recd-fifo-\(UUID().uuidString)"
+    try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+    defer { try? FileManager.default.removeItem(atPath: directory) }
+    let fifo = directory + "/recd.conf"
+    #expect(mkfifo(fifo, 0o600) == 0)
+    for path in [fifo, "/dev/null"] {
+        let clock = ContinuousClock()
+        let start = clock.now
+        do {
+            _ = try ConfigLoader.load(path: path, environment: [:])
+            Issue.record("loaded \(path)")
+        } catch {
+            #expect(error.message.contains("not a regular file"), "\(error)")
+        }
+        #expect(clock.now - start < .seconds(1), "\(path) took \(clock.now - start)")
+    }
+}
+
+@Test("a list of 8,000 continued {1..1024} lines is refused at its second line, fast")
+func expansionIsRefusedBeforeItGrows() {
+    let lines = (0..<8000).map { "  x\($0):p_{1..1024}" }.joined(separator: "\n")
+    let text = "[port m]\ntype = lineIn\ndirection = input\njack =\n" + lines + "\n"
+    let clock = ContinuousClock()
+    let start = clock.now
+    let error = parseError(text)
+    let took = clock.now - start
+    #expect(error?.line == 6, "\(String(describing: error))")
+    #expect(error?.message.contains("longer than 1024 items") == true, "\(String(describing: error))")
+    #expect(took < .seconds(2), "took \(took)")
+}
+
 @Test func loadedFileReportsItsPathAndLines() throws {
     let path = try temporaryFile(
         Array("[jack]\nclient_name = ok\nallow_buffer_size_changes = maybe\n".utf8))
