@@ -272,7 +272,7 @@ private func checkReply<T: ReplyObject>(_ value: T, optionalKeys: Set<String> = 
         #expect(
             keys == [
                 "app", "ownerUID", "category", "mode", "options", "requestedOptions", "ignoredOptions", "policy",
-                "priority", "background", "autoResume", "micUsage", "state", "interruption", "route",
+                "priority", "background", "autoResume", "micUsage", "state", "heldBy", "interruption", "route",
                 "routeDescription", "availableInputs", "bandwidth", "preferences", "actual", "maximumInputChannels",
                 "maximumOutputChannels", "recordPermission", "inputMuted", "duckedBy", "override",
                 "prefersInterruptionOnRouteDisconnect", "streamsRunning", "declaredInConfig", "isOtherAudioPlaying",
