@@ -17,10 +17,6 @@ import Platform
 import SessionPolicy
 import SystemSupport
 
-#if canImport(Glibc)
-    import Glibc  // log10
-#endif
-
 /// What the router needs of the control server: lines to clients, and work brought to the
 /// control thread. `ControlServer` is the one implementation; its rules apply (send on the
 /// control thread, post from any thread).
@@ -55,25 +51,8 @@ final class ControlRouter: ControlServerHandler, EventSink, @unchecked Sendable 
     let stateWriter: StateWriter
     /// Off-box copies of finished segments; nil without `[replicate] remote`.
     let replication: ReplicationService?
-    /// The status page's live meters (`/events`): filled from the tick while a browser listens.
-    let pageMeters = MeterFeed()
-    /// The engine's meters over the last tick (about 100 ms), for every `meter` request alike.
-    private var latestMeters: [MeterReading] = []
-    private var meterWindow = 0.0
-    private var lastMeterTime = 0.0
-    /// The engine measures its meters until then (monotonic seconds): a reading (`meter`, the
-    /// metrics, the status page) keeps them on for `meterInterestSeconds`; then the process
-    /// thread stops measuring and the tick stops taking them.
-    private var meterInterestUntil = 0.0
-    /// The latest tick's time (the control loop's clock, which tests may drive).
-    private var tickTime = 0.0
-    static let meterInterestSeconds = 60.0
-    /// Whether the meters are being measured, and ticks taken since they were turned on.
-    private var metersOn = false
-    private var meterTicks = 0
-    /// `meter` requests that came while the meters were off: answered once a whole tick's
-    /// window has been measured.
-    private var waitingMeterRequests: [(app: String?, reply: RecorderService.Reply)] = []
+    /// The meters: measured while someone reads them (`meter`, the status page, the metrics).
+    let meters: MeterService
 
     private struct Client {
         var peer: PeerCredentials
@@ -144,6 +123,11 @@ final class ControlRouter: ControlServerHandler, EventSink, @unchecked Sendable 
             (try? DeviceService.bindings(for: config).get()) ?? (try! DeviceBindings([DeviceBindings.Declaration]()))
         devices = DeviceService(bindings: bindings, engine: engine)
         attachments = AttachmentService(engine: engine, sink: handle)
+        meters = MeterService(
+            engine: engine,
+            sources: MeterService.Sources(
+                groups: { app in try handle.router?.meterGroups(of: app) ?? [] },
+                loudness: { app in handle.router?.recordingLoudness(of: app) ?? [] }))
         replication = try ReplicationService(config: config, deliver: deliver)
         if let replication {
             recorders.replicationRemote = replication.remote
@@ -235,7 +219,6 @@ final class ControlRouter: ControlServerHandler, EventSink, @unchecked Sendable 
     }
 
     func tick(now: Double) {
-        tickTime = now
         let began = SystemClock.monotonicSeconds()
         defer { noteIfSlow(since: began, "the tick") }
         engineWoke()
@@ -245,11 +228,7 @@ final class ControlRouter: ControlServerHandler, EventSink, @unchecked Sendable 
         handle(recorders.service(now: now))
         replication?.service(now: now)
         keepPreRolls()
-        if engine.isRunning {
-            takeMeters(now: now)
-        } else {
-            answerWaitingMeterRequests()
-        }
+        meters.tick(now: now)
         // WATCHDOG=1 at half the interval systemd gave: the control loop is alive.
         if let interval = watchdogInterval, now >= nextWatchdog {
             try? SystemdNotify.watchdog()
@@ -271,7 +250,7 @@ final class ControlRouter: ControlServerHandler, EventSink, @unchecked Sendable 
     /// with nobody connected, or idle) every 500 ms: retention, replication and the watchdog
     /// need no more, and everything else arrives as posted work, which brings the tick back.
     var wantsFrequentTicks: Bool {
-        !store.mediaServicesAvailable || metersOn || metersWanted(now: tickTime) || !players.all.isEmpty
+        !store.mediaServicesAvailable || meters.isOn || meters.isWanted || !players.all.isEmpty
             || !attachments.attachments.isEmpty
             || !recorders.triggers.armed.isEmpty || recorders.recorders.contains { $0.source.startTime == nil }
     }
@@ -607,7 +586,7 @@ final class ControlRouter: ControlServerHandler, EventSink, @unchecked Sendable 
                 reply: replier(to: client, id: id))
             return nil
         case .meter(let app):
-            return try meterRequest(app: app, client: client, id: id)
+            return try meters.request(app: app, reply: replier(to: client, id: id))
         case .cueShow(let app):
             try checkMultiRoute(try store.session(app))
             return [("monitoring", monitoring.json)]
@@ -1078,96 +1057,27 @@ final class ControlRouter: ControlServerHandler, EventSink, @unchecked Sendable 
         return WireFormat.session(session, store: store, actual: actual)
     }
 
-    /// Peak and RMS in dBFS (floor -120) per channel: of an app's route ports, or of all.
-    private func meterFields(app: String?) throws -> [(String, JSONValue)] {
-        try metersInfo(app: app).fields
+    /// The engine groups of `app`'s route ports and, for the monitoring buses' owner, its
+    /// sources and buses: what `meter APP` reads.
+    func meterGroups(of app: String) throws -> Set<String> {
+        let route = try store.session(app).route
+        var names = route.inputs + route.outputs
+        if monitoring.owner == app { names += monitoring.sources.keys }
+        var groups = Set(names.flatMap(engine.groups(ofPort:)))
+        // The DJ's own buses (the engine names their groups main and cue).
+        if monitoring.owner == app { groups.formUnion(Bus.allCases.map(\.rawValue)) }
+        return groups
     }
 
-    /// From the tick: the meters of the last tick's window while someone reads them (the
-    /// process thread measures them only then); waiting `meter` requests are answered from the
-    /// first whole window.
-    private func takeMeters(now: Double) {
-        let wanted = metersWanted(now: now)
-        // Also after a reconnect: a new engine connection starts with its meters on.
-        engine.metersActive = wanted
-        guard wanted else {
-            metersOn = false
-            latestMeters = []
-            return
-        }
-        if !metersOn {
-            metersOn = true
-            meterTicks = 0
-        }
-        latestMeters = engine.meters()
-        meterWindow = now - lastMeterTime
-        lastMeterTime = now
-        meterTicks += 1
-        // The first take after the meters came on covers part of a tick; the next is whole.
-        if meterTicks >= 2 { answerWaitingMeterRequests() }
-        publishPageMeters()
-    }
-
-    /// Whether someone reads the meters: a `meters` request within the interest time, a status
-    /// page stream, or a `meter` request waiting for its window.
-    private func metersWanted(now: Double) -> Bool {
-        now < meterInterestUntil || pageMeters.isWanted || !waitingMeterRequests.isEmpty
-    }
-
-    /// Answers the `meter` requests that waited for the meters (or for the error that came
-    /// instead: the JACK server went away).
-    private func answerWaitingMeterRequests() {
-        let waiting = waitingMeterRequests
-        waitingMeterRequests = []
-        for request in waiting {
-            do { request.reply(.success(try meterFields(app: request.app))) } catch {
-                request.reply(.failure(Self.replyError(error)))
-            }
-        }
-    }
-
-    /// `meter`: answered now from the last tick's readings while the meters are on; else they
-    /// are turned on and the reply follows within two ticks (nil).
-    private func meterRequest(app: String?, client: ClientID, id: JSONValue) throws -> [(String, JSONValue)]? {
-        if metersOn && meterTicks >= 2 { return try meterFields(app: app) }
-        // Refuse now what would be refused then (an unknown app, no JACK server).
-        _ = try metersInfo(app: app)
-        waitingMeterRequests.append((app, replier(to: client, id: id)))
-        return nil
-    }
-
-    /// `meters`'s reply (of the last tick's readings); also the metrics' input peaks. Control thread.
-    func metersInfo(app: String?) throws -> MetersInfo {
-        meterInterestUntil = tickTime + Self.meterInterestSeconds
-        guard engine.isRunning else {
-            throw SessionError(
-                .mediaServicesFailed, "the JACK server is gone; meters return with mediaServicesWereReset")
-        }
-        var groups: Set<String>?
-        if let app {
-            let route = try store.session(app).route
-            var names = route.inputs + route.outputs
-            if monitoring.owner == app { names += monitoring.sources.keys }
-            groups = Set(names.flatMap(engine.groups(ofPort:)))
-            // The DJ's own buses (the engine names their groups main and cue).
-            if monitoring.owner == app { groups?.formUnion(Bus.allCases.map(\.rawValue)) }
-        }
-        func db(_ value: Float) -> Double {
-            value > 0 ? max(-120, (20 * log10(Double(value)) * 100).rounded() / 100) : -120
-        }
-        let readings = latestMeters.filter { groups?.contains($0.group) ?? true }.map { reading in
-            MeterInfo(
-                name: reading.name, group: reading.group, channel: reading.channel + 1,
-                direction: reading.direction.rawValue, peakDB: db(reading.peak), rmsDB: db(reading.rms))
-        }
+    /// The live loudness of `app`'s recordings (nil: every recording), rounded to 0.01 LU.
+    func recordingLoudness(of app: String?) -> [RecordingLoudnessInfo] {
         func lufs(_ value: Double?) -> Double? { value.map { ($0 * 100).rounded() / 100 } }
-        let loudness = recorders.recorders.filter { app == nil || $0.spec.app == app }.map { stream in
+        return recorders.recorders.filter { app == nil || $0.spec.app == app }.map { stream in
             let live = stream.recorder.loudness
             return RecordingLoudnessInfo(
                 app: stream.spec.app, stream: stream.spec.stream, momentaryLufs: lufs(live.momentaryLUFS),
                 shortTermLufs: lufs(live.shortTermLUFS))
         }
-        return MetersInfo(meters: readings, windowMs: (meterWindow * 1000).rounded(), recordings: loudness)
     }
 
     func routesFields() -> [(String, JSONValue)] {

@@ -16,7 +16,7 @@ extension HTTPEndpoints {
         let router = router
         let control = control
         let archive = StatusPageArchive(directory: router.config.archive.dir)
-        let meters = router.pageMeters
+        let meters = router.meters.pageMeters
         routes.add("/") { _ in
             HTTPResponse(
                 contentType: "text/html; charset=utf-8", headers: [("Cache-Control", "no-store")],

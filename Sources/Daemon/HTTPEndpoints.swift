@@ -150,7 +150,7 @@ extension ControlRouter {
         for port in config.ports {
             if let group = EngineController.inputGroup(port) { portOfGroup[group] = port.name }
         }
-        let meters = (try? metersInfo(app: nil).meters) ?? []
+        let meters = (try? meters.info(app: nil).meters) ?? []
         let peaks = meters.compactMap { meter -> MetricsSnapshot.InputPeak? in
             guard meter.direction == "input", let port = portOfGroup[meter.group] else { return nil }
             return MetricsSnapshot.InputPeak(port: port, channel: meter.channel, peakDB: meter.peakDB)
