@@ -91,13 +91,23 @@ struct HTTPEndpoints: Sendable {
         return try HTTPServer(address: address, token: token, routes: HTTPEndpoints(router: router).routes())
     }
 
-    /// The token in `token_file`: its first line, without surrounding white space.
+    /// The token in `token_file`: its first line, without surrounding white space. A file that
+    /// group or others may read or write is refused (recd does not start): the token would be
+    /// everyone's on the box, and a token once read by others cannot be taken back by a warning.
     static func readToken(_ path: String) throws(HTTPServerError) -> String {
         let bytes: [UInt8]
+        let permissions: UInt32
         do {
-            bytes = try OwnedFile(path, .readOnly).readToEnd()
+            let file = try OwnedFile(path, .readOnly)
+            permissions = try file.status().permissions
+            bytes = try file.readToEnd()
         } catch {
             throw HTTPServerError("cannot read [http] token_file \(path): \(error.message); make it readable by recd")
+        }
+        guard permissions & 0o077 == 0 else {
+            throw HTTPServerError(
+                "[http] token_file \(path) is open to group or others (mode \(String(permissions, radix: 8))); run chmod 600 \(path) (owned by recd's user)"
+            )
         }
         let line = String(decoding: bytes, as: UTF8.self).split(separator: "\n").first ?? ""
         let token = line.trimmingCharacters(in: .whitespaces)
