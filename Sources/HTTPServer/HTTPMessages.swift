@@ -76,12 +76,15 @@ public struct HTTPResponse: Sendable {
 }
 
 /// A server-sent-events stream: any thread `send`s events; the listener's thread for that
-/// connection writes them out. Bounded two ways against a client that stops reading (the
+/// connection writes them out. Bounded three ways against a client that stops reading (the
 /// listener then closes the connection, and `send` answers false): more than `maxQueuedBytes`
-/// waiting, or the connection could take nothing for `stallSeconds` (its socket buffers, kept
-/// small for streams, are full). A comment line goes out every `keepAliveSeconds` without
-/// events, so a client that reads nothing is found out even when no events come, and proxies
-/// keep the connection.
+/// waiting, the connection could take nothing for `stallSeconds` (its socket buffers, kept
+/// small for streams, are full), or the stream is `maxLifetimeSeconds` old. The last one is
+/// the only bound on a client that reads nothing: Linux grows a receive buffer that fills
+/// (up to `tcp_rmem`'s maximum, megabytes), so such a client can take the meters for many
+/// minutes before anything backs up. A reading client sees the stream end and reconnects
+/// (EventSource does so by itself, after `retryMilliseconds`). A comment line goes out every
+/// `keepAliveSeconds` without events, so proxies keep the connection.
 public final class HTTPEventStream: Sendable {
     private struct State {
         var pending: [UInt8] = []
@@ -97,15 +100,29 @@ public final class HTTPEventStream: Sendable {
     public let maxQueuedBytes: Int
     public let keepAliveSeconds: Double
     public let stallSeconds: Double
+    public let maxLifetimeSeconds: Double
+    private let began: Double
     private let state: Mutex<State>
     private let wake = DispatchSemaphore(value: 0)
 
-    public init(maxQueuedBytes: Int = 256 * 1024, keepAliveSeconds: Double = 5, stallSeconds: Double = 10) {
+    /// `retryMilliseconds`: sent first (`retry:`), how soon the client's EventSource reconnects.
+    public init(
+        maxQueuedBytes: Int = 256 * 1024, keepAliveSeconds: Double = 5, stallSeconds: Double = 10,
+        maxLifetimeSeconds: Double = .infinity, retryMilliseconds: Int? = nil
+    ) {
         self.maxQueuedBytes = maxQueuedBytes
         self.keepAliveSeconds = keepAliveSeconds
         self.stallSeconds = stallSeconds
-        state = Mutex(State(lastTaken: Self.now()))
+        self.maxLifetimeSeconds = maxLifetimeSeconds
+        began = Self.now()
+        var first = State(lastTaken: began)
+        if let retryMilliseconds { first.pending = Array("retry: \(retryMilliseconds)\n\n".utf8) }
+        state = Mutex(first)
     }
+
+    /// Seconds a writer that could not end the stream at its lifetime gets before the
+    /// listener cuts the connection.
+    static let endGraceSeconds = 1.0
 
     private static func now() -> Double { Double(DispatchTime.now().uptimeNanoseconds) / 1e9 }
 
@@ -146,8 +163,9 @@ public final class HTTPEventStream: Sendable {
     /// Whether the listener should shut the connection down: the client fell `maxQueuedBytes`
     /// behind, or the connection took nothing for `stallSeconds` (the deadlines queue asks).
     func isStuck(now: Double) -> Bool {
-        state.withLock { state in
-            state.abandoned || (!state.writerWaiting && now - state.lastTaken > stallSeconds)
+        let expired = now - began > maxLifetimeSeconds + Self.endGraceSeconds
+        return state.withLock { state in
+            expired || state.abandoned || (!state.writerWaiting && now - state.lastTaken > stallSeconds)
         }
     }
 
@@ -172,9 +190,11 @@ public final class HTTPEventStream: Sendable {
                 $0.lastTaken = now
             }
         }
+        if Self.now() - began > maxLifetimeSeconds { close() }
         if let ready = take() { return ready }
         state.withLock { $0.writerWaiting = true }
-        _ = wake.wait(timeout: .now() + keepAliveSeconds)
+        let left = Swift.max(0, maxLifetimeSeconds - (Self.now() - began))
+        _ = wake.wait(timeout: .now() + Swift.min(keepAliveSeconds, left))
         if let ready = take() { return ready }
         return Array(": keep-alive\n\n".utf8)
     }

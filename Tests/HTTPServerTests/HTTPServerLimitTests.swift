@@ -12,6 +12,19 @@ import Testing
     import Glibc
 #endif
 
+/// One way of bounding an event stream, for `stalledStreams`.
+struct StreamBounds: Sendable, CustomTestStringConvertible {
+    var maxQueuedBytes: Int
+    var stallSeconds: Double
+    var lifetime: Double
+    /// The non-reading clients' SO_RCVBUF (nil: Linux's default).
+    var receiveBuffer: Int32?
+
+    var testDescription: String {
+        "\(maxQueuedBytes) bytes, stall \(stallSeconds) s, lifetime \(lifetime) s, receive buffer \(receiveBuffer.map(String.init) ?? "default")"
+    }
+}
+
 @Suite("HTTP listener: deadlines, limits and hostile requests", .serialized)
 struct HTTPServerLimitTests {
     static func server(limits: HTTPServer.Limits = .init(), routes: HTTPServer.Routes? = nil) throws -> HTTPServer {
@@ -105,15 +118,20 @@ struct HTTPServerLimitTests {
     }
 
     @Test(
-        "16 event-stream clients that never read are cut off, their slots free at once: a 17th gets its stream within the bound (by the queued-bytes rule alone, and by the stall rule alone)",
-        arguments: [(64 * 1024, 60.0), (1 << 20, 1.0)])
-    func stalledStreams(maxQueuedBytes: Int, stallSeconds: Double) throws {
+        "16 event-stream clients that never read are cut off, their slots free at once: a 17th gets its stream within the bound (by each rule alone: bytes queued, a stalled connection with small buffers; the stream's lifetime with Linux's default buffers, which take megabytes)",
+        arguments: [
+            StreamBounds(maxQueuedBytes: 64 * 1024, stallSeconds: 60, lifetime: .infinity, receiveBuffer: 4096),
+            StreamBounds(maxQueuedBytes: 1 << 24, stallSeconds: 1, lifetime: .infinity, receiveBuffer: 4096),
+            StreamBounds(maxQueuedBytes: 1 << 24, stallSeconds: 60, lifetime: 2, receiveBuffer: nil),
+        ])
+    func stalledStreams(_ bounds: StreamBounds) throws {
         let open = Locked<[HTTPEventStream]>([])
         var routes = HTTPServer.Routes()
         routes.add("/events") { _ in
             // MeterFeed's rule: at most 16 open streams, the closed ones dropped first.
             let stream = HTTPEventStream(
-                maxQueuedBytes: maxQueuedBytes, keepAliveSeconds: 1, stallSeconds: stallSeconds)
+                maxQueuedBytes: bounds.maxQueuedBytes, keepAliveSeconds: 1, stallSeconds: bounds.stallSeconds,
+                maxLifetimeSeconds: bounds.lifetime)
             let added = open.update { streams -> Bool in
                 guard streams.filter({ !$0.isClosed }).count < 16 else { return false }
                 streams.removeAll { $0.isClosed }
@@ -135,7 +153,8 @@ struct HTTPServerLimitTests {
         defer { feeding.set(false) }
         var sleepers: [HTTPTestConnection] = []
         for _ in 0..<16 {
-            let connection = try HTTPTestConnection(host: "127.0.0.1", port: server.port, receiveBuffer: 4096)
+            let connection = try HTTPTestConnection(
+                host: "127.0.0.1", port: server.port, receiveBuffer: bounds.receiveBuffer)
             connection.send("GET /events HTTP/1.1\r\nHost: x\r\n\r\n")
             sleepers.append(connection)
         }
@@ -152,8 +171,9 @@ struct HTTPServerLimitTests {
                 return answer.hasPrefix("HTTP/1.1 200")
             }, "\(answer)")
         let waited = Date().timeIntervalSince(asked)
-        // The sleepers' buffers (a 4 KiB receive buffer, the listener's small send buffer) fill
-        // within a second at 100 kB/s; then 64 KiB queue up in under a second, or 1 s of stall.
+        // Small buffers (a 4 KiB receive buffer, the listener's small send buffer) fill within a
+        // second at 100 kB/s; then 64 KiB queue up in under a second, or 1 s of stall. Default
+        // buffers never fill in the test's time: the 2 s lifetime ends those streams.
         #expect(waited < 5, "the 17th waited \(waited) s")
         #expect(sleeping.allSatisfy { $0.isClosed }, "every sleeper's stream is closed")
         for sleeper in sleepers {
@@ -161,6 +181,25 @@ struct HTTPServerLimitTests {
             for _ in 0..<200 where !ended { ended = sleeper.readAvailable(timeout: 0.05) == nil }
             #expect(ended, "a sleeper's connection was closed")
         }
+    }
+
+    @Test("a reading client's stream starts with retry: and ends cleanly (the chunked end) at its lifetime")
+    func streamLifetime() throws {
+        var routes = HTTPServer.Routes()
+        routes.add("/") { _ in .text("hi") }
+        routes.add("/events") { _ in
+            .events(HTTPEventStream(keepAliveSeconds: 0.2, maxLifetimeSeconds: 0.6, retryMilliseconds: 700))
+        }
+        let server = try Self.server(routes: routes)
+        defer { server.stop() }
+        let connection = try HTTPTestConnection(host: "127.0.0.1", port: server.port)
+        connection.send("GET /events HTTP/1.1\r\nHost: x\r\n\r\n")
+        let began = Date()
+        let stream = connection.read(until: "\r\n0\r\n\r\n", timeout: 3)
+        let lasted = Date().timeIntervalSince(began)
+        #expect(stream.contains("retry: 700\n\n") && stream.hasSuffix("\r\n0\r\n\r\n"), "\(stream)")
+        #expect(lasted > 0.5 && lasted < 1.5, "the stream lasted \(lasted) s")
+        #expect(Self.served(server.port))
     }
 
     @Test("%00 anywhere in the target gets 400 and reaches no handler; %2500 is a plain %00 in a name")
