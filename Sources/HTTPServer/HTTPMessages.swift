@@ -161,7 +161,8 @@ public final class HTTPEventStream: Sendable {
     public var isClosed: Bool { state.withLock { $0.closed } }
 
     /// Whether the listener should shut the connection down: the client fell `maxQueuedBytes`
-    /// behind, or the connection took nothing for `stallSeconds` (the deadlines queue asks).
+    /// behind, the connection took nothing for `stallSeconds`, or the stream outlived
+    /// `maxLifetimeSeconds` without its end being written (the deadlines queue asks).
     func isStuck(now: Double) -> Bool {
         let expired = now - began > maxLifetimeSeconds + Self.endGraceSeconds
         return state.withLock { state in
