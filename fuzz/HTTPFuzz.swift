@@ -9,6 +9,11 @@ import Glibc
 
 @testable import HTTPServer
 
+/// A failed check stops the fuzzer with its message (precondition's is dropped at -O).
+func check(_ condition: Bool, _ message: @autoclosure () -> String) {
+    if !condition { fatalError(message()) }
+}
+
 /// The file `/files/` serves: 1000 known bytes.
 let filePath: String = {
     let path = "/tmp/recd-http-fuzz-\(getpid()).bin"
@@ -29,7 +34,7 @@ let server: HTTPServer = {
         return .events(stream)
     }
     routes.addPrefix("/files/") { request in
-        precondition(!request.path.isEmpty, "a handler saw an empty path")
+        check(!request.path.isEmpty, "a handler saw an empty path")
         let fd = open(filePath, O_RDONLY | O_CLOEXEC)
         return HTTPResponse(contentType: "application/octet-stream", body: .file(descriptor: fd, size: 1000))
     }
@@ -42,10 +47,26 @@ let server: HTTPServer = {
     }
 }()
 
+/// Connections made so far (the fuzzer runs one input at a time).
+nonisolated(unsafe) var connectionCount: UInt32 = 0
+
 /// A TCP connection to the listener (blocking, with a receive timeout).
 func connectToServer() -> Int32 {
     let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-    precondition(fd >= 0, "socket: errno \(errno)")
+    check(fd >= 0, "socket: errno \(errno)")
+    // Each connection from another loopback address (127.1.0.0/16 and up): the half-close
+    // leaves the client in TIME_WAIT, and at hundreds of connections a second one source
+    // address would run out of ephemeral ports within a minute.
+    connectionCount &+= 1
+    var source = sockaddr_in()
+    source.sin_family = sa_family_t(AF_INET)
+    source.sin_addr.s_addr = (UInt32(0x7f01_0000) &+ (connectionCount % 0x00fe_0000)).bigEndian
+    var noPort: Int32 = 1
+    setsockopt(fd, Int32(IPPROTO_IP), IP_BIND_ADDRESS_NO_PORT, &noPort, socklen_t(MemoryLayout<Int32>.size))
+    let bound = withUnsafePointer(to: &source) {
+        $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+    }
+    check(bound == 0, "bind: errno \(errno)")
     var address = sockaddr_in()
     address.sin_family = sa_family_t(AF_INET)
     address.sin_port = server.port.bigEndian
@@ -55,13 +76,19 @@ func connectToServer() -> Int32 {
             connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
         }
     }
-    precondition(connected == 0, "the listener refused a connection: errno \(errno)")
+    // libFuzzer's timer signal can interrupt connect; the connection then completes on its own.
+    if connected != 0 && errno == EINTR {
+        var entry = pollfd(fd: fd, events: Int16(POLLOUT), revents: 0)
+        _ = poll(&entry, 1, 3000)
+        var failure: Int32 = 0
+        var length = socklen_t(MemoryLayout<Int32>.size)
+        getsockopt(fd, SOL_SOCKET, SO_ERROR, &failure, &length)
+        check(failure == 0, "the listener refused a connection: errno \(failure)")
+    } else {
+        check(connected == 0, "the listener refused a connection: errno \(errno)")
+    }
     var timeout = timeval(tv_sec: 3, tv_usec: 0)
     setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
-    // close() resets instead of lingering in TIME_WAIT: at hundreds of connections a second,
-    // TIME_WAIT would use up the ephemeral ports in a minute.
-    var linger = Glibc.linger(l_onoff: 1, l_linger: 0)
-    setsockopt(fd, SOL_SOCKET, SO_LINGER, &linger, socklen_t(MemoryLayout<Glibc.linger>.size))
     return fd
 }
 
@@ -72,6 +99,7 @@ func exchange(_ bytes: UnsafeRawBufferPointer) -> [UInt8] {
     var sent = 0
     while sent < bytes.count {
         let n = send(fd, bytes.baseAddress! + sent, bytes.count - sent, Int32(MSG_NOSIGNAL))
+        if n < 0 && errno == EINTR { continue }
         if n <= 0 { break }  // the listener may close early (a 431, a refused request)
         sent += n
     }
@@ -80,6 +108,7 @@ func exchange(_ bytes: UnsafeRawBufferPointer) -> [UInt8] {
     var buffer = [UInt8](repeating: 0, count: 65536)
     while answer.count < 1 << 20 {
         let n = buffer.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) }
+        if n < 0 && errno == EINTR { continue }
         if n <= 0 { break }
         answer += buffer[..<n]
     }
@@ -104,11 +133,11 @@ func firstAnswer(_ bytes: [UInt8]) -> (status: Int, headers: [String: String], r
         start = lineEnd + 2
     }
     let statusLine = lines.first ?? ""
-    precondition(
+    check(
         statusLine.hasPrefix("HTTP/1.1 ") || statusLine.hasPrefix("HTTP/1.0 "), "no status line: \(statusLine)")
     let code = statusLine.dropFirst(9).prefix(3)
     guard let status = Int(code), (100...599).contains(status) else {
-        preconditionFailure("a status line without a status: \(statusLine)")
+        fatalError("a status line without a status: \(statusLine)")
     }
     var headers: [String: String] = [:]
     for line in lines.dropFirst() {
@@ -125,36 +154,38 @@ public func httpFuzz(_ data: UnsafePointer<UInt8>, _ size: Int) -> Int32 {
 
     // The parsers, in process.
     switch ByteRange.parse(text, size: 1000) {
-    case .part(let first, let last): precondition(first <= last && last < 1000, "range \(first)-\(last)")
+    case .part(let first, let last): check(first <= last && last < 1000, "range \(first)-\(last)")
     case .whole, .unsatisfiable: break
     }
-    if let credentials = HTTPServer.bearerCredentials(text) { precondition(credentials.count <= text.utf8.count) }
+    if let credentials = HTTPServer.bearerCredentials(text) {
+        check(credentials.count <= text.utf8.count, "credentials longer than the header")
+    }
     let nul = text.utf8CString.withUnsafeBufferPointer { HTTPServer.holdsEncodedNUL($0.baseAddress!) }
-    precondition(
+    check(
         nul == text.prefix { $0 != "\0" }.contains("%00"), "the %00 scan disagrees on \(text.debugDescription)")
 
     // The listener.
     let answer = exchange(input)
     if !answer.isEmpty {
         guard let (status, headers, rest) = firstAnswer(answer) else {
-            precondition(
+            check(
                 answer.starts(with: Array("HTTP/1.".utf8)),
                 "an answer that is not HTTP: \(String(decoding: answer.prefix(200), as: UTF8.self).debugDescription)")
             return 0
         }
-        precondition(status != 500, "the listener answered 500 to \(text.prefix(300).debugDescription)")
+        check(status != 500, "the listener answered 500 to \(text.prefix(300).debugDescription)")
         if status == 206 {
             let range = headers["content-range"] ?? ""
             let parts = range.dropFirst("bytes ".count).split(whereSeparator: { $0 == "-" || $0 == "/" })
-            precondition(
+            check(
                 range.hasPrefix("bytes ") && parts.count == 3 && parts[2] == "1000", "a 206 with Content-Range \(range)"
             )
             let first = Int(parts[0])!, last = Int(parts[1])!
-            precondition(first <= last && last < 1000, "a 206 outside the file: \(range)")
-            precondition(headers["content-length"] == String(last - first + 1), "a 206 whose length is not its range")
+            check(first <= last && last < 1000, "a 206 outside the file: \(range)")
+            check(headers["content-length"] == String(last - first + 1), "a 206 whose length is not its range")
             if headers["transfer-encoding"] == nil && rest.count >= last - first + 1 {
                 let expected = (first...last).map { UInt8($0 % 251) }
-                precondition(Array(rest.prefix(last - first + 1)) == expected, "a 206 with the wrong bytes")
+                check(Array(rest.prefix(last - first + 1)) == expected, "a 206 with the wrong bytes")
             }
         }
     }
@@ -167,5 +198,5 @@ public func httpFuzz(_ data: UnsafePointer<UInt8>, _ size: Int) -> Int32 {
         if firstAnswer(check)?.status == 200 { return 0 }
         answers.append(String(decoding: check.prefix(200), as: UTF8.self).debugDescription)
     }
-    preconditionFailure("the listener stopped serving after \(text.prefix(300).debugDescription): \(answers)")
+    fatalError("the listener stopped serving after \(text.prefix(300).debugDescription): \(answers)")
 }
