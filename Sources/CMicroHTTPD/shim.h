@@ -8,25 +8,33 @@
 #include <sys/socket.h>
 #include <microhttpd.h>
 
-/// MHD_start_daemon with recd's options: the address to bind (with its length), the
-/// connection limits, the per-connection memory limit (bounds the request head), the idle
-/// timeout in seconds, a completion callback, and an accept policy (who may connect).
+/// The URI log callback's type (MHD_OPTION_URI_LOG_CALLBACK has no typedef): called with the
+/// request target as received, before libmicrohttpd decodes it; its result is the request's
+/// context (the access handler's `req_cls`).
+typedef void *(*recd_mhd_uri_logger)(void *cls, const char *uri, struct MHD_Connection *connection);
+
+/// MHD_start_daemon with recd's options: the address to bind, the connection limit, the
+/// per-connection memory (the request head and the reply's head share it), the idle timeout in
+/// seconds, and recd's callbacks, all with `cls`: the access handler, request completed,
+/// accept policy (recd counts connections per address itself), connection opened/closed, and
+/// the raw request target. libmicrohttpd's own per-address limit stays off: it would refuse a
+/// newcomer before the accept policy could make room for it.
 static inline struct MHD_Daemon *recd_mhd_start(
-    unsigned int flags, const struct sockaddr *address,
-    MHD_AccessHandlerCallback handler, void *handler_cls,
-    unsigned int connection_limit, unsigned int per_ip_limit,
+    unsigned int flags, const struct sockaddr *address, void *cls,
+    MHD_AccessHandlerCallback handler, unsigned int connection_limit,
     size_t memory_limit, unsigned int timeout_seconds,
-    MHD_RequestCompletedCallback completed, void *completed_cls,
-    MHD_AcceptPolicyCallback accept_policy, void *accept_cls)
+    MHD_RequestCompletedCallback completed, MHD_AcceptPolicyCallback accept_policy,
+    MHD_NotifyConnectionCallback notify_connection, recd_mhd_uri_logger uri_logger)
 {
     return MHD_start_daemon(
-        flags, 0, accept_policy, accept_cls, handler, handler_cls,
+        flags, 0, accept_policy, cls, handler, cls,
         MHD_OPTION_SOCK_ADDR, address,
         MHD_OPTION_CONNECTION_LIMIT, connection_limit,
-        MHD_OPTION_PER_IP_CONNECTION_LIMIT, per_ip_limit,
         MHD_OPTION_CONNECTION_MEMORY_LIMIT, memory_limit,
         MHD_OPTION_CONNECTION_TIMEOUT, timeout_seconds,
-        MHD_OPTION_NOTIFY_COMPLETED, completed, completed_cls,
+        MHD_OPTION_NOTIFY_COMPLETED, completed, cls,
+        MHD_OPTION_NOTIFY_CONNECTION, notify_connection, cls,
+        MHD_OPTION_URI_LOG_CALLBACK, uri_logger, cls,
         MHD_OPTION_END);
 }
 
@@ -43,6 +51,24 @@ static inline const struct sockaddr *recd_mhd_peer_address(struct MHD_Connection
     const union MHD_ConnectionInfo *info =
         MHD_get_connection_info(connection, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
     return info == NULL ? NULL : info->client_addr;
+}
+
+/// The connection's socket (-1 when unknown). libmicrohttpd closes it only after the
+/// connection-closed notification.
+static inline int recd_mhd_connection_fd(struct MHD_Connection *connection)
+{
+    const union MHD_ConnectionInfo *info =
+        MHD_get_connection_info(connection, MHD_CONNECTION_INFO_CONNECTION_FD);
+    return info == NULL ? -1 : info->connect_fd;
+}
+
+/// The bytes of the request head received: request line, header lines, the empty line (0 before
+/// the head is complete).
+static inline size_t recd_mhd_request_head_size(struct MHD_Connection *connection)
+{
+    const union MHD_ConnectionInfo *info =
+        MHD_get_connection_info(connection, MHD_CONNECTION_INFO_REQUEST_HEADER_SIZE);
+    return info == NULL ? 0 : info->header_size;
 }
 
 /// MHD_CONTENT_READER_END_OF_STREAM / _WITH_ERROR are macros casting -1 and -2 to ssize_t.

@@ -91,7 +91,9 @@ struct HTTPEndpoints: Sendable {
         return try HTTPServer(address: address, token: token, routes: HTTPEndpoints(router: router).routes())
     }
 
-    /// The token in `token_file`: its first line, without surrounding white space.
+    /// The token in `token_file`: its first line, without surrounding white space. A file that
+    /// group or others may read or write is refused (recd does not start): the token would be
+    /// everyone's on the box, and a token once read by others cannot be taken back by a warning.
     static func readToken(_ path: String) throws(HTTPServerError) -> String {
         func unreadable(_ error: SystemError) -> HTTPServerError {
             HTTPServerError("cannot read [http] token_file \(path): \(error.message); make it readable by recd")
@@ -99,9 +101,12 @@ struct HTTPEndpoints: Sendable {
         // Non-blocking, then a regular file only: a FIFO here would hold recd's start for ever.
         let file: OwnedFile
         let kind: FileKind
+        let permissions: UInt32
         do throws(SystemError) {
             file = try OwnedFile(path, .readOnlyNonBlocking)
-            kind = try file.status().kind
+            let status = try file.status()
+            kind = status.kind
+            permissions = status.permissions
         } catch {
             throw unreadable(error)
         }
@@ -115,6 +120,11 @@ struct HTTPEndpoints: Sendable {
             bytes = try file.readToEnd()
         } catch {
             throw unreadable(error)
+        }
+        guard permissions & 0o077 == 0 else {
+            throw HTTPServerError(
+                "[http] token_file \(path) is open to group or others (mode \(String(permissions, radix: 8))); run chmod 600 \(path) (owned by recd's user)"
+            )
         }
         let line = String(decoding: bytes, as: UTF8.self).split(separator: "\n").first ?? ""
         let token = line.trimmingCharacters(in: .whitespaces)

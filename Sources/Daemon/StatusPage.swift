@@ -15,11 +15,23 @@ import SystemSupport
 
 /// The live meters as server-sent events (`/events`): the control thread sends each tick's
 /// `meters` event (about 10 Hz) to every open stream, and renders nothing while none is open.
-/// A stream the client left, or that fell 64 kB behind, is closed by the listener and dropped
-/// at the next tick. Any thread.
+/// A stream the client left, that fell `maxQueuedBytes` behind, whose connection could take
+/// nothing for `stallSeconds` (a client that stopped reading: its socket buffers are full), or
+/// that is `maxLifetimeSeconds` old is closed by the listener, its slot free at once, and
+/// dropped here at the next tick. Any thread.
 final class MeterFeed: Sendable {
     /// Streams open at once; more get 503.
     static let maxListeners = 16
+    /// Bytes waiting for one client before it is cut off: a reading browser has one event
+    /// (under 1 kB) waiting at most.
+    static let maxQueuedBytes = 16 * 1024
+    /// Seconds a stream's connection may take nothing before it is cut off.
+    static let stallSeconds = 5.0
+    /// Seconds a stream lasts; the page's EventSource then reconnects within `retryMilliseconds`.
+    /// The only bound on a client that reads nothing while its kernel takes the meters into a
+    /// growing receive buffer (megabytes: the 13 minutes the issue measured).
+    static let maxLifetimeSeconds = 60.0
+    static let retryMilliseconds = 1000
     private let streams = Mutex<[HTTPEventStream]>([])
 
     /// Whether any stream is open: the control thread renders meters only then.
@@ -27,7 +39,9 @@ final class MeterFeed: Sendable {
 
     /// A new stream for one client, or nil when `maxListeners` are open. HTTP thread.
     func subscribe() -> HTTPEventStream? {
-        let stream = HTTPEventStream(maxQueuedBytes: 64 * 1024, keepAliveSeconds: 5)
+        let stream = HTTPEventStream(
+            maxQueuedBytes: Self.maxQueuedBytes, keepAliveSeconds: 2, stallSeconds: Self.stallSeconds,
+            maxLifetimeSeconds: Self.maxLifetimeSeconds, retryMilliseconds: Self.retryMilliseconds)
         let added = streams.withLock { open -> Bool in
             open.removeAll { $0.isClosed }
             guard open.count < Self.maxListeners else { return false }

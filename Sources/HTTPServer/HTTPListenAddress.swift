@@ -70,6 +70,23 @@ public struct HTTPListenAddress: Sendable, Equatable, CustomStringConvertible {
         return withUnsafeBytes(of: address) { Array($0) }
     }
 
+    /// A peer's IP address as bytes (4 for IPv4, 16 for IPv6; empty for anything else): what
+    /// the per-address connection limit counts by.
+    static func peerKey(_ address: UnsafePointer<sockaddr>) -> [UInt8] {
+        switch Int32(address.pointee.sa_family) {
+        case AF_INET:
+            return address.withMemoryRebound(to: sockaddr_in.self, capacity: 1) {
+                withUnsafeBytes(of: $0.pointee.sin_addr) { Array($0) }
+            }
+        case AF_INET6:
+            return address.withMemoryRebound(to: sockaddr_in6.self, capacity: 1) {
+                withUnsafeBytes(of: $0.pointee.sin6_addr) { Array($0) }
+            }
+        default:
+            return []
+        }
+    }
+
     /// Whether a peer's address is on this machine: 127.0.0.0/8, ::1, or ::ffff:127.x.y.z.
     static func isLoopback(_ address: UnsafePointer<sockaddr>) -> Bool {
         switch Int32(address.pointee.sa_family) {

@@ -76,24 +76,55 @@ public struct HTTPResponse: Sendable {
 }
 
 /// A server-sent-events stream: any thread `send`s events; the listener's thread for that
-/// connection writes them out. Bounded: a client that reads slower than events come (more than
-/// `maxQueuedBytes` waiting) is cut off. A comment line goes out every `keepAliveSeconds`
-/// without events, so dead clients are noticed and proxies keep the connection.
+/// connection writes them out. Bounded three ways against a client that stops reading (the
+/// listener then closes the connection, and `send` answers false): more than `maxQueuedBytes`
+/// waiting, the connection could take nothing for `stallSeconds` (its socket buffers, kept
+/// small for streams, are full), or the stream is `maxLifetimeSeconds` old. The last one is
+/// the only bound on a client that reads nothing: Linux grows a receive buffer that fills
+/// (up to `tcp_rmem`'s maximum, megabytes), so such a client can take the meters for many
+/// minutes before anything backs up. A reading client sees the stream end and reconnects
+/// (EventSource does so by itself, after `retryMilliseconds`). A comment line goes out every
+/// `keepAliveSeconds` without events, so proxies keep the connection.
 public final class HTTPEventStream: Sendable {
     private struct State {
         var pending: [UInt8] = []
         var closed = false
+        /// Closed for falling behind: the listener shuts the connection down.
+        var abandoned = false
+        /// The connection's thread is in `next`, waiting for events (so not stuck).
+        var writerWaiting = false
+        /// When the connection's thread last took bytes (or the stream began).
+        var lastTaken: Double
     }
 
     public let maxQueuedBytes: Int
     public let keepAliveSeconds: Double
-    private let state = Mutex(State())
+    public let stallSeconds: Double
+    public let maxLifetimeSeconds: Double
+    private let began: Double
+    private let state: Mutex<State>
     private let wake = DispatchSemaphore(value: 0)
 
-    public init(maxQueuedBytes: Int = 256 * 1024, keepAliveSeconds: Double = 5) {
+    /// `retryMilliseconds`: sent first (`retry:`), how soon the client's EventSource reconnects.
+    public init(
+        maxQueuedBytes: Int = 256 * 1024, keepAliveSeconds: Double = 5, stallSeconds: Double = 10,
+        maxLifetimeSeconds: Double = .infinity, retryMilliseconds: Int? = nil
+    ) {
         self.maxQueuedBytes = maxQueuedBytes
         self.keepAliveSeconds = keepAliveSeconds
+        self.stallSeconds = stallSeconds
+        self.maxLifetimeSeconds = maxLifetimeSeconds
+        began = Self.now()
+        var first = State(lastTaken: began)
+        if let retryMilliseconds { first.pending = Array("retry: \(retryMilliseconds)\n\n".utf8) }
+        state = Mutex(first)
     }
+
+    /// Seconds a writer that could not end the stream at its lifetime gets before the
+    /// listener cuts the connection.
+    static let endGraceSeconds = 1.0
+
+    private static func now() -> Double { Double(DispatchTime.now().uptimeNanoseconds) / 1e9 }
 
     /// Queues one event (`data` may hold several lines); false once the stream is closed (the
     /// client went, was too slow, or someone called `close`): stop feeding it.
@@ -103,18 +134,22 @@ public final class HTTPEventStream: Sendable {
         if let event { text += "event: \(event)\n" }
         for line in data.split(separator: "\n", omittingEmptySubsequences: false) { text += "data: \(line)\n" }
         text += "\n"
+        let now = Self.now()
         let accepted = state.withLock { state -> Bool in
             guard !state.closed else { return false }
-            if state.pending.count + text.utf8.count > maxQueuedBytes {
+            let behind = state.pending.count + text.utf8.count > maxQueuedBytes
+            let stalled = !state.pending.isEmpty && !state.writerWaiting && now - state.lastTaken > stallSeconds
+            if behind || stalled {
                 state.closed = true
+                state.abandoned = true
                 state.pending = []
-            } else {
-                state.pending += text.utf8
+                return false
             }
+            state.pending += text.utf8
             return true
         }
         wake.signal()
-        return accepted && !isClosed
+        return accepted
     }
 
     /// Ends the stream: the client sees the end after what is queued.
@@ -124,6 +159,16 @@ public final class HTTPEventStream: Sendable {
     }
 
     public var isClosed: Bool { state.withLock { $0.closed } }
+
+    /// Whether the listener should shut the connection down: the client fell `maxQueuedBytes`
+    /// behind, the connection took nothing for `stallSeconds`, or the stream outlived
+    /// `maxLifetimeSeconds` without its end being written (the deadlines queue asks).
+    func isStuck(now: Double) -> Bool {
+        let expired = now - began > maxLifetimeSeconds + Self.endGraceSeconds
+        return state.withLock { state in
+            expired || state.abandoned || (!state.writerWaiting && now - state.lastTaken > stallSeconds)
+        }
+    }
 
     /// What to write next, at most `max` bytes: waits up to `keepAliveSeconds` for events and
     /// returns a comment if none came; nil at the end. The connection's thread only.
@@ -139,8 +184,18 @@ public final class HTTPEventStream: Sendable {
                 return state.closed ? .some(nil) : nil
             }
         }
+        defer {
+            let now = Self.now()
+            state.withLock {
+                $0.writerWaiting = false
+                $0.lastTaken = now
+            }
+        }
+        if Self.now() - began > maxLifetimeSeconds { close() }
         if let ready = take() { return ready }
-        _ = wake.wait(timeout: .now() + keepAliveSeconds)
+        state.withLock { $0.writerWaiting = true }
+        let left = Swift.max(0, maxLifetimeSeconds - (Self.now() - began))
+        _ = wake.wait(timeout: .now() + Swift.min(keepAliveSeconds, left))
         if let ready = take() { return ready }
         return Array(": keep-alive\n\n".utf8)
     }

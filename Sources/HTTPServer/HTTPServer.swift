@@ -1,13 +1,25 @@
 // recd's HTTP listener (libmicrohttpd): read-only (GET and HEAD), loopback by default, a
 // bearer token for any peer not on this machine, bounded like the control socket.
 //
-// Threads: libmicrohttpd's own. One listening thread accepts; each connection gets a thread
+// Threads: libmicrohttpd's own. One listening thread accepts (the accept policy and the
+// connection opened/closed notifications run there); each connection gets a thread
 // (MHD_USE_THREAD_PER_CONNECTION, bounded by `Limits.maxConnections`), which runs the route
 // handler and writes the response, and for an event stream blocks in `HTTPEventStream.next`.
 // Handlers therefore run on those threads, never on recd's control thread; what they need of
 // recd's state they must get without touching it (the daemon posts to its control thread and
-// waits with a time limit). `start` and `stop`: any one thread (the daemon's main thread).
+// waits with a time limit). One more of ours, the "deadlines" queue, sweeps the connections a
+// few times a second. `start` and `stop`: any one thread (the daemon's main thread).
+//
+// Why a table of connections beside libmicrohttpd's: its idle timeout restarts at every byte,
+// so a peer trickling one header byte every few seconds holds a connection (and its thread) for
+// ever, and its per-address limit refuses a newcomer before anyone could make room. recd keeps
+// each connection's socket, peer and the time its current request head began; the sweep shuts
+// down (shutdown(2), never close: libmicrohttpd closes the descriptor only after telling us the
+// connection closed, under the same lock) a connection whose head is late or whose event stream
+// stalled, and the accept policy makes room for a newcomer by shutting down the oldest
+// connection still waiting for a request head.
 internal import CMicroHTTPD
+import Dispatch
 import Glibc
 import Synchronization
 
@@ -22,19 +34,34 @@ public final class HTTPServer: Sendable {
         public var maxConnectionsPerIP: Int
         /// Seconds a connection may be idle (no request byte, nothing written) before it is closed.
         public var idleTimeoutSeconds: Int
-        /// Memory for one connection's request head and buffers: a longer request line or
-        /// more headers get 431 (or 414 for the line).
+        /// Seconds a whole request head (request line, headers, the empty line) may take to
+        /// arrive, from the connection's opening or the end of the previous answer: a slower
+        /// one gets `408` and the connection is closed, however steadily its bytes trickle in.
+        public var headTimeoutSeconds: Double
+        /// The largest request head: its bytes, plus 64 for each header line, query argument
+        /// and cookie (what libmicrohttpd keeps for each). A larger one gets 431 (414 for a
+        /// request line that alone does not fit in memory).
         public var maxRequestHeadBytes: Int
 
         public init(
             maxConnections: Int = 64, maxConnectionsPerIP: Int = 16, idleTimeoutSeconds: Int = 10,
-            maxRequestHeadBytes: Int = 16 * 1024
+            headTimeoutSeconds: Double = 5, maxRequestHeadBytes: Int = 16 * 1024
         ) {
             self.maxConnections = maxConnections
             self.maxConnectionsPerIP = maxConnectionsPerIP
             self.idleTimeoutSeconds = idleTimeoutSeconds
+            self.headTimeoutSeconds = headTimeoutSeconds
             self.maxRequestHeadBytes = maxRequestHeadBytes
         }
+
+        /// The memory libmicrohttpd gets per connection: the largest head and room for the
+        /// reply's head beyond it. Without that room, a head just under the limit left none
+        /// for the answer, and libmicrohttpd closed the connection without a status.
+        var connectionMemoryBytes: Int { maxRequestHeadBytes + HTTPServer.replyHeadRoomBytes }
+
+        /// libmicrohttpd's own connection limit: ours, and room for connections we shut down
+        /// that it has not cleaned up yet (a few milliseconds each).
+        var listenerConnectionLimit: Int { maxConnections + maxConnections / 4 + 4 }
     }
 
     /// Answers one request. Runs on the connection's thread.
@@ -60,14 +87,43 @@ public final class HTTPServer: Sendable {
         }
     }
 
+    /// Per-connection memory kept beyond `maxRequestHeadBytes` for the reply's head.
+    static let replyHeadRoomBytes = 4096
+    /// What libmicrohttpd keeps for each header line, query argument or cookie of a request
+    /// (a 56-byte record, aligned to 16).
+    static let bytesPerRequestValue = 64
+    /// The kernel send buffer of an event stream's socket (the kernel doubles it): small, so
+    /// that a client that stops reading is noticed in seconds, not after megabytes.
+    static let eventStreamSendBufferBytes: Int32 = 4096
+
     public let address: HTTPListenAddress
     public let limits: Limits
     private let token: [UInt8]?
     private let routes: Routes
+
+    /// One open connection, from libmicrohttpd's opened notification to its closed one.
+    private struct Connection {
+        /// Its socket: valid until the closed notification (libmicrohttpd closes it after).
+        let fd: Int32
+        /// The peer's IP address (4 or 16 bytes).
+        let peer: [UInt8]
+        /// When the request head now awaited began: the connection's opening, or the end of
+        /// the previous answer.
+        var headSince: Double
+        /// Whether a request head is awaited (false while a request is answered).
+        var awaitingHead = true
+        /// Shut down by us (late head, room for a newcomer, stalled stream); its thread is
+        /// closing it and it no longer counts.
+        var dropped = false
+        /// The event stream it serves, if any.
+        var stream: HTTPEventStream?
+    }
     private struct State {
         /// The MHD_Daemon's address (a plain integer: the pointer is not Sendable); 0 once stopped.
         var daemon: UInt = 0
-        var streams: [ObjectIdentifier: HTTPEventStream] = [:]
+        /// Keyed by the MHD_Connection's address.
+        var connections: [UInt: Connection] = [:]
+        var sweep: (any DispatchSourceTimer)?
     }
     private let state = Mutex(State())
     private let boundPort = Atomic<UInt16>(0)
@@ -92,10 +148,10 @@ public final class HTTPServer: Sendable {
         else { throw HTTPServerError("\(address) is not an IP address") }
         let daemon = bytes.withUnsafeBytes { raw in
             recd_mhd_start(
-                UInt32(flags), raw.baseAddress!.assumingMemoryBound(to: sockaddr.self), accessHandler,
-                Unmanaged.passUnretained(self).toOpaque(),
-                UInt32(limits.maxConnections), UInt32(limits.maxConnectionsPerIP), limits.maxRequestHeadBytes,
-                UInt32(limits.idleTimeoutSeconds), nil, nil, nil, nil)
+                UInt32(flags), raw.baseAddress!.assumingMemoryBound(to: sockaddr.self),
+                Unmanaged.passUnretained(self).toOpaque(), accessHandler, UInt32(limits.listenerConnectionLimit),
+                limits.connectionMemoryBytes, UInt32(limits.idleTimeoutSeconds), requestCompleted, acceptPolicy,
+                connectionNotice, uriLogger)
         }
         guard let daemon else {
             let cause = String(cString: strerror(errno))
@@ -105,7 +161,16 @@ public final class HTTPServer: Sendable {
         }
         boundPort.store(recd_mhd_bound_port(daemon), ordering: .relaxed)
         let bits = UInt(bitPattern: daemon)
-        state.withLock { $0.daemon = bits }
+        let period = min(0.25, max(0.02, limits.headTimeoutSeconds / 4))
+        state.withLock { state in
+            state.daemon = bits
+            // Made here: the timer is not Sendable, and the state owns it from the start.
+            let sweep = DispatchSource.makeTimerSource(queue: DispatchQueue(label: "recd.http.deadlines"))
+            sweep.schedule(deadline: .now() + period, repeating: period, leeway: .milliseconds(20))
+            sweep.setEventHandler { [weak self] in self?.sweepConnections() }
+            sweep.resume()
+            state.sweep = sweep
+        }
     }
 
     /// The token rule: an address other machines reach needs a token. Also `--check-config`'s.
@@ -119,19 +184,172 @@ public final class HTTPServer: Sendable {
 
     /// Closes open event streams, then stops the listener and its threads (waits for them).
     public func stop() {
-        let (bits, streams) = state.withLock { state in
-            defer { state.daemon = 0 }
-            return (state.daemon, Array(state.streams.values))
+        let (bits, streams, sweep) = state.withLock { state in
+            defer {
+                state.daemon = 0
+                state.sweep = nil
+            }
+            return (state.daemon, state.connections.values.compactMap(\.stream), state.sweep)
         }
+        sweep?.cancel()
         for stream in streams { stream.close() }
         if let daemon = OpaquePointer(bitPattern: bits) { MHD_stop_daemon(daemon) }
     }
 
     deinit { stop() }
 
+    // MARK: - Connections (the listening thread, the deadlines queue)
+
+    /// Monotonic seconds.
+    private static func now() -> Double { Double(DispatchTime.now().uptimeNanoseconds) / 1e9 }
+
+    /// The accept policy: room for a connection from `address`. When its address already has
+    /// `maxConnectionsPerIP`, or the listener `maxConnections`, the oldest connection of that
+    /// address (or of all) still waiting for a request head makes room: it has sent nothing
+    /// worth keeping. When every one is busy answering, the newcomer is refused (closed unanswered).
+    fileprivate func admit(_ address: UnsafePointer<sockaddr>) -> Bool {
+        let peer = HTTPListenAddress.peerKey(address)
+        let limits = limits
+        return state.withLock { state in
+            let fromPeer = state.connections.filter { !$0.value.dropped && $0.value.peer == peer }
+            if fromPeer.count >= limits.maxConnectionsPerIP && !Self.dropOldestAwaitingHead(fromPeer, in: &state) {
+                return false
+            }
+            let open = state.connections.filter { !$0.value.dropped }
+            if open.count >= limits.maxConnections && !Self.dropOldestAwaitingHead(open, in: &state) {
+                return false
+            }
+            return true
+        }
+    }
+
+    private static func dropOldestAwaitingHead(_ candidates: [UInt: Connection], in state: inout State) -> Bool {
+        guard
+            let oldest = candidates.filter({ $0.value.awaitingHead }).min(by: {
+                $0.value.headSince < $1.value.headSince
+            })
+        else { return false }
+        drop(oldest.key, in: &state, answer: nil)
+        return true
+    }
+
+    /// Shuts a connection down: its thread sees the end and closes it. `answer`, a whole
+    /// response, goes out first when the socket takes it at once. Under the state's lock, which
+    /// keeps the descriptor from being closed (and reused) meanwhile.
+    private static func drop(_ key: UInt, in state: inout State, answer: [UInt8]?) {
+        guard let connection = state.connections[key], !connection.dropped, connection.fd >= 0 else { return }
+        state.connections[key]?.dropped = true
+        if let answer {
+            _ = answer.withUnsafeBytes {
+                send(connection.fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL | MSG_DONTWAIT))
+            }
+        }
+        connection.stream?.close()
+        shutdown(connection.fd, Int32(SHUT_RDWR))
+    }
+
+    fileprivate func opened(_ connection: OpaquePointer) {
+        let fd = recd_mhd_connection_fd(connection)
+        let peer = recd_mhd_peer_address(connection).map { HTTPListenAddress.peerKey($0) } ?? []
+        let now = Self.now()
+        state.withLock { $0.connections[UInt(bitPattern: connection)] = Connection(fd: fd, peer: peer, headSince: now) }
+    }
+
+    fileprivate func closed(_ connection: OpaquePointer) {
+        _ = state.withLock { $0.connections.removeValue(forKey: UInt(bitPattern: connection)) }
+    }
+
+    /// A request's answer ended (or the connection did): the next head's time starts now.
+    fileprivate func answered(_ connection: OpaquePointer) {
+        let now = Self.now()
+        state.withLock { state in
+            let key = UInt(bitPattern: connection)
+            guard state.connections[key] != nil else { return }
+            state.connections[key]!.awaitingHead = true
+            state.connections[key]!.headSince = now
+            state.connections[key]!.stream = nil
+        }
+    }
+
+    /// The deadlines: a head later than `headTimeoutSeconds` gets 408 and its connection is
+    /// shut down; so is an event stream that fell too far behind or could write nothing for
+    /// its `stallSeconds`.
+    private func sweepConnections() {
+        let now = Self.now()
+        let timeout = limits.headTimeoutSeconds
+        let late = Self.requestTimeout(seconds: timeout)
+        state.withLock { state in
+            for (key, connection) in state.connections where !connection.dropped {
+                if connection.awaitingHead && now - connection.headSince > timeout {
+                    Self.drop(key, in: &state, answer: late)
+                } else if let stream = connection.stream, stream.isStuck(now: now) {
+                    Self.drop(key, in: &state, answer: nil)
+                }
+            }
+        }
+    }
+
+    private static func requestTimeout(seconds: Double) -> [UInt8] {
+        let shown = seconds == seconds.rounded() ? String(Int(seconds)) : String(seconds)
+        return rawResponse(
+            408, "Request Timeout",
+            "the request head did not arrive within \(shown) s; send the request line and headers at once")
+    }
+
+    /// A whole response with `Connection: close`, for answers written straight to the socket.
+    private static func rawResponse(_ status: Int, _ reason: String, _ advice: String, body: Bool = true) -> [UInt8] {
+        let text = "\(status) \(reason): \(advice)\n"
+        return Array(
+            ("HTTP/1.1 \(status) \(reason)\r\nConnection: close\r\nContent-Type: text/plain; charset=utf-8\r\n"
+                + "Content-Length: \(text.utf8.count)\r\n\r\n" + (body ? text : "")).utf8)
+    }
+
     // MARK: - Requests (a connection's thread)
 
-    fileprivate func handle(_ connection: OpaquePointer, url: String, method: String) -> MHD_Result {
+    /// Marks the head in (the deadline no longer applies); false when the sweep shut the
+    /// connection down meanwhile (nothing may be written then).
+    private func headArrived(_ connection: OpaquePointer) -> Bool {
+        state.withLock { state in
+            let key = UInt(bitPattern: connection)
+            guard let entry = state.connections[key] else { return true }
+            guard !entry.dropped else { return false }
+            state.connections[key]!.awaitingHead = false
+            return true
+        }
+    }
+
+    /// Whether the head, as libmicrohttpd holds it, leaves room for the reply's head within
+    /// the connection's memory (`maxRequestHeadBytes`; see there).
+    private func headFits(_ connection: OpaquePointer) -> Bool {
+        var used = recd_mhd_request_head_size(connection)
+        for kind in [MHD_ValueKind.HEADER_KIND, .GET_ARGUMENT_KIND, .COOKIE_KIND] {
+            used += Int(MHD_get_connection_values(connection, kind, nil, nil)) * Self.bytesPerRequestValue
+        }
+        // libmicrohttpd copies the Cookie header to split it.
+        if let cookie = MHD_lookup_connection_value(connection, .HEADER_KIND, "Cookie") { used += strlen(cookie) + 1 }
+        return used <= limits.maxRequestHeadBytes
+    }
+
+    fileprivate func handle(
+        _ connection: OpaquePointer, url: String, method: String, targetHeldNUL: Bool
+    ) -> MHD_Result {
+        guard headArrived(connection) else { return .NO }
+        guard headFits(connection) else {
+            // Written here, not queued: a queued answer needs memory this head has taken.
+            let answer = Self.rawResponse(
+                431, "Request Header Fields Too Large",
+                "the request head is over \(limits.maxRequestHeadBytes) bytes (64 more for each header); send fewer or shorter headers",
+                body: method != "HEAD")
+            let fd = recd_mhd_connection_fd(connection)
+            if fd >= 0 {
+                _ = answer.withUnsafeBytes { send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL | MSG_DONTWAIT)) }
+            }
+            return .NO
+        }
+        guard !targetHeldNUL else {
+            return queue(
+                connection, .error(400, "Bad Request: the path holds %00 (a NUL byte), which no name of recd's has"))
+        }
         guard method == "GET" || method == "HEAD" else {
             return queue(
                 connection,
@@ -142,11 +360,12 @@ public final class HTTPServer: Sendable {
         let fromLoopback = peer.map { HTTPListenAddress.isLoopback($0) } ?? false
         let headers = values(connection, kind: .HEADER_KIND)
         if !fromLoopback && !authorized(headers["authorization"]) {
+            // Closed after the answer: a peer without the token keeps no connection (nor its thread).
             return queue(
                 connection,
                 .error(
                     401, "Unauthorized: send Authorization: Bearer TOKEN (the contents of recd's [http] token_file)",
-                    headers: [("WWW-Authenticate", "Bearer realm=\"recd\"")]))
+                    headers: [("WWW-Authenticate", "Bearer realm=\"recd\""), ("Connection", "close")]))
         }
         let request = HTTPRequest(
             method: method, path: url, query: values(connection, kind: .GET_ARGUMENT_KIND), headers: headers,
@@ -157,14 +376,43 @@ public final class HTTPServer: Sendable {
         return queue(connection, handler(request), range: headers["range"])
     }
 
-    /// Compares the bearer token in constant time (for its length).
+    /// Compares the bearer token in constant time (for its length). The scheme is
+    /// case-insensitive (RFC 9110 §11.1): `Bearer`, `bearer`, `BEARER`.
     private func authorized(_ header: String?) -> Bool {
-        guard let token, let header, header.hasPrefix("Bearer ") else { return false }
-        let given = Array(header.utf8.dropFirst(7))
+        guard let token, let given = header.flatMap(Self.bearerCredentials) else { return false }
         guard given.count == token.count else { return false }
         var difference: UInt8 = 0
         for (a, b) in zip(given, token) { difference |= a ^ b }
         return difference == 0
+    }
+
+    /// The credentials of `Authorization: Bearer TOKEN` (the scheme in any case, spaces around
+    /// the token ignored); nil for any other scheme.
+    static func bearerCredentials(_ header: String) -> [UInt8]? {
+        let bytes = Array(header.utf8)
+        let space = UInt8(ascii: " ")
+        let start = bytes.firstIndex { $0 != space } ?? bytes.endIndex
+        guard let gap = bytes[start...].firstIndex(of: space) else { return nil }
+        let scheme = bytes[start..<gap].map { $0 | 0x20 }  // ASCII lower case (letters only matter)
+        guard scheme == Array("bearer".utf8) else { return nil }
+        var credentials = bytes[gap...].drop { $0 == space }
+        while credentials.last == space { credentials = credentials.dropLast() }
+        return Array(credentials)
+    }
+
+    /// Whether a request target holds `%00` (a NUL once decoded): libmicrohttpd's decoding cuts
+    /// the path there, so `/a%00.txt` would reach a handler as `/a`.
+    static func holdsEncodedNUL(_ target: UnsafePointer<CChar>) -> Bool {
+        var cursor = target
+        while cursor.pointee != 0 {
+            if cursor.pointee == CChar(UInt8(ascii: "%")) && cursor[1] == CChar(UInt8(ascii: "0"))
+                && cursor[2] == CChar(UInt8(ascii: "0"))
+            {
+                return true
+            }
+            cursor += 1
+        }
+        return false
     }
 
     private func values(_ connection: OpaquePointer, kind: MHD_ValueKind) -> [String: String] {
@@ -217,27 +465,25 @@ public final class HTTPServer: Sendable {
             // libmicrohttpd owns the descriptor only once the response exists.
             if made == nil { Glibc.close(descriptor) }
         case .events(let stream):
-            let context = Unmanaged.passRetained(StreamContext(stream: stream, server: self)).toOpaque()
-            state.withLock { $0.streams[ObjectIdentifier(stream)] = stream }
+            watch(stream, on: connection)
             made = MHD_create_response_from_callback(
-                recd_mhd_size_unknown(), 16 * 1024,
+                recd_mhd_size_unknown(), 4 * 1024,
                 { cls, _, buffer, max in
-                    let context = Unmanaged<StreamContext>.fromOpaque(cls!).takeUnretainedValue()
-                    guard let bytes = context.stream.next(max: max) else { return recd_mhd_end_of_stream() }
+                    let stream = Unmanaged<HTTPEventStream>.fromOpaque(cls!).takeUnretainedValue()
+                    guard let bytes = stream.next(max: max) else { return recd_mhd_end_of_stream() }
                     bytes.withUnsafeBytes {
                         UnsafeMutableRawPointer(buffer!).copyMemory(from: $0.baseAddress!, byteCount: $0.count)
                     }
                     return bytes.count
                 },
-                context,
+                Unmanaged.passRetained(stream).toOpaque(),
                 { cls in
-                    let context = Unmanaged<StreamContext>.fromOpaque(cls!).takeRetainedValue()
-                    context.stream.close()
-                    context.server.forget(context.stream)
+                    let stream = Unmanaged<HTTPEventStream>.fromOpaque(cls!).takeRetainedValue()
+                    stream.close()
                 })
             if made == nil {
-                Unmanaged<StreamContext>.fromOpaque(context).release()
-                forget(stream)
+                Unmanaged.passUnretained(stream).release()
+                stream.close()
             }
         }
         guard let made else { return .NO }
@@ -248,19 +494,17 @@ public final class HTTPServer: Sendable {
         return MHD_queue_response(connection, UInt32(status), made)
     }
 
-    fileprivate func forget(_ stream: HTTPEventStream) {
-        _ = state.withLock { $0.streams.removeValue(forKey: ObjectIdentifier(stream)) }
-    }
-}
-
-/// What an event stream's callbacks need.
-private final class StreamContext {
-    let stream: HTTPEventStream
-    let server: HTTPServer
-
-    init(stream: HTTPEventStream, server: HTTPServer) {
-        self.stream = stream
-        self.server = server
+    /// Puts an event stream under the sweep's watch and shrinks its socket's send buffer: a
+    /// client that stops reading must fill recd's buffers in seconds, not after megabytes of
+    /// kernel buffer (which took minutes at the meters' rate).
+    private func watch(_ stream: HTTPEventStream, on connection: OpaquePointer) {
+        state.withLock { state in
+            let key = UInt(bitPattern: connection)
+            guard let fd = state.connections[key]?.fd, fd >= 0 else { return }
+            state.connections[key]!.stream = stream
+            var size = Self.eventStreamSendBufferBytes
+            setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &size, socklen_t(MemoryLayout<Int32>.size))
+        }
     }
 }
 
@@ -306,9 +550,40 @@ extension Substring {
 
 /// libmicrohttpd's access handler: called for each request once its head is in. Answers at
 /// once (no request has a body worth reading: a POST gets 405 without its body being read).
-private let accessHandler: MHD_AccessHandlerCallback = { cls, connection, url, method, _, _, _, _ in
+/// `requestContext` is what `uriLogger` returned for this request.
+private let accessHandler: MHD_AccessHandlerCallback = { cls, connection, url, method, _, _, _, requestContext in
     guard let cls, let connection else { return .NO }
     let server = Unmanaged<HTTPServer>.fromOpaque(cls).takeUnretainedValue()
     return server.handle(
-        connection, url: url.map { String(cString: $0) } ?? "/", method: method.map { String(cString: $0) } ?? "")
+        connection, url: url.map { String(cString: $0) } ?? "/", method: method.map { String(cString: $0) } ?? "",
+        targetHeldNUL: requestContext?.pointee.map { UInt(bitPattern: $0) } == nulMarker)
+}
+
+/// The request context (as an address, never dereferenced) meaning "the target held %00".
+private let nulMarker: UInt = 1
+
+/// Sees each request target as it came, before libmicrohttpd decodes (and cuts) it.
+private let uriLogger: recd_mhd_uri_logger = { _, target, _ in
+    guard let target, HTTPServer.holdsEncodedNUL(target) else { return nil }
+    return UnsafeMutableRawPointer(bitPattern: nulMarker)
+}
+
+/// The listening thread, before libmicrohttpd takes a connection on.
+private let acceptPolicy: MHD_AcceptPolicyCallback = { cls, address, _ in
+    guard let cls, let address else { return .NO }
+    return Unmanaged<HTTPServer>.fromOpaque(cls).takeUnretainedValue().admit(address) ? .YES : .NO
+}
+
+/// The listening thread: a connection opened (its thread is about to start) or was cleaned up
+/// (its socket is closed right after).
+private let connectionNotice: MHD_NotifyConnectionCallback = { cls, connection, _, code in
+    guard let cls, let connection else { return }
+    let server = Unmanaged<HTTPServer>.fromOpaque(cls).takeUnretainedValue()
+    if code == .CONNECTION_NOTIFY_STARTED { server.opened(connection) } else { server.closed(connection) }
+}
+
+/// The connection's thread: a request's answer is done (or the connection ended mid-request).
+private let requestCompleted: MHD_RequestCompletedCallback = { cls, connection, _, _ in
+    guard let cls, let connection else { return }
+    Unmanaged<HTTPServer>.fromOpaque(cls).takeUnretainedValue().answered(connection)
 }

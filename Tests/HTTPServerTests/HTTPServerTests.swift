@@ -162,4 +162,7 @@ final class Locked<Value>: @unchecked Sendable {
     func get() -> Value { lock.withLock { value } }
 
     func set(_ newValue: Value) { lock.withLock { value = newValue } }
+
+    /// Reads and changes the value in one step.
+    func update<Result>(_ change: (inout Value) -> Result) -> Result { lock.withLock { change(&value) } }
 }

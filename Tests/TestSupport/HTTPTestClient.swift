@@ -25,10 +25,14 @@ public struct HTTPTestError: Error, CustomStringConvertible {
 public final class HTTPTestConnection {
     public let fd: Int32
 
-    /// Connects to `host:port` (IPv4), from `source` when given.
-    public init(host: String, port: UInt16, source: String? = nil) throws {
+    /// Connects to `host:port` (IPv4), from `source` when given; `receiveBuffer` sets SO_RCVBUF
+    /// first (a small one makes a client that never reads fill up soon).
+    public init(host: String, port: UInt16, source: String? = nil, receiveBuffer: Int32? = nil) throws {
         fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         guard fd >= 0 else { throw HTTPTestError(description: "socket: errno \(errno)") }
+        if var size = receiveBuffer {
+            setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &size, socklen_t(MemoryLayout<Int32>.size))
+        }
         if let source {
             var local = Self.address(source, 0)
             let bound = withUnsafePointer(to: &local) {
@@ -107,6 +111,18 @@ public final class HTTPTestConnection {
             if String(decoding: out, as: UTF8.self).contains(marker) { break }
         }
         return String(decoding: out, as: UTF8.self)
+    }
+
+    /// What arrives within `timeout` seconds (empty when nothing did); nil once the server has
+    /// closed (or reset) the connection and nothing more is left to read.
+    public func readAvailable(timeout: Double) -> [UInt8]? {
+        var entry = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
+        guard poll(&entry, 1, Int32(timeout * 1000)) > 0 else { return [] }
+        var buffer = [UInt8](repeating: 0, count: 65536)
+        let n = buffer.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, Int32(MSG_DONTWAIT)) }
+        if n > 0 { return Array(buffer[..<n]) }
+        if n < 0 && (errno == EAGAIN || errno == EINTR) { return [] }
+        return nil
     }
 
     /// Parses a whole answer (status line, headers, body; chunked bodies decoded).
@@ -195,5 +211,67 @@ public enum HTTPTestClient {
             entry = current.pointee.ifa_next
         }
         return out
+    }
+}
+
+/// Connections that each send a request line, then one header byte every `interval` seconds
+/// (on their own thread), never finishing the head: the slow-header attack on a listener. Each
+/// stops at the first byte of an answer, or when the server closes it; `outcomes` says when
+/// and what came.
+public final class HTTPTricklers: @unchecked Sendable {
+    private let lock = NSLock()
+    private var connections: [HTTPTestConnection] = []
+    private var received: [[UInt8]] = []
+    private var endedAt: [Double?] = []
+    private var stopped = false
+    public let began = Date()
+
+    /// `each` connections from every address in `sources`, all opened before this returns.
+    public init(port: UInt16, sources: [String], each: Int, interval: Double) throws {
+        for source in sources {
+            for _ in 0..<each {
+                let connection = try HTTPTestConnection(host: "127.0.0.1", port: port, source: source)
+                connection.send("GET / HTTP/1.1\r\nHost: x\r\nX-Slow: ")
+                connections.append(connection)
+            }
+        }
+        received = Array(repeating: [], count: connections.count)
+        endedAt = Array(repeating: nil, count: connections.count)
+        Thread.detachNewThread { [self] in
+            var nextByte = Date().addingTimeInterval(interval)
+            while !lock.withLock({ stopped }) {
+                let byteDue = Date() >= nextByte
+                if byteDue { nextByte = nextByte.addingTimeInterval(interval) }
+                for index in connections.indices where lock.withLock({ endedAt[index] == nil }) {
+                    // Read first: a byte sent after the server's answer could reset the
+                    // connection before the answer is read.
+                    var gone = false
+                    while true {
+                        guard let bytes = connections[index].readAvailable(timeout: 0) else {
+                            gone = true
+                            break
+                        }
+                        if bytes.isEmpty { break }
+                        lock.withLock { received[index] += bytes }
+                    }
+                    if gone || !lock.withLock({ received[index].isEmpty }) {
+                        let at = Date().timeIntervalSince(began)
+                        lock.withLock { endedAt[index] = at }
+                    } else if byteDue {
+                        connections[index].send("a")
+                    }
+                }
+                usleep(50_000)
+            }
+        }
+    }
+
+    /// Ends the thread (it holds the connections until then).
+    public func stop() { lock.withLock { stopped = true } }
+
+    /// Per connection: seconds from the start until it was answered or closed (nil: still
+    /// open), and what it received.
+    public var outcomes: [(endedAt: Double?, received: String)] {
+        lock.withLock { zip(endedAt, received).map { ($0, String(decoding: $1, as: UTF8.self)) } }
     }
 }
