@@ -173,6 +173,8 @@ struct BoundsTests {
         let base = "[daemon]\nsocket = \(directory)/control.sock\nstate_dir = \(directory)/state\n"
         let short = directory + "/short-token"
         try "abc\n".write(toFile: short, atomically: true, encoding: .utf8)
+        // Private, as a token file must be: the refusal is for its length alone.
+        try #require(chmod(short, 0o600) == 0)
         let cases: [(name: String, text: String, says: String)] = [
             (
                 "missing token file", base + "[http]\nlisten = 127.0.0.1:0\ntoken_file = \(directory)/none\n",
