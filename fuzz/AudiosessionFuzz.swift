@@ -27,33 +27,43 @@ private struct Bytes {
 private func onFlag(_ flag: Int32, _ user: UnsafeMutableRawPointer?) {}
 private func onInterruption(_ type: UInt32, _ options: UInt32, _ reason: UInt32, _ user: UnsafeMutableRawPointer?) {}
 
-/// Runs `body` with a C string made of the next bytes (length byte first), or NULL.
-private func withString<R>(_ bytes: inout Bytes, _ body: (UnsafePointer<CChar>?) -> R) -> R {
+/// A C string made of the next bytes (length byte first; 255: NULL), bad UTF-8 and all.
+private func takeString(_ bytes: inout Bytes) -> [CChar]? {
     let length = Int(bytes.next() ?? 0)
-    if length == 255 { return body(nil) }
+    if length == 255 { return nil }
     var text: [CChar] = []
     for _ in 0..<length { text.append(CChar(bitPattern: bytes.next() ?? 0x61)) }
     text.append(0)
+    return text
+}
+
+/// Calls `body` with `text` as a C string, or NULL.
+private func withCString<R>(_ text: [CChar]?, _ body: (UnsafePointer<CChar>?) -> R) -> R {
+    guard let text else { return body(nil) }
     return text.withUnsafeBufferPointer { body($0.baseAddress) }
 }
 
-/// Runs `body` with a port list and the count to pass: the list as long as the count or
-/// longer (a shorter one would be the caller reading past its own array), entries NULL at
-/// random; or a NULL list with any count.
-private func withPorts<R>(
-    _ bytes: inout Bytes, _ body: (UnsafePointer<UnsafePointer<CChar>?>?, Int) -> R
-) -> R {
+/// The one port name every list entry points to (never freed).
+nonisolated(unsafe) private let portName = UnsafePointer(strdup("app:out_1")!)
+
+/// A port list and the count to pass: entries (NULL at random) as many as the count, or a
+/// NULL list (nil) with any count from -128 to 299. Never a list shorter than its count: that
+/// would be the caller reading past its own array, which no library can check.
+private func takePorts(_ bytes: inout Bytes) -> (entries: [UnsafePointer<CChar>?]?, count: Int) {
     let shape = bytes.next() ?? 0
     let count = Int(Int8(bitPattern: bytes.next() ?? 0)) + (shape & 1 == 0 ? 0 : 172)
-    let name = strdup("app:out_1")!
-    defer { free(name) }
-    if shape & 2 != 0 || count <= 0 {
-        return body(nil, count)
-    }
-    let entries: [UnsafePointer<CChar>?] = (0..<count).map { index in
-        (bytes.next() ?? 1) % 5 == 0 ? nil : UnsafePointer(name)
-    }
-    return entries.withUnsafeBufferPointer { body($0.baseAddress, count) }
+    if shape & 2 != 0 || count <= 0 { return (nil, count) }
+    var entries: [UnsafePointer<CChar>?] = []
+    for _ in 0..<count { entries.append((bytes.next() ?? 1) % 5 == 0 ? nil : portName) }
+    return (entries, count)
+}
+
+/// Calls `body` with a port list as C sees it.
+private func withPorts<R>(
+    _ list: (entries: [UnsafePointer<CChar>?]?, count: Int), _ body: (UnsafePointer<UnsafePointer<CChar>?>?, Int) -> R
+) -> R {
+    guard let entries = list.entries else { return body(nil, list.count) }
+    return entries.withUnsafeBufferPointer { body($0.baseAddress, list.count) }
 }
 
 @_cdecl("LLVMFuzzerTestOneInput")
@@ -71,13 +81,14 @@ public func fuzzOneInput(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
         let out: UnsafeMutablePointer<Int32>? = which & 4 == 0 ? resultSlot : nil
         switch op % 18 {
         case 0:
-            withString(&bytes) { category in
-                withString(&bytes) { mode in
-                    _ = as_set_category(session, category, mode, UInt64(bytes.next() ?? 0) << 13, nil)
-                }
+            let category = takeString(&bytes)
+            let mode = takeString(&bytes)
+            let options = UInt64(bytes.next() ?? 0) << 13
+            withCString(category) { category in
+                withCString(mode) { mode in _ = as_set_category(session, category, mode, options, nil) }
             }
         case 1: _ = as_set_active(session, Int32(which & 1), UInt32(bytes.next() ?? 0))
-        case 2: withString(&bytes) { _ = as_set_preferred_input(session, $0) }
+        case 2: withCString(takeString(&bytes)) { _ = as_set_preferred_input(session, $0) }
         case 3: _ = as_override_output_audio_port(session, Int32(which & 1))
         case 4: _ = as_record_permission(session, out)
         case 5: _ = as_request_record_permission_wait(session, out)
@@ -87,14 +98,17 @@ public func fuzzOneInput(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
         case 9: as_free(as_copy_current_route_json(session))
         case 10: as_free(as_copy_available_inputs_json(session))
         case 11:
-            withString(&bytes) { client in
-                withPorts(&bytes) { play, playCount in
-                    withPorts(&bytes) { capture, captureCount in
+            let client = takeString(&bytes)
+            let play = takePorts(&bytes)
+            let capture = takePorts(&bytes)
+            withCString(client) { client in
+                withPorts(play) { play, playCount in
+                    withPorts(capture) { capture, captureCount in
                         _ = as_attach(session, client, play, playCount, capture, captureCount)
                     }
                 }
             }
-        case 12: withString(&bytes) { _ = as_detach(session, $0) }
+        case 12: withCString(takeString(&bytes)) { _ = as_detach(session, $0) }
         case 13: _ = as_set_interruption_callback(session, which & 8 == 0 ? onInterruption : nil, nil)
         case 14: _ = as_set_media_services_callback(session, which & 8 == 0 ? onFlag : nil, nil)
         case 15: _ = as_set_input_mute_callback(session, which & 8 == 0 ? onFlag : nil, nil)
