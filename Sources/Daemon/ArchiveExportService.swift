@@ -91,7 +91,7 @@ extension RecorderService {
         }
         // Owned from here: closed when the job is done with it, or now on a refusal.
         let output = OwnedFile(adopting: descriptor, path: request.file)
-        _ = try Self.checkedAppName(request.app)
+        _ = try RequestGate.checkedAppName(request.app)
         guard let format = ClipFormat(rawValue: request.format) else {
             throw SessionError(.badParam, "format \(request.format) is not one recd writes; use flac or wav")
         }
@@ -141,7 +141,7 @@ extension RecorderService {
                         request, from: from, to: to, format: format, output: handedOver.file, uid: uid, groups: groups,
                         job: job
                     ).fields
-                }.mapError(ControlRouter.replyError)
+                }.mapError(RequestGate.replyError)
             }, completion: reply)
     }
 
@@ -151,8 +151,6 @@ extension RecorderService {
             "\(key) \"\(text)\" is not an ISO 8601 time with a zone; write e.g. 2026-12-01T10:02:00Z or "
                 + "2026-12-01T11:02:00.5+01:00")
     }
-
-    private static func checkedAppName(_ app: String) throws -> String { try ControlRouter.checkedAppName(app) }
 }
 
 /// The export's output on its way to the worker: the control thread checks it and lets go of

@@ -98,7 +98,7 @@ extension RecorderService {
                 Result {
                     let results = try maintenance.verify(path: path, job: job)
                     return VerifyInfo(results: results.map(Self.verifyInfo)).fields
-                }.mapError(ControlRouter.replyError)
+                }.mapError(RequestGate.replyError)
             }, progress: progress, completion: reply)
     }
 
@@ -117,7 +117,7 @@ extension RecorderService {
                 Result {
                     let summary = try maintenance.reindex()
                     return ReindexInfo(indexed: summary.indexed, skipped: summary.skipped.keys.sorted()).fields
-                }.mapError(ControlRouter.replyError)
+                }.mapError(RequestGate.replyError)
             }, completion: reply)
         // An empty job of the daemon's own, right behind: its completion comes after the
         // rebuild whether or not the client stayed for the reply.

@@ -37,7 +37,8 @@ final class ControlRouter: ControlServerHandler, EventSink, @unchecked Sendable 
     private(set) var store: SessionStore
     let config: RecdConfig
     let startedAt: Double
-    let adminGID: UInt32?
+    /// Who may do what: administrators, session owners, passed descriptors, names.
+    let gate: RequestGate
     let link: any ClientLink
     let engine: EngineController
     let players: PlayerService
@@ -101,9 +102,7 @@ final class ControlRouter: ControlServerHandler, EventSink, @unchecked Sendable 
         self.store = store
         self.startedAt = startedAt
         self.link = link
-        self.adminGID = config.daemon.adminGroup.flatMap { name in
-            UserDatabase.groupID(named: name)
-        }
+        self.gate = RequestGate(adminGroup: config.daemon.adminGroup)
         let handle = Handle()
         let deliver: SlowRequestWorker.Deliver = { [link] work in link.post(work) }
         engine = EngineController(config: config) { [link] in link.post { handle.router?.engineWoke() } }
@@ -196,14 +195,14 @@ final class ControlRouter: ControlServerHandler, EventSink, @unchecked Sendable 
             let began = SystemClock.monotonicSeconds()
             defer { noteIfSlow(since: began, request.op.rawValue) }
             do {
-                try Self.checkPassed(descriptors, for: request.op)
+                try RequestGate.checkPassed(descriptors, for: request.op)
                 let command = try Command(request)
-                try authorize(command, peer: peer)
+                try gate.authorize(command, peer: peer) { store.sessions[$0]?.ownerUID }
                 if let fields = try run(command, id: request.id, from: client, peer: peer, descriptors: &descriptors) {
                     send(Wire.success(id: request.id, fields), to: client)
                 }
             } catch {
-                send(Wire.failure(id: request.id, Self.replyError(error)), to: client)
+                send(Wire.failure(id: request.id, RequestGate.replyError(error)), to: client)
             }
         }
     }
@@ -385,68 +384,11 @@ final class ControlRouter: ControlServerHandler, EventSink, @unchecked Sendable 
 
     // MARK: Authorization
 
-    private func isAdministrator(_ peer: PeerCredentials) -> Bool {
-        if peer.uid == 0 { return true }
-        guard let gid = adminGID else { return false }
-        return peer.gid == gid || peer.groups.contains(gid)
-    }
-
-    private var adminHint: String {
-        config.daemon.adminGroup.map { "run it as root or as a member of group \($0)" }
-            ?? "run it as root (no admin_group is configured)"
-    }
-
-    /// Administrators-only commands need one; a change to a session needs its owner or an
-    /// administrator; everyone may read.
-    private func authorize(_ command: Command, peer: PeerCredentials) throws {
-        if command.op.requiresAdministrator && !isAdministrator(peer) {
-            throw SessionError(.notAdministrator, "\(command.op.rawValue) needs an administrator; \(adminHint)")
-        }
-        if command.changesSession, let app = command.app { try authorizeChange(of: app, by: peer) }
-    }
+    private func isAdministrator(_ peer: PeerCredentials) -> Bool { gate.isAdministrator(peer) }
 
     /// Owners and administrators may change a session; everyone may read it.
     private func authorizeChange(of app: String, by peer: PeerCredentials) throws {
-        guard let session = store.sessions[app], session.ownerUID != peer.uid, !isAdministrator(peer) else { return }
-        throw SessionError(
-            .notSessionOwner,
-            "session \(app) belongs to uid \(session.ownerUID); only its owner or an administrator may change it "
-                + "(\(adminHint))"
-        )
-    }
-
-    /// Descriptors passed with a request (SCM_RIGHTS) are checked after its op: only `play`
-    /// takes one, its file's.
-    private static func checkPassed(_ descriptors: borrowing PassedDescriptors, for op: Op) throws {
-        if descriptors.refused {
-            throw SessionError(
-                .badParam, "too many descriptors passed with one request line; pass one, the open file, with `play`")
-        }
-        let allowed = op == .play || op == .archiveExport ? 1 : 0
-        guard descriptors.count > allowed else { return }
-        throw SessionError(
-            .badParam,
-            allowed == 1
-                ? "\(op.rawValue) takes one descriptor (the open file), not \(descriptors.count)"
-                : "\(op.rawValue) takes no descriptor; only play (the file to play) and archive.export (the output) do")
-    }
-
-    /// What a failed request replies: its SessionError, or any other error as unspecified.
-    static func replyError(_ error: any Error) -> SessionError {
-        (error as? SessionError) ?? SessionError(.unspecified, "\(error)")
-    }
-
-    static func checkedAppName(_ app: String) throws -> String {
-        let allowed = app.utf8.allSatisfy { c in
-            (c >= 0x30 && c <= 0x39) || (c >= 0x41 && c <= 0x5A) || (c >= 0x61 && c <= 0x7A) || c == 0x2E || c == 0x5F
-                || c == 0x2D
-        }
-        guard (1...64).contains(app.utf8.count), allowed, app.first != "." else {
-            throw SessionError(
-                .badParam,
-                "app name \"\(app)\" is not valid; use 1-64 letters, digits, '.', '_' or '-', not starting with '.'")
-        }
-        return app
+        try gate.authorizeChange(of: app, ownedBy: store.sessions[app]?.ownerUID, by: peer)
     }
 
     /// A stream name a client gives (`play`, `record.start`): it is kept in the players and
@@ -513,7 +455,7 @@ final class ControlRouter: ControlServerHandler, EventSink, @unchecked Sendable 
                 )
             ]
         case .permissionRequest(let app):
-            let app = try Self.checkedAppName(app)
+            let app = try RequestGate.checkedAppName(app)
             let state = store.permission(app)
             if state == .undetermined {
                 pendingPermissions.append(PendingPermission(client: client, id: id, app: app))
@@ -521,7 +463,7 @@ final class ControlRouter: ControlServerHandler, EventSink, @unchecked Sendable 
             }
             return PermissionInfo(app: app, state: state.rawValue).fields
         case .permissionDecide(let app, let state):
-            let app = try Self.checkedAppName(app)
+            let app = try RequestGate.checkedAppName(app)
             apply(try store.decidePermission(app: app, state))
             return PermissionInfo(app: app, state: state.rawValue).fields
         case .mute(let app, let muted):
@@ -659,7 +601,7 @@ final class ControlRouter: ControlServerHandler, EventSink, @unchecked Sendable 
     }
 
     private func sessionSet(_ settings: SessionSettings, peer: PeerCredentials) throws -> [(String, JSONValue)] {
-        let app = try Self.checkedAppName(settings.app)
+        let app = try RequestGate.checkedAppName(settings.app)
         let configuration = try SessionConfiguration.validated(
             category: settings.category, mode: settings.mode, options: settings.options, policy: settings.policy)
         try store.checkRoom(
@@ -799,7 +741,7 @@ final class ControlRouter: ControlServerHandler, EventSink, @unchecked Sendable 
             do {
                 try startPlayer(play, file: try probed.get(), peer: peer, started: started)
             } catch {
-                started(.failure(Self.replyError(error)))
+                started(.failure(RequestGate.replyError(error)))
             }
         }
         return nil

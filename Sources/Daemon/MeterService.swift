@@ -101,7 +101,7 @@ final class MeterService {
         waiting = []
         for request in answering {
             do { request.reply(.success(try info(app: request.app).fields)) } catch {
-                request.reply(.failure(ControlRouter.replyError(error)))
+                request.reply(.failure(RequestGate.replyError(error)))
             }
         }
     }
