@@ -23,7 +23,8 @@ let sampleEvents: [(Event, String)] = [
     (
         .routeChange(
             RouteChangeEvent(
-                app: "radio", reason: .oldDeviceUnavailable, previousRoute: RouteInfo(inputs: ["mic"], outputs: ["phones"]),
+                app: "radio", reason: .oldDeviceUnavailable,
+                previousRoute: RouteInfo(inputs: ["mic"], outputs: ["phones"]),
                 route: RouteInfo(inputs: ["mic"], outputs: ["speaker"]),
                 previousRouteDescription: RouteDescriptionInfo(
                     inputs: [.init(name: "mic", type: "builtInMic", channels: 2)],
@@ -32,7 +33,8 @@ let sampleEvents: [(Event, String)] = [
                     inputs: [.init(name: "mic", type: "builtInMic", channels: 2)],
                     outputs: [.init(name: "speaker", type: "builtInSpeaker", channels: 2)]))),
         #"{"event":"routeChange","app":"radio","reason":"oldDeviceUnavailable","reasonCode":2,"#
-            + #""previousRoute":{"inputs":["mic"],"outputs":["phones"]},"route":{"inputs":["mic"],"outputs":["speaker"]},"#
+            + #""previousRoute":{"inputs":["mic"],"outputs":["phones"]},"#
+            + #""route":{"inputs":["mic"],"outputs":["speaker"]},"#
             + #""previousRouteDescription":{"inputs":[{"name":"mic","type":"builtInMic","channels":2}],"#
             + #""outputs":[{"name":"phones","type":"headphones","channels":2}]},"#
             + #""routeDescription":{"inputs":[{"name":"mic","type":"builtInMic","channels":2}],"#
@@ -46,7 +48,10 @@ let sampleEvents: [(Event, String)] = [
         .silenceSecondaryAudioHint(app: "radio", begin: false),
         #"{"event":"silenceSecondaryAudioHint","app":"radio","type":"end"}"#
     ),
-    (.ducked(app: "radio", by: "phone", levelDB: -14.5), #"{"event":"ducked","app":"radio","by":"phone","levelDB":-14.5}"#),
+    (
+        .ducked(app: "radio", by: "phone", levelDB: -14.5),
+        #"{"event":"ducked","app":"radio","by":"phone","levelDB":-14.5}"#
+    ),
     (.unducked(app: "radio"), #"{"event":"unducked","app":"radio"}"#),
     (.inputMuteStateChange(app: "radio", muted: true), #"{"event":"inputMuteStateChange","app":"radio","muted":true}"#),
     (.permission(app: "radio", state: .granted), #"{"event":"permission","app":"radio","state":"granted"}"#),
@@ -63,7 +68,8 @@ let sampleEvents: [(Event, String)] = [
         .player(
             PlayerEvent(
                 app: "dj", stream: "deckA", state: .paused, file: "/music/a.flac", port: "phones",
-                reason: "oldDeviceUnavailable", reaction: PortReaction(frames: 212, periodFrames: 1024, microseconds: 4416))),
+                reason: "oldDeviceUnavailable",
+                reaction: PortReaction(frames: 212, periodFrames: 1024, microseconds: 4416))),
         #"{"event":"player","app":"dj","stream":"deckA","state":"paused","file":"/music/a.flac","port":"phones","#
             + #""reason":"oldDeviceUnavailable","reactionFrames":212,"periodFrames":1024,"reactionUs":4416}"#
     ),
@@ -87,7 +93,8 @@ let sampleEvents: [(Event, String)] = [
     ),
     (
         .player(
-            PlayerEvent(app: "dj", stream: "deckA", state: .stopped, file: "/music/a.flac", port: "pa", reason: "error: EIO")),
+            PlayerEvent(
+                app: "dj", stream: "deckA", state: .stopped, file: "/music/a.flac", port: "pa", reason: "error: EIO")),
         #"{"event":"player","app":"dj","stream":"deckA","state":"stopped","file":"/music/a.flac","port":"pa","#
             + #""reason":"error: EIO"}"#
     ),
@@ -137,7 +144,8 @@ let sampleEvents: [(Event, String)] = [
     (
         .recording(
             RecordingEvent(
-                app: "logger", stream: "mic", state: .gap, reason: "overrun", port: "mic", position: 48_000, length: 512)),
+                app: "logger", stream: "mic", state: .gap, reason: "overrun", port: "mic", position: 48_000, length: 512
+            )),
         #"{"event":"recording","app":"logger","stream":"mic","state":"gap","file":null,"reason":"overrun","#
             + #""port":"mic","position":48000,"length":512}"#
     ),
@@ -153,18 +161,21 @@ let sampleEvents: [(Event, String)] = [
     ),
     (
         .recording(
-            RecordingEvent(app: "logger", stream: "mic", state: .stopped, file: "/a/mic/0003.flac", reason: "stop", port: "mic")),
+            RecordingEvent(
+                app: "logger", stream: "mic", state: .stopped, file: "/a/mic/0003.flac", reason: "stop", port: "mic")),
         #"{"event":"recording","app":"logger","stream":"mic","state":"stopped","file":"/a/mic/0003.flac","#
             + #""reason":"stop","port":"mic"}"#
     ),
     (
         .recording(
-            RecordingEvent(app: "logger", stream: "take", state: .armed, port: "mic", triggerDB: -30, holdSeconds: 2.5)),
+            RecordingEvent(
+                app: "logger", stream: "take", state: .armed, port: "mic", triggerDB: -30, holdSeconds: 2.5)),
         #"{"event":"recording","app":"logger","stream":"take","state":"armed","port":"mic","triggerDB":-30,"#
             + #""holdSeconds":2.5}"#
     ),
     (
-        .recording(RecordingEvent(app: "logger", stream: nil, state: .armed, port: nil, triggerDB: -30.5, holdSeconds: 2)),
+        .recording(
+            RecordingEvent(app: "logger", stream: nil, state: .armed, port: nil, triggerDB: -30.5, holdSeconds: 2)),
         #"{"event":"recording","app":"logger","stream":null,"state":"armed","port":null,"triggerDB":-30.5,"#
             + #""holdSeconds":2}"#
     ),
@@ -179,7 +190,8 @@ let sampleEvents: [(Event, String)] = [
     (
         .silence(
             SilenceEvent(
-                app: "logger", stream: "mic", state: .ended, seconds: 95, levelDB: -144, since: "2026-12-01T10:01:05.000Z")),
+                app: "logger", stream: "mic", state: .ended, seconds: 95, levelDB: -144,
+                since: "2026-12-01T10:01:05.000Z")),
         #"{"event":"silence","app":"logger","stream":"mic","state":"ended","seconds":95,"levelDB":-144,"#
             + #""since":"2026-12-01T10:01:05.000Z"}"#
     ),
@@ -266,7 +278,8 @@ private let optionalEventKeys: Set<String> = [
         let paused = Event.player(
             PlayerEvent(
                 app: "dj", stream: "deckA", state: .paused, file: "/music/a.flac", port: "phones",
-                reason: "oldDeviceUnavailable", reaction: PortReaction(frames: 212, periodFrames: 1024, microseconds: 4416)))
+                reason: "oldDeviceUnavailable",
+                reaction: PortReaction(frames: 212, periodFrames: 1024, microseconds: 4416)))
         #expect(
             WireKeys.line(paused.json.jsonText, forVersion: 1)
                 == #"{"event":"player","app":"dj","stream":"deckA","state":"paused","file":"/music/a.flac","#
@@ -276,11 +289,13 @@ private let optionalEventKeys: Set<String> = [
             RecordingEvent(app: "logger", stream: "take", state: .armed, port: "mic", triggerDB: -30, holdSeconds: 2.5))
         #expect(
             WireKeys.line(armed.json.jsonText, forVersion: 1)
-                == #"{"event":"recording","app":"logger","stream":"take","state":"armed","port":"mic","trigger_db":-30,"#
+                == #"{"event":"recording","app":"logger","stream":"take","state":"armed","port":"mic","#
+                + #""trigger_db":-30,"#
                 + #""hold_seconds":2.5}"#)
         let silence = Event.silence(
             SilenceEvent(
-                app: "logger", stream: "mic", state: .began, seconds: 30, levelDB: -62.5, since: "2026-12-01T10:00:00Z"))
+                app: "logger", stream: "mic", state: .began, seconds: 30, levelDB: -62.5, since: "2026-12-01T10:00:00Z")
+        )
         #expect(
             WireKeys.line(silence.json.jsonText, forVersion: 1)
                 == #"{"event":"silence","app":"logger","stream":"mic","state":"began","seconds":30,"level_db":-62.5,"#
@@ -309,18 +324,39 @@ private let optionalEventKeys: Set<String> = [
             for (key, _) in pairs where !optionalEventKeys.contains(key) {
                 let without = JSONValue.object(pairs.filter { $0.0 != key })
                 let error = #expect(throws: ReplyDecodingError.self) { try Event(json: without) }
-                #expect(error?.message.contains("\"\(key)\"") == true, "\(event.name) without \(key): \(String(describing: error))")
+                #expect(
+                    error?.message.contains("\"\(key)\"") == true,
+                    "\(event.name) without \(key): \(String(describing: error))")
             }
         }
     }
 
     @Test func valuesThisClientCannotReadFailNamingTheKey() throws {
         let cases: [(String, String)] = [
-            (#"{"event":"interruption","app":"a","type":"began","typeCode":1,"reason":"x","reasonCode":3,"options":[]}"#, "reasonCode"),
-            (#"{"event":"interruption","app":"a","type":"ended","typeCode":1,"reason":"default","reasonCode":0,"options":[]}"#, "type"),
-            (#"{"event":"recording","app":"a","stream":"s","state":"paused","file":null,"reason":null,"port":"p"}"#, "state"),
-            (#"{"event":"recording","app":"a","stream":"s","state":"gap","file":null,"reason":null,"port":"p","position":"x"}"#, "position"),
-            (#"{"event":"recording","app":"a","stream":"s","state":"stopped","file":null,"reason":null,"port":"p","error":"x"}"#, "error"),
+            (
+                #"{"event":"interruption","app":"a","type":"began","typeCode":1,"reason":"x","reasonCode":3,"#
+                    + #""options":[]}"#,
+                "reasonCode"
+            ),
+            (
+                #"{"event":"interruption","app":"a","type":"ended","typeCode":1,"reason":"default","reasonCode":0,"#
+                    + #""options":[]}"#,
+                "type"
+            ),
+            (
+                #"{"event":"recording","app":"a","stream":"s","state":"paused","file":null,"reason":null,"port":"p"}"#,
+                "state"
+            ),
+            (
+                #"{"event":"recording","app":"a","stream":"s","state":"gap","file":null,"reason":null,"port":"p","#
+                    + #""position":"x"}"#,
+                "position"
+            ),
+            (
+                #"{"event":"recording","app":"a","stream":"s","state":"stopped","file":null,"reason":null,"port":"p","#
+                    + #""error":"x"}"#,
+                "error"
+            ),
             (#"{"event":"session","app":"a","state":"sleeping"}"#, "state"),
             (#"{"event":"permission","app":"a","state":"maybe"}"#, "state"),
             (#"{"event":"silenceSecondaryAudioHint","app":"a","type":"maybe"}"#, "type"),
