@@ -49,31 +49,20 @@ public enum AudioSessionNotification: Sendable, Equatable, CustomStringConvertib
     }
 
     /// The notification an event of recd's carries, or nil for events apps do not get
-    /// (player, recording, ducked, session, permission) and shapes this client cannot read.
-    init?(event: JSONValue) {
-        switch event["event"]?.stringValue {
-        case "interruption":
-            guard
-                let type = event["typeCode"]?.intValue.flatMap(InterruptionType.init(rawValue:))
-                    ?? (event["type"] == "began" ? .began : event["type"] == "ended" ? .ended : nil)
-            else { return nil }
-            let reason = event["reasonCode"]?.intValue.flatMap(InterruptionReason.init(rawValue:)) ?? .default
-            let resume = event["options"]?.arrayValue?.contains("shouldResume") == true
-            self = .interruption(type: type, options: resume ? .shouldResume : [], reason: reason)
-        case "routeChange":
-            let reason = event["reasonCode"]?.intValue.flatMap(RouteChangeReason.init(rawValue:)) ?? .unknown
-            let previous =
-                event["previousRouteDescription"].flatMap { try? RouteDescriptionInfo(json: $0) }
-                ?? RouteDescriptionInfo()
-            self = .routeChange(reason: reason, previousRoute: previous)
-        case "mediaServicesWereLost": self = .mediaServicesWereLost
-        case "mediaServicesWereReset": self = .mediaServicesWereReset
-        case "silenceSecondaryAudioHint":
-            self = .silenceSecondaryAudioHint(event["type"] == "begin" ? .begin : .end)
-        case "inputMuteStateChange":
-            guard let muted = event["muted"]?.boolValue else { return nil }
-            self = .inputMuteStateChange(muted: muted)
-        default: return nil
+    /// (player, recording, ducked, session, permission, ...).
+    init?(event: Event) {
+        switch event {
+        case .interruption(_, let type, let reason, let shouldResume):
+            self = .interruption(type: type, options: shouldResume ? .shouldResume : [], reason: reason)
+        case .routeChange(let change):
+            self = .routeChange(reason: change.reason, previousRoute: change.previousRouteDescription)
+        case .mediaServicesWereLost: self = .mediaServicesWereLost
+        case .mediaServicesWereReset: self = .mediaServicesWereReset
+        case .silenceSecondaryAudioHint(_, let begin): self = .silenceSecondaryAudioHint(begin ? .begin : .end)
+        case .inputMuteStateChange(_, let muted): self = .inputMuteStateChange(muted: muted)
+        case .ducked, .unducked, .permission, .session, .sessionDeleted, .player, .recording, .silence,
+            .attachmentDetached, .unknown:
+            return nil
         }
     }
 }

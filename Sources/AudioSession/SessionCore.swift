@@ -208,20 +208,28 @@ final class SessionCore: Sendable {
             } catch {
                 return
             }
-            guard message["event"] != nil, message["id"] == nil else { continue }
-            mirror(message)
-            if message["event"] == "attachment", message["app"]?.stringValue == app,
-                message["state"] == "detached", let client = message["client"]?.stringValue,
-                ["detached", "clientGone", "sessionDeleted"].contains(message["reason"]?.stringValue ?? "")
-            {
-                // Gone for good: not to be made again after a reconnection.
+            // An event this library cannot read (a newer recd's shape) tells the app nothing.
+            guard message["event"] != nil, message["id"] == nil, let event = try? Event(json: message) else {
+                continue
+            }
+            mirror(event)
+            if case .attachmentDetached(app, let client, let reason) = event, Self.endsForGood(reason) {
                 remember { $0.attachments.removeAll { $0.client == client } }
             }
             // recd's JACK server came back: recd applied the sessions again, but attachments
             // end with the server; make ours again (those whose JACK client survived) before
             // the app hears of it. An app that reopened its JACK client attaches it itself.
-            if message["event"] == "mediaServicesWereReset" { reattach() }
-            if let notification = AudioSessionNotification(event: message) { deliver(notification) }
+            if event == .mediaServicesWereReset { reattach() }
+            if let notification = AudioSessionNotification(event: event) { deliver(notification) }
+        }
+    }
+
+    /// Whether an attachment that ended for `reason` is gone for good: not to be made again
+    /// after a reconnection (one that ended with the connection or the server is).
+    private static func endsForGood(_ reason: AttachmentEndReason) -> Bool {
+        switch reason {
+        case .detached, .clientGone, .sessionDeleted: true
+        case .connectionClosed, .mediaServicesLost: false
         }
     }
 
@@ -229,14 +237,11 @@ final class SessionCore: Sendable {
     /// interruption that began (the session is no longer active; the app activates it again
     /// itself when it ends), the loss of recd's JACK server. After a reconnection the session
     /// is activated again only if it was active when the connection was lost.
-    private func mirror(_ message: JSONValue) {
-        let mine = message["app"]?.stringValue == app
-        switch message["event"]?.stringValue {
-        case "session" where mine:
-            if let state = message["state"]?.stringValue { remember { $0.active = state == "active" } }
-        case "interruption" where mine && message["type"] == "began":
-            remember { $0.active = false }
-        case "mediaServicesWereLost":
+    private func mirror(_ event: Event) {
+        switch event {
+        case .session(app, let state):
+            remember { $0.active = state == .active }
+        case .sessionDeleted(app), .interruption(app, .began, _, _), .mediaServicesWereLost:
             remember { $0.active = false }
         default:
             break

@@ -72,7 +72,37 @@ struct ReplyFields {
         return try read(key, kind + " or null", get)
     }
 
+    /// Whether the object has `key` at all: for keys only some shapes carry (an event's extras).
+    func has(_ key: String) -> Bool { value[key] != nil }
+
     func string(_ key: String) throws(ReplyDecodingError) -> String { try read(key, "a string", \.stringValue) }
+
+    /// A name of a closed set (a state, a reason), as its typed value.
+    func name<T: RawRepresentable>(_ key: String, as type: T.Type = T.self) throws(ReplyDecodingError) -> T
+    where T.RawValue == String {
+        let text = try string(key)
+        guard let name = T(rawValue: text) else {
+            throw ReplyDecodingError("\"\(key)\" of \(what) is \"\(text)\", which this client does not know")
+        }
+        return name
+    }
+
+    /// An upstream numeric code with its name beside it (`reasonCode` and `reason`), as its typed
+    /// value: the code decides, and the name must agree with it.
+    func code<T: RawRepresentable>(
+        _ key: String, namedBy nameKey: String, _ name: (T) -> String
+    ) throws(ReplyDecodingError) -> T where T.RawValue == Int {
+        let number = try int(key)
+        guard let code = T(rawValue: number) else {
+            throw ReplyDecodingError("\"\(key)\" of \(what) is \(number), which this client does not know")
+        }
+        let text = try string(nameKey)
+        guard text == name(code) else {
+            throw ReplyDecodingError(
+                "\"\(nameKey)\" of \(what) is \"\(text)\", but \"\(key)\" \(number) is \"\(name(code))\"")
+        }
+        return code
+    }
 
     func optionalString(_ key: String) throws(ReplyDecodingError) -> String? {
         try readOptional(key, "a string", \.stringValue)

@@ -151,34 +151,29 @@ final class AttachmentService {
         guard let attachment = attachments.first(where: { $0.app == app && $0.client == client }) else {
             throw SessionError(.badParam, "JACK client \(client) is not attached to \(app); see `recctl status`")
         }
-        end(attachment, reason: "detached")
+        end(attachment, reason: .detached)
     }
 
-    private func end(_ attachment: Attachment, reason: String) {
+    private func end(_ attachment: Attachment, reason: AttachmentEndReason) {
         engine.detach(attachment.handle)
         attachments.removeAll { $0 === attachment }
-        Log.info("\(attachment.app): JACK client \(attachment.client) detached (\(reason))")
-        sink.broadcast(
-            app: attachment.app,
-            [
-                "event": "attachment", "app": .string(attachment.app), "client": .string(attachment.client),
-                "state": "detached", "reason": .string(reason),
-            ])
+        Log.info("\(attachment.app): JACK client \(attachment.client) detached (\(reason.rawValue))")
+        sink.broadcast(.attachmentDetached(app: attachment.app, client: attachment.client, reason: reason))
     }
 
     /// The control connection that made them closed.
     func clientGone(_ client: ClientID) {
-        for attachment in attachments where attachment.owner == client { end(attachment, reason: "connectionClosed") }
+        for attachment in attachments where attachment.owner == client { end(attachment, reason: .connectionClosed) }
     }
 
     /// The session was deleted.
     func sessionGone(_ app: String) {
-        for attachment in attachments where attachment.app == app { end(attachment, reason: "sessionDeleted") }
+        for attachment in attachments where attachment.app == app { end(attachment, reason: .sessionDeleted) }
     }
 
     /// The JACK server went away: every attachment ends (the app attaches again after
     /// mediaServicesWereReset).
-    func endAll(reason: String) {
+    func endAll(reason: AttachmentEndReason) {
         for attachment in attachments { end(attachment, reason: reason) }
     }
 
@@ -188,7 +183,7 @@ final class AttachmentService {
         guard !attachments.isEmpty else { return }
         let missing = engine.attachmentsWithMissingPorts()
         for attachment in attachments where missing.contains(where: { $0 === attachment.handle }) {
-            end(attachment, reason: "clientGone")
+            end(attachment, reason: .clientGone)
         }
         for connection in engine.enforceAttachments() {
             Log.notice(

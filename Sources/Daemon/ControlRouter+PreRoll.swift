@@ -111,13 +111,10 @@ extension ControlRouter {
     private func announceArmed(_ trigger: ArmedTrigger) {
         let port = recorders.preRolls.held[trigger.app]?.port ?? trigger.input
         broadcast(
-            app: trigger.app,
-            .object(
-                [
-                    ("event", "recording"), ("app", .string(trigger.app)),
-                    ("stream", JSONValue(trigger.stream ?? port)), ("state", "armed"), ("port", JSONValue(port)),
-                    ("triggerDB", .number(trigger.triggerDB)), ("holdSeconds", .number(trigger.holdSeconds)),
-                ]))
+            .recording(
+                RecordingEvent(
+                    app: trigger.app, stream: trigger.stream ?? port, state: .armed, port: port,
+                    triggerDB: trigger.triggerDB, holdSeconds: trigger.holdSeconds)))
     }
 
     /// One armed recorder, from the tick: look for the crossing that starts a take, or for the

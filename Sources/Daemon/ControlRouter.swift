@@ -90,7 +90,7 @@ final class ControlRouter: ControlServerHandler, EventSink, @unchecked Sendable 
     private final class Handle: EventSink, @unchecked Sendable {
         weak var router: ControlRouter?
 
-        func broadcast(app: String?, _ event: JSONValue) { router?.broadcast(app: app, event) }
+        func broadcast(_ event: Event) { router?.broadcast(event) }
     }
 
     /// Makes the engine controller, the worker threads and the services; nothing starts
@@ -315,7 +315,7 @@ final class ControlRouter: ControlServerHandler, EventSink, @unchecked Sendable 
             )
             apply(store.mediaServicesLost())
             players.stopAll(reason: "mediaServicesLost")
-            attachments.endAll(reason: "mediaServicesLost")
+            attachments.endAll(reason: .mediaServicesLost)
             recorders.suspendAllForMediaServicesLoss()
             engine.stop()
             apply(store.updatePorts(engine.portStates))
@@ -803,7 +803,7 @@ final class ControlRouter: ControlServerHandler, EventSink, @unchecked Sendable 
     private func syncPlayers() {
         // An attached app that is heard plays, for isOtherAudioPlaying and the hint, like a player.
         for effect in store.setPlayersRunning(players.playingApps.union(attachments.playingApps)) {
-            if let (app, event) = WireFormat.event(effect, store: store) { broadcast(app: app, event) }
+            if let event = WireFormat.event(effect, store: store) { broadcast(event) }
         }
     }
 
@@ -1093,7 +1093,7 @@ final class ControlRouter: ControlServerHandler, EventSink, @unchecked Sendable 
 
     private func announceState(_ app: String) {
         guard let session = store.sessions[app] else { return }
-        broadcast(app: app, ["event": "session", "app": .string(app), "state": .string(session.state.rawValue)])
+        broadcast(.session(app: app, state: session.state))
     }
 
     /// Applies policy effects in order: each goes to the services that care, then to the
@@ -1106,9 +1106,7 @@ final class ControlRouter: ControlServerHandler, EventSink, @unchecked Sendable 
             case .sessionDeleted, .sessionChanged, .recordPermission: persist = true
             default: break
             }
-            if let (app, event) = WireFormat.event(effect, store: store) {
-                broadcast(app: app, event)
-            }
+            if let event = WireFormat.event(effect, store: store) { broadcast(event) }
         }
         // The effects may have paused, stopped or resumed players.
         syncAttachments()
@@ -1183,8 +1181,9 @@ final class ControlRouter: ControlServerHandler, EventSink, @unchecked Sendable 
 
     // MARK: EventSink
 
-    func broadcast(app: String?, _ event: JSONValue) {
-        let line = event.jsonText
+    func broadcast(_ event: Event) {
+        let line = event.json.jsonText
+        let app = event.app
         for (id, client) in clients where client.watching {
             if let filter = client.watchApp, let app, filter != app { continue }
             send(line, to: id)

@@ -4,6 +4,7 @@
 // service sees of the engine (EngineFacades.swift).
 // Control thread only (the engine's wake closure merely posts to the control loop).
 import AudioEngine
+import ControlProtocol
 import Platform
 import SessionPolicy
 import SystemSupport

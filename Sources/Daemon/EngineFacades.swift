@@ -13,8 +13,8 @@ import SessionPolicy
 /// Where services send events for clients. The router implements it: an event goes to every
 /// client watching its app (all of them, for a global event). Control thread.
 protocol EventSink: AnyObject {
-    /// Sends `event` to the watchers of `app`; nil: a global event, to every watcher.
-    func broadcast(app: String?, _ event: JSONValue)
+    /// Sends `event` to the watchers of its app (`Event.app`); a global event to every watcher.
+    func broadcast(_ event: Event)
 }
 
 /// An output port as the engine plays to it.
@@ -23,16 +23,6 @@ struct EngineOutput: Equatable {
     var group: String
     /// Channels of the output side (a duplex port's earpiece may differ from its microphone).
     var channels: Int
-}
-
-/// How fast recd reacted to a device: the pause of a player after JACK's news of a lost port
-/// (the privacy rule says within one period), or its move after news of an arriving one
-/// (`player` events carry it). The process thread applies what was published at its next
-/// period, so sound changes at most `periodFrames` later.
-struct PortReaction: Equatable {
-    var frames: Int
-    var periodFrames: Int?
-    var microseconds: Int?
 }
 
 /// The engine as `PlayerService` uses it.

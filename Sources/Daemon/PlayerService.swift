@@ -53,11 +53,11 @@ final class PlayerStream: @unchecked Sendable {
         self.feeder = feeder
     }
 
-    var stateName: String { pausedBy == nil ? "playing" : "paused" }
+    var state: PlayerEvent.State { pausedBy == nil ? .playing : .paused }
 
     var info: PlayerInfo {
         PlayerInfo(
-            app: app, stream: stream, file: path, port: port, state: stateName, pausedBy: pausedBy?.rawValue,
+            app: app, stream: stream, file: path, port: port, state: state.rawValue, pausedBy: pausedBy?.rawValue,
             channels: handle.channels, framesPlayed: handle.framesPlayed, underruns: handle.underruns)
     }
 
@@ -238,7 +238,7 @@ final class PlayerService: @unchecked Sendable {
             Log.info(
                 "\(player.app): playing \(player.path) (\(file.channels) ch at \(file.sampleRate) Hz) on \(player.port)"
             )
-            announce(player, state: "playing", reason: nil)
+            announce(player, state: .playing, reason: nil)
         }
         started(.success(player.json))
     }
@@ -251,17 +251,10 @@ final class PlayerService: @unchecked Sendable {
         guard player.pausedBy == nil else { return }
         engine.pause(player.handle, rampMilliseconds: rampMilliseconds)
         player.pausedBy = cause
-        var extra: [(String, JSONValue)] = []
-        if cause == .routeDisconnected, let reaction = engine.portLossReaction() {
-            // How long after JACK announced the port's loss the pause was published: the
-            // process thread applies it at its next period.
-            extra = [
-                ("reactionFrames", .number(Double(reaction.frames))),
-                ("periodFrames", JSONValue(reaction.periodFrames)),
-                ("reactionUs", JSONValue(reaction.microseconds)),
-            ]
-        }
-        announce(player, state: "paused", reason: cause.rawValue, extra: extra)
+        // How long after JACK announced the port's loss the pause was published: the process
+        // thread applies it at its next period.
+        let reaction = cause == .routeDisconnected ? engine.portLossReaction() : nil
+        announce(player, state: .paused, reason: cause.rawValue, reaction: reaction)
     }
 
     /// Resumes a paused player; one that follows the route and whose port is no longer among
@@ -272,7 +265,7 @@ final class PlayerService: @unchecked Sendable {
         _ player: PlayerStream, routeOutputs: [String], channelLimit: ChannelLimit = { $0 }
     ) throws(SessionError) {
         guard player.pausedBy != nil else { return }
-        var extra: [(String, JSONValue)] = []
+        var previousPort: String?
         if player.followsRoute && !routeOutputs.contains(player.port) {
             guard let output = routeOutputs.first else {
                 throw SessionError(
@@ -281,12 +274,12 @@ final class PlayerService: @unchecked Sendable {
                         + "suits the session); plug an output in, or start the stream again with --to PORT; see "
                         + "`recctl routes`")
             }
-            extra = [("previousPort", .string(player.port))]
+            previousPort = player.port
             try move(player, to: output, reason: nil, channelLimit: channelLimit)
         }
         engine.play(player.handle, rampMilliseconds: AudioEngine.defaultRampMilliseconds)
         player.pausedBy = nil
-        announce(player, state: "playing", reason: nil, extra: extra)
+        announce(player, state: .playing, reason: nil, previousPort: previousPort)
     }
 
     /// Moves a player that follows the route to `output`: from the next period it crossfades
@@ -316,17 +309,10 @@ final class PlayerService: @unchecked Sendable {
         player.port = output
         if previous != output { Log.info("\(player.app): \(player.stream) moves from \(previous) to \(output)") }
         guard let reason else { return }
-        var extra: [(String, JSONValue)] = [("previousPort", .string(previous))]
-        if reason == .newDeviceAvailable, let reaction = engine.portArrivalReaction() {
-            // How long after the device's arrival was heard of the move was published: the
-            // process thread takes it up at its next period.
-            extra += [
-                ("reactionFrames", .number(Double(reaction.frames))),
-                ("periodFrames", JSONValue(reaction.periodFrames)),
-                ("reactionUs", JSONValue(reaction.microseconds)),
-            ]
-        }
-        announce(player, state: player.stateName, reason: reason.name, extra: extra)
+        // How long after the device's arrival was heard of the move was published: the process
+        // thread takes it up at its next period.
+        let reaction = reason == .newDeviceAvailable ? engine.portArrivalReaction() : nil
+        announce(player, state: player.state, reason: reason.name, previousPort: previous, reaction: reaction)
     }
 
     func stop(_ player: PlayerStream, reason: String) {
@@ -335,7 +321,7 @@ final class PlayerService: @unchecked Sendable {
         player.stoppedBy = reason
         players[Self.key(player.app, player.stream)] = nil
         playersChanged(player.app)
-        announce(player, state: "stopped", reason: reason)
+        announce(player, state: .stopped, reason: reason)
     }
 
     /// Stops every player (media services lost, shutdown).
@@ -442,14 +428,14 @@ final class PlayerService: @unchecked Sendable {
         for player in of(app) { engine.setGain(player.handle, decibels: decibels) }
     }
 
-    private func announce(_ player: PlayerStream, state: String, reason: String?, extra: [(String, JSONValue)] = []) {
+    private func announce(
+        _ player: PlayerStream, state: PlayerEvent.State, reason: String?, previousPort: String? = nil,
+        reaction: PortReaction? = nil
+    ) {
         sink.broadcast(
-            app: player.app,
-            .object(
-                [
-                    ("event", "player"), ("app", .string(player.app)), ("stream", .string(player.stream)),
-                    ("state", .string(state)),
-                    ("file", .string(player.path)), ("port", .string(player.port)), ("reason", JSONValue(reason)),
-                ] + extra))
+            .player(
+                PlayerEvent(
+                    app: player.app, stream: player.stream, state: state, file: player.path, port: player.port,
+                    reason: reason, previousPort: previousPort, reaction: reaction)))
     }
 }

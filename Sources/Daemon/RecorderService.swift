@@ -495,15 +495,11 @@ final class RecorderService: @unchecked Sendable {
             stream.gaps = old.gaps
             old.successor = stream
             Log.info("\(spec.app): \(spec.stream) goes on from \(spec.port) (was \(old.spec.port))")
-            announce(
-                stream, state: "switched", file: nil, reason: EndReason.routeChange.rawValue,
-                extra: [("previousPort", .string(old.spec.port))])
+            announce(stream, .switched, reason: EndReason.routeChange.rawValue) { $0.previousPort = old.spec.port }
         } else if let resuming = resuming(spec) {
-            announce(
-                stream, state: "resumed", file: nil, reason: resuming.cause.rawValue,
-                extra: [("since", .string(resuming.since.iso8601))])
+            announce(stream, .resumed, reason: resuming.cause.rawValue) { $0.since = resuming.since.iso8601 }
         } else {
-            announce(stream, state: "started", file: nil, reason: nil)
+            announce(stream, .started)
         }
         // It records: it waits no more. A declared app has one recorder: whatever kept it from
         // recording is over.
@@ -582,18 +578,16 @@ final class RecorderService: @unchecked Sendable {
         stopping.removeAll { $0 === stream }
         if stream.continued { return }
         forgetSilenceIfGone(stream.spec)
-        announce(
-            stream, state: "stopped", file: stream.currentFiles.first, reason: reason.rawValue,
-            extra: (error.map { [("error", Wire.errorObject($0.sessionError))] } ?? [])
-                + waitingFields(of: stream.spec))
+        announce(stream, .stopped, file: stream.currentFiles.first, reason: reason.rawValue) {
+            $0.error = error?.sessionError
+            $0.resumesWhen = resumesWhen(of: stream.spec)
+        }
     }
 
     /// `resumesWhen` for the `stopped` event of a stream that waits to start again by itself.
-    private func waitingFields(of spec: RecorderSpec) -> [(String, JSONValue)] {
-        guard let entry = recovery.entry(app: spec.app, stream: spec.stream), entry.cause.heals,
-            let when = recovery.resumesWhen(entry)
-        else { return [] }
-        return [("resumesWhen", .string(when))]
+    private func resumesWhen(of spec: RecorderSpec) -> String? {
+        guard let entry = recovery.entry(app: spec.app, stream: spec.stream), entry.cause.heals else { return nil }
+        return recovery.resumesWhen(entry)
     }
 
     /// Stops every recorder and waits until each has finished its files: at shutdown, when the
@@ -637,7 +631,7 @@ final class RecorderService: @unchecked Sendable {
             case .segmentStarted(let path, _, let segment, _):
                 stream.currentFiles.append(path)
                 stream.lastSegmentNumber = max(stream.lastSegmentNumber ?? 0, segment)
-                announce(stream, state: "segment", file: path, reason: nil)
+                announce(stream, .segment, file: path)
             case .segmentFinished(let record):
                 stream.currentFiles.removeAll { $0 == record.path }
                 stream.segments += 1
@@ -645,19 +639,21 @@ final class RecorderService: @unchecked Sendable {
                 do { try index?.add(record) } catch { Log.warning("index: \(error)") }
                 if reindexesRunning > 0 { finishedDuringReindex.append(record) }
                 onSegmentFinished?(record)
-                announce(
-                    stream, state: "finished", file: record.path, reason: record.endReason?.rawValue,
-                    extra: [("frames", .number(Double(record.frames))), ("gaps", .number(Double(record.gaps.count)))])
+                announce(stream, .finished, file: record.path, reason: record.endReason?.rawValue) {
+                    $0.frames = record.frames
+                    $0.gaps = record.gaps.count
+                }
             case .segmentAbandoned(let partial, let error):
                 Log.error("\(stream.spec.app): segment \(partial) left for recovery: \(error)")
-                announce(stream, state: "abandoned", file: partial, reason: "\(error)")
+                announce(stream, .abandoned, file: partial, reason: "\(error)")
             case .gap(let gap):
                 stream.gaps += 1
                 stream.successor?.gaps += 1
                 logGap(gap, of: stream)
-                announce(
-                    stream, state: "gap", file: nil, reason: gap.cause.rawValue,
-                    extra: [("position", .number(Double(gap.position))), ("length", .number(Double(gap.length)))])
+                announce(stream, .gap, reason: gap.cause.rawValue) {
+                    $0.position = gap.position
+                    $0.length = gap.length
+                }
             case .silence(let change):
                 silenceAlarms.handle(
                     change, app: stream.spec.app, stream: stream.spec.stream,
@@ -675,10 +671,10 @@ final class RecorderService: @unchecked Sendable {
                 let message = error.map { "\($0)" } ?? reason.rawValue
                 Log.error("\(stream.spec.app): recorder stopped: \(message)")
                 stoppedByItself(stream.spec, reason: reason, message: message)
-                announce(
-                    stream, state: "stopped", file: nil, reason: reason.rawValue,
-                    extra: (error.map { [("error", Wire.errorObject($0.sessionError))] } ?? [])
-                        + waitingFields(of: stream.spec))
+                announce(stream, .stopped, reason: reason.rawValue) {
+                    $0.error = error?.sessionError
+                    $0.resumesWhen = resumesWhen(of: stream.spec)
+                }
                 news.stoppedByThemselves.insert(stream.spec.app)
                 forgetSilenceIfGone(stream.spec)
             }
@@ -716,17 +712,16 @@ final class RecorderService: @unchecked Sendable {
         }
     }
 
+    /// Sends a `recording` event of `stream`; `details` fills in the fields its step carries.
     private func announce(
-        _ stream: RecorderStream, state: String, file: String?, reason: String?, extra: [(String, JSONValue)] = []
+        _ stream: RecorderStream, _ state: RecordingEvent.State, file: String? = nil, reason: String? = nil,
+        details: (inout RecordingEvent) -> Void = { _ in }
     ) {
-        sink.broadcast(
-            app: stream.spec.app,
-            .object(
-                [
-                    ("event", "recording"), ("app", .string(stream.spec.app)), ("stream", .string(stream.spec.stream)),
-                    ("state", .string(state)), ("file", JSONValue(file)), ("reason", JSONValue(reason)),
-                    ("port", .string(stream.spec.port)),
-                ] + extra))
+        var event = RecordingEvent(
+            app: stream.spec.app, stream: stream.spec.stream, state: state, file: file, reason: reason,
+            port: stream.spec.port)
+        details(&event)
+        sink.broadcast(.recording(event))
     }
 
     // MARK: Silence

@@ -87,12 +87,10 @@ final class SilenceAlarms {
                     + "\(levelDB) dBFS)")
         }
         sink.broadcast(
-            app: app,
-            [
-                "event": "silence", "app": .string(app), "stream": .string(stream),
-                "state": .string(change.state.rawValue), "seconds": .number(seconds), "levelDB": .number(levelDB),
-                "since": .string(change.since.iso8601),
-            ])
+            .silence(
+                SilenceEvent(
+                    app: app, stream: stream, state: change.state == .began ? .began : .ended, seconds: seconds,
+                    levelDB: levelDB, since: change.since.iso8601)))
         if let program = settings.program {
             run(
                 program, app: app, stream: stream, state: change.state.rawValue, levelDB: levelDB,

@@ -65,40 +65,35 @@ enum WireFormat {
         return SessionInfo.Interruption(reason: current.reason.name, by: by)
     }
 
-    /// The event line for an effect, or nil for effects that are not announced.
-    static func event(_ effect: PolicyEffect, store: SessionStore) -> (app: String?, event: JSONValue)? {
+    /// The event an effect announces, or nil for effects that are not announced.
+    static func event(_ effect: PolicyEffect, store: SessionStore) -> Event? {
         switch effect {
         case .interruption(let app, let type, let reason, let shouldResume):
-            return (app, [
-                "event": "interruption", "app": .string(app), "type": .string(type.name),
-                "typeCode": .number(Double(type.rawValue)), "reason": .string(reason.name),
-                "reasonCode": .number(Double(reason.rawValue)), "options": shouldResume ? ["shouldResume"] : [],
-            ])
+            .interruption(app: app, type: type, reason: reason, shouldResume: shouldResume)
         case .ducked(let app, let by, let level):
-            return (app, ["event": "ducked", "app": .string(app), "by": .string(by), "levelDB": .number(level)])
+            .ducked(app: app, by: by, levelDB: level)
         case .unducked(let app):
-            return (app, ["event": "unducked", "app": .string(app)])
+            .unducked(app: app)
         case .routeChange(let app, let reason, let previous, let current):
-            return (app, [
-                "event": "routeChange", "app": .string(app), "reason": .string(reason.name),
-                "reasonCode": .number(Double(reason.rawValue)), "previousRoute": route(previous), "route": route(current),
-                "previousRouteDescription": routeDescription(previous, ports: store.ports).json,
-                "routeDescription": routeDescription(current, ports: store.ports).json,
-            ])
+            .routeChange(
+                RouteChangeEvent(
+                    app: app, reason: reason, previousRoute: routeInfo(previous), route: routeInfo(current),
+                    previousRouteDescription: routeDescription(previous, ports: store.ports),
+                    routeDescription: routeDescription(current, ports: store.ports)))
         case .silenceSecondaryAudioHint(let app, let begin):
-            return (app, ["event": "silenceSecondaryAudioHint", "app": .string(app), "type": begin ? "begin" : "end"])
+            .silenceSecondaryAudioHint(app: app, begin: begin)
         case .inputMuteStateChange(let app, let muted):
-            return (app, ["event": "inputMuteStateChange", "app": .string(app), "muted": .bool(muted)])
+            .inputMuteStateChange(app: app, muted: muted)
         case .recordPermission(let app, let state):
-            return (app, ["event": "permission", "app": .string(app), "state": .string(state.rawValue)])
+            .permission(app: app, state: state)
         case .mediaServicesWereLost:
-            return (nil, ["event": "mediaServicesWereLost"])
+            .mediaServicesWereLost
         case .mediaServicesWereReset:
-            return (nil, ["event": "mediaServicesWereReset"])
+            .mediaServicesWereReset
         case .sessionDeleted(let app):
-            return (app, ["event": "session", "app": .string(app), "state": "deleted"])
+            .sessionDeleted(app: app)
         case .pauseStreams, .stopStreams, .pausePlayers, .stopPlayers, .stopRecorders, .resumeStreams, .sessionChanged:
-            return nil
+            nil
         }
     }
 }

@@ -158,53 +158,49 @@ struct Output {
         fflush(nil)
     }
 
-    static func describe(event: JSONValue) -> String {
-        let name = event["event"]?.stringValue ?? "?"
-        let app = event["app"]?.stringValue.map { "\($0): " } ?? ""
-        switch name {
-        case "interruption":
-            let options = (event["options"]?.arrayValue ?? []).compactMap(\.stringValue)
-            return "\(app)interruption \(event["type"]?.stringValue ?? "") (reason \(event["reason"]?.stringValue ?? ""))" + (options.isEmpty ? "" : " " + options.joined(separator: ","))
-        case "routeChange":
-            return "\(app)route change (\(event["reason"]?.stringValue ?? "")): \(routeText(event["previousRoute"])) -> \(routeText(event["route"]))"
-        case "ducked":
-            return "\(app)ducked by \(event["by"]?.stringValue ?? "") to \(event["levelDB"].map { JSONValue.format($0.doubleValue ?? 0) } ?? "") dB"
-        case "unducked": return "\(app)unducked"
-        case "inputMuteStateChange": return "\(app)input \(event["muted"]?.boolValue == true ? "muted" : "unmuted")"
-        case "permission": return "\(app)record permission \(event["state"]?.stringValue ?? "")"
-        case "session": return "\(app)session \(event["state"]?.stringValue ?? "")"
-        case "recording":
-            let file = event["file"]?.stringValue.map { " \($0)" } ?? ""
-            let reason = event["reason"]?.stringValue.map { " (\($0))" } ?? ""
+    /// One line for an event `recctl watch` received. An event this recctl does not know, or
+    /// cannot read, is shown as its name and its fields as they came.
+    static func describe(event message: JSONValue) -> String {
+        let event = (try? Event(json: message)) ?? .unknown(name: message["event"]?.stringValue ?? "?", message)
+        let app = event.app.map { "\($0): " } ?? ""
+        switch event {
+        case .interruption(_, let type, let reason, let shouldResume):
+            return "\(app)interruption \(type.name) (reason \(reason.name))" + (shouldResume ? " shouldResume" : "")
+        case .routeChange(let change):
+            return "\(app)route change (\(change.reason.name)): \(routeText(change.previousRoute)) -> "
+                + routeText(change.route)
+        case .ducked(_, let by, let levelDB):
+            return "\(app)ducked by \(by) to \(JSONValue.format(levelDB)) dB"
+        case .unducked: return "\(app)unducked"
+        case .inputMuteStateChange(_, let muted): return "\(app)input \(muted ? "muted" : "unmuted")"
+        case .permission(_, let state): return "\(app)record permission \(state.rawValue)"
+        case .session(_, let state): return "\(app)session \(state.rawValue)"
+        case .sessionDeleted: return "\(app)session deleted"
+        case .recording(let recording):
+            let file = recording.file.map { " \($0)" } ?? ""
+            let reason = recording.reason.map { " (\($0))" } ?? ""
             // A stream that starts again by itself says when; one that did, since when it was stopped.
             let wait =
-                event["resumesWhen"]?.stringValue.map { "; resumes when \($0)" }
-                ?? event["since"]?.stringValue.map { "; stopped since \($0)" } ?? ""
-            return "\(app)recording \(event["stream"]?.stringValue ?? "") \(event["state"]?.stringValue ?? "")\(file)\(reason)"
-                + wait
-        case "silence":
-            let seconds = event["seconds"]?.doubleValue.map { JSONValue.format($0) } ?? "?"
-            let level = event["levelDB"]?.doubleValue.map { JSONValue.format($0) } ?? "?"
-            let stream = event["stream"]?.stringValue ?? ""
-            let since = event["since"]?.stringValue ?? ""
-            return event["state"]?.stringValue == "began"
-                ? "\(app)SILENCE on \(stream) since \(since) (\(seconds) s, peak \(level) dBFS)"
-                : "\(app)sound again on \(stream) since \(since) after \(seconds) s of silence (peak \(level) dBFS)"
-        case "player":
-            let reason = event["reason"]?.stringValue.map { " (\($0))" } ?? ""
-            return "\(app)player \(event["stream"]?.stringValue ?? "") \(event["state"]?.stringValue ?? "")\(reason)"
-        default:
-            let rest = (event.objectValue ?? []).filter { $0.0 != "event" && $0.0 != "app" }.map { "\($0.0)=\($0.1.stringValue ?? $0.1.jsonText)" }
-            return "\(app)\(name)" + (rest.isEmpty ? "" : " " + rest.joined(separator: " "))
+                recording.resumesWhen.map { "; resumes when \($0)" }
+                ?? recording.since.map { "; stopped since \($0)" } ?? ""
+            return "\(app)recording \(recording.stream ?? "") \(recording.state.rawValue)\(file)\(reason)" + wait
+        case .silence(let silence):
+            let seconds = JSONValue.format(silence.seconds)
+            let level = JSONValue.format(silence.levelDB)
+            return silence.state == .began
+                ? "\(app)SILENCE on \(silence.stream) since \(silence.since) (\(seconds) s, peak \(level) dBFS)"
+                : "\(app)sound again on \(silence.stream) since \(silence.since) after \(seconds) s of silence (peak "
+                    + "\(level) dBFS)"
+        case .player(let player):
+            let reason = player.reason.map { " (\($0))" } ?? ""
+            return "\(app)player \(player.stream) \(player.state.rawValue)\(reason)"
+        case .silenceSecondaryAudioHint, .attachmentDetached, .mediaServicesWereLost, .mediaServicesWereReset,
+            .unknown:
+            let rest = (message.objectValue ?? []).filter { $0.0 != "event" && $0.0 != "app" }.map {
+                "\($0.0)=\($0.1.stringValue ?? $0.1.jsonText)"
+            }
+            return "\(app)\(event.name)" + (rest.isEmpty ? "" : " " + rest.joined(separator: " "))
         }
-    }
-
-    /// A route in an event or in `routes` (read leniently: events are not typed yet).
-    static func routeText(_ route: JSONValue?) -> String {
-        routeText(
-            RouteInfo(
-                inputs: (route?["inputs"]?.arrayValue ?? []).compactMap(\.stringValue),
-                outputs: (route?["outputs"]?.arrayValue ?? []).compactMap(\.stringValue)))
     }
 
     static func routeText(_ route: RouteInfo) -> String {

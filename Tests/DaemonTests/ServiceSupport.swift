@@ -114,7 +114,7 @@ func waitForAvailability(_ engine: EngineController, port: String, _ available: 
 final class EventCollector: EventSink {
     private(set) var events: [JSONValue] = []
 
-    func broadcast(app: String?, _ event: JSONValue) { events.append(event) }
+    func broadcast(_ event: Event) { events.append(event.json) }
 
     /// Events named `name` (`player`, `recording`, ...) with `state`, if given.
     func named(_ name: String, state: String? = nil) -> [JSONValue] {

@@ -169,6 +169,11 @@ final class Daemon: @unchecked Sendable {
     func watch(_ arguments: String...) throws -> Watcher {
         try Watcher(recctl: recctlPath, arguments: ["--socket", socket, "--json", "watch"] + arguments)
     }
+
+    /// `recctl watch` without `--json`: its lines in words are the watcher's `texts`.
+    func watchInWords(_ arguments: String...) throws -> Watcher {
+        try Watcher(recctl: recctlPath, arguments: ["--socket", socket, "watch"] + arguments)
+    }
 }
 
 struct DaemonFailure: Error, CustomStringConvertible {
@@ -181,10 +186,12 @@ func userIDs(_ name: String) throws -> (uid: UInt32, gid: UInt32) {
     return (entry.pointee.pw_uid, entry.pointee.pw_gid)
 }
 
-/// `recctl --json watch` as a child process, its lines collected as they come.
+/// `recctl --json watch` as a child process, its lines collected as they come (`texts`: every
+/// line as printed, for a watch in words).
 final class Watcher: @unchecked Sendable {
     let process: Process
     let lines = Locked<[JSONValue]>([])
+    let printed = Locked<[String]>([])
 
     init(recctl: String, arguments: [String]) throws {
         let pipe = Pipe()
@@ -194,6 +201,7 @@ final class Watcher: @unchecked Sendable {
         try process.run()
         let handle = pipe.fileHandleForReading
         let lines = self.lines
+        let printed = self.printed
         Thread.detachNewThread {
             var pending = ""
             while true {
@@ -203,6 +211,7 @@ final class Watcher: @unchecked Sendable {
                 while let newline = pending.firstIndex(of: "\n") {
                     let line = String(pending[..<newline])
                     pending = String(pending[pending.index(after: newline)...])
+                    printed.withLock { $0.append(line) }
                     if let value = try? JSONValue.parse(line) { lines.withLock { $0.append(value) } }
                 }
             }
@@ -231,6 +240,20 @@ final class Watcher: @unchecked Sendable {
     }
 
     var events: [JSONValue] { lines.withLock { $0 } }
+
+    var texts: [String] { printed.withLock { $0 } }
+
+    /// Waits until every one of `expected` was printed; returns every line printed.
+    @discardableResult
+    func waitForTexts(_ expected: [String], timeout: Double = 5) -> [String] {
+        let deadline = Date().addingTimeInterval(timeout)
+        while Date() < deadline {
+            let all = texts
+            if expected.allSatisfy(all.contains) { return all }
+            usleep(10_000)
+        }
+        return texts
+    }
 }
 
 /// A raw control-socket client for protocol-level tests.

@@ -204,6 +204,37 @@ struct ArbitrationEventTests {
         #expect(watcher.events.allSatisfy { $0["app"] == nil || $0["app"] == "music" })
     }
 
+    @Test("recctl watch in words: one line per event, the words recctl has always printed")
+    func watchInWords() throws {
+        let daemon = try Daemon(extraConfig: "\n[policy]\nduck_level_db = -20\n")
+        let sessions = [
+            ["music", "--category", "playback", "--options", "mixWithOthers"],
+            ["nav", "--category", "playback", "--mode", "voicePrompt", "--options", "duckOthers"],
+        ]
+        for session in sessions { try #require(daemon.recctl(arguments: ["session", "set"] + session).status == 0) }
+        try #require(daemon.recctl("session", "set", "radio", "--category", "playback").status == 0)
+        try #require(
+            daemon.recctl("session", "set", "call", "--category", "playback", "--mode", "spokenAudio").status == 0)
+        let watcher = try daemon.watchInWords()
+        try #require(daemon.recctl("session", "activate", "music").status == 0)
+        try #require(daemon.recctl("session", "activate", "nav").status == 0)
+        try #require(daemon.recctl("session", "deactivate", "nav").status == 0)
+        try #require(daemon.recctl("session", "deactivate", "music").status == 0)
+        try #require(daemon.recctl("session", "activate", "radio").status == 0)
+        try #require(daemon.recctl("session", "activate", "call").status == 0)
+        try #require(daemon.recctl("session", "deactivate", "call", "--notify-others").status == 0)
+        try #require(daemon.recctl("permission", "grant", "music").status == 0)
+        try #require(daemon.recctl("session", "delete", "nav").status == 0)
+        let expected = [
+            "music: session active", "music: ducked by nav to -20 dB", "nav: session active", "music: unducked",
+            "nav: session inactive", "music: session inactive", "radio: interruption began (reason default)",
+            "radio: interruption ended (reason default) shouldResume", "music: record permission granted",
+            "nav: session deleted",
+        ]
+        let printed = watcher.waitForTexts(expected)
+        for line in expected { #expect(printed.contains(line), "\(line) not among \(printed)") }
+    }
+
     @Test("interruptSpokenAudioAndMixWithOthers interrupts spokenAudio and resumes it")
     func spokenAudio() throws {
         let daemon = try Daemon()
