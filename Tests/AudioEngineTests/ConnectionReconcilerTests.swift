@@ -49,10 +49,12 @@ struct ConnectionReconcilerTests {
     }
 
     static let cases: [Case] = [
-        Case(name: "nothing there: every wanted edge is made", rules: keeping, actual: [], disconnect: [],
+        Case(
+            name: "nothing there: every wanted edge is made", rules: keeping, actual: [], disconnect: [],
             connect: [keep, keepIn]),
         Case(name: "all there: nothing to do", rules: keeping, actual: [keep, keepIn], disconnect: [], connect: []),
-        Case(name: "a user's extra connection of a group port is left as it is", rules: keeping,
+        Case(
+            name: "a user's extra connection of a group port is left as it is", rules: keeping,
             actual: [keep, keepIn, userExtra], disconnect: [], connect: []),
         Case(
             name: "JACK said removed though the graph still shows it: made again without asking",
@@ -68,10 +70,12 @@ struct ConnectionReconcilerTests {
                 rules.removedByOthers = [bypass]
                 return rules
             }(), actual: [keep, keepIn, appToRecd, recdToApp], disconnect: [], connect: []),
-        Case(name: "attachment: its edges made, the app's auto-connect cut", rules: attached,
+        Case(
+            name: "attachment: its edges made, the app's auto-connect cut", rules: attached,
             actual: [keep, keepIn, bypass, micBypass], disconnect: [bypass, micBypass],
             connect: [appToRecd, recdToApp]),
-        Case(name: "recd's attachment port connected elsewhere: cut", rules: attached,
+        Case(
+            name: "recd's attachment port connected elsewhere: cut", rules: attached,
             actual: [keep, keepIn, appToRecd, recdToApp, edge("recd:app-1-capture_1", "other:in_1")],
             disconnect: [edge("recd:app-1-capture_1", "other:in_1")], connect: []),
         Case(
@@ -90,7 +94,8 @@ struct ConnectionReconcilerTests {
                 rules.forbidden = [appToRecd]
                 return rules
             }(), actual: [keep, keepIn, appToRecd], disconnect: [appToRecd], connect: []),
-        Case(name: "left alone: neither made nor cut", rules: attached, actual: [keepIn, bypass, appToRecd, recdToApp],
+        Case(
+            name: "left alone: neither made nor cut", rules: attached, actual: [keepIn, bypass, appToRecd, recdToApp],
             leftAlone: [keep, bypass], disconnect: [], connect: []),
     ]
 

@@ -20,7 +20,7 @@ final class ConnectionWorker: @unchecked Sendable {
     struct Report: Sendable {
         /// Port-keeping edges made again after JACK said someone removed them.
         var restored: [JackConnection] = []
-        /// Edges cut because a rule forbids them (bypasses of an attachment).
+        /// Edges cut because they would bypass an attachment (not an ended attachment's own).
         var cut: [JackConnection] = []
         /// Edges newly left alone (rule 3).
         var leftAlone: [ChurningConnection] = []
@@ -160,9 +160,11 @@ final class ConnectionWorker: @unchecked Sendable {
                 case .change:
                     do {
                         try client.disconnect(source: edge.source, destination: edge.destination)
-                        report.cut.append(edge)
+                        // An ended attachment's own edges are not bypasses.
+                        if !rules.forbidden.contains(edge) { report.cut.append(edge) }
                     } catch {}
-                case .leaveAlone(let entry): report.leftAlone.append(ChurningConnection(entry, retrySeconds: churn.retrySeconds))
+                case .leaveAlone(let entry):
+                    report.leftAlone.append(ChurningConnection(entry, retrySeconds: churn.retrySeconds))
                 }
             }
             for edge in plan.connect {
@@ -176,7 +178,8 @@ final class ConnectionWorker: @unchecked Sendable {
                             report.restored.append(edge)
                         }
                     } catch {}
-                case .leaveAlone(let entry): report.leftAlone.append(ChurningConnection(entry, retrySeconds: churn.retrySeconds))
+                case .leaveAlone(let entry):
+                    report.leftAlone.append(ChurningConnection(entry, retrySeconds: churn.retrySeconds))
                 }
             }
             let edges = churn.leftAlone.keys.sorted { ($0.source, $0.destination) < ($1.source, $1.destination) }
