@@ -129,6 +129,12 @@ struct ChurnTracker: Sendable {
         changes = changes.filter { !touches($0.key) }
     }
 
+    /// Counts a change recd made without asking first (`mayChange`): a connection JACK said
+    /// was removed while the graph still showed it, which turned out to be gone.
+    mutating func record(_ edge: JackConnection, now: Double) {
+        changes[edge, default: []].append(now)
+    }
+
     /// Whether recd may change `edge` now; if so, the change is counted. When the change
     /// would exceed the limit the edge is left alone and the answer is `.leaveAlone` (once:
     /// an edge already left alone is not asked about).
