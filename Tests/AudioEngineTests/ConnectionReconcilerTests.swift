@@ -171,4 +171,15 @@ struct ConnectionReconcilerTests {
         #expect(tracker.leftAloneEdges(now: 41).isEmpty, "its device came back: tried again")
         #expect(tracker.mayChange(edge, recdWantsIt: true, now: 41) == .change)
     }
+
+    @Test("a change taken back (JACK said already connected) does not count")
+    func uncount() {
+        var tracker = ChurnTracker(retrySeconds: 30)
+        let edge = Self.keep
+        for now in [0.0, 0.1, 0.2, 0.3, 0.4] {
+            #expect(tracker.mayChange(edge, recdWantsIt: true, now: now) == .change)
+            if now != 0.2 { tracker.uncount(edge) }
+        }
+        #expect(tracker.leftAloneEdges(now: 0.5).isEmpty, "one real change in the second")
+    }
 }

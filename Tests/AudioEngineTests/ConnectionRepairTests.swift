@@ -161,4 +161,51 @@ struct ConnectionRepairTests {
         #expect(engine.churningConnections.isEmpty)
         #expect(news.count == 1)
     }
+
+    @Test(
+        "a bypass of an attachment made again every 50 ms: cut up to three times, then left alone and reported once",
+        .timeLimit(.minutes(1)))
+    func bypassFightIsLeftAlone() throws {
+        let app = try TestJackClient(name: unique("recdtest-app"), outputs: 1)
+        defer { app.close() }
+        let sink = try TestJackClient(name: unique("recdtest-sink"), inputs: 1)
+        defer { sink.close() }
+        let engine = AudioEngine()
+        try engine.start(
+            clientName: unique("recdtest-b"), inputs: [],
+            outputs: [PortGroupSpec(name: "play", channels: 1, connectTo: ["\(sink.name):in_1"])])
+        defer { engine.stop() }
+        let appPort = "\(app.name):out_1"
+        let handle = try engine.attach(
+            client: app.name, playPorts: [appPort], capturePorts: [], outputGroup: "play")
+        defer { engine.detach(handle) }
+        let recdPort = try #require(handle.recdPlayPorts.first)
+        let bypass = JackConnection(source: appPort, destination: "\(sink.name):in_1")
+        #expect(
+            waitUntil(seconds: 2) {
+                _ = engine.drainNotifications()
+                return engine.connections(of: appPort) == [recdPort]
+            }, "attached: the app's port reaches only recd's")
+
+        let clock = ContinuousClock()
+        var cut: [JackConnection] = []
+        var news: [ChurningConnection] = []
+        let began = clock.now
+        while clock.now - began < .milliseconds(1_500) {
+            try app.connect(source: bypass.source, destination: bypass.destination)
+            let step = clock.now
+            while clock.now - step < .milliseconds(50) {
+                _ = engine.drainNotifications(repair: false)
+                cut += engine.enforceAttachments()
+                news += engine.takeChurnNews()
+                usleep(1_000)
+            }
+        }
+        print("bypass fight: \(cut.count) cuts, left alone: \(news.map(\.connection))")
+        #expect(!cut.isEmpty && cut.count <= 3 && cut.allSatisfy { $0 == bypass }, "\(cut)")
+        #expect(news.count == 1, "reported once: \(news)")
+        #expect(news.first?.connection == bypass && news.first?.recdWantedIt == false)
+        #expect(engine.churningConnections == [bypass])
+        #expect(Set(engine.connections(of: appPort)) == [recdPort, bypass.destination], "left alone: not cut again")
+    }
 }

@@ -129,10 +129,12 @@ struct ChurnTracker: Sendable {
         changes = changes.filter { !touches($0.key) }
     }
 
-    /// Counts a change recd made without asking first (`mayChange`): a connection JACK said
-    /// was removed while the graph still showed it, which turned out to be gone.
-    mutating func record(_ edge: JackConnection, now: Double) {
-        changes[edge, default: []].append(now)
+    /// Takes back the change `mayChange` just counted: it changed nothing (JACK answered
+    /// "already connected": a removal an earlier pass repaired before its news came).
+    mutating func uncount(_ edge: JackConnection) {
+        guard var recent = changes[edge], !recent.isEmpty else { return }
+        recent.removeLast()
+        changes[edge] = recent.isEmpty ? nil : recent
     }
 
     /// Whether recd may change `edge` now; if so, the change is counted. When the change

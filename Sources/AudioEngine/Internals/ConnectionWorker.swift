@@ -154,8 +154,7 @@ final class ConnectionWorker: @unchecked Sendable {
             churn.forgive(ports: rules.registered)
             let now = SystemClock.monotonicSeconds()
             let leftAlone = churn.leftAloneEdges(now: now)
-            let actual = actualEdges(rules)
-            let plan = ConnectionReconciler.plan(rules, actual: actual, leftAlone: leftAlone)
+            let plan = ConnectionReconciler.plan(rules, actual: actualEdges(rules), leftAlone: leftAlone)
             for edge in plan.disconnect {
                 switch churn.mayChange(edge, recdWantsIt: false, now: now) {
                 case .change:
@@ -169,12 +168,7 @@ final class ConnectionWorker: @unchecked Sendable {
                 }
             }
             for edge in plan.connect {
-                let restoring = rules.removedByOthers.contains(edge)
-                // The graph still shows an edge JACK said was removed: connect without asking;
-                // it counts as a change only if it really was gone (not "already connected":
-                // a removal the previous pass repaired before its news came).
-                let unasked = actual.contains(edge)
-                if !unasked, case .leaveAlone(let entry) = churn.mayChange(edge, recdWantsIt: true, now: now) {
+                if case .leaveAlone(let entry) = churn.mayChange(edge, recdWantsIt: true, now: now) {
                     report.leftAlone.append(ChurningConnection(entry, retrySeconds: churn.retrySeconds))
                     continue
                 }
@@ -183,9 +177,13 @@ final class ConnectionWorker: @unchecked Sendable {
                 guard let made = try? client.connect(source: edge.source, destination: edge.destination) else {
                     continue
                 }
-                if unasked && made { churn.record(edge, now: now) }
+                // The graph may still show an edge JACK said was removed (it is connected
+                // without asking): "already connected" changed nothing.
+                if !made { churn.uncount(edge) }
                 // One report per removal JACK announced, whichever pass put the edge back.
-                if restoring, case .group = rules.wanted[edge] { report.restored.append(edge) }
+                if rules.removedByOthers.contains(edge), case .group = rules.wanted[edge] {
+                    report.restored.append(edge)
+                }
             }
             let edges = churn.leftAlone.keys.sorted { ($0.source, $0.destination) < ($1.source, $1.destination) }
             return (edges, churn.nextRetry)
