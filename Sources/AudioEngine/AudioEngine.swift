@@ -17,7 +17,7 @@ import Platform
 /// clients come or go (or someone removes one of our connections), a short-lived **port
 /// recheck** thread calls `wake` once more 40 ms later, so availability and connections are
 /// checked again once JACK's graph has settled. JACK connections are read and changed on the
-/// **jack connections** thread (`ConnectionWorker`): the control thread builds the rules
+/// **jack connection** thread (`ConnectionWorker`): the control thread builds the rules
 /// (`ConnectionReconciler.swift` decides between them) and hands them over.
 ///
 /// Feeder threads write to `PlayerHandle`s and the archiver reads `CaptureTap`s; those handles
@@ -537,7 +537,7 @@ public final class AudioEngine {
     /// Has the connection reconciler bring JACK's graph in line with the rules (port keeping:
     /// every complete group connected to the JACK ports behind it; attachments: their edges,
     /// and no bypass) when something changed since the last pass. The pass runs on the
-    /// engine's "jack connections" thread (`ConnectionReconciler.swift` states the rules and
+    /// engine's "jack connection" thread (`ConnectionReconciler.swift` states the rules and
     /// how conflicts are decided); this returns at once.
     ///
     /// Returns the connections passes made again, since the last call, after someone else

@@ -1,4 +1,4 @@
-// Applies the connection reconciler's plans on a thread of its own ("jack connections"), so
+// Applies the connection reconciler's plans on a thread of its own ("jack connection"), so
 // the control thread never waits for JACK: reading a port's connections waits for a pending
 // graph change (a period or two), and every connect or disconnect is a server round trip.
 // JACK allows these client calls on any thread but the process thread.
@@ -53,7 +53,7 @@ final class ConnectionWorker: @unchecked Sendable {
         tracker = Mutex(ChurnTracker(retrySeconds: retrySeconds))
         event = (try? EventFD.make()) ?? -1
         // The thread holds the worker until `stop` ends it.
-        if event >= 0 { thread = try? NamedThread(name: "jack connections") { [self] in run() } }
+        if event >= 0 { thread = try? NamedThread(name: "jack connection") { [self] in run() } }
     }
 
     deinit {
