@@ -16,7 +16,9 @@ import Platform
 /// `wake` closure; the control thread then calls `drainNotifications()`. After ports or
 /// clients come or go (or someone removes one of our connections), a short-lived **port
 /// recheck** thread calls `wake` once more 40 ms later, so availability and connections are
-/// checked again once JACK's graph has settled.
+/// checked again once JACK's graph has settled. JACK connections are read and changed on the
+/// **jack connection** thread (`ConnectionWorker`): the control thread builds the rules
+/// (`ConnectionReconciler.swift` decides between them) and hands them over.
 ///
 /// Feeder threads write to `PlayerHandle`s and the archiver reads `CaptureTap`s; those handles
 /// document their own threads.
@@ -85,14 +87,24 @@ public final class AudioEngine {
         var sampleRate: Int
         /// Connections to one of our ports that JACK said were removed since the last repair.
         var removedConnections: Set<JackConnection> = []
+        /// Ports that registered since the last pass (their left-alone edges are tried again).
+        var registeredPorts: Set<String> = []
+        /// Edges of ended attachments, to be cut by the next pass.
+        var releasedConnections: Set<JackConnection> = []
+        /// Applies the connection reconciler's plans off the control thread.
+        let worker: ConnectionWorker
 
-        init(client: JackClient, memory: EngineMemory, inputs: [Group], outputs: [Group]) {
+        init(
+            client: JackClient, memory: EngineMemory, inputs: [Group], outputs: [Group], churnRetrySeconds: Double,
+            wake: @escaping @Sendable () -> Void
+        ) {
             self.client = client
             self.memory = memory
             self.inputs = inputs
             self.outputs = outputs
             bufferSize = client.bufferSize
             sampleRate = client.sampleRate
+            worker = ConnectionWorker(client: client, retrySeconds: churnRetrySeconds, wake: wake)
         }
     }
 
@@ -154,11 +166,13 @@ public final class AudioEngine {
                 client: client.handle, inputPorts: inputs.flatMap(\.ports),
                 outputPorts: outputs.flatMap(\.ports))
             let connection = Connection(
-                client: client, memory: memory, inputs: inputs, outputs: outputs)
+                client: client, memory: memory, inputs: inputs, outputs: outputs,
+                churnRetrySeconds: churnRetrySeconds, wake: wake)
             do throws(JackError) {
                 try client.setProcess(state: memory.state)
                 try client.activate()
             } catch {
+                connection.worker.stop()
                 client.close()
                 memory.freeAll()
                 throw error
@@ -166,8 +180,8 @@ public final class AudioEngine {
             self.connection = connection
             self.configuration = configuration
             _ = updateAvailability(connection, report: false)
-            connection.needsRepair = true
-            repairConnections()
+            // Connected when `start` returns: callers (and the daemon's first `routes`) see them.
+            connection.worker.runNow(connectionRules(connection))
             if let setup = monitoringSetup {
                 // Same groups as before unless the configuration changed; if it no longer
                 // fits, monitoring is off until set again.
@@ -187,6 +201,8 @@ public final class AudioEngine {
         earlierXruns += connection.client.sink.xruns.load(ordering: .relaxed)
         for tap in connection.memory.taps + connection.memory.graph.busTaps { tap.detach() }
         for player in connection.memory.players { player.detach() }
+        // The worker's pass under way ends before the client goes.
+        connection.worker.stop()
         if !connection.lost && !connection.client.sink.serverLost.load(ordering: .acquiring) {
             connection.client.deactivate()
         }
@@ -451,13 +467,23 @@ public final class AudioEngine {
             case .sampleRate(let rate):
                 defer { connection.sampleRate = rate }
                 return rate != connection.sampleRate
-            case .portConnectionChanged(let source, let destination, connected: false):
+            case .portConnectionChanged(let source, let destination, let connected):
                 let ours = ownPortNames(connection)
-                if ours.contains(source) || ours.contains(destination) {
+                if !connected, ours.contains(source) || ours.contains(destination) {
                     connection.removedConnections.insert(JackConnection(source: source, destination: destination))
                     connection.needsRepair = true
                     connectionsChanged = true
+                } else if !connection.memory.graph.attachments.isEmpty {
+                    // A bypass made (or an attachment's own edge removed): the reconciler decides.
+                    let held = ConnectionReconciler.heldPorts(connection.memory.graph.attachments)
+                    if held.contains(source) || held.contains(destination) {
+                        connection.needsRepair = true
+                        connectionsChanged = true
+                    }
                 }
+                return true
+            case .portRegistered(let name):
+                connection.registeredPorts.insert(name)
                 return true
             default:
                 return true
@@ -508,45 +534,84 @@ public final class AudioEngine {
         if timer != nil { connection.timerFiresAt = recheckAt }
     }
 
-    /// Connects every complete group to the JACK ports behind it where a connection is missing.
-    /// Only complete devices: a device half gone is not worth a server round trip.
+    /// Has the connection reconciler bring JACK's graph in line with the rules (port keeping:
+    /// every complete group connected to the JACK ports behind it; attachments: their edges,
+    /// and no bypass) when something changed since the last pass. The pass runs on the
+    /// engine's "jack connection" thread (`ConnectionReconciler.swift` states the rules and
+    /// how conflicts are decided); this returns at once.
     ///
-    /// Returns the connections it made again after someone else removed them (a third party's
-    /// `jack_disconnect`), for the caller to log; connections made because a device (re)appeared
-    /// are not in it. A removal seen while the other port's client was leaving cannot be
-    /// repaired (JACK refuses the connection) and is forgotten.
+    /// Returns the connections passes made again, since the last call, after someone else
+    /// removed them (a third party's `jack_disconnect`), for the caller to log; connections
+    /// made because a device (re)appeared are not in it. A removal seen while the other port's
+    /// client was leaving cannot be repaired (JACK refuses the connection) and is forgotten.
     @discardableResult
     public func repairConnections() -> [JackConnection] {
-        guard let connection, !connection.lost, connection.needsRepair else { return [] }
+        guard let connection else { return [] }
+        reconcileIfNeeded(connection)
+        return connection.worker.takeRestored()
+    }
+
+    /// Hands the worker the rules now if something changed since the last pass.
+    private func reconcileIfNeeded(_ connection: Connection) {
+        if connection.worker.retryDue(now: SystemClock.monotonicSeconds()) { connection.needsRepair = true }
+        guard !connection.lost, connection.needsRepair else { return }
         connection.needsRepair = false
-        let removed = connection.removedConnections
-        connection.removedConnections = []
-        var restored: [JackConnection] = []
+        connection.worker.submit(connectionRules(connection))
+    }
+
+    /// What the two rules want now (control thread; only the JACK port list is read here):
+    /// port keeping's edges for every complete group, each attachment's edges and the ports
+    /// it holds, and the one-shot news since the last pass.
+    private func connectionRules(_ connection: Connection) -> ConnectionRules {
+        var rules = ConnectionRules()
         let excluded = excludedPorts(connection)
-        for group in connection.inputs + connection.outputs where group.available {
+        for group in connection.inputs + connection.outputs {
+            for name in group.fullNames { rules.watched[name] = group.direction == .input ? .input : .output }
+            // Only complete devices: a device half gone is not worth a server round trip.
+            guard group.available else { continue }
             let targets = resolveTargets(group, client: connection.client, excluding: excluded)
             for channel in 0..<min(group.spec.channels, targets.count) {
                 guard let target = targets[channel] else { continue }
-                let wanted =
+                let edge =
                     group.direction == .input
                     ? JackConnection(source: target, destination: group.fullNames[channel])
                     : JackConnection(source: group.fullNames[channel], destination: target)
-                // JACK just said this one was removed: connect without asking (the local view
-                // of the graph may lag the server's by a moment; "already connected" is success).
-                let wasRemoved = removed.contains(wanted)
-                guard wasRemoved || !connection.client.isConnected(group.ports[channel], to: target) else {
-                    continue
-                }
-                // A failure here leaves the group unconnected; the connection events tell,
-                // and the next registration change retries.
-                do {
-                    try connection.client.connect(source: wanted.source, destination: wanted.destination)
-                    if wasRemoved { restored.append(wanted) }
-                } catch {}
+                rules.wanted[edge] = .group(group.spec.name)
             }
         }
-        return restored
+        let attachments = connection.memory.graph.attachments
+        for handle in attachments {
+            for (app, recd) in zip(handle.playPorts, handle.recdPlayPorts) {
+                rules.wanted[JackConnection(source: app, destination: recd)] = .attachment(handle.clientName)
+                rules.watched[app] = .output
+                rules.watched[recd] = .input
+            }
+            for (app, recd) in zip(handle.capturePorts, handle.recdCapturePorts) {
+                rules.wanted[JackConnection(source: recd, destination: app)] = .attachment(handle.clientName)
+                rules.watched[recd] = .output
+                rules.watched[app] = .input
+            }
+        }
+        rules.guardedPorts = ConnectionReconciler.heldPorts(attachments)
+        rules.forbidden = connection.releasedConnections
+        rules.removedByOthers = connection.removedConnections
+        rules.registered = connection.registeredPorts
+        connection.releasedConnections = []
+        connection.removedConnections = []
+        connection.registeredPorts = []
+        return rules
     }
+
+    /// How long an edge recd left alone (it was changed back and forth more than twice within
+    /// a second) stays alone unless its ports register again first. Set before `start`.
+    var churnRetrySeconds = 30.0
+
+    /// JACK connections recd leaves alone now because something kept undoing recd's changes to
+    /// them (`ConnectionReconciler.swift`, rule 3); for `status`.
+    public var churningConnections: [JackConnection] { connection?.worker.churning ?? [] }
+
+    /// The connections passes newly left alone since the last call, for the caller to log once.
+    public func takeChurnNews() -> [ChurningConnection] { connection?.worker.takeLeftAlone() ?? [] }
 
     /// Our own ports' full names.
     private func ownPortNames(_ connection: Connection) -> Set<String> {
@@ -564,13 +629,17 @@ public final class AudioEngine {
             group.available
         else { return }
         let targets = resolveTargets(group, client: connection.client, excluding: excludedPorts(connection))
+        let leftAlone = Set(connection.worker.churning)
         for channel in 0..<min(group.spec.channels, targets.count) {
             guard let target = targets[channel] else { continue }
-            if group.direction == .input {
-                try? connection.client.connect(source: target, destination: group.fullNames[channel])
-            } else {
-                try? connection.client.connect(source: group.fullNames[channel], destination: target)
-            }
+            let edge =
+                group.direction == .input
+                ? JackConnection(source: target, destination: group.fullNames[channel])
+                : JackConnection(source: group.fullNames[channel], destination: target)
+            // The one connection made on the control thread: a device that just arrived must be
+            // connected in the same period as the player's move; the next pass checks it.
+            guard !leftAlone.contains(edge) else { continue }
+            try? connection.client.connect(source: edge.source, destination: edge.destination)
         }
     }
 
@@ -624,24 +693,24 @@ public final class AudioEngine {
     }
 
     /// Ports no group may use: our own, those JACK announced gone and those of clients JACK
-    /// announced closed (still listed until its graph settles), and attached applications'
-    /// ports. The one rule between a configured [port] and an attachment that name the same
-    /// JACK port: the attachment wins while it lasts (the application put its audio under its
-    /// session; `enforceAttachments` keeps it there), so the configured group is unavailable
-    /// until the application detaches. Without it the group's repair and the attachment's
-    /// enforcement would undo each other every period.
+    /// announced closed (still listed until its graph settles), and the ports attachments hold
+    /// (the connection reconciler's rule 2: an attachment beats a configured group, so a group
+    /// naming an attached port is unavailable until the application detaches).
     private func excludedPorts(_ connection: Connection) -> Set<String> {
         let ownPorts = ownPortNames(connection)
         let listed = Set(connection.client.ports(matching: nil))
         let vanished = connection.client.sink.vanished(stillListed: listed)
-        let attached = connection.memory.graph.attachments.flatMap { $0.playPorts + $0.capturePorts }
+        let attached = ConnectionReconciler.heldPorts(connection.memory.graph.attachments)
         return ownPorts.union(vanished.ports).union(attached)
             .union(listed.filter { vanished.clients.contains(NotificationSink.clientName(ofPort: $0)) })
     }
 
     /// The attachments changed: availability is computed again at the next drain (a configured
-    /// group that names an attached port becomes unavailable, or available again).
+    /// group that names an attached port becomes unavailable, or available again), and the
+    /// reconciler applies the attachment's edges now.
     private func recheckSoon(_ connection: Connection) {
+        connection.needsRepair = true
+        reconcileIfNeeded(connection)
         let now = SystemClock.monotonicSeconds()
         connection.recheckAt = now
         armRecheckTimer(connection, now: now)
@@ -862,7 +931,6 @@ public final class AudioEngine {
         if let player { graph.players.append(player) }
         graph.attachments.append(handle)
         connection.memory.publish(graph)
-        _ = enforce(handle, client: client)
         recheckSoon(connection)
         return handle
     }
@@ -877,14 +945,13 @@ public final class AudioEngine {
         graph.attachments.removeAll { $0 === handle }
         graph.players.removeAll { $0 === handle.player }
         connection.memory.publish(graph)
-        recheckSoon(connection)
-        guard let client = runningClient else { return }
         for (app, recd) in zip(handle.playPorts, handle.recdPlayPorts) {
-            try? client.disconnect(source: app, destination: recd)
+            connection.releasedConnections.insert(JackConnection(source: app, destination: recd))
         }
         for (app, recd) in zip(handle.capturePorts, handle.recdCapturePorts) {
-            try? client.disconnect(source: recd, destination: app)
+            connection.releasedConnections.insert(JackConnection(source: recd, destination: app))
         }
+        recheckSoon(connection)
     }
 
     /// Attachments in the graph now.
@@ -905,12 +972,14 @@ public final class AudioEngine {
 
     /// Keeps every attachment's audio inside recd: a connection of an app's play or capture
     /// port to anything but recd's port for it (the app's own auto-connect, a patchbay) is
-    /// removed, and a removed connection to recd's port is made again. Returns what it
-    /// removed, for the caller to log.
+    /// removed, and a removed connection to recd's port is made again, by the connection
+    /// reconciler's next pass (off the control thread; see `repairConnections`). Returns what
+    /// passes removed since the last call, for the caller to log.
     @discardableResult
     public func enforceAttachments() -> [JackConnection] {
-        guard let connection, let client = runningClient else { return [] }
-        return connection.memory.graph.attachments.flatMap { enforce($0, client: client) }
+        guard let connection else { return [] }
+        reconcileIfNeeded(connection)
+        return connection.worker.takeCut()
     }
 
     /// Attachments whose app ports are gone (the app's client closed or died).
@@ -919,33 +988,6 @@ public final class AudioEngine {
         return connection.memory.graph.attachments.filter { handle in
             !(handle.playPorts + handle.capturePorts).allSatisfy(client.portExists)
         }
-    }
-
-    private func enforce(_ handle: AttachmentHandle, client: JackClient) -> [JackConnection] {
-        var removed: [JackConnection] = []
-        func cut(_ connection: JackConnection) {
-            do {
-                try client.disconnect(source: connection.source, destination: connection.destination)
-                removed.append(connection)
-            } catch {}
-        }
-        for (app, recd) in zip(handle.playPorts, handle.recdPlayPorts) {
-            let current = client.connections(of: app)
-            for other in current where other != recd { cut(JackConnection(source: app, destination: other)) }
-            for other in client.connections(of: recd) where other != app {
-                cut(JackConnection(source: other, destination: recd))
-            }
-            if !current.contains(recd) { try? client.connect(source: app, destination: recd) }
-        }
-        for (app, recd) in zip(handle.capturePorts, handle.recdCapturePorts) {
-            let current = client.connections(of: app)
-            for other in current where other != recd { cut(JackConnection(source: other, destination: app)) }
-            for other in client.connections(of: recd) where other != app {
-                cut(JackConnection(source: recd, destination: other))
-            }
-            if !current.contains(recd) { try? client.connect(source: recd, destination: app) }
-        }
-        return removed
     }
 
     /// The process id of the JACK client `name`, when the server tells (PipeWire's JACK does;

@@ -188,8 +188,9 @@ final class JackClient {
     }
 
     /// Connects `source` (an output port) to `destination` (an input port). Already connected
-    /// is success.
-    func connect(source: String, destination: String) throws(JackError) {
+    /// is success; the answer says whether the connection is new.
+    @discardableResult
+    func connect(source: String, destination: String) throws(JackError) -> Bool {
         let client = try client("connect \(source) → \(destination)")
         let result = jack_connect(client, source, destination)
         if result != 0 && result != alreadyConnected {
@@ -197,6 +198,7 @@ final class JackClient {
                 code: result, operation: "connect \(source) → \(destination)",
                 message: "JACK refused the connection (a port is missing or the types differ)")
         }
+        return result == 0
     }
 
     func disconnect(source: String, destination: String) throws(JackError) {

@@ -130,6 +130,12 @@ struct ReplyFields {
         }
     }
 
+    /// A list of strings that an older recd does not send (nil when missing or null).
+    func optionalStrings(_ key: String) throws(ReplyDecodingError) -> [String]? {
+        guard let item = value[key], !item.isNull else { return nil }
+        return try strings(key)
+    }
+
     func object<T: ReplyObject>(_ key: String, as type: T.Type = T.self) throws(ReplyDecodingError) -> T {
         try T(json: try any(key))
     }

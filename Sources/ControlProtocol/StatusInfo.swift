@@ -58,10 +58,13 @@ public struct StatusInfo: ReplyObject {
         /// Which JACK implementation serves recd: "jackd" or "pipewire" (PipeWire's JACK, which
         /// never reports xruns). nil from a recd older than this key.
         public var implementation: String?
+        /// JACK connections recd leaves alone because something keeps undoing recd's changes to
+        /// them, as "A → B" (empty from a recd older than this key).
+        public var churning: [String]
 
         public init(
             connected: Bool, client: String?, server: String?, sampleRate: Int?, bufferSize: Int?, xruns: Int,
-            mediaServicesAvailable: Bool, error: String?, implementation: String? = nil
+            mediaServicesAvailable: Bool, error: String?, implementation: String? = nil, churning: [String] = []
         ) {
             self.connected = connected
             self.client = client
@@ -72,6 +75,7 @@ public struct StatusInfo: ReplyObject {
             self.mediaServicesAvailable = mediaServicesAvailable
             self.error = error
             self.implementation = implementation
+            self.churning = churning
         }
 
         public var json: JSONValue {
@@ -80,6 +84,7 @@ public struct StatusInfo: ReplyObject {
                 "sampleRate": JSONValue(sampleRate), "bufferSize": JSONValue(bufferSize),
                 "xruns": .number(Double(xruns)), "mediaServicesAvailable": .bool(mediaServicesAvailable),
                 "error": JSONValue(error), "implementation": JSONValue(implementation),
+                "churning": .array(churning.map { .string($0) }),
             ]
         }
 
@@ -90,7 +95,8 @@ public struct StatusInfo: ReplyObject {
                 server: try f.optionalString("server"), sampleRate: try f.optionalInt("sampleRate"),
                 bufferSize: try f.optionalInt("bufferSize"), xruns: try f.int("xruns"),
                 mediaServicesAvailable: try f.bool("mediaServicesAvailable"), error: try f.optionalString("error"),
-                implementation: try f.optionalString("implementation"))
+                implementation: try f.optionalString("implementation"),
+                churning: try f.optionalStrings("churning") ?? [])
         }
     }
 

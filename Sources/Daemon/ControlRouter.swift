@@ -1052,7 +1052,7 @@ final class ControlRouter: ControlServerHandler, EventSink, @unchecked Sendable 
             server: engine.serverName,
             sampleRate: engine.sampleRate, bufferSize: engine.bufferSize, xruns: engine.xruns,
             mediaServicesAvailable: store.mediaServicesAvailable, error: engine.isRunning ? nil : engine.lastError,
-            implementation: engine.implementation.kind.rawValue)
+            implementation: engine.implementation.kind.rawValue, churning: engine.churningConnections)
         return StatusInfo(
             daemon: daemon, jack: jack, sessions: listedSessions().map(sessionInfo),
             active: store.sortedSessions.filter(\.isActive).map(\.app), players: players.all.map(\.info),

@@ -171,8 +171,13 @@ final class EngineController {
     /// made again every time: the config says where recd's ports go. The notice naming it is
     /// logged at most once a second per connection, with the count of repeats in between, so
     /// an operator (or a patchbay) removing it in a loop does not flood the journal.
+    ///
+    /// A connection that something keeps undoing (recd changed it more than twice within a
+    /// second) the engine leaves alone: that is logged once, as an error, and `status` lists it
+    /// (`churning`) until recd touches it again (its ports register again, or after a while).
     func repairConnections() {
         let restored = engine.repairConnections()
+        for churn in engine.takeChurnNews() { Self.logChurn(churn) }
         guard !restored.isEmpty else { return }
         let now = SystemClock.monotonicSeconds()
         for connection in restored {
@@ -189,6 +194,22 @@ final class EngineController {
             repairLog[connection] = entry
         }
     }
+
+    private static func logChurn(_ churn: ChurningConnection) {
+        let fight =
+            churn.recdWantedIt
+            ? "recd made it (its [port] config or an attachment wants it) and another JACK client removed it"
+            : "recd cut it (it would bypass an attached application) and another JACK client made it again"
+        Log.error(
+            "JACK connection \(churn.connection) changed \(churn.changes) times in "
+                + "\(Int(churn.windowSeconds)) s: \(fight), each time; recd leaves it alone for "
+                + "\(Int(churn.retrySeconds)) s or until its ports register again. Stop the other "
+                + "client (a patchbay or session manager that restores its own connections), or change the [port] "
+                + "jack ports or the attachment so that the two agree")
+    }
+
+    /// The connections recd leaves alone now ("A → B"), for `status`.
+    var churningConnections: [String] { engine.churningConnections.map(\.description) }
 
     /// At most one notice a second per repaired connection.
     static let repairLogInterval = 1.0

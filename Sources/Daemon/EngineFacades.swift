@@ -114,7 +114,8 @@ protocol AttachmentEngine: AnyObject {
     ) throws(AudioEngineError)
     /// Capture ports carry `inputGroup`'s channels while `open`, zeros otherwise.
     func setCapture(_ handle: AttachmentHandle, inputGroup: String?, open: Bool)
-    /// Removes connections that would bypass recd; returns them.
+    /// Has the connection reconciler remove connections that would bypass recd (off the control
+    /// thread); returns those removed since the last call.
     func enforceAttachments() -> [JackConnection]
     func attachmentsWithMissingPorts() -> [AttachmentHandle]
     /// The process id behind a JACK client, when the server tells (nil: it does not).

@@ -267,6 +267,9 @@ struct Output {
             "socket:   \(daemon.socket)",
             jackLine,
         ]
+        for connection in jack.churning {
+            lines.append("  churning: \(connection) (something keeps undoing recd's change; recd leaves it alone)")
+        }
         var archiveLine = "archive:  \(status.archive.dir)"
         if let space = status.archive.space {
             archiveLine += ", \(bytes(space.freeBytes)) free (\(JSONValue.format(space.freePercent))%)"

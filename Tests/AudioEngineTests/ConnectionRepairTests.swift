@@ -1,7 +1,9 @@
 // A connection recd makes, removed by someone else (`jack_disconnect`, a patchbay), is made
 // again within 100 ms and reported as restored; connections that go because a device leaves
-// are not reported. The remover is the real jack_disconnect on the default jackd; the test
-// drains and repairs the engine as the daemon's control loop does.
+// are not reported; a connection removed in a loop (a fight) is left alone, reported once, and
+// tried again after the retry time. The remover is the real jack_disconnect on the default
+// jackd, or a JACK client of the test's; the test drains and repairs the engine as the daemon's
+// control loop does.
 
 import Foundation
 import Glibc
@@ -60,8 +62,13 @@ struct ConnectionRepairTests {
             try #require(removed.status == 0, "\(removed.stderr)")
             let ours = removal.source == play ? play : line
             let other = removal.source == play ? removal.destination : removal.source
-            let (restored, after) = Self.repairUntil(engine, seconds: 2) {
+            var (restored, after) = Self.repairUntil(engine, seconds: 2) {
                 engine.connections(of: ours) == [other]
+            }
+            // The connection thread publishes its report just after JACK has the connection.
+            for _ in 0..<500 where restored.isEmpty {
+                usleep(1_000)
+                restored += engine.repairConnections()
             }
             print(
                 "connection repair \(removal): made again after \(after.map { String(format: "%.1f ms", $0 * 1000) } ?? "never (2 s)")"
@@ -87,5 +94,118 @@ struct ConnectionRepairTests {
         let (later, _) = Self.repairUntil(engine, seconds: 0.2) { false }
         #expect(
             (restored + later).isEmpty, "a device leaving is not someone removing a connection: \(restored + later)")
+    }
+
+    @Test(
+        "a connection removed every 50 ms is left alone and reported once; made again after the retry time",
+        .timeLimit(.minutes(1)))
+    func fightIsLeftAlone() throws {
+        let device = try TestJackClient(name: unique("recdtest-fight"), outputs: 1)
+        defer { device.close() }
+        let engine = AudioEngine()
+        engine.churnRetrySeconds = 2
+        try engine.start(
+            clientName: unique("recdtest-f"),
+            inputs: [PortGroupSpec(name: "line", channels: 1, connectTo: device.outputPortNames)], outputs: [])
+        defer { engine.stop() }
+        let line = try #require(engine.jackPortNames(ofGroup: "line").first)
+        let fought = JackConnection(source: device.outputPortNames[0], destination: line)
+        #expect(engine.connections(of: line) == [fought.source])
+
+        let clock = ContinuousClock()
+        var restored: [JackConnection] = []
+        var news: [ChurningConnection] = []
+        var slowest = Duration.zero
+        /// One control-loop round, timed.
+        func round() {
+            let began = clock.now
+            _ = engine.drainNotifications(repair: false)
+            restored += engine.repairConnections()
+            news += engine.takeChurnNews()
+            slowest = max(slowest, clock.now - began)
+        }
+        // The fight: the device's own client removes the connection every 50 ms for 2 s.
+        let fightBegan = clock.now
+        var leftAloneAt: ContinuousClock.Instant?
+        while clock.now - fightBegan < .seconds(2) {
+            _ = device.disconnect(source: fought.source, destination: line)
+            let step = clock.now
+            while clock.now - step < .milliseconds(50) {
+                round()
+                if leftAloneAt == nil, !news.isEmpty { leftAloneAt = clock.now }
+                usleep(1_000)
+            }
+        }
+        let leftAlone = try #require(leftAloneAt, "left alone within the 2 s fight")
+        print("fight: left alone after \(leftAlone - fightBegan), \(restored.count) restorations reported")
+        #expect(leftAlone - fightBegan < .seconds(1), "more than two changes in a second: a fight")
+        #expect(restored.count <= 3 && restored.allSatisfy { $0 == fought }, "\(restored)")
+        #expect(news.count == 1, "reported once, not every period: \(news)")
+        #expect(news.first?.connection == fought && news.first?.recdWantedIt == true)
+        #expect(engine.churningConnections == [fought])
+        #expect(engine.connections(of: line).isEmpty, "left alone: recd no longer makes it")
+        #expect(slowest < .milliseconds(50), "the control thread never waits for JACK: slowest round \(slowest)")
+
+        // The fight is over: within the retry time (2 s from being left alone) recd makes it again.
+        var back: ContinuousClock.Instant?
+        while clock.now - leftAlone < .seconds(4) {
+            round()
+            if engine.connections(of: line) == [fought.source] {
+                back = clock.now
+                break
+            }
+            usleep(2_000)
+        }
+        let madeAgain = try #require(back, "made again after the retry time")
+        #expect(madeAgain - leftAlone >= .milliseconds(1_900), "not before the retry time: \(madeAgain - leftAlone)")
+        #expect(engine.churningConnections.isEmpty)
+        #expect(news.count == 1)
+    }
+
+    @Test(
+        "a bypass of an attachment made again every 50 ms: cut up to three times, then left alone and reported once",
+        .timeLimit(.minutes(1)))
+    func bypassFightIsLeftAlone() throws {
+        let app = try TestJackClient(name: unique("recdtest-app"), outputs: 1)
+        defer { app.close() }
+        let sink = try TestJackClient(name: unique("recdtest-sink"), inputs: 1)
+        defer { sink.close() }
+        let engine = AudioEngine()
+        try engine.start(
+            clientName: unique("recdtest-b"), inputs: [],
+            outputs: [PortGroupSpec(name: "play", channels: 1, connectTo: ["\(sink.name):in_1"])])
+        defer { engine.stop() }
+        let appPort = "\(app.name):out_1"
+        let handle = try engine.attach(
+            client: app.name, playPorts: [appPort], capturePorts: [], outputGroup: "play")
+        defer { engine.detach(handle) }
+        let recdPort = try #require(handle.recdPlayPorts.first)
+        let bypass = JackConnection(source: appPort, destination: "\(sink.name):in_1")
+        #expect(
+            waitUntil(seconds: 2) {
+                _ = engine.drainNotifications()
+                return engine.connections(of: appPort) == [recdPort]
+            }, "attached: the app's port reaches only recd's")
+
+        let clock = ContinuousClock()
+        var cut: [JackConnection] = []
+        var news: [ChurningConnection] = []
+        let began = clock.now
+        while clock.now - began < .milliseconds(1_500) {
+            try app.connect(source: bypass.source, destination: bypass.destination)
+            let step = clock.now
+            while clock.now - step < .milliseconds(50) {
+                _ = engine.drainNotifications(repair: false)
+                cut += engine.enforceAttachments()
+                news += engine.takeChurnNews()
+                usleep(1_000)
+            }
+        }
+        print("bypass fight: \(cut.count) cuts, left alone: \(news.map(\.connection))")
+        #expect(!cut.isEmpty && cut.count <= 3 && cut.allSatisfy { $0 == bypass }, "\(cut)")
+        #expect(news.count == 1, "reported once: \(news)")
+        #expect(news.first?.connection == bypass && news.first?.recdWantedIt == false)
+        #expect(engine.churningConnections == [bypass])
+        #expect(Set(engine.connections(of: appPort)) == [recdPort, bypass.destination], "left alone: not cut again")
     }
 }

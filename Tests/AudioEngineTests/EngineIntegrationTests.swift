@@ -218,8 +218,13 @@ struct EngineIntegrationTests {
         #expect(engine.isAvailable(group: "headset") && engine.isAvailable(group: "usb"))
         let headset = engine.jackPortNames(ofGroup: "headset")
         let usb = engine.jackPortNames(ofGroup: "usb")
-        #expect(engine.connections(of: headset[1]) == ["\(device.name):cap_2"])
-        #expect(engine.connections(of: usb[0]) == ["\(device.name):usb_1"])
+        // Connections are made on the engine's connection thread, a moment after availability.
+        #expect(
+            waitUntil(seconds: 2) {
+                _ = engine.drainNotifications()
+                return engine.connections(of: headset[1]) == ["\(device.name):cap_2"]
+                    && engine.connections(of: usb[0]) == ["\(device.name):usb_1"]
+            })
 
         device.unregisterPort("cap_2")
         seen = []
@@ -239,8 +244,10 @@ struct EngineIntegrationTests {
                 return seen.contains(.groupAvailabilityChanged(group: "headset", available: true))
             })
         #expect(
-            engine.connections(of: headset[1]) == ["\(device.name):cap_2"],
-            "reconnected when it came back")
+            waitUntil(seconds: 2) {
+                _ = engine.drainNotifications()
+                return engine.connections(of: headset[1]) == ["\(device.name):cap_2"]
+            }, "reconnected when it came back")
     }
 
     @Test(

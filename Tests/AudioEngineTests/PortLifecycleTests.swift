@@ -56,7 +56,12 @@ struct PortLifecycleTests {
                     return engine.isAvailable(group: "usb") && engine.isAvailable(group: "glob")
                 }, "round \(round): available once the device is there")
             let ours = engine.jackPortNames(ofGroup: "usb")
-            #expect(engine.connections(of: ours[1]) == ["\(deviceName):play_2"], "round \(round): connected")
+            // Connections are made on the engine's connection thread, a moment after availability.
+            #expect(
+                waitUntil(seconds: 2) {
+                    _ = engine.drainNotifications()
+                    return engine.connections(of: ours[1]) == ["\(deviceName):play_2"]
+                }, "round \(round): connected")
 
             let clock = ContinuousClock()
             let sent = clock.now

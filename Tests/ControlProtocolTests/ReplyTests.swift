@@ -64,7 +64,7 @@ let sampleStatus = StatusInfo(
         socket: "/run/recd/control.sock", stateDir: "/var/lib/recd", archiveDir: "/var/lib/recd/archive"),
     jack: .init(
         connected: true, client: "recd", server: "default", sampleRate: 48_000, bufferSize: 1024, xruns: 3,
-        mediaServicesAvailable: true, error: nil),
+        mediaServicesAvailable: true, error: nil, churning: ["recd:out_1 → system:playback_1"]),
     sessions: [sampleSession, sampleQuietSession], active: ["logger"], players: [samplePlayer],
     recorders: [sampleRecorder], cards: [.init(index: 1, id: "USB", name: "Scarlett 2i2", usb: true)],
     archive: .init(
@@ -239,7 +239,11 @@ private func checkReply<T: ReplyObject>(_ value: T, optionalKeys: Set<String> = 
         listed.sessionCount = 1000
         #expect(try StatusInfo(json: listed.json).sessionCount == 1000)
         try checkReply(sampleStatus.daemon)
-        try checkReply(sampleStatus.jack)
+        // `churning` may be absent: a recd older than it (read as none).
+        try checkReply(sampleStatus.jack, optionalKeys: ["churning"])
+        let olderJack = JSONValue.object((sampleStatus.jack.json.objectValue ?? []).filter { $0.0 != "churning" })
+        #expect(try StatusInfo.Jack(json: olderJack).churning.isEmpty)
+        #expect(try StatusInfo.Jack(json: sampleStatus.jack.json).churning == ["recd:out_1 → system:playback_1"])
         try checkReply(sampleStatus.cards[0])
         // Without the file system's figures the archive object has `dir` only.
         try checkReply(sampleStatus.archive, optionalKeys: ["freeBytes"])

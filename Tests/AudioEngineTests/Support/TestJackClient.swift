@@ -202,6 +202,11 @@ final class TestJackClient {
         }
     }
 
+    /// Disconnects two ports by full name (what a patchbay fighting recd does).
+    func disconnect(source: String, destination: String) -> Bool {
+        jack_disconnect(client, source, destination) == 0
+    }
+
     /// Registers an extra output port (it appears to others as `name:short`).
     func registerOutputPort(_ short: String) {
         extraPorts[short] = jack_port_register(
