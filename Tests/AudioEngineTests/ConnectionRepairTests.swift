@@ -130,11 +130,16 @@ struct ConnectionRepairTests {
             slowest = max(slowest, clock.now - began)
         }
         // The fight: the device's own client removes the connection every 50 ms until recd
-        // leaves it alone, for 5 s at most (on a loaded machine recd's repairs come slower, and
-        // four of them within a second take longer to happen).
+        // leaves it alone (5 s at most: on a loaded machine recd's repairs come slower, and four
+        // of them within a second take longer to happen), and half a second more, so that the
+        // last restore before the edge was left alone is undone too.
         let fightBegan = clock.now
         var leftAloneAt: ContinuousClock.Instant?
-        while clock.now - fightBegan < .seconds(5) && leftAloneAt == nil {
+        func fighting() -> Bool {
+            guard let leftAloneAt else { return clock.now - fightBegan < .seconds(5) }
+            return clock.now - leftAloneAt < .milliseconds(500)
+        }
+        while fighting() {
             _ = device.disconnect(source: fought.source, destination: line)
             let step = clock.now
             while clock.now - step < .milliseconds(50) {
