@@ -1075,13 +1075,8 @@ final class ControlRouter: ControlServerHandler, EventSink, @unchecked Sendable 
 
     /// `session.list`: one page of the sessions by app name (SessionPage).
     private func sessionPage(offset: Int, limit: Int?) throws -> SessionPage {
-        let limit = limit ?? SessionPage.maxLimit
-        guard offset >= 0, (1...SessionPage.maxLimit).contains(limit) else {
-            throw SessionError(
-                .badParam,
-                "session.list takes an offset of 0 or more and a limit of 1...\(SessionPage.maxLimit) "
-                    + "(not \(offset) and \(limit)); page on with the reply's \"next\"")
-        }
+        let limit = try RequestGate.checkedPageLimit(
+            .sessionList, offset: offset, limit: limit, max: SessionPage.maxLimit)
         let sorted = store.sortedSessions
         let page = sorted.dropFirst(offset).prefix(limit)
         let end = min(sorted.count, offset + page.count)

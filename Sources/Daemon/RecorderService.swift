@@ -972,13 +972,8 @@ final class RecorderService: @unchecked Sendable {
     func archiveList(app: String?, since text: String?, offset: Int = 0, limit: Int? = nil) throws -> [(
         String, JSONValue
     )] {
-        let limit = limit ?? Self.maxListedSegments
-        guard offset >= 0, (1...Self.maxListedSegments).contains(limit) else {
-            throw SessionError(
-                .badParam,
-                "archive.list takes an offset of 0 or more and a limit of 1...\(Self.maxListedSegments) "
-                    + "(not \(offset) and \(limit)); page on with the reply's \"next\"")
-        }
+        let limit = try RequestGate.checkedPageLimit(
+            .archiveList, offset: offset, limit: limit, max: Self.maxListedSegments)
         guard let index else {
             throw SessionError(.unspecified, "the archive index is not open; run `recctl archive reindex`")
         }

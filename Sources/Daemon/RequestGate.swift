@@ -87,4 +87,17 @@ struct RequestGate {
         }
         return app
     }
+
+    /// A paged request's limit (`limit` nil: `max`), or badParam when the offset is negative or
+    /// the limit outside 1...max: one rule for `session.list` and `archive.list`.
+    static func checkedPageLimit(_ op: Op, offset: Int, limit: Int?, max: Int) throws -> Int {
+        let limit = limit ?? max
+        guard offset >= 0, (1...max).contains(limit) else {
+            throw SessionError(
+                .badParam,
+                "\(op.rawValue) takes an offset of 0 or more and a limit of 1...\(max) "
+                    + "(not \(offset) and \(limit)); page on with the reply's \"next\"")
+        }
+        return limit
+    }
 }
