@@ -157,10 +157,8 @@ struct ArchiveEndToEndTests {
     func diskFull() throws {
         try #require(getuid() == 0, "mounting a tmpfs needs root")
         let deck = uniqueName("deck")
-        let small = try makeTemporaryDirectory("recd-tmpfs")
-        let mounted = try runTool("mount", ["-t", "tmpfs", "-o", "size=1m", "tmpfs", small])
-        try #require(mounted.status == 0, "mount: \(mounted.stderr)")
-        defer { _ = try? runTool("umount", ["-l", small]) }
+        let small = try mountTmpfs(size: "1m", prefix: "recd-tmpfs")
+        defer { unmountTmpfs(small) }
         let daemon = try Daemon(ports: Self.deckPorts(deck), archiveDirectory: small)
         // Pink noise compresses badly: the 1 MiB fills in a few seconds.
         let source = try SignalClient(["--name", deck, "play", "--ports", "out_1,out_2", "--signal", "pink", "--level", "0"])

@@ -310,6 +310,17 @@ final class RawClient {
     func readJSON() -> JSONValue? { readLine().flatMap { try? JSONValue.parse($0) } }
 }
 
+/// A fresh directory with a tmpfs of `size` (mount's syntax: "1m", "8m") mounted on it, for
+/// the full-disk tests (root only); the caller unmounts it with `unmountTmpfs`.
+func mountTmpfs(size: String, prefix: String) throws -> String {
+    let directory = try makeTemporaryDirectory(prefix)
+    let mounted = try runTool("mount", ["-t", "tmpfs", "-o", "size=\(size)", "tmpfs", directory])
+    try #require(mounted.status == 0, "mount: \(mounted.stderr)")
+    return directory
+}
+
+func unmountTmpfs(_ directory: String) { _ = try? runTool("umount", ["-l", directory]) }
+
 /// A fresh private directory under the temporary directory.
 func makeTemporaryDirectory(_ prefix: String) throws -> String {
     let path = FileManager.default.temporaryDirectory.appendingPathComponent("\(prefix)-\(UUID().uuidString.prefix(8))").path

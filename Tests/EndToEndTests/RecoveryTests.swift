@@ -42,10 +42,8 @@ struct RecoveryTests {
     @Test("a full disk stops the declared logger cleanly; once space is freed it records again within 10 s, with events, log lines and status each way; every file passes flac -t")
     func diskFullHeals() throws {
         try #require(getuid() == 0, "mounting a tmpfs needs root")
-        let small = try makeTemporaryDirectory("recd-heal-tmpfs")
-        let mounted = try runTool("mount", ["-t", "tmpfs", "-o", "size=8m", "tmpfs", small])
-        try #require(mounted.status == 0, "mount: \(mounted.stderr)")
-        defer { _ = try? runTool("umount", ["-l", small]) }
+        let small = try mountTmpfs(size: "8m", prefix: "recd-heal-tmpfs")
+        defer { unmountTmpfs(small) }
         let deck = uniqueName("deck")
         // Pink noise at full scale compresses badly: the space left fills in seconds.
         let source = try SignalClient(["--name", deck, "play", "--ports", "out_1,out_2", "--signal", "pink", "--level", "0"])
@@ -196,10 +194,8 @@ struct RecoveryTests {
     @Test("a recorder started by record start comes back after a full disk too (its session stays active); record stop while it waits ends the wait")
     func startedRecorderHealsAndStopEndsTheWait() throws {
         try #require(getuid() == 0, "mounting a tmpfs needs root")
-        let small = try makeTemporaryDirectory("recd-heal-tmpfs")
-        let mounted = try runTool("mount", ["-t", "tmpfs", "-o", "size=8m", "tmpfs", small])
-        try #require(mounted.status == 0, "mount: \(mounted.stderr)")
-        defer { _ = try? runTool("umount", ["-l", small]) }
+        let small = try mountTmpfs(size: "8m", prefix: "recd-heal-tmpfs")
+        defer { unmountTmpfs(small) }
         let deck = uniqueName("deck")
         let source = try SignalClient(["--name", deck, "play", "--ports", "out_1,out_2", "--signal", "pink", "--level", "0"])
         defer { source.stop() }
