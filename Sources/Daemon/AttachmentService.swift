@@ -67,10 +67,13 @@ final class AttachmentService {
     }
 
     private let engine: any AttachmentEngine
-    private let sink: any EventSink
-    private(set) var attachments: [Attachment] = []
+    private let sink: any ServiceSink
+    /// The attachments. One that comes or goes may change who is heard: a fact for the policy.
+    private(set) var attachments: [Attachment] = [] {
+        didSet { sink.report(.streams) }
+    }
 
-    init(engine: any AttachmentEngine, sink: any EventSink) {
+    init(engine: any AttachmentEngine, sink: any ServiceSink) {
         self.engine = engine
         self.sink = sink
     }
@@ -250,6 +253,8 @@ final class AttachmentService {
                     engine.pause(player, rampMilliseconds: attachment.privacyPaused ? 1 : silenceRampMilliseconds)
                 }
                 attachment.playing = audible
+                // Heard or not: isOtherAudioPlaying and the secondary-audio hint follow.
+                sink.report(.streams)
             }
             if session.duckDB != attachment.gainDB {
                 engine.setGain(player, decibels: session.duckDB)

@@ -13,17 +13,17 @@ import HTTPServer
 extension HTTPEndpoints {
     /// Adds the page's routes. Called once, while the listener is made.
     func addStatusPage(to routes: inout HTTPServer.Routes) {
-        let router = router
+        let coordinator = coordinator
         let control = control
-        let archive = StatusPageArchive(directory: router.config.archive.dir)
-        let meters = router.meters.pageMeters
+        let archive = StatusPageArchive(directory: coordinator.config.archive.dir)
+        let meters = coordinator.meters.pageMeters
         routes.add("/") { _ in
             HTTPResponse(
                 contentType: "text/html; charset=utf-8", headers: [("Cache-Control", "no-store")],
                 body: .bytes(Array(StatusPageAssets.html.utf8)))
         }
         routes.add("/api/status") { _ in
-            guard let snapshot = control.ask(timeout: Self.answerTimeout, { router.statusPageSnapshot() }) else {
+            guard let snapshot = control.ask(timeout: Self.answerTimeout, { coordinator.statusPageSnapshot() }) else {
                 return Self.busy
             }
             return Self.json(snapshot)

@@ -2,7 +2,7 @@
 // route gets recd's state.
 //
 // Threads: route handlers run on the listener's connection threads (HTTPServer). They never
-// touch the router: `ControlThreadQuery.ask` posts a closure to the control thread
+// touch the coordinator: `ControlThreadQuery.ask` posts a closure to the control thread
 // (`ControlServer.post`, as `SlowRequestWorker` delivers its results), which builds a small
 // value snapshot there; the connection thread waits for it at most `answerTimeout` and answers
 // 503 if the control thread is busier than that. Nothing is computed for HTTP unless a request
@@ -49,12 +49,12 @@ struct HTTPEndpoints: Sendable {
     /// How long a request waits for the control thread before it gets 503.
     static let answerTimeout = 1.0
 
-    let router: ControlRouter
+    let coordinator: SessionCoordinator
     let control: ControlThreadQuery
 
-    init(router: ControlRouter) {
-        self.router = router
-        let link = router.link
+    init(coordinator: SessionCoordinator) {
+        self.coordinator = coordinator
+        let link = coordinator.link
         control = ControlThreadQuery(post: { link.post($0) })
     }
 
@@ -73,22 +73,22 @@ struct HTTPEndpoints: Sendable {
 
     /// `GET /metrics`.
     func metrics() -> HTTPResponse {
-        let router = router
-        guard let snapshot = control.ask(timeout: Self.answerTimeout, { router.metricsSnapshot() }) else {
+        let coordinator = coordinator
+        guard let snapshot = control.ask(timeout: Self.answerTimeout, { coordinator.metricsSnapshot() }) else {
             return Self.busy
         }
         return .text(PrometheusMetrics.render(snapshot), contentType: PrometheusMetrics.contentType)
     }
 
     /// Starts the listener `config.http` asks for (nil for `listen = no`). The error says what to fix.
-    static func start(config: RecdConfig, router: ControlRouter) throws(HTTPServerError) -> HTTPServer? {
+    static func start(config: RecdConfig, coordinator: SessionCoordinator) throws(HTTPServerError) -> HTTPServer? {
         guard let listen = config.http.listen else { return nil }
         let address = try HTTPListenAddress(parsing: listen)
         var token: String?
         if let path = config.http.tokenFile {
             token = try readToken(path)
         }
-        return try HTTPServer(address: address, token: token, routes: HTTPEndpoints(router: router).routes())
+        return try HTTPServer(address: address, token: token, routes: HTTPEndpoints(coordinator: coordinator).routes())
     }
 
     /// The token in `token_file`: its first line, without surrounding white space. A file that
@@ -149,26 +149,5 @@ struct HTTPEndpoints: Sendable {
             return ConfigError(
                 file: config.source, line: config.http.listenLine, message: "[http] listen: \(error.message)")
         }
-    }
-}
-
-extension ControlRouter {
-    /// What `/metrics` shows, copied now. Control thread.
-    func metricsSnapshot() -> MetricsSnapshot {
-        // Meter groups are engine names (a duplex port's input is NAME_in): back to config ports.
-        var portOfGroup: [String: String] = [:]
-        for port in config.ports {
-            if let group = EngineController.inputGroup(port) { portOfGroup[group] = port.name }
-        }
-        let meters = (try? meters.info(app: nil).meters) ?? []
-        let peaks = meters.compactMap { meter -> MetricsSnapshot.InputPeak? in
-            guard meter.direction == "input", let port = portOfGroup[meter.group] else { return nil }
-            return MetricsSnapshot.InputPeak(port: port, channel: meter.channel, peakDB: meter.peakDB)
-        }
-        let status = statusInfo()
-        let replication = status.replication.map {
-            MetricsSnapshot.Replication(backlogSegments: $0.backlog, lastSuccessUnixSeconds: $0.lastSuccess)
-        }
-        return MetricsSnapshot(status: status, inputPeaks: peaks, replication: replication)
     }
 }

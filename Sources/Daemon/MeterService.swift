@@ -15,7 +15,7 @@ import SessionPolicy
     import Glibc  // log10
 #endif
 
-final class MeterService {
+final class MeterService: DaemonFeature {
     /// What the meters need of the rest of the daemon, asked when a reading is built.
     struct Sources {
         /// The engine groups of `app`'s route (and its monitoring buses); throws for an
@@ -55,6 +55,9 @@ final class MeterService {
     /// Whether someone reads the meters: a reading within the interest time, a status page
     /// stream, or a `meter` request waiting for its window. The tick stays frequent meanwhile.
     var isWanted: Bool { now < interestUntil || pageMeters.isWanted || !waiting.isEmpty }
+
+    /// Meters being measured or read are measured every 100 ms.
+    var wantsFrequentTicks: Bool { isOn || isWanted }
 
     /// From the tick: the meters of the last tick's window while someone reads them; waiting
     /// `meter` requests are answered from the first whole window (or with the error, once the

@@ -101,7 +101,7 @@ final class PlayerService: @unchecked Sendable {
     static let prerollTimeout = 0.5
 
     private let engine: any PlayerEngine
-    private let sink: any EventSink
+    private let sink: any ServiceSink
     private let starter: SlowRequestWorker
     /// Wakes the control thread when a feeder ends (the tick's `reap` would find it anyway).
     private let feederEnded: @Sendable () -> Void
@@ -112,7 +112,7 @@ final class PlayerService: @unchecked Sendable {
     /// - Parameters:
     ///   - deliver: runs a closure on the control thread (`ControlServer.post`), for the
     ///     starter's results and the feeders' wake-ups.
-    init(engine: any PlayerEngine, sink: any EventSink, deliver: @escaping SlowRequestWorker.Deliver)
+    init(engine: any PlayerEngine, sink: any ServiceSink, deliver: @escaping SlowRequestWorker.Deliver)
         throws(SystemError)
     {
         self.engine = engine
@@ -129,13 +129,14 @@ final class PlayerService: @unchecked Sendable {
     }
     var all: [PlayerStream] { players.values.sorted { ($0.app, $0.stream) < ($1.app, $1.stream) } }
 
-    /// Whether any of an app's players is playing (for the policy's isBusy).
+    /// Whether any of an app's players is playing.
     func isPlaying(_ app: String) -> Bool { of(app).contains { $0.pausedBy == nil } }
 
     /// How many players (playing or paused) each app has: the policy's player limits' input.
     var countsByApp: [String: Int] { players.values.reduce(into: [:]) { $0[$1.app, default: 0] += 1 } }
 
-    /// The apps with a player playing (not paused): the policy's isOtherAudioPlaying input.
+    /// The apps with a player playing (not paused): part of the policy's isBusy and
+    /// isOtherAudioPlaying facts (`ServiceFact.streams`).
     var playingApps: Set<String> { Set(players.values.filter { $0.pausedBy == nil }.map(\.app)) }
 
     // MARK: Starting
@@ -202,6 +203,7 @@ final class PlayerService: @unchecked Sendable {
         players[Self.key(order.app, order.stream)] = player
         feeder.start { [feederEnded] _ in feederEnded() }
         playersChanged(order.app)
+        sink.report(.streams)
         // Let the feeder get ahead of the process thread so the file starts without a gap.
         let queued = min(handle.capacityFrames / 4, rate / 4)
         let probed = order.file
@@ -251,6 +253,7 @@ final class PlayerService: @unchecked Sendable {
         guard player.pausedBy == nil else { return }
         engine.pause(player.handle, rampMilliseconds: rampMilliseconds)
         player.pausedBy = cause
+        sink.report(.streams)
         // How long after JACK announced the port's loss the pause was published: the process
         // thread applies it at its next period.
         let reaction = cause == .routeDisconnected ? engine.portLossReaction() : nil
@@ -279,6 +282,7 @@ final class PlayerService: @unchecked Sendable {
         }
         engine.play(player.handle, rampMilliseconds: AudioEngine.defaultRampMilliseconds)
         player.pausedBy = nil
+        sink.report(.streams)
         announce(player, state: .playing, reason: nil, previousPort: previousPort)
     }
 
@@ -321,6 +325,7 @@ final class PlayerService: @unchecked Sendable {
         player.stoppedBy = reason
         players[Self.key(player.app, player.stream)] = nil
         playersChanged(player.app)
+        sink.report(.streams)
         announce(player, state: .stopped, reason: reason)
     }
 
@@ -331,6 +336,7 @@ final class PlayerService: @unchecked Sendable {
 
     /// Removes players whose file has played out or failed; returns their apps. From the tick.
     /// A player still starting is left to its start.
+    @discardableResult
     func reap() -> Set<String> {
         var apps: Set<String> = []
         for player in all where player.feeder.isDone && !player.isStarting {

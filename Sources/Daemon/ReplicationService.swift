@@ -157,7 +157,7 @@ struct RcloneCopier: Sendable {
 ///
 /// Confined to the control thread (`@unchecked Sendable`: completions of its copies, which
 /// capture it, run there too).
-final class ReplicationService: @unchecked Sendable {
+final class ReplicationService: DaemonFeature, @unchecked Sendable {
     let settings: ReplicateSection
     let remote: String
     let archiveDirectory: String
@@ -209,7 +209,10 @@ final class ReplicationService: @unchecked Sendable {
     }
 
     /// From the tick: starts the next copy once the backoff is over.
-    func service(now: Double) { pump(now: now) }
+    func tick(now: Double) { pump(now: now) }
+
+    /// `status.replication`.
+    func contribute(to status: inout StatusInfo) { status.replication = self.status }
 
     var status: StatusInfo.Replication {
         StatusInfo.Replication(remote: remote, backlog: queue.count, lastSuccess: lastSuccess, lastError: lastError)

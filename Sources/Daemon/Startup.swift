@@ -199,27 +199,28 @@ public enum Recd {
             Log.error("cannot start the control loop: \(error)")
             return 71
         }
-        let router: ControlRouter
+        let frontEnd: ControlFrontEnd
         do {
-            router = try ControlRouter(
+            frontEnd = try compose(
                 config: config, store: store, stateFile: stateFile, startedAt: SystemClock.monotonicSeconds(), link: server)
         } catch {
             Log.error("cannot start the worker threads: \(error)")
             return 71
         }
-        router.openArchive()
-        router.startEngine()
-        router.startDevices(environment: environment)
-        router.save()
+        let coordinator = frontEnd.coordinator!
+        coordinator.openArchive()
+        coordinator.startEngine()
+        coordinator.startDevices(environment: environment)
+        coordinator.save()
         // A config that asks for what cannot be (an address, a missing token) stops recd; a port
         // the system refuses does not stop the recordings: recd runs without HTTP and says so
         // (Prometheus sees the box down and alerts).
         var http: HTTPServer?
         do {
-            http = try HTTPEndpoints.start(config: config, router: router)
+            http = try HTTPEndpoints.start(config: config, coordinator: coordinator)
         } catch where error.isConfiguration {
             Log.error("cannot start the HTTP listener: \(error.message)")
-            router.shutdown()
+            coordinator.shutdown()
             return 78  // EX_CONFIG
         } catch {
             Log.warning("HTTP listener off: \(error.message)")
@@ -227,12 +228,73 @@ public enum Recd {
         if let http { Log.notice("HTTP listener on \(http.address.isIPv6 ? "[\(http.address.host)]" : http.address.host):\(http.port)") }
         Log.notice("recd \(recdVersion) listening on \(config.daemon.socket) (config: \(config.source), state: \(config.daemon.stateDir))")
         try? SystemdNotify.ready(status: "listening on \(config.daemon.socket)")
-        server.run(handler: router)
+        server.run(handler: frontEnd)
         try? SystemdNotify.stopping()
         http?.stop()
-        router.shutdown()
+        coordinator.shutdown()
         Log.notice("recd stopped")
         return 0
+    }
+}
+
+extension Recd {
+    /// The services and the features as the coordinator and the engine's wake know them: made
+    /// before the coordinator exists, they must not keep it (or the front end) alive.
+    private final class Handle: ServiceSink, @unchecked Sendable {
+        weak var frontEnd: ControlFrontEnd?
+        weak var coordinator: SessionCoordinator?
+
+        func broadcast(_ event: Event) { frontEnd?.broadcast(event) }
+        func report(_ fact: ServiceFact) { coordinator?.report(fact) }
+    }
+
+    /// The composition root: the engine controller, the worker threads, the services, the
+    /// features, the coordinator and the front end, wired together here and nowhere else.
+    /// Nothing talks to JACK or ALSA until `startEngine` and `startDevices`.
+    static func compose(
+        config: RecdConfig, store: SessionStore, stateFile: StateFile, startedAt: Double, link: any ClientLink
+    ) throws(SystemError) -> ControlFrontEnd {
+        let handle = Handle()
+        let deliver: SlowRequestWorker.Deliver = { [link] work in link.post(work) }
+        let engine = EngineController(config: config) { [link] in link.post { handle.coordinator?.engineWoke() } }
+        let worker = try SlowRequestWorker(name: "slow worker", deliver: deliver)
+        let stateWriter = try StateWriter(file: stateFile, deliver: deliver)
+        let players = try PlayerService(engine: engine, sink: handle, deliver: deliver)
+        let recorders = RecorderService(
+            settings: config.archive, declared: config.sessions.map { ($0.app, $0.record) }, engine: engine,
+            sink: handle, worker: worker, wake: { [link] in link.post { handle.coordinator?.recordersWoke() } },
+            sessionSilence: Dictionary(uniqueKeysWithValues: config.sessions.map { ($0.app, $0.silence) }),
+            silenceRunner: try SilenceAlarms.makeRunner(for: config, deliver: deliver))
+        let monitoring = MonitoringService(engine: engine) { [unowned players] app, stream in
+            players.get(app, stream)?.handle.id
+        }
+        players.playersChanged = { [unowned monitoring] app in monitoring.playersChanged(app: app) }
+        let bindings =
+            (try? DeviceService.bindings(for: config).get()) ?? (try! DeviceBindings([DeviceBindings.Declaration]()))
+        let meters = MeterService(
+            engine: engine,
+            sources: MeterService.Sources(
+                groups: { app in try handle.coordinator?.meterGroups(of: app) ?? [] },
+                loudness: { app in handle.coordinator?.recordingLoudness(of: app) ?? [] }))
+        let replication = try ReplicationService(config: config, deliver: deliver)
+        if let replication {
+            recorders.replicationRemote = replication.remote
+            recorders.onSegmentFinished = { [unowned replication] in replication.segmentFinished($0) }
+        }
+        let frontEnd = ControlFrontEnd(link: link, gate: RequestGate(adminGroup: config.daemon.adminGroup))
+        let coordinator = SessionCoordinator(
+            config: config, store: store, startedAt: startedAt, link: link, events: frontEnd,
+            services: .init(
+                engine: engine, players: players, recorders: recorders, monitoring: monitoring,
+                devices: DeviceService(bindings: bindings, engine: engine),
+                attachments: AttachmentService(engine: engine, sink: handle), worker: worker, stateWriter: stateWriter,
+                replication: replication, meters: meters))
+        let triggers = TakeTriggerFeature(coordinator: coordinator)
+        coordinator.install(triggers: triggers, features: [triggers, meters] + (replication.map { [$0] } ?? []))
+        frontEnd.connect(coordinator)
+        handle.frontEnd = frontEnd
+        handle.coordinator = coordinator
+        return frontEnd
     }
 }
 

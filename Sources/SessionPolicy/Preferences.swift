@@ -78,4 +78,12 @@ public struct HardwarePreferences: Equatable, Sendable, Codable {
     /// The channels a player on a port with `portChannels` channels plays to: its first
     /// `outputChannels`, at most all of them.
     public func outputChannels(ofPort portChannels: Int) -> Int { min(outputChannels ?? portChannels, portChannels) }
+
+    /// The channels (1-based) of a port with `portChannels` channels a new player plays to when
+    /// the request names none: its first `outputChannels`; nil for all of them (it follows
+    /// the port as it is).
+    public func playChannels(ofPort portChannels: Int) -> [Int]? {
+        let preferred = outputChannels(ofPort: portChannels)
+        return preferred < portChannels ? Array(1...max(preferred, 1)) : nil
+    }
 }

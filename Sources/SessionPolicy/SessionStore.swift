@@ -2,6 +2,21 @@
 // (state, event) → (state, effects). A call that throws has changed nothing.
 // No I/O, no clock, no threads: the daemon's control thread owns the one instance.
 
+/// A fact of the world the daemon reports to the policy (`SessionStore.report`): what its
+/// services and the system observed, never an order. Each is a whole picture, not a delta, so a
+/// report repeated changes nothing.
+public enum PolicyFact: Equatable, Sendable {
+    /// The apps with players or recorders running, and the apps heard (players playing,
+    /// attached applications audible): isBusy, isOtherAudioPlaying and the secondary-audio hint.
+    case streams(running: Set<String>, audible: Set<String>)
+    /// Every configured port with its availability now (the engine controller's).
+    case ports([PortState])
+    /// A port's input was muted or unmuted in hardware (a capture switch).
+    case hardwareMute(port: String, muted: Bool)
+    /// Process `pid` ended: whatever it held active is deactivated as with notifyOthers.
+    case holderEnded(pid: Int32)
+}
+
 /// Something the daemon must do or tell because the policy state changed.
 public enum PolicyEffect: Equatable, Sendable {
     case interruption(app: String, type: InterruptionType, reason: InterruptionReason, shouldResume: Bool)
@@ -212,7 +227,7 @@ public struct SessionStore: Equatable, Sendable {
     /// Every session it held is deactivated as with notifyOthers, its streams stopped: those it
     /// interrupted get `ended` with shouldResume; one it held that was interrupted gives up (no
     /// resume later). Sessions no process holds are untouched.
-    public mutating func holderEnded(_ holder: Int32) -> [PolicyEffect] {
+    mutating func holderEnded(_ holder: Int32) -> [PolicyEffect] {
         var effects: [PolicyEffect] = []
         for app in sessions.keys.sorted() where sessions[app]!.holder == holder {
             sessions[app]!.holder = nil
@@ -304,15 +319,48 @@ public struct SessionStore: Equatable, Sendable {
         return effects
     }
 
-    /// The daemon reports whether a session has players or recorders running.
-    public mutating func setStreamsRunning(app: String, _ running: Bool) {
+    // MARK: - Facts the daemon reports
+
+    /// The one way facts of the world enter the policy: what the daemon's services and the
+    /// system observed. The store decides what they mean and answers with effects; nothing else
+    /// outside the store sets `streamsRunning`, `playersRunning`, the ports, hardware mutes or
+    /// ends a holder's activations.
+    public mutating func report(_ fact: PolicyFact) -> [PolicyEffect] {
+        switch fact {
+        case .streams(let running, let audible):
+            setStreamsRunning(running)
+            return setPlayersRunning(audible)
+        case .ports(let ports):
+            return updatePorts(ports)
+        case .hardwareMute(let port, let muted):
+            return setHardwareMuted(port: port, muted)
+        case .holderEnded(let pid):
+            return holderEnded(pid)
+        }
+    }
+
+    /// The duck gain `app`'s audio plays at now, in dB: the configured duck level while another
+    /// session ducks it, else 0. What players and attached applications are set to.
+    public func duckGainDB(of app: String) -> Double {
+        sessions[app]?.duckedBy == nil ? 0 : duckLevelDB
+    }
+
+    /// Which sessions have players or recorders running (not paused, not stopped).
+    mutating func setStreamsRunning(_ apps: Set<String>) {
+        for app in sessions.keys where sessions[app]!.streamsRunning != apps.contains(app) {
+            sessions[app]!.streamsRunning = apps.contains(app)
+        }
+    }
+
+    /// Single-session form, for tests.
+    mutating func setStreamsRunning(app: String, _ running: Bool) {
         sessions[app]?.streamsRunning = running
     }
 
-    /// The daemon reports which apps have players playing (not paused, not stopped), after
-    /// anything that starts, pauses, resumes, stops or finishes one. Returns the
+    /// Which apps are heard (players playing, attached applications audible), after anything
+    /// that starts, pauses, resumes, stops or finishes one. Returns the
     /// `silenceSecondaryAudioHint` changes this brings.
-    public mutating func setPlayersRunning(_ apps: Set<String>) -> [PolicyEffect] {
+    mutating func setPlayersRunning(_ apps: Set<String>) -> [PolicyEffect] {
         for app in sessions.keys where sessions[app]!.playersRunning != apps.contains(app) {
             sessions[app]!.playersRunning = apps.contains(app)
         }
@@ -417,7 +465,7 @@ public struct SessionStore: Equatable, Sendable {
     // MARK: - Ports and routes (SPEC §4)
 
     /// New port states from the engine (JACK registration, ALSA jack sense).
-    public mutating func updatePorts(_ newPorts: [PortState]) -> [PolicyEffect] {
+    mutating func updatePorts(_ newPorts: [PortState]) -> [PolicyEffect] {
         let oldAvailable = Set(ports.filter(\.available).map(\.name))
         let newAvailable = Set(newPorts.filter(\.available).map(\.name))
         ports = newPorts
@@ -516,7 +564,7 @@ public struct SessionStore: Equatable, Sendable {
 
     /// The hardware capture switch of an input port (ALSA): interrupts its active users
     /// (builtInMicMuted) unless they set overrideMutedMicrophoneInterruption.
-    public mutating func setHardwareMuted(port: String, _ muted: Bool) -> [PolicyEffect] {
+    mutating func setHardwareMuted(port: String, _ muted: Bool) -> [PolicyEffect] {
         guard mutedPorts.contains(port) != muted else { return [] }
         var effects: [PolicyEffect] = []
         if muted {

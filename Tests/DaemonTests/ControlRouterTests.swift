@@ -64,7 +64,7 @@ final class ControlRouterTests {
             #expect(reply?["error"]?["message"]?.stringValue?.contains("uid 1000") == true)
         }
         #expect(
-            rig.router.store.sessions["radio"]?.configuration.category == .playback,
+            rig.coordinator.store.sessions["radio"]?.configuration.category == .playback,
             "a refused change changed something")
         #expect(rig.send(bob, #"{"id":6,"op":"session.show","app":"radio"}"#)?["ok"] == true)
         #expect(rig.send(alice, #"{"id":7,"op":"session.activate","app":"radio"}"#)?["ok"] == true)
@@ -78,9 +78,9 @@ final class ControlRouterTests {
         #expect(denied?["error"]?["message"]?.stringValue?.contains("root") == true)
         #expect(error(rig.send(alice, #"{"id":2,"op":"archive.reindex"}"#)) == "notAdministrator")
         #expect(error(rig.send(alice, #"{"id":3,"op":"permission.grant"}"#)) == "badParam", "arguments come first")
-        #expect(rig.router.store.permission("radio") == .undetermined)
+        #expect(rig.coordinator.store.permission("radio") == .undetermined)
         #expect(rig.send(root, #"{"id":4,"op":"permission.grant","app":"radio"}"#)?["state"] == "granted")
-        #expect(rig.router.store.permission("radio") == .granted)
+        #expect(rig.coordinator.store.permission("radio") == .granted)
     }
 
     @Test("a request the typed command refuses is badParam naming what is wrong, and changes nothing")
@@ -95,7 +95,7 @@ final class ControlRouterTests {
         #expect(
             error(rig.send(alice, #"{"id":5,"op":"status"}"#, descriptors: [dup(0)])) == "badParam",
             "a descriptor with status")
-        #expect(rig.router.store.sessions.isEmpty)
+        #expect(rig.coordinator.store.sessions.isEmpty)
     }
 
     @Test("play: a file that is not audio is cannotStartPlaying and activates nothing")
@@ -107,8 +107,8 @@ final class ControlRouterTests {
         let reply = rig.request(
             alice, #"{"id":2,"op":"play","app":"radio","file":"\#(path)"}"#, descriptors: [try openReadOnly(path)])
         #expect(error(reply) == "cannotStartPlaying")
-        #expect(rig.router.store.sessions["radio"]?.state == .inactive, "a bad file activated the session")
-        #expect(rig.router.players.all.isEmpty)
+        #expect(rig.coordinator.store.sessions["radio"]?.state == .inactive, "a bad file activated the session")
+        #expect(rig.coordinator.players.all.isEmpty)
     }
 
     @Test("play replies once the player plays; the control thread returns at once and serves others meanwhile")
@@ -138,8 +138,8 @@ final class ControlRouterTests {
         let reply = try #require(rig.link.reply(to: alice, id: 3))
         #expect(reply["ok"] == true && reply["player"]?["state"] == "playing", "\(reply)")
         #expect(
-            rig.router.store.sessions["radio"]?.state == .active
-                && rig.router.store.sessions["radio"]?.streamsRunning == true)
+            rig.coordinator.store.sessions["radio"]?.state == .active
+                && rig.coordinator.store.sessions["radio"]?.streamsRunning == true)
         let events = rig.link.events(to: alice).compactMap { $0["event"]?.stringValue }
         #expect(events.contains("player"), "\(events)")
         let request = String(format: "%.2f", busy * 1000)
@@ -160,7 +160,7 @@ final class ControlRouterTests {
         try #require(played?["ok"] == true)
 
         #expect(rig.send(bob, #"{"id":4,"op":"session.activate","app":"alarm"}"#)?["ok"] == true)
-        #expect(rig.router.players.get("radio", "main")?.pausedBy == .interruption)
+        #expect(rig.coordinator.players.get("radio", "main")?.pausedBy == .interruption)
         let paused = rig.link.events(to: alice).first { $0["event"] == "player" && $0["state"] == "paused" }
         #expect(paused?["reason"] == "interruption")
         #expect(rig.link.events(to: alice).contains { $0["event"] == "interruption" && $0["type"] == "began" })
@@ -180,16 +180,16 @@ final class ControlRouterTests {
         try #require(set?["ok"] == true)
         let started = rig.send(alice, #"{"id":3,"op":"record.start","app":"dj","input":"mic"}"#)
         #expect(started?["recorder"]?["port"] == "mic", "\(String(describing: started))")
-        #expect(rig.router.recorders.isRecording("dj"))
+        #expect(rig.coordinator.recorders.isRecording("dj"))
         #expect(rig.send(alice, #"{"id":4,"op":"cue.outputs","app":"dj","main":"spk"}"#)?["monitoring"]?["app"] == "dj")
-        #expect(rig.router.monitoring.owner == "dj")
+        #expect(rig.coordinator.monitoring.owner == "dj")
 
         #expect(rig.send(root, #"{"id":5,"op":"permission.deny","app":"dj"}"#)?["state"] == "denied")
-        #expect(!rig.router.recorders.isRecording("dj"), "a denied app still records")
-        #expect(rig.pump { rig.router.recorders.stopping.isEmpty })
+        #expect(!rig.coordinator.recorders.isRecording("dj"), "a denied app still records")
+        #expect(rig.pump { rig.coordinator.recorders.stopping.isEmpty })
 
         #expect(rig.send(alice, #"{"id":6,"op":"session.delete","app":"dj"}"#)?["ok"] == true)
-        #expect(rig.router.monitoring.owner == nil, "a deleted session kept the buses")
+        #expect(rig.coordinator.monitoring.owner == nil, "a deleted session kept the buses")
     }
 
     @Test("record.stop replies once the recorder has finished its files")
@@ -199,7 +199,7 @@ final class ControlRouterTests {
             rig.send(alice, #"{"id":2,"op":"session.set","app":"logger","category":"record","mic_usage":"log"}"#)?["ok"]
                 == true)
         try #require(rig.send(alice, #"{"id":3,"op":"record.start","app":"logger"}"#)?["ok"] == true)
-        #expect(rig.pump { rig.router.recorders.recorders.first?.tap.framesCaptured ?? 0 > 12_000 })
+        #expect(rig.pump { rig.coordinator.recorders.recorders.first?.tap.framesCaptured ?? 0 > 12_000 })
         #expect(
             rig.send(alice, #"{"id":4,"op":"record.stop","app":"logger"}"#) == nil,
             "record.stop answered before the files were finished")
@@ -207,6 +207,6 @@ final class ControlRouterTests {
         #expect(reply?["recorders"]?.arrayValue == [])
         #expect(rig.pump { rig.link.reply(to: alice, id: 4) != nil })
         #expect(rig.link.reply(to: alice, id: 4)?["recorders"]?.arrayValue?.first?["stream"] == "mic")
-        #expect(rig.router.store.sessions["logger"]?.streamsRunning == false)
+        #expect(rig.coordinator.store.sessions["logger"]?.streamsRunning == false)
     }
 }

@@ -15,17 +15,17 @@ struct RecorderRecoveryRouterTests {
     static func interruptAndEnd(_ rig: RouterRig, start: (ClientID) -> Void) throws -> (during: JSONValue?, after: JSONValue?) {
         let root = rig.connect(uid: 0)
         start(root)
-        try #require(rig.pump { rig.router.recorders.isRecording("logger") })
+        try #require(rig.pump { rig.coordinator.recorders.isRecording("logger") })
         try #require(rig.send(root, #"{"id":10,"op":"session.set","app":"radio","category":"playback"}"#)?["ok"] == true)
         try #require(rig.send(root, #"{"id":11,"op":"session.activate","app":"radio"}"#)?["ok"] == true)
-        #expect(rig.router.store.sessions["logger"]?.state == .interrupted)
+        #expect(rig.coordinator.store.sessions["logger"]?.state == .interrupted)
         _ = rig.pump(seconds: 0.3) { false }
         let during = rig.request(root, #"{"id":12,"op":"status"}"#)?["waiting"]
         try #require(
             rig.send(root, #"{"id":13,"op":"session.deactivate","app":"radio","notifyOthers":true}"#)?["ok"] == true)
         _ = rig.pump(seconds: 0.3) { false }
         let after = rig.request(root, #"{"id":14,"op":"status"}"#)?["waiting"]
-        #expect(!rig.router.recorders.isRecording("logger"), "no auto_resume: recd does not resume it (SPEC §3)")
+        #expect(!rig.coordinator.recorders.isRecording("logger"), "no auto_resume: recd does not resume it (SPEC §3)")
         return (during, after)
     }
 

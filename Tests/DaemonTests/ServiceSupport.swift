@@ -111,10 +111,13 @@ func waitForAvailability(_ engine: EngineController, port: String, _ available: 
 }
 
 /// The one allowed stand-in for services: collects the events a service sends to clients.
-final class EventCollector: EventSink {
+final class EventCollector: EventSink, FactSink {
     private(set) var events: [JSONValue] = []
+    /// The facts the service reported (the coordinator's input).
+    private(set) var facts: [ServiceFact] = []
 
     func broadcast(_ event: Event) { events.append(event.json) }
+    func report(_ fact: ServiceFact) { facts.append(fact) }
 
     /// Events named `name` (`player`, `recording`, ...) with `state`, if given.
     func named(_ name: String, state: String? = nil) -> [JSONValue] {
@@ -151,28 +154,29 @@ final class RouterRig {
     let directory: TemporaryDirectory
     let link = TestLink()
     let config: RecdConfig
-    let router: ControlRouter
+    let frontEnd: ControlFrontEnd
+    var coordinator: SessionCoordinator { frontEnd.coordinator }
     private var nextClient: UInt64 = 0
 
     init(ports: String = systemPorts, extra: String = "") throws {
         directory = try TemporaryDirectory()
         config = try testConfig(ports: ports, directory: directory.path, extra: extra)
         try FileSystem.makeDirectories(config.daemon.stateDir, mode: 0o750)
-        router = try ControlRouter(
+        frontEnd = try Recd.compose(
             config: config, store: SessionDeclarations.makeStore(config: config, persisted: PersistedState()),
             stateFile: StateFile(stateDir: config.daemon.stateDir), startedAt: SystemClock.monotonicSeconds(),
             link: link)
-        router.openArchive()
-        router.startEngine()
+        coordinator.openArchive()
+        coordinator.startEngine()
     }
 
-    deinit { router.shutdown() }
+    deinit { coordinator.shutdown() }
 
     /// A new connection from `uid` (groups: its own gid only).
     func connect(uid: UInt32) -> ClientID {
         nextClient += 1
         let client = ClientID(rawValue: nextClient)
-        router.clientConnected(client, peer: PeerCredentials(pid: 1, uid: uid, gid: uid, groups: [uid]))
+        frontEnd.clientConnected(client, peer: PeerCredentials(pid: 1, uid: uid, gid: uid, groups: [uid]))
         return client
     }
 
@@ -181,7 +185,7 @@ final class RouterRig {
     @discardableResult
     func send(_ client: ClientID, _ line: String, descriptors: [Int32] = []) -> JSONValue? {
         var passed = PassedDescriptors(descriptors)
-        router.clientSentLine(client, line: line, descriptors: &passed)
+        frontEnd.clientSentLine(client, line: line, descriptors: &passed)
         return link.reply(to: client, id: Self.id(of: line))
     }
 
@@ -193,7 +197,7 @@ final class RouterRig {
             if Date() > deadline { return false }
             if link.mailbox.run() == 0 { usleep(1_000) }
             if Date() >= nextTick {
-                router.tick(now: SystemClock.monotonicSeconds())
+                frontEnd.tick(now: SystemClock.monotonicSeconds())
                 nextTick = Date().addingTimeInterval(0.05)
             }
         }

@@ -1,4 +1,4 @@
-// The router's share of recorders that come back by themselves (RecorderRecovery.swift): the
+// The coordinator's share of recorders that come back by themselves (RecorderRecovery.swift): the
 // policy's checks before a waiting recorder starts again (a declared one through
 // `startDeclared`, as at start-up).
 //
@@ -6,7 +6,7 @@
 import SessionPolicy
 import SystemSupport
 
-extension ControlRouter {
+extension SessionCoordinator {
     /// From the tick: the waiting recorders whose cause is gone start again.
     func resumeWaitingRecorders(now: Double) {
         recorders.resumeWaiting(
@@ -46,7 +46,7 @@ extension ControlRouter {
         }
         try store.checkCanRecord(app: app)
         try startRecorder(entry.spec)
-        syncStreams(app)
+
         return .started
     }
 }

@@ -9,7 +9,22 @@ import ControlProtocol
 import SessionPolicy
 import SystemSupport
 
-extension ControlRouter {
+/// Level-triggered takes and the pre-roll they start with: a feature the coordinator ticks.
+final class TakeTriggerFeature: DaemonFeature {
+    unowned let coordinator: SessionCoordinator
+
+    init(coordinator: SessionCoordinator) { self.coordinator = coordinator }
+
+    private var store: SessionStore { coordinator.store }
+    private var recorders: RecorderService { coordinator.recorders }
+    private var engine: EngineController { coordinator.engine }
+    private var config: RecdConfig { coordinator.config }
+
+    func tick(now: Double) { keepPreRolls() }
+
+    /// The armed recorders' levels are read every tick.
+    var wantsFrequentTicks: Bool { !recorders.triggers.armed.isEmpty }
+
     /// `pre_roll_seconds` of `app`: its session section's, else `[archive]`'s.
     func preRollSeconds(of app: String) -> Int {
         config.sessions.first { $0.app == app }?.preRollSeconds ?? config.archive.preRollSeconds
@@ -52,7 +67,7 @@ extension ControlRouter {
 
     /// `record.start` with `triggerDB`: arms `app`'s recorder (event `recording`, state
     /// `armed`); takes start from the tick. `activate` activates the session (the store's).
-    func armTrigger(
+    func arm(
         _ start: RecordStartRequest, triggerDB: Double, activate: () throws -> Void
     ) throws -> [(String, JSONValue)] {
         let app = start.app
@@ -91,12 +106,12 @@ extension ControlRouter {
 
     /// A declared recorder with `trigger_db` is armed, not started (unattended takes). Whether
     /// it has a trigger (armed now or already).
-    func armDeclaredTrigger(app: String, input: String?) throws -> Bool {
+    func armDeclared(app: String, input: String?) throws -> Bool {
         guard let decl = config.sessions.first(where: { $0.app == app }), let triggerDB = decl.triggerDB else {
             return false
         }
         if recorders.triggers.armed[app] == nil {
-            _ = try armTrigger(
+            _ = try arm(
                 RecordStartRequest(app: app, input: input, triggerDB: triggerDB, holdSeconds: decl.triggerHoldSeconds),
                 triggerDB: triggerDB, activate: {})
         }
@@ -104,13 +119,13 @@ extension ControlRouter {
     }
 
     /// `record.stop` of an armed app: no more takes. Whether it was armed.
-    func disarmTrigger(_ app: String) -> Bool {
+    func disarm(_ app: String) -> Bool {
         recorders.triggers.armed.removeValue(forKey: app) != nil
     }
 
     private func announceArmed(_ trigger: ArmedTrigger) {
         let port = recorders.preRolls.held[trigger.app]?.port ?? trigger.input
-        broadcast(
+        coordinator.broadcast(
             .recording(
                 RecordingEvent(
                     app: trigger.app, stream: trigger.stream ?? port, state: .armed, port: port,
@@ -134,7 +149,6 @@ extension ControlRouter {
                 _ = recorders.takeSuspended(of: app)
                 if let successor = take.recorder.successor, recorders.recorders.contains(where: { $0 === successor }) {
                     recorders.stop(successor, reason: .routeChange)
-                    syncStreams(app)
                 }
                 trigger.take = nil
                 trigger.scanFrom = tap.readPosition + tap.availableToRead
@@ -160,7 +174,6 @@ extension ControlRouter {
             take.recorder.source.limit(toFrames: end)
             if offset(scan.scannedTo) >= end {
                 recorders.stop(take.recorder, reason: EndReason(rawValue: "triggerHold"))
-                syncStreams(app)
                 trigger.take = nil
                 trigger.scanFrom = end - offset(0)
                 trigger.notBefore = trigger.scanFrom
@@ -192,12 +205,11 @@ extension ControlRouter {
             app: app, stream: trigger.stream ?? held.port, port: held.port, followsRoute: trigger.input == nil)
         let stream: RecorderStream
         do {
-            stream = try startRecorder(spec)
+            stream = try coordinator.startRecorder(spec)
         } catch {
             Log.warning("\(app): the level reached \(trigger.triggerDB) dBFS but the take could not start: \(error)")
             return
         }
-        syncStreams(app)
         if stream.tap !== tap {
             Log.warning("\(app): the take started without its pre-roll (the input's tap did not fit)")
         }

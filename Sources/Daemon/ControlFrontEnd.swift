@@ -1,0 +1,203 @@
+// The control protocol's front end: the clients of the control socket and everything about
+// them — who they are (peer credentials), what they watch, how their lines are spelled
+// (protocol versions), the checks every request passes (decoding, passed descriptors,
+// authorization: `RequestGate`), replies that come later, and events to the watchers. It
+// speaks typed `Command`s to the `SessionCoordinator` and typed `Event`s to clients; it holds
+// no session state.
+//
+// Threads: the control thread only (the control server calls it there; other threads only
+// `post`), which feeds systemd's watchdog from `tick` and so must never wait long.
+import ControlProtocol
+import Platform
+import SessionPolicy
+import SystemSupport
+
+/// The control server's handler: decode → authorize → coordinator → reply.
+final class ControlFrontEnd: ControlServerHandler, EventSink, @unchecked Sendable {
+    let link: any ClientLink
+    /// Who may do what: administrators, session owners, passed descriptors, names.
+    let gate: RequestGate
+    /// Set once by the composition root, right after both exist.
+    private(set) var coordinator: SessionCoordinator!
+
+    private struct Client {
+        var peer: PeerCredentials
+        var watching = false
+        var watchApp: String?
+        /// The protocol version of the client's latest request: how its lines are spelled.
+        var version = 1
+    }
+
+    /// A `permission.request` waiting for an administrator's decision (answered from the
+    /// `permission` event that decision sends).
+    private struct PendingPermission {
+        var client: ClientID
+        var id: JSONValue
+        var app: String
+    }
+
+    private var clients: [ClientID: Client] = [:]
+    private var pendingPermissions: [PendingPermission] = []
+    private let watchdogInterval = SystemdNotify.watchdogInterval
+    private var nextWatchdog = 0.0
+
+    init(link: any ClientLink, gate: RequestGate) {
+        self.link = link
+        self.gate = gate
+    }
+
+    func connect(_ coordinator: SessionCoordinator) { self.coordinator = coordinator }
+
+    // MARK: Clients
+
+    func clientConnected(_ client: ClientID, peer: PeerCredentials) {
+        clients[client] = Client(peer: peer)
+    }
+
+    func clientDisconnected(_ client: ClientID) {
+        let pid = clients[client]?.peer.pid
+        clients[client] = nil
+        pendingPermissions.removeAll { $0.client == client }
+        coordinator.clientGone(client)
+        // A process's last connection closed: it ended (exit, crash, SIGKILL), or let go of
+        // recd. A fact for the coordinator: the policy deactivates what it held.
+        if let pid, pid > 0, !clients.values.contains(where: { $0.peer.pid == pid }) {
+            coordinator.report(.processEnded(pid: pid))
+        }
+    }
+
+    func clientRejected(_ client: ClientID, reason: ClientRejection) -> String? {
+        let message: String
+        switch reason {
+        case .lineTooLong(let limit):
+            message =
+                "request line longer than \(limit) bytes; send one JSON object per line, each under \(limit) bytes"
+        case .tooSlow:
+            message = "client too slow (incomplete line or unread replies); reconnect and read what you ask for"
+        case .tooManyClients:
+            message = "too many control clients connected; close idle ones and retry"
+        }
+        return Wire.failure(id: .null, SessionError(.badParam, message))
+    }
+
+    /// Checks in the protocol's fixed order (the line's shape, id, version and op in
+    /// `Request.decode`, then passed descriptors, arguments, authorization), then runs the
+    /// command. Descriptors the client passed and the command does not take are closed by the
+    /// server when this returns; `play` takes its file's.
+    func clientSentLine(_ client: ClientID, line: String, descriptors: inout PassedDescriptors) {
+        guard let peer = clients[client]?.peer else { return }
+        switch Request.decode(line) {
+        case .failure(let failure):
+            send(Wire.failure(id: failure.id, failure.error), to: client)
+        case .success(let request):
+            clients[client]?.version = request.version
+            let began = SystemClock.monotonicSeconds()
+            defer { noteIfSlow(since: began, request.op.rawValue) }
+            do {
+                try RequestGate.checkPassed(descriptors, for: request.op)
+                let command = try Command(request)
+                try gate.authorize(command, peer: peer) { coordinator.store.sessions[$0]?.ownerUID }
+                switch command {
+                case .watch(let app):
+                    clients[client]?.watching = true
+                    clients[client]?.watchApp = app
+                case .unwatch:
+                    clients[client]?.watching = false
+                default:
+                    break
+                }
+                let caller = Caller(
+                    client: client, peer: peer, gate: gate, reply: replier(to: client, id: request.id),
+                    progress: progressSender(to: client, id: request.id))
+                switch try coordinator.run(command, from: caller, descriptors: &descriptors) {
+                case .now(let fields):
+                    send(Wire.success(id: request.id, fields), to: client)
+                case .later:
+                    break
+                case .whenPermissionDecided(let app):
+                    pendingPermissions.append(PendingPermission(client: client, id: request.id, app: app))
+                }
+            } catch {
+                send(Wire.failure(id: request.id, RequestGate.replyError(error)), to: client)
+            }
+        }
+    }
+
+    /// Longest the control thread may spend on one request or tick before recd logs it: it
+    /// feeds systemd's watchdog and answers every client, so slow work belongs on the worker.
+    static let slowThreshold = 0.1
+
+    private func noteIfSlow(since began: Double, _ what: String) {
+        let busy = SystemClock.monotonicSeconds() - began
+        guard busy > Self.slowThreshold else { return }
+        Log.warning("control thread busy \(Int(busy * 1000)) ms in \(what); other clients and the watchdog waited")
+    }
+
+    /// A reply that comes later, from the control thread: `fields`, or the error. Dropped when
+    /// the client has gone (its ID is never used again).
+    private func replier(to client: ClientID, id: JSONValue) -> RecorderService.Reply {
+        { [weak self] result in
+            switch result {
+            case .success(let fields): self?.send(Wire.success(id: id, fields), to: client)
+            case .failure(let error): self?.send(Wire.failure(id: id, error), to: client)
+            }
+        }
+    }
+
+    private func progressSender(to client: ClientID, id: JSONValue) -> @Sendable (Int, Int) -> Void {
+        { [weak self] done, total in self?.send(Wire.progress(id: id, done: done, total: total), to: client) }
+    }
+
+    // MARK: The loop
+
+    func tick(now: Double) {
+        let began = SystemClock.monotonicSeconds()
+        defer { noteIfSlow(since: began, "the tick") }
+        coordinator.tick(now: now)
+        // WATCHDOG=1 at half the interval systemd gave: the control loop is alive.
+        if let interval = watchdogInterval, now >= nextWatchdog {
+            try? SystemdNotify.watchdog()
+            nextWatchdog = now + interval / 2
+        }
+    }
+
+    var wantsFrequentTicks: Bool { coordinator.wantsFrequentTicks }
+
+    func signalReceived(_ signo: Int32) {
+        if signo == SignalMask.hangUp {
+            Log.notice(
+                "SIGHUP: recd does not reload its config in place; restart it (systemctl restart recd) to apply changes"
+            )
+            return
+        }
+        Log.notice("\(Signals.name(signo)) received; stopping")
+        link.stop()
+    }
+
+    // MARK: EventSink
+
+    /// Sends `event` to the watchers of its app; a decided permission answers the
+    /// `permission.request`s that waited for it.
+    func broadcast(_ event: Event) {
+        let line = event.json.jsonText
+        let app = event.app
+        for (id, client) in clients where client.watching {
+            if let filter = client.watchApp, let app, filter != app { continue }
+            send(line, to: id)
+        }
+        if case .permission(let app, let state) = event, state != .undetermined {
+            let ready = pendingPermissions.filter { $0.app == app }
+            pendingPermissions.removeAll { $0.app == app }
+            for pending in ready {
+                send(
+                    Wire.success(id: pending.id, PermissionInfo(app: app, state: state.rawValue).fields),
+                    to: pending.client)
+            }
+        }
+    }
+
+    /// Sends one line (built with version 2's camelCase keys) as the client's version spells it.
+    func send(_ line: String, to client: ClientID) {
+        link.send(WireKeys.line(line, forVersion: clients[client]?.version ?? protocolVersion), to: client)
+    }
+}

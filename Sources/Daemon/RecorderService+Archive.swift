@@ -1,0 +1,68 @@
+// RecorderService's archive queries: `archive.list` pages and the archive's part of `status`,
+// from the control thread's own index connection.
+//
+// Threads: the control thread.
+import Archive
+import AudioEngine
+import Codec
+import ControlProtocol
+import Foundation
+import Platform
+import SessionPolicy
+import Synchronization
+import SystemSupport
+
+extension RecorderService {
+
+    /// The most segments one `archive.list` reply holds; a client pages on with `next`.
+    static let maxListedSegments = 1000
+
+    /// `archive.list`: a page of at most `limit` segments from the `offset`th, and `next`, the
+    /// offset of the page after it (null on the last): however large the archive, the reply
+    /// stays well inside a client's 4 MiB and the query short on the control thread.
+    func archiveList(app: String?, since text: String?, offset: Int = 0, limit: Int? = nil) throws -> [(
+        String, JSONValue
+    )] {
+        let limit = try RequestGate.checkedPageLimit(
+            .archiveList, offset: offset, limit: limit, max: Self.maxListedSegments)
+        guard let index else {
+            throw SessionError(.unspecified, "the archive index is not open; run `recctl archive reindex`")
+        }
+        var since: UTCTime?
+        if let text {
+            guard let time = UTCTime(iso8601: text) ?? UTCTime(iso8601: text + "T00:00:00Z") else {
+                throw SessionError(
+                    .badParam, "--since \(text) is not a time; use ISO 8601 like 2026-11-29T23:00:00Z or 2026-11-29")
+            }
+            since = time
+        }
+        // One more than the page: whether a next page exists, without counting them all.
+        let records = try index.list(app: app, since: since, offset: offset, limit: limit + 1)
+        let next: JSONValue = records.count > limit ? .number(Double(offset + limit)) : .null
+        return [("segments", .array(records.prefix(limit).map { Self.segmentInfo($0).json })), ("next", next)]
+    }
+
+    static func segmentInfo(_ record: SegmentRecord) -> SegmentInfo {
+        SegmentInfo(
+            path: record.path, app: record.app, stream: record.stream, group: record.group,
+            segment: record.segment, start: record.startTime.iso8601, seconds: record.duration,
+            frames: record.frames, sampleRate: record.sampleRate, channels: record.channels,
+            bits: record.bitsPerSample, endReason: record.endReason?.rawValue, gaps: record.gaps.count,
+            recovered: record.recovered, bytes: Int(record.bytes), loudnessLufs: record.loudness.integratedLUFS,
+            loudnessRangeLu: record.loudness.rangeLU, truePeakDbtp: record.loudness.truePeakDBTP,
+            clockDriftPpm: record.clockDriftPPM)
+    }
+
+    /// Disk space of the archive, for `recctl status`.
+    func archiveStatus() -> StatusInfo.Archive {
+        guard let bytes = FileSystem.space(at: archiveDir) else {
+            return StatusInfo.Archive(dir: archiveDir, space: nil)
+        }
+        let free = Double(bytes.availableBytes)
+        let total = Double(bytes.totalBytes)
+        let space = StatusInfo.Archive.Space(
+            freeBytes: free.rounded(), freePercent: total > 0 ? (free / total * 1000).rounded() / 10 : 0,
+            segments: (try? index?.count()) ?? nil)
+        return StatusInfo.Archive(dir: archiveDir, space: space)
+    }
+}

@@ -1,0 +1,248 @@
+// The recorder's parts below the service: the tap as the archive's sample source
+// (`TapSource`), what a recorder is asked to record (`RecorderSpec`, `RecordingContext`), and
+// one running recorder (`RecorderStream`). RecorderService.swift runs them.
+//
+// Threads: the control thread, except where a type says otherwise.
+import Archive
+import AudioEngine
+import Codec
+import ControlProtocol
+import Foundation
+import Platform
+import SessionPolicy
+import Synchronization
+import SystemSupport
+
+/// A capture tap as the archive's sample source.
+///
+/// Threads: `read` and `drainGaps` run on the archiver thread; `resolveStartTime` on the
+/// control thread, which alone can ask JACK what UTC time the first frame was.
+final class TapSource: SampleSource, @unchecked Sendable {
+    let tap: CaptureTap
+    private let start = Mutex<UTCTime?>(nil)
+    /// The recording this one continues: its first frame's time and its tap. The two taps
+    /// swapped in one graph snapshot, so this source's first frame is the one after the old
+    /// tap's last: the start time is the old start plus every frame the old tap saw (captured
+    /// or dropped), continuous to the frame — counted, not read from JACK's frame clock, which
+    /// PipeWire restarts when the graph changes driver.
+    private let anchor: (time: UTCTime, previous: CaptureTap, sampleRate: Int)?
+    /// Wall-clock nanoseconds when the tap was made (just before this source): its first frame
+    /// cannot be much older.
+    private let created = SystemClock.realtimeNanoseconds()
+
+    /// A pre-roll tap taken over (`PreRollKeeper.take`): the stream position of its first
+    /// readable frame, frames dropped in overruns before it (JACK's frame clock counted them),
+    /// nanoseconds of clock stalls before it (JACK's frame clock stood still), and the pre-roll
+    /// in seconds.
+    private let preRoll: (position: Int, droppedBefore: Int, stalledNanoseconds: Int64, seconds: Double)?
+    /// Overrun gaps of a pre-roll tap after its first readable frame, not yet handed on.
+    private let pendingGaps = Mutex<[SourceGap]>([])
+
+    init(tap: CaptureTap, anchor: (time: UTCTime, previous: CaptureTap, sampleRate: Int)? = nil) {
+        self.tap = tap
+        self.anchor = anchor
+        preRoll = nil
+    }
+
+    /// Control thread: a source over a pre-roll tap whose first readable frame is at stream
+    /// position `position`; its recording's positions count from there. `drained`: the tap's
+    /// gaps its keeper already drained (`PreRollKeeper.Held.gaps`).
+    init(preRolled tap: CaptureTap, position: Int, sampleRate: Int, drained: [CaptureGap] = []) {
+        self.tap = tap
+        anchor = nil
+        var droppedBefore = 0
+        var stalledBefore = 0
+        var later: [SourceGap] = []
+        for gap in drained + tap.drainGaps() {
+            if gap.position <= position {
+                if gap.cause == .clockStall { stalledBefore += gap.length } else { droppedBefore += gap.length }
+            } else {
+                later.append(
+                    SourceGap(
+                        position: gap.position - position, length: gap.length,
+                        cause: gap.cause == .clockStall ? .clockStall : .overrun))
+            }
+        }
+        preRoll = (
+            position, droppedBefore, Int64(stalledBefore) * 1_000_000_000 / Int64(max(sampleRate, 1)),
+            Double(tap.availableToRead) / Double(sampleRate)
+        )
+        pendingGaps.withLock { $0 = later }
+    }
+
+    /// A triggered take's end: frames past it are not read (the control thread moves it on
+    /// while the level stays up, and it is final when the take stops). Frames read so far.
+    private let limit = Atomic<Int>(Int.max)
+    private let delivered = Atomic<Int>(0)
+
+    /// Control thread: the recording ends at `frames` frames (or later, if moved on).
+    func limit(toFrames frames: Int) { limit.store(frames, ordering: .releasing) }
+
+    /// Seconds of pre-roll the recording starts with; nil for a recording without one.
+    var preRollSeconds: Double? { preRoll?.seconds }
+
+    /// When this source's first frame was, for a source that continues it (nil until known).
+    var anchorForSuccessor: UTCTime? { startTime }
+
+    var channels: Int { tap.channels }
+    var startTime: UTCTime? { start.withLock { $0 } }
+
+    /// Control thread: fixes the start time once the tap has its first frame.
+    func resolveStartTime(_ engine: any RecorderEngine) {
+        guard startTime == nil, var frameTime = tap.firstFrameTime else { return }
+        var earliest = created - Self.cycleMargin
+        if let preRoll {
+            // JACK's frame counter wraps at 2^32 frames; the difference stays right.
+            frameTime &+= UInt32(truncatingIfNeeded: preRoll.position + preRoll.droppedBefore)
+            earliest -= Int64(preRoll.seconds * 1e9)
+        }
+        // The first frame was captured after the tap was made (less a period: a cycle already
+        // under way) and before now. PipeWire's frame time is its driver's and jumps when the
+        // graph changes driver (a device plugged or unplugged), which can place it outside.
+        let now = SystemClock.realtimeNanoseconds()
+        let window = earliest...(now + Self.cycleMargin)
+        if let anchor {
+            // The old tap is out of the graph since before this one's first frame: its counts
+            // are final.
+            let frames =
+                anchor.previous.framesCaptured + anchor.previous.droppedFrames + anchor.previous.stalledFrames
+            let continued = anchor.time.advanced(byFrames: frames, sampleRate: anchor.sampleRate)
+            if window.contains(continued.nanosecondsSinceEpoch) {
+                start.withLock { $0 = continued }
+                return
+            }
+            Log.warning(
+                "the previous segment's start and length put this one outside the time its tap has existed; its "
+                    + "start time is placed afresh, not counted from the previous one")
+        }
+        guard var placed = engine.utcNanoseconds(forFrameTime: frameTime) else { return }
+        if placed.fromJackClock && !window.contains(placed.nanoseconds) {
+            Log.warning(
+                "JACK's clock placed the first frame \(Double(now - placed.nanoseconds) / 1e9) s before now, outside "
+                    + "the time its tap has existed (a frame counter that jumped: PipeWire's changes with the graph's "
+                    + "driver); the recording's start time is the wall clock now")
+            placed = AudioEngine.FrameWallTime(nanoseconds: now, fromJackClock: false)
+        } else if !placed.fromJackClock {
+            Log.warning("JACK's clock gave no plausible time for the first frame; the recording's start time is the wall clock now (may be off by the buffered audio)")
+        }
+        // Placed by JACK's frame clock, which stood still through the stalls before it.
+        let stalled = preRoll?.stalledNanoseconds ?? 0
+        start.withLock { $0 = UTCTime(nanosecondsSinceEpoch: placed.nanoseconds - stalled) }
+    }
+
+    /// Room for a period already under way and for the estimate of JACK's frame clock.
+    static let cycleMargin: Int64 = 500_000_000
+
+    func read(into buffer: UnsafeMutableBufferPointer<Float>) -> Int {
+        // Nothing until the first frame's UTC time is known: names and rotation depend on it.
+        guard startTime != nil else { return 0 }
+        let room = limit.load(ordering: .acquiring) - delivered.load(ordering: .relaxed)
+        guard room > 0 else { return 0 }
+        let count = min(buffer.count / channels, room) * channels
+        let got = tap.read(into: UnsafeMutableBufferPointer(rebasing: buffer[0..<count]))
+        delivered.add(got, ordering: .relaxed)
+        return got
+    }
+
+    func drainGaps() -> [SourceGap] {
+        let offset = preRoll?.position ?? 0
+        let earlier = pendingGaps.withLock { gaps in
+            defer { gaps.removeAll() }
+            return gaps
+        }
+        return earlier
+            + tap.drainGaps().map {
+                SourceGap(
+                    position: $0.position - offset, length: $0.length,
+                    cause: $0.cause == .clockStall ? .clockStall : .overrun)
+            }
+    }
+
+    /// The system's wall clock less its monotonic one: the recorder follows a step of it.
+    func wallClockOffset() -> Int64? { SystemClock.wallClockOffsetNanoseconds() }
+
+    /// The tap's clock stamp (its timeline counts from the tap's making: the drift fit only
+    /// needs differences).
+    func clockStamp() -> ClockStamp? {
+        tap.clockStamp.map { ClockStamp(frames: $0.frames, micros: $0.micros) }
+    }
+}
+
+/// What a recorder was asked to record: enough to start it again (auto_resume).
+struct RecorderSpec: Equatable {
+    var app: String
+    var stream: String
+    /// An input port's name, or `bus:main` / `bus:cue`.
+    var port: String
+    /// Started without an explicit input: it records the session's route input and goes on
+    /// from the new one when that changes (issue 13).
+    var followsRoute = false
+
+    /// The monitoring bus it records, if it records one.
+    var bus: Bus? { port.hasPrefix("bus:") ? Bus(rawValue: String(port.dropFirst(4))) : nil }
+}
+
+/// What the router knows of the session a recorder belongs to (the file's metadata, and
+/// whether its captures carry silence).
+struct RecordingContext {
+    var category: String
+    var mode: String
+    /// Muted or not granted: the tap writes zeros (SPEC §8).
+    var silenced: Bool
+}
+
+/// One running recorder of a session.
+final class RecorderStream {
+    let spec: RecorderSpec
+    let tap: CaptureTap
+    let source: TapSource
+    let recorder: Recorder
+    let bandwidth: CaptureBandwidth
+    let sampleRate: Int
+    let startedAt: Date
+    var currentFiles: [String] = []
+    var segments = 0
+    var gaps = 0
+    var stopping = false
+    /// Stopped because another recorder goes on with its stream from a new input (its
+    /// `stopped` is not announced: the stream did not stop).
+    var continued = false
+    /// SEGMENT of the latest segment started (a stream that goes on numbers on from it).
+    var lastSegmentNumber: Int?
+    /// The recorder that went on with this one's stream (its counts include this one's).
+    weak var successor: RecorderStream?
+    /// The service's silence alarms, for `info` (nil in streams made without a service).
+    weak var silenceAlarms: SilenceAlarms?
+
+    init(
+        spec: RecorderSpec, tap: CaptureTap, source: TapSource, recorder: Recorder, bandwidth: CaptureBandwidth,
+        sampleRate: Int, startedAt: Date = Date()
+    ) {
+        self.startedAt = startedAt
+        self.spec = spec
+        self.tap = tap
+        self.source = source
+        self.recorder = recorder
+        self.bandwidth = bandwidth
+        self.sampleRate = sampleRate
+    }
+
+    var id: ObjectIdentifier { ObjectIdentifier(self) }
+
+    var info: RecorderInfo {
+        RecorderInfo(
+            app: spec.app, stream: spec.stream, port: spec.port, bandwidth: bandwidth.name, sampleRate: sampleRate,
+            files: currentFiles, seconds: Date().timeIntervalSince(startedAt).rounded(), segments: segments,
+            gaps: gaps, overruns: tap.overruns, droppedFrames: tap.droppedFrames, zeroed: tap.isZeroed,
+            silentSince: silenceAlarms?.alarm(app: spec.app, stream: spec.stream)?.since.iso8601)
+    }
+
+    var json: JSONValue { info.json }
+}
+
+/// What recorders did since the coordinator last asked (`handleEvents`). A recorder that
+/// stopped by itself (disk full, a write error) is a fact the service reports (`recorders`).
+struct RecorderNews: Equatable {
+    /// Recorders that were asked to stop and have finished their files.
+    var finished: [ObjectIdentifier] = []
+}
