@@ -50,7 +50,7 @@ extension SessionCoordinator {
         case .sessionList(let offset, let limit):
             return .now(try sessionPage(offset: offset, limit: limit).fields)
         case .sessionShow(let app):
-            return .now(sessionFields(app))
+            return .now(try sessionFields(app))
         case .sessionSet(let settings):
             return .now(try sessionSet(settings, by: caller))
         case .sessionActivate(let app, let hold):
@@ -59,16 +59,16 @@ extension SessionCoordinator {
             attachments.allowAgain(of: app)
             apply(effects)
             announceState(app)
-            return .now(sessionFields(app))
+            return .now(try sessionFields(app))
         case .sessionDeactivate(let app, let notifyOthers, let force):
             apply(try store.deactivate(app: app, notifyOthers: notifyOthers, force: force))
             announceState(app)
-            return .now(sessionFields(app))
+            return .now(try sessionFields(app))
         case .sessionPrefer(let change):
             return .now(try sessionPrefer(change))
         case .sessionOverride(let app, let speaker):
             apply(try store.overrideOutput(app: app, speaker: speaker))
-            return .now(sessionFields(app))
+            return .now(try sessionFields(app))
         case .sessionDelete(let app):
             apply(try store.delete(app: app))
             return .now([])
@@ -138,9 +138,9 @@ extension SessionCoordinator {
         }
     }
 
-    private func sessionFields(_ app: String) -> [(String, JSONValue)] {
-        guard let session = store.sessions[app] else { return [] }
-        return [("session", sessionInfo(session).json)]
+    /// The session's reply field; expiredSession when there is no such session.
+    private func sessionFields(_ app: String) throws -> [(String, JSONValue)] {
+        [("session", sessionInfo(try store.session(app)).json)]
     }
 
     /// `session.attach`: the caller changes the session (checked by the front end) and must own
@@ -177,7 +177,7 @@ extension SessionCoordinator {
         if let prefers = settings.prefersInterruptionOnRouteDisconnect {
             apply(try store.setPrefersInterruptionOnRouteDisconnect(app: app, prefers))
         }
-        return sessionFields(app)
+        return try sessionFields(app)
     }
 
     private func sessionPrefer(_ change: PreferenceChange) throws -> [(String, JSONValue)] {
@@ -196,7 +196,7 @@ extension SessionCoordinator {
             Log.info("\(app) prefers an IO buffer of \(duration) s: \(note)")
             fields.append(("note", .string(note)))
         }
-        return sessionFields(app) + fields
+        return try sessionFields(app) + fields
     }
 
     // MARK: Monitoring
