@@ -41,9 +41,13 @@ final class ControlFrontEnd: ControlServerHandler, EventSink, @unchecked Sendabl
     private let watchdogInterval = SystemdNotify.watchdogInterval
     private var nextWatchdog = 0.0
 
-    init(link: any ClientLink, gate: RequestGate) {
+    /// - Parameter slowThreshold: seconds on one request or tick past which recd logs "control
+    ///   thread busy" (`defaultSlowThreshold`; `RECD_CONTROL_SLOW_MS` lowers it to find what
+    ///   holds the thread, as the attach test does at 10 ms).
+    init(link: any ClientLink, gate: RequestGate, slowThreshold: Double = ControlFrontEnd.defaultSlowThreshold) {
         self.link = link
         self.gate = gate
+        self.slowThreshold = slowThreshold
     }
 
     func connect(_ coordinator: SessionCoordinator) { self.coordinator = coordinator }
@@ -125,12 +129,13 @@ final class ControlFrontEnd: ControlServerHandler, EventSink, @unchecked Sendabl
 
     /// Longest the control thread may spend on one request or tick before recd logs it: it
     /// feeds systemd's watchdog and answers every client, so slow work belongs on the worker.
-    static let slowThreshold = 0.1
+    static let defaultSlowThreshold = 0.1
+    let slowThreshold: Double
 
     private func noteIfSlow(since began: Double, _ what: String) {
         let busy = SystemClock.monotonicSeconds() - began
-        guard busy > Self.slowThreshold else { return }
-        Log.warning("control thread busy \(Int(busy * 1000)) ms in \(what); other clients and the watchdog waited")
+        guard busy > slowThreshold else { return }
+        Log.warning("control thread busy \((busy * 10_000).rounded() / 10) ms in \(what); other clients and the watchdog waited")
     }
 
     /// A reply that comes later, from the control thread: `fields`, or the error. Dropped when

@@ -202,7 +202,8 @@ public enum Recd {
         let frontEnd: ControlFrontEnd
         do {
             frontEnd = try compose(
-                config: config, store: store, stateFile: stateFile, startedAt: SystemClock.monotonicSeconds(), link: server)
+                config: config, store: store, stateFile: stateFile, startedAt: SystemClock.monotonicSeconds(), link: server,
+                slowThreshold: slowThreshold(environment))
         } catch {
             Log.error("cannot start the worker threads: \(error)")
             return 71
@@ -252,7 +253,8 @@ extension Recd {
     /// features, the coordinator and the front end, wired together here and nowhere else.
     /// Nothing talks to JACK or ALSA until `startEngine` and `startDevices`.
     static func compose(
-        config: RecdConfig, store: SessionStore, stateFile: StateFile, startedAt: Double, link: any ClientLink
+        config: RecdConfig, store: SessionStore, stateFile: StateFile, startedAt: Double, link: any ClientLink,
+        slowThreshold: Double = ControlFrontEnd.defaultSlowThreshold
     ) throws(SystemError) -> ControlFrontEnd {
         let handle = Handle()
         let deliver: SlowRequestWorker.Deliver = { [link] work in link.post(work) }
@@ -281,7 +283,8 @@ extension Recd {
             recorders.replicationRemote = replication.remote
             recorders.onSegmentFinished = { [unowned replication] in replication.segmentFinished($0) }
         }
-        let frontEnd = ControlFrontEnd(link: link, gate: RequestGate(adminGroup: config.daemon.adminGroup))
+        let frontEnd = ControlFrontEnd(
+            link: link, gate: RequestGate(adminGroup: config.daemon.adminGroup), slowThreshold: slowThreshold)
         let coordinator = SessionCoordinator(
             config: config, store: store, startedAt: startedAt, link: link, events: frontEnd,
             services: .init(
@@ -295,6 +298,17 @@ extension Recd {
         handle.frontEnd = frontEnd
         handle.coordinator = coordinator
         return frontEnd
+    }
+}
+
+extension Recd {
+    /// `RECD_CONTROL_SLOW_MS` (1-10000): a diagnostic threshold for "control thread busy" log
+    /// lines, in milliseconds; the default is 100.
+    static func slowThreshold(_ environment: [String: String]) -> Double {
+        guard let text = environment["RECD_CONTROL_SLOW_MS"], let ms = Double(text), (1...10_000).contains(ms) else {
+            return ControlFrontEnd.defaultSlowThreshold
+        }
+        return ms / 1000
     }
 }
 

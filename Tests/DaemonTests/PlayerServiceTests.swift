@@ -107,19 +107,26 @@ final class PlayerServiceTests {
         #expect(players.all.isEmpty && events.events.isEmpty)
     }
 
-    @Test("pause holds the player (no frames played), resume plays on, stop removes it; each is announced")
+    @Test("pause holds the player (no frames played), resume plays on, stop removes it; each is announced, and reported as a fact")
     func pauseResumeStop() throws {
         _ = try play(try dcFile()).get()
         let player = try #require(players.get("radio", "main"))
+        var reported = events.facts.count
+        #expect(reported >= 1 && events.facts.allSatisfy { $0 == .streams }, "the start was not reported: \(events.facts)")
         players.pause(player, cause: .user)
+        #expect(events.facts.count > reported, "the pause was not reported")
+        reported = events.facts.count
         usleep(100_000)
         let frames = player.handle.framesPlayed
         usleep(200_000)
         #expect(player.handle.framesPlayed == frames, "a paused player still plays")
         #expect(!players.isPlaying("radio"))
         try players.resume(player, routeOutputs: ["spk"])
+        #expect(events.facts.count > reported, "the resume was not reported")
+        reported = events.facts.count
         #expect(waitUntil(seconds: 10) { player.handle.framesPlayed > frames }, "a resumed player does not play")
         players.stop(player, reason: "stop")
+        #expect(events.facts.count > reported, "the stop was not reported")
         #expect(players.get("radio", "main") == nil && !player.handle.isAttached)
         let states = events.named("player").compactMap { $0["state"]?.stringValue }
         #expect(states == ["playing", "paused", "playing", "stopped"])
@@ -160,6 +167,8 @@ final class PlayerServiceTests {
             })
         #expect(reaped == ["radio"] && players.all.isEmpty)
         #expect(events.named("player", state: "stopped").first?["reason"] == "finished")
+        // Nothing polls the players for the policy: the end itself is reported.
+        #expect(events.facts.count >= 2 && events.facts.last == .streams)
     }
 
     @Test("an unplugged output pauses only the players assigned to it (oldDeviceUnavailable), asked of the engine")

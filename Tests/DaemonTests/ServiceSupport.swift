@@ -1,9 +1,9 @@
-// What the router and service tests share (beyond AudioTestSupport's directories, files and
+// What the coordinator and service tests share (beyond AudioTestSupport's directories, files and
 // waiting): a config on the test's JACK server (the one JACK_DEFAULT_SERVER names, a
 // `jackd -d dummy`), the real engine controller, a JACK device that can be unplugged, and the
 // two stand-ins
 // the tests allow themselves: an event sink that collects events, and a client link that
-// collects what the router sends to clients (replies and events) and runs what it posts on
+// collects what recd sends to clients (replies and events) and runs what it posts on
 // the test thread, as the control loop would.
 import AudioEngine
 import AudioTestSupport
@@ -125,8 +125,8 @@ final class EventCollector: EventSink, FactSink {
     }
 }
 
-/// Stands in for the control server: collects what the router sends to each client (replies
-/// and events, the router's own event sink seen from the clients' side) and queues what it
+/// Stands in for the control server: collects what recd sends to each client (replies
+/// and events, the front end's events seen from the clients' side) and queues what it
 /// posts, for the test thread to run as the control thread.
 final class TestLink: ClientLink, @unchecked Sendable {
     let mailbox = Mailbox()
@@ -149,7 +149,7 @@ final class TestLink: ClientLink, @unchecked Sendable {
     func events(to client: ClientID) -> [JSONValue] { lines(to: client).filter { $0["event"] != nil } }
 }
 
-/// A router on the test's JACK server, with clients of chosen identities.
+/// recd as composed by `Recd.compose` (front end, coordinator, services) on the test's JACK server, with clients of chosen identities.
 final class RouterRig {
     let directory: TemporaryDirectory
     let link = TestLink()

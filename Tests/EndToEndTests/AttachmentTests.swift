@@ -322,4 +322,45 @@ struct AttachmentTests {
         #expect(reply["error"]?["message"]?.stringValue?.contains("uid 0") == true)
         _ = control
     }
+
+    @Test("session.attach and detach hold recd's control thread under 10 ms each (20 cycles of a 2-port player and a 2-port recorder), measured by recd itself")
+    func attachIsQuick() throws {
+        let player = uniqueName("qplay")
+        let recorder = uniqueName("qrec")
+        // recd logs every request that holds its control thread longer than RECD_CONTROL_SLOW_MS.
+        let daemon = try Daemon(environment: ["RECD_CONTROL_SLOW_MS": "10"])
+        let playing = try SignalClient(["--name", player, "play", "--ports", "out_1,out_2"] + Self.tone)
+        defer { playing.stop() }
+        let recording = try SignalClient(
+            ["--name", recorder, "capture", "--ports", "in_1,in_2", "--out", daemon.directory + "/app.raw"])
+        defer { recording.stop() }
+        #expect(
+            try daemon.recctl("session", "set", "quick", "--category", "playAndRecord", "--mic-usage", "test").status
+                == 0)
+        #expect(try daemon.recctl("session", "activate", "quick").status == 0)
+        let control = try RawClient(path: daemon.socket)
+        var slowestRoundTrip = 0.0
+        for cycle in 0..<20 {
+            for (client, play, capture) in [
+                (player, ["\(player):out_1", "\(player):out_2"], [String]()),
+                (recorder, [], ["\(recorder):in_1", "\(recorder):in_2"]),
+            ] {
+                let began = Date()
+                let reply = attach(control, app: "quick", jackClient: client, play: play, capture: capture)
+                slowestRoundTrip = max(slowestRoundTrip, Date().timeIntervalSince(began))
+                try #require(reply?["ok"] == true, "cycle \(cycle): \(reply?.jsonText ?? "no reply")")
+            }
+            for client in [player, recorder] {
+                let detached = request(control, "session.detach", [("app", "quick"), ("client", .string(client))])
+                try #require(detached?["ok"] == true, "cycle \(cycle): \(detached?.jsonText ?? "no reply")")
+            }
+        }
+        // The ticks that followed (reconciling the connections is off the control thread).
+        usleep(300_000)
+        let busy = daemon.log.split(separator: "\n").filter { $0.contains("control thread busy") }
+        #expect(
+            !busy.contains { $0.contains("session.attach") || $0.contains("session.detach") },
+            "\(busy.joined(separator: "\n"))")
+        print("attach: slowest round trip \(Int(slowestRoundTrip * 1000)) ms; busy lines: \(busy.count)")
+    }
 }

@@ -1,7 +1,7 @@
-// The router: request lines in, replies and events out, with clients of chosen uids (the
-// handler's seam: the server hands the router each client's credentials). The engine, the
-// services, the worker threads and the files are real; the client link only collects what
-// the router sends and runs what it posts on the test thread (the control thread here).
+// The front end and the coordinator: request lines in, replies and events out, with clients of
+// chosen uids (the handler's seam: the server hands the front end each client's credentials).
+// The engine, the services, the worker threads and the files are real; the client link only
+// collects what recd sends and runs what it posts on the test thread (the control thread here).
 import AudioEngine
 import AudioTestSupport
 import Codec
@@ -15,8 +15,8 @@ import Testing
 
 @testable import Daemon
 
-@Suite("control router against jackd", .serialized)
-final class ControlRouterTests {
+@Suite("front end and coordinator against jackd", .serialized)
+final class CoordinatorTests {
     let rig: RouterRig
     let root: ClientID
     let alice: ClientID
@@ -171,6 +171,30 @@ final class ControlRouterTests {
         #expect(
             rig.send(alice, #"{"id":6,"op":"play","app":"radio"}"#)?["players"]?.arrayValue?.first?["state"]
                 == "playing")
+    }
+
+    @Test("facts in: a player that plays out by itself ends the hint and isOtherAudioPlaying at once, without a tick's safety net")
+    func factsFromServices() throws {
+        try #require(rig.send(alice, #"{"id":1,"op":"session.set","app":"game","category":"ambient"}"#)?["ok"] == true)
+        try #require(rig.send(alice, #"{"id":2,"op":"session.activate","app":"game"}"#)?["ok"] == true)
+        try #require(rig.send(bob, #"{"id":3,"op":"session.set","app":"music","category":"playback"}"#)?["ok"] == true)
+        #expect(rig.send(alice, #"{"id":4,"op":"watch","app":"game"}"#)?["ok"] == true)
+        let path = rig.directory.path + "/short.wav"
+        try writeConstantWAV(path: path, seconds: 0.5)
+        let played = rig.request(
+            bob, #"{"id":5,"op":"play","app":"music","file":"\#(path)"}"#, descriptors: [try openReadOnly(path)])
+        try #require(played?["ok"] == true, "\(played?.jsonText ?? "no reply")")
+        func hints() -> [String] {
+            rig.link.events(to: alice).filter { $0["event"] == "silenceSecondaryAudioHint" }.compactMap {
+                $0["type"]?.stringValue
+            }
+        }
+        #expect(hints() == ["begin"], "the player's start was not a fact for the policy: \(hints())")
+        #expect(rig.coordinator.store.isOtherAudioPlaying(app: "game"))
+        // The tick only reaps the finished player; the service reports its end, the policy decides.
+        #expect(rig.pump { hints() == ["begin", "end"] }, "\(hints())")
+        #expect(!rig.coordinator.store.isOtherAudioPlaying(app: "game"))
+        #expect(rig.coordinator.store.sessions["music"]?.streamsRunning == false)
     }
 
     @Test("permission and deletion effects reach the recorder and monitoring services")
