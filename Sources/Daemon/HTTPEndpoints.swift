@@ -41,6 +41,22 @@ final class ControlThreadQuery: Sendable {
         guard answer.ready.wait(timeout: .now() + timeout) == .success else { return nil }
         return answer.value.withLock { $0 }
     }
+
+    /// Like `ask`, for a value the control thread has later: `start` runs there and calls its
+    /// completion (on the control thread) when the value is ready, without blocking it.
+    func askLater<T: Sendable>(
+        timeout: Double, _ start: @escaping @Sendable (_ finish: @escaping @Sendable (T) -> Void) -> Void
+    ) -> T? {
+        let answer = Answer<T>()
+        post {
+            start { value in
+                answer.value.withLock { $0 = value }
+                answer.ready.signal()
+            }
+        }
+        guard answer.ready.wait(timeout: .now() + timeout) == .success else { return nil }
+        return answer.value.withLock { $0 }
+    }
 }
 
 /// The routes recd serves over HTTP. More routes (the status page, `/archive/`) are added in
@@ -71,12 +87,15 @@ struct HTTPEndpoints: Sendable {
         "Service Unavailable: recd's control thread did not answer within 1 s; retry (its log says what kept it busy)",
         headers: [("Retry-After", "1")])
 
-    /// `GET /metrics`.
+    /// `GET /metrics`. Every series is in every scrape, whatever the interval: while the meters
+    /// are off (nobody read them for a minute) the scrape waits for their first whole window
+    /// (about two ticks, 0.2 s) rather than leave the input peaks out.
     func metrics() -> HTTPResponse {
         let coordinator = coordinator
-        guard let snapshot = control.ask(timeout: Self.answerTimeout, { coordinator.metricsSnapshot() }) else {
-            return Self.busy
+        let snapshot = control.askLater(timeout: Self.answerTimeout) { finish in
+            coordinator.whenMetersRead { finish(coordinator.metricsSnapshot()) }
         }
+        guard let snapshot else { return Self.busy }
         return .text(PrometheusMetrics.render(snapshot), contentType: PrometheusMetrics.contentType)
     }
 

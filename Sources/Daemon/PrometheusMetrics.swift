@@ -1,5 +1,5 @@
 // `GET /metrics`: recd's state in the Prometheus text exposition format 0.0.4. A pure
-// function of a snapshot the control thread builds (`ControlRouter.metricsSnapshot`), so a
+// function of a snapshot the control thread builds (`SessionCoordinator.metricsSnapshot`), so a
 // test can render any state without a daemon.
 import ControlProtocol
 import Foundation

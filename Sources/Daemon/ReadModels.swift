@@ -105,6 +105,17 @@ extension SessionCoordinator {
         ["status": statusInfo().json, "routes": .object(routesFields())]
     }
 
+    /// Runs `then` once the meters hold a whole window (at once while they are on; else they are
+    /// turned on and it follows within two ticks), or at once without a JACK server. Control thread.
+    func whenMetersRead(_ then: @escaping @Sendable () -> Void) {
+        guard engine.isRunning else { return then() }
+        do {
+            if try meters.request(app: nil, reply: { _ in then() }) != nil { then() }
+        } catch {
+            then()
+        }
+    }
+
     /// What `/metrics` shows, copied now.
     func metricsSnapshot() -> MetricsSnapshot {
         // Meter groups are engine names (a duplex port's input is NAME_in): back to config ports.
