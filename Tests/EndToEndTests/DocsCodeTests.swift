@@ -53,6 +53,34 @@ struct DocsCodeTests {
         #expect(compiled >= 1, "no C block found in the documents")
     }
 
+    @Test("every Swift block of README.md and docs/ type-checks against the built modules (AudioSession)")
+    func swiftBlocks() throws {
+        let directory = try makeTemporaryDirectory("recd-docs-code")
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let root = ExternalTools.packageRoot
+        // The system-library targets' module maps, as SwiftPM hands them to the compiler.
+        let sources = try FileManager.default.contentsOfDirectory(atPath: root + "/Sources").filter { $0.hasPrefix("C") }
+        var includes: [String] = []
+        for target in sources.sorted() {
+            includes += ["-I", root + "/Sources/" + target]
+            if FileManager.default.fileExists(atPath: root + "/Sources/" + target + "/include") {
+                includes += ["-I", root + "/Sources/" + target + "/include"]
+            }
+        }
+        var checked = 0
+        for document in try DocumentCode.documents() {
+            for (index, block) in DocumentCode.blocks("swift", in: document.text).enumerated() {
+                let source = directory + "/" + document.path.replacingOccurrences(of: "/", with: "_") + "-\(index + 1).swift"
+                try block.write(toFile: source, atomically: true, encoding: .utf8)
+                let modules = productsDirectory.appendingPathComponent("Modules").path
+                let result = try ExternalTools.run("swiftc", ["-typecheck", "-I", modules] + includes + [source])
+                #expect(result.status == 0, "\(document.path) Swift block \(index + 1):\n\(result.stderr)")
+                checked += 1
+            }
+        }
+        #expect(checked >= 1, "no Swift block found in the documents")
+    }
+
     @Test("the check has teeth: a snippet with an undeclared name or no main does not compile")
     func teeth() throws {
         let markdown = "text\n```c\n#include <audiosession.h>\nas_session *s = as_session_new(\"a\", NULL, NULL);\n```\n"
