@@ -75,38 +75,17 @@ final class SessionCoordinator: FactSink, @unchecked Sendable {
     private var factQueue: [ServiceFact] = []
     private var settling = false
 
-    struct Services {
-        var engine: EngineController
-        var players: PlayerService
-        var recorders: RecorderService
-        var monitoring: MonitoringService
-        var devices: DeviceService
-        var attachments: AttachmentService
-        var worker: SlowRequestWorker
-        var stateWriter: StateWriter
-        var replication: ReplicationService?
-        var meters: MeterService
-    }
-
-    /// Made by the composition root (`Startup.compose`) once the services exist.
-    init(config: RecdConfig, store: SessionStore, startedAt: Double, link: any ClientLink, events: any EventSink,
-        services: Services)
-    {
-        self.config = config
-        self.store = store
-        self.startedAt = startedAt
-        self.link = link
-        self.events = events
-        engine = services.engine
-        players = services.players
-        recorders = services.recorders
-        monitoring = services.monitoring
-        devices = services.devices
-        attachments = services.attachments
-        worker = services.worker
-        stateWriter = services.stateWriter
-        replication = services.replication
-        meters = services.meters
+    /// Made by the composition root (`Recd.compose`) once the services exist.
+    init(
+        config: RecdConfig, store: SessionStore, startedAt: Double, link: any ClientLink, events: any EventSink,
+        engine: EngineController, players: PlayerService, recorders: RecorderService, monitoring: MonitoringService,
+        devices: DeviceService, attachments: AttachmentService, worker: SlowRequestWorker, stateWriter: StateWriter,
+        replication: ReplicationService?, meters: MeterService
+    ) {
+        (self.config, self.store, self.startedAt, self.link, self.events) = (config, store, startedAt, link, events)
+        (self.engine, self.players, self.recorders, self.monitoring) = (engine, players, recorders, monitoring)
+        (self.devices, self.attachments, self.worker, self.stateWriter) = (devices, attachments, worker, stateWriter)
+        (self.replication, self.meters) = (replication, meters)
     }
 
     /// The features, in tick order; the trigger feature is one of them.

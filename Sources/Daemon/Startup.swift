@@ -286,12 +286,11 @@ extension Recd {
         let frontEnd = ControlFrontEnd(
             link: link, gate: RequestGate(adminGroup: config.daemon.adminGroup), slowThreshold: slowThreshold)
         let coordinator = SessionCoordinator(
-            config: config, store: store, startedAt: startedAt, link: link, events: frontEnd,
-            services: .init(
-                engine: engine, players: players, recorders: recorders, monitoring: monitoring,
-                devices: DeviceService(bindings: bindings, engine: engine),
-                attachments: AttachmentService(engine: engine, sink: handle), worker: worker, stateWriter: stateWriter,
-                replication: replication, meters: meters))
+            config: config, store: store, startedAt: startedAt, link: link, events: frontEnd, engine: engine,
+            players: players, recorders: recorders, monitoring: monitoring,
+            devices: DeviceService(bindings: bindings, engine: engine),
+            attachments: AttachmentService(engine: engine, sink: handle), worker: worker, stateWriter: stateWriter,
+            replication: replication, meters: meters)
         let triggers = TakeTriggerFeature(coordinator: coordinator)
         coordinator.install(triggers: triggers, features: [triggers, meters] + (replication.map { [$0] } ?? []))
         frontEnd.connect(coordinator)
