@@ -79,7 +79,8 @@ let package = Package(
         .target(name: "AudioTestSupport", dependencies: ["Codec", "TestSupport"], path: "Tests/AudioTestSupport"),
         .testTarget(name: "TestSupportTests", dependencies: ["TestSupport"]),
         .testTarget(name: "ArchitectureTests", dependencies: ["TestSupport"]),
-        .testTarget(name: "DocsTests", dependencies: ["RecctlKit", "SystemSupport", "TestSupport"]),
+        .testTarget(
+            name: "DocsTests", dependencies: ["RecctlKit", "SystemSupport", "SessionPolicy", "ControlProtocol", "TestSupport"]),
         .testTarget(name: "SessionPolicyTests", dependencies: ["SessionPolicy", "TestSupport"]),
         .testTarget(name: "ControlProtocolTests", dependencies: ["ControlProtocol"]),
         .testTarget(name: "SystemSupportTests", dependencies: ["SystemSupport", "Platform", "TestSupport"]),

@@ -18,12 +18,29 @@ struct CommandSpec {
     var boolFlags: [String] = []
     var summary: String
     var readsState = false
+    /// Value flags the command cannot do without: shown without brackets, and a usage error
+    /// (exit 2) when missing, before recd is asked.
+    var requiredFlags: [String] = []
+    /// Value flags that take a list: comma- or space-separated (`--options a,b` = `--options a b`).
+    var listFlags: [String] = []
+    /// What a flag (`--category`) or positional (`on|off`) accepts: the help's last lines.
+    var accepts: [(String, String)] = []
 
-    /// The usage's words: `recctl`, the path, positionals, then bracketed options.
+    /// How a value flag is written: `-o FILE` for `--output` (its short form), else `--NAME VALUE`.
+    static func flagWords(_ flag: String, list: Bool) -> String {
+        if flag == "output" { return "-o FILE" }
+        let value = flag.uppercased().replacingOccurrences(of: "-", with: "_")
+        return "--\(flag) \(value)" + (list ? "[,\(value)...]" : "")
+    }
+
+    /// The usage's words: `recctl`, the path, positionals, required flags, then bracketed options.
     private var usageWords: [String] {
         var parts = ["recctl"] + path + positionals.map { $0 }
         parts += optionalPositionals.map { "[\($0)]" }
-        parts += valueFlags.map { "[--\($0) \($0.uppercased().replacingOccurrences(of: "-", with: "_"))]" }
+        parts += requiredFlags.map { Self.flagWords($0, list: listFlags.contains($0)) }
+        parts += valueFlags.filter { !requiredFlags.contains($0) }.map {
+            "[\(Self.flagWords($0, list: listFlags.contains($0)))]"
+        }
         parts += boolFlags.map { "[--\($0)]" }
         return parts
     }
@@ -34,9 +51,14 @@ struct CommandSpec {
     /// The usage wrapped at `HelpText.width` (continuation lines indented), then the summary on
     /// lines of its own, indented: how `recctl help CMD` and the overview show a command.
     var help: String {
-        (HelpText.wrap(usageWords, indent: "", continuation: "        ")
-            + HelpText.wrap(summary.split(separator: " ").map(String.init), indent: "    ", continuation: "    "))
-            .joined(separator: "\n")
+        var lines = HelpText.wrap(usageWords, indent: "", continuation: "        ")
+        lines += HelpText.wrap(summary.split(separator: " ").map(String.init), indent: "    ", continuation: "    ")
+        for (name, values) in accepts {
+            let term = valueFlags.contains(name) ? (name == "output" ? "-o" : "--" + name) : name
+            lines += HelpText.wrap(
+                ["\(term):"] + values.split(separator: " ").map(String.init), indent: "      ", continuation: "        ")
+        }
+        return lines.joined(separator: "\n")
     }
 }
 
@@ -160,6 +182,18 @@ enum ArgumentParser {
                         guard index < words.count else { throw UsageError(message: "--\(name) needs a value", usage: spec.usage) }
                         values[name] = words[index]
                     }
+                    // A list goes on over the next words that are not options, once the
+                    // positionals are all there (`session set APP --options a b`).
+                    if spec.listFlags.contains(name) {
+                        var items = [values[name]!]
+                        while index + 1 < words.count, !words[index + 1].hasPrefix("-"),
+                            positionals.count >= spec.positionals.count
+                        {
+                            index += 1
+                            items.append(words[index])
+                        }
+                        values[name] = items.joined(separator: ",")
+                    }
                 } else if spec.boolFlags.contains(name), inline == nil {
                     flags.insert(name)
                 } else {
@@ -175,6 +209,10 @@ enum ArgumentParser {
         }
         guard positionals.count <= spec.positionals.count + spec.optionalPositionals.count else {
             throw UsageError(message: "unexpected argument \(positionals[spec.positionals.count + spec.optionalPositionals.count])", usage: spec.usage)
+        }
+        if let missing = spec.requiredFlags.first(where: { values[$0] == nil }) {
+            let written = missing == "output" ? "-o FILE" : "--\(missing)"
+            throw UsageError(message: "\(spec.path.joined(separator: " ")) needs \(written)", usage: spec.usage)
         }
         return ParsedCommand(spec: spec, positionals: positionals, values: values, flags: flags)
     }

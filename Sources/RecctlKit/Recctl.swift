@@ -19,7 +19,16 @@ public enum Recctl {
         CommandSpec(
             path: ["session", "set"], positionals: ["APP"],
             valueFlags: ["category", "mode", "options", "policy", "mic-usage", "prefers-interruption"],
-            summary: "configure category, mode, options, policy (atomic: a rejected call changes nothing)"),
+            summary: "configure category, mode, options, policy (atomic: a rejected call changes nothing)",
+            requiredFlags: ["category"], listFlags: ["options"],
+            accepts: [
+                ("category", Category.allCases.map(\.rawValue).joined(separator: " ")),
+                ("mode", Mode.allCases.map(\.rawValue).joined(separator: " ") + " (default: default)"),
+                ("options", CategoryOption.allCases.map(\.rawValue).joined(separator: " ") + " (comma- or space-separated)"),
+                ("policy", RouteSharingPolicy.allCases.map(\.rawValue).joined(separator: " ") + " (default: default)"),
+                ("mic-usage", "text of at most 1024 bytes, why the app records (needed to record)"),
+                ("prefers-interruption", "yes|no (on|off): interrupted, rather than paused, when its output goes away"),
+            ]),
         CommandSpec(path: ["session", "activate"], positionals: ["APP"], summary: "activate (arbitration applies)"),
         CommandSpec(path: ["session", "deactivate"], positionals: ["APP"], boolFlags: ["notify-others", "force"], summary: "deactivate; --force stops running streams"),
         CommandSpec(
@@ -33,7 +42,7 @@ public enum Recctl {
         CommandSpec(path: ["permission", "grant"], positionals: ["APP"], summary: "grant record permission (administrators)"),
         CommandSpec(path: ["permission", "deny"], positionals: ["APP"], summary: "deny record permission (administrators)"),
         CommandSpec(path: ["permission", "reset"], positionals: ["APP"], summary: "back to undetermined (administrators)"),
-        CommandSpec(path: ["mute"], positionals: ["APP", "on|off"], summary: "app input mute: the session's inputs record zeros"),
+        CommandSpec(path: ["mute"], positionals: ["APP", "on|off"], summary: "app input mute: the session's inputs record zeros", accepts: [("on|off", "on, yes, true | off, no, false")]),
         CommandSpec(path: ["play"], positionals: ["APP"], optionalPositionals: ["FILE"], valueFlags: ["stream", "to"], summary: "play a FLAC or WAV file through the session's output (no FILE: resume)"),
         CommandSpec(path: ["pause"], positionals: ["APP"], valueFlags: ["stream"], summary: "pause the session's players"),
         CommandSpec(path: ["stop"], positionals: ["APP"], valueFlags: ["stream"], summary: "stop the session's players"),
@@ -44,7 +53,14 @@ public enum Recctl {
         CommandSpec(path: ["archive", "reindex"], positionals: [], summary: "rebuild the index from the files alone (administrators)"),
         CommandSpec(
             path: ["archive", "export"], positionals: [], valueFlags: ["app", "stream", "from", "to", "output"],
-            summary: "one stream from --from to --to (ISO 8601 with a zone) as one file, -o FILE.flac|FILE.wav|- (FLAC to stdout); sample-exact, gaps silent and listed in GAPS; only recordings you may read"),
+            summary: "one stream from --from to --to as one file; sample-exact, gaps silent and listed in GAPS; only recordings you may read",
+            requiredFlags: ["app", "from", "to", "output"],
+            accepts: [
+                ("from", "a time: ISO 8601 with a zone, e.g. 2026-12-02T10:42:03Z (see recctl(1) for more forms)"),
+                ("to", "a time, as --from"),
+                ("output", "FILE.flac, FILE.wav, or - (FLAC on standard output)"),
+                ("stream", "the stream's name (default: the app's only stream)"),
+            ]),
         CommandSpec(
             path: ["cue"], positionals: ["APP"], optionalPositionals: ["outputs|assign|mix|split", "SOURCE|X|on|off"],
             valueFlags: ["main", "cue", "bus", "gain"],
@@ -277,9 +293,7 @@ public enum Recctl {
         case ["session", "list"]: return .sessionList(offset: 0, limit: nil)
         case ["session", "show"]: return .sessionShow(app: app)
         case ["session", "set"]:
-            guard let category = command.value("category") else {
-                throw UsageError(message: "session set needs --category", usage: usage)
-            }
+            let category = command.value("category") ?? ""
             var options: Set<CategoryOption> = []
             for name in (command.value("options") ?? "").split(separator: ",") {
                 let trimmed = name.trimmingCharacters(in: .whitespaces)
@@ -377,9 +391,7 @@ public enum Recctl {
                 }
                 return value
             }
-            guard let app = command.value("app") else {
-                throw UsageError(message: "archive export needs --app", usage: usage)
-            }
+            let app = try required("app")
             let file = try required("output")
             let format: String
             if file == "-" {
