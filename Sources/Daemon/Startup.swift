@@ -21,7 +21,8 @@ public enum Recd {
         recd uses its embedded default config (`recd --print-default-config` shows it).
           --config PATH        config file (INI); RECD_CONFIG also works
           --socket PATH        control socket, overriding [daemon] socket
-          --check-config PATH  validate a config file and exit (non-zero with FILE:LINE errors)
+          --check-config [PATH]  validate a config file (without PATH: --config's, RECD_CONFIG's or the
+                               embedded one) and exit (non-zero with FILE:LINE errors)
           --print-default-config  print the embedded default config
         """
 
