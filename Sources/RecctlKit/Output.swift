@@ -312,6 +312,10 @@ struct Output {
             lines.append("playing:")
             for player in status.players { lines.append("  " + playerLine(player)) }
         }
+        if !status.attachments.isEmpty {
+            lines.append("attached:")
+            for attachment in status.attachments { lines.append("  " + attachmentLine(attachment)) }
+        }
         let shown =
             status.sessions.count < status.sessionCount
             ? "; \(status.sessions.count) shown, active first: `recctl session list` lists all" : ""
@@ -324,6 +328,15 @@ struct Output {
                         rows: status.sessions.map(sessionRow))))
         }
         return lines.joined(separator: "\n")
+    }
+
+    /// `voip: JACK client linphone plays out_1, out_2 (into recd:linphone-1-play_1, ...), captures in_1`:
+    /// an application's own JACK client under a session (`session.attach`).
+    static func attachmentLine(_ a: AttachmentInfo) -> String {
+        var parts: [String] = []
+        if !a.playPorts.isEmpty { parts.append("plays " + a.playPorts.joined(separator: ", ")) }
+        if !a.capturePorts.isEmpty { parts.append("captures " + a.capturePorts.joined(separator: ", ")) }
+        return "\(a.app): JACK client \(a.client) " + (parts.isEmpty ? "(no ports)" : parts.joined(separator: "; "))
     }
 
     /// `logger/mic: waiting (diskFull since 10:42:03Z; resumes when 512 MiB are free in /srv/archive

@@ -362,5 +362,9 @@ struct AttachmentTests {
             !busy.contains { $0.contains("session.attach") || $0.contains("session.detach") },
             "\(busy.joined(separator: "\n"))")
         print("attach: slowest round trip \(Int(slowestRoundTrip * 1000)) ms; busy lines: \(busy.count)")
+        // recctl status says what is attached, in words.
+        _ = attach(control, app: "quick", jackClient: player, play: ["\(player):out_1", "\(player):out_2"])
+        let text = try daemon.recctl("status").stdout
+        #expect(text.contains("attached:\n  quick: JACK client \(player) plays \(player):out_1, \(player):out_2"), "\(text)")
     }
 }
