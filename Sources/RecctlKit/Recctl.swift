@@ -37,6 +37,17 @@ public enum Recctl {
             summary: "hardware preferences (hints; actual values come from JACK)"),
         CommandSpec(path: ["session", "override"], positionals: ["APP", "speaker|none"], summary: "override the output to the speaker until the next route change"),
         CommandSpec(path: ["session", "delete"], positionals: ["APP"], summary: "delete a session"),
+        CommandSpec(
+            path: ["session", "attach"], positionals: ["APP", "CLIENT"], valueFlags: ["play", "capture"],
+            summary: "put an unmodified JACK program's ports under the session (recd routes, gates and ducks them); "
+                + "recctl holds the attachment until the program's JACK client goes, or until recctl is stopped",
+            listFlags: ["play", "capture"],
+            accepts: [
+                ("CLIENT", "the program's JACK client name (jack_lsp lists them)"),
+                ("play", "the program's output ports, CLIENT:PORT, comma- or space-separated"),
+                ("capture", "the program's input ports, CLIENT:PORT, comma- or space-separated"),
+            ]),
+        CommandSpec(path: ["session", "detach"], positionals: ["APP", "CLIENT"], summary: "end an attachment (session.detach)"),
         CommandSpec(path: ["permission", "list"], positionals: [], summary: "record permission of every application", readsState: true),
         CommandSpec(path: ["permission", "request"], positionals: ["APP"], summary: "ask for record permission; waits until an administrator decides"),
         CommandSpec(path: ["permission", "grant"], positionals: ["APP"], summary: "grant record permission (administrators)"),
@@ -176,6 +187,9 @@ public enum Recctl {
         do {
             if request.op == .watch {
                 return try watch(connection, request, output: output)
+            }
+            if case .sessionAttach(let attach) = request {
+                return try holdAttachment(connection, attach, output: output)
             }
             if request.op == .meter && !command.has("once") {
                 return try liveMeters(connection, request, output: output)
@@ -325,6 +339,16 @@ public enum Recctl {
             }
             return .sessionOverride(app: app, speaker: p[1] == "speaker")
         case ["session", "delete"]: return .sessionDelete(app: app)
+        case ["session", "attach"]:
+            func ports(_ flag: String) -> [String] {
+                (command.value(flag) ?? "").split(separator: ",").map(String.init).filter { !$0.isEmpty }
+            }
+            let (play, capture) = (ports("play"), ports("capture"))
+            guard !play.isEmpty || !capture.isEmpty else {
+                throw UsageError(message: "session attach needs --play PORT... or --capture PORT...", usage: usage)
+            }
+            return .sessionAttach(AttachRequest(app: app, client: p[1], playPorts: play, capturePorts: capture))
+        case ["session", "detach"]: return .sessionDetach(app: app, client: p[1])
         case ["permission", "list"]: return .permissionList
         case ["permission", "request"]: return .permissionRequest(app: app)
         case ["permission", "grant"]: return .permissionDecide(app: app, .granted)
@@ -439,6 +463,42 @@ public enum Recctl {
             }
             fflush(nil)
             SystemClock.sleep(seconds: 0.1)
+        }
+    }
+
+    /// `session attach`: watches the app, attaches, then holds the connection (an attachment ends
+    /// with the connection that made it) until the attachment ends: 0 when the program's client
+    /// went (it exited), 1 for any other end (detached, session deleted, JACK lost), with why.
+    static func holdAttachment(_ connection: Connection, _ attach: AttachRequest, output: Output) throws -> Int32 {
+        let watching = try connection.call(.watch(app: attach.app))
+        if let error = Wire.error(from: watching), watching["ok"]?.boolValue != true {
+            output.failure(error)
+            return 1
+        }
+        let reply = try connection.call(.sessionAttach(attach), onEvent: { _ in })
+        if let error = Wire.error(from: reply), reply["ok"]?.boolValue != true {
+            output.failure(error)
+            return 1
+        }
+        if output.json {
+            print(Output.payload(reply).jsonText)
+        } else if let info = try? AttachmentInfo(json: reply["attachment"] ?? .null) {
+            print("attached: " + Output.attachmentLine(info) + "; held until \(attach.client) exits (Ctrl-C detaches)")
+        }
+        fflush(nil)
+        while true {
+            let message = try connection.readMessage(timeout: nil)
+            guard message["event"] != nil, let event = try? Event(json: message) else { continue }
+            switch event {
+            case .attachmentDetached(let app, let client, let reason) where app == attach.app && client == attach.client:
+                output.event(message)
+                return reason == .clientGone ? 0 : 1
+            case .mediaServicesWereLost:
+                output.event(message)
+                return 1
+            default:
+                continue
+            }
         }
     }
 

@@ -5,6 +5,7 @@
 import ControlProtocol
 import Foundation
 import Testing
+import TestSupport
 
 #if canImport(Glibc)
     import Glibc
@@ -366,5 +367,35 @@ struct AttachmentTests {
         _ = attach(control, app: "quick", jackClient: player, play: ["\(player):out_1", "\(player):out_2"])
         let text = try daemon.recctl("status").stdout
         #expect(text.contains("attached:\n  quick: JACK client \(player) plays \(player):out_1, \(player):out_2"), "\(text)")
+    }
+
+    @Test("recctl session attach holds a real third-party program's attachment (jack_metro) until it exits, then exits 0; status shows it meanwhile")
+    func recctlHoldsAttachment() throws {
+        let program = uniqueName("metro")
+        let daemon = try Daemon()
+        // jack_metro knows nothing of recd: one output port, CLIENT:120_bpm.
+        let metro = try ExternalTools.process("jack_metro", ["--bpm", "120", "--name", program])
+        metro.standardOutput = FileHandle.nullDevice
+        metro.standardError = FileHandle.nullDevice
+        try metro.run()
+        defer { if metro.isRunning { kill(metro.processIdentifier, SIGKILL); metro.waitUntilExit() } }
+        #expect(try eventually { try runTool("jack_lsp", []).stdout.contains("\(program):120_bpm") })
+        #expect(try daemon.recctl("session", "set", "held", "--category", "playback").status == 0)
+        let holder = try Watcher(
+            recctl: daemon.recctlPath,
+            arguments: ["--socket", daemon.socket, "session", "attach", "held", program, "--play", "\(program):120_bpm"])
+        #expect(
+            try eventually {
+                holder.texts.contains { $0.hasPrefix("attached: held: JACK client \(program) plays \(program):120_bpm") }
+            }, "\(holder.texts)")
+        #expect(try daemon.recctl("--json", "status").json?["attachments"]?.arrayValue?.count == 1)
+        #expect(holder.process.isRunning, "recctl did not hold the attachment")
+        // The program is killed: recd ends the attachment (clientGone) and recctl exits with status 0.
+        kill(metro.processIdentifier, SIGKILL)
+        metro.waitUntilExit()
+        #expect(try eventually(timeout: 10) { !holder.process.isRunning }, "recctl still holds a gone client")
+        holder.process.waitUntilExit()
+        #expect(holder.process.terminationStatus == 0, "\(holder.texts)")
+        #expect(try daemon.recctl("--json", "status").json?["attachments"]?.arrayValue?.isEmpty == true)
     }
 }
