@@ -1,7 +1,16 @@
 // The JACK client: the one place that owns a jack_client_t * and turns libjack's C calls into
 // Swift ones with typed errors. Control thread only, unless a method says otherwise.
+//
+// Requests to the server (activate, ports registered and unregistered, connections made and
+// broken, the buffer size, a client's UUID) go one at a time (`serverRequests`): jackd2's
+// libjack writes each request and reads its answer on the client's one request socket with no
+// lock of its own, so two threads asking at once (the control thread registering an attached
+// application's ports while the connection worker connects) can read each other's answers —
+// seen as "JACK refused the port" for a free name under load. Reads of the graph in shared
+// memory (ports, connections, flags) need no lock.
 
 internal import CJack
+import Synchronization
 
 /// An open JACK client. Owns the `jack_client_t *` from `init` until `close()` (or deinit)
 /// and the notification sink its callbacks point at.
@@ -11,6 +20,8 @@ internal import CJack
 final class JackClient {
     /// jack_client_t *; nil once closed.
     private(set) var handle: OpaquePointer?
+    /// Held for each request to the server: one at a time on the request socket.
+    private let serverRequests = Mutex(())
     let sink: NotificationSink
     /// The name JACK gave us (it may add a suffix when the requested one is taken).
     let name: String
@@ -113,7 +124,7 @@ final class JackClient {
 
     func activate() throws(JackError) {
         let client = try client("activate")
-        let result = jack_activate(client)
+        let result = serverRequests.withLock { _ in jack_activate(client) }
         if result != 0 {
             throw JackError(
                 code: result, operation: "activate",
@@ -123,14 +134,14 @@ final class JackClient {
 
     /// Stops the process callback; when it returns, JACK will not call it again.
     func deactivate() {
-        if let handle { _ = jack_deactivate(handle) }
+        if let handle { _ = serverRequests.withLock { _ in jack_deactivate(handle) } }
     }
 
     /// Closes the client (deactivating it first); safe to call twice and after server loss.
     func close() {
         guard let handle else { return }
         sink.detach()
-        _ = jack_client_close(handle)
+        _ = serverRequests.withLock { _ in jack_client_close(handle) }
         self.handle = nil
     }
 
@@ -141,7 +152,7 @@ final class JackClient {
 
     func setBufferSize(_ frames: Int) throws(JackError) {
         let client = try client("set buffer size")
-        let result = jack_set_buffer_size(client, jack_nframes_t(frames))
+        let result = serverRequests.withLock { _ in jack_set_buffer_size(client, jack_nframes_t(frames)) }
         if result != 0 {
             throw JackError(
                 code: result, operation: "set buffer size to \(frames)",
@@ -158,8 +169,11 @@ final class JackClient {
         let client = try client("register port \(portName)")
         let flags = direction == .input ? JackPortIsInput : JackPortIsOutput
         guard
-            let port = jack_port_register(
-                client, portName, JACK_DEFAULT_AUDIO_TYPE, UInt(flags.rawValue), 0)
+            // As an address: the lock hands back a plain value (jack_port_t * is not Sendable).
+            let port = OpaquePointer(
+                bitPattern: serverRequests.withLock { _ in
+                    UInt(bitPattern: jack_port_register(client, portName, JACK_DEFAULT_AUDIO_TYPE, UInt(flags.rawValue), 0))
+                })
         else {
             throw JackError(
                 status: .failure, operation: "register port \(portName)",
@@ -171,14 +185,14 @@ final class JackClient {
     /// Unregisters one of our ports (the process thread must no longer use it).
     func unregisterPort(_ port: OpaquePointer) {
         guard let handle else { return }
-        _ = jack_port_unregister(handle, port)
+        _ = serverRequests.withLock { _ in jack_port_unregister(handle, port) }
     }
 
     /// The process id JACK reports for the client named `name`, nil when it does not know
     /// (jackd2's libjack answers 0: "not implemented on library side"; PipeWire's knows).
     func processID(ofClient name: String) -> Int32? {
         guard handle != nil else { return nil }
-        let pid = jack_get_client_pid(name)
+        let pid = serverRequests.withLock { _ in jack_get_client_pid(name) }
         return pid > 0 ? pid : nil
     }
 
@@ -192,7 +206,7 @@ final class JackClient {
     @discardableResult
     func connect(source: String, destination: String) throws(JackError) -> Bool {
         let client = try client("connect \(source) → \(destination)")
-        let result = jack_connect(client, source, destination)
+        let result = serverRequests.withLock { _ in jack_connect(client, source, destination) }
         if result != 0 && result != alreadyConnected {
             throw JackError(
                 code: result, operation: "connect \(source) → \(destination)",
@@ -203,7 +217,7 @@ final class JackClient {
 
     func disconnect(source: String, destination: String) throws(JackError) {
         let client = try client("disconnect \(source) → \(destination)")
-        let result = jack_disconnect(client, source, destination)
+        let result = serverRequests.withLock { _ in jack_disconnect(client, source, destination) }
         if result != 0 {
             throw JackError(
                 code: result, operation: "disconnect \(source) → \(destination)",

@@ -349,7 +349,9 @@ struct AttachmentTests {
                 let began = Date()
                 let reply = attach(control, app: "quick", jackClient: client, play: play, capture: capture)
                 slowestRoundTrip = max(slowestRoundTrip, Date().timeIntervalSince(began))
-                try #require(reply?["ok"] == true, "cycle \(cycle): \(reply?.jsonText ?? "no reply")")
+                try #require(
+                    reply?["ok"] == true,
+                    "cycle \(cycle): \(reply?.jsonText ?? "no reply")\nrecd's log:\n\(daemon.log.suffix(3000))")
             }
             for client in [player, recorder] {
                 let detached = request(control, "session.detach", [("app", "quick"), ("client", .string(client))])

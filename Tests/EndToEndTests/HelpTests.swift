@@ -59,6 +59,10 @@ struct HelpTests {
             #expect(set.contains(option))
         }
         let lines = set.split(separator: "\n")
-        #expect(lines.count >= 3 && lines.last!.hasPrefix("    configure"), "the summary has a line of its own: \(set)")
+        #expect(
+            lines.count >= 3 && lines.contains { $0.hasPrefix("    configure") }, "the summary has a line of its own: \(set)")
+        // Then what each option accepts, one option a line.
+        #expect(lines.last { $0.hasPrefix("    ") && !$0.hasPrefix("      ") }?.hasPrefix("    configure") == true, "\(set)")
+        #expect(lines.contains { $0.hasPrefix("      --category: ambient") }, "\(set)")
     }
 }
