@@ -95,7 +95,7 @@ final class ControlFrontEnd: ControlServerHandler, EventSink, @unchecked Sendabl
             send(Wire.failure(id: failure.id, failure.error), to: client)
         case .success(let request):
             clients[client]?.version = request.version
-            let began = SystemClock.monotonicSeconds()
+            let began = Moment()
             defer { noteIfSlow(since: began, request.op.rawValue) }
             do {
                 try RequestGate.checkPassed(descriptors, for: request.op)
@@ -132,10 +132,26 @@ final class ControlFrontEnd: ControlServerHandler, EventSink, @unchecked Sendabl
     static let defaultSlowThreshold = 0.1
     let slowThreshold: Double
 
-    private func noteIfSlow(since began: Double, _ what: String) {
-        let busy = SystemClock.monotonicSeconds() - began
+    /// When a request or tick began: the clock, and how long the thread had waited for a CPU.
+    private struct Moment {
+        let seconds = SystemClock.monotonicSeconds()
+        let waited = SystemClock.threadRunQueueWaitSeconds()
+    }
+
+    /// Logs a request or tick that held the control thread longer than `slowThreshold`: its own
+    /// work and what it blocked on (JACK's answers, the disk). Time the thread stood runnable
+    /// waiting for a CPU (a machine busy with other work) is not the request's: it is
+    /// subtracted, and said.
+    private func noteIfSlow(since began: Moment, _ what: String) {
+        let wall = SystemClock.monotonicSeconds() - began.seconds
+        guard wall > slowThreshold else { return }
+        let waited = began.waited.flatMap { start in SystemClock.threadRunQueueWaitSeconds().map { $0 - start } } ?? 0
+        let busy = wall - waited
         guard busy > slowThreshold else { return }
-        Log.warning("control thread busy \((busy * 10_000).rounded() / 10) ms in \(what); other clients and the watchdog waited")
+        func ms(_ seconds: Double) -> Double { (seconds * 10_000).rounded() / 10 }
+        Log.warning(
+            "control thread busy \(ms(busy)) ms in \(what)\(waited > 0.001 ? " (and \(ms(waited)) ms waiting for a CPU)" : ""); "
+                + "other clients and the watchdog waited")
     }
 
     /// A reply that comes later, from the control thread: `fields`, or the error. Dropped when
@@ -156,7 +172,7 @@ final class ControlFrontEnd: ControlServerHandler, EventSink, @unchecked Sendabl
     // MARK: The loop
 
     func tick(now: Double) {
-        let began = SystemClock.monotonicSeconds()
+        let began = Moment()
         defer { noteIfSlow(since: began, "the tick") }
         coordinator.tick(now: now)
         // WATCHDOG=1 at half the interval systemd gave: the control loop is alive.

@@ -60,3 +60,19 @@ public struct CalendarParts: Hashable, Sendable {
         self.second = second
     }
 }
+
+extension SystemClock {
+    /// Seconds the calling thread has spent runnable but waiting for a CPU, from
+    /// `/proc/thread-self/schedstat` (its second field; the kernel's per-thread scheduler
+    /// statistics). What a busy machine adds to a thread's wall-clock time, not the thread's own
+    /// work or waits: subtracting it from an interval leaves time the thread ran or blocked. nil
+    /// where the kernel keeps no such statistics.
+    public static func threadRunQueueWaitSeconds() -> Double? {
+        guard let file = try? OwnedFile("/proc/thread-self/schedstat", .readOnly),
+            let bytes = try? Descriptor.readAll(file.descriptor, path: "/proc/thread-self/schedstat")
+        else { return nil }
+        let fields = bytes.split(separator: UInt8(ascii: " "))
+        guard fields.count >= 2, let waited = UInt64(String(decoding: fields[1], as: UTF8.self)) else { return nil }
+        return Double(waited) / 1_000_000_000
+    }
+}
