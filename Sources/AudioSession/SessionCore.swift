@@ -241,7 +241,7 @@ final class SessionCore: Sendable {
         switch event {
         case .session(app, let state):
             remember { $0.active = state == .active }
-        case .sessionDeleted(app), .interruption(app, .began, _, _), .mediaServicesWereLost:
+        case .sessionDeleted(app), .interruption(app, .began, _, _, _), .mediaServicesWereLost:
             remember { $0.active = false }
         default:
             break

@@ -11,12 +11,12 @@ import Testing
 /// Each event with the exact line recd sent for it before events were typed.
 let sampleEvents: [(Event, String)] = [
     (
-        .interruption(app: "radio", type: .began, reason: .default, shouldResume: false),
+        .interruption(app: "radio", type: .began, reason: .default, shouldResume: false, by: "voice"),
         #"{"event":"interruption","app":"radio","type":"began","typeCode":1,"reason":"default","reasonCode":0,"#
-            + #""options":[]}"#
+            + #""options":[],"by":"voice"}"#
     ),
     (
-        .interruption(app: "radio", type: .ended, reason: .routeDisconnected, shouldResume: true),
+        .interruption(app: "radio", type: .ended, reason: .routeDisconnected, shouldResume: true, by: nil),
         #"{"event":"interruption","app":"radio","type":"ended","typeCode":0,"reason":"routeDisconnected","#
             + #""reasonCode":4,"options":["shouldResume"]}"#
     ),

@@ -393,7 +393,9 @@ extension ArchiverLoop {
     /// The comments the open segment ends with: SILENCE_SECONDS when detection is on,
     /// CLOCK_DRIFT_PPM when the source's clock was measured long enough.
     fileprivate func segmentEndComments() -> [VorbisComment] {
-        var comments: [VorbisComment] = []
+        // A segment finished after a stop request is the last: it carries what the stop said
+        // beside END_REASON (INTERRUPTED_BY). A rotation before that has none.
+        var comments: [VorbisComment] = control.stopReason != nil ? control.stopComments : []
         endedDriftPPM = nil
         if let ppm = drift.partsPerMillion(nominalRate: configuration.sampleRate) {
             let text = ClockDriftFit.commentValue(ppm)
