@@ -12,7 +12,7 @@ let sampleSession = SessionInfo(
     requestedOptions: ["allowBluetoothHFP", "duckOthers", "mixWithOthers"],
     ignoredOptions: [.init(option: "mixWithOthers", why: "implied off by duckOthers")], policy: "default",
     priority: "normal", background: false, autoResume: true, micUsage: "calls to the studio", state: "interrupted",
-    interruption: .init(reason: "default", by: "phone"), route: RouteInfo(inputs: ["headset"], outputs: ["headset"]),
+    interruption: .init(reason: "default", by: "phone", since: "2026-12-02T10:42:03.000000Z"), route: RouteInfo(inputs: ["headset"], outputs: ["headset"]),
     bandwidth: [.init(port: "headset", bandwidth: "hfp-msbc")],
     preferences: .init(preferredInput: "headset", sampleRate: 16_000, ioBufferDuration: 0.005),
     actual: .init(
@@ -27,7 +27,7 @@ let sampleSession = SessionInfo(
         .init(name: "mic", type: "builtInMic", channels: 2), .init(name: "headset", type: "bluetoothHFP", channels: 1),
     ],
     maximumInputChannels: 1, maximumOutputChannels: 2, isOtherAudioPlaying: true,
-    secondaryAudioShouldBeSilencedHint: true)
+    secondaryAudioShouldBeSilencedHint: true, prefersNoInterruptionsFromSystemAlerts: true)
 
 let sampleQuietSession = SessionInfo(
     app: "logger", ownerUID: 0, category: "record", mode: "default", options: [], requestedOptions: [],
@@ -279,7 +279,7 @@ private func checkReply<T: ReplyObject>(_ value: T, optionalKeys: Set<String> = 
                 "priority", "background", "autoResume", "micUsage", "state", "heldBy", "interruption", "route",
                 "routeDescription", "availableInputs", "bandwidth", "preferences", "actual", "maximumInputChannels",
                 "maximumOutputChannels", "recordPermission", "inputMuted", "duckedBy", "override",
-                "prefersInterruptionOnRouteDisconnect", "streamsRunning", "declaredInConfig", "isOtherAudioPlaying",
+                "prefersInterruptionOnRouteDisconnect", "prefersNoInterruptionsFromSystemAlerts", "streamsRunning", "declaredInConfig", "isOtherAudioPlaying",
                 "secondaryAudioShouldBeSilencedHint",
             ])
         // Unknown values are nulls, not missing keys.

@@ -128,6 +128,7 @@ final class RecorderServiceTests {
         #expect(!recorders.isRecording("logger") && recorders.hasSuspended("logger"))
         #expect(pump { news.finished.contains(stream.id) })
         #expect(recordingEvents("stopped").first?["reason"] == "interruption")
+        #expect(recorders.waitingInfos.map(\.by) == ["voice"], "status says who interrupted")
         #expect(recorders.takeSuspended(of: "logger") == [RecorderSpec(app: "logger", stream: "mic", port: "mic")])
         #expect(recorders.takeSuspended(of: "logger").isEmpty && !recorders.hasSuspended("logger"))
     }

@@ -1,5 +1,6 @@
 // state.json is written on the state writer's thread: the newest state always ends up in the
 // file, older ones still queued are skipped, and `finish` writes the final state at once.
+import ControlProtocol
 import Foundation
 import Glibc
 import SessionPolicy
