@@ -250,9 +250,9 @@ public func as_set_prefers_no_interruptions_from_system_alerts(_ pointer: Opaque
 }
 
 @_cdecl("as_prefers_no_interruptions_from_system_alerts")
-public func as_prefers_no_interruptions_from_system_alerts(_ pointer: OpaquePointer?, _ out: UnsafeMutablePointer<Int32>?)
-    -> Int32
-{
+public func as_prefers_no_interruptions_from_system_alerts(
+    _ pointer: OpaquePointer?, _ out: UnsafeMutablePointer<Int32>?
+) -> Int32 {
     call(pointer) { c throws(AudioSessionError) in
         let out = try required(out, "prefers")
         out.pointee = try c.session.prefersNoInterruptionsFromSystemAlerts ? 1 : 0

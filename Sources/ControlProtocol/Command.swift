@@ -265,7 +265,8 @@ public enum Command: Sendable, Equatable {
                     policy: try Vocabulary.policy(try a.optionalString("policy") ?? "default"),
                     micUsage: a.has("micUsage") ? .some(try a.optionalString("micUsage")) : .none,
                     prefersInterruptionOnRouteDisconnect: try a.optionalBool("prefersInterruptionOnRouteDisconnect"),
-                    prefersNoInterruptionsFromSystemAlerts: try a.optionalBool("prefersNoInterruptionsFromSystemAlerts")))
+                    prefersNoInterruptionsFromSystemAlerts: try a.optionalBool(
+                        "prefersNoInterruptionsFromSystemAlerts")))
         case .sessionActivate:
             self = .sessionActivate(app: try a.string("app"), hold: try a.optionalBool("hold") ?? false)
         case .sessionDeactivate:
@@ -279,7 +280,8 @@ public enum Command: Sendable, Equatable {
                     input: try a.optionalString("input"), sampleRate: try a.optionalDouble("sampleRate"),
                     ioBuffer: try a.optionalDouble("ioBuffer"), inputChannels: try a.optionalInt("inputChannels"),
                     outputChannels: try a.optionalInt("outputChannels"),
-                    prefersNoInterruptionsFromSystemAlerts: try a.optionalBool("prefersNoInterruptionsFromSystemAlerts")))
+                    prefersNoInterruptionsFromSystemAlerts: try a.optionalBool(
+                        "prefersNoInterruptionsFromSystemAlerts")))
         case .sessionOverride:
             let app = try a.string("app")
             let port = try a.string("port")

@@ -101,7 +101,9 @@ struct RecorderRecovery {
 
     /// Records why `spec` is not running. An entry of the same stream is replaced; it keeps
     /// its first time when the stream was already waiting.
-    mutating func wait(_ spec: RecorderSpec, cause: StopCause, declared: Bool, detail: String? = nil, by: String? = nil) {
+    mutating func wait(
+        _ spec: RecorderSpec, cause: StopCause, declared: Bool, detail: String? = nil, by: String? = nil
+    ) {
         let earlier = entry(app: spec.app, stream: spec.stream)
         if cause == .diskFull { roomy = false }
         waiting.removeAll { $0.spec.app == spec.app && $0.spec.stream == spec.stream }

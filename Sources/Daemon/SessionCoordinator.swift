@@ -251,9 +251,9 @@ final class SessionCoordinator: FactSink, @unchecked Sendable {
         interruptedSince[app] = now.iso8601
         let by = store.sessions[app]?.interruption?.by
         let recording = recorders.recorders.filter { $0.spec.app == app }.map(\.spec.stream)
-        Log.notice(
-            "\(app) interrupted\(by.map { " by \($0)" } ?? "") (reason \(reason.name)) at \(now.iso8601)"
-                + (recording.isEmpty ? "" : "; its recording of \(recording.joined(separator: ", ")) stops until it ends"))
+        let who = by.map { " by \($0)" } ?? ""
+        let stops = recording.isEmpty ? "" : "; its recording of \(recording.joined(separator: ", ")) stops until it ends"
+        Log.notice("\(app) interrupted\(who) (reason \(reason.name)) at \(now.iso8601)\(stops)")
     }
 
     func announceState(_ app: String) {

@@ -19,7 +19,8 @@ public enum Recctl {
         CommandSpec(
             path: ["session", "set"], positionals: ["APP"],
             valueFlags: [
-                "category", "mode", "options", "policy", "mic-usage", "prefers-interruption", "prefers-no-system-alerts",
+                "category", "mode", "options", "policy", "mic-usage", "prefers-interruption",
+                "prefers-no-system-alerts",
             ],
             summary: "configure category, mode, options, policy (atomic: a rejected call changes nothing)"),
         CommandSpec(path: ["session", "activate"], positionals: ["APP"], summary: "activate (arbitration applies)"),
@@ -29,7 +30,8 @@ public enum Recctl {
             valueFlags: [
                 "input", "sample-rate", "io-buffer", "input-channels", "output-channels", "prefers-no-system-alerts",
             ], boolFlags: ["clear"],
-            summary: "hardware preferences (hints; actual values come from JACK) and prefersNoInterruptionsFromSystemAlerts"),
+            summary:
+                "hardware preferences (hints; actual values come from JACK) and prefersNoInterruptionsFromSystemAlerts"),
         CommandSpec(path: ["session", "override"], positionals: ["APP", "speaker|none"], summary: "override the output to the speaker until the next route change"),
         CommandSpec(path: ["session", "delete"], positionals: ["APP"], summary: "delete a session"),
         CommandSpec(path: ["permission", "list"], positionals: [], summary: "record permission of every application", readsState: true),

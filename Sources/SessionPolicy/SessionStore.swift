@@ -282,9 +282,10 @@ public struct SessionStore: Equatable, Sendable {
             victims += others.map { ($0.app, .nonMixable(by: app)) }
         }
         if config.effectiveOptions.contains(.interruptSpokenAudioAndMixWithOthers) {
+            // An alert is non-mixable and this option implies mixWithOthers: no alert gets here.
             let spoken = sessions.values.filter {
-                $0.app != app && $0.isActive && $0.configuration.mode == .spokenAudio && Self.mayInterrupt($0, by: activator)
-                    && !Self.sparesAlert($0, from: activator) && !victims.map(\.0).contains($0.app)
+                $0.app != app && $0.isActive && $0.configuration.mode == .spokenAudio
+                    && Self.mayInterrupt($0, by: activator) && !victims.map(\.0).contains($0.app)
             }.sorted { $0.app < $1.app }
             victims += spoken.map { ($0.app, .spokenAudio(by: app)) }
         }
