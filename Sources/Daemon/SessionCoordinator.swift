@@ -252,7 +252,8 @@ final class SessionCoordinator: FactSink, @unchecked Sendable {
         let by = store.sessions[app]?.interruption?.by
         let recording = recorders.recorders.filter { $0.spec.app == app }.map(\.spec.stream)
         let who = by.map { " by \($0)" } ?? ""
-        let stops = recording.isEmpty ? "" : "; its recording of \(recording.joined(separator: ", ")) stops until it ends"
+        let stops =
+            recording.isEmpty ? "" : "; its recording of \(recording.joined(separator: ", ")) stops until it ends"
         Log.notice("\(app) interrupted\(who) (reason \(reason.name)) at \(now.iso8601)\(stops)")
     }
 
