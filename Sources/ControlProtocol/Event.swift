@@ -88,12 +88,14 @@ public enum Event: Sendable, Equatable {
         let head: [(String, JSONValue)] = [("event", .string(name))] + (app.map { [("app", .string($0))] } ?? [])
         switch self {
         case .interruption(_, let type, let reason, let shouldResume, let by):
-            return .object(
+            var fields: [(String, JSONValue)] =
                 head + [
                     ("type", .string(type.name)), ("typeCode", .number(Double(type.rawValue))),
                     ("reason", .string(reason.name)), ("reasonCode", .number(Double(reason.rawValue))),
                     ("options", shouldResume ? ["shouldResume"] : []),
-                ] + (by.map { [("by", JSONValue.string($0))] } ?? []))
+                ]
+            if let by { fields.append(("by", .string(by))) }
+            return .object(fields)
         case .routeChange(let event):
             return .object(head + event.fields)
         case .silenceSecondaryAudioHint(_, let begin):
