@@ -50,14 +50,14 @@ enum WireFormat {
             inputMuted: session.inputMuted, duckedBy: session.duckedBy,
             override: session.overrideSpeaker ? "speaker" : "none",
             prefersInterruptionOnRouteDisconnect: session.prefersInterruptionOnRouteDisconnect,
-            prefersNoInterruptionsFromSystemAlerts: session.prefersNoInterruptionsFromSystemAlerts,
             streamsRunning: session.streamsRunning, declaredInConfig: session.declaredInConfig,
             routeDescription: routeDescription(session.route, ports: store.ports),
             availableInputs: store.availableInputs(app: session.app).map { portDescription($0, asOutput: false) },
             maximumInputChannels: maximum.input, maximumOutputChannels: maximum.output,
             isOtherAudioPlaying: store.isOtherAudioPlaying(app: session.app),
             secondaryAudioShouldBeSilencedHint: session.secondaryAudioShouldBeSilencedHint,
-            heldBy: session.state == .inactive ? nil : session.holder.map(Int.init))
+            heldBy: session.state == .inactive ? nil : session.holder.map(Int.init),
+            prefersNoInterruptionsFromSystemAlerts: session.prefersNoInterruptionsFromSystemAlerts)
     }
 
     private static func interruption(_ current: Interruption, since: String?) -> SessionInfo.Interruption {

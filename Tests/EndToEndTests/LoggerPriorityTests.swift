@@ -113,7 +113,7 @@ struct LoggerPriorityTests {
         let parser = DateFormatter()
         parser.dateFormat = "yyyy-MM-dd'T'HH:mm:ss"
         parser.timeZone = TimeZone(identifier: "UTC")
-        let sinceTime = try #require(parser.date(from: String(since.prefix(19))), since)
+        let sinceTime = try #require(parser.date(from: String(since.prefix(19))), "\(since)")
         #expect(abs(sinceTime.timeIntervalSince(before)) < 5, "since \(since), activated at \(before)")
         let clock = String(since.split(separator: "T")[1].prefix(8)) + "Z"
         let text = try daemon.recctl("session", "show", "talk").stdout
