@@ -136,7 +136,7 @@ public enum Event: Sendable, Equatable {
             self = .interruption(
                 app: try f.string("app"), type: try f.code("typeCode", namedBy: "type", \.name),
                 reason: try f.code("reasonCode", namedBy: "reason", \.name),
-                shouldResume: try f.strings("options").contains("shouldResume"), by: try f.optionalString("by"))
+                shouldResume: try f.strings("options").contains("shouldResume"), by: try f.newerString("by"))
         case "routeChange":
             self = .routeChange(try RouteChangeEvent(f))
         case "silenceSecondaryAudioHint":

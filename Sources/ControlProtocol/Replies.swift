@@ -192,7 +192,7 @@ public struct WaitingRecorderInfo: ReplyObject {
             app: try f.string("app"), stream: try f.string("stream"), port: try f.string("port"),
             reason: try f.string("reason"), since: try f.string("since"), declared: try f.bool("declared"),
             resumesWhen: try f.optionalString("resumesWhen"), resumeFreeBytes: try f.optionalDouble("resumeFreeBytes"),
-            detail: try f.optionalString("detail"), by: try f.optionalString("by"))
+            detail: try f.optionalString("detail"), by: try f.newerString("by"))
     }
 }
 

@@ -97,7 +97,7 @@ public struct SessionInfo: ReplyObject {
         public init(json: JSONValue) throws(ReplyDecodingError) {
             let f = try ReplyFields(json, "an interruption")
             self.init(
-                reason: try f.string("reason"), by: try f.optionalString("by"), since: try f.optionalString("since"))
+                reason: try f.string("reason"), by: try f.optionalString("by"), since: try f.newerString("since"))
         }
     }
 
@@ -300,7 +300,7 @@ public struct SessionInfo: ReplyObject {
             isOtherAudioPlaying: try f.bool("isOtherAudioPlaying"),
             secondaryAudioShouldBeSilencedHint: try f.bool("secondaryAudioShouldBeSilencedHint"),
             heldBy: try f.optionalInt("heldBy"),
-            prefersNoInterruptionsFromSystemAlerts: try f.bool("prefersNoInterruptionsFromSystemAlerts"))
+            prefersNoInterruptionsFromSystemAlerts: try f.newerBool("prefersNoInterruptionsFromSystemAlerts"))
     }
 }
 
