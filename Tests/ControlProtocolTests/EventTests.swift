@@ -321,7 +321,9 @@ private let optionalEventKeys: Set<String> = [
                 Issue.record("\(event.name).json is not an object")
                 continue
             }
-            for (key, _) in pairs where !optionalEventKeys.contains(key) {
+            // An interruption's `by` is newer than the event (and absent on `ended`); ducked's is not.
+            for (key, _) in pairs
+            where !optionalEventKeys.contains(key) && !(event.name == "interruption" && key == "by") {
                 let without = JSONValue.object(pairs.filter { $0.0 != key })
                 let error = #expect(throws: ReplyDecodingError.self) { try Event(json: without) }
                 #expect(

@@ -139,12 +139,13 @@ private func checkReply<T: ReplyObject>(_ value: T, optionalKeys: Set<String> = 
 
 @Suite struct ReplyTests {
     @Test func sessionsRoundTrip() throws {
-        try checkReply(sampleSession)
-        try checkReply(sampleQuietSession)
+        // Newer than the first version-2 recd: an older one does not send them.
+        try checkReply(sampleSession, optionalKeys: ["prefersNoInterruptionsFromSystemAlerts"])
+        try checkReply(sampleQuietSession, optionalKeys: ["prefersNoInterruptionsFromSystemAlerts"])
         try checkReply(sampleSession.route)
         try checkReply(sampleSession.preferences)
         try checkReply(sampleSession.actual)
-        try checkReply(sampleSession.interruption!)
+        try checkReply(sampleSession.interruption!, optionalKeys: ["since"])
         try checkReply(sampleSession.ignoredOptions[0])
         try checkReply(sampleSession.bandwidth[0])
         try checkReply(sampleSession.routeDescription)
@@ -224,11 +225,17 @@ private func checkReply<T: ReplyObject>(_ value: T, optionalKeys: Set<String> = 
         // waiting; its list is all of the sessions).
         try checkReply(sampleStatus, optionalKeys: ["waiting", "sessionCount"])
         try checkReply(sampleDisconnectedStatus, optionalKeys: ["waiting", "sessionCount"])
-        try checkReply(sampleWaiting)
+        try checkReply(sampleWaiting, optionalKeys: ["by"])
         try checkReply(
             WaitingRecorderInfo(
                 app: "desk", stream: "line", port: "line", reason: "stop", since: "2026-12-01T10:50:00Z",
-                declared: false, resumesWhen: nil, detail: "`recctl record start desk` starts it"))
+                declared: false, resumesWhen: nil, detail: "`recctl record start desk` starts it"),
+            optionalKeys: ["by"])
+        try checkReply(
+            WaitingRecorderInfo(
+                app: "logger", stream: "mic", port: "mic", reason: "interruption", since: "2026-12-01T10:50:00Z",
+                declared: true, resumesWhen: "the interruption ends (with auto_resume)", by: "voice"),
+            optionalKeys: ["by"])
         var older = sampleStatus.json.objectValue ?? []
         older.removeAll { $0.0 == "waiting" }
         #expect(try StatusInfo(json: .object(older)).waiting.isEmpty)
