@@ -56,7 +56,7 @@ struct LoggerPriorityTests {
             daemon.recctl("session", "set", "radio", "--category", "playback", "--options", "mixWithOthers").status == 0)
         #expect(try daemon.recctl("session", "activate", "radio").status == 0)
         usleep(500_000)
-        let show = try #require(daemon.recctl("--json", "session", "show", "logger").json?["session"])
+        let show = try #require(daemon.recctl("--json", "session", "show", "logger").json)
         #expect(show["state"] == "active", "\(show.jsonText)")
         #expect(show["priority"] == "logger")
         let now = try Self.recorders(daemon, of: "logger")
@@ -82,7 +82,7 @@ struct LoggerPriorityTests {
             let result = try daemon.recctl(arguments: command)
             try #require(result.status == 0, "\(command): \(result.stderr)")
         }
-        #expect(try daemon.recctl("--json", "session", "show", "talk").json?["session"]?[
+        #expect(try daemon.recctl("--json", "session", "show", "talk").json?[
             "prefersNoInterruptionsFromSystemAlerts"] == true)
         let watcher = try daemon.watch()
         try #require(daemon.recctl("record", "start", "talk", "--input", "mic").status == 0)
@@ -91,7 +91,7 @@ struct LoggerPriorityTests {
         // The alert activates beside it: nothing is interrupted.
         try #require(daemon.recctl("session", "activate", "chime").status == 0)
         usleep(300_000)
-        #expect(try daemon.recctl("--json", "session", "show", "talk").json?["session"]?["state"] == "active")
+        #expect(try daemon.recctl("--json", "session", "show", "talk").json?["state"] == "active")
         #expect(try Self.recorders(daemon, of: "talk").count == 1)
         #expect(!watcher.events.contains { $0["event"] == "interruption" && $0["app"] == "talk" })
 
@@ -106,7 +106,7 @@ struct LoggerPriorityTests {
         watcher.waitFor(timeout: 10) { $0["event"] == "recording" && $0["app"] == "talk" && $0["state"] == "stopped" }
 
         // session show, JSON and text.
-        let session = try #require(daemon.recctl("--json", "session", "show", "talk").json?["session"])
+        let session = try #require(daemon.recctl("--json", "session", "show", "talk").json)
         #expect(session["state"] == "interrupted")
         #expect(session["interruption"]?["by"] == "chime", "\(session.jsonText)")
         let since = try #require(session["interruption"]?["since"]?.stringValue, "\(session.jsonText)")
@@ -141,7 +141,7 @@ struct LoggerPriorityTests {
         #expect(bad.status == 2, "\(bad.stderr)")
         #expect(bad.stderr.contains("--prefers-no-system-alerts must be on or off"), "\(bad.stderr)")
         try daemon.restart()
-        let session = try #require(daemon.recctl("--json", "session", "show", "talk").json?["session"])
+        let session = try #require(daemon.recctl("--json", "session", "show", "talk").json)
         #expect(session["prefersNoInterruptionsFromSystemAlerts"] == true, "\(session.jsonText)")
     }
 }
