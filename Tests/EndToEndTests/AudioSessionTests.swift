@@ -79,10 +79,12 @@ struct AudioSessionLibraryTests {
         #expect(shown?["prefersNoInterruptionsFromSystemAlerts"] == true)
         try session.setCategory(.playback)
         #expect(try session.prefersNoInterruptionsFromSystemAlerts == true, "session.set without it leaves it")
-        try daemon.restart()
-        #expect(try eventually(timeout: 5) { (try? session.prefersNoInterruptionsFromSystemAlerts) == true })
         try session.setPrefersNoInterruptionsFromSystemAlerts(false)
         #expect(try session.prefersNoInterruptionsFromSystemAlerts == false)
+        try session.setPrefersNoInterruptionsFromSystemAlerts(true)
+        // No call after the restart: the library re-applies what it remembers as it reconnects.
+        try daemon.restart()
+        #expect(try eventually(timeout: 5) { (try? session.prefersNoInterruptionsFromSystemAlerts) == true })
     }
 
     @Test("setCategory, setActive, currentRoute, availableInputs and the hints; rejected calls throw SPEC §2 codes")
