@@ -79,7 +79,7 @@ public func fuzzOneInput(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
         guard let op = bytes.next(), let which = bytes.next() else { break }
         let session = [live, nil, freed][Int(which) % 3]
         let out: UnsafeMutablePointer<Int32>? = which & 4 == 0 ? resultSlot : nil
-        switch op % 18 {
+        switch op % 20 {
         case 0:
             let category = takeString(&bytes)
             let mode = takeString(&bytes)
@@ -113,6 +113,8 @@ public func fuzzOneInput(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
         case 14: _ = as_set_media_services_callback(session, which & 8 == 0 ? onFlag : nil, nil)
         case 15: _ = as_set_input_mute_callback(session, which & 8 == 0 ? onFlag : nil, nil)
         case 16: _ = as_last_error_message(session).map { strlen($0) }
+        case 17: _ = as_set_prefers_no_interruptions_from_system_alerts(session, Int32(Int8(bitPattern: bytes.next() ?? 0)))
+        case 18: _ = as_prefers_no_interruptions_from_system_alerts(session, out)
         default: _ = as_error_name(Int32(bitPattern: UInt32(bytes.next() ?? 0) << 24 | UInt32(which)))
         }
     }

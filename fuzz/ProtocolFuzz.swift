@@ -33,7 +33,8 @@ func exercise(_ line: String) {
         for key in [
             "app", "category", "mode", "options", "policy", "mic_usage", "input", "stream", "file", "to", "port",
             "bus", "since", "path", "muted", "notify_others", "force", "sample_rate", "io_buffer",
-            "input_channels", "output_channels", "clear", "prefers_interruption_on_route_disconnect", "id", "v", "op",
+            "input_channels", "output_channels", "clear", "prefers_interruption_on_route_disconnect",
+            "prefersNoInterruptionsFromSystemAlerts", "id", "v", "op",
         ] {
             _ = request.has(key)
             _ = try? request.optionalString(key)

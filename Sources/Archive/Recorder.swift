@@ -195,8 +195,11 @@ public final class Recorder: @unchecked Sendable {
     }
 
     /// Asks the archiver to drain what the source holds, finish the open segments with
-    /// `reason` and end. Returns at once; `.stopped` follows.
-    public func requestStop(reason: EndReason = .stop) { control.requestStop(reason) }
+    /// `reason` (and `comments` beside END_REASON: who interrupted) and end. Returns at once;
+    /// `.stopped` follows.
+    public func requestStop(reason: EndReason = .stop, comments: [VorbisComment] = []) {
+        control.requestStop(reason, comments: comments)
+    }
 
     /// `requestStop` and `waitUntilStopped`.
     public func stop(reason: EndReason = .stop) {

@@ -44,6 +44,9 @@ public enum CommentName {
     public static let encoder = "ENCODER"
     public static let date = "DATE"
     public static let endReason = "END_REASON"
+    /// Beside `END_REASON=interruption`: who interrupted (the app whose activation did, or
+    /// the input port whose hardware switch muted it).
+    public static let interruptedBy = "INTERRUPTED_BY"
     /// `pos+len,pos+len`: frames missing after `pos` frames of this file.
     public static let gaps = "GAPS"
     /// Present when not every gap fitted in the file's padding: the total number of gaps.

@@ -109,6 +109,20 @@ public final class AudioSession: Sendable {
         core.remember { $0.preferredInput = name }
     }
 
+    /// AVAudioSession's `setPrefersNoInterruptionsFromSystemAlerts(_:)` (iOS 14.5): true, and
+    /// the activation of a system-alert-class session (a non-mixable playback session in mode
+    /// voicePrompt, priority normal) no longer interrupts this one; higher-priority ones still
+    /// do (docs/protocol.md). Sent with `session.prefer`; kept by recd across its restarts.
+    public func setPrefersNoInterruptionsFromSystemAlerts(_ prefers: Bool) throws(AudioSessionError) {
+        _ = try core.call(.sessionPrefer(PreferenceChange(app: app, prefersNoInterruptionsFromSystemAlerts: prefers)))
+        core.remember { $0.prefersNoInterruptionsFromSystemAlerts = prefers }
+    }
+
+    /// Whether system-alert-class sessions leave this one running (`session.show`).
+    public var prefersNoInterruptionsFromSystemAlerts: Bool {
+        get throws(AudioSessionError) { try sessionInfo().prefersNoInterruptionsFromSystemAlerts }
+    }
+
     /// `session.override`: speaker (playAndRecord only; lasts until the next route change) or none.
     public func overrideOutputAudioPort(_ port: PortOverride) throws(AudioSessionError) {
         _ = try core.call(.sessionOverride(app: app, speaker: port == .speaker))
@@ -234,6 +248,7 @@ struct AppliedConfiguration: Sendable {
     var settings: SessionSettings?
     var preferredInput: String?
     var speakerOverride = false
+    var prefersNoInterruptionsFromSystemAlerts: Bool?
     var attachments: [AttachRequest] = []
     var active = false
 }

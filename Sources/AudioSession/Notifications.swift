@@ -52,7 +52,7 @@ public enum AudioSessionNotification: Sendable, Equatable, CustomStringConvertib
     /// (player, recording, ducked, session, permission, ...).
     init?(event: Event) {
         switch event {
-        case .interruption(_, let type, let reason, let shouldResume):
+        case .interruption(_, let type, let reason, let shouldResume, _):
             self = .interruption(type: type, options: shouldResume ? .shouldResume : [], reason: reason)
         case .routeChange(let change):
             self = .routeChange(reason: change.reason, previousRoute: change.previousRouteDescription)

@@ -241,7 +241,7 @@ final class SessionCore: Sendable {
         switch event {
         case .session(app, let state):
             remember { $0.active = state == .active }
-        case .sessionDeleted(app), .interruption(app, .began, _, _), .mediaServicesWereLost:
+        case .sessionDeleted(app), .interruption(app, .began, _, _, _), .mediaServicesWereLost:
             remember { $0.active = false }
         default:
             break
@@ -263,6 +263,9 @@ final class SessionCore: Sendable {
         if let settings = wanted.settings { _ = try? call(.sessionSet(settings)) }
         if let input = wanted.preferredInput { _ = try? call(.sessionPrefer(PreferenceChange(app: app, input: input))) }
         if wanted.speakerOverride { _ = try? call(.sessionOverride(app: app, speaker: true)) }
+        if let prefers = wanted.prefersNoInterruptionsFromSystemAlerts {
+            _ = try? call(.sessionPrefer(PreferenceChange(app: app, prefersNoInterruptionsFromSystemAlerts: prefers)))
+        }
         reattach()
         if wanted.active { _ = try? call(.sessionActivate(app: app, hold: true)) }
     }

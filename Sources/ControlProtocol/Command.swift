@@ -49,12 +49,15 @@ public struct SessionSettings: Sendable, Equatable {
     /// `.none`: leave the description as it is; `.some(nil)`: clear it.
     public var micUsage: String??
     public var prefersInterruptionOnRouteDisconnect: Bool?
+    /// nil leaves it as it is.
+    public var prefersNoInterruptionsFromSystemAlerts: Bool?
 
     public init(
         app: String, category: Category, mode: Mode = .default, options: Set<CategoryOption> = [],
         policy: RouteSharingPolicy = .default, micUsage: String?? = .none,
-        prefersInterruptionOnRouteDisconnect: Bool? = nil
+        prefersInterruptionOnRouteDisconnect: Bool? = nil, prefersNoInterruptionsFromSystemAlerts: Bool? = nil
     ) {
+        self.prefersNoInterruptionsFromSystemAlerts = prefersNoInterruptionsFromSystemAlerts
         self.app = app
         self.category = category
         self.mode = mode
@@ -76,11 +79,15 @@ public struct PreferenceChange: Sendable, Equatable {
     public var ioBuffer: Double?
     public var inputChannels: Int?
     public var outputChannels: Int?
+    /// Not a hardware preference (`clear` leaves it), but set here too so that a client changes
+    /// it without restating its configuration (AVAudioSession's own setter).
+    public var prefersNoInterruptionsFromSystemAlerts: Bool?
 
     public init(
         app: String, clear: Bool = false, input: String? = nil, sampleRate: Double? = nil, ioBuffer: Double? = nil,
-        inputChannels: Int? = nil, outputChannels: Int? = nil
+        inputChannels: Int? = nil, outputChannels: Int? = nil, prefersNoInterruptionsFromSystemAlerts: Bool? = nil
     ) {
+        self.prefersNoInterruptionsFromSystemAlerts = prefersNoInterruptionsFromSystemAlerts
         self.app = app
         self.clear = clear
         self.input = input
@@ -257,7 +264,9 @@ public enum Command: Sendable, Equatable {
                     mode: try Vocabulary.mode(try a.optionalString("mode") ?? "default"), options: options,
                     policy: try Vocabulary.policy(try a.optionalString("policy") ?? "default"),
                     micUsage: a.has("micUsage") ? .some(try a.optionalString("micUsage")) : .none,
-                    prefersInterruptionOnRouteDisconnect: try a.optionalBool("prefersInterruptionOnRouteDisconnect")))
+                    prefersInterruptionOnRouteDisconnect: try a.optionalBool("prefersInterruptionOnRouteDisconnect"),
+                    prefersNoInterruptionsFromSystemAlerts: try a.optionalBool(
+                        "prefersNoInterruptionsFromSystemAlerts")))
         case .sessionActivate:
             self = .sessionActivate(app: try a.string("app"), hold: try a.optionalBool("hold") ?? false)
         case .sessionDeactivate:
@@ -270,7 +279,9 @@ public enum Command: Sendable, Equatable {
                     app: try a.string("app"), clear: try a.optionalBool("clear") ?? false,
                     input: try a.optionalString("input"), sampleRate: try a.optionalDouble("sampleRate"),
                     ioBuffer: try a.optionalDouble("ioBuffer"), inputChannels: try a.optionalInt("inputChannels"),
-                    outputChannels: try a.optionalInt("outputChannels")))
+                    outputChannels: try a.optionalInt("outputChannels"),
+                    prefersNoInterruptionsFromSystemAlerts: try a.optionalBool(
+                        "prefersNoInterruptionsFromSystemAlerts")))
         case .sessionOverride:
             let app = try a.string("app")
             let port = try a.string("port")
@@ -415,6 +426,7 @@ public enum Command: Sendable, Equatable {
             fields.add("policy", settings.policy.rawValue)
             if case .some(let text) = settings.micUsage { fields.add("micUsage", text.map { JSONValue.string($0) } ?? .null) }
             fields.add("prefersInterruptionOnRouteDisconnect", settings.prefersInterruptionOnRouteDisconnect)
+            fields.add("prefersNoInterruptionsFromSystemAlerts", settings.prefersNoInterruptionsFromSystemAlerts)
         case .sessionDeactivate(let app, let notifyOthers, let force):
             fields.add("app", app)
             fields.add("notifyOthers", notifyOthers)
@@ -427,6 +439,7 @@ public enum Command: Sendable, Equatable {
             fields.add("ioBuffer", change.ioBuffer)
             fields.add("inputChannels", change.inputChannels.map(Double.init))
             fields.add("outputChannels", change.outputChannels.map(Double.init))
+            fields.add("prefersNoInterruptionsFromSystemAlerts", change.prefersNoInterruptionsFromSystemAlerts)
         case .sessionOverride(let app, let speaker):
             fields.add("app", app)
             fields.add("port", speaker ? "speaker" : "none")

@@ -12,8 +12,9 @@ import SessionPolicy
 
 /// One event of recd's, from the daemon to the clients that watch (`watch`).
 public enum Event: Sendable, Equatable {
-    /// `interruption`: another session took the audio (began) or gave it back (ended).
-    case interruption(app: String, type: InterruptionType, reason: InterruptionReason, shouldResume: Bool)
+    /// `interruption`: another session took the audio (began) or gave it back (ended). `by`:
+    /// who interrupted (an app, or a muted port) on `began`; nil on `ended` and for a lost output.
+    case interruption(app: String, type: InterruptionType, reason: InterruptionReason, shouldResume: Bool, by: String?)
     /// `routeChange`: the session's route changed.
     case routeChange(RouteChangeEvent)
     /// `silenceSecondaryAudioHint`: another session's primary audio started (begin) or stopped.
@@ -69,7 +70,7 @@ public enum Event: Sendable, Equatable {
     /// The application the event is about; nil for a global event (every watcher gets it).
     public var app: String? {
         switch self {
-        case .interruption(let app, _, _, _), .silenceSecondaryAudioHint(let app, _), .ducked(let app, _, _),
+        case .interruption(let app, _, _, _, _), .silenceSecondaryAudioHint(let app, _), .ducked(let app, _, _),
             .unducked(let app), .inputMuteStateChange(let app, _), .permission(let app, _), .session(let app, _),
             .sessionDeleted(let app), .attachmentDetached(let app, _, _):
             app
@@ -86,13 +87,15 @@ public enum Event: Sendable, Equatable {
     public var json: JSONValue {
         let head: [(String, JSONValue)] = [("event", .string(name))] + (app.map { [("app", .string($0))] } ?? [])
         switch self {
-        case .interruption(_, let type, let reason, let shouldResume):
-            return .object(
+        case .interruption(_, let type, let reason, let shouldResume, let by):
+            var fields: [(String, JSONValue)] =
                 head + [
                     ("type", .string(type.name)), ("typeCode", .number(Double(type.rawValue))),
                     ("reason", .string(reason.name)), ("reasonCode", .number(Double(reason.rawValue))),
                     ("options", shouldResume ? ["shouldResume"] : []),
-                ])
+                ]
+            if let by { fields.append(("by", .string(by))) }
+            return .object(fields)
         case .routeChange(let event):
             return .object(head + event.fields)
         case .silenceSecondaryAudioHint(_, let begin):
@@ -133,7 +136,7 @@ public enum Event: Sendable, Equatable {
             self = .interruption(
                 app: try f.string("app"), type: try f.code("typeCode", namedBy: "type", \.name),
                 reason: try f.code("reasonCode", namedBy: "reason", \.name),
-                shouldResume: try f.strings("options").contains("shouldResume"))
+                shouldResume: try f.strings("options").contains("shouldResume"), by: try f.newerString("by"))
         case "routeChange":
             self = .routeChange(try RouteChangeEvent(f))
         case "silenceSecondaryAudioHint":

@@ -158,11 +158,14 @@ public struct WaitingRecorderInfo: ReplyObject {
     public var resumeFreeBytes: Double?
     /// Why it could not start, or what starts it.
     public var detail: String?
+    /// For `interruption`: who interrupted (an app, or a muted port).
+    public var by: String?
 
     public init(
         app: String, stream: String, port: String, reason: String, since: String, declared: Bool,
-        resumesWhen: String?, resumeFreeBytes: Double? = nil, detail: String? = nil
+        resumesWhen: String?, resumeFreeBytes: Double? = nil, detail: String? = nil, by: String? = nil
     ) {
+        self.by = by
         self.app = app
         self.stream = stream
         self.port = port
@@ -179,6 +182,7 @@ public struct WaitingRecorderInfo: ReplyObject {
             "app": .string(app), "stream": .string(stream), "port": .string(port), "reason": .string(reason),
             "since": .string(since), "declared": .bool(declared), "resumesWhen": JSONValue(resumesWhen),
             "resumeFreeBytes": resumeFreeBytes.map { .number($0) } ?? .null, "detail": JSONValue(detail),
+            "by": JSONValue(by),
         ]
     }
 
@@ -188,7 +192,7 @@ public struct WaitingRecorderInfo: ReplyObject {
             app: try f.string("app"), stream: try f.string("stream"), port: try f.string("port"),
             reason: try f.string("reason"), since: try f.string("since"), declared: try f.bool("declared"),
             resumesWhen: try f.optionalString("resumesWhen"), resumeFreeBytes: try f.optionalDouble("resumeFreeBytes"),
-            detail: try f.optionalString("detail"))
+            detail: try f.optionalString("detail"), by: try f.newerString("by"))
     }
 }
 

@@ -136,6 +136,17 @@ struct ReplyFields {
         return try strings(key)
     }
 
+    /// A string that an older recd does not send (nil when missing or null).
+    func newerString(_ key: String) throws(ReplyDecodingError) -> String? {
+        guard let item = value[key], !item.isNull else { return nil }
+        return try string(key)
+    }
+
+    /// A flag that an older recd does not send (false when missing).
+    func newerBool(_ key: String) throws(ReplyDecodingError) -> Bool {
+        value[key] == nil ? false : try bool(key)
+    }
+
     func object<T: ReplyObject>(_ key: String, as type: T.Type = T.self) throws(ReplyDecodingError) -> T {
         try T(json: try any(key))
     }

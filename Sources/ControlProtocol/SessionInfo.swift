@@ -79,21 +79,25 @@ public struct SessionInfo: ReplyObject {
         }
     }
 
-    /// Why the session is interrupted and by whom (an app or a port; nil for a route loss).
+    /// Why the session is interrupted, by whom (an app or a port; nil for a route loss) and
+    /// since when (ISO 8601, UTC; nil when recd did not see it begin: before a restart).
     public struct Interruption: ReplyObject {
         public var reason: String
         public var by: String?
+        public var since: String?
 
-        public init(reason: String, by: String?) {
+        public init(reason: String, by: String?, since: String? = nil) {
             self.reason = reason
             self.by = by
+            self.since = since
         }
 
-        public var json: JSONValue { ["reason": .string(reason), "by": JSONValue(by)] }
+        public var json: JSONValue { ["reason": .string(reason), "by": JSONValue(by), "since": JSONValue(since)] }
 
         public init(json: JSONValue) throws(ReplyDecodingError) {
             let f = try ReplyFields(json, "an interruption")
-            self.init(reason: try f.string("reason"), by: try f.optionalString("by"))
+            self.init(
+                reason: try f.string("reason"), by: try f.optionalString("by"), since: try f.newerString("since"))
         }
     }
 
@@ -195,6 +199,8 @@ public struct SessionInfo: ReplyObject {
     /// `speaker` or `none`.
     public var override: String
     public var prefersInterruptionOnRouteDisconnect: Bool
+    /// System-alert-class sessions do not interrupt it (docs/protocol.md).
+    public var prefersNoInterruptionsFromSystemAlerts: Bool
     public var streamsRunning: Bool
     public var declaredInConfig: Bool
     /// Another session's players play.
@@ -210,7 +216,8 @@ public struct SessionInfo: ReplyObject {
         override: String, prefersInterruptionOnRouteDisconnect: Bool, streamsRunning: Bool, declaredInConfig: Bool,
         routeDescription: RouteDescriptionInfo = .init(), availableInputs: [PortDescriptionInfo] = [],
         maximumInputChannels: Int = 0, maximumOutputChannels: Int = 0, isOtherAudioPlaying: Bool = false,
-        secondaryAudioShouldBeSilencedHint: Bool = false, heldBy: Int? = nil
+        secondaryAudioShouldBeSilencedHint: Bool = false, heldBy: Int? = nil,
+        prefersNoInterruptionsFromSystemAlerts: Bool = false
     ) {
         self.app = app
         self.heldBy = heldBy
@@ -236,6 +243,7 @@ public struct SessionInfo: ReplyObject {
         self.duckedBy = duckedBy
         self.override = override
         self.prefersInterruptionOnRouteDisconnect = prefersInterruptionOnRouteDisconnect
+        self.prefersNoInterruptionsFromSystemAlerts = prefersNoInterruptionsFromSystemAlerts
         self.streamsRunning = streamsRunning
         self.declaredInConfig = declaredInConfig
         self.routeDescription = routeDescription
@@ -262,6 +270,7 @@ public struct SessionInfo: ReplyObject {
             "recordPermission": .string(recordPermission), "inputMuted": .bool(inputMuted),
             "duckedBy": JSONValue(duckedBy), "override": .string(override),
             "prefersInterruptionOnRouteDisconnect": .bool(prefersInterruptionOnRouteDisconnect),
+            "prefersNoInterruptionsFromSystemAlerts": .bool(prefersNoInterruptionsFromSystemAlerts),
             "streamsRunning": .bool(streamsRunning), "declaredInConfig": .bool(declaredInConfig),
             "isOtherAudioPlaying": .bool(isOtherAudioPlaying),
             "secondaryAudioShouldBeSilencedHint": .bool(secondaryAudioShouldBeSilencedHint),
@@ -290,7 +299,8 @@ public struct SessionInfo: ReplyObject {
             maximumOutputChannels: try f.int("maximumOutputChannels"),
             isOtherAudioPlaying: try f.bool("isOtherAudioPlaying"),
             secondaryAudioShouldBeSilencedHint: try f.bool("secondaryAudioShouldBeSilencedHint"),
-            heldBy: try f.optionalInt("heldBy"))
+            heldBy: try f.optionalInt("heldBy"),
+            prefersNoInterruptionsFromSystemAlerts: try f.newerBool("prefersNoInterruptionsFromSystemAlerts"))
     }
 }
 

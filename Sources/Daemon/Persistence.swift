@@ -22,6 +22,7 @@ struct PersistedState {
         var preferences: HardwarePreferences
         var inputMuted: Bool
         var prefersInterruption: Bool
+        var prefersNoSystemAlerts = false
     }
 
     var sessions: [SessionRecord] = []
@@ -32,7 +33,8 @@ struct PersistedState {
             SessionRecord(
                 app: $0.app, ownerUID: $0.ownerUID, configuration: $0.configuration, micUsage: $0.micUsage,
                 preferences: $0.preferences, inputMuted: $0.inputMuted,
-                prefersInterruption: $0.prefersInterruptionOnRouteDisconnect)
+                prefersInterruption: $0.prefersInterruptionOnRouteDisconnect,
+                prefersNoSystemAlerts: $0.prefersNoInterruptionsFromSystemAlerts)
         }
         permissions = store.permissions
     }
@@ -53,6 +55,7 @@ struct PersistedState {
                     "preferences": WireFormat.preferences(record.preferences),
                     "input_muted": .bool(record.inputMuted),
                     "prefers_interruption": .bool(record.prefersInterruption),
+                    "prefers_no_system_alerts": .bool(record.prefersNoSystemAlerts),
                 ]
             })),
             ("permissions", .object(permissions.sorted { $0.key < $1.key }.map { ($0.key, .string($0.value.rawValue)) })),
@@ -83,7 +86,8 @@ struct PersistedState {
                         ioBufferDuration: prefs?["ioBufferDuration"]?.doubleValue, inputChannels: prefs?["inputChannels"]?.intValue,
                         outputChannels: prefs?["outputChannels"]?.intValue),
                     inputMuted: item["input_muted"]?.boolValue ?? false,
-                    prefersInterruption: item["prefers_interruption"]?.boolValue ?? false))
+                    prefersInterruption: item["prefers_interruption"]?.boolValue ?? false,
+                    prefersNoSystemAlerts: item["prefers_no_system_alerts"]?.boolValue ?? false))
             } catch {
                 warn("skipping persisted session \(app): \(error)")
             }

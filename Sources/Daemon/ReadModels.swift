@@ -11,7 +11,9 @@ import SessionPolicy
 extension SessionCoordinator {
     func sessionInfo(_ session: Session) -> SessionInfo {
         let actual = engine.actualHardware(route: session.route, preferences: session.preferences)
-        return WireFormat.session(session, store: store, actual: actual)
+        return WireFormat.session(
+            session, store: store, actual: actual,
+            interruptedSince: session.interruption == nil ? nil : interruptedSince[session.app])
     }
 
     /// The engine groups of `app`'s route ports and, for the monitoring buses' owner, its

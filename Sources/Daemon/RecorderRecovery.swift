@@ -43,6 +43,8 @@ struct WaitingRecorder: Equatable {
     var declared: Bool
     /// Why it could not start, for one that tried.
     var detail: String?
+    /// Who interrupted it, for an interruption.
+    var by: String?
     /// Not tried again before this (monotonic seconds): a start that failed is not retried
     /// every tick.
     var retryAt = -Double.infinity
@@ -99,13 +101,16 @@ struct RecorderRecovery {
 
     /// Records why `spec` is not running. An entry of the same stream is replaced; it keeps
     /// its first time when the stream was already waiting.
-    mutating func wait(_ spec: RecorderSpec, cause: StopCause, declared: Bool, detail: String? = nil) {
+    mutating func wait(
+        _ spec: RecorderSpec, cause: StopCause, declared: Bool, detail: String? = nil, by: String? = nil
+    ) {
         let earlier = entry(app: spec.app, stream: spec.stream)
         if cause == .diskFull { roomy = false }
         waiting.removeAll { $0.spec.app == spec.app && $0.spec.stream == spec.stream }
         waiting.append(
             WaitingRecorder(
-                spec: spec, cause: cause, since: earlier?.since ?? UTCTime.now(), declared: declared, detail: detail))
+                spec: spec, cause: cause, since: earlier?.since ?? UTCTime.now(), declared: declared, detail: detail,
+                by: by))
     }
 
     mutating func remove(where condition: (WaitingRecorder) -> Bool) { waiting.removeAll(where: condition) }
@@ -171,7 +176,8 @@ struct RecorderRecovery {
                 resumeFreeBytes: entry.cause == .diskFull
                     ? space.map { Double(lowWaterBytes(totalBytes: $0.totalBytes)) } : nil,
                 detail: entry.detail
-                    ?? (entry.cause == .stop ? "`recctl record start \(entry.spec.app)` starts it" : nil))
+                    ?? (entry.cause == .stop ? "`recctl record start \(entry.spec.app)` starts it" : nil),
+                by: entry.by)
         }
     }
 

@@ -16,11 +16,14 @@ import SystemSupport
 
 extension RecorderService {
 
-    /// An interruption: `app`'s recorders stop and are kept to start again on resume.
-    func suspendAll(of app: String) {
+    /// An interruption by `by` (an app, a muted port; nil for a lost output): `app`'s
+    /// recorders stop and are kept to start again on resume. Their segments end with
+    /// END_REASON=interruption and INTERRUPTED_BY naming who.
+    func suspendAll(of app: String, by: String?) {
+        let comments = by.map { [VorbisComment(CommentName.interruptedBy, $0)] } ?? []
         for stream in of(app) {
-            recovery.wait(stream.spec, cause: .interruption, declared: isDeclared(app))
-            stop(stream, reason: .interruption)
+            recovery.wait(stream.spec, cause: .interruption, declared: isDeclared(app), by: by)
+            stop(stream, reason: .interruption, comments: comments)
         }
     }
 

@@ -333,11 +333,11 @@ final class RecorderService: @unchecked Sendable {
     /// drains what was captured and finishes the open segment on its own thread (a final
     /// flush and fdatasync, which take long on a busy disk), and `finishStop` follows its
     /// `.stopped` event.
-    func stop(_ stream: RecorderStream, reason: EndReason, continued: Bool = false) {
+    func stop(_ stream: RecorderStream, reason: EndReason, continued: Bool = false, comments: [VorbisComment] = []) {
         guard !stream.stopping else { return }
         stream.stopping = true
         stream.continued = continued
-        stream.recorder.requestStop(reason: reason)
+        stream.recorder.requestStop(reason: reason, comments: comments)
         engine.removeCaptureTap(stream.tap)
         recorders.removeAll { $0 === stream }
         stopping.append(stream)

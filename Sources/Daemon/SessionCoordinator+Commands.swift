@@ -177,6 +177,9 @@ extension SessionCoordinator {
         if let prefers = settings.prefersInterruptionOnRouteDisconnect {
             apply(try store.setPrefersInterruptionOnRouteDisconnect(app: app, prefers))
         }
+        if let prefers = settings.prefersNoInterruptionsFromSystemAlerts {
+            apply(try store.setPrefersNoInterruptionsFromSystemAlerts(app: app, prefers))
+        }
         return try sessionFields(app)
     }
 
@@ -190,6 +193,9 @@ extension SessionCoordinator {
         if let count = change.outputChannels { prefs.outputChannels = count }
         let before = try store.session(app).preferences
         apply(try store.setPreferences(app: app, prefs))
+        if let prefers = change.prefersNoInterruptionsFromSystemAlerts {
+            apply(try store.setPrefersNoInterruptionsFromSystemAlerts(app: app, prefers))
+        }
         applyChannelPreferences(of: app, before: before, after: prefs)
         var fields: [(String, JSONValue)] = []
         if let duration = change.ioBuffer, engine.isRunning, let note = engine.applyBufferPreference(duration) {

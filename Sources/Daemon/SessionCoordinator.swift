@@ -69,6 +69,10 @@ final class SessionCoordinator: FactSink, @unchecked Sendable {
         var recorders: [JSONValue]
     }
     var pendingStops: [PendingStop] = []
+    /// When each interrupted session's interruption began (ISO 8601, UTC): the policy keeps no
+    /// clock, so the coordinator notes the time as the `began` goes out. Read only while the
+    /// policy says the session is interrupted; a later `began` replaces it.
+    private(set) var interruptedSince: [String: String] = [:]
 
     // The loop between facts and effects (`settle`).
     private var effectQueue: [PolicyEffect] = []
@@ -138,6 +142,7 @@ final class SessionCoordinator: FactSink, @unchecked Sendable {
                     case .sessionDeleted, .sessionChanged, .recordPermission: persist = true
                     default: break
                     }
+                    if case .interruption(let app, .began, let reason, _) = effect { noteInterruption(of: app, reason) }
                     if let event = WireFormat.event(effect, store: store) { broadcast(event) }
                 } else {
                     effectQueue += absorb(factQueue.removeFirst())
@@ -176,7 +181,7 @@ final class SessionCoordinator: FactSink, @unchecked Sendable {
         switch effect {
         case .pauseStreams(let app, _):
             players.pauseAll(of: app, cause: .interruption)
-            recorders.suspendAll(of: app)
+            recorders.suspendAll(of: app, by: store.sessions[app]?.interruption?.by)
         case .stopStreams(let app, let reason):
             players.stopAll(of: app, reason: reason.rawValue)
             recorders.stopAll(of: app, reason: reason)
@@ -216,6 +221,19 @@ final class SessionCoordinator: FactSink, @unchecked Sendable {
         case .interruption, .mediaServicesWereLost, .mediaServicesWereReset, .silenceSecondaryAudioHint:
             break
         }
+    }
+
+    /// An interruption began: note since when, and say in the log who interrupted and what it
+    /// stopped (an operator reading the journal after a gap in a logger's archive finds it).
+    private func noteInterruption(of app: String, _ reason: InterruptionReason) {
+        let now = UTCTime.now()
+        interruptedSince[app] = now.iso8601
+        let by = store.sessions[app]?.interruption?.by
+        let recording = recorders.recorders.filter { $0.spec.app == app }.map(\.spec.stream)
+        let who = by.map { " by \($0)" } ?? ""
+        let stops =
+            recording.isEmpty ? "" : "; its recording of \(recording.joined(separator: ", ")) stops until it ends"
+        Log.notice("\(app) interrupted\(who) (reason \(reason.name)) at \(now.iso8601)\(stops)")
     }
 
     func announceState(_ app: String) {

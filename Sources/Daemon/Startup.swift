@@ -356,6 +356,7 @@ enum SessionDeclarations {
                 session.micUsage = nil
             }
             session.prefersInterruptionOnRouteDisconnect = record.prefersInterruption
+            session.prefersNoInterruptionsFromSystemAlerts = record.prefersNoSystemAlerts
             store.insert(session, configuration: record.configuration, preferences: record.preferences, inputMuted: record.inputMuted)
         }
         for (app, permission) in persisted.permissions { _ = store.setPermission(app: app, permission) }

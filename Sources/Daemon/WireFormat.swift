@@ -29,7 +29,10 @@ enum WireFormat {
             outputs: route.outputs.map { describe($0, asOutput: true) })
     }
 
-    static func session(_ session: Session, store: SessionStore, actual: ActualHardware) -> SessionInfo {
+    /// `interruptedSince`: when the session's interruption began (ISO 8601, UTC), if recd knows.
+    static func session(
+        _ session: Session, store: SessionStore, actual: ActualHardware, interruptedSince: String? = nil
+    ) -> SessionInfo {
         let config = session.configuration
         let maximum = store.maximumChannels(app: session.app)
         return SessionInfo(
@@ -39,7 +42,8 @@ enum WireFormat {
             ignoredOptions: config.ignoredOptions.map { .init(option: $0.option.rawValue, why: $0.why) },
             policy: config.policy.rawValue, priority: session.priority.rawValue, background: session.background,
             autoResume: session.autoResume, micUsage: session.micUsage, state: session.state.rawValue,
-            interruption: session.interruption.map(interruption), route: routeInfo(session.route),
+            interruption: session.interruption.map { interruption($0, since: interruptedSince) },
+            route: routeInfo(session.route),
             bandwidth: store.bandwidths(app: session.app).map { .init(port: $0.port, bandwidth: $0.bandwidth.name) },
             preferences: session.preferences,
             actual: actual, recordPermission: store.permission(session.app).rawValue,
@@ -52,24 +56,21 @@ enum WireFormat {
             maximumInputChannels: maximum.input, maximumOutputChannels: maximum.output,
             isOtherAudioPlaying: store.isOtherAudioPlaying(app: session.app),
             secondaryAudioShouldBeSilencedHint: session.secondaryAudioShouldBeSilencedHint,
-            heldBy: session.state == .inactive ? nil : session.holder.map(Int.init))
+            heldBy: session.state == .inactive ? nil : session.holder.map(Int.init),
+            prefersNoInterruptionsFromSystemAlerts: session.prefersNoInterruptionsFromSystemAlerts)
     }
 
-    private static func interruption(_ current: Interruption) -> SessionInfo.Interruption {
-        let by: String?
-        switch current.cause {
-        case .nonMixable(let app), .spokenAudio(let app): by = app
-        case .hardwareMute(let port): by = port
-        case .routeDisconnected: by = nil
-        }
-        return SessionInfo.Interruption(reason: current.reason.name, by: by)
+    private static func interruption(_ current: Interruption, since: String?) -> SessionInfo.Interruption {
+        SessionInfo.Interruption(reason: current.reason.name, by: current.by, since: since)
     }
 
     /// The event an effect announces, or nil for effects that are not announced.
     static func event(_ effect: PolicyEffect, store: SessionStore) -> Event? {
         switch effect {
         case .interruption(let app, let type, let reason, let shouldResume):
-            .interruption(app: app, type: type, reason: reason, shouldResume: shouldResume)
+            .interruption(
+                app: app, type: type, reason: reason, shouldResume: shouldResume,
+                by: type == .began ? store.sessions[app]?.interruption?.by : nil)
         case .ducked(let app, let by, let level):
             .ducked(app: app, by: by, levelDB: level)
         case .unducked(let app):

@@ -164,8 +164,9 @@ struct Output {
         let event = (try? Event(json: message)) ?? .unknown(name: message["event"]?.stringValue ?? "?", message)
         let app = event.app.map { "\($0): " } ?? ""
         switch event {
-        case .interruption(_, let type, let reason, let shouldResume):
-            return "\(app)interruption \(type.name) (reason \(reason.name))" + (shouldResume ? " shouldResume" : "")
+        case .interruption(_, let type, let reason, let shouldResume, let by):
+            return "\(app)interruption \(type.name) (reason \(reason.name)\(by.map { ", by \($0)" } ?? ""))"
+                + (shouldResume ? " shouldResume" : "")
         case .routeChange(let change):
             return "\(app)route change (\(change.reason.name)): \(routeText(change.previousRoute)) -> "
                 + routeText(change.route)
@@ -215,10 +216,21 @@ struct Output {
         ]
     }
 
+    /// ` by voice since 10:42:03Z (reason default)`: who interrupted a session and since when,
+    /// after its state.
+    static func interruptionText(_ i: SessionInfo.Interruption) -> String {
+        (i.by.map { " by \($0)" } ?? "") + (i.since.map { " since \(timeOfDay($0))" } ?? "") + " (reason \(i.reason))"
+    }
+
+    /// `10:42:03Z` of an ISO 8601 UTC time (the whole text if it is not one).
+    static func timeOfDay(_ iso: String) -> String {
+        iso.split(separator: "T").last.map { String($0.prefix(8)) + "Z" } ?? iso
+    }
+
     static func session(_ s: SessionInfo) -> String {
         var lines = [
             "\(s.app): \(s.category) / \(s.mode)",
-            "  state:       \(s.state)" + (s.interruption.map { " (interrupted: \($0.reason))" } ?? ""),
+            "  state:       \(s.state)" + (s.interruption.map(interruptionText) ?? ""),
             "  options:     \(s.options.isEmpty ? "(none)" : s.options.joined(separator: ", "))",
             "  policy:      \(s.policy)   priority: \(s.priority)",
             "  route:       \(routeText(s.route))",
@@ -342,11 +354,13 @@ struct Output {
     /// `logger/mic: waiting (diskFull since 10:42:03Z; resumes when 512 MiB are free in /srv/archive
     /// (3.1 MiB now))`; a recorder that does not come back by itself is `stopped`, with what starts it.
     static func waitingLine(_ w: WaitingRecorderInfo) -> String {
-        let time = w.since.split(separator: "T").last.map { String($0.prefix(8)) + "Z" } ?? w.since
+        let time = timeOfDay(w.since)
         let state = w.resumesWhen == nil ? "stopped" : "waiting"
         var note = w.resumesWhen.map { "resumes when \($0)" } ?? ""
         if let detail = w.detail { note += (note.isEmpty ? "" : "; last try: ") + detail }
-        return "\(w.app)/\(w.stream): \(state) (\(w.reason) since \(time)\(note.isEmpty ? "" : "; " + note))"
+        // An interruption says by whom: `logger/mic: waiting (interrupted by voice since 10:42:03Z; ...)`.
+        let why = w.reason == "interruption" && w.by != nil ? "interrupted by \(w.by!)" : w.reason
+        return "\(w.app)/\(w.stream): \(state) (\(why) since \(time)\(note.isEmpty ? "" : "; " + note))"
     }
 
     /// `SILENT since 10:02:13Z` for a silent recorder (the time of day of its ISO 8601

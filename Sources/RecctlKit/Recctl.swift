@@ -18,7 +18,10 @@ public enum Recctl {
         CommandSpec(path: ["session", "show"], positionals: ["APP"], summary: "one session in full", readsState: true),
         CommandSpec(
             path: ["session", "set"], positionals: ["APP"],
-            valueFlags: ["category", "mode", "options", "policy", "mic-usage", "prefers-interruption"],
+            valueFlags: [
+                "category", "mode", "options", "policy", "mic-usage", "prefers-interruption",
+                "prefers-no-system-alerts",
+            ],
             summary: "configure category, mode, options, policy (atomic: a rejected call changes nothing)",
             requiredFlags: ["category"], listFlags: ["options"],
             accepts: [
@@ -28,13 +31,17 @@ public enum Recctl {
                 ("policy", RouteSharingPolicy.allCases.map(\.rawValue).joined(separator: " ") + " (default: default)"),
                 ("mic-usage", "text of at most 1024 bytes, why the app records (needed to record)"),
                 ("prefers-interruption", "yes|no (on|off): interrupted, rather than paused, when its output goes away"),
+                ("prefers-no-system-alerts", "yes|no (on|off): system-alert-class sessions do not interrupt it"),
             ]),
         CommandSpec(path: ["session", "activate"], positionals: ["APP"], summary: "activate (arbitration applies)"),
         CommandSpec(path: ["session", "deactivate"], positionals: ["APP"], boolFlags: ["notify-others", "force"], summary: "deactivate; --force stops running streams"),
         CommandSpec(
             path: ["session", "prefer"], positionals: ["APP"],
-            valueFlags: ["input", "sample-rate", "io-buffer", "input-channels", "output-channels"], boolFlags: ["clear"],
-            summary: "hardware preferences (hints; actual values come from JACK)"),
+            valueFlags: [
+                "input", "sample-rate", "io-buffer", "input-channels", "output-channels", "prefers-no-system-alerts",
+            ], boolFlags: ["clear"],
+            summary:
+                "hardware preferences (hints; actual values come from JACK) and prefersNoInterruptionsFromSystemAlerts"),
         CommandSpec(path: ["session", "override"], positionals: ["APP", "speaker|none"], summary: "override the output to the speaker until the next route change"),
         CommandSpec(path: ["session", "delete"], positionals: ["APP"], summary: "delete a session"),
         CommandSpec(
@@ -298,6 +305,13 @@ public enum Recctl {
     /// The request a command line asks for. Usage problems throw `UsageError` (exit 2); a
     /// value outside the protocol's vocabulary throws the `SessionError` recd would reply
     /// with (exit 1), without asking recd.
+    /// `--prefers-no-system-alerts yes|no` of `session set` and `session prefer`; nil when absent.
+    static func prefersNoSystemAlerts(_ command: ParsedCommand) throws -> Bool? {
+        try command.value("prefers-no-system-alerts").map {
+            try onOff($0, what: "--prefers-no-system-alerts", usage: command.spec.usage)
+        }
+    }
+
     static func buildRequest(_ command: ParsedCommand) throws -> Command {
         let p = command.positionals
         let app = p.first ?? ""
@@ -322,7 +336,8 @@ public enum Recctl {
                     mode: try Vocabulary.mode(command.value("mode") ?? "default"), options: options,
                     policy: try Vocabulary.policy(command.value("policy") ?? "default"),
                     micUsage: command.value("mic-usage").map { .some($0) } ?? .none,
-                    prefersInterruptionOnRouteDisconnect: prefers))
+                    prefersInterruptionOnRouteDisconnect: prefers,
+                    prefersNoInterruptionsFromSystemAlerts: try prefersNoSystemAlerts(command)))
         case ["session", "activate"]: return .sessionActivate(app: app)
         case ["session", "deactivate"]:
             return .sessionDeactivate(app: app, notifyOthers: command.has("notify-others"), force: command.has("force"))
@@ -332,7 +347,8 @@ public enum Recctl {
                     app: app, clear: command.has("clear"), input: command.value("input"),
                     sampleRate: try number(command, "sample-rate"), ioBuffer: try number(command, "io-buffer"),
                     inputChannels: try integer(command, "input-channels"),
-                    outputChannels: try integer(command, "output-channels")))
+                    outputChannels: try integer(command, "output-channels"),
+                    prefersNoInterruptionsFromSystemAlerts: try prefersNoSystemAlerts(command)))
         case ["session", "override"]:
             guard p[1] == "speaker" || p[1] == "none" else {
                 throw SessionError(.badParam, "override port \"\(p[1])\" is not speaker or none")

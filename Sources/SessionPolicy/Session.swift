@@ -49,6 +49,15 @@ public struct Interruption: Equatable, Sendable {
         case routeDisconnected
     }
 
+    /// Who interrupted: the app of a session, the muted port, or nil for a lost output.
+    public var by: String? {
+        switch cause {
+        case .nonMixable(let app), .spokenAudio(let app): app
+        case .hardwareMute(let port): port
+        case .routeDisconnected: nil
+        }
+    }
+
     public var cause: Cause
     public var reason: InterruptionReason
     /// Streams were running when it began: auto_resume brings them back.
@@ -71,6 +80,9 @@ public struct Session: Equatable, Sendable {
     /// Resume by itself on shouldResume (headless sessions, config `auto_resume = yes`).
     public var autoResume = false
     public var prefersInterruptionOnRouteDisconnect = false
+    /// AVAudioSession's prefersNoInterruptionsFromSystemAlerts (iOS 14.5): activations of
+    /// system-alert-class sessions (`isSystemAlert`) do not interrupt this one.
+    public var prefersNoInterruptionsFromSystemAlerts = false
     /// Declared in the config file (its declaration wins over persisted state).
     public var declaredInConfig = false
     public internal(set) var preferences = HardwarePreferences()
@@ -102,4 +114,12 @@ public struct Session: Equatable, Sendable {
 
     public var isActive: Bool { state == .active }
     public var isMixable: Bool { configuration.isMixable }
+
+    /// System-alert class (what prefersNoInterruptionsFromSystemAlerts is about): a short
+    /// notification sound or spoken prompt that would interrupt. In recd's terms a non-mixable
+    /// session in category playback, mode voicePrompt, priority normal. Any other session is
+    /// not an alert: a call-priority prompt is a higher-priority interruption and still wins.
+    public var isSystemAlert: Bool {
+        configuration.category == .playback && configuration.mode == .voicePrompt && !isMixable && priority == .normal
+    }
 }

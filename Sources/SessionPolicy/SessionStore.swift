@@ -170,6 +170,16 @@ public struct SessionStore: Equatable, Sendable {
         return [.sessionChanged(app: app)]
     }
 
+    /// prefersNoInterruptionsFromSystemAlerts: from now on, activations of system-alert-class
+    /// sessions leave this one running (an interruption already under way stays).
+    public mutating func setPrefersNoInterruptionsFromSystemAlerts(app: String, _ value: Bool) throws(SessionError)
+        -> [PolicyEffect]
+    {
+        _ = try session(app)
+        sessions[app]!.prefersNoInterruptionsFromSystemAlerts = value
+        return [.sessionChanged(app: app)]
+    }
+
     /// Updates declaration fields (priority, background, auto_resume) from config.
     public mutating func updateDeclaration(app: String, _ update: (inout Session) -> Void) {
         guard var session = sessions[app] else { return }
@@ -253,9 +263,13 @@ public struct SessionStore: Equatable, Sendable {
     ) throws(SessionError) -> [(String, Interruption.Cause)] {
         let app = session.app
         var victims: [(String, Interruption.Cause)] = []
+        var activator = session
+        activator.configuration = config
         if !config.isMixable {
-            let others = sessions.values.filter { $0.app != app && $0.isActive && !$0.isMixable }.sorted { $0.app < $1.app }
-            if let higher = others.first(where: { $0.priority > session.priority }) {
+            let others = sessions.values.filter {
+                $0.app != app && $0.isActive && !$0.isMixable && !Self.sparesAlert($0, from: activator)
+            }.sorted { $0.app < $1.app }
+            if let higher = others.first(where: { !Self.mayInterrupt($0, by: activator) }) {
                 throw SessionError(
                     .insufficientPriority,
                     "\(higher.app) (priority \(higher.priority.rawValue)) is active and cannot be interrupted by \(app) (priority \(session.priority.rawValue)); wait for it to deactivate or add mixWithOthers")
@@ -268,13 +282,27 @@ public struct SessionStore: Equatable, Sendable {
             victims += others.map { ($0.app, .nonMixable(by: app)) }
         }
         if config.effectiveOptions.contains(.interruptSpokenAudioAndMixWithOthers) {
+            // An alert is non-mixable and this option implies mixWithOthers: no alert gets here.
             let spoken = sessions.values.filter {
-                $0.app != app && $0.isActive && $0.configuration.mode == .spokenAudio && $0.priority <= session.priority
-                    && !victims.map(\.0).contains($0.app)
+                $0.app != app && $0.isActive && $0.configuration.mode == .spokenAudio
+                    && Self.mayInterrupt($0, by: activator) && !victims.map(\.0).contains($0.app)
             }.sorted { $0.app < $1.app }
             victims += spoken.map { ($0.app, .spokenAudio(by: app)) }
         }
         return victims
+    }
+
+    /// Whether `activator`'s activation may interrupt the active `victim` by priority: a lower
+    /// class never interrupts a higher one, and nothing interrupts a logger (SPEC §3).
+    static func mayInterrupt(_ victim: Session, by activator: Session) -> Bool {
+        victim.priority <= activator.priority && victim.priority != .logger
+    }
+
+    /// Whether `victim` is left alone by `activator`'s activation because it prefers no
+    /// interruptions from system alerts and `activator` is one (`Session.isSystemAlert`). It
+    /// then stays active beside the alert; a higher-priority activation still interrupts it.
+    static func sparesAlert(_ victim: Session, from activator: Session) -> Bool {
+        victim.prefersNoInterruptionsFromSystemAlerts && activator.isSystemAlert
     }
 
     /// Makes `app` the most recently activated session and interrupts `victims` (the verdict of

@@ -70,8 +70,19 @@ public enum RouteSharingPolicy: String, CaseIterable, Sendable, Codable {
 /// Importance of a session in arbitration: a higher class cannot be interrupted by a lower one.
 public enum PriorityClass: String, CaseIterable, Sendable, Codable, Comparable {
     case normal, call
+    /// A declared recorder that must keep recording whatever other sessions do: no other
+    /// session's activation interrupts it, not even another logger's (SPEC §3: "a recording
+    /// session is never silently stopped"); a non-mixable activation beside it fails with
+    /// insufficientPriority instead.
+    case logger
 
-    var rank: Int { self == .normal ? 0 : 1 }
+    var rank: Int {
+        switch self {
+        case .normal: 0
+        case .call: 1
+        case .logger: 2
+        }
+    }
     public static func < (lhs: PriorityClass, rhs: PriorityClass) -> Bool { lhs.rank < rhs.rank }
 }
 

@@ -49,6 +49,31 @@ struct RecorderTests {
             ]),
     ]
 
+    @Test("a stop's comments (INTERRUPTED_BY) go on the segment it ends, not on rotations while it drains")
+    func stopCommentsOnTheLastSegment() throws {
+        let directory = TemporaryDirectory("stop-comments")
+        let testCase = Self.rotationCases[0]
+        let source = MemorySource(
+            channels: testCase.channels, startTime: iso(testCase.start), totalFrames: testCase.totalFrames, chunk: 1234)
+        let configuration = RecorderConfiguration(
+            archiveDirectory: directory.path, app: "app", stream: "main", channels: testCase.channels,
+            sampleRate: testCase.sampleRate, bitsPerSample: testCase.bits, segmentSeconds: 1, category: "record",
+            mode: "default", inputPort: "mic", inputType: "builtInMic", bandwidth: "full", recdVersion: "test")
+        let recorder = try Recorder(configuration: configuration, source: source)
+        try recorder.start()
+        // The source holds every frame: the drain after the request rotates through them all.
+        recorder.requestStop(reason: .interruption, comments: [VorbisComment(CommentName.interruptedBy, "voice")])
+        recorder.waitUntilStopped()
+        let records = finishedRecords(recorder.drainEvents())
+        try #require(records.count == testCase.segmentFrames.count)
+        for (index, record) in records.enumerated() {
+            let tags = try metaflacTags(record.path)
+            let last = index == records.count - 1
+            #expect(tags["END_REASON"] == (last ? "interruption" : "rotation"), "\(record.path)")
+            #expect(tags["INTERRUPTED_BY"] == (last ? "voice" : nil), "\(record.path)")
+        }
+    }
+
     @Test("segments rotate on the wall clock, gaplessly, and every file is valid FLAC", arguments: rotationCases)
     func rotation(_ testCase: RotationCase) throws {
         let directory = TemporaryDirectory("rotation")

@@ -45,6 +45,10 @@ int main(int argc, char **argv) {
     expect_bad(as_set_active(NULL, 1, 0), NULL, "as_set_active(NULL session)");
     expect_bad(as_set_preferred_input(NULL, NULL), NULL, "as_set_preferred_input(NULL session)");
     expect_bad(as_override_output_audio_port(NULL, 1), NULL, "as_override_output_audio_port(NULL session)");
+    expect_bad(as_set_prefers_no_interruptions_from_system_alerts(NULL, 1), NULL,
+               "as_set_prefers_no_interruptions_from_system_alerts(NULL session)");
+    expect_bad(as_prefers_no_interruptions_from_system_alerts(NULL, &value), NULL,
+               "as_prefers_no_interruptions_from_system_alerts(NULL session)");
     expect_bad(as_record_permission(NULL, &value), NULL, "as_record_permission(NULL session)");
     expect_bad(as_request_record_permission_wait(NULL, &value), NULL, "as_request_record_permission_wait(NULL session)");
     expect_bad(as_request_record_permission(NULL, on_flag, NULL), NULL, "as_request_record_permission(NULL session)");
@@ -79,6 +83,10 @@ int main(int argc, char **argv) {
     expect_bad(as_attach(session, "app", ports, (size_t)-1, NULL, 0), session, "as_attach(count SIZE_MAX)");
     expect_bad(as_attach(session, "app", ports, 100000, NULL, 0), session, "as_attach(count 100000)");
     expect_bad(as_detach(session, NULL), session, "as_detach(NULL client)");
+    expect_bad(as_set_prefers_no_interruptions_from_system_alerts(session, 2), session,
+               "as_set_prefers_no_interruptions_from_system_alerts(prefers 2)");
+    expect_bad(as_prefers_no_interruptions_from_system_alerts(session, NULL), session,
+               "as_prefers_no_interruptions_from_system_alerts(NULL result)");
     /* Valid calls with no recd: a named error, not a crash. */
     as_status status = as_set_active(session, 1, 0);
     if (status != AS_ERROR_MEDIA_SERVICES_FAILED) { printf("FAIL as_set_active without recd: %d\n", status); failures++; }

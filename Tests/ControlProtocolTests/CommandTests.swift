@@ -14,8 +14,10 @@ let everyCommand: [Command] = [
     .sessionSet(
         SessionSettings(
             app: "radio", category: .playAndRecord, mode: .voiceChat, options: [.allowBluetoothHFP, .duckOthers],
-            policy: .default, micUsage: .some("calls"), prefersInterruptionOnRouteDisconnect: true)),
+            policy: .default, micUsage: .some("calls"), prefersInterruptionOnRouteDisconnect: true,
+            prefersNoInterruptionsFromSystemAlerts: false)),
     .sessionSet(SessionSettings(app: "plain", category: .ambient)),
+    .sessionSet(SessionSettings(app: "quiet", category: .playback, prefersNoInterruptionsFromSystemAlerts: true)),
     .sessionSet(SessionSettings(app: "cleared", category: .record, micUsage: .some(nil))),
     .sessionActivate(app: "radio"), .sessionActivate(app: "radio", hold: true),
     .sessionDeactivate(app: "radio", notifyOthers: true, force: false),
@@ -23,6 +25,7 @@ let everyCommand: [Command] = [
         PreferenceChange(
             app: "radio", clear: true, input: "usb", sampleRate: 48_000, ioBuffer: 0.005, inputChannels: 2,
             outputChannels: 4)),
+    .sessionPrefer(PreferenceChange(app: "radio", prefersNoInterruptionsFromSystemAlerts: true)),
     .sessionOverride(app: "radio", speaker: true), .sessionOverride(app: "radio", speaker: false),
     .sessionDelete(app: "radio"), .permissionList, .permissionRequest(app: "logger"),
     .permissionDecide(app: "logger", .granted), .permissionDecide(app: "logger", .denied),

@@ -12,7 +12,7 @@ let sampleSession = SessionInfo(
     requestedOptions: ["allowBluetoothHFP", "duckOthers", "mixWithOthers"],
     ignoredOptions: [.init(option: "mixWithOthers", why: "implied off by duckOthers")], policy: "default",
     priority: "normal", background: false, autoResume: true, micUsage: "calls to the studio", state: "interrupted",
-    interruption: .init(reason: "default", by: "phone"), route: RouteInfo(inputs: ["headset"], outputs: ["headset"]),
+    interruption: .init(reason: "default", by: "phone", since: "2026-12-02T10:42:03.000000Z"), route: RouteInfo(inputs: ["headset"], outputs: ["headset"]),
     bandwidth: [.init(port: "headset", bandwidth: "hfp-msbc")],
     preferences: .init(preferredInput: "headset", sampleRate: 16_000, ioBufferDuration: 0.005),
     actual: .init(
@@ -27,7 +27,7 @@ let sampleSession = SessionInfo(
         .init(name: "mic", type: "builtInMic", channels: 2), .init(name: "headset", type: "bluetoothHFP", channels: 1),
     ],
     maximumInputChannels: 1, maximumOutputChannels: 2, isOtherAudioPlaying: true,
-    secondaryAudioShouldBeSilencedHint: true)
+    secondaryAudioShouldBeSilencedHint: true, prefersNoInterruptionsFromSystemAlerts: true)
 
 let sampleQuietSession = SessionInfo(
     app: "logger", ownerUID: 0, category: "record", mode: "default", options: [], requestedOptions: [],
@@ -139,12 +139,13 @@ private func checkReply<T: ReplyObject>(_ value: T, optionalKeys: Set<String> = 
 
 @Suite struct ReplyTests {
     @Test func sessionsRoundTrip() throws {
-        try checkReply(sampleSession)
-        try checkReply(sampleQuietSession)
+        // Newer than the first version-2 recd: an older one does not send them.
+        try checkReply(sampleSession, optionalKeys: ["prefersNoInterruptionsFromSystemAlerts"])
+        try checkReply(sampleQuietSession, optionalKeys: ["prefersNoInterruptionsFromSystemAlerts"])
         try checkReply(sampleSession.route)
         try checkReply(sampleSession.preferences)
         try checkReply(sampleSession.actual)
-        try checkReply(sampleSession.interruption!)
+        try checkReply(sampleSession.interruption!, optionalKeys: ["since"])
         try checkReply(sampleSession.ignoredOptions[0])
         try checkReply(sampleSession.bandwidth[0])
         try checkReply(sampleSession.routeDescription)
@@ -224,11 +225,17 @@ private func checkReply<T: ReplyObject>(_ value: T, optionalKeys: Set<String> = 
         // waiting; its list is all of the sessions).
         try checkReply(sampleStatus, optionalKeys: ["waiting", "sessionCount"])
         try checkReply(sampleDisconnectedStatus, optionalKeys: ["waiting", "sessionCount"])
-        try checkReply(sampleWaiting)
+        try checkReply(sampleWaiting, optionalKeys: ["by"])
         try checkReply(
             WaitingRecorderInfo(
                 app: "desk", stream: "line", port: "line", reason: "stop", since: "2026-12-01T10:50:00Z",
-                declared: false, resumesWhen: nil, detail: "`recctl record start desk` starts it"))
+                declared: false, resumesWhen: nil, detail: "`recctl record start desk` starts it"),
+            optionalKeys: ["by"])
+        try checkReply(
+            WaitingRecorderInfo(
+                app: "logger", stream: "mic", port: "mic", reason: "interruption", since: "2026-12-01T10:50:00Z",
+                declared: true, resumesWhen: "the interruption ends (with auto_resume)", by: "voice"),
+            optionalKeys: ["by"])
         var older = sampleStatus.json.objectValue ?? []
         older.removeAll { $0.0 == "waiting" }
         #expect(try StatusInfo(json: .object(older)).waiting.isEmpty)
@@ -279,7 +286,7 @@ private func checkReply<T: ReplyObject>(_ value: T, optionalKeys: Set<String> = 
                 "priority", "background", "autoResume", "micUsage", "state", "heldBy", "interruption", "route",
                 "routeDescription", "availableInputs", "bandwidth", "preferences", "actual", "maximumInputChannels",
                 "maximumOutputChannels", "recordPermission", "inputMuted", "duckedBy", "override",
-                "prefersInterruptionOnRouteDisconnect", "streamsRunning", "declaredInConfig", "isOtherAudioPlaying",
+                "prefersInterruptionOnRouteDisconnect", "prefersNoInterruptionsFromSystemAlerts", "streamsRunning", "declaredInConfig", "isOtherAudioPlaying",
                 "secondaryAudioShouldBeSilencedHint",
             ])
         // Unknown values are nulls, not missing keys.

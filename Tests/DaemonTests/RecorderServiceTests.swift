@@ -124,10 +124,11 @@ final class RecorderServiceTests {
     @Test("an interruption suspends an app's recorders; their specs come back once, to start again")
     func suspendAndResume() throws {
         let stream = try record("logger", port: "mic")
-        recorders.suspendAll(of: "logger")
+        recorders.suspendAll(of: "logger", by: "voice")
         #expect(!recorders.isRecording("logger") && recorders.hasSuspended("logger"))
         #expect(pump { news.finished.contains(stream.id) })
         #expect(recordingEvents("stopped").first?["reason"] == "interruption")
+        #expect(recorders.waitingInfos.map(\.by) == ["voice"], "status says who interrupted")
         #expect(recorders.takeSuspended(of: "logger") == [RecorderSpec(app: "logger", stream: "mic", port: "mic")])
         #expect(recorders.takeSuspended(of: "logger").isEmpty && !recorders.hasSuspended("logger"))
     }
@@ -202,7 +203,7 @@ final class RecorderServiceTests {
         #expect(recorders.declaredToStart().last?.port == "line" && recorders.declaredToStart().first?.port == nil)
         _ = try record("logger", port: "mic")
         #expect(recorders.declaredToStart().map(\.app) == ["desk"])
-        recorders.suspendAll(of: "logger")
+        recorders.suspendAll(of: "logger", by: "voice")
         #expect(recorders.declaredToStart().map(\.app) == ["desk"], "a suspended recorder is started again, not twice")
     }
 

@@ -1,5 +1,6 @@
 // state.json is written on the state writer's thread: the newest state always ends up in the
 // file, older ones still queued are skipped, and `finish` writes the final state at once.
+import ControlProtocol
 import Foundation
 import Glibc
 import SessionPolicy
@@ -60,5 +61,31 @@ struct PersistedLimitTests {
         let store = SessionDeclarations.makeStore(config: config, persisted: persisted)
         #expect(store.sessions["long"]?.micUsage == nil)
         #expect(store.sessions["fits"]?.micUsage?.utf8.count == 1024)
+    }
+}
+
+@Suite("persisted preferences")
+struct PersistedPreferenceTests {
+    @Test("prefersNoInterruptionsFromSystemAlerts goes to state.json and comes back; an older file means false")
+    func systemAlertPreferenceRoundTrip() throws {
+        var store = SessionStore()
+        for app in ["quiet", "plain"] {
+            _ = try store.configure(app: app, ownerUID: 1000, configuration: .initial)
+        }
+        _ = try store.setPrefersNoInterruptionsFromSystemAlerts(app: "quiet", true)
+        let json = PersistedState(store: store).json
+        let decoded = PersistedState.decode(json) { Issue.record("warned: \($0)") }
+        let flags = Dictionary(uniqueKeysWithValues: decoded.sessions.map { ($0.app, $0.prefersNoSystemAlerts) })
+        #expect(flags == ["quiet": true, "plain": false])
+        let config = try testConfig(ports: "", directory: NSTemporaryDirectory() + "recd-prefs-\(getpid())")
+        let restored = SessionDeclarations.makeStore(config: config, persisted: decoded)
+        #expect(restored.sessions["quiet"]?.prefersNoInterruptionsFromSystemAlerts == true)
+        #expect(restored.sessions["plain"]?.prefersNoInterruptionsFromSystemAlerts == false)
+        // A file written before the key existed: no preference.
+        let older = JSONValue.object([
+            ("version", .number(Double(PersistedState.formatVersion))),
+            ("sessions", .array([["app": "old", "category": "playback", "mode": "default", "options": .array([])]])),
+        ])
+        #expect(PersistedState.decode(older) { _ in }.sessions.first?.prefersNoSystemAlerts == false)
     }
 }

@@ -66,6 +66,27 @@ let attachAvailable = Op(rawValue: "session.attach") != nil
 
 @Suite("AudioSession: the application library against the real recd", .serialized)
 struct AudioSessionLibraryTests {
+    @Test("setPrefersNoInterruptionsFromSystemAlerts: recd has it at once, setCategory keeps it, a restart of recd too")
+    func prefersNoInterruptionsFromSystemAlerts() throws {
+        let daemon = try Daemon()
+        let session = AudioSession(app: "quietapp", socketPath: daemon.socket)
+        defer { session.close() }
+        try session.setCategory(.playAndRecord)
+        #expect(try session.prefersNoInterruptionsFromSystemAlerts == false)
+        try session.setPrefersNoInterruptionsFromSystemAlerts(true)
+        #expect(try session.prefersNoInterruptionsFromSystemAlerts == true)
+        let shown = try daemon.recctl("--json", "session", "show", "quietapp").json
+        #expect(shown?["prefersNoInterruptionsFromSystemAlerts"] == true)
+        try session.setCategory(.playback)
+        #expect(try session.prefersNoInterruptionsFromSystemAlerts == true, "session.set without it leaves it")
+        try session.setPrefersNoInterruptionsFromSystemAlerts(false)
+        #expect(try session.prefersNoInterruptionsFromSystemAlerts == false)
+        try session.setPrefersNoInterruptionsFromSystemAlerts(true)
+        // No call after the restart: the library re-applies what it remembers as it reconnects.
+        try daemon.restart()
+        #expect(try eventually(timeout: 5) { (try? session.prefersNoInterruptionsFromSystemAlerts) == true })
+    }
+
     @Test("setCategory, setActive, currentRoute, availableInputs and the hints; rejected calls throw SPEC §2 codes")
     func configureAndActivate() throws {
         let daemon = try Daemon()

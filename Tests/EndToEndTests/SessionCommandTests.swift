@@ -227,7 +227,7 @@ struct ArbitrationEventTests {
         try #require(daemon.recctl("session", "delete", "nav").status == 0)
         let expected = [
             "music: session active", "music: ducked by nav to -20 dB", "nav: session active", "music: unducked",
-            "nav: session inactive", "music: session inactive", "radio: interruption began (reason default)",
+            "nav: session inactive", "music: session inactive", "radio: interruption began (reason default, by call)",
             "radio: interruption ended (reason default) shouldResume", "music: record permission granted",
             "nav: session deleted",
         ]

@@ -233,6 +233,7 @@ private let fullExample = """
     #expect(config.port(named: "headset")?.channels == 1)
     #expect(config.port(named: "bt")?.codec == .msbc)
     #expect(config.session(named: "org.example.logger")?.record == .port("desk"))
+    #expect(config.session(named: "org.example.logger")?.priority == .logger)
     #expect(config.session(named: "org.example.phonein")?.priority == .call)
 }
 

@@ -333,7 +333,7 @@ final class ArchiverLoop {
     private func finishSegment(reason: EndReason) throws(ArchiveError) {
         let current = writers
         writers = []
-        let endComments = segmentEndComments()
+        let endComments = segmentEndComments(reason: reason)
         var firstError: ArchiveError?
         for (index, writer) in current.enumerated() {
             do throws(ArchiveError) {
@@ -355,7 +355,7 @@ final class ArchiverLoop {
     private func finishAfterFailure(reason: EndReason, error: ArchiveError) {
         let current = writers
         writers = []
-        let endComments = segmentEndComments()
+        let endComments = segmentEndComments(reason: reason)
         for (index, writer) in current.enumerated() {
             if writer.isOpen, let finished = try? writer.finish(reason: reason, extraComments: endComments) {
                 control.closed([writer.path, writer.partialPath])
@@ -392,8 +392,10 @@ extension ArchiverLoop {
 
     /// The comments the open segment ends with: SILENCE_SECONDS when detection is on,
     /// CLOCK_DRIFT_PPM when the source's clock was measured long enough.
-    fileprivate func segmentEndComments() -> [VorbisComment] {
-        var comments: [VorbisComment] = []
+    fileprivate func segmentEndComments(reason: EndReason) -> [VorbisComment] {
+        // The segment the stop ends carries what the stop said beside END_REASON
+        // (INTERRUPTED_BY); a rotation, even one while draining after the request, has none.
+        var comments: [VorbisComment] = reason == control.stopReason ? control.stopComments : []
         endedDriftPPM = nil
         if let ppm = drift.partsPerMillion(nominalRate: configuration.sampleRate) {
             let text = ClockDriftFit.commentValue(ppm)

@@ -8,6 +8,7 @@ import Synchronization
 final class RecorderControl: Sendable {
     private struct State {
         var stopReason: EndReason?
+        var stopComments: [VorbisComment] = []
         var events: [RecorderEvent] = []
         var openPaths: Set<String> = []
         var running = false
@@ -30,9 +31,16 @@ final class RecorderControl: Sendable {
     deinit { if let stopEvent { Descriptor.close(stopEvent) } }
 
     var stopReason: EndReason? { state.withLock { $0.stopReason } }
+    /// The comments the stop asked for beside END_REASON (empty until a stop is requested).
+    var stopComments: [VorbisComment] { state.withLock { $0.stopComments } }
 
-    func requestStop(_ reason: EndReason) {
-        state.withLock { if $0.stopReason == nil { $0.stopReason = reason } }
+    func requestStop(_ reason: EndReason, comments: [VorbisComment] = []) {
+        state.withLock {
+            if $0.stopReason == nil {
+                $0.stopReason = reason
+                $0.stopComments = comments
+            }
+        }
         if let stopEvent { EventFD.signal(stopEvent) }
     }
 

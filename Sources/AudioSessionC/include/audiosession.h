@@ -100,6 +100,12 @@ as_status as_set_category(as_session *session, const char *category, const char 
                           const char *policy);
 as_status as_set_active(as_session *session, int active, uint32_t options);
 as_status as_set_preferred_input(as_session *session, const char *port_or_null);
+/* AVAudioSession's setPrefersNoInterruptionsFromSystemAlerts: prefers 1, and system-alert-class
+ * sessions (non-mixable playback in mode voicePrompt, priority normal) no longer interrupt this
+ * one; higher-priority sessions still do. prefers other than 0 or 1: AS_ERROR_BAD_PARAM. */
+as_status as_set_prefers_no_interruptions_from_system_alerts(as_session *session, int prefers);
+/* *prefers gets 1 or 0 (as recd has it now). */
+as_status as_prefers_no_interruptions_from_system_alerts(as_session *session, int32_t *prefers);
 /* speaker: 1 to override to the speaker, 0 for none. */
 as_status as_override_output_audio_port(as_session *session, int speaker);
 
