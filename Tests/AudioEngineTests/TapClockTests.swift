@@ -107,6 +107,40 @@ struct TapClockTests {
         #expect(lengths.count == 1 && (2400...4320).contains(lengths.first ?? 0), "\(lengths)")
     }
 
+    @Test(
+        "a graph steadily 10 % slow (every period 10 % long) is drift, not gaps: no gap in 2000 periods; a 3 s stop in it is one gap of 3 s"
+    )
+    func slowGraphIsNotCut() {
+        let rig = ClockRig()
+        var now = 1_000_000_000.0
+        for period in 0..<2000 {
+            // The graph's own length of each period (jack_get_cycle_times) says so too.
+            now += Self.periodMicros * 1.1
+            if period == 1000 { now += 3_000_000 }
+            rig.rig.feedCounter(frames: Self.period)
+            runCycle(
+                rig.rig.memory.state, frames: Self.period, frameTime: UInt32(period * Self.period),
+                nowMicros: UInt64(now), cycleMicros: Int64(Self.periodMicros * 1.1))
+            if period % 100 == 99 { _ = rig.tap.read(maxFrames: rig.tap.availableToRead) }
+        }
+        let gaps = rig.tap.drainGaps()
+        #expect(gaps.count == 1, "\(gaps)")
+        #expect(gaps.first?.position == 1000 * Self.period)
+        #expect(gaps.first.map { abs($0.length - 3 * Self.rate) <= 48 } == true, "\(gaps)")
+        #expect(rig.tap.clockResets == 0)
+    }
+
+    @Test("a graph 10 % slow whose cycle times JACK does not give (nominal lengths): no gap either")
+    func slowGraphWithoutCycleTimes() {
+        let rig = ClockRig()
+        for period in 0..<2000 {
+            rig.cycle(micros: Self.micros(period, plus: Double(period) * Self.periodMicros * 0.1))
+            if period % 100 == 99 { _ = rig.tap.read(maxFrames: rig.tap.availableToRead) }
+        }
+        #expect(rig.tap.drainGaps().isEmpty)
+        #expect(rig.tap.stalls == 0)
+    }
+
     @Test("frames ahead of the clock (the clock jumped back, or stood still): no gap, the measurement starts afresh")
     func ahead() {
         let rig = ClockRig()

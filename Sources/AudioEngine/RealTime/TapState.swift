@@ -53,11 +53,18 @@ struct TapState: ~Copyable {
 
     // Process thread only: the clock. The period's frames should arrive at `clockOrigin +
     // clockFrames / sampleRate` seconds; how late they are, less the slowly followed
-    // `clockBaseline` (drift and scheduling), is a stall when it exceeds a period.
+    // `clockBaseline` (drift and scheduling), is a stall when it exceeds a period — and only
+    // when the lateness came at once, in a pause between two cycles longer than JACK's own
+    // length of the cycle (`previousCycleMicros`, `cycleLengthMicros`).
     var clockOrigin: Int64 = 0
     var clockFrames: Int64 = 0
     var clockBaseline: Int64 = 0
     var timelineFrames = 0
+    /// JACK's microsecond clock at the previous cycle (0: none yet).
+    var previousCycleMicros: Int64 = 0
+    /// The previous cycle's length: JACK's (`jack_get_cycle_times`: next less current), or its
+    /// frames at the nominal rate when JACK gave none or one far from that.
+    var cycleLengthMicros: Int64 = 0
 
     static var frameTimeKnown: UInt64 { 1 << 32 }
     /// The smallest lateness taken as a stall, whatever the period (a 1024-frame period at
@@ -77,26 +84,39 @@ struct TapState: ~Copyable {
 
 extension TapState {
     /// Process thread, once per cycle before `capture`: compares the period's arrival on JACK's
-    /// monotonic microsecond clock with the frames the tap has seen. When the frames are late
-    /// by more than a period (JACK's clock stood still: a stopped server, a driver that lost
-    /// sync), the missing time becomes a `clockStall` gap before this period's frames, so a
-    /// recording's start plus a frame's offset stays that frame's time. Frames early by more
-    /// than a period (a server whose clock jumped ahead) start the measurement afresh. Slow
-    /// drift is followed, not cut: the archiver measures it from the stamps published here.
-    /// `nowMicros` 0 (a test without a server) skips the check. Never traps.
+    /// monotonic microsecond clock with the frames the tap has seen. The rule (docs/protocol.md,
+    /// "Time stays true"): only time in which no cycle ran is a gap. When the frames are late by
+    /// more than a period (and 20 ms) AND the pause since the previous cycle was longer than
+    /// that cycle (JACK's own length of it, `cycleMicros` of the previous call: next_usecs less
+    /// current_usecs of `jack_get_cycle_times`) by as much — a stopped server, a driver that
+    /// stopped or lost sync — the missing time (the smaller of the two) becomes a `clockStall`
+    /// gap before this period's frames, so a recording's start plus a frame's offset stays that
+    /// frame's time. A graph that runs steadily slow or fast is late or early a little every
+    /// cycle, never in one pause: it stays continuous, and the archiver measures its drift from
+    /// the stamps published here (CLOCK_DRIFT_PPM). Frames early by more than a period (a
+    /// server whose clock jumped ahead) start the measurement afresh. `nowMicros` 0 (a test
+    /// without a server) skips the check; `cycleMicros` 0: JACK gave no cycle times (the nominal
+    /// length is used). Never traps.
     @_noLocks
-    mutating func observeClock(frames: Int, frameTime: UInt32, nowMicros: UInt64) {
+    mutating func observeClock(frames: Int, frameTime: UInt32, nowMicros: UInt64, cycleMicros: Int64 = 0) {
         let now = Int64(truncatingIfNeeded: nowMicros)
         guard now > 0, sampleRate > 0, frames > 0 else { return }
         let rate = Int64(sampleRate)
+        let nominal = Int64(frames) &* 1_000_000 / rate
+        defer {
+            previousCycleMicros = now
+            // JACK's length when plausible: a DLL settling after a stall reads far off for seconds.
+            cycleLengthMicros = cycleMicros > nominal / 2 && cycleMicros < nominal &* 2 ? cycleMicros : nominal
+        }
         if clockOrigin == 0 {
             clockOrigin = now
         } else {
             let expected = clockOrigin &+ clockFrames &* 1_000_000 / rate
             let excess = (now &- expected) &- clockBaseline
-            let threshold = max(Int64(frames) &* 1_000_000 / rate, Self.minimumStallMicros)
-            if excess > threshold {
-                let (scaled, overflow) = excess.multipliedReportingOverflow(by: rate)
+            let threshold = max(nominal, Self.minimumStallMicros)
+            let pause = (now &- previousCycleMicros) &- cycleLengthMicros
+            if excess > threshold && pause > threshold {
+                let (scaled, overflow) = min(excess, pause).multipliedReportingOverflow(by: rate)
                 let missing = overflow ? Int64(Int32.max) : scaled / 1_000_000
                 noteGap(length: Int(missing), frameTime: frameTime, isStall: true)
                 clockFrames &+= missing
