@@ -36,8 +36,9 @@ struct PrometheusMetricsTests {
     func families() {
         let text = PrometheusMetrics.render(
             MetricsSnapshot(
-                status: Self.status(
-                    recorders: [Self.recorder("logger", "main", silent: true), Self.recorder("dj", "deck", stalled: true)]),
+                status: Self.status(recorders: [
+                    Self.recorder("logger", "main", silent: true), Self.recorder("dj", "deck", stalled: true),
+                ]),
                 inputPeaks: [.init(port: "mic", channel: 1, peakDB: -12.25)], replication: nil))
         for (name, type) in [
             ("recd_up", "gauge"), ("recd_jack_connected", "gauge"), ("recd_xruns_total", "counter"),
