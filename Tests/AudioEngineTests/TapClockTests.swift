@@ -107,30 +107,75 @@ struct TapClockTests {
         #expect(lengths.count == 1 && (2400...4320).contains(lengths.first ?? 0), "\(lengths)")
     }
 
-    @Test(
-        "a graph steadily 10 % slow (every period 10 % long) is drift, not gaps: no gap in 2000 periods; a 3 s stop in it is one gap of 3 s"
-    )
-    func slowGraphIsNotCut() {
-        let rig = ClockRig()
-        var now = 1_000_000_000.0
-        for period in 0..<2000 {
-            // The graph's own length of each period (jack_get_cycle_times) says so too.
-            now += Self.periodMicros * 1.1
-            if period == 1000 { now += 3_000_000 }
+    /// Runs `count` periods with JACK's cycle times: cycle `k` starts at `start(k)` and says the
+    /// next starts `length(k)` later; the callback wakes up at `wake(k)`.
+    static func runWithCycleTimes(
+        _ rig: ClockRig, count: Int, start: (Int) -> Double, length: (Int) -> Double, wake: (Int) -> Double
+    ) {
+        for k in 0..<count {
             rig.rig.feedCounter(frames: Self.period)
             runCycle(
-                rig.rig.memory.state, frames: Self.period, frameTime: UInt32(period * Self.period),
-                nowMicros: UInt64(now), cycleMicros: Int64(Self.periodMicros * 1.1))
-            if period % 100 == 99 { _ = rig.tap.read(maxFrames: rig.tap.availableToRead) }
+                rig.rig.memory.state, frames: Self.period, frameTime: UInt32(k * Self.period),
+                nowMicros: UInt64(wake(k)), cycleStart: Int64(start(k)), cycleNext: Int64(start(k) + length(k)))
+            if k % 100 == 99 { _ = rig.tap.read(maxFrames: rig.tap.availableToRead) }
         }
-        let gaps = rig.tap.drainGaps()
-        #expect(gaps.count == 1, "\(gaps)")
-        #expect(gaps.first?.position == 1000 * Self.period)
-        #expect(gaps.first.map { abs($0.length - 3 * Self.rate) <= 48 } == true, "\(gaps)")
-        #expect(rig.tap.clockResets == 0)
     }
 
-    @Test("a graph 10 % slow whose cycle times JACK does not give (nominal lengths): no gap either")
+    @Test(
+        "JACK's cycle times decide: a graph 10 % slow whose callbacks wake up to 15 ms late at random has no gap; cycles skipped for 3 s are one gap of 3 s"
+    )
+    func slowGraphIsNotCut() {
+        for seed in randomSeeds(count: 3, base: 0x51A) {
+            var random = SplitMix64(seed: seed)
+            let rig = ClockRig()
+            let length = Self.periodMicros * 1.1
+            let start = { (k: Int) in 1e9 + Double(k) * length + (k >= 1000 ? 3e6 : 0) }
+            let jitter = (0..<2000).map { _ in Double(random.next() % 15_000) }
+            Self.runWithCycleTimes(
+                rig, count: 2000, start: start, length: { _ in length }, wake: { start($0) + jitter[$0] })
+            let gaps = rig.tap.drainGaps()
+            #expect(gaps.count == 1, "seed \(seed): \(gaps)")
+            #expect(gaps.first?.position == 1000 * Self.period)
+            #expect(gaps.first.map { abs($0.length - 3 * Self.rate) <= 1 } == true, "\(gaps)")
+            #expect(rig.tap.clockResets == 0)
+        }
+    }
+
+    @Test(
+        "PipeWire after a stop: the callback comes 2 s late and the missed cycles follow back to back, but JACK's cycle clock skipped two periods: a gap of those two only"
+    )
+    func catchUpIsNotAGap() {
+        let rig = ClockRig()
+        let start = { (k: Int) in 1e9 + Double(k) * Self.periodMicros + (k >= 100 ? 2 * Self.periodMicros : 0) }
+        // Woken 2 s late at cycle 100; the ~375 cycles it owes come 40 µs apart, then on time.
+        let wake = { (k: Int) -> Double in
+            k < 100 ? start(k) : max(start(k), 1e9 + 100 * Self.periodMicros + 2e6 + Double(k - 100) * 40)
+        }
+        Self.runWithCycleTimes(rig, count: 1000, start: start, length: { _ in Self.periodMicros }, wake: wake)
+        let gaps = rig.tap.drainGaps()
+        #expect(gaps.count == 1 && abs((gaps.first?.length ?? 0) - 2 * Self.period) <= 1, "\(gaps)")
+        #expect(gaps.first?.position == 100 * Self.period)
+    }
+
+    @Test(
+        "jackd2 after a stop: the cycle after it starts at the resume (2 s on) and says the next is 1.9 s back (its DLL reset), which it then is: one gap of 2 s"
+    )
+    func jackdResetIsOneGap() {
+        let rig = ClockRig()
+        let resumed = 1e9 + 100 * Self.periodMicros + 2e6
+        let start = { (k: Int) -> Double in
+            k < 100 ? 1e9 + Double(k) * Self.periodMicros
+                : k == 100 ? resumed : resumed - 1.9e6 + Double(k - 101) * Self.periodMicros
+        }
+        let length = { (k: Int) in k == 100 ? -1.9e6 : Self.periodMicros }
+        let wake = { (k: Int) in k <= 100 ? start(k) : resumed + Double(k - 100) * Self.periodMicros }
+        Self.runWithCycleTimes(rig, count: 300, start: start, length: length, wake: wake)
+        let gaps = rig.tap.drainGaps()
+        #expect(gaps.count == 1, "\(gaps)")
+        #expect(gaps.first.map { abs($0.length - 2 * Self.rate) <= 1 } == true, "\(gaps)")
+    }
+
+    @Test("a graph 10 % slow without JACK's cycle times (this client's clock only): no gap either")
     func slowGraphWithoutCycleTimes() {
         let rig = ClockRig()
         for period in 0..<2000 {

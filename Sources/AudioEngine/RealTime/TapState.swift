@@ -51,20 +51,20 @@ struct TapState: ~Copyable {
     /// JACK's microsecond clock (monotonic) when the stamped period ran.
     let stampMicros = Atomic<Int>(0)
 
-    // Process thread only: the clock. The period's frames should arrive at `clockOrigin +
-    // clockFrames / sampleRate` seconds; how late they are, less the slowly followed
-    // `clockBaseline` (drift and scheduling), is a stall when it exceeds a period — and only
-    // when the lateness came at once, in a pause between two cycles longer than JACK's own
-    // length of the cycle (`previousCycleMicros`, `cycleLengthMicros`).
+    // Process thread only: the clock. With JACK's cycle times, a cycle that starts later than
+    // the previous cycle said the next would (`previousCycleNext`) marks skipped time. Without
+    // them (a test, a server that gives none), the period's frames should arrive at
+    // `clockOrigin + clockFrames / sampleRate` seconds; how late they are, less the slowly
+    // followed `clockBaseline` (drift and scheduling), is a stall when it exceeds a period and
+    // came in one pause between two callbacks (`previousCycleMicros`).
     var clockOrigin: Int64 = 0
     var clockFrames: Int64 = 0
     var clockBaseline: Int64 = 0
     var timelineFrames = 0
-    /// JACK's microsecond clock at the previous cycle (0: none yet).
+    /// JACK's microsecond clock at the previous callback (0: none yet).
     var previousCycleMicros: Int64 = 0
-    /// The previous cycle's length: JACK's (`jack_get_cycle_times`: next less current), or its
-    /// frames at the nominal rate when JACK gave none or one far from that.
-    var cycleLengthMicros: Int64 = 0
+    /// The previous cycle's `next_usecs` (`jack_get_cycle_times`; 0: none).
+    var previousCycleNext: Int64 = 0
 
     static var frameTimeKnown: UInt64 { 1 << 32 }
     /// The smallest lateness taken as a stall, whatever the period (a 1024-frame period at
@@ -83,55 +83,46 @@ struct TapState: ~Copyable {
 }
 
 extension TapState {
-    /// Process thread, once per cycle before `capture`: compares the period's arrival on JACK's
-    /// monotonic microsecond clock with the frames the tap has seen. The rule (docs/protocol.md,
-    /// "Time stays true"): only time in which no cycle ran is a gap. When the frames are late by
-    /// more than a period (and 20 ms) AND the pause since the previous cycle was longer than
-    /// that cycle (JACK's own length of it, `cycleMicros` of the previous call: next_usecs less
-    /// current_usecs of `jack_get_cycle_times`) by as much — a stopped server, a driver that
-    /// stopped or lost sync — the missing time (the smaller of the two) becomes a `clockStall`
-    /// gap before this period's frames, so a recording's start plus a frame's offset stays that
-    /// frame's time. A graph that runs steadily slow or fast is late or early a little every
-    /// cycle, never in one pause: it stays continuous, and the archiver measures its drift from
-    /// the stamps published here (CLOCK_DRIFT_PPM). Frames early by more than a period (a
-    /// server whose clock jumped ahead) start the measurement afresh. `nowMicros` 0 (a test
-    /// without a server) skips the check; `cycleMicros` 0: JACK gave no cycle times (the nominal
-    /// length is used). Never traps.
+    /// Process thread, once per cycle before `capture`: records the time in which no cycle ran
+    /// as a `clockStall` gap before this period's frames, so a recording's start plus a frame's
+    /// offset stays that frame's time, and publishes the clock stamp the drift is measured from.
+    ///
+    /// The rule (docs/protocol.md, "Time stays true"): only time in which the graph ran no cycle
+    /// is a gap; a graph that runs steadily slow or fast stays continuous and its drift is
+    /// reported (CLOCK_DRIFT_PPM, from the stamps). JACK's own cycle times decide
+    /// (`cycleStart`/`cycleNext`: current_usecs and next_usecs of `jack_get_cycle_times`): each
+    /// cycle starts when the previous one said the next would, unless cycles were skipped — a
+    /// stopped server, a driver that stopped or lost sync, an xrun — and then the difference is
+    /// the missing time. A late wake-up of this client, or a graph 1 % slow, moves neither. jackd2
+    /// stamps the cycle after a stall with the time it resumed; PipeWire's timer-driven graph
+    /// runs the missed cycles back to back after a stop and skips only a few, which are the gap.
+    /// Without cycle times (0: a test without a server, a server that gives none) the check
+    /// falls back to this client's own clock: lateness of the frames against `nowMicros` beyond
+    /// a period (and 20 ms) above a slowly followed baseline, arriving in one pause. Frames early
+    /// by more than a period there start the measurement afresh. `nowMicros` 0 skips the check.
+    /// Never traps.
     @_noLocks
-    mutating func observeClock(frames: Int, frameTime: UInt32, nowMicros: UInt64, cycleMicros: Int64 = 0) {
+    mutating func observeClock(
+        frames: Int, frameTime: UInt32, nowMicros: UInt64, cycleStart: Int64 = 0, cycleNext: Int64 = 0
+    ) {
         let now = Int64(truncatingIfNeeded: nowMicros)
         guard now > 0, sampleRate > 0, frames > 0 else { return }
         let rate = Int64(sampleRate)
         let nominal = Int64(frames) &* 1_000_000 / rate
-        defer {
-            previousCycleMicros = now
-            // JACK's length when plausible: a DLL settling after a stall reads far off for seconds.
-            cycleLengthMicros = cycleMicros > nominal / 2 && cycleMicros < nominal &* 2 ? cycleMicros : nominal
-        }
-        if clockOrigin == 0 {
-            clockOrigin = now
-        } else {
-            let expected = clockOrigin &+ clockFrames &* 1_000_000 / rate
-            let excess = (now &- expected) &- clockBaseline
-            let threshold = max(nominal, Self.minimumStallMicros)
-            let pause = (now &- previousCycleMicros) &- cycleLengthMicros
-            if excess > threshold && pause > threshold {
-                let (scaled, overflow) = min(excess, pause).multipliedReportingOverflow(by: rate)
-                let missing = overflow ? Int64(Int32.max) : scaled / 1_000_000
-                noteGap(length: Int(missing), frameTime: frameTime, isStall: true)
-                clockFrames &+= missing
-                timelineFrames &+= Int(missing)
-                stalls.add(1, ordering: .relaxed)
-                stalledFrames.add(Int(missing), ordering: .relaxed)
-            } else if excess < -threshold {
-                clockResets.add(1, ordering: .relaxed)
-                clockOrigin = now
-                clockFrames = 0
-                clockBaseline = 0
-            } else {
-                clockBaseline &+= excess / Self.baselineDivisor
+        if cycleStart > 0 && cycleNext > 0 {
+            if previousCycleNext > 0 {
+                // JACK's cycles are whole periods: less than half of one is its own rounding.
+                let skipped = cycleStart &- previousCycleNext
+                if skipped > nominal / 2 { noteStall(micros: skipped, frameTime: frameTime) }
             }
+            previousCycleNext = cycleNext
+            // The fallback starts afresh should the cycle times ever go.
+            clockOrigin = 0
+        } else {
+            previousCycleNext = 0
+            observeOwnClock(now: now, frames: frames, frameTime: frameTime)
         }
+        previousCycleMicros = now
         stampSequence.add(1, ordering: .sequentiallyConsistent)
         stampFrames.store(timelineFrames, ordering: .sequentiallyConsistent)
         stampMicros.store(Int(now), ordering: .sequentiallyConsistent)
@@ -143,6 +134,49 @@ extension TapState {
             let seconds = clockFrames / rate
             clockOrigin &+= seconds &* 1_000_000
             clockFrames &-= seconds &* rate
+        }
+    }
+
+    /// Process thread: `micros` of time without a cycle become a `clockStall` gap before the
+    /// next frame written.
+    @_noLocks
+    private mutating func noteStall(micros: Int64, frameTime: UInt32) {
+        let (scaled, overflow) = micros.multipliedReportingOverflow(by: Int64(sampleRate))
+        let missing = overflow ? Int64(Int32.max) : scaled / 1_000_000
+        guard missing > 0 else { return }
+        noteGap(length: Int(missing), frameTime: frameTime, isStall: true)
+        clockFrames &+= missing
+        timelineFrames &+= Int(missing)
+        stalls.add(1, ordering: .relaxed)
+        stalledFrames.add(Int(missing), ordering: .relaxed)
+    }
+
+    /// Process thread: the check without JACK's cycle times, on this client's clock (see
+    /// `observeClock`).
+    @_noLocks
+    private mutating func observeOwnClock(now: Int64, frames: Int, frameTime: UInt32) {
+        let rate = Int64(sampleRate)
+        guard clockOrigin != 0 else {
+            clockOrigin = now
+            clockFrames = 0
+            clockBaseline = 0
+            return
+        }
+        let expected = clockOrigin &+ clockFrames &* 1_000_000 / rate
+        let excess = (now &- expected) &- clockBaseline
+        let nominal = Int64(frames) &* 1_000_000 / rate
+        let threshold = max(nominal, Self.minimumStallMicros)
+        // The lateness must have come at once: a graph a little slow every cycle never pauses.
+        let pause = previousCycleMicros > 0 ? (now &- previousCycleMicros) &- nominal : Int64.max
+        if excess > threshold && pause > threshold {
+            noteStall(micros: min(excess, pause), frameTime: frameTime)
+        } else if excess < -threshold {
+            clockResets.add(1, ordering: .relaxed)
+            clockOrigin = now
+            clockFrames = 0
+            clockBaseline = 0
+        } else {
+            clockBaseline &+= excess / Self.baselineDivisor
         }
     }
 
