@@ -35,7 +35,7 @@ struct StallEndToEndTests {
     }
 
     @Test(
-        "the server's cycles stopped for 4 s mid-recording: `stalled` within stall_seconds + 1 s (status STALLED since, metric 1, hook RECD_STATE=stalled, a log line), then `resumed` (metric 0, hook resumed), and the finished segment has one gap of about 4 s and passes flac -t"
+        "the server's cycles stopped for 4 s mid-recording: `stalled` within stall_seconds + 1 s (status STALLED since, metric 1, hook RECD_STATE=stalled, a log line), then `resumed` (metric 0, hook resumed); the finished segment passes flac -t, on jackd has one gap of about 4 s, and on both START + frames + gaps is the stop's time"
     )
     func stalledServer() throws {
         let jack = TestServer.isPipeWire ? nil : try PrivateJack(period: 1024, name: "recd-test-stall")
@@ -115,6 +115,7 @@ struct StallEndToEndTests {
         #expect(daemon.log.contains("STALLED: no audio"), "\(daemon.log)")
 
         usleep(1_500_000)
+        let stopAsked = Date()
         try #require(daemon.recctl("record", "stop", "logger").status == 0)
         #expect(try eventually { archiveFiles(daemon.directory + "/archive").contains { $0.hasSuffix(".flac") } })
         let file = try #require(archiveFiles(daemon.directory + "/archive").first { $0.hasSuffix(".flac") })
@@ -124,11 +125,24 @@ struct StallEndToEndTests {
         let gap = try #require(gaps.max { $0.length < $1.length })
         let missing = Double(gap.length) / Double(Self.rate)
         print("stall: gaps \(gaps), the long one \(missing) s for \(Self.stoppedSeconds) s stopped")
-        // The stop began with a period under way and ended on the next period's start: within
-        // a period and a tick of the test's own sleep.
-        #expect(abs(missing - Self.stoppedSeconds) < 0.25, "the gap stands for \(missing) s")
-        let xruns = try daemon.xruns() - xrunsBefore
-        #expect(gaps.count <= 1 + xruns, "one gap for the stop and one per xrun (\(xruns)): \(gaps)")
+        if jack != nil {
+            // jackd runs no cycle while stopped: the stop is the gap, within a period and the
+            // test's own timing.
+            #expect(abs(missing - Self.stoppedSeconds) < 0.25, "the gap stands for \(missing) s")
+            let xruns = try daemon.xruns() - xrunsBefore
+            #expect(gaps.count <= 1 + xruns, "one gap for the stop and one per xrun (\(xruns)): \(gaps)")
+        }
+        // On both servers the time stays true: START plus the frames and the gaps is when the
+        // recording stopped. (PipeWire runs the cycles it missed back to back when it resumes:
+        // their frames are there, and a gap for the whole stop would put everything after it
+        // seconds late.)
+        let start = try #require(try PreRollEndToEndTests.startTime(file))
+        let shown = try runTool("metaflac", ["--show-total-samples", file]).stdout
+        let frames = try #require(Int(shown.trimmingCharacters(in: .whitespacesAndNewlines)))
+        let end = start.addingTimeInterval(Double(frames + gaps.map(\.length).reduce(0, +)) / Double(Self.rate))
+        let off = end.timeIntervalSince(stopAsked)
+        print("stall: START + frames + gaps ends \(off) s from the stop request")
+        #expect(abs(off) < 0.3, "the recording ends \(off) s off")
 
         #expect(
             try eventually {
