@@ -123,11 +123,12 @@ final class SilenceAlarms {
         seconds: Double
     ) {
         guard let runner else { return }
-        var environment = [
+        var variables = [
             "PATH": "/usr/local/bin:/usr/bin:/bin", "RECD_APP": app, "RECD_STREAM": stream, "RECD_STATE": state,
             "RECD_SINCE": since.iso8601, "RECD_SECONDS": Self.text(seconds),
         ]
-        if let levelDB { environment["RECD_LEVEL_DB"] = Self.text(levelDB) }
+        if let levelDB { variables["RECD_LEVEL_DB"] = Self.text(levelDB) }
+        let environment = variables
         let what = "on_silence \(program) (\(app)/\(stream) \(state))"
         runner.submit(for: nil) { job -> Result<ChildOutcome, SystemError> in
             do throws(SystemError) {
