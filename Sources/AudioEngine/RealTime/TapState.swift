@@ -93,9 +93,10 @@ extension TapState {
     /// (`cycleStart`/`cycleNext`: current_usecs and next_usecs of `jack_get_cycle_times`): each
     /// cycle starts when the previous one said the next would, unless cycles were skipped — a
     /// stopped server, a driver that stopped or lost sync, an xrun — and then the difference is
-    /// the missing time. A late wake-up of this client, or a graph 1 % slow, moves neither. jackd2
+    /// the missing time — when this client's own clock saw a pause as long (the smaller of the
+    /// two is the gap). A late wake-up of this client, or a graph 1 % slow, moves neither. jackd2
     /// stamps the cycle after a stall with the time it resumed; PipeWire's timer-driven graph
-    /// runs the missed cycles back to back after a stop and skips only a few, which are the gap.
+    /// may run the missed cycles back to back after a stop and skip only a few: those are the gap.
     /// Without cycle times (0: a test without a server, a server that gives none) the check
     /// falls back to this client's own clock: lateness of the frames against `nowMicros` beyond
     /// a period (and 20 ms) above a slowly followed baseline, arriving in one pause. Frames early
@@ -110,10 +111,17 @@ extension TapState {
         let rate = Int64(sampleRate)
         let nominal = Int64(frames) &* 1_000_000 / rate
         if cycleStart > 0 && cycleNext > 0 {
-            if previousCycleNext > 0 {
-                // JACK's cycles are whole periods: less than half of one is its own rounding.
+            if previousCycleNext > 0 && previousCycleMicros > 0 {
+                // Skipped by JACK's cycle clock and a pause on this client's own: jackd2's DLL
+                // reckons the cycles after a stall seconds behind the true time and an xrun then
+                // puts its clock right at once, a skip no pause confirms. As before, less than a
+                // period (and 20 ms) is not cut.
                 let skipped = cycleStart &- previousCycleNext
-                if skipped > nominal / 2 { noteStall(micros: skipped, frameTime: frameTime) }
+                let pause = (now &- previousCycleMicros) &- nominal
+                let threshold = max(nominal, Self.minimumStallMicros)
+                if skipped > threshold && pause > threshold {
+                    noteStall(micros: min(skipped, pause), frameTime: frameTime)
+                }
             }
             previousCycleNext = cycleNext
             // The fallback starts afresh should the cycle times ever go.
