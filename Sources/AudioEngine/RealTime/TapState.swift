@@ -51,20 +51,21 @@ struct TapState: ~Copyable {
     /// JACK's microsecond clock (monotonic) when the stamped period ran.
     let stampMicros = Atomic<Int>(0)
 
-    // Process thread only: the clock. With JACK's cycle times, a cycle that starts later than
-    // the previous cycle said the next would (`previousCycleNext`) marks skipped time. Without
-    // them (a test, a server that gives none), the period's frames should arrive at
-    // `clockOrigin + clockFrames / sampleRate` seconds; how late they are, less the slowly
-    // followed `clockBaseline` (drift and scheduling), is a stall when it exceeds a period and
-    // came in one pause between two callbacks (`previousCycleMicros`).
+    // Process thread only: the clock. The period's frames should arrive at `clockOrigin +
+    // clockFrames / sampleRate` seconds; how late they are, less the slowly followed
+    // `clockBaseline` (drift and scheduling), is a stall when it exceeds a period AND came in
+    // one pause between two callbacks (`previousCycleMicros`) longer than JACK's own length of
+    // the previous cycle (`cycleLengthMicros`).
     var clockOrigin: Int64 = 0
     var clockFrames: Int64 = 0
     var clockBaseline: Int64 = 0
     var timelineFrames = 0
     /// JACK's microsecond clock at the previous callback (0: none yet).
     var previousCycleMicros: Int64 = 0
-    /// The previous cycle's `next_usecs` (`jack_get_cycle_times`; 0: none).
-    var previousCycleNext: Int64 = 0
+    /// The previous cycle's length: JACK's (`jack_get_cycle_times`: next_usecs less
+    /// current_usecs), or its frames at the nominal rate when JACK gave none or one off by more
+    /// than a factor of two (jackd2's DLL after a stall).
+    var cycleLengthMicros: Int64 = 0
 
     static var frameTimeKnown: UInt64 { 1 << 32 }
     /// The smallest lateness taken as a stall, whatever the period (a 1024-frame period at
@@ -89,19 +90,15 @@ extension TapState {
     ///
     /// The rule (docs/protocol.md, "Time stays true"): only time in which the graph ran no cycle
     /// is a gap; a graph that runs steadily slow or fast stays continuous and its drift is
-    /// reported (CLOCK_DRIFT_PPM, from the stamps). JACK's own cycle times decide
-    /// (`cycleStart`/`cycleNext`: current_usecs and next_usecs of `jack_get_cycle_times`): each
-    /// cycle starts when the previous one said the next would, unless cycles were skipped — a
-    /// stopped server, a driver that stopped or lost sync, an xrun — and then the difference is
-    /// the missing time — when this client's own clock saw a pause as long (the smaller of the
-    /// two is the gap). A late wake-up of this client, or a graph 1 % slow, moves neither. jackd2
-    /// stamps the cycle after a stall with the time it resumed; PipeWire's timer-driven graph
-    /// may run the missed cycles back to back after a stop and skip only a few: those are the gap.
-    /// Without cycle times (0: a test without a server, a server that gives none) the check
-    /// falls back to this client's own clock: lateness of the frames against `nowMicros` beyond
-    /// a period (and 20 ms) above a slowly followed baseline, arriving in one pause. Frames early
-    /// by more than a period there start the measurement afresh. `nowMicros` 0 skips the check.
-    /// Never traps.
+    /// reported (CLOCK_DRIFT_PPM, from the stamps). A gap needs both: the frames are late
+    /// against JACK's microsecond clock (`nowMicros`) by more than a period (and 20 ms) above a
+    /// slowly followed baseline, AND the pause since the previous callback was longer than
+    /// JACK's own length of the previous cycle (`cycleStart`/`cycleNext` of that call:
+    /// current_usecs and next_usecs of `jack_get_cycle_times`) by as much; the smaller is the
+    /// gap. A graph 1 % slow is late a little more every cycle but never pauses: it is drift.
+    /// Frames early by more than a period (a server whose clock jumped ahead) start the
+    /// measurement afresh. `nowMicros` 0 (a test without a server) skips the check; cycle
+    /// times 0 (none from JACK): the nominal length. Never traps.
     @_noLocks
     mutating func observeClock(
         frames: Int, frameTime: UInt32, nowMicros: UInt64, cycleStart: Int64 = 0, cycleNext: Int64 = 0
@@ -110,27 +107,11 @@ extension TapState {
         guard now > 0, sampleRate > 0, frames > 0 else { return }
         let rate = Int64(sampleRate)
         let nominal = Int64(frames) &* 1_000_000 / rate
-        if cycleStart > 0 && cycleNext > 0 {
-            if previousCycleNext > 0 && previousCycleMicros > 0 {
-                // Skipped by JACK's cycle clock and a pause on this client's own: jackd2's DLL
-                // reckons the cycles after a stall seconds behind the true time and an xrun then
-                // puts its clock right at once, a skip no pause confirms. As before, less than a
-                // period (and 20 ms) is not cut.
-                let skipped = cycleStart &- previousCycleNext
-                let pause = (now &- previousCycleMicros) &- nominal
-                let threshold = max(nominal, Self.minimumStallMicros)
-                if skipped > threshold && pause > threshold {
-                    noteStall(micros: min(skipped, pause), frameTime: frameTime)
-                }
-            }
-            previousCycleNext = cycleNext
-            // The fallback starts afresh should the cycle times ever go.
-            clockOrigin = 0
-        } else {
-            previousCycleNext = 0
-            observeOwnClock(now: now, frames: frames, frameTime: frameTime)
-        }
+        observeOwnClock(now: now, frames: frames, frameTime: frameTime)
         previousCycleMicros = now
+        // JACK's length when plausible: jackd2's DLL reads far off for seconds after a stall.
+        let length = cycleNext &- cycleStart
+        cycleLengthMicros = cycleStart > 0 && length > nominal / 2 && length < nominal &* 2 ? length : nominal
         stampSequence.add(1, ordering: .sequentiallyConsistent)
         stampFrames.store(timelineFrames, ordering: .sequentiallyConsistent)
         stampMicros.store(Int(now), ordering: .sequentiallyConsistent)
@@ -159,8 +140,7 @@ extension TapState {
         stalledFrames.add(Int(missing), ordering: .relaxed)
     }
 
-    /// Process thread: the check without JACK's cycle times, on this client's clock (see
-    /// `observeClock`).
+    /// Process thread: the lateness and the pause (see `observeClock`).
     @_noLocks
     private mutating func observeOwnClock(now: Int64, frames: Int, frameTime: UInt32) {
         let rate = Int64(sampleRate)
@@ -175,7 +155,7 @@ extension TapState {
         let nominal = Int64(frames) &* 1_000_000 / rate
         let threshold = max(nominal, Self.minimumStallMicros)
         // The lateness must have come at once: a graph a little slow every cycle never pauses.
-        let pause = previousCycleMicros > 0 ? (now &- previousCycleMicros) &- nominal : Int64.max
+        let pause = previousCycleMicros > 0 ? (now &- previousCycleMicros) &- cycleLengthMicros : Int64.max
         if excess > threshold && pause > threshold {
             noteStall(micros: min(excess, pause), frameTime: frameTime)
         } else if excess < -threshold {
