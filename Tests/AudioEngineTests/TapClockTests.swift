@@ -136,8 +136,10 @@ struct TapClockTests {
             let gaps = rig.tap.drainGaps()
             #expect(gaps.count == 1, "seed \(seed): \(gaps)")
             #expect(gaps.first?.position == 1000 * Self.period)
-            // The smaller of the cycle clock's skip and the callbacks' pause (15 ms of jitter).
-            #expect(gaps.first.map { abs($0.length - 3 * Self.rate) <= 15 * Self.rate / 1000 } == true, "\(gaps)")
+            // The lateness: the stop, and what the baseline had not followed of the slowness
+            // and the jitter (64 periods of 10 %: 34 ms, and up to 15 ms).
+            let extra = gaps.first.map { Double($0.length - 3 * Self.rate) / Double(Self.rate) }
+            #expect(extra.map { (-0.015...0.05).contains($0) } == true, "\(gaps)")
             #expect(rig.tap.clockResets == 0)
         }
     }

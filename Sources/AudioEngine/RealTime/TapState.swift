@@ -94,7 +94,7 @@ extension TapState {
     /// against JACK's microsecond clock (`nowMicros`) by more than a period (and 20 ms) above a
     /// slowly followed baseline, AND the pause since the previous callback was longer than
     /// JACK's own length of the previous cycle (`cycleStart`/`cycleNext` of that call:
-    /// current_usecs and next_usecs of `jack_get_cycle_times`) by as much; the smaller is the
+    /// current_usecs and next_usecs of `jack_get_cycle_times`) by as much; the lateness is the
     /// gap. A graph 1 % slow is late a little more every cycle but never pauses: it is drift.
     /// Frames early by more than a period (a server whose clock jumped ahead) start the
     /// measurement afresh. `nowMicros` 0 (a test without a server) skips the check; cycle
@@ -157,7 +157,8 @@ extension TapState {
         // The lateness must have come at once: a graph a little slow every cycle never pauses.
         let pause = previousCycleMicros > 0 ? (now &- previousCycleMicros) &- cycleLengthMicros : Int64.max
         if excess > threshold && pause > threshold {
-            noteStall(micros: min(excess, pause), frameTime: frameTime)
+            // All the lateness: what the baseline had not yet followed was lost time too.
+            noteStall(micros: excess, frameTime: frameTime)
         } else if excess < -threshold {
             clockResets.add(1, ordering: .relaxed)
             clockOrigin = now
