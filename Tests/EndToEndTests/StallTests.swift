@@ -157,12 +157,15 @@ struct StallEndToEndTests {
         #expect(environment.contains("RECD_SINCE=\(since)\n"), "\(environment)")
     }
 
+    /// 1 % as the issue asks; 3 % because the rule before this one cut that into gaps already at
+    /// a 1024-frame period (its baseline lagged 64 periods of lateness behind, above a period).
     @Test(
-        "a jackd whose clock runs 1 % slow, recorded for 10 s: no gap (but for xruns), CLOCK_DRIFT_PPM about -10000; the stall test above still gets its gap",
-        .enabled(if: !TestServer.isPipeWire, Comment(rawValue: TestServer.startsItsOwnJackd)))
-    func slowServer() throws {
+        "a jackd whose clock runs 1 % (and 3 %) slow, recorded for 10 s: no gap (but for xruns), CLOCK_DRIFT_PPM about -10000 (-30000); the stall test above still gets its gap",
+        .enabled(if: !TestServer.isPipeWire, Comment(rawValue: TestServer.startsItsOwnJackd)),
+        arguments: [0.99, 0.97])
+    func slowServer(speed: Double) throws {
         let jack = try PrivateJack(
-            period: 1024, name: "recd-test-slow", environment: try PrivateJack.slowClock(speed: 0.99))
+            period: 1024, name: "recd-test-slow", environment: try PrivateJack.slowClock(speed: speed))
         defer { jack.stop() }
         let deck = uniqueName("deck")
         let source = try SignalClient(
@@ -193,11 +196,12 @@ struct StallEndToEndTests {
         let xruns = try daemon.xruns() - xrunsBefore
         let gaps = try metaflacTag(file, "GAPS").flatMap { TrueTimeEndToEndTests.parseGaps($0) } ?? []
         let drift = try #require(try metaflacTag(file, "CLOCK_DRIFT_PPM").flatMap(Double.init), "CLOCK_DRIFT_PPM")
-        print("slow server: drift \(drift) ppm, gaps \(gaps), xruns \(xruns)")
+        print("slow server at \(speed): drift \(drift) ppm, gaps \(gaps), xruns \(xruns)")
         // A steadily slow graph is not cut: a gap only where the loaded dummy server really
         // skipped time (an xrun re-anchors its clock).
         #expect(gaps.count <= xruns, "gaps \(gaps) with \(xruns) xruns")
         #expect(!watcher.events.contains { $0["state"] == "stalled" }, "a slow feed is not a stalled one")
-        #expect(abs(drift + 10_000) <= 2_000, "CLOCK_DRIFT_PPM \(drift), the server runs 1 % slow")
+        let expected = (speed - 1) * 1e6
+        #expect(abs(drift - expected) <= 2_000 + abs(expected) / 20, "CLOCK_DRIFT_PPM \(drift), want \(expected)")
     }
 }
