@@ -162,8 +162,8 @@ struct TapClockTests {
         let rig = ClockRig()
         let resumed = 1e9 + 100 * Self.periodMicros + 2e6
         let start = { (k: Int) -> Double in
-            k < 100 ? 1e9 + Double(k) * Self.periodMicros
-                : k == 100 ? resumed : resumed - 1.9e6 + Double(k - 101) * Self.periodMicros
+            if k < 100 { return 1e9 + Double(k) * Self.periodMicros }
+            return k == 100 ? resumed : resumed - 1.9e6 + Double(k - 101) * Self.periodMicros
         }
         let length = { (k: Int) in k == 100 ? -1.9e6 : Self.periodMicros }
         let wake = { (k: Int) in k <= 100 ? start(k) : resumed + Double(k - 100) * Self.periodMicros }
