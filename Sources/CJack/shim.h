@@ -31,6 +31,11 @@ jack_nframes_t jack_last_frame_time(const jack_client_t *client) RECD_NO_LOCKS;
 jack_nframes_t jack_frame_time(const jack_client_t *client) RECD_NO_LOCKS;
 // JACK's microsecond clock (CLOCK_MONOTONIC on jackd2 and PipeWire): a vDSO clock read.
 jack_time_t jack_get_time(void) RECD_NO_LOCKS;
+// The cycle's times as the server keeps them (jack.h: "to be used from the process callback"):
+// the taps tell skipped cycles from late wake-ups by it (TapState.observeClock).
+int jack_get_cycle_times(const jack_client_t *client, jack_nframes_t *current_frames,
+                         jack_time_t *current_usecs, jack_time_t *next_usecs,
+                         float *period_usecs) RECD_NO_LOCKS;
 size_t jack_ringbuffer_read_space(const jack_ringbuffer_t *rb) RECD_NO_LOCKS;
 size_t jack_ringbuffer_write_space(const jack_ringbuffer_t *rb) RECD_NO_LOCKS;
 size_t jack_ringbuffer_read(jack_ringbuffer_t *rb, char *dest, size_t cnt) RECD_NO_LOCKS;

@@ -305,6 +305,9 @@ public struct PlayerEvent: Sendable, Equatable {
 public struct RecordingEvent: Sendable, Equatable {
     public enum State: String, Sendable, CaseIterable {
         case started, switched, segment, finished, armed, gap, abandoned, stopped, resumed
+        /// Its source delivered no frames for `stall_seconds` (a stopped graph, driver or server);
+        /// `resumed` with reason `stalled` when frames come again.
+        case stalled
     }
 
     public var app: String
@@ -319,7 +322,7 @@ public struct RecordingEvent: Sendable, Equatable {
     public var port: String?
     /// `switched`: the input it recorded before.
     public var previousPort: String?
-    /// `resumed`: when it stopped (ISO 8601).
+    /// `resumed`: when it stopped; `stalled`: when its last frame came (ISO 8601).
     public var since: String?
     /// `finished`: the segment's frames and gaps.
     public var frames: Int?

@@ -95,13 +95,17 @@ public struct RecorderInfo: ReplyObject {
     /// When its input went silent (ISO 8601), while it is silent (issue 15's silence
     /// detection); nil while there is sound or detection is off.
     public var silentSince: String?
+    /// When its source delivered its last frame (ISO 8601), while none have come for
+    /// `stall_seconds` (the recorder is `stalled`); nil while frames flow.
+    public var stalledSince: String?
 
     public init(
         app: String, stream: String, port: String, bandwidth: String, sampleRate: Int, files: [String],
         seconds: Double, segments: Int, gaps: Int, overruns: Int, droppedFrames: Int, zeroed: Bool,
-        silentSince: String? = nil
+        silentSince: String? = nil, stalledSince: String? = nil
     ) {
         self.silentSince = silentSince
+        self.stalledSince = stalledSince
         self.app = app
         self.stream = stream
         self.port = port
@@ -122,7 +126,7 @@ public struct RecorderInfo: ReplyObject {
             "sampleRate": .number(Double(sampleRate)), "files": JSONValue(files), "seconds": .number(seconds),
             "segments": .number(Double(segments)), "gaps": .number(Double(gaps)),
             "overruns": .number(Double(overruns)), "droppedFrames": .number(Double(droppedFrames)),
-            "zeroed": .bool(zeroed), "silentSince": JSONValue(silentSince),
+            "zeroed": .bool(zeroed), "silentSince": JSONValue(silentSince), "stalledSince": JSONValue(stalledSince),
         ]
     }
 
@@ -133,7 +137,7 @@ public struct RecorderInfo: ReplyObject {
             bandwidth: try f.string("bandwidth"), sampleRate: try f.int("sampleRate"), files: try f.strings("files"),
             seconds: try f.double("seconds"), segments: try f.int("segments"), gaps: try f.int("gaps"),
             overruns: try f.int("overruns"), droppedFrames: try f.int("droppedFrames"), zeroed: try f.bool("zeroed"),
-            silentSince: try f.optionalString("silentSince"))
+            silentSince: try f.optionalString("silentSince"), stalledSince: try f.optionalString("stalledSince"))
     }
 }
 

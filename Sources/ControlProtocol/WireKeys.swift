@@ -24,7 +24,7 @@ public enum WireKeys {
         "ownerUID": "owner_uid", "pausedBy": "paused_by", "peakDB": "peak_db", "periodFrames": "period_frames",
         "reactionFrames": "reaction_frames", "reactionUs": "reaction_us", "recdPorts": "recd_ports",
         "requestedOptions": "requested_options", "rmsDB": "rms_db", "silentSince": "silent_since",
-        "stateDir": "state_dir",
+        "stalledSince": "stalled_since", "stateDir": "state_dir",
         "shortTermLufs": "short_term_lufs", "streamsRunning": "streams_running", "truePeakDbtp": "true_peak_dbtp",
         "windowMs": "window_ms",
     ]

@@ -87,14 +87,17 @@ enum PrometheusMetrics {
         var overruns = Family(
             "recd_recorder_overruns_total", "counter", "Times the stream's capture ring overflowed (audio lost).")
         var silence = Family("recd_silence", "gauge", "1 while the stream's input is silent (silence detection).")
+        var stalled = Family(
+            "recd_recorder_stalled", "gauge", "1 while the stream's source delivers no frames (stall_seconds).")
         for recorder in status.recorders {
             let labels = [("app", recorder.app), ("stream", recorder.stream)]
             recording.add(1, labels)
             seconds.add(recorder.seconds, labels)
             overruns.add(Double(recorder.overruns), labels)
             silence.add(recorder.silentSince == nil ? 0 : 1, labels)
+            stalled.add(recorder.stalledSince == nil ? 0 : 1, labels)
         }
-        families += [recording, seconds, overruns, silence]
+        families += [recording, seconds, overruns, silence, stalled]
         var waiting = Family(
             "recd_recorder_waiting", "gauge",
             "1 for each recorder that is not running (status's waiting), by reason: diskFull, inputGone, ...")

@@ -387,6 +387,7 @@ final class RecorderService: @unchecked Sendable {
     func service(now: Double) -> RecorderNews {
         for stream in recorders { stream.source.resolveStartTime(engine) }
         let news = handleEvents()
+        watchFeeds(now: now)
         if now - lastRetention >= 60 {
             lastRetention = now
             enforceRetention()
@@ -482,7 +483,7 @@ final class RecorderService: @unchecked Sendable {
     }
 
     /// Sends a `recording` event of `stream`; `details` fills in the fields its step carries.
-    private func announce(
+    func announce(
         _ stream: RecorderStream, _ state: RecordingEvent.State, file: String? = nil, reason: String? = nil,
         details: (inout RecordingEvent) -> Void = { _ in }
     ) {

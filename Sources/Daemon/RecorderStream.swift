@@ -213,6 +213,8 @@ final class RecorderStream {
     weak var successor: RecorderStream?
     /// The service's silence alarms, for `info` (nil in streams made without a service).
     weak var silenceAlarms: SilenceAlarms?
+    /// Whether its source still delivers frames (`RecorderService.watchFeeds`, from the tick).
+    var feed = FeedWatch(now: SystemClock.monotonicSeconds())
 
     init(
         spec: RecorderSpec, tap: CaptureTap, source: TapSource, recorder: Recorder, bandwidth: CaptureBandwidth,
@@ -234,7 +236,8 @@ final class RecorderStream {
             app: spec.app, stream: spec.stream, port: spec.port, bandwidth: bandwidth.name, sampleRate: sampleRate,
             files: currentFiles, seconds: Date().timeIntervalSince(startedAt).rounded(), segments: segments,
             gaps: gaps, overruns: tap.overruns, droppedFrames: tap.droppedFrames, zeroed: tap.isZeroed,
-            silentSince: silenceAlarms?.alarm(app: spec.app, stream: spec.stream)?.since.iso8601)
+            silentSince: silenceAlarms?.alarm(app: spec.app, stream: spec.stream)?.since.iso8601,
+            stalledSince: feed.stalledSince?.iso8601)
     }
 
     var json: JSONValue { info.json }

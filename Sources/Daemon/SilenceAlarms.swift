@@ -1,5 +1,6 @@
 // Silence alarms (issue 15, item 1): which recorded streams are silent, the `silence` events,
-// and the `on_silence` program run on each change.
+// and the `on_silence` program run on each change — of silence, and of a stalled feed
+// (FeedWatch.swift raises that alarm; its program runs here, on the same worker).
 //
 // The archiver threads decide (Archive's SilenceDetector on the samples written); this file
 // turns their `RecorderEvent.silence` into the alarm a station engineer sees. An alarm belongs
@@ -98,6 +99,17 @@ final class SilenceAlarms {
         }
     }
 
+    /// A recorder of `app`'s `stream` stalled (no frames for `stall_seconds`) or has frames
+    /// again (`RecorderService.watchFeeds`): the `on_silence` program runs with RECD_STATE
+    /// `stalled` or `resumed`, RECD_SINCE the last frame's time and RECD_SECONDS how long the
+    /// feed has been (`stalled`) or was (`resumed`) without frames. No level: nothing arrived.
+    func stall(
+        _ state: String, app: String, stream: String, since: UTCTime, seconds: Double, settings: SilenceSettings
+    ) {
+        guard let program = settings.program else { return }
+        run(program, app: app, stream: stream, state: state, levelDB: nil, since: since, seconds: seconds)
+    }
+
     /// `app`'s `stream` no longer records and will not go on (stopped for good): its alarm
     /// goes without an event (the silence did not end; the `recording` event said it stopped).
     func forget(app: String, stream: String) {
@@ -107,14 +119,16 @@ final class SilenceAlarms {
     /// Runs `program` on the worker: no shell, a clean environment, a time limit; its end is
     /// logged on the control thread.
     private func run(
-        _ program: String, app: String, stream: String, state: String, levelDB: Double, since: UTCTime,
+        _ program: String, app: String, stream: String, state: String, levelDB: Double?, since: UTCTime,
         seconds: Double
     ) {
         guard let runner else { return }
-        let environment = [
+        var variables = [
             "PATH": "/usr/local/bin:/usr/bin:/bin", "RECD_APP": app, "RECD_STREAM": stream, "RECD_STATE": state,
-            "RECD_LEVEL_DB": Self.text(levelDB), "RECD_SINCE": since.iso8601, "RECD_SECONDS": Self.text(seconds),
+            "RECD_SINCE": since.iso8601, "RECD_SECONDS": Self.text(seconds),
         ]
+        if let levelDB { variables["RECD_LEVEL_DB"] = Self.text(levelDB) }
+        let environment = variables
         let what = "on_silence \(program) (\(app)/\(stream) \(state))"
         runner.submit(for: nil) { job -> Result<ChildOutcome, SystemError> in
             do throws(SystemError) {

@@ -110,9 +110,11 @@ enum StatusPageAssets {
           fill("recorders", s.recorders, (row, r) => {
             cell(row, r.app); cell(row, r.stream); cell(row, r.port); cell(row, seconds(r.seconds));
             cell(row, r.segments); cell(row, r.overruns, r.overruns ? "warn" : "");
-            const silent = r.silentSince;
-            const td = cell(row, silent ? "silent since " + silent : "sound", silent ? "bad silence" : "ok silence");
+            const silent = r.silentSince, stalled = r.stalledSince;
+            const text = stalled ? "STALLED since " + stalled : silent ? "silent since " + silent : "sound";
+            const td = cell(row, text, silent || stalled ? "bad silence" : "ok silence");
             td.dataset.silent = silent ? "yes" : "no";
+            td.dataset.stalled = stalled ? "yes" : "no";
           });
           const a = s.archive;
           $("archive").textContent = a.dir + (a.freeBytes != null

@@ -180,10 +180,12 @@ struct Output {
         case .recording(let recording):
             let file = recording.file.map { " \($0)" } ?? ""
             let reason = recording.reason.map { " (\($0))" } ?? ""
-            // A stream that starts again by itself says when; one that did, since when it was stopped.
+            // A stream that starts again by itself says when; one that did, since when it was stopped;
+            // a stalled one (and its resumption), since when no frames came.
+            let stall = recording.state == .stalled || recording.reason == RecordingEvent.State.stalled.rawValue
             let wait =
                 recording.resumesWhen.map { "; resumes when \($0)" }
-                ?? recording.since.map { "; stopped since \($0)" } ?? ""
+                ?? recording.since.map { stall ? "; no frames since \($0)" : "; stopped since \($0)" } ?? ""
             return "\(app)recording \(recording.stream ?? "") \(recording.state.rawValue)\(file)\(reason)" + wait
         case .silence(let silence):
             let seconds = JSONValue.format(silence.seconds)
@@ -311,7 +313,8 @@ struct Output {
                         rows: status.recorders.map {
                             [
                                 $0.app, $0.stream, $0.port, "\($0.bandwidth) \($0.sampleRate) Hz", duration($0.seconds),
-                                "\($0.overruns)", "\($0.gaps)", silentMark($0.silentSince),
+                                "\($0.overruns)", "\($0.gaps)",
+                                alarmMark(stalledSince: $0.stalledSince, silentSince: $0.silentSince),
                                 $0.files.joined(separator: ", "),
                             ]
                         })))
@@ -361,6 +364,14 @@ struct Output {
         // An interruption says by whom: `logger/mic: waiting (interrupted by voice since 10:42:03Z; ...)`.
         let why = w.reason == "interruption" && w.by != nil ? "interrupted by \(w.by!)" : w.reason
         return "\(w.app)/\(w.stream): \(state) (\(why) since \(time)\(note.isEmpty ? "" : "; " + note))"
+    }
+
+    /// `STALLED since 10:02:13Z` for a recorder whose source delivers no frames (it outranks
+    /// silence: a stalled feed has no level to judge), else `silentMark`.
+    static func alarmMark(stalledSince: String?, silentSince: String?) -> String {
+        guard let stalledSince else { return silentMark(silentSince) }
+        guard let time = stalledSince.split(separator: "T").last else { return "STALLED since \(stalledSince)" }
+        return "STALLED since \(time.prefix(8))Z"
     }
 
     /// `SILENT since 10:02:13Z` for a silent recorder (the time of day of its ISO 8601

@@ -123,8 +123,8 @@ public struct ArchiveSection: Sendable, Equatable {
     public var maxAgeDays: Int?
     /// Retention: delete oldest segments while free space is below this (`min_free_percent`).
     public var minFreePercent: Double?
-    /// Silence detection of every recorder (`silence_threshold_db`, `silence_seconds`,
-    /// `on_silence`); a session's section may change each.
+    /// Silence and stall alarms of every recorder (`silence_threshold_db`, `silence_seconds`,
+    /// `stall_seconds`, `on_silence`); a session's section may change each.
     public var silence = SilenceSettings()
     /// Seconds of each recordable session's input kept in memory, so that `record start`
     /// begins that much earlier (`pre_roll_seconds`, in `preRollSecondsRange`); 0: none. A

@@ -107,6 +107,83 @@ struct TapClockTests {
         #expect(lengths.count == 1 && (2400...4320).contains(lengths.first ?? 0), "\(lengths)")
     }
 
+    /// Runs `count` periods with JACK's cycle times: cycle `k` starts at `start(k)` and says the
+    /// next starts `length(k)` later; the callback wakes up at `wake(k)`.
+    static func runWithCycleTimes(
+        _ rig: ClockRig, count: Int, start: (Int) -> Double, length: (Int) -> Double, wake: (Int) -> Double
+    ) {
+        for k in 0..<count {
+            rig.rig.feedCounter(frames: Self.period)
+            runCycle(
+                rig.rig.memory.state, frames: Self.period, frameTime: UInt32(k * Self.period),
+                nowMicros: UInt64(wake(k)), cycleStart: Int64(start(k)), cycleNext: Int64(start(k) + length(k)))
+            if k % 100 == 99 { _ = rig.tap.read(maxFrames: rig.tap.availableToRead) }
+        }
+    }
+
+    @Test(
+        "JACK's cycle times decide: a graph 10 % slow whose callbacks wake up to 15 ms late at random has no gap; cycles skipped for 3 s are one gap of 3 s"
+    )
+    func slowGraphIsNotCut() {
+        for seed in randomSeeds(count: 3, base: 0x51A) {
+            var random = SplitMix64(seed: seed)
+            let rig = ClockRig()
+            let length = Self.periodMicros * 1.1
+            let start = { (k: Int) in 1e9 + Double(k) * length + (k >= 1000 ? 3e6 : 0) }
+            let jitter = (0..<2000).map { _ in Double(random.next() % 15_000) }
+            Self.runWithCycleTimes(
+                rig, count: 2000, start: start, length: { _ in length }, wake: { start($0) + jitter[$0] })
+            let gaps = rig.tap.drainGaps()
+            #expect(gaps.count == 1, "seed \(seed): \(gaps)")
+            #expect(gaps.first?.position == 1000 * Self.period)
+            // The lateness: the stop, and what the baseline had not followed of the slowness
+            // and the jitter (64 periods of 10 %: 34 ms, and up to 15 ms).
+            let extra = gaps.first.map { Double($0.length - 3 * Self.rate) / Double(Self.rate) }
+            #expect(extra.map { (-0.015...0.05).contains($0) } == true, "\(gaps)")
+            #expect(rig.tap.clockResets == 0)
+        }
+    }
+
+    @Test(
+        "jackd2's DLL reckons the cycles after a stall behind the true time, and an xrun puts its clock right: a skip of 1.25 s with the callbacks on time is no gap"
+    )
+    func skipWithoutPauseIsNotAGap() {
+        let rig = ClockRig()
+        let start = { (k: Int) in 1e9 + Double(k) * Self.periodMicros + (k >= 100 ? 1.25e6 : 0) }
+        let wake = { (k: Int) in 1e9 + Double(k) * Self.periodMicros }
+        Self.runWithCycleTimes(rig, count: 300, start: start, length: { _ in Self.periodMicros }, wake: wake)
+        #expect(rig.tap.drainGaps().isEmpty)
+    }
+
+    @Test(
+        "jackd2 after a stop: the cycle after it starts at the resume (2 s on) and says the next is 1.9 s back (its DLL reset), which it then is: one gap of 2 s"
+    )
+    func jackdResetIsOneGap() {
+        let rig = ClockRig()
+        let resumed = 1e9 + 100 * Self.periodMicros + 2e6
+        let start = { (k: Int) -> Double in
+            if k < 100 { return 1e9 + Double(k) * Self.periodMicros }
+            return k == 100 ? resumed : resumed - 1.9e6 + Double(k - 101) * Self.periodMicros
+        }
+        let length = { (k: Int) in k == 100 ? -1.9e6 : Self.periodMicros }
+        let wake = { (k: Int) in k <= 100 ? start(k) : resumed + Double(k - 100) * Self.periodMicros }
+        Self.runWithCycleTimes(rig, count: 300, start: start, length: length, wake: wake)
+        let gaps = rig.tap.drainGaps()
+        #expect(gaps.count == 1, "\(gaps)")
+        #expect(gaps.first.map { abs($0.length - 2 * Self.rate) <= 1 } == true, "\(gaps)")
+    }
+
+    @Test("a graph 10 % slow without JACK's cycle times (this client's clock only): no gap either")
+    func slowGraphWithoutCycleTimes() {
+        let rig = ClockRig()
+        for period in 0..<2000 {
+            rig.cycle(micros: Self.micros(period, plus: Double(period) * Self.periodMicros * 0.1))
+            if period % 100 == 99 { _ = rig.tap.read(maxFrames: rig.tap.availableToRead) }
+        }
+        #expect(rig.tap.drainGaps().isEmpty)
+        #expect(rig.tap.stalls == 0)
+    }
+
     @Test("frames ahead of the clock (the clock jumped back, or stood still): no gap, the measurement starts afresh")
     func ahead() {
         let rig = ClockRig()

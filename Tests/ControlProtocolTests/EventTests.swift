@@ -121,6 +121,14 @@ let sampleEvents: [(Event, String)] = [
     (
         .recording(
             RecordingEvent(
+                app: "logger", stream: "mic", state: .stalled, file: "/a/mic/0001.flac.partial", reason: "noFrames",
+                port: "mic", since: "2026-12-01T10:42:03.250Z")),
+        #"{"event":"recording","app":"logger","stream":"mic","state":"stalled","file":"/a/mic/0001.flac.partial","#
+            + #""reason":"noFrames","port":"mic","since":"2026-12-01T10:42:03.250Z"}"#
+    ),
+    (
+        .recording(
+            RecordingEvent(
                 app: "logger", stream: "mic", state: .segment, file: "/a/mic/0001.flac.partial", port: "mic")),
         #"{"event":"recording","app":"logger","stream":"mic","state":"segment","file":"/a/mic/0001.flac.partial","#
             + #""reason":null,"port":"mic"}"#

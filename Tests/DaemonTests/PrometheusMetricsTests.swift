@@ -25,25 +25,27 @@ struct PrometheusMetricsTests {
             ])
     }
 
-    static func recorder(_ app: String, _ stream: String, silent: Bool = false) -> RecorderInfo {
+    static func recorder(_ app: String, _ stream: String, silent: Bool = false, stalled: Bool = false) -> RecorderInfo {
         RecorderInfo(
             app: app, stream: stream, port: "mic", bandwidth: "full", sampleRate: 48_000, files: [], seconds: 61,
             segments: 2, gaps: 0, overruns: 4, droppedFrames: 0, zeroed: false,
-            silentSince: silent ? "2026-12-01T15:00:00Z" : nil)
+            silentSince: silent ? "2026-12-01T15:00:00Z" : nil, stalledSince: stalled ? "2026-12-01T15:01:00Z" : nil)
     }
 
     @Test("every family has HELP and TYPE; samples carry app/stream and port/channel labels; values as written")
     func families() {
         let text = PrometheusMetrics.render(
             MetricsSnapshot(
-                status: Self.status(recorders: [Self.recorder("logger", "main", silent: true)]),
+                status: Self.status(recorders: [
+                    Self.recorder("logger", "main", silent: true), Self.recorder("dj", "deck", stalled: true),
+                ]),
                 inputPeaks: [.init(port: "mic", channel: 1, peakDB: -12.25)], replication: nil))
         for (name, type) in [
             ("recd_up", "gauge"), ("recd_jack_connected", "gauge"), ("recd_xruns_total", "counter"),
             ("recd_sessions_active", "gauge"), ("recd_recording", "gauge"), ("recd_recorded_seconds_total", "counter"),
             ("recd_recorder_overruns_total", "counter"), ("recd_input_peak_dbfs", "gauge"), ("recd_silence", "gauge"),
             ("recd_archive_free_bytes", "gauge"), ("recd_archive_segments", "gauge"),
-            ("recd_recorder_waiting", "gauge"),
+            ("recd_recorder_waiting", "gauge"), ("recd_recorder_stalled", "gauge"),
         ] {
             #expect(text.contains("# HELP \(name) "), "HELP \(name)")
             #expect(text.contains("# TYPE \(name) \(type)\n"), "TYPE \(name)")
@@ -54,6 +56,8 @@ struct PrometheusMetricsTests {
             "recd_recorded_seconds_total{app=\"logger\",stream=\"main\"} 61",
             "recd_recorder_overruns_total{app=\"logger\",stream=\"main\"} 4",
             "recd_silence{app=\"logger\",stream=\"main\"} 1",
+            "recd_recorder_stalled{app=\"logger\",stream=\"main\"} 0",
+            "recd_recorder_stalled{app=\"dj\",stream=\"deck\"} 1",
             "recd_input_peak_dbfs{port=\"mic\",channel=\"1\"} -12.25", "recd_archive_free_bytes 5000000000",
             "recd_archive_segments 12", "recd_recorder_waiting{app=\"logger\",stream=\"desk\",reason=\"diskFull\"} 1",
         ] {

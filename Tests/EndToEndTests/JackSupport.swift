@@ -99,10 +99,14 @@ final class PrivateJack: @unchecked Sendable {
     /// A stable name: JACK's shared-memory registry holds 8 server names and frees a dead
     /// server's slot only when a server of the same name starts again, so a name per run would
     /// fill it after a few killed runs. The tests that use it run one at a time.
-    init(period: Int = 256, name: String = "recd-test-private") throws {
+    /// `environment`: more of jackd's environment (a server whose clock runs slow: `slowClock`).
+    init(period: Int = 256, name: String = "recd-test-private", environment: [String: String] = [:]) throws {
         self.name = name
+        self.environment = environment
         try start(period: period)
     }
+
+    private let environment: [String: String]
 
     func start(period: Int = 256, rate: Int = 48_000) throws {
         let process = try ExternalTools.process(
@@ -110,7 +114,7 @@ final class PrivateJack: @unchecked Sendable {
         process.standardOutput = FileHandle.nullDevice
         process.standardError = FileHandle.nullDevice
         process.standardInput = FileHandle.nullDevice
-        process.environment = ExternalTools.environment(["JACK_NO_AUDIO_RESERVATION": "1"])
+        process.environment = ExternalTools.environment(environment.merging(["JACK_NO_AUDIO_RESERVATION": "1"]) { $1 })
         try process.run()
         self.process = process
         let deadline = Date().addingTimeInterval(10)
@@ -119,6 +123,19 @@ final class PrivateJack: @unchecked Sendable {
             usleep(50_000)
         }
         throw DaemonFailure(message: "jackd -n \(name) did not start")
+    }
+
+    /// jackd's environment for a dummy server whose clock runs at `speed` (0.99: 1 % slow, every
+    /// period 1 % long in real time): libfaketime (Debian's libfaketime, scripts/packages.list)
+    /// slows the server's CLOCK_MONOTONIC and its sleeps alike, so the dummy driver's timer runs
+    /// slow as a sound card's crystal would. Its clients keep the true clock.
+    static func slowClock(speed: Double) throws -> [String: String] {
+        let library = ["x86_64-linux-gnu", "aarch64-linux-gnu"].map { "/usr/lib/\($0)/faketime/libfaketimeMT.so.1" }
+            .first { FileManager.default.fileExists(atPath: $0) }
+        guard let library else {
+            throw DaemonFailure(message: "no libfaketimeMT.so.1: install libfaketime (scripts/packages.list)")
+        }
+        return ["LD_PRELOAD": library, "FAKETIME": "+0 x\(speed)"]
     }
 
     /// SIGTERM and wait: the server shuts down cleanly (its clients hear it go) and frees its

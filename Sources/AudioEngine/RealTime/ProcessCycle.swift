@@ -43,24 +43,38 @@ func recdProcess(_ frameCount: jack_nframes_t, _ argument: UnsafeMutableRawPoint
         state.pointee.outputBuffers[channel] = buffer.assumingMemoryBound(to: Float.self)
     }
     var frameTime: UInt32 = 0
-    if let client = state.pointee.client { frameTime = jack_last_frame_time(client) }
+    // This cycle's start and the next one's as JACK keeps them: the taps' clock check.
+    var cycleStart: Int64 = 0
+    var cycleNext: Int64 = 0
+    if let client = state.pointee.client {
+        frameTime = jack_last_frame_time(client)
+        var cycleFrames: jack_nframes_t = 0
+        var current: jack_time_t = 0
+        var next: jack_time_t = 0
+        var period: Float = 0
+        if jack_get_cycle_times(client, &cycleFrames, &current, &next, &period) == 0 {
+            cycleStart = Int64(truncatingIfNeeded: current)
+            cycleNext = Int64(truncatingIfNeeded: next)
+        }
+    }
     runCycle(
         state, graph: graph, metering: metering, frames: Int(frameCount), frameTime: frameTime,
-        nowMicros: jack_get_time())
+        nowMicros: jack_get_time(), cycleStart: cycleStart, cycleNext: cycleNext)
     return 0
 }
 
 /// `runCycle` with the current snapshot and meter switch (tests drive the cycle this way).
 @_noLocks
 func runCycle(
-    _ state: UnsafeMutablePointer<ProcessState>, frames: Int, frameTime: UInt32, nowMicros: UInt64 = 0
+    _ state: UnsafeMutablePointer<ProcessState>, frames: Int, frameTime: UInt32, nowMicros: UInt64 = 0,
+    cycleStart: Int64 = 0, cycleNext: Int64 = 0
 ) {
     runCycle(
         state,
         graph: UnsafeMutablePointer<GraphSnapshot>(
             bitPattern: state.pointee.graph.load(ordering: .sequentiallyConsistent)),
         metering: state.pointee.metersActive.load(ordering: .relaxed), frames: frames, frameTime: frameTime,
-        nowMicros: nowMicros)
+        nowMicros: nowMicros, cycleStart: cycleStart, cycleNext: cycleNext)
 }
 
 /// One period on buffers already in `state.inputBuffers`/`outputBuffers`: taps copy the
@@ -71,11 +85,12 @@ func runCycle(
 /// Separate from `recdProcess` so a test can drive it without a server. `graph` and `metering`
 /// are read once a cycle (`recdProcess` decides from them whether to fetch the inputs).
 /// `nowMicros` is JACK's monotonic microsecond clock this cycle, for the taps' clock check (0:
-/// no check).
+/// no check); `cycleStart`/`cycleNext` JACK's times of this cycle and the next
+/// (`jack_get_cycle_times`; 0: unknown).
 @_noLocks
 func runCycle(
     _ state: UnsafeMutablePointer<ProcessState>, graph: UnsafeMutablePointer<GraphSnapshot>?, metering: Bool,
-    frames: Int, frameTime: UInt32, nowMicros: UInt64
+    frames: Int, frameTime: UInt32, nowMicros: UInt64, cycleStart: Int64 = 0, cycleNext: Int64 = 0
 ) {
     let inputs = state.pointee.inputBuffers
     let outputs = state.pointee.outputBuffers
@@ -91,11 +106,13 @@ func runCycle(
     if let graph {
         for index in 0..<graph.pointee.tapCount {
             graph.pointee.taps[index].pointee.observeClock(
-                frames: frames, frameTime: frameTime, nowMicros: nowMicros)
+                frames: frames, frameTime: frameTime, nowMicros: nowMicros, cycleStart: cycleStart,
+                cycleNext: cycleNext)
         }
         for index in 0..<graph.pointee.busTapCount {
             graph.pointee.busTaps[index].pointee.observeClock(
-                frames: frames, frameTime: frameTime, nowMicros: nowMicros)
+                frames: frames, frameTime: frameTime, nowMicros: nowMicros, cycleStart: cycleStart,
+                cycleNext: cycleNext)
         }
         for index in 0..<graph.pointee.tapCount {
             graph.pointee.taps[index].pointee.capture(

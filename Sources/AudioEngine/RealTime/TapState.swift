@@ -53,11 +53,19 @@ struct TapState: ~Copyable {
 
     // Process thread only: the clock. The period's frames should arrive at `clockOrigin +
     // clockFrames / sampleRate` seconds; how late they are, less the slowly followed
-    // `clockBaseline` (drift and scheduling), is a stall when it exceeds a period.
+    // `clockBaseline` (drift and scheduling), is a stall when it exceeds a period AND came in
+    // one pause between two callbacks (`previousCycleMicros`) longer than JACK's own length of
+    // the previous cycle (`cycleLengthMicros`).
     var clockOrigin: Int64 = 0
     var clockFrames: Int64 = 0
     var clockBaseline: Int64 = 0
     var timelineFrames = 0
+    /// JACK's microsecond clock at the previous callback (0: none yet).
+    var previousCycleMicros: Int64 = 0
+    /// The previous cycle's length: JACK's (`jack_get_cycle_times`: next_usecs less
+    /// current_usecs), or its frames at the nominal rate when JACK gave none or one off by more
+    /// than a factor of two (jackd2's DLL after a stall).
+    var cycleLengthMicros: Int64 = 0
 
     static var frameTimeKnown: UInt64 { 1 << 32 }
     /// The smallest lateness taken as a stall, whatever the period (a 1024-frame period at
@@ -76,42 +84,34 @@ struct TapState: ~Copyable {
 }
 
 extension TapState {
-    /// Process thread, once per cycle before `capture`: compares the period's arrival on JACK's
-    /// monotonic microsecond clock with the frames the tap has seen. When the frames are late
-    /// by more than a period (JACK's clock stood still: a stopped server, a driver that lost
-    /// sync), the missing time becomes a `clockStall` gap before this period's frames, so a
-    /// recording's start plus a frame's offset stays that frame's time. Frames early by more
-    /// than a period (a server whose clock jumped ahead) start the measurement afresh. Slow
-    /// drift is followed, not cut: the archiver measures it from the stamps published here.
-    /// `nowMicros` 0 (a test without a server) skips the check. Never traps.
+    /// Process thread, once per cycle before `capture`: records the time in which no cycle ran
+    /// as a `clockStall` gap before this period's frames, so a recording's start plus a frame's
+    /// offset stays that frame's time, and publishes the clock stamp the drift is measured from.
+    ///
+    /// The rule (docs/protocol.md, "Time stays true"): only time in which the graph ran no cycle
+    /// is a gap; a graph that runs steadily slow or fast stays continuous and its drift is
+    /// reported (CLOCK_DRIFT_PPM, from the stamps). A gap needs both: the frames are late
+    /// against JACK's microsecond clock (`nowMicros`) by more than a period (and 20 ms) above a
+    /// slowly followed baseline, AND the pause since the previous callback was longer than
+    /// JACK's own length of the previous cycle (`cycleStart`/`cycleNext` of that call:
+    /// current_usecs and next_usecs of `jack_get_cycle_times`) by as much; the lateness is the
+    /// gap. A graph 1 % slow is late a little more every cycle but never pauses: it is drift.
+    /// Frames early by more than a period (a server whose clock jumped ahead) start the
+    /// measurement afresh. `nowMicros` 0 (a test without a server) skips the check; cycle
+    /// times 0 (none from JACK): the nominal length. Never traps.
     @_noLocks
-    mutating func observeClock(frames: Int, frameTime: UInt32, nowMicros: UInt64) {
+    mutating func observeClock(
+        frames: Int, frameTime: UInt32, nowMicros: UInt64, cycleStart: Int64 = 0, cycleNext: Int64 = 0
+    ) {
         let now = Int64(truncatingIfNeeded: nowMicros)
         guard now > 0, sampleRate > 0, frames > 0 else { return }
         let rate = Int64(sampleRate)
-        if clockOrigin == 0 {
-            clockOrigin = now
-        } else {
-            let expected = clockOrigin &+ clockFrames &* 1_000_000 / rate
-            let excess = (now &- expected) &- clockBaseline
-            let threshold = max(Int64(frames) &* 1_000_000 / rate, Self.minimumStallMicros)
-            if excess > threshold {
-                let (scaled, overflow) = excess.multipliedReportingOverflow(by: rate)
-                let missing = overflow ? Int64(Int32.max) : scaled / 1_000_000
-                noteGap(length: Int(missing), frameTime: frameTime, isStall: true)
-                clockFrames &+= missing
-                timelineFrames &+= Int(missing)
-                stalls.add(1, ordering: .relaxed)
-                stalledFrames.add(Int(missing), ordering: .relaxed)
-            } else if excess < -threshold {
-                clockResets.add(1, ordering: .relaxed)
-                clockOrigin = now
-                clockFrames = 0
-                clockBaseline = 0
-            } else {
-                clockBaseline &+= excess / Self.baselineDivisor
-            }
-        }
+        let nominal = Int64(frames) &* 1_000_000 / rate
+        observeOwnClock(now: now, frames: frames, frameTime: frameTime)
+        previousCycleMicros = now
+        // JACK's length when plausible: jackd2's DLL reads far off for seconds after a stall.
+        let length = cycleNext &- cycleStart
+        cycleLengthMicros = cycleStart > 0 && length > nominal / 2 && length < nominal &* 2 ? length : nominal
         stampSequence.add(1, ordering: .sequentiallyConsistent)
         stampFrames.store(timelineFrames, ordering: .sequentiallyConsistent)
         stampMicros.store(Int(now), ordering: .sequentiallyConsistent)
@@ -123,6 +123,49 @@ extension TapState {
             let seconds = clockFrames / rate
             clockOrigin &+= seconds &* 1_000_000
             clockFrames &-= seconds &* rate
+        }
+    }
+
+    /// Process thread: `micros` of time without a cycle become a `clockStall` gap before the
+    /// next frame written.
+    @_noLocks
+    private mutating func noteStall(micros: Int64, frameTime: UInt32) {
+        let (scaled, overflow) = micros.multipliedReportingOverflow(by: Int64(sampleRate))
+        let missing = overflow ? Int64(Int32.max) : scaled / 1_000_000
+        guard missing > 0 else { return }
+        noteGap(length: Int(missing), frameTime: frameTime, isStall: true)
+        clockFrames &+= missing
+        timelineFrames &+= Int(missing)
+        stalls.add(1, ordering: .relaxed)
+        stalledFrames.add(Int(missing), ordering: .relaxed)
+    }
+
+    /// Process thread: the lateness and the pause (see `observeClock`).
+    @_noLocks
+    private mutating func observeOwnClock(now: Int64, frames: Int, frameTime: UInt32) {
+        let rate = Int64(sampleRate)
+        guard clockOrigin != 0 else {
+            clockOrigin = now
+            clockFrames = 0
+            clockBaseline = 0
+            return
+        }
+        let expected = clockOrigin &+ clockFrames &* 1_000_000 / rate
+        let excess = (now &- expected) &- clockBaseline
+        let nominal = Int64(frames) &* 1_000_000 / rate
+        let threshold = max(nominal, Self.minimumStallMicros)
+        // The lateness must have come at once: a graph a little slow every cycle never pauses.
+        let pause = previousCycleMicros > 0 ? (now &- previousCycleMicros) &- cycleLengthMicros : Int64.max
+        if excess > threshold && pause > threshold {
+            // All the lateness: what the baseline had not yet followed was lost time too.
+            noteStall(micros: excess, frameTime: frameTime)
+        } else if excess < -threshold {
+            clockResets.add(1, ordering: .relaxed)
+            clockOrigin = now
+            clockFrames = 0
+            clockBaseline = 0
+        } else {
+            clockBaseline &+= excess / Self.baselineDivisor
         }
     }
 

@@ -1,0 +1,109 @@
+// Stalled feeds: a recorder whose source delivers no frames for `stall_seconds` is `stalled`.
+// The silence alarm judges the samples that arrive; a graph, driver or server that stopped
+// delivers none, and would leave a logger "recording" nothing with green lights. This is its
+// alarm: the `recording` event (`stalled`, then `resumed` with reason `stalled`), `status`'s
+// `stalledSince`, the `on_silence` program with RECD_STATE=stalled/resumed, the metric
+// `recd_recorder_stalled`, and a log line each way. The missing time itself is recorded by the
+// tap when the cycles come back (a `clockStall` gap, TapState.observeClock): this file only
+// raises and clears the alarm.
+//
+// Threads: the control thread (the tick), reading the tap's counters, which the process thread
+// publishes as atomics; nothing here runs on the process thread.
+import Archive
+import ControlProtocol
+import Platform
+import SystemSupport
+
+/// Whether one recorder's source still delivers frames. A plain value the tick updates with
+/// the tap's counters (`RecorderService.watchFeeds`); monotonic seconds throughout.
+struct FeedWatch: Equatable {
+    /// A change the service announces.
+    enum Change: Equatable {
+        /// No frames since `since` (the last frame's wall-clock time) for `stall_seconds`.
+        case stalled(since: UTCTime)
+        /// Frames again after a stall that began at `since` and lasted `seconds`.
+        case resumed(since: UTCTime, seconds: Double)
+    }
+
+    /// The tap's frames (delivered and dropped: a dropped period still came) at the last check.
+    private var frames: Int
+    /// When, on the monotonic clock, the latest of those frames came.
+    private var lastFrameAt: Double
+    /// The last frame's wall-clock time while stalled; nil while frames flow.
+    private(set) var stalledSince: UTCTime?
+
+    /// A watch from a recorder's start: its first frame is due from `now`.
+    init(now: Double) {
+        frames = 0
+        lastFrameAt = now
+    }
+
+    /// Control thread, each tick. `frames`: the tap's count now; `lastPeriodAt`: when (monotonic
+    /// seconds) the process thread last ran a period for it (the tap's clock stamp; JACK's
+    /// microsecond clock is CLOCK_MONOTONIC on jackd2 and PipeWire), nil when unknown;
+    /// `wallNow`: the wall clock now; `stallSeconds` 0: no alarm.
+    mutating func check(
+        frames: Int, lastPeriodAt: Double?, now: Double, wallNow: UTCTime, stallSeconds: Double
+    ) -> Change? {
+        if frames != self.frames {
+            self.frames = frames
+            // The stamp is the period's start: trusted only between the last check and now (a
+            // clock that is not the monotonic one would put it anywhere).
+            if let lastPeriodAt, lastPeriodAt <= now, lastPeriodAt >= lastFrameAt {
+                lastFrameAt = lastPeriodAt
+            } else {
+                lastFrameAt = now
+            }
+            guard let since = stalledSince else { return nil }
+            stalledSince = nil
+            let seconds = Double(wallNow.nanosecondsSinceEpoch - since.nanosecondsSinceEpoch) / 1e9
+            return .resumed(since: since, seconds: (max(0, seconds) * 100).rounded() / 100)
+        }
+        guard stalledSince == nil, stallSeconds > 0, now - lastFrameAt >= stallSeconds else { return nil }
+        let since = UTCTime(nanosecondsSinceEpoch: wallNow.nanosecondsSinceEpoch - Int64((now - lastFrameAt) * 1e9))
+        stalledSince = since
+        return .stalled(since: since)
+    }
+}
+
+extension RecorderService {
+    /// From the tick: each running recorder's feed, its stall raised or cleared (see the file's
+    /// head). Reads two atomics per recorder; the program runs on the "silence hook" worker.
+    func watchFeeds(now: Double) {
+        let wallNow = UTCTime(nanosecondsSinceEpoch: SystemClock.realtimeNanoseconds())
+        // JACK's clock stamps are CLOCK_MONOTONIC microseconds, the tick's `now` seconds of it.
+        for stream in recorders where !stream.stopping {
+            let settings = silenceSettings(of: stream.spec.app)
+            let stamp = stream.tap.clockStamp.map { Double($0.micros) / 1e6 }
+            let frames = stream.tap.framesCaptured + stream.tap.droppedFrames
+            guard
+                let change = stream.feed.check(
+                    frames: frames, lastPeriodAt: stamp, now: now, wallNow: wallNow,
+                    stallSeconds: settings.stallSeconds)
+            else { continue }
+            let name = "\(stream.spec.app)/\(stream.spec.stream)"
+            switch change {
+            case .stalled(let since):
+                Log.warning(
+                    "\(name): STALLED: no audio from \(stream.spec.port) since \(since.iso8601) "
+                        + "(\(settings.stallSeconds) s without a frame: a stopped JACK graph, driver or server); it records on and marks the "
+                        + "missing time as a gap when frames come again")
+                announce(stream, .stalled, file: stream.currentFiles.last, reason: "noFrames") {
+                    $0.since = since.iso8601
+                }
+                silenceAlarms.stall(
+                    "stalled", app: stream.spec.app, stream: stream.spec.stream, since: since,
+                    seconds: settings.stallSeconds, settings: settings)
+            case .resumed(let since, let seconds):
+                Log.notice(
+                    "\(name): audio again from \(stream.spec.port) after \(seconds) s stalled (since "
+                        + "\(since.iso8601))")
+                let reason = RecordingEvent.State.stalled.rawValue
+                announce(stream, .resumed, file: stream.currentFiles.last, reason: reason) { $0.since = since.iso8601 }
+                silenceAlarms.stall(
+                    "resumed", app: stream.spec.app, stream: stream.spec.stream, since: since, seconds: seconds,
+                    settings: settings)
+            }
+        }
+    }
+}
