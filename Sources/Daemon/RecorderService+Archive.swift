@@ -50,7 +50,7 @@ extension RecorderService {
     /// complete FLAC frame: `state` `open`, `path` the `.partial`.
     func openSegments(app: String?, since: UTCTime?) -> [SegmentInfo] {
         (recorders + stopping).filter { app == nil || $0.spec.app == app }.flatMap { $0.recorder.snapshot.open }
-            .filter { since == nil || $0.record.endTime > since! }
+            .filter { open in since.map { open.record.endTime > $0 } ?? true }
             .map { open in
                 var info = Self.segmentInfo(open.record)
                 info.path = open.partialPath
