@@ -24,12 +24,12 @@ public struct OpenSegment: Hashable, Sendable {
     /// metadata before the first frame (STREAMINFO, seek table, comments in the padding) and
     /// appends after the last frame, so the frames up to `record.bytes` are the same bytes.
     public func open() throws(MediaError) -> ReadOnlyFile {
-        do {
+        do throws(MediaError) {
             return try ReadOnlyFile(path: partialPath, limit: record.bytes)
         } catch {
             if FileSystem.exists(partialPath) { throw error }
         }
-        do {
+        do throws(MediaError) {
             return try ReadOnlyFile(path: record.path, limit: record.bytes)
         } catch {
             throw MediaError(

@@ -16,8 +16,7 @@ import SessionPolicy
 import SystemSupport
 
 extension ArchiveMaintenance {
-    /// Plans and writes the clip. Worker thread.
-    /// `live`: the app's recorders as the control thread saw them when the request came; their
+    /// Plans and writes the clip. Worker thread. `live`: the app's recorders as the control thread saw them when the request came; their
     /// open segments are read up to that instant's last complete FLAC frame, never further.
     func export(
         _ request: ExportRequest, from: UTCTime, to asked: UTCTime, format: ClipFormat, output: OwnedFile,
@@ -26,7 +25,8 @@ extension ArchiveMaintenance {
         // The snapshot's open segments stand for their files even when the index holds them
         // finished by now (they rotated meanwhile); finished ones the control thread had not
         // indexed yet come from the snapshot too.
-        let open = live.flatMap(\.open).filter { $0.record.group == 0 && $0.record.frames > 0 }
+        // (Empty ones too: the plan takes no audio from them, but the clip ends at their start.)
+        let open = live.flatMap(\.open).filter { $0.record.group == 0 }
         let openByPath = Dictionary(open.map { ($0.record.path, $0) }, uniquingKeysWith: { first, _ in first })
         var all = try index().list(app: request.app).filter { $0.group == 0 && openByPath[$0.path] == nil }
         let indexed = Set(all.map(\.path))
@@ -36,8 +36,8 @@ extension ArchiveMaintenance {
         all += open.map(\.record)
         let overlapping = all.filter { $0.endTime > from && $0.startTime < asked }
         let stream: String
-        if let asked = request.stream {
-            stream = asked
+        if let named = request.stream {
+            stream = named
         } else {
             let streams = Set(overlapping.map(\.stream)).sorted()
             guard streams.count <= 1 else {
@@ -70,7 +70,8 @@ extension ArchiveMaintenance {
         }
         var plan: ClipPlan
         do { plan = try ClipPlan.plan(records: records, from: from, to: to) } catch { throw error.sessionError }
-        plan.openSegments = openByPath.filter { path, _ in plan.segments.contains { $0.path == path } }
+        let planned = Set(plan.segments.map(\.path))
+        plan.openSegments = openByPath.filter { planned.contains($0.key) }
         // A segment being written is its `.partial` (or, rotated meanwhile, its final file).
         func shownPath(_ record: SegmentRecord) -> String {
             guard let open = plan.openSegments[record.path], FileSystem.exists(open.partialPath) else {
@@ -197,7 +198,8 @@ extension RecorderService {
         guard text.hasPrefix("now") else { return UTCTime(iso8601WithZone: text) }
         let rest = text.dropFirst(3)
         if rest.isEmpty { return now }
-        guard rest.first == "-", let unit = rest.last, let scale = ["s": 1.0, "m": 60.0, "h": 3600.0][unit],
+        let scales: [Character: Double] = ["s": 1, "m": 60, "h": 3600]
+        guard rest.first == "-", let unit = rest.last, let scale = scales[unit],
             let amount = Double(rest.dropFirst().dropLast()), amount >= 0, amount.isFinite
         else { return nil }
         let seconds = amount * scale

@@ -297,6 +297,8 @@ final class ArchiverLoop {
         writers = opened
         drift = ClockDriftFit()
         control.opened(opened.flatMap { [$0.path, $0.partialPath] })
+        // At once, empty: a snapshot taken before the first frames still ends the clip here.
+        publishOpen()
         for (index, writer) in opened.enumerated() {
             control.post(
                 .segmentStarted(

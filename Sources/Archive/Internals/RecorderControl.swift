@@ -50,9 +50,9 @@ final class RecorderControl: Sendable {
     }
 
     func post(_ event: RecorderEvent) {
-        state.withLock {
-            $0.events.append(event)
-            if case .segmentFinished(let record) = event { $0.unindexed.append(record) }
+        state.withLock { state in
+            state.events.append(event)
+            if case .segmentFinished(let record) = event { state.unindexed.append(record) }
         }
         wake()
     }
@@ -75,9 +75,9 @@ final class RecorderControl: Sendable {
 
     func opened(_ paths: [String]) { state.withLock { $0.openPaths.formUnion(paths) } }
     func closed(_ paths: [String]) {
-        state.withLock {
-            $0.openPaths.subtract(paths)
-            $0.open.removeAll { paths.contains($0.partialPath) }
+        state.withLock { state in
+            state.openPaths.subtract(paths)
+            state.open.removeAll { paths.contains($0.partialPath) }
         }
     }
 
