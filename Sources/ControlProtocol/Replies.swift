@@ -275,7 +275,7 @@ public struct SegmentInfo: ReplyObject {
             loudnessLufs: try f.optionalDouble("loudnessLufs"),
             loudnessRangeLu: try f.optionalDouble("loudnessRangeLu"),
             truePeakDbtp: try f.optionalDouble("truePeakDbtp"), clockDriftPpm: try f.optionalDouble("clockDriftPpm"),
-            state: try f.optionalString("state") ?? "finished")
+            state: try f.string("state"))
     }
 }
 
