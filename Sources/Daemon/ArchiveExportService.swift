@@ -5,8 +5,14 @@
 // read itself (the rule `archive.verify PATH` applies); an export that needs one the caller
 // may not read is refused as a whole.
 //
+// A stream being recorded is part of it (issue 27 item 2): the control thread takes each of the
+// app's recorders' snapshot (open segments up to their last complete FLAC frame, finished ones
+// not yet indexed) when the request comes; the job reads nothing past it, and `to` past it is
+// clamped there (`requestedEnd` in the reply).
+//
 // Threads:
-// - `RecorderService.export`: the control thread (checks the request, submits the job).
+// - `RecorderService.export`: the control thread (checks the request, takes the snapshot,
+//   submits the job).
 // - The job (`ArchiveMaintenance.export`): the slow worker, one job at a time; decoding and
 //   encoding never run on the control thread.
 import Archive
