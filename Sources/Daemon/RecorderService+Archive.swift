@@ -42,7 +42,7 @@ extension RecorderService {
         var listed = records.prefix(limit).map { Self.segmentInfo($0).json }
         // The segments being written come last (they are the newest), on the last page: at most
         // one file per channel group of each recorder, so the page stays bounded.
-        if records.count <= limit { listed += openSegments(app: app, since: since).map { Self.segmentInfo($0).json } }
+        if records.count <= limit { listed += openSegments(app: app, since: since).map(\.json) }
         return [("segments", .array(listed)), ("next", next)]
     }
 
