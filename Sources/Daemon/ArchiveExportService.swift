@@ -22,8 +22,9 @@ import SessionPolicy
 import SystemSupport
 
 extension ArchiveMaintenance {
-    /// Plans and writes the clip. Worker thread. `live`: the app's recorders as the control thread saw them when the request came; their
-    /// open segments are read up to that instant's last complete FLAC frame, never further.
+    /// Plans and writes the clip. Worker thread. `live`: the app's recorders as the control
+    /// thread saw them when the request came; their open segments are read up to that
+    /// instant's last complete FLAC frame, never further.
     func export(
         _ request: ExportRequest, from: UTCTime, to asked: UTCTime, format: ClipFormat, output: OwnedFile,
         uid: UInt32, groups: Set<UInt32>, live: [RecorderSnapshot], job: WorkerJob

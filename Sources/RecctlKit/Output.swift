@@ -131,8 +131,9 @@ struct Output {
         case ["archive", "export"]:
             let clip = try ExportInfo(json: reply)
             let seconds = clip.sampleRate > 0 ? Double(clip.frames) / Double(clip.sampleRate) : 0
-            let clamped: String =
-                clip.requestedEnd.map { "; ends at \(clip.end), not \($0): the recording has written no more yet" } ?? ""
+            let clamped =
+                clip.requestedEnd.map { "; ends at \(clip.end), not \($0): the recording has written no more yet" }
+                ?? ""
             emit(
                 "\(clip.file == "-" ? "standard output" : clip.file): \(clip.app)/\(clip.stream) \(clip.start) to \(clip.end), "
                     + "\(clip.frames) frames (\(String(format: "%.3f", seconds)) s at \(clip.sampleRate) Hz, \(clip.channels) ch) "
