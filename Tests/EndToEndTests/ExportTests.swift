@@ -14,7 +14,7 @@ import Glibc
 /// Microseconds since the epoch of `YYYY-MM-DDTHH:MM:SS[.ffffff]Z`.
 func exportMicros(_ text: String) -> Int64? {
     let parts = text.dropLast().split(separator: ".", maxSplits: 1)
-    guard let base = ISO8601DateFormatter().date(from: String(parts[0]) + "Z") else { return nil }
+    guard let head = parts.first, let base = ISO8601DateFormatter().date(from: String(head) + "Z") else { return nil }
     var fraction: Int64 = 0
     if parts.count == 2 {
         let digits = String(parts[1].prefix(6)).padding(toLength: 6, withPad: "0", startingAt: 0)

@@ -201,6 +201,46 @@ struct OpenSegmentExportTests {
         let (recording, recordingStart) = try Self.finishedRecording(daemon, source)
         Self.expectWithin(clip, from: from, recording: recording, recordingStart: recordingStart, "the clip across the rotation")
     }
+
+    @Test("a listener complains: the last 30 s (--from now-30s --to now) over 10 s segments, sample-exact")
+    func lastThirtySeconds() throws {
+        let out = try ExportTests.scratch()
+        defer { try? FileManager.default.removeItem(atPath: out) }
+        let (daemon, source) = try Self.recording(segmentSeconds: 10)
+        // 31 s of recording, then the clip of the last 30 s: three rotations inside, the open
+        // segment last.
+        var first: Int64?
+        #expect(
+            try eventually(timeout: 45) {
+                let segments = try daemon.recctl("--json", "archive", "list", "--app", "logger").json?.arrayValue ?? []
+                guard let text = segments.first?["start"]?.stringValue, let start = exportMicros(text) else {
+                    return false
+                }
+                first = start
+                let now = Int64(Date().timeIntervalSince1970 * 1e6)
+                return now - start > 31_000_000 && segments.last?["state"]?.stringValue == "open"
+            })
+        let flac = out + "/last30.flac"
+        let exported = try daemon.recctl(
+            "--json", "archive", "export", "--app", "logger", "--from", "now-30s", "--to", "now", "-o", flac)
+        try #require(exported.status == 0, "\(exported.stdout)\(exported.stderr)")
+        let reply = try #require(exported.json)
+        let frames = try #require(reply["frames"]?.intValue)
+        #expect(frames > 29 * 48_000 && frames < 30 * 48_000, "\(reply)")
+        #expect(reply["requestedEnd"]?.stringValue != nil, "\(reply)")
+        let paths = reply["segments"]?.arrayValue?.compactMap(\.stringValue) ?? []
+        // (The last is the `.partial`, unless the export came in a rotation's first moment.)
+        #expect(paths.count >= 3 && paths.contains { $0.hasSuffix(".partial") } || paths.count >= 4, "\(reply)")
+        #expect(try flacTest(flac))
+        let clip = try decodeFLAC(flac, bits: 24)
+        #expect(clip.count == frames * 2)
+        #expect(counterBreaks(clip, gaps: reply["gaps"]?.stringValue ?? "") == 0)
+        let (recording, recordingStart) = try Self.finishedRecording(daemon, source)
+        #expect(first == recordingStart)
+        let start = try #require(exportMicros(reply["start"]?.stringValue ?? ""))
+        Self.expectWithin(clip, from: start, recording: recording, recordingStart: recordingStart, "the last 30 s")
+        print("last 30 s: \(frames) frames from \(paths.count) segments, gaps \(reply["gaps"]?.stringValue ?? "?")")
+    }
 }
 
 extension FileManager {
