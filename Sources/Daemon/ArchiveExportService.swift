@@ -77,6 +77,15 @@ extension ArchiveMaintenance {
         }
         var plan: ClipPlan
         do { plan = try ClipPlan.plan(records: records, from: from, to: to) } catch { throw error.sessionError }
+        // Clamped, the clip ends with the last frame written. `to`, from the open segment's own
+        // START_TIME, may lie one frame past where the rotations before it put that frame (each
+        // rounded to a whole frame): that frame is not silence to add.
+        if to < asked, case .silence(let frames)? = plan.pieces.last, frames == 1 {
+            plan.pieces.removeLast()
+            plan.frames -= 1
+            to = from.advanced(byFrames: plan.frames, sampleRate: plan.sampleRate)
+            plan.to = to
+        }
         let planned = Set(plan.segments.map(\.path))
         plan.openSegments = openByPath.filter { planned.contains($0.key) }
         // A segment being written is its `.partial` (or, rotated meanwhile, its final file).
