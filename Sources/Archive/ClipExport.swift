@@ -30,6 +30,16 @@ public struct ClipPlan: Sendable {
     /// The segments that give audio, in time order.
     public var segments: [SegmentRecord]
     public var pieces: [Piece]
+    /// The segments among `segments` still being written, by path: read only up to their
+    /// snapshot (`OpenSegment.open`), never into what their writer added since.
+    public var openSegments: [String: OpenSegment] = [:]
+
+    /// The file of `segments[source]`, for reading.
+    func file(_ source: Int) throws(MediaError) -> ReadOnlyFile {
+        let record = segments[source]
+        if let open = openSegments[record.path] { return try open.open() }
+        return try ReadOnlyFile(path: record.path)
+    }
 
     /// The silent stretches, as GAPS positions in the clip's frames (adjacent ones merged).
     public var gaps: [SegmentGap] {
@@ -240,7 +250,7 @@ public enum ClipExporter {
                     if let open = decoders[source] {
                         state = open
                     } else {
-                        state = (try Self.open(record.path), 0)
+                        state = (try FLACDecoder(file: plan.file(source), mode: .strict, checkMD5: false), 0)
                     }
                     // The other segments are done with: one decoder open at a time.
                     decoders = [:]
@@ -270,11 +280,6 @@ public enum ClipExporter {
             throw .unreadableFile(path: error.path.isEmpty ? name : error.path, reason: error.message)
         }
         return nil
-    }
-
-    private static func open(_ path: String) throws(MediaError) -> FLACDecoder {
-        let file = try ReadOnlyFile(path: path)
-        return try FLACDecoder(file: file, mode: .strict, checkMD5: false)
     }
 
     static func short(_ record: SegmentRecord, at frame: Int) -> MediaError {

@@ -37,7 +37,7 @@ extension ClipExporter {
                 } else {
                     decoder = nil
                     state = (
-                        source, try FLACDecoder(file: ReadOnlyFile(path: record.path), mode: .strict, checkMD5: false),
+                        source, try FLACDecoder(file: plan.file(source), mode: .strict, checkMD5: false),
                         0
                     )
                 }
@@ -47,7 +47,7 @@ extension ClipExporter {
                 } catch {
                     // No seek: decode from the start (the slow way, as before frames were copied).
                     state = (
-                        source, try FLACDecoder(file: ReadOnlyFile(path: record.path), mode: .strict, checkMD5: false),
+                        source, try FLACDecoder(file: plan.file(source), mode: .strict, checkMD5: false),
                         0
                     )
                     while state.position < from {
@@ -87,7 +87,7 @@ extension ClipExporter {
                 if reader?.source != source {
                     // One segment open at a time; an unreadable layout means decoding.
                     var opened: FLACFrameReader?
-                    do throws(MediaError) { opened = try FLACFrameReader(path: record.path) } catch {
+                    do throws(MediaError) { opened = try FLACFrameReader(file: plan.file(source)) } catch {
                         assembler.statistics.fallbacks.append("\(record.path): \(error.message)")
                     }
                     let info = opened?.streamInfo

@@ -216,6 +216,10 @@ public final class Recorder: @unchecked Sendable {
     /// Events since the last call, oldest first.
     public func drainEvents() -> [RecorderEvent] { control.drainEvents() }
 
+    /// The open segments up to their last complete FLAC frame, and the finished segments not yet
+    /// drained with `drainEvents`, at one instant (issue 27 item 2). Any thread.
+    public var snapshot: RecorderSnapshot { control.snapshot }
+
     /// Final and `.partial` paths of the segments being written (retention must spare them).
     public var openPaths: Set<String> { control.openPaths }
 

@@ -183,6 +183,12 @@ public final class SegmentWriter {
     /// reserved). Always false on file systems that cannot reserve space.
     public var isLowOnSpace: Bool { sink.isLowOnSpace }
 
+    /// Samples (per channel) in the complete FLAC frames in the file, and the byte where the
+    /// last of them ends: what a reader may take while the segment is written (libFLAC still
+    /// holds the block it collects).
+    public var completeFrames: Int { sink.framesInFile }
+    public var completeBytes: Int64 { sink.endOfLastFrame }
+
     /// Whether `finish` can still succeed (no write has failed and it was not finished).
     public var isOpen: Bool {
         if case .open = state { return true }

@@ -40,13 +40,19 @@ public struct ExportInfo: ReplyObject {
     /// Silent stretches (recorded gaps, times no segment covers): `pos+len` in clip frames,
     /// as the clip's GAPS tag.
     public var gaps: String
-    /// The source segments' paths, in time order.
+    /// The source segments' paths, in time order (a segment still being written by its
+    /// `.partial` path).
     public var segments: [String]
+    /// The `to` asked for, when the clip ends earlier because the recording has written no
+    /// more yet (`end` is then the end of the open segment's last complete FLAC frame); nil
+    /// when the clip ends where asked.
+    public var requestedEnd: String?
 
     public init(
         file: String, format: String, app: String, stream: String, start: String, end: String, frames: Int,
-        sampleRate: Int, channels: Int, gaps: String, segments: [String]
+        sampleRate: Int, channels: Int, gaps: String, segments: [String], requestedEnd: String? = nil
     ) {
+        self.requestedEnd = requestedEnd
         self.file = file
         self.format = format
         self.app = app
@@ -65,7 +71,7 @@ public struct ExportInfo: ReplyObject {
             "file": .string(file), "format": .string(format), "app": .string(app), "stream": .string(stream),
             "start": .string(start), "end": .string(end), "frames": .number(Double(frames)),
             "sampleRate": .number(Double(sampleRate)), "channels": .number(Double(channels)), "gaps": .string(gaps),
-            "segments": .array(segments.map { .string($0) }),
+            "segments": .array(segments.map { .string($0) }), "requestedEnd": JSONValue(requestedEnd),
         ]
     }
 
@@ -75,6 +81,7 @@ public struct ExportInfo: ReplyObject {
             file: try f.string("file"), format: try f.string("format"), app: try f.string("app"),
             stream: try f.string("stream"), start: try f.string("start"), end: try f.string("end"),
             frames: try f.int("frames"), sampleRate: try f.int("sampleRate"), channels: try f.int("channels"),
-            gaps: try f.string("gaps"), segments: try f.strings("segments"))
+            gaps: try f.string("gaps"), segments: try f.strings("segments"),
+            requestedEnd: try f.optionalString("requestedEnd"))
     }
 }

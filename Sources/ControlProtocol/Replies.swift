@@ -226,13 +226,17 @@ public struct SegmentInfo: ReplyObject {
     /// CLOCK_DRIFT_PPM: how fast the segment's sample clock ran against the system clock;
     /// nil when not measured (a short segment, or one older than the key).
     public var clockDriftPpm: Double?
+    /// `finished`, or `open`: still being written; `path` is then its `.partial`, and
+    /// `frames`, `seconds` and `bytes` go up to its last complete FLAC frame.
+    public var state: String
 
     public init(
         path: String, app: String, stream: String, group: Int, segment: Int, start: String, seconds: Double,
         frames: Int, sampleRate: Int, channels: Int, bits: Int, endReason: String?, gaps: Int, recovered: Bool,
         bytes: Int, loudnessLufs: Double? = nil, loudnessRangeLu: Double? = nil, truePeakDbtp: Double? = nil,
-        clockDriftPpm: Double? = nil
+        clockDriftPpm: Double? = nil, state: String = "finished"
     ) {
+        self.state = state
         self.clockDriftPpm = clockDriftPpm
         self.loudnessLufs = loudnessLufs
         self.loudnessRangeLu = loudnessRangeLu
@@ -264,7 +268,7 @@ public struct SegmentInfo: ReplyObject {
             "loudnessLufs": loudnessLufs.map(JSONValue.number) ?? .null,
             "loudnessRangeLu": loudnessRangeLu.map(JSONValue.number) ?? .null,
             "truePeakDbtp": truePeakDbtp.map(JSONValue.number) ?? .null,
-            "clockDriftPpm": clockDriftPpm.map(JSONValue.number) ?? .null,
+            "clockDriftPpm": clockDriftPpm.map(JSONValue.number) ?? .null, "state": .string(state),
         ]
     }
 
@@ -278,8 +282,8 @@ public struct SegmentInfo: ReplyObject {
             gaps: try f.int("gaps"), recovered: try f.bool("recovered"), bytes: try f.int("bytes"),
             loudnessLufs: try f.optionalDouble("loudnessLufs"),
             loudnessRangeLu: try f.optionalDouble("loudnessRangeLu"),
-            truePeakDbtp: try f.optionalDouble("truePeakDbtp"), clockDriftPpm: try f.optionalDouble("clockDriftPpm")
-        )
+            truePeakDbtp: try f.optionalDouble("truePeakDbtp"), clockDriftPpm: try f.optionalDouble("clockDriftPpm"),
+            state: try f.string("state"))
     }
 }
 

@@ -5,8 +5,14 @@
 // read itself (the rule `archive.verify PATH` applies); an export that needs one the caller
 // may not read is refused as a whole.
 //
+// A stream being recorded is part of it (issue 27 item 2): the control thread takes each of the
+// app's recorders' snapshot (open segments up to their last complete FLAC frame, finished ones
+// not yet indexed) when the request comes; the job reads nothing past it, and `to` past it is
+// clamped there (`requestedEnd` in the reply).
+//
 // Threads:
-// - `RecorderService.export`: the control thread (checks the request, submits the job).
+// - `RecorderService.export`: the control thread (checks the request, takes the snapshot,
+//   submits the job).
 // - The job (`ArchiveMaintenance.export`): the slow worker, one job at a time; decoding and
 //   encoding never run on the control thread.
 import Archive
@@ -16,16 +22,29 @@ import SessionPolicy
 import SystemSupport
 
 extension ArchiveMaintenance {
-    /// Plans and writes the clip. Worker thread.
+    /// Plans and writes the clip. Worker thread. `live`: the app's recorders as the control
+    /// thread saw them when the request came; their open segments are read up to that
+    /// instant's last complete FLAC frame, never further.
     func export(
-        _ request: ExportRequest, from: UTCTime, to: UTCTime, format: ClipFormat, output: OwnedFile, uid: UInt32,
-        groups: Set<UInt32>, job: WorkerJob
+        _ request: ExportRequest, from: UTCTime, to asked: UTCTime, format: ClipFormat, output: OwnedFile,
+        uid: UInt32, groups: Set<UInt32>, live: [RecorderSnapshot], job: WorkerJob
     ) throws -> ExportInfo {
-        let all = try index().list(app: request.app).filter { $0.group == 0 }
-        let overlapping = all.filter { $0.endTime > from && $0.startTime < to }
+        // The snapshot's open segments stand for their files even when the index holds them
+        // finished by now (they rotated meanwhile); finished ones the control thread had not
+        // indexed yet come from the snapshot too.
+        // (Empty ones too: the plan takes no audio from them, but the clip ends at their start.)
+        let open = live.flatMap(\.open).filter { $0.record.group == 0 }
+        let openByPath = Dictionary(open.map { ($0.record.path, $0) }, uniquingKeysWith: { first, _ in first })
+        var all = try index().list(app: request.app).filter { $0.group == 0 && openByPath[$0.path] == nil }
+        let indexed = Set(all.map(\.path))
+        all += live.flatMap(\.unindexed).filter {
+            $0.group == 0 && openByPath[$0.path] == nil && !indexed.contains($0.path)
+        }
+        all += open.map(\.record)
+        let overlapping = all.filter { $0.endTime > from && $0.startTime < asked }
         let stream: String
-        if let asked = request.stream {
-            stream = asked
+        if let named = request.stream {
+            stream = named
         } else {
             let streams = Set(overlapping.map(\.stream)).sorted()
             guard streams.count <= 1 else {
@@ -36,7 +55,19 @@ extension ArchiveMaintenance {
             }
             stream = streams.first ?? ""
         }
-        let records = overlapping.filter { $0.stream == stream }
+        // Nothing is recorded past the newest complete frame yet: a clip of a stream being
+        // recorded ends there (`--to now`), not in silence for the future.
+        var to = asked
+        if let written = open.filter({ $0.record.stream == stream }).map(\.record.endTime).max(), written < to {
+            guard written > from else {
+                throw SessionError(
+                    .badParam,
+                    "\(request.app) has written nothing after \(from) yet (its newest complete FLAC frame ends at "
+                        + "\(written)); export an earlier stretch, or wait a moment")
+            }
+            to = written
+        }
+        let records = overlapping.filter { $0.stream == stream && $0.startTime < to }
         guard !records.isEmpty else {
             let what = request.stream.map { "stream \($0) of \(request.app)" } ?? request.app
             throw SessionError(
@@ -44,13 +75,31 @@ extension ArchiveMaintenance {
                 "no recording of \(what) between \(from) and \(to); `recctl archive list --app \(request.app)` shows "
                     + "what the archive holds")
         }
-        let plan: ClipPlan
+        var plan: ClipPlan
         do { plan = try ClipPlan.plan(records: records, from: from, to: to) } catch { throw error.sessionError }
-        for record in plan.segments where !ArchivePath.isReadable(record.path, uid: uid, groups: groups) {
+        // Clamped, the clip ends with the last frame written. `to`, from the open segment's own
+        // START_TIME, may lie one frame past where the rotations before it put that frame (each
+        // rounded to a whole frame): that frame is not silence to add.
+        if to < asked, case .silence(let frames)? = plan.pieces.last, frames == 1 {
+            plan.pieces.removeLast()
+            plan.frames -= 1
+            to = from.advanced(byFrames: plan.frames, sampleRate: plan.sampleRate)
+            plan.to = to
+        }
+        let planned = Set(plan.segments.map(\.path))
+        plan.openSegments = openByPath.filter { planned.contains($0.key) }
+        // A segment being written is its `.partial` (or, rotated meanwhile, its final file).
+        func shownPath(_ record: SegmentRecord) -> String {
+            guard let open = plan.openSegments[record.path], FileSystem.exists(open.partialPath) else {
+                return record.path
+            }
+            return open.partialPath
+        }
+        for record in plan.segments where !ArchivePath.isReadable(shownPath(record), uid: uid, groups: groups) {
             throw SessionError(
                 .badParam,
-                "uid \(uid) may not read \(record.path), a segment of this clip; export only recordings you may read "
-                    + "yourself (ask an administrator, or the owner of the archive, for access)")
+                "uid \(uid) may not read \(shownPath(record)), a segment of this clip; export only recordings you may "
+                    + "read yourself (ask an administrator, or the owner of the archive, for access)")
         }
         do {
             let copied = try ClipExporter.write(
@@ -68,7 +117,8 @@ extension ArchiveMaintenance {
         return ExportInfo(
             file: request.file, format: format.rawValue, app: request.app, stream: stream, start: from.iso8601,
             end: to.iso8601, frames: plan.frames, sampleRate: plan.sampleRate, channels: plan.channels,
-            gaps: SegmentGap.commentValue(plan.gaps), segments: plan.segments.map(\.path))
+            gaps: SegmentGap.commentValue(plan.gaps), segments: plan.segments.map(shownPath),
+            requestedEnd: to < asked ? asked.iso8601 : nil)
     }
 }
 
@@ -95,8 +145,10 @@ extension RecorderService {
         guard let format = ClipFormat(rawValue: request.format) else {
             throw SessionError(.badParam, "format \(request.format) is not one recd writes; use flac or wav")
         }
-        guard let from = UTCTime(iso8601WithZone: request.from) else { throw Self.badTime("from", request.from) }
-        guard let to = UTCTime(iso8601WithZone: request.to) else { throw Self.badTime("to", request.to) }
+        // To the microsecond, as START_TIME and the reply's times are.
+        let now = UTCTime(microsecondsSinceEpoch: UTCTime.now().microsecondsSinceEpoch)
+        guard let from = Self.exportTime(request.from, now: now) else { throw Self.badTime("from", request.from) }
+        guard let to = Self.exportTime(request.to, now: now) else { throw Self.badTime("to", request.to) }
         guard to > from else {
             throw SessionError(
                 .badParam, "the clip must end after it begins: to \(request.to) is not after from \(request.from)")
@@ -133,13 +185,16 @@ extension RecorderService {
         }
         let maintenance = maintenance
         let handedOver = HandedOverFile(output)
+        // What the app's recorders have written, now, on the control thread: the job reads no
+        // further (a stopping recorder still writes its last frames, so it counts too).
+        let live = (recorders + stopping).filter { $0.spec.app == request.app }.map(\.recorder.snapshot)
         worker.submit(
             for: client,
             { job in
                 Result {
                     try maintenance.export(
                         request, from: from, to: to, format: format, output: handedOver.file, uid: uid, groups: groups,
-                        job: job
+                        live: live, job: job
                     ).fields
                 }.mapError(RequestGate.replyError)
             }, completion: reply)
@@ -148,8 +203,24 @@ extension RecorderService {
     private static func badTime(_ key: String, _ text: String) -> SessionError {
         SessionError(
             .badParam,
-            "\(key) \"\(text)\" is not an ISO 8601 time with a zone; write e.g. 2026-12-01T10:02:00Z or "
-                + "2026-12-01T11:02:00.5+01:00")
+            "\(key) \"\(text)\" is not an ISO 8601 time with a zone nor now[-N(s|m|h)]; write e.g. "
+                + "2026-12-01T10:02:00Z, 2026-12-01T11:02:00.5+01:00, now-30s or now")
+    }
+
+    /// An ISO 8601 time with a zone, or `now`, `now-30s`, `now-1.5m`, `now-2h` (recd's clock
+    /// when the request came). The offset is bounded where it enters: at most the longest clip
+    /// back from now (a later check refuses longer clips anyway).
+    static func exportTime(_ text: String, now: UTCTime) -> UTCTime? {
+        guard text.hasPrefix("now") else { return UTCTime(iso8601WithZone: text) }
+        let rest = text.dropFirst(3)
+        if rest.isEmpty { return now }
+        let scales: [Character: Double] = ["s": 1, "m": 60, "h": 3600]
+        guard rest.first == "-", let unit = rest.last, let scale = scales[unit],
+            let amount = Double(rest.dropFirst().dropLast()), amount >= 0, amount.isFinite
+        else { return nil }
+        let seconds = amount * scale
+        guard seconds <= Double(longestExportSeconds) else { return nil }
+        return UTCTime(microsecondsSinceEpoch: now.microsecondsSinceEpoch - Int64((seconds * 1e6).rounded()))
     }
 }
 

@@ -46,7 +46,13 @@ extension HTTPEndpoints {
         routes.addPrefix("/archive/") { request in
             let relative = String(request.path.dropFirst("/archive/".count))
             guard let segment = archive.openSegment(relative) else {
-                return .error(404, "Not Found: no finished segment \(relative) in the archive; the page lists them")
+                // Decided in docs/status-page.md: the segment being written is not served here.
+                return .error(
+                    404,
+                    relative.hasSuffix(".partial")
+                        ? "Not Found: \(relative) is being written and the page plays finished segments only; "
+                            + "`recctl archive export --app APP --from now-30s --to now -o clip.wav` clips it"
+                        : "Not Found: no finished segment \(relative) in the archive; the page lists them")
             }
             let descriptor = segment.file.relinquish()
             return HTTPResponse(

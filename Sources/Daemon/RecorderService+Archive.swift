@@ -39,7 +39,24 @@ extension RecorderService {
         // One more than the page: whether a next page exists, without counting them all.
         let records = try index.list(app: app, since: since, offset: offset, limit: limit + 1)
         let next: JSONValue = records.count > limit ? .number(Double(offset + limit)) : .null
-        return [("segments", .array(records.prefix(limit).map { Self.segmentInfo($0).json })), ("next", next)]
+        var listed = records.prefix(limit).map { Self.segmentInfo($0).json }
+        // The segments being written come last (they are the newest), on the last page: at most
+        // one file per channel group of each recorder, so the page stays bounded.
+        if records.count <= limit { listed += openSegments(app: app, since: since).map(\.json) }
+        return [("segments", .array(listed)), ("next", next)]
+    }
+
+    /// The open segments of the running (and still finishing) recorders, up to their last
+    /// complete FLAC frame: `state` `open`, `path` the `.partial`.
+    func openSegments(app: String?, since: UTCTime?) -> [SegmentInfo] {
+        (recorders + stopping).filter { app == nil || $0.spec.app == app }.flatMap { $0.recorder.snapshot.open }
+            .filter { open in since.map { open.record.endTime > $0 } ?? true }
+            .map { open in
+                var info = Self.segmentInfo(open.record)
+                info.path = open.partialPath
+                info.state = "open"
+                return info
+            }
     }
 
     static func segmentInfo(_ record: SegmentRecord) -> SegmentInfo {

@@ -121,7 +121,7 @@ struct Output {
                         rows: segments.map {
                             [
                                 $0.start, $0.app, $0.stream, String(format: "%.1f", $0.seconds), "\($0.sampleRate)",
-                                "\($0.channels)", $0.endReason ?? "", $0.path,
+                                "\($0.channels)", $0.state == "open" ? "open" : $0.endReason ?? "", $0.path,
                             ]
                         }))
         case ["archive", "verify"]:
@@ -131,11 +131,14 @@ struct Output {
         case ["archive", "export"]:
             let clip = try ExportInfo(json: reply)
             let seconds = clip.sampleRate > 0 ? Double(clip.frames) / Double(clip.sampleRate) : 0
+            let clamped =
+                clip.requestedEnd.map { "; ends at \(clip.end), not \($0): the recording has written no more yet" }
+                ?? ""
             emit(
                 "\(clip.file == "-" ? "standard output" : clip.file): \(clip.app)/\(clip.stream) \(clip.start) to \(clip.end), "
                     + "\(clip.frames) frames (\(String(format: "%.3f", seconds)) s at \(clip.sampleRate) Hz, \(clip.channels) ch) "
                     + "from \(clip.segments.count) segment\(clip.segments.count == 1 ? "" : "s")"
-                    + (clip.gaps.isEmpty ? "" : "; silent gaps \(clip.gaps)"))
+                    + (clip.gaps.isEmpty ? "" : "; silent gaps \(clip.gaps)") + clamped)
         case ["archive", "reindex"]:
             print("indexed \(try ReindexInfo(json: reply).indexed) segments")
         case ["session", "delete"]:

@@ -177,4 +177,57 @@ struct ClipFrameCopyTests {
         #expect(statistics.copiedFrames == 0 && statistics.encodedFrames == 58_900, "\(statistics)")
         #expect(statistics.fallbacks.count == 1, "\(statistics)")
     }
+
+    @Test("a snapshot of an open segment exports up to its last complete frame, also once it was finished and renamed")
+    func openSegmentSnapshot() throws {
+        let directory = TemporaryDirectory("open")
+        let a = try Self.segment(directory, "a", first: 0, frames: 30_000)
+        let start = Self.t0.advanced(byFrames: 30_000, sampleRate: 48_000)
+        let writer = try SegmentWriter(
+            path: directory.path + "/b.flac",
+            format: SegmentFormat(sampleRate: 48_000, channels: 2, bitsPerSample: 24, measuresLoudness: false),
+            comments: [VorbisComment("START_TIME", start.iso8601)], expectedFrames: 480_000)
+        func write(_ range: Range<Int>) throws {
+            let samples = range.flatMap { n in (0..<2).map { counterSample(n, $0) } }
+            try samples.withUnsafeBufferPointer { try writer.write($0) }
+        }
+        try write(30_000..<130_000)
+        // libFLAC still holds the block it collects: the file has whole frames only.
+        let frames = writer.completeFrames
+        #expect(frames > 0 && frames < 100_000 && frames % 4096 == 0, "\(frames)")
+        let open = OpenSegment(
+            record: SegmentRecord(
+                path: writer.path, app: "a", stream: "s", group: 0, segment: 2, startTime: start, frames: frames,
+                sampleRate: 48_000, channels: 2, bitsPerSample: 24, endReason: nil, gaps: [], recovered: false,
+                bytes: writer.completeBytes),
+            partialPath: writer.partialPath)
+        var plan = try ClipPlan.plan(
+            records: [a, open.record], from: Self.t0.advanced(byFrames: 10_000, sampleRate: 48_000),
+            to: open.record.endTime)
+        plan.openSegments = [open.record.path: open]
+        let expected = Self.expected(from: 10_000, frames: 20_000 + frames)
+        #expect(plan.frames == 20_000 + frames)
+        let first = directory.path + "/while-open.flac"
+        let statistics = try Self.export(plan, to: first)
+        #expect(statistics.fallbacks.isEmpty, "\(statistics.fallbacks)")
+        #expect(try flacTestPasses(first))
+        #expect(try decodeWithFlacCLI(first, bits: 24) == expected)
+
+        // More is written, the segment finished and renamed: the snapshot still reads the
+        // same frames, from the final file, and nothing after them.
+        try write(130_000..<200_000)
+        _ = try writer.finish(reason: .rotation)
+        #expect(!FileManager.default.fileExists(atPath: open.partialPath))
+        let after = directory.path + "/after-rotation.flac"
+        _ = try Self.export(plan, to: after)
+        #expect(try decodeWithFlacCLI(after, bits: 24) == expected)
+        let wav = directory.path + "/after-rotation.wav"
+        try ClipExporter.write(
+            plan, format: .wav, to: OwnedFile(wav, .createExclusive(permissions: 0o644)), name: wav, comments: [])
+        let reencoded = directory.path + "/wav.flac"
+        #expect(try run(["flac", "-s", "-o", reencoded, wav]).status == 0)
+        #expect(try decodeWithFlacCLI(reencoded, bits: 24) == expected)
+        // Without the snapshot's limit the whole finished file would be read: the limit is what holds.
+        #expect(try ReadOnlyFile(path: writer.path, limit: open.record.bytes).size() == open.record.bytes)
+    }
 }

@@ -175,6 +175,11 @@ private func checkReply<T: ReplyObject>(_ value: T, optionalKeys: Set<String> = 
         var unfinished = sampleSegment
         unfinished.endReason = nil
         try checkReply(unfinished)
+        var open = unfinished
+        open.state = "open"
+        open.path += ".partial"
+        try checkReply(open)
+        #expect(open.json["state"]?.stringValue == "open" && sampleSegment.json["state"]?.stringValue == "finished")
     }
 
     @Test func verifyAndHelloRoundTrip() throws {
@@ -203,6 +208,10 @@ private func checkReply<T: ReplyObject>(_ value: T, optionalKeys: Set<String> = 
             gaps: "12000+4800", segments: ["/a.flac", "/b.flac"])
         try checkReply(clip)
         #expect(clip.json["sampleRate"]?.intValue == 48_000)
+        #expect(clip.json["requestedEnd"] == .null)
+        var clamped = clip
+        clamped.requestedEnd = "2026-12-01T09:08:00.000000Z"
+        try checkReply(clamped)
     }
 
     @Test func replicationStatusRoundTrips() throws {

@@ -14,7 +14,7 @@ import Glibc
 /// Microseconds since the epoch of `YYYY-MM-DDTHH:MM:SS[.ffffff]Z`.
 func exportMicros(_ text: String) -> Int64? {
     let parts = text.dropLast().split(separator: ".", maxSplits: 1)
-    guard let base = ISO8601DateFormatter().date(from: String(parts[0]) + "Z") else { return nil }
+    guard let head = parts.first, let base = ISO8601DateFormatter().date(from: String(head) + "Z") else { return nil }
     var fraction: Int64 = 0
     if parts.count == 2 {
         let digits = String(parts[1].prefix(6)).padding(toLength: 6, withPad: "0", startingAt: 0)
@@ -229,6 +229,15 @@ struct ExportTests {
         let badTime = try refused(["--from", "yesterday", "--to", to, "-o", clip])
         #expect(badTime?["name"]?.stringValue == "badParam")
         #expect(badTime?["message"]?.stringValue?.contains("ISO 8601") == true)
+        // Relative times: now, now-Ns, -Nm, -Nh only, and at most a clip's length back.
+        let badNow = try refused(["--from", "now-30x", "--to", "now", "-o", clip])
+        #expect(badNow?["message"]?.stringValue?.contains("now-30s") == true, "\(String(describing: badNow))")
+        let tooFarBack = try refused(["--from", "now-200h", "--to", "now", "-o", clip])
+        #expect(tooFarBack?["name"]?.stringValue == "badParam")
+        // No recording of the app now, so nothing is clamped: a relative clip of the past is
+        // refused as any clip without audio is.
+        let nothingNow = try refused(["--from", "now-30s", "--to", "now", "-o", clip])
+        #expect(nothingNow?["message"]?.stringValue?.contains("archive list") == true, "\(String(describing: nothingNow))")
         let noZone = try refused(["--from", String(from.dropLast()), "--to", to, "-o", clip])
         #expect(noZone?["name"]?.stringValue == "badParam")
         let backwards = try refused(["--from", to, "--to", from, "-o", clip])

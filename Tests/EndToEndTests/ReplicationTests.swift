@@ -168,9 +168,16 @@ struct ReplicationEndToEndTests {
             archiveSegmentSeconds: 1)
         let (source, watcher) = try startLoggerRecording(daemon, deck: deck)
         watcher.waitFor(count: 3, timeout: 10) { $0["event"] == "recording" && $0["state"] == "finished" }
+        // While recording (issue 27 item 2): the archive lists the segment being written, and
+        // only finished ones are copied, never a `.partial`.
+        let listed = try daemon.recctl("--json", "archive", "list", "--app", "logger").json?.arrayValue ?? []
+        #expect(listed.contains { $0["state"]?.stringValue == "open" }, "\(listed)")
+        #expect(eventually(timeout: 10) { !files(under: remote + "/copies", suffix: ".flac").isEmpty })
+        #expect(files(under: remote + "/copies", suffix: ".partial").isEmpty)
         try #require(daemon.recctl("record", "stop", "logger").status == 0)
         source.stop()
         #expect(eventually(timeout: 20) { Self.backlog(daemon) == 0 }, "\(daemon.log)")
+        #expect(files(under: remote + "/copies", suffix: ".partial").isEmpty)
         let status = try #require(try Self.replication(daemon))
         #expect(status["remote"] == .string(remote + "/copies"))
         #expect(status["lastSuccess"]?.doubleValue.map { abs($0 - Date().timeIntervalSince1970) < 60 } == true)

@@ -50,7 +50,10 @@ struct StatusPageTests {
         #expect(
             try eventually(timeout: 8) {
                 let list = try daemon.recctl("--json", "archive", "list").json?.arrayValue ?? []
-                guard let path = list.first?["path"]?.stringValue else { return false }
+                // A finished one: the list ends with the segment being written (its `.partial`).
+                guard let path = list.first(where: { $0["state"] == "finished" })?["path"]?.stringValue else {
+                    return false
+                }
                 let outside = daemon.directory + "/outside.flac"
                 try FileManager.default.moveItem(atPath: path, toPath: outside)
                 try FileManager.default.createSymbolicLink(atPath: path, withDestinationPath: outside)

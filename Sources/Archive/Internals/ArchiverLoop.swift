@@ -95,6 +95,7 @@ final class ArchiverLoop {
                     try applyDueGaps()
                 }
                 for writer in writers { try writer.flushIfDue() }
+                publishOpen()
                 // A short read means the source is drained: wait for more to gather rather
                 // than wake for every period (a stop request ends the wait).
                 if frames < configuration.chunkFrames && stopReason == nil {
@@ -296,6 +297,8 @@ final class ArchiverLoop {
         writers = opened
         drift = ClockDriftFit()
         control.opened(opened.flatMap { [$0.path, $0.partialPath] })
+        // At once, empty: a snapshot taken before the first frames still ends the clip here.
+        publishOpen()
         for (index, writer) in opened.enumerated() {
             control.post(
                 .segmentStarted(
@@ -338,8 +341,9 @@ final class ArchiverLoop {
         for (index, writer) in current.enumerated() {
             do throws(ArchiveError) {
                 let finished = try writer.finish(reason: reason, extraComments: endComments)
-                control.closed([writer.path, writer.partialPath])
+                // Posted before closed: a snapshot between the two finds it in both, never in neither.
                 control.post(.segmentFinished(record(for: finished, group: current.count > 1 ? index + 1 : 0)))
+                control.closed([writer.path, writer.partialPath])
             } catch {
                 writer.abandon()
                 control.closed([writer.path, writer.partialPath])
@@ -358,14 +362,33 @@ final class ArchiverLoop {
         let endComments = segmentEndComments(reason: reason)
         for (index, writer) in current.enumerated() {
             if writer.isOpen, let finished = try? writer.finish(reason: reason, extraComments: endComments) {
-                control.closed([writer.path, writer.partialPath])
                 control.post(.segmentFinished(record(for: finished, group: current.count > 1 ? index + 1 : 0)))
+                control.closed([writer.path, writer.partialPath])
             } else {
                 writer.abandon()
                 control.closed([writer.path, writer.partialPath])
                 control.post(.segmentAbandoned(partialPath: writer.partialPath, error: error))
             }
         }
+    }
+
+    /// The open segments as far as their complete frames go, for `Recorder.snapshot`.
+    private func publishOpen() {
+        let open = writers.enumerated().map { index, writer in
+            let group = writers.count > 1 ? index + 1 : 0
+            let frames = writer.completeFrames
+            return OpenSegment(
+                record: SegmentRecord(
+                    path: writer.path, app: configuration.app, stream: configuration.stream, group: group,
+                    segment: segmentNumber,
+                    startTime: UTCTime(microsecondsSinceEpoch: segmentStart.microsecondsSinceEpoch), frames: frames,
+                    sampleRate: outputRate, channels: group == 0 ? configuration.channels : groups[group - 1].count,
+                    bitsPerSample: configuration.bitsPerSample, endReason: nil,
+                    gaps: writer.gaps.filter { $0.position <= frames }, recovered: false,
+                    bytes: writer.completeBytes),
+                partialPath: writer.partialPath)
+        }
+        control.publishOpen(open)
     }
 
     private func record(for finished: FinishedSegment, group: Int) -> SegmentRecord {

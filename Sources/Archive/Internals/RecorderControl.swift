@@ -12,6 +12,9 @@ final class RecorderControl: Sendable {
         var events: [RecorderEvent] = []
         var openPaths: Set<String> = []
         var running = false
+        var open: [OpenSegment] = []
+        /// Finished segments posted and not yet drained (the drainer indexes them).
+        var unindexed: [SegmentRecord] = []
         var momentaryLUFS: Double?
         var shortTermLUFS: Double?
     }
@@ -55,7 +58,10 @@ final class RecorderControl: Sendable {
     }
 
     func post(_ event: RecorderEvent) {
-        state.withLock { $0.events.append(event) }
+        state.withLock { state in
+            state.events.append(event)
+            if case .segmentFinished(let record) = event { state.unindexed.append(record) }
+        }
         wake()
     }
 
@@ -63,14 +69,25 @@ final class RecorderControl: Sendable {
         state.withLock {
             let events = $0.events
             $0.events.removeAll()
+            $0.unindexed.removeAll()
             return events
         }
     }
 
+    /// The archiver publishes its open segments as they grow; a segment leaves with `closed`,
+    /// after its `segmentFinished` was posted, so a snapshot never misses it.
+    func publishOpen(_ segments: [OpenSegment]) { state.withLock { $0.open = segments } }
+    var snapshot: RecorderSnapshot { state.withLock { RecorderSnapshot(open: $0.open, unindexed: $0.unindexed) } }
+
     var openPaths: Set<String> { state.withLock { $0.openPaths } }
 
     func opened(_ paths: [String]) { state.withLock { $0.openPaths.formUnion(paths) } }
-    func closed(_ paths: [String]) { state.withLock { $0.openPaths.subtract(paths) } }
+    func closed(_ paths: [String]) {
+        state.withLock { state in
+            state.openPaths.subtract(paths)
+            state.open.removeAll { paths.contains($0.partialPath) }
+        }
+    }
 
     /// The archiver publishes the live loudness of what it writes; anyone reads it.
     var loudness: (momentaryLUFS: Double?, shortTermLUFS: Double?) {
