@@ -56,7 +56,8 @@ final class R128Engine {
 
     /// The two biquads' coefficients (b0, b1, b2, a1, a2; a0 = 1).
     private let shelf: (Float, Float, Float, Float, Float)
-    private let highPass: (Float, Float, Float, Float, Float)
+    /// The high-pass's denominator as e1 = 2 + a1, e2 = 1 - a2 (numerator 1, -2, 1).
+    private let highPass: (Float, Float)
     /// Per group: the shelf's two state values, then the high-pass's.
     private let filterState: UnsafeMutablePointer<Lanes>
     /// Per group: squares summed since the last 100 ms boundary.
@@ -128,8 +129,11 @@ final class R128Engine {
         q = 0.5003270373238773
         k = recd_r128_tan(Double.pi * f0 / rate)
         a0 = 1 + k / q + k * k
-        // The high-pass's numerator is 1, -2, 1 unnormalised, as BS.1770 gives it.
-        highPass = (1, -2, 1, Float(2 * (k * k - 1) / a0), Float((1 - k / q + k * k) / a0))
+        // The high-pass's numerator is 1, -2, 1 unnormalised, as BS.1770 gives it. Its poles lie
+        // near z = 1 (1 - 0.0025 at 96 kHz), where a Float a1 ≈ -2 and a2 ≈ 1 would move them
+        // by 1 % of their distance from 1 (0.01 LU at 50 Hz): the filter keeps the small
+        // distances instead, e1 = 2 + a1 and e2 = 1 - a2, each exact to Float's precision.
+        highPass = (Float(2 * (2 * k * k + k / q) / a0), Float(2 * k / q / a0))
         filterState = .allocate(capacity: groups * 4)
         filterState.initialize(repeating: .zero, count: groups * 4)
         pendingEnergy = .allocate(capacity: groups)
@@ -260,7 +264,7 @@ final class R128Engine {
         let input = frames + group * lane + history + start
         let state = filterState + group * 4
         let (sb0, sb1, sb2, sa1, sa2) = shelf
-        let (hb0, hb1, hb2, ha1, ha2) = highPass
+        let (e1, e2) = highPass
         var s1 = state[0]
         var s2 = state[1]
         var h1 = state[2]
@@ -271,9 +275,11 @@ final class R128Engine {
             let y = sb0 * x + s1
             s1 = sb1 * x - sa1 * y + s2
             s2 = sb2 * x - sa2 * y
-            let z = hb0 * y + h1
-            h1 = hb1 * y - ha1 * z + h2
-            h2 = hb2 * y - ha2 * z
+            // Transposed direct form II with b = 1, -2, 1 and a1 = e1 - 2, a2 = 1 - e2.
+            let z = y + h1
+            let d = y - z
+            h1 = h2 - 2 * d - e1 * z
+            h2 = d + e2 * z
             squares += z * z
         }
         // States that have decayed below any audible level are flushed to 0 before they turn

@@ -84,9 +84,26 @@ struct R128EngineTests {
             (48_000, 1), (48_000, 2), (44_100, 6), (96_000, 8), (44_100, 3), (96_000, 2), (48_000, 5), (32_000, 1),
         ])
     func mixedSignals(rate: Int, channels: Int) throws {
-        let samples = Self.mixed(channels: channels, rate: rate, seconds: 12, seed: UInt64(rate + channels))
+        let samples = Self.mixed(channels: channels, rate: rate, seconds: 8, seed: UInt64(rate + channels))
         let (_, compared) = try Self.expectAgreement(samples, channels: channels, rate: rate, seed: 11)
-        #expect(compared >= 100, "\(compared) window readings compared")
+        #expect(compared >= 30, "\(compared) window readings compared")
+    }
+
+    @Test(
+        "low sines about the high-pass's 38 Hz corner, where single precision is hardest: within 0.01 LU",
+        arguments: [44_100, 96_000])
+    func lowFrequencies(rate: Int) throws {
+        let frequencies = [15.0, 25, 38, 60, 110]
+        let samples = Exact.signal(channels: frequencies.count, rate: rate, seconds: 5) { frame, channel in
+            0.3 * sin(2 * Double.pi * frequencies[channel] * Double(frame) / Double(rate))
+        }
+        try Self.expectAgreement(samples, channels: frequencies.count, rate: rate, seed: 17)
+        for (channel, frequency) in frequencies.enumerated() {
+            let one = Exact.signal(channels: 1, rate: rate, seconds: 4) { frame, _ in
+                0.3 * sin(2 * Double.pi * frequency * Double(frame) / Double(rate))
+            }
+            try Self.expectAgreement(one, channels: 1, rate: rate, seed: UInt64(channel))
+        }
     }
 
     @Test("32 channels of noise at different levels agree too", arguments: [44_100, 48_000])
@@ -145,7 +162,7 @@ struct R128EngineTests {
         }
         let (meter, _) = try Self.expectAgreement(samples, channels: 2, rate: rate, seed: 16)
         let blocks = meter.truePeakBlocks
-        #expect(blocks.fed + blocks.skipped == 4 * rate / 32, "one lane group, 32-frame blocks")
+        #expect(blocks.fed + blocks.skipped >= 4 * rate / 32, "one lane group, blocks of at most 32 frames")
         #expect(blocks.skipped * 100 >= (blocks.fed + blocks.skipped) * 95, "\(blocks)")
         let rising = try LoudnessMeter(channels: 1, sampleRate: rate)
         Exact.signal(channels: 1, rate: rate, seconds: 0.1) { frame, _ in Double(frame) / 48_000 }
