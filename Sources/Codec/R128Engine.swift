@@ -93,7 +93,9 @@ final class R128Engine {
     private(set) var peakBlocks = (computed: 0, skipped: 0)
 
     /// |lanes| (SIMD has no `abs`).
-    @inline(__always) private func magnitude(_ lanes: Lanes) -> Lanes { lanes.replacing(with: -lanes, where: lanes .< 0) }
+    @inline(__always) private func magnitude(_ lanes: Lanes) -> Lanes {
+        lanes.replacing(with: -lanes, where: lanes .< 0)
+    }
 
     /// The larger of each lane (`pointwiseMax` compiles to scalar compares, NaN-careful; these
     /// values are never NaN from finite audio, and a NaN sample is ignored here either way).

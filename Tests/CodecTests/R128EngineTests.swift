@@ -33,7 +33,8 @@ struct R128EngineTests {
                 // Below -70 LUFS nothing is gated in; both read, but relative error grows with
                 // the Float filter's rounding floor, irrelevant there.
                 if let a, let b, b > -70 {
-                    #expect(abs(a - b) <= 0.01, "\(a) vs \(b) at frame \(fast.framesAdded)", sourceLocation: sourceLocation)
+                    #expect(
+                        abs(a - b) <= 0.01, "\(a) vs \(b) at frame \(fast.framesAdded)", sourceLocation: sourceLocation)
                     compared += 1
                 }
             }
@@ -142,7 +143,9 @@ struct R128EngineTests {
         #expect(abs(range - 10) <= 0.1, "\(range) LU")
     }
 
-    @Test("a sine at fs/4 with a 45° phase: true peak 3 dB above its samples, as libebur128 reads it", arguments: [44_100, 48_000, 96_000])
+    @Test(
+        "a sine at fs/4 with a 45° phase: true peak 3 dB above its samples, as libebur128 reads it",
+        arguments: [44_100, 48_000, 96_000])
     func interSamplePeak(rate: Int) throws {
         let samples = Exact.signal(channels: 1, rate: rate, seconds: 1) { frame, _ in
             0.5 * sin(Double.pi / 2 * Double(frame) + Double.pi / 4)
