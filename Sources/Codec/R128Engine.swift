@@ -24,9 +24,9 @@ internal import CEbur128
 /// - Integrated loudness and range are computed only when read (`summary`): the relative
 ///   gates (-10 LU; -20 LU and the 10th–95th percentiles for range, indexed as libebur128
 ///   indexes them) need all the blocks. The blocks are kept as libebur128 keeps them (a Double
-///   each: 10 a second for integrated, 1 a second for range, 317 KiB a channel-independent
-///   hour), so a segment's memory grows with its length as before; segments are bounded by
-///   `[archive] segment_seconds`.
+///   each, those above -70 LUFS: at most 10 a second for integrated and 1 for range, 310 KiB
+///   an hour whatever the channel count), so a segment's memory grows with its length as
+///   before; segments are bounded by `[archive] segment_seconds` (at most a day: 7 MiB).
 /// - True peak: a polyphase FIR interpolator with libebur128's design (a 49-tap windowed sinc:
 ///   4× below 96 kHz, 2× below 192 kHz, none above, where true peak is sample peak), computed
 ///   from the samples themselves (the last `history` frames of the previous add are kept), so
