@@ -1,6 +1,7 @@
 // A recorder: the archiver thread that drains a sample source into wall-clock aligned,
 // gapless, crash-safe FLAC segments (SPEC §9, §10).
 
+import Codec
 import Platform
 
 /// How a recorder writes its segments. A plain value: any thread.
@@ -23,6 +24,8 @@ public struct RecorderConfiguration: Hashable, Sendable {
     public var flushInterval: Double
     /// Loudness measured per segment and live (`[archive] loudness`).
     public var measuresLoudness = true
+    /// Which code measures it (`[archive] loudness = yes` or `libebur128`).
+    public var loudnessEngine = LoudnessEngine.vectorized
     /// Session category and mode, input port and its type, bandwidth: written as comments.
     public var category: String?
     public var mode: String?

@@ -167,19 +167,22 @@ public struct SegmentFormat: Hashable, Sendable {
     public var bitsPerSample: Int
     /// libFLAC's compression level, 0...8.
     public var compressionLevel: Int
-    /// Whether the segment's loudness is measured (libebur128: LOUDNESS_LUFS,
-    /// LOUDNESS_RANGE_LU, TRUE_PEAK_DBTP, the live momentary and short-term readings);
+    /// Whether the segment's loudness is measured (LOUDNESS_LUFS, LOUDNESS_RANGE_LU,
+    /// TRUE_PEAK_DBTP, the live momentary and short-term readings), and with which code;
     /// `[archive] loudness`.
     public var measuresLoudness: Bool
+    public var loudnessEngine: LoudnessEngine
 
     public init(
-        sampleRate: Int, channels: Int, bitsPerSample: Int, compressionLevel: Int = 5, measuresLoudness: Bool = true
+        sampleRate: Int, channels: Int, bitsPerSample: Int, compressionLevel: Int = 5, measuresLoudness: Bool = true,
+        loudnessEngine: LoudnessEngine = .vectorized
     ) {
         self.sampleRate = sampleRate
         self.channels = channels
         self.bitsPerSample = bitsPerSample
         self.compressionLevel = compressionLevel
         self.measuresLoudness = measuresLoudness
+        self.loudnessEngine = loudnessEngine
     }
 
     /// Throws `.invalidArgument` saying which value is out of range.

@@ -142,7 +142,8 @@ public final class SegmentWriter {
         scratch = .allocate(capacity: blocksize * format.channels)
         quantizer = SampleQuantizer(bitsPerSample: format.bitsPerSample)
         if format.measuresLoudness {
-            loudnessMeter = try? LoudnessMeter(channels: format.channels, sampleRate: format.sampleRate)
+            loudnessMeter = try? LoudnessMeter(
+                channels: format.channels, sampleRate: format.sampleRate, engine: format.loudnessEngine)
         }
         do throws(ArchiveError) {
             guard sink.reserveInitialSpace() else { throw .diskFull(path: file.path) }

@@ -14,4 +14,10 @@ static inline double recd_ebur128_loudness(double energy) { return 10 * (log(ene
 static inline double recd_ebur128_energy(double lufs) {
     return isinf(lufs) && lufs < 0 ? 0.0 : pow(10.0, (lufs + 0.691) / 10.0);
 }
+
+/* The libm functions R128Engine derives its filter coefficients with (Codec imports no libm). */
+static inline double recd_r128_tan(double x) { return tan(x); }
+static inline double recd_r128_sin(double x) { return sin(x); }
+static inline double recd_r128_cos(double x) { return cos(x); }
+static inline double recd_r128_pow(double x, double y) { return pow(x, y); }
 #endif

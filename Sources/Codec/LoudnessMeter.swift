@@ -21,6 +21,16 @@ public struct LoudnessSummary: Hashable, Sendable {
     }
 }
 
+/// Which code measures a LoudnessMeter's loudness (`[archive] loudness`).
+public enum LoudnessEngine: String, Sendable, CaseIterable {
+    /// `R128Engine`: vectorized single precision, readings within 0.01 LU and 0.05 dB of
+    /// libebur128's at a few percent of the FLAC encoder's cost (issue 28); the default.
+    case vectorized
+    /// libebur128 itself (with the cheap paths below): the oracle, and the fallback a config
+    /// can select.
+    case libebur128
+}
+
 /// Measures loudness as samples pass: integrated loudness, loudness range and true peak of
 /// everything fed since it was made, and the momentary (400 ms) and short-term (3 s) loudness
 /// of the latest samples.
@@ -30,8 +40,9 @@ public struct LoudnessSummary: Hashable, Sendable {
 /// on two channels, as BS.1770 has it); recd's inputs are microphones and line feeds, not a
 /// surround layout, so no channel is left out as an LFE would be.
 ///
-/// libebur128 does all the measuring; this class only decides what to ask it, so that the
-/// answers are libebur128's own at a fraction of its cost (issue 17):
+/// By default `R128Engine` measures (see there; issue 28). With `.libebur128`, libebur128
+/// does all the measuring and this class only decides what to ask it, so that the answers
+/// are libebur128's own at a fraction of its cost (issue 17):
 ///
 /// - Momentary and short-term readings. `ebur128_loudness_shortterm` sums its whole 3 s
 ///   window each time it is asked. Instead every add is split at 100 ms boundaries (counted
@@ -66,6 +77,8 @@ public final class LoudnessMeter {
     /// that libebur128 averages in the silence it starts with).
     public private(set) var framesAdded = 0
     private var state: UnsafeMutablePointer<ebur128_state>?
+    /// The vectorized engine; nil with libebur128 (then `state` measures).
+    private let engine: R128Engine?
     private let scratch: UnsafeMutablePointer<Float>
     private static let scratchFrames = 4096
 
@@ -84,15 +97,21 @@ public final class LoudnessMeter {
     /// - Parameters:
     ///   - channels: 1...64.
     ///   - truePeak: false measures loudness only (cheaper).
-    public convenience init(channels: Int, sampleRate: Int, truePeak: Bool = true) throws(MediaError) {
-        try self.init(channels: channels, sampleRate: sampleRate, truePeak: truePeak, direct: false)
+    ///   - engine: which code measures; the results agree within 0.01 LU and 0.05 dB.
+    public convenience init(
+        channels: Int, sampleRate: Int, truePeak: Bool = true, engine: LoudnessEngine = .vectorized
+    ) throws(MediaError) {
+        try self.init(
+            channels: channels, sampleRate: sampleRate, truePeak: truePeak, direct: false,
+            vectorized: engine == .vectorized)
     }
 
     /// `direct`: every reading straight from one ungated libebur128 state, as before issue 17
     /// (the reference the tests hold the fast path to; also what a rate not a multiple of
     /// 10 Hz gets).
     init(
-        channels: Int, sampleRate: Int, truePeak: Bool, direct: Bool, gateBlocks: Int = TruePeakGate.blocksPer100ms
+        channels: Int, sampleRate: Int, truePeak: Bool, direct: Bool, vectorized: Bool = false,
+        gateBlocks: Int = TruePeakGate.blocksPer100ms
     ) throws(MediaError) {
         guard (1...64).contains(channels), (8_000...384_000).contains(sampleRate) else {
             throw MediaError(
@@ -100,6 +119,18 @@ public final class LoudnessMeter {
                 message: "cannot measure loudness of \(channels) channels at \(sampleRate) Hz; "
                     + "use 1 to 64 channels at 8000 to 384000 Hz")
         }
+        self.channels = channels
+        self.sampleRate = sampleRate
+        measuresTruePeak = truePeak
+        scratch = .allocate(capacity: LoudnessMeter.scratchFrames * channels)
+        if vectorized && !direct {
+            engine = R128Engine(channels: channels, sampleRate: sampleRate, truePeak: truePeak)
+            state = nil
+            hundredMs = 0
+            gate = nil
+            return
+        }
+        engine = nil
         let windowed = !direct && sampleRate % 10 == 0
         let gate =
             windowed && truePeak ? TruePeakGate(channels: channels, sampleRate: sampleRate, blocks: gateBlocks) : nil
@@ -114,16 +145,12 @@ public final class LoudnessMeter {
             _ = ebur128_set_channel(state, UInt32(channel), Int32(EBUR128_LEFT.rawValue))
         }
         self.state = state
-        self.channels = channels
-        self.sampleRate = sampleRate
-        measuresTruePeak = truePeak
         hundredMs = windowed ? sampleRate / 10 : 0
         self.gate = gate
-        scratch = .allocate(capacity: LoudnessMeter.scratchFrames * channels)
     }
 
     deinit {
-        ebur128_destroy(&state)
+        if state != nil { ebur128_destroy(&state) }  // nil with the vectorized engine
         scratch.deallocate()
     }
 
@@ -138,6 +165,11 @@ public final class LoudnessMeter {
     /// `firstChannel ..< firstChannel + channels` of frames `stride` samples apart.
     public func add(interleaved base: UnsafePointer<Float>, frames: Int, stride: Int, firstChannel: Int) {
         precondition(firstChannel >= 0 && firstChannel + channels <= stride, "channel range outside the frame")
+        if let engine {
+            engine.add(interleaved: base, frames: frames, stride: stride, firstChannel: firstChannel)
+            framesAdded += frames
+            return
+        }
         guard state != nil else { return }
         if stride == channels {
             feed(base + firstChannel, frames: frames)
@@ -160,6 +192,11 @@ public final class LoudnessMeter {
     /// decoder gives them.
     public func add(integers base: UnsafePointer<Int32>, frames: Int, bitsPerSample: Int) {
         precondition((4...32).contains(bitsPerSample), "bits per sample 4...32")
+        if let engine {
+            engine.add(integers: base, frames: frames, bitsPerSample: bitsPerSample)
+            framesAdded += frames
+            return
+        }
         guard state != nil else { return }
         let scale = 1 / Float(Int64(1) << (bitsPerSample - 1))
         var done = 0
@@ -205,6 +242,13 @@ public final class LoudnessMeter {
 
     /// Integrated loudness, range and true peak of everything added so far.
     public var summary: LoudnessSummary {
+        if let engine {
+            let integrated = engine.integratedLUFS
+            let highest = engine.channelTruePeaks.max() ?? 0
+            return LoudnessSummary(
+                integratedLUFS: integrated, rangeLU: integrated != nil ? engine.rangeLU : nil,
+                truePeakDBTP: measuresTruePeak && highest > 0 ? recd_ebur128_decibels(highest) : nil)
+        }
         guard let state else { return LoudnessSummary(integratedLUFS: nil, rangeLU: nil, truePeakDBTP: nil) }
         var integrated = -Double.infinity
         var range = 0.0
@@ -224,6 +268,7 @@ public final class LoudnessMeter {
     /// Each channel's true peak so far (linear, as `ebur128_true_peak` gives it); empty
     /// without true peak.
     var channelTruePeaks: [Double] {
+        if let engine { return engine.channelTruePeaks }
         guard measuresTruePeak, let state else { return [] }
         if let gate { return gate.truePeaks() }
         return (0..<channels).map { channel in
@@ -234,16 +279,21 @@ public final class LoudnessMeter {
 
     /// Channel-blocks (of about 2.5 ms) the true-peak gate fed to libebur128's oversampler, and
     /// those it skipped; (0, 0) without the gate.
-    var truePeakBlocks: (fed: Int, skipped: Int) { gate.map { ($0.fed, $0.skipped) } ?? (0, 0) }
+    var truePeakBlocks: (fed: Int, skipped: Int) {
+        if let engine { return (engine.peakBlocks.computed, engine.peakBlocks.skipped) }
+        return gate.map { ($0.fed, $0.skipped) } ?? (0, 0)
+    }
 
     /// Momentary loudness (the last 400 ms), LUFS; nil before 400 ms or for silence.
     public var momentaryLUFS: Double? {
+        if let engine { return engine.momentaryLUFS }
         guard state != nil, framesAdded * 10 >= sampleRate * 4 else { return nil }
         return hundredMs > 0 ? loudness(ofLast: 4) : direct(ebur128_loudness_momentary)
     }
 
     /// Short-term loudness (the last 3 s), LUFS; nil before 3 s or for silence.
     public var shortTermLUFS: Double? {
+        if let engine { return engine.shortTermLUFS }
         guard state != nil, framesAdded >= sampleRate * 3 else { return nil }
         return hundredMs > 0 ? loudness(ofLast: 30) : direct(ebur128_loudness_shortterm)
     }

@@ -220,7 +220,8 @@ final class RecorderService: @unchecked Sendable {
         preRolled: PreRollKeeper.Taken? = nil
     ) throws -> RecorderStream {
         var configuration = configuration
-        configuration.measuresLoudness = settings.loudness
+        configuration.measuresLoudness = settings.loudness != .no
+        configuration.loudnessEngine = settings.loudness == .libebur128 ? .libebur128 : .vectorized
         configuration.silence = silenceAlarms.detection(
             app: spec.app, stream: spec.stream, settings: silenceSettings(of: spec.app))
         if let resuming = resuming(spec) {

@@ -130,10 +130,11 @@ public struct ArchiveSection: Sendable, Equatable {
     /// begins that much earlier (`pre_roll_seconds`, in `preRollSecondsRange`); 0: none. A
     /// session's own `pre_roll_seconds` overrides it.
     public var preRollSeconds: Int = 0
-    /// Loudness per segment and live readings (`loudness`): libebur128's integrated loudness,
-    /// range and true peak cost more CPU than libFLAC's encoding (bench/README); a studio
-    /// multitrack that needs no loudness proof turns it off.
-    public var loudness = true
+    /// Loudness per segment and live readings (`loudness`): `yes` measures with recd's
+    /// vectorized EBU R128 engine (a few percent of libFLAC's encoding), `libebur128` with
+    /// libebur128 (more CPU than the encoding; the reference, kept as the fallback), `no` not at
+    /// all (a studio multitrack that needs no loudness proof).
+    public var loudness = LoudnessSetting.yes
 
     public static let defaultSegmentSeconds = 3600
     public static let preRollSecondsRange = 0...600
@@ -298,4 +299,14 @@ public struct SessionDecl: Sendable, Equatable {
         self.permission = permission
         self.line = line
     }
+}
+
+/// `[archive] loudness`: whether, and with which code, segments' loudness is measured.
+public enum LoudnessSetting: String, Sendable, CaseIterable {
+    /// recd's vectorized EBU R128 engine (Codec's R128Engine).
+    case yes
+    /// libebur128 itself.
+    case libebur128
+    /// No loudness.
+    case no
 }

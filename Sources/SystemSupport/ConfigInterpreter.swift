@@ -287,7 +287,9 @@ struct ConfigInterpreter {
         if let value = fields["pre_roll_seconds"]?.integer(in: ArchiveSection.preRollSecondsRange, in: &issues) {
             archive.preRollSeconds = value
         }
-        if let value = fields["loudness"]?.yesNo(in: &issues) { archive.loudness = value }
+        if let value = fields["loudness"]?.word(LoudnessSetting.self, noun: "a loudness setting", in: &issues) {
+            archive.loudness = value
+        }
     }
 
     private mutating func readPolicy(_ fields: ConfigSectionFields) {

@@ -1,4 +1,4 @@
-// LoudnessMeter's cheap paths (issue 17) against libebur128 asked directly: momentary and
+// LoudnessMeter's libebur128 cheap paths (issue 17) against libebur128 asked directly: momentary and
 // short-term from a ring of 100 ms energies, true peak only where it can change the answer.
 
 import Foundation
@@ -40,9 +40,10 @@ struct LoudnessExactnessTests {
     /// boundaries; every few chunks one ends exactly on a 100 ms boundary.
     static func feedBoth(
         _ samples: [Float], channels: Int, rate: Int, truePeak: Bool = true, seed: UInt64,
+        engine: LoudnessEngine = .libebur128,
         check: (_ fast: LoudnessMeter, _ direct: LoudnessMeter) throws -> Void = { _, _ in }
     ) throws -> (fast: LoudnessMeter, direct: LoudnessMeter) {
-        let fast = try LoudnessMeter(channels: channels, sampleRate: rate, truePeak: truePeak)
+        let fast = try LoudnessMeter(channels: channels, sampleRate: rate, truePeak: truePeak, engine: engine)
         let direct = try LoudnessMeter(channels: channels, sampleRate: rate, truePeak: truePeak, direct: true)
         var generator = SeededGenerator(state: seed)
         let frames = samples.count / channels
@@ -170,7 +171,7 @@ struct LoudnessExactnessTests {
         #expect(blocks.fed + blocks.skipped == 2 * perChannel)
         #expect(blocks.skipped * 100 >= 2 * perChannel * 95, "fed \(blocks.fed) skipped \(blocks.skipped)")
         // Without a loud start nothing is known to be higher, so the gate must feed.
-        let quiet = try LoudnessMeter(channels: 1, sampleRate: rate)
+        let quiet = try LoudnessMeter(channels: 1, sampleRate: rate, engine: .libebur128)
         Self.signal(channels: 1, rate: rate, seconds: 0.1) { frame, _ in Double(frame) / 48_000 }
             .withUnsafeBufferPointer { quiet.add($0) }
         #expect(

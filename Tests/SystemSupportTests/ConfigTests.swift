@@ -257,9 +257,10 @@ private let fullExample = """
 }
 
 @Test func loudnessKey() throws {
-    #expect(try parse("").archive.loudness)
-    #expect(try parse("[archive]\nloudness = no\n").archive.loudness == false)
-    #expect(try parse("[archive]\nloudness = yes\n").archive.loudness)
+    #expect(try parse("").archive.loudness == .yes)
+    #expect(try parse("[archive]\nloudness = no\n").archive.loudness == .no)
+    #expect(try parse("[archive]\nloudness = yes\n").archive.loudness == .yes)
+    #expect(try parse("[archive]\nloudness = libebur128\n").archive.loudness == .libebur128)
     #expect(throws: (any Error).self) { try parse("[archive]\nloudness = sometimes\n") }
 }
 

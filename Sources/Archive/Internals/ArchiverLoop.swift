@@ -282,7 +282,8 @@ final class ArchiverLoop {
                 stream: configuration.stream, group: grouped ? index + 1 : nil, start: segmentStart)
             let format = SegmentFormat(
                 sampleRate: outputRate, channels: group.count, bitsPerSample: configuration.bitsPerSample,
-                compressionLevel: configuration.compressionLevel, measuresLoudness: configuration.measuresLoudness)
+                compressionLevel: configuration.compressionLevel, measuresLoudness: configuration.measuresLoudness,
+                loudnessEngine: configuration.loudnessEngine)
             do throws(ArchiveError) {
                 let writer = try SegmentWriter(
                     path: path, format: format,
