@@ -82,47 +82,48 @@ struct R128EngineTests {
     @Test(
         "noise, sines, impulses and silence: every reading within 0.01 LU, true peak within 0.05 dB",
         arguments: [
-            (48_000, 1), (48_000, 2), (44_100, 6), (96_000, 8), (44_100, 3), (96_000, 2), (48_000, 5), (32_000, 1),
+            (48_000, 2), (44_100, 6), (96_000, 3), (32_000, 1),
         ])
     func mixedSignals(rate: Int, channels: Int) throws {
-        let samples = Self.mixed(channels: channels, rate: rate, seconds: 8, seed: UInt64(rate + channels))
+        let samples = Self.mixed(channels: channels, rate: rate, seconds: 4, seed: UInt64(rate + channels))
         let (_, compared) = try Self.expectAgreement(samples, channels: channels, rate: rate, seed: 11)
-        #expect(compared >= 30, "\(compared) window readings compared")
+        // 4 s: a short-term reading every 100 ms once 3 s are in, besides the momentary ones.
+        #expect(compared >= 12, "\(compared) window readings compared")
     }
 
     @Test(
         "low sines about the high-pass's 38 Hz corner, where single precision is hardest: within 0.01 LU",
-        arguments: [44_100, 96_000])
+        arguments: [96_000])
     func lowFrequencies(rate: Int) throws {
         let frequencies = [15.0, 25, 38, 60, 110]
-        let samples = Exact.signal(channels: frequencies.count, rate: rate, seconds: 5) { frame, channel in
+        let samples = Exact.signal(channels: frequencies.count, rate: rate, seconds: 3.5) { frame, channel in
             0.3 * sin(2 * Double.pi * frequencies[channel] * Double(frame) / Double(rate))
         }
         try Self.expectAgreement(samples, channels: frequencies.count, rate: rate, seed: 17)
         for (channel, frequency) in frequencies.enumerated() {
-            let one = Exact.signal(channels: 1, rate: rate, seconds: 4) { frame, _ in
+            let one = Exact.signal(channels: 1, rate: rate, seconds: 1.5) { frame, _ in
                 0.3 * sin(2 * Double.pi * frequency * Double(frame) / Double(rate))
             }
             try Self.expectAgreement(one, channels: 1, rate: rate, seed: UInt64(channel))
         }
     }
 
-    @Test("32 channels of noise at different levels agree too", arguments: [44_100, 48_000])
+    @Test("32 channels of noise at different levels agree too", arguments: [44_100])
     func thirtyTwoChannels(rate: Int) throws {
         var generator = SeededGenerator(state: 32)
-        let samples = Exact.signal(channels: 32, rate: rate, seconds: 4) { _, channel in
+        let samples = Exact.signal(channels: 32, rate: rate, seconds: 2) { _, channel in
             generator.gaussian() * 0.02 * Double(channel + 1)
         }
         try Self.expectAgreement(samples, channels: 32, rate: rate, seed: 12)
     }
 
     @Test(
-        "3341 case 1 on stereo and 5.1 (as recd weighs them: every channel 1): -23 dBFS 1 kHz for 20 s reads -23.0 ± 0.1 LUFS",
+        "3341 case 1 on stereo and 5.1 (as recd weighs them: every channel 1): -23 dBFS 1 kHz for 6 s reads -23.0 ± 0.1 LUFS",
         arguments: [2, 6])
     func minus23(channels: Int) throws {
         let rate = 48_000
         let amplitude = pow(10, -23.0 / 20)
-        let samples = Exact.signal(channels: channels, rate: rate, seconds: 20) { frame, channel in
+        let samples = Exact.signal(channels: channels, rate: rate, seconds: 6) { frame, channel in
             channel < 2 ? amplitude * sin(2 * Double.pi * 1_000 * Double(frame) / Double(rate)) : 0
         }
         let (meter, _) = try Self.expectAgreement(samples, channels: channels, rate: rate, seed: 13)
@@ -130,15 +131,15 @@ struct R128EngineTests {
         #expect(abs(integrated - -23) <= 0.1, "\(integrated) LUFS")
     }
 
-    @Test("3342-style range: four level changes of a stereo 1 kHz sine give libebur128's range (10 LU ± 0.1)")
+    @Test("3342-style range: four level changes of a 1 kHz sine give libebur128's range (10 LU ± 0.1)")
     func loudnessRange() throws {
         let rate = 48_000
         let levels: [Double] = [-20, -30, -20, -25, -30]
-        let samples = Exact.signal(channels: 2, rate: rate, seconds: 50) { frame, _ in
+        let samples = Exact.signal(channels: 1, rate: rate, seconds: 50) { frame, _ in
             let level = levels[min(levels.count - 1, frame / (10 * rate))]
             return pow(10, level / 20) * sin(2 * Double.pi * 1_000 * Double(frame) / Double(rate))
         }
-        let (meter, _) = try Self.expectAgreement(samples, channels: 2, rate: rate, seed: 14)
+        let (meter, _) = try Self.expectAgreement(samples, channels: 1, rate: rate, seed: 14)
         let range = try #require(meter.summary.rangeLU)
         #expect(abs(range - 10) <= 0.1, "\(range) LU")
     }
