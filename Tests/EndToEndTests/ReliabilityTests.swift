@@ -63,6 +63,37 @@ struct ReliabilityTests {
         """
     }
 
+    /// A counter deck and recd with a granted `logger` session (plus `extraSession` lines, and
+    /// `extraConfig` after the section) on `jack` (nil: the test's server), its input available
+    /// and start-up settled: the set-up of the tests that stop or slow the server. Returns the
+    /// xruns counted before the recording, which the caller starts.
+    static func counterLogger(
+        on jack: PrivateJack?, extraSession: String = "", extraConfig: String = ""
+    ) throws -> (daemon: Daemon, source: SignalClient, xrunsBefore: Int) {
+        let deck = uniqueName("deck")
+        let source = try SignalClient(
+            (jack.map { ["--server", $0.name] } ?? [])
+                + ["--name", deck, "play", "--ports", "out_1,out_2", "--signal", "counter"])
+        let daemon = try Daemon(
+            extraConfig: """
+
+                [session logger]
+                category = record
+                mic_usage = archive
+                permission = granted
+                \(extraSession)
+                \(extraConfig)
+                """, ports: deckPorts(deck), jackServer: jack?.name)
+        #expect(
+            try eventually {
+                try daemon.recctl("--json", "routes").json?["ports"]?.arrayValue?.first?["available"] == true
+            })
+        // Started once recd's start-up has settled: the xruns it causes on a loaded machine
+        // would shift the dummy server's clock before the recording.
+        usleep(500_000)
+        return (daemon, source, try daemon.xruns())
+    }
+
     /// The headless logger: records the mic from start-up, resumes by itself.
     static let logger = """
 

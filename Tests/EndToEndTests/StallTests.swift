@@ -49,32 +49,11 @@ struct StallEndToEndTests {
         env | grep -E '^RECD_' | sort > "\(hookDirectory)/run-$RECD_STATE-$$.env"
         """.write(toFile: hook, atomically: true, encoding: .utf8)
         chmod(hook, 0o755)
-        let deck = uniqueName("deck")
-        let source = try SignalClient(
-            (jack.map { ["--server", $0.name] } ?? [])
-                + ["--name", deck, "play", "--ports", "out_1,out_2", "--signal", "counter"])
+        let (daemon, source, xrunsBefore) = try ReliabilityTests.counterLogger(
+            on: jack, extraSession: "stall_seconds = \(Self.stallSeconds)\non_silence = \(hook)\n",
+            extraConfig: "[http]\nlisten = 127.0.0.1:0\n")
         defer { source.stop() }
-        let daemon = try Daemon(
-            extraConfig: """
-
-                [session logger]
-                category = record
-                mic_usage = archive
-                permission = granted
-                stall_seconds = \(Self.stallSeconds)
-                on_silence = \(hook)
-
-                [http]
-                listen = 127.0.0.1:0
-
-                """, ports: ReliabilityTests.deckPorts(deck), jackServer: jack?.name)
         let port = try HTTPEndToEndTests.httpPort(daemon)
-        #expect(
-            try eventually {
-                try daemon.recctl("--json", "routes").json?["ports"]?.arrayValue?.first?["available"] == true
-            })
-        usleep(500_000)
-        let xrunsBefore = try daemon.xruns()
         try #require(daemon.recctl("record", "start", "logger").status == 0)
         let watcher = try daemon.watch("logger")
         usleep(2_000_000)
@@ -167,25 +146,8 @@ struct StallEndToEndTests {
         let jack = try PrivateJack(
             period: 1024, name: "recd-test-slow", environment: try PrivateJack.slowClock(speed: speed))
         defer { jack.stop() }
-        let deck = uniqueName("deck")
-        let source = try SignalClient(
-            ["--server", jack.name, "--name", deck, "play", "--ports", "out_1,out_2", "--signal", "counter"])
+        let (daemon, source, xrunsBefore) = try ReliabilityTests.counterLogger(on: jack)
         defer { source.stop() }
-        let daemon = try Daemon(
-            extraConfig: """
-
-                [session logger]
-                category = record
-                mic_usage = archive
-                permission = granted
-
-                """, ports: ReliabilityTests.deckPorts(deck), jackServer: jack.name)
-        #expect(
-            try eventually {
-                try daemon.recctl("--json", "routes").json?["ports"]?.arrayValue?.first?["available"] == true
-            })
-        usleep(500_000)
-        let xrunsBefore = try daemon.xruns()
         try #require(daemon.recctl("record", "start", "logger").status == 0)
         let watcher = try daemon.watch("logger")
         usleep(10_500_000)

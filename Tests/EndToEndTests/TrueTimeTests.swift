@@ -20,27 +20,8 @@ struct TrueTimeEndToEndTests {
     func stalledServer() throws {
         let jack = try PrivateJack(period: 256, name: "recd-test-stall")
         defer { jack.stop() }
-        let deck = uniqueName("deck")
-        let source = try SignalClient(
-            ["--server", jack.name, "--name", deck, "play", "--ports", "out_1,out_2", "--signal", "counter"])
+        let (daemon, source, xrunsBefore) = try ReliabilityTests.counterLogger(on: jack)
         defer { source.stop() }
-        let daemon = try Daemon(
-            extraConfig: """
-
-                [session logger]
-                category = record
-                mic_usage = archive
-                permission = granted
-
-                """, ports: ReliabilityTests.deckPorts(deck), jackServer: jack.name)
-        #expect(
-            try eventually {
-                try daemon.recctl("--json", "routes").json?["ports"]?.arrayValue?.first?["available"] == true
-            })
-        // Started once recd's start-up has settled: the xruns it causes on a loaded machine
-        // would shift the dummy server's clock before the stall.
-        usleep(500_000)
-        let xrunsBefore = try daemon.xruns()
         try #require(daemon.recctl("record", "start", "logger").status == 0)
         let watcher = try daemon.watch()
         usleep(2_000_000)
