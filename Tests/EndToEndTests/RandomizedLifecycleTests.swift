@@ -9,8 +9,8 @@
 // - `status` answers within 100 ms;
 // and at the end no JACK connection churned (restored again and again, or fought over).
 //
-// RECD_RANDOM_SEED=N replays one walk; RECD_LIFECYCLE_STEPS sets its length (20 in
-// scripts/test; the 300: `RECD_LIFECYCLE_STEPS=300 scripts/test --filter
+// RECD_RANDOM_SEED=N replays one walk; RECD_LIFECYCLE_STEPS sets its length (12 in
+// scripts/test, on both servers; the 300: `RECD_LIFECYCLE_STEPS=300 scripts/test --filter
 // RandomizedLifecycleTests`).
 import ControlProtocol
 import Foundation
@@ -40,7 +40,7 @@ struct RandomizedLifecycleTests {
     static let weightedSteps: [Step] = [.start, .start, .kill, .bossActivate, .bossDeactivate, .restart, .unplug, .plug]
 
     static var steps: Int {
-        ProcessInfo.processInfo.environment["RECD_LIFECYCLE_STEPS"].flatMap(Int.init) ?? 20
+        ProcessInfo.processInfo.environment["RECD_LIFECYCLE_STEPS"].flatMap(Int.init) ?? 12
     }
 
     /// The power of `frequency` in `samples` (Goertzel), as an RMS-like amplitude.
