@@ -95,7 +95,7 @@ final class ControlFrontEnd: ControlServerHandler, EventSink, @unchecked Sendabl
             send(Wire.failure(id: failure.id, failure.error), to: client)
         case .success(let request):
             clients[client]?.version = request.version
-            let began = Moment()
+            let began = Moment(waited: runQueue.waitedSeconds())
             defer { noteIfSlow(since: began, request.op.rawValue) }
             do {
                 try RequestGate.checkPassed(descriptors, for: request.op)
@@ -132,10 +132,13 @@ final class ControlFrontEnd: ControlServerHandler, EventSink, @unchecked Sendabl
     static let defaultSlowThreshold = 0.1
     let slowThreshold: Double
 
+    /// The control thread's time waiting for a CPU (its schedstat, opened at the first request).
+    private let runQueue = ThreadRunQueueClock()
+
     /// When a request or tick began: the clock, and how long the thread had waited for a CPU.
     private struct Moment {
         let seconds = SystemClock.monotonicSeconds()
-        let waited = SystemClock.threadRunQueueWaitSeconds()
+        let waited: Double?
     }
 
     /// Logs a request or tick that held the control thread longer than `slowThreshold`: its own
@@ -145,7 +148,7 @@ final class ControlFrontEnd: ControlServerHandler, EventSink, @unchecked Sendabl
     private func noteIfSlow(since began: Moment, _ what: String) {
         let wall = SystemClock.monotonicSeconds() - began.seconds
         guard wall > slowThreshold else { return }
-        let waited = began.waited.flatMap { start in SystemClock.threadRunQueueWaitSeconds().map { $0 - start } } ?? 0
+        let waited = began.waited.flatMap { start in runQueue.waitedSeconds().map { $0 - start } } ?? 0
         let busy = wall - waited
         guard busy > slowThreshold else { return }
         func ms(_ seconds: Double) -> Double { (seconds * 10_000).rounded() / 10 }
@@ -172,7 +175,7 @@ final class ControlFrontEnd: ControlServerHandler, EventSink, @unchecked Sendabl
     // MARK: The loop
 
     func tick(now: Double) {
-        let began = Moment()
+        let began = Moment(waited: runQueue.waitedSeconds())
         defer { noteIfSlow(since: began, "the tick") }
         coordinator.tick(now: now)
         // WATCHDOG=1 at half the interval systemd gave: the control loop is alive.

@@ -61,16 +61,24 @@ public struct CalendarParts: Hashable, Sendable {
     }
 }
 
-extension SystemClock {
-    /// Seconds the calling thread has spent runnable but waiting for a CPU, from
-    /// `/proc/thread-self/schedstat` (its second field; the kernel's per-thread scheduler
-    /// statistics). What a busy machine adds to a thread's wall-clock time, not the thread's own
-    /// work or waits: subtracting it from an interval leaves time the thread ran or blocked. nil
-    /// where the kernel keeps no such statistics.
-    public static func threadRunQueueWaitSeconds() -> Double? {
-        guard let file = try? OwnedFile("/proc/thread-self/schedstat", .readOnly),
-            let bytes = try? Descriptor.readAll(file.descriptor, path: "/proc/thread-self/schedstat")
-        else { return nil }
+/// How long one thread has stood runnable but waiting for a CPU, from its
+/// `/proc/thread-self/schedstat` (the second field of the kernel's per-thread scheduler
+/// statistics): what a busy machine adds to the thread's wall-clock time, not its own work or
+/// waits. The file is opened once, by the first reading, on the thread it then describes; each
+/// reading after that is one `pread`. Use it on that thread only.
+public final class ThreadRunQueueClock {
+    private var file: OwnedFile?
+    private var opened = false
+
+    public init() {}
+
+    /// Seconds waited for a CPU so far; nil where the kernel keeps no such statistics.
+    public func waitedSeconds() -> Double? {
+        if !opened {
+            opened = true
+            file = try? OwnedFile("/proc/thread-self/schedstat", .readOnly)
+        }
+        guard let bytes = try? file?.read(count: 128, at: 0) else { return nil }
         let fields = bytes.split(separator: UInt8(ascii: " "))
         guard fields.count >= 2, let waited = UInt64(String(decoding: fields[1], as: UTF8.self)) else { return nil }
         return Double(waited) / 1_000_000_000
