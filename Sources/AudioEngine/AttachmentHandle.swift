@@ -3,7 +3,7 @@ import Synchronization
 /// An application's own JACK client under a session (`session.attach`): recd's ports for it,
 /// the player voice its audio plays through, and the capture feed of its inputs.
 ///
-/// Made by `AudioEngine.attach`; the control thread steers it through the engine: the play
+/// Made by `AudioEngine.beginAttach` and `finishedAttachments`; the control thread steers it through the engine: the play
 /// side is a `PlayerHandle` (`player`: `play`, `pause`, `setGain`, `movePlayer` as for any
 /// player), the capture side through `setCapture`. `AudioEngine.detach` takes it out of the
 /// graph. The handle owns the real-time memory (`AttachmentFeed`, the player) and recd's JACK
@@ -12,8 +12,7 @@ import Synchronization
 ///
 /// Threads: control thread, except the counters.
 public final class AttachmentHandle: @unchecked Sendable {
-    // @unchecked: the mutable state is the real-time memory (atomics) and `client`, which
-    // only the control thread touches.
+    // @unchecked: the mutable state is the real-time memory (atomics).
 
     /// The application's JACK client.
     public let clientName: String
@@ -29,9 +28,9 @@ public final class AttachmentHandle: @unchecked Sendable {
     let feed: UnsafeMutablePointer<AttachmentFeed>
     /// jack_port_t * of recd's ports for the attachment, play side then capture side.
     private let ownPorts: [OpaquePointer]
-    /// The client that registered `ownPorts`: they are unregistered through it when the
-    /// handle goes (not if it has been closed: JACK dropped them then).
-    private weak var client: JackClient?
+    /// Unregisters `ownPorts` when the handle goes (on the connection thread; nothing once the
+    /// client has closed: JACK dropped them then). nil in tests.
+    private let release: (([OpaquePointer]) -> Void)?
 
     /// One of recd's ports for an attachment: jack_port_t * (nil in tests) and full name.
     struct OwnPort {
@@ -40,10 +39,10 @@ public final class AttachmentHandle: @unchecked Sendable {
     }
 
     /// Control thread; `player` is the voice of the play side (its ring has one channel per
-    /// play port). `client` is nil in tests.
+    /// play port). `release` is nil in tests.
     init(
         clientName: String, playPorts: [String], recdPlayPorts: [OwnPort], capturePorts: [String],
-        recdCapturePorts: [OwnPort], player: PlayerHandle?, client: JackClient?
+        recdCapturePorts: [OwnPort], player: PlayerHandle?, release: (([OpaquePointer]) -> Void)?
     ) {
         self.clientName = clientName
         self.playPorts = playPorts
@@ -51,7 +50,7 @@ public final class AttachmentHandle: @unchecked Sendable {
         self.recdPlayPorts = recdPlayPorts.map(\.name)
         self.recdCapturePorts = recdCapturePorts.map(\.name)
         self.player = player
-        self.client = client
+        self.release = release
         ownPorts = (recdPlayPorts + recdCapturePorts).compactMap(\.port)
 
         let placeholder = UnsafeMutablePointer<Float>.allocate(capacity: 1)
@@ -81,7 +80,7 @@ public final class AttachmentHandle: @unchecked Sendable {
     private let placeholder: UnsafeMutablePointer<Float>
 
     deinit {
-        if let client { for port in ownPorts { client.unregisterPort(port) } }
+        if !ownPorts.isEmpty { release?(ownPorts) }
         let playCount = feed.pointee.playCount
         let captureCount = feed.pointee.captureCount
         feed.pointee.playPorts.deinitialize(count: playCount)
@@ -124,4 +123,38 @@ public final class AttachmentHandle: @unchecked Sendable {
             feed.pointee.captureBuffers[index] = buffer
         }
     }
+}
+
+/// An attach under way (`AudioEngine.beginAttach`): its ports are being registered on the
+/// connection thread; `AudioEngine.finishedAttachments` answers for it.
+public struct AttachmentTicket: Hashable, Sendable {
+    let serial: Int
+}
+
+/// What `beginAttach` checked and made, kept until the worker has registered the ports.
+struct PendingAttachment {
+    let clientName: String
+    let playPorts: [String]
+    let capturePorts: [String]
+    let player: PlayerHandle?
+}
+
+/// One of recd's ports the connection thread registered: jack_port_t * and full name.
+/// `@unchecked Sendable`: the pointer is only an address handed from that thread to the
+/// control thread; JACK's port stays valid until it is unregistered.
+struct RegisteredPort: @unchecked Sendable {
+    let port: OpaquePointer
+    let name: String
+}
+
+/// jack_port_t * of ports to unregister on the connection thread (see `RegisteredPort`).
+struct RegisteredPorts: @unchecked Sendable {
+    let ports: [OpaquePointer]
+    init(_ ports: [OpaquePointer]) { self.ports = ports }
+}
+
+/// What the connection thread made of attaches under way, until the control thread takes it
+/// (`AudioEngine.finishedAttachments`).
+final class Registrations: Sendable {
+    let results = Mutex<[AttachmentTicket: Result<[RegisteredPort], JackError>]>([:])
 }

@@ -93,6 +93,10 @@ public final class AudioEngine {
         var releasedConnections: Set<JackConnection> = []
         /// Applies the connection reconciler's plans off the control thread.
         let worker: ConnectionWorker
+        /// Attachments whose ports the worker is registering (`beginAttach`), and what it
+        /// made of them (the worker writes, the control thread takes).
+        var pendingAttachments: [AttachmentTicket: PendingAttachment] = [:]
+        let registrations = Registrations()
 
         init(
             client: JackClient, memory: EngineMemory, inputs: [Group], outputs: [Group], churnRetrySeconds: Double,
@@ -625,21 +629,28 @@ public final class AudioEngine {
     /// device hears the move from its first frame.
     public func connectNow(group name: String) {
         guard let connection, !connection.lost,
-            let group = (connection.inputs + connection.outputs).first(where: { $0.spec.name == name }),
-            group.available
+            let group = (connection.inputs + connection.outputs).first(where: { $0.spec.name == name })
         else { return }
+        // The one connection made on the control thread: a device that just arrived must be
+        // connected in the same period as the player's move; the next pass checks it.
+        for edge in outputGroupEdges(group, connection) {
+            _ = try? connection.client.connect(source: edge.source, destination: edge.destination)
+        }
+    }
+
+    /// The edges that connect an available group to the JACK ports behind it, without those
+    /// the reconciler leaves alone (none for a group that is not available).
+    private func outputGroupEdges(_ group: Group, _ connection: Connection) -> [JackConnection] {
+        guard !connection.lost, group.available else { return [] }
         let targets = resolveTargets(group, client: connection.client, excluding: excludedPorts(connection))
         let leftAlone = Set(connection.worker.churning)
-        for channel in 0..<min(group.spec.channels, targets.count) {
-            guard let target = targets[channel] else { continue }
+        return (0..<min(group.spec.channels, targets.count)).compactMap { channel -> JackConnection? in
+            guard let target = targets[channel] else { return nil }
             let edge =
                 group.direction == .input
                 ? JackConnection(source: target, destination: group.fullNames[channel])
                 : JackConnection(source: group.fullNames[channel], destination: target)
-            // The one connection made on the control thread: a device that just arrived must be
-            // connected in the same period as the player's move; the next pass checks it.
-            guard !leftAlone.contains(edge) else { continue }
-            try? connection.client.connect(source: edge.source, destination: edge.destination)
+            return leftAlone.contains(edge) ? nil : edge
         }
     }
 
@@ -858,19 +869,23 @@ public final class AudioEngine {
     static let attachmentRingFrames = 8192
     private var attachmentSerial = 0
 
-    /// Puts an application's own JACK client under recd (`session.attach`): registers one
-    /// recd input port per play port (the app's outputs) and one recd output port per capture
-    /// port (the app's inputs), connects them, removes every other connection of those app
-    /// ports (nothing may bypass recd), and adds a paused player voice that plays what the
-    /// app's play ports carry into `outputGroup` (routes: `PlayerRoute.defaultRoutes`
-    /// unless given; needed only with play ports). The capture ports carry zeros until `setCapture` opens them.
+    /// Starts putting an application's own JACK client under recd (`session.attach`): checks
+    /// the ports here (the port list is read locally, no server request), then the connection
+    /// thread registers one recd input port per play port (the app's outputs) and one recd
+    /// output port per capture port (the app's inputs) — server requests, which wait behind the
+    /// reconciler's, so the control thread never makes them — and wakes the control thread.
+    /// `finishedAttachments()` then hands back the handle: in the graph, with a paused player
+    /// voice that plays what the app's play ports carry into `outputGroup` (routes:
+    /// `PlayerRoute.defaultRoutes` unless given; needed only with play ports); the reconciler
+    /// connects the app's ports to recd's and removes every other connection of them (nothing
+    /// may bypass recd). The capture ports carry zeros until `setCapture` opens them.
     ///
     /// Throws `.invalidArgument` when a port does not exist, is not `appClient`'s, has the
     /// wrong direction, or is named twice.
-    public func attach(
+    public func beginAttach(
         client appClient: String, playPorts: [String], capturePorts: [String], outputGroup: String?,
         routes: [PlayerRoute]? = nil, gainDecibels: Double = 0
-    ) throws(AudioEngineError) -> AttachmentHandle {
+    ) throws(AudioEngineError) -> AttachmentTicket {
         guard let connection, let client = runningClient else { throw lostOrNotRunning }
         guard !playPorts.isEmpty || !capturePorts.isEmpty else {
             throw .invalidArgument(
@@ -894,27 +909,6 @@ public final class AudioEngine {
         }
         let group = connection.outputs.first { $0.spec.name == outputGroup }
         if !playPorts.isEmpty && group == nil { throw .unknownGroup(outputGroup ?? "(none)") }
-        attachmentSerial += 1
-        let base = "\(appClient.prefix(48))-\(attachmentSerial)"
-        var made: [OpaquePointer] = []
-        func register(_ count: Int, _ suffix: String, _ direction: GroupDirection) throws(AudioEngineError)
-            -> [AttachmentHandle.OwnPort]
-        {
-            var ports: [AttachmentHandle.OwnPort] = []
-            for index in 0..<count {
-                do {
-                    let port = try client.registerPort(name: "\(base)-\(suffix)_\(index + 1)", direction: direction)
-                    made.append(port)
-                    ports.append(.init(port: port, name: client.fullName(of: port)))
-                } catch {
-                    for port in made { client.unregisterPort(port) }
-                    throw .jack(error)
-                }
-            }
-            return ports
-        }
-        let recdPlay = try register(playPorts.count, "play", .input)
-        let recdCapture = try register(capturePorts.count, "capture", .output)
         var player: PlayerHandle?
         if let group, !playPorts.isEmpty {
             let routes = try Self.checkedRoutes(routes, playerChannels: playPorts.count, group: group)
@@ -924,15 +918,85 @@ public final class AudioEngine {
                 initialCommand: PlayerCommand(
                     gain: Self.linearGain(decibels: gainDecibels), rampFrames: 0, paused: true))
         }
-        let handle = AttachmentHandle(
-            clientName: appClient, playPorts: playPorts, recdPlayPorts: recdPlay, capturePorts: capturePorts,
-            recdCapturePorts: recdCapture, player: player, client: client)
+        attachmentSerial += 1
+        let ticket = AttachmentTicket(serial: attachmentSerial)
+        let base = "\(appClient.prefix(48))-\(attachmentSerial)"
+        let names =
+            (0..<playPorts.count).map { ("\(base)-play_\($0 + 1)", GroupDirection.input) }
+            + (0..<capturePorts.count).map { ("\(base)-capture_\($0 + 1)", GroupDirection.output) }
+        // The output group's own edges first (a device that just arrived hears the attachment
+        // from its first frame), on the same thread, before the registrations.
+        let groupEdges = group.map { outputGroupEdges($0, connection) } ?? []
+        connection.pendingAttachments[ticket] = PendingAttachment(
+            clientName: appClient, playPorts: playPorts, capturePorts: capturePorts, player: player)
+        let registrations = connection.registrations
+        let wake = self.wake
+        connection.worker.perform { client in
+            for edge in groupEdges { _ = try? client.connect(source: edge.source, destination: edge.destination) }
+            var made: [RegisteredPort] = []
+            var failure: JackError?
+            for (name, direction) in names {
+                do throws(JackError) {
+                    let port = try client.registerPort(name: name, direction: direction)
+                    made.append(RegisteredPort(port: port, name: client.fullName(of: port)))
+                } catch {
+                    failure = error
+                    break
+                }
+            }
+            if failure != nil {
+                for port in made { client.unregisterPort(port.port) }
+            }
+            let result: Result<[RegisteredPort], JackError> = failure.map { .failure($0) } ?? .success(made)
+            registrations.results.withLock { $0[ticket] = result }
+            wake()
+        }
+        return ticket
+    }
+
+    /// The attachments whose ports the connection thread has registered (or failed to) since
+    /// the last call, for the tickets `beginAttach` gave. A handle returned is in the graph:
+    /// to undo it (its application went meanwhile), `detach` it. Attachments under way when
+    /// the engine stops or loses its server are not returned (the caller fails them).
+    public func finishedAttachments() -> [(AttachmentTicket, Result<AttachmentHandle, AudioEngineError>)] {
+        guard let connection, !connection.pendingAttachments.isEmpty else { return [] }
+        let done = connection.registrations.results.withLock { registrations in
+            defer { registrations = [:] }
+            return registrations
+        }
+        var finished: [(AttachmentTicket, Result<AttachmentHandle, AudioEngineError>)] = []
         var graph = connection.memory.graph
-        if let player { graph.players.append(player) }
-        graph.attachments.append(handle)
-        connection.memory.publish(graph)
-        recheckSoon(connection)
-        return handle
+        for ticket in done.keys.sorted(by: { $0.serial < $1.serial }) {
+            guard let pending = connection.pendingAttachments.removeValue(forKey: ticket), let result = done[ticket]
+            else { continue }
+            switch result {
+            case .failure(let error):
+                finished.append((ticket, .failure(.jack(error))))
+            case .success(let ports):
+                let play = ports.prefix(pending.playPorts.count).map { AttachmentHandle.OwnPort(port: $0.port, name: $0.name) }
+                let capture = ports.dropFirst(pending.playPorts.count).map {
+                    AttachmentHandle.OwnPort(port: $0.port, name: $0.name)
+                }
+                let worker = connection.worker
+                let handle = AttachmentHandle(
+                    clientName: pending.clientName, playPorts: pending.playPorts, recdPlayPorts: Array(play),
+                    capturePorts: pending.capturePorts, recdCapturePorts: Array(capture), player: pending.player,
+                    release: { ports in
+                        // Once the process thread has left them (the handle's deinit): a server
+                        // request, so on the connection thread too.
+                        let ports = RegisteredPorts(ports)
+                        worker.perform { client in for port in ports.ports { client.unregisterPort(port) } }
+                    })
+                if let player = pending.player { graph.players.append(player) }
+                graph.attachments.append(handle)
+                finished.append((ticket, .success(handle)))
+            }
+        }
+        if finished.contains(where: { if case .success = $0.1 { true } else { false } }) {
+            connection.memory.publish(graph)
+            recheckSoon(connection)
+        }
+        return finished
     }
 
     /// Takes an attachment out of the graph and disconnects the app's ports from recd's; recd's

@@ -190,9 +190,10 @@ final class JackClient {
 
     /// The process id JACK reports for the client named `name`, nil when it does not know
     /// (jackd2's libjack answers 0: "not implemented on library side"; PipeWire's knows).
+    /// Not a server request in either (a local lookup), so it does not wait behind one.
     func processID(ofClient name: String) -> Int32? {
         guard handle != nil else { return nil }
-        let pid = serverRequests.withLock { _ in jack_get_client_pid(name) }
+        let pid = jack_get_client_pid(name)
         return pid > 0 ? pid : nil
     }
 

@@ -61,8 +61,7 @@ final class ArchiveMaintenance: @unchecked Sendable {
 }
 
 extension RecorderService {
-    /// What a request done on the worker replies: its fields, or the error it threw.
-    typealias Reply = @Sendable (Result<[(String, JSONValue)], SessionError>) -> Void
+    typealias Reply = LaterReply
 
     /// `archive.verify`: the path is checked here (with the caller's `uid` and `groups`),
     /// the decoding happens on the worker; `reply` follows on the control thread, never when

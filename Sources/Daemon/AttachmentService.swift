@@ -100,10 +100,27 @@ final class AttachmentService {
 
     // MARK: Requests
 
-    /// `session.attach`, once the caller may change the session and owns the client.
+    /// An attach whose ports the engine's connection thread is registering: answered when
+    /// they are (`finishAttaches`), so the control thread never waits for the JACK server.
+    private struct Pending {
+        let ticket: AttachmentTicket
+        let request: AttachRequest
+        let owner: ClientID
+        let port: String?
+        let reply: LaterReply
+        /// Its control connection closed or its session was deleted meanwhile: undone at once.
+        var cancelled: AttachmentEndReason?
+    }
+
+    private var pending: [Pending] = []
+
+    /// `session.attach`, once the caller may change the session and owns the client: checks
+    /// here, the JACK ports registered by the engine's connection thread, `reply` when done
+    /// (`finishAttaches`).
     func attach(
-        _ request: AttachRequest, category: SessionPolicy.Category, owner: ClientID, session: SessionView
-    ) throws(SessionError) -> AttachmentInfo {
+        _ request: AttachRequest, category: SessionPolicy.Category, owner: ClientID, session: SessionView,
+        reply: @escaping LaterReply
+    ) throws(SessionError) {
         guard engine.isRunning else {
             throw SessionError(.mediaServicesFailed, "JACK is not running; attach again when media services are reset")
         }
@@ -117,7 +134,9 @@ final class AttachmentService {
                 .incompatibleCategory,
                 "category \(category.rawValue) cannot record: capturePorts need record, playAndRecord or multiRoute")
         }
-        if attachments.contains(where: { $0.client == request.client }) {
+        if attachments.contains(where: { $0.client == request.client })
+            || pending.contains(where: { $0.request.client == request.client && $0.cancelled == nil })
+        {
             throw SessionError(
                 .badParam,
                 "JACK client \(request.client) is already attached; detach it first (session.detach)")
@@ -127,30 +146,74 @@ final class AttachmentService {
         if !request.playPorts.isEmpty && group == nil {
             throw SessionError(.resourceNotAvailable, "recd has no output port configured; add a [port] to its config")
         }
-        let handle: AttachmentHandle
         do {
-            handle = try engine.attach(
+            let ticket = try engine.beginAttach(
                 client: request.client, playPorts: request.playPorts, capturePorts: request.capturePorts,
                 outputGroup: group)
+            pending.append(Pending(ticket: ticket, request: request, owner: owner, port: port, reply: reply))
         } catch {
-            switch error {
-            case .invalidArgument(let message): throw SessionError(.badParam, message)
-            default: throw SessionError(.resourceNotAvailable, "recd could not attach \(request.client): \(error)")
-            }
+            throw Self.attachError(error, client: request.client)
         }
-        let attachment = Attachment(app: request.app, handle: handle, owner: owner)
-        attachment.port = port
-        attachment.portWasAvailable = port.map(engine.isAvailable) ?? false
-        attachments.append(attachment)
-        Log.info(
-            "\(request.app): JACK client \(request.client) attached (play \(request.playPorts), capture "
-                + "\(request.capturePorts))")
-        sync(attachment, session)
-        return attachment.info
+    }
+
+    private static func attachError(_ error: AudioEngineError, client: String) -> SessionError {
+        switch error {
+        case .invalidArgument(let message): SessionError(.badParam, message)
+        default: SessionError(.resourceNotAvailable, "recd could not attach \(client): \(error)")
+        }
+    }
+
+    /// The engine registered (or failed to register) the ports of attaches under way: each
+    /// becomes an attachment in line with its session's `view` (nil: the session is gone) and
+    /// is answered. One whose connection closed or session went meanwhile is undone.
+    func finishAttaches(view: (String) -> SessionView?) {
+        guard !pending.isEmpty else { return }
+        for (ticket, result) in engine.finishedAttachments() {
+            guard let index = pending.firstIndex(where: { $0.ticket == ticket }) else { continue }
+            let done = pending.remove(at: index)
+            let request = done.request
+            let handle: AttachmentHandle
+            switch result {
+            case .failure(let error):
+                done.reply(.failure(Self.attachError(error, client: request.client)))
+                continue
+            case .success(let made): handle = made
+            }
+            guard done.cancelled == nil, let session = view(request.app) else {
+                engine.detach(handle)
+                let reason = done.cancelled ?? .sessionDeleted
+                Log.info("\(request.app): JACK client \(request.client) not attached (\(reason.rawValue) meanwhile)")
+                let error =
+                    reason == .detached
+                    ? SessionError(
+                        .badParam, "\(request.client) was detached (session.detach) before its attach finished")
+                    : SessionError(
+                        .expiredSession,
+                        "session \(request.app) ended while \(request.client) was being attached "
+                            + "(\(reason.rawValue)); set it up and attach again")
+                done.reply(.failure(error))
+                continue
+            }
+            let attachment = Attachment(app: request.app, handle: handle, owner: done.owner)
+            attachment.port = done.port
+            attachment.portWasAvailable = done.port.map(engine.isAvailable) ?? false
+            attachments.append(attachment)
+            Log.info(
+                "\(request.app): JACK client \(request.client) attached (play \(request.playPorts), capture "
+                    + "\(request.capturePorts))")
+            sync(attachment, session)
+            done.reply(.success([("attachment", attachment.info.json)]))
+        }
     }
 
     /// `session.detach`.
     func detach(app: String, client: String) throws(SessionError) {
+        // One still being attached is undone once its ports are registered, its attach
+        // answered that it was detached meanwhile.
+        if let index = pending.firstIndex(where: { $0.request.app == app && $0.request.client == client }) {
+            pending[index].cancelled = .detached
+            return
+        }
         guard let attachment = attachments.first(where: { $0.app == app && $0.client == client }) else {
             throw SessionError(.badParam, "JACK client \(client) is not attached to \(app); see `recctl status`")
         }
@@ -167,17 +230,30 @@ final class AttachmentService {
     /// The control connection that made them closed.
     func clientGone(_ client: ClientID) {
         for attachment in attachments where attachment.owner == client { end(attachment, reason: .connectionClosed) }
+        for index in pending.indices where pending[index].owner == client { pending[index].cancelled = .connectionClosed }
     }
 
     /// The session was deleted.
     func sessionGone(_ app: String) {
         for attachment in attachments where attachment.app == app { end(attachment, reason: .sessionDeleted) }
+        for index in pending.indices where pending[index].request.app == app {
+            pending[index].cancelled = .sessionDeleted
+        }
     }
 
     /// The JACK server went away: every attachment ends (the app attaches again after
-    /// mediaServicesWereReset).
+    /// mediaServicesWereReset), and attaches under way fail.
     func endAll(reason: AttachmentEndReason) {
         for attachment in attachments { end(attachment, reason: reason) }
+        for done in pending {
+            done.reply(
+                .failure(
+                    SessionError(
+                        .mediaServicesFailed,
+                        "JACK went away while \(done.request.client) was being attached; attach again when media "
+                            + "services are reset")))
+        }
+        pending = []
     }
 
     /// The engine had news: attachments whose app ports are gone end; connections that would

@@ -159,7 +159,7 @@ final class ControlFrontEnd: ControlServerHandler, EventSink, @unchecked Sendabl
 
     /// A reply that comes later, from the control thread: `fields`, or the error. Dropped when
     /// the client has gone (its ID is never used again).
-    private func replier(to client: ClientID, id: JSONValue) -> RecorderService.Reply {
+    private func replier(to client: ClientID, id: JSONValue) -> LaterReply {
         { [weak self] result in
             switch result {
             case .success(let fields): self?.send(Wire.success(id: id, fields), to: client)
@@ -173,6 +173,14 @@ final class ControlFrontEnd: ControlServerHandler, EventSink, @unchecked Sendabl
     }
 
     // MARK: The loop
+
+    /// Runs `body` (work posted to the control thread: the engine's news, which finishes
+    /// attaches) with the same slow-work log as requests and ticks.
+    func measured(_ what: String, _ body: () -> Void) {
+        let began = Moment(waited: runQueue.waitedSeconds())
+        defer { noteIfSlow(since: began, what) }
+        body()
+    }
 
     func tick(now: Double) {
         let began = Moment(waited: runQueue.waitedSeconds())

@@ -362,11 +362,14 @@ final class EngineController {
 extension EngineController: AttachmentEngine {
     var anyOutputGroup: String? { config.ports.lazy.compactMap(Self.outputGroup).first }
 
-    func attach(client: String, playPorts: [String], capturePorts: [String], outputGroup: String?)
-        throws(AudioEngineError) -> AttachmentHandle
+    func beginAttach(client: String, playPorts: [String], capturePorts: [String], outputGroup: String?)
+        throws(AudioEngineError) -> AttachmentTicket
     {
-        if let outputGroup { engine.connectNow(group: outputGroup) }
-        return try engine.attach(client: client, playPorts: playPorts, capturePorts: capturePorts, outputGroup: outputGroup)
+        try engine.beginAttach(client: client, playPorts: playPorts, capturePorts: capturePorts, outputGroup: outputGroup)
+    }
+
+    func finishedAttachments() -> [(AttachmentTicket, Result<AttachmentHandle, AudioEngineError>)] {
+        engine.finishedAttachments()
     }
 
     func detach(_ handle: AttachmentHandle) { engine.detach(handle) }

@@ -103,8 +103,11 @@ protocol AttachmentEngine: AnyObject {
     /// Some output group, for an attachment whose session has no output route yet (its voice
     /// stays paused until it has one).
     var anyOutputGroup: String? { get }
-    func attach(client: String, playPorts: [String], capturePorts: [String], outputGroup: String?)
-        throws(AudioEngineError) -> AttachmentHandle
+    /// Starts an attach: the ports are registered off the control thread, the handle comes
+    /// from `finishedAttachments` (see `AudioEngine.beginAttach`).
+    func beginAttach(client: String, playPorts: [String], capturePorts: [String], outputGroup: String?)
+        throws(AudioEngineError) -> AttachmentTicket
+    func finishedAttachments() -> [(AttachmentTicket, Result<AttachmentHandle, AudioEngineError>)]
     func detach(_ handle: AttachmentHandle)
     func play(_ player: PlayerHandle, rampMilliseconds: Double)
     func pause(_ player: PlayerHandle, rampMilliseconds: Double)

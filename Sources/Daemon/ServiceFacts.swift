@@ -54,3 +54,7 @@ extension DaemonFeature {
 
 /// What a service that runs streams talks to: clients (events) and the policy (facts).
 typealias ServiceSink = EventSink & FactSink
+
+/// How a request answered later replies (`Answer.later`): its fields, or the error it threw;
+/// dropped by the front end when the client has gone.
+typealias LaterReply = @Sendable (Result<[(String, JSONValue)], SessionError>) -> Void

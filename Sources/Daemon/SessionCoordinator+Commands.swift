@@ -17,7 +17,7 @@ struct Caller {
     /// The front end's checks, for a change checked again when it happens later (`play`).
     let gate: RequestGate
     /// The reply that comes later, made by the front end (dropped when the client has gone).
-    let reply: RecorderService.Reply
+    let reply: LaterReply
     /// Progress lines of a long request (`archive.verify --progress`).
     let progress: @Sendable (Int, Int) -> Void
 
@@ -130,7 +130,8 @@ extension SessionCoordinator {
         case .devicesInject(let events):
             return .now([("injected", .number(Double(try devices.inject(events))))])
         case .sessionAttach(let request):
-            return .now(try attach(request, by: caller))
+            try attach(request, by: caller)
+            return .later
         case .sessionDetach(let app, let client):
             _ = try store.session(app)
             try attachments.detach(app: app, client: client)
@@ -144,8 +145,9 @@ extension SessionCoordinator {
     }
 
     /// `session.attach`: the caller changes the session (checked by the front end) and must own
-    /// the JACK client (administrators may attach any).
-    private func attach(_ request: AttachRequest, by caller: Caller) throws -> [(String, JSONValue)] {
+    /// the JACK client (administrators may attach any). Answered once the engine has registered
+    /// recd's ports for it (off the control thread).
+    private func attach(_ request: AttachRequest, by caller: Caller) throws {
         let session = try store.session(request.app)
         if !caller.isAdministrator {
             guard let uid = attachments.clientUID(request.client) else {
@@ -160,9 +162,9 @@ extension SessionCoordinator {
                         + "your own application's client, or ask an administrator")
             }
         }
-        let info = try attachments.attach(
-            request, category: session.configuration.category, owner: caller.client, session: attachmentView(session))
-        return [("attachment", info.json)]
+        try attachments.attach(
+            request, category: session.configuration.category, owner: caller.client, session: attachmentView(session),
+            reply: caller.reply)
     }
 
     private func sessionSet(_ settings: SessionSettings, by caller: Caller) throws -> [(String, JSONValue)] {

@@ -355,6 +355,7 @@ final class SessionCoordinator: FactSink, @unchecked Sendable {
             apply(store.routeConfigurationChanged())
         }
         engine.repairConnections()
+        attachments.finishAttaches { [store] app in store.sessions[app].map(attachmentView) }
         attachments.engineWoke()
     }
 

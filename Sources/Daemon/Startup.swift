@@ -259,7 +259,9 @@ extension Recd {
     ) throws(SystemError) -> ControlFrontEnd {
         let handle = Handle()
         let deliver: SlowRequestWorker.Deliver = { [link] work in link.post(work) }
-        let engine = EngineController(config: config) { [link] in link.post { handle.coordinator?.engineWoke() } }
+        let engine = EngineController(config: config) { [link] in
+            link.post { handle.frontEnd?.measured("JACK's news") { handle.coordinator?.engineWoke() } }
+        }
         let worker = try SlowRequestWorker(name: "slow worker", deliver: deliver)
         let stateWriter = try StateWriter(file: stateFile, deliver: deliver)
         let players = try PlayerService(engine: engine, sink: handle, deliver: deliver)

@@ -111,7 +111,7 @@ struct ConnectionReconcilerTests {
         let handle = AttachmentHandle(
             clientName: "app", playPorts: ["app:out_1"], recdPlayPorts: [.init(port: nil, name: "recd:app-1-play_1")],
             capturePorts: ["app:in_1"], recdCapturePorts: [.init(port: nil, name: "recd:app-1-capture_1")],
-            player: nil, client: nil)
+            player: nil, release: nil)
         #expect(
             ConnectionReconciler.heldPorts([handle])
                 == ["app:out_1", "app:in_1", "recd:app-1-play_1", "recd:app-1-capture_1"])

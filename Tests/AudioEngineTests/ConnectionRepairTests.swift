@@ -187,7 +187,7 @@ struct ConnectionRepairTests {
             outputs: [PortGroupSpec(name: "play", channels: 1, connectTo: ["\(sink.name):in_1"])])
         defer { engine.stop() }
         let appPort = "\(app.name):out_1"
-        let handle = try engine.attach(
+        let handle = try engine.attachAndWait(
             client: app.name, playPorts: [appPort], capturePorts: [], outputGroup: "play")
         defer { engine.detach(handle) }
         let recdPort = try #require(handle.recdPlayPorts.first)

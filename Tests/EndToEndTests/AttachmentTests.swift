@@ -324,16 +324,17 @@ struct AttachmentTests {
         _ = control
     }
 
-    /// Issue 25 asks for < 10 ms; today an attach registers its ports on the control thread and
-    /// waits behind the connection worker's requests (JACK takes one request at a time): 11-45 ms
-    /// measured while the worker connects the previous attachment. The bound checked here is the
-    /// control thread's general one (100 ms); moving the registration to the worker is open work.
-    @Test("session.attach and detach never hold recd's control thread 100 ms (20 cycles of a 2-port player and a 2-port recorder), measured by recd itself")
+    /// Issue 25: the control thread spends < 10 ms in any attach. The checks are on it; recd's
+    /// ports for the attachment are registered on the engine's connection thread (JACK takes
+    /// one request at a time, so a registration waits behind the reconciler's connects: 11-45
+    /// ms when the control thread made them), and the attach is answered when they are.
+    @Test("session.attach and detach never hold recd's control thread 10 ms (20 cycles of a 2-port player and a 2-port recorder, measured by recd itself); an attach undone while under way leaves nothing behind")
     func attachIsQuick() throws {
         let player = uniqueName("qplay")
         let recorder = uniqueName("qrec")
-        // recd logs every request that holds its control thread longer than RECD_CONTROL_SLOW_MS.
-        let daemon = try Daemon(environment: ["RECD_CONTROL_SLOW_MS": "100"])
+        // recd logs every request, tick or engine wake that holds its control thread longer
+        // than RECD_CONTROL_SLOW_MS (its time waiting for a CPU not counted).
+        let daemon = try Daemon(environment: ["RECD_CONTROL_SLOW_MS": "10"])
         let playing = try SignalClient(["--name", player, "play", "--ports", "out_1,out_2"] + Self.tone)
         defer { playing.stop() }
         let recording = try SignalClient(
@@ -362,15 +363,51 @@ struct AttachmentTests {
                 try #require(detached?["ok"] == true, "cycle \(cycle): \(detached?.jsonText ?? "no reply")")
             }
         }
+        // Undone while under way: detached before the attach's answer (both sent at once), and
+        // attached by a connection that closes at once. Neither stays; recd's ports for them go.
+        let both =
+            JSONValue.object([
+                ("v", 2), ("id", 7), ("op", "session.attach"), ("app", "quick"), ("client", .string(player)),
+                ("playPorts", JSONValue(["\(player):out_1"])),
+            ]).jsonText + "\n"
+            + JSONValue.object([
+                ("v", 2), ("id", 8), ("op", "session.detach"), ("app", "quick"), ("client", .string(player)),
+            ]).jsonText + "\n"
+        control.send(both)
+        var answers: [JSONValue] = []
+        for _ in 0..<2 { if let answer = control.readJSON() { answers.append(answer) } }
+        let attachAnswer = answers.first { $0["id"] == 7 }
+        #expect(answers.first { $0["id"] == 8 }?["ok"] == true, "\(answers)")
+        #expect(attachAnswer?["ok"] == false, "the attach says it was undone: \(answers)")
+        do {
+            // Closed when it goes out of scope, without reading the answer.
+            let leaving = try RawClient(path: daemon.socket)
+            leaving.send(
+                JSONValue.object([
+                    ("v", 2), ("id", 9), ("op", "session.attach"), ("app", "quick"), ("client", .string(recorder)),
+                    ("capturePorts", JSONValue(["\(recorder):in_1"])),
+                ]).jsonText + "\n")
+        }
+        let gone = try eventually {
+            let ports = try runTool("jack_lsp", []).stdout
+            return !ports.contains("\(player)-") && !ports.contains("\(recorder)-")
+        }
+        let listed = try runTool("jack_lsp", []).stdout
+        #expect(gone, "recd's ports for undone attaches are unregistered: \(listed)")
+        let status = try daemon.recctl("status", "--json").stdout
+        #expect(!status.contains("\"client\":\"\(player)\"") && !status.contains("\"client\":\"\(recorder)\""), "\(status)")
         // The ticks that followed (reconciling the connections is off the control thread).
         usleep(300_000)
         let busy = daemon.log.split(separator: "\n").filter { $0.contains("control thread busy") }
         #expect(
-            !busy.contains { $0.contains("session.attach") || $0.contains("session.detach") },
+            !busy.contains {
+                $0.contains("session.attach") || $0.contains("session.detach") || $0.contains("JACK's news")
+            },
             "\(busy.joined(separator: "\n"))")
         print("attach: slowest round trip \(Int(slowestRoundTrip * 1000)) ms; busy lines: \(busy.count)")
         // recctl status says what is attached, in words.
-        _ = attach(control, app: "quick", jackClient: player, play: ["\(player):out_1", "\(player):out_2"])
+        let again = attach(control, app: "quick", jackClient: player, play: ["\(player):out_1", "\(player):out_2"])
+        #expect(again?["ok"] == true, "attached again after an attach undone: \(again?.jsonText ?? "no reply")")
         let text = try daemon.recctl("status").stdout
         #expect(text.contains("attached:\n  quick: JACK client \(player) plays \(player):out_1, \(player):out_2"), "\(text)")
     }

@@ -1,12 +1,15 @@
 // Applies the connection reconciler's plans on a thread of its own ("jack connection"), so
 // the control thread never waits for JACK: reading a port's connections waits for a pending
 // graph change (a period or two), and every connect or disconnect is a server round trip.
-// JACK allows these client calls on any thread but the process thread.
+// JACK allows these client calls on any thread but the process thread. The other server
+// requests the control thread would wait for (an attachment's port registrations, the
+// unregistrations when it ends) run here too, as jobs, in the order given, before the pass.
 //
 // Threads:
-// - `submit`, `runNow`, `stop`, `take…` and `churning`: the control thread.
-// - passes: the worker thread (or the control thread in `runNow`, and when no thread could
-//   be made), one at a time (`tracker` is held for the whole pass).
+// - `submit`, `perform`, `runNow`, `stop`, `take…` and `churning`: the control thread
+//   (`perform` also from a handle's deinit, which runs there).
+// - passes and jobs: the worker thread (or the control thread in `runNow`, and when no
+//   thread could be made), one at a time (`tracker` is held for the whole pass).
 import Platform
 import Synchronization
 
@@ -26,8 +29,13 @@ final class ConnectionWorker: @unchecked Sendable {
         var leftAlone: [ChurningConnection] = []
     }
 
+    /// Server requests other than the reconciler's, run on the worker thread before its next
+    /// pass; the job reports its own result (and wakes the control thread if it must).
+    typealias Job = @Sendable (JackClient) -> Void
+
     private struct Shared {
         var pending: ConnectionRules?
+        var jobs: [Job] = []
         var stopping = false
         var report = Report()
         /// Edges left alone now, for `status`.
@@ -81,6 +89,23 @@ final class ConnectionWorker: @unchecked Sendable {
         if accepted { EventFD.signal(event) }
     }
 
+    /// Runs `job` on the worker thread, after the jobs given before it and before the next
+    /// pass. Returns at once; without a thread the job runs now, on the caller's. Once the
+    /// worker is stopping, jobs are dropped (the client is about to close, which unregisters
+    /// its ports, and the engine fails the attachments under way).
+    func perform(_ job: @escaping Job) {
+        guard thread != nil else {
+            job(client)
+            return
+        }
+        let accepted = shared.withLock { shared -> Bool in
+            guard !shared.stopping else { return false }
+            shared.jobs.append(job)
+            return true
+        }
+        if accepted { EventFD.signal(event) }
+    }
+
     /// Applies `rules` on the calling thread and returns when done (the engine's start: its
     /// groups are connected when `start` returns).
     func runNow(_ rules: ConnectionRules) { pass(rules) }
@@ -90,6 +115,7 @@ final class ConnectionWorker: @unchecked Sendable {
         shared.withLock {
             $0.stopping = true
             $0.pending = nil
+            $0.jobs = []
         }
         guard let thread else { return }
         EventFD.signal(event)
@@ -138,11 +164,15 @@ final class ConnectionWorker: @unchecked Sendable {
         while true {
             _ = try? Descriptor.poll(&entries, timeoutMilliseconds: -1)
             EventFD.drain(event)
-            let (rules, stopping) = shared.withLock { shared in
-                defer { shared.pending = nil }
-                return (shared.pending, shared.stopping)
+            let (jobs, rules, stopping) = shared.withLock { shared in
+                defer {
+                    shared.pending = nil
+                    shared.jobs = []
+                }
+                return (shared.jobs, shared.pending, shared.stopping)
             }
             if stopping { return }
+            for job in jobs { job(client) }
             if let rules { pass(rules) }
         }
     }

@@ -124,7 +124,7 @@ extension ProcessRig {
             recdPlayPorts: play.indices.map { .init(port: nil, name: "recd:app-play_\($0 + 1)") },
             capturePorts: capture.indices.map { "app:in_\($0 + 1)" },
             recdCapturePorts: capture.indices.map { .init(port: nil, name: "recd:app-capture_\($0 + 1)") },
-            player: player, client: nil)
+            player: player, release: nil)
         handle.setTestBuffers(play: play, capture: capture)
         var graph = memory.graph
         if let player { graph.players.append(player) }
