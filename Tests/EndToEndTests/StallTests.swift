@@ -15,7 +15,8 @@ import Testing
 @Suite("stalled feeds and the time truth end to end", .serialized)
 struct StallEndToEndTests {
     static let rate = 48_000
-    static let stallSeconds = 1.5
+    /// recd's default `stall_seconds` (the config leaves it out): the latency reported is the default's.
+    static let stallSeconds = 2.0
     static let stoppedSeconds = 4.0
 
     /// Stops and restarts the recorded source's cycles. On jackd the private server itself
@@ -90,7 +91,7 @@ struct StallEndToEndTests {
         """.write(toFile: hook, atomically: true, encoding: .utf8)
         chmod(hook, 0o755)
         let (daemon, source, xrunsBefore) = try ReliabilityTests.counterLogger(
-            on: jack, extraSession: "stall_seconds = \(Self.stallSeconds)\non_silence = \(hook)\n",
+            on: jack, extraSession: "on_silence = \(hook)\n",
             extraConfig: "[http]\nlisten = 127.0.0.1:0\n")
         defer { source.stop() }
         let feed = try FeedStopper(jack: jack, deck: source)
@@ -171,8 +172,11 @@ struct StallEndToEndTests {
         let trailingSeconds = Double(trailing.length) / Double(Self.rate)
         print("stall: gaps \(gaps); stopped while stalled \(stalledBeforeStop) s after the cycles stopped, trailing gap \(trailingSeconds) s")
         #expect(trailing.position == frames, "the last gap is at the end: \(gaps), \(frames) frames")
+        // (0.3 s of room above: on a loaded machine jackd's dummy server delivers the periods
+        // after a stop faster than real time for a while, 0.2-0.3 s at load 12 here, and the
+        // last period before the second stop came that much before it.)
         #expect(
-            trailingSeconds > stalledBeforeStop.lowerBound - 0.25 && trailingSeconds < stalledBeforeStop.upperBound + 0.1,
+            trailingSeconds > stalledBeforeStop.lowerBound - 0.25 && trailingSeconds < stalledBeforeStop.upperBound + 0.3,
             "a trailing gap of \(trailingSeconds) s")
         // The first stop is the long gap before it (and on jackd one more per xrun).
         let middle = try #require(gaps.dropLast().max { $0.length < $1.length }, "\(gaps)")
@@ -186,7 +190,8 @@ struct StallEndToEndTests {
         let off = end.timeIntervalSince(stopAsked)
         let window = stopAnswered.timeIntervalSince(stopAsked)
         print("stall: START + frames + gaps ends \(off) s after recctl record stop began (it answered after \(window) s)")
-        #expect(off > -0.1 && off < window + 0.1, "the recording ends \(off) s from the stop request")
+        print("stall: recd's log of the time: \(daemon.log.split(separator: "\n").filter { $0.contains("wall-clock") || $0.contains("STALLED") || $0.contains("audio again") })")
+        #expect(off > -0.1 && off < window + 0.3, "the recording ends \(off) s from the stop request")
 
         #expect(
             try eventually {
@@ -214,7 +219,7 @@ struct StallEndToEndTests {
     }
 
     @Test(
-        "PipeWire stopped for 3 s under a lone recorder of its null sink runs the cycles it missed back to back when it goes on: they are not a gap on top of the stop — START + frames + gaps is the stop's time, and the gaps are what the catch-up did not make up",
+        "PipeWire stopped for 2.5 s under a lone recorder of its null sink runs the cycles it missed back to back when it goes on: they are not a gap on top of the stop — START + frames + gaps is the stop's time, and the gaps are what the catch-up did not make up",
         .enabled(
             if: TestServer.isPipeWire,
             "jackd runs no cycle it missed (its stop is one gap: stalledServer, TrueTimeEndToEndTests); the catch-up is PipeWire's timer-driven null sink's"
@@ -227,7 +232,6 @@ struct StallEndToEndTests {
                 category = record
                 mic_usage = archive
                 permission = granted
-                stall_seconds = \(Self.stallSeconds)
                 """,
             ports: """
                 [port mic]
@@ -242,12 +246,12 @@ struct StallEndToEndTests {
             })
         try #require(daemon.recctl("record", "start", "logger").status == 0)
         let watcher = try daemon.watch("logger")
-        usleep(2_000_000)
+        usleep(1_500_000)
         let server = try Self.pipewirePid()
         kill(server, SIGSTOP)
-        usleep(3_000_000)
+        usleep(2_500_000)
         kill(server, SIGCONT)
-        usleep(2_000_000)
+        usleep(1_500_000)
         let stopAsked = Date()
         try #require(daemon.recctl("record", "stop", "logger").status == 0)
         #expect(try eventually { archiveFiles(daemon.directory + "/archive").contains { $0.hasSuffix(".flac") } })
@@ -263,7 +267,7 @@ struct StallEndToEndTests {
         let gapEvents = watcher.events.filter { $0["state"] == "gap" }.map(\.jsonText)
         print("catch-up: gaps \(gaps) (\(Double(missing) / Double(Self.rate)) s), START + frames + gaps ends \(off) s from the stop request; gap events \(gapEvents)")
         #expect(abs(off) < 0.3, "the recording ends \(off) s off: the catch-up's frames and a gap for the whole stop")
-        #expect(watcher.events.contains { $0["state"] == "stalled" }, "3 s without a frame is still a stall")
+        #expect(watcher.events.contains { $0["state"] == "stalled" }, "2.5 s without a frame is still a stall")
     }
 
     /// Why the slow-server test has no PipeWire run (measured, docs/protocol.md "Time stays true").
