@@ -216,9 +216,10 @@ struct StallGapHold {
     private(set) var ready: [SourceGap] = []
     /// Stall gaps waiting for their verdict, and when (monotonic seconds) each came.
     private(set) var held: [(gap: SourceGap, since: Double)] = []
-    /// The longest a stall gap waits for its verdict: a verdict lost (it never is while the tap
-    /// runs) must not stop the recording, which cannot read past the gap meanwhile.
-    static let maximumHoldSeconds = 10.0
+    /// The longest a stall gap waits for its verdict, then goes on whole: the recording reads
+    /// nothing past the gap meanwhile, and must not fall behind its 2 s ring (a verdict comes
+    /// one period after the cycles are at their pace; PipeWire made up 2 s of a stop in 0.1 s).
+    static let maximumHoldSeconds = 1.0
 
     /// A gap from the tap; positions count from `offset` (a pre-roll's first readable frame).
     mutating func take(_ gap: CaptureGap, offset: Int, now: Double = SystemClock.monotonicSeconds()) {

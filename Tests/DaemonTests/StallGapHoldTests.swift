@@ -41,7 +41,7 @@ struct StallGapHoldTests {
     }
 
     @Test(
-        "a stall gap that awaits no verdict goes on at once; a pre-roll's offset moves positions; a verdict for no held gap changes nothing; a gap held past 10 s, or when the tap leaves the graph, goes on whole"
+        "a stall gap that awaits no verdict goes on at once; a pre-roll's offset moves positions; a verdict for no held gap changes nothing; a gap held past maximumHoldSeconds (1 s), or when the tap leaves the graph, goes on whole"
     )
     func edges() {
         var hold = StallGapHold()
