@@ -211,7 +211,8 @@ struct TapClockTests {
         // What is left of the stop once the cycles are at their pace again: the 56 ms the catch-up
         // took, less the 2.7 ms by which its 563 periods exceed the 3 s stop.
         let left = Double(gaps[0].length - rig.verdicts[0].length) / Double(Self.rate)
-        #expect((0.03...0.08).contains(left), "gap \(gaps[0].length), caught up \(rig.verdicts[0].length): \(left) s left")
+        #expect(
+            (0.03...0.08).contains(left), "gap \(gaps[0].length), caught up \(rig.verdicts[0].length): \(left) s left")
         #expect(rig.tap.stalledFrames == gaps[0].length - rig.verdicts[0].length)
         #expect(rig.tap.clockResets == 0)
         // Frames plus what is left of the gap are the clock's time, within a period.

@@ -118,7 +118,9 @@ struct StallEndToEndTests {
         let resumed = watcher.waitFor(timeout: 5) {
             $0["event"] == "recording" && $0["state"] == "resumed" && $0["reason"] == "stalled"
         }.first { $0["state"] == "resumed" }
-        print("stall: the stalled event came \(latency) s after the source's cycles stopped (stall_seconds \(Self.stallSeconds))")
+        print(
+            "stall: the stalled event came \(latency) s after the source's cycles stopped "
+                + "(stall_seconds \(Self.stallSeconds))")
 
         let event = try #require(stalledEvent, "no stalled event: \(watcher.events.map(\.jsonText))")
         #expect(latency <= Self.stallSeconds + 1, "stalled \(latency) s after the cycles stopped")
@@ -170,13 +172,16 @@ struct StallEndToEndTests {
         let trailing = try #require(gaps.last, "no gaps: the stop while stalled left none")
         let stalledBeforeStop = stopAsked.timeIntervalSince(stoppedAgain)...stopAnswered.timeIntervalSince(stoppedAgain)
         let trailingSeconds = Double(trailing.length) / Double(Self.rate)
-        print("stall: gaps \(gaps); stopped while stalled \(stalledBeforeStop) s after the cycles stopped, trailing gap \(trailingSeconds) s")
+        print(
+            "stall: gaps \(gaps); stopped while stalled \(stalledBeforeStop) s after the cycles stopped, "
+                + "trailing gap \(trailingSeconds) s")
         #expect(trailing.position == frames, "the last gap is at the end: \(gaps), \(frames) frames")
         // (0.3 s of room above: on a loaded machine jackd's dummy server delivers the periods
         // after a stop faster than real time for a while, 0.2-0.3 s at load 12 here, and the
         // last period before the second stop came that much before it.)
         #expect(
-            trailingSeconds > stalledBeforeStop.lowerBound - 0.25 && trailingSeconds < stalledBeforeStop.upperBound + 0.3,
+            trailingSeconds > stalledBeforeStop.lowerBound - 0.25
+                && trailingSeconds < stalledBeforeStop.upperBound + 0.3,
             "a trailing gap of \(trailingSeconds) s")
         // The first stop is the long gap before it (and on jackd one more per xrun).
         let middle = try #require(gaps.dropLast().max { $0.length < $1.length }, "\(gaps)")
@@ -189,8 +194,11 @@ struct StallEndToEndTests {
         let end = start.addingTimeInterval(Double(frames + gaps.map(\.length).reduce(0, +)) / Double(Self.rate))
         let off = end.timeIntervalSince(stopAsked)
         let window = stopAnswered.timeIntervalSince(stopAsked)
-        print("stall: START + frames + gaps ends \(off) s after recctl record stop began (it answered after \(window) s)")
-        print("stall: recd's log of the time: \(daemon.log.split(separator: "\n").filter { $0.contains("wall-clock") || $0.contains("STALLED") || $0.contains("audio again") })")
+        print("stall: START + frames + gaps ends \(off) s after recctl record stop began (answered after \(window) s)")
+        let timeLines = daemon.log.split(separator: "\n").filter {
+            $0.contains("wall-clock") || $0.contains("STALLED") || $0.contains("audio again")
+        }
+        print("stall: recd's log of the time: \(timeLines)")
         #expect(off > -0.1 && off < window + 0.3, "the recording ends \(off) s from the stop request")
 
         #expect(
@@ -222,7 +230,9 @@ struct StallEndToEndTests {
         "PipeWire stopped for 2.5 s under a lone recorder of its null sink runs the cycles it missed back to back when it goes on: they are not a gap on top of the stop — START + frames + gaps is the stop's time, and the gaps are what the catch-up did not make up",
         .enabled(
             if: TestServer.isPipeWire,
-            "jackd runs no cycle it missed (its stop is one gap: stalledServer, TrueTimeEndToEndTests); the catch-up is PipeWire's timer-driven null sink's"
+            Comment(
+                rawValue: "jackd runs no cycle it missed (its stop is one gap: stalledServer, TrueTimeEndToEndTests); "
+                    + "the catch-up is PipeWire's timer-driven null sink's")
         ))
     func pipewireCatchUp() throws {
         let daemon = try Daemon(
