@@ -73,11 +73,18 @@ public protocol SampleSource: AnyObject {
     /// `ClockStep.thresholdNanoseconds` the wall clock was stepped, and the recorder ends the
     /// segment and goes on in a new one at the true time. nil (the default): not watched.
     func wallClockOffset() -> Int64?
+
+    /// Frames of time after the last frame in which the source delivered nothing up to the
+    /// stop (a recorder stopped while its feed was stalled: the time from the last frame to
+    /// the stop is missing too, and START plus frames plus gaps must still end at the stop).
+    /// Asked once, after the last read. nil (the default): none.
+    func trailingStallFrames() -> Int?
 }
 
 extension SampleSource {
     public func clockStamp() -> ClockStamp? { nil }
     public func wallClockOffset() -> Int64? { nil }
+    public func trailingStallFrames() -> Int? { nil }
 }
 
 /// A processing step between the source and the encoder, e.g. HFP band-limiting and

@@ -12,6 +12,12 @@ public struct CaptureGap: Equatable, Hashable, Sendable {
         case overrun
         /// JACK's clock stood still against the monotonic clock for more than a period.
         case clockStall
+        /// Not a gap: the verdict on the `clockStall` gap at `position`. After a stall a
+        /// server may run the cycles it missed back to back (PipeWire's timer-driven null sink
+        /// does); `length` frames came that early, so they stand for part of the stall's time
+        /// and the gap is that much shorter (0: none came early). Logged once per stall, when
+        /// the cycles come at their pace again; the consumer holds a stall gap until then.
+        case catchUp
     }
 
     /// Frames delivered before the gap.
@@ -21,12 +27,17 @@ public struct CaptureGap: Equatable, Hashable, Sendable {
     /// JACK frame time of the first missing frame.
     public var frameTime: UInt32
     public var cause: Cause
+    /// A `clockStall` gap whose `catchUp` verdict follows in the log: its consumer holds it
+    /// (and reads no frame past it) until then. False when the tap could not log it in time
+    /// (a full ring or log) and gave up measuring the catch-up: it stands as it is.
+    public var awaitsVerdict: Bool
 
     @_noLocks
-    public init(position: Int, length: Int, frameTime: UInt32, cause: Cause = .overrun) {
+    public init(position: Int, length: Int, frameTime: UInt32, cause: Cause = .overrun, awaitsVerdict: Bool = false) {
         self.position = position
         self.length = length
         self.frameTime = frameTime
         self.cause = cause
+        self.awaitsVerdict = awaitsVerdict
     }
 }

@@ -149,6 +149,8 @@ final class PreRollKeeper {
                 later.append(gap)
             } else if gap.cause == .clockStall {
                 stalled += gap.length
+            } else if gap.cause == .catchUp {
+                stalled = max(0, stalled - gap.length)
             } else {
                 overrun += gap.length
             }

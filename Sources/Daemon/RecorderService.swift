@@ -338,6 +338,12 @@ final class RecorderService: @unchecked Sendable {
         guard !stream.stopping else { return }
         stream.stopping = true
         stream.continued = continued
+        if stream.feed.stalledSince != nil {
+            // Its last frame came long before the stop: the time between is missing too.
+            stream.source.stopsStalled(
+                atMicros: Int(SystemClock.monotonicSeconds() * 1e6),
+                sampleRate: stream.recorder.configuration.sampleRate)
+        }
         stream.recorder.requestStop(reason: reason, comments: comments)
         engine.removeCaptureTap(stream.tap)
         recorders.removeAll { $0 === stream }

@@ -35,8 +35,9 @@ final class TapSource: SampleSource, @unchecked Sendable {
     /// nanoseconds of clock stalls before it (JACK's frame clock stood still), and the pre-roll
     /// in seconds.
     private let preRoll: (position: Int, droppedBefore: Int, stalledNanoseconds: Int64, seconds: Double)?
-    /// Overrun gaps of a pre-roll tap after its first readable frame, not yet handed on.
-    private let pendingGaps = Mutex<[SourceGap]>([])
+    /// Gaps of the tap not yet handed on (a pre-roll tap's after its first readable frame
+    /// among them), and stall gaps held until the tap's `catchUp` verdict on them.
+    private let gapHold = Mutex(StallGapHold())
 
     init(tap: CaptureTap, anchor: (time: UTCTime, previous: CaptureTap, sampleRate: Int)? = nil) {
         self.tap = tap
@@ -52,22 +53,23 @@ final class TapSource: SampleSource, @unchecked Sendable {
         anchor = nil
         var droppedBefore = 0
         var stalledBefore = 0
-        var later: [SourceGap] = []
+        var later = StallGapHold()
         for gap in drained + tap.drainGaps() {
             if gap.position <= position {
-                if gap.cause == .clockStall { stalledBefore += gap.length } else { droppedBefore += gap.length }
+                switch gap.cause {
+                case .clockStall: stalledBefore += gap.length
+                case .catchUp: stalledBefore = max(0, stalledBefore - gap.length)
+                case .overrun: droppedBefore += gap.length
+                }
             } else {
-                later.append(
-                    SourceGap(
-                        position: gap.position - position, length: gap.length,
-                        cause: gap.cause == .clockStall ? .clockStall : .overrun))
+                later.take(gap, offset: position)
             }
         }
         preRoll = (
             position, droppedBefore, Int64(stalledBefore) * 1_000_000_000 / Int64(max(sampleRate, 1)),
             Double(tap.availableToRead) / Double(sampleRate)
         )
-        pendingGaps.withLock { $0 = later }
+        gapHold.withLock { $0 = later }
     }
 
     /// A triggered take's end: frames past it are not read (the control thread moves it on
@@ -136,7 +138,12 @@ final class TapSource: SampleSource, @unchecked Sendable {
     func read(into buffer: UnsafeMutableBufferPointer<Float>) -> Int {
         // Nothing until the first frame's UTC time is known: names and rotation depend on it.
         guard startTime != nil else { return 0 }
-        let room = limit.load(ordering: .acquiring) - delivered.load(ordering: .relaxed)
+        // The frames readable now, before the gaps are pulled: a gap is logged before the frames
+        // after it, so every gap among these frames is in the log by then.
+        var room = min(limit.load(ordering: .acquiring), delivered.load(ordering: .relaxed) + tap.availableToRead)
+            - delivered.load(ordering: .relaxed)
+        // Not past a stall gap whose length is not yet known (the server may still be catching up).
+        if let held = pullGaps() { room = min(room, held - delivered.load(ordering: .relaxed)) }
         guard room > 0 else { return 0 }
         let count = min(buffer.count / channels, room) * channels
         let got = tap.read(into: UnsafeMutableBufferPointer(rebasing: buffer[0..<count]))
@@ -145,17 +152,48 @@ final class TapSource: SampleSource, @unchecked Sendable {
     }
 
     func drainGaps() -> [SourceGap] {
+        pullGaps()
+        return gapHold.withLock { $0.handOn() }
+    }
+
+    /// Archiver thread: moves the tap's new gaps into the hold; the position of the first stall
+    /// gap still held, if any. Once the tap is out of the graph no verdict can come: what is
+    /// held goes on as it is.
+    @discardableResult
+    private func pullGaps() -> Int? {
         let offset = preRoll?.position ?? 0
-        let earlier = pendingGaps.withLock { gaps in
-            defer { gaps.removeAll() }
-            return gaps
+        let gaps = tap.drainGaps()
+        let attached = tap.isAttached
+        return gapHold.withLock { hold in
+            for gap in gaps { hold.take(gap, offset: offset) }
+            if !attached { hold.releaseAll() }
+            return hold.firstHeldPosition(now: SystemClock.monotonicSeconds())
         }
-        return earlier
-            + tap.drainGaps().map {
-                SourceGap(
-                    position: $0.position - offset, length: $0.length,
-                    cause: $0.cause == .clockStall ? .clockStall : .overrun)
-            }
+    }
+
+    /// A stop while the feed was stalled: when (JACK's microsecond clock, CLOCK_MONOTONIC), and
+    /// the rate of the tap's frames. Set once by the control thread before it asks the
+    /// recorder to stop; read by the archiver thread when it finishes.
+    private let stalledStop = Mutex<(micros: Int, sampleRate: Int)?>(nil)
+
+    /// Control thread, at a stop while stalled (`RecorderService.stop`).
+    func stopsStalled(atMicros micros: Int, sampleRate: Int) {
+        stalledStop.withLock { $0 = (micros, sampleRate) }
+    }
+
+    /// Archiver thread, after the last read: the time from the end of the tap's last period to
+    /// the stop, in frames (nil unless stopped while stalled). The tap is out of the graph by
+    /// then, so its counts are final; a period that came after all (the server went on just
+    /// before the tap left) ends after the stop and leaves nothing to add.
+    func trailingStallFrames() -> Int? {
+        guard let stop = stalledStop.withLock({ $0 }), stop.sampleRate > 0, let stamp = tap.clockStamp else {
+            return nil
+        }
+        let timeline = tap.framesCaptured + tap.droppedFrames + tap.stalledFrames
+        let lastEnd = stamp.micros + (timeline - stamp.frames) * 1_000_000 / stop.sampleRate
+        let missing = stop.micros - lastEnd
+        guard missing > 0 else { return nil }
+        return missing * stop.sampleRate / 1_000_000
     }
 
     /// The system's wall clock less its monotonic one: the recorder follows a step of it.
@@ -165,6 +203,59 @@ final class TapSource: SampleSource, @unchecked Sendable {
     /// needs differences).
     func clockStamp() -> ClockStamp? {
         tap.clockStamp.map { ClockStamp(frames: $0.frames, micros: $0.micros) }
+    }
+}
+
+/// A tap's gaps on their way to the recorder. A `clockStall` gap is held until the tap's
+/// `catchUp` verdict on it (the cycles came at their pace again, normally the next period),
+/// and goes on shortened by the frames the server delivered early to make up for it, or not
+/// at all when they made up all of it (docs/protocol.md, "Time stays true"). A plain value:
+/// the archiver thread, under `TapSource`'s lock.
+struct StallGapHold {
+    /// Gaps ready to hand on.
+    private(set) var ready: [SourceGap] = []
+    /// Stall gaps waiting for their verdict, and when (monotonic seconds) each came.
+    private(set) var held: [(gap: SourceGap, since: Double)] = []
+    /// The longest a stall gap waits for its verdict, then goes on whole: the recording reads
+    /// nothing past the gap meanwhile, and must not fall behind its 2 s ring (a verdict comes
+    /// one period after the cycles are at their pace; PipeWire made up 2 s of a stop in 0.1 s).
+    static let maximumHoldSeconds = 1.0
+
+    /// A gap from the tap; positions count from `offset` (a pre-roll's first readable frame).
+    mutating func take(_ gap: CaptureGap, offset: Int, now: Double = SystemClock.monotonicSeconds()) {
+        let position = gap.position - offset
+        switch gap.cause {
+        case .overrun:
+            ready.append(SourceGap(position: position, length: gap.length, cause: .overrun))
+        case .clockStall:
+            let stall = SourceGap(position: position, length: gap.length, cause: .clockStall)
+            if gap.awaitsVerdict { held.append((stall, now)) } else { ready.append(stall) }
+        case .catchUp:
+            // The verdict names its gap by position; a stall merged into an overrun has none.
+            guard let index = held.lastIndex(where: { $0.gap.position == position }) else { return }
+            var stall = held.remove(at: index).gap
+            stall.length -= min(gap.length, stall.length)
+            if stall.length > 0 { ready.append(stall) }
+        }
+    }
+
+    /// The first held gap's position; gaps held too long go on as they are.
+    mutating func firstHeldPosition(now: Double) -> Int? {
+        while let first = held.first, now - first.since > Self.maximumHoldSeconds {
+            ready.append(held.removeFirst().gap)
+        }
+        return held.map { $0.gap.position }.min()
+    }
+
+    mutating func releaseAll() {
+        ready += held.map { $0.gap }
+        held.removeAll()
+    }
+
+    /// The gaps ready, oldest first; they leave the hold.
+    mutating func handOn() -> [SourceGap] {
+        defer { ready.removeAll() }
+        return ready.sorted { $0.position < $1.position }
     }
 }
 

@@ -217,6 +217,33 @@ struct RecorderTests {
         #expect(try SegmentRecord.read(path: records[1].path).gaps == records[1].gaps)
     }
 
+    @Test(
+        "stopped while stalled: the time from the last frame to the stop is a clockStall gap at the end of the open segment (GAPS, the gap event), asked once, and no segment is opened for it"
+    )
+    func trailingStall() throws {
+        let directory = TemporaryDirectory("trailing")
+        let source = MemorySource(
+            channels: 1, startTime: iso("2026-05-05T05:05:05.000000Z"), totalFrames: 6000, chunk: 700)
+        source.trailingStall = 1500
+        let configuration = RecorderConfiguration(
+            archiveDirectory: directory.path, app: "app", stream: "stalled", channels: 1, sampleRate: 8000,
+            bitsPerSample: 16, segmentSeconds: 3600)
+        let events = try record(configuration, source: source)
+        let records = finishedRecords(events)
+        try #require(records.count == 1, "\(events)")
+        #expect(source.trailingStallAsked == 1)
+        let gap = SourceGap(position: 6000, length: 1500, cause: .clockStall)
+        #expect(events.compactMap { if case .gap(let gap) = $0 { return gap } else { return nil } } == [gap])
+        #expect(records[0].frames == 6000)
+        #expect(records[0].gaps == [SegmentGap(position: 6000, length: 1500)])
+        #expect(try metaflacTags(records[0].path)["GAPS"] == "6000+1500")
+        #expect(try flacTestPasses(records[0].path))
+        // Without one (a stop while frames flow): nothing is added.
+        let plain = MemorySource(channels: 1, startTime: iso("2026-05-05T06:05:05.000000Z"), totalFrames: 6000)
+        let plainRecords = finishedRecords(try record(configuration, source: plain))
+        #expect(plainRecords.map(\.gaps) == [[]])
+    }
+
     @Test("a transform may change the rate: segments and times follow the output rate")
     func transformChangesRate() throws {
         let directory = TemporaryDirectory("transform")

@@ -77,6 +77,15 @@ final class MemorySource: SampleSource {
         defer { pendingReport.removeAll() }
         return pendingReport
     }
+
+    /// Frames of time from the last frame to the stop (a source stopped while stalled).
+    var trailingStall: Int?
+    private(set) var trailingStallAsked = 0
+
+    func trailingStallFrames() -> Int? {
+        trailingStallAsked += 1
+        return trailingStall
+    }
 }
 
 /// A 2:1 decimator (keeps every other frame): a stand-in for the HFP resampler.

@@ -28,6 +28,16 @@ struct TapClockTests {
             rig.memory.publish(players: rig.memory.players, taps: rig.memory.taps + [tap])
         }
 
+        /// The catch-up verdicts `gaps()` took out of the log.
+        private(set) var verdicts: [CaptureGap] = []
+
+        /// The gaps logged since the last call, without the catch-up verdicts (kept in `verdicts`).
+        func gaps() -> [CaptureGap] {
+            let all = tap.drainGaps()
+            verdicts += all.filter { $0.cause == .catchUp }
+            return all.filter { $0.cause != .catchUp }
+        }
+
         func cycle(micros: UInt64) {
             rig.feedCounter(frames: period)
             runCycle(rig.memory.state, frames: period, frameTime: frameTime, nowMicros: micros)
@@ -56,7 +66,7 @@ struct TapClockTests {
                 rig.cycle(micros: Self.micros(period, plus: late + drift))
                 if period % 100 == 99 { _ = rig.tap.read(maxFrames: rig.tap.availableToRead) }
             }
-            #expect(rig.tap.drainGaps().isEmpty, "seed \(seed)")
+            #expect(rig.gaps().isEmpty, "seed \(seed)")
             #expect(rig.tap.stalls == 0 && rig.tap.clockResets == 0, "seed \(seed)")
             let stamp = rig.tap.clockStamp
             #expect(stamp?.frames == 1999 * Self.period, "the last period's stamp: \(String(describing: stamp))")
@@ -70,12 +80,15 @@ struct TapClockTests {
         let rig = ClockRig()
         for period in 0..<100 { rig.cycle(micros: Self.micros(period)) }
         for period in 100..<200 { rig.cycle(micros: Self.micros(period, plus: 3_000_000)) }
-        let gaps = rig.tap.drainGaps()
+        let gaps = rig.gaps()
         try #require(gaps.count == 1, "\(gaps)")
         #expect(gaps[0].cause == .clockStall)
         #expect(gaps[0].position == 100 * Self.period)
         #expect(gaps[0].length == 3 * Self.rate, "\(gaps[0].length) frames")
         #expect(gaps[0].frameTime == 5000 + UInt32(100 * Self.period))
+        // The next period came at its pace: nothing came early, the gap stands whole.
+        #expect(gaps[0].awaitsVerdict)
+        #expect(rig.verdicts.map { [$0.position, $0.length] } == [[100 * Self.period, 0]])
         #expect(rig.tap.stalls == 1 && rig.tap.stalledFrames == 3 * Self.rate)
         #expect(rig.tap.overruns == 0 && rig.tap.droppedFrames == 0)
         #expect(rig.tap.framesCaptured == 200 * Self.period)
@@ -91,19 +104,19 @@ struct TapClockTests {
         let short = ClockRig()
         for period in 0..<50 { short.cycle(micros: Self.micros(period)) }
         for period in 50..<60 { short.cycle(micros: Self.micros(period, plus: 30_000)) }
-        #expect(short.tap.drainGaps().map(\.length) == [1440])
+        #expect(short.gaps().map(\.length) == [1440])
         let shorter = ClockRig()
         for period in 0..<50 { shorter.cycle(micros: Self.micros(period)) }
         for period in 50..<60 { shorter.cycle(micros: Self.micros(period, plus: 18_000)) }
-        #expect(shorter.tap.drainGaps().isEmpty)
+        #expect(shorter.gaps().isEmpty)
         let long = ClockRig(period: 2048)
         for period in 0..<50 { long.cycle(micros: Self.micros(period, periodFrames: 2048)) }
         for period in 50..<60 { long.cycle(micros: Self.micros(period, periodFrames: 2048, plus: 40_000)) }
-        #expect(long.tap.drainGaps().isEmpty)
+        #expect(long.gaps().isEmpty)
         for period in 60..<70 { long.cycle(micros: Self.micros(period, periodFrames: 2048, plus: 40_000 + 50_000)) }
         // 50 ms more is a gap; of the 40 ms before it, what the baseline has not yet followed
         // (most of it, after 10 periods) comes with it.
-        let lengths = long.tap.drainGaps().map(\.length)
+        let lengths = long.gaps().map(\.length)
         #expect(lengths.count == 1 && (2400...4320).contains(lengths.first ?? 0), "\(lengths)")
     }
 
@@ -133,7 +146,7 @@ struct TapClockTests {
             let jitter = (0..<2000).map { _ in Double(random.next() % 15_000) }
             Self.runWithCycleTimes(
                 rig, count: 2000, start: start, length: { _ in length }, wake: { start($0) + jitter[$0] })
-            let gaps = rig.tap.drainGaps()
+            let gaps = rig.gaps()
             #expect(gaps.count == 1, "seed \(seed): \(gaps)")
             #expect(gaps.first?.position == 1000 * Self.period)
             // The lateness: the stop, and what the baseline had not followed of the slowness
@@ -152,7 +165,7 @@ struct TapClockTests {
         let start = { (k: Int) in 1e9 + Double(k) * Self.periodMicros + (k >= 100 ? 1.25e6 : 0) }
         let wake = { (k: Int) in 1e9 + Double(k) * Self.periodMicros }
         Self.runWithCycleTimes(rig, count: 300, start: start, length: { _ in Self.periodMicros }, wake: wake)
-        #expect(rig.tap.drainGaps().isEmpty)
+        #expect(rig.gaps().isEmpty)
     }
 
     @Test(
@@ -168,9 +181,45 @@ struct TapClockTests {
         let length = { (k: Int) in k == 100 ? -1.9e6 : Self.periodMicros }
         let wake = { (k: Int) in k <= 100 ? start(k) : resumed + Double(k - 100) * Self.periodMicros }
         Self.runWithCycleTimes(rig, count: 300, start: start, length: length, wake: wake)
-        let gaps = rig.tap.drainGaps()
+        let gaps = rig.gaps()
         #expect(gaps.count == 1, "\(gaps)")
         #expect(gaps.first.map { abs($0.length - 2 * Self.rate) <= 1 } == true, "\(gaps)")
+    }
+
+    @Test(
+        "PipeWire catching up: after a 3 s stop the 563 cycles it missed come back to back (0.1 ms apart), then at its pace: the stall gap's verdict is the frames that came early, gap less verdict is the 50 ms of lateness left, the stamps stay on the clock, no clock reset, the signal whole"
+    )
+    func catchUpIsNotAGap() throws {
+        let rig = ClockRig()
+        let base = 1e9
+        let resumed = base + 100 * Self.periodMicros + 3e6
+        let missed = 563
+        let wake = { (k: Int) -> Double in
+            if k < 100 { return base + Double(k) * Self.periodMicros }
+            if k < 100 + missed { return resumed + Double(k - 100) * 100 }
+            return resumed + Double(missed) * 100 + Double(k - 100 - missed) * Self.periodMicros
+        }
+        for k in 0..<1000 {
+            rig.cycle(micros: UInt64(wake(k)))
+            if k % 100 == 99 { _ = rig.tap.read(maxFrames: rig.tap.availableToRead) }
+        }
+        let gaps = rig.gaps()
+        try #require(gaps.count == 1, "\(gaps)")
+        #expect(gaps[0].cause == .clockStall && gaps[0].awaitsVerdict && gaps[0].position == 100 * Self.period)
+        try #require(rig.verdicts.count == 1, "\(rig.verdicts)")
+        #expect(rig.verdicts[0].position == gaps[0].position)
+        // What is left of the stop once the cycles are at their pace again: the 56 ms the catch-up
+        // took, less the 2.7 ms by which its 563 periods exceed the 3 s stop.
+        let left = Double(gaps[0].length - rig.verdicts[0].length) / Double(Self.rate)
+        #expect(
+            (0.03...0.08).contains(left), "gap \(gaps[0].length), caught up \(rig.verdicts[0].length): \(left) s left")
+        #expect(rig.tap.stalledFrames == gaps[0].length - rig.verdicts[0].length)
+        #expect(rig.tap.clockResets == 0)
+        // Frames plus what is left of the gap are the clock's time, within a period.
+        let stamp = try #require(rig.tap.clockStamp)
+        let onClock = (Double(stamp.micros) - base) * Double(Self.rate) / 1e6
+        #expect(abs(Double(stamp.frames) - onClock) <= Double(Self.period), "stamp \(stamp), clock \(onClock)")
+        #expect(rig.counterUnbroken())
     }
 
     @Test("a graph 10 % slow without JACK's cycle times (this client's clock only): no gap either")
@@ -180,7 +229,7 @@ struct TapClockTests {
             rig.cycle(micros: Self.micros(period, plus: Double(period) * Self.periodMicros * 0.1))
             if period % 100 == 99 { _ = rig.tap.read(maxFrames: rig.tap.availableToRead) }
         }
-        #expect(rig.tap.drainGaps().isEmpty)
+        #expect(rig.gaps().isEmpty)
         #expect(rig.tap.stalls == 0)
     }
 
@@ -189,11 +238,11 @@ struct TapClockTests {
         let rig = ClockRig()
         for period in 0..<100 { rig.cycle(micros: Self.micros(period)) }
         for period in 100..<200 { rig.cycle(micros: Self.micros(period, plus: -500_000)) }
-        #expect(rig.tap.drainGaps().isEmpty)
+        #expect(rig.gaps().isEmpty)
         #expect(rig.tap.clockResets == 1)
         // Standing still: the first period past the threshold resets, and so on.
         for _ in 0..<20 { rig.cycle(micros: Self.micros(199, plus: -500_000)) }
-        #expect(rig.tap.drainGaps().isEmpty)
+        #expect(rig.gaps().isEmpty)
         #expect(rig.tap.clockResets >= 2)
         #expect(rig.counterUnbroken())
     }
@@ -207,7 +256,7 @@ struct TapClockTests {
         #expect(rig.tap.clockStamp == nil, "no clock, no stamp")
         rig.cycle(micros: 1_000)
         rig.cycle(micros: 1 << 62)
-        let gaps = rig.tap.drainGaps()
+        let gaps = rig.gaps()
         #expect(gaps.count == 1 && gaps[0].length > 0, "\(gaps)")
         // More stalls than the log holds, none drained: they merge, frames are dropped, counted.
         var now: UInt64 = 1 << 62
@@ -216,6 +265,6 @@ struct TapClockTests {
             rig.cycle(micros: now)
         }
         #expect(rig.tap.stalls > 64)
-        #expect(rig.tap.drainGaps().count <= 64)
+        #expect(rig.gaps().count <= 64)
     }
 }

@@ -106,6 +106,11 @@ final class ArchiverLoop {
             closing = true
             try flushTransform()
             collectGaps()
+            // Stopped while stalled: the time from the last frame to the stop is a gap too.
+            if let frames = source.trailingStallFrames(), frames > 0 {
+                pendingGaps.append(SourceGap(position: inputDelivered, length: frames, cause: .clockStall))
+                pendingGaps.sort { $0.position < $1.position }
+            }
             try applyDueGaps()
             try finishSegment(reason: reason)
         } catch {

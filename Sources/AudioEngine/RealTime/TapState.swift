@@ -36,6 +36,8 @@ struct TapState: ~Copyable {
     var pendingGapFrameTime: UInt32 = 0
     /// The pending gap is a clock stall (else an overrun).
     var pendingGapIsStall = false
+    /// The pending stall gap gets a `catchUp` verdict (`CaptureGap.awaitsVerdict`).
+    var pendingGapAwaitsVerdict = false
 
     // Process → readers: the clock (see `observeClock`).
     /// Stalls recorded as gaps, and the frames of wall-clock time they stand for.
@@ -62,6 +64,15 @@ struct TapState: ~Copyable {
     var timelineFrames = 0
     /// JACK's microsecond clock at the previous callback (0: none yet).
     var previousCycleMicros: Int64 = 0
+    /// A stall gap was logged and the catch-up after it not yet measured (see
+    /// `settleStall`): its position and length.
+    var settlingStall = false
+    var settlingPosition = 0
+    var settlingLength: Int64 = 0
+    /// A `catchUp` verdict the full log refused, pushed again on the next cycle.
+    var verdictPending = false
+    var verdictPosition = 0
+    var verdictLength = 0
     /// The previous cycle's length: JACK's (`jack_get_cycle_times`: next_usecs less
     /// current_usecs), or its frames at the nominal rate when JACK gave none or one off by more
     /// than a factor of two (jackd2's DLL after a stall).
@@ -97,7 +108,9 @@ extension TapState {
     /// current_usecs and next_usecs of `jack_get_cycle_times`) by as much; the lateness is the
     /// gap. A graph 1 % slow is late a little more every cycle but never pauses: it is drift.
     /// Frames early by more than a period (a server whose clock jumped ahead) start the
-    /// measurement afresh. `nowMicros` 0 (a test without a server) skips the check; cycle
+    /// measurement afresh; but early frames right after a stall gap, in callbacks back to
+    /// back, are the server running the cycles it missed: they shorten the gap
+    /// (`settleStall`). `nowMicros` 0 (a test without a server) skips the check; cycle
     /// times 0 (none from JACK): the nominal length. Never traps.
     @_noLocks
     mutating func observeClock(
@@ -134,6 +147,12 @@ extension TapState {
         let missing = overflow ? Int64(Int32.max) : scaled / 1_000_000
         guard missing > 0 else { return }
         noteGap(length: Int(missing), frameTime: frameTime, isStall: true)
+        if pendingGapIsStall {
+            settlingStall = true
+            settlingPosition = pendingGapPosition
+            settlingLength = missing
+            pendingGapAwaitsVerdict = true
+        }
         clockFrames &+= missing
         timelineFrames &+= Int(missing)
         stalls.add(1, ordering: .relaxed)
@@ -150,10 +169,12 @@ extension TapState {
             clockBaseline = 0
             return
         }
-        let expected = clockOrigin &+ clockFrames &* 1_000_000 / rate
-        let excess = (now &- expected) &- clockBaseline
         let nominal = Int64(frames) &* 1_000_000 / rate
         let threshold = max(nominal, Self.minimumStallMicros)
+        if verdictPending { pushVerdict() }
+        if settlingStall && !settleStall(now: now, nominal: nominal, threshold: threshold) { return }
+        let expected = clockOrigin &+ clockFrames &* 1_000_000 / rate
+        let excess = (now &- expected) &- clockBaseline
         // The lateness must have come at once: a graph a little slow every cycle never pauses.
         let pause = previousCycleMicros > 0 ? (now &- previousCycleMicros) &- cycleLengthMicros : Int64.max
         if excess > threshold && pause > threshold {
@@ -169,6 +190,47 @@ extension TapState {
         }
     }
 
+    /// Process thread, on each cycle after a stall gap until it returns true: tells catch-up
+    /// from a real gap (docs/protocol.md, "Time stays true"). While the callbacks come back to
+    /// back (less than half a period apart) the server is running the cycles it missed: their
+    /// frames stand for the stall's time, and nothing is judged (false). At the first callback
+    /// at its pace, or once the frames ran ahead by the whole stall, how far they are ahead of
+    /// the clock is the catch-up: the stall gap shrinks by that much (the `catchUp` verdict
+    /// the consumer waits for; 0 when none came early, as on jackd) and the clock goes on.
+    @_noLocks
+    private mutating func settleStall(now: Int64, nominal: Int64, threshold: Int64) -> Bool {
+        let rate = Int64(sampleRate)
+        let expected = clockOrigin &+ clockFrames &* 1_000_000 / rate
+        let ahead = expected &- (now &- clockBaseline)
+        let aheadFrames = ahead > 0 ? ahead &* rate / 1_000_000 : 0
+        let backToBack = now &- previousCycleMicros < nominal / 2
+        // The verdict follows its gap in the log: not while the gap itself waits for room (a
+        // later overrun gap waiting does not hold it: the consumer reads again after it).
+        if backToBack && aheadFrames < settlingLength { return false }
+        settlingStall = false
+        if pendingGapLength > 0 && pendingGapIsStall && pendingGapPosition == settlingPosition {
+            // The gap itself still waits for room in the ring or the log: it will be logged as
+            // it is, and nobody waits for a verdict on it.
+            pendingGapAwaitsVerdict = false
+            return true
+        }
+        let caughtUp = ahead > threshold ? min(aheadFrames, settlingLength) : 0
+        clockFrames &-= caughtUp
+        timelineFrames &-= Int(caughtUp)
+        stalledFrames.subtract(Int(caughtUp), ordering: .relaxed)
+        verdictPosition = settlingPosition
+        verdictLength = Int(caughtUp)
+        pushVerdict()
+        return true
+    }
+
+    /// Process thread: logs the pending `catchUp` verdict, or keeps it for the next cycle.
+    @_noLocks
+    private mutating func pushVerdict() {
+        let verdict = CaptureGap(position: verdictPosition, length: verdictLength, frameTime: 0, cause: .catchUp)
+        verdictPending = !gaps.push(verdict)
+    }
+
     /// Process thread: `length` frames are missing before the next frame written (a clock
     /// stall when `isStall`, else an overrun). A pending gap of the other cause (at the same
     /// place: no frame was written since) is logged first when the log has room; else the two
@@ -180,7 +242,8 @@ extension TapState {
             if pendingGapIsStall != isStall {
                 let pending = CaptureGap(
                     position: pendingGapPosition, length: pendingGapLength, frameTime: pendingGapFrameTime,
-                    cause: pendingGapIsStall ? .clockStall : .overrun)
+                    cause: pendingGapIsStall ? .clockStall : .overrun,
+                    awaitsVerdict: pendingGapIsStall && pendingGapAwaitsVerdict)
                 if gaps.push(pending) { pendingGapLength = 0 }
             }
         }
@@ -188,6 +251,7 @@ extension TapState {
             pendingGapPosition = ring.framesWritten()
             pendingGapFrameTime = frameTime
             pendingGapIsStall = isStall
+            pendingGapAwaitsVerdict = false
         }
         pendingGapLength &+= length
     }
@@ -207,7 +271,8 @@ extension TapState {
         if room && pendingGapLength > 0 {
             let gap = CaptureGap(
                 position: pendingGapPosition, length: pendingGapLength,
-                frameTime: pendingGapFrameTime, cause: pendingGapIsStall ? .clockStall : .overrun)
+                frameTime: pendingGapFrameTime, cause: pendingGapIsStall ? .clockStall : .overrun,
+                awaitsVerdict: pendingGapIsStall && pendingGapAwaitsVerdict)
             if gaps.push(gap) {
                 pendingGapLength = 0
             } else {
@@ -219,6 +284,7 @@ extension TapState {
                 pendingGapPosition = position
                 pendingGapFrameTime = frameTime
                 pendingGapIsStall = false
+                pendingGapAwaitsVerdict = false
             }
             pendingGapLength += frames
             overruns.add(1, ordering: .relaxed)
