@@ -13,7 +13,7 @@
 import Foundation
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// Why namespaces cannot be made; thrown by `NamespacePair.init` with `ip`'s own words.
@@ -61,7 +61,8 @@ public final class NamespacePair: @unchecked Sendable {
 
     /// The words a test that skips without namespaces shows.
     public static let skipReason =
-        "needs network namespaces (root and `ip netns`, iproute2); without them NamespacePair.unavailableReason says why"
+        "needs network namespaces (root and `ip netns`, iproute2); "
+        + "without them NamespacePair.unavailableReason says why"
 
     private var removed = false
 
@@ -70,7 +71,8 @@ public final class NamespacePair: @unchecked Sendable {
     /// killed run left. `first` and `second`: at most 7 characters (the veth names carry them).
     public init(_ first: String = "logger", _ second: String = "studio") throws {
         guard first.count <= 7, second.count <= 7, first != second else {
-            throw NamespaceError(description: "namespace tags must differ and be at most 7 characters: \(first), \(second)")
+            throw NamespaceError(
+                description: "namespace tags must differ and be at most 7 characters: \(first), \(second)")
         }
         if let reason = Self.unavailableReason { throw NamespaceError(description: reason) }
         names = ["recd-test-net-\(first)", "recd-test-net-\(second)"]

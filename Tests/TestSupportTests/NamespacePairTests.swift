@@ -2,8 +2,8 @@
 // arrives in the other (what netjack2's discovery needs), not while the link is down, and again
 // once it is up (the route added back); nothing is left behind.
 import Foundation
-import Testing
 import TestSupport
+import Testing
 
 @Suite(
     "two network namespaces joined by a veth pair", .serialized,
@@ -58,7 +58,9 @@ struct NamespacePairTests {
         return heard.contains("hello from \(pair.name(from))")
     }
 
-    @Test("a multicast datagram crosses the veth pair; not while a link is down; again once it is up (the route back); the namespaces go with the pair")
+    @Test(
+        "a multicast datagram crosses the veth pair; not while a link is down; again once it is up (the route back); the namespaces go with the pair"
+    )
     func multicastAcrossTheLink() throws {
         var names: [String] = []
         do {
@@ -70,13 +72,16 @@ struct NamespacePairTests {
             #expect(try Self.multicastArrives(pair, from: .second, to: .first, wait: 2))
 
             try pair.setLink(.second, up: false)
-            #expect(!pair.routes(.second).contains(NamespacePair.multicastRoute), "down drops the route: \(pair.routes(.second))")
+            #expect(
+                !pair.routes(.second).contains(NamespacePair.multicastRoute),
+                "down drops the route: \(pair.routes(.second))")
             #expect(try !Self.multicastArrives(pair, from: .second, to: .first, wait: 0.5))
 
             try pair.setLink(.second, up: true)
             #expect(pair.routes(.second).contains(NamespacePair.multicastRoute), "\(pair.routes(.second))")
             // A veth end just up may need a moment for its carrier.
-            #expect(try eventually(timeout: 5) { try Self.multicastArrives(pair, from: .second, to: .first, wait: 0.5) })
+            #expect(
+                try eventually(timeout: 5) { try Self.multicastArrives(pair, from: .second, to: .first, wait: 0.5) })
         }
         let left = try ExternalTools.run("ip", ["netns", "list"]).stdout
         for name in names { #expect(!left.contains(name), "\(name) left behind: \(left)") }
