@@ -117,6 +117,17 @@ stop_stale_jack() {
     pkill -KILL -f "^[^ ]*jackd -n $prefix" 2>/dev/null || true
 }
 
+# stop_stale_netns PREFIX: deletes the network namespaces whose names start with PREFIX: those the
+# tests' NamespacePair (Tests/TestSupport/NetworkNamespaces.swift) made in a run that was killed
+# before it could remove them. Deleting a namespace deletes its veth end, and so the pair.
+stop_stale_netns() {
+    local prefix="$1" name
+    command -v ip >/dev/null 2>&1 || return 0
+    for name in $(ip netns list 2>/dev/null | cut -d' ' -f1); do
+        case "$name" in "$prefix"*) ip netns del "$name" 2>/dev/null || true ;; esac
+    done
+}
+
 stop_jack() {
     if [ -n "$STARTED_JACK_PID" ]; then
         kill "$STARTED_JACK_PID" 2>/dev/null

@@ -123,6 +123,9 @@ public final class AudioEngine {
         /// Flat channel index of channel 0 (inputs and outputs are numbered separately).
         let flatBase: Int
         var available: Bool
+        /// The JACK ports behind it at the last availability check, in channel order (patterns
+        /// resolved); nil where an exact name was missing.
+        var targets: [String?] = []
     }
 
     /// `wake` is called on a JACK thread (or the port recheck thread) whenever there is news
@@ -415,6 +418,14 @@ public final class AudioEngine {
             ?? []
     }
 
+    /// The JACK ports behind a group that existed at the last availability check (patterns
+    /// resolved), in channel order, each with where its audio comes from (`PortOrigin`).
+    public func origins(ofGroup name: String) -> [(jackPort: String, origin: PortOrigin)] {
+        guard let connection else { return [] }
+        let group = (connection.inputs + connection.outputs).first { $0.spec.name == name }
+        return (group?.targets ?? []).compactMap { $0 }.map { ($0, PortOrigin(jackPort: $0)) }
+    }
+
     /// Full names of the JACK ports matching a shell-style pattern (all ports when nil).
     public func ports(matching pattern: String? = nil) -> [String] {
         guard let client = runningClient else { return [] }
@@ -664,6 +675,7 @@ public final class AudioEngine {
             for index in groups.indices {
                 let group = groups[index]
                 let targets = resolveTargets(group, client: connection.client, excluding: excluded)
+                groups[index].targets = targets
                 let available =
                     group.spec.connectTo.isEmpty
                     || (targets.count >= group.spec.channels

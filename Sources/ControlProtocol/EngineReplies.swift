@@ -16,10 +16,14 @@ public struct PortInfo: ReplyObject {
     public var codec: String?
     public var sense: String?
     public var connectedOrder: Int
+    /// The JACK ports behind it now (patterns resolved) and where each one's audio comes from;
+    /// empty while none exists (and from a recd older than this field).
+    public var origins: [PortOriginInfo]
 
     public init(
         name: String, type: String, direction: String, channels: Int, available: Bool, jack: [String],
-        recdPorts: [String], capabilities: [String], codec: String?, sense: String?, connectedOrder: Int
+        recdPorts: [String], capabilities: [String], codec: String?, sense: String?, connectedOrder: Int,
+        origins: [PortOriginInfo] = []
     ) {
         self.name = name
         self.type = type
@@ -32,6 +36,7 @@ public struct PortInfo: ReplyObject {
         self.codec = codec
         self.sense = sense
         self.connectedOrder = connectedOrder
+        self.origins = origins
     }
 
     public var json: JSONValue {
@@ -40,6 +45,7 @@ public struct PortInfo: ReplyObject {
             "channels": .number(Double(channels)), "available": .bool(available), "jack": JSONValue(jack),
             "recdPorts": JSONValue(recdPorts), "capabilities": JSONValue(capabilities), "codec": JSONValue(codec),
             "sense": JSONValue(sense), "connectedOrder": .number(Double(connectedOrder)),
+            "origins": .array(origins.map(\.json)),
         ]
     }
 
@@ -50,7 +56,34 @@ public struct PortInfo: ReplyObject {
             channels: try f.int("channels"), available: try f.bool("available"), jack: try f.strings("jack"),
             recdPorts: try f.strings("recdPorts"), capabilities: try f.strings("capabilities"),
             codec: try f.optionalString("codec"), sense: try f.optionalString("sense"),
-            connectedOrder: try f.int("connectedOrder"))
+            connectedOrder: try f.int("connectedOrder"), origins: try f.newerList("origins"))
+    }
+}
+
+/// One JACK port behind a configured port and where its audio comes from (for an output port:
+/// goes to), in `routes`: a client of the logger's own JACK graph, or a netjack2 satellite.
+public struct PortOriginInfo: ReplyObject {
+    /// The JACK port's full name.
+    public var jack: String
+    /// `local` or `netjack2`; a kind this client does not know is shown as it is.
+    public var origin: String
+    /// The JACK client it belongs to: the local client, or the satellite's name (`jackd -d net -n NAME`).
+    public var client: String
+
+    public init(jack: String, origin: String, client: String) {
+        self.jack = jack
+        self.origin = origin
+        self.client = client
+    }
+
+    /// How a person reads it: `local` or `netjack2 peer NAME`.
+    public var text: String { origin == "local" ? "local" : "\(origin) peer \(client)" }
+
+    public var json: JSONValue { ["jack": .string(jack), "origin": .string(origin), "client": .string(client)] }
+
+    public init(json: JSONValue) throws(ReplyDecodingError) {
+        let f = try ReplyFields(json, "a port's origin")
+        self.init(jack: try f.string("jack"), origin: try f.string("origin"), client: try f.string("client"))
     }
 }
 

@@ -154,4 +154,9 @@ struct ReplyFields {
     func list<T: ReplyObject>(_ key: String, of type: T.Type = T.self) throws(ReplyDecodingError) -> [T] {
         try T.list(try any(key), key)
     }
+
+    /// A list of objects that an older recd does not send (empty when missing).
+    func newerList<T: ReplyObject>(_ key: String, of type: T.Type = T.self) throws(ReplyDecodingError) -> [T] {
+        value[key] == nil ? [] : try list(key)
+    }
 }

@@ -281,11 +281,15 @@ final class EngineController {
     }
 
     /// The ports and groups for `recctl routes`.
-    func describePorts() -> [(port: PortDecl, available: Bool, recdPorts: [String], order: Int)] {
+    func describePorts() -> [(
+        port: PortDecl, available: Bool, recdPorts: [String], order: Int,
+        origins: [(jackPort: String, origin: PortOrigin)]
+    )] {
         config.ports.map { port in
-            (
-                port, isAvailable(port), Self.groups(port).flatMap { engine.jackPortNames(ofGroup: $0) },
-                connectedOrder[port.name] ?? 0
+            let groups = Self.groups(port)
+            return (
+                port, isAvailable(port), groups.flatMap { engine.jackPortNames(ofGroup: $0) },
+                connectedOrder[port.name] ?? 0, groups.flatMap { engine.origins(ofGroup: $0) }
             )
         }
     }

@@ -46,7 +46,10 @@ extension SessionCoordinator {
                 name: port.name, type: port.type.rawValue, direction: port.direction.rawValue, channels: port.channels,
                 available: entry.available, jack: port.direction == .duplex ? port.jackIn + port.jackOut : port.jack,
                 recdPorts: entry.recdPorts, capabilities: port.capabilities.map(\.rawValue).sorted(),
-                codec: port.codec?.rawValue, sense: port.sense, connectedOrder: entry.order)
+                codec: port.codec?.rawValue, sense: port.sense, connectedOrder: entry.order,
+                origins: entry.origins.map {
+                    PortOriginInfo(jack: $0.jackPort, origin: $0.origin.kind, client: $0.origin.client)
+                })
         }
         let sessions = store.sortedSessions.map {
             RoutesInfo.SessionRoute(app: $0.app, state: $0.state.rawValue, route: WireFormat.routeInfo($0.route))

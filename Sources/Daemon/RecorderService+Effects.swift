@@ -115,6 +115,19 @@ extension RecorderService {
         }
     }
 
+    /// The ports' availability changed: every recorder of an explicit input port that went away
+    /// stops, whether or not its session's route changed. A session with two inputs records one
+    /// by name while its route is on the other (last in wins): no route change comes when the
+    /// named one goes (a netjack2 satellite lost), and without this the recorder would go on
+    /// writing the silence of an unconnected port. Route-following recorders are left to the
+    /// route change, which moves them to the new input.
+    func stopExplicitUnavailable() {
+        for stream in recorders
+        where stream.spec.bus == nil && !stream.spec.followsRoute && !engine.isAvailable(port: stream.spec.port) {
+            stopForLostInput(stream)
+        }
+    }
+
     /// A recorder whose input went away (its port, or the route's last input for one that
     /// follows the route) stops with END_REASON=routeChange and waits for an input to return.
     func stopForLostInput(_ stream: RecorderStream) {

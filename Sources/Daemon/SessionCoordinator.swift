@@ -161,7 +161,9 @@ final class SessionCoordinator: FactSink, @unchecked Sendable {
             // An attached app that is heard plays, for isOtherAudioPlaying and the hint, like a player.
             return store.report(.streams(running: running, audible: players.playingApps.union(attachments.playingApps)))
         case .ports:
-            return store.report(.ports(engine.portStates))
+            let effects = store.report(.ports(engine.portStates))
+            recorders.stopExplicitUnavailable()
+            return effects
         case .hardwareMute(let port, let muted):
             return store.report(.hardwareMute(port: port, muted: muted))
         case .processEnded(let pid):

@@ -71,11 +71,11 @@ struct Output {
             let routes = try RoutesInfo(json: reply)
             print(
                 Self.table(
-                    header: ["PORT", "TYPE", "DIRECTION", "CH", "AVAILABLE", "JACK"],
+                    header: ["PORT", "TYPE", "DIRECTION", "CH", "AVAILABLE", "FROM", "JACK"],
                     rows: routes.ports.map {
                         [
                             $0.name, $0.type, $0.direction, "\($0.channels)", $0.available ? "yes" : "no",
-                            $0.jack.joined(separator: ", "),
+                            Self.originText($0.origins), $0.jack.joined(separator: ", "),
                         ]
                     }))
             if !routes.sessions.isEmpty {
@@ -207,6 +207,14 @@ struct Output {
             }
             return "\(app)\(event.name)" + (rest.isEmpty ? "" : " " + rest.joined(separator: " "))
         }
+    }
+
+    /// Where a port's audio comes from: `local`, `netjack2 peer NAME`, several joined when its
+    /// JACK ports differ; `-` while none of them exists.
+    static func originText(_ origins: [PortOriginInfo]) -> String {
+        var texts: [String] = []
+        for text in origins.map(\.text) where !texts.contains(text) { texts.append(text) }
+        return texts.isEmpty ? "-" : texts.joined(separator: ", ")
     }
 
     static func routeText(_ route: RouteInfo) -> String {

@@ -84,7 +84,7 @@ public enum Recctl {
             valueFlags: ["main", "cue", "bus", "gain"],
             summary: "main/cue monitoring: outputs --main P --cue P; assign SOURCE --bus main|cue|both|none [--gain DB]; mix X; split on|off"),
         CommandSpec(path: ["meter"], positionals: [], optionalPositionals: ["APP"], boolFlags: ["once"], summary: "live peak/RMS in dBFS per channel (--once: one reading)", readsState: true),
-        CommandSpec(path: ["routes"], positionals: [], summary: "ports (type, availability, JACK ports) and each session's route", readsState: true),
+        CommandSpec(path: ["routes"], positionals: [], summary: "ports (type, availability, where their audio comes from, JACK ports) and each session's route", readsState: true),
         CommandSpec(path: ["watch"], positionals: [], optionalPositionals: ["APP"], summary: "live events, one per line", readsState: true),
     ]
 

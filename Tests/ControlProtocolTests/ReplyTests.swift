@@ -93,7 +93,11 @@ let sampleRoutes = RoutesInfo(
         PortInfo(
             name: "headset", type: "bluetoothHFP", direction: "duplex", channels: 1, available: true,
             jack: ["bluez:capture_1", "bluez:playback_1"], recdPorts: ["recd:headset_in_1"],
-            capabilities: ["input", "output"], codec: "msbc", sense: nil, connectedOrder: 2),
+            capabilities: ["input", "output"], codec: "msbc", sense: nil, connectedOrder: 2,
+            origins: [
+                .init(jack: "bluez:capture_1", origin: "local", client: "bluez"),
+                .init(jack: "studio2:to_slave_1", origin: "netjack2", client: "studio2"),
+            ]),
         PortInfo(
             name: "phones", type: "headphones", direction: "output", channels: 2, available: false,
             jack: ["system:playback_3", "system:playback_4"], recdPorts: [], capabilities: [], codec: nil,
@@ -268,8 +272,13 @@ private func checkReply<T: ReplyObject>(_ value: T, optionalKeys: Set<String> = 
 
     @Test func routesMetersMonitoringRoundTrip() throws {
         try checkReply(sampleRoutes)
-        try checkReply(sampleRoutes.ports[0])
-        try checkReply(sampleRoutes.ports[1])
+        // `origins` may be absent: a recd older than it (read as none).
+        try checkReply(sampleRoutes.ports[0], optionalKeys: ["origins"])
+        try checkReply(sampleRoutes.ports[1], optionalKeys: ["origins"])
+        let older = JSONValue.object((sampleRoutes.ports[0].json.objectValue ?? []).filter { $0.0 != "origins" })
+        #expect(try PortInfo(json: older).origins.isEmpty)
+        try checkReply(sampleRoutes.ports[0].origins[1])
+        #expect(sampleRoutes.ports[0].origins.map(\.text) == ["local", "netjack2 peer studio2"])
         try checkReply(sampleRoutes.sessions[0])
         try checkReply(sampleMeters)
         try checkReply(sampleMeters.meters[0])

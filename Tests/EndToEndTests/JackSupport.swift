@@ -100,30 +100,54 @@ final class PrivateJack: @unchecked Sendable {
     /// server's slot only when a server of the same name starts again, so a name per run would
     /// fill it after a few killed runs. The tests that use it run one at a time.
     /// `environment`: more of jackd's environment (a server whose clock runs slow: `slowClock`).
-    init(period: Int = 256, name: String = "recd-test-private", environment: [String: String] = [:]) throws {
+    /// `driver`: jackd's driver and its options instead of the dummy one (a netjack2 satellite:
+    /// `-d net ...`); `namespace`: the network namespace it runs in (NamespacePair).
+    init(
+        period: Int = 256, name: String = "recd-test-private", environment: [String: String] = [:],
+        driver: [String]? = nil, namespace: (pair: NamespacePair, side: NamespacePair.Side)? = nil
+    ) throws {
         self.name = name
         self.environment = environment
+        self.driver = driver
+        self.namespace = namespace
+        try? FileManager.default.removeItem(atPath: logPath)
         try start(period: period)
     }
 
     private let environment: [String: String]
+    private let driver: [String]?
+    private let namespace: (pair: NamespacePair, side: NamespacePair.Side)?
 
     func start(period: Int = 256, rate: Int = 48_000) throws {
-        let process = try ExternalTools.process(
-            "jackd", ["-n", name, "--no-realtime", "-d", "dummy", "-r", "\(rate)", "-p", "\(period)"])
-        process.standardOutput = FileHandle.nullDevice
-        process.standardError = FileHandle.nullDevice
+        let arguments =
+            ["-n", name, "--no-realtime"] + (driver ?? ["-d", "dummy", "-r", "\(rate)", "-p", "\(period)"])
+        let process =
+            try namespace.map { try $0.pair.process(in: $0.side, ExternalTools.path("jackd"), arguments) }
+            ?? ExternalTools.process("jackd", arguments)
+        if !FileManager.default.fileExists(atPath: logPath) {
+            _ = FileManager.default.createFile(atPath: logPath, contents: nil)
+        }
+        let logHandle = try FileHandle(forWritingTo: URL(fileURLWithPath: logPath))
+        try logHandle.seekToEnd()
+        process.standardOutput = logHandle
+        process.standardError = logHandle
         process.standardInput = FileHandle.nullDevice
         process.environment = ExternalTools.environment(environment.merging(["JACK_NO_AUDIO_RESERVATION": "1"]) { $1 })
         try process.run()
+        try logHandle.close()
         self.process = process
         let deadline = Date().addingTimeInterval(10)
         while Date() < deadline {
             if let r = try? runTool("jack_lsp", ["-s", name]), r.status == 0, r.stdout.contains("system:") { return }
             usleep(50_000)
         }
-        throw DaemonFailure(message: "jackd -n \(name) did not start")
+        throw DaemonFailure(message: "jackd -n \(name) did not start; its log:\n\(log)")
     }
+
+    /// Where jackd's output goes (every start of this server appends to it; made afresh by `init`).
+    var logPath: String { NSTemporaryDirectory() + "recd-jackd-\(name).log" }
+    /// Everything jackd wrote so far.
+    var log: String { (try? String(contentsOfFile: logPath, encoding: .utf8)) ?? "" }
 
     /// jackd's environment for a dummy server whose clock runs at `speed` (0.99: 1 % slow, every
     /// period 1 % long in real time): libfaketime (Debian's libfaketime, scripts/packages.list)
@@ -139,10 +163,16 @@ final class PrivateJack: @unchecked Sendable {
     }
 
     /// SIGTERM and wait: the server shuts down cleanly (its clients hear it go) and frees its
-    /// slot in JACK's registry.
-    func stop() {
+    /// slot in JACK's registry. `grace`: SIGKILL after that many seconds (a jackd with netjack2's
+    /// netmanager loaded takes 6 to 17 s over its shutdown, waiting out its network clients).
+    func stop(grace: Double? = nil) {
         guard let process, process.isRunning else { return }
         process.terminate()
+        if let grace {
+            let deadline = Date().addingTimeInterval(grace)
+            while process.isRunning && Date() < deadline { usleep(10_000) }
+            if process.isRunning { kill(process.processIdentifier, SIGKILL) }
+        }
         process.waitUntilExit()
     }
 

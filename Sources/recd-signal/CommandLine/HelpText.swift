@@ -79,8 +79,11 @@ enum HelpText {
         OUTPUT
           stdout  One line once active and connected (then nothing else):
                     ready CLIENT:NAME1,CLIENT:NAME2
-          stderr  'recd-signal: first-frame-time=T' when the first frame is played or
-                  captured (T: its JACK frame time); at exit of play/capture
+          stderr  'recd-signal: first-frame-time=T first-frame-usecs=U' when the first
+                  frame is played or captured (T: its JACK frame time; U: the start of
+                  its cycle on JACK's microsecond clock, jack_get_time: jackd2 reads
+                  CLOCK_MONOTONIC_RAW, PipeWire CLOCK_MONOTONIC; two jackds on one
+                  machine share it); at exit of play/capture
                   'recd-signal: done frames=N channels=C rate=R xruns=X' (N: frames
                   played, or written to FILE) plus, for capture, 'overruns=O
                   dropped-frames=D' (periods that did not fit in the ring are dropped whole

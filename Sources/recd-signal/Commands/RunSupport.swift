@@ -42,7 +42,8 @@ extension SignalClient {
         var stopSignal: Int32?
         stopSignal = signals.waitUntil {
             if !reported, case let time = firstFrameTime(), time >= 0 {
-                Console.error("first-frame-time=\(time)")
+                let micros = microseconds(ofFrame: UInt32(truncatingIfNeeded: time))
+                Console.error("first-frame-time=\(time) first-frame-usecs=\(micros)")
                 reported = true
             }
             return finished() || serverGone

@@ -106,6 +106,18 @@ final class SignalClient {
     /// JACK's estimate of the current frame time (for --rate-check).
     var frameTime: UInt32 { handle.map { jack_frame_time($0) } ?? 0 }
 
+    /// JACK's microsecond clock (jack_get_time: CLOCK_MONOTONIC_RAW on jackd2, CLOCK_MONOTONIC on PipeWire) at frame
+    /// time `frame`, placed from the frame JACK estimates it is at now. Not jack_frames_to_time:
+    /// PipeWire's (0.3.65) answers about 2^63 µs for a frame before the current cycle. Lets a
+    /// test put two servers' frames on one clock (netjack2's latency).
+    func microseconds(ofFrame frame: UInt32) -> UInt64 {
+        guard let handle else { return 0 }
+        let nowFrame = jack_frame_time(handle)
+        let nowMicros = Int64(jack_get_time())
+        let behind = Int64(Int32(bitPattern: nowFrame &- frame))
+        return UInt64(max(0, nowMicros - behind * 1_000_000 / Int64(max(1, sampleRate))))
+    }
+
     var xruns: Int { events.pointee.xruns.load(ordering: .relaxed) }
     var serverGone: Bool { events.pointee.serverGone.load(ordering: .acquiring) }
 
