@@ -4,6 +4,7 @@
 
 import Glibc
 import Testing
+import TestSupport
 
 @testable import AudioEngine
 

@@ -6,6 +6,7 @@ import CJack
 import Glibc
 import Synchronization
 import Testing
+import TestSupport
 
 @testable import AudioEngine
 

@@ -5,6 +5,7 @@
 import Glibc
 import Synchronization
 import Testing
+import TestSupport
 
 @testable import AudioEngine
 

@@ -5,6 +5,7 @@ import CJack
 import Glibc
 import Synchronization
 import Testing
+import TestSupport
 
 @testable import AudioEngine
 

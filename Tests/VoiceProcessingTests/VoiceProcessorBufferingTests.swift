@@ -55,6 +55,39 @@ struct VoiceProcessorBufferingTests {
         #expect(processor.chunksProcessed == position / 480)
     }
 
+    /// The processor is made for a worker that must keep up with the engine: once made, a block
+    /// costs no heap allocation, neither in the framing nor in the library (its C++ `new` goes
+    /// through malloc, which the counter sees in every loaded object).
+    @Test("process allocates nothing after init, the library included", arguments: [1_024, 64, 1_000])
+    func noAllocationPerBlock(period: Int) throws {
+        let processor = try VoiceProcessor(
+            sampleRate: 48_000, captureChannels: 2, referenceChannels: 2, features: .voiceChat,
+            blockGranularity: period == 1_000 ? 1 : period)
+        processor.echoPathDelayMilliseconds = 20
+        var random = SplitMix64(seed: 7)
+        var capture = (0..<period * 2).map { _ in Float(random.below(2_000) - 1_000) / 10_000 }
+        let reference = (0..<period * 2).map { _ in Float(random.below(2_000) - 1_000) / 10_000 }
+        var failure: VoiceProcessingError?
+        try capture.withUnsafeMutableBufferPointer { capture in
+            try reference.withUnsafeBufferPointer { reference in
+                // The first chunks may set up what the library makes lazily; then none may.
+                for _ in 0..<8 { try processor.process(capture: capture, reference: reference, frames: period) }
+                let counts = AllocationCounter.counting {
+                    for _ in 0..<50 {
+                        do throws(VoiceProcessingError) {
+                            try processor.process(capture: capture, reference: reference, frames: period)
+                        } catch {
+                            failure = error
+                        }
+                    }
+                }
+                #expect(counts.allocations == 0, "\(counts) in 50 blocks of \(period) frames")
+            }
+        }
+        #expect(failure == nil)
+        #expect(processor.chunksProcessed >= 50 * period / 480)
+    }
+
     @Test("sizes out of bounds are named errors that say what to do")
     func bounds() {
         for (rate, channels, granularity, code) in [
