@@ -88,6 +88,26 @@ struct VoiceProcessorBufferingTests {
         #expect(processor.chunksProcessed >= 50 * period / 480)
     }
 
+    /// JACK servers run at 44.1, 88.2, 96 and 192 kHz too: the library resamples inside to its
+    /// native rates, and the measured processing delay keeps the added latency near 20 ms.
+    @Test("every rate from 8 to 192 kHz processes, at an added latency under 30 ms",
+        arguments: [8_000, 16_000, 44_100, 96_000, 192_000])
+    func everyRate(rate: Int) throws {
+        let processor = try VoiceProcessor(
+            sampleRate: rate, captureChannels: 1, referenceChannels: 1, features: .voiceChat, blockGranularity: 256)
+        #expect(processor.chunkFrames == rate / 100)
+        #expect(processor.processingDelayFrames > 0)
+        #expect(processor.latencySeconds > 0.01 && processor.latencySeconds < 0.03, "\(processor.latencySeconds) s")
+        var capture = [Float](repeating: 0.01, count: 256)
+        let reference = [Float](repeating: 0.01, count: 256)
+        try capture.withUnsafeMutableBufferPointer { capture in
+            try reference.withUnsafeBufferPointer { reference in
+                for _ in 0..<20 { try processor.process(capture: capture, reference: reference, frames: 256) }
+            }
+        }
+        #expect(processor.chunksProcessed == 20 * 256 / processor.chunkFrames)
+    }
+
     @Test("sizes out of bounds are named errors that say what to do")
     func bounds() {
         for (rate, channels, granularity, code) in [
