@@ -3,8 +3,8 @@
 // the inputs or zeros, and no allocation in the cycle.
 
 import Glibc
-import Testing
 import TestSupport
+import Testing
 
 @testable import AudioEngine
 

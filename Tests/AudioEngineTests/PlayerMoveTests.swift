@@ -4,8 +4,8 @@
 import CJack
 import Glibc
 import Synchronization
-import Testing
 import TestSupport
+import Testing
 
 @testable import AudioEngine
 

@@ -3,8 +3,8 @@
 // VoiceProcessor is compared with the echo and the near end it was made from.
 
 import Glibc
-import Testing
 import TestSupport
+import Testing
 import VoiceProcessing
 
 /// Speech-like noise: noise shaped to speech's spectrum (a high-pass near 150 Hz and a roll-off

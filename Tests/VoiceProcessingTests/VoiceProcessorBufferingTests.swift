@@ -1,8 +1,8 @@
 // VoiceProcessor's framing: blocks of any size become the library's 10 ms chunks and come back
 // as the same frames a fixed number of frames later.
 
-import Testing
 import TestSupport
+import Testing
 import VoiceProcessing
 
 @Suite("VoiceProcessor: blocks of any size, a fixed latency, bounds where sizes enter")
@@ -90,7 +90,8 @@ struct VoiceProcessorBufferingTests {
 
     /// JACK servers run at 44.1, 88.2, 96 and 192 kHz too: the library resamples inside to its
     /// native rates, and the measured processing delay keeps the added latency near 20 ms.
-    @Test("every rate from 8 to 192 kHz processes, at an added latency under 30 ms",
+    @Test(
+        "every rate from 8 to 192 kHz processes, at an added latency under 30 ms",
         arguments: [8_000, 16_000, 44_100, 96_000, 192_000])
     func everyRate(rate: Int) throws {
         let processor = try VoiceProcessor(
