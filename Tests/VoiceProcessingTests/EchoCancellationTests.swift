@@ -132,7 +132,7 @@ struct EchoCancellationTests {
     @Test(
         "the echo falls by at least 20 dB after convergence; the near end alone stays within 3 dB",
         arguments: [
-            VoiceProcessingFeatures.echoCancellationOnly,
+            VoiceProcessingFeatures.echoCancellationOnly, [.echoCancellation, .delayAgnostic, .extendedFilter],
             [.echoCancellation, .noiseSuppression, .highPassFilter],
             .voiceChat,
         ])
@@ -147,13 +147,15 @@ struct EchoCancellationTests {
         var nearEnd = [Float](repeating: 0, count: total)
         for index in seconds(8)..<seconds(14) { nearEnd[index] = nearSource[index] }
         for index in seconds(8)..<seconds(11) { farEnd[index] = 0 }
-        let delay = 0.030
+        // With `.delayAgnostic` the processor is told no delay and the room's is 80 ms: the
+        // library has to find it (with the 48 ms filter alone it did not: ERLE 5 dB).
+        let delay = features.contains(.delayAgnostic) ? 0.080 : 0.030
         let echo = roomEcho(of: farEnd, sampleRate: rate, delay: delay, attenuation: 0.5, seed: 3)
         let capture = (0..<total).map { echo[$0] + nearEnd[$0] }
 
         let run = try runProcessor(
             capture: capture, reference: farEnd, sampleRate: Self.sampleRate, period: Self.period,
-            features: features, delayMilliseconds: Int(delay * 1_000))
+            features: features, delayMilliseconds: features.contains(.delayAgnostic) ? 0 : Int(delay * 1_000))
         let output = run.output
 
         // Convergence: the first 100 ms window from which every window with echo in it keeps
