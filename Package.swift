@@ -33,6 +33,17 @@ let package = Package(
         .systemLibrary(name: "CSndfile", pkgConfig: "sndfile", providers: [.apt(["libsndfile1-dev"])]),
         .systemLibrary(name: "CEbur128", pkgConfig: "libebur128", providers: [.apt(["libebur128-dev"])]),
         .systemLibrary(name: "CMicroHTTPD", pkgConfig: "libmicrohttpd", providers: [.apt(["libmicrohttpd-dev"])]),
+        // WebRTC's audio processing module (libwebrtc-audio-processing-dev) is C++: a system-library
+        // target cannot hold the extern "C" shim that compiles against it, so this is a C++ target
+        // with the flags `pkg-config --cflags --libs webrtc-audio-processing` gives on Debian 12.
+        // Imported by VoiceProcessing only.
+        .target(
+            name: "CWebRTCAudioProcessing",
+            cxxSettings: [
+                .define("WEBRTC_AUDIO_PROCESSING_ONLY_BUILD"), .define("WEBRTC_POSIX"),
+                .unsafeFlags(["-I/usr/include/webrtc_audio_processing"]),
+            ],
+            linkerSettings: [.linkedLibrary("webrtc_audio_processing")]),
 
         // The one platform layer: threads, errno and system errors, descriptors, clocks,
         // directories, eventfd/signalfd. The only importer of CLinux.
@@ -54,6 +65,10 @@ let package = Package(
         .target(
             name: "Codec", dependencies: ["Platform", "CFLAC", "CSndfile", "CSoxr", "CEbur128"],
             swiftSettings: optimizedInDebug),
+        // Voice processing for voiceChat/videoChat capture: echo cancellation against a far-end
+        // reference, noise suppression, gain control (WebRTC's module through CWebRTCAudioProcessing),
+        // in blocks of any size at a fixed added latency. No JACK: it runs on a worker thread.
+        .target(name: "VoiceProcessing", dependencies: ["CWebRTCAudioProcessing"], swiftSettings: optimizedInDebug),
         // The FLAC archive: crash-safe segments, rotation, recovery, retention, the SQLite index.
         .target(name: "Archive", dependencies: ["Platform", "Codec", "CSQLite", "SessionPolicy"]),
         // ALSA: card discovery, jack-sense and capture-switch events (libasound's control API).
@@ -97,6 +112,8 @@ let package = Package(
         .testTarget(name: "HTTPServerTests", dependencies: ["HTTPServer", "TestSupport"]),
         .testTarget(name: "DevicesTests", dependencies: ["Devices", "Platform"]),
         .testTarget(name: "ArchiveTests", dependencies: ["Archive", "Platform", "TestSupport"]),
+        .testTarget(
+            name: "VoiceProcessingTests", dependencies: ["VoiceProcessing", "TestSupport"], swiftSettings: optimizedInDebug),
         .testTarget(name: "CodecTests", dependencies: ["Codec", "AudioTestSupport", "TestSupport"]),
         .testTarget(
             name: "DaemonTests",

@@ -3,6 +3,7 @@
 // the inputs or zeros, and no allocation in the cycle.
 
 import Glibc
+import TestSupport
 import Testing
 
 @testable import AudioEngine

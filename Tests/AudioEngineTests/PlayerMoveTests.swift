@@ -4,6 +4,7 @@
 import CJack
 import Glibc
 import Synchronization
+import TestSupport
 import Testing
 
 @testable import AudioEngine

@@ -1,4 +1,5 @@
-// Counts heap allocations on one chosen thread, for the test of the process path (STYLE 5).
+// Counts heap allocations on one chosen thread: for the tests of the process path (STYLE 5) and
+// of other code that promises not to allocate once made (VoiceProcessor.process).
 //
 // malloc, calloc, realloc, posix_memalign, aligned_alloc and memalign are redirected in the GOT
 // of every loaded object except libc and the dynamic loader, so every call that goes through a
@@ -15,20 +16,20 @@
 import Glibc
 import Synchronization
 
-enum AllocationCounter {
+public enum AllocationCounter {
     fileprivate static let countedThread = Atomic<UInt>(0)
     fileprivate static let allocations = Atomic<Int>(0)
 
-    struct Counts: Equatable, CustomStringConvertible {
-        var allocations: Int
-        var description: String { "\(allocations) allocations" }
+    public struct Counts: Equatable, CustomStringConvertible {
+        public var allocations: Int
+        public var description: String { "\(allocations) allocations" }
     }
 
     private static let gate = Mutex(())
 
     /// Runs `body` with counting on for `thread` (default: the calling thread) and returns
     /// what was counted.
-    static func counting(thread: pthread_t = pthread_self(), _ body: () -> Void) -> Counts {
+    public static func counting(thread: pthread_t = pthread_self(), _ body: () -> Void) -> Counts {
         gate.withLock { _ in
             prepare()
             let patches = patchGOTs()

@@ -1,0 +1,312 @@
+// WebRTC's audio processing module behind a Swift class: interleaved blocks of any size in,
+// the same number of processed frames out, a fixed number of frames later.
+
+internal import CWebRTCAudioProcessing
+
+/// What a `VoiceProcessor` does to the capture.
+public struct VoiceProcessingFeatures: OptionSet, Sendable, Hashable {
+    public let rawValue: UInt32
+    public init(rawValue: UInt32) { self.rawValue = rawValue }
+
+    /// Acoustic echo cancellation against the far-end reference.
+    public static let echoCancellation = Self(rawValue: UInt32(RECD_APM_ECHO_CANCELLATION))
+    /// Noise suppression (level high).
+    public static let noiseSuppression = Self(rawValue: UInt32(RECD_APM_NOISE_SUPPRESSION))
+    /// Automatic gain control, adaptive digital, with its limiter.
+    public static let gainControl = Self(rawValue: UInt32(RECD_APM_GAIN_CONTROL))
+    /// A high-pass filter (DC and rumble).
+    public static let highPassFilter = Self(rawValue: UInt32(RECD_APM_HIGH_PASS_FILTER))
+    /// The echo canceller estimates the echo path's delay itself instead of trusting
+    /// `echoPathDelayMilliseconds`.
+    public static let delayAgnostic = Self(rawValue: UInt32(RECD_APM_DELAY_AGNOSTIC))
+    /// The echo canceller's 128 ms filter instead of 48 ms.
+    public static let extendedFilter = Self(rawValue: UInt32(RECD_APM_EXTENDED_FILTER))
+
+    /// AVAudioSession's voiceChat and videoChat: echo cancellation, noise suppression, gain
+    /// control, and the high-pass filter that goes with them.
+    public static let voiceChat: Self = [.echoCancellation, .noiseSuppression, .gainControl, .highPassFilter]
+    /// `prefersEchoCancelledInput`: echo cancellation without the rest.
+    public static let echoCancellationOnly: Self = [.echoCancellation]
+}
+
+/// Echo cancellation, noise suppression and gain control of a capture stream against a
+/// far-end reference (what the same session sent to its loudspeaker), by WebRTC's audio
+/// processing module.
+///
+/// The library works on 10 ms chunks only. This class takes blocks of any size (interleaved
+/// float, processed in place) and gives back each block's frames `latencyFrames` later: it
+/// collects input into chunks and keeps `latencyFrames` of processed output in hand. The
+/// latency is fixed for the processor's life; with blocks that are all multiples of
+/// `blockGranularity` frames (the engine's period: every power of two from 32 frames is a
+/// multiple of 32) it is `chunkFrames - gcd(blockGranularity, chunkFrames)`, e.g. 448 frames
+/// (9.3 ms) at 48 kHz for any JACK period from 32 to 8192, 0 when the period is a multiple of
+/// 10 ms.
+///
+/// Every buffer is allocated in `init`: `process` allocates nothing and takes no lock of
+/// its own (the library takes one), so it suits a worker thread (the recorder's archiver),
+/// not the JACK process thread. Owns its module (freed in `deinit`). Not thread-safe: one
+/// thread at a time calls `process` and sets `echoPathDelayMilliseconds`.
+public final class VoiceProcessor {
+    public let sampleRate: Int
+    public let captureChannels: Int
+    public let referenceChannels: Int
+    public let features: VoiceProcessingFeatures
+    /// Frames per channel of one library chunk (10 ms).
+    public let chunkFrames: Int
+    /// Every block given to `process` is a multiple of this many frames.
+    public let blockGranularity: Int
+    /// The framing's latency: output frame `n` is input frame `n - latencyFrames` processed
+    /// (the first `latencyFrames` frames out are silence).
+    public let latencyFrames: Int
+    /// How much later still the library's own processing puts the capture: its band-split
+    /// filters and the echo canceller's and noise suppressor's frames (at 48 kHz 382 frames
+    /// with echo cancellation alone, 670 with noise suppression too). Measured in `init` on a
+    /// probe module of the same rate and features, not assumed.
+    public let processingDelayFrames: Int
+
+    /// The echo path's delay as the two streams given to `process` see it: from a reference
+    /// frame to its echo in the capture, in milliseconds. The library clamps it to 0...500.
+    /// Ignored with `.delayAgnostic` (the library estimates it) and without echo cancellation.
+    public var echoPathDelayMilliseconds: Int = 0
+
+    /// How many chunks the library processed, and how many of those it warned about (an echo
+    /// path delay out of its range, clamped).
+    public private(set) var chunksProcessed = 0
+    public private(set) var delayWarnings = 0
+
+    private let module: OpaquePointer
+    /// One chunk per channel, deinterleaved (the library's layout), filled `staged` frames.
+    private let captureChunk: UnsafeMutablePointer<Float>
+    private let referenceChunk: UnsafeMutablePointer<Float>
+    private let capturePointers: UnsafeMutablePointer<UnsafeMutablePointer<Float>?>
+    private let referencePointers: UnsafeMutablePointer<UnsafePointer<Float>?>
+    private var staged = 0
+    /// Processed frames not yet given back, interleaved: a ring of `outputCapacity` frames.
+    private let output: UnsafeMutablePointer<Float>
+    private let outputCapacity: Int
+    private var outputRead = 0
+    private var outputCount = 0
+
+    /// Creates the library's module for `sampleRate` Hz (8, 16, 32 and 48 kHz natively; others
+    /// are resampled inside the library), `captureChannels` of capture and `referenceChannels`
+    /// of far-end reference. `blockGranularity`: a number every block size given to `process`
+    /// is a multiple of (the engine's period); 1 allows any block at one chunk's latency.
+    public init(
+        sampleRate: Int, captureChannels: Int, referenceChannels: Int, features: VoiceProcessingFeatures,
+        blockGranularity: Int = 1
+    ) throws(VoiceProcessingError) {
+        // Bounds where sizes enter: the library processes at most 8 channels a stream in
+        // practice and rates to 48 kHz natively; beyond them the memory and CPU grow for nothing.
+        guard (8_000...192_000).contains(sampleRate) else {
+            throw VoiceProcessingError(
+                .badSampleRate,
+                message: "voice processing needs a sample rate from 8000 to 192000 Hz, not \(sampleRate); "
+                    + "run the audio server at 48000 Hz")
+        }
+        guard (1...8).contains(captureChannels), (1...8).contains(referenceChannels) else {
+            throw VoiceProcessingError(
+                .badNumberOfChannels,
+                message: "voice processing takes 1 to 8 capture and reference channels, not "
+                    + "\(captureChannels) and \(referenceChannels); process fewer channels")
+        }
+        guard blockGranularity > 0 else {
+            throw VoiceProcessingError(
+                .badParameter, message: "voice processing needs a positive block size, not \(blockGranularity)")
+        }
+        var status: Int32 = 0
+        guard
+            let module = recd_apm_create(
+                Int32(sampleRate), Int32(captureChannels), Int32(referenceChannels), features.rawValue, &status)
+        else {
+            throw VoiceProcessingError(status: status, doing: "start at \(sampleRate) Hz, \(captureChannels) channels")
+        }
+        self.module = module
+        self.sampleRate = sampleRate
+        self.captureChannels = captureChannels
+        self.referenceChannels = referenceChannels
+        self.features = features
+        self.blockGranularity = blockGranularity
+        chunkFrames = Int(recd_apm_chunk_frames(module))
+        latencyFrames = chunkFrames - Self.greatestCommonDivisor(blockGranularity, chunkFrames)
+        outputCapacity = latencyFrames + chunkFrames
+        captureChunk = .allocate(capacity: chunkFrames * captureChannels)
+        referenceChunk = .allocate(capacity: chunkFrames * referenceChannels)
+        capturePointers = .allocate(capacity: captureChannels)
+        referencePointers = .allocate(capacity: referenceChannels)
+        for channel in 0..<captureChannels { capturePointers[channel] = captureChunk + channel * chunkFrames }
+        for channel in 0..<referenceChannels {
+            referencePointers[channel] = UnsafePointer(referenceChunk + channel * chunkFrames)
+        }
+        output = .allocate(capacity: outputCapacity * captureChannels)
+        processingDelayFrames = Self.measureProcessingDelay(sampleRate: sampleRate, features: features)
+        reset()
+    }
+
+    /// The lag at which the library's output best matches its input, on a probe module of
+    /// the same rate and features with no far end: 0.4 s of noise bursts (not steady noise,
+    /// which noise suppression would learn and remove), correlated over lags up to two chunks.
+    /// About 10 ms of CPU at 48 kHz, once per processor. 0 if the probe cannot be made.
+    static func measureProcessingDelay(sampleRate: Int, features: VoiceProcessingFeatures) -> Int {
+        var status: Int32 = 0
+        guard let probe = recd_apm_create(Int32(sampleRate), 1, 1, features.rawValue, &status) else { return 0 }
+        defer { recd_apm_destroy(probe) }
+        let chunk = Int(recd_apm_chunk_frames(probe))
+        let chunks = 40
+        let input = UnsafeMutablePointer<Float>.allocate(capacity: chunk * chunks)
+        let processed = UnsafeMutablePointer<Float>.allocate(capacity: chunk * chunks)
+        let silence = UnsafeMutablePointer<Float>.allocate(capacity: chunk)
+        defer {
+            input.deallocate()
+            processed.deallocate()
+            silence.deallocate()
+        }
+        silence.initialize(repeating: 0, count: chunk)
+        var state: UInt64 = 0x2545_F491_4F6C_DD1D
+        let burst = sampleRate / 100 * 3
+        let every = sampleRate / 10
+        for index in 0..<(chunk * chunks) {
+            state = state &* 6_364_136_223_846_793_005 &+ 1_442_695_040_888_963_407
+            let noise = Float(Int32(truncatingIfNeeded: state >> 32)) / Float(Int32.max)
+            input[index] = index % every < burst ? 0.1 * noise : 0
+        }
+        processed.update(from: input, count: chunk * chunks)
+        var reference: UnsafePointer<Float>? = UnsafePointer(silence)
+        for number in 0..<chunks {
+            var capture: UnsafeMutablePointer<Float>? = processed + number * chunk
+            _ = recd_apm_process_reverse(probe, &reference)
+            _ = recd_apm_process_capture(probe, &capture, 0)
+        }
+        // The second half: the first chunks are the library settling.
+        let start = chunk * chunks / 2
+        let end = chunk * chunks - 2 * chunk
+        var best = (lag: 0, correlation: -Double.infinity)
+        for lag in 0..<(2 * chunk) {
+            var correlation = 0.0
+            for index in start..<end { correlation += Double(processed[index + lag]) * Double(input[index]) }
+            if correlation > best.correlation { best = (lag, correlation) }
+        }
+        return best.lag
+    }
+
+    deinit {
+        recd_apm_destroy(module)
+        captureChunk.deallocate()
+        referenceChunk.deallocate()
+        capturePointers.deallocate()
+        referencePointers.deallocate()
+        output.deallocate()
+    }
+
+    /// The whole added latency in seconds, framing and the library's processing (what
+    /// `actual.inputLatency` adds for a processed session).
+    public var latencySeconds: Double { Double(latencyFrames + processingDelayFrames) / Double(sampleRate) }
+
+    /// Forgets the buffered audio (not the library's adaptation): the next `process` starts
+    /// with `latencyFrames` of silence again.
+    public func reset() {
+        staged = 0
+        outputRead = 0
+        outputCount = latencyFrames
+        output.initialize(repeating: 0, count: outputCapacity * captureChannels)
+    }
+
+    /// Processes `frames` frames of interleaved `capture` in place against as many frames of
+    /// interleaved `reference` (the far end, aligned with the capture as the engine delivered
+    /// both). On return `capture` holds processed frames `latencyFrames` older.
+    ///
+    /// A library failure throws after the block was written with what could be processed;
+    /// frames the library refused come back as silence rather than unprocessed echo.
+    public func process(
+        capture: UnsafeMutableBufferPointer<Float>, reference: UnsafeBufferPointer<Float>, frames: Int
+    ) throws(VoiceProcessingError) {
+        precondition(
+            frames % blockGranularity == 0, "a block of \(frames) frames, not a multiple of \(blockGranularity)")
+        precondition(capture.count >= frames * captureChannels, "fewer capture samples than frames")
+        precondition(reference.count >= frames * referenceChannels, "fewer reference samples than frames")
+        guard let captureBase = capture.baseAddress, let referenceBase = reference.baseAddress else { return }
+        var failure: VoiceProcessingError?
+        var done = 0
+        // Pieces that end on a chunk boundary or at the block's end: the output ring then
+        // always holds each piece's frames (see `latencyFrames`) and never more than it can.
+        while done < frames {
+            let piece = min(frames - done, chunkFrames - staged)
+            stage(captureBase + done * captureChannels, referenceBase + done * referenceChannels, frames: piece)
+            if staged == chunkFrames {
+                if let error = processChunk(), failure == nil { failure = error }
+            }
+            take(into: captureBase + done * captureChannels, frames: piece)
+            done += piece
+        }
+        if let failure { throw failure }
+    }
+
+    /// Deinterleaves `frames` frames into the chunks at `staged`.
+    private func stage(_ capture: UnsafePointer<Float>, _ reference: UnsafePointer<Float>, frames: Int) {
+        for frame in 0..<frames {
+            for channel in 0..<captureChannels {
+                captureChunk[channel * chunkFrames + staged + frame] = capture[frame * captureChannels + channel]
+            }
+            for channel in 0..<referenceChannels {
+                referenceChunk[channel * chunkFrames + staged + frame] =
+                    reference[frame * referenceChannels + channel]
+            }
+        }
+        staged += frames
+    }
+
+    /// Runs the library on the staged chunk (reference first, then capture) and appends the
+    /// result to the output ring; silence in its place if the library failed.
+    private func processChunk() -> VoiceProcessingError? {
+        staged = 0
+        var failure: VoiceProcessingError?
+        let reverse = recd_apm_process_reverse(module, referencePointers)
+        if reverse < 0 {
+            failure = VoiceProcessingError(status: reverse, doing: "read the far-end reference")
+        } else {
+            let status = recd_apm_process_capture(module, capturePointers, Int32(clamping: echoPathDelayMilliseconds))
+            if status < 0 {
+                failure = VoiceProcessingError(status: status, doing: "process the capture")
+            } else if status > 0 {
+                delayWarnings += 1
+            }
+        }
+        if failure != nil { captureChunk.update(repeating: 0, count: chunkFrames * captureChannels) }
+        chunksProcessed += 1
+        var slot = (outputRead + outputCount) % outputCapacity
+        for frame in 0..<chunkFrames {
+            for channel in 0..<captureChannels {
+                output[slot * captureChannels + channel] = captureChunk[channel * chunkFrames + frame]
+            }
+            slot = slot + 1 == outputCapacity ? 0 : slot + 1
+        }
+        outputCount += chunkFrames
+        return failure
+    }
+
+    /// Moves the oldest `frames` processed frames into `destination` (interleaved).
+    private func take(into destination: UnsafeMutablePointer<Float>, frames: Int) {
+        precondition(frames <= outputCount, "the output ring ran dry: a block not a multiple of the granularity")
+        for frame in 0..<frames {
+            for channel in 0..<captureChannels {
+                destination[frame * captureChannels + channel] = output[outputRead * captureChannels + channel]
+            }
+            outputRead = outputRead + 1 == outputCapacity ? 0 : outputRead + 1
+        }
+        outputCount -= frames
+    }
+
+    /// The library's own long-term estimate of its echo return loss enhancement and of the echo
+    /// path's return loss, in dB; nil without echo cancellation. Diagnostics only.
+    public var libraryEchoMetrics: (enhancement: Int, returnLoss: Int)? {
+        var enhancement: Int32 = 0
+        var returnLoss: Int32 = 0
+        guard recd_apm_echo_metrics(module, &enhancement, &returnLoss) == 0 else { return nil }
+        return (Int(enhancement), Int(returnLoss))
+    }
+
+    private static func greatestCommonDivisor(_ a: Int, _ b: Int) -> Int {
+        var (a, b) = (a, b)
+        while b != 0 { (a, b) = (b, a % b) }
+        return a
+    }
+}

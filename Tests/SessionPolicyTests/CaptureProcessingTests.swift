@@ -1,0 +1,115 @@
+// What modes and prefersEchoCancelledInput do to a session's capture: the table, then the
+// rules that must hold for every accepted category × mode pair.
+
+import Testing
+
+@testable import SessionPolicy
+
+@Suite("capture processing: voiceChat/videoChat, measurement, prefersEchoCancelledInput")
+struct CaptureProcessingTests {
+    struct Case: Sendable, CustomTestStringConvertible {
+        let category: Category
+        let mode: Mode
+        let prefers: Bool
+        let input: Bool
+        let output: Bool
+        let available: Bool
+        let processing: CaptureProcessing
+        enum Route: Sendable { case both, inputOnly, outputOnly }
+
+        init(
+            _ category: Category, _ mode: Mode, prefers: Bool, _ route: Route, available: Bool,
+            _ processing: CaptureProcessing
+        ) {
+            self.category = category
+            self.mode = mode
+            self.prefers = prefers
+            input = route != .outputOnly
+            output = route != .inputOnly
+            self.available = available
+            self.processing = processing
+        }
+
+        var testDescription: String {
+            "\(category.rawValue)/\(mode.rawValue) prefers \(prefers) route "
+                + "\(input ? "in" : "-")\(output ? "out" : "-")"
+                + " → \(processing.rawValue)"
+        }
+    }
+
+    static let cases: [Case] = [
+        // voiceChat and videoChat process with or without the preference, on a two-way route.
+        Case(.playAndRecord, .voiceChat, prefers: false, .both, available: true, .voice),
+        Case(.playAndRecord, .videoChat, prefers: true, .both, available: true, .voice),
+        // ... and not on a route without an output (no far end to cancel; nothing is processed).
+        Case(.playAndRecord, .voiceChat, prefers: false, .inputOnly, available: false, .none),
+        Case(.playAndRecord, .videoChat, prefers: false, .outputOnly, available: false, .none),
+        // The preference alone: echo cancellation only, in playAndRecord on a two-way route.
+        Case(.playAndRecord, .default, prefers: true, .both, available: true, .echoCancellation),
+        Case(.playAndRecord, .spokenAudio, prefers: true, .both, available: true, .echoCancellation),
+        Case(.playAndRecord, .videoRecording, prefers: true, .both, available: true, .echoCancellation),
+        Case(.playAndRecord, .default, prefers: false, .both, available: true, .none),
+        Case(.playAndRecord, .default, prefers: true, .inputOnly, available: false, .none),
+        // measurement: nothing, whatever is preferred.
+        Case(.playAndRecord, .measurement, prefers: true, .both, available: false, .none),
+        Case(.record, .measurement, prefers: false, .inputOnly, available: false, .none),
+        // Other categories never have it.
+        Case(.record, .default, prefers: true, .both, available: false, .none),
+        Case(.multiRoute, .default, prefers: true, .both, available: false, .none),
+        Case(.playback, .default, prefers: true, .outputOnly, available: false, .none),
+    ]
+
+    @Test("the table", arguments: cases)
+    func tableRow(_ row: Case) {
+        #expect(
+            CaptureProcessing.isEchoCancelledInputAvailable(
+                category: row.category, mode: row.mode, routeHasInput: row.input, routeHasOutput: row.output)
+                == row.available)
+        #expect(
+            CaptureProcessing.of(
+                category: row.category, mode: row.mode, prefersEchoCancelledInput: row.prefers,
+                routeHasInput: row.input, routeHasOutput: row.output) == row.processing)
+    }
+
+    @Test("for every accepted category × mode: measurement and other categories are never processed")
+    func rulesHoldEverywhere() {
+        var processed = 0
+        for (category, modes) in acceptedModes {
+            for mode in modes {
+                for prefers in [false, true] {
+                    for input in [false, true] {
+                        for output in [false, true] {
+                            let processing = CaptureProcessing.of(
+                                category: category, mode: mode, prefersEchoCancelledInput: prefers,
+                                routeHasInput: input, routeHasOutput: output)
+                            if processing != .none { processed += 1 }
+                            if mode == .measurement || category != .playAndRecord || !(input && output) {
+                                #expect(processing == .none, "\(category)/\(mode) \(prefers) \(input) \(output)")
+                            }
+                            if processing == .voice { #expect(mode == .voiceChat || mode == .videoChat) }
+                            if processing == .echoCancellation { #expect(prefers) }
+                        }
+                    }
+                }
+            }
+        }
+        // playAndRecord's voiceChat and videoChat twice each (either preference), and its
+        // default, spokenAudio and videoRecording with the preference.
+        #expect(processed == 7)
+    }
+
+    @Test("preferring echo-cancelled input outside playAndRecord is incompatibleCategory, saying what to use")
+    func preferenceValidation() throws {
+        try CaptureProcessing.validatePreference(true, category: .playAndRecord)
+        for category in Category.allCases {
+            try CaptureProcessing.validatePreference(false, category: category)
+            guard category != .playAndRecord else { continue }
+            #expect {
+                try CaptureProcessing.validatePreference(true, category: category)
+            } throws: { error in
+                let error = error as? SessionError
+                return error?.code == .incompatibleCategory && error?.message.contains("playAndRecord") == true
+            }
+        }
+    }
+}
