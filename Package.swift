@@ -62,7 +62,12 @@ let package = Package(
         // The application library: AVAudioSession's calls and notifications over recd's protocol.
         .target(name: "AudioSession", dependencies: ["ControlClient", "ControlProtocol", "SessionPolicy", "Platform"]),
         // libaudiosession.so's C functions (@_cdecl) over AudioSession; the header is include/audiosession.h.
-        .target(name: "AudioSessionC", dependencies: ["AudioSession", "ControlProtocol", "SessionPolicy"], exclude: ["include"]),
+        // Its SONAME, libaudiosession.so.1: the ABI version C programs record (DT_NEEDED) and the
+        // Debian package libaudiosession1 is named for. scripts/audiosession-pc links the name to
+        // the build directory's libaudiosession.so; scripts/install installs under it.
+        .target(
+            name: "AudioSessionC", dependencies: ["AudioSession", "ControlProtocol", "SessionPolicy"], exclude: ["include"],
+            linkerSettings: [.unsafeFlags(["-Xlinker", "-soname", "-Xlinker", "libaudiosession.so.1"])]),
 
         .executableTarget(name: "recd", dependencies: ["Daemon"]),
         .executableTarget(name: "recctl", dependencies: ["RecctlKit"]),
