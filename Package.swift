@@ -72,7 +72,8 @@ let package = Package(
         // `--static-swift-stdlib` (debug builds) do not name static Foundation's own libraries:
         // the four -l below; -z defs turns any symbol still missing into a link error.
         .target(
-            name: "AudioSessionC", dependencies: ["AudioSession", "ControlProtocol", "SessionPolicy"], exclude: ["include"],
+            name: "AudioSessionC", dependencies: ["AudioSession", "ControlProtocol", "SessionPolicy"],
+            exclude: ["include"],
             linkerSettings: [
                 .unsafeFlags([
                     "-static-stdlib", "-lCoreFoundation", "-l_FoundationCShims", "-l_FoundationCollections",

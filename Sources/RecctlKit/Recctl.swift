@@ -105,9 +105,11 @@ public enum Recctl {
         CommandSpec(
             path: ["cue"], positionals: ["APP"], optionalPositionals: ["outputs|assign|mix|split", "SOURCE|X|on|off"],
             valueFlags: ["main", "cue", "bus", "gain"],
-            summary: "main/cue monitoring: outputs --main P --cue P; assign SOURCE --bus main|cue|both|none [--gain DB]; mix X; split on|off",
+            summary: "main/cue monitoring: outputs --main P --cue P; assign SOURCE --bus main|cue|both|none "
+                + "[--gain DB]; mix X; split on|off",
             accepts: [
-                ("bus", "main|cue|both|none"), ("gain", "dB, e.g. -6"), ("SOURCE|X|on|off", "mix X: 0 (main) to 1 (cue)"),
+                ("bus", "main|cue|both|none"), ("gain", "dB, e.g. -6"),
+                ("SOURCE|X|on|off", "mix X: 0 (main) to 1 (cue)"),
             ]),
         CommandSpec(path: ["meter"], positionals: [], optionalPositionals: ["APP"], boolFlags: ["once"], summary: "live peak/RMS in dBFS per channel (--once: one reading)", readsState: true),
         CommandSpec(path: ["routes"], positionals: [], summary: "ports (type, availability, JACK ports) and each session's route", readsState: true),

@@ -229,8 +229,11 @@ struct ExportTests {
         // What recctl cannot read as a time (RecctlTimeTests has the table) is a usage error
         // naming the forms, before recd is asked.
         for typed in ["tomorrow", "now-30x"] {
-            let result = try daemon.recctl("archive", "export", "--app", "show", "--from", typed, "--to", to, "-o", clip)
-            #expect(result.status == 2 && result.stderr.contains("yesterday") && result.stderr.contains("-30s"), "\(result)")
+            let result = try daemon.recctl(
+                "archive", "export", "--app", "show", "--from", typed, "--to", to, "-o", clip)
+            #expect(
+                result.status == 2 && result.stderr.contains("yesterday") && result.stderr.contains("-30s"),
+                "\(result)")
         }
         // A zone recd cannot read: recd's refusal, naming the forms it takes.
         let badTime = try refused(["--from", String(from.dropLast()) + "+25:00", "--to", to, "-o", clip])

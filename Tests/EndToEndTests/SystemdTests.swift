@@ -313,7 +313,8 @@ struct SystemdTests {
         #expect(FileManager.default.isExecutableFile(atPath: other.root + "/opt/recd/bin/recd"))
         // The loader does not look in /opt/recd/lib: programs find the library by the rpath
         // audiosession.pc gives them.
-        let otherPC = try String(contentsOfFile: other.root + "/opt/recd/lib/pkgconfig/audiosession.pc", encoding: .utf8)
+        let otherPC = try String(
+            contentsOfFile: other.root + "/opt/recd/lib/pkgconfig/audiosession.pc", encoding: .utf8)
         #expect(
             otherPC.hasPrefix("prefix=/opt/recd\n") && otherPC.contains("\nlibdir=${prefix}/lib\n")
                 && otherPC.contains("\nLibs: -L${libdir} -laudiosession -Wl,-rpath,${libdir}\n"),
@@ -339,7 +340,8 @@ struct SystemdTests {
         let pc = try String(contentsOfFile: libraryDirectory + "/pkgconfig/audiosession.pc", encoding: .utf8)
         #expect(
             pc.hasPrefix("prefix=/usr/local\n") && pc.contains("\nlibdir=${prefix}/lib\n")
-                && pc.contains("\nincludedir=${prefix}/include\n") && pc.contains("\nLibs: -L${libdir} -laudiosession\n")
+                && pc.contains("\nincludedir=${prefix}/include\n")
+                && pc.contains("\nLibs: -L${libdir} -laudiosession\n")
                 && !pc.contains(packageRoot) && !pc.contains("swift"),
             "audiosession.pc:\n\(pc)")
         let flags = try runTool(
