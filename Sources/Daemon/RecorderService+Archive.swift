@@ -30,9 +30,13 @@ extension RecorderService {
         }
         var since: UTCTime?
         if let text {
-            guard let time = UTCTime(iso8601: text) ?? UTCTime(iso8601: text + "T00:00:00Z") else {
+            // recctl sends UTC (it resolves "today", "-1h" and local times itself); other clients
+            // may give any zone, or a bare date (UTC midnight).
+            guard let time = UTCTime(iso8601WithZone: text) ?? UTCTime(iso8601: text + "T00:00:00Z") else {
                 throw SessionError(
-                    .badParam, "--since \(text) is not a time; use ISO 8601 like 2026-11-29T23:00:00Z or 2026-11-29")
+                    .badParam,
+                    "since \(text) is not a time; use ISO 8601 with a zone like 2026-11-29T23:00:00Z, "
+                        + "2026-11-30T00:00:00+01:00, or a date (2026-11-29, UTC)")
             }
             since = time
         }

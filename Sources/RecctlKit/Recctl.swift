@@ -41,7 +41,13 @@ public enum Recctl {
                 "input", "sample-rate", "io-buffer", "input-channels", "output-channels", "prefers-no-system-alerts",
             ], boolFlags: ["clear"],
             summary:
-                "hardware preferences (hints; actual values come from JACK) and prefersNoInterruptionsFromSystemAlerts"),
+                "hardware preferences (hints; actual values come from JACK) and prefersNoInterruptionsFromSystemAlerts",
+            accepts: [
+                ("input", "a port name, as `recctl routes` lists them"),
+                ("sample-rate", "Hz, e.g. 48000"), ("io-buffer", "seconds, e.g. 0.005"),
+                ("input-channels", "a count, e.g. 2"), ("output-channels", "a count, e.g. 2"),
+                ("prefers-no-system-alerts", "yes|no (on|off)"),
+            ]),
         CommandSpec(path: ["session", "override"], positionals: ["APP", "speaker|none"], summary: "override the output to the speaker until the next route change"),
         CommandSpec(path: ["session", "delete"], positionals: ["APP"], summary: "delete a session"),
         CommandSpec(
@@ -61,12 +67,29 @@ public enum Recctl {
         CommandSpec(path: ["permission", "deny"], positionals: ["APP"], summary: "deny record permission (administrators)"),
         CommandSpec(path: ["permission", "reset"], positionals: ["APP"], summary: "back to undetermined (administrators)"),
         CommandSpec(path: ["mute"], positionals: ["APP", "on|off"], summary: "app input mute: the session's inputs record zeros", accepts: [("on|off", "on, yes, true | off, no, false")]),
-        CommandSpec(path: ["play"], positionals: ["APP"], optionalPositionals: ["FILE"], valueFlags: ["stream", "to"], summary: "play a FLAC or WAV file through the session's output (no FILE: resume)"),
+        CommandSpec(
+            path: ["play"], positionals: ["APP"], optionalPositionals: ["FILE"], valueFlags: ["stream", "to"],
+            summary: "play a FLAC or WAV file through the session's output (no FILE: resume)",
+            accepts: [("to", "PORT or PORT:CH,CH... (the port's channels, from 1), e.g. pa:1,2")]),
         CommandSpec(path: ["pause"], positionals: ["APP"], valueFlags: ["stream"], summary: "pause the session's players"),
         CommandSpec(path: ["stop"], positionals: ["APP"], valueFlags: ["stream"], summary: "stop the session's players"),
-        CommandSpec(path: ["record", "start"], positionals: ["APP"], valueFlags: ["stream", "input", "bus", "trigger", "hold"], summary: "record an input to the FLAC archive (needs record permission); --trigger DB [--hold S]: takes that start when the level reaches DB"),
+        CommandSpec(
+            path: ["record", "start"], positionals: ["APP"], valueFlags: ["stream", "input", "bus", "trigger", "hold"],
+            summary: "record an input to the FLAC archive (needs record permission); --trigger DB [--hold S]: takes "
+                + "that start when the level reaches DB",
+            accepts: [
+                ("input", "a port name, as `recctl routes` lists them (default: the session's input route)"),
+                ("bus", "main|cue: a monitoring bus instead of an input"),
+                ("trigger", "a level in dBFS, e.g. -30"), ("hold", "seconds, e.g. 2.5"),
+            ]),
         CommandSpec(path: ["record", "stop"], positionals: ["APP"], valueFlags: ["stream"], summary: "stop recording and finish the segment"),
-        CommandSpec(path: ["archive", "list"], positionals: [], valueFlags: ["app", "since"], summary: "archived segments (from the index)", readsState: true),
+        CommandSpec(
+            path: ["archive", "list"], positionals: [], valueFlags: ["app", "since"],
+            summary: "archived segments (from the index)", readsState: true,
+            accepts: [
+                ("app", "an application's name: only its segments (default: all you may read)"),
+                ("since", "only segments with audio after this time: " + TimeArgument.forms),
+            ]),
         CommandSpec(path: ["archive", "verify"], positionals: [], optionalPositionals: ["PATH"], summary: "decode and check MD5 of one segment or all"),
         CommandSpec(path: ["archive", "reindex"], positionals: [], summary: "rebuild the index from the files alone (administrators)"),
         CommandSpec(
@@ -74,7 +97,7 @@ public enum Recctl {
             summary: "one stream from --from to --to as one file; sample-exact, gaps silent and listed in GAPS; only recordings you may read",
             requiredFlags: ["app", "from", "to", "output"],
             accepts: [
-                ("from", "a time: ISO 8601 with a zone, e.g. 2026-12-02T10:42:03Z (see recctl(1) for more forms)"),
+                ("from", "a time: " + TimeArgument.forms),
                 ("to", "a time, as --from"),
                 ("output", "FILE.flac, FILE.wav, or - (FLAC on standard output)"),
                 ("stream", "the stream's name (default: the app's only stream)"),
@@ -82,7 +105,12 @@ public enum Recctl {
         CommandSpec(
             path: ["cue"], positionals: ["APP"], optionalPositionals: ["outputs|assign|mix|split", "SOURCE|X|on|off"],
             valueFlags: ["main", "cue", "bus", "gain"],
-            summary: "main/cue monitoring: outputs --main P --cue P; assign SOURCE --bus main|cue|both|none [--gain DB]; mix X; split on|off"),
+            summary: "main/cue monitoring: outputs --main P --cue P; assign SOURCE --bus main|cue|both|none "
+                + "[--gain DB]; mix X; split on|off",
+            accepts: [
+                ("bus", "main|cue|both|none"), ("gain", "dB, e.g. -6"),
+                ("SOURCE|X|on|off", "mix X: 0 (main) to 1 (cue)"),
+            ]),
         CommandSpec(path: ["meter"], positionals: [], optionalPositionals: ["APP"], boolFlags: ["once"], summary: "live peak/RMS in dBFS per channel (--once: one reading)", readsState: true),
         CommandSpec(path: ["routes"], positionals: [], summary: "ports (type, availability, where their audio comes from, JACK ports) and each session's route", readsState: true),
         CommandSpec(path: ["watch"], positionals: [], optionalPositionals: ["APP"], summary: "live events, one per line", readsState: true),
@@ -312,8 +340,16 @@ public enum Recctl {
         }
     }
 
-    static func buildRequest(_ command: ParsedCommand) throws -> Command {
+    /// The request for a parsed command line. Times (`--since`, `--from`, `--to`) are resolved
+    /// on `now` in `timeZone` (recctl's clock and TZ; tests pass their own).
+    static func buildRequest(_ command: ParsedCommand, now: Date = Date(), timeZone: TimeZone = .current) throws
+        -> Command
+    {
         let p = command.positionals
+        func time(_ flag: String) throws(UsageError) -> String? {
+            guard let text = command.value(flag) else { return nil }
+            return try TimeArgument.resolve(text, flag: flag, now: now, timeZone: timeZone)
+        }
         let app = p.first ?? ""
         let usage = command.spec.usage
         switch command.spec.path {
@@ -419,7 +455,7 @@ public enum Recctl {
                     triggerDB: try seconds("trigger", "a level in dBFS like -30"),
                     holdSeconds: try seconds("hold", "a number of seconds")))
         case ["record", "stop"]: return .recordStop(app: app, stream: command.value("stream"))
-        case ["archive", "list"]: return .archiveList(app: command.value("app"), since: command.value("since"))
+        case ["archive", "list"]: return .archiveList(app: command.value("app"), since: try time("since"))
         case ["archive", "verify"]:
             // Progress lines keep the reply's timeout from running out on a long verify.
             return .archiveVerify(path: p.first.map(absolute), progress: true)
@@ -445,7 +481,8 @@ public enum Recctl {
             }
             return .archiveExport(
                 ExportRequest(
-                    app: app, stream: command.value("stream"), from: try required("from"), to: try required("to"),
+                    app: app, stream: command.value("stream"), from: try time("from") ?? required("from"),
+                    to: try time("to") ?? required("to"),
                     format: format, file: file == "-" ? "-" : absolute(file)))
         case ["pause"]: return .pause(app: app, stream: command.value("stream"))
         case ["stop"]: return .stop(app: app, stream: command.value("stream"))

@@ -218,7 +218,7 @@ struct SystemdTests {
     // MARK: scripts/install
 
     @Test(
-        "scripts/install --destdir stages binaries, units, sysusers/tmpfiles entries, configs, manual pages and completion, and keeps an existing recd.conf"
+        "scripts/install --destdir stages binaries, units, sysusers/tmpfiles entries, configs, manual pages, completion and libaudiosession (a C example builds against it), and keeps an existing recd.conf"
     )
     func installStages() throws {
         let etcRecdExisted = FileManager.default.fileExists(atPath: "/etc/recd")
@@ -240,6 +240,10 @@ struct SystemdTests {
             ("/usr/local/share/bash-completion/completions/recctl", 0o644),
             ("/usr/local/share/man/man8/recd.8", 0o644), ("/usr/local/share/man/man1/recctl.1", 0o644),
             ("/usr/local/share/man/man5/recd.conf.5", 0o644), ("/usr/local/share/man/man1/recd-signal.1", 0o644),
+            ("/usr/local/lib/libaudiosession.so.1.0.0", 0o644), ("/usr/local/include/audiosession.h", 0o644),
+            ("/usr/local/lib/pkgconfig/audiosession.pc", 0o644),
+            ("/usr/local/share/doc/libaudiosession-dev/examples/tone.c", 0o644),
+            ("/usr/local/share/doc/libaudiosession-dev/examples/record.c", 0o644),
         ]
         for (path, mode) in expected {
             let attributes = try? FileManager.default.attributesOfItem(atPath: root + path)
@@ -259,6 +263,7 @@ struct SystemdTests {
             FileManager.default.contentsEqual(
                 atPath: root + "/etc/recd/jackd.conf", andPath: packageRoot + "/config/jackd.conf"))
         #expect(FileManager.default.fileExists(atPath: "/etc/recd") == etcRecdExisted, "--destdir touched /etc/recd")
+        try Self.expectStagedLibrary(root: root, libraryDirectory: root + "/usr/local/lib")
 
         // The generated config is valid and names the system paths the units use.
         let recd = productsDirectory.appendingPathComponent("recd").path
@@ -306,6 +311,53 @@ struct SystemdTests {
         let unit = try String(contentsOfFile: other.root + "/etc/systemd/system/recd.service", encoding: .utf8)
         #expect(unit.contains("\nExecStart=/opt/recd/bin/recd --config /etc/recd/recd.conf\n"))
         #expect(FileManager.default.isExecutableFile(atPath: other.root + "/opt/recd/bin/recd"))
+        // The loader does not look in /opt/recd/lib: programs find the library by the rpath
+        // audiosession.pc gives them.
+        let otherPC = try String(
+            contentsOfFile: other.root + "/opt/recd/lib/pkgconfig/audiosession.pc", encoding: .utf8)
+        #expect(
+            otherPC.hasPrefix("prefix=/opt/recd\n") && otherPC.contains("\nlibdir=${prefix}/lib\n")
+                && otherPC.contains("\nLibs: -L${libdir} -laudiosession -Wl,-rpath,${libdir}\n"),
+            "audiosession.pc for /opt/recd:\n\(otherPC)")
+    }
+
+    /// libaudiosession as scripts/install stages it for /usr/local: the library under its
+    /// SONAME's name with the two links, audiosession.pc naming the prefix (no build directory,
+    /// no toolchain, no rpath: /usr/local/lib is on the loader's path), and a C example that
+    /// builds against the staged files alone and asks the loader for the SONAME.
+    static func expectStagedLibrary(root: String, libraryDirectory: String) throws {
+        let files = FileManager.default
+        #expect(
+            (try? files.destinationOfSymbolicLink(atPath: libraryDirectory + "/libaudiosession.so.1"))
+                == "libaudiosession.so.1.0.0")
+        #expect(
+            (try? files.destinationOfSymbolicLink(atPath: libraryDirectory + "/libaudiosession.so"))
+                == "libaudiosession.so.1")
+        #expect(
+            files.contentsEqual(
+                atPath: libraryDirectory + "/libaudiosession.so.1.0.0",
+                andPath: productsDirectory.appendingPathComponent("libaudiosession.so").path))
+        let pc = try String(contentsOfFile: libraryDirectory + "/pkgconfig/audiosession.pc", encoding: .utf8)
+        #expect(
+            pc.hasPrefix("prefix=/usr/local\n") && pc.contains("\nlibdir=${prefix}/lib\n")
+                && pc.contains("\nincludedir=${prefix}/include\n")
+                && pc.contains("\nLibs: -L${libdir} -laudiosession\n")
+                && !pc.contains(packageRoot) && !pc.contains("swift"),
+            "audiosession.pc:\n\(pc)")
+        let flags = try runTool(
+            "pkg-config", ["--cflags", "--libs", "audiosession"],
+            environment: ["PKG_CONFIG_LIBDIR": libraryDirectory + "/pkgconfig", "PKG_CONFIG_SYSROOT_DIR": root])
+        #expect(flags.status == 0, "pkg-config: \(flags.stderr)")
+        let words = flags.stdout.split(whereSeparator: { $0 == " " || $0 == "\n" }).map(String.init)
+        #expect(words.contains("-I\(root)/usr/local/include") && words.contains("-L\(libraryDirectory)"), "\(words)")
+        let program = root + "/tone"
+        let example = root + "/usr/local/share/doc/libaudiosession-dev/examples/tone.c"
+        let compiled = try runTool("cc", ["-Wall", "-Werror", example, "-o", program] + words + ["-ljack", "-lm"])
+        #expect(compiled.status == 0, "cc against the staged files: \(compiled.stderr)")
+        let dynamic = try runTool("readelf", ["-d", program])
+        #expect(
+            dynamic.stdout.contains("Shared library: [libaudiosession.so.1]"),
+            "the example does not ask for the SONAME:\n\(dynamic.stdout)")
     }
 
     // MARK: The sandbox
