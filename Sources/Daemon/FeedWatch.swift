@@ -10,6 +10,7 @@
 // Threads: the control thread (the tick), reading the tap's counters, which the process thread
 // publishes as atomics; nothing here runs on the process thread.
 import Archive
+import AudioEngine
 import ControlProtocol
 import Platform
 import SystemSupport
@@ -39,9 +40,9 @@ struct FeedWatch: Equatable {
     }
 
     /// Control thread, each tick. `frames`: the tap's count now; `lastPeriodAt`: when (monotonic
-    /// seconds) the process thread last ran a period for it (the tap's clock stamp; JACK's
-    /// microsecond clock is CLOCK_MONOTONIC on jackd2 and PipeWire), nil when unknown;
-    /// `wallNow`: the wall clock now; `stallSeconds` 0: no alarm.
+    /// seconds) the process thread last ran a period for it (the tap's clock stamp, placed by its
+    /// age on JACK's own clock), nil when unknown; `wallNow`: the wall clock now;
+    /// `stallSeconds` 0: no alarm.
     mutating func check(
         frames: Int, lastPeriodAt: Double?, now: Double, wallNow: UTCTime, stallSeconds: Double
     ) -> Change? {
@@ -71,10 +72,18 @@ extension RecorderService {
     /// head). Reads two atomics per recorder; the program runs on the "silence hook" worker.
     func watchFeeds(now: Double) {
         let wallNow = UTCTime(nanosecondsSinceEpoch: SystemClock.realtimeNanoseconds())
-        // JACK's clock stamps are CLOCK_MONOTONIC microseconds, the tick's `now` seconds of it.
+        // A clock stamp is JACK's microseconds, which need not be the tick's clock (jackd2 reads
+        // CLOCK_MONOTONIC_RAW, measured 265 ms off CLOCK_MONOTONIC on a box up for hours): its age
+        // on JACK's clock places it on the tick's. JACK's clock is read only once a stamp exists:
+        // jackd2's libjack has no clock before a client of the process opened.
+        var jackNow: Int?
         for stream in recorders where !stream.stopping {
             let settings = silenceSettings(of: stream.spec.app)
-            let stamp = stream.tap.clockStamp.map { Double($0.micros) / 1e6 }
+            let stamp = stream.tap.clockStamp.map { stamp -> Double in
+                let current = jackNow ?? Int(truncatingIfNeeded: AudioEngine.jackMicros)
+                jackNow = current
+                return now - Double(current - stamp.micros) / 1e6
+            }
             let frames = stream.tap.framesCaptured + stream.tap.droppedFrames
             guard
                 let change = stream.feed.check(
