@@ -73,7 +73,6 @@ public protocol SampleSource: AnyObject {
     /// `ClockStep.thresholdNanoseconds` the wall clock was stepped, and the recorder ends the
     /// segment and goes on in a new one at the true time. nil (the default): not watched.
     func wallClockOffset() -> Int64?
-}
 
     /// True once nothing more can arrive beyond what is readable now (a capture tap out of
     /// the graph and past its retirement mark). A recorder asked to stop drains until it has

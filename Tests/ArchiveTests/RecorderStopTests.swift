@@ -30,9 +30,7 @@ struct RecorderStopTests {
         #expect(mismatch(decoded, expected) == nil)
     }
 
-    @Test(
-        "a stop waits for the producer to retire, not for a time: a last period delivered 300 ms after the stop "
-            + "request is in the file")
+    @Test("a stop waits for the producer to retire, not for a time: a period 300 ms after the request is kept")
     func stopWaitsForRetirement() throws {
         let directory = TemporaryDirectory("retire")
         let source = PlanarTestSource(channels: 3, capacity: 20_000, wrapEvery: 1_000)
@@ -67,9 +65,7 @@ struct RecorderStopTests {
         try expectCounter(finishedRecords(recorder.drainEvents()), frames: 5_000, channels: 2)
     }
 
-    @Test(
-        "a planar source of 19 channels, lent in runs that end at its ring's wrap, makes the files an interleaved "
-            + "one makes")
+    @Test("19 channels lent in place in runs cut at a ring's wrap make the files an interleaved source makes")
     func planarMatchesInterleaved() throws {
         let frames = 9_001
         let planarDirectory = TemporaryDirectory("planar19")

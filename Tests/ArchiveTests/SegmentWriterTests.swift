@@ -113,9 +113,7 @@ struct SegmentWriterTests {
         #expect(FileSystem.files(under: directory.path, withSuffix: "").isEmpty)
     }
 
-    @Test(
-        "planar writes (one run per channel, as the archiver takes them from the tap's ring) make the files and "
-            + "readings interleaved writes make",
+    @Test("planar writes (a run per channel, as from the tap's ring) make the files and readings interleaved ones make",
         arguments: [16, 24])
     func planarWritesMatchInterleaved(bits: Int) throws {
         let directory = TemporaryDirectory("planar")

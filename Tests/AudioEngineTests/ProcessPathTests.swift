@@ -40,8 +40,7 @@ struct ProcessPathTests {
         #expect(ring.framesWritten() == written && ring.framesRead() == read)
     }
 
-    @Test(
-        "a tap's ring is planar: peek lends each channel's run in place, cut at the ring's end, for any channel order")
+    @Test("a tap's ring is planar: peek lends each channel's run in place, cut at the ring's end")
     func tapPeekInPlace() {
         let rig = ProcessRig(inputChannels: 3, outputChannels: 0)
         let period = 100
@@ -70,9 +69,7 @@ struct ProcessPathTests {
         #expect(consumed == 7 * period && tap.readPosition == consumed && tap.overruns == 0)
     }
 
-    @Test(
-        "a removed tap is retired only once a cycle begun after its removal has finished, or the engine's memory "
-            + "is freed")
+    @Test("a removed tap retires once a cycle begun after the removal has finished, or the memory is freed")
     func tapRetirement() {
         let rig = ProcessRig(inputChannels: 1, outputChannels: 0)
         let tap = rig.addTap(channels: [0], capacityFrames: 1000)
