@@ -1080,7 +1080,10 @@ public final class AudioEngine {
         graph.taps.removeAll { $0 === tap }
         graph.busTaps.removeAll { $0 === tap }
         connection.memory.publish(graph)
-        tap.detach(after: connection.memory.cycles.markNow())
+        // A lost server runs no cycle (libjack's process thread waits on the server that is
+        // gone): the tap is retired now, not when the engine is stopped or reconnected.
+        let lost = connection.lost || connection.client.sink.serverLost.load(ordering: .acquiring)
+        tap.detach(after: lost ? nil : connection.memory.cycles.markNow())
     }
 
     // MARK: Monitoring
