@@ -133,9 +133,10 @@ final class ArchiverLoop {
                 }
                 try syncIfDue()
                 publishOpen()
-                // Drained: wait for more to gather rather than wake for every period (a stop
-                // request ends the wait).
-                if frames == 0 && stopReason == nil {
+                // A short read means the source is drained (or lent up to its ring's end, the
+                // rest waits in the ring): wait for more to gather rather than chase every period
+                // with a small read (a stop request ends the wait).
+                if frames < configuration.chunkFrames && stopReason == nil {
                     control.waitForStop(seconds: configuration.pollInterval)
                 }
             }
