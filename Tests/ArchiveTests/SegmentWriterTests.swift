@@ -113,8 +113,7 @@ struct SegmentWriterTests {
         #expect(FileSystem.files(under: directory.path, withSuffix: "").isEmpty)
     }
 
-    @Test("planar writes (a run per channel, as from the tap's ring) make the files and readings interleaved ones make",
-        arguments: [16, 24])
+    @Test("planar writes (a run per channel, as from a tap's ring) make what interleaved ones make", arguments: [16, 24])
     func planarWritesMatchInterleaved(bits: Int) throws {
         let directory = TemporaryDirectory("planar")
         // 19 channels: files of 8, 8 and 3; two blocks and an odd rest, so blocks end mid-way
