@@ -113,7 +113,7 @@ struct SegmentWriterTests {
         #expect(FileSystem.files(under: directory.path, withSuffix: "").isEmpty)
     }
 
-    @Test("planar writes (a run per channel, as from a tap's ring) make what interleaved ones make", arguments: [16, 24])
+    @Test("planar writes (a run per channel, as a tap's ring lends them) equal interleaved ones", arguments: [16, 24])
     func planarWritesMatchInterleaved(bits: Int) throws {
         let directory = TemporaryDirectory("planar")
         // 19 channels: files of 8, 8 and 3; two blocks and an odd rest, so blocks end mid-way
