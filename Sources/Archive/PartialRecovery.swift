@@ -97,7 +97,7 @@ public enum PartialRecovery {
             compressionLevel: 5)
         let writer = try SegmentWriter(
             path: finalPath, temporarySuffix: recoveringSuffix, format: format, comments: comments,
-            expectedFrames: survey.frames, flushInterval: 3600)
+            expectedFrames: survey.frames)
         // The partial stays until the new file is finished (and fsync'ed): no need to sync on the way.
         writer.syncsPeriodically = false
         var writeError: ArchiveError?

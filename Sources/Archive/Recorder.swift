@@ -20,7 +20,8 @@ public struct RecorderConfiguration: Hashable, Sendable {
     public var segmentSeconds: Int
     /// libFLAC compression level 0...8 (`[archive] compression_level`).
     public var compressionLevel: Int
-    /// fdatasync at least this often in wall time (and after every second of audio).
+    /// fdatasync of the recorder's files (together, one round) this often in wall time while
+    /// frames come, and never more often: a crash loses at most this much.
     public var flushInterval: Double
     /// Loudness measured per segment and live (`[archive] loudness`).
     public var measuresLoudness = true
@@ -39,17 +40,19 @@ public struct RecorderConfiguration: Hashable, Sendable {
     public var recdVersion: String
     /// The SEGMENT number of the first segment.
     public var firstSegmentNumber: Int
-    /// Frames read from the source at a time.
+    /// Frames read from the source at a time (at most: a planar source lends up to its ring's end).
     public var chunkFrames: Int
-    /// Seconds the archiver waits when the source has nothing (a stop request ends the wait).
+    /// Seconds the archiver waits when the source is drained (a stop request ends the wait).
     /// A timed wake-up costs this VM 50–100 µs of the archiver's CPU (1.3 of 5.9 ms/s at 2
     /// channels with 0.05 s), so it waits long enough to find a FLAC block or two waiting; the
     /// tap's ring holds two seconds.
     public var pollInterval: Double
-    /// Seconds the archiver waits after a stop request before its last drain: the source's
-    /// producer may still be writing a period (a JACK cycle that began before the tap left the
-    /// graph; a period is 21 ms at 1024 frames and 48 kHz, 46 at 2048 and 44.1 kHz).
-    public var stopSettleInterval: Double
+    /// After a stop request the archiver drains until the source's producer has retired
+    /// (`SampleSource.producerRetired`: the capture tap's last cycle is over, one period at most
+    /// whatever the period) and a read comes back empty. A producer that has not retired this
+    /// many seconds after the request runs no cycles any more (a lost server): what it wrote is
+    /// all there is.
+    public var retirementLimit: Double
     /// Silence detection on the frames written (`.silence` events, SILENCE_SECONDS); nil: off.
     public var silence: SilenceDetection?
 
@@ -59,7 +62,7 @@ public struct RecorderConfiguration: Hashable, Sendable {
         category: String? = nil, mode: String? = nil, inputPort: String? = nil, inputType: String? = nil,
         bandwidth: String? = nil, extraComments: [VorbisComment] = [], recdVersion: String = "0",
         firstSegmentNumber: Int = 1, chunkFrames: Int = 4096, pollInterval: Double = 0.2,
-        stopSettleInterval: Double = 0.1, silence: SilenceDetection? = nil
+        retirementLimit: Double = 2, silence: SilenceDetection? = nil
     ) {
         self.archiveDirectory = archiveDirectory
         self.app = app
@@ -80,7 +83,7 @@ public struct RecorderConfiguration: Hashable, Sendable {
         self.firstSegmentNumber = firstSegmentNumber
         self.chunkFrames = chunkFrames
         self.pollInterval = pollInterval
-        self.stopSettleInterval = stopSettleInterval
+        self.retirementLimit = retirementLimit
         self.silence = silence
     }
 
@@ -93,8 +96,8 @@ public struct RecorderConfiguration: Hashable, Sendable {
         guard segmentSeconds >= 1 else {
             throw .invalidArgument("segment_seconds must be at least 1, not \(segmentSeconds)")
         }
-        guard chunkFrames >= 1, flushInterval > 0, pollInterval >= 0, stopSettleInterval >= 0 else {
-            throw .invalidArgument("chunk frames, flush interval, poll interval and stop settle interval must be positive")
+        guard chunkFrames >= 1, flushInterval > 0, pollInterval >= 0, retirementLimit >= 0 else {
+            throw .invalidArgument("chunk frames, flush interval, poll interval and retirement limit must be positive")
         }
         guard !app.isEmpty, !stream.isEmpty else { throw .invalidArgument("a recorder needs an app and a stream name") }
         if let silence, !(silence.seconds > 0 && silence.endSeconds > 0 && silence.threshold >= 0) {

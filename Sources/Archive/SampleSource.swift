@@ -79,12 +79,34 @@ public protocol SampleSource: AnyObject {
     /// the stop is missing too, and START plus frames plus gaps must still end at the stop).
     /// Asked once, after the last read. nil (the default): none.
     func trailingStallFrames() -> Int?
+
+    /// True once nothing more can arrive beyond what is readable now (a capture tap out of
+    /// the graph and past its retirement mark). A recorder asked to stop drains until it has
+    /// seen this and then read nothing; a source that is asked while its producer may still
+    /// deliver a last period says false. Default: true (a source whose frames are all there).
+    var producerRetired: Bool { get }
 }
 
 extension SampleSource {
     public func clockStamp() -> ClockStamp? { nil }
     public func wallClockOffset() -> Int64? { nil }
     public func trailingStallFrames() -> Int? { nil }
+    public var producerRetired: Bool { true }
+}
+
+/// A source that lends its frames in place, one contiguous run per channel (a planar capture
+/// ring): the recorder quantizes and encodes them where they are, copying nothing.
+///
+/// Threads: as `SampleSource` (the archiver thread only, once the recorder started).
+public protocol PlanarSampleSource: SampleSource {
+    /// Lends up to `maxFrames` of the oldest unread frames: writes channel `c`'s first sample
+    /// into `channelStarts[c]` (`channels` entries) and returns how many frames (0: none yet).
+    /// Fewer than are readable may come (a ring's wrap); the rest comes at the next call. Like
+    /// `read`, gaps at positions up to the end of the frames lent are in `drainGaps` by then.
+    func peek(maxFrames: Int, channelStarts: UnsafeMutablePointer<UnsafePointer<Float>>) -> Int
+
+    /// Hands back the first `frames` frames of the last `peek`: they are consumed.
+    func release(frames: Int)
 }
 
 /// A processing step between the source and the encoder, e.g. HFP band-limiting and

@@ -1,6 +1,7 @@
 // One crash-safe FLAC segment (SPEC §9): written as `<name>.flac.partial`, flushed at least
-// every second of audio, finished by rewriting STREAMINFO (total samples, MD5) and adding the
-// end comments in place, then renamed to its final name without ever replacing a file.
+// every second (the recorder syncs all its files together), finished by rewriting STREAMINFO
+// (total samples, MD5) and adding the end comments in place, then renamed to its final name
+// without ever replacing a file.
 
 import Codec
 import Platform
@@ -29,8 +30,13 @@ public struct FinishedSegment: Hashable, Sendable {
 ///   end comments (END_REASON, GAPS) grow into at `finish`.
 /// - Float samples are clamped to [-1, 1) before conversion: an out-of-range value never
 ///   reaches libFLAC. NaN becomes 0.
-/// - Bytes go to the kernel frame by frame; fdatasync runs after every second of audio and
-///   after `flushInterval` seconds of wall time, so a crash loses at most the last second.
+/// - Bytes go to the kernel frame by frame; fdatasync runs when its owner says (`flushIfUnsynced`:
+///   the recorder does it for all its files together once per `flushInterval`, a second by
+///   default, so a crash loses at most the last second, and a backlog drained fast after a
+///   stall costs no more syncs than a steady stream), and at `finish`.
+/// - Frames come interleaved (`write(interleaved:…)`) or one run per channel
+///   (`write(planar:frames:)`: the recorder's path, straight from the capture ring); the file
+///   is the same.
 /// - While the file system supports it, disk space is reserved ahead of the data; when the
 ///   disk fills, `isLowOnSpace` turns true while enough is still reserved to finish cleanly.
 ///
@@ -53,9 +59,6 @@ public final class SegmentWriter {
     public private(set) var framesWritten = 0
     /// Gaps recorded so far, positions in frames of this file.
     public private(set) var gaps: [SegmentGap] = []
-    /// Seconds of wall time after which written data is fdatasync'ed even if less than a
-    /// second of audio came.
-    public var flushInterval: Double
     /// False: no fdatasync until `finish` (recovery, whose source stays until then).
     var syncsPeriodically = true
 
@@ -70,15 +73,16 @@ public final class SegmentWriter {
     private let file: OwnedFile
     private var encoder: FLACEncoder?
     private let sink: FLACFileSink
+    /// One block of integers: interleaved, or (planar writes) channel `c` at `c * blocksize`.
     private let scratch: UnsafeMutablePointer<Int32>
+    /// Each channel's run in `scratch`, for a planar block.
+    private let scratchChannels: UnsafeMutablePointer<UnsafePointer<Int32>?>
     private let quantizer: SampleQuantizer
     private let blocksize: Int
-    private var framesSinceSync = 0
     /// File bytes written when the last fdatasync ran.
     private var syncedBytes: Int64 = 0
     /// The metadata blocks as written at the start (the seek table never moves).
     private var headerBlocks: [MetadataBlockLocation] = []
-    private var lastSync: Double
     /// The loudness of what was written, measured here on the writer's thread (the archiver,
     /// or recovery's, which re-encodes a partial from its first frame).
     private var loudnessMeter: LoudnessMeter?
@@ -90,18 +94,17 @@ public final class SegmentWriter {
     ///   - comments: the opening Vorbis comments (START_TIME, APP, ...), in order.
     ///   - expectedFrames: the planned length, for the seek table (0: unknown).
     public convenience init(
-        path: String, format: SegmentFormat, comments: [VorbisComment], expectedFrames: Int = 0,
-        flushInterval: Double = 1
+        path: String, format: SegmentFormat, comments: [VorbisComment], expectedFrames: Int = 0
     ) throws(ArchiveError) {
         try self.init(
             path: path, temporarySuffix: SegmentWriter.partialSuffix, format: format, comments: comments,
-            expectedFrames: expectedFrames, flushInterval: flushInterval)
+            expectedFrames: expectedFrames)
     }
 
     /// `reservesSpace: false` behaves as on a file system without fallocate (tests use it).
     init(
         path requestedPath: String, temporarySuffix: String, format: SegmentFormat, comments: [VorbisComment],
-        expectedFrames: Int, flushInterval: Double, reservesSpace: Bool = true
+        expectedFrames: Int, reservesSpace: Bool = true
     ) throws(ArchiveError) {
         try format.validate()
         guard requestedPath.hasSuffix(".flac") else {
@@ -127,8 +130,6 @@ public final class SegmentWriter {
         partialPath = finalPath + temporarySuffix
         self.file = file
         self.format = format
-        self.flushInterval = flushInterval
-        lastSync = SystemClock.monotonicSeconds()
         blocksize = FLACEncoder.blocksize(compressionLevel: format.compressionLevel)
         // The lock tells recovery that this partial is being written.
         _ = file.tryLockExclusive()
@@ -140,6 +141,8 @@ public final class SegmentWriter {
                 ? FLACFileSink.Reservation(headroom: 3 * frameBytes + 65_536, growth: max(4 * frameBytes, 1 << 20))
                 : nil)
         scratch = .allocate(capacity: blocksize * format.channels)
+        scratchChannels = .allocate(capacity: format.channels)
+        for channel in 0..<format.channels { scratchChannels[channel] = UnsafePointer(scratch + channel * blocksize) }
         quantizer = SampleQuantizer(bitsPerSample: format.bitsPerSample)
         if format.measuresLoudness {
             loudnessMeter = try? LoudnessMeter(
@@ -178,6 +181,7 @@ public final class SegmentWriter {
     deinit {
         if case .open = state { abandon() }
         scratch.deallocate()
+        scratchChannels.deallocate()
     }
 
     /// True once the disk is nearly full: stop writing and `finish` (the space to do so is
@@ -224,6 +228,26 @@ public final class SegmentWriter {
         }
     }
 
+    /// Encodes `frames` frames held one run per channel: channel `c`'s samples start at
+    /// `channelStarts[c]` (`format.channels` entries). Each channel is quantized into its own
+    /// run and libFLAC takes the runs as they are: no interleaving on the way in, none taken
+    /// apart inside libFLAC.
+    public func write(planar channelStarts: UnsafePointer<UnsafePointer<Float>>, frames: Int) throws(ArchiveError) {
+        try checkOpen()
+        var done = 0
+        while done < frames {
+            let count = min(blocksize, frames - done)
+            for channel in 0..<format.channels {
+                quantizer.quantize(
+                    channelStarts[channel] + done, stride: 1, firstChannel: 0, channels: 1, frames: count,
+                    into: scratch + channel * blocksize)
+            }
+            try encode(planar: count)
+            loudnessMeter?.add(planar: channelStarts, offset: done, frames: count)
+            done += count
+        }
+    }
+
     /// Momentary (400 ms) and short-term (3 s) loudness of the latest samples written, LUFS;
     /// nil while too little was written, for silence, or when not measured.
     public var momentaryLUFS: Double? { loudnessMeter?.momentaryLUFS }
@@ -262,13 +286,11 @@ public final class SegmentWriter {
         gaps.sort { $0.position < $1.position }
     }
 
-    /// fdatasync now if a second of audio or `flushInterval` seconds passed since the last
-    /// one. The recorder calls this while it waits for samples.
-    public func flushIfDue() throws(ArchiveError) {
+    /// fdatasync now if bytes reached the file since the last one. The recorder calls it for
+    /// all its files together, once per `RecorderConfiguration.flushInterval`.
+    public func flushIfUnsynced() throws(ArchiveError) {
         guard case .open = state, syncsPeriodically, sink.highWater > syncedBytes else { return }
-        if framesSinceSync >= format.sampleRate || SystemClock.monotonicSeconds() - lastSync >= flushInterval {
-            try flush()
-        }
+        try flush()
     }
 
     /// fdatasync now.
@@ -280,9 +302,7 @@ public final class SegmentWriter {
             state = .failed(error)
             throw error
         }
-        framesSinceSync = 0
         syncedBytes = sink.highWater
-        lastSync = SystemClock.monotonicSeconds()
     }
 
     /// Finishes the segment: the last block, STREAMINFO with total samples and MD5, the end
@@ -379,8 +399,19 @@ public final class SegmentWriter {
             throw failure
         }
         framesWritten += frames
-        framesSinceSync += frames
-        try flushIfDue()
+    }
+
+    /// `encode` of the planar block in `scratchChannels`.
+    private func encode(planar frames: Int) throws(ArchiveError) {
+        do throws(MediaError) {
+            guard let encoder else { throw MediaError(.encoderFailed, path: partialPath, message: "no encoder") }
+            try encoder.encode(inRangePlanar: scratchChannels, frames: frames)
+        } catch {
+            let failure = encoderFailure(error)
+            state = .failed(failure)
+            throw failure
+        }
+        framesWritten += frames
     }
 
     /// The archive's error for what the encoder threw: a failed write or seek of the sink as
@@ -419,61 +450,5 @@ public final class SegmentWriter {
     static func suffixed(_ path: String, _ attempt: Int) -> String {
         guard attempt > 0 else { return path }
         return String(path.dropLast(5)) + "-\(attempt).flac"
-    }
-}
-
-// MARK: Several files from one buffer
-
-extension SegmentWriter {
-    /// Frames per tile when several writers take their channels from one buffer: a tile of a
-    /// 32-channel frame is 8 KiB, so it stays in the L1 cache while every file's channels are
-    /// taken from it.
-    static let tileFrames = 64
-
-    /// `write(interleaved:frames:stride:firstChannel:)` for all the files of one recorder:
-    /// writer `i` takes its `format.channels` channels from `groups[i].first` of the same
-    /// frames. Each file gets the integers, blocks and loudness it would get alone; only the
-    /// order of the work changes: a block is quantized for every file, tile by tile while its
-    /// samples are in the cache, and then each file encodes it. (A file at a time read every
-    /// frame's cache lines once per file, after libFLAC had pushed them out: the quantizer
-    /// then waited on memory for most of its time.)
-    static func write(
-        _ writers: [SegmentWriter], groups: [(first: Int, count: Int)], interleaved base: UnsafePointer<Float>,
-        frames: Int, stride: Int
-    ) throws(ArchiveError) {
-        precondition(writers.count == groups.count, "one group per writer")
-        guard let blocksize = writers.first?.blocksize else { return }
-        for (writer, group) in zip(writers, groups) {
-            // One recorder's files share a format, so a block is as long in each.
-            precondition(writer.blocksize == blocksize, "the files of one recorder share a block size")
-            precondition(
-                group.count == writer.format.channels && group.first >= 0 && group.first + group.count <= stride,
-                "channel range outside the frame")
-        }
-        // Plain values for the tile loop: no reference counting per tile and file.
-        let targets = zip(writers, groups).map { writer, group in
-            (quantizer: writer.quantizer, scratch: writer.scratch, first: group.first, count: group.count)
-        }
-        var done = 0
-        while done < frames {
-            let count = min(blocksize, frames - done)
-            let block = base + done * stride
-            var tile = 0
-            while tile < count {
-                let tileCount = min(tileFrames, count - tile)
-                for target in targets {
-                    target.quantizer.quantize(
-                        block + tile * stride, stride: stride, firstChannel: target.first, channels: target.count,
-                        frames: tileCount, into: target.scratch + tile * target.count)
-                }
-                tile += tileCount
-            }
-            for (writer, group) in zip(writers, groups) {
-                try writer.checkOpen()
-                try writer.encode(writer.scratch, frames: count)
-                writer.loudnessMeter?.add(interleaved: block, frames: count, stride: stride, firstChannel: group.first)
-            }
-            done += count
-        }
     }
 }

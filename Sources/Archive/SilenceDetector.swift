@@ -143,6 +143,26 @@ public struct SilenceDetector {
         }
     }
 
+    /// `observe` for frames held one run per channel: channel `c`'s samples start at
+    /// `channelStarts[c]` (`channels` entries). The same blocks and peaks as interleaved.
+    public mutating func observe(
+        planar channelStarts: UnsafePointer<UnsafePointer<Float>>, frames: Int, channels: Int, position: Int,
+        report: (SilenceTransition) -> Void
+    ) {
+        if blockFill > 0 && blockStart + blockFill != position { closeBlock(report) }
+        if blockFill == 0 { blockStart = position }
+        var done = 0
+        while done < frames {
+            let take = min(frames - done, blockFrames - blockFill)
+            for channel in 0..<channels {
+                blockPeak = Self.peak(channelStarts[channel] + done, count: take, above: blockPeak)
+            }
+            blockFill += take
+            done += take
+            if blockFill == blockFrames { closeBlock(report) }
+        }
+    }
+
     /// The largest magnitude of `count` samples, or `floor` if none is larger. NaN never
     /// counts as sound or silence: `>` is false for it.
     ///

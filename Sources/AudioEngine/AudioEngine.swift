@@ -206,7 +206,8 @@ public final class AudioEngine {
     public func stop() {
         guard let connection else { return }
         earlierXruns += connection.client.sink.xruns.load(ordering: .relaxed)
-        for tap in connection.memory.taps + connection.memory.graph.busTaps { tap.detach() }
+        let mark = connection.memory.cycles.markNow()
+        for tap in connection.memory.taps + connection.memory.graph.busTaps { tap.detach(after: mark) }
         for player in connection.memory.players { player.detach() }
         // The worker's pass under way ends before the client goes.
         connection.worker.stop()
@@ -1103,10 +1104,10 @@ public final class AudioEngine {
         guard let connection else { throw lostOrNotRunning }
         let tap = try makeCaptureTap(
             inputGroup: inputGroup, channels: channels, bufferFrames: bufferFrames, zeroed: zeroed)
-        old.detach()
         connection.memory.publish(
             players: connection.memory.players,
             taps: connection.memory.taps.filter { $0 !== old } + [tap])
+        old.detach(after: connection.memory.cycles.markNow())
         return tap
     }
 
@@ -1137,15 +1138,28 @@ public final class AudioEngine {
     }
 
     /// Takes a tap (input or bus) out of the graph; what it captured stays readable.
+    /// It is retired (`CaptureTap.isRetired`) once the process thread has finished a cycle
+    /// begun after this.
     public func removeCaptureTap(_ tap: CaptureTap) {
-        tap.detach()
-        guard let connection else { return }
+        guard let connection else {
+            tap.detach(after: nil)
+            return
+        }
         var graph = connection.memory.graph
         guard graph.taps.contains(where: { $0 === tap }) || graph.busTaps.contains(where: { $0 === tap })
-        else { return }
+        else {
+            // Not in this graph (already removed, or the engine was restarted since): no cycle
+            // of this client writes it.
+            tap.detach(after: nil)
+            return
+        }
         graph.taps.removeAll { $0 === tap }
         graph.busTaps.removeAll { $0 === tap }
         connection.memory.publish(graph)
+        // A lost server runs no cycle (libjack's process thread waits on the server that is
+        // gone): the tap is retired now, not when the engine is stopped or reconnected.
+        let lost = connection.lost || connection.client.sink.serverLost.load(ordering: .acquiring)
+        tap.detach(after: lost ? nil : connection.memory.cycles.markNow())
     }
 
     // MARK: Monitoring

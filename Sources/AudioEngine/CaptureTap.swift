@@ -1,7 +1,9 @@
 import Synchronization
 
 /// A recorder's capture point: the consumer's end of a ring that the process thread fills with
-/// an input group's samples (or a monitoring bus's), interleaved, one whole period at a time.
+/// an input group's samples (or a monitoring bus's), one whole period at a time. The ring is
+/// planar (each channel one contiguous run): `peek` lends the consumer each channel's run in
+/// place; `read` interleaves a copy.
 ///
 /// Made by `AudioEngine.addCaptureTap` (or `addBusTap`); muted or unmuted with `AudioEngine.setZeroed`; removed
 /// with `AudioEngine.removeCaptureTap` (or by the engine stopping). The handle owns the tap's
@@ -9,8 +11,8 @@ import Synchronization
 /// thread can reach that memory. What is already in the ring stays readable after removal,
 /// so a stop or a server loss loses nothing that was captured.
 ///
-/// Threads: `read`, `availableToRead` and `drainGaps` belong to ONE consumer thread (the
-/// archiver); the counters may be read from any thread.
+/// Threads: `read`, `peek`, `discard`, `availableToRead` and `drainGaps` belong to ONE consumer
+/// thread (the archiver); the counters, `isAttached` and `isRetired` may be read from any thread.
 public final class CaptureTap: @unchecked Sendable {
     // @unchecked: mutable state is the real-time memory, touched through atomics and the
     // single-producer/single-consumer ring and gap-log discipline documented above.
@@ -19,13 +21,16 @@ public final class CaptureTap: @unchecked Sendable {
     public let inputGroup: String
     /// The monitoring bus it copies; nil for an input tap.
     public let bus: Bus?
-    /// Interleaved channels per frame.
+    /// Channels per frame.
     public let channels: Int
     public let capacityFrames: Int
 
     let state: UnsafeMutablePointer<TapState>
     private let inputChannels: UnsafeMutablePointer<Int>
     private let attached = Atomic<Bool>(true)
+    /// Set when the engine takes the tap out of the graph: the cycle after which no period can
+    /// be written into it.
+    private let retirement = Mutex<RetirementMark?>(nil)
 
     /// Control thread.
     /// For a bus tap, `flatInputChannels` index `MonitorState.busPointers`. `sampleRate`:
@@ -43,7 +48,7 @@ public final class CaptureTap: @unchecked Sendable {
         state = .allocate(capacity: 1)
         state.initialize(
             to: TapState(
-                ring: FloatRing.allocate(channels: channels, capacityFrames: capacityFrames),
+                ring: FloatRing.allocate(channels: channels, capacityFrames: capacityFrames, planar: true),
                 gaps: GapLog.allocate(capacity: 64), inputChannels: inputChannels,
                 sampleRate: sampleRate))
         state.pointee.zeroed.store(zeroed, ordering: .relaxed)
@@ -58,8 +63,13 @@ public final class CaptureTap: @unchecked Sendable {
         inputChannels.deallocate()
     }
 
-    /// Control thread: the engine no longer feeds this tap.
-    func detach() { attached.store(false, ordering: .releasing) }
+    /// Control thread: the engine no longer feeds this tap; `mark` (read right after the snapshot
+    /// without it was published) says when the last cycle that could still write it is over. nil:
+    /// no process thread ever had it (a test's tap, or one never published).
+    func detach(after mark: RetirementMark?) {
+        retirement.withLock { if $0 == nil { $0 = mark } }
+        attached.store(false, ordering: .releasing)
+    }
 
     // MARK: Consumer thread
 
@@ -73,8 +83,23 @@ public final class CaptureTap: @unchecked Sendable {
         return state.pointee.ring.read(into: base, frames: buffer.count / channels)
     }
 
-    /// Drops up to `frames` of the oldest readable frames unread (a pre-roll tap keeping only
-    /// its last seconds); returns how many it dropped. Gaps logged before them stay to drain.
+    /// Lends the oldest readable frames in place: up to `maxFrames` of them, as far as the ring's
+    /// end (the rest comes at the next call), writing each channel's first sample into
+    /// `channelStarts` (`channels` entries, in the tap's channel order); returns how many frames.
+    /// They stay put until handed back with `discard(frames:)`: the producer never writes over
+    /// frames not yet given back.
+    public func peek(maxFrames: Int, channelStarts: UnsafeMutablePointer<UnsafePointer<Float>>) -> Int {
+        let ring = state.pointee.ring
+        let start = ring.framesRead() % capacityFrames
+        let count = min(maxFrames, ring.readableFrames(), capacityFrames - start)
+        guard count > 0 else { return 0 }
+        for channel in 0..<channels { channelStarts[channel] = UnsafePointer(ring.channel(channel) + start) }
+        return count
+    }
+
+    /// Hands back up to `frames` of the oldest readable frames, looked at with `peek` or dropped
+    /// unread (a pre-roll tap keeping only its last seconds); returns how many. Gaps logged
+    /// before them stay to drain.
     @discardableResult
     public func discard(frames: Int) -> Int {
         let count = min(max(frames, 0), availableToRead)
@@ -99,8 +124,8 @@ public final class CaptureTap: @unchecked Sendable {
         var last: Int?
         var frame = start
         while frame < end {
-            let base = ring.samples + ring.sampleIndex(ofFrame: frame)
-            for channel in 0..<channels where abs(base[channel]) >= threshold {
+            let index = frame % capacityFrames
+            for channel in 0..<channels where abs(ring.channel(channel)[index]) >= threshold {
                 if first == nil { first = frame }
                 last = frame
                 break
@@ -165,4 +190,12 @@ public final class CaptureTap: @unchecked Sendable {
     public var isZeroed: Bool { state.pointee.zeroed.load(ordering: .relaxed) }
     /// False once the engine stopped feeding this tap (removed, engine stopped, server lost).
     public var isAttached: Bool { attached.load(ordering: .acquiring) }
+    /// True once no period can be written into the tap any more: it was taken out of the graph
+    /// and the process thread has finished a cycle begun after that (or runs none: the client is
+    /// closed). From then on what is readable is all there will be. A consumer that stops
+    /// waits for this rather than for a time, which would have to cover the longest period.
+    public var isRetired: Bool {
+        guard !isAttached else { return false }
+        return retirement.withLock { $0?.hasPassed ?? true }
+    }
 }

@@ -244,6 +244,19 @@ public final class FLACEncoder {
         samplesEncoded += frames
     }
 
+    /// `encode(inRange:frames:)` for frames held one channel per run: `channels[c]` is channel
+    /// `c`'s `frames` samples. libFLAC keeps its input planar, so it takes these as they are
+    /// (`FLAC__stream_encoder_process`) where interleaved input is first taken apart sample by
+    /// sample. Same guarantee: every sample fits in `bitsPerSample` bits.
+    package func encode(inRangePlanar channels: UnsafePointer<UnsafePointer<Int32>?>, frames: Int) throws(MediaError) {
+        precondition(!isFinished, "encode after finish")
+        guard frames > 0 else { return }
+        guard FLAC__stream_encoder_process(encoder, channels, UInt32(frames)) != 0 else {
+            throw failure(doing: "encoding")
+        }
+        samplesEncoded += frames
+    }
+
     /// Encodes the last partial block and, if the sink can seek, rewrites STREAMINFO (total
     /// samples, MD5) and the seek table. The stream is complete afterwards; a sink made by
     /// `init(path:settings:)` is closed. Calling it twice does nothing.

@@ -188,6 +188,28 @@ public final class LoudnessMeter {
         }
     }
 
+    /// Adds `frames` frames held one run per channel: channel `c`'s samples start at
+    /// `channelStarts[c] + offset` (`channels` entries).
+    public func add(planar channelStarts: UnsafePointer<UnsafePointer<Float>>, offset: Int, frames: Int) {
+        if let engine {
+            engine.add(planar: channelStarts, offset: offset, frames: frames)
+            framesAdded += frames
+            return
+        }
+        guard state != nil else { return }
+        // libebur128 takes interleaved frames only.
+        var done = 0
+        while done < frames {
+            let count = min(LoudnessMeter.scratchFrames, frames - done)
+            for channel in 0..<channels {
+                let from = channelStarts[channel] + offset + done
+                for frame in 0..<count { scratch[frame * channels + channel] = from[frame] }
+            }
+            feed(scratch, frames: count)
+            done += count
+        }
+    }
+
     /// Adds interleaved integer frames of `bitsPerSample` (full scale 2^(bits-1)), as a FLAC
     /// decoder gives them.
     public func add(integers base: UnsafePointer<Int32>, frames: Int, bitsPerSample: Int) {

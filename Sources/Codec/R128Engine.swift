@@ -216,6 +216,35 @@ final class R128Engine {
         }
     }
 
+    /// Adds `count` frames held one run per channel: channel `c` is `channelStarts[c] + offset`
+    /// on (a planar capture ring lent in place, or a FLAC block's channels).
+    func add(planar channelStarts: UnsafePointer<UnsafePointer<Float>>, offset: Int, frames count: Int) {
+        var done = 0
+        while done < count {
+            let n = min(R128Engine.chunk, count - done)
+            for group in 0..<groups {
+                let to = frames + group * lane + history
+                let first = group * 4
+                let width = min(4, channels - first)
+                if width == 4 {
+                    let a = channelStarts[first] + offset + done
+                    let b = channelStarts[first + 1] + offset + done
+                    let c = channelStarts[first + 2] + offset + done
+                    let d = channelStarts[first + 3] + offset + done
+                    for frame in 0..<n { to[frame] = Lanes(a[frame], b[frame], c[frame], d[frame]) }
+                } else {
+                    for frame in 0..<n {
+                        var lanes = Lanes.zero
+                        for index in 0..<width { lanes[index] = channelStarts[first + index][offset + done + frame] }
+                        to[frame] = lanes
+                    }
+                }
+            }
+            process(n)
+            done += n
+        }
+    }
+
     /// Adds interleaved integer frames of `bitsPerSample` (full scale 2^(bits-1)).
     func add(integers base: UnsafePointer<Int32>, frames count: Int, bitsPerSample: Int) {
         let scale = 1 / Float(Int64(1) << (bitsPerSample - 1))

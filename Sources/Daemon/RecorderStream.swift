@@ -13,11 +13,11 @@ import SessionPolicy
 import Synchronization
 import SystemSupport
 
-/// A capture tap as the archive's sample source.
+/// A capture tap as the archive's sample source: its planar ring lent in place (`peek`).
 ///
-/// Threads: `read` and `drainGaps` run on the archiver thread; `resolveStartTime` on the
+/// Threads: `peek`, `release`, `read` and `drainGaps` run on the archiver thread; `resolveStartTime` on the
 /// control thread, which alone can ask JACK what UTC time the first frame was.
-final class TapSource: SampleSource, @unchecked Sendable {
+final class TapSource: PlanarSampleSource, @unchecked Sendable {
     let tap: CaptureTap
     private let start = Mutex<UTCTime?>(nil)
     /// The recording this one continues: its first frame's time and its tap. The two taps
@@ -135,21 +135,37 @@ final class TapSource: SampleSource, @unchecked Sendable {
     /// Room for a period already under way and for the estimate of JACK's frame clock.
     static let cycleMargin: Int64 = 500_000_000
 
-    func read(into buffer: UnsafeMutableBufferPointer<Float>) -> Int {
-        // Nothing until the first frame's UTC time is known: names and rotation depend on it.
+    /// Frames the recording may still take: none until the first frame's UTC time is known
+    /// (names and rotation depend on it), none past a take's end.
+    private var room: Int {
         guard startTime != nil else { return 0 }
         // The frames readable now, before the gaps are pulled: a gap is logged before the frames
         // after it, so every gap among these frames is in the log by then.
-        var room = min(limit.load(ordering: .acquiring), delivered.load(ordering: .relaxed) + tap.availableToRead)
-            - delivered.load(ordering: .relaxed)
+        let delivered = delivered.load(ordering: .relaxed)
+        var room = min(limit.load(ordering: .acquiring), delivered + tap.availableToRead) - delivered
         // Not past a stall gap whose length is not yet known (the server may still be catching up).
-        if let held = pullGaps() { room = min(room, held - delivered.load(ordering: .relaxed)) }
-        guard room > 0 else { return 0 }
+        if let held = pullGaps() { room = min(room, held - delivered) }
+        return max(0, room)
+    }
+
+    func peek(maxFrames: Int, channelStarts: UnsafeMutablePointer<UnsafePointer<Float>>) -> Int {
+        tap.peek(maxFrames: min(maxFrames, room), channelStarts: channelStarts)
+    }
+
+    func release(frames: Int) {
+        let released = tap.discard(frames: frames)
+        delivered.add(released, ordering: .relaxed)
+    }
+
+    func read(into buffer: UnsafeMutableBufferPointer<Float>) -> Int {
         let count = min(buffer.count / channels, room) * channels
         let got = tap.read(into: UnsafeMutableBufferPointer(rebasing: buffer[0..<count]))
         delivered.add(got, ordering: .relaxed)
         return got
     }
+
+    /// The tap is out of the graph and past its last cycle.
+    var producerRetired: Bool { tap.isRetired }
 
     func drainGaps() -> [SourceGap] {
         pullGaps()

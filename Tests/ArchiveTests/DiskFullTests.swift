@@ -88,7 +88,7 @@ struct DiskFullTests {
         let writer = try SegmentWriter(
             path: mountPoint + "/raw.flac", temporarySuffix: SegmentWriter.partialSuffix,
             format: SegmentFormat(sampleRate: 48000, channels: 1, bitsPerSample: 16), comments: [],
-            expectedFrames: 0, flushInterval: 1, reservesSpace: false)
+            expectedFrames: 0, reservesSpace: false)
         var failure: ArchiveError?
         var step = 0
         while failure == nil && step < 100 {

@@ -27,7 +27,7 @@ struct RecoveryTests {
                 VorbisComment("START_TIME", start.iso8601), VorbisComment("APP", "app"),
                 VorbisComment("STREAM", "crash"),
             ],
-            expectedFrames: rate * 3600, flushInterval: 1)
+            expectedFrames: rate * 3600)
         let chunk = rate / 10
         var snapshot = Data()
         for step in 0..<30 {
@@ -174,7 +174,7 @@ struct RecoveryTests {
             path: ArchiveLayout.segmentPath(
                 archiveDirectory: directory + "/archive", app: "app", stream: "kill", start: start),
             format: SegmentFormat(sampleRate: 48000, channels: 2, bitsPerSample: 24),
-            comments: [VorbisComment("START_TIME", start.iso8601)], expectedFrames: 48000 * 60, flushInterval: 1)
+            comments: [VorbisComment("START_TIME", start.iso8601)], expectedFrames: 48000 * 60)
         let log = try FileHandle(
             forWritingTo: URL(
                 fileURLWithPath: { () -> String in

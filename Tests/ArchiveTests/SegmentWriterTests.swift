@@ -113,12 +113,10 @@ struct SegmentWriterTests {
         #expect(FileSystem.files(under: directory.path, withSuffix: "").isEmpty)
     }
 
-    @Test(
-        "the files of one recorder written together (tiles of every group) hold what each written alone holds",
-        arguments: [16, 24])
-    func groupsWrittenTogether(bits: Int) throws {
-        let directory = TemporaryDirectory("together")
-        // 19 channels: files of 8, 8 and 3; two blocks and an odd rest, so tiles and blocks end mid-way
+    @Test("planar writes (a run per channel, as a tap's ring lends them) equal interleaved ones", arguments: [16, 24])
+    func planarWritesMatchInterleaved(bits: Int) throws {
+        let directory = TemporaryDirectory("planar")
+        // 19 channels: files of 8, 8 and 3; two blocks and an odd rest, so blocks end mid-way
         // (at 8 kHz: over a second, so the loudness meter has a reading).
         let stride = 19
         let groups: [(first: Int, count: Int)] = [(0, 8), (8, 8), (16, 3)]
@@ -136,19 +134,32 @@ struct SegmentWriterTests {
                     format: SegmentFormat(sampleRate: 8000, channels: group.count, bitsPerSample: bits), comments: [])
             }
         }
-        let alone = try writers("alone")
-        let together = try writers("together")
+        let interleaved = try writers("interleaved")
+        let planar = try writers("planar")
+        // The same samples channel by channel, each channel one run.
+        let runs = UnsafeMutablePointer<Float>.allocate(capacity: frames * stride)
+        defer { runs.deallocate() }
+        for channel in 0..<stride {
+            for frame in 0..<frames { runs[channel * frames + frame] = samples[frame * stride + channel] }
+        }
+        let starts = UnsafeMutablePointer<UnsafePointer<Float>>.allocate(capacity: stride)
+        defer { starts.deallocate() }
         try samples.withUnsafeBufferPointer { buffer throws(ArchiveError) in
             // In two calls, as the archiver's reads come.
             for (start, count) in [(0, 5000), (5000, frames - 5000)] {
                 let base = buffer.baseAddress! + start * stride
-                for (writer, group) in zip(alone, groups) {
+                for (writer, group) in zip(interleaved, groups) {
                     try writer.write(interleaved: base, frames: count, stride: stride, firstChannel: group.first)
                 }
-                try SegmentWriter.write(together, groups: groups, interleaved: base, frames: count, stride: stride)
+                for channel in 0..<stride {
+                    starts[channel] = UnsafePointer(runs + channel * frames + start)
+                }
+                for (writer, group) in zip(planar, groups) {
+                    try writer.write(planar: starts + group.first, frames: count)
+                }
             }
         }
-        for (one, other) in zip(alone, together) {
+        for (one, other) in zip(interleaved, planar) {
             #expect(one.momentaryLUFS == other.momentaryLUFS && one.shortTermLUFS == other.shortTermLUFS)
             #expect(one.momentaryLUFS != nil)
             let first = try decodeWithFlacCLI(try one.finish(reason: .stop).path, bits: bits)

@@ -41,6 +41,58 @@ struct ProcessPathTests {
         #expect(ring.framesWritten() == written && ring.framesRead() == read)
     }
 
+    @Test("a tap's ring is planar: peek lends each channel's run in place, cut at the ring's end")
+    func tapPeekInPlace() {
+        let rig = ProcessRig(inputChannels: 3, outputChannels: 0)
+        let period = 100
+        // Channels out of order: tap channel 0 is input 2, and so on.
+        let tap = rig.addTap(channels: [2, 0, 1], capacityFrames: 250)
+        let starts = UnsafeMutablePointer<UnsafePointer<Float>>.allocate(capacity: 3)
+        defer { starts.deallocate() }
+        var consumed = 0
+        for _ in 0..<7 {
+            rig.feedCounter(frames: period)
+            rig.cycle(frames: period)
+            // Read it all, in the runs peek gives: never across the end of the 250-frame ring.
+            while true {
+                let count = tap.peek(maxFrames: 1000, channelStarts: starts)
+                if count == 0 { break }
+                #expect(consumed % 250 + count <= 250)
+                for frame in 0..<count {
+                    let value = Float(consumed + frame + 1)
+                    // Input c carries (k + 1) × (c even ? 1 : -1).
+                    #expect(starts[0][frame] == value && starts[1][frame] == value && starts[2][frame] == -value)
+                }
+                #expect(tap.discard(frames: count) == count)
+                consumed += count
+            }
+        }
+        #expect(consumed == 7 * period && tap.readPosition == consumed && tap.overruns == 0)
+    }
+
+    @Test("a removed tap retires once a cycle begun after the removal has finished, or the memory is freed")
+    func tapRetirement() {
+        let rig = ProcessRig(inputChannels: 1, outputChannels: 0)
+        let tap = rig.addTap(channels: [0], capacityFrames: 1000)
+        let other = rig.addTap(channels: [0], capacityFrames: 1000)
+        rig.feedCounter(frames: 64)
+        rig.cycle(frames: 64)
+        #expect(!tap.isRetired, "a tap in the graph is not retired")
+        rig.memory.publish(players: [], taps: [other])
+        tap.detach(after: rig.memory.cycles.markNow())
+        #expect(!tap.isAttached)
+        #expect(!tap.isRetired, "a cycle that loaded the old snapshot may still be writing it")
+        rig.feedCounter(frames: 64)
+        rig.cycle(frames: 64)
+        #expect(tap.isRetired)
+
+        rig.memory.publish(players: [], taps: [])
+        other.detach(after: rig.memory.cycles.markNow())
+        #expect(!other.isRetired)
+        rig.memory.freeAll()
+        #expect(other.isRetired, "no cycle runs once the memory is freed")
+    }
+
     @Test("player commands pack into one word and back")
     func commandPacking() {
         for command in [

@@ -1,6 +1,10 @@
 // The archiver thread's work: read the source, place its gaps, transform, split into channel
 // groups, cut at wall-clock boundaries, encode, flush, report.
 //
+// Frames travel as one run per channel ("planar"): a `PlanarSampleSource` (the capture tap's
+// ring) lends them in place and they reach libFLAC without a copy; an interleaved source (tests)
+// and a transform's output are taken apart once, into `inputRuns`/`outputRuns`.
+//
 // Runs on the recorder's **archiver** thread only; it owns the source, the transform and the
 // segment writers. It talks to the control thread only through `RecorderControl`.
 
@@ -26,8 +30,22 @@ final class ArchiverLoop {
     /// Source frames read so far.
     private var inputDelivered = 0
     private var pendingGaps: [SourceGap] = []
+    /// The source, when it lends its frames in place.
+    private let planarSource: (any PlanarSampleSource)?
+    /// An interleaved source's frames as read, and taken apart into `inputRuns`.
     private var readBuffer: [Float]
+    private let inputRuns: ChannelRuns
+    /// The frames of the current read, one run per channel (in the source or in `inputRuns`).
+    private let sourceStarts: UnsafeMutablePointer<UnsafePointer<Float>>
+    /// Scratch channel pointers for a part of a read (`consume`) and of a write (`write`).
+    private let partStarts: UnsafeMutablePointer<UnsafePointer<Float>>
+    private let writeStarts: UnsafeMutablePointer<UnsafePointer<Float>>
+    /// A transform's input (interleaved), its output, and that taken apart.
+    private var transformInput: [Float] = []
     private var transformed: [Float] = []
+    private let outputRuns: ChannelRuns
+    /// Monotonic seconds of the last fdatasync round (`syncIfDue`).
+    private var lastSyncRound = 0.0
     /// Remainder when converting gap lengths to the output rate (units of 1/inputRate frames).
     private var gapRemainder = 0
     /// Stopping: no new segment is opened for a trailing gap.
@@ -58,46 +76,66 @@ final class ArchiverLoop {
         }
         self.groups = groups
         segmentNumber = configuration.firstSegmentNumber
-        readBuffer = [Float](repeating: 0, count: configuration.chunkFrames * configuration.channels)
+        planarSource = source as? any PlanarSampleSource
+        let channels = configuration.channels
+        readBuffer = planarSource == nil ? [Float](repeating: 0, count: configuration.chunkFrames * channels) : []
+        inputRuns = ChannelRuns(channels: channels, frames: planarSource == nil ? configuration.chunkFrames : 0)
+        outputRuns = ChannelRuns(channels: channels, frames: transform == nil ? 0 : configuration.chunkFrames)
+        sourceStarts = .allocate(capacity: channels)
+        partStarts = .allocate(capacity: channels)
+        writeStarts = .allocate(capacity: channels)
         silence = configuration.silence.map { SilenceDetector(detection: $0, sampleRate: outputRate) }
+    }
+
+    deinit {
+        sourceStarts.deallocate()
+        partStarts.deallocate()
+        writeStarts.deallocate()
     }
 
     func run() {
         var reason = EndReason.stop
         var failure: ArchiveError?
-        var settled = false
+        var retirementDeadline: Double?
         do throws(ArchiveError) {
             while true {
                 // Read the stop request first: everything the source held when it came is
-                // drained. Once stopping, no sleep: a live source keeps delivering, and only
+                // drained. Once stopping, no long wait: a live source keeps delivering, and only
                 // reading faster than it does reaches the empty read that ends the loop.
                 let stopReason = control.stopReason
-                if stopReason != nil && !settled {
-                    // The stop wakes this thread at once, but a JACK cycle that began before
-                    // the tap left the graph still writes its period into it (a successor tap
-                    // counts on it being in this file): give it that long before the drain.
-                    settled = true
-                    SystemClock.sleep(seconds: configuration.stopSettleInterval)
-                }
-                let frames = readBuffer.withUnsafeMutableBufferPointer { source.read(into: $0) }
+                // Before the read: once the producer is retired, this read sees its last frames
+                // (a JACK cycle that began before the tap left the graph still writes its period,
+                // and a successor tap counts on it being in this file), whatever the period.
+                let retired = stopReason != nil && source.producerRetired
+                let frames = take()
                 collectGaps()
                 if let stamp = source.clockStamp() { drift.add(stamp) }
                 try followClockStep()
                 if frames > 0 {
                     try consume(frames: frames)
+                    planarSource?.release(frames: frames)
                     // The first file's (the first 8 channels of a wider recorder).
                     control.publishLoudness(
                         momentary: writers.first?.momentaryLUFS, shortTerm: writers.first?.shortTermLUFS)
                 } else if let stopReason {
-                    reason = stopReason
-                    break
+                    let now = SystemClock.monotonicSeconds()
+                    let deadline = retirementDeadline ?? now + configuration.retirementLimit
+                    retirementDeadline = deadline
+                    // A producer that never retires has stopped running (a lost server): what
+                    // it wrote is all there is.
+                    if retired || now >= deadline {
+                        reason = stopReason
+                        break
+                    }
+                    SystemClock.sleep(seconds: ArchiverLoop.retirementPollSeconds)
                 } else {
                     try applyDueGaps()
                 }
-                for writer in writers { try writer.flushIfDue() }
+                try syncIfDue()
                 publishOpen()
-                // A short read means the source is drained: wait for more to gather rather
-                // than wake for every period (a stop request ends the wait).
+                // A short read means the source is drained (or lent up to its ring's end, the
+                // rest waits in the ring): wait for more to gather rather than chase every period
+                // with a small read (a stop request ends the wait).
                 if frames < configuration.chunkFrames && stopReason == nil {
                     control.waitForStop(seconds: configuration.pollInterval)
                 }
@@ -122,7 +160,32 @@ final class ArchiverLoop {
         control.post(.stopped(reason: reason, error: failure))
     }
 
+    /// How often a stopping archiver looks whether its producer has retired: the last period
+    /// is at most one cycle away.
+    static let retirementPollSeconds = 0.002
+
+    /// fdatasync of every open file, together, once per `flushInterval` of wall time (a crash
+    /// loses at most that): one round per recorder however many files it has and however fast
+    /// a backlog drains.
+    private func syncIfDue() throws(ArchiveError) {
+        let now = SystemClock.monotonicSeconds()
+        guard now - lastSyncRound >= configuration.flushInterval else { return }
+        lastSyncRound = now
+        for writer in writers { try writer.flushIfUnsynced() }
+    }
+
     // MARK: Input
+
+    /// The next frames into `sourceStarts`: lent in place, or read and taken apart.
+    private func take() -> Int {
+        if let planarSource {
+            return planarSource.peek(maxFrames: configuration.chunkFrames, channelStarts: sourceStarts)
+        }
+        let frames = readBuffer.withUnsafeMutableBufferPointer { source.read(into: $0) }
+        readBuffer.withUnsafeBufferPointer { inputRuns.fill(from: $0.baseAddress!, frames: frames) }
+        for channel in 0..<configuration.channels { sourceStarts[channel] = inputRuns.starts[channel] }
+        return frames
+    }
 
     private func collectGaps() {
         let gaps = source.drainGaps()
@@ -132,18 +195,15 @@ final class ArchiverLoop {
     }
 
     private func consume(frames: Int) throws(ArchiveError) {
-        let channels = configuration.channels
-        try readBuffer.withUnsafeBufferPointer { (buffer) throws(ArchiveError) in
-            let base = buffer.baseAddress!
-            var offset = 0
-            while offset < frames {
-                try applyDueGaps()
-                var take = frames - offset
-                if let next = pendingGaps.first { take = min(take, next.position - inputDelivered) }
-                try emit(base + offset * channels, frames: take)
-                inputDelivered += take
-                offset += take
-            }
+        var offset = 0
+        while offset < frames {
+            try applyDueGaps()
+            var take = frames - offset
+            if let next = pendingGaps.first { take = min(take, next.position - inputDelivered) }
+            for channel in 0..<configuration.channels { partStarts[channel] = sourceStarts[channel] + offset }
+            try emit(partStarts, frames: take)
+            inputDelivered += take
+            offset += take
         }
         try applyDueGaps()
     }
@@ -167,15 +227,20 @@ final class ArchiverLoop {
         return scaled / configuration.sampleRate
     }
 
-    private func emit(_ samples: UnsafePointer<Float>, frames: Int) throws(ArchiveError) {
+    private func emit(_ channelStarts: UnsafePointer<UnsafePointer<Float>>, frames: Int) throws(ArchiveError) {
         guard let transform else {
-            try write(samples, frames: frames)
+            try write(channelStarts, frames: frames)
             return
         }
+        // The HFP transform (1–2 channels at 8–16 kHz) takes interleaved frames.
+        let channels = configuration.channels
+        transformInput.removeAll(keepingCapacity: true)
+        transformInput.reserveCapacity(frames * channels)
+        for frame in 0..<frames {
+            for channel in 0..<channels { transformInput.append(channelStarts[channel][frame]) }
+        }
         transformed.removeAll(keepingCapacity: true)
-        transform.process(
-            UnsafeBufferPointer(start: samples, count: frames * configuration.channels), frames: frames,
-            into: &transformed)
+        transformInput.withUnsafeBufferPointer { transform.process($0, frames: frames, into: &transformed) }
         try writeTransformed()
     }
 
@@ -186,39 +251,38 @@ final class ArchiverLoop {
         try writeTransformed()
     }
 
+    /// Writes `transformed` (interleaved), taken apart into `outputRuns` a chunk at a time.
     private func writeTransformed() throws(ArchiveError) {
         let channels = configuration.channels
         precondition(transformed.count % channels == 0, "a transform must produce whole frames")
-        guard !transformed.isEmpty else { return }
         let frames = transformed.count / channels
-        // Copy out: `write` may rotate, and rotation must not see `transformed` borrowed.
-        let output = transformed
-        try output.withUnsafeBufferPointer { (buffer) throws(ArchiveError) in
-            try write(buffer.baseAddress!, frames: frames)
+        var done = 0
+        while done < frames {
+            let count = min(outputRuns.frames, frames - done)
+            transformed.withUnsafeBufferPointer {
+                outputRuns.fill(from: $0.baseAddress! + done * channels, frames: count)
+            }
+            try write(outputRuns.starts, frames: count)
+            done += count
         }
     }
 
     // MARK: Output
 
-    /// Writes frames at the output rate, cutting at segment boundaries.
-    private func write(_ samples: UnsafePointer<Float>, frames: Int) throws(ArchiveError) {
-        let channels = configuration.channels
+    /// Writes frames at the output rate, cutting at segment boundaries: each file takes its
+    /// channels' runs as they are.
+    private func write(_ channelStarts: UnsafePointer<UnsafePointer<Float>>, frames: Int) throws(ArchiveError) {
         var done = 0
         while done < frames {
             try ensureSegment()
             let take = min(frames - done, boundary - timeline)
+            for channel in 0..<configuration.channels { writeStarts[channel] = channelStarts[channel] + done }
             // Before the files encode, while the frames are still in the cache (libFLAC's work
             // pushes them out). Should the write fail, the recorder stops with an error; a silence
             // change these frames completed is still reported.
-            observeSilence(samples + done * channels, frames: take)
-            if writers.count == 1 {
-                try writers[0].write(
-                    interleaved: samples + done * channels, frames: take, stride: channels,
-                    firstChannel: groups[0].first)
-            } else {
-                // Every file's channels in one pass over the frames (see SegmentWriter.write(_:groups:…)).
-                try SegmentWriter.write(
-                    writers, groups: groups, interleaved: samples + done * channels, frames: take, stride: channels)
+            observeSilence(writeStarts, frames: take)
+            for (writer, group) in zip(writers, groups) {
+                try writer.write(planar: writeStarts + group.first, frames: take)
             }
             timeline += take
             done += take
@@ -293,7 +357,7 @@ final class ArchiverLoop {
                 let writer = try SegmentWriter(
                     path: path, format: format,
                     comments: comments(group: grouped ? index + 1 : nil, channels: group),
-                    expectedFrames: boundary - timeline, flushInterval: configuration.flushInterval)
+                    expectedFrames: boundary - timeline)
                 opened.append(writer)
             } catch {
                 for writer in opened { writer.discardEmpty() }
@@ -301,6 +365,8 @@ final class ArchiverLoop {
             }
         }
         writers = opened
+        // Each file synced its header when it opened: the next round is a flush interval on.
+        lastSyncRound = SystemClock.monotonicSeconds()
         drift = ClockDriftFit()
         control.opened(opened.flatMap { [$0.path, $0.partialPath] })
         // At once, empty: a snapshot taken before the first frames still ends the clip here.
@@ -412,11 +478,11 @@ final class ArchiverLoop {
 
 extension ArchiverLoop {
     /// Frames just written to the open segment, from timeline frame `timeline`.
-    fileprivate func observeSilence(_ samples: UnsafePointer<Float>, frames: Int) {
+    fileprivate func observeSilence(_ channelStarts: UnsafePointer<UnsafePointer<Float>>, frames: Int) {
         guard silence != nil else { return }
-        silence!.observe(samples, frames: frames, channels: configuration.channels, position: timeline) {
-            postSilence($0)
-        }
+        silence!.observe(
+            planar: channelStarts, frames: frames, channels: configuration.channels, position: timeline
+        ) { postSilence($0) }
     }
 
     /// The comments the open segment ends with: SILENCE_SECONDS when detection is on,
@@ -452,4 +518,40 @@ extension ArchiverLoop {
 /// `recd <version> / libFLAC <version>`: the ENCODER comment.
 func encoderDescription(recdVersion: String) -> String {
     "recd \(recdVersion) / libFLAC \(FLACEncoder.libraryVersion)"
+}
+
+/// Planar scratch: `frames` samples for each of `channels` channels, channel `c` from
+/// `starts[c]`. Archiver thread only; freed with its owner.
+final class ChannelRuns {
+    let channels: Int
+    let frames: Int
+    private let samples: UnsafeMutablePointer<Float>
+    /// Channel `c`'s run at `starts[c]`.
+    let starts: UnsafeMutablePointer<UnsafePointer<Float>>
+
+    init(channels: Int, frames: Int) {
+        self.channels = channels
+        self.frames = frames
+        samples = .allocate(capacity: max(channels * frames, 1))
+        starts = .allocate(capacity: max(channels, 1))
+        for channel in 0..<channels { starts[channel] = UnsafePointer(samples + channel * frames) }
+    }
+
+    deinit {
+        samples.deallocate()
+        starts.deallocate()
+    }
+
+    /// Takes `count` (≤ `frames`) interleaved frames of `channels` channels apart.
+    func fill(from interleaved: UnsafePointer<Float>, frames count: Int) {
+        precondition(count <= frames, "more frames than the runs hold")
+        for channel in 0..<channels {
+            let run = samples + channel * frames
+            var from = interleaved + channel
+            for frame in 0..<count {
+                run[frame] = from.pointee
+                from += channels
+            }
+        }
+    }
 }

@@ -9,6 +9,8 @@ import Synchronization
 /// jack_deactivate or jack_client_close, when the process thread can no longer run.
 final class EngineMemory {
     let state: UnsafeMutablePointer<ProcessState>
+    /// The process thread's finished cycles; removed taps keep it (`RetirementMark`).
+    let cycles: CycleCounter
     private let inputCount: Int
     private let outputCount: Int
 
@@ -72,13 +74,15 @@ final class EngineMemory {
         for index in 0..<meterCount { (meters + index).initialize(to: MeterCell()) }
         let monitor = MonitorState.allocate()
 
+        let cycles = CycleCounter()
+        self.cycles = cycles
         state = .allocate(capacity: 1)
         state.initialize(
             to: ProcessState(
                 client: client, inputPorts: inputPortList, inputCount: inputCount,
                 outputPorts: outputPortList, outputCount: outputCount,
                 inputBuffers: inputBuffers, outputBuffers: outputBuffers, meters: meters,
-                monitor: monitor, graph: Self.makeSnapshot(Graph())))
+                monitor: monitor, graph: Self.makeSnapshot(Graph()), cyclesCompleted: cycles.pointer))
     }
 
     deinit { freeAll() }
@@ -100,7 +104,7 @@ final class EngineMemory {
         let snapshot = Self.makeSnapshot(graph)
         let oldBits = state.pointee.graph.exchange(
             UInt(bitPattern: snapshot), ordering: .sequentiallyConsistent)
-        let retiredAt = state.pointee.cyclesCompleted.load(ordering: .sequentiallyConsistent)
+        let retiredAt = cycles.value
         if let old = UnsafeMutablePointer<GraphSnapshot>(bitPattern: oldBits) {
             deadWood.append(DeadWood(snapshot: old, retiredAt: retiredAt, graph: self.graph))
         }
@@ -122,7 +126,7 @@ final class EngineMemory {
     /// Frees the retired snapshots the process thread has moved past. Returns how many remain.
     @discardableResult
     func collectDeadWood() -> Int {
-        let completed = state.pointee.cyclesCompleted.load(ordering: .sequentiallyConsistent)
+        let completed = cycles.value
         deadWood.removeAll { wood in
             guard completed > wood.retiredAt else { return false }
             Self.freeSnapshot(wood.snapshot)
@@ -138,6 +142,8 @@ final class EngineMemory {
     func freeAll() {
         guard !freed else { return }
         freed = true
+        // Only after the client is closed (see the type): what was retired is past its mark.
+        cycles.stop()
         Self.live.subtract(1, ordering: .relaxed)
         for wood in deadWood { Self.freeSnapshot(wood.snapshot) }
         deadWood.removeAll()

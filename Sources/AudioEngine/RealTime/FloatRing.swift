@@ -7,21 +7,30 @@
 
 import Synchronization
 
-/// A single-producer/single-consumer ring of interleaved float frames in plain memory.
+/// A single-producer/single-consumer ring of float frames in plain memory.
 ///
 /// Counts are in whole frames, so a reader can never see part of a frame: the producer
 /// publishes `written` only after every sample of the frames it covers is stored.
 /// `written` and `read` are monotonic frame counters (64-bit: they do not wrap in practice);
 /// their difference is the fill level. The struct is a bundle of pointers: copying it does not
 /// copy the ring. Whoever allocated it frees it once neither side can touch it any more.
+///
+/// Its layout is fixed when it is made. Interleaved (players, attachments): a feeder writes
+/// frames as files decode them. Planar (capture taps): each channel is `capacityFrames`
+/// contiguous samples, so the process thread stores a period channel by channel as JACK's
+/// port buffers hold it, and the archiver hands each channel's run to the encoder in place
+/// (`channel(_:)`), with no interleaving on one side and no de-interleaving on the other.
 struct FloatRing {
-    /// `capacityFrames * channels` samples.
+    /// `capacityFrames * channels` samples: interleaved frames, or (`planar`) one run of
+    /// `capacityFrames` samples per channel.
     let samples: UnsafeMutablePointer<Float>
     /// Index 0: frames written so far; index `readCounterIndex`: frames read so far. They sit
     /// a cache line apart so that producer and consumer do not share one.
     let counters: UnsafeMutablePointer<Atomic<Int>>
     let channels: Int
     let capacityFrames: Int
+    /// Channel-major (see the type).
+    let planar: Bool
 
     // Computed, not stored: a static stored property is lazily initialised behind a lock.
     static var readCounterIndex: Int { 8 }
@@ -29,7 +38,7 @@ struct FloatRing {
 
     /// Control thread (or any non-real-time thread). Zero-fills the samples, which also
     /// faults the pages in before the process thread sees them.
-    static func allocate(channels: Int, capacityFrames: Int) -> FloatRing {
+    static func allocate(channels: Int, capacityFrames: Int, planar: Bool = false) -> FloatRing {
         precondition(channels > 0 && capacityFrames > 0, "a ring needs channels and frames")
         let samples = UnsafeMutablePointer<Float>.allocate(capacity: channels * capacityFrames)
         samples.initialize(repeating: 0, count: channels * capacityFrames)
@@ -37,7 +46,7 @@ struct FloatRing {
         for slot in 0..<counterSlots { (counters + slot).initialize(to: Atomic(0)) }
         return FloatRing(
             samples: samples, counters: counters, channels: channels,
-            capacityFrames: capacityFrames)
+            capacityFrames: capacityFrames, planar: planar)
     }
 
     /// Control thread, once neither the process thread nor the other side can use the ring.
@@ -86,9 +95,13 @@ struct FloatRing {
         counters[Self.readCounterIndex].add(frames, ordering: .releasing)
     }
 
-    /// The sample index of frame counter `frame`'s first channel.
+    /// The sample index of frame counter `frame`'s first channel (interleaved rings).
     @_noLocks
     func sampleIndex(ofFrame frame: Int) -> Int { (frame % capacityFrames) * channels }
+
+    /// Planar rings: channel `channel`'s samples; frame counter `f` is at `f % capacityFrames`.
+    @_noLocks
+    func channel(_ channel: Int) -> UnsafeMutablePointer<Float> { samples + channel * capacityFrames }
 
     // MARK: Interleaved copies (feeder and archiver side; also real-time safe)
 
@@ -101,11 +114,9 @@ struct FloatRing {
         let start = counters[0].load(ordering: .relaxed) % capacityFrames
         // The capacity is whole frames, so the wrap always falls on a frame boundary.
         let firstRun = min(count, capacityFrames - start)
-        copySamples(from: source, to: samples + start * channels, count: firstRun * channels)
+        transfer(ringFrame: start, other: source, frames: firstRun, intoRing: true)
         if firstRun < count {
-            copySamples(
-                from: source + firstRun * channels, to: samples,
-                count: (count - firstRun) * channels)
+            transfer(ringFrame: 0, other: source + firstRun * channels, frames: count - firstRun, intoRing: true)
         }
         commitWrite(frames: count)
         return count
@@ -119,14 +130,37 @@ struct FloatRing {
         if count <= 0 { return 0 }
         let start = counters[Self.readCounterIndex].load(ordering: .relaxed) % capacityFrames
         let firstRun = min(count, capacityFrames - start)
-        copySamples(from: samples + start * channels, to: destination, count: firstRun * channels)
+        transfer(ringFrame: start, other: destination, frames: firstRun, intoRing: false)
         if firstRun < count {
-            copySamples(
-                from: samples, to: destination + firstRun * channels,
-                count: (count - firstRun) * channels)
+            transfer(
+                ringFrame: 0, other: destination + firstRun * channels, frames: count - firstRun, intoRing: false)
         }
         commitRead(frames: count)
         return count
+    }
+
+    /// Copies `frames` frames between the ring (from ring frame index `ringFrame`, no wrap) and
+    /// the interleaved buffer `other`, in the direction `intoRing` says.
+    @_noLocks
+    private func transfer(ringFrame: Int, other: UnsafePointer<Float>, frames: Int, intoRing: Bool) {
+        let mutableOther = UnsafeMutablePointer(mutating: other)
+        guard planar else {
+            let ringPart = samples + ringFrame * channels
+            if intoRing {
+                copySamples(from: other, to: ringPart, count: frames * channels)
+            } else {
+                copySamples(from: ringPart, to: mutableOther, count: frames * channels)
+            }
+            return
+        }
+        for index in 0..<channels {
+            let run = channel(index) + ringFrame
+            var interleaved = mutableOther + index
+            for frame in 0..<frames {
+                if intoRing { run[frame] = interleaved.pointee } else { interleaved.pointee = run[frame] }
+                interleaved += channels
+            }
+        }
     }
 }
 

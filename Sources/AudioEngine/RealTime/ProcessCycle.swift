@@ -136,5 +136,5 @@ func runCycle(
         }
     }
     // After this, the snapshot loaded above is no longer in use by this cycle.
-    state.pointee.cyclesCompleted.add(1, ordering: .sequentiallyConsistent)
+    state.pointee.cyclesCompleted.pointee.add(1, ordering: .sequentiallyConsistent)
 }

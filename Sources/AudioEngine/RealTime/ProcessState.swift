@@ -29,9 +29,9 @@ struct ProcessState: ~Copyable {
     /// Address of the current immutable `GraphSnapshot` (read-copy-update: the control thread
     /// swaps in a new one, the process thread loads it once per cycle).
     let graph: Atomic<UInt>
-    /// Cycles finished. The control thread frees a retired snapshot once this has moved past
-    /// the value it read right after the swap.
-    let cyclesCompleted = Atomic<UInt64>(0)
+    /// Cycles finished (`CycleCounter`'s memory: a removed tap keeps it). The control thread
+    /// frees a retired snapshot once this has moved past the value it read right after the swap.
+    let cyclesCompleted: UnsafeMutablePointer<Atomic<UInt64>>
     /// Control → process: measure the input and output meters. Off while no one reads them:
     /// at 64 ports they were the largest part of an idle recd's period.
     let metersActive = Atomic<Bool>(true)
@@ -42,8 +42,9 @@ struct ProcessState: ~Copyable {
         inputBuffers: UnsafeMutablePointer<UnsafeMutablePointer<Float>>,
         outputBuffers: UnsafeMutablePointer<UnsafeMutablePointer<Float>>,
         meters: UnsafeMutablePointer<MeterCell>, monitor: UnsafeMutablePointer<MonitorState>,
-        graph: UnsafeMutablePointer<GraphSnapshot>
+        graph: UnsafeMutablePointer<GraphSnapshot>, cyclesCompleted: UnsafeMutablePointer<Atomic<UInt64>>
     ) {
+        self.cyclesCompleted = cyclesCompleted
         self.client = client
         self.inputPorts = inputPorts
         self.inputCount = inputCount

@@ -295,55 +295,22 @@ extension TapState {
         if firstFrameTime.load(ordering: .relaxed) == 0 {
             firstFrameTime.store(UInt64(frameTime) | Self.frameTimeKnown, ordering: .relaxed)
         }
-        let channels = ring.channels
         let start = position % ring.capacityFrames
         let firstRun = min(frames, ring.capacityFrames - start)
         let silent = zeroed.load(ordering: .relaxed)
-        store(
-            into: ring.samples + start * channels, frames: firstRun, from: inputs,
-            inputOffset: 0, silent: silent)
-        if firstRun < frames {
-            store(
-                into: ring.samples, frames: frames - firstRun, from: inputs,
-                inputOffset: firstRun, silent: silent)
+        // Planar: each channel's period is one run (two across the wrap), copied as JACK's port
+        // buffer holds it; the archiver encodes it in place.
+        for channel in 0..<ring.channels {
+            let run = ring.channel(channel)
+            if silent {
+                clearSamples(run + start, count: firstRun)
+                if firstRun < frames { clearSamples(run, count: frames - firstRun) }
+                continue
+            }
+            let source = UnsafePointer(inputs[inputChannels[channel]])
+            copySamples(from: source, to: run + start, count: firstRun)
+            if firstRun < frames { copySamples(from: source + firstRun, to: run, count: frames - firstRun) }
         }
         ring.commitWrite(frames: frames)
     }
-
-    /// Interleaves `frames` frames of the tap's input channels into `destination`.
-    @_noLocks
-    private func store(
-        into destination: UnsafeMutablePointer<Float>, frames: Int,
-        from inputs: UnsafeMutablePointer<UnsafeMutablePointer<Float>>, inputOffset: Int,
-        silent: Bool
-    ) {
-        let channels = ring.channels
-        if silent {
-            clearSamples(destination, count: frames * channels)
-            return
-        }
-        // Pointer steps, not `frame * channels + channel`: the overflow checks of the index
-        // arithmetic made this loop four times slower. A wide tap works in stretches of
-        // `storeBlockFrames` frames: channel by channel over the whole period, its stores (64
-        // channels × 256 frames: 64 KiB, more than L1) came back to each cache line once per
-        // channel, three times slower than stretch by stretch (a narrow tap gains nothing).
-        let stretch = channels >= 8 ? Self.storeBlockFrames : frames
-        var first = 0
-        while first < frames {
-            let count = min(stretch, frames - first)
-            let block = destination + first * channels
-            for channel in 0..<channels {
-                let source = inputs[inputChannels[channel]] + inputOffset + first
-                var target = block + channel
-                for frame in 0..<count {
-                    target.pointee = source[frame]
-                    target += channels
-                }
-            }
-            first += count
-        }
-    }
-
-    /// Frames a wide tap interleaves at a time: 32 channels of them are 2 KiB.
-    static var storeBlockFrames: Int { 16 }
 }
