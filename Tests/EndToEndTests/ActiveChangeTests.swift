@@ -347,14 +347,13 @@ struct ActiveChangeEndToEndTests {
         }
     }
 
-    /// One seed × 150 steps in scripts/test (its time budget); RECD_LONG_TESTS=1: 2 seeds × 250
-    /// steps. RECD_RANDOM_SEED=N replays one seed (RECD_RANDOM_SEEDS=K runs K);
+    /// One seed × 250 steps in scripts/test (its time budget); RECD_LONG_TESTS=1: 2 seeds. RECD_RANDOM_SEED=N replays one seed (RECD_RANDOM_SEEDS=K runs K);
     /// RECD_CHECK_FOLLOW=0 skips only "every running stream is on its session's route".
     @Test("random set/activate/deactivate/play/record/stop/plug/unplug keeps the invariants after every step")
     func randomWalk() throws {
         let checkFollow = ProcessInfo.processInfo.environment["RECD_CHECK_FOLLOW"] != "0"
         let long = ProcessInfo.processInfo.environment["RECD_LONG_TESTS"] == "1"
-        let steps = long ? 250 : 150
+        let steps = 250
         var total = 0
         var outcomes: [String: Int] = [:]
         var events: [String: Int] = [:]
@@ -415,6 +414,6 @@ struct ActiveChangeEndToEndTests {
         print(
             "randomized sessions end to end: \(total) steps in \(Int(Date().timeIntervalSince(began))) s; "
                 + "replies \(outcomes.sorted { $0.key < $1.key }); events \(events.sorted { $0.key < $1.key })")
-        #expect(total >= 250)
+        #expect(total >= steps)
     }
 }
