@@ -131,15 +131,8 @@ public struct SilenceDetector {
         _ samples: UnsafePointer<Float>, frames: Int, channels: Int, position: Int,
         report: (SilenceTransition) -> Void
     ) {
-        if blockFill > 0 && blockStart + blockFill != position { closeBlock(report) }
-        if blockFill == 0 { blockStart = position }
-        var done = 0
-        while done < frames {
-            let take = min(frames - done, blockFrames - blockFill)
-            blockPeak = Self.peak(samples + done * channels, count: take * channels, above: blockPeak)
-            blockFill += take
-            done += take
-            if blockFill == blockFrames { closeBlock(report) }
+        gather(frames: frames, position: position, report: report) { done, take, peak in
+            Self.peak(samples + done * channels, count: take * channels, above: peak)
         }
     }
 
@@ -149,14 +142,24 @@ public struct SilenceDetector {
         planar channelStarts: UnsafePointer<UnsafePointer<Float>>, frames: Int, channels: Int, position: Int,
         report: (SilenceTransition) -> Void
     ) {
+        gather(frames: frames, position: position, report: report) { done, take, peak in
+            var peak = peak
+            for channel in 0..<channels { peak = Self.peak(channelStarts[channel] + done, count: take, above: peak) }
+            return peak
+        }
+    }
+
+    /// Both layouts' walk over the blocks: `peak(done, take, above)` folds frames
+    /// `done..<done + take` of this call into the block's peak so far.
+    private mutating func gather(
+        frames: Int, position: Int, report: (SilenceTransition) -> Void, peak: (Int, Int, Float) -> Float
+    ) {
         if blockFill > 0 && blockStart + blockFill != position { closeBlock(report) }
         if blockFill == 0 { blockStart = position }
         var done = 0
         while done < frames {
             let take = min(frames - done, blockFrames - blockFill)
-            for channel in 0..<channels {
-                blockPeak = Self.peak(channelStarts[channel] + done, count: take, above: blockPeak)
-            }
+            blockPeak = peak(done, take, blockPeak)
             blockFill += take
             done += take
             if blockFill == blockFrames { closeBlock(report) }
