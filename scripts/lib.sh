@@ -137,32 +137,23 @@ stop_jack() {
 }
 
 # start_pipewire DIR [PERIOD]: a headless PipeWire serving JACK clients from DIR (its socket,
-# config drop-in, log and pid file live there): no sound card, no D-Bus, no session manager.
-# It offers system:capture_1/2 (silent) and system:playback_1/2 like jackd's dummy driver, at
-# 48000 Hz with the quantum forced to PERIOD (default 1024). JACK clients reach it only through
-# PipeWire's libjack: run them under `pw-jack`, with PIPEWIRE_RUNTIME_DIR (exported here)
-# naming DIR/run. A PipeWire left running in DIR by an earlier, killed run is stopped first.
-# Sets STARTED_PIPEWIRE_PID. Measured differences from jackd2: docs/jack-servers.md.
+# log and pid file live there): no sound card, no D-Bus, no session manager. It offers
+# system:capture_1/2 (silent) and system:playback_1/2 like jackd's dummy driver (the drop-in
+# config/pipewire/pipewire.conf.d/headless-system.conf, which recd-pipewire.service runs too),
+# at 48000 Hz with the quantum forced to PERIOD (default 1024). JACK clients reach it only
+# through PipeWire's libjack: run them under `pw-jack`, with PIPEWIRE_RUNTIME_DIR (exported
+# here) naming DIR/run. A PipeWire left running in DIR by an earlier, killed run is stopped
+# first. Sets STARTED_PIPEWIRE_PID. Measured differences from jackd2: docs/jack-servers.md.
 STARTED_PIPEWIRE_PID=""
 STARTED_PIPEWIRE_DIR=""
 start_pipewire() {
     local dir="$1" period="${2:-1024}"
     stop_stale_pipewire "$dir"
     mkdir -p -m 0700 "$dir/run"
-    mkdir -p "$dir/cfg/pipewire/pipewire.conf.d"
-    # The "system" device jackd's dummy driver would have: a null sink (system:playback_1/2)
-    # and a virtual source whose monitor ports are system:capture_1/2 (silent; it also shows
-    # input ports system:input_1/2). Both are null sinks, which drive the graph with their own
-    # timer. An audiotestsrc as the capture node (/work/shared/tools/pipewire-headless.sh) stalls
-    # a client linked to both nodes after two cycles on PipeWire 0.3.65.
-    cat >"$dir/cfg/pipewire/pipewire.conf.d/headless-system.conf" <<'CONF'
-context.objects = [
- { factory = adapter args = { factory.name = support.null-audio-sink node.name = system-playback node.description = system media.class = Audio/Sink audio.channels = 2 audio.position = [ AUX0 AUX1 ] adapter.auto-port-config = { mode = dsp position = unknown } } }
- { factory = adapter args = { factory.name = support.null-audio-sink node.name = system-capture node.description = system media.class = Audio/Source/Virtual audio.channels = 2 audio.position = [ AUX0 AUX1 ] adapter.auto-port-config = { mode = dsp monitor = true position = unknown } } } ]
-CONF
     export PIPEWIRE_RUNTIME_DIR="$dir/run"
     unset PIPEWIRE_REMOTE
-    XDG_RUNTIME_DIR="$dir/run" XDG_CONFIG_HOME="$dir/cfg" pipewire >"$dir/pw.log" 2>&1 &
+    # XDG_CONFIG_HOME: PipeWire reads the drop-in from $XDG_CONFIG_HOME/pipewire/pipewire.conf.d.
+    XDG_RUNTIME_DIR="$dir/run" XDG_CONFIG_HOME="$RECD_ROOT/config" pipewire >"$dir/pw.log" 2>&1 &
     STARTED_PIPEWIRE_PID=$!
     STARTED_PIPEWIRE_DIR="$dir"
     echo "$STARTED_PIPEWIRE_PID" >"$dir/pw.pid"
