@@ -41,16 +41,6 @@ struct LoudnessBench {
         }
     }
 
-    /// `value` with `digits` decimals (no Foundation here).
-    static func fixed(_ value: Double, _ digits: Int) -> String {
-        var scale = 1.0
-        for _ in 0..<digits { scale *= 10 }
-        let scaled = Int((value * scale).rounded())
-        let whole = String(scaled / Int(scale))
-        guard digits > 0 else { return whole }
-        let fraction = String(abs(scaled) % Int(scale))
-        return whole + "." + String(repeating: "0", count: digits - fraction.count) + fraction
-    }
 
     enum Variant: CaseIterable {
         case plain, plainTruePeak, windows, gated10, gated20, gated
@@ -132,11 +122,6 @@ struct LoudnessBench {
         }
     }
 
-    static func cpuSeconds() -> Double {
-        var time = timespec()
-        clock_gettime(CLOCK_THREAD_CPUTIME_ID, &time)
-        return Double(time.tv_sec) + Double(time.tv_nsec) / 1e9
-    }
 
     static func measure(_ variant: Variant, samples: [Float], channels: Int, rate: Int)
         -> (addNsPerSample: Double, microsecondsPerRead: Double, nsPerSample: Double, fedPercent: Double)

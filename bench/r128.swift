@@ -158,19 +158,5 @@ struct R128Bench {
         return samples
     }
 
-    static func fixed(_ value: Double, _ digits: Int) -> String {
-        var scale = 1.0
-        for _ in 0..<digits { scale *= 10 }
-        let scaled = Int((value * scale).rounded())
-        let whole = String(scaled / Int(scale))
-        guard digits > 0 else { return whole }
-        let fraction = String(abs(scaled) % Int(scale))
-        return whole + "." + String(repeating: "0", count: digits - fraction.count) + fraction
-    }
 
-    static func cpuSeconds() -> Double {
-        var time = timespec()
-        clock_gettime(CLOCK_THREAD_CPUTIME_ID, &time)
-        return Double(time.tv_sec) + Double(time.tv_nsec) / 1e9
-    }
 }
