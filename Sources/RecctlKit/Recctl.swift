@@ -93,6 +93,20 @@ public enum Recctl {
         CommandSpec(path: ["archive", "verify"], positionals: [], optionalPositionals: ["PATH"], summary: "decode and check MD5 of one segment or all"),
         CommandSpec(path: ["archive", "reindex"], positionals: [], summary: "rebuild the index from the files alone (administrators)"),
         CommandSpec(
+            path: ["archive", "key"], positionals: [], valueFlags: ["dir"],
+            summary: "the public key the archive's hash chains are signed with (ed25519:HEX), read from the archive",
+            accepts: [("dir", "the archive's root (default: recd's [archive] dir, asked of recd)")]),
+        CommandSpec(
+            path: ["archive", "prove"], positionals: [], valueFlags: ["app", "stream", "from", "to", "dir", "key"],
+            summary: "check segments against their hash chains and the chains' signatures, as you, by reading the "
+                + "archive; names what is missing, altered, renamed, unchained or unsigned; exit 0 only when all holds",
+            accepts: [
+                ("from", "segments that start at or after this time: " + TimeArgument.forms),
+                ("to", "segments that start before this time, as --from"),
+                ("dir", "the archive's root or a copy of it (default: recd's [archive] dir, asked of recd)"),
+                ("key", "ed25519:HEX or a file holding it (default: the archive's own archive-key.pub)"),
+            ]),
+        CommandSpec(
             path: ["archive", "export"], positionals: [], valueFlags: ["app", "stream", "from", "to", "output"],
             summary: "one stream from --from to --to as one file; sample-exact, gaps silent and listed in GAPS; only recordings you may read",
             requiredFlags: ["app", "from", "to", "output"],
@@ -163,6 +177,10 @@ public enum Recctl {
             return usageFailure(error)
         } catch {
             return 2
+        }
+        // Done here as the caller, by reading the archive: no request to recd.
+        if command.spec.path == ["archive", "key"] || command.spec.path == ["archive", "prove"] {
+            return ArchiveProofCommands.run(command, globals: globals, environment: environment)
         }
         let request: Command
         do {

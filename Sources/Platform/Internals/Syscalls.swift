@@ -134,6 +134,11 @@ enum Syscall {
         nothingOrErrno(flock(fd, LOCK_EX | LOCK_NB))
     }
 
+    /// `flock(LOCK_EX)`: waits for the lock (retried on `EINTR`).
+    static func lockExclusive(_ fd: Int32) -> Result<Void, Errno> {
+        retryingOnInterrupt { nothingOrErrno(flock(fd, LOCK_EX)) }
+    }
+
     /// `fchmod(2)`.
     static func fchmod(_ fd: Int32, _ mode: UInt32) -> Result<Void, Errno> {
         nothingOrErrno(Glibc.fchmod(fd, mode_t(mode)))
