@@ -183,6 +183,10 @@ struct ReplicationEndToEndTests {
         #expect(status["lastSuccess"]?.doubleValue.map { abs($0 - Date().timeIntervalSince1970) < 60 } == true)
         #expect(status["lastError"]?.isNull == true)
         Self.expectSameSegments(archive: daemon.directory + "/archive", remote: remote + "/copies")
+        // The copy carries its chains and signatures: it proves on its own with the box's key.
+        let key = daemon.directory + "/archive/archive-key.pub"
+        let replica = try daemon.recctl("archive", "prove", "--dir", remote + "/copies", "--key", key)
+        #expect(replica.status == 0 && replica.stdout.hasPrefix("holds: "), "\(replica.stdout)\(replica.stderr)")
         let human = try daemon.recctl("status").stdout
         #expect(human.contains("replicate: \(remote)/copies, 0 segments waiting, last copy"), "\(human)")
     }
