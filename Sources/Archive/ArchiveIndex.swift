@@ -269,7 +269,8 @@ public final class ArchiveIndex {
     /// crash finished (or recovered) before recd chained them.
     public func unchained(since: UTCTime) throws(ArchiveError) -> [SegmentRecord] {
         let statement = try database.statement(
-            "SELECT \(ArchiveIndex.columns) FROM segments WHERE sha256 IS NULL AND start_us >= ?1 ORDER BY start_us, path")
+            "SELECT \(ArchiveIndex.columns) FROM segments WHERE sha256 IS NULL AND start_us >= ?1 "
+                + "ORDER BY start_us, path")
         statement.bind(1, since.microsecondsSinceEpoch)
         defer { statement.reset() }
         var records: [SegmentRecord] = []
@@ -304,13 +305,14 @@ public final class ArchiveIndex {
                 "CREATE TEMP TABLE IF NOT EXISTS kept_marks (path TEXT PRIMARY KEY, replicated TEXT, sha256 TEXT, "
                     + "chain_previous TEXT, chain_entry TEXT); "
                     + "DELETE FROM kept_marks; "
-                    + "INSERT INTO kept_marks SELECT path, replicated, sha256, chain_previous, chain_entry FROM segments "
-                    + "WHERE replicated IS NOT NULL OR sha256 IS NOT NULL")
+                    + "INSERT INTO kept_marks SELECT path, replicated, sha256, chain_previous, chain_entry "
+                    + "FROM segments WHERE replicated IS NOT NULL OR sha256 IS NOT NULL")
             try database.execute("DELETE FROM segments")
             for record in records { try add(record) }
             try database.execute(
                 "UPDATE segments SET (replicated, sha256, chain_previous, chain_entry) = "
-                    + "(SELECT replicated, sha256, chain_previous, chain_entry FROM kept_marks k WHERE k.path = segments.path); "
+                    + "(SELECT replicated, sha256, chain_previous, chain_entry FROM kept_marks k "
+                    + "WHERE k.path = segments.path); "
                     + "DELETE FROM kept_marks")
             try database.execute("COMMIT")
         } catch {

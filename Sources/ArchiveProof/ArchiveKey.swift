@@ -77,7 +77,7 @@ public final class ArchiveSigningKey: Sendable {
         let line = "\(header) ed25519-secret \(Hex.encode(pair.secretKey)) \(microseconds)\n"
         do throws(SystemError) {
             let file = try OwnedFile(path, .createExclusive(permissions: 0o600))
-            try Array(line.utf8).withUnsafeBytes { (bytes) throws(SystemError) in try file.writeAll(bytes) }
+            try file.writeAll(Array(line.utf8), at: 0)
             try file.sync()
             try file.close()
             try FileSystem.syncDirectory(FileSystem.directoryName(of: path))
@@ -97,7 +97,8 @@ public final class ArchiveSigningKey: Sendable {
             let secret = Hex.decode(words[2]), secret.count == Sodium.secretKeyBytes, let created = Int64(words[3])
         else {
             throw .invalidKey(
-                path: path, reason: "not the key file recd writes; move it aside and recd makes a new key at its next start")
+                path: path,
+                reason: "not the key file recd writes; move it aside and recd makes a new key at its next start")
         }
         return try ArchiveSigningKey(secret: secret, created: created)
     }

@@ -64,7 +64,9 @@ public enum ProofFinding: Hashable, Sendable, CustomStringConvertible {
         case .chainBroken(let chain, let entry, let reason):
             return "chain broken: \(chain) at entry \(entry): \(reason)"
         case .unsigned(let chain, let entries):
-            let which = entries.count == 1 ? "entry \(entries.lowerBound)" : "entries \(entries.lowerBound)-\(entries.upperBound)"
+            let which =
+                entries.count == 1
+                ? "entry \(entries.lowerBound)" : "entries \(entries.lowerBound)-\(entries.upperBound)"
             return "unsigned: \(chain) \(which)"
         case .badSignature(let chain, let reason):
             return "bad signature: \(chain).sig: \(reason)"

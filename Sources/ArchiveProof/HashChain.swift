@@ -82,8 +82,10 @@ public struct ChainEntry: Hashable, Sendable {
             let frames = Int(fields[6]), (kind == .removed) == (fields.count == 10)
         else { return nil }
         self.init(
-            sequence: sequence, kind: kind, previous: previous, sha256: sha256, start: String(fields[5]), frames: frames,
-            endReason: String(fields[7]), path: String(fields[8]), removedAt: fields.count == 10 ? String(fields[9]) : nil)
+            sequence: sequence, kind: kind, previous: previous, sha256: sha256, start: String(fields[5]),
+            frames: frames,
+            endReason: String(fields[7]), path: String(fields[8]),
+            removedAt: fields.count == 10 ? String(fields[9]) : nil)
     }
 }
 
@@ -273,7 +275,7 @@ enum ChainFiles {
         try proofCall { () throws(SystemError) in
             try FileSystem.removeIfPresent(temporary)
             let file = try OwnedFile(temporary, .createExclusive(permissions: mode))
-            try bytes.withUnsafeBytes { (raw) throws(SystemError) in try file.writeAll(raw) }
+            try file.writeAll(bytes, at: 0)
             try file.sync()
             try file.close()
             try FileSystem.rename(temporary, to: path)

@@ -34,7 +34,9 @@ final class SegmentProver: @unchecked Sendable {
     /// Loads the key from `stateDir` (made there, 0600, at the first start), publishes the
     /// public key at the archive's root, starts the worker. Nil, with the reason logged, when the
     /// key cannot be had: recd records anyway, unproven (an archive is worth more than its proof).
-    static func make(stateDir: String, archiveDir: String, deliver: @escaping SlowRequestWorker.Deliver) -> SegmentProver? {
+    static func make(stateDir: String, archiveDir: String, deliver: @escaping SlowRequestWorker.Deliver)
+        -> SegmentProver?
+    {
         do {
             let key = try ArchiveSigningKey.loadOrCreate(
                 path: stateDir + "/" + keyFileName, now: UTCTime.now().microsecondsSinceEpoch)
@@ -43,7 +45,8 @@ final class SegmentProver: @unchecked Sendable {
             let worker = try SlowRequestWorker(name: "prover", deliver: deliver)
             return SegmentProver(keeper: ChainKeeper(archiveDirectory: archiveDir, key: key), worker: worker)
         } catch {
-            Log.error("the archive will not prove itself: \(error); fix the state directory's key or permissions and restart")
+            Log.error(
+                "the archive will not prove itself: \(error); fix the state directory's key or permissions and restart")
             return nil
         }
     }
@@ -73,12 +76,16 @@ final class SegmentProver: @unchecked Sendable {
     func stop(index: ArchiveIndex?) {
         worker.stop()
         for record in pending.values.sorted(by: { $0.startTime < $1.startTime }) {
-            Self.note(Result { () throws(ArchiveError) in try SegmentChaining.chain(record, keeper: keeper) }, of: record, in: index)
+            Self.note(
+                Result { () throws(ArchiveError) in try SegmentChaining.chain(record, keeper: keeper) }, of: record,
+                in: index)
         }
         pending.removeAll()
     }
 
-    private static func note(_ result: Result<SegmentProof, ArchiveError>, of record: SegmentRecord, in index: ArchiveIndex?) {
+    private static func note(
+        _ result: Result<SegmentProof, ArchiveError>, of record: SegmentRecord, in index: ArchiveIndex?
+    ) {
         switch result {
         case .success(let proof):
             do { try index?.setProof(path: record.path, proof) } catch { Log.warning("index: \(error)") }

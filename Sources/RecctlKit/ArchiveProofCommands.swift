@@ -82,7 +82,8 @@ enum ArchiveProofCommands {
             print(
                 "\(report.holds ? "holds" : "DOES NOT HOLD"): \(report.segmentsProven) segments proven in "
                     + "\(report.chains) chains (\(report.signedChains) signed throughout)\(removed); key \(key.text)"
-                    + (command.value("key") == nil ? " (the archive's own copy: pass --key for an independent proof)" : ""))
+                    + (command.value("key") == nil
+                        ? " (the archive's own copy: pass --key for an independent proof)" : ""))
         }
         return report.holds ? 0 : 1
     }
@@ -95,7 +96,9 @@ enum ArchiveProofCommands {
         let formatter = ISO8601DateFormatter()
         formatter.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
         guard let date = formatter.date(from: wire) ?? ISO8601DateFormatter().date(from: wire) else {
-            throw UsageError(message: "--\(flag) \"\(text)\" is not a time; write one of: \(TimeArgument.forms)", usage: "recctl help archive prove")
+            throw UsageError(
+                message: "--\(flag) \"\(text)\" is not a time; write one of: \(TimeArgument.forms)",
+                usage: "recctl help archive prove")
         }
         return TimeArgument.wire(date, microseconds: true)
     }

@@ -81,7 +81,10 @@ struct ArchiveProofTests {
         try file.write(contentsOf: Data([byte ^ 0x01]))
         try file.close()
         let report = archive.prove()
-        #expect(report.findings == [.altered(path: archive.relative(archive.records[1]), chain: archive.chains[0], entry: 2)])
+        #expect(
+            report.findings == [
+                .altered(path: archive.relative(archive.records[1]), chain: archive.chains[0], entry: 2)
+            ])
         #expect(!report.holds)
     }
 
@@ -139,7 +142,10 @@ struct ArchiveProofTests {
             Issue.record("expected badSignature, got \(replaced)")
         }
         // Proven with the forger's key instead: the signature holds, but the box's other day does not.
-        #expect(archive.prove(key: other.publicKey).findings.contains { $0.kind == "badSignature" && $0.name == archive.chains[1] })
+        #expect(
+            archive.prove(key: other.publicKey).findings.contains {
+                $0.kind == "badSignature" && $0.name == archive.chains[1]
+            })
         // The signature's bytes edited: it does not verify.
         var edited = original
         edited[edited.count - 3] ^= 0x01
@@ -153,7 +159,8 @@ struct ArchiveProofTests {
         #expect(archive.prove().holds)
         try (lines.reversed().joined(separator: "\n") + "\n").write(toFile: chain, atomically: true, encoding: .utf8)
         let swapped = archive.prove().findings
-        #expect(swapped.contains { if case .chainBroken(let name, 1, _) = $0 { name == archive.chains[0] } else { false } })
+        #expect(
+            swapped.contains { if case .chainBroken(let name, 1, _) = $0 { name == archive.chains[0] } else { false } })
         #expect(swapped.contains { $0.kind == "badSignature" })
     }
 
@@ -185,7 +192,9 @@ struct ArchiveProofTests {
         #expect(made.publicKey == again.publicKey && again.createdMicroseconds == 1_234)
         #expect(FileSystem.status(of: path)?.permissions == 0o600)
         #expect(ArchivePublicKey(text: made.publicKey.text + "\n") == made.publicKey)
-        #expect(ArchivePublicKey(text: "ed25519:00") == nil && ArchivePublicKey(text: "rsa:" + String(repeating: "0", count: 64)) == nil)
+        #expect(
+            ArchivePublicKey(text: "ed25519:00") == nil
+                && ArchivePublicKey(text: "rsa:" + String(repeating: "0", count: 64)) == nil)
         try "ed25519-secret nothing\n".write(toFile: directory.path + "/bad.key", atomically: true, encoding: .utf8)
         #expect(throws: ProofError.self) { try ArchiveSigningKey.load(path: directory.path + "/bad.key") }
     }

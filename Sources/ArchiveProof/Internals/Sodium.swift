@@ -13,10 +13,11 @@ enum Sodium {
     /// generator); false only when the library cannot run at all.
     static let ready: Bool = sodium_init() >= 0
 
-    static let sha256Bytes = Int(crypto_hash_sha256_BYTES)
-    static let publicKeyBytes = Int(crypto_sign_PUBLICKEYBYTES)
-    static let secretKeyBytes = Int(crypto_sign_SECRETKEYBYTES)
-    static let signatureBytes = Int(crypto_sign_BYTES)
+    // The sizes from libsodium's functions (its macros name other macros, which Swift does not import).
+    static let sha256Bytes = Int(crypto_hash_sha256_bytes())
+    static let publicKeyBytes = Int(crypto_sign_publickeybytes())
+    static let secretKeyBytes = Int(crypto_sign_secretkeybytes())
+    static let signatureBytes = Int(crypto_sign_bytes())
 
     /// A SHA-256 computation in progress (`crypto_hash_sha256_state`, 104 bytes, owned here).
     final class SHA256State {
