@@ -25,12 +25,16 @@ public enum ProofFinding: Hashable, Sendable, CustomStringConvertible {
     case badSignature(chain: String, reason: String)
     /// A file could not be read (permissions): it proves nothing either way.
     case unreadable(path: String, reason: String)
+    /// A clip's bytes are not those its proof file was signed for (edited after the export).
+    case clipAltered(path: String)
+    /// A clip's proof file does not hold: not one recd wrote, or its signature does not verify.
+    case badProof(path: String, reason: String)
 
     /// The file or chain it names.
     public var name: String {
         switch self {
         case .missing(let path, _, _), .altered(let path, _, _), .renamed(let path, _), .unchained(let path),
-            .unreadable(let path, _):
+            .unreadable(let path, _), .clipAltered(let path), .badProof(let path, _):
             return path
         case .chainBroken(let chain, _, _), .unsigned(let chain, _), .badSignature(let chain, _):
             return chain
@@ -48,6 +52,8 @@ public enum ProofFinding: Hashable, Sendable, CustomStringConvertible {
         case .unsigned: return "unsigned"
         case .badSignature: return "badSignature"
         case .unreadable: return "unreadable"
+        case .clipAltered: return "clipAltered"
+        case .badProof: return "badProof"
         }
     }
 
@@ -72,6 +78,10 @@ public enum ProofFinding: Hashable, Sendable, CustomStringConvertible {
             return "bad signature: \(chain).sig: \(reason)"
         case .unreadable(let path, let reason):
             return "unreadable: \(path): \(reason)"
+        case .clipAltered(let path):
+            return "altered: \(path) is not the clip its proof was signed for (edited after the export)"
+        case .badProof(let path, let reason):
+            return "bad proof: \(path): \(reason)"
         }
     }
 }
@@ -211,17 +221,31 @@ public enum ArchiveProver {
     static func readChain(root: String, chain: String, key: ArchivePublicKey, report: inout ProofReport)
         -> [ChainEntry]
     {
-        report.chains += 1
         let bytes: [UInt8]
         do throws(ProofError) {
-            guard let read = try ChainFiles.read(ChainLayout.join(root, chain)) else { return [] }
+            guard let read = try ChainFiles.read(ChainLayout.join(root, chain)) else {
+                report.chains += 1
+                return []
+            }
             bytes = read
         } catch {
+            report.chains += 1
             report.findings.append(.unreadable(path: chain, reason: error.message))
             return []
         }
-        var lines = bytes.split(separator: UInt8(ascii: "\n"), omittingEmptySubsequences: false)
+        var lines = bytes.split(separator: UInt8(ascii: "\n"), omittingEmptySubsequences: false).map(Array.init)
         if lines.last?.isEmpty == true { lines.removeLast() }
+        let signature = try? ChainFiles.read(ChainLayout.join(root, chain) + ChainLayout.signatureSuffix)
+        return checkChain(chain: chain, lines: lines, signature: signature ?? nil, key: key, report: &report)
+    }
+
+    /// `lines` of the chain at `chain` (its path under the root) against `signature` (the
+    /// signature file's bytes; nil: none): see `readChain`.
+    static func checkChain(
+        chain: String, lines: [[UInt8]], signature signatureBytes: [UInt8]?, key: ArchivePublicKey,
+        report: inout ProofReport
+    ) -> [ChainEntry] {
+        report.chains += 1
         var entries: [ChainEntry] = []
         var previous = SHA256Digest.zero
         var broken = false
@@ -247,8 +271,7 @@ public enum ArchiveProver {
         }
         guard !lines.isEmpty else { return entries }
         let head = previous
-        let signaturePath = ChainLayout.join(root, chain) + ChainLayout.signatureSuffix
-        guard let signatureBytes = try? ChainFiles.read(signaturePath) else {
+        guard let signatureBytes else {
             report.findings.append(.unsigned(chain: chain, entries: 1...lines.count))
             return entries
         }
@@ -268,7 +291,7 @@ public enum ArchiveProver {
         }
         // The signed head must be the hash of the line it counts.
         guard signature.entries >= 1, signature.entries <= lines.count,
-            SHA256Digest.of(Array(lines[signature.entries - 1])) == signature.head
+            SHA256Digest.of(lines[signature.entries - 1]) == signature.head
         else {
             report.findings.append(
                 .badSignature(chain: chain, reason: "it signs entry \(signature.entries) with another content"))

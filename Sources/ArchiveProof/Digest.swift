@@ -36,17 +36,24 @@ public struct SHA256Digest: Hashable, Sendable, CustomStringConvertible {
     ///
     /// Threads: the caller's; it blocks while it reads (about 1 s for 500 MB, bench/proof).
     public static func ofFile(_ path: String) throws(ProofError) -> SHA256Digest {
+        try of(file: try proofCall { () throws(SystemError) in try OwnedFile(path, .readOnly) })
+    }
+
+    /// The SHA-256 of an open file's bytes from its start to its end (read with `pread`: its
+    /// position does not move), e.g. a clip recd has just written into a client's descriptor.
+    public static func of(file: OwnedFile) throws(ProofError) -> SHA256Digest {
         guard Sodium.ready else { throw .libraryUnavailable }
-        let file = try proofCall { () throws(SystemError) in try OwnedFile(path, .readOnly) }
         let state = Sodium.SHA256State()
         let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: fileChunk, alignment: 16)
         defer { buffer.deallocate() }
+        var offset: Int64 = 0
         while true {
             let got = try proofCall { () throws(SystemError) in
-                try file.read(into: buffer.baseAddress!, count: fileChunk)
+                try file.read(into: buffer.baseAddress!, count: fileChunk, at: offset)
             }
             if got == 0 { break }
             state.update(UnsafeRawBufferPointer(rebasing: buffer[0..<got]))
+            offset += Int64(got)
         }
         return SHA256Digest(validated: state.final())
     }

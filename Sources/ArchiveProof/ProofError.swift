@@ -11,6 +11,8 @@ public enum ProofError: Error, Hashable, Sendable, CustomStringConvertible {
     case invalidKey(path: String, reason: String)
     /// libsodium could not initialise (no usable random source, or a broken library).
     case libraryUnavailable
+    /// A segment a clip was cut from is in no signed chain yet (it was finished a moment ago).
+    case notChained(path: String)
 
     public var message: String {
         switch self {
@@ -22,6 +24,9 @@ public enum ProofError: Error, Hashable, Sendable, CustomStringConvertible {
                 + "(ed25519:<64 hex digits>) or the file holding it"
         case .libraryUnavailable:
             return "libsodium could not initialise; reinstall libsodium23"
+        case .notChained(let path):
+            return "\(path) is in no signed chain yet; export it again in a moment (recd chains a segment just "
+                + "after it is finished), or without --proof"
         }
     }
 

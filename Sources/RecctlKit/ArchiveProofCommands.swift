@@ -14,6 +14,7 @@ import SessionPolicy
 enum ArchiveProofCommands {
     /// Runs `archive key` or `archive prove`; the exit status (0 only when all holds).
     static func run(_ command: ParsedCommand, globals: GlobalOptions, environment: [String: String]) -> Int32 {
+        if let clip = command.value("clip") { return proveClip(Recctl.absolute(clip), command: command, json: globals.json) }
         let directory: String
         if let given = command.value("dir") {
             directory = Recctl.absolute(given)
@@ -86,6 +87,56 @@ enum ArchiveProofCommands {
                         ? " (the archive's own copy: pass --key for an independent proof)" : ""))
         }
         return report.holds ? 0 : 1
+    }
+
+    /// `prove --clip FILE --key KEY`: the clip against `FILE.proof`, with nothing but the key.
+    private static func proveClip(_ clip: String, command: ParsedCommand, json: Bool) -> Int32 {
+        guard let keyArgument = command.value("key") else {
+            return Recctl.usageFailure(
+                UsageError(
+                    message: "--clip needs --key: the box's public key (`recctl archive key` on the box)",
+                    usage: command.spec.usage))
+        }
+        let proofPath = clip + ".proof"
+        let key: ArchivePublicKey
+        do throws(ProofError) {
+            key = try ArchivePublicKey.load(keyArgument)
+        } catch {
+            printError("error: \(error.message)\n")
+            return 1
+        }
+        let text: String
+        do throws(SystemError) {
+            // A proof holds a few chains' lines: bounded where it enters.
+            text = String(decoding: try OwnedFile(proofPath, .readOnly).read(count: 16 << 20, at: 0), as: UTF8.self)
+        } catch {
+            printError(
+                "error: cannot read \(proofPath): \(error.message); `recctl archive export --proof` writes it beside "
+                    + "the clip\n")
+            return 1
+        }
+        let findings = ClipProof.verify(clipPath: clip, proofPath: proofPath, proofText: text, key: key)
+        if json {
+            print(
+                JSONValue.object([
+                    ("holds", .bool(findings.isEmpty)), ("key", .string(key.text)),
+                    (
+                        "findings",
+                        .array(
+                            findings.map {
+                                .object([
+                                    ("kind", .string($0.kind)), ("name", .string($0.name)),
+                                    ("message", .string($0.description)),
+                                ])
+                            })
+                    ),
+                ]
+                ).jsonText)
+        } else {
+            for finding in findings { print(finding.description) }
+            print("\(findings.isEmpty ? "holds" : "DOES NOT HOLD"): \(clip) against \(proofPath); key \(key.text)")
+        }
+        return findings.isEmpty ? 0 : 1
     }
 
     /// A time as the chains write START: UTC, microseconds.

@@ -183,6 +183,43 @@ struct ArchiveProofTests {
         #expect(FileManager.default.fileExists(atPath: archive.root + "/" + archive.chains[0]))
     }
 
+    @Test("a clip's proof holds alone, without the archive; an edited clip, an edited proof, another key are named")
+    func clipProof() throws {
+        let archive = try ChainedArchive()
+        let clip = archive.directory.path + "/clip.flac"
+        let clipURL = URL(fileURLWithPath: clip)
+        var bytes = Data((0..<5000).map { UInt8(truncatingIfNeeded: $0 &* 31) })
+        try bytes.write(to: clipURL)
+        let sources = [
+            archive.relative(archive.records[1]) + "@4000+4000", archive.relative(archive.records[2]) + "@0+4000",
+        ]
+        let text = try ClipProof.make(
+            clip: SHA256Digest.ofFile(clip), clipName: clip, sources: sources, archiveDirectory: archive.root,
+            key: archive.keeper.key)
+        let key = archive.keeper.key.publicKey
+        func verify(_ proof: String, key: ArchivePublicKey = key) -> [ProofFinding] {
+            ClipProof.verify(clipPath: clip, proofPath: clip + ".proof", proofText: proof, key: key)
+        }
+        // Both days' chains ride in it, with their signatures: the archive is not needed.
+        #expect(text.components(separatedBy: "\nchain\t").count == 3)
+        try FileManager.default.removeItem(atPath: archive.root)
+        #expect(verify(text) == [])
+        bytes[2500] ^= 0x10
+        try bytes.write(to: clipURL)
+        #expect(verify(text) == [.clipAltered(path: clip)])
+        bytes[2500] ^= 0x10
+        try bytes.write(to: clipURL)
+        #expect(verify(text.replacingOccurrences(of: "@4000+4000", with: "@0+8000")).map(\.kind) == ["badProof"])
+        let other = try ArchiveSigningKey.loadOrCreate(path: archive.directory.path + "/other.key", now: 0)
+        #expect(verify(text, key: other.publicKey).map(\.kind) == ["badProof"])
+        // A segment in no chain: no proof is made for it.
+        #expect(throws: ProofError.notChained(path: "2026/12/02/none.flac")) {
+            try ClipProof.make(
+                clip: .zero, clipName: clip, sources: ["2026/12/02/none.flac@0+1"], archiveDirectory: archive.root,
+                key: archive.keeper.key)
+        }
+    }
+
     @Test("the key: made once at 0600 and read back the same; public keys parse only in their own form")
     func key() throws {
         let directory = TemporaryDirectory("proof-key")

@@ -115,6 +115,21 @@ struct ArchiveEndToEndTests {
         #expect(
             proven.status == 0 && proven.stdout.contains("holds: \(files.count) segments proven"),
             "\(proven.stdout)\(proven.stderr)")
+        // A clip of the second segment with its proof, checked with nothing but the key; then edited.
+        let clip = rotating.directory + "/clip.flac"
+        let from = try #require(listed[1]["start"]?.stringValue)
+        let to = try #require(listed[2]["start"]?.stringValue)
+        let exported = try rotating.recctl(
+            "archive", "export", "--app", "logger", "--from", from, "--to", to, "-o", clip, "--proof")
+        #expect(exported.status == 0, "\(exported.stderr)")
+        let clipProven = try rotating.recctl("archive", "prove", "--clip", clip, "--key", key.stdout)
+        #expect(clipProven.status == 0, "\(clipProven.stdout)\(clipProven.stderr)")
+        let clipHandle = try FileHandle(forUpdating: URL(fileURLWithPath: clip))
+        try clipHandle.seekToEnd()
+        try clipHandle.write(contentsOf: Data([0]))
+        try clipHandle.close()
+        let edited = try rotating.recctl("archive", "prove", "--clip", clip, "--key", key.stdout)
+        #expect(edited.status == 1 && edited.stdout.contains("altered: \(clip)"), "\(edited.stdout)")
         // One byte of one segment changed: named, exit 1.
         let victim = files[1]
         let handle = try FileHandle(forUpdating: URL(fileURLWithPath: victim))
