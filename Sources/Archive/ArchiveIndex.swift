@@ -39,7 +39,9 @@ public final class ArchiveIndex {
 
     private static let columns =
         "path, app, stream, grp, segment, start_us, end_us, frames, sample_rate, channels, bits, end_reason, gaps, recovered, size, "
-        + "loudness_lufs, loudness_range_lu, true_peak_dbtp, clock_drift_ppm"
+        + "loudness_lufs, loudness_range_lu, true_peak_dbtp, clock_drift_ppm, "
+        + "clock_synced_start, clock_esterror_start_us, clock_maxerror_start_us, "
+        + "clock_synced_end, clock_esterror_end_us, clock_maxerror_end_us"
 
     /// `column = excluded.column` for every column but the key.
     private static let upsertAssignments = columns.split(separator: ",").dropFirst()
@@ -78,7 +80,13 @@ public final class ArchiveIndex {
                 clock_drift_ppm REAL,
                 sha256 TEXT,
                 chain_previous TEXT,
-                chain_entry TEXT
+                chain_entry TEXT,
+                clock_synced_start INTEGER,
+                clock_esterror_start_us INTEGER,
+                clock_maxerror_start_us INTEGER,
+                clock_synced_end INTEGER,
+                clock_esterror_end_us INTEGER,
+                clock_maxerror_end_us INTEGER
             );
             CREATE INDEX IF NOT EXISTS segments_by_app_start ON segments(app, start_us);
             CREATE INDEX IF NOT EXISTS segments_by_app_end ON segments(app, end_us);
@@ -100,7 +108,7 @@ public final class ArchiveIndex {
     /// until `reindex` reads the files' comments (loudness, drift), the first copy
     /// (`replicated`) or the segment's chain entry (`sha256`, ...). Version 1 had no loudness,
     /// version 2 no `replicated` (issue 16: the remote each segment was copied to), version 3 no
-    /// clock drift, version 4 no hash chain.
+    /// clock drift, version 4 no hash chain nor clock synchronisation.
     private func migrate() throws(ArchiveError) {
         try database.execute("BEGIN IMMEDIATE")
         do throws(ArchiveError) {
@@ -128,6 +136,12 @@ public final class ArchiveIndex {
                     ALTER TABLE segments ADD COLUMN sha256 TEXT;
                     ALTER TABLE segments ADD COLUMN chain_previous TEXT;
                     ALTER TABLE segments ADD COLUMN chain_entry TEXT;
+                    ALTER TABLE segments ADD COLUMN clock_synced_start INTEGER;
+                    ALTER TABLE segments ADD COLUMN clock_esterror_start_us INTEGER;
+                    ALTER TABLE segments ADD COLUMN clock_maxerror_start_us INTEGER;
+                    ALTER TABLE segments ADD COLUMN clock_synced_end INTEGER;
+                    ALTER TABLE segments ADD COLUMN clock_esterror_end_us INTEGER;
+                    ALTER TABLE segments ADD COLUMN clock_maxerror_end_us INTEGER;
                     PRAGMA user_version = 5;
                     """)
             }
@@ -143,7 +157,8 @@ public final class ArchiveIndex {
     public func add(_ record: SegmentRecord) throws(ArchiveError) {
         let statement = try database.statement(
             "INSERT INTO segments (\(ArchiveIndex.columns)) "
-                + "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19) "
+                + "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, "
+                + "?20, ?21, ?22, ?23, ?24, ?25) "
                 + "ON CONFLICT(path) DO UPDATE SET \(ArchiveIndex.upsertAssignments)")
         bind(record, to: statement)
         try statement.run()
@@ -155,7 +170,9 @@ public final class ArchiveIndex {
             "UPDATE segments SET app = ?2, stream = ?3, grp = ?4, segment = ?5, start_us = ?6, end_us = ?7, "
                 + "frames = ?8, sample_rate = ?9, channels = ?10, bits = ?11, end_reason = ?12, gaps = ?13, "
                 + "recovered = ?14, size = ?15, loudness_lufs = ?16, loudness_range_lu = ?17, true_peak_dbtp = ?18, "
-                + "clock_drift_ppm = ?19 "
+                + "clock_drift_ppm = ?19, clock_synced_start = ?20, clock_esterror_start_us = ?21, "
+                + "clock_maxerror_start_us = ?22, clock_synced_end = ?23, clock_esterror_end_us = ?24, "
+                + "clock_maxerror_end_us = ?25 "
                 + "WHERE path = ?1")
         bind(record, to: statement)
         try statement.run()
@@ -342,6 +359,21 @@ public final class ArchiveIndex {
         statement.bind(17, record.loudness.rangeLU)
         statement.bind(18, record.loudness.truePeakDBTP)
         statement.bind(19, record.clockDriftPPM)
+        for (offset, clock) in [(Int32(20), record.clockAtStart), (Int32(23), record.clockAtEnd)] {
+            statement.bind(offset, clock.map { $0.synchronized ? 1.0 : 0.0 })
+            statement.bind(offset + 1, clock.map { Double($0.estimatedErrorMicroseconds) })
+            statement.bind(offset + 2, clock.map { Double($0.maximumErrorMicroseconds) })
+        }
+    }
+
+    /// The clock state in columns `first`, `first + 1`, `first + 2` of a row.
+    private static func clock(from statement: SQLiteStatement, at first: Int32) -> ClockSynchronization? {
+        guard let synchronized = statement.double(first), let estimated = statement.double(first + 1),
+            let maximum = statement.double(first + 2)
+        else { return nil }
+        return ClockSynchronization(
+            synchronized: synchronized != 0, estimatedErrorMicroseconds: Int(estimated),
+            maximumErrorMicroseconds: Int(maximum))
     }
 
     private static func record(from statement: SQLiteStatement) -> SegmentRecord {
@@ -356,6 +388,7 @@ public final class ArchiveIndex {
             loudness: LoudnessSummary(
                 integratedLUFS: statement.double(15), rangeLU: statement.double(16),
                 truePeakDBTP: statement.double(17)),
-            clockDriftPPM: statement.double(18))
+            clockDriftPPM: statement.double(18), clockAtStart: clock(from: statement, at: 19),
+            clockAtEnd: clock(from: statement, at: 22))
     }
 }

@@ -220,6 +220,23 @@ struct ArchiveProofTests {
         }
     }
 
+    @Test("trusted time: each segment holds the kernel's clock state at its start and end, in tags and the index")
+    func clockState() throws {
+        let archive = try ChainedArchive()
+        let now = try #require(ClockSynchronization.current(), "adjtimex reads on Linux")
+        for record in archive.records {
+            let start = try #require(record.clockAtStart)
+            let end = try #require(record.clockAtEnd)
+            #expect(start.synchronized == now.synchronized && end.synchronized == now.synchronized)
+            #expect(start.maximumErrorMicroseconds >= 0 && end.estimatedErrorMicroseconds >= 0)
+            // The file says the same (what `reindex` reads), and so does the index.
+            let read = try SegmentRecord.read(path: record.path)
+            #expect(read.clockAtStart == start && read.clockAtEnd == end)
+            #expect(try archive.index.record(path: record.path)?.clockAtStart == start)
+            #expect(try archive.index.record(path: record.path)?.clockAtEnd == end)
+        }
+    }
+
     @Test("the key: made once at 0600 and read back the same; public keys parse only in their own form")
     func key() throws {
         let directory = TemporaryDirectory("proof-key")

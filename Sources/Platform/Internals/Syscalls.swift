@@ -461,6 +461,18 @@ enum Syscall {
         return Int64(now.tv_sec) * 1_000_000_000 + Int64(now.tv_nsec)
     }
 
+    /// `adjtimex(2)` reading only (`modes = 0`, allowed to any user): whether the kernel marks
+    /// the clock unsynchronised (`STA_UNSYNC` in `status`, or the call's `TIME_ERROR` state),
+    /// and its estimated and maximum error in microseconds (`esterror`, `maxerror`).
+    static func adjtimexRead() -> Result<(unsynchronized: Bool, esterror: Int, maxerror: Int), Errno> {
+        var buffer = timex()
+        buffer.modes = 0
+        let state = adjtimex(&buffer)
+        guard state >= 0 else { return .failure(Errno(rawValue: Glibc.errno)) }
+        let unsynchronized = buffer.status & Int32(STA_UNSYNC) != 0 || state == TIME_ERROR
+        return .success((unsynchronized, Int(buffer.esterror), Int(buffer.maxerror)))
+    }
+
     /// `nanosleep(2)`, continued after signals until the whole time has passed.
     static func nanosleep(seconds: Int, nanoseconds: Int) {
         var request = timespec(tv_sec: seconds, tv_nsec: nanoseconds)
