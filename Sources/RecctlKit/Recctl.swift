@@ -111,14 +111,14 @@ public enum Recctl {
         CommandSpec(
             path: ["archive", "export"], positionals: [], valueFlags: ["app", "stream", "from", "to", "output"],
             boolFlags: ["proof"],
-            summary: "one stream from --from to --to as one file; sample-exact, gaps silent and listed in GAPS; only recordings you may read",
+            summary: "one stream from --from to --to as one file; sample-exact, gaps silent and listed in GAPS; only recordings "
+                + "you may read; --proof also writes FILE.proof, the signed chain entries the clip was cut from",
             requiredFlags: ["app", "from", "to", "output"],
             accepts: [
                 ("from", "a time: " + TimeArgument.forms),
                 ("to", "a time, as --from"),
                 ("output", "FILE.flac, FILE.wav, or - (FLAC on standard output)"),
                 ("stream", "the stream's name (default: the app's only stream)"),
-                ("proof", "also write FILE.proof: the chain entries the clip was cut from, signed by the box"),
             ]),
         CommandSpec(
             path: ["cue"], positionals: ["APP"], optionalPositionals: ["outputs|assign|mix|split", "SOURCE|X|on|off"],
