@@ -108,7 +108,8 @@ public enum CommentName {
     public static func clockComments(_ clock: ClockSynchronization, atEnd: Bool) -> [VorbisComment] {
         [
             VorbisComment(atEnd ? clockSynchronizedEnd : clockSynchronized, clock.synchronized ? "yes" : "no"),
-            VorbisComment(atEnd ? clockEstimatedErrorEnd : clockEstimatedError, String(clock.estimatedErrorMicroseconds)),
+            VorbisComment(
+                atEnd ? clockEstimatedErrorEnd : clockEstimatedError, String(clock.estimatedErrorMicroseconds)),
             VorbisComment(atEnd ? clockMaximumErrorEnd : clockMaximumError, String(clock.maximumErrorMicroseconds)),
         ]
     }

@@ -41,7 +41,11 @@ public enum ClipProof {
                 else { continue }
                 let chainLines = String(decoding: bytes, as: UTF8.self).split(separator: "\n").map(String.init)
                 let signed = Array(chainLines.prefix(signature.entries))
-                if signed.contains(where: { ChainEntry(line: $0).map { $0.kind == .segment && $0.path == path } ?? false }) {
+                let names = signed.contains { line in
+                    guard let entry = ChainEntry(line: line) else { return false }
+                    return entry.kind == .segment && entry.path == path
+                }
+                if names {
                     found = (chain, signed, signature.line.split(separator: "\n").first.map(String.init) ?? "")
                     break
                 }
@@ -71,7 +75,8 @@ public enum ClipProof {
         guard key.verifies(signature, over: Array(body.utf8)) else {
             return [
                 .badProof(
-                    path: proofPath, reason: "its signature does not verify with \(key.text) (edited, or another key's)")
+                    path: proofPath, reason: "its signature does not verify with \(key.text) (edited, or another key's)"
+                )
             ]
         }
         var findings: [ProofFinding] = []

@@ -193,12 +193,12 @@ extension RecorderService {
             throw SessionError(.badParam, "the descriptor passed for \(request.file) is unusable: \(error)")
         }
         if request.proof {
-            guard status.kind == .regular, (try? Descriptor.accessMode(output.descriptor, path: request.file)) == .readWrite
-            else {
+            let mode = try? Descriptor.accessMode(output.descriptor, path: request.file)
+            guard status.kind == .regular, mode == .readWrite else {
                 throw SessionError(
                     .badParam,
-                    "a clip's proof hashes the clip as written: pass \(request.file) as a regular file open for reading "
-                        + "and writing (`recctl archive export --proof -o FILE` does)")
+                    "a clip's proof hashes the clip as written: pass \(request.file) as a regular file open for "
+                        + "reading and writing (`recctl archive export --proof -o FILE` does)")
             }
         }
         switch status.kind {

@@ -14,7 +14,9 @@ import SessionPolicy
 enum ArchiveProofCommands {
     /// Runs `archive key` or `archive prove`; the exit status (0 only when all holds).
     static func run(_ command: ParsedCommand, globals: GlobalOptions, environment: [String: String]) -> Int32 {
-        if let clip = command.value("clip") { return proveClip(Recctl.absolute(clip), command: command, json: globals.json) }
+        if let clip = command.value("clip") {
+            return proveClip(Recctl.absolute(clip), command: command, json: globals.json)
+        }
         let directory: String
         if let given = command.value("dir") {
             directory = Recctl.absolute(given)

@@ -70,7 +70,9 @@ struct PrometheusMetricsTests {
     @Test("the clock: synchronised or not, and its maximum error, only when status has it")
     func clock() {
         var status = Self.status(recorders: [])
-        #expect(!PrometheusMetrics.render(MetricsSnapshot(status: status, inputPeaks: [], replication: nil)).contains("recd_clock"))
+        #expect(
+            !PrometheusMetrics.render(MetricsSnapshot(status: status, inputPeaks: [], replication: nil)).contains(
+                "recd_clock"))
         status.clock = StatusInfo.Clock(synchronized: false, estimatedErrorSeconds: 0.5, maximumErrorSeconds: 16)
         let text = PrometheusMetrics.render(MetricsSnapshot(status: status, inputPeaks: [], replication: nil))
         #expect(text.contains("# TYPE recd_clock_synchronized gauge\nrecd_clock_synchronized 0\n"), "\(text)")
