@@ -130,6 +130,11 @@ struct ArchiveEndToEndTests {
         try clipHandle.close()
         let edited = try rotating.recctl("archive", "prove", "--clip", clip, "--key", key.stdout)
         #expect(edited.status == 1 && edited.stdout.contains("altered: \(clip)"), "\(edited.stdout)")
+        // Trusted time: status says how good the clock is, as the kernel does; the segments say it too.
+        let clock = try #require(try rotating.recctl("--json", "status").json?["clock"])
+        #expect(clock["synchronized"]?.boolValue != nil && clock["maximumErrorSeconds"]?.doubleValue != nil)
+        #expect(try rotating.recctl("status").stdout.contains("clock:    "))
+        #expect(try metaflacTag(files[0], "CLOCK_SYNCHRONIZED_END") != nil)
         // One byte of one segment changed: named, exit 1.
         let victim = files[1]
         let handle = try FileHandle(forUpdating: URL(fileURLWithPath: victim))
