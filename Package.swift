@@ -81,11 +81,18 @@ let package = Package(
         // The HTTP listener (libmicrohttpd): read-only routes, loopback or a bearer token, limits.
         .target(name: "HTTPServer", dependencies: ["CMicroHTTPD"]),
         // The daemon's control loop: requests → policy → effects, persistence, events.
-        .target(name: "Daemon", dependencies: ["Platform", "SessionPolicy", "ControlProtocol", "SystemSupport", "AudioEngine", "Codec", "Archive", "ArchiveProof", "Devices", "HTTPServer"]),
+        .target(
+            name: "Daemon",
+            dependencies: [
+                "Platform", "SessionPolicy", "ControlProtocol", "SystemSupport", "AudioEngine", "Codec", "Archive",
+                "ArchiveProof", "Devices", "HTTPServer",
+            ]),
         // The client's end of the control socket (connect, request, reply, events): recctl and AudioSession.
         .target(name: "ControlClient", dependencies: ["ControlProtocol", "Platform"]),
         // recctl's argument parsing and output formatting; Platform passes open files.
-        .target(name: "RecctlKit", dependencies: ["ControlClient", "ControlProtocol", "SessionPolicy", "Platform", "ArchiveProof"]),
+        .target(
+            name: "RecctlKit",
+            dependencies: ["ControlClient", "ControlProtocol", "SessionPolicy", "Platform", "ArchiveProof"]),
         // The application library: AVAudioSession's calls and notifications over recd's protocol.
         .target(name: "AudioSession", dependencies: ["ControlClient", "ControlProtocol", "SessionPolicy", "Platform"]),
         // libaudiosession.so's C functions (@_cdecl) over AudioSession; the header is include/audiosession.h.

@@ -329,8 +329,8 @@ public enum Command: Sendable, Equatable {
             self = .archiveExport(
                 ExportRequest(
                     app: try a.string("app"), stream: try a.optionalString("stream"), from: try a.string("from"),
-                    to: try a.string("to"), format: try a.optionalString("format") ?? "flac", file: try a.string("file"),
-                    proof: try a.optionalBool("proof") ?? false))
+                    to: try a.string("to"), format: try a.optionalString("format") ?? "flac",
+                    file: try a.string("file"), proof: try a.optionalBool("proof") ?? false))
         case .meter: self = .meter(app: try a.optionalString("app"))
         case .cueOutputs:
             self = .cueOutputs(app: try a.string("app"), main: try a.optionalString("main"), cue: try a.optionalString("cue"))
