@@ -32,6 +32,8 @@ let package = Package(
         .systemLibrary(name: "CSQLite", pkgConfig: "sqlite3", providers: [.apt(["libsqlite3-dev"])]),
         .systemLibrary(name: "CSndfile", pkgConfig: "sndfile", providers: [.apt(["libsndfile1-dev"])]),
         .systemLibrary(name: "CEbur128", pkgConfig: "libebur128", providers: [.apt(["libebur128-dev"])]),
+        // libsodium: SHA-256 and Ed25519 for the archive's hash chains and signatures (ArchiveProof only).
+        .systemLibrary(name: "CSodium", pkgConfig: "libsodium", providers: [.apt(["libsodium-dev"])]),
         .systemLibrary(name: "CMicroHTTPD", pkgConfig: "libmicrohttpd", providers: [.apt(["libmicrohttpd-dev"])]),
         // WebRTC's audio processing module (libwebrtc-audio-processing-dev) is C++: a system-library
         // target cannot hold the extern "C" shim that compiles against it, so this is a C++ target
@@ -70,17 +72,27 @@ let package = Package(
         // in blocks of any size at a fixed added latency. No JACK: it runs on a worker thread.
         .target(name: "VoiceProcessing", dependencies: ["CWebRTCAudioProcessing"], swiftSettings: optimizedInDebug),
         // The FLAC archive: crash-safe segments, rotation, recovery, retention, the SQLite index.
-        .target(name: "Archive", dependencies: ["Platform", "Codec", "CSQLite", "SessionPolicy"]),
+        .target(name: "Archive", dependencies: ["Platform", "Codec", "CSQLite", "SessionPolicy", "ArchiveProof"]),
+        // The archive's proof: SHA-256 hash chains per stream per day, the box's Ed25519 key, and
+        // checking them (libsodium). No FLAC: recctl proves an archive with it, as its caller.
+        .target(name: "ArchiveProof", dependencies: ["Platform", "CSodium"]),
         // ALSA: card discovery, jack-sense and capture-switch events (libasound's control API).
         .target(name: "Devices", dependencies: ["Platform", "CALSA"]),
         // The HTTP listener (libmicrohttpd): read-only routes, loopback or a bearer token, limits.
         .target(name: "HTTPServer", dependencies: ["CMicroHTTPD"]),
         // The daemon's control loop: requests → policy → effects, persistence, events.
-        .target(name: "Daemon", dependencies: ["Platform", "SessionPolicy", "ControlProtocol", "SystemSupport", "AudioEngine", "Codec", "Archive", "Devices", "HTTPServer"]),
+        .target(
+            name: "Daemon",
+            dependencies: [
+                "Platform", "SessionPolicy", "ControlProtocol", "SystemSupport", "AudioEngine", "Codec", "Archive",
+                "ArchiveProof", "Devices", "HTTPServer",
+            ]),
         // The client's end of the control socket (connect, request, reply, events): recctl and AudioSession.
         .target(name: "ControlClient", dependencies: ["ControlProtocol", "Platform"]),
         // recctl's argument parsing and output formatting; Platform passes open files.
-        .target(name: "RecctlKit", dependencies: ["ControlClient", "ControlProtocol", "SessionPolicy", "Platform"]),
+        .target(
+            name: "RecctlKit",
+            dependencies: ["ControlClient", "ControlProtocol", "SessionPolicy", "Platform", "ArchiveProof"]),
         // The application library: AVAudioSession's calls and notifications over recd's protocol.
         .target(name: "AudioSession", dependencies: ["ControlClient", "ControlProtocol", "SessionPolicy", "Platform"]),
         // libaudiosession.so's C functions (@_cdecl) over AudioSession; the header is include/audiosession.h.
@@ -129,7 +141,7 @@ let package = Package(
         .testTarget(name: "AudioEngineTests", dependencies: ["AudioEngine", "CJack", "TestSupport"]),
         .testTarget(name: "HTTPServerTests", dependencies: ["HTTPServer", "TestSupport"]),
         .testTarget(name: "DevicesTests", dependencies: ["Devices", "Platform"]),
-        .testTarget(name: "ArchiveTests", dependencies: ["Archive", "Platform", "TestSupport"]),
+        .testTarget(name: "ArchiveTests", dependencies: ["Archive", "ArchiveProof", "Platform", "TestSupport"]),
         .testTarget(
             name: "VoiceProcessingTests", dependencies: ["VoiceProcessing", "TestSupport"], swiftSettings: optimizedInDebug),
         .testTarget(name: "CodecTests", dependencies: ["Codec", "AudioTestSupport", "TestSupport"]),

@@ -1,6 +1,7 @@
 // The archive's failures, mirroring the C codes they come from (POSIX errno, libFLAC encoder
 // states and init statuses, SQLite result codes), each with a message that says what to do.
 
+import ArchiveProof
 import Codec
 import Platform
 import SessionPolicy
@@ -23,6 +24,8 @@ public enum ArchiveError: Error, Equatable, Hashable, Sendable, CustomStringConv
     case unreadableFile(path: String, reason: String)
     /// The SQLite index failed (SQLite result code and its message).
     case index(code: Int32, message: String)
+    /// The hash chain or the signing key failed (ArchiveProof's error, with its advice).
+    case proof(ProofError)
 
     /// What went wrong and what to do about it.
     public var message: String {
@@ -46,6 +49,8 @@ public enum ArchiveError: Error, Equatable, Hashable, Sendable, CustomStringConv
         case .index(let code, let message):
             return "the archive index failed (SQLite \(code): \(message)); "
                 + "`recctl archive reindex` rebuilds it from the files"
+        case .proof(let error):
+            return "the archive's hash chain: \(error.message)"
         }
     }
 

@@ -2,6 +2,7 @@
 // `recctl archive list` fast, and rebuilt from the files alone by `reindex`.
 // Threads: each `ArchiveIndex` (one SQLite connection) is used by one thread at a time.
 
+import ArchiveProof
 import Codec
 import Platform
 
@@ -11,6 +12,20 @@ public struct ReindexSummary: Hashable, Sendable {
     public var indexed: Int
     /// Files that could not be read, with why (they are left alone).
     public var skipped: [String: ArchiveError]
+}
+
+/// A segment's place in its hash chain, as the index keeps it. A plain value: any thread.
+public struct SegmentProof: Hashable, Sendable {
+    /// The file's SHA-256; the previous chain entry's hash; this entry's hash.
+    public var sha256: SHA256Digest
+    public var chainPrevious: SHA256Digest
+    public var chainEntry: SHA256Digest
+
+    public init(sha256: SHA256Digest, chainPrevious: SHA256Digest, chainEntry: SHA256Digest) {
+        self.sha256 = sha256
+        self.chainPrevious = chainPrevious
+        self.chainEntry = chainEntry
+    }
 }
 
 /// The index of finished segments, in an SQLite database (WAL mode, a busy timeout, prepared
@@ -24,7 +39,9 @@ public final class ArchiveIndex {
 
     private static let columns =
         "path, app, stream, grp, segment, start_us, end_us, frames, sample_rate, channels, bits, end_reason, gaps, recovered, size, "
-        + "loudness_lufs, loudness_range_lu, true_peak_dbtp, clock_drift_ppm"
+        + "loudness_lufs, loudness_range_lu, true_peak_dbtp, clock_drift_ppm, "
+        + "clock_synced_start, clock_esterror_start_us, clock_maxerror_start_us, "
+        + "clock_synced_end, clock_esterror_end_us, clock_maxerror_end_us"
 
     /// `column = excluded.column` for every column but the key.
     private static let upsertAssignments = columns.split(separator: ",").dropFirst()
@@ -60,7 +77,16 @@ public final class ArchiveIndex {
                 loudness_range_lu REAL,
                 true_peak_dbtp REAL,
                 replicated TEXT,
-                clock_drift_ppm REAL
+                clock_drift_ppm REAL,
+                sha256 TEXT,
+                chain_previous TEXT,
+                chain_entry TEXT,
+                clock_synced_start INTEGER,
+                clock_esterror_start_us INTEGER,
+                clock_maxerror_start_us INTEGER,
+                clock_synced_end INTEGER,
+                clock_esterror_end_us INTEGER,
+                clock_maxerror_end_us INTEGER
             );
             CREATE INDEX IF NOT EXISTS segments_by_app_start ON segments(app, start_us);
             CREATE INDEX IF NOT EXISTS segments_by_app_end ON segments(app, end_us);
@@ -71,17 +97,18 @@ public final class ArchiveIndex {
         let current = try version.step() ? version.int(0) : 0
         version.reset()
         if current == 0 {
-            try database.execute("PRAGMA user_version = 4")
-        } else if current < 4 {
+            try database.execute("PRAGMA user_version = 5")
+        } else if current < 5 {
             try migrate()
         }
     }
 
-    /// Brings an older index up to version 4, in one transaction with the version, so two
+    /// Brings an older index up to version 5, in one transaction with the version, so two
     /// processes opening an old index at once cannot both change it. The new columns are NULL
-    /// until `reindex` reads the files' comments (loudness, drift) or the first copy
-    /// (`replicated`). Version 1 had no loudness, version 2 no `replicated` (issue 16: the
-    /// remote each segment was copied to), version 3 no clock drift.
+    /// until `reindex` reads the files' comments (loudness, drift), the first copy
+    /// (`replicated`) or the segment's chain entry (`sha256`, ...). Version 1 had no loudness,
+    /// version 2 no `replicated` (issue 16: the remote each segment was copied to), version 3 no
+    /// clock drift, version 4 no hash chain nor clock synchronisation.
     private func migrate() throws(ArchiveError) {
         try database.execute("BEGIN IMMEDIATE")
         do throws(ArchiveError) {
@@ -103,6 +130,21 @@ public final class ArchiveIndex {
             if (1...3).contains(current) {
                 try database.execute("ALTER TABLE segments ADD COLUMN clock_drift_ppm REAL; PRAGMA user_version = 4;")
             }
+            if (1...4).contains(current) {
+                try database.execute(
+                    """
+                    ALTER TABLE segments ADD COLUMN sha256 TEXT;
+                    ALTER TABLE segments ADD COLUMN chain_previous TEXT;
+                    ALTER TABLE segments ADD COLUMN chain_entry TEXT;
+                    ALTER TABLE segments ADD COLUMN clock_synced_start INTEGER;
+                    ALTER TABLE segments ADD COLUMN clock_esterror_start_us INTEGER;
+                    ALTER TABLE segments ADD COLUMN clock_maxerror_start_us INTEGER;
+                    ALTER TABLE segments ADD COLUMN clock_synced_end INTEGER;
+                    ALTER TABLE segments ADD COLUMN clock_esterror_end_us INTEGER;
+                    ALTER TABLE segments ADD COLUMN clock_maxerror_end_us INTEGER;
+                    PRAGMA user_version = 5;
+                    """)
+            }
             try database.execute("COMMIT")
         } catch {
             try? database.execute("ROLLBACK")
@@ -115,7 +157,8 @@ public final class ArchiveIndex {
     public func add(_ record: SegmentRecord) throws(ArchiveError) {
         let statement = try database.statement(
             "INSERT INTO segments (\(ArchiveIndex.columns)) "
-                + "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19) "
+                + "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, "
+                + "?20, ?21, ?22, ?23, ?24, ?25) "
                 + "ON CONFLICT(path) DO UPDATE SET \(ArchiveIndex.upsertAssignments)")
         bind(record, to: statement)
         try statement.run()
@@ -127,7 +170,9 @@ public final class ArchiveIndex {
             "UPDATE segments SET app = ?2, stream = ?3, grp = ?4, segment = ?5, start_us = ?6, end_us = ?7, "
                 + "frames = ?8, sample_rate = ?9, channels = ?10, bits = ?11, end_reason = ?12, gaps = ?13, "
                 + "recovered = ?14, size = ?15, loudness_lufs = ?16, loudness_range_lu = ?17, true_peak_dbtp = ?18, "
-                + "clock_drift_ppm = ?19 "
+                + "clock_drift_ppm = ?19, clock_synced_start = ?20, clock_esterror_start_us = ?21, "
+                + "clock_maxerror_start_us = ?22, clock_synced_end = ?23, clock_esterror_end_us = ?24, "
+                + "clock_maxerror_end_us = ?25 "
                 + "WHERE path = ?1")
         bind(record, to: statement)
         try statement.run()
@@ -210,6 +255,46 @@ public final class ArchiveIndex {
         return database.changes > 0
     }
 
+    /// Notes the segment's chain entry (its file's SHA-256, the entry before it, the entry's own
+    /// hash); false when the index has no such row. Kept when the row is added again.
+    @discardableResult
+    public func setProof(path: String, _ proof: SegmentProof) throws(ArchiveError) -> Bool {
+        let statement = try database.statement(
+            "UPDATE segments SET sha256 = ?2, chain_previous = ?3, chain_entry = ?4 WHERE path = ?1")
+        statement.bind(1, path)
+        statement.bind(2, proof.sha256.hex)
+        statement.bind(3, proof.chainPrevious.hex)
+        statement.bind(4, proof.chainEntry.hex)
+        try statement.run()
+        return database.changes > 0
+    }
+
+    /// The segment's chain entry as `setProof` noted it; nil when it has none (or no row).
+    public func proof(path: String) throws(ArchiveError) -> SegmentProof? {
+        let statement = try database.statement(
+            "SELECT sha256, chain_previous, chain_entry FROM segments WHERE path = ?1")
+        statement.bind(1, path)
+        defer { statement.reset() }
+        guard try statement.step(), let sha = statement.text(0).flatMap({ SHA256Digest(hex: $0) }),
+            let previous = statement.text(1).flatMap({ SHA256Digest(hex: $0) }),
+            let entry = statement.text(2).flatMap({ SHA256Digest(hex: $0) })
+        else { return nil }
+        return SegmentProof(sha256: sha, chainPrevious: previous, chainEntry: entry)
+    }
+
+    /// Segments without a chain entry that start at or after `since`, oldest first: those a
+    /// crash finished (or recovered) before recd chained them.
+    public func unchained(since: UTCTime) throws(ArchiveError) -> [SegmentRecord] {
+        let statement = try database.statement(
+            "SELECT \(ArchiveIndex.columns) FROM segments WHERE sha256 IS NULL AND start_us >= ?1 "
+                + "ORDER BY start_us, path")
+        statement.bind(1, since.microsecondsSinceEpoch)
+        defer { statement.reset() }
+        var records: [SegmentRecord] = []
+        while try statement.step() { records.append(ArchiveIndex.record(from: statement)) }
+        return records
+    }
+
     /// How many segments the index holds.
     public func count() throws(ArchiveError) -> Int {
         let statement = try database.statement("SELECT count(*) FROM segments")
@@ -231,15 +316,20 @@ public final class ArchiveIndex {
         }
         try database.execute("BEGIN IMMEDIATE")
         do throws(ArchiveError) {
-            // Where each file was copied survives the rebuild: the files cannot tell it.
+            // Where each file was copied, and its chain entry, survive the rebuild: the files
+            // cannot tell them (the chains can, and `recctl archive prove` reads those).
             try database.execute(
-                "CREATE TEMP TABLE IF NOT EXISTS kept_marks (path TEXT PRIMARY KEY, replicated TEXT); "
+                "CREATE TEMP TABLE IF NOT EXISTS kept_marks (path TEXT PRIMARY KEY, replicated TEXT, sha256 TEXT, "
+                    + "chain_previous TEXT, chain_entry TEXT); "
                     + "DELETE FROM kept_marks; "
-                    + "INSERT INTO kept_marks SELECT path, replicated FROM segments WHERE replicated IS NOT NULL")
+                    + "INSERT INTO kept_marks SELECT path, replicated, sha256, chain_previous, chain_entry "
+                    + "FROM segments WHERE replicated IS NOT NULL OR sha256 IS NOT NULL")
             try database.execute("DELETE FROM segments")
             for record in records { try add(record) }
             try database.execute(
-                "UPDATE segments SET replicated = (SELECT replicated FROM kept_marks k WHERE k.path = segments.path); "
+                "UPDATE segments SET (replicated, sha256, chain_previous, chain_entry) = "
+                    + "(SELECT replicated, sha256, chain_previous, chain_entry FROM kept_marks k "
+                    + "WHERE k.path = segments.path); "
                     + "DELETE FROM kept_marks")
             try database.execute("COMMIT")
         } catch {
@@ -269,6 +359,21 @@ public final class ArchiveIndex {
         statement.bind(17, record.loudness.rangeLU)
         statement.bind(18, record.loudness.truePeakDBTP)
         statement.bind(19, record.clockDriftPPM)
+        for (offset, clock) in [(Int32(20), record.clockAtStart), (Int32(23), record.clockAtEnd)] {
+            statement.bind(offset, clock.map { $0.synchronized ? 1.0 : 0.0 })
+            statement.bind(offset + 1, clock.map { Double($0.estimatedErrorMicroseconds) })
+            statement.bind(offset + 2, clock.map { Double($0.maximumErrorMicroseconds) })
+        }
+    }
+
+    /// The clock state in columns `first`, `first + 1`, `first + 2` of a row.
+    private static func clock(from statement: SQLiteStatement, at first: Int32) -> ClockSynchronization? {
+        guard let synchronized = statement.double(first), let estimated = statement.double(first + 1),
+            let maximum = statement.double(first + 2)
+        else { return nil }
+        return ClockSynchronization(
+            synchronized: synchronized != 0, estimatedErrorMicroseconds: Int(estimated),
+            maximumErrorMicroseconds: Int(maximum))
     }
 
     private static func record(from statement: SQLiteStatement) -> SegmentRecord {
@@ -283,6 +388,7 @@ public final class ArchiveIndex {
             loudness: LoudnessSummary(
                 integratedLUFS: statement.double(15), rangeLU: statement.double(16),
                 truePeakDBTP: statement.double(17)),
-            clockDriftPPM: statement.double(18))
+            clockDriftPPM: statement.double(18), clockAtStart: clock(from: statement, at: 19),
+            clockAtEnd: clock(from: statement, at: 22))
     }
 }

@@ -1,5 +1,7 @@
 // Where segments live: ARCHIVE/YYYY/MM/DD/<app>-<stream>[-g<n>]-<UTC start>.flac (SPEC §9).
 
+import ArchiveProof
+
 /// Paths of the archive. Pure functions: any thread.
 public enum ArchiveLayout {
     /// `ARCHIVE/2026/11/29/<app>-<stream>-20261129T231701.123Z.flac`, with `-g<group>` before
@@ -13,17 +15,9 @@ public enum ArchiveLayout {
             + "\(start.fileNameStamp).flac"
     }
 
-    /// A name made safe for one path component: `/` and control characters become `_`, and a
-    /// leading `.` too (no hidden files, no `..`).
-    public static func fileNameComponent(_ text: String) -> String {
-        var scalars = String.UnicodeScalarView()
-        for scalar in text.unicodeScalars {
-            scalars.append(scalar == "/" || scalar.value < 0x20 || scalar.value == 0x7F ? "_" : scalar)
-        }
-        var result = String(scalars)
-        if result.hasPrefix(".") { result = "_" + result.dropFirst() }
-        return result.isEmpty ? "_" : result
-    }
+    /// A name made safe for one path component (`ChainLayout.fileNameComponent`: the chains'
+    /// names and the segments' are made by the one rule).
+    public static func fileNameComponent(_ text: String) -> String { ChainLayout.fileNameComponent(text) }
 
     /// The start time in a segment file name (`...-20261129T231701.123Z.flac`, also with a
     /// `-1` collision suffix); nil when the name has none.

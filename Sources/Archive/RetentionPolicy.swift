@@ -2,6 +2,7 @@
 // oldest first, never a file being written.
 // Threads: `enforce` runs on the thread that owns the index connection it is given.
 
+import ArchiveProof
 import Platform
 
 /// What `RetentionPolicy.enforce` did. A plain value: any thread.
@@ -39,18 +40,23 @@ public struct RetentionPolicy: Hashable, Sendable {
     ///
     /// Threads: the thread that owns `index` (in recd, the worker thread with its own index
     /// connection). Blocks on file deletion.
+    ///
+    /// With `chains`, a chained segment gets its `removed` entry before its file goes (a crash
+    /// between the two leaves an entry that says removed beside a file that proves anyway);
+    /// when that entry cannot be written the segment stays, and the failure is reported.
     public func enforce(
-        archiveDirectory: String, index: ArchiveIndex, openPaths: Set<String>, now: UTCTime
+        archiveDirectory: String, index: ArchiveIndex, openPaths: Set<String>, now: UTCTime,
+        chains: ChainKeeper? = nil
     ) throws(ArchiveError) -> RetentionReport {
         try enforce(
-            archiveDirectory: archiveDirectory, index: index, openPaths: openPaths, now: now,
+            archiveDirectory: archiveDirectory, index: index, openPaths: openPaths, now: now, chains: chains,
             freePercent: { FileSystem.freePercent(at: $0) })
     }
 
     /// `freePercent` is the file system query (a seam for tests).
     func enforce(
         archiveDirectory: String, index: ArchiveIndex, openPaths: Set<String>, now: UTCTime,
-        freePercent: (String) -> Double?
+        chains: ChainKeeper? = nil, freePercent: (String) -> Double?
     ) throws(ArchiveError) -> RetentionReport {
         var report = RetentionReport(deleted: [], failures: [:], freePercent: freePercent(archiveDirectory))
         guard maxAgeDays != nil || minFreePercent != nil else { return report }
@@ -65,6 +71,14 @@ public struct RetentionPolicy: Hashable, Sendable {
                 || openPaths.contains(record.path + SegmentWriter.partialSuffix)
             {
                 continue
+            }
+            if let chains, FileSystem.exists(record.path), let proof = try index.proof(path: record.path) {
+                do throws(ArchiveError) {
+                    try SegmentChaining.markRemoved(record, sha256: proof.sha256, at: now, keeper: chains)
+                } catch {
+                    report.failures[record.path] = error
+                    continue
+                }
             }
             var removed = true
             do throws(SystemError) {

@@ -29,14 +29,21 @@ public struct SegmentRecord: Hashable, Sendable {
     public var loudness: LoudnessSummary
     /// CLOCK_DRIFT_PPM (nil where the file has none).
     public var clockDriftPPM: Double?
+    /// How good the wall clock was at the segment's start and end (the CLOCK_SYNCHRONIZED...
+    /// comments; nil where the file has none).
+    public var clockAtStart: ClockSynchronization?
+    public var clockAtEnd: ClockSynchronization?
 
     public init(
         path: String, app: String, stream: String, group: Int, segment: Int, startTime: UTCTime, frames: Int,
         sampleRate: Int, channels: Int, bitsPerSample: Int, endReason: EndReason?, gaps: [SegmentGap],
         recovered: Bool, bytes: Int64,
         loudness: LoudnessSummary = LoudnessSummary(integratedLUFS: nil, rangeLU: nil, truePeakDBTP: nil),
-        clockDriftPPM: Double? = nil
+        clockDriftPPM: Double? = nil, clockAtStart: ClockSynchronization? = nil,
+        clockAtEnd: ClockSynchronization? = nil
     ) {
+        self.clockAtStart = clockAtStart
+        self.clockAtEnd = clockAtEnd
         self.loudness = loudness
         self.clockDriftPPM = clockDriftPPM
         self.path = path
@@ -100,6 +107,7 @@ public struct SegmentRecord: Hashable, Sendable {
                 integratedLUFS: value(CommentName.loudness).flatMap { Double($0) },
                 rangeLU: value(CommentName.loudnessRange).flatMap { Double($0) },
                 truePeakDBTP: value(CommentName.truePeak).flatMap { Double($0) }),
-            clockDriftPPM: value(CommentName.clockDriftPPM).flatMap { Double($0) })
+            clockDriftPPM: value(CommentName.clockDriftPPM).flatMap { Double($0) },
+            clockAtStart: CommentName.clock(atEnd: false, value), clockAtEnd: CommentName.clock(atEnd: true, value))
     }
 }

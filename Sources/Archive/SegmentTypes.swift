@@ -1,6 +1,7 @@
 // Values that describe a segment: its Vorbis comments, why it ended, its gaps, its format.
 
 import Codec
+import Platform
 
 /// One Vorbis comment (`NAME=value`). Names are ASCII 0x20...0x7D except `=`; recd's are
 /// upper case (`START_TIME`, `END_REASON`, ...). A plain value: any thread.
@@ -93,6 +94,36 @@ public enum CommentName {
     /// When the recording before that run stopped (ISO 8601, UTC): the archive has nothing of
     /// the stream from then to this run's START_TIME.
     public static let stoppedAt = "STOPPED_AT"
+    /// How good the wall clock was when the segment started (`yes`/`no`: the kernel's
+    /// synchronisation state; estimated and maximum error in µs, adjtimex's `esterror` and
+    /// `maxerror`), and when it ended (the `_END` names, with the end comments).
+    public static let clockSynchronized = "CLOCK_SYNCHRONIZED"
+    public static let clockEstimatedError = "CLOCK_ESTERROR_US"
+    public static let clockMaximumError = "CLOCK_MAXERROR_US"
+    public static let clockSynchronizedEnd = "CLOCK_SYNCHRONIZED_END"
+    public static let clockEstimatedErrorEnd = "CLOCK_ESTERROR_END_US"
+    public static let clockMaximumErrorEnd = "CLOCK_MAXERROR_END_US"
+
+    /// The three clock comments of `clock`, at the segment's start or end.
+    public static func clockComments(_ clock: ClockSynchronization, atEnd: Bool) -> [VorbisComment] {
+        [
+            VorbisComment(atEnd ? clockSynchronizedEnd : clockSynchronized, clock.synchronized ? "yes" : "no"),
+            VorbisComment(
+                atEnd ? clockEstimatedErrorEnd : clockEstimatedError, String(clock.estimatedErrorMicroseconds)),
+            VorbisComment(atEnd ? clockMaximumErrorEnd : clockMaximumError, String(clock.maximumErrorMicroseconds)),
+        ]
+    }
+
+    /// The clock state the comments hold (`value` reads one by name); nil when they hold none.
+    static func clock(atEnd: Bool, _ value: (String) -> String?) -> ClockSynchronization? {
+        guard let synchronized = value(atEnd ? clockSynchronizedEnd : clockSynchronized),
+            let estimated = value(atEnd ? clockEstimatedErrorEnd : clockEstimatedError).flatMap({ Int($0) }),
+            let maximum = value(atEnd ? clockMaximumErrorEnd : clockMaximumError).flatMap({ Int($0) })
+        else { return nil }
+        return ClockSynchronization(
+            synchronized: synchronized.lowercased() == "yes", estimatedErrorMicroseconds: estimated,
+            maximumErrorMicroseconds: maximum)
+    }
 }
 
 /// Why a segment ended (the END_REASON comment). Open set: values recd does not know are kept

@@ -15,6 +15,7 @@
 #include <sys/signalfd.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
+#include <sys/timex.h>
 #include <string.h>
 #include <sys/types.h>
 #include <unistd.h>

@@ -329,7 +329,8 @@ public enum Command: Sendable, Equatable {
             self = .archiveExport(
                 ExportRequest(
                     app: try a.string("app"), stream: try a.optionalString("stream"), from: try a.string("from"),
-                    to: try a.string("to"), format: try a.optionalString("format") ?? "flac", file: try a.string("file")))
+                    to: try a.string("to"), format: try a.optionalString("format") ?? "flac",
+                    file: try a.string("file"), proof: try a.optionalBool("proof") ?? false))
         case .meter: self = .meter(app: try a.optionalString("app"))
         case .cueOutputs:
             self = .cueOutputs(app: try a.string("app"), main: try a.optionalString("main"), cue: try a.optionalString("cue"))
@@ -475,6 +476,7 @@ public enum Command: Sendable, Equatable {
             fields.add("to", export.to)
             fields.add("format", export.format)
             fields.add("file", export.file)
+            if export.proof { fields.add("proof", true) }
         case .archiveVerify(let path, let progress):
             fields.add("path", path)
             if progress { fields.add("progress", true) }

@@ -14,8 +14,14 @@ public struct ExportRequest: Sendable, Equatable {
     /// The output's display name (an absolute path, or `-` for standard output); recd writes
     /// the descriptor passed with the request, never this path.
     public var file: String
+    /// Also return the clip's proof (the chain entries it was cut from, signed; the reply's
+    /// `proof`); needs a regular file passed read-write.
+    public var proof: Bool
 
-    public init(app: String, stream: String? = nil, from: String, to: String, format: String, file: String) {
+    public init(
+        app: String, stream: String? = nil, from: String, to: String, format: String, file: String, proof: Bool = false
+    ) {
+        self.proof = proof
         self.app = app
         self.stream = stream
         self.from = from
@@ -47,11 +53,16 @@ public struct ExportInfo: ReplyObject {
     /// more yet (`end` is then the end of the open segment's last complete FLAC frame); nil
     /// when the clip ends where asked.
     public var requestedEnd: String?
+    /// With `proof` asked: the clip proof's text (docs/archive-proof.md), for the client to
+    /// write beside the clip (`FILE.proof`); else nil.
+    public var proof: String?
 
     public init(
         file: String, format: String, app: String, stream: String, start: String, end: String, frames: Int,
-        sampleRate: Int, channels: Int, gaps: String, segments: [String], requestedEnd: String? = nil
+        sampleRate: Int, channels: Int, gaps: String, segments: [String], requestedEnd: String? = nil,
+        proof: String? = nil
     ) {
+        self.proof = proof
         self.requestedEnd = requestedEnd
         self.file = file
         self.format = format
@@ -72,6 +83,7 @@ public struct ExportInfo: ReplyObject {
             "start": .string(start), "end": .string(end), "frames": .number(Double(frames)),
             "sampleRate": .number(Double(sampleRate)), "channels": .number(Double(channels)), "gaps": .string(gaps),
             "segments": .array(segments.map { .string($0) }), "requestedEnd": JSONValue(requestedEnd),
+            "proof": JSONValue(proof),
         ]
     }
 
@@ -82,6 +94,6 @@ public struct ExportInfo: ReplyObject {
             stream: try f.string("stream"), start: try f.string("start"), end: try f.string("end"),
             frames: try f.int("frames"), sampleRate: try f.int("sampleRate"), channels: try f.int("channels"),
             gaps: try f.string("gaps"), segments: try f.strings("segments"),
-            requestedEnd: try f.optionalString("requestedEnd"))
+            requestedEnd: try f.optionalString("requestedEnd"), proof: try f.optionalString("proof"))
     }
 }

@@ -206,8 +206,38 @@ public struct StatusInfo: ReplyObject {
         }
     }
 
+    /// How good the box's wall clock is (the kernel's view, adjtimex): whether something keeps
+    /// it synchronised, and its estimated and maximum error. Absent from an older recd.
+    public struct Clock: ReplyObject {
+        public var synchronized: Bool
+        public var estimatedErrorSeconds: Double
+        public var maximumErrorSeconds: Double
+
+        public init(synchronized: Bool, estimatedErrorSeconds: Double, maximumErrorSeconds: Double) {
+            self.synchronized = synchronized
+            self.estimatedErrorSeconds = estimatedErrorSeconds
+            self.maximumErrorSeconds = maximumErrorSeconds
+        }
+
+        public var json: JSONValue {
+            [
+                "synchronized": .bool(synchronized), "estimatedErrorSeconds": .number(estimatedErrorSeconds),
+                "maximumErrorSeconds": .number(maximumErrorSeconds),
+            ]
+        }
+
+        public init(json: JSONValue) throws(ReplyDecodingError) {
+            let f = try ReplyFields(json, "status's clock")
+            self.init(
+                synchronized: try f.bool("synchronized"), estimatedErrorSeconds: try f.double("estimatedErrorSeconds"),
+                maximumErrorSeconds: try f.double("maximumErrorSeconds"))
+        }
+    }
+
     public var daemon: Daemon
     public var jack: Jack
+    /// The wall clock's synchronisation; nil when it could not be read (and from an older recd).
+    public var clock: Clock?
     /// The most sessions `status` lists: past it the reply lists the active ones first, then
     /// the rest by app name, and `sessionCount` says how many there are (`session.list` pages
     /// through all of them).
@@ -259,6 +289,7 @@ public struct StatusInfo: ReplyObject {
             ("archive", archive.json), ("attachments", .array(attachments.map(\.json))),
         ]
         if let replication { pairs.append(("replication", replication.json)) }
+        if let clock { pairs.append(("clock", clock.json)) }
         return .object(pairs)
     }
 
@@ -272,5 +303,6 @@ public struct StatusInfo: ReplyObject {
             replication: json["replication"] == nil ? nil : try f.object("replication"),
             waiting: json["waiting"] == nil ? [] : try f.list("waiting"),
             sessionCount: json["sessionCount"] == nil ? nil : try f.int("sessionCount"))
+        clock = json["clock"] == nil ? nil : try f.object("clock")
     }
 }

@@ -16,6 +16,7 @@
 // - The job (`ArchiveMaintenance.export`): the slow worker, one job at a time; decoding and
 //   encoding never run on the control thread.
 import Archive
+import ArchiveProof
 import ControlProtocol
 import Platform
 import SessionPolicy
@@ -27,7 +28,7 @@ extension ArchiveMaintenance {
     /// instant's last complete FLAC frame, never further.
     func export(
         _ request: ExportRequest, from: UTCTime, to asked: UTCTime, format: ClipFormat, output: OwnedFile,
-        uid: UInt32, groups: Set<UInt32>, live: [RecorderSnapshot], job: WorkerJob
+        uid: UInt32, groups: Set<UInt32>, live: [RecorderSnapshot], chains: ChainKeeper? = nil, job: WorkerJob
     ) throws -> ExportInfo {
         // The snapshot's open segments stand for their files even when the index holds them
         // finished by now (they rotated meanwhile); finished ones the control thread had not
@@ -101,10 +102,16 @@ extension ArchiveMaintenance {
                 "uid \(uid) may not read \(shownPath(record)), a segment of this clip; export only recordings you may "
                     + "read yourself (ask an administrator, or the owner of the archive, for access)")
         }
+        if request.proof && !plan.openSegments.isEmpty {
+            throw SessionError(
+                .badParam,
+                "the clip reaches into the segment being written, which is in no chain yet; export up to its start "
+                    + "(`recctl archive list` shows it), or without --proof")
+        }
+        let comments = ClipExporter.comments(plan, app: request.app, stream: stream, archiveDirectory: directory)
         do {
             let copied = try ClipExporter.write(
-                plan, format: format, to: output, name: request.file,
-                comments: ClipExporter.comments(plan, app: request.app, stream: stream, archiveDirectory: directory),
+                plan, format: format, to: output, name: request.file, comments: comments,
                 isCancelled: { job.isCancelled })
             // Frames that did not verify were decoded instead: the clip is right, the segment
             // may be damaged or odd (`recctl archive verify` says which).
@@ -114,11 +121,28 @@ extension ArchiveMaintenance {
         } catch {
             throw error.sessionError
         }
+        // The proof: the clip's bytes as written, the chain entries they were cut from, signed.
+        var proof: String?
+        if request.proof {
+            guard let chains else {
+                throw SessionError(
+                    .resourceNotAvailable,
+                    "recd has no archive key (its log says why at start); export without --proof")
+            }
+            do throws(ProofError) {
+                proof = try ClipProof.make(
+                    clip: SHA256Digest.of(file: output), clipName: request.file,
+                    sources: comments.filter { $0.0 == "SOURCE_SEGMENT" }.map(\.1), archiveDirectory: directory,
+                    key: chains.key)
+            } catch {
+                throw SessionError(.resourceNotAvailable, error.message)
+            }
+        }
         return ExportInfo(
             file: request.file, format: format.rawValue, app: request.app, stream: stream, start: from.iso8601,
             end: to.iso8601, frames: plan.frames, sampleRate: plan.sampleRate, channels: plan.channels,
             gaps: SegmentGap.commentValue(plan.gaps), segments: plan.segments.map(shownPath),
-            requestedEnd: to < asked ? asked.iso8601 : nil)
+            requestedEnd: to < asked ? asked.iso8601 : nil, proof: proof)
     }
 }
 
@@ -168,6 +192,15 @@ extension RecorderService {
         } catch {
             throw SessionError(.badParam, "the descriptor passed for \(request.file) is unusable: \(error)")
         }
+        if request.proof {
+            let mode = try? Descriptor.accessMode(output.descriptor, path: request.file)
+            guard status.kind == .regular, mode == .readWrite else {
+                throw SessionError(
+                    .badParam,
+                    "a clip's proof hashes the clip as written: pass \(request.file) as a regular file open for "
+                        + "reading and writing (`recctl archive export --proof -o FILE` does)")
+            }
+        }
         switch status.kind {
         case .regular:
             guard status.size == 0 else {
@@ -188,13 +221,14 @@ extension RecorderService {
         // What the app's recorders have written, now, on the control thread: the job reads no
         // further (a stopping recorder still writes its last frames, so it counts too).
         let live = (recorders + stopping).filter { $0.spec.app == request.app }.map(\.recorder.snapshot)
+        let chains = prover?.keeper
         worker.submit(
             for: client,
             { job in
                 Result {
                     try maintenance.export(
                         request, from: from, to: to, format: format, output: handedOver.file, uid: uid, groups: groups,
-                        live: live, job: job
+                        live: live, chains: chains, job: job
                     ).fields
                 }.mapError(RequestGate.replyError)
             }, completion: reply)

@@ -13,6 +13,7 @@
 // write transactions are short: one row per deleted segment, and a reindex writes its rows
 // in one transaction only after it has read every file.
 import Archive
+import ArchiveProof
 import ControlProtocol
 import SessionPolicy
 import SystemSupport
@@ -55,8 +56,10 @@ final class ArchiveMaintenance: @unchecked Sendable {
     func reindex() throws -> ReindexSummary { try index().reindex(from: directory) }
 
     /// Deletes what `policy` says must go, sparing `openPaths`.
-    func enforce(_ policy: RetentionPolicy, openPaths: Set<String>) throws -> RetentionReport {
-        try policy.enforce(archiveDirectory: directory, index: index(), openPaths: openPaths, now: UTCTime.now())
+    /// Spares `openPaths`; with `chains`, each chained segment's `removed` entry goes first.
+    func enforce(_ policy: RetentionPolicy, openPaths: Set<String>, chains: ChainKeeper?) throws -> RetentionReport {
+        try policy.enforce(
+            archiveDirectory: directory, index: index(), openPaths: openPaths, now: UTCTime.now(), chains: chains)
     }
 }
 
@@ -148,8 +151,9 @@ extension RecorderService {
         let open = Set(recorders.flatMap { $0.recorder.openPaths })
         retentionRunning = true
         let maintenance = maintenance
+        let chains = prover?.keeper
         let job: @Sendable (WorkerJob) -> Result<RetentionReport, any Error> = { _ in
-            Result { try maintenance.enforce(policy, openPaths: open) }
+            Result { try maintenance.enforce(policy, openPaths: open, chains: chains) }
         }
         worker.submit(for: nil, job) { [weak self] result in
             self?.retentionRunning = false

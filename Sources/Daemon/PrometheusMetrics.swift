@@ -77,6 +77,17 @@ enum PrometheusMetrics {
         var xruns = Family("recd_xruns_total", "counter", "JACK xruns seen since recd connected.")
         xruns.add(Double(status.jack.xruns))
         families.append(xruns)
+        if let clock = status.clock {
+            var synchronized = Family(
+                "recd_clock_synchronized", "gauge",
+                "1 while the kernel keeps the wall clock synchronised (adjtimex: no STA_UNSYNC); 0: segment times "
+                    + "are only as good as a free-running clock.")
+            synchronized.add(clock.synchronized ? 1 : 0)
+            var maximum = Family(
+                "recd_clock_max_error_seconds", "gauge", "The wall clock's maximum error the kernel holds (maxerror).")
+            maximum.add(clock.maximumErrorSeconds)
+            families += [synchronized, maximum]
+        }
         var sessions = Family("recd_sessions_active", "gauge", "Active audio sessions.")
         sessions.add(Double(status.active.count))
         families.append(sessions)

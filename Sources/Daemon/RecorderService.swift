@@ -70,6 +70,8 @@ final class RecorderService: @unchecked Sendable {
     var replicationRemote: String?
     /// Told of every finished segment once it is in the index (replication's queue).
     var onSegmentFinished: ((SegmentRecord) -> Void)?
+    /// Puts finished and recovered segments into their hash chains (nil: no key, unproven).
+    var prover: SegmentProver?
 
     init(
         settings: ArchiveSection, declared: [(app: String, record: RecordAtStart)], engine: any RecorderEngine,
@@ -111,12 +113,19 @@ final class RecorderService: @unchecked Sendable {
         } catch {
             Log.error("cannot open the archive index: \(error); `recctl archive reindex` rebuilds it")
         }
+        var recovered: [SegmentRecord] = []
         for result in PartialRecovery.recoverAll(in: archiveDir) {
             Log.notice("recovery of \(result.partialPath): \(result.outcome)")
             if case .recovered(let record) = result.outcome {
                 try? index?.add(record)
+                recovered.append(record)
             }
         }
+        guard let prover else { return }
+        // Recovered segments, and those a crash finished before they were chained; in the
+        // order they started, before any new segment (the prover's queue is in order).
+        let unchained = (try? index?.unchained(since: prover.since)) ?? nil
+        for record in unchained ?? recovered { prover.chain(record, index: { [weak self] in self?.index }) }
     }
 
     // MARK: Starting
@@ -416,7 +425,14 @@ final class RecorderService: @unchecked Sendable {
                 stream.successor?.segments += 1
                 do { try index?.add(record) } catch { Log.warning("index: \(error)") }
                 if reindexesRunning > 0 { finishedDuringReindex.append(record) }
-                onSegmentFinished?(record)
+                if let prover {
+                    // Replicated once chained: the copy carries the chain that names it.
+                    prover.chain(record, index: { [weak self] in self?.index }) { [weak self] in
+                        self?.onSegmentFinished?(record)
+                    }
+                } else {
+                    onSegmentFinished?(record)
+                }
                 announce(stream, .finished, file: record.path, reason: record.endReason?.rawValue) {
                     $0.frames = record.frames
                     $0.gaps = record.gaps.count

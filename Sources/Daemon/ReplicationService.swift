@@ -15,7 +15,8 @@
 //      remote: S3's ETag, sftp's `md5sum` over ssh); a remote that cannot hash (an sftp
 //      host without a shell) is read back instead (`rclone md5sum --download`), so the check
 //      is byte-for-byte either way, never of decoded audio;
-//   3. `rclone moveto REMOTE/REL.partial REMOTE/REL` (a rename on sftp and local paths).
+//   3. the day's hash chains, then their signatures (`copyto`, replacing the remote's older ones);
+//   4. `rclone moveto REMOTE/REL.partial REMOTE/REL` (a rename on sftp and local paths).
 // A failure waits `[replicate] retry_min_seconds`, doubled per failure in a row up to
 // `retry_max_seconds`, then tries the same segment again.
 //
@@ -24,6 +25,7 @@
 //   completions of copies).
 // - `RcloneCopier.replicate`: the replicator thread (a `SlowRequestWorker` of its own).
 import Archive
+import ArchiveProof
 import ControlProtocol
 import Foundation
 import Platform
@@ -92,6 +94,17 @@ struct RcloneCopier: Sendable {
                 return .failed(
                     "the copy \(partial) differs from \(local) (MD5 \(remoteHash ?? "none") against \(localHash)); "
                         + "recd copies it again; if this repeats, check the remote's storage")
+            }
+            // The day's hash chains and signatures go with their segment (docs/archive-proof.md),
+            // before it takes its name: the chain before its signature, so a reader between the
+            // two sees at worst entries not yet signed, never a signature of entries it lacks.
+            let day = FileSystem.directoryName(of: local)
+            let dayRelative = FileSystem.directoryName(of: relative)
+            for chain in FileSystem.files(under: day, withSuffix: ChainLayout.chainSuffix) {
+                let name = FileSystem.fileName(of: chain)
+                for suffix in ["", ChainLayout.signatureSuffix] where FileSystem.exists(chain + suffix) {
+                    try run(["copyto", chain + suffix, destination(dayRelative + "/" + name + suffix)], isCancelled)
+                }
             }
             try run(["moveto", partial, final], isCancelled)
             let now = Double(UTCTime.now().nanosecondsSinceEpoch) / 1e9

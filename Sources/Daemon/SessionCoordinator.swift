@@ -411,6 +411,8 @@ final class SessionCoordinator: FactSink, @unchecked Sendable {
         devices.stop()
         players.shutdown()
         recorders.stopAllAndWait()
+        // The last segments into their chains now rather than at the next start.
+        recorders.prover?.stop(index: recorders.index)
         engine.stop()
         // Last: a verify still decoding ends after its current file; recordings are safe by now.
         worker.stop()

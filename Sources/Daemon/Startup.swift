@@ -270,6 +270,8 @@ extension Recd {
             sink: handle, worker: worker, wake: { [link] in link.post { handle.coordinator?.recordersWoke() } },
             sessionSilence: Dictionary(uniqueKeysWithValues: config.sessions.map { ($0.app, $0.silence) }),
             silenceRunner: try SilenceAlarms.makeRunner(for: config, deliver: deliver))
+        recorders.prover = SegmentProver.make(
+            stateDir: config.daemon.stateDir, archiveDir: config.archive.dir, deliver: deliver)
         let monitoring = MonitoringService(engine: engine) { [unowned players] app, stream in
             players.get(app, stream)?.handle.id
         }

@@ -40,6 +40,33 @@ public enum SystemClock {
     }
 }
 
+/// How good the wall clock is, as the kernel's clock discipline says (`adjtimex`, read only):
+/// whether NTP, chrony or systemd-timesyncd keep it synchronised, and the error bounds they
+/// set. A plain value: any thread.
+public struct ClockSynchronization: Hashable, Sendable {
+    /// False when the kernel marks the clock unsynchronised (`STA_UNSYNC`, or `TIME_ERROR`):
+    /// nothing disciplines it, or its discipline lost track.
+    public var synchronized: Bool
+    /// The estimated and the maximum error, microseconds (`esterror`, `maxerror`; the kernel
+    /// lets `maxerror` grow by 500 µs a second while nothing refreshes it, up to 16 s).
+    public var estimatedErrorMicroseconds: Int
+    public var maximumErrorMicroseconds: Int
+
+    public init(synchronized: Bool, estimatedErrorMicroseconds: Int, maximumErrorMicroseconds: Int) {
+        self.synchronized = synchronized
+        self.estimatedErrorMicroseconds = estimatedErrorMicroseconds
+        self.maximumErrorMicroseconds = maximumErrorMicroseconds
+    }
+
+    /// The kernel's view now (a few µs); nil when the call fails (it does not on Linux).
+    public static func current() -> ClockSynchronization? {
+        guard case .success(let read) = Syscall.adjtimexRead() else { return nil }
+        return ClockSynchronization(
+            synchronized: !read.unsynchronized, estimatedErrorMicroseconds: read.esterror,
+            maximumErrorMicroseconds: read.maxerror)
+    }
+}
+
 /// A UTC calendar time, as `gmtime_r` and `timegm` see it.
 public struct CalendarParts: Hashable, Sendable {
     public var year: Int

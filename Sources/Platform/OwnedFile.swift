@@ -44,6 +44,9 @@ public final class OwnedFile {
         case createExclusive(permissions: UInt32)
         /// Creates the file write-only with `permissions`, or empties an existing one.
         case createOrTruncate(permissions: UInt32)
+        /// Opens the file read-write, creating it with `permissions` when there is none (an
+        /// append-only log that several writers take turns at under `lockExclusive`).
+        case createOrOpen(permissions: UInt32)
     }
 
     /// Opens `path` (always close-on-exec). The operation in errors is `open`, or `create` for
@@ -65,6 +68,8 @@ public final class OwnedFile {
         case .createOrTruncate(let permissions):
             descriptor = try Syscall.open(path, _O_WRONLY | _O_CREAT | _O_TRUNC, permissions).orThrow(
                 "create", path: path)
+        case .createOrOpen(let permissions):
+            descriptor = try Syscall.open(path, _O_RDWR | _O_CREAT, permissions).orThrow("open", path: path)
         }
         self.init(adopting: descriptor, path: path)
     }
@@ -182,6 +187,12 @@ public final class OwnedFile {
     /// gives space back).
     public func release(offset: Int64, length: Int64) {
         _ = Syscall.releaseSpace(descriptor, offset, length)
+    }
+
+    /// An exclusive advisory lock (`flock`), waiting while another open file holds it; it goes
+    /// with the descriptor (close). Between threads of one process too: each open is its own.
+    public func lockExclusive() throws(SystemError) {
+        try Syscall.lockExclusive(descriptor).orThrow("flock", path: path)
     }
 
     /// An exclusive advisory lock (`flock`) without waiting: true when taken, false when

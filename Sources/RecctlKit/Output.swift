@@ -295,6 +295,14 @@ struct Output {
         for connection in jack.churning {
             lines.append("  churning: \(connection) (something keeps undoing recd's change; recd leaves it alone)")
         }
+        if let clock = status.clock {
+            lines.append(
+                clock.synchronized
+                    ? "clock:    synchronised, estimated error \(JSONValue.format(clock.estimatedErrorSeconds)) s, "
+                        + "at most \(JSONValue.format(clock.maximumErrorSeconds)) s"
+                    : "clock:    NOT synchronised (maximum error \(JSONValue.format(clock.maximumErrorSeconds)) s): "
+                        + "segment times are a free-running clock's; start chrony or systemd-timesyncd")
+        }
         var archiveLine = "archive:  \(status.archive.dir)"
         if let space = status.archive.space {
             archiveLine += ", \(bytes(space.freeBytes)) free (\(JSONValue.format(space.freePercent))%)"

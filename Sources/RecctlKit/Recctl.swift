@@ -93,8 +93,26 @@ public enum Recctl {
         CommandSpec(path: ["archive", "verify"], positionals: [], optionalPositionals: ["PATH"], summary: "decode and check MD5 of one segment or all"),
         CommandSpec(path: ["archive", "reindex"], positionals: [], summary: "rebuild the index from the files alone (administrators)"),
         CommandSpec(
+            path: ["archive", "key"], positionals: [], valueFlags: ["dir"],
+            summary: "the public key the archive's hash chains are signed with (ed25519:HEX), read from the archive",
+            accepts: [("dir", "the archive's root (default: recd's [archive] dir, asked of recd)")]),
+        CommandSpec(
+            path: ["archive", "prove"], positionals: [],
+            valueFlags: ["app", "stream", "from", "to", "dir", "key", "clip"],
+            summary: "check segments against their hash chains and the chains' signatures, as you, by reading the "
+                + "archive; names what is missing, altered, renamed, unchained or unsigned; exit 0 only when all holds",
+            accepts: [
+                ("from", "segments that start at or after this time: " + TimeArgument.forms),
+                ("to", "segments that start before this time, as --from"),
+                ("dir", "the archive's root or a copy of it (default: recd's [archive] dir, asked of recd)"),
+                ("key", "ed25519:HEX or a file holding it (default: the archive's own archive-key.pub)"),
+                ("clip", "a clip exported with --proof: checks it against FILE.proof, needing only --key"),
+            ]),
+        CommandSpec(
             path: ["archive", "export"], positionals: [], valueFlags: ["app", "stream", "from", "to", "output"],
-            summary: "one stream from --from to --to as one file; sample-exact, gaps silent and listed in GAPS; only recordings you may read",
+            boolFlags: ["proof"],
+            summary: "one stream from --from to --to as one file; sample-exact, gaps silent and listed in GAPS; only recordings "
+                + "you may read; --proof also writes FILE.proof, the signed chain entries the clip was cut from",
             requiredFlags: ["app", "from", "to", "output"],
             accepts: [
                 ("from", "a time: " + TimeArgument.forms),
@@ -163,6 +181,10 @@ public enum Recctl {
             return usageFailure(error)
         } catch {
             return 2
+        }
+        // Done here as the caller, by reading the archive: no request to recd.
+        if command.spec.path == ["archive", "key"] || command.spec.path == ["archive", "prove"] {
+            return ArchiveProofCommands.run(command, globals: globals, environment: environment)
         }
         let request: Command
         do {
@@ -244,6 +266,20 @@ public enum Recctl {
             if let error = Wire.error(from: reply), reply["ok"]?.boolValue != true {
                 output.failure(error)
                 return 1
+            }
+            if case .archiveExport(let export) = request, export.proof {
+                // Written here, as the caller, beside the clip; a clip without its proof is a failure.
+                guard let proof = reply["proof"]?.stringValue else {
+                    printError("error: recd sent no proof for \(export.file)\n")
+                    return 1
+                }
+                do {
+                    let file = try OwnedFile(export.file + ".proof", .createExclusive(permissions: 0o644))
+                    try file.writeAll(Array(proof.utf8), at: 0)
+                } catch {
+                    printError("error: cannot write \(export.file).proof: \(error.message)\n")
+                    return 1
+                }
             }
             exportFailed = false
             try output.success(command: command, reply: reply)
@@ -479,11 +515,14 @@ public enum Recctl {
             } else {
                 throw UsageError(message: "-o FILE must end in .flac or .wav (or be - for FLAC on standard output)", usage: usage)
             }
+            if command.has("proof") && file == "-" {
+                throw UsageError(message: "--proof writes FILE.proof beside the clip: give -o FILE, not -", usage: usage)
+            }
             return .archiveExport(
                 ExportRequest(
                     app: app, stream: command.value("stream"), from: try time("from") ?? required("from"),
                     to: try time("to") ?? required("to"),
-                    format: format, file: file == "-" ? "-" : absolute(file)))
+                    format: format, file: file == "-" ? "-" : absolute(file), proof: command.has("proof")))
         case ["pause"]: return .pause(app: app, stream: command.value("stream"))
         case ["stop"]: return .stop(app: app, stream: command.value("stream"))
         default: throw UsageError(message: "unhandled command", usage: usage)

@@ -132,8 +132,9 @@ enum TimeArgument {
         text.allSatisfy(\.isASCII) && text.allSatisfy(\.isNumber) ? Int(text) : nil
     }
 
-    /// `2026-12-02T10:42:03Z`, or with microseconds when there are any: recd's UTC form.
-    static func wire(_ date: Date) -> String {
+    /// `2026-12-02T10:42:03Z`, or with microseconds when there are any (always with
+    /// `microseconds`: the form START takes in the archive's chains): recd's UTC form.
+    static func wire(_ date: Date, microseconds: Bool = false) -> String {
         let total = Int64((date.timeIntervalSince1970 * 1e6).rounded())
         let (quotient, remainder) = total.quotientAndRemainder(dividingBy: 1_000_000)
         var seconds = time_t(remainder < 0 ? quotient - 1 : quotient)
@@ -143,6 +144,6 @@ enum TimeArgument {
         let base = String(
             format: "%04d-%02d-%02dT%02d:%02d:%02d", fields.tm_year + 1900, fields.tm_mon + 1, fields.tm_mday,
             fields.tm_hour, fields.tm_min, fields.tm_sec)
-        return base + (fraction == 0 ? "" : String(format: ".%06d", Int32(fraction))) + "Z"
+        return base + (fraction == 0 && !microseconds ? "" : String(format: ".%06d", Int32(fraction))) + "Z"
     }
 }

@@ -134,7 +134,7 @@ extension RetentionReplicationTests {
         #expect(try index.unreplicated(to: "box:a").map(\.path) == ["/a/x.flac"])
         #expect(try index.markReplicated(path: "/a/x.flac", to: "box:a"))
         #expect(try index.unreplicated(to: "box:a").isEmpty)
-        // Opening it again (now version 4) changes nothing.
+        // Opening it again (now version 5) changes nothing.
         #expect(try ArchiveIndex(path: path).unreplicated(to: "box:a").isEmpty)
     }
 }

@@ -67,6 +67,18 @@ struct PrometheusMetricsTests {
         #expect(text.hasSuffix("\n"))
     }
 
+    @Test("the clock: synchronised or not, and its maximum error, only when status has it")
+    func clock() {
+        var status = Self.status(recorders: [])
+        #expect(
+            !PrometheusMetrics.render(MetricsSnapshot(status: status, inputPeaks: [], replication: nil)).contains(
+                "recd_clock"))
+        status.clock = StatusInfo.Clock(synchronized: false, estimatedErrorSeconds: 0.5, maximumErrorSeconds: 16)
+        let text = PrometheusMetrics.render(MetricsSnapshot(status: status, inputPeaks: [], replication: nil))
+        #expect(text.contains("# TYPE recd_clock_synchronized gauge\nrecd_clock_synchronized 0\n"), "\(text)")
+        #expect(text.contains("recd_clock_max_error_seconds 16\n"), "\(text)")
+    }
+
     @Test("label values escape backslash, double quote and line feed")
     func escaping() {
         #expect(PrometheusMetrics.escapeLabel(#"a\b"c"# + "\nd") == #"a\\b\"c\nd"#)

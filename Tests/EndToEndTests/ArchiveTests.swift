@@ -102,6 +102,53 @@ struct ArchiveEndToEndTests {
         let rebuilt = try #require(rotating.recctl("--json", "archive", "list").json?.arrayValue)
         #expect(rebuilt.map { $0["path"] } == listed.map { $0["path"] })
         #expect(try rotating.recctl("archive", "verify").status == 0)
+        // Every segment in its hash chain, the day signed (docs/archive-proof.md); recctl proves
+        // it by reading the archive, with the key recd published there.
+        let key = try rotating.recctl("archive", "key")
+        #expect(key.status == 0 && key.stdout.hasPrefix("ed25519:") && key.stdout.count == 8 + 64 + 1, "\(key.stdout)")
+        // The last segment is chained on recd's prover thread, just after `record stop`.
+        var proven = try rotating.recctl("archive", "prove", "--app", "logger", "--key", key.stdout)
+        _ = try eventually {
+            proven = try rotating.recctl("archive", "prove", "--app", "logger", "--key", key.stdout)
+            return proven.status == 0
+        }
+        #expect(
+            proven.status == 0 && proven.stdout.contains("holds: \(files.count) segments proven"),
+            "\(proven.stdout)\(proven.stderr)")
+        // A clip of the second segment with its proof, checked with nothing but the key; then edited.
+        let clip = rotating.directory + "/clip.flac"
+        let from = try #require(listed[1]["start"]?.stringValue)
+        let to = try #require(listed[2]["start"]?.stringValue)
+        let exported = try rotating.recctl(
+            "archive", "export", "--app", "logger", "--from", from, "--to", to, "-o", clip, "--proof")
+        #expect(exported.status == 0, "\(exported.stderr)")
+        let clipProven = try rotating.recctl("archive", "prove", "--clip", clip, "--key", key.stdout)
+        #expect(clipProven.status == 0, "\(clipProven.stdout)\(clipProven.stderr)")
+        let clipHandle = try FileHandle(forUpdating: URL(fileURLWithPath: clip))
+        try clipHandle.seekToEnd()
+        try clipHandle.write(contentsOf: Data([0]))
+        try clipHandle.close()
+        let edited = try rotating.recctl("archive", "prove", "--clip", clip, "--key", key.stdout)
+        #expect(edited.status == 1 && edited.stdout.contains("altered: \(clip)"), "\(edited.stdout)")
+        // Trusted time: status says how good the clock is, as the kernel does; the segments say it too.
+        let clock = try #require(try rotating.recctl("--json", "status").json?["clock"])
+        #expect(clock["synchronized"]?.boolValue != nil && clock["maximumErrorSeconds"]?.doubleValue != nil)
+        #expect(try rotating.recctl("status").stdout.contains("clock:    "))
+        #expect(try metaflacTag(files[0], "CLOCK_SYNCHRONIZED_END") != nil)
+        // One byte of one segment changed: named, exit 1.
+        let victim = files[1]
+        let handle = try FileHandle(forUpdating: URL(fileURLWithPath: victim))
+        let middle = try handle.seekToEnd() / 2
+        try handle.seek(toOffset: middle)
+        let byte = try #require(try handle.read(upToCount: 1)?.first)
+        try handle.seek(toOffset: middle)
+        try handle.write(contentsOf: Data([byte ^ 0x80]))
+        try handle.close()
+        let relative = String(victim.dropFirst(rotating.directory.count + "/archive/".count))
+        let altered = try rotating.recctl("--json", "archive", "prove", "--key", key.stdout)
+        #expect(altered.status == 1)
+        let findings = altered.json?["findings"]?.arrayValue ?? []
+        #expect(findings.map { $0["kind"] } == [.string("altered")] && findings.first?["name"] == .string(relative), "\(altered.stdout)")
     }
 
     @Test("an app without record permission gets cannotStartRecording and no file appears")
@@ -151,6 +198,10 @@ struct ArchiveEndToEndTests {
         #expect(bad.isEmpty, "recovered samples differ from the source at \(bad.prefix(3))")
         let listed = try #require(daemon.recctl("--json", "archive", "list").json?.arrayValue)
         #expect(listed.first?["recovered"] == true)
+        // The recovered segment is chained at the start, before anything new.
+        #expect(
+            eventually(timeout: 10) { (try? daemon.recctl("archive", "prove", "--app", "logger"))?.status == 0 },
+            "\((try? daemon.recctl("archive", "prove"))?.stdout ?? "")")
     }
 
     @Test("a full disk stops the recorder cleanly with valid files and an error event")

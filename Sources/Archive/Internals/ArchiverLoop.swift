@@ -58,6 +58,9 @@ final class ArchiverLoop {
     fileprivate var endedDriftPPM: Double?
     /// The source's wall-clock offset the time line was placed with (nil: not read yet).
     private var wallOffset: Int64?
+    /// How good the wall clock was when the open segment started, and when the last one ended.
+    private var clockAtStart: ClockSynchronization?
+    fileprivate var endedClock: ClockSynchronization?
 
     init(
         configuration: RecorderConfiguration, source: any SampleSource, transform: (any SampleTransform)?,
@@ -344,6 +347,8 @@ final class ArchiverLoop {
         segmentStart = schedule.time(atFrame: timeline)
         boundary = schedule.nextBoundary(afterFrame: timeline)
         let grouped = groups.count > 1
+        // One read for all the groups' files (a few µs: adjtimex, reading only).
+        clockAtStart = ClockSynchronization.current()
         var opened: [SegmentWriter] = []
         for (index, group) in groups.enumerated() {
             let path = ArchiveLayout.segmentPath(
@@ -402,6 +407,7 @@ final class ArchiverLoop {
         }
         comments.append(VorbisComment(CommentName.encoder, encoderDescription(recdVersion: configuration.recdVersion)))
         comments.append(VorbisComment(CommentName.date, String(segmentStart.iso8601.prefix(10))))
+        if let clockAtStart { comments += CommentName.clockComments(clockAtStart, atEnd: false) }
         return comments + configuration.extraComments
     }
 
@@ -470,7 +476,8 @@ final class ArchiverLoop {
             frames: finished.frames, sampleRate: outputRate,
             channels: group == 0 ? configuration.channels : groups[group - 1].count,
             bitsPerSample: configuration.bitsPerSample, endReason: finished.endReason, gaps: finished.gaps,
-            recovered: false, bytes: finished.bytes, loudness: finished.loudness, clockDriftPPM: endedDriftPPM)
+            recovered: false, bytes: finished.bytes, loudness: finished.loudness, clockDriftPPM: endedDriftPPM,
+            clockAtStart: clockAtStart, clockAtEnd: endedClock)
     }
 }
 
@@ -492,6 +499,8 @@ extension ArchiverLoop {
         // (INTERRUPTED_BY); a rotation, even one while draining after the request, has none.
         var comments: [VorbisComment] = reason == control.stopReason ? control.stopComments : []
         endedDriftPPM = nil
+        endedClock = ClockSynchronization.current()
+        if let endedClock { comments += CommentName.clockComments(endedClock, atEnd: true) }
         if let ppm = drift.partsPerMillion(nominalRate: configuration.sampleRate) {
             let text = ClockDriftFit.commentValue(ppm)
             endedDriftPPM = Double(text)

@@ -134,6 +134,11 @@ enum Syscall {
         nothingOrErrno(flock(fd, LOCK_EX | LOCK_NB))
     }
 
+    /// `flock(LOCK_EX)`: waits for the lock (retried on `EINTR`).
+    static func lockExclusive(_ fd: Int32) -> Result<Void, Errno> {
+        retryingOnInterrupt { nothingOrErrno(flock(fd, LOCK_EX)) }
+    }
+
     /// `fchmod(2)`.
     static func fchmod(_ fd: Int32, _ mode: UInt32) -> Result<Void, Errno> {
         nothingOrErrno(Glibc.fchmod(fd, mode_t(mode)))
@@ -454,6 +459,18 @@ enum Syscall {
         var now = timespec()
         clock_gettime(CLOCK_REALTIME, &now)
         return Int64(now.tv_sec) * 1_000_000_000 + Int64(now.tv_nsec)
+    }
+
+    /// `adjtimex(2)` reading only (`modes = 0`, allowed to any user): whether the kernel marks
+    /// the clock unsynchronised (`STA_UNSYNC` in `status`, or the call's `TIME_ERROR` state),
+    /// and its estimated and maximum error in microseconds (`esterror`, `maxerror`).
+    static func adjtimexRead() -> Result<(unsynchronized: Bool, esterror: Int, maxerror: Int), Errno> {
+        var buffer = timex()
+        buffer.modes = 0
+        let state = adjtimex(&buffer)
+        guard state >= 0 else { return .failure(Errno(rawValue: Glibc.errno)) }
+        let unsynchronized = buffer.status & Int32(STA_UNSYNC) != 0 || state == TIME_ERROR
+        return .success((unsynchronized, Int(buffer.esterror), Int(buffer.maxerror)))
     }
 
     /// `nanosleep(2)`, continued after signals until the whole time has passed.

@@ -1,0 +1,174 @@
+// `recctl archive key` and `recctl archive prove`: done here, by recctl, as the calling user
+// (docs/archive-proof.md). Proving needs no power of recd's: it reads the segments, the chains
+// and the signatures with the caller's own rights, and trusts only the public key it is given,
+// so it works the same on a copy of the archive on another machine, with recd stopped, or
+// against a recd that is itself in doubt. recd is asked only where its archive is, when
+// `--dir` does not say.
+import ArchiveProof
+import ControlClient
+import ControlProtocol
+import Foundation
+import Platform
+import SessionPolicy
+
+enum ArchiveProofCommands {
+    /// Runs `archive key` or `archive prove`; the exit status (0 only when all holds).
+    static func run(_ command: ParsedCommand, globals: GlobalOptions, environment: [String: String]) -> Int32 {
+        if let clip = command.value("clip") {
+            return proveClip(Recctl.absolute(clip), command: command, json: globals.json)
+        }
+        let directory: String
+        if let given = command.value("dir") {
+            directory = Recctl.absolute(given)
+        } else {
+            switch askArchiveDirectory(globals: globals, environment: environment) {
+            case .success(let asked): directory = asked
+            case .failure(let message):
+                printError("error: \(message); or pass --dir ARCHIVE (the archive's root, or a copy of it)\n")
+                return 3
+            }
+        }
+        if command.spec.path == ["archive", "key"] {
+            let path = directory + "/" + ChainLayout.publicKeyFileName
+            do throws(ProofError) {
+                print(try ArchivePublicKey.load(path).text)
+                return 0
+            } catch {
+                printError("error: \(error.message); recd writes \(path) at its start\n")
+                return 1
+            }
+        }
+        return prove(command, directory: directory, json: globals.json)
+    }
+
+    private static func prove(_ command: ParsedCommand, directory: String, json: Bool) -> Int32 {
+        let keyArgument = command.value("key") ?? directory + "/" + ChainLayout.publicKeyFileName
+        let key: ArchivePublicKey
+        do throws(ProofError) {
+            key = try ArchivePublicKey.load(keyArgument)
+        } catch {
+            printError("error: \(error.message)\n")
+            return 1
+        }
+        var scope = ProofScope(app: command.value("app"), stream: command.value("stream"))
+        do {
+            scope.from = try command.value("from").map { try chainTime($0, flag: "from") }
+            scope.to = try command.value("to").map { try chainTime($0, flag: "to") }
+        } catch let error as UsageError {
+            return Recctl.usageFailure(error)
+        } catch {
+            return 2
+        }
+        if scope.stream != nil && scope.app == nil {
+            return Recctl.usageFailure(UsageError(message: "--stream needs --app", usage: command.spec.usage))
+        }
+        let report = ArchiveProver.prove(archiveDirectory: directory, key: key, scope: scope)
+        if json {
+            let findings = JSONValue.array(
+                report.findings.map { finding in
+                    .object([
+                        ("kind", .string(finding.kind)), ("name", .string(finding.name)),
+                        ("message", .string(finding.description)),
+                    ])
+                })
+            print(
+                JSONValue.object([
+                    ("holds", .bool(report.holds)), ("segmentsProven", .number(Double(report.segmentsProven))),
+                    ("segmentsRemoved", .number(Double(report.segmentsRemoved))),
+                    ("chains", .number(Double(report.chains))), ("signedChains", .number(Double(report.signedChains))),
+                    ("key", .string(key.text)), ("findings", findings),
+                ]
+                ).jsonText)
+        } else {
+            for finding in report.findings { print(finding.description) }
+            let removed = report.segmentsRemoved > 0 ? ", \(report.segmentsRemoved) removed by retention" : ""
+            print(
+                "\(report.holds ? "holds" : "DOES NOT HOLD"): \(report.segmentsProven) segments proven in "
+                    + "\(report.chains) chains (\(report.signedChains) signed throughout)\(removed); key \(key.text)"
+                    + (command.value("key") == nil
+                        ? " (the archive's own copy: pass --key for an independent proof)" : ""))
+        }
+        return report.holds ? 0 : 1
+    }
+
+    /// `prove --clip FILE --key KEY`: the clip against `FILE.proof`, with nothing but the key.
+    private static func proveClip(_ clip: String, command: ParsedCommand, json: Bool) -> Int32 {
+        guard let keyArgument = command.value("key") else {
+            return Recctl.usageFailure(
+                UsageError(
+                    message: "--clip needs --key: the box's public key (`recctl archive key` on the box)",
+                    usage: command.spec.usage))
+        }
+        let proofPath = clip + ".proof"
+        let key: ArchivePublicKey
+        do throws(ProofError) {
+            key = try ArchivePublicKey.load(keyArgument)
+        } catch {
+            printError("error: \(error.message)\n")
+            return 1
+        }
+        let text: String
+        do throws(SystemError) {
+            // A proof holds a few chains' lines: bounded where it enters.
+            text = String(decoding: try OwnedFile(proofPath, .readOnly).read(count: 16 << 20, at: 0), as: UTF8.self)
+        } catch {
+            printError(
+                "error: cannot read \(proofPath): \(error.message); `recctl archive export --proof` writes it beside "
+                    + "the clip\n")
+            return 1
+        }
+        let findings = ClipProof.verify(clipPath: clip, proofPath: proofPath, proofText: text, key: key)
+        if json {
+            print(
+                JSONValue.object([
+                    ("holds", .bool(findings.isEmpty)), ("key", .string(key.text)),
+                    (
+                        "findings",
+                        .array(
+                            findings.map {
+                                .object([
+                                    ("kind", .string($0.kind)), ("name", .string($0.name)),
+                                    ("message", .string($0.description)),
+                                ])
+                            })
+                    ),
+                ]
+                ).jsonText)
+        } else {
+            for finding in findings { print(finding.description) }
+            print("\(findings.isEmpty ? "holds" : "DOES NOT HOLD"): \(clip) against \(proofPath); key \(key.text)")
+        }
+        return findings.isEmpty ? 0 : 1
+    }
+
+    /// A time as the chains write START: UTC, microseconds.
+    static func chainTime(_ text: String, flag: String, now: Date = Date(), timeZone: TimeZone = .current) throws
+        -> String
+    {
+        let wire = try TimeArgument.resolve(text, flag: flag, now: now, timeZone: timeZone)
+        let formatter = ISO8601DateFormatter()
+        formatter.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
+        guard let date = formatter.date(from: wire) ?? ISO8601DateFormatter().date(from: wire) else {
+            throw UsageError(
+                message: "--\(flag) \"\(text)\" is not a time; write one of: \(TimeArgument.forms)",
+                usage: "recctl help archive prove")
+        }
+        return TimeArgument.wire(date, microseconds: true)
+    }
+
+    private enum Asked { case success(String), failure(String) }
+
+    /// The archive's root from recd's `status`.
+    private static func askArchiveDirectory(globals: GlobalOptions, environment: [String: String]) -> Asked {
+        let candidates = ControlSocket.candidates(globals.socket, environment: environment)
+        do {
+            let connection = try Connection(candidates: candidates)
+            let reply = try connection.call(.status)
+            return .success(try StatusInfo(json: reply).daemon.archiveDir)
+        } catch let error as Unreachable {
+            return .failure("cannot reach recd to ask where its archive is (\(error.reason))")
+        } catch {
+            return .failure("recd did not say where its archive is (\(error))")
+        }
+    }
+}
