@@ -76,7 +76,7 @@ let package = Package(
         // The HTTP listener (libmicrohttpd): read-only routes, loopback or a bearer token, limits.
         .target(name: "HTTPServer", dependencies: ["CMicroHTTPD"]),
         // The daemon's control loop: requests → policy → effects, persistence, events.
-        .target(name: "Daemon", dependencies: ["Platform", "SessionPolicy", "ControlProtocol", "SystemSupport", "AudioEngine", "Codec", "Archive", "Devices", "HTTPServer"]),
+        .target(name: "Daemon", dependencies: ["Platform", "SessionPolicy", "ControlProtocol", "SystemSupport", "AudioEngine", "Codec", "VoiceProcessing", "Archive", "Devices", "HTTPServer"]),
         // The client's end of the control socket (connect, request, reply, events): recctl and AudioSession.
         .target(name: "ControlClient", dependencies: ["ControlProtocol", "Platform"]),
         // recctl's argument parsing and output formatting; Platform passes open files.
