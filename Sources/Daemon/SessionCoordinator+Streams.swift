@@ -275,10 +275,7 @@ extension SessionCoordinator {
         let context = RecordingContext(
             category: configuration.category.rawValue, mode: configuration.mode.rawValue,
             silenced: store.capturesSilenced(app: spec.app),
-            processing: CaptureProcessing.of(
-                category: configuration.category, mode: configuration.mode, prefersEchoCancelledInput: false,
-                routeHasInput: !route.inputs.isEmpty, routeHasOutput: !route.outputs.isEmpty),
-            referencePort: route.outputs.first)
+            processing: session.captureProcessing, referencePort: route.outputs.first)
         if spec.port.hasPrefix("bus:") { return try recorders.startBus(spec, context: context) }
         guard let port = config.port(named: spec.port), port.direction.canCapture else {
             throw SessionError(

@@ -180,6 +180,19 @@ public struct SessionStore: Equatable, Sendable {
         return [.sessionChanged(app: app)]
     }
 
+    /// prefersEchoCancelledInput (session.prefer): only a category that plays and records may
+    /// ask (incompatibleCategory otherwise, changing nothing); on a route without both
+    /// directions the preference waits for one (`Session.captureProcessing`). Recordings started
+    /// from now on follow it.
+    public mutating func setPrefersEchoCancelledInput(app: String, _ value: Bool) throws(SessionError)
+        -> [PolicyEffect]
+    {
+        let current = try session(app)
+        try CaptureProcessing.validatePreference(value, category: current.configuration.category)
+        sessions[app]!.prefersEchoCancelledInput = value
+        return [.sessionChanged(app: app)]
+    }
+
     /// Updates declaration fields (priority, background, auto_resume) from config.
     public mutating func updateDeclaration(app: String, _ update: (inout Session) -> Void) {
         guard var session = sessions[app] else { return }
