@@ -163,14 +163,24 @@ struct EngineEndToEndTests {
 
                 """)
             let wav = daemon.directory + "/dc.wav"
-            try writeWAV(path: wav, sampleRate: 48_000, channels: 1, samples: [Int16](repeating: 16384, count: 48_000 * 10))
+            try writeWAV(
+                path: wav, sampleRate: 48_000, channels: 1, samples: [Int16](repeating: 16384, count: 48_000 * 10))
             let raw = daemon.directory + "/captured.raw"
-            let capture = try SignalClient(["--name", sink, "capture", "--ports", "in_1", "--out", raw, "--seconds", "2"])
+            let capture = try SignalClient([
+                "--name", sink, "capture", "--ports", "in_1", "--out", raw, "--seconds", "2",
+            ])
             try #require(
                 daemon.recctl("session", "set", "meter", "--category", "playback", "--mode", "measurement", "--options",
                     "mixWithOthers").status == 0)
-            try #require(daemon.recctl("session", "set", "nav", "--category", "playback", "--mode", "voicePrompt", "--options", "duckOthers").status == 0)
-            #expect(try eventually { try daemon.recctl("--json", "routes").json?["ports"]?.arrayValue?.first?["available"] == true })
+            try #require(
+                daemon.recctl(
+                    "session", "set", "nav", "--category", "playback", "--mode", "voicePrompt", "--options",
+                    "duckOthers"
+                ).status == 0)
+            #expect(
+                try eventually {
+                    try daemon.recctl("--json", "routes").json?["ports"]?.arrayValue?.first?["available"] == true
+                })
             try #require(daemon.recctl("play", "meter", wav).status == 0)
             usleep(500_000)
             try #require(daemon.recctl("session", "activate", "nav").status == 0)

@@ -179,7 +179,8 @@ struct VoiceProcessingEndToEndTests {
         let doubleTalkChange = decibels(power: energy(processed(doubleTalk), 0..<doubleTalk.count) / talkerEnergy)
         let latencyMilliseconds = Double(lag - startOffset) / rate * 1_000
         print(
-            "voice processing end to end (\(server)): ERLE \(Self.tenths(steady)) dB (2.5–4.5 s), \(Self.tenths(afterDoubleTalk)) dB "
+            "voice processing end to end (\(server)): ERLE \(Self.tenths(steady)) dB (2.5–4.5 s), "
+                + "\(Self.tenths(afterDoubleTalk)) dB "
                 + "after double talk; converged at \(convergedAt.map { Self.tenths($0) + " s" } ?? "never"); near end "
                 + "alone \(Self.tenths(nearChange)) dB, in double talk \(Self.tenths(doubleTalkChange)) dB; input "
                 + "latency \(String(describing: callLatency)) s (logger \(String(describing: loggerLatency)) s); "
