@@ -256,6 +256,9 @@ final class RecorderService: @unchecked Sendable {
         }
         // The archiver reads the processed capture; everything else asks the tap's source.
         let processed = voice.flatMap { $0.source(capturing: source, tap: tap, sampleRate: configuration.sampleRate) }
+        if let voice, processed != nil {
+            configuration.extraComments.append(VorbisComment(CommentName.voiceProcessing, voice.processing.rawValue))
+        }
         let recorder: Recorder
         do {
             recorder = try Recorder(

@@ -103,6 +103,12 @@ final class RecorderServiceTests {
         #expect(processedFrames == voice.tap.framesCaptured + Int((latency * 48_000).rounded()))
         #expect(segment("echo")?.frames ?? 0 > echo.tap.framesCaptured)
         #expect(segment("logger")?.frames == plain.tap.framesCaptured)
+        let paths = listed.compactMap { entry in entry["path"]?.stringValue.map { (entry["app"]?.stringValue, $0) } }
+        for (app, path) in paths {
+            let tag = try FLACInspector.vorbisComments(path: path).first { $0.0 == CommentName.voiceProcessing }?.1
+            let expected = ["call": "voice", "echo": "echoCancellation"][app ?? ""]
+            #expect(tag == expected, "\(app ?? "?"): \(String(describing: tag))")
+        }
     }
 
     @Test("an input is archived as FLAC; stop returns at once and the finish follows with the recorder's own event")
