@@ -84,7 +84,7 @@ let package = Package(
         .target(
             name: "Daemon",
             dependencies: [
-                "Platform", "SessionPolicy", "ControlProtocol", "SystemSupport", "AudioEngine", "Codec", "Archive",
+                "Platform", "SessionPolicy", "ControlProtocol", "SystemSupport", "AudioEngine", "Codec", "VoiceProcessing", "Archive",
                 "ArchiveProof", "Devices", "HTTPServer",
             ]),
         // The client's end of the control socket (connect, request, reply, events): recctl and AudioSession.

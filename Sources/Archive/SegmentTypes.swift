@@ -42,6 +42,10 @@ public enum CommentName {
     public static let groupChannels = "GROUP_CHANNELS"
     /// The source's sample rate when a transform changed it (HFP).
     public static let sourceSampleRate = "SOURCE_SAMPLE_RATE"
+    /// The capture was processed (`voice`: voiceChat/videoChat's chain; `echoCancellation`:
+    /// prefersEchoCancelledInput), START_TIME moved back by the processing's latency; absent
+    /// for samples as the port gave them.
+    public static let voiceProcessing = "VOICE_PROCESSING"
     public static let encoder = "ENCODER"
     public static let date = "DATE"
     public static let endReason = "END_REASON"

@@ -5,6 +5,12 @@ import Synchronization
 /// planar (each channel one contiguous run): `peek` lends the consumer each channel's run in
 /// place; `read` interleaves a copy.
 ///
+/// A processed recording's capture tap carries a *reference tap* (`reference`): the same kind of
+/// ring over what the process callback wrote to an output group's port buffers in the same
+/// cycles (the far end the room heard: every player on that group mixed, other sessions'
+/// included), published in the same graph snapshot, so frame 0 of both is the same period.
+/// The voice processor cancels the capture's echo of it (docs/voice-processing.md).
+///
 /// Made by `AudioEngine.addCaptureTap` (or `addBusTap`); muted or unmuted with `AudioEngine.setZeroed`; removed
 /// with `AudioEngine.removeCaptureTap` (or by the engine stopping). The handle owns the tap's
 /// real-time memory and frees it in `deinit`; the engine keeps the handle while the process
@@ -17,8 +23,15 @@ public final class CaptureTap: @unchecked Sendable {
     // @unchecked: mutable state is the real-time memory, touched through atomics and the
     // single-producer/single-consumer ring and gap-log discipline documented above.
 
-    /// The input group it copies; for a bus tap, the bus's name (`main`, `cue`).
+    /// The input group it copies; for a bus tap, the bus's name (`main`, `cue`); for a
+    /// reference tap, the output group it copies.
     public let inputGroup: String
+    /// True for a reference tap: its channels are output channels, copied after the players
+    /// and monitoring wrote them.
+    public let isReference: Bool
+    /// The reference tap that goes with this capture tap (added and removed with it); nil for
+    /// a tap whose capture is not processed.
+    public let reference: CaptureTap?
     /// The monitoring bus it copies; nil for an input tap.
     public let bus: Bus?
     /// Channels per frame.
@@ -33,14 +46,17 @@ public final class CaptureTap: @unchecked Sendable {
     private let retirement = Mutex<RetirementMark?>(nil)
 
     /// Control thread.
-    /// For a bus tap, `flatInputChannels` index `MonitorState.busPointers`. `sampleRate`:
+    /// For a bus tap, `flatInputChannels` index `MonitorState.busPointers`; for a reference tap
+    /// (`isReference`), the flat output channels. `sampleRate`:
     /// JACK's rate, for the clock check (0: none; tests without a server).
     init(
         inputGroup: String, bus: Bus? = nil, flatInputChannels: [Int], capacityFrames: Int,
-        zeroed: Bool, sampleRate: Int = 0
+        zeroed: Bool, sampleRate: Int = 0, isReference: Bool = false, reference: CaptureTap? = nil
     ) {
         self.inputGroup = inputGroup
         self.bus = bus
+        self.isReference = isReference
+        self.reference = reference
         channels = flatInputChannels.count
         self.capacityFrames = capacityFrames
         inputChannels = .allocate(capacity: channels)

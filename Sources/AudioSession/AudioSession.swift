@@ -123,6 +123,26 @@ public final class AudioSession: Sendable {
         get throws(AudioSessionError) { try sessionInfo().prefersNoInterruptionsFromSystemAlerts }
     }
 
+    /// AVAudioSession's `setPrefersEchoCancelledInput(_:)` (iOS 18.2): true, and the session's
+    /// recordings are echo-cancelled against its own output without voiceChat's other
+    /// processing, while `isEchoCancelledInputAvailable`. playAndRecord only (incompatibleCategory
+    /// otherwise). Sent with `session.prefer`; kept by recd across its restarts.
+    public func setPrefersEchoCancelledInput(_ prefers: Bool) throws(AudioSessionError) {
+        _ = try core.call(.sessionPrefer(PreferenceChange(app: app, prefersEchoCancelledInput: prefers)))
+        core.remember { $0.prefersEchoCancelledInput = prefers }
+    }
+
+    /// Whether the session prefers echo-cancelled input (`session.show`).
+    public var prefersEchoCancelledInput: Bool {
+        get throws(AudioSessionError) { try sessionInfo().prefersEchoCancelledInput }
+    }
+
+    /// AVAudioSession's `isEchoCancelledInputAvailable`: playAndRecord, not in mode measurement,
+    /// on a route with both an input and an output (`session.show`).
+    public var isEchoCancelledInputAvailable: Bool {
+        get throws(AudioSessionError) { try sessionInfo().isEchoCancelledInputAvailable }
+    }
+
     /// `session.override`: speaker (playAndRecord only; lasts until the next route change) or none.
     public func overrideOutputAudioPort(_ port: PortOverride) throws(AudioSessionError) {
         _ = try core.call(.sessionOverride(app: app, speaker: port == .speaker))
@@ -249,6 +269,7 @@ struct AppliedConfiguration: Sendable {
     var preferredInput: String?
     var speakerOverride = false
     var prefersNoInterruptionsFromSystemAlerts: Bool?
+    var prefersEchoCancelledInput: Bool?
     var attachments: [AttachRequest] = []
     var active = false
 }

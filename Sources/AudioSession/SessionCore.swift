@@ -266,6 +266,9 @@ final class SessionCore: Sendable {
         if let prefers = wanted.prefersNoInterruptionsFromSystemAlerts {
             _ = try? call(.sessionPrefer(PreferenceChange(app: app, prefersNoInterruptionsFromSystemAlerts: prefers)))
         }
+        if let prefers = wanted.prefersEchoCancelledInput {
+            _ = try? call(.sessionPrefer(PreferenceChange(app: app, prefersEchoCancelledInput: prefers)))
+        }
         reattach()
         if wanted.active { _ = try? call(.sessionActivate(app: app, hold: true)) }
     }

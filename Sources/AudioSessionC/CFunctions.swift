@@ -259,6 +259,35 @@ public func as_prefers_no_interruptions_from_system_alerts(
     }
 }
 
+@_cdecl("as_set_prefers_echo_cancelled_input")
+public func as_set_prefers_echo_cancelled_input(_ pointer: OpaquePointer?, _ prefers: Int32) -> Int32 {
+    call(pointer) { c throws(AudioSessionError) in
+        // A flag, not a count: anything but 0 or 1 is a caller's mistake (an uninitialised int).
+        guard prefers == 0 || prefers == 1 else {
+            throw SessionError(.badParam, "prefers is \(prefers); pass 1 (echo-cancelled input) or 0")
+        }
+        try c.session.setPrefersEchoCancelledInput(prefers == 1)
+    }
+}
+
+@_cdecl("as_prefers_echo_cancelled_input")
+public func as_prefers_echo_cancelled_input(_ pointer: OpaquePointer?, _ out: UnsafeMutablePointer<Int32>?) -> Int32 {
+    call(pointer) { c throws(AudioSessionError) in
+        let out = try required(out, "prefers")
+        out.pointee = try c.session.prefersEchoCancelledInput ? 1 : 0
+    }
+}
+
+@_cdecl("as_is_echo_cancelled_input_available")
+public func as_is_echo_cancelled_input_available(_ pointer: OpaquePointer?, _ out: UnsafeMutablePointer<Int32>?)
+    -> Int32
+{
+    call(pointer) { c throws(AudioSessionError) in
+        let out = try required(out, "available")
+        out.pointee = try c.session.isEchoCancelledInputAvailable ? 1 : 0
+    }
+}
+
 @_cdecl("as_override_output_audio_port")
 public func as_override_output_audio_port(_ pointer: OpaquePointer?, _ speaker: Int32) -> Int32 {
     call(pointer) { c throws(AudioSessionError) in

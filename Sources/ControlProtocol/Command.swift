@@ -82,12 +82,16 @@ public struct PreferenceChange: Sendable, Equatable {
     /// Not a hardware preference (`clear` leaves it), but set here too so that a client changes
     /// it without restating its configuration (AVAudioSession's own setter).
     public var prefersNoInterruptionsFromSystemAlerts: Bool?
+    /// AVAudioSession's prefersEchoCancelledInput (playAndRecord only); `clear` leaves it.
+    public var prefersEchoCancelledInput: Bool?
 
     public init(
         app: String, clear: Bool = false, input: String? = nil, sampleRate: Double? = nil, ioBuffer: Double? = nil,
-        inputChannels: Int? = nil, outputChannels: Int? = nil, prefersNoInterruptionsFromSystemAlerts: Bool? = nil
+        inputChannels: Int? = nil, outputChannels: Int? = nil, prefersNoInterruptionsFromSystemAlerts: Bool? = nil,
+        prefersEchoCancelledInput: Bool? = nil
     ) {
         self.prefersNoInterruptionsFromSystemAlerts = prefersNoInterruptionsFromSystemAlerts
+        self.prefersEchoCancelledInput = prefersEchoCancelledInput
         self.app = app
         self.clear = clear
         self.input = input
@@ -281,7 +285,8 @@ public enum Command: Sendable, Equatable {
                     ioBuffer: try a.optionalDouble("ioBuffer"), inputChannels: try a.optionalInt("inputChannels"),
                     outputChannels: try a.optionalInt("outputChannels"),
                     prefersNoInterruptionsFromSystemAlerts: try a.optionalBool(
-                        "prefersNoInterruptionsFromSystemAlerts")))
+                        "prefersNoInterruptionsFromSystemAlerts"),
+                    prefersEchoCancelledInput: try a.optionalBool("prefersEchoCancelledInput")))
         case .sessionOverride:
             let app = try a.string("app")
             let port = try a.string("port")
@@ -441,6 +446,7 @@ public enum Command: Sendable, Equatable {
             fields.add("inputChannels", change.inputChannels.map(Double.init))
             fields.add("outputChannels", change.outputChannels.map(Double.init))
             fields.add("prefersNoInterruptionsFromSystemAlerts", change.prefersNoInterruptionsFromSystemAlerts)
+            fields.add("prefersEchoCancelledInput", change.prefersEchoCancelledInput)
         case .sessionOverride(let app, let speaker):
             fields.add("app", app)
             fields.add("port", speaker ? "speaker" : "none")

@@ -201,6 +201,10 @@ public struct SessionInfo: ReplyObject {
     public var prefersInterruptionOnRouteDisconnect: Bool
     /// System-alert-class sessions do not interrupt it (docs/protocol.md).
     public var prefersNoInterruptionsFromSystemAlerts: Bool
+    /// AVAudioSession's prefersEchoCancelledInput and isEchoCancelledInputAvailable
+    /// (docs/voice-processing.md); false from a recd that predates them.
+    public var prefersEchoCancelledInput: Bool
+    public var isEchoCancelledInputAvailable: Bool
     public var streamsRunning: Bool
     public var declaredInConfig: Bool
     /// Another session's players play.
@@ -217,8 +221,11 @@ public struct SessionInfo: ReplyObject {
         routeDescription: RouteDescriptionInfo = .init(), availableInputs: [PortDescriptionInfo] = [],
         maximumInputChannels: Int = 0, maximumOutputChannels: Int = 0, isOtherAudioPlaying: Bool = false,
         secondaryAudioShouldBeSilencedHint: Bool = false, heldBy: Int? = nil,
-        prefersNoInterruptionsFromSystemAlerts: Bool = false
+        prefersNoInterruptionsFromSystemAlerts: Bool = false, prefersEchoCancelledInput: Bool = false,
+        isEchoCancelledInputAvailable: Bool = false
     ) {
+        self.prefersEchoCancelledInput = prefersEchoCancelledInput
+        self.isEchoCancelledInputAvailable = isEchoCancelledInputAvailable
         self.app = app
         self.heldBy = heldBy
         self.ownerUID = ownerUID
@@ -271,6 +278,8 @@ public struct SessionInfo: ReplyObject {
             "duckedBy": JSONValue(duckedBy), "override": .string(override),
             "prefersInterruptionOnRouteDisconnect": .bool(prefersInterruptionOnRouteDisconnect),
             "prefersNoInterruptionsFromSystemAlerts": .bool(prefersNoInterruptionsFromSystemAlerts),
+            "prefersEchoCancelledInput": .bool(prefersEchoCancelledInput),
+            "isEchoCancelledInputAvailable": .bool(isEchoCancelledInputAvailable),
             "streamsRunning": .bool(streamsRunning), "declaredInConfig": .bool(declaredInConfig),
             "isOtherAudioPlaying": .bool(isOtherAudioPlaying),
             "secondaryAudioShouldBeSilencedHint": .bool(secondaryAudioShouldBeSilencedHint),
@@ -300,7 +309,9 @@ public struct SessionInfo: ReplyObject {
             isOtherAudioPlaying: try f.bool("isOtherAudioPlaying"),
             secondaryAudioShouldBeSilencedHint: try f.bool("secondaryAudioShouldBeSilencedHint"),
             heldBy: try f.optionalInt("heldBy"),
-            prefersNoInterruptionsFromSystemAlerts: try f.newerBool("prefersNoInterruptionsFromSystemAlerts"))
+            prefersNoInterruptionsFromSystemAlerts: try f.newerBool("prefersNoInterruptionsFromSystemAlerts"),
+            prefersEchoCancelledInput: try f.newerBool("prefersEchoCancelledInput"),
+            isEchoCancelledInputAvailable: try f.newerBool("isEchoCancelledInputAvailable"))
     }
 }
 

@@ -439,15 +439,24 @@ extension EngineController: PlayerEngine, RecorderEngine, MonitoringEngine, Sens
             microseconds: Int(AudioEngine.jackMicros &- latest.micros))
     }
 
-    func replaceCaptureTap(_ old: CaptureTap, inputGroup: String, channels: Int, zeroed: Bool)
+    func replaceCaptureTap(_ old: CaptureTap, inputGroup: String, channels: Int, zeroed: Bool, reference: String?)
         throws(AudioEngineError) -> CaptureTap
     {
         try engine.replaceCaptureTap(
-            old, inputGroup: inputGroup, channels: Array(0..<max(channels, 1)), zeroed: zeroed)
+            old, inputGroup: inputGroup, channels: Array(0..<max(channels, 1)), zeroed: zeroed,
+            referenceOutputGroup: reference)
     }
 
-    func addCaptureTap(inputGroup: String, channels: Int, zeroed: Bool) throws(AudioEngineError) -> CaptureTap {
-        try engine.addCaptureTap(inputGroup: inputGroup, channels: Array(0..<max(channels, 1)), zeroed: zeroed)
+    func addCaptureTap(inputGroup: String, channels: Int, zeroed: Bool, reference: String?)
+        throws(AudioEngineError) -> CaptureTap
+    {
+        try engine.addCaptureTap(
+            inputGroup: inputGroup, channels: Array(0..<max(channels, 1)), zeroed: zeroed,
+            referenceOutputGroup: reference)
+    }
+
+    func latencySeconds(ofGroup group: String) -> Double? {
+        engine.latencies().first { $0.group == group }?.seconds
     }
 
     func addCaptureTap(inputGroup: String, channels: Int, zeroed: Bool, frames: Int) throws(AudioEngineError)

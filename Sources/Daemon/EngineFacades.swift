@@ -58,15 +58,22 @@ protocol RecorderEngine: AnyObject {
     func isAvailable(port name: String) -> Bool
     /// The input group of a configured port; nil for an unknown port or an output.
     func inputGroup(port name: String) -> String?
-    /// A tap on the first `channels` channels of an input group.
-    func addCaptureTap(inputGroup: String, channels: Int, zeroed: Bool) throws(AudioEngineError) -> CaptureTap
+    /// A tap on the first `channels` channels of an input group; with `reference`, an output
+    /// group, it carries a reference tap of that group (its far end, for voice processing).
+    func addCaptureTap(inputGroup: String, channels: Int, zeroed: Bool, reference: String?)
+        throws(AudioEngineError) -> CaptureTap
     /// A tap whose ring holds `frames` frames (a pre-roll tap), allocated here, off the process thread.
     func addCaptureTap(inputGroup: String, channels: Int, zeroed: Bool, frames: Int) throws(AudioEngineError)
         -> CaptureTap
     /// Removes `old` and adds a tap on the first `channels` channels of `inputGroup` in one
     /// graph snapshot (adjacent periods).
-    func replaceCaptureTap(_ old: CaptureTap, inputGroup: String, channels: Int, zeroed: Bool)
+    func replaceCaptureTap(_ old: CaptureTap, inputGroup: String, channels: Int, zeroed: Bool, reference: String?)
         throws(AudioEngineError) -> CaptureTap
+    /// The output side of a configured port; nil for an unknown port or an input.
+    func output(port name: String) -> EngineOutput?
+    /// The latency JACK reports for an engine group (capture latency of an input group,
+    /// playback latency of an output group), seconds; nil when not running or unknown.
+    func latencySeconds(ofGroup group: String) -> Double?
     func addBusTap(_ bus: Bus) throws(AudioEngineError) -> CaptureTap
     func setZeroed(_ tap: CaptureTap, _ zeroed: Bool)
     func removeCaptureTap(_ tap: CaptureTap)

@@ -23,6 +23,7 @@ struct PersistedState {
         var inputMuted: Bool
         var prefersInterruption: Bool
         var prefersNoSystemAlerts = false
+        var prefersEchoCancelledInput = false
     }
 
     var sessions: [SessionRecord] = []
@@ -34,7 +35,8 @@ struct PersistedState {
                 app: $0.app, ownerUID: $0.ownerUID, configuration: $0.configuration, micUsage: $0.micUsage,
                 preferences: $0.preferences, inputMuted: $0.inputMuted,
                 prefersInterruption: $0.prefersInterruptionOnRouteDisconnect,
-                prefersNoSystemAlerts: $0.prefersNoInterruptionsFromSystemAlerts)
+                prefersNoSystemAlerts: $0.prefersNoInterruptionsFromSystemAlerts,
+                prefersEchoCancelledInput: $0.prefersEchoCancelledInput)
         }
         permissions = store.permissions
     }
@@ -56,6 +58,7 @@ struct PersistedState {
                     "input_muted": .bool(record.inputMuted),
                     "prefers_interruption": .bool(record.prefersInterruption),
                     "prefers_no_system_alerts": .bool(record.prefersNoSystemAlerts),
+                    "prefers_echo_cancelled_input": .bool(record.prefersEchoCancelledInput),
                 ]
             })),
             ("permissions", .object(permissions.sorted { $0.key < $1.key }.map { ($0.key, .string($0.value.rawValue)) })),
@@ -87,7 +90,8 @@ struct PersistedState {
                         outputChannels: prefs?["outputChannels"]?.intValue),
                     inputMuted: item["input_muted"]?.boolValue ?? false,
                     prefersInterruption: item["prefers_interruption"]?.boolValue ?? false,
-                    prefersNoSystemAlerts: item["prefers_no_system_alerts"]?.boolValue ?? false))
+                    prefersNoSystemAlerts: item["prefers_no_system_alerts"]?.boolValue ?? false,
+                    prefersEchoCancelledInput: item["prefers_echo_cancelled_input"]?.boolValue ?? false))
             } catch {
                 warn("skipping persisted session \(app): \(error)")
             }

@@ -10,7 +10,13 @@ import SessionPolicy
 
 extension SessionCoordinator {
     func sessionInfo(_ session: Session) -> SessionInfo {
-        let actual = engine.actualHardware(route: session.route, preferences: session.preferences)
+        var actual = engine.actualHardware(route: session.route, preferences: session.preferences)
+        // A processed capture comes later by the processing's latency (docs/voice-processing.md).
+        if let added = recorders.of(session.app).compactMap({ $0.voice?.latencySeconds }).max(),
+            let latency = actual.inputLatency
+        {
+            actual.inputLatency = latency + added
+        }
         return WireFormat.session(
             session, store: store, actual: actual,
             interruptedSince: session.interruption == nil ? nil : interruptedSince[session.app])

@@ -154,15 +154,19 @@ final class RecorderService: @unchecked Sendable {
         let tap: CaptureTap
         // A session with a pre-roll starts from the input it kept (not when going on from another input).
         let preRolled = old == nil ? preRolls.take(app: spec.app, port: spec.port, channels: channels) : nil
+        // A processed capture's far end: the session's route output (a pre-roll tap has none).
+        let voice = preRolled == nil ? VoiceSetup(context, inputGroup: group, engine: engine) : nil
         do {
             if let preRolled {
                 tap = preRolled.tap
                 if context.silenced { engine.setZeroed(tap, true) }
             } else if let old {
                 tap = try engine.replaceCaptureTap(
-                    old.tap, inputGroup: group, channels: channels, zeroed: context.silenced)
+                    old.tap, inputGroup: group, channels: channels, zeroed: context.silenced,
+                    reference: voice?.outputGroup)
             } else {
-                tap = try engine.addCaptureTap(inputGroup: group, channels: channels, zeroed: context.silenced)
+                tap = try engine.addCaptureTap(
+                    inputGroup: group, channels: channels, zeroed: context.silenced, reference: voice?.outputGroup)
             }
         } catch {
             throw SessionError(.resourceNotAvailable, "the engine refused a capture of \(spec.port): \(error)")
@@ -191,9 +195,11 @@ final class RecorderService: @unchecked Sendable {
             inputPort: spec.port, inputType: type.rawValue, bandwidth: bandwidth.name, recdVersion: recdVersion)
         let stream = try start(
             spec, tap: tap, configuration: configuration, transform: transform, bandwidth: bandwidth, rate: rate,
-            continuing: old, preRolled: preRolled)
+            continuing: old, preRolled: preRolled, voice: voice)
         wentOn = true
-        Log.info("\(spec.app): recording \(spec.port) as \(spec.stream) (\(bandwidth.name), \(rate) Hz, \(bits)-bit)")
+        let processed = stream.voice == nil ? "" : ", \(context.processing.rawValue) processing"
+        let format = "\(bandwidth.name), \(rate) Hz, \(bits)-bit\(processed)"
+        Log.info("\(spec.app): recording \(spec.port) as \(spec.stream) (\(format))")
         return stream
     }
 
@@ -226,7 +232,7 @@ final class RecorderService: @unchecked Sendable {
     private func start(
         _ spec: RecorderSpec, tap: CaptureTap, configuration: RecorderConfiguration, transform: HFPTransform?,
         bandwidth: CaptureBandwidth, rate: Int, continuing old: RecorderStream? = nil,
-        preRolled: PreRollKeeper.Taken? = nil
+        preRolled: PreRollKeeper.Taken? = nil, voice: VoiceSetup? = nil
     ) throws -> RecorderStream {
         var configuration = configuration
         configuration.measuresLoudness = settings.loudness != .no
@@ -257,9 +263,15 @@ final class RecorderService: @unchecked Sendable {
         } else {
             source = TapSource(tap: tap, anchor: anchor)
         }
+        // The archiver reads the processed capture; everything else asks the tap's source.
+        let processed = voice.flatMap { $0.source(capturing: source, tap: tap, sampleRate: configuration.sampleRate) }
+        if let voice, processed != nil {
+            configuration.extraComments.append(VorbisComment(CommentName.voiceProcessing, voice.processing.rawValue))
+        }
         let recorder: Recorder
         do {
-            recorder = try Recorder(configuration: configuration, source: source, transform: transform, wake: wake)
+            recorder = try Recorder(
+                configuration: configuration, source: processed ?? source, transform: transform, wake: wake)
             try recorder.start()
         } catch {
             engine.removeCaptureTap(tap)
@@ -269,6 +281,7 @@ final class RecorderService: @unchecked Sendable {
             spec: spec, tap: tap, source: source, recorder: recorder, bandwidth: bandwidth, sampleRate: rate,
             startedAt: old?.startedAt ?? Date())
         stream.silenceAlarms = silenceAlarms
+        stream.voice = processed
         recorders.append(stream)
         source.resolveStartTime(engine)
         if let old {

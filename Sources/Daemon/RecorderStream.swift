@@ -296,6 +296,11 @@ struct RecordingContext {
     var mode: String
     /// Muted or not granted: the tap writes zeros (SPEC §8).
     var silenced: Bool
+    /// What the session's mode does to its capture (`CaptureProcessing.of`): anything but
+    /// `.none` records it echo-cancelled against `referencePort`.
+    var processing: CaptureProcessing = .none
+    /// The session's route output: the far end of a processed capture.
+    var referencePort: String?
 }
 
 /// One running recorder of a session.
@@ -303,6 +308,8 @@ final class RecorderStream {
     let spec: RecorderSpec
     let tap: CaptureTap
     let source: TapSource
+    /// The processed source the recorder reads (nil: it reads `source` as captured).
+    var voice: VoiceCaptureSource?
     let recorder: Recorder
     let bandwidth: CaptureBandwidth
     let sampleRate: Int

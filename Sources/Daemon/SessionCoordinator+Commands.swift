@@ -187,6 +187,10 @@ extension SessionCoordinator {
 
     private func sessionPrefer(_ change: PreferenceChange) throws -> [(String, JSONValue)] {
         let app = change.app
+        // Checked first: a refused preference changes nothing.
+        if let prefers = change.prefersEchoCancelledInput {
+            try CaptureProcessing.validatePreference(prefers, category: try store.session(app).configuration.category)
+        }
         var prefs = change.clear ? HardwarePreferences() : try store.session(app).preferences
         if let input = change.input { prefs.preferredInput = input == "none" ? nil : input }
         if let rate = change.sampleRate { prefs.sampleRate = rate }
@@ -197,6 +201,9 @@ extension SessionCoordinator {
         apply(try store.setPreferences(app: app, prefs))
         if let prefers = change.prefersNoInterruptionsFromSystemAlerts {
             apply(try store.setPrefersNoInterruptionsFromSystemAlerts(app: app, prefers))
+        }
+        if let prefers = change.prefersEchoCancelledInput {
+            apply(try store.setPrefersEchoCancelledInput(app: app, prefers))
         }
         applyChannelPreferences(of: app, before: before, after: prefs)
         var fields: [(String, JSONValue)] = []

@@ -270,9 +270,12 @@ extension SessionCoordinator {
             }
             spec.port = input
         }
+        let configuration = session.configuration
+        let route = session.route
         let context = RecordingContext(
-            category: session.configuration.category.rawValue, mode: session.configuration.mode.rawValue,
-            silenced: store.capturesSilenced(app: spec.app))
+            category: configuration.category.rawValue, mode: configuration.mode.rawValue,
+            silenced: store.capturesSilenced(app: spec.app),
+            processing: session.captureProcessing, referencePort: route.outputs.first)
         if spec.port.hasPrefix("bus:") { return try recorders.startBus(spec, context: context) }
         guard let port = config.port(named: spec.port), port.direction.canCapture else {
             throw SessionError(

@@ -361,6 +361,7 @@ enum SessionDeclarations {
             }
             session.prefersInterruptionOnRouteDisconnect = record.prefersInterruption
             session.prefersNoInterruptionsFromSystemAlerts = record.prefersNoSystemAlerts
+            session.prefersEchoCancelledInput = record.prefersEchoCancelledInput
             store.insert(session, configuration: record.configuration, preferences: record.preferences, inputMuted: record.inputMuted)
         }
         for (app, permission) in persisted.permissions { _ = store.setPermission(app: app, permission) }

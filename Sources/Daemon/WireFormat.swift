@@ -57,7 +57,9 @@ enum WireFormat {
             isOtherAudioPlaying: store.isOtherAudioPlaying(app: session.app),
             secondaryAudioShouldBeSilencedHint: session.secondaryAudioShouldBeSilencedHint,
             heldBy: session.state == .inactive ? nil : session.holder.map(Int.init),
-            prefersNoInterruptionsFromSystemAlerts: session.prefersNoInterruptionsFromSystemAlerts)
+            prefersNoInterruptionsFromSystemAlerts: session.prefersNoInterruptionsFromSystemAlerts,
+            prefersEchoCancelledInput: session.prefersEchoCancelledInput,
+            isEchoCancelledInputAvailable: session.isEchoCancelledInputAvailable)
     }
 
     private static func interruption(_ current: Interruption, since: String?) -> SessionInfo.Interruption {

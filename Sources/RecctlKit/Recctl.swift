@@ -39,6 +39,7 @@ public enum Recctl {
             path: ["session", "prefer"], positionals: ["APP"],
             valueFlags: [
                 "input", "sample-rate", "io-buffer", "input-channels", "output-channels", "prefers-no-system-alerts",
+                "echo-cancelled-input",
             ], boolFlags: ["clear"],
             summary:
                 "hardware preferences (hints; actual values come from JACK) and prefersNoInterruptionsFromSystemAlerts",
@@ -47,6 +48,7 @@ public enum Recctl {
                 ("sample-rate", "Hz, e.g. 48000"), ("io-buffer", "seconds, e.g. 0.005"),
                 ("input-channels", "a count, e.g. 2"), ("output-channels", "a count, e.g. 2"),
                 ("prefers-no-system-alerts", "yes|no (on|off)"),
+                ("echo-cancelled-input", "yes|no (on|off): prefersEchoCancelledInput (playAndRecord)"),
             ]),
         CommandSpec(path: ["session", "override"], positionals: ["APP", "speaker|none"], summary: "override the output to the speaker until the next route change"),
         CommandSpec(path: ["session", "delete"], positionals: ["APP"], summary: "delete a session"),
@@ -420,7 +422,10 @@ public enum Recctl {
                     sampleRate: try number(command, "sample-rate"), ioBuffer: try number(command, "io-buffer"),
                     inputChannels: try integer(command, "input-channels"),
                     outputChannels: try integer(command, "output-channels"),
-                    prefersNoInterruptionsFromSystemAlerts: try prefersNoSystemAlerts(command)))
+                    prefersNoInterruptionsFromSystemAlerts: try prefersNoSystemAlerts(command),
+                    prefersEchoCancelledInput: try command.value("echo-cancelled-input").map {
+                        try onOff($0, what: "--echo-cancelled-input", usage: command.spec.usage)
+                    }))
         case ["session", "override"]:
             guard p[1] == "speaker" || p[1] == "none" else {
                 throw SessionError(.badParam, "override port \"\(p[1])\" is not speaker or none")

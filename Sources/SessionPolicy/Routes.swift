@@ -142,9 +142,12 @@ public enum RouteChooser {
         return Route(inputs: input.map { [$0.name] } ?? [], outputs: output.map { [$0.name] } ?? [])
     }
 
-    /// The capture bandwidth an input port gets in a session (SPEC §7).
+    /// The capture bandwidth an input port gets in a session (SPEC §7; mode measurement: full).
     public static func bandwidth(of port: PortState, for request: RouteRequest) -> CaptureBandwidth {
         guard port.isBluetoothDuplex else { return .full }
+        // Mode measurement promises the samples as the port gave them: no HFP band limit and
+        // resampling (the port still needs allowBluetoothHFP to be eligible).
+        if request.configuration.mode == .measurement { return .full }
         if highQualityAllowed(port, request: request) { return .full }
         return .hfp(port.codec ?? .cvsd)
     }

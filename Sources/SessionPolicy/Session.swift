@@ -83,6 +83,10 @@ public struct Session: Equatable, Sendable {
     /// AVAudioSession's prefersNoInterruptionsFromSystemAlerts (iOS 14.5): activations of
     /// system-alert-class sessions (`isSystemAlert`) do not interrupt this one.
     public var prefersNoInterruptionsFromSystemAlerts = false
+    /// AVAudioSession's prefersEchoCancelledInput (iOS 18.2): echo cancellation of the capture
+    /// against the session's own output, without voiceChat's other processing; honoured while
+    /// `isEchoCancelledInputAvailable` (`CaptureProcessing`).
+    public var prefersEchoCancelledInput = false
     /// Declared in the config file (its declaration wins over persisted state).
     public var declaredInConfig = false
     public internal(set) var preferences = HardwarePreferences()
@@ -97,6 +101,22 @@ public struct Session: Equatable, Sendable {
     public internal(set) var streamsRunning = false
     public internal(set) var route = Route.none
     public internal(set) var duckedBy: String?
+
+    /// AVAudioSession's isEchoCancelledInputAvailable: playAndRecord, not measurement, on a
+    /// route with both directions (`CaptureProcessing`).
+    public var isEchoCancelledInputAvailable: Bool {
+        CaptureProcessing.isEchoCancelledInputAvailable(
+            category: configuration.category, mode: configuration.mode, routeHasInput: !route.inputs.isEmpty,
+            routeHasOutput: !route.outputs.isEmpty)
+    }
+
+    /// What its mode and preference do to its capture now.
+    public var captureProcessing: CaptureProcessing {
+        CaptureProcessing.of(
+            category: configuration.category, mode: configuration.mode,
+            prefersEchoCancelledInput: prefersEchoCancelledInput, routeHasInput: !route.inputs.isEmpty,
+            routeHasOutput: !route.outputs.isEmpty)
+    }
     /// Some of its players play (not paused): the daemon says so (`SessionStore.setPlayersRunning`).
     public internal(set) var playersRunning = false
     /// Another session whose audio is primary (non-mixable) plays: mixable sessions should

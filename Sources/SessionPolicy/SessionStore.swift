@@ -180,6 +180,19 @@ public struct SessionStore: Equatable, Sendable {
         return [.sessionChanged(app: app)]
     }
 
+    /// prefersEchoCancelledInput (session.prefer): only a category that plays and records may
+    /// ask (incompatibleCategory otherwise, changing nothing); on a route without both
+    /// directions the preference waits for one (`Session.captureProcessing`). Recordings started
+    /// from now on follow it.
+    public mutating func setPrefersEchoCancelledInput(app: String, _ value: Bool) throws(SessionError)
+        -> [PolicyEffect]
+    {
+        let current = try session(app)
+        try CaptureProcessing.validatePreference(value, category: current.configuration.category)
+        sessions[app]!.prefersEchoCancelledInput = value
+        return [.sessionChanged(app: app)]
+    }
+
     /// Updates declaration fields (priority, background, auto_resume) from config.
     public mutating func updateDeclaration(app: String, _ update: (inout Session) -> Void) {
         guard var session = sessions[app] else { return }
@@ -370,7 +383,10 @@ public struct SessionStore: Equatable, Sendable {
     /// The duck gain `app`'s audio plays at now, in dB: the configured duck level while another
     /// session ducks it, else 0. What players and attached applications are set to.
     public func duckGainDB(of app: String) -> Double {
-        sessions[app]?.duckedBy == nil ? 0 : duckLevelDB
+        // Mode measurement promises its own playback as played: ducked or not, 0 dB.
+        guard let session = sessions[app], session.duckedBy != nil, session.configuration.mode != .measurement
+        else { return 0 }
+        return duckLevelDB
     }
 
     /// Which sessions have players or recorders running (not paused, not stopped).
@@ -482,7 +498,7 @@ public struct SessionStore: Equatable, Sendable {
             guard by != session.duckedBy else { continue }
             sessions[app]!.duckedBy = by
             if let by {
-                effects.append(.ducked(app: app, by: by, levelDB: duckLevelDB))
+                effects.append(.ducked(app: app, by: by, levelDB: duckGainDB(of: app)))
             } else {
                 effects.append(.unducked(app: app))
             }

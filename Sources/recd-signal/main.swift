@@ -31,6 +31,7 @@ do throws(Failure) {
     case .capture(let options): try runCapture(options, invocation: invocation, signals: signals)
     case .ports(let names, let closeOnly):
         try runPorts(names: names, closeOnly: closeOnly, invocation: invocation, signals: signals)
+    case .echo(let options): try runEcho(options, invocation: invocation, signals: signals)
     }
     exit(ExitStatus.ok.rawValue)
 } catch {

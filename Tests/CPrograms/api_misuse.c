@@ -49,6 +49,10 @@ int main(int argc, char **argv) {
                "as_set_prefers_no_interruptions_from_system_alerts(NULL session)");
     expect_bad(as_prefers_no_interruptions_from_system_alerts(NULL, &value), NULL,
                "as_prefers_no_interruptions_from_system_alerts(NULL session)");
+    expect_bad(as_set_prefers_echo_cancelled_input(NULL, 1), NULL, "as_set_prefers_echo_cancelled_input(NULL session)");
+    expect_bad(as_prefers_echo_cancelled_input(NULL, &value), NULL, "as_prefers_echo_cancelled_input(NULL session)");
+    expect_bad(as_is_echo_cancelled_input_available(NULL, &value), NULL,
+               "as_is_echo_cancelled_input_available(NULL session)");
     expect_bad(as_record_permission(NULL, &value), NULL, "as_record_permission(NULL session)");
     expect_bad(as_request_record_permission_wait(NULL, &value), NULL, "as_request_record_permission_wait(NULL session)");
     expect_bad(as_request_record_permission(NULL, on_flag, NULL), NULL, "as_request_record_permission(NULL session)");
@@ -87,6 +91,10 @@ int main(int argc, char **argv) {
                "as_set_prefers_no_interruptions_from_system_alerts(prefers 2)");
     expect_bad(as_prefers_no_interruptions_from_system_alerts(session, NULL), session,
                "as_prefers_no_interruptions_from_system_alerts(NULL result)");
+    expect_bad(as_set_prefers_echo_cancelled_input(session, 2), session, "as_set_prefers_echo_cancelled_input(prefers 2)");
+    expect_bad(as_prefers_echo_cancelled_input(session, NULL), session, "as_prefers_echo_cancelled_input(NULL result)");
+    expect_bad(as_is_echo_cancelled_input_available(session, NULL), session,
+               "as_is_echo_cancelled_input_available(NULL result)");
     /* Valid calls with no recd: a named error, not a crash. */
     as_status status = as_set_active(session, 1, 0);
     if (status != AS_ERROR_MEDIA_SERVICES_FAILED) { printf("FAIL as_set_active without recd: %d\n", status); failures++; }

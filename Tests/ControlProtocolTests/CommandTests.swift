@@ -26,6 +26,7 @@ let everyCommand: [Command] = [
             app: "radio", clear: true, input: "usb", sampleRate: 48_000, ioBuffer: 0.005, inputChannels: 2,
             outputChannels: 4)),
     .sessionPrefer(PreferenceChange(app: "radio", prefersNoInterruptionsFromSystemAlerts: true)),
+    .sessionPrefer(PreferenceChange(app: "call", prefersEchoCancelledInput: true)),
     .sessionOverride(app: "radio", speaker: true), .sessionOverride(app: "radio", speaker: false),
     .sessionDelete(app: "radio"), .permissionList, .permissionRequest(app: "logger"),
     .permissionDecide(app: "logger", .granted), .permissionDecide(app: "logger", .denied),

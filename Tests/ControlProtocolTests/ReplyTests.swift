@@ -27,7 +27,8 @@ let sampleSession = SessionInfo(
         .init(name: "mic", type: "builtInMic", channels: 2), .init(name: "headset", type: "bluetoothHFP", channels: 1),
     ],
     maximumInputChannels: 1, maximumOutputChannels: 2, isOtherAudioPlaying: true,
-    secondaryAudioShouldBeSilencedHint: true, prefersNoInterruptionsFromSystemAlerts: true)
+    secondaryAudioShouldBeSilencedHint: true, prefersNoInterruptionsFromSystemAlerts: true,
+    prefersEchoCancelledInput: true, isEchoCancelledInputAvailable: true)
 
 let sampleQuietSession = SessionInfo(
     app: "logger", ownerUID: 0, category: "record", mode: "default", options: [], requestedOptions: [],
@@ -144,8 +145,12 @@ private func checkReply<T: ReplyObject>(_ value: T, optionalKeys: Set<String> = 
 @Suite struct ReplyTests {
     @Test func sessionsRoundTrip() throws {
         // Newer than the first version-2 recd: an older one does not send them.
-        try checkReply(sampleSession, optionalKeys: ["prefersNoInterruptionsFromSystemAlerts"])
-        try checkReply(sampleQuietSession, optionalKeys: ["prefersNoInterruptionsFromSystemAlerts"])
+        // Keys a recd older than them does not send: false when absent.
+        let newer: Set = [
+            "prefersNoInterruptionsFromSystemAlerts", "prefersEchoCancelledInput", "isEchoCancelledInputAvailable",
+        ]
+        try checkReply(sampleSession, optionalKeys: newer)
+        try checkReply(sampleQuietSession, optionalKeys: newer)
         try checkReply(sampleSession.route)
         try checkReply(sampleSession.preferences)
         try checkReply(sampleSession.actual)
@@ -304,8 +309,9 @@ private func checkReply<T: ReplyObject>(_ value: T, optionalKeys: Set<String> = 
                 "priority", "background", "autoResume", "micUsage", "state", "heldBy", "interruption", "route",
                 "routeDescription", "availableInputs", "bandwidth", "preferences", "actual", "maximumInputChannels",
                 "maximumOutputChannels", "recordPermission", "inputMuted", "duckedBy", "override",
-                "prefersInterruptionOnRouteDisconnect", "prefersNoInterruptionsFromSystemAlerts", "streamsRunning", "declaredInConfig", "isOtherAudioPlaying",
-                "secondaryAudioShouldBeSilencedHint",
+                "prefersInterruptionOnRouteDisconnect", "prefersNoInterruptionsFromSystemAlerts",
+                "prefersEchoCancelledInput", "isEchoCancelledInputAvailable", "streamsRunning", "declaredInConfig",
+                "isOtherAudioPlaying", "secondaryAudioShouldBeSilencedHint",
             ])
         // Unknown values are nulls, not missing keys.
         #expect(sampleQuietSession.json["interruption"] == .null)

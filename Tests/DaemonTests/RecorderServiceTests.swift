@@ -73,6 +73,44 @@ final class RecorderServiceTests {
 
     func recordingEvents(_ state: String) -> [JSONValue] { events.named("recording", state: state) }
 
+    @Test("a processed recorder reads through the voice processor with its session's features, a plain one not")
+    func processedRecorder() throws {
+        var voiceChat = Self.context
+        voiceChat.processing = .voice
+        voiceChat.referencePort = "spk"
+        var echoOnly = Self.context
+        echoOnly.processing = .echoCancellation
+        echoOnly.referencePort = "spk"
+        let plain = try record("logger", port: "mic")
+        let voice = try record("call", port: "mic", context: voiceChat)
+        let echo = try record("echo", port: "mic", context: echoOnly)
+        #expect(plain.voice == nil && voice.tap.reference != nil && plain.tap.reference == nil)
+        #expect(voice.voice?.features.isSuperset(of: .voiceChat) == true)
+        #expect(echo.voice?.features.contains(.echoCancellation) == true)
+        #expect(echo.voice?.features.contains(.noiseSuppression) == false)
+        #expect(pump { (voice.voice?.latencySeconds ?? 0) > 0 && (echo.voice?.latencySeconds ?? 0) > 0 })
+        #expect(pump { self.recordingEvents("segment").count == 3 }, "not every recorder opened a segment")
+        usleep(300_000)
+        for app in ["logger", "call", "echo"] { _ = try recorders.stopRecording(app: app, stream: nil) }
+        #expect(pump { [plain, voice, echo].allSatisfy { self.news.finished.contains($0.id) } })
+        let listed = try recorders.archiveList(app: nil, since: nil).first { $0.0 == "segments" }?.1.arrayValue ?? []
+        func segment(_ app: String) -> (app: String, frames: Int)? {
+            listed.first { $0["app"]?.stringValue == app }.map { (app, $0["frames"]?.intValue ?? 0) }
+        }
+        let latency = try #require(voice.voice?.latencySeconds)
+        let processedFrames = try #require(segment("call")?.frames)
+        // The flush: every captured frame comes out, after `latency` of the processor's own.
+        #expect(processedFrames == voice.tap.framesCaptured + Int((latency * 48_000).rounded()))
+        #expect(segment("echo")?.frames ?? 0 > echo.tap.framesCaptured)
+        #expect(segment("logger")?.frames == plain.tap.framesCaptured)
+        let paths = listed.compactMap { entry in entry["path"]?.stringValue.map { (entry["app"]?.stringValue, $0) } }
+        for (app, path) in paths {
+            let tag = try FLACInspector.vorbisComments(path: path).first { $0.0 == CommentName.voiceProcessing }?.1
+            let expected = ["call": "voice", "echo": "echoCancellation"][app ?? ""]
+            #expect(tag == expected, "\(app ?? "?"): \(String(describing: tag))")
+        }
+    }
+
     @Test("an input is archived as FLAC; stop returns at once and the finish follows with the recorder's own event")
     func recordsAndStops() throws {
         let stream = try record("logger", port: "mic")

@@ -87,6 +87,37 @@ struct AudioSessionLibraryTests {
         #expect(try eventually(timeout: 5) { (try? session.prefersNoInterruptionsFromSystemAlerts) == true })
     }
 
+    @Test("setPrefersEchoCancelledInput: playAndRecord only, shown with isEchoCancelledInputAvailable, kept by recd")
+    func prefersEchoCancelledInput() throws {
+        let daemon = try Daemon()
+        let session = AudioSession(app: "callapp", socketPath: daemon.socket)
+        defer { session.close() }
+        try session.setCategory(.playback)
+        #expect(try session.isEchoCancelledInputAvailable == false)
+        do {
+            try session.setPrefersEchoCancelledInput(true)
+            Issue.record("playback accepted prefersEchoCancelledInput")
+        } catch {
+            #expect(error.code == .incompatibleCategory && error.message.contains("playAndRecord"), "\(error)")
+        }
+        #expect(try session.prefersEchoCancelledInput == false, "a refused call changed it")
+        try session.setCategory(.playAndRecord)
+        #expect(try session.isEchoCancelledInputAvailable == true)
+        try session.setPrefersEchoCancelledInput(true)
+        let shown = try daemon.recctl("--json", "session", "show", "callapp").json
+        #expect(shown?["prefersEchoCancelledInput"] == true && shown?["isEchoCancelledInputAvailable"] == true)
+        try session.setCategory(.playAndRecord, mode: .measurement)
+        #expect(try session.isEchoCancelledInputAvailable == false, "measurement promises unprocessed samples")
+        #expect(try session.prefersEchoCancelledInput == true, "the preference waits")
+        let off = try daemon.recctl("session", "prefer", "callapp", "--echo-cancelled-input", "no")
+        #expect(off.status == 0, "\(off.stderr)")
+        #expect(try session.prefersEchoCancelledInput == false)
+        try session.setPrefersEchoCancelledInput(true)
+        // No call after the restart: the library re-applies what it remembers as it reconnects.
+        try daemon.restart()
+        #expect(try eventually(timeout: 5) { (try? session.prefersEchoCancelledInput) == true })
+    }
+
     @Test("setCategory, setActive, currentRoute, availableInputs and the hints; rejected calls throw SPEC §2 codes")
     func configureAndActivate() throws {
         let daemon = try Daemon()

@@ -151,6 +151,49 @@ struct EngineEndToEndTests {
         }
     }
 
+    @Test("a session in mode measurement is ducked by name, but its output keeps its level sample for sample")
+    func measurementIsNotDucked() throws {
+        let (samples, shown): ([Float], JSONValue?) = try withoutXruns {
+            let sink = uniqueName("sink")
+            let daemon = try Daemon(extraConfig: "\n[policy]\nduck_level_db = -14\n", ports: """
+                [port spk]
+                type = builtInSpeaker
+                direction = output
+                jack = \(sink):in_1
+
+                """)
+            let wav = daemon.directory + "/dc.wav"
+            try writeWAV(
+                path: wav, sampleRate: 48_000, channels: 1, samples: [Int16](repeating: 16384, count: 48_000 * 10))
+            let raw = daemon.directory + "/captured.raw"
+            let capture = try SignalClient([
+                "--name", sink, "capture", "--ports", "in_1", "--out", raw, "--seconds", "2",
+            ])
+            try #require(
+                daemon.recctl("session", "set", "meter", "--category", "playback", "--mode", "measurement", "--options",
+                    "mixWithOthers").status == 0)
+            try #require(
+                daemon.recctl(
+                    "session", "set", "nav", "--category", "playback", "--mode", "voicePrompt", "--options",
+                    "duckOthers"
+                ).status == 0)
+            #expect(
+                try eventually {
+                    try daemon.recctl("--json", "routes").json?["ports"]?.arrayValue?.first?["available"] == true
+                })
+            try #require(daemon.recctl("play", "meter", wav).status == 0)
+            usleep(500_000)
+            try #require(daemon.recctl("session", "activate", "nav").status == 0)
+            let shown = try daemon.recctl("--json", "session", "show", "meter").json
+            #expect(capture.waitForExit(timeout: 20))
+            return ((try readRawFloats(path: raw), shown), try daemon.xruns())
+        }
+        #expect(shown?["duckedBy"] == "nav", "the policy still says who ducks it")
+        let start = try #require(samples.firstIndex { $0 == 0.5 }, "the full level never arrived")
+        let after = samples[start...]
+        #expect(after.count > 48_000 && after.allSatisfy { $0 == 0.5 }, "measurement's playback changed level")
+    }
+
     @Test(
         "killing jackd and starting it again: mediaServicesWereLost then Reset, same recd, configuration intact",
         .enabled(if: !TestServer.isPipeWire, Comment(rawValue: TestServer.startsItsOwnJackd)))

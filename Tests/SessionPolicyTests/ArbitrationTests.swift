@@ -316,6 +316,21 @@ struct DuckingTests {
         #expect(off.interruptions.isEmpty)
     }
 
+    @Test("a session in mode measurement is ducked by name but its playback keeps 0 dB")
+    func measurementIsNotDuckGained() throws {
+        var store = SessionStore.fixture(duckLevelDB: -14)
+        store.add("meter", .playback, .measurement, [.mixWithOthers])
+        store.add("music", .playback, .default, [.mixWithOthers])
+        store.add("nav", .playback, .voicePrompt, [.duckOthers])
+        _ = try store.activate(app: "meter")
+        _ = try store.activate(app: "music")
+        let on = try store.activate(app: "nav")
+        #expect(store.sessions["meter"]?.duckedBy == "nav" && store.sessions["music"]?.duckedBy == "nav")
+        #expect(store.duckGainDB(of: "meter") == 0 && store.duckGainDB(of: "music") == -14)
+        #expect(on.ducking.contains(.ducked(app: "meter", by: "nav", levelDB: 0)))
+        #expect(on.ducking.contains(.ducked(app: "music", by: "nav", levelDB: -14)))
+    }
+
     @Test func deletingTheDuckerUnducks() throws {
         var store = SessionStore.fixture()
         store.add("music", .playback)

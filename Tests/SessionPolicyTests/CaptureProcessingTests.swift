@@ -98,6 +98,28 @@ struct CaptureProcessingTests {
         #expect(processed == 7)
     }
 
+    @Test("the store keeps the preference; a session's processing follows it, its mode and its route")
+    func storePreference() throws {
+        var store = SessionStore.fixture()
+        store.add("call", .playAndRecord)
+        store.add("radio", .playback)
+        _ = try store.activate(app: "call")
+        #expect(store.sessions["call"]?.isEchoCancelledInputAvailable == true)
+        #expect(store.sessions["call"]?.captureProcessing == CaptureProcessing.none)
+        #expect(try store.setPrefersEchoCancelledInput(app: "call", true) == [.sessionChanged(app: "call")])
+        #expect(store.sessions["call"]?.captureProcessing == .echoCancellation)
+        store.add("call", .playAndRecord, .voiceChat)
+        #expect(store.sessions["call"]?.captureProcessing == .voice)
+        store.add("call", .playAndRecord, .measurement)
+        #expect(store.sessions["call"]?.captureProcessing == CaptureProcessing.none)
+        #expect(store.sessions["call"]?.isEchoCancelledInputAvailable == false)
+        // A category that cannot have it: refused, and nothing changed.
+        let before = StoreSnapshot(store)
+        #expect(throws: SessionError.self) { try store.setPrefersEchoCancelledInput(app: "radio", true) }
+        #expect(StoreSnapshot(store) == before)
+        #expect(store.sessions["radio"]?.isEchoCancelledInputAvailable == false)
+    }
+
     @Test("preferring echo-cancelled input outside playAndRecord is incompatibleCategory, saying what to use")
     func preferenceValidation() throws {
         try CaptureProcessing.validatePreference(true, category: .playAndRecord)

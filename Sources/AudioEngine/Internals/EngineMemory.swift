@@ -20,6 +20,8 @@ final class EngineMemory {
         /// Input taps.
         var taps: [CaptureTap] = []
         var busTaps: [CaptureTap] = []
+        /// Reference taps of processed captures (each one's capture tap is in `taps`).
+        var referenceTaps: [CaptureTap] = []
         var monitoring: MonitoringPlan?
         /// Attached applications (their voices are among `players`).
         var attachments: [AttachmentHandle] = []
@@ -209,6 +211,7 @@ final class EngineMemory {
                 players: playerList, playerCount: players.count, playerOnBus: playerOnBus,
                 taps: tapList(graph.taps), tapCount: graph.taps.count,
                 busTaps: tapList(graph.busTaps), busTapCount: graph.busTaps.count,
+                referenceTaps: tapList(graph.referenceTaps), referenceTapCount: graph.referenceTaps.count,
                 monitor: graph.monitoring?.plan, sourcePlayers: sourcePlayers,
                 attachments: attachmentList, attachmentCount: graph.attachments.count))
         return snapshot
@@ -228,6 +231,7 @@ final class EngineMemory {
         snapshot.pointee.playerOnBus.deallocate()
         snapshot.pointee.taps.deallocate()
         snapshot.pointee.busTaps.deallocate()
+        snapshot.pointee.referenceTaps.deallocate()
         snapshot.pointee.sourcePlayers.deallocate()
         snapshot.pointee.attachments.deallocate()
         snapshot.deinitialize(count: 1)

@@ -77,11 +77,12 @@ func runCycle(
         nowMicros: nowMicros, cycleStart: cycleStart, cycleNext: cycleNext)
 }
 
-/// One period on buffers already in `state.inputBuffers`/`outputBuffers`: taps copy the
-/// inputs, outputs are cleared, attached applications' ports are fed (their play samples into
-/// their voices' rings, their capture ports from the inputs) and the players mixed into them, monitoring sums its sources
-/// into the buses and adds those to the outputs (same cycle: no added latency), meters
-/// measure inputs, buses and outputs (inputs and outputs only while `metersActive`).
+/// One period on buffers already in `state.inputBuffers`/`outputBuffers`: outputs are
+/// cleared, attached applications' ports are fed (their play samples into their voices' rings,
+/// their capture ports from the inputs) and the players mixed into them, monitoring sums its
+/// sources into the buses and adds those to the outputs (same cycle: no added latency), then
+/// reference taps copy the outputs as written and input taps the inputs; meters measure
+/// inputs, buses and outputs (inputs and outputs only while `metersActive`).
 /// Separate from `recdProcess` so a test can drive it without a server. `graph` and `metering`
 /// are read once a cycle (`recdProcess` decides from them whether to fetch the inputs).
 /// `nowMicros` is JACK's monotonic microsecond clock this cycle, for the taps' clock check (0:
@@ -114,9 +115,10 @@ func runCycle(
                 frames: frames, frameTime: frameTime, nowMicros: nowMicros, cycleStart: cycleStart,
                 cycleNext: cycleNext)
         }
-        for index in 0..<graph.pointee.tapCount {
-            graph.pointee.taps[index].pointee.capture(
-                frames: frames, frameTime: frameTime, inputs: inputs)
+        for index in 0..<graph.pointee.referenceTapCount {
+            graph.pointee.referenceTaps[index].pointee.observeClock(
+                frames: frames, frameTime: frameTime, nowMicros: nowMicros, cycleStart: cycleStart,
+                cycleNext: cycleNext)
         }
         for index in 0..<graph.pointee.attachmentCount {
             let attachment = graph.pointee.attachments[index]
@@ -128,6 +130,17 @@ func runCycle(
             graph.pointee.players[index].pointee.render(frames: frames, outputs: outputs)
         }
         runMonitoring(state, graph: graph, frames: frames, frameTime: frameTime)
+        // What the loudspeakers get this period, the mix complete: the far end of processed
+        // captures. Before the input taps: once a consumer sees a capture period, its
+        // reference's period is in that ring too (each ring's write count is released in turn).
+        for index in 0..<graph.pointee.referenceTapCount {
+            graph.pointee.referenceTaps[index].pointee.capture(
+                frames: frames, frameTime: frameTime, inputs: outputs)
+        }
+        for index in 0..<graph.pointee.tapCount {
+            graph.pointee.taps[index].pointee.capture(
+                frames: frames, frameTime: frameTime, inputs: inputs)
+        }
     }
     if metering {
         let outputMeters = state.pointee.meters + state.pointee.inputCount

@@ -73,6 +73,10 @@ struct GraphSnapshot {
     /// Bus taps: their channels index `MonitorState.busPointers`.
     let busTaps: UnsafeMutablePointer<UnsafeMutablePointer<TapState>>
     let busTapCount: Int
+    /// Reference taps: their channels index the output buffers, copied once the players and
+    /// monitoring have written them (what the loudspeakers play this period).
+    let referenceTaps: UnsafeMutablePointer<UnsafeMutablePointer<TapState>>
+    let referenceTapCount: Int
     /// The monitoring plan; nil when none was set.
     let monitor: UnsafeMutablePointer<MonitorPlan>?
     /// For each of `monitor`'s sources: the voice of a player source that is in this graph;

@@ -106,6 +106,16 @@ as_status as_set_preferred_input(as_session *session, const char *port_or_null);
 as_status as_set_prefers_no_interruptions_from_system_alerts(as_session *session, int prefers);
 /* *prefers gets 1 or 0 (as recd has it now). */
 as_status as_prefers_no_interruptions_from_system_alerts(as_session *session, int32_t *prefers);
+/* AVAudioSession's setPrefersEchoCancelledInput (iOS 18.2): prefers 1, and the session's
+ * recordings are echo-cancelled against its own output (no noise suppression or gain control:
+ * voiceChat has those) while echo-cancelled input is available. A category other than
+ * playAndRecord: AS_ERROR_INCOMPATIBLE_CATEGORY; prefers other than 0 or 1: AS_ERROR_BAD_PARAM. */
+as_status as_set_prefers_echo_cancelled_input(as_session *session, int prefers);
+/* *prefers gets 1 or 0 (as recd has it now). */
+as_status as_prefers_echo_cancelled_input(as_session *session, int32_t *prefers);
+/* AVAudioSession's isEchoCancelledInputAvailable: *available gets 1 for playAndRecord, not in
+ * mode measurement, on a route with an input and an output; else 0. */
+as_status as_is_echo_cancelled_input_available(as_session *session, int32_t *available);
 /* speaker: 1 to override to the speaker, 0 for none. */
 as_status as_override_output_audio_port(as_session *session, int speaker);
 

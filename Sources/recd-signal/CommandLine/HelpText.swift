@@ -14,6 +14,8 @@ enum HelpText {
           capture --ports NAME[,NAME...] --out FILE [--wav] [--seconds S]
                   [--connect SRC[,SRC...]]
           ports   --ports NAME[,NAME...] [--close-only]
+          echo    --ports IN,OUT [--near FILE] [--delay MS] [--gain DB] [--seconds S]
+                  [--connect SRC,DEST]
 
         GLOBAL OPTIONS
           --server NAME   JACK server to use. Default: libjack's default server, which
@@ -37,6 +39,18 @@ enum HelpText {
                    unregisters them (the device disappearing) and exits. With --close-only
                    it closes the client without unregistering them (jack_client_close alone:
                    how most clients, alsa_in and zita-a2j among them, leave).
+          echo     A room in the graph, for echo cancellation: registers INPUT port IN
+                   (SRC connects to it: a loudspeaker's feed) and OUTPUT port OUT
+                   (connected to DEST: what a microphone hears). OUT carries IN
+                   through a fixed room: the direct sound --delay MS later (default
+                   30, up to 500) at --gain DB (default -6), reflections 2.9, 6.1,
+                   11.7 and 17.3 ms after it at 0.45, -0.3, 0.2 and -0.12 of it, and
+                   a sparse tail of 40 taps 20-40 ms after it, 0.1 of it decaying by
+                   e every 10 ms (signs from a fixed seed: the same room every run),
+                   plus the samples of --near FILE (raw float32 mono, the capture
+                   file format, at most 10 minutes at 48 kHz) from the first frame
+                   whose input is not silent on: the near end's schedule is the far
+                   end's, whenever that starts.
 
           Options may also be written --opt=VALUE. --seconds S counts audio frames, not
           wall time: S x sample rate frames (rounded), from the first cycle after 'ready'.

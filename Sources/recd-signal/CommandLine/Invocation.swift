@@ -19,6 +19,22 @@ enum Command: Equatable {
     /// Registers input ports with these names and holds them until SIGTERM/SIGINT; then
     /// unregisters them and closes, or with `closeOnly` (`--close-only`) just closes the client.
     case ports(names: [String], closeOnly: Bool = false)
+    /// A room in the graph: the input's sound, delayed and reverberated, plus a near end, out
+    /// of the output (for echo cancellation).
+    case echo(EchoOptions)
+}
+
+struct EchoOptions: Equatable {
+    /// Short names of the input (the loudspeaker's feed) and the output (the microphone's).
+    var ports: [String]
+    /// `--near FILE`: raw float32 mono samples added to the output from frame 0.
+    var nearPath: String?
+    /// `--delay MS`: the direct sound's delay; `--gain DB`: its level.
+    var delayMilliseconds: Double
+    var gainDB: Double
+    var seconds: Double?
+    /// `connections[0]` goes to the input, the output to `connections[1]`; nil: unconnected.
+    var connections: [String?]
 }
 
 struct PlayOptions: Equatable {
@@ -125,13 +141,16 @@ extension Invocation {
         "server": (.value, nil),
         "name": (.value, nil),
         "rate-check": (.flag, nil),
-        "ports": (.value, ["play", "capture", "ports"]),
+        "ports": (.value, ["play", "capture", "ports", "echo"]),
+        "near": (.value, ["echo"]),
+        "delay": (.value, ["echo"]),
+        "gain": (.value, ["echo"]),
         "signal": (.value, ["play"]),
         "level": (.value, ["play"]),
-        "seconds": (.value, ["play", "capture"]),
+        "seconds": (.value, ["play", "capture", "echo"]),
         "silent-from": (.value, ["play"]),
         "silent-for": (.value, ["play"]),
-        "connect": (.value, ["play", "capture"]),
+        "connect": (.value, ["play", "capture", "echo"]),
         "out": (.value, ["capture"]),
         "wav": (.flag, ["capture"]),
         "close-only": (.flag, ["ports"]),
@@ -184,9 +203,9 @@ extension Invocation {
             }
         }
 
-        guard let commandName else { throw UsageError("no command (play, capture or ports)") }
-        guard ["play", "capture", "ports"].contains(commandName) else {
-            throw UsageError("unknown command '\(commandName)' (play, capture or ports)")
+        guard let commandName else { throw UsageError("no command (play, capture, ports or echo)") }
+        guard ["play", "capture", "ports", "echo"].contains(commandName) else {
+            throw UsageError("unknown command '\(commandName)' (play, capture, ports or echo)")
         }
         for name in values.keys.sorted() + flags.sorted() {
             if let commands = options[name]?.commands, !commands.contains(commandName) {
@@ -243,6 +262,25 @@ extension Invocation {
                     ports: ports, outputPath: out, wav: flags.contains("wav"),
                     seconds: try seconds(values["seconds"]),
                     connections: try connections(values["connect"], portCount: ports.count)))
+        case "echo":
+            guard ports.count == 2 else {
+                throw UsageError("'echo' needs --ports IN,OUT (its input and its output), not \(ports.count) names")
+            }
+            func number(_ name: String, default value: Double, range: ClosedRange<Double>) throws(UsageError)
+                -> Double
+            {
+                guard let text = values[name] else { return value }
+                guard let parsed = Double(text), range.contains(parsed) else {
+                    throw UsageError("bad --\(name) '\(text)' (want \(range.lowerBound)...\(range.upperBound))")
+                }
+                return parsed
+            }
+            command = .echo(
+                EchoOptions(
+                    ports: ports, nearPath: values["near"],
+                    delayMilliseconds: try number("delay", default: 30, range: 0...500),
+                    gainDB: try number("gain", default: -6, range: -120...0), seconds: try seconds(values["seconds"]),
+                    connections: try connections(values["connect"], portCount: 2)))
         default:
             command = .ports(names: ports, closeOnly: flags.contains("close-only"))
         }

@@ -97,6 +97,23 @@ final class ProcessRig {
         return tap
     }
 
+    /// A processed capture's pair as `AudioEngine.addCaptureTap(referenceOutputGroup:)` makes it:
+    /// an input tap and its reference tap over `referenceOutputs` (flat output channels), in
+    /// one snapshot.
+    func addProcessedTap(channels: [Int], referenceOutputs: [Int], capacityFrames: Int) -> CaptureTap {
+        let reference = CaptureTap(
+            inputGroup: "out", flatInputChannels: referenceOutputs, capacityFrames: 2 * capacityFrames,
+            zeroed: false, isReference: true)
+        let tap = CaptureTap(
+            inputGroup: "in", flatInputChannels: channels, capacityFrames: capacityFrames, zeroed: false,
+            reference: reference)
+        var graph = memory.graph
+        graph.taps.append(tap)
+        graph.referenceTaps.append(reference)
+        memory.publish(graph)
+        return tap
+    }
+
     func addTap(channels: [Int], capacityFrames: Int) -> CaptureTap {
         let tap = CaptureTap(
             inputGroup: "in", flatInputChannels: channels, capacityFrames: capacityFrames,
