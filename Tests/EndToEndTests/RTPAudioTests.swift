@@ -167,7 +167,8 @@ struct RTPAudioTests {
                 if let p = phase {
                     let expected = p + 7 * Double(f)
                     if nearWrap(expected) || nearWrap(expected + 1013) { continue }
-                    if abs(Self.centered(k[f] - expected)) <= 3.5 && abs(Self.centered(k1[f] - expected - 1013)) <= 3.5 {
+                    let off = (Self.centered(k[f] - expected), Self.centered(k1[f] - expected - 1013))
+                    if abs(off.0) <= 3.5 && abs(off.1) <= 3.5 {
                         clean[f] = true
                         phase = k[f] - 7 * Double(f)
                         continue
@@ -176,7 +177,9 @@ struct RTPAudioTests {
                     phase = nil
                     continue
                 }
-                guard !nearWrap(k[f]), !nearWrap(k1[f]), abs(Self.centered(k1[f] - k[f] - 1013)) <= 3.5 else { continue }
+                guard !nearWrap(k[f]), !nearWrap(k1[f]), abs(Self.centered(k1[f] - k[f] - 1013)) <= 3.5 else {
+                    continue
+                }
                 phase = k[f] - 7 * Double(f)
                 clean[f] = true
             }
