@@ -136,24 +136,27 @@ stop_jack() {
     fi
 }
 
-# start_pipewire DIR [PERIOD]: a headless PipeWire serving JACK clients from DIR (its socket,
-# log and pid file live there): no sound card, no D-Bus, no session manager. It offers
+# start_pipewire DIR [PERIOD] [CONFIG]: a headless PipeWire serving JACK clients from DIR (its
+# socket, log and pid file live there): no sound card, no D-Bus, no session manager. It offers
 # system:capture_1/2 (silent) and system:playback_1/2 like jackd's dummy driver (the drop-in
 # config/pipewire/pipewire.conf.d/headless-system.conf, which recd-pipewire.service runs too),
-# at 48000 Hz with the quantum forced to PERIOD (default 1024). JACK clients reach it only
+# at 48000 Hz with the quantum forced to PERIOD (default 1024). CONFIG: the XDG_CONFIG_HOME
+# PipeWire reads its drop-ins from (CONFIG/pipewire/pipewire.conf.d; default this tree's config/):
+# a test's own holds a copy of headless-system.conf and its own (RTPAudioTests: module-rtp-sink
+# on a sender, module-rtp-source on a logger). JACK clients reach it only
 # through PipeWire's libjack: run them under `pw-jack`, with PIPEWIRE_RUNTIME_DIR (exported
 # here) naming DIR/run. A PipeWire left running in DIR by an earlier, killed run is stopped
 # first. Sets STARTED_PIPEWIRE_PID. Measured differences from jackd2: docs/jack-servers.md.
 STARTED_PIPEWIRE_PID=""
 STARTED_PIPEWIRE_DIR=""
 start_pipewire() {
-    local dir="$1" period="${2:-1024}"
+    local dir="$1" period="${2:-1024}" config="${3:-$RECD_ROOT/config}"
     stop_stale_pipewire "$dir"
     mkdir -p -m 0700 "$dir/run"
     export PIPEWIRE_RUNTIME_DIR="$dir/run"
     unset PIPEWIRE_REMOTE
     # XDG_CONFIG_HOME: PipeWire reads the drop-in from $XDG_CONFIG_HOME/pipewire/pipewire.conf.d.
-    XDG_RUNTIME_DIR="$dir/run" XDG_CONFIG_HOME="$RECD_ROOT/config" pipewire >"$dir/pw.log" 2>&1 &
+    XDG_RUNTIME_DIR="$dir/run" XDG_CONFIG_HOME="$config" pipewire >"$dir/pw.log" 2>&1 &
     STARTED_PIPEWIRE_PID=$!
     STARTED_PIPEWIRE_DIR="$dir"
     echo "$STARTED_PIPEWIRE_PID" >"$dir/pw.pid"

@@ -146,12 +146,12 @@ static inline long recd_receive_with_descriptors(int socket, void *bytes, size_t
     return (long)count;
 }
 /// posix_spawn(3) of `path` (no shell, no PATH search) with `argv` and exactly `envp`, as a
-/// child that inherits nothing it should not: stdin from /dev/null, stdout onto stderr (recd's
-/// log), every other descriptor closed, an empty signal mask and default dispositions (recd
-/// blocks and ignores some), in a process group of its own (so a time limit ends its
-/// children too). 0 with `*pid` set, or the error number (exec failures included: glibc's
-/// posix_spawn reports them).
-static inline int recd_spawn(pid_t *pid, const char *path, char *const argv[], char *const envp[]) {
+/// child that inherits nothing it should not: stdin from /dev/null, stdout onto `output` when it
+/// is a descriptor (>= 0; a file the caller reads afterwards), else onto stderr (recd's log),
+/// every other descriptor closed, an empty signal mask and default dispositions (recd blocks and
+/// ignores some), in a process group of its own (so a time limit ends its children too). 0 with
+/// `*pid` set, or the error number (exec failures included: glibc's posix_spawn reports them).
+static inline int recd_spawn(pid_t *pid, const char *path, char *const argv[], char *const envp[], int output) {
     posix_spawn_file_actions_t actions;
     posix_spawnattr_t attributes;
     sigset_t empty, all;
@@ -165,7 +165,7 @@ static inline int recd_spawn(pid_t *pid, const char *path, char *const argv[], c
     sigemptyset(&empty);
     sigfillset(&all);
     if ((result = posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)) == 0 &&
-        (result = posix_spawn_file_actions_adddup2(&actions, 2, 1)) == 0 &&
+        (result = posix_spawn_file_actions_adddup2(&actions, output >= 0 ? output : 2, 1)) == 0 &&
         (result = posix_spawn_file_actions_addclosefrom_np(&actions, 3)) == 0 &&
         (result = posix_spawnattr_setsigmask(&attributes, &empty)) == 0 &&
         (result = posix_spawnattr_setsigdefault(&attributes, &all)) == 0 &&

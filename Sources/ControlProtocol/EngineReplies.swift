@@ -61,29 +61,52 @@ public struct PortInfo: ReplyObject {
 }
 
 /// One JACK port behind a configured port and where its audio comes from (for an output port:
-/// goes to), in `routes`: a client of the logger's own JACK graph, or a netjack2 satellite.
+/// goes to), in `routes`: a client of the logger's own JACK graph, a netjack2 satellite, or an
+/// RTP session PipeWire receives.
 public struct PortOriginInfo: ReplyObject {
     /// The JACK port's full name.
     public var jack: String
-    /// `local` or `netjack2`; a kind this client does not know is shown as it is.
+    /// `local`, `netjack2` or `rtp`; a kind this client does not know is shown as it is.
     public var origin: String
-    /// The JACK client it belongs to: the local client, or the satellite's name (`jackd -d net -n NAME`).
+    /// The JACK client it belongs to: the local client, the satellite's name (`jackd -d net -n
+    /// NAME`), or the RTP stream's node.
     public var client: String
+    /// An RTP stream's session name (the SDP's `s=`); absent for other kinds.
+    public var session: String?
+    /// An RTP stream's sender (the SDP origin's address); absent when it announced none.
+    public var address: String?
 
-    public init(jack: String, origin: String, client: String) {
+    public init(jack: String, origin: String, client: String, session: String? = nil, address: String? = nil) {
         self.jack = jack
         self.origin = origin
         self.client = client
+        self.session = session
+        self.address = address
     }
 
-    /// How a person reads it: `local` or `netjack2 peer NAME`.
-    public var text: String { origin == "local" ? "local" : "\(origin) peer \(client)" }
+    /// How a person reads it: `local`, `netjack2 peer NAME`, or `RTP session NAME@ADDRESS`.
+    public var text: String {
+        switch origin {
+        case "local": "local"
+        case "rtp": "RTP session \(session ?? client)" + (address.map { "@\($0)" } ?? "")
+        default: "\(origin) peer \(client)"
+        }
+    }
 
-    public var json: JSONValue { ["jack": .string(jack), "origin": .string(origin), "client": .string(client)] }
+    public var json: JSONValue {
+        var fields: [(String, JSONValue)] = [
+            ("jack", .string(jack)), ("origin", .string(origin)), ("client", .string(client)),
+        ]
+        if let session { fields.append(("session", .string(session))) }
+        if let address { fields.append(("address", .string(address))) }
+        return .object(fields)
+    }
 
     public init(json: JSONValue) throws(ReplyDecodingError) {
         let f = try ReplyFields(json, "a port's origin")
-        self.init(jack: try f.string("jack"), origin: try f.string("origin"), client: try f.string("client"))
+        self.init(
+            jack: try f.string("jack"), origin: try f.string("origin"), client: try f.string("client"),
+            session: try f.newerString("session"), address: try f.newerString("address"))
     }
 }
 

@@ -51,9 +51,20 @@ final class EngineController {
     /// Connections restored after someone else removed them: when each was last logged.
     private var repairLog: [JackConnection: RepairLogEntry] = [:]
 
+    /// The RTP streams PipeWire receives: which clients' ports `routes` shows as an RTP session's.
+    private let rtpSessions: RTPSessionDirectory
+
     init(config: RecdConfig, wake: @escaping @Sendable () -> Void) {
         self.config = config
         self.engine = AudioEngine(wake: wake)
+        rtpSessions = RTPSessionDirectory(stateDirectory: config.daemon.stateDir)
+    }
+
+    /// Reads again which JACK clients are RTP streams (on PipeWire only: `pw-dump` on `worker`);
+    /// when ports came or went.
+    func refreshRTPSessions(worker: SlowRequestWorker) {
+        let onPipeWire = isRunning && implementation.kind == .pipewire
+        rtpSessions.refresh(remote: serverName, onPipeWire: onPipeWire, worker: worker)
     }
 
     /// Group names: a duplex port has an input and an output group.
@@ -289,7 +300,10 @@ final class EngineController {
             let groups = Self.groups(port)
             return (
                 port, isAvailable(port), groups.flatMap { engine.jackPortNames(ofGroup: $0) },
-                connectedOrder[port.name] ?? 0, groups.flatMap { engine.origins(ofGroup: $0) }
+                connectedOrder[port.name] ?? 0,
+                groups.flatMap { engine.origins(ofGroup: $0) }.map {
+                    (jackPort: $0.jackPort, origin: rtpSessions.origin($0.origin))
+                }
             )
         }
     }

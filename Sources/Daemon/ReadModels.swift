@@ -53,8 +53,12 @@ extension SessionCoordinator {
                 available: entry.available, jack: port.direction == .duplex ? port.jackIn + port.jackOut : port.jack,
                 recdPorts: entry.recdPorts, capabilities: port.capabilities.map(\.rawValue).sorted(),
                 codec: port.codec?.rawValue, sense: port.sense, connectedOrder: entry.order,
-                origins: entry.origins.map {
-                    PortOriginInfo(jack: $0.jackPort, origin: $0.origin.kind, client: $0.origin.client)
+                origins: entry.origins.map { jack, origin in
+                    guard case .rtp(let session, let address, let client) = origin else {
+                        return PortOriginInfo(jack: jack, origin: origin.kind, client: origin.client)
+                    }
+                    return PortOriginInfo(
+                        jack: jack, origin: origin.kind, client: client, session: session, address: address)
                 })
         }
         let sessions = store.sortedSessions.map {

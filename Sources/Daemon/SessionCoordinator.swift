@@ -163,6 +163,8 @@ final class SessionCoordinator: FactSink, @unchecked Sendable {
         case .ports:
             let effects = store.report(.ports(engine.portStates))
             recorders.stopExplicitUnavailable()
+            // Which of the ports now there are RTP streams (routes' FROM), read off this thread.
+            engine.refreshRTPSessions(worker: worker)
             return effects
         case .hardwareMute(let port, let muted):
             return store.report(.hardwareMute(port: port, muted: muted))

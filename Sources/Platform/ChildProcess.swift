@@ -38,7 +38,9 @@ public struct ChildOutcome: Hashable, Sendable {
 ///
 /// The program is executed directly (`posix_spawn`, no shell, no PATH search: `path` is
 /// absolute) with `arguments` and exactly `environment`; stdin is /dev/null, stdout and stderr
-/// go to recd's stderr (the journal); it inherits no other descriptor, no blocked or ignored
+/// go to recd's stderr (the journal), or stdout to the file `output` names (created with mode
+/// 0600, or emptied: what a caller reads afterwards, such as `pw-dump`'s JSON); it inherits no
+/// other descriptor, no blocked or ignored
 /// signal, and runs in a process group of its own. Past `timeLimit` seconds (or once
 /// `isCancelled` says so) the whole group gets SIGTERM, and SIGKILL `graceSeconds` later.
 ///
@@ -50,11 +52,17 @@ public enum ChildProcess {
 
     public static func run(
         path: String, arguments: [String] = [], environment: [String: String], timeLimit: Double,
-        graceSeconds: Double = 1, isCancelled: () -> Bool = { false }
+        graceSeconds: Double = 1, output: String? = nil, isCancelled: () -> Bool = { false }
     ) throws(SystemError) -> ChildOutcome {
         let started = SystemClock.monotonicSeconds()
         let pairs = environment.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }
-        let pid = try Syscall.spawn(path, arguments: arguments, environment: pairs).orThrow("posix_spawn", path: path)
+        // Open in this process (close-on-exec: only the child's dup onto its stdout survives the
+        // exec) and closed here once the child has it.
+        var file: OwnedFile?
+        if let output { file = try OwnedFile(output, .createOrTruncate(permissions: 0o600)) }
+        let spawned = Syscall.spawn(path, arguments: arguments, environment: pairs, output: file?.descriptor ?? -1)
+        try? file?.close()
+        let pid = try spawned.orThrow("posix_spawn", path: path)
         var timedOut = false
         var killAt: Double?
         while true {

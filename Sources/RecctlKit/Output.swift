@@ -209,8 +209,8 @@ struct Output {
         }
     }
 
-    /// Where a port's audio comes from: `local`, `netjack2 peer NAME`, several joined when its
-    /// JACK ports differ; `-` while none of them exists.
+    /// Where a port's audio comes from: `local`, `netjack2 peer NAME`, `RTP session NAME@ADDRESS`,
+    /// several joined when its JACK ports differ; `-` while none of them exists.
     static func originText(_ origins: [PortOriginInfo]) -> String {
         var texts: [String] = []
         for text in origins.map(\.text) where !texts.contains(text) { texts.append(text) }

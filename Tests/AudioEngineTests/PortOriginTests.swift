@@ -30,5 +30,9 @@ import Testing
         #expect(PortOrigin.netjack2(peer: "studio2").client == "studio2")
         #expect(PortOrigin.local(client: "system").kind == "local")
         #expect(PortOrigin.local(client: "system").client == "system")
+        // Only the daemon makes an RTP origin (from PipeWire's node properties), never a name.
+        let rtp = PortOrigin.rtp(session: "Studio 2", address: "10.0.0.2", client: "studio2")
+        #expect(rtp.kind == "rtp" && rtp.client == "studio2")
+        #expect(PortOrigin(jackPort: "studio2:output_FL") == .local(client: "studio2"))
     }
 }

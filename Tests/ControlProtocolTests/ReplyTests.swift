@@ -98,6 +98,9 @@ let sampleRoutes = RoutesInfo(
             origins: [
                 .init(jack: "bluez:capture_1", origin: "local", client: "bluez"),
                 .init(jack: "studio2:to_slave_1", origin: "netjack2", client: "studio2"),
+                .init(
+                    jack: "studio3:output_FL", origin: "rtp", client: "studio3", session: "Studio 3",
+                    address: "10.0.0.3"),
             ]),
         PortInfo(
             name: "phones", type: "headphones", direction: "output", channels: 2, available: false,
@@ -283,7 +286,13 @@ private func checkReply<T: ReplyObject>(_ value: T, optionalKeys: Set<String> = 
         let older = JSONValue.object((sampleRoutes.ports[0].json.objectValue ?? []).filter { $0.0 != "origins" })
         #expect(try PortInfo(json: older).origins.isEmpty)
         try checkReply(sampleRoutes.ports[0].origins[1])
-        #expect(sampleRoutes.ports[0].origins.map(\.text) == ["local", "netjack2 peer studio2"])
+        // An RTP origin's session and sender are there only for RTP (and the sender only when known).
+        try checkReply(sampleRoutes.ports[0].origins[2], optionalKeys: ["session", "address"])
+        #expect(
+            sampleRoutes.ports[0].origins.map(\.text)
+                == ["local", "netjack2 peer studio2", "RTP session Studio 3@10.0.0.3"])
+        #expect(PortOriginInfo(jack: "s:output_FL", origin: "rtp", client: "s", session: "s").text == "RTP session s")
+        #expect(!sampleRoutes.ports[0].origins[0].json.jsonText.contains("session"))
         try checkReply(sampleRoutes.sessions[0])
         try checkReply(sampleMeters)
         try checkReply(sampleMeters.meters[0])

@@ -191,6 +191,109 @@ final class PrivateJack: @unchecked Sendable {
     }
 }
 
+/// A headless PipeWire of a test's own, started as scripts/test starts its own (lib.sh's
+/// `start_pipewire`, through bash: one recipe for both), optionally inside a network namespace,
+/// with drop-ins of its own beside this tree's headless-system.conf (PipeWire reads one
+/// `XDG_CONFIG_HOME`: `directory`/config). JACK clients reach it with `environment`
+/// (PIPEWIRE_RUNTIME_DIR) under PipeWire's libjack (the PipeWire pass runs under `pw-jack`).
+///
+/// The directory is stable (`/tmp/recd-test-pipewire-NAME`), like the private jackds' names: a
+/// PipeWire a killed run left there is stopped by the next start and by scripts/test's cleanup.
+final class PrivatePipeWire: @unchecked Sendable {
+    let directory: String
+    /// The drop-in (PipeWire's SPA-JSON config) loaded after headless-system.conf.
+    let dropIn: String
+    let namespace: (pair: NamespacePair, side: NamespacePair.Side)?
+    /// More of PipeWire's environment (PIPEWIRE_DEBUG for a module's log lines).
+    let extraEnvironment: [String: String]
+
+    /// Starts it (`start`). `name`: the directory's last part.
+    init(
+        name: String, dropIn: String, namespace: (pair: NamespacePair, side: NamespacePair.Side)? = nil,
+        environment: [String: String] = [:], period: Int = 1024
+    ) throws {
+        directory = NSTemporaryDirectory() + "recd-test-pipewire-\(name)"
+        self.dropIn = dropIn
+        self.namespace = namespace
+        extraEnvironment = environment
+        try start(period: period)
+    }
+
+    /// The environment a JACK client (recd, recd-signal, pw-jack's tools) reaches this PipeWire with.
+    var environment: [String: String] { ["PIPEWIRE_RUNTIME_DIR": directory + "/run"] }
+    /// Everything PipeWire wrote since it last started.
+    var log: String { (try? String(contentsOfFile: directory + "/pw.log", encoding: .utf8)) ?? "" }
+    /// The running pipewire's process ID (lib.sh's pid file).
+    var pid: Int32? {
+        (try? String(contentsOfFile: directory + "/pw.pid", encoding: .utf8))
+            .flatMap { Int32($0.trimmingCharacters(in: .whitespacesAndNewlines)) }
+    }
+
+    /// Starts PipeWire (a PipeWire of an earlier run in the directory is stopped first) and waits
+    /// until it serves JACK clients, with its quantum forced to `period`.
+    func start(period: Int = 1024) throws {
+        let config = directory + "/config/pipewire/pipewire.conf.d"
+        try FileManager.default.createDirectory(atPath: config, withIntermediateDirectories: true)
+        let system = ExternalTools.packageRoot + "/config/pipewire/pipewire.conf.d/headless-system.conf"
+        try? FileManager.default.removeItem(atPath: config + "/headless-system.conf")
+        try FileManager.default.copyItem(atPath: system, toPath: config + "/headless-system.conf")
+        try dropIn.write(toFile: config + "/test.conf", atomically: true, encoding: .utf8)
+        // PipeWire's own output goes to pw.log (start_pipewire's); start.log is the script's. A
+        // file, not a pipe: PipeWire outlives the script. And no other descriptor of this test
+        // process reaches PipeWire: Foundation's Process sees its child end only when every holder
+        // of a socket it gives the child has closed it, so a PipeWire left holding it would keep
+        // this start waiting for ever (seen). The script closes every descriptor above 2 first.
+        let script =
+            #"for fd in /proc/$$/fd/*; do n=${fd##*/}; [ "$n" -gt 2 ] && eval "exec $n>&-"; done 2>/dev/null; "#
+            + "source \(ExternalTools.packageRoot)/scripts/lib.sh && "
+            + "start_pipewire \(directory) \(period) \(directory)/config"
+        let bash = try ExternalTools.path("bash")
+        let process =
+            try namespace.map { try $0.pair.process(in: $0.side, bash, ["-c", script]) }
+            ?? ExternalTools.process("bash", ["-c", script])
+        process.environment = ExternalTools.environment(extraEnvironment)
+        let startLog = directory + "/start.log"
+        _ = FileManager.default.createFile(atPath: startLog, contents: nil)
+        let output = try FileHandle(forWritingTo: URL(fileURLWithPath: startLog))
+        process.standardOutput = output
+        process.standardError = output
+        process.standardInput = FileHandle.nullDevice
+        try process.run()
+        try output.close()
+        process.waitUntilExit()
+        guard process.terminationStatus == 0 else {
+            let said = (try? String(contentsOfFile: startLog, encoding: .utf8)) ?? ""
+            throw DaemonFailure(message: "start_pipewire \(directory) failed: \(said)")
+        }
+    }
+
+    /// Waits until a JACK port named `port` is there (a module's node registers its ports a moment
+    /// after PipeWire serves clients).
+    @discardableResult
+    func waitForPort(_ port: String, timeout: Double = 5) -> Bool {
+        eventually(timeout: timeout) {
+            (try? runTool("jack_lsp", [], environment: environment))?.stdout.split(separator: "\n")
+                .contains { $0 == port } == true
+        }
+    }
+
+    /// SIGKILL, as a crash ends it, and wait until it is gone.
+    func kill9() {
+        guard let pid else { return }
+        Glibc.kill(pid, SIGKILL)
+        let deadline = Date().addingTimeInterval(5)
+        while Date() < deadline, Glibc.kill(pid, 0) == 0 { usleep(10_000) }
+    }
+
+    /// SIGTERM and wait (lib.sh's stop_stale_pipewire: only a pipewire serving this directory).
+    func stop() {
+        let script = "source \(ExternalTools.packageRoot)/scripts/lib.sh && stop_stale_pipewire \(directory)"
+        _ = try? ExternalTools.run("bash", ["-c", script], timeout: 10)
+    }
+
+    deinit { stop() }
+}
+
 /// Writes a 16-bit PCM WAV file.
 func writeWAV(path: String, sampleRate: Int, channels: Int, samples: [Int16]) throws {
     var data = Data()

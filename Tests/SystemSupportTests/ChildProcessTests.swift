@@ -1,5 +1,6 @@
 // Platform's ChildProcess, which runs the operator's hooks (on_silence): exit statuses, the
-// time limit, a program that cannot run. The programs come from scripts/packages.list.
+// time limit, a program that cannot run, its output in a file. The programs come from scripts/packages.list.
+import Foundation
 import Platform
 import TestSupport
 import Testing
@@ -23,5 +24,22 @@ struct ChildProcessTests {
         #expect(throws: SystemError.self) {
             try ChildProcess.run(path: "/nonexistent/on-silence", environment: [:], timeLimit: 1)
         }
+    }
+
+    @Test("a program's standard output goes to the file `output` names, emptied first (pw-dump's JSON is read so)")
+    func outputToAFile() throws {
+        let directory = NSTemporaryDirectory() + "recd-child-output-\(getpid())"
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let input = directory + "/input"
+        let output = directory + "/output"
+        try "abc\n".write(toFile: input, atomically: true, encoding: .utf8)
+        try "something longer, left from an earlier run\n".write(toFile: output, atomically: true, encoding: .utf8)
+        let md5sum = try ExternalTools.path("md5sum")
+        let outcome = try ChildProcess.run(
+            path: md5sum, arguments: [input], environment: [:], timeLimit: 5, output: output)
+        #expect(outcome.succeeded, "\(outcome)")
+        let text = try String(contentsOfFile: output, encoding: .utf8)
+        #expect(text == "0bee89b07a248e27c83fc3d5951213c1  \(input)\n", "\(text)")
     }
 }
