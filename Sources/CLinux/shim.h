@@ -11,6 +11,7 @@
 #include <spawn.h>
 #include <sys/wait.h>
 #include <sys/eventfd.h>
+#include <sys/mman.h>
 #include <sys/resource.h>
 #include <sys/signalfd.h>
 #include <sys/socket.h>
@@ -26,7 +27,15 @@ extern int renameat2(int olddirfd, const char *oldpath, int newdirfd, const char
                      unsigned int flags);
 extern int pthread_setname_np(pthread_t thread, const char *name);
 extern int posix_spawn_file_actions_addclosefrom_np(posix_spawn_file_actions_t *actions, int from);
+extern int memfd_create(const char *name, unsigned int flags);
 #endif
+#ifndef MFD_CLOEXEC
+#define MFD_CLOEXEC 1U  // <linux/memfd.h>; glibc's <sys/mman.h> has it only under _GNU_SOURCE
+#endif
+
+/// memfd_create(2) with MFD_CLOEXEC: an anonymous file in memory (a child's captured output).
+/// The descriptor, or -1 with errno.
+static inline int recd_memfd(const char *name) { return memfd_create(name, MFD_CLOEXEC); }
 
 /// Allocates disk blocks for [offset, offset+length) without changing the file size
 /// (fallocate FALLOC_FL_KEEP_SIZE). 0 or -1 with errno (ENOSPC, EOPNOTSUPP, ...).
@@ -147,11 +156,11 @@ static inline long recd_receive_with_descriptors(int socket, void *bytes, size_t
 }
 /// posix_spawn(3) of `path` (no shell, no PATH search) with `argv` and exactly `envp`, as a
 /// child that inherits nothing it should not: stdin from /dev/null, stdout onto stderr (recd's
-/// log), every other descriptor closed, an empty signal mask and default dispositions (recd
+/// log) or, when `output` is not -1, onto that descriptor (a capture), every other descriptor closed, an empty signal mask and default dispositions (recd
 /// blocks and ignores some), in a process group of its own (so a time limit ends its
 /// children too). 0 with `*pid` set, or the error number (exec failures included: glibc's
 /// posix_spawn reports them).
-static inline int recd_spawn(pid_t *pid, const char *path, char *const argv[], char *const envp[]) {
+static inline int recd_spawn(pid_t *pid, const char *path, char *const argv[], char *const envp[], int output) {
     posix_spawn_file_actions_t actions;
     posix_spawnattr_t attributes;
     sigset_t empty, all;
@@ -165,7 +174,7 @@ static inline int recd_spawn(pid_t *pid, const char *path, char *const argv[], c
     sigemptyset(&empty);
     sigfillset(&all);
     if ((result = posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)) == 0 &&
-        (result = posix_spawn_file_actions_adddup2(&actions, 2, 1)) == 0 &&
+        (result = posix_spawn_file_actions_adddup2(&actions, output < 0 ? 2 : output, 1)) == 0 &&
         (result = posix_spawn_file_actions_addclosefrom_np(&actions, 3)) == 0 &&
         (result = posix_spawnattr_setsigmask(&attributes, &empty)) == 0 &&
         (result = posix_spawnattr_setsigdefault(&attributes, &all)) == 0 &&

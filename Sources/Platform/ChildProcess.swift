@@ -1,5 +1,5 @@
-// Running another program: the operator's hooks (`on_silence`). Never through a shell, never
-// without a time limit.
+// Running another program: the operator's hooks (`on_silence`), rclone, chronyc. Never through
+// a shell, never without a time limit.
 
 /// How a child program ended. A plain value: any thread.
 public enum ChildTermination: Hashable, Sendable, CustomStringConvertible {
@@ -52,9 +52,35 @@ public enum ChildProcess {
         path: String, arguments: [String] = [], environment: [String: String], timeLimit: Double,
         graceSeconds: Double = 1, isCancelled: () -> Bool = { false }
     ) throws(SystemError) -> ChildOutcome {
+        try run(
+            path: path, arguments: arguments, environment: environment, output: -1, timeLimit: timeLimit,
+            graceSeconds: graceSeconds, isCancelled: isCancelled)
+    }
+
+    /// Runs the program as `run` does, its standard output kept (in an anonymous file in
+    /// memory, not a pipe: a child that writes more than we read never blocks) and returned, at
+    /// most the first `maximumOutputBytes` of it; stderr still goes to recd's log. For programs
+    /// whose answer is their output (`chronyc`, `timedatectl`).
+    public static func runCapturingOutput(
+        path: String, arguments: [String] = [], environment: [String: String], timeLimit: Double,
+        maximumOutputBytes: Int = 65536
+    ) throws(SystemError) -> (outcome: ChildOutcome, output: [UInt8]) {
+        let descriptor = try Syscall.memoryFile("recd-child-output").orThrow("memfd_create", path: path)
+        let capture = OwnedFile(adopting: descriptor, path: "memfd:recd-child-output")
+        let outcome = try run(
+            path: path, arguments: arguments, environment: environment, output: descriptor, timeLimit: timeLimit,
+            graceSeconds: 1, isCancelled: { false })
+        return (outcome, try capture.read(count: maximumOutputBytes, at: 0))
+    }
+
+    private static func run(
+        path: String, arguments: [String], environment: [String: String], output: Int32, timeLimit: Double,
+        graceSeconds: Double, isCancelled: () -> Bool
+    ) throws(SystemError) -> ChildOutcome {
         let started = SystemClock.monotonicSeconds()
         let pairs = environment.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }
-        let pid = try Syscall.spawn(path, arguments: arguments, environment: pairs).orThrow("posix_spawn", path: path)
+        let pid = try Syscall.spawn(path, arguments: arguments, environment: pairs, output: output)
+            .orThrow("posix_spawn", path: path)
         var timedOut = false
         var killAt: Double?
         while true {

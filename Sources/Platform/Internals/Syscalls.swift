@@ -506,14 +506,22 @@ enum Syscall {
     // MARK: Processes
 
     /// `posix_spawn(3)` through `recd_spawn`: the child's pid, or the error number.
-    static func spawn(_ path: String, arguments: [String], environment: [String]) -> Result<Int32, Errno> {
+    static func spawn(
+        _ path: String, arguments: [String], environment: [String], output: Int32 = -1
+    ) -> Result<Int32, Errno> {
         func cStrings(_ strings: [String]) -> [UnsafeMutablePointer<CChar>?] { strings.map { strdup($0) } + [nil] }
         let argv = cStrings([path] + arguments)
         let envp = cStrings(environment)
         defer { for pointer in argv + envp { free(pointer) } }
         var pid: pid_t = 0
-        let result = recd_spawn(&pid, path, argv, envp)
+        let result = recd_spawn(&pid, path, argv, envp, output)
         return result == 0 ? .success(pid) : .failure(Errno(rawValue: result))
+    }
+
+    /// `memfd_create(2)` (close-on-exec): a new descriptor, or errno.
+    static func memoryFile(_ name: String) -> Result<Int32, Errno> {
+        let descriptor = recd_memfd(name)
+        return descriptor >= 0 ? .success(descriptor) : .failure(Errno(rawValue: Glibc.errno))
     }
 
     /// `waitpid(2)`: nil while the child runs (`nohang`), else how it ended (`exited`: its
