@@ -19,7 +19,9 @@ public final class TimeSourceMonitor: Sendable {
     private let locations: TimeSource.Locations
     private let refreshSeconds: Double
 
-    public init(locations: TimeSource.Locations = TimeSource.Locations(), refreshSeconds: Double = defaultRefreshSeconds) {
+    public init(
+        locations: TimeSource.Locations = TimeSource.Locations(), refreshSeconds: Double = defaultRefreshSeconds
+    ) {
         self.locations = locations
         self.refreshSeconds = max(refreshSeconds, 1)
     }

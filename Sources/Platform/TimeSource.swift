@@ -85,7 +85,8 @@ public struct TimeSource: Hashable, Sendable, CustomStringConvertible {
         let micros = Int((offset.magnitude * 1e6).rounded())
         let fraction = String(micros % 1_000_000)
         let text = "\(micros / 1_000_000).\(String(repeating: "0", count: 6 - fraction.count))\(fraction)"
-        return TimeSource("chrony: \(name), stratum \(stratum), offset \(offset < 0 && micros > 0 ? "-" : "+")\(text) s")
+        let sign = offset < 0 && micros > 0 ? "-" : "+"
+        return TimeSource("chrony: \(name), stratum \(stratum), offset \(sign)\(text) s")
     }
 
     /// systemd-timesyncd synchronised the clock, from `server` (empty when not known).

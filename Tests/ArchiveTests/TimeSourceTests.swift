@@ -41,7 +41,8 @@ private final class ChronyDaemons {
             "user \(String(cString: getpwuid(getuid())!.pointee.pw_name))", "pidfile \(home)/chronyd.pid",
             "bindcmdaddress \(socket)", "cmdport 0",
         ]
-        try (config + lines).joined(separator: "\n").write(toFile: home + "/chrony.conf", atomically: true, encoding: .utf8)
+        try (config + lines).joined(separator: "\n")
+            .write(toFile: home + "/chrony.conf", atomically: true, encoding: .utf8)
         let process = try ExternalTools.process("chronyd", ["-x", "-d", "-f", home + "/chrony.conf"])
         process.standardOutput = FileHandle.nullDevice
         process.standardError = FileHandle(forWritingAtPath: "/dev/null")
@@ -64,7 +65,9 @@ private let chronyInstalled = (try? ExternalTools.path("chronyd")) != nil && (tr
 
 @Suite("Time source")
 struct TimeSourceTests {
-    @Test("chronyc's tracking line: a server with its stratum and the clock's offset (ahead +), a local reference, none; not that line: nil")
+    @Test(
+        "chronyc's tracking line: a server with its stratum and the clock's offset (ahead +), a local reference, none"
+            + "; not that line: nil")
     func chronyParsing() {
         #expect(TimeSource.chrony(tracking: ChronycOutput.noReference) == TimeSource("chrony: no reference"))
         #expect(
