@@ -65,9 +65,7 @@ private let chronyInstalled = (try? ExternalTools.path("chronyd")) != nil && (tr
 
 @Suite("Time source")
 struct TimeSourceTests {
-    @Test(
-        "chronyc's tracking line: a server with its stratum and the clock's offset (ahead +), a local reference, none"
-            + "; not that line: nil")
+    @Test("chronyc's tracking line: a server, stratum, offset (ahead +); a local reference; none; not it: nil")
     func chronyParsing() {
         #expect(TimeSource.chrony(tracking: ChronycOutput.noReference) == TimeSource("chrony: no reference"))
         #expect(
