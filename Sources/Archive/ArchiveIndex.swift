@@ -41,7 +41,7 @@ public final class ArchiveIndex {
         "path, app, stream, grp, segment, start_us, end_us, frames, sample_rate, channels, bits, end_reason, gaps, recovered, size, "
         + "loudness_lufs, loudness_range_lu, true_peak_dbtp, clock_drift_ppm, "
         + "clock_synced_start, clock_esterror_start_us, clock_maxerror_start_us, "
-        + "clock_synced_end, clock_esterror_end_us, clock_maxerror_end_us"
+        + "clock_synced_end, clock_esterror_end_us, clock_maxerror_end_us, clock_source"
 
     /// `column = excluded.column` for every column but the key.
     private static let upsertAssignments = columns.split(separator: ",").dropFirst()
@@ -86,7 +86,8 @@ public final class ArchiveIndex {
                 clock_maxerror_start_us INTEGER,
                 clock_synced_end INTEGER,
                 clock_esterror_end_us INTEGER,
-                clock_maxerror_end_us INTEGER
+                clock_maxerror_end_us INTEGER,
+                clock_source TEXT
             );
             CREATE INDEX IF NOT EXISTS segments_by_app_start ON segments(app, start_us);
             CREATE INDEX IF NOT EXISTS segments_by_app_end ON segments(app, end_us);
@@ -97,18 +98,18 @@ public final class ArchiveIndex {
         let current = try version.step() ? version.int(0) : 0
         version.reset()
         if current == 0 {
-            try database.execute("PRAGMA user_version = 5")
-        } else if current < 5 {
+            try database.execute("PRAGMA user_version = 6")
+        } else if current < 6 {
             try migrate()
         }
     }
 
-    /// Brings an older index up to version 5, in one transaction with the version, so two
+    /// Brings an older index up to version 6, in one transaction with the version, so two
     /// processes opening an old index at once cannot both change it. The new columns are NULL
     /// until `reindex` reads the files' comments (loudness, drift), the first copy
     /// (`replicated`) or the segment's chain entry (`sha256`, ...). Version 1 had no loudness,
     /// version 2 no `replicated` (issue 16: the remote each segment was copied to), version 3 no
-    /// clock drift, version 4 no hash chain nor clock synchronisation.
+    /// clock drift, version 4 no hash chain nor clock synchronisation, version 5 no clock source.
     private func migrate() throws(ArchiveError) {
         try database.execute("BEGIN IMMEDIATE")
         do throws(ArchiveError) {
@@ -145,6 +146,9 @@ public final class ArchiveIndex {
                     PRAGMA user_version = 5;
                     """)
             }
+            if (1...5).contains(current) {
+                try database.execute("ALTER TABLE segments ADD COLUMN clock_source TEXT; PRAGMA user_version = 6;")
+            }
             try database.execute("COMMIT")
         } catch {
             try? database.execute("ROLLBACK")
@@ -158,7 +162,7 @@ public final class ArchiveIndex {
         let statement = try database.statement(
             "INSERT INTO segments (\(ArchiveIndex.columns)) "
                 + "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, "
-                + "?20, ?21, ?22, ?23, ?24, ?25) "
+                + "?20, ?21, ?22, ?23, ?24, ?25, ?26) "
                 + "ON CONFLICT(path) DO UPDATE SET \(ArchiveIndex.upsertAssignments)")
         bind(record, to: statement)
         try statement.run()
@@ -172,7 +176,7 @@ public final class ArchiveIndex {
                 + "recovered = ?14, size = ?15, loudness_lufs = ?16, loudness_range_lu = ?17, true_peak_dbtp = ?18, "
                 + "clock_drift_ppm = ?19, clock_synced_start = ?20, clock_esterror_start_us = ?21, "
                 + "clock_maxerror_start_us = ?22, clock_synced_end = ?23, clock_esterror_end_us = ?24, "
-                + "clock_maxerror_end_us = ?25 "
+                + "clock_maxerror_end_us = ?25, clock_source = ?26 "
                 + "WHERE path = ?1")
         bind(record, to: statement)
         try statement.run()
@@ -364,6 +368,7 @@ public final class ArchiveIndex {
             statement.bind(offset + 1, clock.map { Double($0.estimatedErrorMicroseconds) })
             statement.bind(offset + 2, clock.map { Double($0.maximumErrorMicroseconds) })
         }
+        statement.bind(26, record.clockSource)
     }
 
     /// The clock state in columns `first`, `first + 1`, `first + 2` of a row.
@@ -389,6 +394,6 @@ public final class ArchiveIndex {
                 integratedLUFS: statement.double(15), rangeLU: statement.double(16),
                 truePeakDBTP: statement.double(17)),
             clockDriftPPM: statement.double(18), clockAtStart: clock(from: statement, at: 19),
-            clockAtEnd: clock(from: statement, at: 22))
+            clockAtEnd: clock(from: statement, at: 22), clockSource: statement.text(25))
     }
 }

@@ -38,6 +38,9 @@ public struct RecorderConfiguration: Hashable, Sendable {
     public var extraComments: [VorbisComment]
     /// recd's version, for the ENCODER comment.
     public var recdVersion: String
+    /// Where each segment's CLOCK_SOURCE comes from (read at its start, never waited for); nil:
+    /// no CLOCK_SOURCE.
+    public var timeSource: TimeSourceMonitor?
     /// The SEGMENT number of the first segment.
     public var firstSegmentNumber: Int
     /// Frames read from the source at a time (at most: a planar source lends up to its ring's end).

@@ -33,6 +33,8 @@ public struct SegmentRecord: Hashable, Sendable {
     /// comments; nil where the file has none).
     public var clockAtStart: ClockSynchronization?
     public var clockAtEnd: ClockSynchronization?
+    /// Who kept the clock when the segment started (CLOCK_SOURCE; nil where the file has none).
+    public var clockSource: String?
 
     public init(
         path: String, app: String, stream: String, group: Int, segment: Int, startTime: UTCTime, frames: Int,
@@ -40,8 +42,9 @@ public struct SegmentRecord: Hashable, Sendable {
         recovered: Bool, bytes: Int64,
         loudness: LoudnessSummary = LoudnessSummary(integratedLUFS: nil, rangeLU: nil, truePeakDBTP: nil),
         clockDriftPPM: Double? = nil, clockAtStart: ClockSynchronization? = nil,
-        clockAtEnd: ClockSynchronization? = nil
+        clockAtEnd: ClockSynchronization? = nil, clockSource: String? = nil
     ) {
+        self.clockSource = clockSource
         self.clockAtStart = clockAtStart
         self.clockAtEnd = clockAtEnd
         self.loudness = loudness
@@ -108,6 +111,7 @@ public struct SegmentRecord: Hashable, Sendable {
                 rangeLU: value(CommentName.loudnessRange).flatMap { Double($0) },
                 truePeakDBTP: value(CommentName.truePeak).flatMap { Double($0) }),
             clockDriftPPM: value(CommentName.clockDriftPPM).flatMap { Double($0) },
-            clockAtStart: CommentName.clock(atEnd: false, value), clockAtEnd: CommentName.clock(atEnd: true, value))
+            clockAtStart: CommentName.clock(atEnd: false, value), clockAtEnd: CommentName.clock(atEnd: true, value),
+            clockSource: value(CommentName.clockSource))
     }
 }

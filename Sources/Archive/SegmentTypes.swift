@@ -107,6 +107,10 @@ public enum CommentName {
     public static let clockSynchronizedEnd = "CLOCK_SYNCHRONIZED_END"
     public static let clockEstimatedErrorEnd = "CLOCK_ESTERROR_END_US"
     public static let clockMaximumErrorEnd = "CLOCK_MAXERROR_END_US"
+    /// Who kept the clock when the segment started, as that daemon said at its last asking (at
+    /// most a minute before): `chrony: 192.0.2.1, stratum 2, offset +0.000012 s`, `chrony: no
+    /// reference`, `systemd-timesyncd: ntp.example.net`, or `none` (`TimeSource`).
+    public static let clockSource = "CLOCK_SOURCE"
 
     /// The three clock comments of `clock`, at the segment's start or end.
     public static func clockComments(_ clock: ClockSynchronization, atEnd: Bool) -> [VorbisComment] {

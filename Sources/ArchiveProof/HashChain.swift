@@ -266,30 +266,16 @@ public final class ChainKeeper: Sendable {
     }
 }
 
-/// Small files replaced whole. Any thread.
+/// Small files replaced whole (Platform's `AtomicFile`), with the proof's errors. Any thread.
 enum ChainFiles {
-    /// Writes `bytes` to `path` through a temporary file in the same folder, fsync'ed and
-    /// renamed over it: a reader sees the old file or the new one, never half.
+    /// Replaces `path` with `bytes` (mode exactly `mode`): a reader sees the old file or the
+    /// new one, never half.
     static func replace(_ path: String, with bytes: [UInt8], mode: UInt32) throws(ProofError) {
-        let temporary = path + ".tmp"
-        try proofCall { () throws(SystemError) in
-            try FileSystem.removeIfPresent(temporary)
-            let file = try OwnedFile(temporary, .createExclusive(permissions: mode))
-            try file.writeAll(bytes, at: 0)
-            try file.sync()
-            try file.close()
-            try FileSystem.rename(temporary, to: path)
-            try FileSystem.syncDirectory(FileSystem.directoryName(of: path))
-        }
+        try proofCall { () throws(SystemError) in try AtomicFile.write(bytes, to: path, mode: mode) }
     }
 
     /// The whole file, or nil when it does not exist.
     static func read(_ path: String) throws(ProofError) -> [UInt8]? {
-        do throws(SystemError) {
-            return try OwnedFile(path, .readOnly).readToEnd()
-        } catch {
-            if error.errno == .noSuchFileOrDirectory { return nil }
-            throw .system(error)
-        }
+        try proofCall { () throws(SystemError) in try AtomicFile.read(path) }
     }
 }

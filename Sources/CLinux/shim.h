@@ -11,6 +11,7 @@
 #include <spawn.h>
 #include <sys/wait.h>
 #include <sys/eventfd.h>
+#include <sys/mman.h>
 #include <sys/resource.h>
 #include <sys/signalfd.h>
 #include <sys/socket.h>
@@ -26,7 +27,15 @@ extern int renameat2(int olddirfd, const char *oldpath, int newdirfd, const char
                      unsigned int flags);
 extern int pthread_setname_np(pthread_t thread, const char *name);
 extern int posix_spawn_file_actions_addclosefrom_np(posix_spawn_file_actions_t *actions, int from);
+extern int memfd_create(const char *name, unsigned int flags);
 #endif
+#ifndef MFD_CLOEXEC
+#define MFD_CLOEXEC 1U  // <linux/memfd.h>; glibc's <sys/mman.h> has it only under _GNU_SOURCE
+#endif
+
+/// memfd_create(2) with MFD_CLOEXEC: an anonymous file in memory (a child's captured output).
+/// The descriptor, or -1 with errno.
+static inline int recd_memfd(const char *name) { return memfd_create(name, MFD_CLOEXEC); }
 
 /// Allocates disk blocks for [offset, offset+length) without changing the file size
 /// (fallocate FALLOC_FL_KEEP_SIZE). 0 or -1 with errno (ENOSPC, EOPNOTSUPP, ...).

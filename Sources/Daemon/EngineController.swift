@@ -57,7 +57,7 @@ final class EngineController {
     init(config: RecdConfig, wake: @escaping @Sendable () -> Void) {
         self.config = config
         self.engine = AudioEngine(wake: wake)
-        rtpSessions = RTPSessionDirectory(stateDirectory: config.daemon.stateDir)
+        rtpSessions = RTPSessionDirectory()
     }
 
     /// Reads again which JACK clients are RTP streams (on PipeWire only: `pw-dump` on `worker`);

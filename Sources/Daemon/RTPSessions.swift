@@ -6,7 +6,7 @@
 // `rtp.origin` = the SDP's `o=`: "USER SESSION-ID VERSION IN IP4 ADDRESS"), and libjack does not
 // show them. So recd asks PipeWire: `pw-dump` (pipewire-bin) prints every object as JSON, and this
 // file reads the nodes that carry `rtp.session`. It runs on the slow worker (it takes 10 to 30 ms,
-// and PipeWire could be slow to answer), its output into a file in the state directory, whenever
+// and PipeWire could be slow to answer), its output kept in memory (`runCapturingOutput`), whenever
 // JACK ports came or went on a PipeWire server; `routes` shows what the last run found.
 //
 // Threads: `RTPSessionDirectory`'s methods run on the control thread; the `pw-dump` job on the slow
@@ -85,16 +85,12 @@ final class RTPSessionDirectory: @unchecked Sendable {
 
     /// By JACK client name.
     private(set) var sessions: [String: RTPSession] = [:]
-    /// Where `pw-dump` writes (in the state directory: recd's own; removed once read).
-    private let scratchPath: String
     private var running = false
     /// Ports changed while a run was under way: one more run when it ends.
     private var again = false
     private var loggedFailure = false
 
-    init(stateDirectory: String) {
-        scratchPath = stateDirectory + "/pw-dump.json"
-    }
+    init() {}
 
     /// `origin` as `routes` shows it: a client that is an RTP session's node becomes `.rtp`.
     func origin(_ origin: PortOrigin) -> PortOrigin {
@@ -111,9 +107,9 @@ final class RTPSessionDirectory: @unchecked Sendable {
             return
         }
         running = true
-        let (path, environment) = (scratchPath, Self.environment())
+        let environment = Self.environment()
         worker.submit(for: nil) { _ -> Result<[String: RTPSession], PWDumpFailure> in
-            Self.read(remote: remote, path: path, environment: environment)
+            Self.read(remote: remote, environment: environment)
         } completion: { [weak self] result in
             guard let self else { return }
             running = false
@@ -136,25 +132,23 @@ final class RTPSessionDirectory: @unchecked Sendable {
 
     struct PWDumpFailure: Error { var message: String }
 
-    /// One `pw-dump` of `remote` into `path`, read and parsed. Worker thread.
+    /// One `pw-dump` of `remote`, its output read and parsed. Worker thread.
     private static func read(
-        remote: String, path: String, environment: [String: String]
+        remote: String, environment: [String: String]
     ) -> Result<[String: RTPSession], PWDumpFailure> {
-        defer { try? FileSystem.removeIfPresent(path) }
         do {
-            let outcome = try ChildProcess.run(
+            // One byte more than recd reads: a dump that fills it is too large, not cut short.
+            let (outcome, output) = try ChildProcess.runCapturingOutput(
                 path: pwDump, arguments: ["-N", "-r", remote], environment: environment, timeLimit: timeLimit,
-                output: path)
+                maximumOutputBytes: PipeWireDump.maximumBytes + 1)
             guard outcome.succeeded else {
                 let how = outcome.timedOut ? "took over \(Int(timeLimit)) s" : "ended with \(outcome.termination)"
                 return .failure(PWDumpFailure(message: "\(pwDump) -r \(remote) \(how)"))
             }
-            let size = FileSystem.size(of: path) ?? 0
-            guard size <= PipeWireDump.maximumBytes else {
-                return .failure(PWDumpFailure(message: "\(pwDump) wrote \(size) bytes, more than recd reads"))
+            guard output.count <= PipeWireDump.maximumBytes else {
+                return .failure(PWDumpFailure(message: "\(pwDump) wrote more than the \(PipeWireDump.maximumBytes) bytes recd reads"))
             }
-            let json = try Data(contentsOf: URL(fileURLWithPath: path))
-            return .success(PipeWireDump.rtpSessions(json: json))
+            return .success(PipeWireDump.rtpSessions(json: Data(output)))
         } catch {
             return .failure(PWDumpFailure(message: "cannot run \(pwDump) (Debian package pipewire-bin): \(error)"))
         }

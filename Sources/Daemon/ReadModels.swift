@@ -88,11 +88,13 @@ extension SessionCoordinator {
             archive: recorders.archiveStatus(), attachments: attachments.infos,
             waiting: recorders.waitingInfos, sessionCount: store.sessions.count
         )
-        // adjtimex, reading only: a few µs, fine on the control thread.
+        // adjtimex, reading only: a few µs, fine on the control thread; the source as the
+        // monitor's thread last heard it (a lock, never chronyc here).
         status.clock = ClockSynchronization.current().map {
             StatusInfo.Clock(
                 synchronized: $0.synchronized, estimatedErrorSeconds: Double($0.estimatedErrorMicroseconds) / 1e6,
-                maximumErrorSeconds: Double($0.maximumErrorMicroseconds) / 1e6)
+                maximumErrorSeconds: Double($0.maximumErrorMicroseconds) / 1e6,
+                source: recorders.timeSource?.current?.description)
         }
         for feature in features { feature.contribute(to: &status) }
         return status

@@ -72,6 +72,9 @@ final class RecorderService: @unchecked Sendable {
     var onSegmentFinished: ((SegmentRecord) -> Void)?
     /// Puts finished and recovered segments into their hash chains (nil: no key, unproven).
     var prover: SegmentProver?
+    /// Who keeps the clock, asked on its own thread: each segment's CLOCK_SOURCE and
+    /// `status.clock.source` (set by `Recd.compose`; nil in tests without one).
+    var timeSource: TimeSourceMonitor?
 
     init(
         settings: ArchiveSection, declared: [(app: String, record: RecordAtStart)], engine: any RecorderEngine,
@@ -235,6 +238,7 @@ final class RecorderService: @unchecked Sendable {
         preRolled: PreRollKeeper.Taken? = nil, voice: VoiceSetup? = nil
     ) throws -> RecorderStream {
         var configuration = configuration
+        configuration.timeSource = timeSource
         configuration.measuresLoudness = settings.loudness != .no
         configuration.loudnessEngine = settings.loudness == .libebur128 ? .libebur128 : .vectorized
         configuration.silence = silenceAlarms.detection(

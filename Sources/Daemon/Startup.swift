@@ -3,6 +3,7 @@
 // Threads: the main thread, which blocks signals before any other thread exists, starts the
 // worker threads ("slow worker", "state writer", "player starter"), the engine and the devices, then becomes
 // the control thread in `server.run`; after it returns, `shutdown` stops them all.
+import Archive
 import ControlProtocol
 import Devices
 import HTTPServer
@@ -272,6 +273,13 @@ extension Recd {
             silenceRunner: try SilenceAlarms.makeRunner(for: config, deliver: deliver))
         recorders.prover = SegmentProver.make(
             stateDir: config.daemon.stateDir, archiveDir: config.archive.dir, deliver: deliver)
+        let timeSource = TimeSourceMonitor()
+        do {
+            try timeSource.start()
+            recorders.timeSource = timeSource
+        } catch {
+            Log.warning("segments go without CLOCK_SOURCE: no thread to ask chrony or timesyncd on (\(error))")
+        }
         let monitoring = MonitoringService(engine: engine) { [unowned players] app, stream in
             players.get(app, stream)?.handle.id
         }

@@ -1,5 +1,5 @@
-// Running another program: the operator's hooks (`on_silence`). Never through a shell, never
-// without a time limit.
+// Running another program: the operator's hooks (`on_silence`), rclone, chronyc. Never through
+// a shell, never without a time limit.
 
 /// How a child program ended. A plain value: any thread.
 public enum ChildTermination: Hashable, Sendable, CustomStringConvertible {
@@ -38,10 +38,9 @@ public struct ChildOutcome: Hashable, Sendable {
 ///
 /// The program is executed directly (`posix_spawn`, no shell, no PATH search: `path` is
 /// absolute) with `arguments` and exactly `environment`; stdin is /dev/null, stdout and stderr
-/// go to recd's stderr (the journal), or stdout to the file `output` names (created with mode
-/// 0600, or emptied: what a caller reads afterwards, such as `pw-dump`'s JSON); it inherits no
-/// other descriptor, no blocked or ignored
-/// signal, and runs in a process group of its own. Past `timeLimit` seconds (or once
+/// go to recd's stderr (the journal), or stdout is kept and returned (`runCapturingOutput`:
+/// `chronyc`'s, `timedatectl`'s, `pw-dump`'s answers); it inherits no other descriptor, no
+/// blocked or ignored signal, and runs in a process group of its own. Past `timeLimit` seconds (or once
 /// `isCancelled` says so) the whole group gets SIGTERM, and SIGKILL `graceSeconds` later.
 ///
 /// Blocks its caller for as long as the program runs: call it on a worker thread, never on
@@ -52,17 +51,37 @@ public enum ChildProcess {
 
     public static func run(
         path: String, arguments: [String] = [], environment: [String: String], timeLimit: Double,
-        graceSeconds: Double = 1, output: String? = nil, isCancelled: () -> Bool = { false }
+        graceSeconds: Double = 1, isCancelled: () -> Bool = { false }
+    ) throws(SystemError) -> ChildOutcome {
+        try run(
+            path: path, arguments: arguments, environment: environment, output: -1, timeLimit: timeLimit,
+            graceSeconds: graceSeconds, isCancelled: isCancelled)
+    }
+
+    /// Runs the program as `run` does, its standard output kept (in an anonymous file in
+    /// memory, not a pipe: a child that writes more than we read never blocks) and returned, at
+    /// most the first `maximumOutputBytes` of it; stderr still goes to recd's log. For programs
+    /// whose answer is their output (`chronyc`, `timedatectl`, `pw-dump`).
+    public static func runCapturingOutput(
+        path: String, arguments: [String] = [], environment: [String: String], timeLimit: Double,
+        maximumOutputBytes: Int = 65536
+    ) throws(SystemError) -> (outcome: ChildOutcome, output: [UInt8]) {
+        let descriptor = try Syscall.memoryFile("recd-child-output").orThrow("memfd_create", path: path)
+        let capture = OwnedFile(adopting: descriptor, path: "memfd:recd-child-output")
+        let outcome = try run(
+            path: path, arguments: arguments, environment: environment, output: descriptor, timeLimit: timeLimit,
+            graceSeconds: 1, isCancelled: { false })
+        return (outcome, try capture.read(count: maximumOutputBytes, at: 0))
+    }
+
+    private static func run(
+        path: String, arguments: [String], environment: [String: String], output: Int32, timeLimit: Double,
+        graceSeconds: Double, isCancelled: () -> Bool
     ) throws(SystemError) -> ChildOutcome {
         let started = SystemClock.monotonicSeconds()
         let pairs = environment.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }
-        // Open in this process (close-on-exec: only the child's dup onto its stdout survives the
-        // exec) and closed here once the child has it.
-        var file: OwnedFile?
-        if let output { file = try OwnedFile(output, .createOrTruncate(permissions: 0o600)) }
-        let spawned = Syscall.spawn(path, arguments: arguments, environment: pairs, output: file?.descriptor ?? -1)
-        try? file?.close()
-        let pid = try spawned.orThrow("posix_spawn", path: path)
+        let pid = try Syscall.spawn(path, arguments: arguments, environment: pairs, output: output)
+            .orThrow("posix_spawn", path: path)
         var timedOut = false
         var killAt: Double?
         while true {

@@ -296,12 +296,13 @@ struct Output {
             lines.append("  churning: \(connection) (something keeps undoing recd's change; recd leaves it alone)")
         }
         if let clock = status.clock {
+            let source = clock.source.map { "; source: \($0)" } ?? ""
             lines.append(
                 clock.synchronized
                     ? "clock:    synchronised, estimated error \(JSONValue.format(clock.estimatedErrorSeconds)) s, "
-                        + "at most \(JSONValue.format(clock.maximumErrorSeconds)) s"
+                        + "at most \(JSONValue.format(clock.maximumErrorSeconds)) s\(source)"
                     : "clock:    NOT synchronised (maximum error \(JSONValue.format(clock.maximumErrorSeconds)) s): "
-                        + "segment times are a free-running clock's; start chrony or systemd-timesyncd")
+                        + "segment times are a free-running clock's; start chrony or systemd-timesyncd\(source)")
         }
         var archiveLine = "archive:  \(status.archive.dir)"
         if let space = status.archive.space {

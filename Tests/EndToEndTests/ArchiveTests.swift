@@ -135,6 +135,11 @@ struct ArchiveEndToEndTests {
         #expect(clock["synchronized"]?.boolValue != nil && clock["maximumErrorSeconds"]?.doubleValue != nil)
         #expect(try rotating.recctl("status").stdout.contains("clock:    "))
         #expect(try metaflacTag(files[0], "CLOCK_SYNCHRONIZED_END") != nil)
+        // And who keeps it (chrony, timesyncd or none), asked on recd's "time source" thread at
+        // start: in status, recctl's clock line, and the later segments' CLOCK_SOURCE.
+        #expect(clock["source"]?.stringValue?.isEmpty == false, "\(clock)")
+        #expect(try rotating.recctl("status").stdout.contains("; source: "))
+        #expect(try metaflacTag(try #require(files.last), "CLOCK_SOURCE")?.isEmpty == false)
         // One byte of one segment changed: named, exit 1.
         let victim = files[1]
         let handle = try FileHandle(forUpdating: URL(fileURLWithPath: victim))

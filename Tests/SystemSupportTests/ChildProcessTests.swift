@@ -26,20 +26,21 @@ struct ChildProcessTests {
         }
     }
 
-    @Test("a program's standard output goes to the file `output` names, emptied first (pw-dump's JSON is read so)")
-    func outputToAFile() throws {
+    @Test("a program's standard output is kept and returned, at most the bytes asked for (pw-dump's JSON, chronyc's CSV are read so)")
+    func outputCaptured() throws {
         let directory = NSTemporaryDirectory() + "recd-child-output-\(getpid())"
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(atPath: directory) }
         let input = directory + "/input"
-        let output = directory + "/output"
         try "abc\n".write(toFile: input, atomically: true, encoding: .utf8)
-        try "something longer, left from an earlier run\n".write(toFile: output, atomically: true, encoding: .utf8)
         let md5sum = try ExternalTools.path("md5sum")
-        let outcome = try ChildProcess.run(
-            path: md5sum, arguments: [input], environment: [:], timeLimit: 5, output: output)
+        let (outcome, output) = try ChildProcess.runCapturingOutput(
+            path: md5sum, arguments: [input], environment: [:], timeLimit: 5)
         #expect(outcome.succeeded, "\(outcome)")
-        let text = try String(contentsOfFile: output, encoding: .utf8)
+        let text = String(decoding: output, as: UTF8.self)
         #expect(text == "0bee89b07a248e27c83fc3d5951213c1  \(input)\n", "\(text)")
+        let (_, cut) = try ChildProcess.runCapturingOutput(
+            path: md5sum, arguments: [input], environment: [:], timeLimit: 5, maximumOutputBytes: 8)
+        #expect(cut == Array("0bee89b0".utf8), "\(cut)")
     }
 }

@@ -60,6 +60,8 @@ final class ArchiverLoop {
     private var wallOffset: Int64?
     /// How good the wall clock was when the open segment started, and when the last one ended.
     private var clockAtStart: ClockSynchronization?
+    /// Who kept the clock when the open segment started (CLOCK_SOURCE), as the monitor kept it.
+    private var sourceAtStart: TimeSource?
     fileprivate var endedClock: ClockSynchronization?
 
     init(
@@ -349,6 +351,8 @@ final class ArchiverLoop {
         let grouped = groups.count > 1
         // One read for all the groups' files (a few µs: adjtimex, reading only).
         clockAtStart = ClockSynchronization.current()
+        // The monitor's kept answer (a lock, no program run here).
+        sourceAtStart = configuration.timeSource?.current
         var opened: [SegmentWriter] = []
         for (index, group) in groups.enumerated() {
             let path = ArchiveLayout.segmentPath(
@@ -408,6 +412,9 @@ final class ArchiverLoop {
         comments.append(VorbisComment(CommentName.encoder, encoderDescription(recdVersion: configuration.recdVersion)))
         comments.append(VorbisComment(CommentName.date, String(segmentStart.iso8601.prefix(10))))
         if let clockAtStart { comments += CommentName.clockComments(clockAtStart, atEnd: false) }
+        if let source = sourceAtStart {
+            comments.append(VorbisComment(CommentName.clockSource, source.description))
+        }
         return comments + configuration.extraComments
     }
 
@@ -477,7 +484,7 @@ final class ArchiverLoop {
             channels: group == 0 ? configuration.channels : groups[group - 1].count,
             bitsPerSample: configuration.bitsPerSample, endReason: finished.endReason, gaps: finished.gaps,
             recovered: false, bytes: finished.bytes, loudness: finished.loudness, clockDriftPPM: endedDriftPPM,
-            clockAtStart: clockAtStart, clockAtEnd: endedClock)
+            clockAtStart: clockAtStart, clockAtEnd: endedClock, clockSource: sourceAtStart?.description)
     }
 }
 

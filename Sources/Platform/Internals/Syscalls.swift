@@ -519,6 +519,12 @@ enum Syscall {
         return result == 0 ? .success(pid) : .failure(Errno(rawValue: result))
     }
 
+    /// `memfd_create(2)` (close-on-exec): a new descriptor, or errno.
+    static func memoryFile(_ name: String) -> Result<Int32, Errno> {
+        let descriptor = recd_memfd(name)
+        return descriptor >= 0 ? .success(descriptor) : .failure(Errno(rawValue: Glibc.errno))
+    }
+
     /// `waitpid(2)`: nil while the child runs (`nohang`), else how it ended (`exited`: its
     /// exit status; else the signal that ended it).
     static func waitChild(_ pid: Int32, nohang: Bool) -> Result<(exited: Bool, code: Int32)?, Errno> {

@@ -1,7 +1,7 @@
 // Whole-file writes that survive a crash: readers see the old file or the new one, never a mix.
-import Platform
 
-/// Reads and atomically replaces small state files (session settings, permissions).
+/// Reads and atomically replaces small files: recd's state (session settings, permissions),
+/// the archive proof's chain signatures and public key.
 ///
 /// `write` puts the bytes in a temporary file in the same directory (`.NAME.tmp-…`), fsyncs
 /// it, renames it over `path`, then fsyncs the directory so the rename itself is durable. On
@@ -10,7 +10,7 @@ import Platform
 public enum AtomicFile {
     /// Replaces `path` with `bytes`; the file gets exactly `mode` (the umask is not applied).
     public static func write(_ bytes: [UInt8], to path: String, mode: UInt32 = 0o640) throws(SystemError) {
-        let directory = directoryName(of: path)
+        let directory = FileSystem.directoryName(of: path)
         let (temporaryPath, file) = try createTemporaryFile(near: path)
         do throws(SystemError) {
             try file.changeMode(mode)
@@ -51,16 +51,10 @@ public enum AtomicFile {
         return try file.readToEnd()
     }
 
-    static func directoryName(of path: String) -> String {
-        guard let slash = path.lastIndex(of: "/") else { return "." }
-        let directory = String(path[..<slash])
-        return directory.isEmpty ? "/" : directory
-    }
-
     /// Prefix of every temporary file next to `path`; tests look for leftovers with it.
-    static func temporaryPrefix(for path: String) -> String {
-        let directory = directoryName(of: path)
-        let name = path.split(separator: "/").last.map(String.init) ?? path
+    public static func temporaryPrefix(for path: String) -> String {
+        let directory = FileSystem.directoryName(of: path)
+        let name = FileSystem.fileName(of: path)
         return "\(directory)/.\(name).tmp-"
     }
 
