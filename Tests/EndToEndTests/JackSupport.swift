@@ -102,14 +102,20 @@ final class PrivateJack: @unchecked Sendable {
     /// `environment`: more of jackd's environment (a server whose clock runs slow: `slowClock`).
     /// `driver`: jackd's driver and its options instead of the dummy one (a netjack2 satellite:
     /// `-d net ...`); `namespace`: the network namespace it runs in (NamespacePair).
+    /// `realtime`: SCHED_FIFO for the server and its clients' process threads where this machine
+    /// allows it (as scripts/test's servers and jackd.service), for a test that measures when
+    /// the server's cycles run: a server of normal priority waits behind the other passes'
+    /// CPU-bound work.
     init(
         period: Int = 256, name: String = "recd-test-private", environment: [String: String] = [:],
-        driver: [String]? = nil, namespace: (pair: NamespacePair, side: NamespacePair.Side)? = nil
+        driver: [String]? = nil, namespace: (pair: NamespacePair, side: NamespacePair.Side)? = nil,
+        realtime: Bool = false
     ) throws {
         self.name = name
         self.environment = environment
         self.driver = driver
         self.namespace = namespace
+        self.realtime = realtime && Self.realtimeAllowed
         try? FileManager.default.removeItem(atPath: logPath)
         try start(period: period)
     }
@@ -117,10 +123,22 @@ final class PrivateJack: @unchecked Sendable {
     private let environment: [String: String]
     private let driver: [String]?
     private let namespace: (pair: NamespacePair, side: NamespacePair.Side)?
+    private let realtime: Bool
+
+    /// Whether this process may run threads SCHED_FIFO (root, or an rtprio limit).
+    static let realtimeAllowed: Bool = {
+        var parameter = sched_param(sched_priority: 1)
+        var previous = sched_param()
+        let policy = sched_getscheduler(0)
+        guard sched_getparam(0, &previous) == 0 else { return false }
+        guard sched_setscheduler(0, SCHED_FIFO, &parameter) == 0 else { return false }
+        _ = sched_setscheduler(0, policy, &previous)
+        return true
+    }()
 
     func start(period: Int = 256, rate: Int = 48_000) throws {
         let arguments =
-            ["-n", name, "--no-realtime"] + (driver ?? ["-d", "dummy", "-r", "\(rate)", "-p", "\(period)"])
+            ["-n", name] + (realtime ? ["-R", "-P", "70"] : ["--no-realtime"]) + (driver ?? ["-d", "dummy", "-r", "\(rate)", "-p", "\(period)"])
         let process =
             try namespace.map { try $0.pair.process(in: $0.side, ExternalTools.path("jackd"), arguments) }
             ?? ExternalTools.process("jackd", arguments)
