@@ -380,6 +380,10 @@ public final class AudioEngine {
         earlierXruns + (connection?.client.sink.xruns.load(ordering: .relaxed) ?? 0)
     }
 
+    /// How the process thread's cycles have run since the client connected (start delay,
+    /// duration, late cycles); nil while not connected.
+    public var cycleTimes: CycleTimeReport? { connection?.memory.cycleTimes.report }
+
     /// The latency JACK computed for each group: for an input group, from the outside world
     /// to recd (capture latency); for an output group, from recd to the outside world
     /// (playback latency). The largest over the group's channels.

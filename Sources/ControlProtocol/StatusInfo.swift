@@ -61,10 +61,14 @@ public struct StatusInfo: ReplyObject {
         /// JACK connections recd leaves alone because something keeps undoing recd's changes to
         /// them, as "A → B" (empty from a recd older than this key).
         public var churning: [String]
+        /// How recd's JACK cycles ran since it connected; nil while not connected (and from a
+        /// recd older than this key).
+        public var cycle: CycleTimes?
 
         public init(
             connected: Bool, client: String?, server: String?, sampleRate: Int?, bufferSize: Int?, xruns: Int,
-            mediaServicesAvailable: Bool, error: String?, implementation: String? = nil, churning: [String] = []
+            mediaServicesAvailable: Bool, error: String?, implementation: String? = nil, churning: [String] = [],
+            cycle: CycleTimes? = nil
         ) {
             self.connected = connected
             self.client = client
@@ -76,6 +80,7 @@ public struct StatusInfo: ReplyObject {
             self.error = error
             self.implementation = implementation
             self.churning = churning
+            self.cycle = cycle
         }
 
         public var json: JSONValue {
@@ -84,7 +89,7 @@ public struct StatusInfo: ReplyObject {
                 "sampleRate": JSONValue(sampleRate), "bufferSize": JSONValue(bufferSize),
                 "xruns": .number(Double(xruns)), "mediaServicesAvailable": .bool(mediaServicesAvailable),
                 "error": JSONValue(error), "implementation": JSONValue(implementation),
-                "churning": .array(churning.map { .string($0) }),
+                "churning": .array(churning.map { .string($0) }), "cycle": cycle?.json ?? .null,
             ]
         }
 
@@ -96,7 +101,75 @@ public struct StatusInfo: ReplyObject {
                 bufferSize: try f.optionalInt("bufferSize"), xruns: try f.int("xruns"),
                 mediaServicesAvailable: try f.bool("mediaServicesAvailable"), error: try f.optionalString("error"),
                 implementation: try f.optionalString("implementation"),
-                churning: try f.optionalStrings("churning") ?? [])
+                churning: try f.optionalStrings("churning") ?? [],
+                cycle: (json["cycle"]?.isNull ?? true) ? nil : try f.object("cycle"))
+        }
+    }
+
+    /// How recd's JACK cycles ran since it connected: histograms of how late each cycle
+    /// started (JACK's start of the cycle to recd's callback) and of how long recd's work in it
+    /// took, in µs. A long duration is recd's own work; a long start delay is time before
+    /// recd ran (the clients before it, the kernel's wake-up, a virtual machine's host).
+    public struct CycleTimes: ReplyObject {
+        /// Upper bounds of the buckets but the last (+Inf), in µs.
+        public var boundsMicros: [Int]
+        /// Cycles per bucket, not cumulative (one more than `boundsMicros`).
+        public var startDelay: [Int]
+        public var duration: [Int]
+        public var maxStartDelayMicros: Int
+        public var maxDurationMicros: Int
+        /// Cycles whose work ended after the next cycle had started (JACK's deadline).
+        public var late: Int
+        public var cycles: Int
+        public var startDelayMicrosTotal: Int
+        public var durationMicrosTotal: Int
+
+        public init(
+            boundsMicros: [Int], startDelay: [Int], duration: [Int], maxStartDelayMicros: Int, maxDurationMicros: Int,
+            late: Int, cycles: Int, startDelayMicrosTotal: Int, durationMicrosTotal: Int
+        ) {
+            self.boundsMicros = boundsMicros
+            self.startDelay = startDelay
+            self.duration = duration
+            self.maxStartDelayMicros = maxStartDelayMicros
+            self.maxDurationMicros = maxDurationMicros
+            self.late = late
+            self.cycles = cycles
+            self.startDelayMicrosTotal = startDelayMicrosTotal
+            self.durationMicrosTotal = durationMicrosTotal
+        }
+
+        public var json: JSONValue {
+            func numbers(_ values: [Int]) -> JSONValue { .array(values.map { .number(Double($0)) }) }
+            return [
+                "boundsMicros": numbers(boundsMicros), "startDelay": numbers(startDelay), "duration": numbers(duration),
+                "maxStartDelayMicros": .number(Double(maxStartDelayMicros)),
+                "maxDurationMicros": .number(Double(maxDurationMicros)), "late": .number(Double(late)),
+                "cycles": .number(Double(cycles)), "startDelayMicrosTotal": .number(Double(startDelayMicrosTotal)),
+                "durationMicrosTotal": .number(Double(durationMicrosTotal)),
+            ]
+        }
+
+        public init(json: JSONValue) throws(ReplyDecodingError) {
+            let f = try ReplyFields(json, "status's jack.cycle")
+            func numbers(_ key: String) throws(ReplyDecodingError) -> [Int] {
+                guard let items = try f.any(key).arrayValue, items.allSatisfy({ $0.intValue != nil }) else {
+                    throw ReplyDecodingError("\"\(key)\" of status's jack.cycle must be a list of integers")
+                }
+                return items.compactMap(\.intValue)
+            }
+            let bounds = try numbers("boundsMicros")
+            let startDelay = try numbers("startDelay")
+            let duration = try numbers("duration")
+            guard startDelay.count == bounds.count + 1, duration.count == bounds.count + 1 else {
+                throw ReplyDecodingError("status's jack.cycle must have one bucket more than bounds")
+            }
+            self.init(
+                boundsMicros: bounds, startDelay: startDelay, duration: duration,
+                maxStartDelayMicros: try f.int("maxStartDelayMicros"), maxDurationMicros: try f.int("maxDurationMicros"),
+                late: try f.int("late"), cycles: try f.int("cycles"),
+                startDelayMicrosTotal: try f.int("startDelayMicrosTotal"),
+                durationMicrosTotal: try f.int("durationMicrosTotal"))
         }
     }
 

@@ -321,6 +321,8 @@ final class EngineController {
     var sampleRate: Int? { engine.sampleRate }
     var bufferSize: Int? { engine.bufferSize }
     var xruns: Int { engine.xruns }
+    /// How the process thread's cycles ran since the client connected; nil while not connected.
+    var cycleTimes: CycleTimeReport? { engine.cycleTimes }
 
     /// Peak and RMS of every channel since the previous call.
     func meters() -> [MeterReading] { engine.meters() }

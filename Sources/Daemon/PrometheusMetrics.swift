@@ -39,7 +39,8 @@ enum PrometheusMetrics {
         var name: String
         var help: String
         var type: String
-        var samples: [(labels: [(String, String)], value: Double)] = []
+        /// `suffix`: a histogram's `_bucket`, `_sum` and `_count` samples.
+        var samples: [(suffix: String, labels: [(String, String)], value: Double)] = []
 
         init(_ name: String, _ type: String, _ help: String) {
             self.name = name
@@ -47,12 +48,27 @@ enum PrometheusMetrics {
             self.help = help
         }
 
-        mutating func add(_ value: Double, _ labels: [(String, String)] = []) { samples.append((labels, value)) }
+        mutating func add(_ value: Double, _ labels: [(String, String)] = [], suffix: String = "") {
+            samples.append((suffix, labels, value))
+        }
+
+        /// A histogram's samples from per-bucket counts (not cumulative; the last is +Inf) of
+        /// values in µs, with bounds in µs, rendered in seconds.
+        mutating func addHistogram(boundsMicros: [Int], counts: [Int], sumMicros: Int) {
+            var cumulative = 0
+            for (index, count) in counts.enumerated() {
+                cumulative += count
+                let bound = index < boundsMicros.count ? PrometheusMetrics.format(Double(boundsMicros[index]) / 1e6) : "+Inf"
+                add(Double(cumulative), [("le", bound)], suffix: "_bucket")
+            }
+            add(Double(sumMicros) / 1e6, suffix: "_sum")
+            add(Double(cumulative), suffix: "_count")
+        }
 
         var text: String {
             var out = "# HELP \(name) \(PrometheusMetrics.escapeHelp(help))\n# TYPE \(name) \(type)\n"
             for sample in samples {
-                out += name
+                out += name + sample.suffix
                 if !sample.labels.isEmpty {
                     out += "{"
                     out += sample.labels.map { "\($0.0)=\"\(PrometheusMetrics.escapeLabel($0.1))\"" }.joined(
@@ -77,6 +93,22 @@ enum PrometheusMetrics {
         var xruns = Family("recd_xruns_total", "counter", "JACK xruns seen since recd connected.")
         xruns.add(Double(status.jack.xruns))
         families.append(xruns)
+        if let cycle = status.jack.cycle {
+            var delay = Family(
+                "recd_process_cycle_start_delay_seconds", "histogram",
+                "How late recd's JACK cycles started: from the cycle's start to recd's callback (the clients before "
+                    + "recd, the kernel's wake-up). Since recd connected.")
+            delay.addHistogram(boundsMicros: cycle.boundsMicros, counts: cycle.startDelay, sumMicros: cycle.startDelayMicrosTotal)
+            var duration = Family(
+                "recd_process_cycle_duration_seconds", "histogram",
+                "How long recd's work in each JACK cycle took (its process callback). Since recd connected.")
+            duration.addHistogram(boundsMicros: cycle.boundsMicros, counts: cycle.duration, sumMicros: cycle.durationMicrosTotal)
+            var late = Family(
+                "recd_process_cycles_late_total", "counter",
+                "recd's JACK cycles that ended after the next cycle's start (JACK's deadline). Since recd connected.")
+            late.add(Double(cycle.late))
+            families += [delay, duration, late]
+        }
         if let clock = status.clock {
             var synchronized = Family(
                 "recd_clock_synchronized", "gauge",

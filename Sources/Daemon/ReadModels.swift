@@ -79,7 +79,8 @@ extension SessionCoordinator {
             server: engine.serverName,
             sampleRate: engine.sampleRate, bufferSize: engine.bufferSize, xruns: engine.xruns,
             mediaServicesAvailable: store.mediaServicesAvailable, error: engine.isRunning ? nil : engine.lastError,
-            implementation: engine.implementation.kind.rawValue, churning: engine.churningConnections)
+            implementation: engine.implementation.kind.rawValue, churning: engine.churningConnections,
+            cycle: engine.cycleTimes.map(WireFormat.cycleTimes))
         var status = StatusInfo(
             daemon: daemon, jack: jack, sessions: listedSessions().map(sessionInfo),
             active: store.sortedSessions.filter(\.isActive).map(\.app), players: players.all.map(\.info),

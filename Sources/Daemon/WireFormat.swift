@@ -1,4 +1,5 @@
 // How policy values look on the wire (SPEC §12 "JSON shapes that scripts rely on").
+import AudioEngine
 import ControlProtocol
 import SessionPolicy
 
@@ -9,6 +10,16 @@ enum WireFormat {
     static func route(_ route: Route) -> JSONValue { routeInfo(route).json }
 
     static func routeInfo(_ route: Route) -> RouteInfo { RouteInfo(inputs: route.inputs, outputs: route.outputs) }
+
+    static func cycleTimes(_ report: CycleTimeReport) -> StatusInfo.CycleTimes {
+        func ints(_ values: [UInt64]) -> [Int] { values.map { Int(clamping: $0) } }
+        return StatusInfo.CycleTimes(
+            boundsMicros: ints(report.boundsMicros), startDelay: ints(report.startDelayCounts),
+            duration: ints(report.durationCounts), maxStartDelayMicros: Int(clamping: report.maxStartDelayMicros),
+            maxDurationMicros: Int(clamping: report.maxDurationMicros), late: Int(clamping: report.lateCycles),
+            cycles: Int(clamping: report.cycles), startDelayMicrosTotal: Int(clamping: report.startDelayMicrosTotal),
+            durationMicrosTotal: Int(clamping: report.durationMicrosTotal))
+    }
 
     static func preferences(_ prefs: HardwarePreferences) -> JSONValue { prefs.json }
 

@@ -65,7 +65,10 @@ let sampleStatus = StatusInfo(
         socket: "/run/recd/control.sock", stateDir: "/var/lib/recd", archiveDir: "/var/lib/recd/archive"),
     jack: .init(
         connected: true, client: "recd", server: "default", sampleRate: 48_000, bufferSize: 1024, xruns: 3,
-        mediaServicesAvailable: true, error: nil, churning: ["recd:out_1 → system:playback_1"]),
+        mediaServicesAvailable: true, error: nil, churning: ["recd:out_1 → system:playback_1"],
+        cycle: .init(
+            boundsMicros: [25, 50], startDelay: [7, 2, 1], duration: [9, 1, 0], maxStartDelayMicros: 900,
+            maxDurationMicros: 31, late: 1, cycles: 10, startDelayMicrosTotal: 1_400, durationMicrosTotal: 120)),
     sessions: [sampleSession, sampleQuietSession], active: ["logger"], players: [samplePlayer],
     recorders: [sampleRecorder], cards: [.init(index: 1, id: "USB", name: "Scarlett 2i2", usb: true)],
     archive: .init(
@@ -268,7 +271,12 @@ private func checkReply<T: ReplyObject>(_ value: T, optionalKeys: Set<String> = 
         #expect(try StatusInfo(json: listed.json).sessionCount == 1000)
         try checkReply(sampleStatus.daemon)
         // `churning` may be absent: a recd older than it (read as none).
-        try checkReply(sampleStatus.jack, optionalKeys: ["churning"])
+        try checkReply(sampleStatus.jack, optionalKeys: ["churning", "cycle"])
+        try checkReply(try #require(sampleStatus.jack.cycle))
+        let unbalanced = StatusInfo.CycleTimes(
+            boundsMicros: [25], startDelay: [1], duration: [1, 0], maxStartDelayMicros: 0, maxDurationMicros: 0, late: 0,
+            cycles: 1, startDelayMicrosTotal: 0, durationMicrosTotal: 0)
+        #expect(throws: ReplyDecodingError.self) { try StatusInfo.CycleTimes(json: unbalanced.json) }
         let olderJack = JSONValue.object((sampleStatus.jack.json.objectValue ?? []).filter { $0.0 != "churning" })
         #expect(try StatusInfo.Jack(json: olderJack).churning.isEmpty)
         #expect(try StatusInfo.Jack(json: sampleStatus.jack.json).churning == ["recd:out_1 → system:playback_1"])

@@ -79,6 +79,29 @@ struct PrometheusMetricsTests {
         #expect(text.contains("recd_clock_max_error_seconds 16\n"), "\(text)")
     }
 
+    @Test("the process cycle histograms: cumulative buckets in seconds, +Inf equals the count, the sum in seconds")
+    func cycleHistograms() {
+        var status = Self.status(recorders: [])
+        #expect(!PrometheusMetrics.render(MetricsSnapshot(status: status, inputPeaks: [], replication: nil)).contains(
+            "recd_process_cycle"))
+        status.jack.cycle = StatusInfo.CycleTimes(
+            boundsMicros: [25, 50, 100], startDelay: [5, 3, 0, 2], duration: [9, 1, 0, 0], maxStartDelayMicros: 4000,
+            maxDurationMicros: 40, late: 2, cycles: 10, startDelayMicrosTotal: 8_200, durationMicrosTotal: 150)
+        let text = PrometheusMetrics.render(MetricsSnapshot(status: status, inputPeaks: [], replication: nil))
+        for line in [
+            "# TYPE recd_process_cycle_start_delay_seconds histogram",
+            "recd_process_cycle_start_delay_seconds_bucket{le=\"2.5e-05\"} 5",
+            "recd_process_cycle_start_delay_seconds_bucket{le=\"5e-05\"} 8",
+            "recd_process_cycle_start_delay_seconds_bucket{le=\"0.0001\"} 8",
+            "recd_process_cycle_start_delay_seconds_bucket{le=\"+Inf\"} 10",
+            "recd_process_cycle_start_delay_seconds_sum 0.0082", "recd_process_cycle_start_delay_seconds_count 10",
+            "recd_process_cycle_duration_seconds_bucket{le=\"5e-05\"} 10",
+            "recd_process_cycle_duration_seconds_sum 0.00015", "recd_process_cycles_late_total 2",
+        ] {
+            #expect(text.contains(line + "\n"), "\(line) in:\n\(text)")
+        }
+    }
+
     @Test("label values escape backslash, double quote and line feed")
     func escaping() {
         #expect(PrometheusMetrics.escapeLabel(#"a\b"c"# + "\nd") == #"a\\b\"c\nd"#)

@@ -11,6 +11,8 @@ final class EngineMemory {
     let state: UnsafeMutablePointer<ProcessState>
     /// The process thread's finished cycles; removed taps keep it (`RetirementMark`).
     let cycles: CycleCounter
+    /// How the process thread's cycles ran (start delay, duration).
+    let cycleTimes = CycleTimeCells()
     private let inputCount: Int
     private let outputCount: Int
 
@@ -84,7 +86,8 @@ final class EngineMemory {
                 client: client, inputPorts: inputPortList, inputCount: inputCount,
                 outputPorts: outputPortList, outputCount: outputCount,
                 inputBuffers: inputBuffers, outputBuffers: outputBuffers, meters: meters,
-                monitor: monitor, graph: Self.makeSnapshot(Graph()), cyclesCompleted: cycles.pointer))
+                monitor: monitor, graph: Self.makeSnapshot(Graph()), cyclesCompleted: cycles.pointer,
+                cycleTimes: cycleTimes.pointer))
     }
 
     deinit { freeAll() }

@@ -16,6 +16,7 @@ import Synchronization
 @_noLocks
 func recdProcess(_ frameCount: jack_nframes_t, _ argument: UnsafeMutableRawPointer?) -> Int32 {
     guard let argument else { return 0 }
+    let entered = jack_get_time()
     let state = argument.assumingMemoryBound(to: ProcessState.self)
     let graph = UnsafeMutablePointer<GraphSnapshot>(
         bitPattern: state.pointee.graph.load(ordering: .sequentiallyConsistent))
@@ -59,7 +60,14 @@ func recdProcess(_ frameCount: jack_nframes_t, _ argument: UnsafeMutableRawPoint
     }
     runCycle(
         state, graph: graph, metering: metering, frames: Int(frameCount), frameTime: frameTime,
-        nowMicros: jack_get_time(), cycleStart: cycleStart, cycleNext: cycleNext)
+        nowMicros: entered, cycleStart: cycleStart, cycleNext: cycleNext)
+    if cycleStart > 0 {
+        let finished = jack_get_time()
+        let start = UInt64(cycleStart)
+        recordCycleTime(
+            state.pointee.cycleTimes, startDelay: entered > start ? entered - start : 0,
+            duration: finished > entered ? finished - entered : 0, late: cycleNext > 0 && finished > UInt64(cycleNext))
+    }
     return 0
 }
 

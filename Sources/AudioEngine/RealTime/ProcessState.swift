@@ -32,6 +32,8 @@ struct ProcessState: ~Copyable {
     /// Cycles finished (`CycleCounter`'s memory: a removed tap keeps it). The control thread
     /// frees a retired snapshot once this has moved past the value it read right after the swap.
     let cyclesCompleted: UnsafeMutablePointer<Atomic<UInt64>>
+    /// How late each cycle started and how long it ran (`recordCycleTime`; `CycleTimeCells`).
+    let cycleTimes: UnsafeMutablePointer<Atomic<UInt64>>
     /// Control → process: measure the input and output meters. Off while no one reads them:
     /// at 64 ports they were the largest part of an idle recd's period.
     let metersActive = Atomic<Bool>(true)
@@ -42,9 +44,11 @@ struct ProcessState: ~Copyable {
         inputBuffers: UnsafeMutablePointer<UnsafeMutablePointer<Float>>,
         outputBuffers: UnsafeMutablePointer<UnsafeMutablePointer<Float>>,
         meters: UnsafeMutablePointer<MeterCell>, monitor: UnsafeMutablePointer<MonitorState>,
-        graph: UnsafeMutablePointer<GraphSnapshot>, cyclesCompleted: UnsafeMutablePointer<Atomic<UInt64>>
+        graph: UnsafeMutablePointer<GraphSnapshot>, cyclesCompleted: UnsafeMutablePointer<Atomic<UInt64>>,
+        cycleTimes: UnsafeMutablePointer<Atomic<UInt64>>
     ) {
         self.cyclesCompleted = cyclesCompleted
+        self.cycleTimes = cycleTimes
         self.client = client
         self.inputPorts = inputPorts
         self.inputCount = inputCount
