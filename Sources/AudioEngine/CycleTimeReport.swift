@@ -14,13 +14,16 @@ public struct CycleTimeReport: Sendable, Equatable {
     public var maxDurationMicros: UInt64
     /// Cycles whose work ended after the next cycle's start (JACK's deadline for this client).
     public var lateCycles: UInt64
+    /// Cycles whose work alone took longer than the period: late however early it started.
+    /// `lateCycles` less these were late because they started late.
+    public var overlongCycles: UInt64
     public var cycles: UInt64
     public var startDelayMicrosTotal: UInt64
     public var durationMicrosTotal: UInt64
 
     public init(
         boundsMicros: [UInt64], startDelayCounts: [UInt64], durationCounts: [UInt64], maxStartDelayMicros: UInt64,
-        maxDurationMicros: UInt64, lateCycles: UInt64, cycles: UInt64, startDelayMicrosTotal: UInt64,
+        maxDurationMicros: UInt64, lateCycles: UInt64, overlongCycles: UInt64, cycles: UInt64, startDelayMicrosTotal: UInt64,
         durationMicrosTotal: UInt64
     ) {
         self.boundsMicros = boundsMicros
@@ -29,6 +32,7 @@ public struct CycleTimeReport: Sendable, Equatable {
         self.maxStartDelayMicros = maxStartDelayMicros
         self.maxDurationMicros = maxDurationMicros
         self.lateCycles = lateCycles
+        self.overlongCycles = overlongCycles
         self.cycles = cycles
         self.startDelayMicrosTotal = startDelayMicrosTotal
         self.durationMicrosTotal = durationMicrosTotal

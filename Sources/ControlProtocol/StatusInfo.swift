@@ -120,13 +120,15 @@ public struct StatusInfo: ReplyObject {
         public var maxDurationMicros: Int
         /// Cycles whose work ended after the next cycle had started (JACK's deadline).
         public var late: Int
+        /// Cycles whose work alone took longer than the period (late however early they started).
+        public var overlong: Int
         public var cycles: Int
         public var startDelayMicrosTotal: Int
         public var durationMicrosTotal: Int
 
         public init(
             boundsMicros: [Int], startDelay: [Int], duration: [Int], maxStartDelayMicros: Int, maxDurationMicros: Int,
-            late: Int, cycles: Int, startDelayMicrosTotal: Int, durationMicrosTotal: Int
+            late: Int, overlong: Int, cycles: Int, startDelayMicrosTotal: Int, durationMicrosTotal: Int
         ) {
             self.boundsMicros = boundsMicros
             self.startDelay = startDelay
@@ -134,6 +136,7 @@ public struct StatusInfo: ReplyObject {
             self.maxStartDelayMicros = maxStartDelayMicros
             self.maxDurationMicros = maxDurationMicros
             self.late = late
+            self.overlong = overlong
             self.cycles = cycles
             self.startDelayMicrosTotal = startDelayMicrosTotal
             self.durationMicrosTotal = durationMicrosTotal
@@ -145,6 +148,7 @@ public struct StatusInfo: ReplyObject {
                 "boundsMicros": numbers(boundsMicros), "startDelay": numbers(startDelay), "duration": numbers(duration),
                 "maxStartDelayMicros": .number(Double(maxStartDelayMicros)),
                 "maxDurationMicros": .number(Double(maxDurationMicros)), "late": .number(Double(late)),
+                "overlong": .number(Double(overlong)),
                 "cycles": .number(Double(cycles)), "startDelayMicrosTotal": .number(Double(startDelayMicrosTotal)),
                 "durationMicrosTotal": .number(Double(durationMicrosTotal)),
             ]
@@ -167,7 +171,7 @@ public struct StatusInfo: ReplyObject {
             self.init(
                 boundsMicros: bounds, startDelay: startDelay, duration: duration,
                 maxStartDelayMicros: try f.int("maxStartDelayMicros"), maxDurationMicros: try f.int("maxDurationMicros"),
-                late: try f.int("late"), cycles: try f.int("cycles"),
+                late: try f.int("late"), overlong: try f.int("overlong"), cycles: try f.int("cycles"),
                 startDelayMicrosTotal: try f.int("startDelayMicrosTotal"),
                 durationMicrosTotal: try f.int("durationMicrosTotal"))
         }

@@ -107,7 +107,12 @@ enum PrometheusMetrics {
                 "recd_process_cycles_late_total", "counter",
                 "recd's JACK cycles that ended after the next cycle's start (JACK's deadline). Since recd connected.")
             late.add(Double(cycle.late))
-            families += [delay, duration, late]
+            var overlong = Family(
+                "recd_process_cycles_overlong_total", "counter",
+                "recd's JACK cycles whose work alone took longer than the period (late however early they started). "
+                    + "Since recd connected.")
+            overlong.add(Double(cycle.overlong))
+            families += [delay, duration, late, overlong]
         }
         if let clock = status.clock {
             var synchronized = Family(

@@ -17,6 +17,7 @@ enum WireFormat {
             boundsMicros: ints(report.boundsMicros), startDelay: ints(report.startDelayCounts),
             duration: ints(report.durationCounts), maxStartDelayMicros: Int(clamping: report.maxStartDelayMicros),
             maxDurationMicros: Int(clamping: report.maxDurationMicros), late: Int(clamping: report.lateCycles),
+            overlong: Int(clamping: report.overlongCycles),
             cycles: Int(clamping: report.cycles), startDelayMicrosTotal: Int(clamping: report.startDelayMicrosTotal),
             durationMicrosTotal: Int(clamping: report.durationMicrosTotal))
     }

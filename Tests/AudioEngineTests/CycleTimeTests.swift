@@ -29,10 +29,10 @@ struct CycleTimeTests {
         let cells = CycleTimeCells()
         recordCycleTime(cells.pointer, startDelay: 10, duration: 300, late: false)
         recordCycleTime(cells.pointer, startDelay: 4_000, duration: 30, late: true)
-        recordCycleTime(cells.pointer, startDelay: 40, duration: 100_000, late: true)
+        recordCycleTime(cells.pointer, startDelay: 40, duration: 100_000, late: true, overlong: true)
         let report = cells.report
         #expect(report.boundsMicros == [25, 50, 100, 200, 400, 800, 1600, 3200, 6400, 12800, 25600])
-        #expect(report.cycles == 3 && report.lateCycles == 2)
+        #expect(report.cycles == 3 && report.lateCycles == 2 && report.overlongCycles == 1)
         #expect(report.startDelayCounts == [1, 1, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0])
         #expect(report.durationCounts == [0, 1, 0, 0, 1, 0, 0, 0, 0, 0, 0, 1])
         #expect(report.maxStartDelayMicros == 4_000 && report.maxDurationMicros == 100_000)

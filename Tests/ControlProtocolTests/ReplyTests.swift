@@ -68,7 +68,7 @@ let sampleStatus = StatusInfo(
         mediaServicesAvailable: true, error: nil, churning: ["recd:out_1 → system:playback_1"],
         cycle: .init(
             boundsMicros: [25, 50], startDelay: [7, 2, 1], duration: [9, 1, 0], maxStartDelayMicros: 900,
-            maxDurationMicros: 31, late: 1, cycles: 10, startDelayMicrosTotal: 1_400, durationMicrosTotal: 120)),
+            maxDurationMicros: 31, late: 1, overlong: 0, cycles: 10, startDelayMicrosTotal: 1_400, durationMicrosTotal: 120)),
     sessions: [sampleSession, sampleQuietSession], active: ["logger"], players: [samplePlayer],
     recorders: [sampleRecorder], cards: [.init(index: 1, id: "USB", name: "Scarlett 2i2", usb: true)],
     archive: .init(
@@ -275,7 +275,7 @@ private func checkReply<T: ReplyObject>(_ value: T, optionalKeys: Set<String> = 
         try checkReply(try #require(sampleStatus.jack.cycle))
         let unbalanced = StatusInfo.CycleTimes(
             boundsMicros: [25], startDelay: [1], duration: [1, 0], maxStartDelayMicros: 0, maxDurationMicros: 0, late: 0,
-            cycles: 1, startDelayMicrosTotal: 0, durationMicrosTotal: 0)
+            overlong: 0, cycles: 1, startDelayMicrosTotal: 0, durationMicrosTotal: 0)
         #expect(throws: ReplyDecodingError.self) { try StatusInfo.CycleTimes(json: unbalanced.json) }
         let olderJack = JSONValue.object((sampleStatus.jack.json.objectValue ?? []).filter { $0.0 != "churning" })
         #expect(try StatusInfo.Jack(json: olderJack).churning.isEmpty)

@@ -86,7 +86,7 @@ struct PrometheusMetricsTests {
             "recd_process_cycle"))
         status.jack.cycle = StatusInfo.CycleTimes(
             boundsMicros: [25, 50, 100], startDelay: [5, 3, 0, 2], duration: [9, 1, 0, 0], maxStartDelayMicros: 4000,
-            maxDurationMicros: 40, late: 2, cycles: 10, startDelayMicrosTotal: 8_200, durationMicrosTotal: 150)
+            maxDurationMicros: 40, late: 2, overlong: 1, cycles: 10, startDelayMicrosTotal: 8_200, durationMicrosTotal: 150)
         let text = PrometheusMetrics.render(MetricsSnapshot(status: status, inputPeaks: [], replication: nil))
         for line in [
             "# TYPE recd_process_cycle_start_delay_seconds histogram",
@@ -96,7 +96,7 @@ struct PrometheusMetricsTests {
             "recd_process_cycle_start_delay_seconds_bucket{le=\"+Inf\"} 10",
             "recd_process_cycle_start_delay_seconds_sum 0.0082", "recd_process_cycle_start_delay_seconds_count 10",
             "recd_process_cycle_duration_seconds_bucket{le=\"5e-05\"} 10",
-            "recd_process_cycle_duration_seconds_sum 0.00015", "recd_process_cycles_late_total 2",
+            "recd_process_cycle_duration_seconds_sum 0.00015", "recd_process_cycles_late_total 2", "recd_process_cycles_overlong_total 1",
         ] {
             #expect(text.contains(line + "\n"), "\(line) in:\n\(text)")
         }

@@ -30,6 +30,7 @@ final class CycleTimeCells: @unchecked Sendable {
             durationCounts: buckets.map { cell(CycleTimeLayout.duration + $0) },
             maxStartDelayMicros: cell(CycleTimeLayout.maxStartDelay),
             maxDurationMicros: cell(CycleTimeLayout.maxDuration), lateCycles: cell(CycleTimeLayout.late),
+            overlongCycles: cell(CycleTimeLayout.overlong),
             cycles: cell(CycleTimeLayout.cycles), startDelayMicrosTotal: cell(CycleTimeLayout.startDelaySum),
             durationMicrosTotal: cell(CycleTimeLayout.durationSum))
     }

@@ -10,7 +10,7 @@
 import Synchronization
 
 /// The cells' layout: two histograms of `bucketCount` buckets (start delay, then duration),
-/// then the maxima, the late cycles, the cycle count and the sums. Microseconds throughout.
+/// then the maxima, the late and overlong cycles, the cycle count and the sums. Microseconds throughout.
 enum CycleTimeLayout {
     // Computed, not stored: a stored static is initialised lazily (swift_once), which the
     // process thread must not reach.
@@ -24,7 +24,8 @@ enum CycleTimeLayout {
     static var maxStartDelay: Int { 2 * bucketCount }
     static var maxDuration: Int { maxStartDelay + 1 }
     static var late: Int { maxDuration + 1 }
-    static var cycles: Int { late + 1 }
+    static var overlong: Int { late + 1 }
+    static var cycles: Int { overlong + 1 }
     static var startDelaySum: Int { cycles + 1 }
     static var durationSum: Int { startDelaySum + 1 }
     static var cellCount: Int { durationSum + 1 }
@@ -46,17 +47,20 @@ enum CycleTimeLayout {
 
 /// Counts one cycle: `startDelay` from JACK's start of the cycle to the callback's entry,
 /// `duration` from entry to the end of recd's work, `late` when the work ended after the next
-/// cycle's start (JACK counts that period as an xrun of this client).
+/// cycle's start (JACK counts that period as an xrun of this client), `overlong` when the work
+/// alone took longer than the period (late even had it started on time).
 @_noLocks
 @inline(__always)
 func recordCycleTime(
-    _ cells: UnsafeMutablePointer<Atomic<UInt64>>, startDelay: UInt64, duration: UInt64, late: Bool
+    _ cells: UnsafeMutablePointer<Atomic<UInt64>>, startDelay: UInt64, duration: UInt64, late: Bool,
+    overlong: Bool = false
 ) {
     bumpCell(cells, CycleTimeLayout.startDelay + CycleTimeLayout.bucket(startDelay))
     bumpCell(cells, CycleTimeLayout.duration + CycleTimeLayout.bucket(duration))
     raiseCell(cells, CycleTimeLayout.maxStartDelay, to: startDelay)
     raiseCell(cells, CycleTimeLayout.maxDuration, to: duration)
     if late { bumpCell(cells, CycleTimeLayout.late) }
+    if overlong { bumpCell(cells, CycleTimeLayout.overlong) }
     bumpCell(cells, CycleTimeLayout.startDelaySum, by: startDelay)
     bumpCell(cells, CycleTimeLayout.durationSum, by: duration)
     bumpCell(cells, CycleTimeLayout.cycles)

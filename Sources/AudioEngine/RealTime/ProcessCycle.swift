@@ -66,7 +66,8 @@ func recdProcess(_ frameCount: jack_nframes_t, _ argument: UnsafeMutableRawPoint
         let start = UInt64(cycleStart)
         recordCycleTime(
             state.pointee.cycleTimes, startDelay: entered > start ? entered - start : 0,
-            duration: finished > entered ? finished - entered : 0, late: cycleNext > 0 && finished > UInt64(cycleNext))
+            duration: finished > entered ? finished - entered : 0, late: cycleNext > 0 && finished > UInt64(cycleNext),
+            overlong: cycleNext > cycleStart && finished - min(finished, entered) > UInt64(cycleNext - cycleStart))
     }
     return 0
 }
