@@ -12,7 +12,8 @@ public struct CycleTimeReport: Sendable, Equatable {
     public var durationCounts: [UInt64]
     public var maxStartDelayMicros: UInt64
     public var maxDurationMicros: UInt64
-    /// Cycles whose work ended after the next cycle's start (JACK's deadline for this client).
+    /// Cycles whose work ended after the next cycle's scheduled start (jack_get_cycle_times: the
+    /// server's schedule; a server running behind makes its cycles late by this too).
     public var lateCycles: UInt64
     /// Cycles whose work alone took longer than the period: late however early it started.
     /// `lateCycles` less these were late because they started late.
