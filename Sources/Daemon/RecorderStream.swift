@@ -310,6 +310,10 @@ final class RecorderStream {
     let source: TapSource
     /// The processed source the recorder reads (nil: it reads `source` as captured).
     var voice: VoiceCaptureSource?
+    /// The capture processing its session asked for when it started, and the far end's port
+    /// (nil without processing): `followCaptureProcessing` compares them with the session's now.
+    var processing: CaptureProcessing = .none
+    var referencePort: String?
     let recorder: Recorder
     let bandwidth: CaptureBandwidth
     let sampleRate: Int
