@@ -158,8 +158,9 @@ final class RecorderService: @unchecked Sendable {
         let tap: CaptureTap
         // A session with a pre-roll starts from the input it kept (not when going on from another input).
         let preRolled = old == nil ? preRolls.take(app: spec.app, port: spec.port, channels: channels) : nil
-        // A processed capture's far end: the session's route output (a pre-roll tap has none).
-        let voice = preRolled == nil ? VoiceSetup(context, inputGroup: group, engine: engine) : nil
+        // A processed capture's far end: the session's route output (a pre-roll tap of a
+        // processed session keeps its own; one without is recorded as captured).
+        let voice = VoiceSetup(context, inputGroup: group, engine: engine)
         do {
             if let preRolled {
                 tap = preRolled.tap

@@ -80,6 +80,13 @@ final class TapSource: PlanarSampleSource, @unchecked Sendable {
     /// Control thread: the recording ends at `frames` frames (or later, if moved on).
     func limit(toFrames frames: Int) { limit.store(frames, ordering: .releasing) }
 
+    /// Archiver thread: nothing more will come: the tap has retired and every frame it holds
+    /// up to the recording's end (a take's `limit`) is read.
+    var exhausted: Bool {
+        let read = delivered.load(ordering: .relaxed)
+        return tap.isRetired && min(limit.load(ordering: .acquiring), read + tap.availableToRead) <= read
+    }
+
     /// Seconds of pre-roll the recording starts with; nil for a recording without one.
     var preRollSeconds: Double? { preRoll?.seconds }
 

@@ -60,6 +60,10 @@ final class VoiceCaptureSource: SampleSource, @unchecked Sendable {
     private var heldFrames = 0
     /// The capture's delivered position of the first held frame.
     private var captureConsumed = 0
+    /// The reference's stream position of the capture's first delivered frame: 0 for a tap
+    /// made for the recorder, the pre-roll's first frame for a pre-roll tap taken over (its
+    /// keeper trimmed the reference in step with the capture).
+    private let referenceOrigin: Int
     /// The capture's overruns not yet passed (delivered positions), and the frames of those passed.
     private var captureShifts: [SourceGap] = []
     private var captureDropped = 0
@@ -83,6 +87,7 @@ final class VoiceCaptureSource: SampleSource, @unchecked Sendable {
     ) {
         self.continuing = continuing
         self.capture = capture
+        referenceOrigin = reference.readPosition
         self.reference = reference
         self.sampleRate = sampleRate
         self.echoPathDelayMilliseconds = echoPathDelayMilliseconds
@@ -160,7 +165,7 @@ final class VoiceCaptureSource: SampleSource, @unchecked Sendable {
         }
         for gap in reference.drainGaps() where gap.cause == .overrun { referenceShifts.append(gap) }
         let done = process(into: base, maxFrames: maxFrames, processor)
-        if done == 0 && heldFrames == 0 && capture.producerRetired && capture.tap.availableToRead == 0 {
+        if done == 0 && heldFrames == 0 && capture.exhausted {
             // The last frame is in: push the frames the processor holds out with silence.
             flushRemaining = latencyFrames
             return flush(into: base, maxFrames: maxFrames, remaining: latencyFrames, processor)
@@ -243,7 +248,7 @@ final class VoiceCaptureSource: SampleSource, @unchecked Sendable {
                 referenceDropped += gap.length
             }
             let at = position + referenceDropped
-            let wanted = timeline + filled
+            let wanted = referenceOrigin + timeline + filled
             if at < wanted {
                 // Frames of a capture overrun: their far end is not wanted.
                 var skip = wanted - at

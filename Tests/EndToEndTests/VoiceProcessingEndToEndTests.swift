@@ -287,6 +287,109 @@ struct VoiceProcessingEndToEndTests {
             "unprocessed to counter frame \(lastFrame), \(frames[1]) processed frames, then from \(nextFrame)")
     }
 
+    @Test(
+        "a level-triggered take of a voiceChat session records processed from its pre-roll on: VOICE_PROCESSING, the room's echo down 20 dB and more"
+    )
+    func triggeredTakeIsProcessed() throws {
+        let rate = Double(Self.rate)
+        // The far end alone, 8 s; the room adds no talker: all the take hears is the echo.
+        let far = speechLikeNoise(frames: Int(8 * rate), sampleRate: rate, seed: 1)
+        let room = uniqueName("room")
+        let files = try makeTemporaryDirectory("voice-take")
+        defer { try? FileManager.default.removeItem(atPath: files) }
+        let farPath = files + "/far.wav"
+        try writeWAV(
+            path: farPath, sampleRate: Self.rate, channels: 1,
+            samples: far.map { Int16(max(-32_767, min(32_767, ($0 * 32_767).rounded()))) })
+        let nearPath = files + "/near.raw"
+        let silence = [Float](repeating: 0, count: far.count)
+        try silence.withUnsafeBufferPointer { try Data(buffer: $0).write(to: URL(fileURLWithPath: nearPath)) }
+        let echo = try SignalClient([
+            "--name", room, "echo", "--ports", "speaker,mic", "--near", nearPath, "--delay", "30", "--gain", "-6",
+        ])
+        defer { echo.stop() }
+        let daemon = try Daemon(
+            extraConfig: """
+
+                [session call]
+                category = playAndRecord
+                mode = voiceChat
+                mic_usage = calls
+                pre_roll_seconds = 1
+
+                """,
+            ports: """
+                [port mic]
+                type = builtInMic
+                direction = input
+                jack = \(room):mic
+
+                [port speaker]
+                type = builtInSpeaker
+                direction = output
+                jack = \(room):speaker
+
+                """)
+        #expect(
+            try eventually {
+                try daemon.recctl("--json", "routes").json?["ports"]?.arrayValue?.allSatisfy {
+                    $0["available"] == true
+                } == true
+            })
+        try #require(
+            daemon.recctl(
+                "session", "set", "logger", "--category", "record", "--options", "mixWithOthers", "--mic-usage",
+                "archive"
+            ).status == 0)
+        for app in ["logger", "call"] { try #require(daemon.recctl("permission", "grant", app).status == 0) }
+        try #require(daemon.recctl("record", "start", "logger").status == 0)
+        let watcher = try daemon.watch("call")
+        let armed = try daemon.recctl("record", "start", "call", "--trigger", "-40", "--hold", "2")
+        try #require(armed.status == 0, "\(armed.stderr)")
+        usleep(1_500_000)  // the pre-roll fills with the room's silence
+        let played = try daemon.recctl("play", "call", farPath)
+        try #require(played.status == 0, "\(played.stderr)")
+        func isFinished(_ event: JSONValue) -> Bool { event["event"] == "recording" && event["state"] == "finished" }
+        try #require(!watcher.waitFor(timeout: 15, isFinished).filter(isFinished).isEmpty, "the take did not finish")
+        try #require(daemon.recctl("record", "stop", "call").status == 0)
+        try #require(daemon.recctl("record", "stop", "logger").status == 0)
+
+        func segment(_ app: String) throws -> (samples: [Float], start: Double, path: String) {
+            let listed = try #require(daemon.recctl("--json", "archive", "list", "--app", app).json?.arrayValue)
+            try #require(listed.count == 1, "\(app): \(listed.count) segments")
+            let path = try #require(listed[0]["path"]?.stringValue)
+            let start = try #require(metaflacTag(path, "START_TIME").flatMap(Self.secondsOfDay))
+            return (try decodeFLAC(path, bits: 24).map { Float($0) / 8_388_608 }, start, path)
+        }
+        let logger = try segment("logger")
+        let take = try segment("call")
+        #expect(try metaflacTag(take.path, "VOICE_PROCESSING") == "voice")
+        #expect(try metaflacTag(take.path, "END_REASON") == "triggerHold")
+        #expect(try metaflacTag(take.path, "PRE_ROLL_SECONDS") != nil)
+        // The take on the logger's clock by the START_TIMEs (the take's moved back by the
+        // processing's latency, as any processed file's): take frame k is logger frame k + offset.
+        let offset = Int(((take.start - logger.start) * rate).rounded())
+        let echoStart = try #require(logger.samples.firstIndex { abs($0) > 1e-4 })
+        let takeFirstSound = (take.samples.firstIndex { abs($0) > 1e-4 } ?? 0) + offset
+        // The pre-roll: the take begins about 1 s before the first loud frame.
+        let preRoll = Double(echoStart - offset) / rate
+        func erle(_ from: Double, _ to: Double) throws -> Double {
+            let range = echoStart + Int(from * rate)..<echoStart + Int(to * rate)
+            try #require(range.lowerBound - offset >= 0 && range.upperBound - offset <= take.samples.count)
+            let heard = Array(logger.samples[range])
+            let processed = Array(take.samples[(range.lowerBound - offset)..<(range.upperBound - offset)])
+            return decibels(power: energy(heard, 0..<heard.count) / energy(processed, 0..<processed.count))
+        }
+        let first = try erle(0, 1)
+        let steady = try erle(2.5, 7.5)
+        print(
+            "voice-processed take: the echo begins \(Self.tenths(preRoll)) s into the take (its first sound "
+                + "\(Self.tenths(Double(takeFirstSound - echoStart) / rate * 1_000)) ms from the echo's); ERLE "
+                + "\(Self.tenths(first)) dB in the echo's first second, \(Self.tenths(steady)) dB 2.5–7.5 s")
+        #expect(preRoll > 0.5 && preRoll < 1.5, "the echo begins \(preRoll) s into the take")
+        #expect(steady >= 20, "ERLE \(steady) dB after convergence")
+    }
+
     /// The lag (call sample k is logger sample k + lag) within ±25 ms of `around` at which the
     /// call's file best matches the logger's over `window` (logger frames).
     static func bestLag(_ call: [Float], _ logger: [Float], around: Int, window: Range<Int>) -> Int {
