@@ -190,8 +190,8 @@ public struct SessionStore: Equatable, Sendable {
 
     /// prefersEchoCancelledInput (session.prefer): only a category that plays and records may
     /// ask (incompatibleCategory otherwise, changing nothing); on a route without both
-    /// directions the preference waits for one (`Session.captureProcessing`). Recordings started
-    /// from now on follow it.
+    /// directions the preference waits for one (`Session.captureProcessing`). Running recordings
+    /// follow it too (`captureProcessingChange`).
     public mutating func setPrefersEchoCancelledInput(app: String, _ value: Bool) throws(SessionError)
         -> [PolicyEffect]
     {
