@@ -148,6 +148,10 @@ public struct EndReason: RawRepresentable, Hashable, Sendable, CustomStringConve
     public static let interruption = EndReason(rawValue: "interruption")
     /// The input route changed.
     public static let routeChange = EndReason(rawValue: "routeChange")
+    /// What the session's capture goes through changed (its mode, prefersEchoCancelledInput,
+    /// or its route gaining or losing an output): the next segment continues the stream with
+    /// the new processing (its VOICE_PROCESSING, or none).
+    public static let processingChange = EndReason(rawValue: "processingChange")
     /// The JACK server went away.
     public static let mediaServicesLost = EndReason(rawValue: "mediaServicesLost")
     /// The disk filled up.

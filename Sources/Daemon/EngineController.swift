@@ -475,11 +475,12 @@ extension EngineController: PlayerEngine, RecorderEngine, MonitoringEngine, Sens
         engine.latencies().first { $0.group == group }?.seconds
     }
 
-    func addCaptureTap(inputGroup: String, channels: Int, zeroed: Bool, frames: Int) throws(AudioEngineError)
-        -> CaptureTap
+    func addCaptureTap(inputGroup: String, channels: Int, zeroed: Bool, frames: Int, reference: String?)
+        throws(AudioEngineError) -> CaptureTap
     {
         try engine.addCaptureTap(
-            inputGroup: inputGroup, channels: Array(0..<max(channels, 1)), bufferFrames: frames, zeroed: zeroed)
+            inputGroup: inputGroup, channels: Array(0..<max(channels, 1)), bufferFrames: frames, zeroed: zeroed,
+            referenceOutputGroup: reference)
     }
 
     func addBusTap(_ bus: Bus) throws(AudioEngineError) -> CaptureTap { try engine.addBusTap(bus) }

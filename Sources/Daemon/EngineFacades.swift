@@ -62,9 +62,10 @@ protocol RecorderEngine: AnyObject {
     /// group, it carries a reference tap of that group (its far end, for voice processing).
     func addCaptureTap(inputGroup: String, channels: Int, zeroed: Bool, reference: String?)
         throws(AudioEngineError) -> CaptureTap
-    /// A tap whose ring holds `frames` frames (a pre-roll tap), allocated here, off the process thread.
-    func addCaptureTap(inputGroup: String, channels: Int, zeroed: Bool, frames: Int) throws(AudioEngineError)
-        -> CaptureTap
+    /// A tap whose ring holds `frames` frames (a pre-roll tap), allocated here, off the process
+    /// thread; with `reference`, an output group, its reference tap too (a processed session's).
+    func addCaptureTap(inputGroup: String, channels: Int, zeroed: Bool, frames: Int, reference: String?)
+        throws(AudioEngineError) -> CaptureTap
     /// Removes `old` and adds a tap on the first `channels` channels of `inputGroup` in one
     /// graph snapshot (adjacent periods).
     func replaceCaptureTap(_ old: CaptureTap, inputGroup: String, channels: Int, zeroed: Bool, reference: String?)

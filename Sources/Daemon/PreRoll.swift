@@ -10,6 +10,11 @@
 // follows on the next tick. Memory: 4 bytes per sample, 11.52 MB per channel-minute at 48 kHz
 // (pre-roll plus `marginSeconds`).
 //
+// A session whose capture is processed (voiceChat, echo cancellation) keeps the reference tap
+// of its route output beside it, as its recorder would (`CaptureTap.reference`: published in
+// the same snapshot, twice the ring, up to 8 channels), trimmed in step with the capture, so
+// a take records processed from its pre-roll's first frame on (`VoiceCaptureSource`).
+//
 // Threads: the control thread only.
 import AudioEngine
 import Foundation
@@ -21,6 +26,8 @@ final class PreRollKeeper {
     struct Held {
         var port: String
         var inputGroup: String
+        /// The output group whose reference tap it keeps (a processed session's far end).
+        var referenceGroup: String?
         var channels: Int
         /// Frames kept: `pre_roll_seconds` × rate.
         var frames: Int
@@ -63,12 +70,14 @@ final class PreRollKeeper {
     /// Ring size of a pre-roll of `seconds` at `sampleRate`, in frames (what `keep` allocates).
     static func ringFrames(seconds: Int, sampleRate: Int) -> Int { (seconds + marginSeconds) * sampleRate }
 
-    /// Keeps `seconds` of `port` (input group `inputGroup`, its first `channels`) for `app`;
-    /// `seconds` 0 or no port ends the app's pre-roll, unless `evenWithoutPreRoll` (an armed
-    /// trigger looks at the tap's level). An existing tap on another port or size is replaced
-    /// (its pre-roll is lost: a new input has no past).
+    /// Keeps `seconds` of `port` (input group `inputGroup`, its first `channels`) for `app`,
+    /// with the reference tap of output group `reference` when the session's capture is
+    /// processed; `seconds` 0 or no port ends the app's pre-roll, unless `evenWithoutPreRoll`
+    /// (an armed trigger looks at the tap's level). An existing tap on another port, size or
+    /// reference is replaced (its pre-roll is lost: a new input has no past).
     func keep(
-        app: String, port: String?, inputGroup: String?, channels: Int, seconds: Int, evenWithoutPreRoll: Bool = false
+        app: String, port: String?, inputGroup: String?, channels: Int, seconds: Int, reference: String? = nil,
+        evenWithoutPreRoll: Bool = false
     ) {
         guard let port, let inputGroup, seconds > 0 || evenWithoutPreRoll, engine.isRunning,
             let rate = engine.sampleRate
@@ -78,7 +87,7 @@ final class PreRollKeeper {
         }
         let frames = seconds * rate
         if let current = held[app], current.port == port, current.channels == channels, current.frames == frames,
-            current.tap.isAttached
+            current.referenceGroup == reference, current.tap.isAttached
         {
             return
         }
@@ -86,11 +95,11 @@ final class PreRollKeeper {
         do {
             let tap = try engine.addCaptureTap(
                 inputGroup: inputGroup, channels: channels, zeroed: false,
-                frames: Self.ringFrames(seconds: seconds, sampleRate: rate))
+                frames: Self.ringFrames(seconds: seconds, sampleRate: rate), reference: reference)
             serials += 1
             held[app] = Held(
-                port: port, inputGroup: inputGroup, channels: channels, frames: frames, tap: tap, discarded: 0,
-                serial: serials)
+                port: port, inputGroup: inputGroup, referenceGroup: reference, channels: channels, frames: frames,
+                tap: tap, discarded: 0, serial: serials)
         } catch {
             Log.warning("\(app): no pre-roll on \(port): \(error); recordings start when asked")
         }
@@ -110,11 +119,11 @@ final class PreRollKeeper {
         do {
             let tap = try engine.addCaptureTap(
                 inputGroup: current.inputGroup, channels: current.channels, zeroed: false,
-                frames: current.frames + PreRollKeeper.marginSeconds * rate)
+                frames: current.frames + PreRollKeeper.marginSeconds * rate, reference: current.referenceGroup)
             serials += 1
             next[app] = Held(
-                port: current.port, inputGroup: current.inputGroup, channels: current.channels,
-                frames: current.frames, tap: tap, discarded: 0, serial: serials)
+                port: current.port, inputGroup: current.inputGroup, referenceGroup: current.referenceGroup,
+                channels: current.channels, frames: current.frames, tap: tap, discarded: 0, serial: serials)
         } catch {
             Log.warning("\(app): no pre-roll tap to follow the take: \(error)")
         }
@@ -133,9 +142,19 @@ final class PreRollKeeper {
         for (app, current) in held {
             let excess = current.tap.availableToRead - current.frames
             if excess > 0 { held[app]?.discarded += current.tap.discard(frames: excess) }
+            Self.keepInStep(current.tap)
             guard let now = held[app] else { continue }
             held[app]?.gaps = Self.fold(now.gaps + now.tap.drainGaps(), before: now.discarded)
         }
+    }
+
+    /// A processed pre-roll's reference keeps the frames of the capture's periods and no older
+    /// ones (both count from the same first period), so it never overruns while held. Its gaps
+    /// are dropped: its clock stalls are the capture's too, and an overrun cannot happen here.
+    private static func keepInStep(_ tap: CaptureTap) {
+        guard let reference = tap.reference else { return }
+        reference.discard(frames: tap.readPosition - reference.readPosition)
+        _ = reference.drainGaps()
     }
 
     /// `gaps` with those at or before stream position `position` summed into one per cause at
@@ -173,6 +192,7 @@ final class PreRollKeeper {
             current.takeFrom.map { $0 - current.tap.readPosition }
             ?? (current.tap.availableToRead - current.frames)
         let discarded = current.discarded + current.tap.discard(frames: max(0, excess))
+        Self.keepInStep(current.tap)
         return Taken(tap: current.tap, position: discarded, frames: current.tap.availableToRead, gaps: current.gaps)
     }
 }

@@ -139,12 +139,13 @@ final class RecorderService: @unchecked Sendable {
     ///
     /// With `replacing`, the stream goes on from this input (its input route changed): the
     /// old recorder's tap and the new one swap in one graph snapshot, so the old segment's
-    /// last frame and the new one's first are adjacent; the old segment ends with
-    /// END_REASON=routeChange and the new one starts at its end time, to the frame.
+    /// last frame and the new one's first are adjacent; the old segment ends with `endReason`
+    /// (routeChange, or processingChange when it goes on with other capture processing) and
+    /// the new one starts at its end time, to the frame.
     @discardableResult
     func startInput(
         _ spec: RecorderSpec, channels: Int, type: PortType, bandwidth: CaptureBandwidth, context: RecordingContext,
-        replacing old: RecorderStream? = nil
+        replacing old: RecorderStream? = nil, endReason: EndReason = .routeChange
     ) throws -> RecorderStream {
         guard let group = engine.inputGroup(port: spec.port) else {
             throw SessionError(.resourceNotAvailable, "\(spec.port) is not an input port; see `recctl routes`")
@@ -157,8 +158,9 @@ final class RecorderService: @unchecked Sendable {
         let tap: CaptureTap
         // A session with a pre-roll starts from the input it kept (not when going on from another input).
         let preRolled = old == nil ? preRolls.take(app: spec.app, port: spec.port, channels: channels) : nil
-        // A processed capture's far end: the session's route output (a pre-roll tap has none).
-        let voice = preRolled == nil ? VoiceSetup(context, inputGroup: group, engine: engine) : nil
+        // A processed capture's far end: the session's route output (a pre-roll tap of a
+        // processed session keeps its own; one without is recorded as captured).
+        let voice = VoiceSetup(context, inputGroup: group, engine: engine)
         do {
             if let preRolled {
                 tap = preRolled.tap
@@ -177,7 +179,7 @@ final class RecorderService: @unchecked Sendable {
         // From here the old tap is out of the graph: whatever happens, the old recorder ends
         // (the stream goes on only if the new one started).
         var wentOn = false
-        defer { if let old { stop(old, reason: .routeChange, continued: wentOn) } }
+        defer { if let old { stop(old, reason: endReason, continued: wentOn) } }
         var transform: HFPTransform?
         var bits = 24
         var rate = jackRate
@@ -198,7 +200,9 @@ final class RecorderService: @unchecked Sendable {
             inputPort: spec.port, inputType: type.rawValue, bandwidth: bandwidth.name, recdVersion: recdVersion)
         let stream = try start(
             spec, tap: tap, configuration: configuration, transform: transform, bandwidth: bandwidth, rate: rate,
-            continuing: old, preRolled: preRolled, voice: voice)
+            continuing: old, endReason: endReason, preRolled: preRolled, voice: voice)
+        stream.processing = context.processing
+        stream.referencePort = context.processing == .none ? nil : context.referencePort
         wentOn = true
         let processed = stream.voice == nil ? "" : ", \(context.processing.rawValue) processing"
         let format = "\(bandwidth.name), \(rate) Hz, \(bits)-bit\(processed)"
@@ -235,7 +239,7 @@ final class RecorderService: @unchecked Sendable {
     private func start(
         _ spec: RecorderSpec, tap: CaptureTap, configuration: RecorderConfiguration, transform: HFPTransform?,
         bandwidth: CaptureBandwidth, rate: Int, continuing old: RecorderStream? = nil,
-        preRolled: PreRollKeeper.Taken? = nil, voice: VoiceSetup? = nil
+        endReason: EndReason = .routeChange, preRolled: PreRollKeeper.Taken? = nil, voice: VoiceSetup? = nil
     ) throws -> RecorderStream {
         var configuration = configuration
         configuration.timeSource = timeSource
@@ -268,7 +272,9 @@ final class RecorderService: @unchecked Sendable {
             source = TapSource(tap: tap, anchor: anchor)
         }
         // The archiver reads the processed capture; everything else asks the tap's source.
-        let processed = voice.flatMap { $0.source(capturing: source, tap: tap, sampleRate: configuration.sampleRate) }
+        let processed = voice.flatMap {
+            $0.source(capturing: source, tap: tap, sampleRate: configuration.sampleRate, continuing: anchor != nil)
+        }
         if let voice, processed != nil {
             configuration.extraComments.append(VorbisComment(CommentName.voiceProcessing, voice.processing.rawValue))
         }
@@ -292,8 +298,8 @@ final class RecorderService: @unchecked Sendable {
             stream.segments = old.segments
             stream.gaps = old.gaps
             old.successor = stream
-            Log.info("\(spec.app): \(spec.stream) goes on from \(spec.port) (was \(old.spec.port))")
-            announce(stream, .switched, reason: EndReason.routeChange.rawValue) { $0.previousPort = old.spec.port }
+            Log.info("\(spec.app): \(spec.stream) goes on from \(spec.port) (was \(old.spec.port); \(endReason))")
+            announce(stream, .switched, reason: endReason.rawValue) { $0.previousPort = old.spec.port }
         } else if let resuming = resuming(spec) {
             announce(stream, .resumed, reason: resuming.cause.rawValue) { $0.since = resuming.since.iso8601 }
         } else {

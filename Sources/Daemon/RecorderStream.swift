@@ -80,6 +80,13 @@ final class TapSource: PlanarSampleSource, @unchecked Sendable {
     /// Control thread: the recording ends at `frames` frames (or later, if moved on).
     func limit(toFrames frames: Int) { limit.store(frames, ordering: .releasing) }
 
+    /// Archiver thread: nothing more will come: the tap has retired and every frame it holds
+    /// up to the recording's end (a take's `limit`) is read.
+    var exhausted: Bool {
+        let read = delivered.load(ordering: .relaxed)
+        return tap.isRetired && min(limit.load(ordering: .acquiring), read + tap.availableToRead) <= read
+    }
+
     /// Seconds of pre-roll the recording starts with; nil for a recording without one.
     var preRollSeconds: Double? { preRoll?.seconds }
 
@@ -310,6 +317,10 @@ final class RecorderStream {
     let source: TapSource
     /// The processed source the recorder reads (nil: it reads `source` as captured).
     var voice: VoiceCaptureSource?
+    /// The capture processing its session asked for when it started, and the far end's port
+    /// (nil without processing): `followCaptureProcessing` compares them with the session's now.
+    var processing: CaptureProcessing = .none
+    var referencePort: String?
     let recorder: Recorder
     let bandwidth: CaptureBandwidth
     let sampleRate: Int

@@ -259,7 +259,9 @@ extension SessionCoordinator {
     /// one may come back after the route changed); with `replacing`, it goes on from there in
     /// the stream of that recorder (`RecorderService.startInput`).
     @discardableResult
-    func startRecorder(_ spec: RecorderSpec, replacing old: RecorderStream? = nil) throws -> RecorderStream {
+    func startRecorder(
+        _ spec: RecorderSpec, replacing old: RecorderStream? = nil, endReason: EndReason = .routeChange
+    ) throws -> RecorderStream {
         var spec = spec
         let session = try store.session(spec.app)
         if spec.followsRoute, spec.bus == nil {
@@ -300,7 +302,7 @@ extension SessionCoordinator {
         return try recorders.startInput(
             spec, channels: session.preferences.inputChannels(ofPort: port.channels), type: port.type,
             bandwidth: RouteChooser.bandwidth(of: state, for: request),
-            context: context, replacing: old)
+            context: context, replacing: old, endReason: endReason)
     }
 
     /// The session's input route changed: each recorder that follows the route goes on from
@@ -317,6 +319,29 @@ extension SessionCoordinator {
                 try startRecorder(stream.spec, replacing: stream)
             } catch {
                 Log.error("\(app): \(stream.spec.stream) could not go on from \(input) (\(reason.name)): \(error)")
+            }
+        }
+    }
+
+    /// What the session's capture goes through changed (`captureProcessingChange`: its mode,
+    /// `prefersEchoCancelledInput`, its route gaining or losing an output), or its route output
+    /// moved (the far end of a processed capture): each input recorder of the session that
+    /// records otherwise goes on at once in a new segment with the processing now, the old one
+    /// ending with END_REASON=processingChange, continuous to the frame as for an input switch.
+    /// Recorders that already record so (one a route change just started) are left alone, and
+    /// so is a level-triggered take (its pre-roll tap is the trigger's: it ends as it began; the
+    /// next take follows the session).
+    func followCaptureProcessing(of app: String) {
+        guard let session = store.sessions[app], recorders.triggers.armed[app] == nil else { return }
+        let processing = session.captureProcessing
+        let reference = processing == .none ? nil : session.route.outputs.first
+        for stream in recorders.of(app)
+        where stream.spec.bus == nil && (stream.processing != processing || stream.referencePort != reference) {
+            do {
+                try startRecorder(stream.spec, replacing: stream, endReason: .processingChange)
+            } catch {
+                Log.error(
+                    "\(app): \(stream.spec.stream) could not go on with \(processing.rawValue) processing: \(error)")
             }
         }
     }

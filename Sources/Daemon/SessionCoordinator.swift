@@ -217,6 +217,10 @@ final class SessionCoordinator: FactSink, @unchecked Sendable {
             players.follow(of: app, outputs: current.outputs, reason: reason, channelLimit: channelLimit(of: app))
             followInputRoute(of: app, input: current.inputs.first, reason: reason)
             recorders.stopUnavailable(of: app)
+            // Its output may have moved (a processed capture's far end) with the processing the same.
+            followCaptureProcessing(of: app)
+        case .captureProcessingChange(let app, _, _):
+            followCaptureProcessing(of: app)
         case .sessionDeleted(let app):
             monitoring.release(app: app)
             attachments.sessionGone(app)

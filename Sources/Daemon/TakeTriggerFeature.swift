@@ -55,10 +55,14 @@ final class TakeTriggerFeature: DaemonFeature {
             else { continue }
             // Kept while recording too: a triggered take's next start needs its pre-roll.
             keeping.insert(app)
+            // A processed session's far end, as its recorder would take it (`VoiceSetup`).
+            let reference =
+                session.captureProcessing == .none
+                ? nil : session.route.outputs.first.flatMap { engine.output(port: $0)?.group }
             recorders.preRolls.keep(
                 app: app, port: port, inputGroup: engine.inputGroup(port: port),
                 channels: session.preferences.inputChannels(ofPort: decl.channels), seconds: seconds,
-                evenWithoutPreRoll: trigger != nil)
+                reference: reference, evenWithoutPreRoll: trigger != nil)
         }
         return keeping
     }

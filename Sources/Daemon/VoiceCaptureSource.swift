@@ -27,6 +27,11 @@ import VoiceProcessing
 /// frame is in the file too (the file is `latencyFrames` longer than the capture). A gap does
 /// not reset the processor: the frames it holds are captured samples, kept.
 ///
+/// A source that continues a stream (`continuing`: a route or processing change started it
+/// where the previous segment ended) leaves the processor's first `latencyFrames` out instead
+/// (silence from before its first captured frame): its start time is the capture's, so the
+/// new segment begins where the last one ended, not that much before it.
+///
 /// The two taps' streams are aligned by their timelines: an overrun of the capture (its frames
 /// dropped, the reference's not: its ring is twice as long) skips the reference's frames of
 /// that time; an overrun of the reference gives silence as the far end for the frames it lost.
@@ -55,6 +60,10 @@ final class VoiceCaptureSource: SampleSource, @unchecked Sendable {
     private var heldFrames = 0
     /// The capture's delivered position of the first held frame.
     private var captureConsumed = 0
+    /// The reference's stream position of the capture's first delivered frame: 0 for a tap
+    /// made for the recorder, the pre-roll's first frame for a pre-roll tap taken over (its
+    /// keeper trimmed the reference in step with the capture).
+    private let referenceOrigin: Int
     /// The capture's overruns not yet passed (delivered positions), and the frames of those passed.
     private var captureShifts: [SourceGap] = []
     private var captureDropped = 0
@@ -66,13 +75,19 @@ final class VoiceCaptureSource: SampleSource, @unchecked Sendable {
     private var gapsOut: [SourceGap] = []
     /// Frames of silence still to push through to flush the processor after the last frame.
     private var flushRemaining: Int?
+    /// It continues a stream: its output starts at the capture's first frame.
+    let continuing: Bool
+    /// The processor's first frames still to leave out (`continuing`).
+    private var leadingToDrop = 0
 
     /// Control thread: `capture` over the tap whose `reference` is given.
     init(
         capture: TapSource, reference: CaptureTap, processing: CaptureProcessing, sampleRate: Int,
-        echoPathDelayMilliseconds: Int?
+        echoPathDelayMilliseconds: Int?, continuing: Bool = false
     ) {
+        self.continuing = continuing
         self.capture = capture
+        referenceOrigin = reference.readPosition
         self.reference = reference
         self.sampleRate = sampleRate
         self.echoPathDelayMilliseconds = echoPathDelayMilliseconds
@@ -88,14 +103,18 @@ final class VoiceCaptureSource: SampleSource, @unchecked Sendable {
     }
 
     private var latencyFrames: Int { max(latency.load(ordering: .relaxed), 0) }
+    /// Where a capture frame lands in the output: `latencyFrames` later, or at its own position
+    /// when the processor's first frames are left out.
+    private var outputShift: Int { continuing ? 0 : latencyFrames }
 
     var channels: Int { capture.channels }
 
-    /// The capture's start, moved back by the processing's latency (nil until both are known).
+    /// The capture's start, moved back by the processing's latency (nil until both are known);
+    /// a continuing source's is the capture's own.
     var startTime: UTCTime? {
         let frames = latency.load(ordering: .acquiring)
         guard frames >= 0, let start = capture.startTime else { return nil }
-        return start.advanced(byFrames: -frames, sampleRate: sampleRate)
+        return start.advanced(byFrames: continuing ? 0 : -frames, sampleRate: sampleRate)
     }
 
     var producerRetired: Bool { capture.producerRetired }
@@ -109,6 +128,18 @@ final class VoiceCaptureSource: SampleSource, @unchecked Sendable {
     }
 
     func read(into buffer: UnsafeMutableBufferPointer<Float>) -> Int {
+        var frames = readProcessed(into: buffer)
+        while leadingToDrop > 0 && frames > 0, let base = buffer.baseAddress {
+            let dropped = min(leadingToDrop, frames)
+            base.update(from: base + dropped * channels, count: (frames - dropped) * channels)
+            leadingToDrop -= dropped
+            frames -= dropped
+            if frames == 0 { frames = readProcessed(into: buffer) }
+        }
+        return frames
+    }
+
+    private func readProcessed(into buffer: UnsafeMutableBufferPointer<Float>) -> Int {
         let maxFrames = buffer.count / channels
         guard maxFrames > 0, let base = buffer.baseAddress else { return 0 }
         if processor == nil && !processorFailed { makeProcessor(blockFrames: maxFrames) }
@@ -129,12 +160,12 @@ final class VoiceCaptureSource: SampleSource, @unchecked Sendable {
             }
         }
         for gap in capture.drainGaps() {
-            gapsOut.append(SourceGap(position: gap.position + latencyFrames, length: gap.length, cause: gap.cause))
+            gapsOut.append(SourceGap(position: gap.position + outputShift, length: gap.length, cause: gap.cause))
             if gap.cause == .overrun { captureShifts.append(gap) }
         }
         for gap in reference.drainGaps() where gap.cause == .overrun { referenceShifts.append(gap) }
         let done = process(into: base, maxFrames: maxFrames, processor)
-        if done == 0 && heldFrames == 0 && capture.producerRetired && capture.tap.availableToRead == 0 {
+        if done == 0 && heldFrames == 0 && capture.exhausted {
             // The last frame is in: push the frames the processor holds out with silence.
             flushRemaining = latencyFrames
             return flush(into: base, maxFrames: maxFrames, remaining: latencyFrames, processor)
@@ -153,6 +184,7 @@ final class VoiceCaptureSource: SampleSource, @unchecked Sendable {
             processor = made
             held = [Float](repeating: 0, count: blockFrames * channels)
             referenceBlock = [Float](repeating: 0, count: blockFrames * reference.channels)
+            if continuing { leadingToDrop = made.latencyFrames + made.processingDelayFrames }
             latency.store(made.latencyFrames + made.processingDelayFrames, ordering: .releasing)
         } catch {
             processorFailed = true
@@ -216,7 +248,7 @@ final class VoiceCaptureSource: SampleSource, @unchecked Sendable {
                 referenceDropped += gap.length
             }
             let at = position + referenceDropped
-            let wanted = timeline + filled
+            let wanted = referenceOrigin + timeline + filled
             if at < wanted {
                 // Frames of a capture overrun: their far end is not wanted.
                 var skip = wanted - at
@@ -297,10 +329,13 @@ struct VoiceSetup {
     }
 
     /// The processed source over `capture`, when the engine gave `tap` its reference.
-    func source(capturing capture: TapSource, tap: CaptureTap, sampleRate: Int) -> VoiceCaptureSource? {
+    /// `continuing`: it goes on from a previous segment's end (`VoiceCaptureSource.continuing`).
+    func source(capturing capture: TapSource, tap: CaptureTap, sampleRate: Int, continuing: Bool = false)
+        -> VoiceCaptureSource?
+    {
         guard let reference = tap.reference else { return nil }
         return VoiceCaptureSource(
             capture: capture, reference: reference, processing: processing, sampleRate: sampleRate,
-            echoPathDelayMilliseconds: echoPathDelayMilliseconds)
+            echoPathDelayMilliseconds: echoPathDelayMilliseconds, continuing: continuing)
     }
 }

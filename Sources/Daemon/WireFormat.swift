@@ -107,7 +107,8 @@ enum WireFormat {
             .mediaServicesWereReset
         case .sessionDeleted(let app):
             .sessionDeleted(app: app)
-        case .pauseStreams, .stopStreams, .pausePlayers, .stopPlayers, .stopRecorders, .resumeStreams, .sessionChanged:
+        case .pauseStreams, .stopStreams, .pausePlayers, .stopPlayers, .stopRecorders, .resumeStreams, .sessionChanged,
+            .captureProcessingChange:
             nil
         }
     }

@@ -38,6 +38,10 @@ public enum PolicyEffect: Equatable, Sendable {
     case inputMuteStateChange(app: String, muted: Bool)
     case recordPermission(app: String, state: RecordPermission)
     case routeChange(app: String, reason: RouteChangeReason, previous: Route, current: Route)
+    /// What a session's capture goes through changed (`Session.captureProcessing`: its mode or
+    /// category, `prefersEchoCancelledInput`, its route gaining or losing an input or output):
+    /// its running recorders go on with the new processing. After the call's routeChange.
+    case captureProcessingChange(app: String, previous: CaptureProcessing, current: CaptureProcessing)
     /// A mixable session's secondaryAudioShouldBeSilencedHint changed (true: begin, false: end).
     case silenceSecondaryAudioHint(app: String, begin: Bool)
     case mediaServicesWereLost
@@ -110,6 +114,7 @@ public struct SessionStore: Equatable, Sendable {
         app: String, ownerUID: UInt32, configuration: SessionConfiguration, micUsage: String?? = .none
     ) throws(SessionError) -> [PolicyEffect] {
         let isNew = sessions[app] == nil
+        let processingBefore = processingOfSessions
         var session = sessions[app] ?? Session(app: app, ownerUID: ownerUID)
         let previous = session.configuration
         let previouslyEntitled = !(session.micUsage ?? "").isEmpty
@@ -139,14 +144,16 @@ public struct SessionStore: Equatable, Sendable {
         if rearbitrate { effects += takeOver(app, interrupting: victims) }
         if categoryChanged || isNew { effects += reroute(reason: .categoryChange, only: app) }
         effects += updateDucking() + updateHints()
-        return effects
+        return effects + processingChanges(since: processingBefore)
     }
 
     public mutating func setPreferences(app: String, _ preferences: HardwarePreferences) throws(SessionError) -> [PolicyEffect] {
         let session = try session(app)
         try HardwarePreferences.validate(preferences, category: session.configuration.category, ports: ports)
+        let processingBefore = processingOfSessions
         sessions[app]!.preferences = preferences
         return [.sessionChanged(app: app)] + reroute(reason: .routeConfigurationChange, only: app)
+            + processingChanges(since: processingBefore)
     }
 
     /// `overrideOutputAudioPort`: speaker (playAndRecord only) until the next route change.
@@ -160,8 +167,9 @@ public struct SessionStore: Equatable, Sendable {
         if speaker && !ports.contains(where: { $0.type == .builtInSpeaker && $0.available }) {
             throw SessionError(.resourceNotAvailable, "no builtInSpeaker port is available to override to; declare one in [port] config")
         }
+        let processingBefore = processingOfSessions
         sessions[app]!.overrideSpeaker = speaker
-        return reroute(reason: .override, only: app)
+        return reroute(reason: .override, only: app) + processingChanges(since: processingBefore)
     }
 
     public mutating func setPrefersInterruptionOnRouteDisconnect(app: String, _ value: Bool) throws(SessionError) -> [PolicyEffect] {
@@ -182,15 +190,16 @@ public struct SessionStore: Equatable, Sendable {
 
     /// prefersEchoCancelledInput (session.prefer): only a category that plays and records may
     /// ask (incompatibleCategory otherwise, changing nothing); on a route without both
-    /// directions the preference waits for one (`Session.captureProcessing`). Recordings started
-    /// from now on follow it.
+    /// directions the preference waits for one (`Session.captureProcessing`). Running recordings
+    /// follow it too (`captureProcessingChange`).
     public mutating func setPrefersEchoCancelledInput(app: String, _ value: Bool) throws(SessionError)
         -> [PolicyEffect]
     {
         let current = try session(app)
         try CaptureProcessing.validatePreference(value, category: current.configuration.category)
+        let processingBefore = processingOfSessions
         sessions[app]!.prefersEchoCancelledInput = value
-        return [.sessionChanged(app: app)]
+        return [.sessionChanged(app: app)] + processingChanges(since: processingBefore)
     }
 
     /// Updates declaration fields (priority, background, auto_resume) from config.
@@ -510,12 +519,15 @@ public struct SessionStore: Equatable, Sendable {
 
     /// New port states from the engine (JACK registration, ALSA jack sense).
     mutating func updatePorts(_ newPorts: [PortState]) -> [PolicyEffect] {
+        let processingBefore = processingOfSessions
         let oldAvailable = Set(ports.filter(\.available).map(\.name))
         let newAvailable = Set(newPorts.filter(\.available).map(\.name))
         ports = newPorts
         let gone = oldAvailable.subtracting(newAvailable)
         let came = newAvailable.subtracting(oldAvailable)
-        guard !gone.isEmpty || !came.isEmpty else { return reroute(reason: .routeConfigurationChange) }
+        guard !gone.isEmpty || !came.isEmpty else {
+            return reroute(reason: .routeConfigurationChange) + processingChanges(since: processingBefore)
+        }
         for app in sessions.keys { sessions[app]!.overrideSpeaker = false }
         var effects: [PolicyEffect] = []
         // Privacy: a session whose output went away stops playing out loud.
@@ -528,7 +540,20 @@ public struct SessionStore: Equatable, Sendable {
             }
         }
         effects += reroute(reason: gone.isEmpty ? .newDeviceAvailable : .oldDeviceUnavailable)
-        return effects + updateDucking() + updateHints()
+        return effects + updateDucking() + updateHints() + processingChanges(since: processingBefore)
+    }
+
+    /// Each session's capture processing now: what `processingChanges` compares against.
+    private var processingOfSessions: [String: CaptureProcessing] { sessions.mapValues(\.captureProcessing) }
+
+    /// `captureProcessingChange` for each session of `before` (sorted) whose processing is no
+    /// longer what it was. A new session has nothing running to change: none for it.
+    private func processingChanges(since before: [String: CaptureProcessing]) -> [PolicyEffect] {
+        before.keys.sorted().compactMap { app in
+            guard let previous = before[app], let current = sessions[app]?.captureProcessing, current != previous
+            else { return nil }
+            return .captureProcessingChange(app: app, previous: previous, current: current)
+        }
     }
 
     /// The JACK server's configuration changed under the same ports (another client changed

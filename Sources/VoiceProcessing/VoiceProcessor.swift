@@ -12,7 +12,9 @@ public struct VoiceProcessingFeatures: OptionSet, Sendable, Hashable {
     public static let echoCancellation = Self(rawValue: UInt32(RECD_APM_ECHO_CANCELLATION))
     /// Noise suppression (level high).
     public static let noiseSuppression = Self(rawValue: UInt32(RECD_APM_NOISE_SUPPRESSION))
-    /// Automatic gain control, adaptive digital, with its limiter.
+    /// Automatic gain control: the library's digital compressor, up to 12 dB for quiet input and
+    /// less as the level nears a -10 dBFS peak target, with its limiter. A talker at -25 dBFS
+    /// RMS keeps their level within 1 dB; one 20 dB quieter is raised by about 11 dB.
     public static let gainControl = Self(rawValue: UInt32(RECD_APM_GAIN_CONTROL))
     /// A high-pass filter (DC and rumble).
     public static let highPassFilter = Self(rawValue: UInt32(RECD_APM_HIGH_PASS_FILTER))

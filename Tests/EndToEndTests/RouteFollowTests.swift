@@ -11,7 +11,7 @@ import Testing
 
 /// The frame index n (mod 65536) of a counter sample of channel c (recd-signal's counter, and
 /// `testSample`): k = 7n + 1013c mod 65536, and 28087 is the inverse of 7 mod 65536.
-private func counterFrame(k: Int, channel c: Int) -> Int {
+func counterFrame(k: Int, channel c: Int) -> Int {
     ((28087 * (k - 1013 * c)) % 65536 + 65536) % 65536
 }
 

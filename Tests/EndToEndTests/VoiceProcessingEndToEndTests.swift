@@ -188,12 +188,206 @@ struct VoiceProcessingEndToEndTests {
         #expect(steady >= 20, "ERLE \(steady) dB")
         #expect(afterDoubleTalk >= 20, "ERLE after double talk \(afterDoubleTalk) dB")
         #expect(convergedAt != nil && convergedAt! < 2.5, "converged at \(String(describing: convergedAt))")
-        // voiceChat's gain control raises a quiet talker (offline: +5 dB); echo cancellation
-        // alone keeps it within 0.1 dB (VoiceProcessingTests).
-        #expect(nearChange > -3 && nearChange < 8, "near end alone changed by \(nearChange) dB")
+        // The talker is at a normal level (-25 dBFS RMS): voiceChat's gain control leaves it within
+        // 3 dB (issue 31); it raises a quiet one (VoiceProcessingTests).
+        #expect(abs(nearChange) <= 3, "near end alone changed by \(nearChange) dB")
         // The segment start moved back by the processing's latency: the files line up to 2 ms.
         #expect(abs(latencyMilliseconds) <= 2, "START_TIMEs put the call \(latencyMilliseconds) ms off its samples")
         #expect((callLatency ?? 0) > (loggerLatency ?? 0) + 0.015)
+    }
+
+    @Test(
+        "a mode or preference change reaches a running recorder: END_REASON=processingChange, the next segment at the frame after, with its VOICE_PROCESSING"
+    )
+    func processingChangeRestartsTheRecorder() throws {
+        let source = uniqueName("src")
+        let speaker = uniqueName("spk")
+        let daemon = try Daemon(
+            ports: """
+                [port mic]
+                type = builtInMic
+                direction = input
+                jack = \(source):out_1
+
+                [port speaker]
+                type = builtInSpeaker
+                direction = output
+                jack = \(speaker):in_1
+
+                """)
+        // The microphone carries recd-signal's counter (channel 0 of frame n is 7n mod 65536):
+        // an unprocessed segment tells its frames' places in one timeline.
+        let counter = try SignalClient(["--name", source, "play", "--ports", "out_1", "--signal", "counter"])
+        defer { counter.stop() }
+        let sink = try SignalClient([
+            "--name", speaker, "capture", "--ports", "in_1", "--out", daemon.directory + "/speaker.raw",
+        ])
+        defer { sink.stop() }
+        #expect(
+            try eventually {
+                try daemon.recctl("--json", "routes").json?["ports"]?.arrayValue?.allSatisfy {
+                    $0["available"] == true
+                } == true
+            })
+        try #require(
+            daemon.recctl("session", "set", "call", "--category", "playAndRecord", "--mic-usage", "calls").status == 0)
+        try #require(daemon.recctl("permission", "grant", "call").status == 0)
+        let watcher = try daemon.watch("call")
+        let started = try daemon.recctl("record", "start", "call")
+        try #require(started.status == 0, "\(started.stderr)")
+        watcher.waitFor { $0["event"] == "recording" && $0["state"] == "segment" }
+        // Unprocessed, then voiceChat (the mode), unprocessed again (mode default), then echo
+        // cancellation alone (prefersEchoCancelledInput): each change a new segment.
+        let changes: [[String]] = [
+            ["session", "set", "call", "--category", "playAndRecord", "--mode", "voiceChat"],
+            ["session", "set", "call", "--category", "playAndRecord", "--mode", "default"],
+            ["session", "prefer", "call", "--echo-cancelled-input", "yes"],
+        ]
+        for (number, change) in changes.enumerated() {
+            usleep(800_000)
+            let changed = try daemon.recctl(arguments: change)
+            try #require(changed.status == 0, "\(change): \(changed.stderr)")
+            let switched = try #require(
+                watcher.waitFor(count: number + 1) { $0["event"] == "recording" && $0["state"] == "switched" }.last {
+                    $0["state"] == "switched"
+                })
+            #expect(switched["reason"] == "processingChange", "\(switched)")
+        }
+        usleep(800_000)
+        try #require(daemon.recctl("record", "stop", "call").status == 0)
+        let events = watcher.waitFor { $0["event"] == "recording" && $0["state"] == "stopped" }
+        #expect(events.filter { $0["state"] == "stopped" }.count == 1, "the stream stopped once, at the end")
+
+        let listed = try #require(daemon.recctl("--json", "archive", "list", "--app", "call").json?.arrayValue)
+        try #require(listed.count == 4, "\(listed)")
+        let paths = try listed.map { try #require($0["path"]?.stringValue) }
+        #expect(listed.map { $0["endReason"] } == ["processingChange", "processingChange", "processingChange", "stop"])
+        #expect(try paths.map { try metaflacTag($0, "VOICE_PROCESSING") } == [nil, "voice", nil, "echoCancellation"])
+        #expect(try paths.allSatisfy { try flacTest($0) })
+        // In time: each START_TIME is the previous segment's plus its frames.
+        let frames = try listed.map { try #require($0["frames"]?.intValue) }
+        let starts = try listed.map { try #require($0["start"]?.stringValue.flatMap(Self.secondsOfDay)) }
+        for index in 1..<listed.count {
+            let drift = (starts[index] - (starts[index - 1] + Double(frames[index - 1]) / Double(Self.rate))) * 1e6
+            print(
+                "processing change \(index): segment of \(frames[index - 1]) frames, next START_TIME - its end = "
+                    + "\(drift) µs")
+            #expect(abs(drift) <= 2, "segment \(index) starts \(drift) µs from the previous one's end")
+        }
+        // In samples: the processed segment holds exactly the frames between the unprocessed
+        // ones around it, none lost and none doubled (the counter's frame after the first's last,
+        // plus the second's frames, is the third's first).
+        let first = try decodeFLAC(paths[0], bits: 24)
+        let third = try decodeFLAC(paths[2], bits: 24)
+        #expect(first.count == frames[0] && third.count == frames[2])
+        let lastFrame = counterFrame(k: Int(first[first.count - 1] / 256) + 32_768, channel: 0)
+        let nextFrame = counterFrame(k: Int(third[0] / 256) + 32_768, channel: 0)
+        #expect(
+            nextFrame == (lastFrame + 1 + frames[1]) % 65_536,
+            "unprocessed to counter frame \(lastFrame), \(frames[1]) processed frames, then from \(nextFrame)")
+    }
+
+    @Test(
+        "a level-triggered take of a voiceChat session records processed from its pre-roll on: VOICE_PROCESSING, the room's echo down 20 dB and more"
+    )
+    func triggeredTakeIsProcessed() throws {
+        let rate = Double(Self.rate)
+        // The far end alone, 8 s; the room adds no talker: all the take hears is the echo.
+        let far = speechLikeNoise(frames: Int(8 * rate), sampleRate: rate, seed: 1)
+        let room = uniqueName("room")
+        let files = try makeTemporaryDirectory("voice-take")
+        defer { try? FileManager.default.removeItem(atPath: files) }
+        let farPath = files + "/far.wav"
+        try writeWAV(
+            path: farPath, sampleRate: Self.rate, channels: 1,
+            samples: far.map { Int16(max(-32_767, min(32_767, ($0 * 32_767).rounded()))) })
+        let nearPath = files + "/near.raw"
+        let silence = [Float](repeating: 0, count: far.count)
+        try silence.withUnsafeBufferPointer { try Data(buffer: $0).write(to: URL(fileURLWithPath: nearPath)) }
+        let echo = try SignalClient([
+            "--name", room, "echo", "--ports", "speaker,mic", "--near", nearPath, "--delay", "30", "--gain", "-6",
+        ])
+        defer { echo.stop() }
+        let daemon = try Daemon(
+            extraConfig: """
+
+                [session call]
+                category = playAndRecord
+                mode = voiceChat
+                mic_usage = calls
+                pre_roll_seconds = 1
+
+                """,
+            ports: """
+                [port mic]
+                type = builtInMic
+                direction = input
+                jack = \(room):mic
+
+                [port speaker]
+                type = builtInSpeaker
+                direction = output
+                jack = \(room):speaker
+
+                """)
+        #expect(
+            try eventually {
+                try daemon.recctl("--json", "routes").json?["ports"]?.arrayValue?.allSatisfy {
+                    $0["available"] == true
+                } == true
+            })
+        try #require(
+            daemon.recctl(
+                "session", "set", "logger", "--category", "record", "--options", "mixWithOthers", "--mic-usage",
+                "archive"
+            ).status == 0)
+        for app in ["logger", "call"] { try #require(daemon.recctl("permission", "grant", app).status == 0) }
+        try #require(daemon.recctl("record", "start", "logger").status == 0)
+        let watcher = try daemon.watch("call")
+        let armed = try daemon.recctl("record", "start", "call", "--trigger", "-40", "--hold", "2")
+        try #require(armed.status == 0, "\(armed.stderr)")
+        usleep(1_500_000)  // the pre-roll fills with the room's silence
+        let played = try daemon.recctl("play", "call", farPath)
+        try #require(played.status == 0, "\(played.stderr)")
+        func isFinished(_ event: JSONValue) -> Bool { event["event"] == "recording" && event["state"] == "finished" }
+        try #require(!watcher.waitFor(timeout: 15, isFinished).filter(isFinished).isEmpty, "the take did not finish")
+        try #require(daemon.recctl("record", "stop", "call").status == 0)
+        try #require(daemon.recctl("record", "stop", "logger").status == 0)
+
+        func segment(_ app: String) throws -> (samples: [Float], start: Double, path: String) {
+            let listed = try #require(daemon.recctl("--json", "archive", "list", "--app", app).json?.arrayValue)
+            try #require(listed.count == 1, "\(app): \(listed.count) segments")
+            let path = try #require(listed[0]["path"]?.stringValue)
+            let start = try #require(metaflacTag(path, "START_TIME").flatMap(Self.secondsOfDay))
+            return (try decodeFLAC(path, bits: 24).map { Float($0) / 8_388_608 }, start, path)
+        }
+        let logger = try segment("logger")
+        let take = try segment("call")
+        #expect(try metaflacTag(take.path, "VOICE_PROCESSING") == "voice")
+        #expect(try metaflacTag(take.path, "END_REASON") == "triggerHold")
+        #expect(try metaflacTag(take.path, "PRE_ROLL_SECONDS") != nil)
+        // The take on the logger's clock by the START_TIMEs (the take's moved back by the
+        // processing's latency, as any processed file's): take frame k is logger frame k + offset.
+        let offset = Int(((take.start - logger.start) * rate).rounded())
+        let echoStart = try #require(logger.samples.firstIndex { abs($0) > 1e-4 })
+        let takeFirstSound = (take.samples.firstIndex { abs($0) > 1e-4 } ?? 0) + offset
+        // The pre-roll: the take begins about 1 s before the first loud frame.
+        let preRoll = Double(echoStart - offset) / rate
+        func erle(_ from: Double, _ to: Double) throws -> Double {
+            let range = echoStart + Int(from * rate)..<echoStart + Int(to * rate)
+            try #require(range.lowerBound - offset >= 0 && range.upperBound - offset <= take.samples.count)
+            let heard = Array(logger.samples[range])
+            let processed = Array(take.samples[(range.lowerBound - offset)..<(range.upperBound - offset)])
+            return decibels(power: energy(heard, 0..<heard.count) / energy(processed, 0..<processed.count))
+        }
+        let first = try erle(0, 1)
+        let steady = try erle(2.5, 7.5)
+        print(
+            "voice-processed take: the echo begins \(Self.tenths(preRoll)) s into the take (its first sound "
+                + "\(Self.tenths(Double(takeFirstSound - echoStart) / rate * 1_000)) ms from the echo's); ERLE "
+                + "\(Self.tenths(first)) dB in the echo's first second, \(Self.tenths(steady)) dB 2.5–7.5 s")
+        #expect(preRoll > 0.5 && preRoll < 1.5, "the echo begins \(preRoll) s into the take")
+        #expect(steady >= 20, "ERLE \(steady) dB after convergence")
     }
 
     /// The lag (call sample k is logger sample k + lag) within ±25 ms of `around` at which the

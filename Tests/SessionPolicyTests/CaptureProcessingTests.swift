@@ -106,7 +106,11 @@ struct CaptureProcessingTests {
         _ = try store.activate(app: "call")
         #expect(store.sessions["call"]?.isEchoCancelledInputAvailable == true)
         #expect(store.sessions["call"]?.captureProcessing == CaptureProcessing.none)
-        #expect(try store.setPrefersEchoCancelledInput(app: "call", true) == [.sessionChanged(app: "call")])
+        #expect(
+            try store.setPrefersEchoCancelledInput(app: "call", true) == [
+                .sessionChanged(app: "call"),
+                .captureProcessingChange(app: "call", previous: .none, current: .echoCancellation),
+            ])
         #expect(store.sessions["call"]?.captureProcessing == .echoCancellation)
         store.add("call", .playAndRecord, .voiceChat)
         #expect(store.sessions["call"]?.captureProcessing == .voice)
@@ -118,6 +122,52 @@ struct CaptureProcessingTests {
         #expect(throws: SessionError.self) { try store.setPrefersEchoCancelledInput(app: "radio", true) }
         #expect(StoreSnapshot(store) == before)
         #expect(store.sessions["radio"]?.isEchoCancelledInputAvailable == false)
+    }
+
+    @Test("every change of a session's processing is an effect, after the routeChange that brought it; others none")
+    func processingChangeEffects() throws {
+        func changes(_ effects: [PolicyEffect]) -> [PolicyEffect] {
+            effects.filter { if case .captureProcessingChange = $0 { true } else { false } }
+        }
+        var store = SessionStore.fixture()
+        // A new session has nothing running: no change for it.
+        #expect(changes(store.add("call", .playAndRecord)) == [])
+        store.add("radio", .playback)
+        _ = try store.activate(app: "call")
+        // The mode.
+        #expect(
+            changes(store.add("call", .playAndRecord, .voiceChat))
+                == [.captureProcessingChange(app: "call", previous: .none, current: .voice)])
+        #expect(changes(store.add("call", .playAndRecord, .videoChat)) == [])
+        // The preference, under voiceChat, changes nothing; set again, nothing.
+        #expect(changes(try store.setPrefersEchoCancelledInput(app: "call", true)) == [])
+        #expect(
+            changes(store.add("call", .playAndRecord))
+                == [.captureProcessingChange(app: "call", previous: .voice, current: .echoCancellation)])
+        #expect(changes(try store.setPrefersEchoCancelledInput(app: "call", true)) == [])
+        // The route losing its outputs, and gaining one again: after the routeChange.
+        let outputsGone = store.updatePorts([Ports.mic])
+        #expect(
+            changes(outputsGone)
+                == [.captureProcessingChange(app: "call", previous: .echoCancellation, current: .none)])
+        let routeChanged = outputsGone.firstIndex {
+            if case .routeChange(app: "call", _, _, _) = $0 { true } else { false }
+        }
+        let processingChanged = outputsGone.firstIndex {
+            if case .captureProcessingChange = $0 { true } else { false }
+        }
+        #expect(routeChanged != nil && processingChanged != nil && routeChanged! < processingChanged!)
+        #expect(
+            changes(store.updatePorts(Ports.builtIn))
+                == [.captureProcessingChange(app: "call", previous: .none, current: .echoCancellation)])
+        // measurement: none; a category without output: none, from the same call.
+        #expect(
+            changes(store.add("call", .playAndRecord, .measurement))
+                == [.captureProcessingChange(app: "call", previous: .echoCancellation, current: .none)])
+        #expect(changes(store.add("call", .record)) == [])
+        #expect(changes(try store.setPrefersEchoCancelledInput(app: "call", false)) == [])
+        // Another session's change is not this one's.
+        #expect(changes(store.add("radio", .playback, .spokenAudio)) == [])
     }
 
     @Test("preferring echo-cancelled input outside playAndRecord is incompatibleCategory, saying what to use")

@@ -27,7 +27,8 @@ enum {
     RECD_APM_ECHO_CANCELLATION = 1 << 0,
     /// Noise suppression, level high.
     RECD_APM_NOISE_SUPPRESSION = 1 << 1,
-    /// Automatic gain control, adaptive digital (no analog volume to steer), limiter on.
+    /// Automatic gain control: the digital compressor (no analog volume to steer), up to 12 dB
+    /// for quiet input, a -10 dBFS peak target, limiter on.
     RECD_APM_GAIN_CONTROL = 1 << 2,
     /// A high-pass filter on the capture (removes DC and rumble).
     RECD_APM_HIGH_PASS_FILTER = 1 << 3,
