@@ -128,9 +128,8 @@ struct AttachmentVoiceEndToEndTests {
         let voipFrames = try readRawFloats(path: voipPath)
 
         // The unprocessed session's app: the microphone port's samples, frame for frame, as late
-        // as the graph's hop through recd makes them (a period on jackd, whose clients run
-        // asynchronously: a client reads what the one before it wrote the cycle before; none on
-        // PipeWire).
+        // as the graph's hop through recd makes them (measured: one period here, on jackd and on
+        // PipeWire alike, against the app's own port connected straight to the microphone).
         let plainFrames = deinterleave(try readRawFloats(path: plainPath), channels: 2)
         let plainHeard = try #require(plainFrames[0].firstIndex { $0 != 0 }, "the plain app's microphone stayed silent")
         let plainGot = try #require(plainFrames[1].firstIndex { $0 != 0 }, "the plain app got nothing from recd")
