@@ -192,14 +192,17 @@ struct AttachmentVoiceEndToEndTests {
         #expect(afterDoubleTalk >= 20, "ERLE after double talk \(afterDoubleTalk) dB")
         #expect(convergedAt != nil && convergedAt! < 2.5, "converged at \(String(describing: convergedAt))")
         #expect(nearChange > -3 && nearChange < 8, "near end alone changed by \(nearChange) dB")
-        // What the app receives is as late as the session says, within a period.
+        // What the app receives is as late as the session says: to 2 ms (the brief asked for a
+        // period; a slack left out of the figure is a whole period off).
         #expect(added > 0.015, "actual.inputLatency adds \(added) s")
         #expect(
-            abs(lag - hop - expectedLag) <= period,
+            abs(lag - hop - expectedLag) <= Self.rate / 500,
             "received \(lag) frames late (the graph's hop \(hop)), the session says \(expectedLag)")
-        // Start-up aside (the worker's first period comes while its processor is made), the
-        // worker keeps up on this 2-core machine; a loaded run may miss a few.
-        #expect(underruns >= 0 && underruns <= 10, "\(underruns) underruns")
+        // The worker keeps up: a few misses at most on this 2-core machine. A run in which JACK
+        // itself missed periods (xruns: the machine too loaded for the server) is reported, not
+        // judged, as for the bit-exact comparisons.
+        #expect(underruns >= 0, "no underrun count in the attachment object")
+        if xruns == 0 { #expect(underruns <= 10, "\(underruns) underruns") }
 
         // The mode off: raw again (the same frames as the microphone), the worker gone; on: processed again.
         try #require(
