@@ -210,7 +210,7 @@ final class AttachmentVoice: @unchecked Sendable {
 /// One tap read as its timeline: the frames the process thread delivered, with a period it
 /// dropped (an overrun) read as silence of its length, so two taps written in the same cycles
 /// stay in step however late their reader is. Worker thread.
-private struct TimelineReader {
+struct TimelineReader {
     let tap: CaptureTap
     /// Overruns not yet reached: delivered position and length.
     private var overruns: [(position: Int, length: Int)] = []
