@@ -67,12 +67,16 @@ final class AttachmentVoice: @unchecked Sendable {
     /// Control thread: the server's period now (the worker's wake-up schedule).
     func setPeriod(frames: Int) { shared.periodFrames.store(max(frames, 1), ordering: .relaxed) }
 
-    /// Control thread: stops the worker and waits for it (it is woken at once).
-    func stop() {
+    /// Control thread: asks the worker to end and returns at once: it is woken and ends after the
+    /// block it is processing (or, at its start, after making its processor: ~10 ms), so the
+    /// control thread does not wait for it. Not joined, its thread is detached and cleans up
+    /// as it returns; what it still holds (the `ProcessedCapture`, already out of the graph) is
+    /// freed with it. `wait`: wait for it (tests).
+    func stop(wait: Bool = false) {
         guard let running = thread else { return }
         shared.stopRequested.store(true, ordering: .releasing)
         shared.wake.signal()
-        running.join()
+        if wait { running.join() }
         thread = nil
     }
 

@@ -104,7 +104,7 @@ struct AttachmentVoiceTests {
         let voice = AttachmentVoice(
             processed: processed, processing: .echoCancellation, sampleRate: 48_000, periodFrames: 256,
             echoPathDelayMilliseconds: nil)
-        defer { voice.stop() }
+        defer { voice.stop(wait: true) }
         let ring = processed.state.pointee.ring
         func settle(at frames: Int) -> Int {
             var written = ring.framesWritten()
@@ -122,7 +122,7 @@ struct AttachmentVoiceTests {
         let latency = try #require(voice.latencySeconds)
         // Echo cancellation alone at 48 kHz: 479 frames of framing, the library's delay, and the slack.
         #expect(latency > Double(479 + 256) / 48_000 && latency < 0.05, "\(latency) s")
-        voice.stop()
+        voice.stop(wait: true)
         feeder.feed(1)
         usleep(50_000)
         #expect(ring.framesWritten() == 256 + 1280, "stopped: nothing more")

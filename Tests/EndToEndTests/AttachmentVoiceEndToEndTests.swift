@@ -208,7 +208,7 @@ struct AttachmentVoiceEndToEndTests {
         try #require(
             daemon.recctl("session", "set", "call", "--category", "playAndRecord", "--mic-usage", "calls").status == 0)
         #expect(try eventually(timeout: 3) { try attachment(voip)?["processing"] == .null })
-        #expect(threads(daemon, named: "attach voice") == 0, "the worker ended")
+        #expect(try eventually(timeout: 2) { threads(daemon, named: "attach voice") == 0 }, "the worker ended")
         #expect(
             try eventually(timeout: 3) { (try daemon.recctl("--json", "session", "show", "call").json?["actual"]?["inputLatency"]?.doubleValue ?? 1) < (callLatency ?? 0) - 0.015 },
             "inputLatency loses the processing's latency")
@@ -223,12 +223,12 @@ struct AttachmentVoiceEndToEndTests {
                 "session", "set", "call", "--category", "playAndRecord", "--mode", "voiceChat", "--mic-usage", "calls"
             ).status == 0)
         #expect(try eventually(timeout: 3) { try attachment(voip)?["processing"]?.stringValue == "voice" })
-        #expect(threads(daemon, named: "attach voice") == 1)
+        #expect(try eventually(timeout: 2) { threads(daemon, named: "attach voice") == 1 }, "one worker again")
         let detached = JSONValue.object([
             ("v", 2), ("id", 2), ("op", .string("session.detach")), ("app", .string("call")), ("client", .string(voip)),
         ]).jsonText
         control.send(detached + "\n")
         #expect(control.readJSON()?["ok"] == true)
-        #expect(threads(daemon, named: "attach voice") == 0, "detached: the worker ended")
+        #expect(try eventually(timeout: 2) { threads(daemon, named: "attach voice") == 0 }, "detached: the worker ended")
     }
 }
