@@ -395,7 +395,9 @@ final class AttachmentService {
         attachment.voiceSetup = wanted
         guard let wanted, let period, let rate = engine.sampleRate else {
             engine.unprocessCapture(handle)
-            if wanted == nil { Log.info("\(attachment.app): \(attachment.client)'s capture carries the input unprocessed") }
+            if wanted == nil {
+                Log.info("\(attachment.app): \(attachment.client)'s capture carries the input unprocessed")
+            }
             return
         }
         do {
@@ -408,8 +410,8 @@ final class AttachmentService {
                 processed: processed, processing: wanted.processing, sampleRate: rate, periodFrames: period,
                 echoPathDelayMilliseconds: seconds > 0 ? Int((seconds * 1_000).rounded()) : nil)
             Log.info(
-                "\(attachment.app): \(attachment.client)'s capture is processed (\(wanted.processing.rawValue)) against "
-                    + "\(wanted.outputGroup), \(period) frames of slack")
+                "\(attachment.app): \(attachment.client)'s capture is processed (\(wanted.processing.rawValue)) "
+                    + "against \(wanted.outputGroup), \(period) frames of slack")
         } catch {
             engine.unprocessCapture(handle)
             Log.warning("\(attachment.app): \(attachment.client)'s capture stays unprocessed: \(error)")

@@ -188,7 +188,9 @@ final class AttachmentVoice: @unchecked Sendable {
                         if processingErrors == 1 { Log.warning("voice processing failed on a chunk: \(error)") }
                     }
                 }
-                let written = captureBlock.withUnsafeBufferPointer { processed.write(from: $0.baseAddress!, frames: frames) }
+                let written = captureBlock.withUnsafeBufferPointer {
+                    processed.write(from: $0.baseAddress!, frames: frames)
+                }
                 moved += written
             }
             return moved

@@ -17,7 +17,8 @@ struct AttachmentVoiceEndToEndTests {
 
     func attach(_ client: RawClient, app: String, jackClient: String, capture: [String]) -> JSONValue? {
         let line = JSONValue.object([
-            ("v", 2), ("id", 1), ("op", .string("session.attach")), ("app", .string(app)), ("client", .string(jackClient)),
+            ("v", 2), ("id", 1), ("op", .string("session.attach")), ("app", .string(app)),
+            ("client", .string(jackClient)),
             ("capturePorts", JSONValue(capture)),
         ]).jsonText
         client.send(line + "\n")
@@ -26,7 +27,8 @@ struct AttachmentVoiceEndToEndTests {
 
     /// Threads of the daemon named `name` (the workers: "attach voice").
     func threads(_ daemon: Daemon, named name: String) -> Int {
-        guard let pid = daemon.pid, let tasks = try? FileManager.default.contentsOfDirectory(atPath: "/proc/\(pid)/task")
+        guard let pid = daemon.pid,
+            let tasks = try? FileManager.default.contentsOfDirectory(atPath: "/proc/\(pid)/task")
         else { return -1 }
         return tasks.filter {
             (try? String(contentsOfFile: "/proc/\(pid)/task/\($0)/comm", encoding: .utf8))?.trimmingCharacters(
@@ -157,7 +159,9 @@ struct AttachmentVoiceEndToEndTests {
         // processed[k + lag] is heard[k], processed.
         let lag = -VoiceProcessingEndToEndTests.bestLag(processedAll, heard, around: -expectedLag, window: correlated)
         let processed = { (range: Range<Int>) in
-            Array(processedAll[min(processedAll.count, range.lowerBound + lag)..<min(processedAll.count, range.upperBound + lag)])
+            Array(
+                processedAll[
+                    min(processedAll.count, range.lowerBound + lag)..<min(processedAll.count, range.upperBound + lag)])
         }
         func erle(_ range: Range<Int>) -> Double {
             decibels(power: energy(Array(heard[range]), 0..<range.count) / energy(processed(range), 0..<range.count))
@@ -210,14 +214,18 @@ struct AttachmentVoiceEndToEndTests {
         #expect(try eventually(timeout: 3) { try attachment(voip)?["processing"] == .null })
         #expect(try eventually(timeout: 2) { threads(daemon, named: "attach voice") == 0 }, "the worker ended")
         #expect(
-            try eventually(timeout: 3) { (try daemon.recctl("--json", "session", "show", "call").json?["actual"]?["inputLatency"]?.doubleValue ?? 1) < (callLatency ?? 0) - 0.015 },
+            try eventually(timeout: 3) {
+                (try daemon.recctl("--json", "session", "show", "call").json?["actual"]?["inputLatency"]?.doubleValue
+                    ?? 1) < (callLatency ?? 0) - 0.015
+            },
             "inputLatency loses the processing's latency")
         usleep(300_000)
         let rawFrames = deinterleave(try readRawFloats(path: voipPath), channels: 2)
         let rawCount = min(rawFrames[0].count, rawFrames[1].count)
         let tail = max(0, rawCount - Self.rate / 10)..<rawCount
         let rawDiffers = tail.filter { $0 + hop < rawCount && rawFrames[0][$0] != rawFrames[1][$0 + hop] }.count
-        #expect(rawDiffers == 0 || xruns > 0, "after the switch to raw \(rawDiffers) samples differ from the microphone")
+        #expect(
+            rawDiffers == 0 || xruns > 0, "after the switch to raw \(rawDiffers) samples differ from the microphone")
         try #require(
             daemon.recctl(
                 "session", "set", "call", "--category", "playAndRecord", "--mode", "voiceChat", "--mic-usage", "calls"
@@ -229,6 +237,7 @@ struct AttachmentVoiceEndToEndTests {
         ]).jsonText
         control.send(detached + "\n")
         #expect(control.readJSON()?["ok"] == true)
-        #expect(try eventually(timeout: 2) { threads(daemon, named: "attach voice") == 0 }, "detached: the worker ended")
+        #expect(
+            try eventually(timeout: 2) { threads(daemon, named: "attach voice") == 0 }, "detached: the worker ended")
     }
 }
