@@ -114,6 +114,8 @@ struct AttachmentVoiceEndToEndTests {
             try eventually(timeout: 3) { try attachment(voip)?["processingLatency"]?.doubleValue != nil },
             "the call's attachment is processed")
         #expect(try attachment(plain)?["processing"] == .null, "the logger's attachment is not")
+        let listed = try daemon.recctl("status").stdout
+        #expect(listed.contains("captures \(voip):in_2 (voice, "), "recctl status:\n\(listed)")
         #expect(threads(daemon, named: "attach voice") == 1)
 
         let xrunsBefore = try daemon.xruns()
