@@ -1026,7 +1026,13 @@ public final class AudioEngine {
         guard graph.attachments.contains(where: { $0 === handle }) else { return }
         graph.attachments.removeAll { $0 === handle }
         graph.players.removeAll { $0 === handle.player }
+        let processed = graph.processedCaptures.removeValue(forKey: ObjectIdentifier(handle))
+        if let processed {
+            graph.taps.removeAll { $0 === processed.tap }
+            graph.referenceTaps.removeAll { $0 === processed.tap.reference }
+        }
         connection.memory.publish(graph)
+        if let processed { retire(processed, connection) }
         for (app, recd) in zip(handle.playPorts, handle.recdPlayPorts) {
             connection.releasedConnections.insert(JackConnection(source: app, destination: recd))
         }
@@ -1050,6 +1056,77 @@ public final class AudioEngine {
             return index < group.spec.channels ? group.flatBase + index : -1
         }
         handle.setCapture(sources: sources, open: open && group != nil)
+        // A processed capture's tap records zeros while closed: the worker never sees a muted
+        // or unpermitted input.
+        if let processed = connection?.memory.graph.processedCaptures[ObjectIdentifier(handle)] {
+            setZeroed(processed.tap, !(open && group != nil))
+        }
+    }
+
+    /// The attachment's capture ports carry `inputGroup` processed from the next period: a
+    /// capture tap over the group (the channels the ports carry: channel k to port k, a mono
+    /// group's one channel to every port; at most 8) with its reference tap over
+    /// `referenceOutputGroup` (the far end), and a ring that starts with `slackFrames` of
+    /// silence, all in one snapshot — the ring's first read and the taps' first period are the
+    /// same cycle. The caller runs the processing: it reads the taps and writes the processed
+    /// frames into the returned `ProcessedCapture` a period at a time. A processed capture the
+    /// attachment had is replaced in the same snapshot. `setCapture` still gates the ports.
+    public func processCapture(
+        _ handle: AttachmentHandle, inputGroup: String, referenceOutputGroup: String, slackFrames: Int
+    ) throws(AudioEngineError) -> ProcessedCapture {
+        guard let connection, let client = runningClient else { throw lostOrNotRunning }
+        guard connection.memory.graph.attachments.contains(where: { $0 === handle }) else {
+            throw .invalidArgument("\(handle.clientName) is not attached")
+        }
+        guard let group = connection.inputs.first(where: { $0.spec.name == inputGroup }) else {
+            throw .unknownGroup(inputGroup)
+        }
+        guard (1...8_192).contains(slackFrames) else {
+            throw .invalidArgument("a processed capture's slack is 1 to 8192 frames, not \(slackFrames)")
+        }
+        let ports = handle.capturePorts.count
+        let channels = group.spec.channels == 1 ? 1 : min(group.spec.channels, max(ports, 1), 8)
+        let portChannels = (0..<ports).map { $0 < channels ? $0 : (channels == 1 ? 0 : -1) }
+        let tap = try makeCaptureTap(
+            inputGroup: inputGroup, channels: Array(0..<channels), bufferFrames: client.sampleRate,
+            zeroed: !handle.isCaptureOpen, referenceOutputGroup: referenceOutputGroup)
+        let processed = ProcessedCapture(tap: tap, portChannels: portChannels, slackFrames: slackFrames)
+        var graph = connection.memory.graph
+        let old = graph.processedCaptures[ObjectIdentifier(handle)]
+        if let old {
+            graph.taps.removeAll { $0 === old.tap }
+            graph.referenceTaps.removeAll { $0 === old.tap.reference }
+        }
+        graph.taps.append(tap)
+        if let reference = tap.reference { graph.referenceTaps.append(reference) }
+        graph.processedCaptures[ObjectIdentifier(handle)] = processed
+        connection.memory.publish(graph)
+        if let old { retire(old, connection) }
+        return processed
+    }
+
+    /// The attachment's capture ports carry the raw input again from the next period; the
+    /// processed capture's taps leave the graph (retired once no cycle can write them).
+    public func unprocessCapture(_ handle: AttachmentHandle) {
+        guard let connection else { return }
+        var graph = connection.memory.graph
+        guard let old = graph.processedCaptures.removeValue(forKey: ObjectIdentifier(handle)) else { return }
+        graph.taps.removeAll { $0 === old.tap }
+        graph.referenceTaps.removeAll { $0 === old.tap.reference }
+        connection.memory.publish(graph)
+        retire(old, connection)
+    }
+
+    /// The attachment's processed capture in the graph now (nil: raw).
+    public func processedCapture(of handle: AttachmentHandle) -> ProcessedCapture? {
+        connection?.memory.graph.processedCaptures[ObjectIdentifier(handle)]
+    }
+
+    private func retire(_ processed: ProcessedCapture, _ connection: Connection) {
+        let lost = connection.lost || connection.client.sink.serverLost.load(ordering: .acquiring)
+        let mark = lost ? nil : connection.memory.cycles.markNow()
+        processed.tap.detach(after: mark)
+        processed.tap.reference?.detach(after: mark)
     }
 
     /// Keeps every attachment's audio inside recd: a connection of an app's play or capture

@@ -382,10 +382,19 @@ public struct AttachmentInfo: ReplyObject {
     public var recdPlayPorts: [String]
     /// recd's JACK output ports connected to the capture ports, in the same order.
     public var recdCapturePorts: [String]
+    /// What is done to the capture ports' samples now: `voice` or `echoCancellation` (the
+    /// session's `CaptureProcessing`), null when they carry the input as it came.
+    public var processing: String?
+    /// While processed: the delay the capture has beyond the raw input's (the processing's
+    /// latency and one period of slack), seconds; null until the processor is made.
+    public var processingLatency: Double?
+    /// While processed: periods the app got silence because the processing was late.
+    public var underruns: Int?
 
     public init(
         app: String, client: String, playPorts: [String], capturePorts: [String], recdPlayPorts: [String],
-        recdCapturePorts: [String]
+        recdCapturePorts: [String], processing: String? = nil, processingLatency: Double? = nil,
+        underruns: Int? = nil
     ) {
         self.app = app
         self.client = client
@@ -393,13 +402,17 @@ public struct AttachmentInfo: ReplyObject {
         self.capturePorts = capturePorts
         self.recdPlayPorts = recdPlayPorts
         self.recdCapturePorts = recdCapturePorts
+        self.processing = processing
+        self.processingLatency = processingLatency
+        self.underruns = underruns
     }
 
     public var json: JSONValue {
         [
             "app": .string(app), "client": .string(client), "playPorts": JSONValue(playPorts),
             "capturePorts": JSONValue(capturePorts), "recdPlayPorts": JSONValue(recdPlayPorts),
-            "recdCapturePorts": JSONValue(recdCapturePorts),
+            "recdCapturePorts": JSONValue(recdCapturePorts), "processing": JSONValue(processing),
+            "processingLatency": JSONValue(processingLatency), "underruns": JSONValue(underruns),
         ]
     }
 
@@ -408,7 +421,8 @@ public struct AttachmentInfo: ReplyObject {
         self.init(
             app: try f.string("app"), client: try f.string("client"), playPorts: try f.strings("playPorts"),
             capturePorts: try f.strings("capturePorts"), recdPlayPorts: try f.strings("recdPlayPorts"),
-            recdCapturePorts: try f.strings("recdCapturePorts"))
+            recdCapturePorts: try f.strings("recdCapturePorts"), processing: try f.optionalString("processing"),
+            processingLatency: try f.optionalDouble("processingLatency"), underruns: try f.optionalInt("underruns"))
     }
 }
 

@@ -36,6 +36,10 @@ final class AttachmentService {
         var portWasAvailable = false
         var playing = false
         var gainDB = 0.0
+        /// Its capture's processing while the session's capture is processed and active (nil: raw),
+        /// and what it was made for.
+        var voice: AttachmentVoice?
+        var voiceSetup: VoiceKey?
 
         init(app: String, handle: AttachmentHandle, owner: ClientID) {
             self.app = app
@@ -48,8 +52,17 @@ final class AttachmentService {
         var info: AttachmentInfo {
             AttachmentInfo(
                 app: app, client: handle.clientName, playPorts: handle.playPorts, capturePorts: handle.capturePorts,
-                recdPlayPorts: handle.recdPlayPorts, recdCapturePorts: handle.recdCapturePorts)
+                recdPlayPorts: handle.recdPlayPorts, recdCapturePorts: handle.recdCapturePorts,
+                processing: voice?.processing.rawValue, processingLatency: voice?.latencySeconds,
+                underruns: voice?.underruns)
         }
+    }
+
+    /// What an attachment's processed capture is made for: a change of any makes it anew.
+    struct VoiceKey: Equatable {
+        var processing: CaptureProcessing
+        var inputGroup: String
+        var outputGroup: String
     }
 
     /// What the policy says about a session, as the service needs it.
@@ -64,6 +77,10 @@ final class AttachmentService {
         /// The category can play / record (a category change can take either away).
         var canPlay = true
         var canRecord = true
+        /// What the session's mode does to its capture (`Session.captureProcessing`): anything
+        /// but `.none` gives its attachments' capture ports the input echo-cancelled against the
+        /// first output.
+        var processing: CaptureProcessing = .none
     }
 
     private let engine: any AttachmentEngine
@@ -82,6 +99,12 @@ final class AttachmentService {
     var apps: Set<String> { Set(attachments.map(\.app)) }
     /// Apps with an attachment that is heard now.
     var playingApps: Set<String> { Set(attachments.filter(\.playing).map(\.app)) }
+
+    /// The delay `app`'s processed attachments add to their capture (the longest; nil when none
+    /// is processed or its processor is not made yet): part of the session's `inputLatency`.
+    func processingLatency(of app: String) -> Double? {
+        attachments.filter { $0.app == app }.compactMap { $0.voice?.latencySeconds }.max()
+    }
 
     // MARK: Ownership
 
@@ -222,6 +245,8 @@ final class AttachmentService {
 
     private func end(_ attachment: Attachment, reason: AttachmentEndReason) {
         engine.detach(attachment.handle)
+        attachment.voice?.stop()
+        attachment.voice = nil
         attachments.removeAll { $0 === attachment }
         Log.info("\(attachment.app): JACK client \(attachment.client) detached (\(reason.rawValue))")
         sink.broadcast(.attachmentDetached(app: attachment.app, client: attachment.client, reason: reason))
@@ -343,6 +368,53 @@ final class AttachmentService {
                 session.isActive && session.canRecord && !session.capturesSilenced
                 && session.input.map(engine.isAvailable) == true
             engine.setCapture(handle, inputGroup: input, open: open)
+            syncProcessing(attachment, session, inputGroup: input)
+        }
+    }
+
+    /// The capture ports carry the input processed while the session is active and its capture
+    /// processed (voiceChat, videoChat, prefersEchoCancelledInput, on a route with an output),
+    /// raw otherwise; a change of processing, input or output makes the processing anew. The
+    /// switch is one snapshot: the app gets the raw input up to a period and the processed one
+    /// from the next, at its fixed delay (its first `latencySeconds` are silence).
+    private func syncProcessing(_ attachment: Attachment, _ session: SessionView, inputGroup: String?) {
+        let handle = attachment.handle
+        var wanted: VoiceKey?
+        if session.isActive && session.canRecord && session.processing != .none, let inputGroup,
+            let output = session.outputs.first.flatMap(engine.output(port:))
+        {
+            wanted = VoiceKey(processing: session.processing, inputGroup: inputGroup, outputGroup: output.group)
+        }
+        let period = engine.bufferSize
+        if wanted == attachment.voiceSetup {
+            if let period { attachment.voice?.setPeriod(frames: period) }
+            return
+        }
+        attachment.voice?.stop()
+        attachment.voice = nil
+        attachment.voiceSetup = wanted
+        guard let wanted, let period, let rate = engine.sampleRate else {
+            engine.unprocessCapture(handle)
+            if wanted == nil {
+                Log.info("\(attachment.app): \(attachment.client)'s capture carries the input unprocessed")
+            }
+            return
+        }
+        do {
+            let processed = try engine.processCapture(
+                handle, inputGroup: wanted.inputGroup, referenceOutputGroup: wanted.outputGroup, slackFrames: period)
+            let seconds =
+                (engine.latencySeconds(ofGroup: wanted.outputGroup) ?? 0)
+                + (engine.latencySeconds(ofGroup: wanted.inputGroup) ?? 0)
+            attachment.voice = AttachmentVoice(
+                processed: processed, processing: wanted.processing, sampleRate: rate, periodFrames: period,
+                echoPathDelayMilliseconds: seconds > 0 ? Int((seconds * 1_000).rounded()) : nil)
+            Log.info(
+                "\(attachment.app): \(attachment.client)'s capture is processed (\(wanted.processing.rawValue)) "
+                    + "against \(wanted.outputGroup), \(period) frames of slack")
+        } catch {
+            engine.unprocessCapture(handle)
+            Log.warning("\(attachment.app): \(attachment.client)'s capture stays unprocessed: \(error)")
         }
     }
 }

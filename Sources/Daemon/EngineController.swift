@@ -396,6 +396,13 @@ extension EngineController: AttachmentEngine {
     func setCapture(_ handle: AttachmentHandle, inputGroup: String?, open: Bool) {
         engine.setCapture(handle, inputGroup: inputGroup, open: open)
     }
+    func processCapture(
+        _ handle: AttachmentHandle, inputGroup: String, referenceOutputGroup: String, slackFrames: Int
+    ) throws(AudioEngineError) -> ProcessedCapture {
+        try engine.processCapture(
+            handle, inputGroup: inputGroup, referenceOutputGroup: referenceOutputGroup, slackFrames: slackFrames)
+    }
+    func unprocessCapture(_ handle: AttachmentHandle) { engine.unprocessCapture(handle) }
     func enforceAttachments() -> [JackConnection] { engine.enforceAttachments() }
     func attachmentsWithMissingPorts() -> [AttachmentHandle] { engine.attachmentsWithMissingPorts() }
     func processID(ofClient name: String) -> Int32? { engine.processID(ofClient: name) }

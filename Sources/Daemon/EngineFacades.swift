@@ -125,6 +125,16 @@ protocol AttachmentEngine: AnyObject {
     ) throws(AudioEngineError)
     /// Capture ports carry `inputGroup`'s channels while `open`, zeros otherwise.
     func setCapture(_ handle: AttachmentHandle, inputGroup: String?, open: Bool)
+    /// From the next period the capture ports carry `inputGroup` processed against
+    /// `referenceOutputGroup` at a fixed delay (`AudioEngine.processCapture`); the caller's
+    /// worker does the processing.
+    func processCapture(
+        _ handle: AttachmentHandle, inputGroup: String, referenceOutputGroup: String, slackFrames: Int
+    ) throws(AudioEngineError) -> ProcessedCapture
+    /// The capture ports carry the raw input again from the next period.
+    func unprocessCapture(_ handle: AttachmentHandle)
+    /// The latency JACK reports for an engine group, seconds (the echo path's delay).
+    func latencySeconds(ofGroup group: String) -> Double?
     /// Has the connection reconciler remove connections that would bypass recd (off the control
     /// thread); returns those removed since the last call.
     func enforceAttachments() -> [JackConnection]

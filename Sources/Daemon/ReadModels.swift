@@ -11,8 +11,11 @@ import SessionPolicy
 extension SessionCoordinator {
     func sessionInfo(_ session: Session) -> SessionInfo {
         var actual = engine.actualHardware(route: session.route, preferences: session.preferences)
-        // A processed capture comes later by the processing's latency (docs/voice-processing.md).
-        if let added = recorders.of(session.app).compactMap({ $0.voice?.latencySeconds }).max(),
+        // A processed capture comes later by the processing's latency (docs/voice-processing.md):
+        // a recorder's, or an attached application's (with its ring's slack); the longest.
+        let recorderLatency = recorders.of(session.app).compactMap { $0.voice?.latencySeconds }.max()
+        let attachmentLatency = attachments.processingLatency(of: session.app)
+        if let added = [recorderLatency, attachmentLatency].compactMap({ $0 }).max(),
             let latency = actual.inputLatency
         {
             actual.inputLatency = latency + added

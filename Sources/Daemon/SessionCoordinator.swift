@@ -254,7 +254,8 @@ final class SessionCoordinator: FactSink, @unchecked Sendable {
         AttachmentService.SessionView(
             isActive: session.isActive, outputs: session.route.outputs, input: session.route.inputs.first,
             duckDB: store.duckGainDB(of: session.app), capturesSilenced: store.capturesSilenced(app: session.app),
-            canPlay: session.configuration.category.hasOutput, canRecord: session.configuration.category.hasInput)
+            canPlay: session.configuration.category.hasOutput, canRecord: session.configuration.category.hasInput,
+            processing: session.captureProcessing)
     }
 
     /// Brings every attachment in line with the policy.

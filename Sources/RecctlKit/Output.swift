@@ -366,11 +366,19 @@ struct Output {
     }
 
     /// `voip: JACK client linphone plays out_1, out_2 (into recd:linphone-1-play_1, ...), captures in_1`:
-    /// an application's own JACK client under a session (`session.attach`).
+    /// an application's own JACK client under a session (`session.attach`); a processed capture
+    /// says so: `captures in_1 (voice, 45.3 ms later, 0 underruns)`.
     static func attachmentLine(_ a: AttachmentInfo) -> String {
         var parts: [String] = []
         if !a.playPorts.isEmpty { parts.append("plays " + a.playPorts.joined(separator: ", ")) }
-        if !a.capturePorts.isEmpty { parts.append("captures " + a.capturePorts.joined(separator: ", ")) }
+        if !a.capturePorts.isEmpty {
+            var capture = "captures " + a.capturePorts.joined(separator: ", ")
+            if let processing = a.processing {
+                let later = a.processingLatency.map { " \(($0 * 10_000).rounded() / 10) ms later," } ?? ""
+                capture += " (\(processing),\(later) \(a.underruns ?? 0) underruns)"
+            }
+            parts.append(capture)
+        }
         return "\(a.app): JACK client \(a.client) " + (parts.isEmpty ? "(no ports)" : parts.joined(separator: "; "))
     }
 

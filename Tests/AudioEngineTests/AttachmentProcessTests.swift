@@ -98,4 +98,76 @@ struct AttachmentProcessTests {
         #expect(counts.allocations == 0, "\(counts)")
         #expect(rig.outputs[0][period - 1] == 0.125)
     }
+
+    /// What the worker does, without processing: the tap's frames as they came into the ring.
+    func pass(_ processed: ProcessedCapture) {
+        let frames = processed.tap.read(maxFrames: processed.tap.availableToRead)
+        _ = processed.tap.reference?.read(maxFrames: processed.tap.reference!.availableToRead)
+        frames.withUnsafeBufferPointer { _ = processed.write(from: $0.baseAddress!, frames: frames.count) }
+    }
+
+    @Test(
+        "a processed capture reaches the ports at the slack's fixed delay; a late worker is a period of silence, counted, and the delay stays; a longer period grows the slack once; no allocation"
+    )
+    func processedCapturePath() {
+        let period = Self.period
+        let rig = ProcessRig(inputChannels: 1, outputChannels: 1)
+        let port = buffer(7)
+        defer { port.deallocate() }
+        let handle = rig.addAttachment(play: [], capture: [port], groupChannels: 1)
+        handle.setCapture(sources: [0], open: true)
+        let processed = rig.addProcessedCapture(
+            handle, channels: [0], referenceOutputs: [0], portChannels: [0], slackFrames: period)
+        // The counter's frame k is k + 1: what the port carries says which input frame it is.
+        rig.feedCounter(frames: period)
+        rig.cycle(frames: period)
+        #expect((0..<period).allSatisfy { port[$0] == 0 }, "the first period is the slack: silence")
+        #expect(processed.tap.availableToRead == period, "the tap got the same cycle's input")
+        pass(processed)
+        rig.feedCounter(frames: period)
+        rig.cycle(frames: period)
+        #expect((0..<period).allSatisfy { port[$0] == Float($0 + 1) }, "one period later: the first period")
+        // The worker is late: silence, counted; once it catches up the delay is what it was.
+        pass(processed)
+        rig.feedCounter(frames: period)
+        rig.cycle(frames: period)
+        #expect((0..<period).allSatisfy { port[$0] == Float(period + $0 + 1) })
+        rig.feedCounter(frames: period)
+        rig.cycle(frames: period)
+        #expect((0..<period).allSatisfy { port[$0] == 0 } && processed.underruns == 1)
+        pass(processed)
+        rig.feedCounter(frames: period)
+        rig.cycle(frames: period)
+        #expect(
+            (0..<period).allSatisfy { port[$0] == Float(3 * period + $0 + 1) }, "the late period dropped, not delayed")
+        #expect(processed.underruns == 1 && processed.slackFrames == period)
+        // Closed (mute, permission, inactive): zeros, and the ring is read all the same.
+        pass(processed)
+        handle.setCapture(sources: [0], open: false)
+        rig.feedCounter(frames: period)
+        rig.cycle(frames: period)
+        #expect((0..<period).allSatisfy { port[$0] == 0 })
+        handle.setCapture(sources: [0], open: true)
+        pass(processed)
+        rig.feedCounter(frames: period)
+        rig.cycle(frames: period)
+        #expect((0..<period).allSatisfy { port[$0] == Float(5 * period + $0 + 1) })
+        // A period twice the slack: its first half silence, once; from then on the slack is that period.
+        pass(processed)
+        rig.feedCounter(frames: 2 * period)
+        rig.cycle(frames: 2 * period)
+        #expect((0..<period).allSatisfy { port[$0] == 0 })
+        #expect((0..<period).allSatisfy { port[period + $0] == Float(6 * period + $0 + 1) })
+        #expect(processed.slackFrames == 2 * period && processed.underruns == 1)
+        pass(processed)
+        rig.feedCounter(frames: 2 * period)
+        rig.cycle(frames: 2 * period)
+        #expect((0..<(2 * period)).allSatisfy { port[$0] == Float(7 * period + $0 + 1) })
+
+        let state = rig.memory.state
+        let counts = AllocationCounter.counting {
+            for round in 0..<6 { runCycle(state, frames: period, frameTime: UInt32(round * period)) }
+        }
+        #expect(counts.allocations == 0, "\(counts)")
+    }
 }

@@ -27,6 +27,8 @@ final class EngineMemory {
         var monitoring: MonitoringPlan?
         /// Attached applications (their voices are among `players`).
         var attachments: [AttachmentHandle] = []
+        /// The processed captures of attachments, by handle (their taps are in `taps`).
+        var processedCaptures: [ObjectIdentifier: ProcessedCapture] = [:]
     }
 
     /// What the current snapshot names.
@@ -208,6 +210,11 @@ final class EngineMemory {
         let attachmentList = UnsafeMutablePointer<UnsafeMutablePointer<AttachmentFeed>>.allocate(
             capacity: max(graph.attachments.count, 1))
         attachmentList.initialize(from: graph.attachments.map(\.feed), count: graph.attachments.count)
+        let processingList = UnsafeMutablePointer<UnsafeMutablePointer<ProcessedCaptureState>?>.allocate(
+            capacity: max(graph.attachments.count, 1))
+        processingList.initialize(
+            from: graph.attachments.map { graph.processedCaptures[ObjectIdentifier($0)]?.state },
+            count: graph.attachments.count)
         let snapshot = UnsafeMutablePointer<GraphSnapshot>.allocate(capacity: 1)
         snapshot.initialize(
             to: GraphSnapshot(
@@ -216,7 +223,8 @@ final class EngineMemory {
                 busTaps: tapList(graph.busTaps), busTapCount: graph.busTaps.count,
                 referenceTaps: tapList(graph.referenceTaps), referenceTapCount: graph.referenceTaps.count,
                 monitor: graph.monitoring?.plan, sourcePlayers: sourcePlayers,
-                attachments: attachmentList, attachmentCount: graph.attachments.count))
+                attachments: attachmentList, attachmentCount: graph.attachments.count,
+                attachmentProcessing: processingList))
         return snapshot
     }
 
@@ -237,6 +245,7 @@ final class EngineMemory {
         snapshot.pointee.referenceTaps.deallocate()
         snapshot.pointee.sourcePlayers.deallocate()
         snapshot.pointee.attachments.deallocate()
+        snapshot.pointee.attachmentProcessing.deallocate()
         snapshot.deinitialize(count: 1)
         snapshot.deallocate()
     }

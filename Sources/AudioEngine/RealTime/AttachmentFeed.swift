@@ -17,7 +17,10 @@ import Synchronization
 ///
 /// Capture side: recd's `capturePorts` (outputs) feed the app's input ports with flat input
 /// channels `captureSources[k]` (−1: silence), or zeros while `captureOpen` is false (no
-/// record permission, input muted, session not active).
+/// record permission, input muted, session not active). While the session's capture is
+/// processed (voiceChat, videoChat, prefersEchoCancelledInput) the snapshot pairs the feed with a
+/// `ProcessedCaptureState` and the capture ports carry that instead, at its fixed delay, under
+/// the same `captureOpen`.
 struct AttachmentFeed: ~Copyable {
     /// recd's input ports receiving the app's play ports (jack_port_t *; nil in tests).
     let playPorts: UnsafeMutablePointer<OpaquePointer?>
@@ -76,9 +79,13 @@ extension AttachmentFeed {
 
     /// Process thread, before the players render: this period's play samples go into the
     /// voice's ring (what a paused voice left unread is dropped first: the app's audio is
-    /// live, never queued), and the capture ports get their inputs or zeros.
+    /// live, never queued), and the capture ports get their inputs or zeros; with `processed`,
+    /// its processed frames (or zeros).
     @_noLocks
-    func feed(frames: Int, inputs: UnsafeMutablePointer<UnsafeMutablePointer<Float>>, inputCount: Int) {
+    func feed(
+        frames: Int, inputs: UnsafeMutablePointer<UnsafeMutablePointer<Float>>, inputCount: Int,
+        processed: UnsafeMutablePointer<ProcessedCaptureState>? = nil
+    ) {
         if let voice {
             let ring = voice.pointee.ring
             ring.commitRead(frames: ring.readableFrames())
@@ -91,6 +98,11 @@ extension AttachmentFeed {
             ring.commitWrite(frames: count)
         }
         let open = captureOpen.load(ordering: .acquiring)
+        if let processed {
+            processed.pointee.deliver(frames: frames, to: captureBuffers, open: open)
+            periods.add(1, ordering: .relaxed)
+            return
+        }
         for index in 0..<captureCount {
             let source = captureSources[index].load(ordering: .relaxed)
             if open && source >= 0 && source < inputCount {

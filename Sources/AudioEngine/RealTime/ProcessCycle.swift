@@ -88,7 +88,7 @@ func runCycle(
 
 /// One period on buffers already in `state.inputBuffers`/`outputBuffers`: outputs are
 /// cleared, attached applications' ports are fed (their play samples into their voices' rings,
-/// their capture ports from the inputs) and the players mixed into them, monitoring sums its
+/// their capture ports from the inputs, or from their processed ring at its fixed delay) and the players mixed into them, monitoring sums its
 /// sources into the buses and adds those to the outputs (same cycle: no added latency), then
 /// reference taps copy the outputs as written and input taps the inputs; meters measure
 /// inputs, buses and outputs (inputs and outputs only while `metersActive`).
@@ -132,7 +132,9 @@ func runCycle(
         for index in 0..<graph.pointee.attachmentCount {
             let attachment = graph.pointee.attachments[index]
             if attachment.pointee.fetchBuffers(frames: frames) {
-                attachment.pointee.feed(frames: frames, inputs: inputs, inputCount: state.pointee.inputCount)
+                attachment.pointee.feed(
+                    frames: frames, inputs: inputs, inputCount: state.pointee.inputCount,
+                    processed: graph.pointee.attachmentProcessing[index])
             }
         }
         for index in 0..<graph.pointee.playerCount where !graph.pointee.playerOnBus[index] {

@@ -89,4 +89,9 @@ struct GraphSnapshot {
     /// Attached applications' ports (`session.attach`); fed before the players render.
     let attachments: UnsafeMutablePointer<UnsafeMutablePointer<AttachmentFeed>>
     let attachmentCount: Int
+    /// For each attachment: its processed capture while the session's capture is processed
+    /// (its capture tap and reference tap are in `taps` and `referenceTaps` of the same
+    /// snapshot, so the ring's first read and the taps' first period are the same cycle); nil:
+    /// the raw input.
+    let attachmentProcessing: UnsafeMutablePointer<UnsafeMutablePointer<ProcessedCaptureState>?>
 }

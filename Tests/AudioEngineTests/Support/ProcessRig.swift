@@ -150,3 +150,25 @@ extension ProcessRig {
         return handle
     }
 }
+
+extension ProcessRig {
+    /// A processed capture as `AudioEngine.processCapture` makes it for `handle`: a tap over
+    /// input `channels` with its reference over `referenceOutputs`, and a ring starting with
+    /// `slackFrames` of silence, in one snapshot.
+    func addProcessedCapture(
+        _ handle: AttachmentHandle, channels: [Int], referenceOutputs: [Int], portChannels: [Int], slackFrames: Int
+    ) -> ProcessedCapture {
+        let reference = CaptureTap(
+            inputGroup: "out", flatInputChannels: referenceOutputs, capacityFrames: 8192, zeroed: false,
+            isReference: true)
+        let tap = CaptureTap(
+            inputGroup: "in", flatInputChannels: channels, capacityFrames: 4096, zeroed: false, reference: reference)
+        let processed = ProcessedCapture(tap: tap, portChannels: portChannels, slackFrames: slackFrames)
+        var graph = memory.graph
+        graph.taps.append(tap)
+        graph.referenceTaps.append(reference)
+        graph.processedCaptures[ObjectIdentifier(handle)] = processed
+        memory.publish(graph)
+        return processed
+    }
+}
