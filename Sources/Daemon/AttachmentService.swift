@@ -403,12 +403,11 @@ final class AttachmentService {
         do {
             let processed = try engine.processCapture(
                 handle, inputGroup: wanted.inputGroup, referenceOutputGroup: wanted.outputGroup, slackFrames: period)
-            let seconds =
-                (engine.latencySeconds(ofGroup: wanted.outputGroup) ?? 0)
-                + (engine.latencySeconds(ofGroup: wanted.inputGroup) ?? 0)
             attachment.voice = AttachmentVoice(
                 processed: processed, processing: wanted.processing, sampleRate: rate, periodFrames: period,
-                echoPathDelayMilliseconds: seconds > 0 ? Int((seconds * 1_000).rounded()) : nil)
+                echoPathDelayMilliseconds: VoiceSetup.echoPathDelayMilliseconds(
+                    outputSeconds: engine.latencySeconds(ofGroup: wanted.outputGroup),
+                    inputSeconds: engine.latencySeconds(ofGroup: wanted.inputGroup)))
             Log.info(
                 "\(attachment.app): \(attachment.client)'s capture is processed (\(wanted.processing.rawValue)) "
                     + "against \(wanted.outputGroup), \(period) frames of slack")

@@ -91,9 +91,7 @@ final class VoiceCaptureSource: SampleSource, @unchecked Sendable {
         self.reference = reference
         self.sampleRate = sampleRate
         self.echoPathDelayMilliseconds = echoPathDelayMilliseconds
-        var features: VoiceProcessingFeatures = processing == .voice ? .voiceChat : .echoCancellationOnly
-        if echoPathDelayMilliseconds == nil { features.formUnion([.delayAgnostic, .extendedFilter]) }
-        self.features = features
+        features = VoiceProcessingFeatures(processing, echoPathKnown: echoPathDelayMilliseconds != nil)
     }
 
     /// Any thread: the added latency in seconds, once the processor is made.
@@ -323,9 +321,17 @@ struct VoiceSetup {
         else { return nil }
         processing = context.processing
         outputGroup = output.group
-        let seconds =
-            (engine.latencySeconds(ofGroup: output.group) ?? 0) + (engine.latencySeconds(ofGroup: inputGroup) ?? 0)
-        echoPathDelayMilliseconds = seconds > 0 ? Int((seconds * 1_000).rounded()) : nil
+        echoPathDelayMilliseconds = Self.echoPathDelayMilliseconds(
+            outputSeconds: engine.latencySeconds(ofGroup: output.group),
+            inputSeconds: engine.latencySeconds(ofGroup: inputGroup))
+    }
+
+    /// The echo path's delay given to the processor (recorders and attached applications alike):
+    /// JACK's playback latency of the output group plus the capture latency of the input group,
+    /// in ms; nil when JACK knows neither.
+    static func echoPathDelayMilliseconds(outputSeconds: Double?, inputSeconds: Double?) -> Int? {
+        let seconds = (outputSeconds ?? 0) + (inputSeconds ?? 0)
+        return seconds > 0 ? Int((seconds * 1_000).rounded()) : nil
     }
 
     /// The processed source over `capture`, when the engine gave `tap` its reference.
