@@ -1,0 +1,133 @@
+// The RTP monitor's pure parts: counting a stream's sequence numbers (wraparound, reordering,
+// duplicates, a new sender), reading RTP headers and SAP announcements as PipeWire 0.3.65's
+// module-rtp-sink sends them, and placing a silence in the receiver's output. The sockets and the
+// thread are RTPAudioTests' (a real stream between two PipeWires in network namespaces).
+import Foundation
+import Testing
+
+@testable import Daemon
+
+@Suite("RTP monitor: sequence numbers, headers, SAP, outages")
+struct RTPMonitorTests {
+    /// Feeds `sequences` (one SSRC unless given) and returns the counter.
+    static func counted(_ sequences: [UInt16], ssrc: UInt32 = 7) -> RTPSequenceCounter {
+        var counter = RTPSequenceCounter()
+        for sequence in sequences { _ = counter.count(ssrc: ssrc, sequence: sequence) }
+        return counter
+    }
+
+    @Test("in order: every packet received, none lost")
+    func inOrder() {
+        let counter = Self.counted(Array(100..<1100))
+        #expect(counter.received == 1000 && counter.lost == 0 && counter.duplicates == 0)
+    }
+
+    @Test("the 16-bit sequence number wraps without a loss, and a loss across the wrap is counted")
+    func wraparound() {
+        let steady = Self.counted((65_000...65_535).map { UInt16($0) } + (0..<1000).map { UInt16($0) })
+        #expect(steady.received == 1536 && steady.lost == 0)
+        let lossy = Self.counted([65_533, 65_534, 2, 3])
+        #expect(lossy.received == 4 && lossy.lost == 3, "65535, 0 and 1 are missing")
+    }
+
+    @Test("skipped numbers are lost; one that comes late is taken back off the loss; a duplicate is not counted")
+    func reorderAndDuplicates() {
+        var counter = RTPSequenceCounter()
+        #expect(counter.count(ssrc: 1, sequence: 10) == .newSource)
+        #expect(counter.count(ssrc: 1, sequence: 13) == .inOrder(skipped: 2))
+        #expect(counter.lost == 2)
+        #expect(counter.count(ssrc: 1, sequence: 11) == .late)
+        #expect(counter.lost == 1 && counter.received == 3)
+        #expect(counter.count(ssrc: 1, sequence: 11) == .duplicate)
+        #expect(counter.count(ssrc: 1, sequence: 13) == .duplicate)
+        #expect(counter.count(ssrc: 1, sequence: 12) == .late)
+        #expect(counter.lost == 0 && counter.received == 4 && counter.duplicates == 2)
+    }
+
+    @Test("a new SSRC is a restarted sender: counting goes on from its first packet, nothing lost across")
+    func newSender() {
+        var counter = Self.counted(Array(500..<600), ssrc: 1)
+        #expect(counter.count(ssrc: 2, sequence: 9) == .newSource)
+        for sequence in UInt16(10)..<20 { _ = counter.count(ssrc: 2, sequence: sequence) }
+        #expect(counter.received == 111 && counter.lost == 0)
+        _ = counter.count(ssrc: 2, sequence: 25)
+        #expect(counter.lost == 5)
+    }
+
+    @Test("a link cut of 3000 packets is 3000 lost; a jump further back than 3000 is a resynchronization")
+    func longCut() {
+        var counter = Self.counted(Array(0..<100))
+        _ = counter.count(ssrc: 7, sequence: 3100)
+        #expect(counter.lost == 3000)
+        #expect(counter.count(ssrc: 7, sequence: 50) == .resynchronized)
+        _ = counter.count(ssrc: 7, sequence: 51)
+        #expect(counter.lost == 3000 && counter.received == 103)
+    }
+
+    @Test("an RTP header: version 2, sequence, timestamp, SSRC; anything shorter or another version is not one")
+    func header() {
+        let bytes: [UInt8] = [0x80, 0x7F, 0x12, 0x34, 0, 0, 0x01, 0x00, 0xDE, 0xAD, 0xBE, 0xEF, 1, 2, 3]
+        let header = bytes.withUnsafeBytes { RTPHeader($0) }
+        #expect(header == RTPHeader(sequence: 0x1234, timestamp: 256, ssrc: 0xDEAD_BEEF))
+        #expect(Array(bytes.prefix(11)).withUnsafeBytes { RTPHeader($0) } == nil)
+        #expect(([0x40] + Array(bytes.dropFirst())).withUnsafeBytes { RTPHeader($0) } == nil)
+    }
+
+    /// An announcement as PipeWire 0.3.65's module-rtp-sink sends it (IPv4 origin, no
+    /// authentication, `application/sdp`).
+    static func announcement(deletion: Bool = false) -> [UInt8] {
+        let sdp = """
+            v=0\r
+            o=root 4005211321 0 IN IP4 10.231.0.2\r
+            s=studio2\r
+            c=IN IP4 239.255.42.1/32\r
+            t=0 0\r
+            m=audio 46000 RTP/AVP 127\r
+            a=rtpmap:127 L24/48000/2\r
+            a=ptime:1\r
+
+            """
+        return [deletion ? 0x24 : 0x20, 0, 0x12, 0x34, 10, 231, 0, 2] + Array("application/sdp".utf8) + [0]
+            + Array(sdp.utf8)
+    }
+
+    @Test("a SAP announcement gives the session's origin, name, group, port and packet time")
+    func sap() throws {
+        let parsed = try #require(Self.announcement().withUnsafeBytes { SAPAnnouncement($0) })
+        #expect(!parsed.deletion)
+        #expect(parsed.session.origin == "root 4005211321 0 IN IP4 10.231.0.2")
+        #expect(parsed.session.name == "studio2")
+        #expect(parsed.session.group == "239.255.42.1" && parsed.session.port == 46000)
+        #expect(parsed.session.packetMilliseconds == 1)
+        #expect(Self.announcement(deletion: true).withUnsafeBytes { SAPAnnouncement($0) }?.deletion == true)
+        // Encrypted, another version, another payload type, cut short: not taken.
+        var encrypted = Self.announcement()
+        encrypted[0] |= 0x02
+        #expect(encrypted.withUnsafeBytes { SAPAnnouncement($0) } == nil)
+        var version = Self.announcement()
+        version[0] = 0x40
+        #expect(version.withUnsafeBytes { SAPAnnouncement($0) } == nil)
+        let other = [UInt8]([0x20, 0, 0, 0, 1, 2, 3, 4]) + Array("text/plain".utf8) + [0] + Array("v=0\n".utf8)
+        #expect(other.withUnsafeBytes { SAPAnnouncement($0) } == nil)
+        #expect(Array(Self.announcement().prefix(30)).withUnsafeBytes { SAPAnnouncement($0) } == nil)
+    }
+
+    @Test("a silence plays as zeros one buffer later, from the end of the last packet to the first after it")
+    func outages() {
+        var facts = RTPStreamFacts(
+            session: "studio2", address: "10.231.0.2", group: "239.255.42.1", port: 46000, packetMicros: 1000,
+            silenceMicros: 20_000, latencyMicros: 100_000)
+        facts.recentSilences = [
+            RTPSilence(
+                lastPacketMicros: 1_000_000, firstPacketMicros: 4_000_000, lastPacketWallNanoseconds: 0,
+                firstPacketWallNanoseconds: 0)
+        ]
+        facts.lastPacketMicros = 9_000_000
+        #expect(facts.outages(overlapping: 0..<9_000_000, now: 9_000_500) == [1_101_000..<4_100_000])
+        #expect(facts.outages(overlapping: 5_000_000..<9_000_000, now: 9_000_500).isEmpty)
+        // No packet for 50 ms by now: an outage going on, to the end of the range asked.
+        #expect(
+            facts.outages(overlapping: 8_000_000..<9_200_000, now: 9_050_000) == [9_101_000..<9_200_000])
+        #expect(facts.label == "studio2@10.231.0.2")
+    }
+}
