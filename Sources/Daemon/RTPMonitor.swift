@@ -20,13 +20,15 @@ import Platform
 import Synchronization
 import SystemSupport
 
-/// A stretch in which no packet of a stream came: the kernel's receive times of the last packet
-/// before and the first after, on CLOCK_MONOTONIC (µs) and the wall clock (ns since 1970).
+/// A stretch of a stream's audio that no packet brought (`RTPAudioGaps`): `missingMicros` of it,
+/// and the kernel's receive times of the last packet before and the first after, on
+/// CLOCK_MONOTONIC (µs) and the wall clock (ns since 1970).
 struct RTPSilence: Equatable, Sendable {
     var lastPacketMicros: Int
     var firstPacketMicros: Int
     var lastPacketWallNanoseconds: Int64
     var firstPacketWallNanoseconds: Int64
+    var missingMicros: Int
 }
 
 /// What the monitor knows of one stream, by the JACK client its node shows as. A plain value.
@@ -47,7 +49,7 @@ struct RTPStreamFacts: Equatable, Sendable {
     var lastPacketMicros: Int?
     /// The packet time (the SDP's `a=ptime`; 1 ms when it says none, AES67's).
     var packetMicros: Int
-    /// A stretch with no packet longer than this is a silence: max(20 ms, 4 packet times).
+    /// Missing audio longer than this is a silence: max(20 ms, 4 packet times).
     var silenceMicros: Int
     /// The receiver's buffer (`sess.latency.msec`): how long after a packet came its audio plays.
     var latencyMicros: Int
@@ -56,15 +58,16 @@ struct RTPStreamFacts: Equatable, Sendable {
     var label: String { address.map { "\(session)@\($0)" } ?? session }
 
     /// The stretches of the receiver's output (CLOCK_MONOTONIC µs) that hold zeros for want of
-    /// packets, overlapping `range`, at `now`: each silence shifted by the receiver's buffer, from
-    /// the end of the last packet before it to the first packet after; one going on (no packet for
-    /// longer than `silenceMicros` by `now`) ends at `range.upperBound`.
+    /// packets, overlapping `range`, at `now`: each silence's missing audio, from where the last
+    /// packet before it ended, one receiver's buffer after that packet came; one going on (no
+    /// packet for longer than the buffer, or `silenceMicros` if longer, by `now`) ends at
+    /// `range.upperBound`.
     func outages(overlapping range: Range<Int>, now: Int) -> [Range<Int>] {
         var outages = recentSilences.map {
-            ($0.lastPacketMicros + packetMicros + latencyMicros)..<max(
-                $0.lastPacketMicros + packetMicros + latencyMicros, $0.firstPacketMicros + latencyMicros)
+            let start = $0.lastPacketMicros + packetMicros + latencyMicros
+            return start..<(start + $0.missingMicros)
         }
-        if let last = lastPacketMicros, now - last > silenceMicros {
+        if let last = lastPacketMicros, now - last > max(silenceMicros, latencyMicros) {
             let start = last + packetMicros + latencyMicros
             if start < range.upperBound { outages.append(start..<range.upperBound) }
         }
@@ -180,6 +183,9 @@ private final class RTPMonitorLoop: @unchecked Sendable {
         var counter = RTPSequenceCounter()
         var facts: RTPStreamFacts
         var lastWall: Int64 = 0
+        var gaps: RTPAudioGaps
+        /// The RTP clock's rate (the SDP's; 48 kHz when it says none).
+        var clockRate: Int
     }
 
     /// Strong: the thread keeps the monitor until `stop` ends it.
@@ -188,6 +194,10 @@ private final class RTPMonitorLoop: @unchecked Sendable {
     private var sap: Int32?
     /// By JACK client.
     private var streams: [String: Stream] = [:]
+    /// The last SDP heard for each origin (at most `maximumStreams` × 4; the oldest forgotten first):
+    /// a node pw-dump shows after its announcement was heard is listened to at once, not 5 s later.
+    private var heard: [String: SDPSession] = [:]
+    private var heardOrder: [String] = []
     /// Origins whose socket could not be opened, so that each failure is logged once.
     private var failedOrigins: Set<String> = []
     private let buffer = UnsafeMutableRawBufferPointer.allocate(
@@ -236,7 +246,8 @@ private final class RTPMonitorLoop: @unchecked Sendable {
         }
     }
 
-    /// The streams PipeWire receives now: close those that went; the SAP socket open while any is wanted.
+    /// The streams PipeWire receives now: close those that went, open those already announced;
+    /// the SAP socket from the first stream wanted on.
     private func apply(_ newWanted: [String: RTPMonitor.Wanted]) {
         wanted = newWanted
         for (client, stream) in streams where wanted[stream.origin]?.client != client {
@@ -245,10 +256,12 @@ private final class RTPMonitorLoop: @unchecked Sendable {
             Log.info("RTP monitor: stopped listening to \(stream.facts.label) (its node is gone)")
         }
         failedOrigins.formIntersection(wanted.keys)
-        if wanted.isEmpty, let fd = sap {
-            Descriptor.close(fd)
-            sap = nil
-        } else if !wanted.isEmpty, sap == nil {
+        for (origin, want) in wanted where streams[want.client] == nil {
+            if let sdp = heard[origin] { listen(to: sdp) }
+        }
+        // Kept open once opened: a sender that comes back announces itself before pw-dump shows
+        // its node, and that announcement is what `heard` keeps.
+        if !wanted.isEmpty, sap == nil {
             do {
                 sap = try MulticastSocket.open(group: SAPAnnouncement.group, port: SAPAnnouncement.port)
             } catch {
@@ -262,8 +275,14 @@ private final class RTPMonitorLoop: @unchecked Sendable {
         while let (size, _) = try? MulticastSocket.receive(fd, into: buffer) {
             let bytes = UnsafeRawBufferPointer(rebasing: buffer[0..<min(size, buffer.count)])
             guard let announcement = SAPAnnouncement(bytes), !announcement.deletion else { continue }
+            remember(announcement.session)
             listen(to: announcement.session)
         }
+    }
+
+    private func remember(_ sdp: SDPSession) {
+        if heard.updateValue(sdp, forKey: sdp.origin) == nil { heardOrder.append(sdp.origin) }
+        if heardOrder.count > 4 * RTPMonitor.maximumStreams { heard[heardOrder.removeFirst()] = nil }
     }
 
     /// Opens the stream of `sdp` when its origin is a node PipeWire has (and it is not open yet,
@@ -293,10 +312,15 @@ private final class RTPMonitorLoop: @unchecked Sendable {
             return
         }
         let packet = Int((sdp.packetMilliseconds ?? 1) * 1000)
+        let rate = sdp.clockRate ?? 48_000
+        let silence = max(20_000, 4 * packet)
         let facts = RTPStreamFacts(
             session: want.session, address: want.address, group: sdp.group, port: sdp.port, packetMicros: packet,
-            silenceMicros: max(20_000, 4 * packet), latencyMicros: want.latencyMilliseconds * 1000)
-        streams[want.client] = Stream(fd: fd, origin: sdp.origin, facts: facts)
+            silenceMicros: silence, latencyMicros: want.latencyMilliseconds * 1000)
+        let gaps = RTPAudioGaps(
+            thresholdSamples: silence * rate / 1_000_000,
+            samplesPerPacket: sdp.packetMilliseconds.map { Int(($0 * Double(rate) / 1000).rounded()) })
+        streams[want.client] = Stream(fd: fd, origin: sdp.origin, facts: facts, gaps: gaps, clockRate: rate)
         Log.info("RTP monitor: listening to \(facts.label) at \(sdp.group):\(sdp.port) (JACK client \(want.client))")
         publish()
     }
@@ -312,12 +336,15 @@ private final class RTPMonitorLoop: @unchecked Sendable {
             let micros = Int((wallNanoseconds &- wallLessMonotonic) / 1000)
             let arrival = stream.counter.count(ssrc: header.ssrc, sequence: header.sequence)
             if arrival == .duplicate { continue }
-            if let last = stream.facts.lastPacketMicros, micros - last > stream.facts.silenceMicros {
+            if let missing = stream.gaps.missing(before: header.timestamp, arrival: arrival),
+                let last = stream.facts.lastPacketMicros
+            {
                 stream.facts.silences += 1
                 stream.facts.recentSilences.append(
                     RTPSilence(
                         lastPacketMicros: last, firstPacketMicros: micros, lastPacketWallNanoseconds: stream.lastWall,
-                        firstPacketWallNanoseconds: wallNanoseconds))
+                        firstPacketWallNanoseconds: wallNanoseconds,
+                        missingMicros: Int(Int64(missing) * 1_000_000 / Int64(stream.clockRate))))
                 if stream.facts.recentSilences.count > RTPMonitor.keptSilences {
                     stream.facts.recentSilences.removeFirst()
                 }

@@ -109,6 +109,45 @@ struct RTPSequenceCounter: Equatable, Sendable {
     }
 }
 
+/// The audio a stream's packets did not bring, by their RTP timestamps: after a packet that
+/// follows skipped sequence numbers (a loss, a link cut) or a jump of its timestamp (a sender whose
+/// graph stood still), the samples between the end of the packet before and this one's start.
+/// By the audio's own clock, so a sender that sends a cycle's packets in one burst (PipeWire does:
+/// 21 ms apart at a 1024-frame quantum) is no silence, however late the burst comes.
+struct RTPAudioGaps: Equatable, Sendable {
+    /// Missing audio longer than this (samples) is a silence.
+    let thresholdSamples: Int
+    /// A packet's samples: the SDP's ptime at the clock rate, else learnt from the first two packets
+    /// in sequence.
+    private(set) var samplesPerPacket: Int?
+    private var lastTimestamp: UInt32?
+
+    init(thresholdSamples: Int, samplesPerPacket: Int?) {
+        self.thresholdSamples = thresholdSamples
+        self.samplesPerPacket = samplesPerPacket
+    }
+
+    /// The samples missing before a packet with `timestamp` that the sequence counter placed as
+    /// `arrival`, when more than the threshold; nil otherwise.
+    mutating func missing(before timestamp: UInt32, arrival: RTPSequenceCounter.Arrival) -> Int? {
+        switch arrival {
+        case .newSource, .resynchronized:
+            lastTimestamp = timestamp
+            return nil
+        case .late, .duplicate:
+            return nil
+        case .inOrder(let skipped):
+            defer { lastTimestamp = timestamp }
+            guard let last = lastTimestamp else { return nil }
+            let step = Int(Int32(bitPattern: timestamp &- last))
+            if samplesPerPacket == nil, skipped == 0, step > 0 { samplesPerPacket = step }
+            guard let perPacket = samplesPerPacket, step > perPacket else { return nil }
+            let missing = step - perPacket
+            return missing > thresholdSamples ? missing : nil
+        }
+    }
+}
+
 /// One RTP session as its SDP describes it (the fields the monitor needs).
 struct SDPSession: Equatable, Sendable {
     /// The `o=` line's value, `USER SESSION-ID VERSION IN IP4 ADDRESS`: what PipeWire's node
@@ -121,6 +160,8 @@ struct SDPSession: Equatable, Sendable {
     var port: UInt16
     /// `a=ptime:` in milliseconds; nil when absent.
     var packetMilliseconds: Double?
+    /// The RTP clock rate of the first `a=rtpmap:` (`L24/48000/2`: 48000); nil when absent.
+    var clockRate: Int?
 
     /// The most bytes of an SDP read.
     static let maximumBytes = 4096
@@ -133,6 +174,7 @@ struct SDPSession: Equatable, Sendable {
         var group: String?
         var port: UInt16?
         var packet: Double?
+        var rate: Int?
         for rawLine in text.split(whereSeparator: \.isNewline) {
             let line = rawLine.drop { $0 == " " }
             if line.hasPrefix("o=") {
@@ -146,6 +188,10 @@ struct SDPSession: Equatable, Sendable {
             } else if line.hasPrefix("m=audio ") {
                 let fields = line.split(separator: " ")
                 if fields.count >= 2, let value = UInt16(fields[1].split(separator: "/")[0]), value > 0 { port = value }
+            } else if line.hasPrefix("a=rtpmap:"), rate == nil {
+                // a=rtpmap:127 L24/48000/2
+                let encoding = line.split(separator: " ").dropFirst().first?.split(separator: "/") ?? []
+                rate = encoding.count >= 2 ? Int(encoding[1]).flatMap { (1...768_000).contains($0) ? $0 : nil } : nil
             } else if line.hasPrefix("a=ptime:") {
                 packet = Double(line.dropFirst(8)).flatMap { $0 > 0 && $0 <= 1000 ? $0 : nil }
             }
@@ -156,6 +202,7 @@ struct SDPSession: Equatable, Sendable {
         self.group = group
         self.port = port
         packetMilliseconds = packet
+        clockRate = rate
     }
 }
 

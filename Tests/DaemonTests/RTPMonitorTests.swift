@@ -64,6 +64,26 @@ struct RTPMonitorTests {
         #expect(counter.lost == 3000 && counter.received == 103)
     }
 
+    @Test("missing audio by the timestamps: a cut is its samples; packets in bursts, a lost packet or two, are none")
+    func audioGaps() {
+        var gaps = RTPAudioGaps(thresholdSamples: 960, samplesPerPacket: 48)
+        var counter = RTPSequenceCounter()
+        func packet(_ sequence: UInt16, _ timestamp: UInt32) -> Int? {
+            gaps.missing(before: timestamp, arrival: counter.count(ssrc: 1, sequence: sequence))
+        }
+        #expect(packet(0, 4_294_967_200) == nil)
+        #expect(packet(1, 4_294_967_248) == nil)
+        #expect(packet(2, 0) == nil, "the timestamp wraps")
+        #expect(packet(5, 144) == nil, "two packets lost: 2 ms, under the 20 ms threshold")
+        #expect(packet(3005, 144_144) == 143_952, "3000 packets of 48 samples lost but this one's")
+        #expect(packet(3006, 154_144) == 9952, "the sender stood still 0.2 s: no number skipped, time missing")
+        var learning = RTPAudioGaps(thresholdSamples: 960, samplesPerPacket: nil)
+        var second = RTPSequenceCounter()
+        _ = learning.missing(before: 1000, arrival: second.count(ssrc: 9, sequence: 7))
+        _ = learning.missing(before: 1048, arrival: second.count(ssrc: 9, sequence: 8))
+        #expect(learning.samplesPerPacket == 48)
+    }
+
     @Test("an RTP header: version 2, sequence, timestamp, SSRC; anything shorter or another version is not one")
     func header() {
         let bytes: [UInt8] = [0x80, 0x7F, 0x12, 0x34, 0, 0, 0x01, 0x00, 0xDE, 0xAD, 0xBE, 0xEF, 1, 2, 3]
@@ -98,7 +118,7 @@ struct RTPMonitorTests {
         #expect(parsed.session.origin == "root 4005211321 0 IN IP4 10.231.0.2")
         #expect(parsed.session.name == "studio2")
         #expect(parsed.session.group == "239.255.42.1" && parsed.session.port == 46000)
-        #expect(parsed.session.packetMilliseconds == 1)
+        #expect(parsed.session.packetMilliseconds == 1 && parsed.session.clockRate == 48_000)
         #expect(Self.announcement(deletion: true).withUnsafeBytes { SAPAnnouncement($0) }?.deletion == true)
         // Encrypted, another version, another payload type, cut short: not taken.
         var encrypted = Self.announcement()
@@ -120,14 +140,16 @@ struct RTPMonitorTests {
         facts.recentSilences = [
             RTPSilence(
                 lastPacketMicros: 1_000_000, firstPacketMicros: 4_000_000, lastPacketWallNanoseconds: 0,
-                firstPacketWallNanoseconds: 0)
+                firstPacketWallNanoseconds: 0, missingMicros: 2_999_000)
         ]
         facts.lastPacketMicros = 9_000_000
         #expect(facts.outages(overlapping: 0..<9_000_000, now: 9_000_500) == [1_101_000..<4_100_000])
         #expect(facts.outages(overlapping: 5_000_000..<9_000_000, now: 9_000_500).isEmpty)
-        // No packet for 50 ms by now: an outage going on, to the end of the range asked.
+        // No packet for longer than the buffer by now: an outage going on, to the end of the range
+        // asked; for less (a burst late), none.
         #expect(
-            facts.outages(overlapping: 8_000_000..<9_200_000, now: 9_050_000) == [9_101_000..<9_200_000])
+            facts.outages(overlapping: 8_000_000..<9_200_000, now: 9_150_000) == [9_101_000..<9_200_000])
+        #expect(facts.outages(overlapping: 8_000_000..<9_200_000, now: 9_050_000).isEmpty)
         #expect(facts.label == "studio2@10.231.0.2")
     }
 }
