@@ -527,4 +527,78 @@ struct RTPAudioTests {
             "rtp: CPU over \(seconds) s, 2 channels: logger's PipeWire \((cpuEnd.0 - cpuStart.0) / seconds * 100) %, "
                 + "sender's \((cpuEnd.1 - cpuStart.1) / seconds * 100) %")
     }
+
+    /// What `nft` says it dropped: the `counter packets N` of the table's rule.
+    static func nftDropped(_ listing: String) -> Int? {
+        guard let range = listing.range(of: "counter packets ") else { return nil }
+        return Int(listing[range.upperBound...].prefix { $0.isNumber })
+    }
+
+    /// `nft ARGUMENTS` inside `side`'s namespace; throws its stderr on failure.
+    @discardableResult
+    static func nft(_ pair: NamespacePair, _ side: NamespacePair.Side, _ arguments: [String]) throws -> String {
+        let result = try ExternalTools.run(
+            "ip", ["netns", "exec", pair.name(side), try ExternalTools.path("nft")] + arguments, timeout: 10)
+        guard result.status == 0 else {
+            throw DaemonFailure(message: "nft \(arguments.joined(separator: " ")): \(result.stderr)")
+        }
+        return result.stdout
+    }
+
+    @Test(
+        "packet loss inside a running stream: nftables on the sender drops 2 % of its packets for 2 s; recd's RTP monitor counts as many lost (±10 %), /metrics shows them, the segment's NETWORK_PACKETS_LOST holds them, and nothing is a NETWORK_LOSS"
+    )
+    func packetLossIsCounted() throws {
+        let pair = try NamespacePair(Self.namespaceTags.0, Self.namespaceTags.1)
+        defer { pair.remove() }
+        let logger = try PrivatePipeWire(
+            name: Self.pipeWireName("logger"), dropIn: Self.receiver(interface: pair.links[0]),
+            namespace: (pair, .first))
+        defer { logger.stop() }
+        let sender = try PrivatePipeWire(
+            name: Self.pipeWireName("sender"), dropIn: Self.sender(address: pair.addresses[1]),
+            namespace: (pair, .second))
+        defer { sender.stop() }
+        try #require(sender.waitForPort("rtp-sink:input_FR"), "no rtp-sink ports: \(sender.log)")
+        let deck = try SignalClient(
+            [
+                "--name", "studiodeck", "play", "--ports", "out_1,out_2", "--signal", "counter",
+                "--connect", "rtp-sink:input_FL,rtp-sink:input_FR",
+            ], environment: ExternalTools.environment(sender.environment))
+        defer { deck.stop() }
+        let daemon = try Daemon(
+            extraConfig: Self.sessions + Self.http, ports: Self.ports, environment: logger.environment,
+            networkNamespace: pair.name(.first))
+        let recording = { (try? daemon.recctl("--json", "status").json?["recorders"]?.arrayValue?.count) ?? 0 }
+        try #require(eventually(timeout: 10) { recording() == 1 }, "\(daemon.log.suffix(2000))")
+        let lost = { Self.sample(Self.metrics(pair), "recd_rtp_packets_lost_total") }
+        try #require(eventually(timeout: 8) { lost() != nil }, "recd's RTP monitor hears nothing: \(daemon.log.suffix(2000))")
+        usleep(500_000)
+        let before = try #require(lost())
+
+        try Self.nft(pair, .second, ["add", "table", "inet", "recdloss"])
+        try Self.nft(pair, .second, ["add", "chain", "inet", "recdloss", "out", "{ type filter hook output priority 0; }"])
+        try Self.nft(
+            pair, .second,
+            ["add", "rule", "inet", "recdloss", "out", "udp", "dport", "46000", "numgen", "random", "mod", "100", "<", "2",
+             "counter", "drop"])
+        usleep(2_000_000)
+        let dropped = try #require(Self.nftDropped(try Self.nft(pair, .second, ["list", "table", "inet", "recdloss"])))
+        try Self.nft(pair, .second, ["delete", "table", "inet", "recdloss"])
+        usleep(500_000)
+        let counted = try #require(lost()) - before
+        print("rtp: nft dropped \(dropped) packets; recd's monitor counted \(Int(counted)) lost")
+        #expect(dropped > 10, "nft dropped \(dropped): the rule did not match the stream")
+        #expect(abs(counted - Double(dropped)) <= max(1, 0.1 * Double(dropped)), "\(counted) counted, \(dropped) dropped")
+        #expect(Self.sample(Self.metrics(pair), "recd_rtp_silences_total") == 0, "\(Self.metrics(pair))")
+
+        try #require(daemon.recctl("record", "stop", "remote").status == 0)
+        #expect(eventually { archiveFiles(daemon.directory + "/archive").allSatisfy { $0.hasSuffix(".flac") } })
+        let files = archiveFiles(daemon.directory + "/archive")
+        try #require(files.count == 1, "\(files)")
+        #expect(try flacTest(files[0]), "flac -t \(files[0])")
+        let tagged = try metaflacTag(files[0], "NETWORK_PACKETS_LOST").flatMap { Double($0) } ?? -1
+        #expect(tagged >= counted && tagged <= before + counted, "NETWORK_PACKETS_LOST \(tagged); counted \(counted)")
+        #expect(try metaflacTag(files[0], "NETWORK_LOSS") == nil)
+    }
 }
