@@ -309,6 +309,7 @@ struct RTPAudioTests {
         let daemon = try Daemon(
             extraConfig: Self.sessions + Self.http, ports: Self.ports, environment: logger.environment,
             networkNamespace: pair.name(.first))
+        let daemonStartedAt = Date()
         let watcher = try daemon.watch("remote")
         func logs() -> String {
             "the logger's PipeWire:\n\(logger.log.suffix(3000))\nthe sender's:\n\(sender.log.suffix(2000))\n"
@@ -401,6 +402,10 @@ struct RTPAudioTests {
         print("rtp: recording again \(Date().timeIntervalSince(restartedAt)) s after the sender restarted")
         #expect(eventually(timeout: 5) { origins() == expectedOrigins }, "\(origins())")
         usleep(UInt32(Self.stretchSeconds * 1e6))
+        if let recd = daemon.pid, let cpu = Self.monitorCPUSeconds(recd) {
+            let seconds = Date().timeIntervalSince(daemonStartedAt)
+            print("rtp: recd's RTP monitor thread: \(cpu) s of CPU in recd's \(seconds) s (\(cpu / seconds * 100) %)")
+        }
         try #require(daemon.recctl("record", "stop", "remote").status == 0)
         #expect(eventually { archiveFiles(daemon.directory + "/archive").allSatisfy { $0.hasSuffix(".flac") } })
 
@@ -528,6 +533,17 @@ struct RTPAudioTests {
                 + "sender's \((cpuEnd.1 - cpuStart.1) / seconds * 100) %")
     }
 
+    /// CPU seconds of recd's "rtp monitor" thread (its /proc task's utime + stime); nil without one.
+    static func monitorCPUSeconds(_ pid: Int32) -> Double? {
+        let tasks = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/\(pid)/task")) ?? []
+        for task in tasks {
+            let comm = (try? String(contentsOfFile: "/proc/\(pid)/task/\(task)/comm", encoding: .utf8)) ?? ""
+            guard comm.hasPrefix("rtp monitor"), let tid = Int32(task) else { continue }
+            return NetworkAudioTests.cpuSeconds(pid: pid, task: tid)
+        }
+        return nil
+    }
+
     /// What `nft` says it dropped: the `counter packets N` of the table's rule.
     static func nftDropped(_ listing: String) -> Int? {
         guard let range = listing.range(of: "counter packets ") else { return nil }
@@ -575,6 +591,8 @@ struct RTPAudioTests {
         try #require(eventually(timeout: 8) { lost() != nil }, "recd's RTP monitor hears nothing: \(daemon.log.suffix(2000))")
         usleep(500_000)
         let before = try #require(lost())
+        let recd = try #require(daemon.pid)
+        let cpuStart = (Self.monitorCPUSeconds(recd), Date())
 
         try Self.nft(pair, .second, ["add", "table", "inet", "recdloss"])
         try Self.nft(pair, .second, ["add", "chain", "inet", "recdloss", "out", "{ type filter hook output priority 0; }"])
@@ -587,6 +605,10 @@ struct RTPAudioTests {
         try Self.nft(pair, .second, ["delete", "table", "inet", "recdloss"])
         usleep(500_000)
         let counted = try #require(lost()) - before
+        if let start = cpuStart.0, let end = Self.monitorCPUSeconds(recd) {
+            let seconds = Date().timeIntervalSince(cpuStart.1)
+            print("rtp: recd's RTP monitor thread: \((end - start) / seconds * 100) % of a core over \(seconds) s (1 stream, 1000 packets/s)")
+        }
         print("rtp: nft dropped \(dropped) packets; recd's monitor counted \(Int(counted)) lost")
         #expect(dropped > 10, "nft dropped \(dropped): the rule did not match the stream")
         #expect(abs(counted - Double(dropped)) <= max(1, 0.1 * Double(dropped)), "\(counted) counted, \(dropped) dropped")
