@@ -55,7 +55,7 @@ final class EngineController {
     /// The RTP streams PipeWire receives: which clients' ports `routes` shows as an RTP session's.
     private let rtpSessions: RTPSessionDirectory
     /// recd's own count of those streams' packets (nil: it could not be made; logged).
-    let rtpMonitor: RTPMonitor?
+    private let rtpMonitor: RTPMonitor?
 
     init(config: RecdConfig, wake: @escaping @Sendable () -> Void) {
         self.config = config
@@ -91,6 +91,12 @@ final class EngineController {
         }
         return RTPReception(monitor: rtpMonitor, clients: clients)
     }
+
+    /// The RTP streams the monitor listens to (for /metrics). Any thread.
+    func rtpStreams() -> [RTPStreamFacts] { rtpMonitor.map { Array($0.facts().values) } ?? [] }
+
+    /// Ends the RTP monitor's thread (shutdown).
+    func stopRTPMonitor() { rtpMonitor?.stop() }
 
     /// Group names: a duplex port has an input and an output group.
     static func inputGroup(_ port: PortDecl) -> String? {

@@ -157,6 +157,6 @@ extension SessionCoordinator {
         }
         return MetricsSnapshot(
             status: status, inputPeaks: peaks, replication: replication,
-            rtpStreams: Array((engine.rtpMonitor?.facts() ?? [:]).values))
+            rtpStreams: engine.rtpStreams())
     }
 }

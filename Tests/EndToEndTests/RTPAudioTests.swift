@@ -613,6 +613,8 @@ struct RTPAudioTests {
         #expect(dropped > 10, "nft dropped \(dropped): the rule did not match the stream")
         #expect(abs(counted - Double(dropped)) <= max(1, 0.1 * Double(dropped)), "\(counted) counted, \(dropped) dropped")
         #expect(Self.sample(Self.metrics(pair), "recd_rtp_silences_total") == 0, "\(Self.metrics(pair))")
+        let (status, verdict) = try HTTPEndToEndTests.promtoolCheckMetrics(Self.metrics(pair))
+        #expect(status == 0, "promtool check metrics: \(verdict)")
 
         try #require(daemon.recctl("record", "stop", "remote").status == 0)
         #expect(eventually { archiveFiles(daemon.directory + "/archive").allSatisfy { $0.hasSuffix(".flac") } })
