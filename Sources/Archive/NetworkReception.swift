@@ -43,7 +43,9 @@ enum NetworkComments {
             VorbisComment(CommentName.networkPackets, String(end.received - (base?.received ?? 0))),
             VorbisComment(CommentName.networkPacketsLost, String(end.lost - (base?.lost ?? 0))),
         ]
-        if !outages.isEmpty { comments.append(VorbisComment(CommentName.networkLoss, SegmentGap.commentValue(outages))) }
+        if !outages.isEmpty {
+            comments.append(VorbisComment(CommentName.networkLoss, SegmentGap.commentValue(outages)))
+        }
         return comments
     }
 

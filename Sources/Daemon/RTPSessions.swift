@@ -53,7 +53,8 @@ enum PipeWireDump {
             let address =
                 (props["rtp.origin"] as? String).flatMap(senderAddress(origin:))
                 ?? (props["rtp.destination.ip"] as? String)
-            let latency = (props["sess.latency.msec"] as? Int) ?? (props["sess.latency.msec"] as? String).flatMap { Int($0) }
+            let latency =
+                (props["sess.latency.msec"] as? Int) ?? (props["sess.latency.msec"] as? String).flatMap { Int($0) }
             sessions[client] = RTPSession(
                 name: session, address: address, origin: props["rtp.origin"] as? String,
                 latencyMilliseconds: latency.flatMap { (1...10_000).contains($0) ? $0 : nil })

@@ -20,7 +20,8 @@ struct NetworkCommentsTests {
         #expect(NetworkComments.comments(start: start, end: nil, outages: []).isEmpty)
         #expect(
             NetworkComments.comments(
-                start: nil, end: end, outages: [SegmentGap(position: 5, length: 10), SegmentGap(position: 40, length: 2)]
+                start: nil, end: end,
+                outages: [SegmentGap(position: 5, length: 10), SegmentGap(position: 40, length: 2)]
             ).last?.description == "NETWORK_LOSS=5+10,40+2")
     }
 

@@ -112,9 +112,10 @@ final class Daemon: @unchecked Sendable {
 
     func start() throws {
         // `ip netns exec` execs recd in place: the process is recd's, its signals recd's.
+        let arguments = ["--config", configPath]
         let process =
-            try networkNamespace.map { try ExternalTools.process("ip", ["netns", "exec", $0, recdPath, "--config", configPath]) }
-            ?? ExternalTools.ownProcess(recdPath, ["--config", configPath])
+            try networkNamespace.map { try ExternalTools.process("ip", ["netns", "exec", $0, recdPath] + arguments) }
+            ?? ExternalTools.ownProcess(recdPath, arguments)
         process.environment = ExternalTools.environment(environment)
         if !FileManager.default.fileExists(atPath: logPath) { _ = FileManager.default.createFile(atPath: logPath, contents: nil) }
         let logHandle = try FileHandle(forWritingTo: URL(fileURLWithPath: logPath))

@@ -47,8 +47,10 @@ struct RTPAudioTests {
     /// `RECD_TEST_NET_TAG` (up to 4 letters or digits) makes this run's namespaces and PipeWire
     /// directories its own, for a run beside another checkout's (the names are stable otherwise).
     static let tag = String(
-        (ProcessInfo.processInfo.environment["RECD_TEST_NET_TAG"] ?? "").filter { $0.isASCII && $0.isLetter || $0.isNumber }
-            .prefix(4))
+        (ProcessInfo.processInfo.environment["RECD_TEST_NET_TAG"] ?? "").filter {
+            $0.isASCII && ($0.isLetter || $0.isNumber)
+        }
+        .prefix(4))
     /// The namespaces' tags (at most 7 characters) and the PipeWires' names.
     static var namespaceTags: (String, String) { tag.isEmpty ? ("rtplog", "rtpsend") : ("rl" + tag, "rs" + tag) }
     static func pipeWireName(_ role: String) -> String { "rtp-\(role)" + (tag.isEmpty ? "" : "-" + tag) }
@@ -58,7 +60,11 @@ struct RTPAudioTests {
     /// recd's /metrics, read inside `namespace` (curl there: recd listens on that namespace's loopback).
     static func metrics(_ pair: NamespacePair) -> String {
         (try? ExternalTools.run(
-            "ip", ["netns", "exec", pair.name(.first), try ExternalTools.path("curl"), "-sf", "http://127.0.0.1:9720/metrics"],
+            "ip",
+            [
+                "netns", "exec", pair.name(.first), try ExternalTools.path("curl"), "-sf",
+                "http://127.0.0.1:9720/metrics",
+            ],
             timeout: 10))?.stdout ?? ""
     }
 
@@ -283,7 +289,8 @@ struct RTPAudioTests {
         let pair = try NamespacePair(Self.namespaceTags.0, Self.namespaceTags.1)
         defer { pair.remove() }
         let logger = try PrivatePipeWire(
-            name: Self.pipeWireName("logger"), dropIn: Self.receiver(interface: pair.links[0]), namespace: (pair, .first),
+            name: Self.pipeWireName("logger"), dropIn: Self.receiver(interface: pair.links[0]),
+            namespace: (pair, .first),
             environment: ["PIPEWIRE_DEBUG": "2,mod.rtp-source:4"])
         defer { logger.stop() }
         let senderAddress = pair.addresses[1]
@@ -588,18 +595,23 @@ struct RTPAudioTests {
         let recording = { (try? daemon.recctl("--json", "status").json?["recorders"]?.arrayValue?.count) ?? 0 }
         try #require(eventually(timeout: 10) { recording() == 1 }, "\(daemon.log.suffix(2000))")
         let lost = { Self.sample(Self.metrics(pair), "recd_rtp_packets_lost_total") }
-        try #require(eventually(timeout: 8) { lost() != nil }, "recd's RTP monitor hears nothing: \(daemon.log.suffix(2000))")
+        try #require(
+            eventually(timeout: 8) { lost() != nil }, "recd's RTP monitor hears nothing: \(daemon.log.suffix(2000))")
         usleep(500_000)
         let before = try #require(lost())
         let recd = try #require(daemon.pid)
         let cpuStart = (Self.monitorCPUSeconds(recd), Date())
 
         try Self.nft(pair, .second, ["add", "table", "inet", "recdloss"])
-        try Self.nft(pair, .second, ["add", "chain", "inet", "recdloss", "out", "{ type filter hook output priority 0; }"])
+        try Self.nft(
+            pair, .second, ["add", "chain", "inet", "recdloss", "out", "{ type filter hook output priority 0; }"])
         try Self.nft(
             pair, .second,
-            ["add", "rule", "inet", "recdloss", "out", "udp", "dport", "46000", "numgen", "random", "mod", "100", "<", "2",
-             "counter", "drop"])
+            [
+                "add", "rule", "inet", "recdloss", "out", "udp", "dport", "46000", "numgen", "random", "mod", "100",
+                "<", "2",
+                "counter", "drop",
+            ])
         usleep(2_000_000)
         let dropped = try #require(Self.nftDropped(try Self.nft(pair, .second, ["list", "table", "inet", "recdloss"])))
         try Self.nft(pair, .second, ["delete", "table", "inet", "recdloss"])
@@ -607,11 +619,14 @@ struct RTPAudioTests {
         let counted = try #require(lost()) - before
         if let start = cpuStart.0, let end = Self.monitorCPUSeconds(recd) {
             let seconds = Date().timeIntervalSince(cpuStart.1)
-            print("rtp: recd's RTP monitor thread: \((end - start) / seconds * 100) % of a core over \(seconds) s (1 stream, 1000 packets/s)")
+            print(
+                "rtp: recd's RTP monitor thread: \((end - start) / seconds * 100) % of a core over \(seconds) s (1 stream, 1000 packets/s)"
+            )
         }
         print("rtp: nft dropped \(dropped) packets; recd's monitor counted \(Int(counted)) lost")
         #expect(dropped > 10, "nft dropped \(dropped): the rule did not match the stream")
-        #expect(abs(counted - Double(dropped)) <= max(1, 0.1 * Double(dropped)), "\(counted) counted, \(dropped) dropped")
+        #expect(
+            abs(counted - Double(dropped)) <= max(1, 0.1 * Double(dropped)), "\(counted) counted, \(dropped) dropped")
         #expect(Self.sample(Self.metrics(pair), "recd_rtp_silences_total") == 0, "\(Self.metrics(pair))")
         let (status, verdict) = try HTTPEndToEndTests.promtoolCheckMetrics(Self.metrics(pair))
         #expect(status == 0, "promtool check metrics: \(verdict)")

@@ -553,7 +553,8 @@ extension ArchiverLoop {
                 let first = min(max(frame(outage.lowerBound), segmentTimelineStart), timeline)
                 let end = min(max(frame(outage.upperBound), segmentTimelineStart), timeline)
                 let position = NetworkComments.filePosition(timelineOffset: first - segmentTimelineStart, gaps: gaps)
-                let length = NetworkComments.filePosition(timelineOffset: end - segmentTimelineStart, gaps: gaps) - position
+                let length =
+                    NetworkComments.filePosition(timelineOffset: end - segmentTimelineStart, gaps: gaps) - position
                 if length > 0 { outages.append(SegmentGap(position: position, length: length)) }
             }
         }
