@@ -86,6 +86,9 @@ final class RTPMonitor: Sendable {
     /// Bytes read of a packet: an RTP header is 12, an SAP announcement with its SDP well under
     /// this; the rest of a longer datagram is dropped unread.
     static let receiveBytes = 2048
+    /// Datagrams read from one socket before the poll turns to the others (a round is a few ms
+    /// of packets at AES67's 1 ms; the kernel's queue holds the rest).
+    static let packetsPerRound = 256
 
     /// A stream PipeWire receives, as the last `pw-dump` showed its node.
     struct Wanted: Hashable, Sendable {
@@ -221,7 +224,8 @@ private final class RTPMonitorLoop: @unchecked Sendable {
             for client in clients { entries.append(PollEntry(descriptor: streams[client]!.fd, events: .readable)) }
             let ready: Int
             do {
-                ready = try Descriptor.poll(&entries, timeoutMilliseconds: 1000)
+                // No timed wake-up: packets, announcements or the eventfd (a new set, the stop) wake it.
+                ready = try Descriptor.poll(&entries, timeoutMilliseconds: -1)
             } catch {
                 Log.error("the RTP monitor stops: \(error)")
                 return
@@ -272,7 +276,9 @@ private final class RTPMonitorLoop: @unchecked Sendable {
     }
 
     private func readAnnouncements(_ fd: Int32) {
-        while let (size, _) = try? MulticastSocket.receive(fd, into: buffer) {
+        var taken = 0
+        while taken < RTPMonitor.packetsPerRound, let (size, _) = try? MulticastSocket.receive(fd, into: buffer) {
+            taken += 1
             let bytes = UnsafeRawBufferPointer(rebasing: buffer[0..<min(size, buffer.count)])
             guard let announcement = SAPAnnouncement(bytes), !announcement.deletion else { continue }
             remember(announcement.session)
@@ -328,7 +334,12 @@ private final class RTPMonitorLoop: @unchecked Sendable {
     private func readPackets(client: String, wallLessMonotonic: Int64) {
         guard var stream = streams[client] else { return }
         defer { streams[client] = stream }
-        while let (size, wall) = try? MulticastSocket.receive(stream.fd, into: buffer) {
+        // At most `packetsPerRound` a round: a flooded socket cannot starve the others.
+        var taken = 0
+        while taken < RTPMonitor.packetsPerRound,
+            let (size, wall) = try? MulticastSocket.receive(stream.fd, into: buffer)
+        {
+            taken += 1
             guard let header = RTPHeader(UnsafeRawBufferPointer(rebasing: buffer[0..<min(size, buffer.count)])) else {
                 continue
             }
