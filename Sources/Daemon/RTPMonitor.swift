@@ -112,9 +112,12 @@ final class RTPMonitor: Sendable {
     private let shared = Mutex(Shared())
     private let wake: Int32
     private let thread = Mutex<NamedThread?>(nil)
+    /// The interface its sockets join their groups on; nil: the one the kernel's routes choose.
+    let interface: String?
 
-    init() throws(SystemError) {
+    init(interface: String? = nil) throws(SystemError) {
         wake = try EventFD.make()
+        self.interface = interface
     }
 
     deinit { Descriptor.close(wake) }
@@ -267,7 +270,8 @@ private final class RTPMonitorLoop: @unchecked Sendable {
         // its node, and that announcement is what `heard` keeps.
         if !wanted.isEmpty, sap == nil {
             do {
-                sap = try MulticastSocket.open(group: SAPAnnouncement.group, port: SAPAnnouncement.port)
+                sap = try MulticastSocket.open(
+                    group: SAPAnnouncement.group, port: SAPAnnouncement.port, interface: monitor.interface)
             } catch {
                 Log.warning("RTP monitor: cannot hear SAP announcements: \(error); RTP loss is not counted")
             }
@@ -310,7 +314,7 @@ private final class RTPMonitorLoop: @unchecked Sendable {
         }
         let fd: Int32
         do {
-            fd = try MulticastSocket.open(group: sdp.group, port: sdp.port)
+            fd = try MulticastSocket.open(group: sdp.group, port: sdp.port, interface: monitor.interface)
         } catch {
             if failedOrigins.insert(sdp.origin).inserted {
                 Log.warning("RTP monitor: cannot listen to \(want.session) at \(sdp.group):\(sdp.port): \(error)")

@@ -3,9 +3,15 @@
 // module-rtp-sink sends them, and placing a silence in the receiver's output. The sockets and the
 // thread are RTPAudioTests' (a real stream between two PipeWires in network namespaces).
 import Foundation
+import Platform
+import TestSupport
 import Testing
 
 @testable import Daemon
+
+#if canImport(Glibc)
+    import Glibc
+#endif
 
 @Suite("RTP monitor: sequence numbers, headers, SAP, outages")
 struct RTPMonitorTests {
@@ -151,5 +157,112 @@ struct RTPMonitorTests {
             facts.outages(overlapping: 8_000_000..<9_200_000, now: 9_150_000) == [9_101_000..<9_200_000])
         #expect(facts.outages(overlapping: 8_000_000..<9_200_000, now: 9_050_000).isEmpty)
         #expect(facts.label == "studio2@10.231.0.2")
+    }
+}
+
+/// The monitor itself on real sockets: SAP and RTP sent to multicast groups on the loopback
+/// interface (no traffic leaves the machine), the monitor joined there; its thread counts.
+@Suite("RTP monitor on loopback multicast", .serialized)
+struct RTPMonitorSocketTests {
+    /// A UDP socket that sends multicast out of the loopback interface.
+    final class Sender {
+        let fd: Int32
+        init() throws {
+            fd = socket(AF_INET, Int32(SOCK_DGRAM.rawValue), 0)
+            try #require(fd >= 0)
+            var loopback = in_addr(s_addr: inet_addr("127.0.0.1"))
+            var on: UInt8 = 1
+            setsockopt(fd, Int32(IPPROTO_IP), IP_MULTICAST_IF, &loopback, socklen_t(MemoryLayout<in_addr>.size))
+            setsockopt(fd, Int32(IPPROTO_IP), IP_MULTICAST_LOOP, &on, 1)
+        }
+        deinit { close(fd) }
+
+        func send(_ bytes: [UInt8], to group: String, port: UInt16) {
+            var address = sockaddr_in()
+            address.sin_family = sa_family_t(AF_INET)
+            address.sin_port = port.bigEndian
+            address.sin_addr.s_addr = inet_addr(group)
+            _ = bytes.withUnsafeBytes { buffer in
+                withUnsafePointer(to: &address) {
+                    $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                        sendto(fd, buffer.baseAddress, buffer.count, 0, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
+                    }
+                }
+            }
+        }
+
+        /// An RTP packet of 48 L24 stereo frames (the payload zeros) after a 12-byte header.
+        func rtp(sequence: UInt16, timestamp: UInt32, ssrc: UInt32, to group: String, port: UInt16) {
+            var packet: [UInt8] = [0x80, 127, UInt8(sequence >> 8), UInt8(sequence & 0xFF)]
+            for word in [timestamp, ssrc] { packet += [24, 16, 8, 0].map { UInt8((word >> $0) & 0xFF) } }
+            send(packet + [UInt8](repeating: 0, count: 288), to: group, port: port)
+        }
+    }
+
+    @Test(
+        "the monitor learns the group from SAP, hears the stream beside another socket, counts wraparound, loss, a late packet, a duplicate, a silence and a new sender"
+    )
+    func countsAStream() throws {
+        let group = "239.255.77.\(1 + getpid() % 250)"
+        let port = UInt16(40_000 + getpid() % 20_000)
+        let origin = "root \(getpid()) 0 IN IP4 127.0.0.1"
+        let monitor = try RTPMonitor(interface: "lo")
+        defer { monitor.stop() }
+        monitor.watch([
+            origin: RTPMonitor.Wanted(
+                client: "studio2", session: "studio2", address: "127.0.0.1", latencyMilliseconds: 100)
+        ])
+        // Another receiver of the group, as PipeWire is: it gets every packet too.
+        let other = try MulticastSocket.open(group: group, port: port, interface: "lo")
+        defer { Descriptor.close(other) }
+        let sender = try Sender()
+        let sdp =
+            "v=0\r\no=\(origin)\r\ns=studio2\r\nc=IN IP4 \(group)/1\r\nt=0 0\r\nm=audio \(port) RTP/AVP 127\r\n"
+            + "a=rtpmap:127 L24/48000/2\r\na=ptime:1\r\n"
+        let announcement =
+            [UInt8]([0x20, 0, 0x12, 0x34, 127, 0, 0, 1]) + Array("application/sdp".utf8) + [0]
+            + Array(sdp.utf8)
+        #expect(
+            eventually(timeout: 5) {
+                sender.send(announcement, to: SAPAnnouncement.group, port: SAPAnnouncement.port)
+                usleep(50_000)
+                return monitor.facts()["studio2"] != nil
+            }, "the monitor did not take the announcement")
+
+        // 65530...65535, 0...10 (the wrap), 13, 14 (11 and 12 lost), 12 (late), 12 again (a
+        // duplicate), 15, then 1 s of audio missing by the timestamps (a silence), 16; then a new SSRC.
+        var sequences: [UInt16] = Array(65_530...65_535) + Array(0...10) + [13, 14, 12, 12, 15]
+        var timestamps = sequences.map { UInt32(truncatingIfNeeded: Int($0 &- 65_530) * 48) }
+        sequences.append(16)
+        timestamps.append(timestamps.last! + 48_000 + 48)
+        for (sequence, timestamp) in zip(sequences, timestamps) {
+            sender.rtp(sequence: sequence, timestamp: timestamp, ssrc: 42, to: group, port: port)
+        }
+        for sequence in UInt16(500)..<UInt16(510) {
+            sender.rtp(sequence: sequence, timestamp: UInt32(sequence) * 48, ssrc: 43, to: group, port: port)
+        }
+        // Distinct packets: 17 to the wrap's end, 13, 14, 12 (late), 15, 16, and the new sender's 10.
+        let expected = (packets: 17 + 5 + 10, lost: 1, silences: 1)
+        #expect(
+            eventually(timeout: 5) {
+                let facts = monitor.facts()["studio2"]
+                return facts?.packets == expected.packets && facts?.lost == expected.lost
+            }, "\(String(describing: monitor.facts()["studio2"]))")
+        let facts = try #require(monitor.facts()["studio2"])
+        #expect(facts.duplicates == 1 && facts.silences == expected.silences, "\(facts)")
+        #expect(facts.recentSilences.first.map { abs($0.missingMicros - 1_000_000) <= 1 } == true, "\(facts)")
+        #expect(facts.group == group && facts.port == port && facts.label == "studio2@127.0.0.1")
+
+        // The other socket got every datagram too (and the monitor's reads were truncated ones).
+        var buffer = [UInt8](repeating: 0, count: 2048)
+        var received = 0
+        while let _ = try buffer.withUnsafeMutableBytes({ try MulticastSocket.receive(other, into: $0) }) {
+            received += 1
+        }
+        #expect(received == sequences.count + 10)
+
+        // The node goes: the stream is forgotten.
+        monitor.watch([:])
+        #expect(eventually(timeout: 2) { monitor.facts().isEmpty })
     }
 }
