@@ -58,6 +58,13 @@ public struct RecorderConfiguration: Hashable, Sendable {
     public var retirementLimit: Double
     /// Silence detection on the frames written (`.silence` events, SILENCE_SECONDS); nil: off.
     public var silence: SilenceDetection?
+    /// The network's facts about the input (NETWORK_PACKETS, NETWORK_PACKETS_LOST, NETWORK_LOSS
+    /// at each segment's end); nil: an input of this machine, no such comments.
+    public var network: (any NetworkReception)? {
+        get { networkHolder?.reception }
+        set { networkHolder = newValue.map(NetworkReceptionHolder.init) }
+    }
+    private var networkHolder: NetworkReceptionHolder?
 
     public init(
         archiveDirectory: String, app: String, stream: String, channels: Int, sampleRate: Int,
@@ -111,6 +118,13 @@ public struct RecorderConfiguration: Hashable, Sendable {
             compressionLevel: compressionLevel
         ).validate()
     }
+}
+
+/// A configuration's `network`, equal by identity (the configuration stays Hashable).
+private struct NetworkReceptionHolder: Hashable, Sendable {
+    let reception: any NetworkReception
+    static func == (lhs: Self, rhs: Self) -> Bool { lhs.reception === rhs.reception }
+    func hash(into hasher: inout Hasher) { hasher.combine(ObjectIdentifier(reception)) }
 }
 
 /// What a recorder reports to the control thread (through `Recorder.drainEvents`). A plain

@@ -60,6 +60,15 @@ public enum CommentName {
     /// Seconds of the segment that were silence (issue 15), `12.34`; only with silence
     /// detection on.
     public static let silenceSeconds = "SILENCE_SECONDS"
+    /// An input whose audio came over the network as an RTP stream (recd's RTP monitor):
+    /// packets of it received while the segment was recorded, and packets lost (sequence numbers
+    /// that never came, a link cut's included).
+    public static let networkPackets = "NETWORK_PACKETS"
+    public static let networkPacketsLost = "NETWORK_PACKETS_LOST"
+    /// `pos+len,pos+len` (as GAPS): frames of this file that hold the network's zeros (the
+    /// receiver's buffer ran dry: no packets came), not the studio's silence. Unlike GAPS these
+    /// frames are in the file: the time line counts them once.
+    public static let networkLoss = "NETWORK_LOSS"
     /// Integrated loudness of the segment (EBU R128), LUFS; absent for silence.
     public static let loudness = "LOUDNESS_LUFS"
     /// Loudness range (EBU Tech 3342), LU; absent for silence.

@@ -20,6 +20,10 @@
 #include <string.h>
 #include <sys/types.h>
 #include <unistd.h>
+#include <arpa/inet.h>
+#include <net/if.h>
+#include <netinet/in.h>
+#include <time.h>
 
 #ifndef __USE_GNU
 extern int fallocate64(int fd, int mode, __off64_t offset, __off64_t len);
@@ -206,5 +210,82 @@ static inline int recd_wait_child(pid_t pid, int nohang, int *exited, int *code)
 
 /// kill(2) of process group `group` with `signal`. 0 or -1 with errno.
 static inline int recd_kill_group(pid_t group, int signal) { return kill(-group, signal); }
+
+/// A non-blocking, close-on-exec UDP socket that receives the multicast group `group` (an IPv4
+/// or IPv6 literal) on `port` beside any other socket of this host bound there (SO_REUSEADDR and
+/// SO_REUSEPORT, so a PipeWire receiving the same stream still gets every packet), bound to the
+/// group's address (it hears no other group's traffic on that port), joined on `interface` (a
+/// name; NULL or "": the kernel's choice by its routes), with kernel receive timestamps
+/// (SO_TIMESTAMPNS). The descriptor, or -1 with errno (EINVAL: `group` is not a multicast
+/// address literal; ENODEV: no such interface).
+static inline int recd_multicast_socket(const char *group, unsigned short port, const char *interface) {
+    struct in_addr address4;
+    struct in6_addr address6;
+    int family;
+    if (inet_pton(AF_INET, group, &address4) == 1 && IN_MULTICAST(ntohl(address4.s_addr))) {
+        family = AF_INET;
+    } else if (inet_pton(AF_INET6, group, &address6) == 1 && IN6_IS_ADDR_MULTICAST(&address6)) {
+        family = AF_INET6;
+    } else {
+        errno = EINVAL;
+        return -1;
+    }
+    unsigned int index = 0;
+    if (interface != NULL && interface[0] != 0) {
+        index = if_nametoindex(interface);
+        if (index == 0) return -1;
+    }
+    int fd = socket(family, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+    if (fd < 0) return -1;
+    int one = 1;
+    int failed = setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one) < 0 ||
+                 setsockopt(fd, SOL_SOCKET, SO_REUSEPORT, &one, sizeof one) < 0 ||
+                 setsockopt(fd, SOL_SOCKET, SO_TIMESTAMPNS, &one, sizeof one) < 0;
+    if (!failed && family == AF_INET) {
+        struct sockaddr_in bound = {.sin_family = AF_INET, .sin_port = htons(port), .sin_addr = address4};
+        struct ip_mreqn membership = {.imr_multiaddr = address4, .imr_ifindex = (int)index};
+        failed = bind(fd, (struct sockaddr *)&bound, sizeof bound) < 0 ||
+                 setsockopt(fd, IPPROTO_IP, IP_ADD_MEMBERSHIP, &membership, sizeof membership) < 0;
+    } else if (!failed) {
+        struct sockaddr_in6 bound = {.sin6_family = AF_INET6, .sin6_port = htons(port), .sin6_addr = address6};
+        struct ipv6_mreq membership = {.ipv6mr_multiaddr = address6, .ipv6mr_interface = index};
+        failed = bind(fd, (struct sockaddr *)&bound, sizeof bound) < 0 ||
+                 setsockopt(fd, IPPROTO_IPV6, IPV6_ADD_MEMBERSHIP, &membership, sizeof membership) < 0;
+    }
+    if (failed) {
+        int saved = errno;
+        close(fd);
+        errno = saved;
+        return -1;
+    }
+    return fd;
+}
+
+/// recvmsg(2) of one datagram, MSG_DONTWAIT, its first `length` bytes into `bytes` (the rest of
+/// a longer one is dropped: MSG_TRUNC tells its full size). `*realtime_ns` gets the kernel's
+/// receive time (SO_TIMESTAMPNS, CLOCK_REALTIME nanoseconds), 0 when none came. The datagram's
+/// full size, or -1 with errno (EAGAIN: none waiting).
+static inline long recd_receive_datagram(int socket, void *bytes, size_t length, long long *realtime_ns) {
+    union {
+        char space[CMSG_SPACE(sizeof(struct timespec))];
+        struct cmsghdr alignment;
+    } control;
+    struct iovec vector = {.iov_base = bytes, .iov_len = length};
+    struct msghdr message = {
+        .msg_iov = &vector, .msg_iovlen = 1,
+        .msg_control = control.space, .msg_controllen = sizeof control.space,
+    };
+    *realtime_ns = 0;
+    ssize_t count = recvmsg(socket, &message, MSG_DONTWAIT | MSG_TRUNC);
+    if (count < 0) return -1;
+    for (struct cmsghdr *header = CMSG_FIRSTHDR(&message); header != NULL;
+         header = CMSG_NXTHDR(&message, header)) {
+        if (header->cmsg_level != SOL_SOCKET || header->cmsg_type != SCM_TIMESTAMPNS) continue;
+        struct timespec stamp;
+        memcpy(&stamp, CMSG_DATA(header), sizeof stamp);
+        *realtime_ns = (long long)stamp.tv_sec * 1000000000LL + stamp.tv_nsec;
+    }
+    return (long)count;
+}
 
 #endif

@@ -3,6 +3,7 @@
 // here), hardware facts for sessions, media-services loss and return, and the faces each
 // service sees of the engine (EngineFacades.swift).
 // Control thread only (the engine's wake closure merely posts to the control loop).
+import Archive
 import AudioEngine
 import ControlProtocol
 import Platform
@@ -53,11 +54,19 @@ final class EngineController {
 
     /// The RTP streams PipeWire receives: which clients' ports `routes` shows as an RTP session's.
     private let rtpSessions: RTPSessionDirectory
+    /// recd's own count of those streams' packets (nil: it could not be made; logged).
+    private let rtpMonitor: RTPMonitor?
 
     init(config: RecdConfig, wake: @escaping @Sendable () -> Void) {
         self.config = config
         self.engine = AudioEngine(wake: wake)
-        rtpSessions = RTPSessionDirectory()
+        do {
+            rtpMonitor = try RTPMonitor()
+        } catch {
+            Log.warning("no RTP monitor: \(error)")
+            rtpMonitor = nil
+        }
+        rtpSessions = RTPSessionDirectory(monitor: rtpMonitor)
     }
 
     /// Reads again which JACK clients are RTP streams (on PipeWire only: `pw-dump` on `worker`);
@@ -66,6 +75,28 @@ final class EngineController {
         let onPipeWire = isRunning && implementation.kind == .pipewire
         rtpSessions.refresh(remote: serverName, onPipeWire: onPipeWire, worker: worker)
     }
+
+    /// The network's facts about a configured input port's audio when it is an RTP stream
+    /// PipeWire receives (looked up when asked: the monitor may find the stream later); nil on
+    /// jackd2, or for a port that is no input.
+    func networkReception(port name: String) -> (any NetworkReception)? {
+        guard let rtpMonitor, implementation.kind == .pipewire, let port = config.port(named: name),
+            port.direction != .output
+        else { return nil }
+        let jack = port.direction == .duplex ? port.jackIn : port.jack
+        var clients: [String] = []
+        for name in jack {
+            let client = String(name.prefix { $0 != ":" })
+            if !clients.contains(client) { clients.append(client) }
+        }
+        return RTPReception(monitor: rtpMonitor, clients: clients)
+    }
+
+    /// The RTP streams the monitor listens to (for /metrics). Any thread.
+    func rtpStreams() -> [RTPStreamFacts] { rtpMonitor.map { Array($0.facts().values) } ?? [] }
+
+    /// Ends the RTP monitor's thread (shutdown).
+    func stopRTPMonitor() { rtpMonitor?.stop() }
 
     /// Group names: a duplex port has an input and an output group.
     static func inputGroup(_ port: PortDecl) -> String? {

@@ -6,6 +6,7 @@
 // through an `EventSink` (the router).
 //
 // Threads: the control thread, for every member of every protocol here.
+import Archive
 import AudioEngine
 import ControlProtocol
 import SessionPolicy
@@ -80,6 +81,13 @@ protocol RecorderEngine: AnyObject {
     func removeCaptureTap(_ tap: CaptureTap)
     /// The UTC time of a JACK frame time (a tap's first frame); nil when not running.
     func utcNanoseconds(forFrameTime frameTime: UInt32) -> AudioEngine.FrameWallTime?
+    /// The network's facts about a configured input port's audio (an RTP stream's packets and
+    /// outages); nil for audio of this machine.
+    func networkReception(port name: String) -> (any NetworkReception)?
+}
+
+extension RecorderEngine {
+    func networkReception(port name: String) -> (any NetworkReception)? { nil }
 }
 
 /// The engine as `MonitoringService` uses it.

@@ -28,6 +28,8 @@ struct MetricsSnapshot: Sendable {
     /// Empty while JACK is gone.
     var inputPeaks: [InputPeak]
     var replication: Replication?
+    /// The RTP streams recd's monitor listens to (on PipeWire), by JACK client.
+    var rtpStreams: [RTPStreamFacts] = []
 }
 
 /// Renders `MetricsSnapshot`s as Prometheus text (version 0.0.4).
@@ -169,6 +171,25 @@ enum PrometheusMetrics {
                 segments.add(Double(count))
                 families.append(segments)
             }
+        }
+
+        if !snapshot.rtpStreams.isEmpty {
+            var received = Family(
+                "recd_rtp_packets_received_total", "counter",
+                "Packets of the RTP stream recd's monitor received (each sequence number once).")
+            var lost = Family(
+                "recd_rtp_packets_lost_total", "counter",
+                "Packets of the RTP stream that never came (sequence numbers skipped; a link cut's too).")
+            var silences = Family(
+                "recd_rtp_silences_total", "counter",
+                "Times the RTP stream's packets stopped for longer than max(20 ms, 4 packet times).")
+            for stream in snapshot.rtpStreams.sorted(by: { $0.label < $1.label }) {
+                let labels = [("session", stream.label)]
+                received.add(Double(stream.packets), labels)
+                lost.add(Double(stream.lost), labels)
+                silences.add(Double(stream.silences), labels)
+            }
+            families += [received, lost, silences]
         }
 
         if let replication = snapshot.replication {

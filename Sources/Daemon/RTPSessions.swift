@@ -23,6 +23,11 @@ struct RTPSession: Hashable, Sendable {
     /// The sender's address: the SDP origin's (`o=`; nil when it announced 0.0.0.0, a
     /// module-rtp-sink without `source.ip`); for the sender's own node, where it sends.
     var address: String?
+    /// A receiver's node: the SDP origin line (`rtp.origin`), which its SAP announcements carry
+    /// too (the RTP monitor matches them by it); nil for a sender's own node.
+    var origin: String? = nil
+    /// A receiver's node: its buffer (`sess.latency.msec`), when the node says.
+    var latencyMilliseconds: Int? = nil
 }
 
 /// Reading `pw-dump`'s JSON. Pure.
@@ -48,7 +53,11 @@ enum PipeWireDump {
             let address =
                 (props["rtp.origin"] as? String).flatMap(senderAddress(origin:))
                 ?? (props["rtp.destination.ip"] as? String)
-            sessions[client] = RTPSession(name: session, address: address)
+            let latency =
+                (props["sess.latency.msec"] as? Int) ?? (props["sess.latency.msec"] as? String).flatMap { Int($0) }
+            sessions[client] = RTPSession(
+                name: session, address: address, origin: props["rtp.origin"] as? String,
+                latencyMilliseconds: latency.flatMap { (1...10_000).contains($0) ? $0 : nil })
         }
         return sessions
     }
@@ -89,8 +98,22 @@ final class RTPSessionDirectory: @unchecked Sendable {
     /// Ports changed while a run was under way: one more run when it ends.
     private var again = false
     private var loggedFailure = false
+    /// Told which receivers' streams to listen to after each run (nil: no monitor).
+    private let monitor: RTPMonitor?
 
-    init() {}
+    init(monitor: RTPMonitor?) { self.monitor = monitor }
+
+    /// What the monitor listens to: the receivers' nodes, by SDP origin.
+    static func wanted(_ sessions: [String: RTPSession]) -> [String: RTPMonitor.Wanted] {
+        var wanted: [String: RTPMonitor.Wanted] = [:]
+        for (client, session) in sessions {
+            guard let origin = session.origin else { continue }
+            wanted[origin] = RTPMonitor.Wanted(
+                client: client, session: session.name, address: session.address,
+                latencyMilliseconds: session.latencyMilliseconds ?? RTPMonitor.defaultLatencyMilliseconds)
+        }
+        return wanted
+    }
 
     /// `origin` as `routes` shows it: a client that is an RTP session's node becomes `.rtp`.
     func origin(_ origin: PortOrigin) -> PortOrigin {
@@ -117,6 +140,7 @@ final class RTPSessionDirectory: @unchecked Sendable {
             case .success(let found):
                 if found != sessions { Log.info("RTP sessions PipeWire receives: \(Self.describe(found))") }
                 sessions = found
+                monitor?.watch(Self.wanted(found))
                 loggedFailure = false
             case .failure(let failure):
                 // Once until a run succeeds again: ports come and go often.

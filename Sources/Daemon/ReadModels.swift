@@ -159,6 +159,8 @@ extension SessionCoordinator {
         let replication = status.replication.map {
             MetricsSnapshot.Replication(backlogSegments: $0.backlog, lastSuccessUnixSeconds: $0.lastSuccess)
         }
-        return MetricsSnapshot(status: status, inputPeaks: peaks, replication: replication)
+        return MetricsSnapshot(
+            status: status, inputPeaks: peaks, replication: replication,
+            rtpStreams: engine.rtpStreams())
     }
 }

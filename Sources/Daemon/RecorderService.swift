@@ -245,6 +245,7 @@ final class RecorderService: @unchecked Sendable {
         configuration.timeSource = timeSource
         configuration.measuresLoudness = settings.loudness != .no
         configuration.loudnessEngine = settings.loudness == .libebur128 ? .libebur128 : .vectorized
+        configuration.network = configuration.inputPort.flatMap { engine.networkReception(port: $0) }
         configuration.silence = silenceAlarms.detection(
             app: spec.app, stream: spec.stream, settings: silenceSettings(of: spec.app))
         if let resuming = resuming(spec) {

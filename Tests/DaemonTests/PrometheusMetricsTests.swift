@@ -113,6 +113,26 @@ struct PrometheusMetricsTests {
         #expect(text.contains("recd_jack_connected 0\n"))
     }
 
+    @Test("RTP streams: packets received and lost and silences by session, only while the monitor listens to one")
+    func rtpStreams() throws {
+        let status = Self.status(recorders: [])
+        #expect(
+            !PrometheusMetrics.render(MetricsSnapshot(status: status, inputPeaks: [], replication: nil))
+                .contains("recd_rtp_"))
+        var stream = RTPStreamFacts(
+            session: "studio2", address: "10.231.0.2", group: "239.255.42.1", port: 46000, packetMicros: 1000,
+            silenceMicros: 20_000, latencyMicros: 100_000)
+        stream.packets = 9000
+        stream.lost = 35
+        stream.silences = 1
+        let text = PrometheusMetrics.render(
+            MetricsSnapshot(status: status, inputPeaks: [], replication: nil, rtpStreams: [stream]))
+        #expect(text.contains("# TYPE recd_rtp_packets_received_total counter\n"))
+        #expect(text.contains("recd_rtp_packets_received_total{session=\"studio2@10.231.0.2\"} 9000\n"))
+        #expect(text.contains("recd_rtp_packets_lost_total{session=\"studio2@10.231.0.2\"} 35\n"))
+        #expect(text.contains("recd_rtp_silences_total{session=\"studio2@10.231.0.2\"} 1\n"))
+    }
+
     @Test("replication lines only when replication is on; the last success only once one happened")
     func replication() {
         let status = Self.status(recorders: [])

@@ -58,7 +58,10 @@ struct RTPSessionsTests {
     func receiver() {
         #expect(
             PipeWireDump.rtpSessions(json: Data(Self.loggerDump.utf8))
-                == ["studio2": RTPSession(name: "studio2", address: "10.232.0.2")])
+                == [
+                    "studio2": RTPSession(
+                        name: "studio2", address: "10.232.0.2", origin: "root 4005211321 0 IN IP4 10.232.0.2")
+                ])
     }
 
     @Test("the sender's node is the session too, going to its multicast group")

@@ -55,6 +55,8 @@ final class Daemon: @unchecked Sendable {
     private(set) var process: Process?
     /// Extra environment for recd (e.g. RECD_DEVICE_EVENTS=scripted).
     let environment: [String: String]
+    /// The network namespace recd runs in (`ip netns exec`); nil: this process's.
+    let networkNamespace: String?
     var logPath: String { directory + "/recd.log" }
     /// Everything recd wrote to stderr so far.
     var log: String { (try? String(contentsOfFile: logPath, encoding: .utf8)) ?? "" }
@@ -76,8 +78,9 @@ final class Daemon: @unchecked Sendable {
     /// server's system ports); `jackServer` names a private JACK server.
     init(extraConfig: String = "", adminGroup: String? = nil, ports: String = Daemon.systemPorts, jackServer: String? = nil,
          allowBufferSizeChanges: Bool = false, archiveSegmentSeconds: Int? = nil, archiveDirectory: String? = nil,
-         archiveMaxAgeDays: Int? = nil, environment: [String: String] = [:]) throws {
+         archiveMaxAgeDays: Int? = nil, environment: [String: String] = [:], networkNamespace: String? = nil) throws {
         self.environment = environment
+        self.networkNamespace = networkNamespace
         directory = try makeTemporaryDirectory("recd-e2e")
         socket = directory + "/run/control.sock"
         configPath = directory + "/recd.conf"
@@ -108,7 +111,11 @@ final class Daemon: @unchecked Sendable {
     var recctlPath: String { productsDirectory.appendingPathComponent("recctl").path }
 
     func start() throws {
-        let process = try ExternalTools.ownProcess(recdPath, ["--config", configPath])
+        // `ip netns exec` execs recd in place: the process is recd's, its signals recd's.
+        let arguments = ["--config", configPath]
+        let process =
+            try networkNamespace.map { try ExternalTools.process("ip", ["netns", "exec", $0, recdPath] + arguments) }
+            ?? ExternalTools.ownProcess(recdPath, arguments)
         process.environment = ExternalTools.environment(environment)
         if !FileManager.default.fileExists(atPath: logPath) { _ = FileManager.default.createFile(atPath: logPath, contents: nil) }
         let logHandle = try FileHandle(forWritingTo: URL(fileURLWithPath: logPath))

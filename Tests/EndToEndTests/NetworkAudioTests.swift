@@ -157,8 +157,12 @@ struct NetworkAudioTests {
     }
 
     /// CPU seconds (user + system) a process has used.
-    static func cpuSeconds(_ pid: Int32) -> Double {
-        guard let stat = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8),
+    static func cpuSeconds(_ pid: Int32) -> Double { cpuSeconds(pid: pid, task: nil) }
+
+    /// The same for one thread of it (`/proc/PID/task/TID/stat`).
+    static func cpuSeconds(pid: Int32, task: Int32?) -> Double {
+        let path = task.map { "/proc/\(pid)/task/\($0)/stat" } ?? "/proc/\(pid)/stat"
+        guard let stat = try? String(contentsOfFile: path, encoding: .utf8),
             let close = stat.lastIndex(of: ")")
         else { return 0 }
         let fields = stat[stat.index(after: close)...].split(separator: " ")

@@ -44,6 +44,35 @@ struct RTPAudioTests {
     static let sapTimeout = 6
     /// The receiver's buffer (module-rtp-source's default).
     static let sessionLatencyMs = 100
+    /// `RECD_TEST_NET_TAG` (up to 4 letters or digits) makes this run's namespaces and PipeWire
+    /// directories its own, for a run beside another checkout's (the names are stable otherwise).
+    static let tag = String(
+        (ProcessInfo.processInfo.environment["RECD_TEST_NET_TAG"] ?? "").filter {
+            $0.isASCII && ($0.isLetter || $0.isNumber)
+        }
+        .prefix(4))
+    /// The namespaces' tags (at most 7 characters) and the PipeWires' names.
+    static var namespaceTags: (String, String) { tag.isEmpty ? ("rtplog", "rtpsend") : ("rl" + tag, "rs" + tag) }
+    static func pipeWireName(_ role: String) -> String { "rtp-\(role)" + (tag.isEmpty ? "" : "-" + tag) }
+    /// recd's HTTP listener inside the logger's namespace (its own loopback: no other test's).
+    static let http = "\n[http]\nlisten = 127.0.0.1:9720\n"
+
+    /// recd's /metrics, read inside `namespace` (curl there: recd listens on that namespace's loopback).
+    static func metrics(_ pair: NamespacePair) -> String {
+        (try? ExternalTools.run(
+            "ip",
+            [
+                "netns", "exec", pair.name(.first), try ExternalTools.path("curl"), "-sf",
+                "http://127.0.0.1:9720/metrics",
+            ],
+            timeout: 10))?.stdout ?? ""
+    }
+
+    /// A sample's value in Prometheus text: the line `name{labels} value` (first match of `name{`).
+    static func sample(_ metrics: String, _ name: String) -> Double? {
+        metrics.split(separator: "\n").first { $0.hasPrefix(name + "{") }
+            .flatMap { $0.split(separator: " ").last }.flatMap { Double($0) }
+    }
 
     /// The logger's drop-in: module-rtp-source listening for SAP on its veth, its streams' ports
     /// as JACK shows a device's (one mono float port a channel: `adapter.auto-port-config`, which a
@@ -257,15 +286,16 @@ struct RTPAudioTests {
         "an RTP stream (module-rtp-sink → module-rtp-source) recorded through a [port]: routes says RTP session studio2@ADDRESS; the counter in order, latency measured; a 3 s link cut is 3 s of zeros at the true time and the recording goes on; a killed sender's port vanishes and comes back with it; every file passes flac -t"
     )
     func streamThroughACutAndASenderCrash() throws {
-        let pair = try NamespacePair("rtplog", "rtpsend")
+        let pair = try NamespacePair(Self.namespaceTags.0, Self.namespaceTags.1)
         defer { pair.remove() }
         let logger = try PrivatePipeWire(
-            name: "rtp-logger", dropIn: Self.receiver(interface: pair.links[0]), namespace: (pair, .first),
+            name: Self.pipeWireName("logger"), dropIn: Self.receiver(interface: pair.links[0]),
+            namespace: (pair, .first),
             environment: ["PIPEWIRE_DEBUG": "2,mod.rtp-source:4"])
         defer { logger.stop() }
         let senderAddress = pair.addresses[1]
         let sender = try PrivatePipeWire(
-            name: "rtp-sender", dropIn: Self.sender(address: senderAddress), namespace: (pair, .second))
+            name: Self.pipeWireName("sender"), dropIn: Self.sender(address: senderAddress), namespace: (pair, .second))
         defer { sender.stop() }
         func startDeck() throws -> SignalClient {
             try #require(sender.waitForPort("rtp-sink:input_FR"), "no rtp-sink ports: \(sender.log)")
@@ -282,7 +312,11 @@ struct RTPAudioTests {
             deck.lines.first { $0.contains("first-frame-usecs=") }
                 .flatMap { $0.split(separator: "=").last }.flatMap { Double($0) }, "\(deck.output)")
 
-        let daemon = try Daemon(extraConfig: Self.sessions, ports: Self.ports, environment: logger.environment)
+        // recd in the logger's namespace: its RTP monitor hears the stream there, as PipeWire does.
+        let daemon = try Daemon(
+            extraConfig: Self.sessions + Self.http, ports: Self.ports, environment: logger.environment,
+            networkNamespace: pair.name(.first))
+        let daemonStartedAt = Date()
         let watcher = try daemon.watch("remote")
         func logs() -> String {
             "the logger's PipeWire:\n\(logger.log.suffix(3000))\nthe sender's:\n\(sender.log.suffix(2000))\n"
@@ -310,6 +344,15 @@ struct RTPAudioTests {
         let reportedLatency = try daemon.recctl("--json", "session", "show", "remote").json?["actual"]?[
             "inputLatency"]?.doubleValue
 
+        // recd's RTP monitor hears the stream (it learns the group from the next SAP announcement).
+        let label = "recd_rtp_packets_received_total{session=\"\(Self.session)@\(senderAddress)\"}"
+        #expect(
+            eventually(timeout: 8) { (Self.sample(Self.metrics(pair), "recd_rtp_packets_received_total") ?? 0) > 0 },
+            "recd's RTP monitor hears nothing: \(Self.metrics(pair)) \(daemon.log.suffix(2000))")
+        #expect(Self.metrics(pair).contains(label), "\(Self.metrics(pair))")
+        let lostBeforeCut = Self.sample(Self.metrics(pair), "recd_rtp_packets_lost_total") ?? -1
+        let silencesBeforeCut = Self.sample(Self.metrics(pair), "recd_rtp_silences_total") ?? -1
+
         // The cut, just after a SAP announcement: with the 6 s timeout a cut that swallowed one
         // would also end the session (10 s between the two the logger hears), which is the sender
         // crash below, not a cut.
@@ -330,6 +373,14 @@ struct RTPAudioTests {
         #expect(
             !watcher.events.contains { $0["event"] == "routeChange" },
             "a cut is not a vanished port: \(watcher.events)")
+        // The monitor saw the cut: one silence, and the packets the sender sent meanwhile lost.
+        let afterCut = Self.metrics(pair)
+        let cutLost = (Self.sample(afterCut, "recd_rtp_packets_lost_total") ?? 0) - lostBeforeCut
+        #expect(
+            (Self.sample(afterCut, "recd_rtp_silences_total") ?? 0) - silencesBeforeCut == 1,
+            "one silence for one cut: \(afterCut)")
+        print("rtp: recd's monitor counted \(cutLost) packets lost in the cut (1 ms packets)")
+        #expect(abs(cutLost - 1000 * upAt.timeIntervalSince(cutAt)) <= 100, "\(cutLost) lost in the cut: \(afterCut)")
 
         // The sender crashes: its announcements stop, and module-rtp-source ends the session (its
         // node, so the JACK ports) 6 to 12 s after the last one it heard.
@@ -358,6 +409,10 @@ struct RTPAudioTests {
         print("rtp: recording again \(Date().timeIntervalSince(restartedAt)) s after the sender restarted")
         #expect(eventually(timeout: 5) { origins() == expectedOrigins }, "\(origins())")
         usleep(UInt32(Self.stretchSeconds * 1e6))
+        if let recd = daemon.pid, let cpu = Self.monitorCPUSeconds(recd) {
+            let seconds = Date().timeIntervalSince(daemonStartedAt)
+            print("rtp: recd's RTP monitor thread: \(cpu) s of CPU in recd's \(seconds) s (\(cpu / seconds * 100) %)")
+        }
         try #require(daemon.recctl("record", "stop", "remote").status == 0)
         #expect(eventually { archiveFiles(daemon.directory + "/archive").allSatisfy { $0.hasSuffix(".flac") } })
 
@@ -414,6 +469,33 @@ struct RTPAudioTests {
         #expect(abs(zeroSeconds - upAt.timeIntervalSince(cutAt)) <= 0.15 + periodSeconds, "zeros \(zeroSeconds) s")
         #expect(abs(shift) <= Double(Self.period), "the counter after the cut is \(shift) frames off")
 
+        // recd knew: the segment names the cut's zeros as the network's (NETWORK_LOSS, where the zeros
+        // are, as long), and its packets as lost; no such entry in the segment after the sender's restart.
+        // Two: the cut, and the killed sender's zeros up to the segment's end (its port stayed 7 s).
+        let loss = try metaflacTag(files[0], "NETWORK_LOSS").flatMap { TrueTimeEndToEndTests.parseGaps($0) } ?? []
+        #expect(loss.count == 2, "one NETWORK_LOSS entry for the cut, one for the kill: \(loss)")
+        if let trailing = first.zeroRuns.last, trailing.start + trailing.length == first.frames, loss.count == 2 {
+            let entry = loss[1]
+            print(
+                "rtp: NETWORK_LOSS \(entry.position)+\(entry.length) against the killed sender's zeros "
+                    + "\(trailing.start)+\(trailing.length)")
+            #expect(abs(entry.position - trailing.start) <= Self.period, "\(loss) \(trailing)")
+            #expect(abs(entry.position + entry.length - first.frames) <= Self.period, "\(loss) \(first.frames)")
+        }
+        if let entry = loss.first {
+            let startError = entry.position - cut.start
+            let lengthError = entry.length - cut.length
+            print(
+                "rtp: NETWORK_LOSS \(entry.position)+\(entry.length) against the zeros \(cut.start)+\(cut.length): "
+                    + "start \(startError) frames, length \(lengthError) frames off")
+            #expect(abs(startError) <= Self.period && abs(lengthError) <= Self.period, "\(loss) \(cut)")
+        }
+        let lostTag = try metaflacTag(files[0], "NETWORK_PACKETS_LOST").flatMap { Int($0) } ?? -1
+        #expect(Double(lostTag) >= cutLost, "NETWORK_PACKETS_LOST \(lostTag), the cut alone \(cutLost)")
+        #expect((try metaflacTag(files[0], "NETWORK_PACKETS").flatMap { Int($0) } ?? 0) > 1000)
+        #expect(try metaflacTag(files[1], "NETWORK_LOSS") == nil)
+        #expect(try metaflacTag(files[1], "NETWORK_PACKETS_LOST") == "0")
+
         // Latency: when recd received a counter frame against when the deck played it, both on
         // CLOCK_MONOTONIC. The resampled ramp gives the deck's frame only modulo 9362.3 frames
         // (195 ms): read in the window from the receiver's buffer less 50 ms.
@@ -456,5 +538,109 @@ struct RTPAudioTests {
         print(
             "rtp: CPU over \(seconds) s, 2 channels: logger's PipeWire \((cpuEnd.0 - cpuStart.0) / seconds * 100) %, "
                 + "sender's \((cpuEnd.1 - cpuStart.1) / seconds * 100) %")
+    }
+
+    /// CPU seconds of recd's "rtp monitor" thread (its /proc task's utime + stime); nil without one.
+    static func monitorCPUSeconds(_ pid: Int32) -> Double? {
+        let tasks = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/\(pid)/task")) ?? []
+        for task in tasks {
+            let comm = (try? String(contentsOfFile: "/proc/\(pid)/task/\(task)/comm", encoding: .utf8)) ?? ""
+            guard comm.hasPrefix("rtp monitor"), let tid = Int32(task) else { continue }
+            return NetworkAudioTests.cpuSeconds(pid: pid, task: tid)
+        }
+        return nil
+    }
+
+    /// What `nft` says it dropped: the `counter packets N` of the table's rule.
+    static func nftDropped(_ listing: String) -> Int? {
+        guard let range = listing.range(of: "counter packets ") else { return nil }
+        return Int(listing[range.upperBound...].prefix { $0.isNumber })
+    }
+
+    /// `nft ARGUMENTS` inside `side`'s namespace; throws its stderr on failure.
+    @discardableResult
+    static func nft(_ pair: NamespacePair, _ side: NamespacePair.Side, _ arguments: [String]) throws -> String {
+        let result = try ExternalTools.run(
+            "ip", ["netns", "exec", pair.name(side), try ExternalTools.path("nft")] + arguments, timeout: 10)
+        guard result.status == 0 else {
+            throw DaemonFailure(message: "nft \(arguments.joined(separator: " ")): \(result.stderr)")
+        }
+        return result.stdout
+    }
+
+    @Test(
+        "packet loss inside a running stream: nftables on the sender drops 2 % of its packets for 2 s; recd's RTP monitor counts as many lost (±10 %), /metrics shows them, the segment's NETWORK_PACKETS_LOST holds them, and nothing is a NETWORK_LOSS"
+    )
+    func packetLossIsCounted() throws {
+        let pair = try NamespacePair(Self.namespaceTags.0, Self.namespaceTags.1)
+        defer { pair.remove() }
+        let logger = try PrivatePipeWire(
+            name: Self.pipeWireName("logger"), dropIn: Self.receiver(interface: pair.links[0]),
+            namespace: (pair, .first))
+        defer { logger.stop() }
+        let sender = try PrivatePipeWire(
+            name: Self.pipeWireName("sender"), dropIn: Self.sender(address: pair.addresses[1]),
+            namespace: (pair, .second))
+        defer { sender.stop() }
+        try #require(sender.waitForPort("rtp-sink:input_FR"), "no rtp-sink ports: \(sender.log)")
+        let deck = try SignalClient(
+            [
+                "--name", "studiodeck", "play", "--ports", "out_1,out_2", "--signal", "counter",
+                "--connect", "rtp-sink:input_FL,rtp-sink:input_FR",
+            ], environment: ExternalTools.environment(sender.environment))
+        defer { deck.stop() }
+        let daemon = try Daemon(
+            extraConfig: Self.sessions + Self.http, ports: Self.ports, environment: logger.environment,
+            networkNamespace: pair.name(.first))
+        let recording = { (try? daemon.recctl("--json", "status").json?["recorders"]?.arrayValue?.count) ?? 0 }
+        try #require(eventually(timeout: 10) { recording() == 1 }, "\(daemon.log.suffix(2000))")
+        let lost = { Self.sample(Self.metrics(pair), "recd_rtp_packets_lost_total") }
+        try #require(
+            eventually(timeout: 8) { lost() != nil }, "recd's RTP monitor hears nothing: \(daemon.log.suffix(2000))")
+        usleep(500_000)
+        let before = try #require(lost())
+        let recd = try #require(daemon.pid)
+        let cpuStart = (Self.monitorCPUSeconds(recd), Date())
+
+        try Self.nft(pair, .second, ["add", "table", "inet", "recdloss"])
+        try Self.nft(
+            pair, .second, ["add", "chain", "inet", "recdloss", "out", "{ type filter hook output priority 0; }"])
+        try Self.nft(
+            pair, .second,
+            [
+                "add", "rule", "inet", "recdloss", "out", "udp", "dport", "46000", "numgen", "random", "mod", "100",
+                "<", "2",
+                "counter", "drop",
+            ])
+        usleep(2_000_000)
+        // Stop the drops before reading the counter (an accept rule ahead of it), so that nothing is
+        // dropped between the reading and the table's removal (seen: one packet).
+        try Self.nft(pair, .second, ["insert", "rule", "inet", "recdloss", "out", "udp", "dport", "46000", "accept"])
+        let dropped = try #require(Self.nftDropped(try Self.nft(pair, .second, ["list", "table", "inet", "recdloss"])))
+        try Self.nft(pair, .second, ["delete", "table", "inet", "recdloss"])
+        usleep(500_000)
+        let counted = try #require(lost()) - before
+        if let start = cpuStart.0, let end = Self.monitorCPUSeconds(recd) {
+            let seconds = Date().timeIntervalSince(cpuStart.1)
+            print(
+                "rtp: recd's RTP monitor thread: \((end - start) / seconds * 100) % of a core over \(seconds) s (1 stream, 1000 packets/s)"
+            )
+        }
+        print("rtp: nft dropped \(dropped) packets; recd's monitor counted \(Int(counted)) lost")
+        #expect(dropped > 10, "nft dropped \(dropped): the rule did not match the stream")
+        #expect(
+            abs(counted - Double(dropped)) <= max(1, 0.1 * Double(dropped)), "\(counted) counted, \(dropped) dropped")
+        #expect(Self.sample(Self.metrics(pair), "recd_rtp_silences_total") == 0, "\(Self.metrics(pair))")
+        let (status, verdict) = try HTTPEndToEndTests.promtoolCheckMetrics(Self.metrics(pair))
+        #expect(status == 0, "promtool check metrics: \(verdict)")
+
+        try #require(daemon.recctl("record", "stop", "remote").status == 0)
+        #expect(eventually { archiveFiles(daemon.directory + "/archive").allSatisfy { $0.hasSuffix(".flac") } })
+        let files = archiveFiles(daemon.directory + "/archive")
+        try #require(files.count == 1, "\(files)")
+        #expect(try flacTest(files[0]), "flac -t \(files[0])")
+        let tagged = try metaflacTag(files[0], "NETWORK_PACKETS_LOST").flatMap { Double($0) } ?? -1
+        #expect(tagged >= counted && tagged <= before + counted, "NETWORK_PACKETS_LOST \(tagged); counted \(counted)")
+        #expect(try metaflacTag(files[0], "NETWORK_LOSS") == nil)
     }
 }

@@ -63,6 +63,11 @@ final class ArchiverLoop {
     /// Who kept the clock when the open segment started (CLOCK_SOURCE), as the monitor kept it.
     private var sourceAtStart: TimeSource?
     fileprivate var endedClock: ClockSynchronization?
+    /// The source's latest clock stamp: where monotonic time falls in the time line (NETWORK_LOSS).
+    fileprivate var lastStamp: ClockStamp?
+    /// The open segment's first time-line frame, and the network's counts when it opened.
+    fileprivate var segmentTimelineStart = 0
+    fileprivate var networkAtStart: NetworkPacketCounts?
 
     init(
         configuration: RecorderConfiguration, source: any SampleSource, transform: (any SampleTransform)?,
@@ -114,7 +119,10 @@ final class ArchiverLoop {
                 let retired = stopReason != nil && source.producerRetired
                 let frames = take()
                 collectGaps()
-                if let stamp = source.clockStamp() { drift.add(stamp) }
+                if let stamp = source.clockStamp() {
+                    drift.add(stamp)
+                    lastStamp = stamp
+                }
                 try followClockStep()
                 if frames > 0 {
                     try consume(frames: frames)
@@ -348,6 +356,9 @@ final class ArchiverLoop {
         let schedule = schedule!
         segmentStart = schedule.time(atFrame: timeline)
         boundary = schedule.nextBoundary(afterFrame: timeline)
+        segmentTimelineStart = timeline
+        // After a rotation the last segment's end counts are this one's start.
+        if networkAtStart == nil { networkAtStart = configuration.network?.packetCounts() }
         let grouped = groups.count > 1
         // One read for all the groups' files (a few µs: adjtimex, reading only).
         clockAtStart = ClockSynchronization.current()
@@ -421,7 +432,7 @@ final class ArchiverLoop {
     private func finishSegment(reason: EndReason) throws(ArchiveError) {
         let current = writers
         writers = []
-        let endComments = segmentEndComments(reason: reason)
+        let endComments = segmentEndComments(reason: reason, gaps: current.first?.gaps ?? [])
         var firstError: ArchiveError?
         for (index, writer) in current.enumerated() {
             do throws(ArchiveError) {
@@ -444,7 +455,7 @@ final class ArchiverLoop {
     private func finishAfterFailure(reason: EndReason, error: ArchiveError) {
         let current = writers
         writers = []
-        let endComments = segmentEndComments(reason: reason)
+        let endComments = segmentEndComments(reason: reason, gaps: current.first?.gaps ?? [])
         for (index, writer) in current.enumerated() {
             if writer.isOpen, let finished = try? writer.finish(reason: reason, extraComments: endComments) {
                 control.post(.segmentFinished(record(for: finished, group: current.count > 1 ? index + 1 : 0)))
@@ -501,7 +512,7 @@ extension ArchiverLoop {
 
     /// The comments the open segment ends with: SILENCE_SECONDS when detection is on,
     /// CLOCK_DRIFT_PPM when the source's clock was measured long enough.
-    fileprivate func segmentEndComments(reason: EndReason) -> [VorbisComment] {
+    fileprivate func segmentEndComments(reason: EndReason, gaps: [SegmentGap]) -> [VorbisComment] {
         // The segment the stop ends carries what the stop said beside END_REASON
         // (INTERRUPTED_BY); a rotation, even one while draining after the request, has none.
         var comments: [VorbisComment] = reason == control.stopReason ? control.stopComments : []
@@ -513,12 +524,43 @@ extension ArchiverLoop {
             endedDriftPPM = Double(text)
             comments.append(VorbisComment(CommentName.clockDriftPPM, text))
         }
+        comments += networkComments(gaps: gaps)
         guard silence != nil else { return comments }
         let frames = silence!.endSegment { postSilence($0) }
         return comments + [
             VorbisComment(
                 CommentName.silenceSeconds, SilenceDetector.secondsText(frames: frames, sampleRate: outputRate))
         ]
+    }
+
+    /// NETWORK_PACKETS, NETWORK_PACKETS_LOST and NETWORK_LOSS of the segment ending at `timeline`
+    /// (`gaps`: its GAPS), when the input's audio came over the network.
+    private func networkComments(gaps: [SegmentGap]) -> [VorbisComment] {
+        guard let network = configuration.network else { return [] }
+        var outages: [SegmentGap] = []
+        if let stamp = lastStamp, timeline > segmentTimelineStart {
+            let inputRate = Double(configuration.sampleRate)
+            let scale = Double(outputRate) / inputRate
+            // Time line frames (output rate) and monotonic µs, through the source's clock stamp.
+            func micros(_ frame: Int) -> Int {
+                stamp.micros + Int(((Double(frame) / scale - Double(stamp.frames)) * 1e6 / inputRate).rounded())
+            }
+            func frame(_ micros: Int) -> Int {
+                Int(((Double(stamp.frames) + Double(micros - stamp.micros) * inputRate / 1e6) * scale).rounded())
+            }
+            let span = micros(segmentTimelineStart)..<micros(timeline)
+            for outage in network.outages(overlapping: span) {
+                let first = min(max(frame(outage.lowerBound), segmentTimelineStart), timeline)
+                let end = min(max(frame(outage.upperBound), segmentTimelineStart), timeline)
+                let position = NetworkComments.filePosition(timelineOffset: first - segmentTimelineStart, gaps: gaps)
+                let length =
+                    NetworkComments.filePosition(timelineOffset: end - segmentTimelineStart, gaps: gaps) - position
+                if length > 0 { outages.append(SegmentGap(position: position, length: length)) }
+            }
+        }
+        let end = network.packetCounts()
+        defer { networkAtStart = end }
+        return NetworkComments.comments(start: networkAtStart, end: end, outages: outages)
     }
 
     private func postSilence(_ transition: SilenceTransition) {

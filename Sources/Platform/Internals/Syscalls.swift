@@ -179,6 +179,22 @@ enum Syscall {
         return valueOrErrno(Glibc.socket(AF_UNIX, type, 0))
     }
 
+    /// A UDP socket joined to the multicast `group` on `port` beside other receivers
+    /// (`recd_multicast_socket`: SO_REUSEADDR/SO_REUSEPORT, bound to the group, SO_TIMESTAMPNS,
+    /// non-blocking, close-on-exec). The caller owns the returned descriptor.
+    static func multicastSocket(_ group: String, _ port: UInt16, _ interface: String?) -> Result<Int32, Errno> {
+        valueOrErrno(recd_multicast_socket(group, port, interface))
+    }
+
+    /// One datagram's first `buffer.count` bytes (`recd_receive_datagram`, MSG_DONTWAIT): its
+    /// full size and the kernel's receive time (CLOCK_REALTIME ns, 0: none).
+    static func receiveDatagram(_ fd: Int32, _ buffer: UnsafeMutableRawBufferPointer) -> Result<(Int, Int64), Errno> {
+        var stamp: Int64 = 0
+        return retryingOnInterrupt {
+            valueOrErrno(recd_receive_datagram(fd, buffer.baseAddress, buffer.count, &stamp)).map { (Int($0), stamp) }
+        }
+    }
+
     /// `SOCK_STREAM`.
     static let streamSocketType = Int32(SOCK_STREAM.rawValue)
 
