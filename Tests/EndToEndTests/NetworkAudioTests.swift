@@ -211,7 +211,8 @@ struct NetworkAudioTests {
         // netmanager with jackd2's defaults: multicast 225.3.19.154:19000, no auto-connection.
         // Unloaded before the server stops: jackd with netmanager loaded takes 6 to 17 s to stop.
         defer {
-            _ = try? runTool("jack_unload", ["netmanager", master.name])
+            // (jack_unload hung once for 10 minutes, after a satellite stopped: not waited for.)
+            _ = try? runTool("jack_unload", ["netmanager", master.name], timeout: 10)
             master.stop(grace: 2)
         }
         let loaded = try runTool("jack_load", ["-s", master.name, "netmanager"])
