@@ -6,6 +6,11 @@
 // the recorder comes back by itself in a new one), and the test measures what netjack2 made of
 // the cut (docs/network-audio.md). The real jackd2, recd, recctl, flac; no stand-ins.
 //
+// The recipe's two recds: the satellite is recorded by a recd of its own (a JACK client of its
+// own), the logger's local programme by another, whose recording the cut must not touch (no
+// stall: one JACK client waits for every client it reads from, and netmanager's client for a
+// lost satellite stands still for 2 s).
+//
 // jackd pass only: it starts its own two servers, which PipeWire's libjack cannot reach.
 import ControlProtocol
 import Foundation
@@ -32,14 +37,18 @@ struct NetworkAudioTests {
     /// scripts/test is over its budget; RECD_LONG_TESTS=1 records about 30 s in all.
     static let stretchSeconds = ProcessInfo.processInfo.environment["RECD_LONG_TESTS"] == "1" ? 13.0 : 2.0
 
-    /// Both are there when recd starts, so the later one, the satellite, is the last in: the
-    /// sessions' route, which its loss changes (routeChange oldDeviceUnavailable).
-    static let ports = """
+    /// The local programme's port: the only one of the recd that records it.
+    static let localPort = """
         [port local]
         type = lineIn
         direction = input
         jack = localdeck:out_1, localdeck:out_2
 
+        """
+
+    /// The network recd's: both are there when it starts, so the later one, the satellite, is the
+    /// last in: the session's route, which its loss changes (routeChange oldDeviceUnavailable).
+    static let ports = localPort + """
         [port studio]
         type = lineIn
         direction = input
@@ -47,9 +56,8 @@ struct NetworkAudioTests {
 
         """
 
-    /// Two loggers side by side (mixable, so neither interrupts the other): one records the
-    /// satellite, one a deck on the logger's own server.
-    static let sessions = """
+    /// The network recd's logger: the satellite.
+    static let remoteSession = """
 
         [session remote]
         category = record
@@ -59,6 +67,11 @@ struct NetworkAudioTests {
         record = studio
         auto_resume = yes
         permission = granted
+
+        """
+
+    /// The local recd's logger: a deck on the logger's own server.
+    static let localSession = """
 
         [session here]
         category = record
@@ -188,11 +201,18 @@ struct NetworkAudioTests {
     func satelliteThroughALinkCut() throws {
         let pair = try NamespacePair("logger", "studio")
         defer { pair.remove() }
+        // The recipe's permanent neighbour entry for the satellite on the logger: without it the
+        // rejoin after the cut took 10 s in 7 of 10 runs (netmanager's reply dropped with a
+        // failed ARP resolution; docs/network-audio.md). RECD_TEST_NETJACK2_UNPINNED=1 leaves it
+        // out, to see that again.
+        let pinned = ProcessInfo.processInfo.environment["RECD_TEST_NETJACK2_UNPINNED"] != "1"
+        if pinned { try pair.pinNeighbour(on: .first) }
         let master = try PrivateJack(period: Self.period, name: "recd-test-net-logger", namespace: (pair, .first))
         // netmanager with jackd2's defaults: multicast 225.3.19.154:19000, no auto-connection.
         // Unloaded before the server stops: jackd with netmanager loaded takes 6 to 17 s to stop.
         defer {
-            _ = try? runTool("jack_unload", ["netmanager", master.name])
+            // (jack_unload hung once for 10 minutes, after a satellite stopped: not waited for.)
+            _ = try? runTool("jack_unload", ["netmanager", master.name], timeout: 10)
             master.stop(grace: 2)
         }
         let loaded = try runTool("jack_load", ["-s", master.name, "netmanager"])
@@ -221,12 +241,14 @@ struct NetworkAudioTests {
             deck.lines.first { $0.contains("first-frame-usecs=") }
                 .flatMap { $0.split(separator: "=").last }.flatMap { Double($0) }, "\(deck.output)")
 
-        let daemon = try Daemon(extraConfig: Self.sessions, ports: Self.ports, jackServer: master.name)
+        // Two recds, as the recipe says: the satellite's and the local programme's.
+        let daemon = try Daemon(extraConfig: Self.remoteSession, ports: Self.ports, jackServer: master.name)
+        let localDaemon = try Daemon(extraConfig: Self.localSession, ports: Self.localPort, jackServer: master.name)
         let watcher = try daemon.watch("remote")
-        let recording = {
-            (try? daemon.recctl("--json", "status").json?["recorders"]?.arrayValue?.count) ?? 0
+        let recording = { (recd: Daemon) in
+            (try? recd.recctl("--json", "status").json?["recorders"]?.arrayValue?.count) ?? 0
         }
-        #expect(eventually(timeout: 10) { recording() == 2 }, "\(daemon.log)")
+        #expect(eventually(timeout: 10) { recording(daemon) == 1 && recording(localDaemon) == 1 }, "\(daemon.log)")
         let cpuStart = (Self.cpuSeconds(masterPid), Self.cpuSeconds(satellitePid), Date())
 
         // Where each port's audio comes from.
@@ -258,7 +280,14 @@ struct NetworkAudioTests {
             "the logger's jackd:\n\(master.log.suffix(3000))\nthe satellite:\n\(satellite.log.suffix(3000))\nrecd:\n\(daemon.log.suffix(3000))"
         }
         print(
-            "netjack2: the link was down \(upAt.timeIntervalSince(cutAt)) s; recording again \(backAt.timeIntervalSince(upAt)) s after it came up"
+            "netjack2: the link was down \(upAt.timeIntervalSince(cutAt)) s; recording again \(backAt.timeIntervalSince(upAt)) s after it came up\(pinned ? "" : " (no permanent neighbour entry)")"
+        )
+        // The satellite announces itself every 1.02 s (SLAVE_INIT_TIMEOUT), netmanager answers at
+        // once, recd resumes within a tenth of a second: 0.06 to 0.15 s measured here (the 3 s cut
+        // ends just before an announcement), up to 1.3 s in bare runs. 10 s was the dropped reply.
+        #expect(
+            backAt.timeIntervalSince(upAt) < 2.5,
+            "recording again \(backAt.timeIntervalSince(upAt)) s after the link came up; the logger's neighbours: \(pair.neighbours(.first))"
         )
         let change = events.first { $0["event"] == "routeChange" && $0["reason"] == "oldDeviceUnavailable" }
         #expect(change?["previousRoute"]?["inputs"] == ["studio"], "\(events.map(\.jsonText))")
@@ -269,15 +298,16 @@ struct NetworkAudioTests {
         usleep(UInt32(Self.stretchSeconds * 1e6))
         let xruns = try daemon.xruns()
         try #require(daemon.recctl("record", "stop", "remote").status == 0)
-        try #require(daemon.recctl("record", "stop", "here").status == 0)
+        try #require(localDaemon.recctl("record", "stop", "here").status == 0)
         #expect(eventually { archiveFiles(daemon.directory + "/archive").allSatisfy { $0.hasSuffix(".flac") } })
+        #expect(eventually { archiveFiles(localDaemon.directory + "/archive").allSatisfy { $0.hasSuffix(".flac") } })
 
         // Every file passes flac -t; the satellite's recording is two segments, the first ended by
         // the vanished input.
         let files = archiveFiles(daemon.directory + "/archive")
-        for file in files { #expect(try flacTest(file), "flac -t \(file)") }
+        let here = archiveFiles(localDaemon.directory + "/archive")
+        for file in files + here { #expect(try flacTest(file), "flac -t \(file)") }
         let remote = files.filter { $0.split(separator: "/").last?.hasPrefix("remote-") == true }
-        let here = files.filter { $0.split(separator: "/").last?.hasPrefix("here-") == true }
         try #require(remote.count == 2, "\(files)")
         #expect(try metaflacTag(remote[0], "END_REASON") == "routeChange")
         #expect(try metaflacTag(remote[1], "RESUMED_AFTER") == "inputGone")
@@ -313,8 +343,11 @@ struct NetworkAudioTests {
         #expect(latency > 0 && latency < 0.5, "latency \(latency) s")
 
         // The missing time: from the last counter period before the cut to the first after.
+        // (The end of the last period: after its last frame, not counting a gap recd recorded
+        // after it, at the segment's end: the stall of the lost satellite's last 2 s.)
         let lastBefore = Self.time(
-            ofFrame: (segments[0].lastCounter! + 1) * Self.period, start: starts[0], gaps: gaps[0])
+            ofFrame: (segments[0].lastCounter! + 1) * Self.period - 1, start: starts[0], gaps: gaps[0]
+        ).addingTimeInterval(1 / Double(Self.rate))
         let firstAfter = Self.time(
             ofFrame: segments[1].firstCounter!.index * Self.period, start: starts[1], gaps: gaps[1])
         let missing = firstAfter.timeIntervalSince(lastBefore)
@@ -331,7 +364,7 @@ struct NetworkAudioTests {
         let periodSeconds = Double(Self.period) / Double(Self.rate)
         let lastFrame = (segments[0].lastCounter! + 1) * Self.period
         let stalled =
-            Double(gaps[0].filter { $0.position <= lastFrame && $0.length > Self.rate / 2 }.map(\.length).reduce(0, +))
+            Double(gaps[0].filter { $0.position < lastFrame && $0.length > Self.rate / 2 }.map(\.length).reduce(0, +))
             / Double(Self.rate)
         #expect(
             lastBefore.timeIntervalSince(cutAt) <= latency + 2 * periodSeconds + stalled,
@@ -339,8 +372,11 @@ struct NetworkAudioTests {
         #expect(
             firstAfter > upAt, "the first period after: \(firstAfter.timeIntervalSince(upAt)) s after the link came up")
         #expect(missing >= Self.cutSeconds - periodSeconds, "missing \(missing) s")
+        // And at most one announcement interval more than the cut, and a few periods (3.07 to
+        // 3.16 s measured for 3.01 s cuts; 4.1 or 13.2 s before the pinned neighbour).
+        #expect(missing <= upAt.timeIntervalSince(cutAt) + 1.3, "missing \(missing) s")
 
-        // The local deck, recorded by the same JACK client: what the satellite's loss did to it.
+        // The local deck, recorded by the other recd: the satellite's loss does not touch it.
         let localFirstMicros = try #require(
             local.lines.first { $0.contains("first-frame-usecs=") }
                 .flatMap { $0.split(separator: "=").last }.flatMap { Double($0) }, "\(local.output)")
@@ -350,24 +386,21 @@ struct NetworkAudioTests {
             let segment = CounterSegment(try decodeFLAC(file, bits: 24), period: Self.period)
             let start = try #require(try PreRollEndToEndTests.startTime(file))
             let localLatency = Self.latency(segment, start: start, gaps: localGaps, deckFirstMicros: localFirstMicros)
-            // The local deck ran on while recd's cycles stood still: where the counter jumps,
-            // recd marked a gap of the frames it missed (within three periods: a stall is measured
-            // against the clock, the counter counts the deck's frames; 2,110 frames off once on a
-            // fresh machine, two periods at 1024).
-            // Only the stall the satellite's loss caused (about 2 s): in a short stall of the
-            // whole server (this loaded machine's) the deck stood still too.
-            for gap in localGaps where gap.length > Self.rate / 2 {
-                let index = gap.position / Self.period
-                guard index > 0, index < segment.periods.count,
-                    case .counter(let before) = segment.periods[index - 1],
-                    case .counter(let after) = segment.periods[index]
-                else { continue }
-                let skipped = ((after - before - Self.period) % 65536 + 65536) % 65536
-                let off = abs(skipped - gap.length % 65536)
-                #expect(
-                    min(off, 65536 - off) <= 3 * Self.period,
-                    "a gap of \(gap.length) frames where the deck's counter skipped \(skipped) (mod 65536)")
-            }
+            // No stall of the local recording across the cut: with one recd for both, its
+            // recorders all stood still for the 2 s netmanager waited for the lost satellite
+            // (2.016 to 2.047 s measured), a clockStall gap in the local segment. This loaded
+            // machine may still stall a whole cycle or two now and then (tens of ms): a quarter
+            // of a second is far from both.
+            let long = localGaps.filter { $0.length > Self.rate / 4 }
+            #expect(
+                long.isEmpty,
+                "the local recording stalled: gaps of \(long.map { Double($0.length) / Double(Self.rate) }) s")
+            // And the counter runs on: every period continues the one before but where recd
+            // recorded a gap of its own.
+            #expect(
+                segment.breaks.count <= localGaps.count,
+                "\(segment.breaks.count) local periods out of order, \(localGaps.count) gaps")
+            #expect(segment.frames > Int((2 * Self.stretchSeconds + Self.cutSeconds) * Double(Self.rate)))
             #expect(
                 abs(localLatency ?? 1) < 2 * Double(Self.period) / Double(Self.rate),
                 "the method's zero: \(localLatency ?? -1) s")

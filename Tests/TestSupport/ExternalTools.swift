@@ -179,6 +179,11 @@ public enum ExternalTools {
         if process.isRunning {
             process.terminate()
             timedOut = true
+            // A program that does not end on SIGTERM (jack_unload waiting on a netmanager whose
+            // thread hangs: seen for 10 minutes) gets SIGKILL 5 s later.
+            let killAt = Date().addingTimeInterval(5)
+            while process.isRunning && Date() < killAt { usleep(10_000) }
+            if process.isRunning { kill(process.processIdentifier, SIGKILL) }
         }
         process.waitUntilExit()
         let stderr = (try? String(contentsOfFile: scratch + ".err", encoding: .utf8)) ?? ""

@@ -108,6 +108,30 @@ public final class NamespacePair: @unchecked Sendable {
         try Self.ip(["-n", name, "route", "replace", Self.multicastRoute, "dev", link])
     }
 
+    /// Makes `side`'s neighbour (ARP) entry for the other side's address permanent (`ip neigh
+    /// replace ... nud permanent`), as the netjack2 recipe does on the logger for each satellite:
+    /// the kernel never resolves that address again, so no datagram to it waits on a resolution
+    /// that a link cut made fail (docs/network-audio.md: netmanager's reply to a returning
+    /// satellite was dropped so, and its rejoin took 10 s). The entry outlives the carrier's loss
+    /// (the far end going down), not this side's own link going down.
+    public func pinNeighbour(on side: Side) throws {
+        let other = Side.allCases[1 - side.rawValue]
+        let shown = try Self.ip(["-n", names[other.rawValue], "-o", "link", "show", links[other.rawValue]])
+        guard let range = shown.range(of: #"link/ether [0-9a-f:]{17}"#, options: .regularExpression) else {
+            throw NamespaceError(description: "no MAC address in: \(shown)")
+        }
+        let mac = String(shown[range].dropFirst("link/ether ".count))
+        try Self.ip([
+            "-n", names[side.rawValue], "neigh", "replace", addresses[other.rawValue], "lladdr", mac, "dev",
+            links[side.rawValue], "nud", "permanent",
+        ])
+    }
+
+    /// The neighbour entries of `side` (`ip neigh show` there), for a test's message.
+    public func neighbours(_ side: Side) -> String {
+        (try? Self.ip(["-n", names[side.rawValue], "neigh", "show"])) ?? "(ip neigh failed)"
+    }
+
     /// The routes of `side` (`ip route show` there, all tables' main), for a test's message.
     public func routes(_ side: Side) -> String {
         (try? Self.ip(["-n", names[side.rawValue], "route", "show"])) ?? "(ip route failed)"

@@ -61,6 +61,18 @@ struct ExternalToolsTests {
         #expect(throws: ExternalToolError.self) { try ExternalTools.runExecutable("/usr/bin/gzip", ["--version"]) }
     }
 
+    @Test("a program that ignores SIGTERM at its timeout gets SIGKILL 5 s later")
+    func timeoutKills() throws {
+        let started = Date()
+        let result = try ExternalTools.run(
+            "bash", ["-c", "trap '' TERM; s=$SECONDS; while [ $((SECONDS - s)) -lt 30 ]; do sleep 0.1; done"],
+            timeout: 1)
+        let took = Date().timeIntervalSince(started)
+        #expect(took > 5.5 && took < 15, "took \(took) s")
+        #expect(result.status != 0)
+        #expect(result.stderr.contains("did not finish within 1.0 s"), "\(result.stderr)")
+    }
+
     @Test("declared programs run in a UTF-8 locale whatever the caller's")
     func utf8Locale() throws {
         let result = try ExternalTools.run(

@@ -95,4 +95,19 @@ struct NamespacePairTests {
         pair.remove()
         #expect(!(try ExternalTools.run("ip", ["netns", "list"]).stdout.contains("recd-test-net-nstestc")))
     }
+
+    @Test("a pinned neighbour entry is permanent and outlives the far end's link going down")
+    func pinnedNeighbour() throws {
+        let pair = try NamespacePair("nstestd", "nsteste")
+        defer { pair.remove() }
+        try pair.pinNeighbour(on: .first)
+        let entry = { pair.neighbours(.first).split(separator: "\n").first { $0.hasPrefix(pair.addresses[1] + " ") } }
+        #expect(entry()?.contains("PERMANENT") == true, "\(pair.neighbours(.first))")
+        try pair.setLink(.second, up: false)
+        // The far end down: the first side's carrier goes; a resolved entry would be flushed.
+        usleep(200_000)
+        #expect(entry()?.contains("PERMANENT") == true, "\(pair.neighbours(.first))")
+        try pair.setLink(.second, up: true)
+        #expect(entry()?.contains("PERMANENT") == true, "\(pair.neighbours(.first))")
+    }
 }
