@@ -69,25 +69,7 @@ struct AttachmentVoiceEndToEndTests {
             "--name", plain, "capture", "--ports", "in_1,in_2", "--out", plainPath, "--connect", "\(room):mic",
         ])
         defer { plainApp.stop() }
-        let daemon = try Daemon(
-            ports: """
-                [port mic]
-                type = builtInMic
-                direction = input
-                jack = \(room):mic
-
-                [port speaker]
-                type = builtInSpeaker
-                direction = output
-                jack = \(room):speaker
-
-                """)
-        #expect(
-            try eventually {
-                try daemon.recctl("--json", "routes").json?["ports"]?.arrayValue?.allSatisfy {
-                    $0["available"] == true
-                } == true
-            })
+        let daemon = try Daemon.inRoom(room)
         let status = try #require(daemon.recctl("--json", "status").json)
         try #require(status["jack"]?["sampleRate"]?.intValue == Self.rate, "the test's signals are made for 48 kHz")
         let server = status["jack"]?["implementation"]?.stringValue ?? "?"

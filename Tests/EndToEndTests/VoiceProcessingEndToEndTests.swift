@@ -54,25 +54,7 @@ struct VoiceProcessingEndToEndTests {
             "\(room):mic",
         ])
         defer { tap.stop() }
-        let daemon = try Daemon(
-            ports: """
-                [port mic]
-                type = builtInMic
-                direction = input
-                jack = \(room):mic
-
-                [port speaker]
-                type = builtInSpeaker
-                direction = output
-                jack = \(room):speaker
-
-                """)
-        #expect(
-            try eventually {
-                try daemon.recctl("--json", "routes").json?["ports"]?.arrayValue?.allSatisfy {
-                    $0["available"] == true
-                } == true
-            })
+        let daemon = try Daemon.inRoom(room)
         let status = try #require(daemon.recctl("--json", "status").json)
         try #require(status["jack"]?["sampleRate"]?.intValue == Self.rate, "the test's signals are made for 48 kHz")
         let server = status["jack"]?["implementation"]?.stringValue ?? "?"
@@ -308,7 +290,8 @@ struct VoiceProcessingEndToEndTests {
             "--name", room, "echo", "--ports", "speaker,mic", "--near", nearPath, "--delay", "30", "--gain", "-6",
         ])
         defer { echo.stop() }
-        let daemon = try Daemon(
+        let daemon = try Daemon.inRoom(
+            room,
             extraConfig: """
 
                 [session call]
@@ -317,25 +300,7 @@ struct VoiceProcessingEndToEndTests {
                 mic_usage = calls
                 pre_roll_seconds = 1
 
-                """,
-            ports: """
-                [port mic]
-                type = builtInMic
-                direction = input
-                jack = \(room):mic
-
-                [port speaker]
-                type = builtInSpeaker
-                direction = output
-                jack = \(room):speaker
-
                 """)
-        #expect(
-            try eventually {
-                try daemon.recctl("--json", "routes").json?["ports"]?.arrayValue?.allSatisfy {
-                    $0["available"] == true
-                } == true
-            })
         try #require(
             daemon.recctl(
                 "session", "set", "logger", "--category", "record", "--options", "mixWithOthers", "--mic-usage",
@@ -427,4 +392,32 @@ struct VoiceProcessingEndToEndTests {
     }
 
     static func tenths(_ value: Double) -> String { "\((value * 10).rounded() / 10)" }
+}
+
+extension Daemon {
+    /// recd with the echo room's microphone and loudspeaker as its ports (`recd-signal echo`
+    /// named `room`: `room:mic`, `room:speaker`), once both are available.
+    static func inRoom(_ room: String, extraConfig: String = "") throws -> Daemon {
+        let daemon = try Daemon(
+            extraConfig: extraConfig,
+            ports: """
+                [port mic]
+                type = builtInMic
+                direction = input
+                jack = \(room):mic
+
+                [port speaker]
+                type = builtInSpeaker
+                direction = output
+                jack = \(room):speaker
+
+                """)
+        #expect(
+            try eventually {
+                try daemon.recctl("--json", "routes").json?["ports"]?.arrayValue?.allSatisfy {
+                    $0["available"] == true
+                } == true
+            })
+        return daemon
+    }
 }
