@@ -46,16 +46,7 @@ struct AttachmentVoiceEndToEndTests {
         let plain = uniqueName("plain")
         let files = try makeTemporaryDirectory("attach-voice-e2e")
         defer { try? FileManager.default.removeItem(atPath: files) }
-        let farPath = files + "/far.wav"
-        try writeWAV(
-            path: farPath, sampleRate: Self.rate, channels: 1,
-            samples: far.map { Int16(max(-32_767, min(32_767, ($0 * 32_767).rounded()))) })
-        let nearPath = files + "/near.raw"
-        try near.withUnsafeBufferPointer { try Data(buffer: $0).write(to: URL(fileURLWithPath: nearPath)) }
-
-        let echo = try SignalClient([
-            "--name", room, "echo", "--ports", "speaker,mic", "--near", nearPath, "--delay", "30", "--gain", "-6",
-        ])
+        let (echo, farPath) = try VoiceProcessingEndToEndTests.startRoom(room, far: far, near: near, in: files)
         defer { echo.stop() }
         // Each app: in_1 straight from the microphone port (the raw input, on the app's own
         // clock), in_2 attached: what recd gives it. Same client, same frames.

@@ -36,16 +36,7 @@ struct VoiceProcessingEndToEndTests {
         let room = uniqueName("room")
         let files = try makeTemporaryDirectory("voice-e2e")
         defer { try? FileManager.default.removeItem(atPath: files) }
-        let farPath = files + "/far.wav"
-        try writeWAV(
-            path: farPath, sampleRate: Self.rate, channels: 1,
-            samples: far.map { Int16(max(-32_767, min(32_767, ($0 * 32_767).rounded()))) })
-        let nearPath = files + "/near.raw"
-        try near.withUnsafeBufferPointer { try Data(buffer: $0).write(to: URL(fileURLWithPath: nearPath)) }
-
-        let echo = try SignalClient([
-            "--name", room, "echo", "--ports", "speaker,mic", "--near", nearPath, "--delay", "30", "--gain", "-6",
-        ])
+        let (echo, farPath) = try VoiceProcessingEndToEndTests.startRoom(room, far: far, near: near, in: files)
         defer { echo.stop() }
         // What the microphone port carried, captured beside recd: the logger's file must equal it.
         let unprocessedPath = files + "/mic.raw"
@@ -279,16 +270,8 @@ struct VoiceProcessingEndToEndTests {
         let room = uniqueName("room")
         let files = try makeTemporaryDirectory("voice-take")
         defer { try? FileManager.default.removeItem(atPath: files) }
-        let farPath = files + "/far.wav"
-        try writeWAV(
-            path: farPath, sampleRate: Self.rate, channels: 1,
-            samples: far.map { Int16(max(-32_767, min(32_767, ($0 * 32_767).rounded()))) })
-        let nearPath = files + "/near.raw"
         let silence = [Float](repeating: 0, count: far.count)
-        try silence.withUnsafeBufferPointer { try Data(buffer: $0).write(to: URL(fileURLWithPath: nearPath)) }
-        let echo = try SignalClient([
-            "--name", room, "echo", "--ports", "speaker,mic", "--near", nearPath, "--delay", "30", "--gain", "-6",
-        ])
+        let (echo, farPath) = try VoiceProcessingEndToEndTests.startRoom(room, far: far, near: silence, in: files)
         defer { echo.stop() }
         let daemon = try Daemon.inRoom(
             room,
@@ -389,6 +372,24 @@ struct VoiceProcessingEndToEndTests {
             let seconds = Double(parts[2])
         else { return nil }
         return hours * 3_600 + minutes * 60 + seconds
+    }
+
+    /// The room: the far end written as a 16-bit WAV for `recctl play` (its path returned), and
+    /// `recd-signal echo` named `room` playing `near` into the microphone port with the room's
+    /// echo of the speaker port (30 ms, −6 dB, reflections). The caller stops it.
+    static func startRoom(_ room: String, far: [Float], near: [Float], in files: String) throws
+        -> (echo: SignalClient, farPath: String)
+    {
+        let farPath = files + "/far.wav"
+        try writeWAV(
+            path: farPath, sampleRate: rate, channels: 1,
+            samples: far.map { Int16(max(-32_767, min(32_767, ($0 * 32_767).rounded()))) })
+        let nearPath = files + "/near.raw"
+        try near.withUnsafeBufferPointer { try Data(buffer: $0).write(to: URL(fileURLWithPath: nearPath)) }
+        let echo = try SignalClient([
+            "--name", room, "echo", "--ports", "speaker,mic", "--near", nearPath, "--delay", "30", "--gain", "-6",
+        ])
+        return (echo, farPath)
     }
 
     static func tenths(_ value: Double) -> String { "\((value * 10).rounded() / 10)" }
