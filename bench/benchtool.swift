@@ -12,6 +12,13 @@
 //                                   PREFIX-1.channels, ...), converted as recd converts (clamp to
 //                                   [-1, 1-2^-23], scale, round), so the flac CLI encodes exactly
 //                                   what recd encodes.
+//   benchtool writer DIR FILES BYTES_PER_S [CPU_MS_PER_S]
+//                                   writes as recd's archivers do, with no JACK and no encoding:
+//                                   FILES files in DIR appended 20 times a second (BYTES_PER_S in
+//                                   all) and one fdatasync round a second, until SIGTERM/SIGINT;
+//                                   with CPU_MS_PER_S, also spends that much CPU a second in
+//                                   user space, a twentieth before each round of writes (the
+//                                   encoding's share of the archivers' load).
 import CJack
 import Glibc
 import Synchronization
@@ -27,8 +34,11 @@ struct BenchTool {
             idleClient(name: arguments[1], ports: Int(arguments[2]) ?? 0, connectPattern: arguments[3])
         case "topcm" where arguments.count == 4:
             toPCM(raw: arguments[1], channels: Int(arguments[2]) ?? 0, prefix: arguments[3])
+        case "writer" where arguments.count == 4 || arguments.count == 5:
+            writer(directory: arguments[1], files: Int(arguments[2]) ?? 0, bytesPerSecond: Int(arguments[3]) ?? 0,
+                   cpuMillisecondsPerSecond: arguments.count == 5 ? Double(arguments[4]) ?? 0 : 0)
         default:
-            fputs("usage: benchtool xruns FILE | latency SOCKET COUNT | topcm RAW CHANNELS PREFIX | idle-client NAME PORTS PATTERN\n", stderr)
+            fputs("usage: benchtool xruns FILE | latency SOCKET COUNT | topcm RAW CHANNELS PREFIX | idle-client NAME PORTS PATTERN | writer DIR FILES BYTES_PER_S [CPU_MS_PER_S]\n", stderr)
             exit(2)
         }
     }
@@ -120,6 +130,43 @@ func idleClient(name: String, ports: Int, connectPattern: String) {
     while !stopRequested.load(ordering: .relaxed) { usleep(100_000) }
     jack_deactivate(client)
     jack_client_close(client)
+}
+
+// MARK: - writer
+
+func threadCPUSeconds() -> Double {
+    var now = timespec()
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &now)
+    return Double(now.tv_sec) + Double(now.tv_nsec) / 1e9
+}
+
+func writer(directory: String, files: Int, bytesPerSecond: Int, cpuMillisecondsPerSecond: Double) {
+    guard files > 0, bytesPerSecond > 0 else { fputs("writer: FILES and BYTES_PER_S must be positive\n", stderr); exit(2) }
+    signal(SIGTERM) { _ in stopRequested.store(true, ordering: .relaxed) }
+    signal(SIGINT) { _ in stopRequested.store(true, ordering: .relaxed) }
+    let descriptors = (1...files).map { open("\(directory)/\($0).dat", O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o644) }
+    guard descriptors.allSatisfy({ $0 >= 0 }) else { perror("writer: open"); exit(1) }
+    // Incompressible bytes, as a FLAC stream's are; one chunk a file a tick.
+    var chunk = [UInt8](repeating: 0, count: max(1, bytesPerSecond / 20 / files))
+    for index in chunk.indices { chunk[index] = UInt8.random(in: 0...255) }
+    var tick = 0
+    var next = monotonicSeconds()
+    var spin: UInt64 = 0
+    while !stopRequested.load(ordering: .relaxed) {
+        let burnUntil = threadCPUSeconds() + cpuMillisecondsPerSecond / 20 / 1000
+        while threadCPUSeconds() < burnUntil { for _ in 0..<1000 { spin = spin &* 6364136223846793005 &+ 1 } }
+        for fd in descriptors {
+            let written = chunk.withUnsafeBytes { write(fd, $0.baseAddress, $0.count) }
+            if written < 0 { perror("writer: write"); exit(1) }
+        }
+        tick += 1
+        if tick % 20 == 0 { for fd in descriptors { fdatasync(fd) } }
+        next += 0.05
+        let wait = next - monotonicSeconds()
+        if wait > 0 { usleep(UInt32(wait * 1e6)) }
+    }
+    for fd in descriptors { close(fd) }
+    if spin == 42 { print("") }   // keeps the spin loop's work
 }
 
 // MARK: - latency
