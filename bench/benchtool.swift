@@ -134,12 +134,6 @@ func idleClient(name: String, ports: Int, connectPattern: String) {
 
 // MARK: - writer
 
-func threadCPUSeconds() -> Double {
-    var now = timespec()
-    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &now)
-    return Double(now.tv_sec) + Double(now.tv_nsec) / 1e9
-}
-
 func writer(directory: String, files: Int, bytesPerSecond: Int, cpuMillisecondsPerSecond: Double) {
     guard files > 0, bytesPerSecond > 0 else { fputs("writer: FILES and BYTES_PER_S must be positive\n", stderr); exit(2) }
     signal(SIGTERM) { _ in stopRequested.store(true, ordering: .relaxed) }
@@ -150,11 +144,11 @@ func writer(directory: String, files: Int, bytesPerSecond: Int, cpuMillisecondsP
     var chunk = [UInt8](repeating: 0, count: max(1, bytesPerSecond / 20 / files))
     for index in chunk.indices { chunk[index] = UInt8.random(in: 0...255) }
     var tick = 0
-    var next = monotonicSeconds()
+    var next = clockSeconds(CLOCK_MONOTONIC)
     var spin: UInt64 = 0
     while !stopRequested.load(ordering: .relaxed) {
-        let burnUntil = threadCPUSeconds() + cpuMillisecondsPerSecond / 20 / 1000
-        while threadCPUSeconds() < burnUntil { for _ in 0..<1000 { spin = spin &* 6364136223846793005 &+ 1 } }
+        let burnUntil = clockSeconds(CLOCK_THREAD_CPUTIME_ID) + cpuMillisecondsPerSecond / 20 / 1000
+        while clockSeconds(CLOCK_THREAD_CPUTIME_ID) < burnUntil { for _ in 0..<1000 { spin = spin &* 6364136223846793005 &+ 1 } }
         for fd in descriptors {
             let written = chunk.withUnsafeBytes { write(fd, $0.baseAddress, $0.count) }
             if written < 0 { perror("writer: write"); exit(1) }
@@ -162,7 +156,7 @@ func writer(directory: String, files: Int, bytesPerSecond: Int, cpuMillisecondsP
         tick += 1
         if tick % 20 == 0 { for fd in descriptors { fdatasync(fd) } }
         next += 0.05
-        let wait = next - monotonicSeconds()
+        let wait = next - clockSeconds(CLOCK_MONOTONIC)
         if wait > 0 { usleep(UInt32(wait * 1e6)) }
     }
     for fd in descriptors { close(fd) }
@@ -171,9 +165,11 @@ func writer(directory: String, files: Int, bytesPerSecond: Int, cpuMillisecondsP
 
 // MARK: - latency
 
-func monotonicSeconds() -> Double {
+/// A clock's time in seconds: CLOCK_MONOTONIC for wall time, CLOCK_THREAD_CPUTIME_ID for the
+/// calling thread's CPU time.
+func clockSeconds(_ clock: clockid_t) -> Double {
     var now = timespec()
-    clock_gettime(CLOCK_MONOTONIC, &now)
+    clock_gettime(clock, &now)
     return Double(now.tv_sec) + Double(now.tv_nsec) / 1e9
 }
 
@@ -205,7 +201,7 @@ func latency(socketPath: String, count: Int) {
     samples.reserveCapacity(count)
     for id in 0..<count {
         let request = Array("{\"id\":\(id),\"op\":\"status\"}\n".utf8)
-        let started = monotonicSeconds()
+        let started = clockSeconds(CLOCK_MONOTONIC)
         var sent = 0
         while sent < request.count {
             let n = request[sent...].withUnsafeBytes { send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
@@ -227,7 +223,7 @@ func latency(socketPath: String, count: Int) {
             guard n > 0 else { fputs("benchtool latency: connection closed\n", stderr); exit(1) }
             pending += chunk[..<n]
         }
-        samples.append(monotonicSeconds() - started)
+        samples.append(clockSeconds(CLOCK_MONOTONIC) - started)
     }
     close(fd)
     samples.sort()
