@@ -35,7 +35,12 @@ public struct SegmentProof: Hashable, Sendable {
 /// thread's and the worker's; other processes may use it too (WAL, busy timeout).
 public final class ArchiveIndex {
     public let path: String
+    /// The archive directory: the folder the index is in. Rows name segments inside it.
+    private let directory: String
     private let database: SQLiteDatabase
+    /// Rows read so far that could not describe a segment of this archive (skipped): someone
+    /// wrote the index who was not recd. `recctl archive reindex` rebuilds it from the files.
+    public private(set) var implausibleRows = 0
 
     private static let columns =
         "path, app, stream, grp, segment, start_us, end_us, frames, sample_rate, channels, bits, end_reason, gaps, recovered, size, "
@@ -51,6 +56,7 @@ public final class ArchiveIndex {
     /// Opens (or creates) the index at `path`.
     public init(path: String) throws(ArchiveError) {
         self.path = path
+        directory = FileSystem.directoryName(of: path)
         database = try SQLiteDatabase(path: path)
         database.setBusyTimeout(milliseconds: 5_000)
         try database.execute("PRAGMA journal_mode = WAL")
@@ -197,7 +203,7 @@ public final class ArchiveIndex {
         let statement = try database.statement("SELECT \(ArchiveIndex.columns) FROM segments WHERE path = ?1")
         statement.bind(1, path)
         defer { statement.reset() }  // ends the read transaction
-        return try statement.step() ? ArchiveIndex.record(from: statement) : nil
+        return try statement.step() ? record(from: statement) : nil
     }
 
     /// Segments of `app` (all apps when nil) that hold audio after `since` (their end is
@@ -219,9 +225,7 @@ public final class ArchiveIndex {
         statement.bind(4, limit ?? -1)  // SQLite: a negative LIMIT is none
         statement.bind(5, offset)
         defer { statement.reset() }
-        var records: [SegmentRecord] = []
-        while try statement.step() { records.append(ArchiveIndex.record(from: statement)) }
-        return records
+        return try records(from: statement)
     }
 
     /// Segments not yet copied to `remote` (never copied, or to another remote), oldest
@@ -232,9 +236,7 @@ public final class ArchiveIndex {
                 + "ORDER BY start_us, path")
         statement.bind(1, remote)
         defer { statement.reset() }
-        var records: [SegmentRecord] = []
-        while try statement.step() { records.append(ArchiveIndex.record(from: statement)) }
-        return records
+        return try records(from: statement)
     }
 
     /// The `limit` most recently started segments (all apps), newest first: the status page's
@@ -244,9 +246,7 @@ public final class ArchiveIndex {
             "SELECT \(ArchiveIndex.columns) FROM segments ORDER BY start_us DESC, path DESC LIMIT ?1")
         statement.bind(1, max(0, limit))
         defer { statement.reset() }
-        var records: [SegmentRecord] = []
-        while try statement.step() { records.append(ArchiveIndex.record(from: statement)) }
-        return records
+        return try records(from: statement)
     }
 
     /// Notes that `path` has a checked copy on `remote`; false when the index has no such row.
@@ -294,9 +294,7 @@ public final class ArchiveIndex {
                 + "ORDER BY start_us, path")
         statement.bind(1, since.microsecondsSinceEpoch)
         defer { statement.reset() }
-        var records: [SegmentRecord] = []
-        while try statement.step() { records.append(ArchiveIndex.record(from: statement)) }
-        return records
+        return try records(from: statement)
     }
 
     /// How many segments the index holds.
@@ -371,29 +369,37 @@ public final class ArchiveIndex {
         statement.bind(26, record.clockSource)
     }
 
-    /// The clock state in columns `first`, `first + 1`, `first + 2` of a row.
-    private static func clock(from statement: SQLiteStatement, at first: Int32) -> ClockSynchronization? {
-        guard let synchronized = statement.double(first), let estimated = statement.double(first + 1),
-            let maximum = statement.double(first + 2)
-        else { return nil }
-        return ClockSynchronization(
-            synchronized: synchronized != 0, estimatedErrorMicroseconds: Int(estimated),
-            maximumErrorMicroseconds: Int(maximum))
+    /// Every row the statement still has that describes a segment (see `record(from:)`).
+    private func records(from statement: SQLiteStatement) throws(ArchiveError) -> [SegmentRecord] {
+        var records: [SegmentRecord] = []
+        while try statement.step() {
+            if let record = record(from: statement) { records.append(record) }
+        }
+        return records
     }
 
-    private static func record(from statement: SQLiteStatement) -> SegmentRecord {
-        SegmentRecord(
-            path: statement.text(0) ?? "", app: statement.text(1) ?? "", stream: statement.text(2) ?? "",
-            group: statement.int(3), segment: statement.int(4),
-            startTime: UTCTime(microsecondsSinceEpoch: statement.int64(5)), frames: statement.int(7),
-            sampleRate: statement.int(8), channels: statement.int(9), bitsPerSample: statement.int(10),
-            endReason: statement.text(11).map(EndReason.init(rawValue:)),
-            gaps: SegmentGap.parse(commentValue: statement.text(12) ?? "") ?? [], recovered: statement.int(13) != 0,
-            bytes: statement.int64(14),
-            loudness: LoudnessSummary(
-                integratedLUFS: statement.double(15), rangeLU: statement.double(16),
-                truePeakDBTP: statement.double(17)),
-            clockDriftPPM: statement.double(18), clockAtStart: clock(from: statement, at: 19),
-            clockAtEnd: clock(from: statement, at: 22), clockSource: statement.text(25))
+    /// The row under the statement as a segment; nil — and counted in `implausibleRows` — when
+    /// it cannot describe a segment recd wrote in this archive. The index lives in the archive
+    /// directory, which others may write: its rows are read as outside bytes (`SegmentRow`).
+    private func record(from statement: SQLiteStatement) -> SegmentRecord? {
+        var texts: [String?] = []
+        for column: Int32 in [0, 1, 2, 11, 12, 25] {
+            guard let text = statement.boundedText(column, maximumBytes: SegmentRow.maximumTextBytes) else {
+                implausibleRows += 1
+                return nil
+            }
+            texts.append(text)
+        }
+        let row = SegmentRow(
+            path: texts[0], app: texts[1], stream: texts[2], group: statement.int64(3),
+            segment: statement.int64(4), startMicroseconds: statement.int64(5), frames: statement.int64(7),
+            sampleRate: statement.int64(8), channels: statement.int64(9), bitsPerSample: statement.int64(10),
+            endReason: texts[3], gaps: texts[4], recovered: statement.int64(13), bytes: statement.int64(14),
+            reals: (15...24).map { statement.double(Int32($0)) }, clockSource: texts[5])
+        guard let record = row.record(inArchive: directory) else {
+            implausibleRows += 1
+            return nil
+        }
+        return record
     }
 }

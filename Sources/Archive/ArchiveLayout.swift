@@ -22,17 +22,20 @@ public enum ArchiveLayout {
     /// The start time in a segment file name (`...-20261129T231701.123Z.flac`, also with a
     /// `-1` collision suffix); nil when the name has none.
     public static func startTime(fromFileName name: String) -> UTCTime? {
-        guard let zIndex = name.lastIndex(of: "Z") else { return nil }
-        let head = name[..<zIndex]
-        guard head.count >= 19 else { return nil }
-        let stamp = Array(head.suffix(19).utf8)
+        // Bytes, not Characters: a name is outside text, and a grapheme cluster can span the
+        // stamp's edge.
+        let bytes = Array(name.utf8)
+        guard let zIndex = bytes.lastIndex(of: UInt8(ascii: "Z")), zIndex >= 19 else { return nil }
         // YYYYMMDDTHHMMSS.mmm
-        guard stamp[8] == UInt8(ascii: "T"), stamp[15] == UInt8(ascii: ".") else { return nil }
-        let text = String(decoding: stamp, as: UTF8.self)
-        let chars = Array(text)
+        let stamp = bytes[(zIndex - 19)..<zIndex].map { Character(Unicode.Scalar($0)) }
+        guard stamp[8] == "T", stamp[15] == "." else { return nil }  // the digits: iso8601's check
+        let text = String(stamp)
+        func part(_ range: Range<Int>) -> Substring {
+            text.dropFirst(range.lowerBound).prefix(range.count)
+        }
         let iso =
-            "\(String(chars[0..<4]))-\(String(chars[4..<6]))-\(String(chars[6..<8]))T"
-            + "\(String(chars[9..<11])):\(String(chars[11..<13])):\(String(chars[13..<15])).\(String(chars[16..<19]))Z"
+            "\(part(0..<4))-\(part(4..<6))-\(part(6..<8))T\(part(9..<11)):\(part(11..<13)):"
+            + "\(part(13..<15)).\(part(16..<19))Z"
         return UTCTime(iso8601: iso)
     }
 }

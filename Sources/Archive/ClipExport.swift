@@ -387,6 +387,8 @@ extension UTCTime {
         let zoneLength = text.suffix(6).dropFirst(3).first == ":" ? 6 : 5
         guard let local = UTCTime(iso8601: String(text.dropLast(zoneLength)) + "Z") else { return nil }
         let offset = Int64(hours * 3600 + minutes * 60) * 1_000_000_000
-        self.init(nanosecondsSinceEpoch: local.nanosecondsSinceEpoch - (sign == "+" ? offset : -offset))
+        let (instant, overflow) = local.nanosecondsSinceEpoch.subtractingReportingOverflow(sign == "+" ? offset : -offset)
+        guard !overflow else { return nil }
+        self.init(nanosecondsSinceEpoch: instant)
     }
 }

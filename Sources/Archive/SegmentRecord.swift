@@ -87,7 +87,12 @@ public struct SegmentRecord: Hashable, Sendable {
         guard let bytes = FileSystem.size(of: path) else {
             throw .unreadableFile(path: path, reason: "cannot stat it")
         }
-        return SegmentRecord(path: path, streamInfo: info, comments: comments, bytes: bytes)
+        let record = SegmentRecord(path: path, streamInfo: info, comments: comments, bytes: bytes)
+        let startTag = comments.last { $0.name.uppercased() == CommentName.startTime }?.value
+        guard record.isPlausible, startTag.map({ UTCTime(iso8601: $0) != nil }) ?? true else {
+            throw .unreadableFile(path: path, reason: "its STREAMINFO or tags hold numbers no segment recd wrote has")
+        }
+        return record
     }
 
     init(path: String, streamInfo info: FLACStreamInfo, comments: [VorbisComment], bytes: Int64) {

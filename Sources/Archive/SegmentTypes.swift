@@ -198,12 +198,15 @@ public struct SegmentGap: Hashable, Sendable, CustomStringConvertible {
     /// Parses a GAPS comment value; nil when malformed.
     public static func parse(commentValue text: String) -> [SegmentGap]? {
         if text.isEmpty { return [] }
+        // The text may come from a file others wrote: its size bounds the work, and the count is
+        // checked before the list grows past what a segment can hold.
         var gaps: [SegmentGap] = []
         for item in text.split(separator: ",", omittingEmptySubsequences: false) {
             let parts = item.split(separator: "+", omittingEmptySubsequences: false)
             guard parts.count == 2, let position = Int(parts[0]), let length = Int(parts[1]),
                 position >= 0, length > 0
             else { return nil }
+            guard gaps.count < SegmentRecord.maximumGaps else { return nil }
             gaps.append(SegmentGap(position: position, length: length))
         }
         return gaps

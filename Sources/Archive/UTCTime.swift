@@ -31,18 +31,54 @@ public struct UTCTime: Hashable, Comparable, Sendable, CustomStringConvertible {
     public var microsecondsSinceEpoch: Int64 { floorDivide(nanosecondsSinceEpoch, 1_000) }
 
     /// The instant `frames` samples later at `sampleRate` (rounded down to the nanosecond).
-    /// Exact for any frame count a recorder can reach: no overflow for centuries of audio.
+    /// Exact for any frame count a recorder can reach: no overflow for centuries of audio. Total
+    /// for any arguments (numbers read back from the archive are not trusted): a rate below 1
+    /// counts as 1, and a result past what 64 bits of nanoseconds hold stops at that end.
     public func advanced(byFrames frames: Int, sampleRate: Int) -> UTCTime {
-        precondition(sampleRate > 0, "sample rate must be positive")
-        let rate = Int64(sampleRate)
+        let rate = Int64(max(sampleRate, 1))
         let whole = Int64(frames) / rate
         let rest = Int64(frames) % rate
-        return UTCTime(
-            nanosecondsSinceEpoch: nanosecondsSinceEpoch + whole * 1_000_000_000 + rest * 1_000_000_000 / rate)
+        let (wholeNanos, wholeOverflow) = whole.multipliedReportingOverflow(by: 1_000_000_000)
+        // |rest| < rate ≤ Int.max, and rate ≤ 2^63 / 10^9 for any real rate: beyond it, saturate.
+        let (restScaled, restOverflow) = rest.multipliedReportingOverflow(by: 1_000_000_000)
+        guard !wholeOverflow, !restOverflow else { return saturated(towardsPositive: frames > 0) }
+        return adding(nanoseconds: wholeNanos, thenAdding: restScaled / rate)
     }
 
+    /// The instant `seconds` later; past the ends of 64-bit nanoseconds (or NaN: no change), it
+    /// stops at that end.
     public func advanced(bySeconds seconds: Double) -> UTCTime {
-        UTCTime(nanosecondsSinceEpoch: nanosecondsSinceEpoch + Int64((seconds * 1e9).rounded()))
+        let nanos = (seconds * 1e9).rounded()
+        guard !nanos.isNaN else { return self }
+        guard abs(nanos) < 9.2e18 else { return saturated(towardsPositive: nanos > 0) }
+        return adding(nanoseconds: Int64(nanos), thenAdding: 0)
+    }
+
+    private func adding(nanoseconds first: Int64, thenAdding second: Int64) -> UTCTime {
+        let (partial, firstOverflow) = nanosecondsSinceEpoch.addingReportingOverflow(first)
+        let (sum, secondOverflow) = partial.addingReportingOverflow(second)
+        guard !firstOverflow, !secondOverflow else { return saturated(towardsPositive: first > 0 || second > 0) }
+        return UTCTime(nanosecondsSinceEpoch: sum)
+    }
+
+    private func saturated(towardsPositive: Bool) -> UTCTime {
+        UTCTime(nanosecondsSinceEpoch: towardsPositive ? .max : .min)
+    }
+
+    /// `micros` as an instant; nil when 64 bits of nanoseconds cannot hold it (years before
+    /// 1678 or after 2261): for numbers read back from the index.
+    public init?(checkedMicrosecondsSinceEpoch micros: Int64) {
+        let (nanos, overflow) = micros.multipliedReportingOverflow(by: 1_000)
+        guard !overflow else { return nil }
+        self.init(nanosecondsSinceEpoch: nanos)
+    }
+
+    /// Seconds and nanoseconds as an instant; nil when 64 bits of nanoseconds cannot hold it.
+    public init?(checkedSecondsSinceEpoch seconds: Int64, nanoseconds: Int64) {
+        let (scaled, overflow) = seconds.multipliedReportingOverflow(by: 1_000_000_000)
+        let (sum, sumOverflow) = scaled.addingReportingOverflow(nanoseconds)
+        guard !overflow, !sumOverflow else { return nil }
+        self.init(nanosecondsSinceEpoch: sum)
     }
 
     /// `2026-11-29T23:17:01.123456Z`: ISO 8601, microseconds, what START_TIME holds.
@@ -100,7 +136,8 @@ public struct UTCTime: Hashable, Comparable, Sendable, CustomStringConvertible {
         }
         let seconds = SystemClock.secondsSinceEpoch(
             utc: CalendarParts(year: year, month: month, day: day, hour: hour, minute: minute, second: second))
-        self.init(secondsSinceEpoch: seconds, nanoseconds: nanos)
+        // Years 0000–9999 parse; those 64-bit nanoseconds cannot hold (before 1678, after 2261) do not.
+        self.init(checkedSecondsSinceEpoch: Int64(seconds), nanoseconds: nanos)
     }
 
     private var calendarParts: CalendarParts { SystemClock.utcCalendar(secondsSinceEpoch: secondsSinceEpoch) }

@@ -140,7 +140,9 @@ struct Output {
                     + "from \(clip.segments.count) segment\(clip.segments.count == 1 ? "" : "s")"
                     + (clip.gaps.isEmpty ? "" : "; silent gaps \(clip.gaps)") + clamped)
         case ["archive", "reindex"]:
-            print("indexed \(try ReindexInfo(json: reply).indexed) segments")
+            let info = try ReindexInfo(json: reply)
+            print("indexed \(info.indexed) segment\(info.indexed == 1 ? "" : "s")")
+            for path in info.skipped { print("skipped (unreadable, or not a segment recd wrote): \(path)") }
         case ["session", "delete"]:
             print("deleted \(command.positionals[0])")
         default:

@@ -119,7 +119,7 @@ struct ClockDriftTests {
         let directory = TemporaryDirectory("drift-migrate")
         let path = directory.path + "/index.sqlite"
         // The version 2 schema, as recd before clock drift created it, with one row.
-        try OldIndex.write(version: 2, at: path, values: "'/a/x.flac', 'news', 'air', 0, 1, 0, 1, 1, 48000, 2, 24, 'rotation', '', 0, 1, -23.0, 4.0, -1.0")
+        try OldIndex.write(version: 2, at: path, values: "'\(directory.path)/x.flac', 'news', 'air', 0, 1, 0, 1, 1, 48000, 2, 24, 'rotation', '', 0, 1, -23.0, 4.0, -1.0")
         let index = try ArchiveIndex(path: path)
         let rows = try index.list()
         #expect(rows.count == 1 && rows.first?.clockDriftPPM == nil && rows.first?.loudness.integratedLUFS == -23)

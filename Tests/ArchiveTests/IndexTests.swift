@@ -118,4 +118,72 @@ struct IndexTests {
         let missing = ArchiveVerifier.verify(path: directory.path + "/missing.flac")
         if case .unreadable = missing.outcome {} else { Issue.record("missing file: \(missing)") }
     }
+
+    @Test("an index, or its -wal or -shm, that is a link or a FIFO is refused at once; the link's target is untouched")
+    func indexThatIsNotARegularFile() throws {
+        let directory = TemporaryDirectory("hostile-index")
+        let outside = directory.path + "/outside"
+        try Data("root's own file\n".utf8).write(to: URL(fileURLWithPath: outside))
+        for suffix in ["", "-wal", "-shm"] {
+            let archive = directory.path + "/archive\(suffix)"
+            try FileManager.default.createDirectory(atPath: archive, withIntermediateDirectories: true)
+            let path = archive + "/index.sqlite"
+            #expect(symlink(outside, path + suffix) == 0)
+            #expect(throws: ArchiveError.self) { try ArchiveIndex(path: path) }
+        }
+        #expect(try String(contentsOfFile: outside, encoding: .utf8) == "root's own file\n")
+        let fifo = directory.path + "/fifo"
+        try FileManager.default.createDirectory(atPath: fifo, withIntermediateDirectories: true)
+        #expect(mkfifo(fifo + "/index.sqlite", 0o600) == 0)
+        let started = Date()
+        #expect(throws: ArchiveError.self) { try ArchiveIndex(path: fifo + "/index.sqlite") }
+        #expect(Date().timeIntervalSince(started) < 5, "a FIFO must not block the opener")
+    }
+
+    @Test("rows no segment recd wrote can have are skipped and counted; the rest are listed")
+    func implausibleRowsAreSkipped() throws {
+        let directory = TemporaryDirectory("rows")
+        let records = try makeArchive(directory.path + "/archive")
+        let index = try ArchiveIndex(path: directory.path + "/index.sqlite")
+        for record in records { try index.add(record) }
+        var forged = records[0]
+        forged.path = directory.path + "/archive/../../escape.flac"
+        try index.add(forged)
+        forged.path = directory.path + "/archive/rate.flac"
+        forged.sampleRate = 0
+        try index.add(forged)
+        forged.sampleRate = 8000
+        forged.path = "/etc/passwd"
+        try index.add(forged)
+        #expect(Set(try index.list().map(\.path)) == Set(records.map(\.path)))
+        #expect(index.implausibleRows == 3)
+    }
+
+    @Test("SegmentRow: every column out of range refuses the row; the real row passes")
+    func segmentRowBounds() throws {
+        let good = SegmentRow(
+            path: "/a/2026/12/06/x-y-20261206T101010.000Z.flac", app: "x", stream: "y", group: 0, segment: 1,
+            startMicroseconds: 1_765_015_810_000_000, frames: 48_000, sampleRate: 48_000, channels: 2,
+            bitsPerSample: 24,
+            endReason: "rotate", gaps: "10+5", recovered: 0, bytes: 1000,
+            reals: [-23, 4, -1, 0.5, 1, 100, 200, nil, nil, nil], clockSource: "chrony")
+        #expect(good.record(inArchive: "/a") != nil)
+        let broken: [(String, (inout SegmentRow) -> Void)] = [
+            ("start past 2262", { $0.startMicroseconds = 9_300_000_000_000_000 }),
+            ("no path", { $0.path = nil }), ("path outside", { $0.path = "/b/x.flac" }),
+            ("dot-dot", { $0.path = "/a/../x.flac" }), ("not flac", { $0.path = "/a/x.txt" }),
+            ("rate 0", { $0.sampleRate = 0 }), ("9 channels", { $0.channels = 9 }),
+            ("bits 64", { $0.bitsPerSample = 64 }),
+            ("frames 2^40", { $0.frames = 1 << 40 }), ("negative size", { $0.bytes = -1 }),
+            ("gaps 2^63", { $0.gaps = "0+9223372036854775807" }), ("gaps malformed", { $0.gaps = "1+" }),
+            ("NaN loudness", { $0.reals[0] = .nan }), ("infinite drift", { $0.reals[3] = .infinity }),
+            ("clock half known", { $0.reals[5] = nil }), ("clock error 1e300", { $0.reals[5] = 1e300 }),
+            ("clock flag 7", { $0.reals[4] = 7 }), ("no app", { $0.app = nil }),
+        ]
+        for (name, breakIt) in broken {
+            var row = good
+            breakIt(&row)
+            #expect(row.record(inArchive: "/a") == nil, "\(name) was let through")
+        }
+    }
 }

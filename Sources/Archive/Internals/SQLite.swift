@@ -3,14 +3,28 @@
 // Threads: one thread at a time (the owner of the ArchiveIndex).
 
 internal import CSQLite
+import Platform
 
 final class SQLiteDatabase {
     private let handle: OpaquePointer
     private var statements: [String: SQLiteStatement] = [:]
 
+    /// Opens (or creates) the database at `path`, which lies in a directory others may write:
+    /// the file and its `-wal` and `-shm` companions must each be a regular file or absent
+    /// (never a link, a FIFO or a device: SQLite would follow or block), the database is opened
+    /// without following a link, and read as SQLite advises for files from outside
+    /// ("defense against the dark arts": defensive mode, no trusted schema, cell size checks,
+    /// no memory mapping, 1 MiB at most per value).
     init(path: String) throws(ArchiveError) {
+        for file in [path, path + "-wal", path + "-shm"] {
+            guard let kind = FileSystem.linkStatus(of: file)?.kind, kind != .regular else { continue }
+            throw .index(
+                code: SQLITE_CANTOPEN,
+                message: "\(file) is not a regular file (a link, FIFO, directory or device): recd did not make "
+                    + "it; move it away and run recctl archive reindex")
+        }
         var handle: OpaquePointer?
-        let flags = SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_FULLMUTEX
+        let flags = SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_FULLMUTEX | SQLITE_OPEN_NOFOLLOW
         let code = sqlite3_open_v2(path, &handle, flags, nil)
         guard code == SQLITE_OK, let handle else {
             let message = handle.map { String(cString: sqlite3_errmsg($0)) } ?? "cannot open \(path)"
@@ -19,6 +33,11 @@ final class SQLiteDatabase {
         }
         self.handle = handle
         sqlite3_extended_result_codes(handle, 1)
+        _ = recd_sqlite_db_config_flag(handle, SQLITE_DBCONFIG_DEFENSIVE, 1)
+        _ = recd_sqlite_db_config_flag(handle, SQLITE_DBCONFIG_TRUSTED_SCHEMA, 0)
+        sqlite3_limit(handle, SQLITE_LIMIT_LENGTH, 1 << 20)
+        sqlite3_limit(handle, SQLITE_LIMIT_SQL_LENGTH, 1 << 20)
+        try execute("PRAGMA cell_size_check = ON; PRAGMA mmap_size = 0")
     }
 
     deinit {
@@ -110,6 +129,13 @@ final class SQLiteStatement {
     /// nil for NULL.
     func double(_ column: Int32) -> Double? {
         sqlite3_column_type(handle, column) == SQLITE_NULL ? nil : sqlite3_column_double(handle, column)
+    }
+    /// The column's text when it has at most `maximumBytes` (`.some(nil)` for NULL); nil when it
+    /// is longer: a file others may write is not read into memory whole.
+    func boundedText(_ column: Int32, maximumBytes: Int) -> String?? {
+        guard sqlite3_column_type(handle, column) != SQLITE_NULL else { return .some(nil) }
+        guard Int(sqlite3_column_bytes(handle, column)) <= maximumBytes else { return nil }
+        return .some(text(column))
     }
     func text(_ column: Int32) -> String? {
         guard sqlite3_column_type(handle, column) != SQLITE_NULL, let bytes = sqlite3_column_text(handle, column) else {
