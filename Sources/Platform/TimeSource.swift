@@ -73,8 +73,9 @@ public struct TimeSource: Hashable, Sendable, CustomStringConvertible {
     /// human form says "fast" for a negative one).
     public static func chrony(tracking text: String) -> TimeSource? {
         let fields = text.trimmingSpaces.split(separator: ",", omittingEmptySubsequences: false).map(String.init)
+        // A correction beyond a day is no clock chrony keeps (and would not fit the text below).
         guard fields.count >= 14, let referenceID = UInt32(fields[0], radix: 16), let stratum = Int(fields[2]),
-            let correction = Double(fields[4])
+            let correction = Double(fields[4]), correction.isFinite, correction.magnitude < 86_400
         else { return nil }
         if referenceID == 0 || stratum == 0 || fields[13] == "Not synchronised" {
             return TimeSource("chrony: no reference")
