@@ -36,6 +36,21 @@ public final class ControlServer: @unchecked Sendable {
         public var incompleteLineTimeout: Double
         /// Most simultaneous clients. One more: `.tooManyClients`.
         public var maxClients: Int
+        /// Of `maxClients`, the slots only peers exempt from user limits may take
+        /// (`ControlServerHandler.isExemptFromUserLimits`: recd's administrators), so that
+        /// they always get in however many connections the others hold. Beyond the rest:
+        /// `.tooManyClients`.
+        public var reservedClients: Int
+        /// Most simultaneous clients of one uid that is not exempt. One more:
+        /// `.tooManyClientsOfUser`.
+        public var maxClientsPerUser: Int
+        /// Most output queued for all the clients of one uid that is not exempt. More: its
+        /// client with the most queued is dropped (`.unreadOverUserBudget`), and the next,
+        /// until the uid is within.
+        public var maxPendingOutputBytesPerUser: Int
+        /// Most output queued for all clients together. More: the client with the most queued
+        /// is dropped (`.unreadOverServerBudget`), and the next, until all are within.
+        public var maxPendingOutputBytesTotal: Int
         /// Seconds a closing client (rejected, closed with `afterFlush`, or half-closed) may
         /// go without reading any of its remaining output before it is closed anyway.
         public var flushTimeout: Double
@@ -56,6 +71,10 @@ public final class ControlServer: @unchecked Sendable {
             maxPendingOutputBytes: Int = 4 * 1024 * 1024,
             incompleteLineTimeout: Double = 10,
             maxClients: Int = 256,
+            reservedClients: Int? = nil,
+            maxClientsPerUser: Int? = nil,
+            maxPendingOutputBytesPerUser: Int = 16 * 1024 * 1024,
+            maxPendingOutputBytesTotal: Int = 64 * 1024 * 1024,
             flushTimeout: Double = 10,
             tickInterval: Double = 0.1,
             quietTickInterval: Double? = nil,
@@ -65,6 +84,11 @@ public final class ControlServer: @unchecked Sendable {
             self.maxPendingOutputBytes = maxPendingOutputBytes
             self.incompleteLineTimeout = incompleteLineTimeout
             self.maxClients = maxClients
+            // Defaults: an eighth of the slots kept for the exempt, a quarter for any one user.
+            self.reservedClients = reservedClients ?? maxClients / 8
+            self.maxClientsPerUser = maxClientsPerUser ?? max(1, maxClients / 4)
+            self.maxPendingOutputBytesPerUser = maxPendingOutputBytesPerUser
+            self.maxPendingOutputBytesTotal = maxPendingOutputBytesTotal
             self.flushTimeout = flushTimeout
             self.tickInterval = tickInterval
             self.quietTickInterval = quietTickInterval ?? tickInterval
@@ -90,6 +114,10 @@ public final class ControlServer: @unchecked Sendable {
     private let signalFD: Int32?
     private let watchedSignals: [Int32]
     private var connections: [ClientID: Connection] = [:]
+    /// Connections and queued output per uid and in all, kept with `connections`.
+    private var ledger = ClientLedger()
+    /// A `send` took a uid or the server past its output budget; enforced at the next `service()`.
+    private var outputOverBudget = false
     private var lastClientNumber: UInt64 = 0
     private var handler: (any ControlServerHandler)?
     private var controlThread: ThreadID?
@@ -116,6 +144,8 @@ public final class ControlServer: @unchecked Sendable {
     ) throws(SystemError) {
         precondition(limits.maxLineBytes > 0 && limits.maxPendingOutputBytes > 0)
         precondition(limits.maxClients > 0 && limits.tickInterval > 0)
+        precondition((0..<limits.maxClients).contains(limits.reservedClients) && limits.maxClientsPerUser > 0)
+        precondition(limits.maxPendingOutputBytesPerUser > 0 && limits.maxPendingOutputBytesTotal > 0)
         precondition(limits.quietTickInterval >= limits.tickInterval)
         precondition((0...UnixSocket.descriptorSlots).contains(limits.maxDescriptorsPerLine))
         try Descriptor.setNonBlocking(listeningFD)
@@ -187,8 +217,15 @@ public final class ControlServer: @unchecked Sendable {
         guard let connection = connections[client], connection.acceptsOutput else { return }
         assert(!Self.containsNewline(line), "a control line must not contain a newline")
         connection.output.append(line: line)
+        account(connection)
         if connection.output.pendingByteCount > limits.maxPendingOutputBytes {
             connection.overflowed = true
+            needsService = true
+        }
+        if ledger.outputBytes > limits.maxPendingOutputBytesTotal
+            || (!connection.owner.exempt && ledger.isOver(limits, uid: connection.owner.uid))
+        {
+            outputOverBudget = true
             needsService = true
         }
     }
@@ -319,6 +356,10 @@ public final class ControlServer: @unchecked Sendable {
         let id: ClientID
         /// Owned by the connection's entry in `connections`; closed in `finish`.
         let fd: Int32
+        /// The peer's uid, and whether user limits spare it: whose budget it counts against.
+        let owner: ClientLedger.Owner
+        /// Queued output bytes as the ledger has them (`account`).
+        var accountedBytes = 0
         var input: LineAssembler
         var output = OutputBuffer()
         /// Whether to poll for and deliver input.
@@ -340,9 +381,10 @@ public final class ControlServer: @unchecked Sendable {
         /// here until `takePassedDescriptors` moves them into a `PassedDescriptors`.
         var passed: [PassedBatch] = []
 
-        init(id: ClientID, fd: Int32, maxLineBytes: Int) {
+        init(id: ClientID, fd: Int32, owner: ClientLedger.Owner, maxLineBytes: Int) {
             self.id = id
             self.fd = fd
+            self.owner = owner
             self.input = LineAssembler(maxLineBytes: maxLineBytes)
         }
 
@@ -398,6 +440,7 @@ public final class ControlServer: @unchecked Sendable {
     private func service() {
         needsService = false
         guard let handler else { return }
+        enforceOutputBudgets(handler)
         for connection in Array(connections.values) where connections[connection.id] === connection {
             if connection.overflowed && !connection.rejected {
                 dropSlowReader(connection, handler)
@@ -420,6 +463,9 @@ public final class ControlServer: @unchecked Sendable {
     /// Closes the descriptor and tells the handler. The connection must still be registered.
     private func finish(_ connection: Connection, _ handler: any ControlServerHandler) {
         connections[connection.id] = nil
+        ledger.outputChanged(connection.owner, by: -connection.accountedBytes)
+        connection.accountedBytes = 0
+        ledger.disconnected(connection.owner)
         connection.closePassedDescriptors()
         // Closing with unread input makes the peer's next read fail with ECONNRESET instead
         // of a clean end of file after our last line; take in what has arrived first.
@@ -458,20 +504,6 @@ public final class ControlServer: @unchecked Sendable {
             lastClientNumber += 1
             let id = ClientID(rawValue: lastClientNumber)
 
-            if connections.count >= limits.maxClients {
-                if let line = handler.clientRejected(id, reason: .tooManyClients) {
-                    var output = OutputBuffer()
-                    output.append(line: line)
-                    _ = output.drain { bytes in
-                        guard case .transferred(let count) = try? UnixSocket.send(fd, bytes) else { return 0 }
-                        return count
-                    }
-                }
-                discardInput(fd)
-                Descriptor.close(fd)
-                continue
-            }
-
             let peer: PeerCredentials
             do {
                 peer = try Self.peerCredentials(of: fd)
@@ -481,10 +513,31 @@ public final class ControlServer: @unchecked Sendable {
                 Descriptor.close(fd)
                 continue
             }
-            let connection = Connection(id: id, fd: fd, maxLineBytes: limits.maxLineBytes)
+            let owner = ClientLedger.Owner(uid: peer.uid, exempt: handler.isExemptFromUserLimits(peer))
+            if let refusal = ledger.admission(of: owner, limits) {
+                turnAway(fd, id, refusal, handler)
+                continue
+            }
+            let connection = Connection(id: id, fd: fd, owner: owner, maxLineBytes: limits.maxLineBytes)
             connections[id] = connection
+            ledger.connected(owner)
             handler.clientConnected(id, peer: peer)
         }
+    }
+
+    /// Refuses a connection at the door: one attempt to write the handler's last line, then
+    /// close. The socket is new, so the line fits in its send buffer.
+    private func turnAway(_ fd: Int32, _ id: ClientID, _ reason: ClientRejection, _ handler: any ControlServerHandler) {
+        if let line = handler.clientRejected(id, reason: reason) {
+            var output = OutputBuffer()
+            output.append(line: line)
+            _ = output.drain { bytes in
+                guard case .transferred(let count) = try? UnixSocket.send(fd, bytes) else { return 0 }
+                return count
+            }
+        }
+        discardInput(fd)
+        Descriptor.close(fd)
     }
 
     static func peerCredentials(of fd: Int32) throws(SystemError) -> PeerCredentials {
@@ -602,21 +655,63 @@ public final class ControlServer: @unchecked Sendable {
         connection.lastDrainProgress = now
         if let line = handler.clientRejected(connection.id, reason: reason) {
             connection.output.append(line: line)
+            account(connection)
         }
         needsService = true
     }
 
     /// Drops a client whose output queue overflowed: one attempt to deliver its last line
     /// (after the rest of the line it was in the middle of), then close.
-    private func dropSlowReader(_ connection: Connection, _ handler: any ControlServerHandler) {
+    private func dropSlowReader(
+        _ connection: Connection, _ handler: any ControlServerHandler, reason: ClientRejection = .tooSlow
+    ) {
         connection.rejected = true
         connection.reading = false
         connection.output.truncateAfterCurrentLine()
-        if let line = handler.clientRejected(connection.id, reason: .tooSlow) {
+        if let line = handler.clientRejected(connection.id, reason: reason) {
             connection.output.append(line: line)
         }
         flush(connection)
+        account(connection)
         connection.closing = .now
+    }
+
+    /// Brings the ledger up to date with what `connection` has queued now. After every change
+    /// to a connection's output: its bytes count against its uid's budget and everyone's.
+    private func account(_ connection: Connection) {
+        let delta = connection.output.pendingByteCount - connection.accountedBytes
+        guard delta != 0 else { return }
+        ledger.outputChanged(connection.owner, by: delta)
+        connection.accountedBytes += delta
+    }
+
+    /// Drops the slowest readers, the clients with the most output queued, until every user
+    /// and the server as a whole are within their budgets: first within each uid over its
+    /// budget, then among all clients. The dropped client's queue is freed at once (only the
+    /// rest of the line being written and its last line stay, briefly).
+    private func enforceOutputBudgets(_ handler: any ControlServerHandler) {
+        guard outputOverBudget else { return }
+        outputOverBudget = false
+        for uid in ledger.usersOverBudget(limits) {
+            while ledger.isOver(limits, uid: uid), let slowest = slowestReader(uid: uid) {
+                dropSlowReader(
+                    slowest, handler, reason: .unreadOverUserBudget(uid: uid, limit: limits.maxPendingOutputBytesPerUser))
+            }
+        }
+        while ledger.outputBytes > limits.maxPendingOutputBytesTotal, let slowest = slowestReader(uid: nil) {
+            dropSlowReader(slowest, handler, reason: .unreadOverServerBudget(limit: limits.maxPendingOutputBytesTotal))
+        }
+    }
+
+    /// The client (of `uid`'s non-exempt ones, or of all) with the most output queued that is
+    /// not already on its way out.
+    private func slowestReader(uid: UInt32?) -> Connection? {
+        var slowest: Connection?
+        for connection in connections.values where !connection.rejected && connection.accountedBytes > 0 {
+            if let uid, connection.owner.exempt || connection.owner.uid != uid { continue }
+            if connection.accountedBytes > (slowest?.accountedBytes ?? 0) { slowest = connection }
+        }
+        return slowest
     }
 
     private func expireIncompleteLines(_ handler: any ControlServerHandler) {
@@ -647,6 +742,7 @@ public final class ControlServer: @unchecked Sendable {
             if written == 0 { break }
             connection.lastDrainProgress = now
         }
+        account(connection)
         if failure != nil {
             // EPIPE/ECONNRESET: the peer closed; nothing more can reach it.
             connection.failed = true
