@@ -116,8 +116,6 @@ public final class ControlServer: @unchecked Sendable {
     private var connections: [ClientID: Connection] = [:]
     /// Connections and queued output per uid and in all, kept with `connections`.
     private var ledger = ClientLedger()
-    /// A `send` took a uid or the server past its output budget; enforced at the next `service()`.
-    private var outputOverBudget = false
     private var lastClientNumber: UInt64 = 0
     private var handler: (any ControlServerHandler)?
     private var controlThread: ThreadID?
@@ -219,14 +217,12 @@ public final class ControlServer: @unchecked Sendable {
         connection.output.append(line: line)
         account(connection)
         if connection.output.pendingByteCount > limits.maxPendingOutputBytes {
-            connection.overflowed = true
-            needsService = true
+            cutOff(connection, .tooSlow)
         }
         if ledger.outputBytes > limits.maxPendingOutputBytesTotal
             || (!connection.owner.exempt && ledger.isOver(limits, uid: connection.owner.uid))
         {
-            outputOverBudget = true
-            needsService = true
+            enforceOutputBudgets(uid: connection.owner.exempt ? nil : connection.owner.uid)
         }
     }
 
@@ -367,8 +363,9 @@ public final class ControlServer: @unchecked Sendable {
         /// The peer shut down its sending side; close once output is flushed.
         var peerFinishedSending = false
         var closing: Closing?
-        /// `send` queued more than the limit; rejected at the next `service()`.
-        var overflowed = false
+        /// Why `send` cut it off (its queue, or its uid's, or everyone's, grew past its limit):
+        /// its output is discarded at once, and it is rejected at the next `service()`.
+        var overflowed: ClientRejection?
         /// `clientRejected` was called.
         var rejected = false
         /// A read or write failed (peer gone); close at the next `service()`.
@@ -396,7 +393,7 @@ public final class ControlServer: @unchecked Sendable {
             passed.removeAll()
         }
 
-        var acceptsOutput: Bool { closing == nil && !overflowed && !rejected && !failed }
+        var acceptsOutput: Bool { closing == nil && overflowed == nil && !rejected && !failed }
         var acceptsInput: Bool { reading && acceptsOutput }
         var isWindingDown: Bool { closing != nil || peerFinishedSending }
     }
@@ -440,10 +437,9 @@ public final class ControlServer: @unchecked Sendable {
     private func service() {
         needsService = false
         guard let handler else { return }
-        enforceOutputBudgets(handler)
         for connection in Array(connections.values) where connections[connection.id] === connection {
-            if connection.overflowed && !connection.rejected {
-                dropSlowReader(connection, handler)
+            if let reason = connection.overflowed, !connection.rejected {
+                dropSlowReader(connection, handler, reason: reason)
             }
             if !connection.output.isEmpty && !connection.failed && connection.closing != .now {
                 flush(connection)
@@ -662,9 +658,7 @@ public final class ControlServer: @unchecked Sendable {
 
     /// Drops a client whose output queue overflowed: one attempt to deliver its last line
     /// (after the rest of the line it was in the middle of), then close.
-    private func dropSlowReader(
-        _ connection: Connection, _ handler: any ControlServerHandler, reason: ClientRejection = .tooSlow
-    ) {
+    private func dropSlowReader(_ connection: Connection, _ handler: any ControlServerHandler, reason: ClientRejection) {
         connection.rejected = true
         connection.reading = false
         connection.output.truncateAfterCurrentLine()
@@ -685,29 +679,38 @@ public final class ControlServer: @unchecked Sendable {
         connection.accountedBytes += delta
     }
 
-    /// Drops the slowest readers, the clients with the most output queued, until every user
-    /// and the server as a whole are within their budgets: first within each uid over its
-    /// budget, then among all clients. The dropped client's queue is freed at once (only the
-    /// rest of the line being written and its last line stay, briefly).
-    private func enforceOutputBudgets(_ handler: any ControlServerHandler) {
-        guard outputOverBudget else { return }
-        outputOverBudget = false
-        for uid in ledger.usersOverBudget(limits) {
+    /// Cuts off the slowest readers, the clients with the most output queued, until `uid` (a
+    /// non-exempt sender's, or nil) and the server as a whole are within their budgets. Called
+    /// from `send`, so that no burst of events within one callback outgrows a budget.
+    private func enforceOutputBudgets(uid: UInt32?) {
+        if let uid {
+            let reason = ClientRejection.unreadOverUserBudget(uid: uid, limit: limits.maxPendingOutputBytesPerUser)
             while ledger.isOver(limits, uid: uid), let slowest = slowestReader(uid: uid) {
-                dropSlowReader(
-                    slowest, handler, reason: .unreadOverUserBudget(uid: uid, limit: limits.maxPendingOutputBytesPerUser))
+                cutOff(slowest, reason)
             }
         }
+        let reason = ClientRejection.unreadOverServerBudget(limit: limits.maxPendingOutputBytesTotal)
         while ledger.outputBytes > limits.maxPendingOutputBytesTotal, let slowest = slowestReader(uid: nil) {
-            dropSlowReader(slowest, handler, reason: .unreadOverServerBudget(limit: limits.maxPendingOutputBytesTotal))
+            cutOff(slowest, reason)
         }
     }
 
+    /// Stops output to `connection` and frees what it has queued at once (all but the rest of
+    /// the line it is in the middle of reading); the handler hears of it, and the client gets
+    /// its last line, at the next `service()`.
+    private func cutOff(_ connection: Connection, _ reason: ClientRejection) {
+        guard connection.overflowed == nil else { return }
+        connection.overflowed = reason
+        connection.output.truncateAfterCurrentLine()
+        account(connection)
+        needsService = true
+    }
+
     /// The client (of `uid`'s non-exempt ones, or of all) with the most output queued that is
-    /// not already on its way out.
+    /// not already cut off.
     private func slowestReader(uid: UInt32?) -> Connection? {
         var slowest: Connection?
-        for connection in connections.values where !connection.rejected && connection.accountedBytes > 0 {
+        for connection in connections.values where connection.acceptsOutput && connection.accountedBytes > 0 {
             if let uid, connection.owner.exempt || connection.owner.uid != uid { continue }
             if connection.accountedBytes > (slowest?.accountedBytes ?? 0) { slowest = connection }
         }

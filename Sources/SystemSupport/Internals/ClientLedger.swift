@@ -63,9 +63,4 @@ struct ClientLedger {
     func isOver(_ limits: ControlServer.Limits, uid: UInt32) -> Bool {
         outputBytesByUser[uid, default: 0] > limits.maxPendingOutputBytesPerUser
     }
-
-    /// The uids over their budget, in order.
-    func usersOverBudget(_ limits: ControlServer.Limits) -> [UInt32] {
-        outputBytesByUser.filter { $0.value > limits.maxPendingOutputBytesPerUser }.keys.sorted()
-    }
 }
