@@ -246,6 +246,7 @@ final class ControlFrontEnd: ControlServerHandler, EventSink, @unchecked Sendabl
             {
                 continue
             }
+            Log.info("closing idle control connection \(id) of uid \(client.peer.uid), pid \(client.peer.pid)")
             send(
                 Wire.failure(
                     id: .null,
