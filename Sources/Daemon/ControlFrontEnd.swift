@@ -277,9 +277,14 @@ final class ControlFrontEnd: ControlServerHandler, EventSink, @unchecked Sendabl
     func broadcast(_ event: Event) {
         let line = event.json.jsonText
         let app = event.app
+        // Encoded once per event and spelling, not once per watcher: with many watchers the
+        // only copies are the ones queued for them, which the server's budgets bound.
+        var spelled: [Int: String] = [:]
         for (id, client) in clients where client.watching {
             if let filter = client.watchApp, let app, filter != app { continue }
-            send(line, to: id)
+            let text = spelled[client.version] ?? WireKeys.line(line, forVersion: client.version)
+            spelled[client.version] = text
+            link.send(text, to: id)
         }
         if case .permission(let app, let state) = event, state != .undetermined {
             let ready = pendingPermissions.filter { $0.app == app }
