@@ -110,7 +110,8 @@ extension SessionCoordinator {
         case .archiveVerify(let path, let progress):
             try recorders.verify(
                 path: path, uid: caller.peer.uid, groups: Set(caller.peer.groups + [caller.peer.gid]),
-                administrator: caller.isAdministrator, for: caller.client, progress: progress ? caller.progress : nil, reply: caller.reply)
+                administrator: caller.isAdministrator, for: caller.client, progress: progress ? caller.progress : nil,
+                reply: caller.reply)
             return .later
         case .archiveReindex:
             recorders.reindex(for: caller.client, uid: caller.peer.uid, reply: caller.reply)

@@ -656,9 +656,13 @@ public final class ControlServer: @unchecked Sendable {
         needsService = true
     }
 
-    /// Drops a client whose output queue overflowed: one attempt to deliver its last line
-    /// (after the rest of the line it was in the middle of), then close.
-    private func dropSlowReader(_ connection: Connection, _ handler: any ControlServerHandler, reason: ClientRejection) {
+    /// Drops a client whose output queue overflowed: its queue is cut to the rest of the line it
+    /// was in the middle of, then its last line; those it gets if it reads them within
+    /// `Limits.flushTimeout` (a client that does not read has a full socket: one attempt now
+    /// would lose the line that says why), then the connection closes.
+    private func dropSlowReader(
+        _ connection: Connection, _ handler: any ControlServerHandler, reason: ClientRejection
+    ) {
         connection.rejected = true
         connection.reading = false
         connection.output.truncateAfterCurrentLine()
@@ -667,7 +671,8 @@ public final class ControlServer: @unchecked Sendable {
         }
         flush(connection)
         account(connection)
-        connection.closing = .now
+        if connection.closing == nil { connection.closing = .afterFlush }
+        connection.lastDrainProgress = now
     }
 
     /// Brings the ledger up to date with what `connection` has queued now. After every change

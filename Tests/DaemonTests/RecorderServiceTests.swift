@@ -144,7 +144,9 @@ final class RecorderServiceTests {
         _ = try recorders.stopRecording(app: "logger", stream: nil)
         #expect(pump { news.finished.contains(stream.id) })
         let reply = Shared<Result<[(String, JSONValue)], SessionError>?>(nil)
-        try recorders.verify(path: nil, uid: 0, groups: [0], administrator: true, for: ClientID(rawValue: 7), progress: nil) { result in
+        try recorders.verify(
+            path: nil, uid: 0, groups: [0], administrator: true, for: ClientID(rawValue: 7), progress: nil
+        ) { result in
             reply.update { $0 = result }
         }
         #expect(pump { reply.get != nil })

@@ -138,10 +138,12 @@ struct ControlServerTests {
         #expect(slowest < 0.5, "slowest round trip \(slowest) s")
         #expect(
             eventually { running.handler.snapshot().contains(.rejected(ClientID(rawValue: 1), .tooSlow)) })
+        // When it reads at last: what the socket held, the rest of a line, the line that says why.
+        let (lines, end) = sluggard.readToEnd()
+        #expect(end == .endOfFile)
+        #expect(lines.last == "rejected:tooSlow")
+        #expect(lines.reduce(0) { $0 + $1.utf8.count } < 10 * 1024 * 1024)
         #expect(eventually { running.handler.snapshot().contains(.disconnected(ClientID(rawValue: 1))) })
-        let (bytes, end) = sluggard.drainToEnd()
-        #expect(end == .endOfFile || end == .reset)
-        #expect(bytes < 10 * 1024 * 1024)
     }
 
     @Test("a half-closed client gets all its replies, then the end")
@@ -389,8 +391,11 @@ struct ControlServerTests {
         }
         #expect(cut.count == 8, "every watcher that never reads is cut: \(cut.count)")
         for client in sluggards {
-            let (bytes, _) = client.drainToEnd()
+            let (lines, end) = client.readToEnd()
+            #expect(end == .endOfFile)
+            #expect(lines.last == "rejected:unreadOverUserBudget:\(uid):\(1 << 20)")
             // What the socket held, plus at most the budget: never the 4 MB of the old limit.
+            let bytes = lines.reduce(0) { $0 + $1.utf8.count + 1 }
             #expect(bytes < (1 << 20) + 512 * 1024, "\(bytes) bytes reached one watcher")
         }
     }
