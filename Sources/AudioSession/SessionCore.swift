@@ -64,6 +64,8 @@ final class SessionCore: Sendable {
         let outcome: Result<JSONValue, SessionError> = requests.withLock { connection in
             // A connection that failed is dropped; one more try on a fresh one covers a recd
             // that restarted since the last call.
+            // A kept connection with something to read was closed by recd meanwhile (idle).
+            if connection?.hasUnsolicitedInput == true { connection = nil }
             for attempt in 0..<2 {
                 if connection == nil {
                     do {

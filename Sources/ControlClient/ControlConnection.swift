@@ -65,6 +65,17 @@ public final class Connection {
 
     deinit { Descriptor.close(fd) }
 
+    /// Whether recd sent something nobody asked for, or closed the connection: on a connection
+    /// that watches nothing and waits for no reply, that is recd's last line before it closed
+    /// it (idle for `[daemon] idle_client_timeout`, or shutting down). Such a connection is
+    /// spent: connect again rather than read that line as the next request's reply.
+    public var hasUnsolicitedInput: Bool {
+        if !buffer.isEmpty { return true }
+        var poller = [PollEntry(descriptor: fd, events: .readable)]
+        let ready = (try? Descriptor.poll(&poller, timeoutMilliseconds: 0)) ?? 1
+        return ready > 0
+    }
+
     /// Sends a request and waits for its reply; `onEvent` sees events that arrive first.
     /// `passing` descriptors travel with the request line (SCM_RIGHTS); the caller keeps them.
     /// Progress lines of the request (no `ok`) are skipped; each restarts the `timeout`.

@@ -154,8 +154,8 @@ extension RecorderService {
     /// written on the worker; `reply` follows on the control thread, never when `client` has
     /// gone (a running export then stops at its next piece).
     func export(
-        _ request: ExportRequest, output descriptor: Int32?, uid: UInt32, groups: Set<UInt32>, for client: ClientID,
-        reply: @escaping Reply
+        _ request: ExportRequest, output descriptor: Int32?, uid: UInt32, groups: Set<UInt32>, administrator: Bool,
+        for client: ClientID, reply: @escaping Reply
     ) throws {
         guard let descriptor else {
             throw SessionError(
@@ -222,8 +222,8 @@ extension RecorderService {
         // further (a stopping recorder still writes its last frames, so it counts too).
         let live = (recorders + stopping).filter { $0.spec.app == request.app }.map(\.recorder.snapshot)
         let chains = prover?.keeper
-        worker.submit(
-            for: client,
+        try worker.submitRequest(
+            for: client, of: uid, administrator: administrator,
             { job in
                 Result {
                     try maintenance.export(

@@ -15,6 +15,7 @@
 import Archive
 import ArchiveProof
 import ControlProtocol
+import Platform
 import SessionPolicy
 import SystemSupport
 
@@ -39,17 +40,39 @@ final class ArchiveMaintenance: @unchecked Sendable {
         return opened
     }
 
-    /// Decodes `path`, or every indexed segment, reporting one step per file. Stops early
-    /// when the job is cancelled (its result is dropped then anyway).
-    func verify(path: String?, job: WorkerJob) throws -> [VerifyResult] {
-        let paths = try path.map { [$0] } ?? index().list().map(\.path)
-        var results: [VerifyResult] = []
-        for path in paths {
-            if job.isCancelled { break }
-            results.append(ArchiveVerifier.verify(path: path))
-            job.progress(done: results.count, total: paths.count)
+    /// What an `archive.verify` has done and has still to do, carried from one of its turns on
+    /// the worker to the next.
+    struct VerifyProgress: Sendable {
+        /// Files still to decode, in order; nil before the first turn lists them.
+        var remaining: [String]?
+        var results: [VerifyResultInfo] = []
+        var total = 0
+    }
+
+    /// Seconds one turn of a verify decodes before it lets other jobs run: a whole-archive
+    /// verify holds the worker for this (or one file, if longer) at a time, not for hours.
+    static let verifyTurnSeconds = 0.5
+
+    /// One turn of a verify: lists the files (`path`, or every indexed segment) on the first,
+    /// then decodes them for about `verifyTurnSeconds` (at least one), reporting one step per
+    /// file. Stops early when the job is cancelled (its result is dropped then anyway).
+    func verifyTurn(_ progress: VerifyProgress, path: String?, job: WorkerJob) throws -> VerifyProgress {
+        var progress = progress
+        if progress.remaining == nil {
+            let paths = try path.map { [$0] } ?? index().list().map(\.path)
+            progress.remaining = paths
+            progress.total = paths.count
         }
-        return results
+        var remaining = progress.remaining ?? []
+        let turnEnds = SystemClock.monotonicSeconds() + Self.verifyTurnSeconds
+        var decoded = 0
+        while !remaining.isEmpty, !job.isCancelled, decoded == 0 || SystemClock.monotonicSeconds() < turnEnds {
+            progress.results.append(RecorderService.verifyInfo(ArchiveVerifier.verify(path: remaining.removeFirst())))
+            decoded += 1
+            job.progress(done: progress.results.count, total: progress.total)
+        }
+        progress.remaining = remaining
+        return progress
     }
 
     /// Rebuilds the index from the files.
@@ -70,7 +93,7 @@ extension RecorderService {
     /// the decoding happens on the worker; `reply` follows on the control thread, never when
     /// `client` has gone. `progress` sees one step per decoded file.
     func verify(
-        path asked: String?, uid: UInt32, groups: Set<UInt32>, for client: ClientID,
+        path asked: String?, uid: UInt32, groups: Set<UInt32>, administrator: Bool, for client: ClientID,
         progress: (@Sendable (Int, Int) -> Void)?, reply: @escaping Reply
     ) throws {
         let archiveDir = archiveDir
@@ -93,15 +116,39 @@ extension RecorderService {
             }
             return resolved
         }
+        try verifyTurn(
+            ArchiveMaintenance.VerifyProgress(), path: path, uid: uid, administrator: administrator, for: client,
+            progress: progress, reply: reply)
+    }
+
+    /// Queues a verify's next turn at the back of the caller's queue, so that the worker takes
+    /// other users' jobs between turns; the last turn's completion replies. Only the first turn
+    /// counts against the caller's queue limit: a verify once accepted runs to its end.
+    private func verifyTurn(
+        _ done: ArchiveMaintenance.VerifyProgress, path: String?, uid: UInt32, administrator: Bool,
+        for client: ClientID, progress: (@Sendable (Int, Int) -> Void)?, reply: @escaping Reply
+    ) throws(SessionError) {
         let maintenance = maintenance
-        worker.submit(
-            for: client,
-            { job in
-                Result {
-                    let results = try maintenance.verify(path: path, job: job)
-                    return VerifyInfo(results: results.map(Self.verifyInfo)).fields
-                }.mapError(RequestGate.replyError)
-            }, progress: progress, completion: reply)
+        let job: @Sendable (WorkerJob) -> Result<ArchiveMaintenance.VerifyProgress, SessionError> = { job in
+            Result { try maintenance.verifyTurn(done, path: path, job: job) }.mapError(RequestGate.replyError)
+        }
+        let next: @Sendable (Result<ArchiveMaintenance.VerifyProgress, SessionError>) -> Void = { [weak self] result in
+            switch result {
+            case .success(let turn) where turn.remaining?.isEmpty == false:
+                try? self?.verifyTurn(
+                    turn, path: path, uid: uid, administrator: true, for: client, progress: progress, reply: reply)
+            case .success(let turn):
+                reply(.success(VerifyInfo(results: turn.results).fields))
+            case .failure(let error):
+                reply(.failure(error))
+            }
+        }
+        if done.remaining == nil {
+            try worker.submitRequest(
+                for: client, of: uid, administrator: administrator, job, progress: progress, completion: next)
+        } else {
+            worker.submit(for: client, owner: .user(uid), job, progress: progress, completion: next)
+        }
     }
 
     static func verifyInfo(_ result: VerifyResult) -> VerifyResultInfo {
@@ -110,20 +157,20 @@ extension RecorderService {
 
     /// `archive.reindex` on the worker. Segments finished meanwhile are added to the index
     /// again afterwards: the rebuild replaces every row with what it read before they existed.
-    func reindex(for client: ClientID, reply: @escaping Reply) {
+    func reindex(for client: ClientID, uid: UInt32, reply: @escaping Reply) {
         reindexesRunning += 1
         let maintenance = maintenance
         worker.submit(
-            for: client,
+            for: client, owner: .user(uid),
             { _ in
                 Result {
                     let summary = try maintenance.reindex()
                     return ReindexInfo(indexed: summary.indexed, skipped: summary.skipped.keys.sorted()).fields
                 }.mapError(RequestGate.replyError)
             }, completion: reply)
-        // An empty job of the daemon's own, right behind: its completion comes after the
-        // rebuild whether or not the client stayed for the reply.
-        worker.submit(for: nil, { _ in () }) { [weak self] _ in self?.reindexFinished() }
+        // An empty job of the daemon's own, right behind in the same queue: its completion comes
+        // after the rebuild whether or not the client stayed for the reply.
+        worker.submit(for: nil, owner: .user(uid), { _ in () }) { [weak self] _ in self?.reindexFinished() }
     }
 
     private func reindexFinished() {

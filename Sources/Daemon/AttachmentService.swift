@@ -252,6 +252,11 @@ final class AttachmentService {
         sink.broadcast(.attachmentDetached(app: attachment.app, client: attachment.client, reason: reason))
     }
 
+    /// Whether `client` made an attachment that lasts, or one under way.
+    func holds(_ client: ClientID) -> Bool {
+        attachments.contains { $0.owner == client } || pending.contains { $0.owner == client && $0.cancelled == nil }
+    }
+
     /// The control connection that made them closed.
     func clientGone(_ client: ClientID) {
         for attachment in attachments where attachment.owner == client { end(attachment, reason: .connectionClosed) }

@@ -26,6 +26,8 @@ final class ControlFrontEnd: ControlServerHandler, EventSink, @unchecked Sendabl
         var watchApp: String?
         /// The protocol version of the client's latest request: how its lines are spelled.
         var version = 1
+        /// When it connected or last sent a line (monotonic seconds): for the idle timeout.
+        var lastHeard: Double
     }
 
     /// A `permission.request` waiting for an administrator's decision (answered from the
@@ -40,14 +42,22 @@ final class ControlFrontEnd: ControlServerHandler, EventSink, @unchecked Sendabl
     private var pendingPermissions: [PendingPermission] = []
     private let watchdogInterval = SystemdNotify.watchdogInterval
     private var nextWatchdog = 0.0
+    /// Seconds a connection that watches nothing, holds nothing and sends nothing stays open
+    /// (`[daemon] idle_client_timeout`): an idle connection holds a slot of `Limits.maxClients`.
+    let idleTimeout: Double
+    private var nextIdleCheck = 0.0
 
     /// - Parameter slowThreshold: seconds on one request or tick past which recd logs "control
     ///   thread busy" (`defaultSlowThreshold`; `RECD_CONTROL_SLOW_MS` lowers it to find what
     ///   holds the thread, as the attach test does at 10 ms).
-    init(link: any ClientLink, gate: RequestGate, slowThreshold: Double = ControlFrontEnd.defaultSlowThreshold) {
+    init(
+        link: any ClientLink, gate: RequestGate, slowThreshold: Double = ControlFrontEnd.defaultSlowThreshold,
+        idleTimeout: Double = Double(DaemonSection.defaultIdleClientTimeout)
+    ) {
         self.link = link
         self.gate = gate
         self.slowThreshold = slowThreshold
+        self.idleTimeout = idleTimeout
     }
 
     func connect(_ coordinator: SessionCoordinator) { self.coordinator = coordinator }
@@ -55,7 +65,7 @@ final class ControlFrontEnd: ControlServerHandler, EventSink, @unchecked Sendabl
     // MARK: Clients
 
     func clientConnected(_ client: ClientID, peer: PeerCredentials) {
-        clients[client] = Client(peer: peer)
+        clients[client] = Client(peer: peer, lastHeard: SystemClock.monotonicSeconds())
     }
 
     func clientDisconnected(_ client: ClientID) {
@@ -80,9 +90,34 @@ final class ControlFrontEnd: ControlServerHandler, EventSink, @unchecked Sendabl
             message = "client too slow (incomplete line or unread replies); reconnect and read what you ask for"
         case .tooManyClients:
             message = "too many control clients connected; close idle ones and retry"
+        case .tooManyClientsOfUser(let uid, let limit):
+            return Wire.failure(
+                id: .null,
+                SessionError(
+                    .resourceNotAvailable,
+                    "uid \(uid) holds \(limit) control connections already, the most one user may; "
+                        + "close idle ones (stop a `recctl watch`) and retry"))
+        case .unreadOverUserBudget(let uid, let limit):
+            message =
+                "uid \(uid)'s connections left more than \(Self.size(limit)) of replies and events unread; "
+                + "this one, with the most, is closed: read what you watch, or watch one app (`recctl watch APP`)"
+        case .unreadOverServerBudget(let limit):
+            message =
+                "all control connections together left more than \(Self.size(limit)) of replies and events "
+                + "unread; this one, with the most, is closed: read what you watch, then reconnect"
         }
         return Wire.failure(id: .null, SessionError(.badParam, message))
     }
+
+    /// "16 MiB", "64 KiB": a budget as a person writes it.
+    private static func size(_ bytes: Int) -> String {
+        bytes >= 1 << 20 && bytes % (1 << 20) == 0 ? "\(bytes >> 20) MiB" : "\(bytes >> 10) KiB"
+    }
+
+    /// Administrators (root, `[daemon] admin_group`) are spared the per-user connection and
+    /// output budgets and may take the slots kept for them: root's `recctl status` always
+    /// gets in.
+    func isExemptFromUserLimits(_ peer: PeerCredentials) -> Bool { gate.isAdministrator(peer) }
 
     /// Checks in the protocol's fixed order (the line's shape, id, version and op in
     /// `Request.decode`, then passed descriptors, arguments, authorization), then runs the
@@ -90,6 +125,7 @@ final class ControlFrontEnd: ControlServerHandler, EventSink, @unchecked Sendabl
     /// server when this returns; `play` takes its file's.
     func clientSentLine(_ client: ClientID, line: String, descriptors: inout PassedDescriptors) {
         guard let peer = clients[client]?.peer else { return }
+        clients[client]?.lastHeard = SystemClock.monotonicSeconds()
         switch Request.decode(line) {
         case .failure(let failure):
             send(Wire.failure(id: failure.id, failure.error), to: client)
@@ -186,6 +222,10 @@ final class ControlFrontEnd: ControlServerHandler, EventSink, @unchecked Sendabl
         let began = Moment(waited: runQueue.waitedSeconds())
         defer { noteIfSlow(since: began, "the tick") }
         coordinator.tick(now: now)
+        if now >= nextIdleCheck {
+            closeIdleClients(now: now)
+            nextIdleCheck = now + 1
+        }
         // WATCHDOG=1 at half the interval systemd gave: the control loop is alive.
         if let interval = watchdogInterval, now >= nextWatchdog {
             try? SystemdNotify.watchdog()
@@ -194,6 +234,30 @@ final class ControlFrontEnd: ControlServerHandler, EventSink, @unchecked Sendabl
     }
 
     var wantsFrequentTicks: Bool { coordinator.wantsFrequentTicks }
+
+    /// Closes the connections that have watched nothing, held nothing (`holdsSomething`: no
+    /// reply to come, no attachment, no activation of their process, no permission request)
+    /// and sent nothing for `idleTimeout`, each with a last line that says why. A client that
+    /// holds nothing loses nothing: it connects again for its next request.
+    private func closeIdleClients(now: Double) {
+        for (id, client) in clients where !client.watching && now - client.lastHeard > idleTimeout {
+            if pendingPermissions.contains(where: { $0.client == id })
+                || coordinator.holdsSomething(id, pid: client.peer.pid)
+            {
+                continue
+            }
+            Log.info("closing idle control connection \(id) of uid \(client.peer.uid), pid \(client.peer.pid)")
+            send(
+                Wire.failure(
+                    id: .null,
+                    SessionError(
+                        .badParam,
+                        "connection closed after \(Int(idleTimeout)) s without a request, a watch or anything held; "
+                            + "connect again for the next request (`[daemon] idle_client_timeout`)")),
+                to: id)
+            link.close(id, afterFlush: true)
+        }
+    }
 
     func signalReceived(_ signo: Int32) {
         if signo == SignalMask.hangUp {
@@ -213,9 +277,14 @@ final class ControlFrontEnd: ControlServerHandler, EventSink, @unchecked Sendabl
     func broadcast(_ event: Event) {
         let line = event.json.jsonText
         let app = event.app
+        // Encoded once per event and spelling, not once per watcher: with many watchers the
+        // only copies are the ones queued for them, which the server's budgets bound.
+        var spelled: [Int: String] = [:]
         for (id, client) in clients where client.watching {
             if let filter = client.watchApp, let app, filter != app { continue }
-            send(line, to: id)
+            let text = spelled[client.version] ?? WireKeys.line(line, forVersion: client.version)
+            spelled[client.version] = text
+            link.send(text, to: id)
         }
         if case .permission(let app, let state) = event, state != .undetermined {
             let ready = pendingPermissions.filter { $0.app == app }

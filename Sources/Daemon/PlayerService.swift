@@ -352,6 +352,9 @@ final class PlayerService: @unchecked Sendable {
         return apps
     }
 
+    /// Whether the starter is still opening a file for `client` (its reply is still to come).
+    func isStarting(for client: ClientID) -> Bool { starter.hasOutstanding(for: client) }
+
     /// Forgets what the starter was doing for `client` (it disconnected).
     func clientGone(_ client: ClientID) { starter.clientGone(client) }
 

@@ -110,15 +110,17 @@ extension SessionCoordinator {
         case .archiveVerify(let path, let progress):
             try recorders.verify(
                 path: path, uid: caller.peer.uid, groups: Set(caller.peer.groups + [caller.peer.gid]),
-                for: caller.client, progress: progress ? caller.progress : nil, reply: caller.reply)
+                administrator: caller.isAdministrator, for: caller.client, progress: progress ? caller.progress : nil,
+                reply: caller.reply)
             return .later
         case .archiveReindex:
-            recorders.reindex(for: caller.client, reply: caller.reply)
+            recorders.reindex(for: caller.client, uid: caller.peer.uid, reply: caller.reply)
             return .later
         case .archiveExport(let export):
             try recorders.export(
                 export, output: descriptors.take(), uid: caller.peer.uid,
-                groups: Set(caller.peer.groups + [caller.peer.gid]), for: caller.client, reply: caller.reply)
+                groups: Set(caller.peer.groups + [caller.peer.gid]), administrator: caller.isAdministrator,
+                for: caller.client, reply: caller.reply)
             return .later
         case .meter(let app):
             return try meters.request(app: app, reply: caller.reply).map(Answer.now) ?? .later

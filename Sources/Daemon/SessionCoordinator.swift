@@ -24,6 +24,8 @@ import SystemSupport
 protocol ClientLink: AnyObject, Sendable {
     func send(_ line: String, to client: ClientID)
     func post(_ work: @escaping @Sendable () -> Void)
+    /// Closes `client` (after its queued output, with `afterFlush`).
+    func close(_ client: ClientID, afterFlush: Bool)
     /// Ends the control loop after the current iteration.
     func stop()
 }
@@ -99,6 +101,16 @@ final class SessionCoordinator: FactSink, @unchecked Sendable {
     }
 
     func broadcast(_ event: Event) { events?.broadcast(event) }
+
+    /// Whether closing `client` (of process `pid`) would lose something: a reply still to come
+    /// (a request on a worker, a `stop` waiting for its segments), an attachment made or being
+    /// made over it, or an activation its process holds (it ends with the process's last
+    /// connection). Such a connection is never closed for idling.
+    func holdsSomething(_ client: ClientID, pid: Int32) -> Bool {
+        worker.hasOutstanding(for: client) || players.isStarting(for: client) || attachments.holds(client)
+            || pendingStops.contains { $0.client == client }
+            || store.sessions.values.contains { $0.holder == pid && $0.state != .inactive }
+    }
 
     /// A control connection closed: what was waiting for it is forgotten.
     func clientGone(_ client: ClientID) {

@@ -1,6 +1,9 @@
-// The worker for slow requests: one named thread that runs, one at a time and in the order
-// given, the jobs the control thread must not wait for, so that the control loop keeps
-// answering and feeding systemd's watchdog. recd has three: "slow worker" (archive verify,
+// The worker for slow requests: one named thread that runs, one at a time, the jobs the control
+// thread must not wait for, so that the control loop keeps answering and feeding systemd's
+// watchdog. Jobs wait in one queue per owner (a uid, or recd itself), served in turn: one job of
+// each owner with jobs waiting, then the next round, so that one user's many requests never put
+// another user's behind all of them; a uid that is not an administrator may have at most
+// `maxQueuedPerUser` waiting. recd has three: "slow worker" (archive verify,
 // reindex, export, retention), "state writer" (state.json, `StateWriter`) and "player starter" (a
 // played file's header and pre-roll, `PlayerService`).
 //
@@ -10,13 +13,23 @@
 //   gets in its closure (values) or owns on the worker side (`ArchiveMaintenance`).
 // - `WorkerJob.progress` and `WorkerJob.isCancelled`: the worker thread, inside a job.
 // - Completions and progress handlers: the control thread, through `deliver`
-//   (`ControlServer.post`), in the order the jobs were submitted. Those of a client that has
-//   gone (`clientGone`), or of a stopped worker, never run.
+//   (`ControlServer.post`), in the order the jobs ran (one owner's in the order it submitted
+//   them). Those of a client that has gone (`clientGone`), or of a stopped worker, never run.
 import Archive
 import Dispatch
 import Platform
+import SessionPolicy
 import Synchronization
 import SystemSupport
+
+/// Whose turn a worker job waits for.
+enum JobOwner: Hashable, Sendable {
+    /// recd's own housekeeping (retention, reading PipeWire's nodes, a reindex's follow-up of
+    /// its own), and every job of a worker that serves nobody else.
+    case daemon
+    /// A request of this uid.
+    case user(UInt32)
+}
 
 /// What a running job may ask of the worker. Worker thread only.
 struct WorkerJob: Sendable {
@@ -47,9 +60,17 @@ struct WorkerJob: Sendable {
 /// A job is outstanding from `submit` until its completion has run on the control thread;
 /// `clientGone` withdraws every outstanding job of a client (queued ones never run), `stop`
 /// withdraws them all.
+///
+/// Turns: the next job is the oldest of the owner whose turn it is; owners with jobs waiting
+/// take turns in the order their first waiting job came. So a request waits for at most the
+/// running job and one job of each other owner with jobs waiting, however many they queued.
 final class SlowRequestWorker: Sendable {
     /// Runs a closure on the control thread, soon, in call order (`ControlServer.post`).
     typealias Deliver = @Sendable (@escaping @Sendable () -> Void) -> Void
+
+    /// Most jobs a uid that is not an administrator may have waiting (not counting the one
+    /// running): more are refused with isBusy (`submitRequest`).
+    static let maxQueuedPerUser = 4
 
     /// Nice steps below the rest of recd: below the archiver too (`Recorder.archiverNiceIncrement`),
     /// so that checking old recordings never slows the one being written.
@@ -63,7 +84,10 @@ final class SlowRequestWorker: Sendable {
     }
 
     private struct State {
-        var queue: [Job] = []
+        /// Jobs waiting, per owner, oldest first; no empty queue is kept.
+        var queues: [JobOwner: [Job]] = [:]
+        /// The owners with jobs waiting, whose turn is next first.
+        var turns: [JobOwner] = []
         /// Job numbers not yet completed on the control thread, with the client who asked.
         var outstanding: [UInt64: ClientID?] = [:]
         var lastNumber: UInt64 = 0
@@ -83,19 +107,45 @@ final class SlowRequestWorker: Sendable {
         state.withLock { $0.thread = thread }
     }
 
-    /// Queues `job` for `client` (nil: the daemon's own housekeeping); `completion` gets its
-    /// result on the control thread, unless the client has gone by then. `progress` sees
-    /// what the job reports with `WorkerJob.progress`. Control thread; returns at once.
+    /// Queues `job` for `client` (nil: nobody waits for it) in `owner`'s queue; `completion`
+    /// gets its result on the control thread, unless the client has gone by then. `progress`
+    /// sees what the job reports with `WorkerJob.progress`. Control thread; returns at once.
     func submit<Result: Sendable>(
-        for client: ClientID?, _ job: @escaping @Sendable (WorkerJob) -> Result,
+        for client: ClientID?, owner: JobOwner = .daemon, _ job: @escaping @Sendable (WorkerJob) -> Result,
         progress: (@Sendable (Int, Int) -> Void)? = nil, completion: @escaping @Sendable (Result) -> Void
     ) {
+        _ = enqueue(for: client, owner: owner, limit: nil, job, progress: progress, completion: completion)
+    }
+
+    /// `submit` for a request of `uid`: refused with isBusy, before anything is queued, when
+    /// the uid is not an administrator and has `maxQueuedPerUser` jobs waiting already.
+    func submitRequest<Result: Sendable>(
+        for client: ClientID, of uid: UInt32, administrator: Bool, _ job: @escaping @Sendable (WorkerJob) -> Result,
+        progress: (@Sendable (Int, Int) -> Void)? = nil, completion: @escaping @Sendable (Result) -> Void
+    ) throws(SessionError) {
+        let limit = administrator ? nil : Self.maxQueuedPerUser
+        guard enqueue(for: client, owner: .user(uid), limit: limit, job, progress: progress, completion: completion)
+        else {
+            throw SessionError(
+                .isBusy,
+                "uid \(uid) has \(Self.maxQueuedPerUser) archive requests waiting for recd's worker already, the most "
+                    + "one user may; wait for their replies, then ask again")
+        }
+    }
+
+    private func enqueue<Result: Sendable>(
+        for client: ClientID?, owner: JobOwner, limit: Int?, _ job: @escaping @Sendable (WorkerJob) -> Result,
+        progress: (@Sendable (Int, Int) -> Void)?, completion: @escaping @Sendable (Result) -> Void
+    ) -> Bool {
         let accepted = state.withLock { state -> Bool in
-            guard !state.stopping else { return false }
+            if let limit, state.queues[owner, default: []].count >= limit { return false }
+            // A stopped worker drops the job as it would have dropped its result.
+            guard !state.stopping else { return true }
             state.lastNumber += 1
             let number = state.lastNumber
             state.outstanding[number] = .some(client)
-            state.queue.append(
+            if state.queues[owner] == nil { state.turns.append(owner) }
+            state.queues[owner, default: []].append(
                 Job(number: number, client: client, progress: progress) { [deliver] context in
                     let result = job(context)
                     deliver { [weak worker = context.worker] in
@@ -105,13 +155,23 @@ final class SlowRequestWorker: Sendable {
             return true
         }
         if accepted { wake.signal() }
+        return accepted
+    }
+
+    /// Jobs waiting (not running) in `owner`'s queue. Any thread.
+    func queuedJobs(of owner: JobOwner) -> Int {
+        state.withLock { $0.queues[owner]?.count ?? 0 }
     }
 
     /// Forgets `client`'s jobs: queued ones are dropped, a running one is told it is
     /// cancelled, and no result or progress of theirs is delivered. Control thread.
     func clientGone(_ client: ClientID) {
         state.withLock { state in
-            state.queue.removeAll { $0.client == client }
+            for owner in state.turns {
+                state.queues[owner]?.removeAll { $0.client == client }
+                if state.queues[owner]?.isEmpty == true { state.queues[owner] = nil }
+            }
+            state.turns.removeAll { state.queues[$0] == nil }
             state.outstanding = state.outstanding.filter { $0.value != client }
         }
     }
@@ -121,13 +181,20 @@ final class SlowRequestWorker: Sendable {
     func stop() {
         let thread = state.withLock { state -> NamedThread? in
             state.stopping = true
-            state.queue.removeAll()
+            state.queues.removeAll()
+            state.turns.removeAll()
             state.outstanding.removeAll()
             defer { state.thread = nil }
             return state.thread
         }
         wake.signal()
         thread?.join()
+    }
+
+    /// Whether a job of `client`'s is queued or running, or its result not yet delivered.
+    /// Control thread.
+    func hasOutstanding(for client: ClientID) -> Bool {
+        state.withLock { $0.outstanding.values.contains(client) }
     }
 
     fileprivate func isOutstanding(_ number: UInt64) -> Bool {
@@ -139,13 +206,27 @@ final class SlowRequestWorker: Sendable {
         state.withLock { $0.outstanding.removeValue(forKey: number) != nil }
     }
 
+    /// The oldest job of the owner whose turn it is; that owner's next turn comes after every
+    /// other owner's with jobs waiting.
+    private static func takeNext(_ state: inout State) -> Job? {
+        guard !state.turns.isEmpty else { return nil }
+        let owner = state.turns.removeFirst()
+        guard var queue = state.queues.removeValue(forKey: owner), !queue.isEmpty else { return nil }
+        let job = queue.removeFirst()
+        if !queue.isEmpty {
+            state.queues[owner] = queue
+            state.turns.append(owner)
+        }
+        return job
+    }
+
     /// The worker thread's loop.
     private func runJobs() {
         while true {
             wake.wait()
             let next = state.withLock { state -> Job?? in
                 if state.stopping { return .none }
-                return .some(state.queue.isEmpty ? nil : state.queue.removeFirst())
+                return .some(Self.takeNext(&state))
             }
             guard let job = next else { return }
             // A job withdrawn while queued left a signal behind: nothing to run for it.

@@ -297,7 +297,8 @@ extension Recd {
             recorders.onSegmentFinished = { [unowned replication] in replication.segmentFinished($0) }
         }
         let frontEnd = ControlFrontEnd(
-            link: link, gate: RequestGate(adminGroup: config.daemon.adminGroup), slowThreshold: slowThreshold)
+            link: link, gate: RequestGate(adminGroup: config.daemon.adminGroup), slowThreshold: slowThreshold,
+            idleTimeout: Double(config.daemon.idleClientTimeout))
         let coordinator = SessionCoordinator(
             config: config, store: store, startedAt: startedAt, link: link, events: frontEnd, engine: engine,
             players: players, recorders: recorders, monitoring: monitoring,

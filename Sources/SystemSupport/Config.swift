@@ -79,13 +79,22 @@ public struct DaemonSection: Sendable, Equatable {
     public var adminGroup: String?
     /// Regulatory region (`region`); `EU` disables bluetoothHighQualityRecording (SPEC §7).
     public var region: String?
+    /// Seconds a control connection that watches nothing, holds nothing and sends nothing
+    /// stays open (`idle_client_timeout`).
+    public var idleClientTimeout: Int
 
-    public init(socket: String, stateDir: String, adminGroup: String? = nil, region: String? = nil)
-    {
+    /// `idle_client_timeout`'s default: 5 min, long past any pause between one program's calls.
+    public static let defaultIdleClientTimeout = 300
+
+    public init(
+        socket: String, stateDir: String, adminGroup: String? = nil, region: String? = nil,
+        idleClientTimeout: Int = DaemonSection.defaultIdleClientTimeout
+    ) {
         self.socket = socket
         self.stateDir = stateDir
         self.adminGroup = adminGroup
         self.region = region
+        self.idleClientTimeout = idleClientTimeout
     }
 }
 

@@ -36,6 +36,21 @@ public final class ControlServer: @unchecked Sendable {
         public var incompleteLineTimeout: Double
         /// Most simultaneous clients. One more: `.tooManyClients`.
         public var maxClients: Int
+        /// Of `maxClients`, the slots only peers exempt from user limits may take
+        /// (`ControlServerHandler.isExemptFromUserLimits`: recd's administrators), so that
+        /// they always get in however many connections the others hold. Beyond the rest:
+        /// `.tooManyClients`.
+        public var reservedClients: Int
+        /// Most simultaneous clients of one uid that is not exempt. One more:
+        /// `.tooManyClientsOfUser`.
+        public var maxClientsPerUser: Int
+        /// Most output queued for all the clients of one uid that is not exempt. More: its
+        /// client with the most queued is dropped (`.unreadOverUserBudget`), and the next,
+        /// until the uid is within.
+        public var maxPendingOutputBytesPerUser: Int
+        /// Most output queued for all clients together. More: the client with the most queued
+        /// is dropped (`.unreadOverServerBudget`), and the next, until all are within.
+        public var maxPendingOutputBytesTotal: Int
         /// Seconds a closing client (rejected, closed with `afterFlush`, or half-closed) may
         /// go without reading any of its remaining output before it is closed anyway.
         public var flushTimeout: Double
@@ -56,6 +71,10 @@ public final class ControlServer: @unchecked Sendable {
             maxPendingOutputBytes: Int = 4 * 1024 * 1024,
             incompleteLineTimeout: Double = 10,
             maxClients: Int = 256,
+            reservedClients: Int? = nil,
+            maxClientsPerUser: Int? = nil,
+            maxPendingOutputBytesPerUser: Int = 16 * 1024 * 1024,
+            maxPendingOutputBytesTotal: Int = 64 * 1024 * 1024,
             flushTimeout: Double = 10,
             tickInterval: Double = 0.1,
             quietTickInterval: Double? = nil,
@@ -65,6 +84,11 @@ public final class ControlServer: @unchecked Sendable {
             self.maxPendingOutputBytes = maxPendingOutputBytes
             self.incompleteLineTimeout = incompleteLineTimeout
             self.maxClients = maxClients
+            // Defaults: an eighth of the slots kept for the exempt, a quarter for any one user.
+            self.reservedClients = reservedClients ?? maxClients / 8
+            self.maxClientsPerUser = maxClientsPerUser ?? max(1, maxClients / 4)
+            self.maxPendingOutputBytesPerUser = maxPendingOutputBytesPerUser
+            self.maxPendingOutputBytesTotal = maxPendingOutputBytesTotal
             self.flushTimeout = flushTimeout
             self.tickInterval = tickInterval
             self.quietTickInterval = quietTickInterval ?? tickInterval
@@ -90,6 +114,8 @@ public final class ControlServer: @unchecked Sendable {
     private let signalFD: Int32?
     private let watchedSignals: [Int32]
     private var connections: [ClientID: Connection] = [:]
+    /// Connections and queued output per uid and in all, kept with `connections`.
+    private var ledger = ClientLedger()
     private var lastClientNumber: UInt64 = 0
     private var handler: (any ControlServerHandler)?
     private var controlThread: ThreadID?
@@ -116,6 +142,8 @@ public final class ControlServer: @unchecked Sendable {
     ) throws(SystemError) {
         precondition(limits.maxLineBytes > 0 && limits.maxPendingOutputBytes > 0)
         precondition(limits.maxClients > 0 && limits.tickInterval > 0)
+        precondition((0..<limits.maxClients).contains(limits.reservedClients) && limits.maxClientsPerUser > 0)
+        precondition(limits.maxPendingOutputBytesPerUser > 0 && limits.maxPendingOutputBytesTotal > 0)
         precondition(limits.quietTickInterval >= limits.tickInterval)
         precondition((0...UnixSocket.descriptorSlots).contains(limits.maxDescriptorsPerLine))
         try Descriptor.setNonBlocking(listeningFD)
@@ -187,9 +215,14 @@ public final class ControlServer: @unchecked Sendable {
         guard let connection = connections[client], connection.acceptsOutput else { return }
         assert(!Self.containsNewline(line), "a control line must not contain a newline")
         connection.output.append(line: line)
+        account(connection)
         if connection.output.pendingByteCount > limits.maxPendingOutputBytes {
-            connection.overflowed = true
-            needsService = true
+            cutOff(connection, .tooSlow)
+        }
+        if ledger.outputBytes > limits.maxPendingOutputBytesTotal
+            || (!connection.owner.exempt && ledger.isOver(limits, uid: connection.owner.uid))
+        {
+            enforceOutputBudgets(uid: connection.owner.exempt ? nil : connection.owner.uid)
         }
     }
 
@@ -319,6 +352,10 @@ public final class ControlServer: @unchecked Sendable {
         let id: ClientID
         /// Owned by the connection's entry in `connections`; closed in `finish`.
         let fd: Int32
+        /// The peer's uid, and whether user limits spare it: whose budget it counts against.
+        let owner: ClientLedger.Owner
+        /// Queued output bytes as the ledger has them (`account`).
+        var accountedBytes = 0
         var input: LineAssembler
         var output = OutputBuffer()
         /// Whether to poll for and deliver input.
@@ -326,8 +363,9 @@ public final class ControlServer: @unchecked Sendable {
         /// The peer shut down its sending side; close once output is flushed.
         var peerFinishedSending = false
         var closing: Closing?
-        /// `send` queued more than the limit; rejected at the next `service()`.
-        var overflowed = false
+        /// Why `send` cut it off (its queue, or its uid's, or everyone's, grew past its limit):
+        /// its output is discarded at once, and it is rejected at the next `service()`.
+        var overflowed: ClientRejection?
         /// `clientRejected` was called.
         var rejected = false
         /// A read or write failed (peer gone); close at the next `service()`.
@@ -340,9 +378,10 @@ public final class ControlServer: @unchecked Sendable {
         /// here until `takePassedDescriptors` moves them into a `PassedDescriptors`.
         var passed: [PassedBatch] = []
 
-        init(id: ClientID, fd: Int32, maxLineBytes: Int) {
+        init(id: ClientID, fd: Int32, owner: ClientLedger.Owner, maxLineBytes: Int) {
             self.id = id
             self.fd = fd
+            self.owner = owner
             self.input = LineAssembler(maxLineBytes: maxLineBytes)
         }
 
@@ -354,7 +393,7 @@ public final class ControlServer: @unchecked Sendable {
             passed.removeAll()
         }
 
-        var acceptsOutput: Bool { closing == nil && !overflowed && !rejected && !failed }
+        var acceptsOutput: Bool { closing == nil && overflowed == nil && !rejected && !failed }
         var acceptsInput: Bool { reading && acceptsOutput }
         var isWindingDown: Bool { closing != nil || peerFinishedSending }
     }
@@ -399,8 +438,8 @@ public final class ControlServer: @unchecked Sendable {
         needsService = false
         guard let handler else { return }
         for connection in Array(connections.values) where connections[connection.id] === connection {
-            if connection.overflowed && !connection.rejected {
-                dropSlowReader(connection, handler)
+            if let reason = connection.overflowed, !connection.rejected {
+                dropSlowReader(connection, handler, reason: reason)
             }
             if !connection.output.isEmpty && !connection.failed && connection.closing != .now {
                 flush(connection)
@@ -420,6 +459,9 @@ public final class ControlServer: @unchecked Sendable {
     /// Closes the descriptor and tells the handler. The connection must still be registered.
     private func finish(_ connection: Connection, _ handler: any ControlServerHandler) {
         connections[connection.id] = nil
+        ledger.outputChanged(connection.owner, by: -connection.accountedBytes)
+        connection.accountedBytes = 0
+        ledger.disconnected(connection.owner)
         connection.closePassedDescriptors()
         // Closing with unread input makes the peer's next read fail with ECONNRESET instead
         // of a clean end of file after our last line; take in what has arrived first.
@@ -458,20 +500,6 @@ public final class ControlServer: @unchecked Sendable {
             lastClientNumber += 1
             let id = ClientID(rawValue: lastClientNumber)
 
-            if connections.count >= limits.maxClients {
-                if let line = handler.clientRejected(id, reason: .tooManyClients) {
-                    var output = OutputBuffer()
-                    output.append(line: line)
-                    _ = output.drain { bytes in
-                        guard case .transferred(let count) = try? UnixSocket.send(fd, bytes) else { return 0 }
-                        return count
-                    }
-                }
-                discardInput(fd)
-                Descriptor.close(fd)
-                continue
-            }
-
             let peer: PeerCredentials
             do {
                 peer = try Self.peerCredentials(of: fd)
@@ -481,10 +509,31 @@ public final class ControlServer: @unchecked Sendable {
                 Descriptor.close(fd)
                 continue
             }
-            let connection = Connection(id: id, fd: fd, maxLineBytes: limits.maxLineBytes)
+            let owner = ClientLedger.Owner(uid: peer.uid, exempt: handler.isExemptFromUserLimits(peer))
+            if let refusal = ledger.admission(of: owner, limits) {
+                turnAway(fd, id, refusal, handler)
+                continue
+            }
+            let connection = Connection(id: id, fd: fd, owner: owner, maxLineBytes: limits.maxLineBytes)
             connections[id] = connection
+            ledger.connected(owner)
             handler.clientConnected(id, peer: peer)
         }
+    }
+
+    /// Refuses a connection at the door: one attempt to write the handler's last line, then
+    /// close. The socket is new, so the line fits in its send buffer.
+    private func turnAway(_ fd: Int32, _ id: ClientID, _ reason: ClientRejection, _ handler: any ControlServerHandler) {
+        if let line = handler.clientRejected(id, reason: reason) {
+            var output = OutputBuffer()
+            output.append(line: line)
+            _ = output.drain { bytes in
+                guard case .transferred(let count) = try? UnixSocket.send(fd, bytes) else { return 0 }
+                return count
+            }
+        }
+        discardInput(fd)
+        Descriptor.close(fd)
     }
 
     static func peerCredentials(of fd: Int32) throws(SystemError) -> PeerCredentials {
@@ -602,21 +651,75 @@ public final class ControlServer: @unchecked Sendable {
         connection.lastDrainProgress = now
         if let line = handler.clientRejected(connection.id, reason: reason) {
             connection.output.append(line: line)
+            account(connection)
         }
         needsService = true
     }
 
-    /// Drops a client whose output queue overflowed: one attempt to deliver its last line
-    /// (after the rest of the line it was in the middle of), then close.
-    private func dropSlowReader(_ connection: Connection, _ handler: any ControlServerHandler) {
+    /// Drops a client whose output queue overflowed: its queue is cut to the rest of the line it
+    /// was in the middle of, then its last line; those it gets if it reads them within
+    /// `Limits.flushTimeout` (a client that does not read has a full socket: one attempt now
+    /// would lose the line that says why), then the connection closes.
+    private func dropSlowReader(
+        _ connection: Connection, _ handler: any ControlServerHandler, reason: ClientRejection
+    ) {
         connection.rejected = true
         connection.reading = false
         connection.output.truncateAfterCurrentLine()
-        if let line = handler.clientRejected(connection.id, reason: .tooSlow) {
+        if let line = handler.clientRejected(connection.id, reason: reason) {
             connection.output.append(line: line)
         }
         flush(connection)
-        connection.closing = .now
+        account(connection)
+        if connection.closing == nil { connection.closing = .afterFlush }
+        connection.lastDrainProgress = now
+    }
+
+    /// Brings the ledger up to date with what `connection` has queued now. After every change
+    /// to a connection's output: its bytes count against its uid's budget and everyone's.
+    private func account(_ connection: Connection) {
+        let delta = connection.output.pendingByteCount - connection.accountedBytes
+        guard delta != 0 else { return }
+        ledger.outputChanged(connection.owner, by: delta)
+        connection.accountedBytes += delta
+    }
+
+    /// Cuts off the slowest readers, the clients with the most output queued, until `uid` (a
+    /// non-exempt sender's, or nil) and the server as a whole are within their budgets. Called
+    /// from `send`, so that no burst of events within one callback outgrows a budget.
+    private func enforceOutputBudgets(uid: UInt32?) {
+        if let uid {
+            let reason = ClientRejection.unreadOverUserBudget(uid: uid, limit: limits.maxPendingOutputBytesPerUser)
+            while ledger.isOver(limits, uid: uid), let slowest = slowestReader(uid: uid) {
+                cutOff(slowest, reason)
+            }
+        }
+        let reason = ClientRejection.unreadOverServerBudget(limit: limits.maxPendingOutputBytesTotal)
+        while ledger.outputBytes > limits.maxPendingOutputBytesTotal, let slowest = slowestReader(uid: nil) {
+            cutOff(slowest, reason)
+        }
+    }
+
+    /// Stops output to `connection` and frees what it has queued at once (all but the rest of
+    /// the line it is in the middle of reading); the handler hears of it, and the client gets
+    /// its last line, at the next `service()`.
+    private func cutOff(_ connection: Connection, _ reason: ClientRejection) {
+        guard connection.overflowed == nil else { return }
+        connection.overflowed = reason
+        connection.output.truncateAfterCurrentLine()
+        account(connection)
+        needsService = true
+    }
+
+    /// The client (of `uid`'s non-exempt ones, or of all) with the most output queued that is
+    /// not already cut off.
+    private func slowestReader(uid: UInt32?) -> Connection? {
+        var slowest: Connection?
+        for connection in connections.values where connection.acceptsOutput && connection.accountedBytes > 0 {
+            if let uid, connection.owner.exempt || connection.owner.uid != uid { continue }
+            if connection.accountedBytes > (slowest?.accountedBytes ?? 0) { slowest = connection }
+        }
+        return slowest
     }
 
     private func expireIncompleteLines(_ handler: any ControlServerHandler) {
@@ -647,6 +750,7 @@ public final class ControlServer: @unchecked Sendable {
             if written == 0 { break }
             connection.lastDrainProgress = now
         }
+        account(connection)
         if failure != nil {
             // EPIPE/ECONNRESET: the peer closed; nothing more can reach it.
             connection.failed = true

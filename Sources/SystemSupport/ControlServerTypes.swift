@@ -51,8 +51,17 @@ public enum ClientRejection: Sendable, Equatable {
     /// `Limits.maxPendingOutputBytes` queued), or kept an incomplete line for longer than
     /// `Limits.incompleteLineTimeout`, or did not read its last replies in time.
     case tooSlow
-    /// `Limits.maxClients` connections are open already.
+    /// `Limits.maxClients` connections are open already, or, for a peer that is not exempt
+    /// from user limits, all but the `Limits.reservedClients` kept for those that are.
     case tooManyClients
+    /// The peer's uid holds `limit` connections already (`Limits.maxClientsPerUser`).
+    case tooManyClientsOfUser(uid: UInt32, limit: Int)
+    /// `uid`'s clients together had more than `limit` bytes of output queued
+    /// (`Limits.maxPendingOutputBytesPerUser`); this one, with the most, is cut off.
+    case unreadOverUserBudget(uid: UInt32, limit: Int)
+    /// All clients together had more than `limit` bytes of output queued
+    /// (`Limits.maxPendingOutputBytesTotal`); this one, with the most, is cut off.
+    case unreadOverServerBudget(limit: Int)
 }
 
 /// The descriptors a client passed with one line (SCM_RIGHTS), owned by this value until the
@@ -101,7 +110,7 @@ public struct PassedDescriptors: ~Copyable {
 ///
 /// Lifecycle of a connection: `clientConnected` once, then any number of `clientSentLine`,
 /// then (maybe) `clientRejected`, then `clientDisconnected` exactly once — whoever closed it.
-/// A client turned away with `.tooManyClients` gets only `clientRejected`.
+/// A client turned away at the door (`.tooManyClients`, `.tooManyClientsOfUser`) gets only `clientRejected`.
 public protocol ControlServerHandler: AnyObject {
     /// A client connected. `peer` is what the kernel reports about it.
     func clientConnected(_ client: ClientID, peer: PeerCredentials)
@@ -138,11 +147,19 @@ public protocol ControlServerHandler: AnyObject {
 
     /// One of the signals the server was created to watch arrived (see `Signals`).
     func signalReceived(_ signo: Int32)
+
+    /// Whether a connecting peer is spared the per-user limits (`Limits.maxClientsPerUser`,
+    /// `Limits.maxPendingOutputBytesPerUser`) and may take the `Limits.reservedClients`: the
+    /// daemon's trusted users. Asked once per connection, before `clientConnected`.
+    func isExemptFromUserLimits(_ peer: PeerCredentials) -> Bool
 }
 
 extension ControlServerHandler {
     /// Default: ignore signals.
     public func signalReceived(_ signo: Int32) {}
+
+    /// Default: nobody is exempt.
+    public func isExemptFromUserLimits(_ peer: PeerCredentials) -> Bool { false }
 
     /// Default: every tick comes within `Limits.tickInterval`.
     public var wantsFrequentTicks: Bool { true }

@@ -144,7 +144,9 @@ final class RecorderServiceTests {
         _ = try recorders.stopRecording(app: "logger", stream: nil)
         #expect(pump { news.finished.contains(stream.id) })
         let reply = Shared<Result<[(String, JSONValue)], SessionError>?>(nil)
-        try recorders.verify(path: nil, uid: 0, groups: [0], for: ClientID(rawValue: 7), progress: nil) { result in
+        try recorders.verify(
+            path: nil, uid: 0, groups: [0], administrator: true, for: ClientID(rawValue: 7), progress: nil
+        ) { result in
             reply.update { $0 = result }
         }
         #expect(pump { reply.get != nil })
@@ -153,7 +155,7 @@ final class RecorderServiceTests {
         #expect(fields.first { $0.0 == "results" }?.1.arrayValue?.count == 1)
         let refused = #expect(throws: SessionError.self) {
             try self.recorders.verify(
-                path: "/etc/passwd", uid: 0, groups: [0], for: ClientID(rawValue: 7), progress: nil
+                path: "/etc/passwd", uid: 0, groups: [0], administrator: true, for: ClientID(rawValue: 7), progress: nil
             ) { _ in }
         }
         #expect(refused?.code == .badParam)

@@ -135,6 +135,9 @@ final class TestLink: ClientLink, @unchecked Sendable {
     func send(_ line: String, to client: ClientID) { sent.withLock { $0.append((client, line)) } }
     func post(_ work: @escaping @Sendable () -> Void) { mailbox.deliver(work) }
     func stop() {}
+    func close(_ client: ClientID, afterFlush: Bool) { closed.withLock { $0.append(client) } }
+    /// The clients the front end closed, in order.
+    let closed = Mutex<[ClientID]>([])
 
     /// Every line sent to `client`, parsed.
     func lines(to client: ClientID) -> [JSONValue] {

@@ -87,6 +87,34 @@ struct AudioSessionLibraryTests {
         #expect(try eventually(timeout: 5) { (try? session.prefersNoInterruptionsFromSystemAlerts) == true })
     }
 
+    @Test(
+        "recd closes the library's idle request connection, the next call reconnects; an activation keeps it",
+        .timeLimit(.minutes(1)))
+    func idleRequestConnection() throws {
+        let daemon = try Daemon(idleClientTimeout: 10)
+        let session = AudioSession(app: "idleapp", socketPath: daemon.socket)
+        defer { session.close() }
+        try session.setCategory(.playback, options: [.mixWithOthers])
+        let closing = "closing idle control connection"
+        func idleCloses() -> Int { daemon.log.components(separatedBy: closing).count - 1 }
+        // The request connection holds nothing and waits: recd closes it (the watch stays).
+        #expect(try eventually(timeout: 15) { idleCloses() == 1 }, "recd's log: \(daemon.log.suffix(2000))")
+        let info = try session.sessionInfo()
+        #expect(info.category == "playback", "the call after the close reconnected")
+
+        // An activation the library's process holds keeps every connection of the process.
+        try session.setActive(true)
+        #expect(try session.sessionInfo().state == "active")
+        let quiet = Date().addingTimeInterval(12)
+        while Date() < quiet {
+            #expect(idleCloses() == 1, "a connection of a process that holds an activation was closed")
+            usleep(200_000)
+        }
+        #expect(try session.sessionInfo().state == "active")
+        #expect(idleCloses() == 1, "\(daemon.log.suffix(2000))")
+        try session.setActive(false)
+    }
+
     @Test("setPrefersEchoCancelledInput: playAndRecord only, shown with isEchoCancelledInputAvailable, kept by recd")
     func prefersEchoCancelledInput() throws {
         let daemon = try Daemon()

@@ -78,7 +78,8 @@ final class Daemon: @unchecked Sendable {
     /// server's system ports); `jackServer` names a private JACK server.
     init(extraConfig: String = "", adminGroup: String? = nil, ports: String = Daemon.systemPorts, jackServer: String? = nil,
          allowBufferSizeChanges: Bool = false, archiveSegmentSeconds: Int? = nil, archiveDirectory: String? = nil,
-         archiveMaxAgeDays: Int? = nil, environment: [String: String] = [:], networkNamespace: String? = nil) throws {
+         archiveMaxAgeDays: Int? = nil, environment: [String: String] = [:], networkNamespace: String? = nil,
+         idleClientTimeout: Int? = nil) throws {
         self.environment = environment
         self.networkNamespace = networkNamespace
         directory = try makeTemporaryDirectory("recd-e2e")
@@ -86,6 +87,7 @@ final class Daemon: @unchecked Sendable {
         configPath = directory + "/recd.conf"
         var config = "[daemon]\nsocket = \(socket)\nstate_dir = \(directory)/state\n"
         if let adminGroup { config += "admin_group = \(adminGroup)\n" }
+        if let idleClientTimeout { config += "idle_client_timeout = \(idleClientTimeout)\n" }
         config += "\n[jack]\nclient_name = \(uniqueName("recd"))\n"
         if let jackServer { config += "server = \(jackServer)\n" }
         if allowBufferSizeChanges { config += "allow_buffer_size_changes = yes\n" }

@@ -138,10 +138,12 @@ struct ControlServerTests {
         #expect(slowest < 0.5, "slowest round trip \(slowest) s")
         #expect(
             eventually { running.handler.snapshot().contains(.rejected(ClientID(rawValue: 1), .tooSlow)) })
+        // When it reads at last: what the socket held, the rest of a line, the line that says why.
+        let (lines, end) = sluggard.readToEnd()
+        #expect(end == .endOfFile)
+        #expect(lines.last == "rejected:tooSlow")
+        #expect(lines.reduce(0) { $0 + $1.utf8.count } < 10 * 1024 * 1024)
         #expect(eventually { running.handler.snapshot().contains(.disconnected(ClientID(rawValue: 1))) })
-        let (bytes, end) = sluggard.drainToEnd()
-        #expect(end == .endOfFile || end == .reset)
-        #expect(bytes < 10 * 1024 * 1024)
     }
 
     @Test("a half-closed client gets all its replies, then the end")
@@ -313,6 +315,89 @@ struct ControlServerTests {
         #expect(second.readLine() == "echo:b")
         #expect(running.handler.snapshot().contains(.rejected(ClientID(rawValue: 3), .tooManyClients)))
         #expect(!running.handler.connectedClients().contains(ClientID(rawValue: 3)))
+    }
+
+    @Test("a user who is not exempt holds at most maxClientsPerUser; the reserved slots stay for the exempt")
+    func connectionsPerUser() throws {
+        let running = try RunningServer(limits: .init(maxClients: 6, reservedClients: 2, maxClientsPerUser: 3)) {
+            $0.exemptByDefault = false
+        }
+        defer { running.shutDown() }
+        let uid = getuid()
+        let kept = try (0..<3).map { _ in try TestClient(path: running.path) }
+        #expect(eventually { running.handler.connectedClients().count == 3 })
+        let fourth = try TestClient(path: running.path)
+        let (lines, end) = fourth.readToEnd()
+        #expect(lines == ["rejected:tooManyClientsOfUser:\(uid):3"])
+        #expect(end == .endOfFile)
+        for (index, client) in kept.enumerated() {
+            client.send("still \(index)\n")
+            #expect(client.readLine() == "echo:still \(index)")
+        }
+        // One leaves: the uid may connect again.
+        kept[0].hangUp()
+        #expect(eventually { running.handler.snapshot().contains(.disconnected(ClientID(rawValue: 1))) })
+        let again = try TestClient(path: running.path)
+        again.send("back\n")
+        #expect(again.readLine() == "echo:back")
+    }
+
+    @Test("the non-exempt share ends where the reserved slots begin; the exempt take them")
+    func reservedSlots() throws {
+        let running = try RunningServer(limits: .init(maxClients: 4, reservedClients: 2, maxClientsPerUser: 10)) {
+            $0.exemptByDefault = false
+        }
+        defer { running.shutDown() }
+        let ordinary = try (0..<2).map { _ in try TestClient(path: running.path) }
+        #expect(eventually { running.handler.connectedClients().count == 2 })
+        let third = try TestClient(path: running.path)
+        #expect(third.readToEnd().0 == ["rejected:tooManyClients"])
+        // The same peer, now exempt (as an administrator would be): it gets the reserved slots.
+        running.server.post { running.handler.exemptByDefault = true }
+        #expect(running.waitUntilRunning())
+        let admins = try (0..<2).map { _ in try TestClient(path: running.path) }
+        for (index, client) in (ordinary + admins).enumerated() {
+            client.send("x\(index)\n")
+            #expect(client.readLine() == "echo:x\(index)")
+        }
+        let fifth = try TestClient(path: running.path)
+        #expect(fifth.readToEnd().0 == ["rejected:tooManyClients"])
+    }
+
+    @Test("non-reading watchers of one user are cut, slowest first, once the user's queued output passes its budget")
+    func outputBudgetPerUser() throws {
+        let limits = ControlServer.Limits(
+            maxClients: 40, maxPendingOutputBytesPerUser: 1 << 20, maxPendingOutputBytesTotal: 4 << 20)
+        let running = try RunningServer(limits: limits) { $0.exemptByDefault = false }
+        defer { running.shutDown() }
+        let uid = getuid()
+        var sluggards: [TestClient] = []
+        for _ in 0..<8 {
+            let client = try TestClient(path: running.path, receiveBuffer: 4096)
+            client.send("watch\n")
+            #expect(client.readLine() == "watching")
+            sluggards.append(client)
+        }
+        // 400 events of 10 KiB to each: 32 MB if nothing were cut.
+        let event = #"{"event":"meter","pad":""# + String(repeating: "x", count: 10 * 1024) + #""}"#
+        let server = running.server
+        let handler = running.handler
+        for _ in 0..<400 {
+            server.post { for watcher in handler.watchers { server.send(event, to: watcher) } }
+        }
+        #expect(running.waitUntilRunning())
+        let cut = running.handler.snapshot().filter {
+            if case .rejected(_, .unreadOverUserBudget(uid: uid, limit: 1 << 20)) = $0 { true } else { false }
+        }
+        #expect(cut.count == 8, "every watcher that never reads is cut: \(cut.count)")
+        for client in sluggards {
+            let (lines, end) = client.readToEnd()
+            #expect(end == .endOfFile)
+            #expect(lines.last == "rejected:unreadOverUserBudget:\(uid):\(1 << 20)")
+            // What the socket held, plus at most the budget: never the 4 MB of the old limit.
+            let bytes = lines.reduce(0) { $0 + $1.utf8.count + 1 }
+            #expect(bytes < (1 << 20) + 512 * 1024, "\(bytes) bytes reached one watcher")
+        }
     }
 
     @Test("an incomplete line kept too long is rejected; a slow but steady client is not")

@@ -79,6 +79,9 @@ final class ScriptedHandler: ControlServerHandler, @unchecked Sendable {
         case .lineTooLong(let limit): "rejected:lineTooLong:\(limit)"
         case .tooSlow: "rejected:tooSlow"
         case .tooManyClients: "rejected:tooManyClients"
+        case .tooManyClientsOfUser(let uid, let limit): "rejected:tooManyClientsOfUser:\(uid):\(limit)"
+        case .unreadOverUserBudget(let uid, let limit): "rejected:unreadOverUserBudget:\(uid):\(limit)"
+        case .unreadOverServerBudget(let limit): "rejected:unreadOverServerBudget:\(limit)"
         }
     }
     let events = Mutex<[ServerEvent]>([])
@@ -131,6 +134,11 @@ final class ScriptedHandler: ControlServerHandler, @unchecked Sendable {
     func tick(now: Double) {
         ticks.add(1, ordering: .relaxed)
     }
+
+    /// What `isExemptFromUserLimits` answers; set before the server runs. The tests' peers are
+    /// all this process, one uid: a test of per-user limits sets it false.
+    var exemptByDefault = true
+    func isExemptFromUserLimits(_ peer: PeerCredentials) -> Bool { exemptByDefault }
 
     /// What `wantsFrequentTicks` answers; any thread may set it.
     let frequentTicks = Atomic<Bool>(true)
@@ -200,9 +208,14 @@ final class TestClient {
     /// How the stream ended, once `readLine` has seen it end.
     private(set) var end: End?
 
-    init(path: String, receiveTimeout: Double = 5) throws {
+    /// `receiveBuffer`: SO_RCVBUF in bytes (the kernel doubles it), for a client that reads
+    /// little.
+    init(path: String, receiveTimeout: Double = 5, receiveBuffer: Int32? = nil) throws {
         fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
         guard fd >= 0 else { throw TestFailure("socket: errno \(errno)") }
+        if var size = receiveBuffer {
+            setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &size, socklen_t(MemoryLayout<Int32>.size))
+        }
         var address = sockaddr_un()
         address.sun_family = sa_family_t(AF_UNIX)
         let bytes = Array(path.utf8)
@@ -245,6 +258,9 @@ final class TestClient {
     func send(_ text: String) -> Bool { send(bytes: Array(text.utf8)) }
 
     func shutdownWrite() { shutdown(fd, Int32(SHUT_WR)) }
+
+    /// Ends the connection both ways (the descriptor stays open until deinit).
+    func hangUp() { shutdown(fd, Int32(SHUT_RDWR)) }
 
     /// Reads some bytes into the buffer; the end if there are none.
     private func fill() -> End? {
