@@ -167,6 +167,8 @@ public struct TCPTableScanner: Sendable {
 
     private let client: TCPEndpoint
     private let server: TCPEndpoint
+    /// The client's port as the table prints it, in lower case: 4 hex digits.
+    private let portDigits: [UInt8]
     /// The start of a line whose end has not come yet.
     private var partial: [UInt8] = []
     /// The line now being read is longer than `maxLineBytes`: skip it up to its newline.
@@ -175,19 +177,21 @@ public struct TCPTableScanner: Sendable {
     public init(client: TCPEndpoint, server: TCPEndpoint) {
         self.client = client.normalized
         self.server = server.normalized
+        let hex = Array("0123456789abcdef".utf8)
+        portDigits = (0..<4).map { hex[Int(client.port >> (12 - 4 * UInt16($0)) & 0xF)] }
     }
 
     /// Scans the next piece; the uid of the client's socket once its line is complete.
     public mutating func scan(_ bytes: UnsafeRawBufferPointer) -> UInt32? {
         var start = 0
         while start < bytes.count {
-            guard let newline = bytes[start...].firstIndex(of: UInt8(ascii: "\n")) else {
-                keep(UnsafeRawBufferPointer(rebasing: bytes[start...]))
+            let rest = UnsafeRawBufferPointer(rebasing: bytes[start...])
+            guard let length = Syscall.firstOffset(of: UInt8(ascii: "\n"), in: rest) else {
+                keep(rest)
                 return nil
             }
-            let line = UnsafeRawBufferPointer(rebasing: bytes[start..<newline])
-            start = newline + 1
-            if let uid = endLine(line) { return uid }
+            start += length + 1
+            if let uid = endLine(UnsafeRawBufferPointer(rebasing: rest[..<length])) { return uid }
         }
         return nil
     }
@@ -215,17 +219,35 @@ public struct TCPTableScanner: Sendable {
         if skipping { return nil }
         let entry: TCPTableEntry?
         if partial.isEmpty {
-            guard tail.count <= Self.maxLineBytes else { return nil }
+            guard tail.count <= Self.maxLineBytes, mayBeClient(tail) else { return nil }
             entry = Self.parse(line: tail)
         } else {
             guard partial.count + tail.count <= Self.maxLineBytes else { return nil }
             partial.append(contentsOf: tail)
-            entry = partial.withUnsafeBytes { Self.parse(line: $0) }
+            entry = partial.withUnsafeBytes { mayBeClient($0) ? Self.parse(line: $0) : nil }
         }
         guard let entry, entry.isHeld, entry.local.normalized == client, entry.remote.normalized == server else {
             return nil
         }
         return entry.uid
+    }
+
+    /// Whether the line's second field ends in the client's port (`:PPPP`, hex in either
+    /// case): the one cheap test that passes every line `parse` would match (a line per
+    /// socket of the box, most of them someone else's), so only those few are parsed.
+    private func mayBeClient(_ line: UnsafeRawBufferPointer) -> Bool {
+        func isSpace(_ byte: UInt8) -> Bool { byte == UInt8(ascii: " ") || byte == UInt8(ascii: "\t") }
+        var index = 0
+        for _ in 0..<2 {
+            while index < line.count && isSpace(line[index]) { index += 1 }
+            while index < line.count && !isSpace(line[index]) { index += 1 }
+        }
+        guard index >= 5, line[index - 5] == UInt8(ascii: ":") else { return false }
+        for digit in 0..<4 {
+            // ASCII lower case: digits are unchanged, A-F become a-f.
+            guard line[index - 4 + digit] | 0x20 == portDigits[digit] else { return false }
+        }
+        return true
     }
 
     /// One line of the table, nil for the header or anything that is not an entry.

@@ -111,7 +111,7 @@ struct TCPConnectionOwnerTests {
     }
 
     @Test(
-        "a real connection: the uid of the client's socket (made as 65534) for IPv4, IPv6, and an IPv4 client of a dual-stack IPv6 listener; the server's own socket and a stranger's port are not it"
+        "a real connection: the uid of the client's socket (made as 65534) for IPv4, IPv6, and an IPv4 client of a dual-stack IPv6 listener; a stranger's port is not it"
     )
     func realConnections() throws {
         try #require(getuid() == 0, "making a socket as another uid (setfsuid) needs root")
@@ -130,9 +130,6 @@ struct TCPConnectionOwnerTests {
             }
             let answer = TCPConnectionOwner.owner(ofClient: connection.peer, connectedTo: connection.local)
             #expect(answer == .owner(uid: 65534), "\(test): \(answer)")
-            // Our end as the client's: that is the server's accepted socket, not a client of ours.
-            let reversed = TCPConnectionOwner.owner(ofClient: connection.local, connectedTo: connection.peer)
-            #expect(reversed == .notFound, "\(test) reversed: \(reversed)")
             var stranger = connection.peer
             stranger.port = stranger.port == 1 ? 2 : 1
             #expect(TCPConnectionOwner.owner(ofClient: stranger, connectedTo: connection.local) == .notFound)

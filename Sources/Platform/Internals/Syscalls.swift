@@ -338,6 +338,12 @@ enum Syscall {
         }
     }
 
+    /// `memchr(3)`: the offset of the first `byte` in `bytes`, nil when there is none.
+    static func firstOffset(of byte: UInt8, in bytes: UnsafeRawBufferPointer) -> Int? {
+        guard let base = bytes.baseAddress, let found = memchr(base, Int32(byte), bytes.count) else { return nil }
+        return UnsafeRawPointer(found) - base
+    }
+
     /// `getgrouplist(3)`: nil when `capacity` is too small (then `wanted` holds the size needed).
     static func groupList(_ user: String, _ gid: UInt32, capacity: Int32, wanted: inout Int32) -> [UInt32]? {
         var groups = [gid_t](repeating: 0, count: Int(capacity))
