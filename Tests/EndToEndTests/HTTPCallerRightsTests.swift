@@ -17,7 +17,8 @@ struct HTTPCallerRightsTests {
     struct CurlAnswer {
         var status: Int
         var body: [UInt8]
-        var text: String { String(decoding: body, as: UTF8.self) }
+        /// The body as text, its first 400 bytes (for messages: a segment's body is not text).
+        var text: String { String(decoding: body.prefix(400), as: UTF8.self) }
     }
 
     /// A directory any user may write curl's output into.
@@ -27,16 +28,20 @@ struct HTTPCallerRightsTests {
         return directory
     }
 
-    /// Runs curl (`prefix`: how, e.g. `setpriv` as another user or `ip netns exec`) for `url`.
+    /// Runs curl for `url`, through `prefix` when given (a declared program and its arguments,
+    /// which run curl: `setpriv` as another user, `ip netns exec`).
     static func curl(
         _ url: String, prefix: [String] = [], headers: [String] = [], method: String = "GET", into directory: String
     ) throws -> CurlAnswer {
         let output = directory + "/body-\(UUID().uuidString.prefix(8))"
-        var arguments = [try ExternalTools.path("curl"), "-s", "-g", "-o", output, "-w", "%{http_code}", "-m", "10"]
+        var arguments = ["-s", "-g", "-o", output, "-w", "%{http_code}", "-m", "10"]
         if method == "HEAD" { arguments.append("-I") }
         for header in headers { arguments += ["-H", header] }
-        let command = prefix + arguments + [url]
-        let result = try ExternalTools.run(command[0], Array(command.dropFirst()), timeout: 20)
+        arguments.append(url)
+        let result =
+            try prefix.first.map {
+                try ExternalTools.run($0, Array(prefix.dropFirst()) + [try ExternalTools.path("curl")] + arguments, timeout: 20)
+            } ?? ExternalTools.run("curl", arguments, timeout: 20)
         let body = FileManager.default.contents(atPath: output).map { [UInt8]($0) } ?? []
         try? FileManager.default.removeItem(atPath: output)
         return CurlAnswer(status: Int(result.stdout.trimmingCharacters(in: .whitespacesAndNewlines)) ?? -1, body: body)
@@ -46,7 +51,7 @@ struct HTTPCallerRightsTests {
     /// the harness runs recctl as another user).
     static func asUser(_ user: String) throws -> [String] {
         let ids = try userIDs(user)
-        return [try ExternalTools.path("setpriv"), "--reuid=\(ids.uid)", "--regid=\(ids.gid)", "--clear-groups"]
+        return ["setpriv", "--reuid=\(ids.uid)", "--regid=\(ids.gid)", "--clear-groups"]
     }
 
     /// A recd recording a recd-signal tone into 2 s segments, and the first finished segment's
@@ -108,30 +113,34 @@ struct HTTPCallerRightsTests {
         // The attack: nobody may not read the file itself, and must not get it over HTTP.
         chown(segment, 0, 0)
         chmod(segment, 0o600)
-        let cat = try ExternalTools.run(nobody[0], Array(nobody.dropFirst()) + ["cat", segment])
+        let cat = try ExternalTools.run(nobody[0], Array(nobody.dropFirst()) + [try ExternalTools.path("cat"), segment])
         #expect(cat.status != 0 && cat.stderr.contains("Permission denied"), "nobody's cat: \(cat.stderr)")
         let denied = try Self.curl(url, prefix: nobody, into: out)
         #expect(denied.status == 403, "nobody's GET of a 0600 segment: \(denied.status), \(denied.body.count) bytes")
         #expect(denied.text.contains("uid 65534 (nobody) may not read \(relative)"), "\(denied.text)")
-        #expect(!denied.body.starts(with: Array("fLaC".utf8)))
+        let leaked = denied.body.starts(with: Array("fLaC".utf8))
+        #expect(!leaked, "nobody got FLAC bytes")
         let head = try Self.curl(url, prefix: nobody, method: "HEAD", into: out)
         #expect(head.status == 403, "nobody's HEAD: \(head.status)")
         let range = try Self.curl(url, prefix: nobody, headers: ["Range: bytes=0-3"], into: out)
         #expect(range.status == 403, "nobody's range: \(range.status)")
         let root = try Self.curl(url, into: out)
-        #expect(root.status == 200 && root.body == bytes, "root's GET: \(root.status), \(root.body.count) bytes")
+        let rootExact = root.body == bytes
+        #expect(root.status == 200 && rootExact, "root's GET: \(root.status), \(root.body.count) bytes")
         let rootRange = try Self.curl(url, headers: ["Range: bytes=0-3"], into: out)
         #expect(rootRange.status == 206 && rootRange.text == "fLaC")
 
         // What nobody may read, it gets: others may read it, or its group is nobody's.
         chmod(segment, 0o644)
         let open = try Self.curl(url, prefix: nobody, into: out)
-        #expect(open.status == 200 && open.body == bytes, "nobody's GET of a 0644 segment: \(open.status)")
+        let openExact = open.body == bytes
+        #expect(open.status == 200 && openExact, "nobody's GET of a 0644 segment: \(open.status)")
         let nogroup = try userIDs("nobody").gid
         chmod(segment, 0o640)
         chown(segment, 0, nogroup)
         let inGroup = try Self.curl(url, prefix: nobody, into: out)
-        #expect(inGroup.status == 200 && inGroup.body == bytes, "0640 root:\(nogroup): \(inGroup.status)")
+        let inGroupExact = inGroup.body == bytes
+        #expect(inGroup.status == 200 && inGroupExact, "0640 root:\(nogroup): \(inGroup.status)")
         chown(segment, 0, 0)
         let outOfGroup = try Self.curl(url, prefix: nobody, into: out)
         #expect(outOfGroup.status == 403, "0640 root:root: \(outOfGroup.status)")
@@ -171,7 +180,7 @@ struct HTTPCallerRightsTests {
         let relative = String(segment.dropFirst(daemon.directory.count + "/archive/".count))
         let base = "http://\(pair.addresses[0]):\(port)"
         let bytes = try #require(FileManager.default.contents(atPath: segment).map { [UInt8]($0) })
-        let peer = [try ExternalTools.path("ip"), "netns", "exec", pair.name(.second)]
+        let peer = ["ip", "netns", "exec", pair.name(.second)]
         let bearer = "Authorization: Bearer \(token)"
 
         chown(segment, 0, 0)
@@ -181,12 +190,14 @@ struct HTTPCallerRightsTests {
             #expect(none.status == 401, "\(path) without the token: \(none.status)")
         }
         let metrics = try Self.curl(base + "/metrics", prefix: peer, headers: [bearer], into: out)
-        #expect(metrics.status == 200 && metrics.text.contains("recd_up 1"), "/metrics with the token: \(metrics.status)")
+        let up = String(decoding: metrics.body, as: UTF8.self).contains("recd_up 1")
+        #expect(metrics.status == 200 && up, "/metrics with the token: \(metrics.status)")
         let denied = try Self.curl(base + "/archive/\(relative)", prefix: peer, headers: [bearer], into: out)
         #expect(denied.status == 403, "a 0600 segment as token_user nobody: \(denied.status)")
         #expect(denied.text.contains("token_user nobody"), "\(denied.text)")
         chmod(segment, 0o644)
         let served = try Self.curl(base + "/archive/\(relative)", prefix: peer, headers: [bearer], into: out)
-        #expect(served.status == 200 && served.body == bytes, "a 0644 segment with the token: \(served.status)")
+        let servedExact = served.body == bytes
+        #expect(served.status == 200 && servedExact, "a 0644 segment with the token: \(served.status)")
     }
 }
