@@ -153,6 +153,34 @@ struct HTTPCallerRightsTests {
     }
 
     @Test(
+        "token_user that names no account, or without token_file: recd --check-config and recd itself refuse (exit 78) saying what to write",
+        .timeLimit(.minutes(1)))
+    func tokenUserChecked() throws {
+        let directory = try makeTemporaryDirectory("recd-token-user")
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let recd = productsDirectory.appendingPathComponent("recd").path
+        let token = directory + "/token"
+        try "token-\(UUID().uuidString)\n".write(toFile: token, atomically: true, encoding: .utf8)
+        try #require(chmod(token, 0o600) == 0)
+        let base = "[daemon]\nsocket = \(directory)/control.sock\nstate_dir = \(directory)/state\n[http]\n"
+        let cases: [(name: String, text: String, says: String)] = [
+            (
+                "no such user", base + "listen = 127.0.0.1:0\ntoken_file = \(token)\ntoken_user = recd-no-such-user\n",
+                "token_user = recd-no-such-user: no such user"
+            ),
+            ("no token_file", base + "listen = 127.0.0.1:0\ntoken_user = nobody\n", "no token_file is set"),
+        ]
+        for item in cases {
+            let path = directory + "/recd.conf"
+            try item.text.write(toFile: path, atomically: true, encoding: .utf8)
+            let check = try runProgram(recd, ["--check-config", path], timeout: 10)
+            #expect(check.status != 0 && check.stderr.contains(item.says), "\(item.name): \(check.stdout)\(check.stderr)")
+            let run = try runProgram(recd, ["--config", path], timeout: 10)
+            #expect(run.status == 78 && run.stderr.contains(item.says), "\(item.name): \(run.status) \(run.stderr)")
+        }
+    }
+
+    @Test(
         "off the box (recd in one network namespace on its veth address, curl in the other): 401 without the token for /archive/ and /metrics; with it, /metrics 200 and /archive/ as token_user = nobody: 403 for a 0600 segment, its exact bytes at 0644"
     )
     func tokenOverVeth() throws {
