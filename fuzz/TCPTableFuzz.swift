@@ -6,7 +6,6 @@
 // input in eight), the bounded reader (TCPConnectionOwner.owner) must agree with the scanner too.
 // Built and run by fuzz/run (swiftc -sanitize=fuzzer,address); not part of the package.
 import Glibc
-
 import Platform
 
 /// A failed check stops the fuzzer with its message (precondition's is dropped at -O).
@@ -46,7 +45,9 @@ public func tcpTableFuzz(_ data: UnsafePointer<UInt8>, _ size: Int) -> Int32 {
     for (client, server) in targets {
         let whole = scan(text, piece: max(1, text.count), client: client, server: server)
         let inPieces = scan(text, piece: piece, client: client, server: server)
-        check(whole == inPieces, "whole \(String(describing: whole)), in pieces of \(piece) \(String(describing: inPieces))")
+        check(
+            whole == inPieces,
+            "whole \(String(describing: whole)), in pieces of \(piece) \(String(describing: inPieces))")
     }
 
     // Every line the parser accepts is an entry of one family.

@@ -91,7 +91,9 @@ public struct HTTPListenAddress: Sendable, Equatable, CustomStringConvertible {
     static func endpoint(_ address: UnsafePointer<sockaddr>) -> HTTPSocketAddress? {
         switch Int32(address.pointee.sa_family) {
         case AF_INET:
-            let port = address.withMemoryRebound(to: sockaddr_in.self, capacity: 1) { UInt16(bigEndian: $0.pointee.sin_port) }
+            let port = address.withMemoryRebound(to: sockaddr_in.self, capacity: 1) {
+                UInt16(bigEndian: $0.pointee.sin_port)
+            }
             return HTTPSocketAddress(address: peerKey(address), port: port)
         case AF_INET6:
             let port = address.withMemoryRebound(to: sockaddr_in6.self, capacity: 1) {

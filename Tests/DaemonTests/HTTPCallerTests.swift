@@ -77,7 +77,9 @@ struct HTTPCallerTests {
         defer { try? FileManager.default.removeItem(atPath: path) }
         let none = HTTPCallerRule(tokenUser: nil, tables: [path])
         for fromLoopback in [false, true] {
-            guard case .refused(let answer) = none.caller(of: Self.request(fromLoopback: fromLoopback, carriesToken: true)),
+            guard
+                case .refused(let answer) = none.caller(
+                    of: Self.request(fromLoopback: fromLoopback, carriesToken: true)),
                 case .bytes(let body) = answer.body
             else {
                 Issue.record("the token read without token_user")
@@ -88,7 +90,8 @@ struct HTTPCallerTests {
         let root = try #require(UserDatabase.user(named: "root"))
         let rule = HTTPCallerRule(tokenUser: root, tables: [path])
         for fromLoopback in [false, true] {
-            guard case .caller(let caller) = rule.caller(of: Self.request(fromLoopback: fromLoopback, carriesToken: true))
+            guard
+                case .caller(let caller) = rule.caller(of: Self.request(fromLoopback: fromLoopback, carriesToken: true))
             else {
                 Issue.record("no caller with the token")
                 return

@@ -40,7 +40,8 @@ struct HTTPCallerRightsTests {
         arguments.append(url)
         let result =
             try prefix.first.map {
-                try ExternalTools.run($0, Array(prefix.dropFirst()) + [try ExternalTools.path("curl")] + arguments, timeout: 20)
+                try ExternalTools.run(
+                    $0, Array(prefix.dropFirst()) + [try ExternalTools.path("curl")] + arguments, timeout: 20)
             } ?? ExternalTools.run("curl", arguments, timeout: 20)
         let body = FileManager.default.contents(atPath: output).map { [UInt8]($0) } ?? []
         try? FileManager.default.removeItem(atPath: output)
@@ -113,7 +114,8 @@ struct HTTPCallerRightsTests {
         // The attack: nobody may not read the file itself, and must not get it over HTTP.
         chown(segment, 0, 0)
         chmod(segment, 0o600)
-        let cat = try ExternalTools.run(nobody[0], Array(nobody.dropFirst()) + [try ExternalTools.path("cat"), segment])
+        let cat = try ExternalTools.run(
+            nobody[0], Array(nobody.dropFirst()) + [try ExternalTools.path("cat"), segment])
         #expect(cat.status != 0 && cat.stderr.contains("Permission denied"), "nobody's cat: \(cat.stderr)")
         let denied = try Self.curl(url, prefix: nobody, into: out)
         #expect(denied.status == 403, "nobody's GET of a 0600 segment: \(denied.status), \(denied.body.count) bytes")
@@ -174,7 +176,8 @@ struct HTTPCallerRightsTests {
             let path = directory + "/recd.conf"
             try item.text.write(toFile: path, atomically: true, encoding: .utf8)
             let check = try runProgram(recd, ["--check-config", path], timeout: 10)
-            #expect(check.status != 0 && check.stderr.contains(item.says), "\(item.name): \(check.stdout)\(check.stderr)")
+            #expect(
+                check.status != 0 && check.stderr.contains(item.says), "\(item.name): \(check.stdout)\(check.stderr)")
             let run = try runProgram(recd, ["--config", path], timeout: 10)
             #expect(run.status == 78 && run.stderr.contains(item.says), "\(item.name): \(run.status) \(run.stderr)")
         }

@@ -162,7 +162,8 @@ struct TCPConnectionOwnerTests {
                 #expect(entries.contains { $0.local == listener.endpoint && $0.state == 0x0A })
                 #expect(
                     entries.contains {
-                        $0.local == connection.peer && $0.remote == connection.local && $0.state == 0x01 && $0.inode != 0
+                        $0.local == connection.peer && $0.remote == connection.local && $0.state == 0x01
+                            && $0.inode != 0
                     })
             }
         }
@@ -238,7 +239,8 @@ struct TCPConnectionOwnerTests {
         let mapped = Self.line(
             local: "0000000000000000FFFF00000100007F:9C40", remote: "0000000000000000FFFF00000100007F:25F8")
         #expect(Self.scan(Self.header + mapped, piece: 100) == 65534)
-        let mappedClient = TCPEndpoint(address: Array(repeating: 0, count: 10) + [0xff, 0xff, 127, 0, 0, 1], port: 40000)
+        let mappedClient = TCPEndpoint(
+            address: Array(repeating: 0, count: 10) + [0xff, 0xff, 127, 0, 0, 1], port: 40000)
         #expect(Self.scan(Self.header + Self.line(), piece: 100, client: mappedClient) == 65534)
     }
 
