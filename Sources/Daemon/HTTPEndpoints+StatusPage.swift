@@ -9,6 +9,7 @@
 import Archive
 import ControlProtocol
 import HTTPServer
+import SystemSupport
 
 extension HTTPEndpoints {
     /// Adds the page's routes. Called once, while the listener is made.
@@ -62,6 +63,7 @@ extension HTTPEndpoints {
                         : "Not Found: no finished segment \(relative) in the archive; the page lists them")
             }
             guard caller.mayRead(segment.path) else {
+                Log.debug("status page: /archive/\(relative) refused: \(caller.shown) may not read it")
                 return .error(403, "Forbidden: \(caller.shown) may not read \(relative); \(caller.advice)")
             }
             let descriptor = segment.file.relinquish()

@@ -94,8 +94,9 @@ public enum TCPConnectionOwner {
             do throws(SystemError) {
                 file = try OwnedFile(table, .readOnly)
             } catch {
-                // A kernel without IPv6 has no tcp6: nothing to find there.
-                if error.errno == .noSuchFileOrDirectory { continue }
+                // A kernel without IPv6 has no tcp6: nothing to find there. (No tcp at all is
+                // no procfs: unreadable, not "no such socket".)
+                if error.errno == .noSuchFileOrDirectory && table.hasSuffix("6") { continue }
                 return .unreadable("cannot read \(table): \(error.message)")
             }
             var read = 0
