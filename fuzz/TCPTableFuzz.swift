@@ -22,8 +22,11 @@ let targets: [(TCPEndpoint, TCPEndpoint)] = [
     ),
 ]
 
-/// The file the bounded reader reads the input from.
-let tablePath = "/tmp/recd-tcptable-fuzz-\(getpid())"
+/// The file the bounded reader reads the input from (removed when the fuzzer exits).
+let tablePath: String = {
+    atexit { unlink(tablePath) }
+    return "/tmp/recd-tcptable-fuzz-\(getpid())"
+}()
 
 func scan(_ bytes: UnsafeRawBufferPointer, piece: Int, client: TCPEndpoint, server: TCPEndpoint) -> UInt32? {
     var scanner = TCPTableScanner(client: client, server: server)
