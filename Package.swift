@@ -150,7 +150,7 @@ let package = Package(
             dependencies: [
                 "Daemon", "Codec", "AudioEngine", "SessionPolicy", "SystemSupport", "AudioTestSupport", "ControlProtocol",
                 "TestSupport",
-                "Archive", "Devices", "Platform",
+                "Archive", "Devices", "Platform", "HTTPServer",
             ]),
         .testTarget(name: "EndToEndTests", dependencies: ["ControlProtocol", "Platform", "TestSupport", "AudioSession"]),
     ]

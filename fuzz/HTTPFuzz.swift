@@ -3,9 +3,13 @@
 // TCP connection, which is then half-closed; whatever comes back must be HTTP answers with a
 // status line, a 206 must carry a Content-Range inside the file and a body of its length, and
 // the listener must answer a plain GET afterwards. The parsers the listener runs in Swift
-// (Range, the bearer credentials, the %00 scan) also get the input directly.
+// (Range, the bearer credentials, the %00 scan) also get the input directly. `/who` looks up
+// the peer's socket owner as recd's `/archive/` route does (Platform's TCPConnectionOwner, the
+// real /proc/self/net/tcp): every connection is the fuzzer's own, so an owner found must be
+// the fuzzer's uid.
 // Built and run by fuzz/run (swiftc -sanitize=fuzzer,address); not part of the package.
 import Glibc
+import Platform
 
 @testable import HTTPServer
 
@@ -32,6 +36,23 @@ let server: HTTPServer = {
         stream.send(event: "meters", data: "{\"peak\":-12}\nsecond line")
         stream.close()
         return .events(stream)
+    }
+    routes.add("/who") { request in
+        guard let peer = request.peer, let local = request.local else { fatalError("a request without its two ends") }
+        check(request.fromLoopback && peer.address.first == 127, "a peer off loopback: \(peer)")
+        let answer = TCPConnectionOwner.owner(
+            ofClient: TCPEndpoint(address: peer.address, port: peer.port),
+            connectedTo: TCPEndpoint(address: local.address, port: local.port))
+        switch answer {
+        case .owner(let uid):
+            check(uid == getuid(), "the fuzzer's own connection owned by uid \(uid)")
+            return .text("\(uid)")
+        case .notFound:
+            // The fuzzer gave up on the answer and closed its socket (a slow, pipelined input).
+            return .error(403, "Forbidden: not found")
+        case .unreadable(let why):
+            fatalError("the kernel's table unreadable: \(why)")
+        }
     }
     routes.addPrefix("/files/") { request in
         check(!request.path.isEmpty, "a handler saw an empty path")

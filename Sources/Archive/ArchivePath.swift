@@ -47,6 +47,9 @@ public struct ServedSegment {
     public let size: Int64
     /// The segment's row in the index.
     public let record: SegmentRecord
+    /// The canonical path of the file opened: what a caller's rights are checked against
+    /// (`ArchivePath.isReadable`).
+    public let path: String
 }
 
 extension ArchivePath {
@@ -88,6 +91,6 @@ extension ArchivePath {
         guard status.kind == .regular, status.identity == FileSystem.linkStatus(of: canonical)?.identity else {
             throw .invalidArgument("\(relative) is not a regular file, or changed while it was opened")
         }
-        return ServedSegment(file: file, size: status.size, record: record)
+        return ServedSegment(file: file, size: status.size, record: record, path: canonical)
     }
 }

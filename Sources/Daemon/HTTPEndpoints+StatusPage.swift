@@ -9,6 +9,7 @@
 import Archive
 import ControlProtocol
 import HTTPServer
+import SystemSupport
 
 extension HTTPEndpoints {
     /// Adds the page's routes. Called once, while the listener is made.
@@ -43,7 +44,14 @@ extension HTTPEndpoints {
             }
             return .events(stream)
         }
+        let callers = callers
         routes.addPrefix("/archive/") { request in
+            // Recorded audio: only to a caller who may read the segment's file (HTTPCaller.swift).
+            let caller: HTTPCaller
+            switch callers.caller(of: request) {
+            case .caller(let found): caller = found
+            case .refused(let answer): return answer
+            }
             let relative = String(request.path.dropFirst("/archive/".count))
             guard let segment = archive.openSegment(relative) else {
                 // Decided in docs/status-page.md: the segment being written is not served here.
@@ -53,6 +61,10 @@ extension HTTPEndpoints {
                         ? "Not Found: \(relative) is being written and the page plays finished segments only; "
                             + "`recctl archive export --app APP --from now-30s --to now -o clip.wav` clips it"
                         : "Not Found: no finished segment \(relative) in the archive; the page lists them")
+            }
+            guard caller.mayRead(segment.path) else {
+                Log.debug("status page: /archive/\(relative) refused: \(caller.shown) may not read it")
+                return .error(403, "Forbidden: \(caller.shown) may not read \(relative); \(caller.advice)")
             }
             let descriptor = segment.file.relinquish()
             return HTTPResponse(

@@ -67,9 +67,12 @@ struct HTTPEndpoints: Sendable {
 
     let coordinator: SessionCoordinator
     let control: ControlThreadQuery
+    /// Who asks, for the routes that serve recorded audio.
+    let callers: HTTPCallerRule
 
-    init(coordinator: SessionCoordinator) {
+    init(coordinator: SessionCoordinator, callers: HTTPCallerRule) {
         self.coordinator = coordinator
+        self.callers = callers
         let link = coordinator.link
         control = ControlThreadQuery(post: { link.post($0) })
     }
@@ -107,7 +110,26 @@ struct HTTPEndpoints: Sendable {
         if let path = config.http.tokenFile {
             token = try readToken(path)
         }
-        return try HTTPServer(address: address, token: token, routes: HTTPEndpoints(coordinator: coordinator).routes())
+        let callers = HTTPCallerRule(tokenUser: try tokenUser(config.http))
+        return try HTTPServer(
+            address: address, token: token, routes: HTTPEndpoints(coordinator: coordinator, callers: callers).routes())
+    }
+
+    /// `[http] token_user` as the user database has it: an account that exists, and a token
+    /// for it to belong to.
+    static func tokenUser(_ http: HTTPSection) throws(HTTPServerError) -> UserAccount? {
+        guard let name = http.tokenUser else { return nil }
+        guard http.tokenFile != nil else {
+            throw HTTPServerError(
+                "token_user = \(name) names whose rights a request with the token has, and no token_file is set; "
+                    + "set token_file, or remove token_user")
+        }
+        guard let account = UserDatabase.user(named: name) else {
+            throw HTTPServerError(
+                "token_user = \(name): no such user on this machine (getpwnam); name an existing account, e.g. one "
+                    + "made for the readers of the archive (useradd --system NAME)")
+        }
+        return account
     }
 
     /// The token in `token_file`: its first line, without surrounding white space. A file that
@@ -163,10 +185,16 @@ struct HTTPEndpoints: Sendable {
             let address = try HTTPListenAddress(parsing: listen)
             try HTTPServer.requireToken(for: address, hasToken: config.http.tokenFile != nil)
             if let path = config.http.tokenFile { _ = try readToken(path) }
-            return nil
         } catch {
             return ConfigError(
                 file: config.source, line: config.http.listenLine, message: "[http] listen: \(error.message)")
+        }
+        do throws(HTTPServerError) {
+            _ = try tokenUser(config.http)
+            return nil
+        } catch {
+            return ConfigError(
+                file: config.source, line: config.http.tokenUserLine, message: "[http] \(error.message)")
         }
     }
 }

@@ -87,6 +87,35 @@ public struct HTTPListenAddress: Sendable, Equatable, CustomStringConvertible {
         }
     }
 
+    /// An IPv4 or IPv6 socket address as bytes and port (nil for any other family).
+    static func endpoint(_ address: UnsafePointer<sockaddr>) -> HTTPSocketAddress? {
+        switch Int32(address.pointee.sa_family) {
+        case AF_INET:
+            let port = address.withMemoryRebound(to: sockaddr_in.self, capacity: 1) {
+                UInt16(bigEndian: $0.pointee.sin_port)
+            }
+            return HTTPSocketAddress(address: peerKey(address), port: port)
+        case AF_INET6:
+            let port = address.withMemoryRebound(to: sockaddr_in6.self, capacity: 1) {
+                UInt16(bigEndian: $0.pointee.sin6_port)
+            }
+            return HTTPSocketAddress(address: peerKey(address), port: port)
+        default:
+            return nil
+        }
+    }
+
+    /// Our end of a connected socket (`getsockname`).
+    static func localEndpoint(of socket: Int32) -> HTTPSocketAddress? {
+        var storage = sockaddr_storage()
+        var length = socklen_t(MemoryLayout<sockaddr_storage>.size)
+        let status = withUnsafeMutablePointer(to: &storage) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(socket, $0, &length) }
+        }
+        guard status == 0 else { return nil }
+        return withUnsafePointer(to: &storage) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { endpoint($0) } }
+    }
+
     /// Whether a peer's address is on this machine: 127.0.0.0/8, ::1, or ::ffff:127.x.y.z.
     static func isLoopback(_ address: UnsafePointer<sockaddr>) -> Bool {
         switch Int32(address.pointee.sa_family) {

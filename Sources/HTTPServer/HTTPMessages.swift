@@ -3,7 +3,7 @@
 import Dispatch
 import Synchronization
 
-/// One GET or HEAD request, already authorized.
+/// One GET or HEAD request; a peer off this machine has shown the token.
 public struct HTTPRequest: Sendable {
     /// `GET` or `HEAD` (for HEAD the listener drops the body).
     public var method: String
@@ -13,18 +13,41 @@ public struct HTTPRequest: Sendable {
     public var query: [String: String]
     /// The request's headers, names in lower case.
     public var headers: [String: String]
-    /// Whether the peer is on this machine.
+    /// Whether the peer is on this machine (a loopback address).
     public var fromLoopback: Bool
+    /// Whether the request carried the listener's bearer token (the right one): the one
+    /// identity a peer off this machine can have.
+    public var carriesToken: Bool
+    /// The connection's two ends: the peer's and ours (nil when the socket could not say).
+    /// On loopback they name the peer's socket in the kernel's tables, and so its owner.
+    public var peer: HTTPSocketAddress?
+    public var local: HTTPSocketAddress?
 
     public init(
         method: String, path: String, query: [String: String] = [:], headers: [String: String] = [:],
-        fromLoopback: Bool = true
+        fromLoopback: Bool = true, carriesToken: Bool = false, peer: HTTPSocketAddress? = nil,
+        local: HTTPSocketAddress? = nil
     ) {
         self.method = method
         self.path = path
         self.query = query
         self.headers = headers
         self.fromLoopback = fromLoopback
+        self.carriesToken = carriesToken
+        self.peer = peer
+        self.local = local
+    }
+}
+
+/// One end of a TCP connection: an IP address (4 bytes for IPv4, 16 for IPv6, as on the wire)
+/// and a port.
+public struct HTTPSocketAddress: Sendable, Equatable {
+    public var address: [UInt8]
+    public var port: UInt16
+
+    public init(address: [UInt8], port: UInt16) {
+        self.address = address
+        self.port = port
     }
 }
 

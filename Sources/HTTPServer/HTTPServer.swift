@@ -359,7 +359,8 @@ public final class HTTPServer: Sendable {
         let peer = recd_mhd_peer_address(connection)
         let fromLoopback = peer.map { HTTPListenAddress.isLoopback($0) } ?? false
         let headers = values(connection, kind: .HEADER_KIND)
-        if !fromLoopback && !authorized(headers["authorization"]) {
+        let carriesToken = authorized(headers["authorization"])
+        if !fromLoopback && !carriesToken {
             // Closed after the answer: a peer without the token keeps no connection (nor its thread).
             return queue(
                 connection,
@@ -367,9 +368,11 @@ public final class HTTPServer: Sendable {
                     401, "Unauthorized: send Authorization: Bearer TOKEN (the contents of recd's [http] token_file)",
                     headers: [("WWW-Authenticate", "Bearer realm=\"recd\""), ("Connection", "close")]))
         }
+        let socket = recd_mhd_connection_fd(connection)
         let request = HTTPRequest(
             method: method, path: url, query: values(connection, kind: .GET_ARGUMENT_KIND), headers: headers,
-            fromLoopback: fromLoopback)
+            fromLoopback: fromLoopback, carriesToken: carriesToken, peer: peer.flatMap(HTTPListenAddress.endpoint),
+            local: socket >= 0 ? HTTPListenAddress.localEndpoint(of: socket) : nil)
         guard let handler = routes.handler(for: url) else {
             return queue(connection, .error(404, "Not Found: \(url) is not one of recd's pages"))
         }

@@ -20,6 +20,16 @@ public enum UserDatabase {
         Syscall.groupID(name)
     }
 
+    /// A user's passwd entry: `getpwuid_r` for `uid`.
+    public static func user(uid: UInt32) -> UserAccount? {
+        Syscall.userEntry(uid: uid, name: nil).map { UserAccount(name: $0.name, uid: $0.uid, gid: $0.gid) }
+    }
+
+    /// A user's passwd entry: `getpwnam_r` for `name`.
+    public static func user(named name: String) -> UserAccount? {
+        Syscall.userEntry(uid: nil, name: name).map { UserAccount(name: $0.name, uid: $0.uid, gid: $0.gid) }
+    }
+
     /// `getpwuid_r` + `getgrouplist`: the groups the user database gives `uid`, including
     /// `gid`. Empty when the uid has no passwd entry.
     public static func groupList(uid: UInt32, gid: UInt32) -> [UInt32] {
@@ -33,4 +43,21 @@ public enum UserDatabase {
             capacity = wanted
         }
     }
+}
+
+/// A user as the passwd database has it.
+public struct UserAccount: Sendable, Equatable {
+    public var name: String
+    public var uid: UInt32
+    /// The primary group.
+    public var gid: UInt32
+
+    public init(name: String, uid: UInt32, gid: UInt32) {
+        self.name = name
+        self.uid = uid
+        self.gid = gid
+    }
+
+    /// Its primary and supplementary groups (`getgrouplist`).
+    public var groups: Set<UInt32> { Set(UserDatabase.groupList(uid: uid, gid: gid)).union([gid]) }
 }

@@ -188,13 +188,23 @@ public struct HTTPSection: Sendable, Equatable {
     public var listenLine: Int
     /// `token_file`: holds the bearer token peers not on this machine must send.
     public var tokenFile: String?
+    /// `token_user`: the account whose read rights a request with the token has for recorded
+    /// audio (`/archive/`); nil: the token reads none.
+    public var tokenUser: String?
+    /// The line of `token_user` (0: not set).
+    public var tokenUserLine: Int
 
     public static let defaultListen = "127.0.0.1:9720"
 
-    public init(listen: String? = HTTPSection.defaultListen, listenLine: Int = 0, tokenFile: String? = nil) {
+    public init(
+        listen: String? = HTTPSection.defaultListen, listenLine: Int = 0, tokenFile: String? = nil,
+        tokenUser: String? = nil, tokenUserLine: Int = 0
+    ) {
         self.listen = listen
         self.listenLine = listenLine
         self.tokenFile = tokenFile
+        self.tokenUser = tokenUser
+        self.tokenUserLine = tokenUserLine
     }
 }
 

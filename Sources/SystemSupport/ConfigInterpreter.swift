@@ -20,7 +20,7 @@ enum ConfigSectionKind: String, CaseIterable {
             ]
                 + SilenceSettings.keys
         case .policy: ["duck_level_db"]
-        case .http: ["listen", "token_file"]
+        case .http: ["listen", "token_file", "token_user"]
         case .replicate: ReplicateSection.keys
         case .port:
             [
@@ -311,6 +311,12 @@ struct ConfigInterpreter {
             http.listenLine = field.line
         }
         http.tokenFile = fields["token_file"]?.absolutePath(in: &issues)
+        if let field = fields["token_user"] {
+            http.tokenUser = field.token(
+                "a user name", maxLength: 32, allowed: ConfigName.isNameCharacter,
+                allowedText: ConfigName.allowedText, in: &issues)
+            http.tokenUserLine = field.line
+        }
     }
 
     // MARK: - Ports

@@ -899,7 +899,7 @@ func expansionIsRefusedBeforeItGrows() {
 
 // MARK: - [http]
 
-@Test("[http]: listen and token_file are read with their line; listen = no turns the listener off; a relative token_file and unknown keys are errors")
+@Test("[http]: listen, token_file and token_user are read with their lines; listen = no turns the listener off; a relative token_file, a token_user that is no name and unknown keys are errors")
 func httpSection() throws {
     func parse(_ text: String) throws -> RecdConfig {
         try ConfigLoader.parse(text: text, source: "t.conf", environment: userEnvironment, isRoot: false)
@@ -909,5 +909,13 @@ func httpSection() throws {
     #expect(try parse("[http]\nlisten = no\n").http.listen == nil)
     #expect(throws: ConfigError.self) { try parse("[http]\ntoken_file = token\n") }
     #expect(throws: ConfigError.self) { try parse("[http]\nport = 80\n") }
+    let reader = try parse("[http]\nlisten = 0.0.0.0:9000\ntoken_file = /etc/recd/token\ntoken_user = archive-reader\n")
+    #expect(
+        reader.http
+            == HTTPSection(
+                listen: "0.0.0.0:9000", listenLine: 2, tokenFile: "/etc/recd/token", tokenUser: "archive-reader",
+                tokenUserLine: 4))
+    #expect(throws: ConfigError.self) { try parse("[http]\ntoken_user = a b\n") }
+    #expect(throws: ConfigError.self) { try parse("[http]\ntoken_user = ../root\n") }
     #expect(throws: ConfigError.self) { try parse("[http]\nlisten =\n") }
 }

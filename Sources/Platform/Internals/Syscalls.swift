@@ -318,6 +318,32 @@ enum Syscall {
         }
     }
 
+    /// `getpwuid_r(3)` or `getpwnam_r(3)`: a user's name, uid and primary gid, nil without a
+    /// passwd entry.
+    static func userEntry(uid: UInt32?, name: String?) -> (name: String, uid: UInt32, gid: UInt32)? {
+        var record = passwd()
+        var result: UnsafeMutablePointer<passwd>?
+        var scratch = [CChar](repeating: 0, count: 16 * 1024)
+        return scratch.withUnsafeMutableBufferPointer { buffer -> (String, UInt32, UInt32)? in
+            let status: Int32
+            if let uid {
+                status = getpwuid_r(uid, &record, buffer.baseAddress!, buffer.count, &result)
+            } else if let name {
+                status = getpwnam_r(name, &record, buffer.baseAddress!, buffer.count, &result)
+            } else {
+                return nil
+            }
+            guard status == 0, result != nil, let found = record.pw_name else { return nil }
+            return (String(cString: found), record.pw_uid, record.pw_gid)
+        }
+    }
+
+    /// `memchr(3)`: the offset of the first `byte` in `bytes`, nil when there is none.
+    static func firstOffset(of byte: UInt8, in bytes: UnsafeRawBufferPointer) -> Int? {
+        guard let base = bytes.baseAddress, let found = memchr(base, Int32(byte), bytes.count) else { return nil }
+        return UnsafeRawPointer(found) - base
+    }
+
     /// `getgrouplist(3)`: nil when `capacity` is too small (then `wanted` holds the size needed).
     static func groupList(_ user: String, _ gid: UInt32, capacity: Int32, wanted: inout Int32) -> [UInt32]? {
         var groups = [gid_t](repeating: 0, count: Int(capacity))
