@@ -26,6 +26,9 @@ final class ArchiveMaintenance: @unchecked Sendable {
     let directory: String
     let indexPath: String
     private var connection: ArchiveIndex?
+    /// The hash chains' keeper (nil: no key): `verify` checks chained segments against it.
+    /// Set once at start, before any job runs.
+    var chains: ChainKeeper?
 
     init(directory: String) {
         self.directory = directory
@@ -44,9 +47,17 @@ final class ArchiveMaintenance: @unchecked Sendable {
     func verify(path: String?, job: WorkerJob) throws -> [VerifyResult] {
         let paths = try path.map { [$0] } ?? index().list().map(\.path)
         var results: [VerifyResult] = []
+        var chained: [String: Result<[String: SHA256Digest], ProofError>] = [:]
         for path in paths {
             if job.isCancelled { break }
-            results.append(ArchiveVerifier.verify(path: path))
+            // A segment recd chained (the index has its hash) is checked against its chain too.
+            var chain: (keeper: ChainKeeper, path: String)?
+            if let chains, (try? index().proof(path: path)) != nil, let record = try? index().record(path: path),
+                let chainPath = SegmentChaining.chainPath(of: record, keeper: chains)
+            {
+                chain = (chains, chainPath)
+            }
+            results.append(ArchiveVerifier.verify(path: path, chain: chain, chained: &chained))
             job.progress(done: results.count, total: paths.count)
         }
         return results

@@ -72,6 +72,8 @@ final class RecorderService: @unchecked Sendable {
     var onSegmentFinished: ((SegmentRecord) -> Void)?
     /// Puts finished and recovered segments into their hash chains (nil: no key, unproven).
     var prover: SegmentProver?
+    /// Partials whose recovery failed, tried again on the worker when their cause is gone.
+    var unrecovered = UnrecoveredPartials()
     /// Who keeps the clock, asked on its own thread: each segment's CLOCK_SOURCE and
     /// `status.clock.source` (set by `Recd.compose`; nil in tests without one).
     var timeSource: TimeSourceMonitor?
@@ -119,9 +121,14 @@ final class RecorderService: @unchecked Sendable {
         var recovered: [SegmentRecord] = []
         for result in PartialRecovery.recoverAll(in: archiveDir) {
             Log.notice("recovery of \(result.partialPath): \(result.outcome)")
-            if case .recovered(let record) = result.outcome {
+            switch result.outcome {
+            case .recovered(let record):
                 try? index?.add(record)
                 recovered.append(record)
+            case .failed(let error):
+                Log.error("\(result.partialPath) is not recovered: \(error); recd tries again when that is mended")
+                unrecovered.failed(result.partialPath, error: error, now: SystemClock.monotonicSeconds())
+            case .alreadyRecovered, .unrecoverable, .inUse: break
             }
         }
         guard let prover else { return }
@@ -432,7 +439,52 @@ final class RecorderService: @unchecked Sendable {
             lastRetention = now
             enforceRetention()
         }
+        if !unrecovered.isEmpty { retryRecoveries(now: now) }
         return news
+    }
+
+    /// Recovers again, on the worker, the partials whose cause of failure is gone.
+    private func retryRecoveries(now: Double) {
+        let directory = archiveDir
+        let due = unrecovered.due(now: now) { FileSystem.space(at: directory)?.availableBytes }
+        for path in due {
+            worker.submit(for: nil, { _ in PartialRecovery.recover(partialPath: path) }) { [weak self] result in
+                self?.recoveredAgain(result)
+            }
+        }
+    }
+
+    /// A retried recovery's outcome, on the control thread.
+    private func recoveredAgain(_ result: RecoveryResult) {
+        let path = result.partialPath
+        switch result.outcome {
+        case .recovered(let record):
+            unrecovered.resolved(path)
+            Log.notice("\(path) recovered at last: \(record.path)")
+            // An index that could not open at start (the same full disk) is tried again too.
+            if index == nil { index = try? ArchiveIndex(path: maintenance.indexPath) }
+            do { try index?.add(record) } catch { Log.warning("index: \(error)") }
+            if let prover {
+                prover.chain(record, index: { [weak self] in self?.index }) { [weak self] in
+                    self?.onSegmentFinished?(record)
+                }
+            } else {
+                onSegmentFinished?(record)
+            }
+        case .alreadyRecovered, .unrecoverable:
+            unrecovered.resolved(path)
+            Log.notice("recovery of \(path): \(result.outcome)")
+        case .inUse:
+            unrecovered.failed(
+                path, error: .invalidArgument("a recorder or another recovery holds it"), now: SystemClock.monotonicSeconds())
+        case .failed(let error):
+            if !FileSystem.exists(path) {
+                unrecovered.resolved(path)
+                return
+            }
+            Log.warning("\(path) is still not recovered: \(error)")
+            unrecovered.failed(path, error: error, now: SystemClock.monotonicSeconds())
+        }
     }
 
     private func handleEvents(of stream: RecorderStream) -> RecorderNews {
@@ -463,6 +515,7 @@ final class RecorderService: @unchecked Sendable {
                 }
             case .segmentAbandoned(let partial, let error):
                 Log.error("\(stream.spec.app): segment \(partial) left for recovery: \(error)")
+                unrecovered.failed(partial, error: error, now: SystemClock.monotonicSeconds())
                 announce(stream, .abandoned, file: partial, reason: "\(error)")
             case .gap(let gap):
                 stream.gaps += 1
