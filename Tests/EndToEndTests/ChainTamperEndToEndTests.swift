@@ -299,7 +299,11 @@ struct ChainTamperEndToEndTests {
         let partial = try #require(archiveFiles(small).first { $0.hasSuffix(".partial") })
         // The disk full to the last block.
         let filler = small + "/filler"
-        _ = try runTool("dd", ["if=/dev/zero", "of=\(filler)", "bs=64k"])
+        #expect(FileManager.default.createFile(atPath: filler, contents: nil))
+        let fill = try FileHandle(forWritingTo: URL(fileURLWithPath: filler))
+        let block = Data(count: 4096)
+        while (try? fill.write(contentsOf: block)) != nil {}
+        try? fill.close()
         #expect((FileSystem.space(at: small)?.availableBytes ?? 1) < 65_536)
         try daemon.start()
         let unrecovered = try #require(daemon.recctl("--json", "status").json)["archive"]?["unrecovered"]?.arrayValue
