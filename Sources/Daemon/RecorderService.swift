@@ -443,50 +443,6 @@ final class RecorderService: @unchecked Sendable {
         return news
     }
 
-    /// Recovers again, on the worker, the partials whose cause of failure is gone.
-    private func retryRecoveries(now: Double) {
-        let directory = archiveDir
-        let due = unrecovered.due(now: now) { FileSystem.space(at: directory)?.availableBytes }
-        for path in due {
-            worker.submit(for: nil, { _ in PartialRecovery.recover(partialPath: path) }) { [weak self] result in
-                self?.recoveredAgain(result)
-            }
-        }
-    }
-
-    /// A retried recovery's outcome, on the control thread.
-    private func recoveredAgain(_ result: RecoveryResult) {
-        let path = result.partialPath
-        switch result.outcome {
-        case .recovered(let record):
-            unrecovered.resolved(path)
-            Log.notice("\(path) recovered at last: \(record.path)")
-            // An index that could not open at start (the same full disk) is tried again too.
-            if index == nil { index = try? ArchiveIndex(path: maintenance.indexPath) }
-            do { try index?.add(record) } catch { Log.warning("index: \(error)") }
-            if let prover {
-                prover.chain(record, index: { [weak self] in self?.index }) { [weak self] in
-                    self?.onSegmentFinished?(record)
-                }
-            } else {
-                onSegmentFinished?(record)
-            }
-        case .alreadyRecovered, .unrecoverable:
-            unrecovered.resolved(path)
-            Log.notice("recovery of \(path): \(result.outcome)")
-        case .inUse:
-            unrecovered.failed(
-                path, error: .invalidArgument("a recorder or another recovery holds it"), now: SystemClock.monotonicSeconds())
-        case .failed(let error):
-            if !FileSystem.exists(path) {
-                unrecovered.resolved(path)
-                return
-            }
-            Log.warning("\(path) is still not recovered: \(error)")
-            unrecovered.failed(path, error: error, now: SystemClock.monotonicSeconds())
-        }
-    }
-
     private func handleEvents(of stream: RecorderStream) -> RecorderNews {
         var news = RecorderNews()
         for event in stream.recorder.drainEvents() {

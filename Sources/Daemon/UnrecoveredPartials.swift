@@ -4,11 +4,13 @@
 // when there is room for the recovered copy; for anything else, every 30 s. `prove` reports
 // each as unproven meanwhile (its file proves nothing until it is recovered and chained).
 //
-// Threads: the control thread (RecorderService's). Space is asked (one statvfs) at most once a
-// second, and only while a partial waits for it.
+// Threads: the control thread (RecorderService's, which holds the list and runs the retries on
+// its slow worker: the extension below). Space is asked (one statvfs) at most once a second, and
+// only while a partial waits for it.
 import Archive
 import ControlProtocol
 import Platform
+import SystemSupport
 
 /// The partials waiting for another recovery, and when each is tried. A value owned by
 /// `RecorderService`; control thread.
@@ -84,6 +86,52 @@ struct UnrecoveredPartials {
                 : "recd tries again every \(Int(Self.retryInterval)) s"
             return StatusInfo.UnrecoveredPartial(
                 path: entry.path, since: entry.since.iso8601, error: entry.error.description, resumesWhen: resumes)
+        }
+    }
+}
+
+extension RecorderService {
+    /// Recovers again, on the worker, the partials whose cause of failure is gone.
+    func retryRecoveries(now: Double) {
+        let directory = archiveDir
+        let due = unrecovered.due(now: now) { FileSystem.space(at: directory)?.availableBytes }
+        for path in due {
+            worker.submit(for: nil, { _ in PartialRecovery.recover(partialPath: path) }) { [weak self] result in
+                self?.recoveredAgain(result)
+            }
+        }
+    }
+
+    /// A retried recovery's outcome, on the control thread.
+    private func recoveredAgain(_ result: RecoveryResult) {
+        let path = result.partialPath
+        switch result.outcome {
+        case .recovered(let record):
+            unrecovered.resolved(path)
+            Log.notice("\(path) recovered at last: \(record.path)")
+            // An index that could not open at start (the same full disk) is tried again too.
+            if index == nil { index = try? ArchiveIndex(path: maintenance.indexPath) }
+            do { try index?.add(record) } catch { Log.warning("index: \(error)") }
+            if let prover {
+                prover.chain(record, index: { [weak self] in self?.index }) { [weak self] in
+                    self?.onSegmentFinished?(record)
+                }
+            } else {
+                onSegmentFinished?(record)
+            }
+        case .alreadyRecovered, .unrecoverable:
+            unrecovered.resolved(path)
+            Log.notice("recovery of \(path): \(result.outcome)")
+        case .inUse:
+            unrecovered.failed(
+                path, error: .invalidArgument("a recorder or another recovery holds it"), now: SystemClock.monotonicSeconds())
+        case .failed(let error):
+            if !FileSystem.exists(path) {
+                unrecovered.resolved(path)
+                return
+            }
+            Log.warning("\(path) is still not recovered: \(error)")
+            unrecovered.failed(path, error: error, now: SystemClock.monotonicSeconds())
         }
     }
 }
