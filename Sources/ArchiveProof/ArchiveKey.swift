@@ -112,11 +112,10 @@ public final class ArchiveSigningKey: Sendable {
     /// archive, where readers and copies of the archive find it.
     public func publish(to path: String) throws(ProofError) {
         // Beside the archive, where others may write: never through a link, never a FIFO's wait.
-        if let bytes = try? ChainFiles.readSmall(path), ArchivePublicKey(text: String(decoding: bytes, as: UTF8.self))
-            == publicKey
-        {
-            return
+        let existing = (try? ChainFiles.readSmall(path)).flatMap {
+            ArchivePublicKey(text: String(decoding: $0, as: UTF8.self))
         }
+        if existing == publicKey { return }
         try ChainFiles.replace(path, with: Array((publicKey.text + "\n").utf8), mode: 0o644)
     }
 }

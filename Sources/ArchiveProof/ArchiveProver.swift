@@ -278,8 +278,8 @@ public enum ArchiveProver {
             do throws(ProofError) {
                 opened = try ChainFiles.openForReading(file, maximumBytes: .max)
             } catch {
-                report.findings.append(
-                    .unproven(path: relative, reason: "a .partial; whether recd writes it cannot be told: \(error.message)"))
+                let reason = "a .partial; whether recd writes it cannot be told: \(error.message)"
+                report.findings.append(.unproven(path: relative, reason: reason))
                 continue
             }
             guard let opened else { continue }

@@ -103,7 +103,8 @@ enum ChainCheck {
             guard number <= trustedEntries || adopting else {
                 throw broken(
                     number,
-                    "entries from \(number) on lie past the head recd signed (\(trusted.text)): recd did not write them")
+                    "entries from \(number) on lie past the head recd signed (\(trusted.text)): recd did not write them"
+                )
             }
             let text = String(decoding: line.bytes, as: UTF8.self)
             guard !line.tooLong, let entry = ChainEntry(line: text), Array(entry.line.utf8) == line.bytes else {
@@ -140,7 +141,9 @@ enum ChainCheck {
             end = line.end
         }
         guard count >= trustedEntries else {
-            let gone = count + 1 == trustedEntries ? "entry \(trustedEntries) was" : "entries \(count + 1)-\(trustedEntries) were"
+            let gone =
+                count + 1 == trustedEntries
+                ? "entry \(trustedEntries) was" : "entries \(count + 1)-\(trustedEntries) were"
             throw broken(
                 nil,
                 "it holds \(count) \(count == 1 ? "entry" : "entries"), recd signed \(trusted.text): \(gone) "

@@ -74,7 +74,8 @@ enum ChainFiles {
             let file = try openForReading(
                 path, maximumBytes: Int64(ChainLimits.maximumSmallFileBytes), followingLinks: followingLinks)
         else { return nil }
-        return try proofCall { () throws(SystemError) in try file.read(count: ChainLimits.maximumSmallFileBytes, at: 0) }
+        return try proofCall { () throws(SystemError) in try file.read(count: ChainLimits.maximumSmallFileBytes, at: 0)
+        }
     }
 
     /// Replaces `path` with `bytes` (mode exactly `mode`): a reader sees the old file or the
@@ -91,13 +92,15 @@ enum ChainFiles {
         }
         guard status.size <= maximumBytes else {
             throw .unsafeFile(
-                path: file.path, reason: "\(status.size) bytes, more than the \(maximumBytes) a file of its kind can hold")
+                path: file.path,
+                reason: "\(status.size) bytes, more than the \(maximumBytes) a file of its kind can hold")
         }
     }
 
     private static func unsafe(_ error: SystemError, path: String) -> ProofError {
         error.errno == .tooManySymbolicLinks
-            ? .unsafeFile(path: path, reason: "a symbolic link (recd never follows one in the archive)") : .system(error)
+            ? .unsafeFile(path: path, reason: "a symbolic link (recd never follows one in the archive)")
+            : .system(error)
     }
 
     private static func describe(_ kind: FileKind) -> String {
@@ -172,7 +175,8 @@ struct ChainLineReader {
             if newline != nil {
                 position += 1
                 let first = start ?? 0
-                return ChainLine(bytes: bytes, tooLong: tooLong, start: first, end: first + length + 1, terminated: true)
+                return ChainLine(
+                    bytes: bytes, tooLong: tooLong, start: first, end: first + length + 1, terminated: true)
             }
         }
         guard let start else { return nil }

@@ -163,7 +163,8 @@ public final class ChainKeeper: Sendable {
         var lines: [Line] = []
         while lines.count < ChainLimits.maximumEntries, let line = try reader.next() {
             let text = String(decoding: line.bytes, as: UTF8.self)
-            let entry = line.tooLong ? nil : ChainEntry(line: text).flatMap { Array($0.line.utf8) == line.bytes ? $0 : nil }
+            let entry =
+                line.tooLong ? nil : ChainEntry(line: text).flatMap { Array($0.line.utf8) == line.bytes ? $0 : nil }
             lines.append(Line(number: lines.count + 1, entry: entry, hash: SHA256Digest.of(line.bytes)))
         }
         return lines

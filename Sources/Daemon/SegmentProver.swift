@@ -146,7 +146,8 @@ final class SegmentProver: @unchecked Sendable {
                 Log.error("\(record.path) is not chained (its chain is under alarm): \(chainBreak)")
                 return
             }
-            let changed = differences.isEmpty ? "" : "; the index says what changed: " + differences.joined(separator: "; ")
+            let changed =
+                differences.isEmpty ? "" : "; the index says what changed: " + differences.joined(separator: "; ")
             alarms[chainBreak.chain] = ChainAlarm(
                 chain: chainBreak.chain, app: record.app, stream: record.stream, since: UTCTime.now(),
                 detail: chainBreak.description + changed, unchained: [record])

@@ -124,7 +124,8 @@ extension RecorderService {
             Log.notice("recovery of \(path): \(result.outcome)")
         case .inUse:
             unrecovered.failed(
-                path, error: .invalidArgument("a recorder or another recovery holds it"), now: SystemClock.monotonicSeconds())
+                path, error: .invalidArgument("a recorder or another recovery holds it"),
+                now: SystemClock.monotonicSeconds())
         case .failed(let error):
             if !FileSystem.exists(path) {
                 unrecovered.resolved(path)

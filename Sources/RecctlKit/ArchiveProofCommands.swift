@@ -84,7 +84,8 @@ enum ArchiveProofCommands {
                     + "put back is not caught (run as root, or pass --heads)"
             }
         } else {
-            headsNote = "; not checked against recd's record of what it signed (pass --heads): a chain cut short or "
+            headsNote =
+                "; not checked against recd's record of what it signed (pass --heads): a chain cut short or "
                 + "put back is not caught"
         }
         let report = ArchiveProver.prove(archiveDirectory: directory, key: key, scope: scope, heads: heads)

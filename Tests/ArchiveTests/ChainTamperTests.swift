@@ -89,7 +89,9 @@ private func bytes(_ path: String) -> Data? { FileManager.default.contents(atPat
 
 @Suite("Chains against forgery and rollback")
 struct ChainTamperTests {
-    @Test("a segment replaced, the next deleted and the links recomputed: the next append signs nothing, names what changed; prove does not hold")
+    @Test(
+        "a segment replaced, the next deleted and the links recomputed: the next append signs nothing, names what changed; prove does not hold"
+    )
     func forgedChainIsNotSigned() throws {
         let archive = try DayArchive()
         try #require(archive.records.count == 6)
@@ -109,7 +111,8 @@ struct ChainTamperTests {
 
         let refused = try #require(tampered(archive.chainNext(5)), "the append must refuse")
         #expect(refused.chain == archive.chain)
-        #expect(refused.description.contains("4 entries") && refused.description.contains("recd signed 5"), "\(refused)")
+        #expect(
+            refused.description.contains("4 entries") && refused.description.contains("recd signed 5"), "\(refused)")
         // Nothing written, nothing signed.
         #expect(try String(contentsOfFile: archive.chainPath, encoding: .utf8) == forged)
         #expect(bytes(archive.signaturePath) == signature)
@@ -130,7 +133,9 @@ struct ChainTamperTests {
         #expect(differs.entry == 5 && differs.reason.contains("recd signed"), "\(differs)")
     }
 
-    @Test("an older chain and its signature put back, later segments deleted: prove alone holds, against recd's record it is rolled back; recd appends nothing")
+    @Test(
+        "an older chain and its signature put back, later segments deleted: prove alone holds, against recd's record it is rolled back; recd appends nothing"
+    )
     func rollback() throws {
         let archive = try DayArchive(chained: 3)
         let oldChain = try #require(bytes(archive.chainPath))
@@ -161,7 +166,9 @@ struct ChainTamperTests {
             "\(gone)")
     }
 
-    @Test("lines past the signed head: recd's own noted entry (a crash before its signature) is signed; anyone else's is refused; a cut line is dropped")
+    @Test(
+        "lines past the signed head: recd's own noted entry (a crash before its signature) is signed; anyone else's is refused; a cut line is dropped"
+    )
     func linesPastTheHead() throws {
         // recd's own: noted pending, written, not signed.
         let crashed = try DayArchive(chained: 2)
@@ -179,7 +186,9 @@ struct ChainTamperTests {
         #expect(crashed.chainNext(2) == nil)
         #expect(try crashed.entries().count == 3)
         #expect(crashed.prove(heads: true).holds)
-        #expect(try crashed.keeper.heads.record(of: crashed.chain) == ChainHeadRecord(signed: ChainHead(entries: 3, head: third.hash)))
+        #expect(
+            try crashed.keeper.heads.record(of: crashed.chain)
+                == ChainHeadRecord(signed: ChainHead(entries: 3, head: third.hash)))
 
         // Someone else's line, well formed and linked: refused.
         let foreign = try DayArchive(chained: 2)
@@ -201,7 +210,9 @@ struct ChainTamperTests {
         #expect(try cut.entries().map(\.sequence) == [1, 2, 3] && cut.prove(heads: true).holds)
     }
 
-    @Test("the chain path a symbolic link (to a file outside the archive, to the signing key), a FIFO, 20 MB of newlines: nothing followed, nothing waited on, nothing read whole")
+    @Test(
+        "the chain path a symbolic link (to a file outside the archive, to the signing key), a FIFO, 20 MB of newlines: nothing followed, nothing waited on, nothing read whole"
+    )
     func unsafeChainPaths() throws {
         let archive = try DayArchive(chained: 0)
         try FileManager.default.createDirectory(
@@ -272,7 +283,9 @@ struct ChainTamperTests {
         let left = archive.root + "/2026/12/02/app-main-20261202T100006.000Z.flac.partial"
         try Data([1, 2, 3]).write(to: URL(fileURLWithPath: left))
         let report = archive.prove(heads: true)
-        #expect(report.findings.map(\.kind) == ["unproven"] && report.findings.first?.name == ChainLayout.relative(left, to: archive.root))
+        #expect(
+            report.findings.map(\.kind) == ["unproven"]
+                && report.findings.first?.name == ChainLayout.relative(left, to: archive.root))
         let held = try OwnedFile(left, .readOnly)
         #expect(held.tryLockExclusive())
         let recording = archive.prove(heads: true)

@@ -21,11 +21,15 @@ struct PrometheusMetricsTests {
                 dir: "/a", space: .init(freeBytes: 5e9, freePercent: 40, segments: segments),
                 chainAlarms: [
                     .init(
-                        chain: "2026/12/01/logger-main.chain", app: "logger", stream: "main", since: "2026-12-01T15:00:00Z",
-                        detail: "chain 2026/12/01/logger-main.chain does not hold what recd signed", segmentsUnchained: 2)
+                        chain: "2026/12/01/logger-main.chain", app: "logger", stream: "main",
+                        since: "2026-12-01T15:00:00Z",
+                        detail: "chain 2026/12/01/logger-main.chain does not hold what recd signed",
+                        segmentsUnchained: 2)
                 ],
                 unrecovered: [
-                    .init(path: "/a/x.flac.partial", since: "2026-12-01T15:00:00Z", error: "disk full", resumesWhen: "1 MiB")
+                    .init(
+                        path: "/a/x.flac.partial", since: "2026-12-01T15:00:00Z", error: "disk full",
+                        resumesWhen: "1 MiB")
                 ]),
             waiting: [
                 .init(

@@ -29,7 +29,9 @@ private final class Rotating {
         let daemon = try Daemon(
             extraConfig: extraConfig, ports: ArchiveEndToEndTests.deckPorts(deck), archiveSegmentSeconds: 1)
         self.daemon = daemon
-        source = try SignalClient(["--name", deck, "play", "--ports", "out_1,out_2", "--signal", "pink", "--level", "-6"])
+        source = try SignalClient([
+            "--name", deck, "play", "--ports", "out_1,out_2", "--signal", "pink", "--level", "-6",
+        ])
         #expect(
             try eventually(timeout: 10) {
                 try daemon.recctl("--json", "routes").json?["ports"]?.arrayValue?.first?["available"] == true
@@ -44,7 +46,9 @@ private final class Rotating {
 
     deinit { source.stop() }
 
-    var key: String { (try? daemon.recctl("archive", "key").stdout.trimmingCharacters(in: .whitespacesAndNewlines)) ?? "" }
+    var key: String {
+        (try? daemon.recctl("archive", "key").stdout.trimmingCharacters(in: .whitespacesAndNewlines)) ?? ""
+    }
 
     /// Waits until `count` segments have finished in all.
     func waitForSegments(_ count: Int, timeout: Double = 30) {
@@ -86,7 +90,9 @@ private func memory(of pid: Int32) -> (rss: Int, peak: Int) {
 
 @Suite("the archive's proof against its writers, end to end", .serialized)
 struct ChainTamperEndToEndTests {
-    @Test("a segment re-encoded 20 dB quieter with sox, the next deleted, the chain's links recomputed: after a rotation recd has signed nothing, raises an alarm naming the entry, in status, /metrics and the log; prove and verify do not hold")
+    @Test(
+        "a segment re-encoded 20 dB quieter with sox, the next deleted, the chain's links recomputed: after a rotation recd has signed nothing, raises an alarm naming the entry, in status, /metrics and the log; prove and verify do not hold"
+    )
     func forgedChainIsNeverSigned() throws {
         let logger = try Rotating(extraConfig: "\n[http]\nlisten = 127.0.0.1:0\n")
         logger.waitForSegments(5)
@@ -149,7 +155,8 @@ struct ChainTamperEndToEndTests {
         let verified = try logger.daemon.recctl("archive", "verify")
         #expect(verified.status == 1, "\(verified.stdout)")
         #expect(
-            verified.stdout.contains("FAIL \(victim)") && !verified.stdout.contains("ok   \(victim)"), "\(verified.stdout)")
+            verified.stdout.contains("FAIL \(victim)") && !verified.stdout.contains("ok   \(victim)"),
+            "\(verified.stdout)")
         // The alarm: status (JSON and words), /metrics, and the log naming the entry that changed.
         let alarms = try logger.alarms()
         #expect(alarms.count == 1 && alarms.first?["chain"] == .string(chain), "\(alarms)")
@@ -167,7 +174,9 @@ struct ChainTamperEndToEndTests {
         #expect(FileManager.default.contents(atPath: signaturePath) == signature)
     }
 
-    @Test("an older chain and its signature put back, the later segments deleted: prove on the box (recd's record) says rolled back; off the box without the record it holds and says what it cannot see; recd signs nothing more")
+    @Test(
+        "an older chain and its signature put back, the later segments deleted: prove on the box (recd's record) says rolled back; off the box without the record it holds and says what it cannot see; recd signs nothing more"
+    )
     func rollbackShows() throws {
         let logger = try Rotating()
         logger.waitForSegments(3)
@@ -177,7 +186,8 @@ struct ChainTamperEndToEndTests {
         let oldEntries = logger.signatureEntries(chain)
         let oldChain = try #require(FileManager.default.contents(atPath: chainPath))
         let oldSignature = try #require(FileManager.default.contents(atPath: chainPath + ".sig"))
-        try #require(oldEntries >= 2 && String(decoding: oldChain, as: UTF8.self).split(separator: "\n").count == oldEntries)
+        try #require(
+            oldEntries >= 2 && String(decoding: oldChain, as: UTF8.self).split(separator: "\n").count == oldEntries)
         #expect(eventually(timeout: 20) { logger.signatureEntries(chain) >= oldEntries + 2 })
         try #require(logger.daemon.recctl("record", "stop", "logger").status == 0)
         let key = logger.key
@@ -190,7 +200,9 @@ struct ChainTamperEndToEndTests {
         let named = Set(
             String(decoding: oldChain, as: UTF8.self).split(separator: "\n").compactMap { ChainEntry(line: $0)?.path })
         for file in FileSystem.files(under: logger.archive, withSuffix: ".flac") {
-            guard let relative = ChainLayout.relative(file, to: logger.archive), !named.contains(relative) else { continue }
+            guard let relative = ChainLayout.relative(file, to: logger.archive), !named.contains(relative) else {
+                continue
+            }
             try FileManager.default.removeItem(atPath: file)
         }
         // On the box, as root: recd's record in its state directory says the chain was longer.
@@ -216,14 +228,18 @@ struct ChainTamperEndToEndTests {
         #expect(FileManager.default.contents(atPath: chainPath) == oldChain)
     }
 
-    @Test("the chain path replaced by a link to a root-only file, a link to the signing key, a FIFO, 20 MB of newlines: nothing followed or written, recd records on and keeps its size, SIGTERM stops it at once")
+    @Test(
+        "the chain path replaced by a link to a root-only file, a link to the signing key, a FIFO, 20 MB of newlines: nothing followed or written, recd records on and keeps its size, SIGTERM stops it at once"
+    )
     func unsafeChainPaths() throws {
         let logger = try Rotating()
         logger.waitForSegments(2)
         let chain = try logger.chain()
         let chainPath = logger.archive + "/" + chain
         _ = eventually(timeout: 10) { logger.signatureEntries(chain) >= 1 }
-        var finished: Int { logger.watcher.events.filter { $0["event"] == "recording" && $0["state"] == "finished" }.count }
+        var finished: Int {
+            logger.watcher.events.filter { $0["event"] == "recording" && $0["state"] == "finished" }.count
+        }
         /// Replaces the chain with `make`'s file, lets two rotations pass, and waits for recd to
         /// log `expected` about it.
         func replaceChain(_ what: String, expected: String, _ make: () throws -> Void) throws {
@@ -276,20 +292,25 @@ struct ChainTamperEndToEndTests {
         #expect(try logger.daemon.recctl("archive", "key").stdout.hasPrefix("ed25519:"))
     }
 
-    @Test("a .partial that cannot be recovered on a full disk at start: listed in status, unproven in prove; recovered, indexed, chained and proven by itself once space returns")
+    @Test(
+        "a .partial that cannot be recovered on a full disk at start: listed in status, unproven in prove; recovered, indexed, chained and proven by itself once space returns"
+    )
     func partialRecoveredWhenSpaceReturns() throws {
         try #require(getuid() == 0, "mounting a tmpfs needs root")
         let small = try mountTmpfs(size: "8m", prefix: "recd-partial-tmpfs")
         defer { unmountTmpfs(small) }
         let deck = uniqueName("deck")
-        let source = try SignalClient(["--name", deck, "play", "--ports", "out_1,out_2", "--signal", "pink", "--level", "-6"])
+        let source = try SignalClient([
+            "--name", deck, "play", "--ports", "out_1,out_2", "--signal", "pink", "--level", "-6",
+        ])
         defer { source.stop() }
         let daemon = try Daemon(ports: ArchiveEndToEndTests.deckPorts(deck), archiveDirectory: small)
         #expect(
             try eventually(timeout: 10) {
                 try daemon.recctl("--json", "routes").json?["ports"]?.arrayValue?.first?["available"] == true
             })
-        try #require(daemon.recctl("session", "set", "logger", "--category", "record", "--mic-usage", "archive").status == 0)
+        try #require(
+            daemon.recctl("session", "set", "logger", "--category", "record", "--mic-usage", "archive").status == 0)
         try #require(daemon.recctl("permission", "grant", "logger").status == 0)
         try #require(daemon.recctl("record", "start", "logger").status == 0)
         #expect(eventually(timeout: 10) { archiveFiles(small).contains { $0.hasSuffix(".partial") } })
@@ -323,9 +344,10 @@ struct ChainTamperEndToEndTests {
         #expect(!FileManager.default.fileExists(atPath: partial))
         let recovered = String(partial.dropLast(".partial".count))
         #expect(try flacTest(recovered))
-        #expect(try daemon.recctl("--json", "archive", "list").json?.arrayValue?.contains {
-            $0["path"] == .string(recovered) && $0["recovered"] == true
-        } == true)
+        #expect(
+            try daemon.recctl("--json", "archive", "list").json?.arrayValue?.contains {
+                $0["path"] == .string(recovered) && $0["recovered"] == true
+            } == true)
         #expect(
             try eventually(timeout: 10) { try daemon.recctl("archive", "prove", "--app", "logger").status == 0 },
             "\((try? daemon.recctl("archive", "prove", "--app", "logger"))?.stdout ?? "")")
