@@ -53,8 +53,8 @@ public final class ChainKeeper: Sendable {
     /// new head. A line a crash cut short (no newline) is dropped first: it was never signed. A
     /// segment the chain already names with these bytes is not added again: its entry returns.
     ///
-    /// Throws `.tampered` when the chain does not hold what recd signed of it (nothing is
-    /// written then), `.unsafeFile` when its path holds a link, a FIFO or an oversized file.
+    /// Throws `.tampered` when the chain does not hold what recd signed of it, or its path or its
+    /// signature's holds a link, a FIFO or an oversized file (nothing is written then).
     ///
     /// Threads: any; blocks on the file lock, the chain's fsync and three atomic replacements
     /// (the record twice, the signature once).
@@ -80,7 +80,7 @@ public final class ChainKeeper: Sendable {
                 existing = entry
             }
         }
-        var signed = verified.head
+        let signed = verified.head
         if verified.pendingUnsigned, let head = verified.head {
             try sign(head, chain: chain, path: path)
             try heads.write(ChainHeadRecord(signed: head), of: chain)
@@ -108,8 +108,7 @@ public final class ChainKeeper: Sendable {
         }
         // Signed while the lock is held: the signature on disk is always of a head that was.
         try sign(head, chain: chain, path: path)
-        signed = head
-        try heads.write(ChainHeadRecord(signed: signed), of: chain)
+        try heads.write(ChainHeadRecord(signed: head), of: chain)
         return entry
     }
 

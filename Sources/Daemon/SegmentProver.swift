@@ -118,7 +118,7 @@ final class SegmentProver: @unchecked Sendable {
         alarms.values.sorted { $0.since < $1.since }.map {
             StatusInfo.ChainAlarm(
                 chain: $0.chain, app: $0.app, stream: $0.stream, since: $0.since.iso8601, detail: $0.detail,
-                segmentsUnchained: $0.unchained.count)
+                segmentsUnchained: $0.unchained)
         }
     }
 
@@ -134,14 +134,20 @@ final class SegmentProver: @unchecked Sendable {
             do { try index?.setProof(path: record.path, proof) } catch { Log.warning("index: \(error)") }
             guard let chainPath, let alarm = alarms.removeValue(forKey: chainPath) else { return }
             Log.notice(
-                "chain \(chainPath) holds what recd signed again: \(record.app)/\(record.stream) is chained again"
-                    + (alarm.unchained.isEmpty ? "" : ", and the \(alarm.unchained.count) segments it missed now"))
-            if let requeue {
-                for missed in alarm.unchained where missed.path != record.path { chain(missed, index: requeue) }
+                "chain \(chainPath) holds what recd signed again: \(record.app)/\(record.stream) is chained again, "
+                    + "and the segments it missed (\(alarm.unchained)) now")
+            // The missed ones are the index's unchained segments of this chain (not kept here:
+            // a day under alarm at 1 s rotation misses tens of thousands).
+            guard let requeue, let unchained = (try? requeue()?.unchained(since: since)) ?? nil else { return }
+            for missed in unchained
+            where SegmentChaining.chainPath(of: missed, keeper: keeper) == chainPath && pending[missed.path] == nil
+                && missed.path != record.path
+            {
+                chain(missed, index: requeue)
             }
         case .failure(.proof(.tampered(let chainBreak))):
             if var alarm = alarms[chainBreak.chain] {
-                alarm.unchained.append(record)
+                alarm.unchained += 1
                 alarms[chainBreak.chain] = alarm
                 Log.error("\(record.path) is not chained (its chain is under alarm): \(chainBreak)")
                 return
@@ -150,7 +156,7 @@ final class SegmentProver: @unchecked Sendable {
                 differences.isEmpty ? "" : "; the index says what changed: " + differences.joined(separator: "; ")
             alarms[chainBreak.chain] = ChainAlarm(
                 chain: chainBreak.chain, app: record.app, stream: record.stream, since: UTCTime.now(),
-                detail: chainBreak.description + changed, unchained: [record])
+                detail: chainBreak.description + changed, unchained: 1)
             Log.error(
                 "ALARM: \(chainBreak)\(changed); \(record.path) and the rest of \(record.app)/\(record.stream)'s day are "
                     + "recorded but not chained, and recd signs this chain no more. Compare the day with the replica "
@@ -173,8 +179,9 @@ struct ChainAlarm {
     var since: UTCTime
     /// What does not hold: which entry, what was expected and found (`ChainBreak`).
     var detail: String
-    /// Segments finished since that it could not chain, oldest first: chained once it holds again.
-    var unchained: [SegmentRecord]
+    /// Segments it could not chain since (the index keeps them unchained: chained once it holds
+    /// again, or queued again at the next start).
+    var unchained: Int
 }
 
 /// An index connection opened on first use by the one thread that uses it (the prover's).

@@ -133,6 +133,7 @@ struct ChainTamperEndToEndTests {
         #expect(flock(handle.fileDescriptor, LOCK_EX) == 0)
         let forgedAt = logger.signatureEntries(chain)
         let signature = try #require(FileManager.default.contents(atPath: signaturePath))
+        let original = try #require(FileManager.default.contents(atPath: chainPath))
         let current = try String(contentsOfFile: chainPath, encoding: .utf8).split(separator: "\n").count
         try #require(current == forgedAt, "the chain moved on while sox ran: \(current) lines, signed \(forgedAt)")
         try handle.truncate(atOffset: 0)
@@ -172,6 +173,22 @@ struct ChainTamperEndToEndTests {
         let more = logger.watcher.events.filter { $0["event"] == "recording" && $0["state"] == "finished" }.count
         logger.waitForSegments(more + 1)
         #expect(FileManager.default.contents(atPath: signaturePath) == signature)
+
+        // The operator restores the day's chain and signature (from the replica or a backup):
+        // recd chains again, and the segments it missed; the two changed files stay named.
+        try original.write(to: URL(fileURLWithPath: chainPath))
+        #expect(
+            eventually(timeout: 15) { (try? logger.alarms().isEmpty) == true }, "\(logger.daemon.log.suffix(2000))")
+        try #require(logger.daemon.recctl("record", "stop", "logger").status == 0)
+        var restored = try logger.daemon.recctl("archive", "prove", "--key", key)
+        _ = try eventually(timeout: 15) {
+            restored = try logger.daemon.recctl("archive", "prove", "--key", key)
+            return !restored.stdout.contains("unchained:") && !restored.stdout.contains("unsigned:")
+        }
+        let kinds = Set(
+            restored.stdout.split(separator: "\n").dropLast().compactMap { $0.split(separator: ":").first.map(String.init) })
+        #expect(kinds == ["altered", "missing"], "\(restored.stdout)")
+        #expect(logger.signatureEntries(chain) > forgedAt)
     }
 
     @Test(
