@@ -186,7 +186,9 @@ struct ChainTamperEndToEndTests {
             return !restored.stdout.contains("unchained:") && !restored.stdout.contains("unsigned:")
         }
         let kinds = Set(
-            restored.stdout.split(separator: "\n").dropLast().compactMap { $0.split(separator: ":").first.map(String.init) })
+            restored.stdout.split(separator: "\n").dropLast().compactMap {
+                $0.split(separator: ":").first.map(String.init)
+            })
         #expect(kinds == ["altered", "missing"], "\(restored.stdout)")
         #expect(logger.signatureEntries(chain) > forgedAt)
     }
