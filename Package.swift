@@ -152,6 +152,8 @@ let package = Package(
                 "TestSupport",
                 "Archive", "Devices", "Platform", "HTTPServer",
             ]),
-        .testTarget(name: "EndToEndTests", dependencies: ["ControlProtocol", "Platform", "TestSupport", "AudioSession"]),
+        .testTarget(
+            name: "EndToEndTests",
+            dependencies: ["ArchiveProof", "ControlProtocol", "Platform", "TestSupport", "AudioSession"]),
     ]
 )

@@ -58,7 +58,11 @@ public enum PartialRecovery {
         }
         let finalPath = String(partialPath.dropLast(SegmentWriter.partialSuffix.count))
         // Held for the whole recovery: a recorder writing it, or another recovery, keeps out.
-        let lock = try archiveCall { () throws(SystemError) in try OwnedFile(partialPath, .readOnly) }
+        // In the archive, where others may write: never through a link, never waiting on a FIFO.
+        let lock = try archiveCall { () throws(SystemError) in try OwnedFile(partialPath, .readOnlyNoFollow) }
+        guard try archiveCall({ () throws(SystemError) in try lock.status() }).kind == .regular else {
+            throw .unreadableFile(path: partialPath, reason: "not a regular file; recd recovers only the files it wrote")
+        }
         guard lock.tryLockExclusive() else { return .inUse }
 
         // A finish interrupted between link and unlink leaves both names on one file.

@@ -29,9 +29,11 @@ public struct ArchivePublicKey: Hashable, Sendable, CustomStringConvertible {
     /// The key in `argument`: the text form itself, or a file holding it.
     public static func load(_ argument: String) throws(ProofError) -> ArchivePublicKey {
         if let key = ArchivePublicKey(text: argument) { return key }
-        let file = try proofCall { () throws(SystemError) in try OwnedFile(argument, .readOnly) }
-        // A public key file is one short line; more is not one.
-        let bytes = try proofCall { () throws(SystemError) in try file.read(count: 4096, at: 0) }
+        // A public key file is one short line; more is not one. A path the caller names may be
+        // a link; a FIFO or a device is refused, not waited on.
+        guard let bytes = try ChainFiles.readSmall(argument, followingLinks: true) else {
+            throw .system(SystemError(.noSuchFileOrDirectory, operation: "open", path: argument))
+        }
         guard let key = ArchivePublicKey(text: String(decoding: bytes, as: UTF8.self)) else {
             throw .invalidKey(path: argument, reason: "no line ed25519:<64 hex digits>")
         }
@@ -109,7 +111,11 @@ public final class ArchiveSigningKey: Sendable {
     /// Writes `publicKey` to `path` (0644) when the file does not already hold it: beside the
     /// archive, where readers and copies of the archive find it.
     public func publish(to path: String) throws(ProofError) {
-        if let existing = try? ArchivePublicKey.load(path), existing == publicKey { return }
+        // Beside the archive, where others may write: never through a link, never a FIFO's wait.
+        let existing = (try? ChainFiles.readSmall(path)).flatMap {
+            ArchivePublicKey(text: String(decoding: $0, as: UTF8.self))
+        }
+        if existing == publicKey { return }
         try ChainFiles.replace(path, with: Array((publicKey.text + "\n").utf8), mode: 0o644)
     }
 }

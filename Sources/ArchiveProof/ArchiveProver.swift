@@ -1,6 +1,9 @@
 // Proving an archive (`recctl archive prove`): every segment in a range against its chain, every
-// chain against its signature, every segment file against the chains. Reads files only: it
-// runs as whoever calls it, on any machine holding a copy of the archive and the public key.
+// chain against its signature, every segment file against the chains, and, given recd's record
+// of what it signed (the state directory's `chain-heads`), every chain against that record: a
+// chain cut short or put back from an older copy proves alone, not against the record. Reads
+// files only: it runs as whoever calls it, on any machine holding a copy of the archive and
+// the public key. Chains are read a line at a time, never whole, never through a link.
 
 import Platform
 
@@ -29,14 +32,21 @@ public enum ProofFinding: Hashable, Sendable, CustomStringConvertible {
     case clipAltered(path: String)
     /// A clip's proof file does not hold: not one recd wrote, or its signature does not verify.
     case badProof(path: String, reason: String)
+    /// The chain is shorter than, or differs from, what recd's record says it signed (entries
+    /// removed with an older signature put back, or the chain deleted).
+    case rolledBack(chain: String, reason: String)
+    /// A `.partial` no recorder is writing: a crash left it and its recovery has not succeeded.
+    /// Nothing proves it.
+    case unproven(path: String, reason: String)
 
     /// The file or chain it names.
     public var name: String {
         switch self {
         case .missing(let path, _, _), .altered(let path, _, _), .renamed(let path, _), .unchained(let path),
-            .unreadable(let path, _), .clipAltered(let path), .badProof(let path, _):
+            .unreadable(let path, _), .clipAltered(let path), .badProof(let path, _), .unproven(let path, _):
             return path
-        case .chainBroken(let chain, _, _), .unsigned(let chain, _), .badSignature(let chain, _):
+        case .chainBroken(let chain, _, _), .unsigned(let chain, _), .badSignature(let chain, _),
+            .rolledBack(let chain, _):
             return chain
         }
     }
@@ -54,6 +64,8 @@ public enum ProofFinding: Hashable, Sendable, CustomStringConvertible {
         case .unreadable: return "unreadable"
         case .clipAltered: return "clipAltered"
         case .badProof: return "badProof"
+        case .rolledBack: return "rolledBack"
+        case .unproven: return "unproven"
         }
     }
 
@@ -82,6 +94,10 @@ public enum ProofFinding: Hashable, Sendable, CustomStringConvertible {
             return "altered: \(path) is not the clip its proof was signed for (edited after the export)"
         case .badProof(let path, let reason):
             return "bad proof: \(path): \(reason)"
+        case .rolledBack(let chain, let reason):
+            return "rolled back: \(chain): \(reason)"
+        case .unproven(let path, let reason):
+            return "unproven: \(path) (\(reason))"
         }
     }
 }
@@ -142,6 +158,19 @@ public struct ProofReport: Hashable, Sendable {
     /// Chains read, and how many of them carried a valid signature of all their entries.
     public var chains: Int
     public var signedChains: Int
+    /// `.partial` files a recorder holds locked: being recorded, proven once finished and
+    /// chained. Not findings.
+    public var beingRecorded: [String] = []
+    /// Whether the chains were checked against recd's record of what it signed (rollback).
+    public var againstRecord = false
+
+    public init(findings: [ProofFinding], segmentsProven: Int, segmentsRemoved: Int, chains: Int, signedChains: Int) {
+        self.findings = findings
+        self.segmentsProven = segmentsProven
+        self.segmentsRemoved = segmentsRemoved
+        self.chains = chains
+        self.signedChains = signedChains
+    }
 
     public var holds: Bool { findings.isEmpty }
 }
@@ -149,8 +178,15 @@ public struct ProofReport: Hashable, Sendable {
 /// Checks an archive (or a copy of one) with the public key. Threads: the caller's; it reads
 /// and hashes every segment in the scope.
 public enum ArchiveProver {
-    public static func prove(archiveDirectory root: String, key: ArchivePublicKey, scope: ProofScope) -> ProofReport {
+    /// `heads`: recd's record of what it signed (`state_dir/chain-heads`, or a copy of it); each
+    /// chain in the scope is checked against it too, and a chain it names that is gone is
+    /// reported. Nil: the archive proves only itself (an older chain with its older signature
+    /// holds).
+    public static func prove(
+        archiveDirectory root: String, key: ArchivePublicKey, scope: ProofScope, heads: ChainHeads? = nil
+    ) -> ProofReport {
         var report = ProofReport(findings: [], segmentsProven: 0, segmentsRemoved: 0, chains: 0, signedChains: 0)
+        report.againstRecord = heads != nil
         // Every chain of the app and stream, whatever the range: a file renamed into a day in the
         // range may come from one outside it.
         let chainPaths = FileSystem.files(under: root, withSuffix: ChainLayout.chainSuffix).filter {
@@ -161,10 +197,12 @@ public enum ArchiveProver {
         var byDigest: [SHA256Digest: String] = [:]
         var removed: Set<String> = []
         var inScope: [(chain: String, entry: ChainEntry)] = []
+        var chainsRead: Set<String> = []
         for chainPath in chainPaths {
             guard let chain = ChainLayout.relative(chainPath, to: root) else { continue }
+            chainsRead.insert(chain)
             let day = FileSystem.directoryName(of: chain)
-            let entries = readChain(root: root, chain: chain, key: key, report: &report)
+            let entries = readChain(root: root, chain: chain, key: key, heads: heads, report: &report)
             for entry in entries {
                 switch entry.kind {
                 case .segment:
@@ -176,6 +214,14 @@ public enum ArchiveProver {
                 }
             }
         }
+        // Chains recd signed that are not there at all (a whole day deleted).
+        for chain in heads?.chains() ?? [] where !chainsRead.contains(chain) {
+            guard scope.matches(fileName: FileSystem.fileName(of: chain), suffix: ChainLayout.chainSuffix),
+                scope.contains(day: FileSystem.directoryName(of: chain)),
+                let signed = (try? heads?.record(of: chain))??.signed
+            else { continue }
+            report.findings.append(.rolledBack(chain: chain, reason: "recd signed \(signed); the chain file is gone"))
+        }
         // Files in the scope's days that no chain names: renamed (their bytes are a named
         // segment's) or unchained.
         var renamedFrom: Set<String> = []
@@ -185,13 +231,14 @@ public enum ArchiveProver {
         for file in files {
             guard let relative = ChainLayout.relative(file, to: root), named[relative] == nil else { continue }
             guard scope.contains(day: FileSystem.directoryName(of: relative)) else { continue }
-            if let digest = try? SHA256Digest.ofFile(file), let original = byDigest[digest] {
+            if let digest = try? SHA256Digest.ofArchiveFile(file), let original = byDigest[digest] {
                 report.findings.append(.renamed(path: relative, from: original))
                 renamedFrom.insert(original)
             } else {
                 report.findings.append(.unchained(path: relative))
             }
         }
+        checkPartials(root: root, scope: scope, report: &report)
         for (chain, entry) in inScope {
             let file = ChainLayout.join(root, entry.path)
             guard FileSystem.exists(file) else {
@@ -203,7 +250,7 @@ public enum ArchiveProver {
                 continue
             }
             do throws(ProofError) {
-                if try SHA256Digest.ofFile(file) == entry.sha256 {
+                if try SHA256Digest.ofArchiveFile(file) == entry.sha256 {
                     report.segmentsProven += 1
                 } else {
                     report.findings.append(.altered(path: entry.path, chain: chain, entry: entry.sequence))
@@ -215,93 +262,94 @@ public enum ArchiveProver {
         return report
     }
 
+    /// The suffix of a segment being written (or left by a crash): `SegmentWriter.partialSuffix`
+    /// after `.flac`.
+    static let partialSuffix = ".flac.partial"
+
+    /// `.partial` files in the scope's days: those a recorder holds locked are being recorded;
+    /// any other is a segment a crash left whose recovery has not succeeded: unproven.
+    static func checkPartials(root: String, scope: ProofScope, report: inout ProofReport) {
+        for file in FileSystem.files(under: root, withSuffix: partialSuffix) {
+            guard let relative = ChainLayout.relative(file, to: root),
+                scope.matches(fileName: FileSystem.fileName(of: relative), suffix: ".flac"),
+                scope.contains(day: FileSystem.directoryName(of: relative))
+            else { continue }
+            let opened: OwnedFile?
+            do throws(ProofError) {
+                opened = try ChainFiles.openForReading(file, maximumBytes: .max)
+            } catch {
+                let reason = "a .partial; whether recd writes it cannot be told: \(error.message)"
+                report.findings.append(.unproven(path: relative, reason: reason))
+                continue
+            }
+            guard let opened else { continue }
+            if opened.tryLockExclusive() {
+                report.findings.append(
+                    .unproven(
+                        path: relative,
+                        reason: "a .partial no recorder is writing: a crash left it and its recovery has not "
+                            + "succeeded; `recctl status` says why, and recd tries again"))
+            } else {
+                report.beingRecorded.append(relative)
+            }
+        }
+    }
+
     /// The chain's entries as far as they are well-formed and linked, with what does not hold
-    /// (broken links, signature) added to `report`. Entries past a break are still returned:
-    /// their segments are checked against what they say.
-    static func readChain(root: String, chain: String, key: ArchivePublicKey, report: inout ProofReport)
-        -> [ChainEntry]
-    {
-        let bytes: [UInt8]
+    /// (broken links, signature, the record) added to `report`. Entries past a break are still
+    /// returned: their segments are checked against what they say.
+    static func readChain(
+        root: String, chain: String, key: ArchivePublicKey, heads: ChainHeads?, report: inout ProofReport
+    ) -> [ChainEntry] {
+        let path = ChainLayout.join(root, chain)
+        var signature: [UInt8]?
+        var record: ChainHeadRecord?
         do throws(ProofError) {
-            guard let read = try ChainFiles.read(ChainLayout.join(root, chain)) else {
+            signature = try ChainFiles.readSmall(path + ChainLayout.signatureSuffix)
+        } catch {
+            report.findings.append(.badSignature(chain: chain, reason: error.message))
+        }
+        do throws(ProofError) {
+            record = try heads?.record(of: chain)
+        } catch {
+            report.findings.append(.unreadable(path: chain + ".head", reason: error.message))
+        }
+        var check = ChainProof(chain: chain, signature: signature, record: record)
+        do throws(ProofError) {
+            guard let file = try ChainFiles.openForReading(path, maximumBytes: ChainLimits.maximumChainBytes) else {
                 report.chains += 1
                 return []
             }
-            bytes = read
+            var reader = ChainLineReader(file)
+            while let line = try reader.next() {
+                guard check.lineCount < ChainLimits.maximumEntries else {
+                    check.tooMany(report: &report)
+                    break
+                }
+                check.add(line.bytes, tooLong: line.tooLong, report: &report)
+            }
         } catch {
             report.chains += 1
             report.findings.append(.unreadable(path: chain, reason: error.message))
             return []
         }
-        var lines = bytes.split(separator: UInt8(ascii: "\n"), omittingEmptySubsequences: false).map(Array.init)
-        if lines.last?.isEmpty == true { lines.removeLast() }
-        let signature = try? ChainFiles.read(ChainLayout.join(root, chain) + ChainLayout.signatureSuffix)
-        return checkChain(chain: chain, lines: lines, signature: signature ?? nil, key: key, report: &report)
+        return check.finish(key: key, report: &report)
     }
 
     /// `lines` of the chain at `chain` (its path under the root) against `signature` (the
-    /// signature file's bytes; nil: none): see `readChain`.
+    /// signature file's bytes; nil: none): see `readChain`. For chains held in memory (a
+    /// clip's proof).
     static func checkChain(
-        chain: String, lines: [[UInt8]], signature signatureBytes: [UInt8]?, key: ArchivePublicKey,
-        report: inout ProofReport
+        chain: String, lines: [[UInt8]], signature: [UInt8]?, key: ArchivePublicKey, report: inout ProofReport
     ) -> [ChainEntry] {
-        report.chains += 1
-        var entries: [ChainEntry] = []
-        var previous = SHA256Digest.zero
-        var broken = false
-        for (index, raw) in lines.enumerated() {
-            let number = index + 1
-            let text = String(decoding: raw, as: UTF8.self)
-            guard let entry = ChainEntry(line: text), entry.line == text else {
-                report.findings.append(.chainBroken(chain: chain, entry: number, reason: "not a chain entry"))
-                broken = true
-                previous = SHA256Digest.of(Array(raw))
-                continue
+        var check = ChainProof(chain: chain, signature: signature, record: nil)
+        for raw in lines {
+            guard check.lineCount < ChainLimits.maximumEntries else {
+                check.tooMany(report: &report)
+                break
             }
-            if entry.previous != previous || entry.sequence != number {
-                let reason =
-                    entry.sequence != number
-                    ? "it says it is entry \(entry.sequence): entries removed, inserted or reordered"
-                    : "the previous entry's hash differs: the entry before it was edited, removed or reordered"
-                report.findings.append(.chainBroken(chain: chain, entry: number, reason: reason))
-                broken = true
-            }
-            entries.append(entry)
-            previous = SHA256Digest.of(Array(raw))
+            check.add(raw, tooLong: raw.count > ChainLimits.maximumLineBytes, report: &report)
         }
-        guard !lines.isEmpty else { return entries }
-        let head = previous
-        guard let signatureBytes else {
-            report.findings.append(.unsigned(chain: chain, entries: 1...lines.count))
-            return entries
-        }
-        guard let signature = ChainSignature(text: String(decoding: signatureBytes, as: UTF8.self)) else {
-            report.findings.append(.badSignature(chain: chain, reason: "not a signature file recd writes"))
-            return entries
-        }
-        guard signature.publicKey == key else {
-            report.findings.append(
-                .badSignature(chain: chain, reason: "signed by \(signature.publicKey.text), not by the key given"))
-            return entries
-        }
-        guard signature.isValid(chain: chain, key: key) else {
-            report.findings.append(
-                .badSignature(chain: chain, reason: "the signature does not verify (replaced, edited, or moved here)"))
-            return entries
-        }
-        // The signed head must be the hash of the line it counts.
-        guard signature.entries >= 1, signature.entries <= lines.count,
-            SHA256Digest.of(lines[signature.entries - 1]) == signature.head
-        else {
-            report.findings.append(
-                .badSignature(chain: chain, reason: "it signs entry \(signature.entries) with another content"))
-            return entries
-        }
-        if signature.entries < lines.count {
-            report.findings.append(.unsigned(chain: chain, entries: (signature.entries + 1)...lines.count))
-        } else if !broken && signature.head == head {
-            report.signedChains += 1
-        }
-        return entries
+        return check.finish(key: key, report: &report)
     }
 }

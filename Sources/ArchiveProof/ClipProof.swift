@@ -35,15 +35,20 @@ public enum ClipProof {
             for chainFile in FileSystem.files(under: ChainLayout.join(archiveDirectory, day), withSuffix: ".chain") {
                 guard let chain = ChainLayout.relative(chainFile, to: archiveDirectory),
                     FileSystem.directoryName(of: chain) == day,
-                    let bytes = try ChainFiles.read(chainFile),
-                    let signatureBytes = try ChainFiles.read(chainFile + ChainLayout.signatureSuffix),
-                    let signature = ChainSignature(text: String(decoding: signatureBytes, as: UTF8.self))
+                    let signatureBytes = try ChainFiles.readSmall(chainFile + ChainLayout.signatureSuffix),
+                    let signature = ChainSignature(text: String(decoding: signatureBytes, as: UTF8.self)),
+                    let file = try ChainFiles.openForReading(chainFile, maximumBytes: ChainLimits.maximumChainBytes)
                 else { continue }
-                let chainLines = String(decoding: bytes, as: UTF8.self).split(separator: "\n").map(String.init)
-                let signed = Array(chainLines.prefix(signature.entries))
-                let names = signed.contains { line in
-                    guard let entry = ChainEntry(line: line) else { return false }
-                    return entry.kind == .segment && entry.path == path
+                // The lines the signature covers, read a line at a time (at most its count).
+                var reader = ChainLineReader(file)
+                var signed: [String] = []
+                var names = false
+                while signed.count < min(signature.entries, ChainLimits.maximumEntries), let line = try reader.next(),
+                    line.terminated, !line.tooLong
+                {
+                    let text = String(decoding: line.bytes, as: UTF8.self)
+                    if let entry = ChainEntry(line: text), entry.kind == .segment, entry.path == path { names = true }
+                    signed.append(text)
                 }
                 if names {
                     found = (chain, signed, signature.line.split(separator: "\n").first.map(String.init) ?? "")

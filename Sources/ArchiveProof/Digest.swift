@@ -35,8 +35,22 @@ public struct SHA256Digest: Hashable, Sendable, CustomStringConvertible {
     /// The SHA-256 of the file at `path` as it is now, read from its start to its end.
     ///
     /// Threads: the caller's; it blocks while it reads (about 1 s for 500 MB, bench/proof).
+    /// A path the caller named may be a link; anything but a regular file is refused, not
+    /// waited on (a FIFO).
     public static func ofFile(_ path: String) throws(ProofError) -> SHA256Digest {
-        try of(file: try proofCall { () throws(SystemError) in try OwnedFile(path, .readOnly) })
+        guard let file = try ChainFiles.openForReading(path, maximumBytes: .max, followingLinks: true) else {
+            throw .system(SystemError(.noSuchFileOrDirectory, operation: "open", path: path))
+        }
+        return try of(file: file)
+    }
+
+    /// The SHA-256 of a file in the archive (a segment), where others may write: never through
+    /// a symbolic link, and only a regular file.
+    public static func ofArchiveFile(_ path: String) throws(ProofError) -> SHA256Digest {
+        guard let file = try ChainFiles.openForReading(path, maximumBytes: .max) else {
+            throw .system(SystemError(.noSuchFileOrDirectory, operation: "open", path: path))
+        }
+        return try of(file: file)
     }
 
     /// The SHA-256 of an open file's bytes from its start to its end (read with `pread`: its

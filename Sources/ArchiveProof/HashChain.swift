@@ -5,8 +5,7 @@
 //
 // An entry is appended, never rewritten: a segment's entry when it is finished (or recovered);
 // a `removed` entry when retention deletes it (the segment's entry stays, and the day still
-// proves). Appenders take turns under the chain file's `flock` (recd's prover thread and its
-// retention on the worker, or two processes).
+// proves). `ChainKeeper` (ChainKeeper.swift) appends; `ArchiveProver` checks.
 
 import Platform
 
@@ -175,107 +174,5 @@ public struct ChainSignature: Hashable, Sendable {
     public func isValid(chain relativePath: String, key: ArchivePublicKey) -> Bool {
         key == publicKey
             && key.verifies(signature, over: ChainSignature.message(chain: relativePath, entries: entries, head: head))
-    }
-}
-
-/// Appends to chains and signs their heads. Immutable: any thread (appends to one chain take
-/// turns under its file lock). Owned by the daemon's archive (recorder service), which hands it
-/// to the jobs that finish or delete segments.
-public final class ChainKeeper: Sendable {
-    public let archiveDirectory: String
-    public let key: ArchiveSigningKey
-
-    public init(archiveDirectory: String, key: ArchiveSigningKey) {
-        self.archiveDirectory = archiveDirectory
-        self.key = key
-    }
-
-    /// What a new entry says (the sequence and previous hash are the chain's to give).
-    public struct Facts: Hashable, Sendable {
-        public var kind: ChainEntry.Kind
-        public var sha256: SHA256Digest
-        public var start: String
-        public var frames: Int
-        public var endReason: String
-        /// Relative to the archive root.
-        public var path: String
-        public var removedAt: String?
-
-        public init(
-            kind: ChainEntry.Kind, sha256: SHA256Digest, start: String, frames: Int, endReason: String, path: String,
-            removedAt: String? = nil
-        ) {
-            self.kind = kind
-            self.sha256 = sha256
-            self.start = start
-            self.frames = frames
-            self.endReason = endReason
-            self.path = path
-            self.removedAt = removedAt
-        }
-    }
-
-    /// Appends an entry to the chain at `chain` (relative to the root), durably, and signs the
-    /// new head. A line a crash cut short (no newline) is dropped first: it was never signed. A
-    /// segment the chain already names with these bytes is not added again: its entry returns.
-    ///
-    /// Threads: any; blocks on the file lock, an fsync of the chain and the signature's rename.
-    @discardableResult
-    public func append(_ facts: Facts, chain: String) throws(ProofError) -> ChainEntry {
-        let path = ChainLayout.join(archiveDirectory, chain)
-        let created = !FileSystem.exists(path)
-        let file = try proofCall { () throws(SystemError) in try OwnedFile(path, .createOrOpen(permissions: 0o644)) }
-        try proofCall { () throws(SystemError) in try file.lockExclusive() }
-        var text = try proofCall { () throws(SystemError) in try file.readToEnd() }
-        if let lastNewline = text.lastIndex(of: UInt8(ascii: "\n")), lastNewline != text.count - 1 {
-            text.removeSubrange((lastNewline + 1)...)
-            try proofCall { () throws(SystemError) in try file.truncate(to: Int64(text.count)) }
-        } else if !text.isEmpty && text.last != UInt8(ascii: "\n") {
-            text.removeAll()
-            try proofCall { () throws(SystemError) in try file.truncate(to: 0) }
-        }
-        let lines = text.split(separator: UInt8(ascii: "\n"), omittingEmptySubsequences: false).dropLast()
-        // A segment chained already (a crash after its entry, before the index noted it) keeps
-        // its one entry.
-        if facts.kind == .segment {
-            for raw in lines {
-                if let existing = ChainEntry(line: String(decoding: raw, as: UTF8.self)), existing.kind == .segment,
-                    existing.path == facts.path, existing.sha256 == facts.sha256
-                {
-                    return existing
-                }
-            }
-        }
-        let previous = lines.last.map { SHA256Digest.of(Array($0)) } ?? .zero
-        let entry = ChainEntry(
-            sequence: lines.count + 1, kind: facts.kind, previous: previous, sha256: facts.sha256, start: facts.start,
-            frames: facts.frames, endReason: facts.endReason, path: facts.path, removedAt: facts.removedAt)
-        let line = entry.line
-        try proofCall { () throws(SystemError) in
-            try file.writeAll(Array((line + "\n").utf8), at: Int64(text.count))
-            try file.sync()
-            if created { try FileSystem.syncDirectory(FileSystem.directoryName(of: path)) }
-        }
-        // Signed while the lock is held: the signature on disk is always of a head that was.
-        let head = SHA256Digest.of(Array(line.utf8))
-        let signature = ChainSignature(
-            entries: entry.sequence, head: head, publicKey: key.publicKey,
-            signature: key.sign(ChainSignature.message(chain: chain, entries: entry.sequence, head: head)))
-        try ChainFiles.replace(path + ChainLayout.signatureSuffix, with: Array(signature.line.utf8), mode: 0o644)
-        return entry
-    }
-}
-
-/// Small files replaced whole (Platform's `AtomicFile`), with the proof's errors. Any thread.
-enum ChainFiles {
-    /// Replaces `path` with `bytes` (mode exactly `mode`): a reader sees the old file or the
-    /// new one, never half.
-    static func replace(_ path: String, with bytes: [UInt8], mode: UInt32) throws(ProofError) {
-        try proofCall { () throws(SystemError) in try AtomicFile.write(bytes, to: path, mode: mode) }
-    }
-
-    /// The whole file, or nil when it does not exist.
-    static func read(_ path: String) throws(ProofError) -> [UInt8]? {
-        try proofCall { () throws(SystemError) in try AtomicFile.read(path) }
     }
 }

@@ -13,6 +13,14 @@ public enum ProofError: Error, Hashable, Sendable, CustomStringConvertible {
     case libraryUnavailable
     /// A segment a clip was cut from is in no signed chain yet (it was finished a moment ago).
     case notChained(path: String)
+    /// A file where a chain, a signature or a record belongs that recd does not read or write:
+    /// a symbolic link, a FIFO or device, or one larger than any recd writes.
+    case unsafeFile(path: String, reason: String)
+    /// A head record in the state directory that is not one recd writes.
+    case invalidRecord(path: String)
+    /// The chain does not hold what recd signed of it: recd appends nothing and signs nothing
+    /// more in it.
+    case tampered(ChainBreak)
 
     public var message: String {
         switch self {
@@ -27,6 +35,15 @@ public enum ProofError: Error, Hashable, Sendable, CustomStringConvertible {
         case .notChained(let path):
             return "\(path) is in no signed chain yet; export it again in a moment (recd chains a segment just "
                 + "after it is finished), or without --proof"
+        case .unsafeFile(let path, let reason):
+            return "\(path) is \(reason): not a file recd wrote, so it was left alone; find out who put it there "
+                + "(docs/security.md, \"The archive directory\")"
+        case .invalidRecord(let path):
+            return "\(path) is not a head record recd writes; the state directory is recd's alone: restore it "
+                + "from a backup"
+        case .tampered(let chainBreak):
+            return "\(chainBreak); recd signs nothing more in this chain. Compare it with the replica or a backup "
+                + "(`recctl archive prove`) and restore its chain and .sig: recd goes on once they are what it signed"
         }
     }
 

@@ -220,23 +220,39 @@ public struct StatusInfo: ReplyObject {
 
         public var dir: String
         public var space: Space?
+        /// Chains that do not hold what recd signed: it chains nothing more into them.
+        public var chainAlarms: [ChainAlarm]
+        /// `.partial` files a crash (or a write error) left whose recovery has not succeeded yet.
+        public var unrecovered: [UnrecoveredPartial]
 
-        public init(dir: String, space: Space?) {
+        public init(
+            dir: String, space: Space?, chainAlarms: [ChainAlarm] = [], unrecovered: [UnrecoveredPartial] = []
+        ) {
             self.dir = dir
             self.space = space
+            self.chainAlarms = chainAlarms
+            self.unrecovered = unrecovered
         }
 
         public var json: JSONValue {
-            guard let space else { return ["dir": .string(dir)] }
-            return [
-                "dir": .string(dir), "freeBytes": .number(space.freeBytes), "freePercent": .number(space.freePercent),
-                "segments": JSONValue(space.segments),
+            var fields: [(String, JSONValue)] = [("dir", .string(dir))]
+            if let space {
+                fields += [
+                    ("freeBytes", .number(space.freeBytes)), ("freePercent", .number(space.freePercent)),
+                    ("segments", JSONValue(space.segments)),
+                ]
+            }
+            fields += [
+                ("chainAlarms", .array(chainAlarms.map(\.json))), ("unrecovered", .array(unrecovered.map(\.json))),
             ]
+            return .object(fields)
         }
 
         public init(json: JSONValue) throws(ReplyDecodingError) {
             let f = try ReplyFields(json, "status's archive")
             self.dir = try f.string("dir")
+            chainAlarms = try f.newerList("chainAlarms")
+            unrecovered = try f.newerList("unrecovered")
             guard json["freeBytes"] != nil else {
                 self.space = nil
                 return
@@ -244,6 +260,79 @@ public struct StatusInfo: ReplyObject {
             self.space = Space(
                 freeBytes: try f.double("freeBytes"), freePercent: try f.double("freePercent"),
                 segments: try f.optionalInt("segments"))
+        }
+    }
+
+    /// A chain that does not hold what recd signed (docs/archive-proof.md): recd appends
+    /// nothing more to it and never signs it again; the stream records on, unchained, until the
+    /// chain is restored or its day ends.
+    public struct ChainAlarm: ReplyObject {
+        /// The chain's path under the archive root, and whose it is.
+        public var chain: String
+        public var app: String
+        public var stream: String
+        /// When recd found it so (ISO 8601 UTC).
+        public var since: String
+        /// Which entry, what recd expected and what it found.
+        public var detail: String
+        /// Segments finished since that are not chained.
+        public var segmentsUnchained: Int
+
+        public init(chain: String, app: String, stream: String, since: String, detail: String, segmentsUnchained: Int) {
+            self.chain = chain
+            self.app = app
+            self.stream = stream
+            self.since = since
+            self.detail = detail
+            self.segmentsUnchained = segmentsUnchained
+        }
+
+        public var json: JSONValue {
+            .object([
+                ("chain", .string(chain)), ("app", .string(app)), ("stream", .string(stream)),
+                ("since", .string(since)), ("detail", .string(detail)),
+                ("segmentsUnchained", .number(Double(segmentsUnchained))),
+            ])
+        }
+
+        public init(json: JSONValue) throws(ReplyDecodingError) {
+            let f = try ReplyFields(json, "a chain alarm")
+            self.init(
+                chain: try f.string("chain"), app: try f.string("app"), stream: try f.string("stream"),
+                since: try f.string("since"), detail: try f.string("detail"),
+                segmentsUnchained: try f.int("segmentsUnchained"))
+        }
+    }
+
+    /// A `.partial` segment whose recovery failed: recd tries again when the cause is gone
+    /// (`resumesWhen`); until then nothing proves it.
+    public struct UnrecoveredPartial: ReplyObject {
+        public var path: String
+        /// When its recovery first failed (ISO 8601 UTC), and why it failed last.
+        public var since: String
+        public var error: String
+        /// When recd tries again, in words.
+        public var resumesWhen: String
+
+        public init(path: String, since: String, error: String, resumesWhen: String) {
+            self.path = path
+            self.since = since
+            self.error = error
+            self.resumesWhen = resumesWhen
+        }
+
+        public var json: JSONValue {
+            .object([
+                ("path", .string(path)), ("since", .string(since)), ("error", .string(error)),
+                ("resumesWhen", .string(resumesWhen)),
+            ])
+        }
+
+        public init(json: JSONValue) throws(ReplyDecodingError) {
+            let f = try ReplyFields(json, "an unrecovered partial")
+            self.init(
+                path: try f.string("path"), since: try f.string("since"), error: try f.string("error"),
+                resumesWhen: try f.string("resumesWhen"))
         }
     }
 

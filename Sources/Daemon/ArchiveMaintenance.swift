@@ -27,6 +27,9 @@ final class ArchiveMaintenance: @unchecked Sendable {
     let directory: String
     let indexPath: String
     private var connection: ArchiveIndex?
+    /// The hash chains' keeper (nil: no key): `verify` checks chained segments against it.
+    /// Set once at start, before any job runs.
+    var chains: ChainKeeper?
 
     init(directory: String) {
         self.directory = directory
@@ -47,6 +50,8 @@ final class ArchiveMaintenance: @unchecked Sendable {
         var remaining: [String]?
         var results: [VerifyResultInfo] = []
         var total = 0
+        /// The chains read so far (their entries by segment), so each is read once a verify.
+        var chained: [String: Result<[String: SHA256Digest], ProofError>] = [:]
     }
 
     /// Seconds one turn of a verify decodes before it lets other jobs run: a whole-archive
@@ -55,7 +60,8 @@ final class ArchiveMaintenance: @unchecked Sendable {
 
     /// One turn of a verify: lists the files (`path`, or every indexed segment) on the first,
     /// then decodes them for about `verifyTurnSeconds` (at least one), reporting one step per
-    /// file. Stops early when the job is cancelled (its result is dropped then anyway).
+    /// file; a segment recd chained (the index has its hash) is checked against its chain too.
+    /// Stops early when the job is cancelled (its result is dropped then anyway).
     func verifyTurn(_ progress: VerifyProgress, path: String?, job: WorkerJob) throws -> VerifyProgress {
         var progress = progress
         if progress.remaining == nil {
@@ -67,7 +73,15 @@ final class ArchiveMaintenance: @unchecked Sendable {
         let turnEnds = SystemClock.monotonicSeconds() + Self.verifyTurnSeconds
         var decoded = 0
         while !remaining.isEmpty, !job.isCancelled, decoded == 0 || SystemClock.monotonicSeconds() < turnEnds {
-            progress.results.append(RecorderService.verifyInfo(ArchiveVerifier.verify(path: remaining.removeFirst())))
+            let next = remaining.removeFirst()
+            var chain: (keeper: ChainKeeper, path: String)?
+            if let chains, (try? index().proof(path: next)) != nil, let record = try? index().record(path: next),
+                let chainPath = SegmentChaining.chainPath(of: record, keeper: chains)
+            {
+                chain = (chains, chainPath)
+            }
+            let result = ArchiveVerifier.verify(path: next, chain: chain, chained: &progress.chained)
+            progress.results.append(RecorderService.verifyInfo(result))
             decoded += 1
             job.progress(done: progress.results.count, total: progress.total)
         }

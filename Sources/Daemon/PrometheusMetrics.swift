@@ -162,6 +162,19 @@ enum PrometheusMetrics {
         }
         families.append(peaks)
 
+        var alarms = Family(
+            "recd_archive_chain_alarms", "gauge",
+            "1 for each chain that does not hold what recd signed (status's archive.chainAlarms): recd chains "
+                + "nothing more into it.")
+        for alarm in status.archive.chainAlarms {
+            alarms.add(1, [("chain", alarm.chain), ("app", alarm.app), ("stream", alarm.stream)])
+        }
+        var unrecovered = Family(
+            "recd_archive_unrecovered_partials", "gauge",
+            "Partial segments whose recovery failed, waiting to be recovered again (status's archive.unrecovered).")
+        unrecovered.add(Double(status.archive.unrecovered.count))
+        families += [alarms, unrecovered]
+
         if let space = status.archive.space {
             var free = Family("recd_archive_free_bytes", "gauge", "Free bytes on the archive's file system.")
             free.add(space.freeBytes)

@@ -76,14 +76,16 @@ extension RecorderService {
 
     /// Disk space of the archive, for `recctl status`.
     func archiveStatus() -> StatusInfo.Archive {
+        let alarms = prover?.alarmInfos ?? []
+        let partials = unrecovered.infos(archiveDir: archiveDir)
         guard let bytes = FileSystem.space(at: archiveDir) else {
-            return StatusInfo.Archive(dir: archiveDir, space: nil)
+            return StatusInfo.Archive(dir: archiveDir, space: nil, chainAlarms: alarms, unrecovered: partials)
         }
         let free = Double(bytes.availableBytes)
         let total = Double(bytes.totalBytes)
         let space = StatusInfo.Archive.Space(
             freeBytes: free.rounded(), freePercent: total > 0 ? (free / total * 1000).rounded() / 10 : 0,
             segments: (try? index?.count()) ?? nil)
-        return StatusInfo.Archive(dir: archiveDir, space: space)
+        return StatusInfo.Archive(dir: archiveDir, space: space, chainAlarms: alarms, unrecovered: partials)
     }
 }

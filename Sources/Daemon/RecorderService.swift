@@ -72,6 +72,8 @@ final class RecorderService: @unchecked Sendable {
     var onSegmentFinished: ((SegmentRecord) -> Void)?
     /// Puts finished and recovered segments into their hash chains (nil: no key, unproven).
     var prover: SegmentProver?
+    /// Partials whose recovery failed, tried again on the worker when their cause is gone.
+    var unrecovered = UnrecoveredPartials()
     /// Who keeps the clock, asked on its own thread: each segment's CLOCK_SOURCE and
     /// `status.clock.source` (set by `Recd.compose`; nil in tests without one).
     var timeSource: TimeSourceMonitor?
@@ -119,9 +121,14 @@ final class RecorderService: @unchecked Sendable {
         var recovered: [SegmentRecord] = []
         for result in PartialRecovery.recoverAll(in: archiveDir) {
             Log.notice("recovery of \(result.partialPath): \(result.outcome)")
-            if case .recovered(let record) = result.outcome {
+            switch result.outcome {
+            case .recovered(let record):
                 try? index?.add(record)
                 recovered.append(record)
+            case .failed(let error):
+                Log.error("\(result.partialPath) is not recovered: \(error); recd tries again when that is mended")
+                unrecovered.failed(result.partialPath, error: error, now: SystemClock.monotonicSeconds())
+            case .alreadyRecovered, .unrecoverable, .inUse: break
             }
         }
         guard let prover else { return }
@@ -432,6 +439,7 @@ final class RecorderService: @unchecked Sendable {
             lastRetention = now
             enforceRetention()
         }
+        if !unrecovered.isEmpty { retryRecoveries(now: now) }
         return news
     }
 
@@ -463,6 +471,7 @@ final class RecorderService: @unchecked Sendable {
                 }
             case .segmentAbandoned(let partial, let error):
                 Log.error("\(stream.spec.app): segment \(partial) left for recovery: \(error)")
+                unrecovered.failed(partial, error: error, now: SystemClock.monotonicSeconds())
                 announce(stream, .abandoned, file: partial, reason: "\(error)")
             case .gap(let gap):
                 stream.gaps += 1

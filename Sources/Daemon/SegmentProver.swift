@@ -5,9 +5,16 @@
 //
 // Threads: `SegmentProver` is the control thread's; its jobs run on its worker ("prover") and
 // touch only the `ChainKeeper` (immutable, file-locked appends); completions (the index's
-// proof columns) come back to the control thread.
+// proof columns, the alarms) come back to the control thread.
+//
+// A chain that no longer holds what recd signed (the keeper checks before every append) is an
+// alarm: status and /metrics show it and the log names what changed; recd chains nothing more
+// into it and never signs it again, and recording goes on. The stream's next day starts a new
+// chain. When the chain and its signature are restored (from the replica or a backup) to what
+// recd signed, the next append succeeds, the alarm ends, and the segments it missed are chained.
 import Archive
 import ArchiveProof
+import ControlProtocol
 import Platform
 import SystemSupport
 
@@ -22,13 +29,20 @@ final class SegmentProver: @unchecked Sendable {
     /// Segments handed to the worker whose completion has not come back, by path: chained
     /// on the control thread at shutdown instead of waiting for the next start.
     private var pending: [String: SegmentRecord] = [:]
+    /// Chains that do not hold what recd signed, by their path under the archive root.
+    private(set) var alarms: [String: ChainAlarm] = [:]
 
     /// The private key's file under the state directory, and the public key's beside the archive.
     static let keyFileName = "archive-signing.key"
 
+    /// The prover thread's own connection to the index, for naming what changed in a chain
+    /// found not to hold (opened on first use there).
+    private let proverIndex: ThreadIndex
+
     private init(keeper: ChainKeeper, worker: SlowRequestWorker) {
         self.keeper = keeper
         self.worker = worker
+        proverIndex = ThreadIndex(path: keeper.archiveDirectory + "/index.sqlite")
     }
 
     /// Loads the key from `stateDir` (made there, 0600, at the first start), publishes the
@@ -43,7 +57,9 @@ final class SegmentProver: @unchecked Sendable {
             try FileSystem.makeDirectories(archiveDir, mode: 0o750)
             try key.publish(to: archiveDir + "/" + ChainLayout.publicKeyFileName)
             let worker = try SlowRequestWorker(name: "prover", deliver: deliver)
-            return SegmentProver(keeper: ChainKeeper(archiveDirectory: archiveDir, key: key), worker: worker)
+            let heads = ChainHeads(directory: stateDir + "/" + ChainHeads.directoryName)
+            return SegmentProver(
+                keeper: ChainKeeper(archiveDirectory: archiveDir, key: key, heads: heads), worker: worker)
         } catch {
             Log.error(
                 "the archive will not prove itself: \(error); fix the state directory's key or permissions and restart")
@@ -62,11 +78,25 @@ final class SegmentProver: @unchecked Sendable {
     ) {
         pending[record.path] = record
         let keeper = keeper
+        let proverIndex = proverIndex
+        // A chain already under alarm was described when it was found.
+        let alarmed = SegmentChaining.chainPath(of: record, keeper: keeper).map { alarms[$0] != nil } ?? false
         worker.submit(
-            for: nil, { _ in Result { () throws(ArchiveError) in try SegmentChaining.chain(record, keeper: keeper) } }
-        ) { [weak self] result in
+            for: nil,
+            { _ in
+                let result = Result { () throws(ArchiveError) in try SegmentChaining.chain(record, keeper: keeper) }
+                guard !alarmed, case .failure(.proof(.tampered(let chainBreak))) = result,
+                    let index = proverIndex.connection()
+                else { return (result, [String]()) }
+                return (
+                    result,
+                    SegmentChaining.differences(
+                        inChain: chainBreak.chain, app: record.app, stream: record.stream, keeper: keeper, index: index)
+                )
+            }
+        ) { [weak self] outcome in
             self?.pending[record.path] = nil
-            Self.note(result, of: record, in: index())
+            self?.note(outcome.0, of: record, index: index(), requeue: index, differences: outcome.1)
             then()
         }
     }
@@ -76,21 +106,101 @@ final class SegmentProver: @unchecked Sendable {
     func stop(index: ArchiveIndex?) {
         worker.stop()
         for record in pending.values.sorted(by: { $0.startTime < $1.startTime }) {
-            Self.note(
+            note(
                 Result { () throws(ArchiveError) in try SegmentChaining.chain(record, keeper: keeper) }, of: record,
-                in: index)
+                index: index, requeue: nil)
         }
         pending.removeAll()
     }
 
-    private static func note(
-        _ result: Result<SegmentProof, ArchiveError>, of record: SegmentRecord, in index: ArchiveIndex?
+    /// The alarms for `status`, oldest first.
+    var alarmInfos: [StatusInfo.ChainAlarm] {
+        alarms.values.sorted { $0.since < $1.since }.map {
+            StatusInfo.ChainAlarm(
+                chain: $0.chain, app: $0.app, stream: $0.stream, since: $0.since.iso8601, detail: $0.detail,
+                segmentsUnchained: $0.unchained)
+        }
+    }
+
+    /// `index` gets the proof columns; `requeue`, when given, is how the segments a restored
+    /// chain missed are chained again.
+    private func note(
+        _ result: Result<SegmentProof, ArchiveError>, of record: SegmentRecord, index: ArchiveIndex?,
+        requeue: (@Sendable () -> ArchiveIndex?)?, differences: [String] = []
     ) {
+        let chainPath = SegmentChaining.chainPath(of: record, keeper: keeper)
         switch result {
         case .success(let proof):
             do { try index?.setProof(path: record.path, proof) } catch { Log.warning("index: \(error)") }
+            guard let chainPath, let alarm = alarms.removeValue(forKey: chainPath) else { return }
+            Log.notice(
+                "chain \(chainPath) holds what recd signed again: \(record.app)/\(record.stream) is chained again, "
+                    + "and the segments it missed (\(alarm.unchained)) now")
+            // The missed ones are the index's unchained segments of this chain (not kept here:
+            // a day under alarm at 1 s rotation misses tens of thousands).
+            guard let requeue, let unchained = (try? requeue()?.unchained(since: since)) ?? nil else { return }
+            for missed in unchained
+            where SegmentChaining.chainPath(of: missed, keeper: keeper) == chainPath && pending[missed.path] == nil
+                && missed.path != record.path
+            {
+                chain(missed, index: requeue)
+            }
+        case .failure(.proof(.tampered(let chainBreak))):
+            if var alarm = alarms[chainBreak.chain] {
+                alarm.unchained += 1
+                alarms[chainBreak.chain] = alarm
+                Log.error("\(record.path) is not chained (its chain is under alarm): \(chainBreak)")
+                return
+            }
+            let changed =
+                differences.isEmpty ? "" : "; the index says what changed: " + differences.joined(separator: "; ")
+            alarms[chainBreak.chain] = ChainAlarm(
+                chain: chainBreak.chain, app: record.app, stream: record.stream, since: UTCTime.now(),
+                detail: chainBreak.description + changed, unchained: 1)
+            Log.error(
+                "ALARM: \(chainBreak)\(changed); \(record.path) and the rest of \(record.app)/\(record.stream)'s day are "
+                    + "recorded but not chained, and recd signs this chain no more. Compare the day with the replica "
+                    + "or a backup (`recctl archive prove`), restore its chain and .sig to what recd signed, and recd "
+                    + "chains again (docs/security.md, \"The archive directory\")")
         case .failure(let error):
             Log.error("\(record.path) is not in its hash chain: \(error)")
         }
+    }
+}
+
+/// A chain recd will not extend: it does not hold what recd signed. A plain value; control
+/// thread (`SegmentProver.alarms`).
+struct ChainAlarm {
+    /// The chain's path under the archive root, and whose it is.
+    var chain: String
+    var app: String
+    var stream: String
+    /// When recd first found it so (since this start).
+    var since: UTCTime
+    /// What does not hold: which entry, what was expected and found (`ChainBreak`).
+    var detail: String
+    /// Segments it could not chain since (the index keeps them unchained: chained once it holds
+    /// again, or queued again at the next start).
+    var unchained: Int
+}
+
+/// An index connection opened on first use by the one thread that uses it (the prover's).
+/// `@unchecked Sendable`: made on the control thread, used by the prover's jobs only, one at a
+/// time.
+final class ThreadIndex: @unchecked Sendable {
+    let path: String
+    private var opened: ArchiveIndex?
+
+    init(path: String) { self.path = path }
+
+    /// The connection, or nil (logged) when the index cannot be opened.
+    func connection() -> ArchiveIndex? {
+        if let opened { return opened }
+        do {
+            opened = try ArchiveIndex(path: path)
+        } catch {
+            Log.warning("the prover cannot open the index to say what changed: \(error)")
+        }
+        return opened
     }
 }

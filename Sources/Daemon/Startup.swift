@@ -273,6 +273,7 @@ extension Recd {
             silenceRunner: try SilenceAlarms.makeRunner(for: config, deliver: deliver))
         recorders.prover = SegmentProver.make(
             stateDir: config.daemon.stateDir, archiveDir: config.archive.dir, deliver: deliver)
+        recorders.maintenance.chains = recorders.prover?.keeper
         let timeSource = TimeSourceMonitor()
         do {
             try timeSource.start()

@@ -136,6 +136,13 @@ public enum FileSystem {
         return (Int64(clamping: available), Int64(clamping: total))
     }
 
+    /// Whether `path` is a directory this process may list (`opendir` succeeds).
+    public static func isListableDirectory(_ path: String) -> Bool {
+        guard let stream = try? Syscall.opendir(path).get() else { return false }
+        Syscall.closedir(stream)
+        return true
+    }
+
     /// Regular files under `root` (recursively, not following symbolic links) whose names end
     /// with `suffix`, sorted. Directories that cannot be read are passed over.
     public static func files(under root: String, withSuffix suffix: String) -> [String] {

@@ -39,6 +39,10 @@ public final class OwnedFile {
         /// (`O_NOFOLLOW`: `ELOOP`): for files served to others (the HTTP `/archive/` route).
         case readOnlyNoFollow
         case readWrite
+        /// Read-write, non-blocking, never through a symbolic link in the last component
+        /// (`ELOOP`) and never creating: for files others can write that recd appends to (the
+        /// archive's hash chains), which must be checked (`status`) before they are trusted.
+        case readWriteNoFollow
         /// Creates the file, read-write, with `permissions` (less the umask): never an existing
         /// one (`O_EXCL`, which also refuses a symbolic link in its place).
         case createExclusive(permissions: UInt32)
@@ -62,6 +66,8 @@ public final class OwnedFile {
             descriptor = try Syscall.open(path, _O_RDONLY | _O_NONBLOCK | _O_NOFOLLOW).orThrow("open", path: path)
         case .readWrite:
             descriptor = try Syscall.open(path, _O_RDWR).orThrow("open", path: path)
+        case .readWriteNoFollow:
+            descriptor = try Syscall.open(path, _O_RDWR | _O_NONBLOCK | _O_NOFOLLOW).orThrow("open", path: path)
         case .createExclusive(let permissions):
             descriptor = try Syscall.open(path, _O_RDWR | _O_CREAT | _O_EXCL, permissions).orThrow(
                 "create", path: path)

@@ -18,11 +18,15 @@ enum ArchiveProofCommands {
             return proveClip(Recctl.absolute(clip), command: command, json: globals.json)
         }
         let directory: String
+        // recd's record of what it signed: given, or recd's own when recd says where its archive is.
+        var heads = command.value("heads").map { Recctl.absolute($0) }
         if let given = command.value("dir") {
             directory = Recctl.absolute(given)
         } else {
             switch askArchiveDirectory(globals: globals, environment: environment) {
-            case .success(let asked): directory = asked
+            case .success(let archive, let state):
+                directory = archive
+                if heads == nil { heads = state + "/" + ChainHeads.directoryName }
             case .failure(let message):
                 printError("error: \(message); or pass --dir ARCHIVE (the archive's root, or a copy of it)\n")
                 return 3
@@ -38,10 +42,12 @@ enum ArchiveProofCommands {
                 return 1
             }
         }
-        return prove(command, directory: directory, json: globals.json)
+        return prove(command, directory: directory, heads: heads, json: globals.json)
     }
 
-    private static func prove(_ command: ParsedCommand, directory: String, json: Bool) -> Int32 {
+    private static func prove(_ command: ParsedCommand, directory: String, heads headsPath: String?, json: Bool)
+        -> Int32
+    {
         let keyArgument = command.value("key") ?? directory + "/" + ChainLayout.publicKeyFileName
         let key: ArchivePublicKey
         do throws(ProofError) {
@@ -62,7 +68,27 @@ enum ArchiveProofCommands {
         if scope.stream != nil && scope.app == nil {
             return Recctl.usageFailure(UsageError(message: "--stream needs --app", usage: command.spec.usage))
         }
-        let report = ArchiveProver.prove(archiveDirectory: directory, key: key, scope: scope)
+        // A record that cannot be read (recd's state directory, as another user) proves nothing either
+        // way: said, not held against the archive.
+        var heads: ChainHeads?
+        var headsNote = ""
+        if let headsPath {
+            if FileSystem.isListableDirectory(headsPath) {
+                heads = ChainHeads(directory: headsPath)
+            } else if command.value("heads") != nil {
+                printError("error: cannot read \(headsPath): pass recd's STATE_DIR/chain-heads or a copy of it\n")
+                return 1
+            } else {
+                headsNote =
+                    "; recd's record of what it signed (\(headsPath)) is not readable to you: a chain cut short or "
+                    + "put back is not caught (run as root, or pass --heads)"
+            }
+        } else {
+            headsNote =
+                "; not checked against recd's record of what it signed (pass --heads): a chain cut short or "
+                + "put back is not caught"
+        }
+        let report = ArchiveProver.prove(archiveDirectory: directory, key: key, scope: scope, heads: heads)
         if json {
             let findings = JSONValue.array(
                 report.findings.map { finding in
@@ -76,17 +102,21 @@ enum ArchiveProofCommands {
                     ("holds", .bool(report.holds)), ("segmentsProven", .number(Double(report.segmentsProven))),
                     ("segmentsRemoved", .number(Double(report.segmentsRemoved))),
                     ("chains", .number(Double(report.chains))), ("signedChains", .number(Double(report.signedChains))),
-                    ("key", .string(key.text)), ("findings", findings),
+                    ("beingRecorded", .array(report.beingRecorded.map { .string($0) })),
+                    ("againstRecord", .bool(report.againstRecord)), ("key", .string(key.text)), ("findings", findings),
                 ]
                 ).jsonText)
         } else {
             for finding in report.findings { print(finding.description) }
             let removed = report.segmentsRemoved > 0 ? ", \(report.segmentsRemoved) removed by retention" : ""
+            let recording =
+                report.beingRecorded.isEmpty ? "" : ", \(report.beingRecorded.count) being recorded (not yet proven)"
             print(
                 "\(report.holds ? "holds" : "DOES NOT HOLD"): \(report.segmentsProven) segments proven in "
-                    + "\(report.chains) chains (\(report.signedChains) signed throughout)\(removed); key \(key.text)"
+                    + "\(report.chains) chains (\(report.signedChains) signed throughout)\(removed)\(recording); "
+                    + "key \(key.text)"
                     + (command.value("key") == nil
-                        ? " (the archive's own copy: pass --key for an independent proof)" : ""))
+                        ? " (the archive's own copy: pass --key for an independent proof)" : "") + headsNote)
         }
         return report.holds ? 0 : 1
     }
@@ -156,15 +186,16 @@ enum ArchiveProofCommands {
         return TimeArgument.wire(date, microseconds: true)
     }
 
-    private enum Asked { case success(String), failure(String) }
+    private enum Asked { case success(archive: String, state: String), failure(String) }
 
-    /// The archive's root from recd's `status`.
+    /// The archive's root and the state directory from recd's `status`.
     private static func askArchiveDirectory(globals: GlobalOptions, environment: [String: String]) -> Asked {
         let candidates = ControlSocket.candidates(globals.socket, environment: environment)
         do {
             let connection = try Connection(candidates: candidates)
             let reply = try connection.call(.status)
-            return .success(try StatusInfo(json: reply).daemon.archiveDir)
+            let daemon = try StatusInfo(json: reply).daemon
+            return .success(archive: daemon.archiveDir, state: daemon.stateDir)
         } catch let error as Unreachable {
             return .failure("cannot reach recd to ask where its archive is (\(error.reason))")
         } catch {

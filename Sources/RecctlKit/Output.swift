@@ -312,6 +312,16 @@ struct Output {
             if let count = space.segments { archiveLine += ", \(count) segments" }
         }
         lines.append(archiveLine)
+        for alarm in status.archive.chainAlarms {
+            lines.append(
+                "  ALARM since \(alarm.since): \(alarm.detail); \(alarm.segmentsUnchained) segments of "
+                    + "\(alarm.app)/\(alarm.stream) not chained (recording goes on)")
+        }
+        for partial in status.archive.unrecovered {
+            lines.append(
+                "  not recovered: \(partial.path) since \(partial.since): \(partial.error); tried again when "
+                    + partial.resumesWhen)
+        }
         if let replication = status.replication {
             var line = "replicate: \(replication.remote), \(replication.backlog) segments waiting"
             if let last = replication.lastSuccess {

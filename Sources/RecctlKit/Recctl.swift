@@ -100,15 +100,22 @@ public enum Recctl {
             accepts: [("dir", "the archive's root (default: recd's [archive] dir, asked of recd)")]),
         CommandSpec(
             path: ["archive", "prove"], positionals: [],
-            valueFlags: ["app", "stream", "from", "to", "dir", "key", "clip"],
+            valueFlags: ["app", "stream", "from", "to", "dir", "key", "clip", "heads"],
             summary: "check segments against their hash chains and the chains' signatures, as you, by reading the "
-                + "archive; names what is missing, altered, renamed, unchained or unsigned; exit 0 only when all holds",
+                + "archive; names what is missing, altered, renamed, unchained, unsigned, rolled back or unproven; "
+                + "exit 0 only when all holds",
             accepts: [
                 ("from", "segments that start at or after this time: " + TimeArgument.forms),
                 ("to", "segments that start before this time, as --from"),
                 ("dir", "the archive's root or a copy of it (default: recd's [archive] dir, asked of recd)"),
                 ("key", "ed25519:HEX or a file holding it (default: the archive's own archive-key.pub)"),
                 ("clip", "a clip exported with --proof: checks it against FILE.proof, needing only --key"),
+                (
+                    "heads",
+                    "recd's record of the heads it signed (STATE_DIR/chain-heads, or a copy of it): chains cut short "
+                        + "or put back are named (default: recd's own when the archive is asked of recd and you may "
+                        + "read it)"
+                ),
             ]),
         CommandSpec(
             path: ["archive", "export"], positionals: [], valueFlags: ["app", "stream", "from", "to", "output"],

@@ -20,7 +20,9 @@ private struct ChainedArchive {
 
     init(app: String = "app", stream: String = "main") throws {
         let key = try ArchiveSigningKey.loadOrCreate(path: directory.path + "/archive-signing.key", now: 0)
-        keeper = ChainKeeper(archiveDirectory: directory.path + "/archive", key: key)
+        keeper = ChainKeeper(
+            archiveDirectory: directory.path + "/archive", key: key,
+            heads: ChainHeads(directory: directory.path + "/state/chain-heads"))
         index = try ArchiveIndex(path: directory.path + "/index.sqlite")
         let configuration = RecorderConfiguration(
             archiveDirectory: directory.path + "/archive", app: app, stream: stream, channels: 1, sampleRate: 8000,
@@ -34,8 +36,10 @@ private struct ChainedArchive {
         }
     }
 
-    func prove(_ scope: ProofScope = ProofScope(), key: ArchivePublicKey? = nil) -> ProofReport {
-        ArchiveProver.prove(archiveDirectory: root, key: key ?? keeper.key.publicKey, scope: scope)
+    func prove(_ scope: ProofScope = ProofScope(), key: ArchivePublicKey? = nil, heads: Bool = false) -> ProofReport {
+        ArchiveProver.prove(
+            archiveDirectory: root, key: key ?? keeper.key.publicKey, scope: scope,
+            heads: heads ? keeper.heads : nil)
     }
 
     func relative(_ record: SegmentRecord) -> String { ChainLayout.relative(record.path, to: root)! }
@@ -118,18 +122,22 @@ struct ArchiveProofTests {
         let original = try Data(contentsOf: URL(fileURLWithPath: signature))
         // Signed by another key over the same chain: a forger's.
         let other = try ArchiveSigningKey.loadOrCreate(path: archive.directory.path + "/other.key", now: 0)
-        let forged = ChainKeeper(archiveDirectory: archive.directory.path + "/forged", key: other)
+        let forged = ChainKeeper(
+            archiveDirectory: archive.directory.path + "/forged", key: other,
+            heads: ChainHeads(directory: archive.directory.path + "/forged-state"))
         try FileManager.default.createDirectory(
             atPath: archive.directory.path + "/forged/2026/12/01", withIntermediateDirectories: true)
         let lines = try String(contentsOfFile: chain, encoding: .utf8).split(separator: "\n")
-        try (lines[0] + "\n").write(
-            toFile: archive.directory.path + "/forged/" + archive.chains[0], atomically: true, encoding: .utf8)
-        let last = try #require(ChainEntry(line: lines[1]))
-        // The forger appends the same second entry: the same chain, signed with the other key.
-        _ = try forged.append(
-            ChainKeeper.Facts(
-                kind: .segment, sha256: last.sha256, start: last.start, frames: last.frames, endReason: last.endReason,
-                path: last.path), chain: archive.chains[0])
+        // The forger appends the same entries: the same chain, signed with the other key.
+        for line in lines {
+            let entry = try #require(ChainEntry(line: line))
+            _ = try forged.append(
+                ChainKeeper.Facts(
+                    kind: .segment, sha256: entry.sha256, start: entry.start, frames: entry.frames,
+                    endReason: entry.endReason, path: entry.path), chain: archive.chains[0])
+        }
+        let forgedChain = archive.directory.path + "/forged/" + archive.chains[0]
+        #expect(try String(contentsOfFile: forgedChain, encoding: .utf8) == lines.map { $0 + "\n" }.joined())
         try FileManager.default.removeItem(atPath: signature)
         try FileManager.default.copyItem(
             atPath: archive.directory.path + "/forged/" + archive.chains[0] + ChainLayout.signatureSuffix,

@@ -281,9 +281,25 @@ private func checkReply<T: ReplyObject>(_ value: T, optionalKeys: Set<String> = 
         #expect(try StatusInfo.Jack(json: olderJack).churning.isEmpty)
         #expect(try StatusInfo.Jack(json: sampleStatus.jack.json).churning == ["recd:out_1 → system:playback_1"])
         try checkReply(sampleStatus.cards[0])
-        // Without the file system's figures the archive object has `dir` only.
-        try checkReply(sampleStatus.archive, optionalKeys: ["freeBytes"])
-        #expect(sampleDisconnectedStatus.archive.json.jsonText == #"{"dir":"/var/lib/recd/archive"}"#)
+        // Without the file system's figures the archive object has `dir` and its two lists only
+        // (absent from an older recd's: empty).
+        try checkReply(sampleStatus.archive, optionalKeys: ["freeBytes", "chainAlarms", "unrecovered"])
+        #expect(
+            sampleDisconnectedStatus.archive.json.jsonText
+                == #"{"dir":"/var/lib/recd/archive","chainAlarms":[],"unrecovered":[]}"#)
+        #expect(try StatusInfo.Archive(json: JSONValue.parse(#"{"dir":"/a"}"#)).chainAlarms.isEmpty)
+        let alarm = StatusInfo.ChainAlarm(
+            chain: "2026/12/01/logger-main.chain", app: "logger", stream: "main", since: "2026-12-01T15:00:00Z",
+            detail: "chain 2026/12/01/logger-main.chain at entry 3 does not hold what recd signed: …",
+            segmentsUnchained: 2)
+        try checkReply(alarm)
+        try checkReply(
+            StatusInfo.UnrecoveredPartial(
+                path: "/a/x.flac.partial", since: "2026-12-01T15:00:00Z", error: "disk full",
+                resumesWhen: "1.2 MiB are free in /a"))
+        var alarmed = sampleStatus.archive
+        alarmed.chainAlarms = [alarm]
+        try checkReply(alarmed, optionalKeys: ["freeBytes", "chainAlarms", "unrecovered"])
     }
 
     @Test func routesMetersMonitoringRoundTrip() throws {

@@ -17,7 +17,20 @@ struct PrometheusMetricsTests {
                 connected: jackConnected, client: "recd", server: "default", sampleRate: 48_000, bufferSize: 1024,
                 xruns: 3, mediaServicesAvailable: jackConnected, error: nil),
             sessions: [], active: ["logger", "dj"], players: [], recorders: recorders, cards: [],
-            archive: .init(dir: "/a", space: .init(freeBytes: 5e9, freePercent: 40, segments: segments)),
+            archive: .init(
+                dir: "/a", space: .init(freeBytes: 5e9, freePercent: 40, segments: segments),
+                chainAlarms: [
+                    .init(
+                        chain: "2026/12/01/logger-main.chain", app: "logger", stream: "main",
+                        since: "2026-12-01T15:00:00Z",
+                        detail: "chain 2026/12/01/logger-main.chain does not hold what recd signed",
+                        segmentsUnchained: 2)
+                ],
+                unrecovered: [
+                    .init(
+                        path: "/a/x.flac.partial", since: "2026-12-01T15:00:00Z", error: "disk full",
+                        resumesWhen: "1 MiB")
+                ]),
             waiting: [
                 .init(
                     app: "logger", stream: "desk", port: "desk", reason: "diskFull", since: "2026-12-01T15:00:00Z",
@@ -46,6 +59,7 @@ struct PrometheusMetricsTests {
             ("recd_recorder_overruns_total", "counter"), ("recd_input_peak_dbfs", "gauge"), ("recd_silence", "gauge"),
             ("recd_archive_free_bytes", "gauge"), ("recd_archive_segments", "gauge"),
             ("recd_recorder_waiting", "gauge"), ("recd_recorder_stalled", "gauge"),
+            ("recd_archive_chain_alarms", "gauge"), ("recd_archive_unrecovered_partials", "gauge"),
         ] {
             #expect(text.contains("# HELP \(name) "), "HELP \(name)")
             #expect(text.contains("# TYPE \(name) \(type)\n"), "TYPE \(name)")
@@ -60,6 +74,8 @@ struct PrometheusMetricsTests {
             "recd_recorder_stalled{app=\"dj\",stream=\"deck\"} 1",
             "recd_input_peak_dbfs{port=\"mic\",channel=\"1\"} -12.25", "recd_archive_free_bytes 5000000000",
             "recd_archive_segments 12", "recd_recorder_waiting{app=\"logger\",stream=\"desk\",reason=\"diskFull\"} 1",
+            "recd_archive_chain_alarms{chain=\"2026/12/01/logger-main.chain\",app=\"logger\",stream=\"main\"} 1",
+            "recd_archive_unrecovered_partials 1",
         ] {
             #expect(text.contains(line + "\n"), "\(line) in:\n\(text)")
         }
