@@ -3,6 +3,7 @@
 // test can render any state without a daemon.
 import ControlProtocol
 import Foundation
+import NetworkAudio
 
 /// What the metrics are made of, copied on the control thread.
 struct MetricsSnapshot: Sendable {

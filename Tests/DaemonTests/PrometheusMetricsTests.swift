@@ -2,6 +2,7 @@
 // the replication lines only when replication is on. (promtool and a real Prometheus read the
 // real daemon's text in EndToEndTests/HTTPTests.swift.)
 import ControlProtocol
+import NetworkAudio
 import Testing
 
 @testable import Daemon
