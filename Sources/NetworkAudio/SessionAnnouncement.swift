@@ -82,7 +82,7 @@ public struct SDPSession: Equatable, Sendable {
                 if rate == nil, let map = lines.after("rtpmap:", in: value) {
                     rate = lines.clockRate(map)
                 } else if packet == nil, let time = lines.after("ptime:", in: value) {
-                    packet = Double(lines.text(time)).flatMap { $0 >= 0.1 && $0 <= 1000 ? $0 : nil }
+                    packet = lines.milliseconds(time).flatMap { $0 >= 0.1 && $0 <= 1000 ? $0 : nil }
                 }
             default: continue
             }
@@ -166,6 +166,21 @@ private struct SDPLines {
             value = value * 10 + digit
         }
         return value
+    }
+
+    /// A decimal number with an optional fraction (`0.125`), at most 12 characters.
+    func milliseconds(_ range: Range<Int>) -> Double? {
+        guard !range.isEmpty, range.count <= 12 else { return nil }
+        var points = 0
+        for index in range {
+            let byte = bytes[index]
+            if byte == UInt8(ascii: ".") {
+                points += 1
+            } else if byte < UInt8(ascii: "0") || byte > UInt8(ascii: "9") {
+                return nil
+            }
+        }
+        return points <= 1 ? Double(text(range)) : nil
     }
 
     func address(_ range: Range<Int>) -> IPAddress? { IPAddress(parsing: text(range)) }
