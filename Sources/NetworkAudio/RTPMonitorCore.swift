@@ -154,24 +154,23 @@ public struct RTPMonitorCore: Sendable {
         client: String, _ bytes: UnsafeRawBufferPointer, from source: IPAddress?, arrivalMicros: Int,
         wallNanoseconds: Int64
     ) {
-        guard var stream = streams[client] else { return }
-        let disposition = stream.tracker.take(
-            bytes, from: source, arrivalMicros: arrivalMicros, wallNanoseconds: wallNanoseconds)
-        switch disposition {
-        case .otherSource, .otherSSRC, .notRTP, .jump:
-            if !stream.loggedIgnored {
-                stream.loggedIgnored = true
-                let from = source.map { "\($0)" } ?? "an unknown address"
-                note(
-                    .warning,
-                    "RTP monitor: not counting datagrams for \(stream.tracker.facts.label) (the first from \(from): "
-                        + "\(disposition)); only \(stream.tracker.source)'s of the stream's SSRC count")
-            }
-        case .handover:
-            note(.info, "RTP monitor: \(stream.tracker.facts.label) goes on with a new SSRC (its sender started again)")
-        case .counted, .duplicate: break
+        // In place (no copy of the stream's state per packet).
+        guard
+            let disposition = streams[client]?.tracker.take(
+                bytes, from: source, arrivalMicros: arrivalMicros, wallNanoseconds: wallNanoseconds),
+            disposition != .counted, disposition != .duplicate, let stream = streams[client]
+        else { return }
+        let label = stream.tracker.facts.label
+        if disposition == .handover {
+            note(.info, "RTP monitor: \(label) goes on with a new SSRC (its sender started again)")
+        } else if !stream.loggedIgnored {
+            streams[client]?.loggedIgnored = true
+            let from = source.map { "\($0)" } ?? "an unknown address"
+            note(
+                .warning,
+                "RTP monitor: not counting datagrams for \(label) (the first from \(from): \(disposition)); "
+                    + "only \(stream.tracker.source)'s of the stream's SSRC count")
         }
-        streams[client] = stream
     }
 
     /// The socket for `client` could not be opened (`error`): the stream is dropped.

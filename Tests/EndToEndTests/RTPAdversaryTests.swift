@@ -108,11 +108,15 @@ struct RTPAdversaryTests {
             rtp(sequence + 1, timestamp + 60 * 48000, ssrc)
             print('sent a packet 60 s ahead of the stream', flush=True)
         elif mode == 'gaps':
+            # A packet 30 ms of audio past the stream; 'paired': and the one after it, which goes on
+            # from its timestamp (the stream's own next packets go back from it).
             for _ in range(int(args[0])):
                 sequence, timestamp, ssrc = newest()
                 rtp(sequence + 1, timestamp + 31 * 48, ssrc)
+                if args[1:] == ['paired']:
+                    rtp(sequence + 2, timestamp + 32 * 48, ssrc)
                 time.sleep(0.02)
-            print('sent', args[0], 'packets 30 ms of audio past the stream', flush=True)
+            print('sent', args[0], 'gaps of 30 ms of audio past the stream', *args[1:], flush=True)
         elif mode == 'randomssrc':
             end = time.monotonic() + float(args[0])
             count = 0
@@ -281,17 +285,27 @@ struct RTPAdversaryTests {
             print("rtp attack: nft dropped \(dropped) packets of the stream; \(afterTimestamp) → \(afterCut)")
             #expect(dropped > 1000, "the cut dropped \(dropped) packets")
             #expect(
-                abs(afterCut.lost - afterTimestamp.lost - Double(dropped)) <= max(10, 0.05 * Double(dropped)),
+                abs(afterCut.lost - afterTimestamp.lost - Double(dropped)) <= 100,
                 "the cut's \(dropped) packets against \(afterTimestamp) → \(afterCut)")
             #expect(afterCut.silences - afterTimestamp.silences == 1, "one silence for the cut: \(afterCut)")
 
-            // 80 fake gaps of 30 ms after the real cut.
+            // 80 fake gaps of 30 ms after the real cut: none is a silence (another host's are not
+            // counted; the sender's next packets contradict a spoofed one's timestamp).
             try attack(pair, from: source, "gaps", "80")
             settle()
             let afterGaps = try counts()
             print("rtp attack: after 80 fake gaps \(afterGaps)")
-            if !spoofed {
-                #expect(afterGaps.silences == afterCut.silences, "another host's packets made silences: \(afterGaps)")
+            // (A real loss or two on this loaded machine is a silence too: not 80.)
+            #expect(afterGaps.silences - afterCut.silences <= 2, "fake gaps made silences: \(afterGaps)")
+            if spoofed {
+                // 80 more, each with the packet after it going on from its timestamp: silences,
+                // but the loss list keeps the cut (the longest) however many come.
+                try attack(pair, from: source, "gaps", "80", "paired")
+                settle()
+                let afterPairs = try counts()
+                print("rtp attack: after 80 fake gaps in pairs \(afterPairs)")
+                #expect(afterPairs.silences - afterGaps.silences <= 80, "\(afterPairs)")
+                #expect(afterPairs.lost - afterGaps.lost <= 10, "\(afterPairs)")
             }
 
             // The stream's own announcement, moved to another group.
@@ -307,11 +321,15 @@ struct RTPAdversaryTests {
             let loss = try metaflacTag(segment, "NETWORK_LOSS").flatMap { TrueTimeEndToEndTests.parseGaps($0) } ?? []
             let lost = try metaflacTag(segment, "NETWORK_PACKETS_LOST").flatMap { Int($0) } ?? -1
             print("rtp attack: NETWORK_LOSS \(loss.map { "\($0.position)+\($0.length)" }), NETWORK_PACKETS_LOST \(lost)")
+            // As RTPAudioTests allows for a cut: 100 packets (here, beside nft's, the ones a loaded
+            // machine loses around it), and a period for where its audio plays.
             let cutFrames = dropped * 48
+            let tolerance = 100 * 48 + RTPAudioTests.period
+            #expect(loss.contains { abs($0.length - cutFrames) <= tolerance }, "no entry for the cut: \(loss)")
+            #expect(loss.allSatisfy { $0.length <= cutFrames + tolerance }, "\(loss)")
             #expect(
-                loss.contains { abs($0.length - cutFrames) <= 2 * RTPAudioTests.period }, "no entry for the cut: \(loss)")
-            #expect(loss.allSatisfy { $0.length <= cutFrames + 2 * RTPAudioTests.period }, "\(loss)")
-            #expect(lost >= dropped && lost <= dropped + 20, "NETWORK_PACKETS_LOST \(lost), the cut \(dropped)")
+                !loss.contains { abs($0.length - 30 * 48) <= 48 } || spoofed, "a fake 30 ms gap is in the segment: \(loss)")
+            #expect(lost >= dropped && lost <= dropped + 200, "NETWORK_PACKETS_LOST \(lost), the cut \(dropped)")
         }
     }
 
@@ -323,7 +341,7 @@ struct RTPAdversaryTests {
     }
 
     @Test(
-        "a host that spoofs the sender's address: the jumps are no loss, the cut is counted as long as it was, the fake gaps do not push it out of the loss list, the moved announcement does not move the monitor off a stream that receives"
+        "a host that spoofs the sender's address: the jumps are no loss, random SSRCs do not erase the cut, fake gaps are no silences, 80 fake gaps it confirms do not push the cut out of the loss list, the moved announcement does not move the monitor off a stream that receives"
     )
     func spoofedSenderForges() throws {
         try Self.forgeries(from: "10.231.0.2", spoofed: true)
