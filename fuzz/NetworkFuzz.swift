@@ -6,7 +6,8 @@
 // the sender (10.231.0.2, whose origin the monitor wants), then records of
 // [flags][time step, 2 bytes][length][bytes]: an announcement or a packet of the stream, from
 // the sender, another host or an unknown address, `time step` × 16 µs after the one before.
-// Checked: what a parser gives is within its bounds, the stream's counts only grow, its silence
+// Checked: what a parser gives is within its bounds, the stream's counts only grow (a late packet
+// moves one from lost to received), its silence
 // list stays bounded, and the outages are well-formed.
 // Built and run by fuzz/run (swiftc -sanitize=fuzzer,address); not part of the package.
 import Platform
@@ -46,7 +47,8 @@ func checkSession(_ session: SDPSession) {
     check(IPAddress(parsing: session.group)?.isMulticast == true, "group \(session.group)")
     check(session.packetMilliseconds.map { $0 >= 0.1 && $0 <= 1000 } ?? true, "ptime \(session)")
     check(session.clockRate.map { (1...768_000).contains($0) } ?? true, "rate \(session)")
-    check(session.origin.utf8.count <= SDPSession.maximumLineBytes, "origin longer than a line")
+    // (Each byte that is not UTF-8 becomes U+FFFD: 3 bytes.)
+    check(session.origin.utf8.count <= 3 * SDPSession.maximumLineBytes, "origin longer than a line")
     check(session.originAddress.map { !$0.isUnspecified } ?? true, "unspecified origin address")
 }
 
@@ -81,8 +83,11 @@ func play(_ bytes: UnsafeRawBufferPointer) {
             continue
         }
         if let before, before.group == facts.group, before.port == facts.port {
-            check(facts.packets >= before.packets && facts.lost >= before.lost, "counts went back: \(before) → \(facts)")
-            check(facts.silences >= before.silences, "silences went back")
+            // A late packet moves one from lost to received: their sum and the received only grow.
+            check(
+                facts.packets >= before.packets && facts.packets + facts.lost >= before.packets + before.lost,
+                "counts went back: \(before) → \(facts)")
+            check(facts.silences >= before.silences && facts.ignored >= before.ignored, "silences went back")
         }
         check(facts.packets >= 0 && facts.lost >= 0 && facts.duplicates >= 0, "negative counts \(facts)")
         check(facts.recentSilences.count <= RTPStreamFacts.keptSilences, "silence list over its bound")
