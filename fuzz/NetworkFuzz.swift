@@ -23,7 +23,8 @@ let senderOrigin = "root 4005561041 0 IN IP4 10.231.0.2"
 let sender = IPAddress(high: 0, low: 0xFFFF_0AE7_0002)
 let otherHost = IPAddress(high: 0, low: 0xFFFF_0AE7_0003)
 let wanted = [
-    senderOrigin: RTPMonitor.Wanted(client: "studio2", session: "studio2", address: "10.231.0.2", latencyMilliseconds: 100),
+    senderOrigin: RTPMonitor.Wanted(
+        client: "studio2", session: "studio2", address: "10.231.0.2", latencyMilliseconds: 100),
     "- 1 0 IN IP4 0.0.0.0": RTPMonitor.Wanted(client: "anon", session: "anon", address: nil, latencyMilliseconds: 20),
 ]
 

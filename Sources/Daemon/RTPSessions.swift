@@ -100,7 +100,9 @@ final class RTPSessionDirectory: @unchecked Sendable {
                 return .failure(PWDumpFailure(message: "\(pwDump) -r \(remote) \(how)"))
             }
             guard output.count <= PipeWireDump.maximumBytes else {
-                return .failure(PWDumpFailure(message: "\(pwDump) wrote more than the \(PipeWireDump.maximumBytes) bytes recd reads"))
+                return .failure(
+                    PWDumpFailure(
+                        message: "\(pwDump) wrote more than the \(PipeWireDump.maximumBytes) bytes recd reads"))
             }
             guard let sessions = PipeWireDump.rtpSessions(json: output) else {
                 return .failure(

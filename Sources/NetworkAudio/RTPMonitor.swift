@@ -93,7 +93,10 @@ public final class RTPMonitor: Sendable {
                 let started = try NamedThread(name: "rtp monitor") { loop.run() }
                 thread.withLock { $0 = started }
             } catch {
-                log(.init(level: .warning, text: "cannot start the RTP monitor thread: \(error); RTP loss is not counted"))
+                log(
+                    .init(
+                        level: .warning, text: "cannot start the RTP monitor thread: \(error); RTP loss is not counted")
+                )
             }
         }
         EventFD.signal(wake)
@@ -205,7 +208,9 @@ private final class RTPMonitorLoop: @unchecked Sendable {
                     group: SAPAnnouncement.group, port: SAPAnnouncement.port, interface: monitor.interface)
             } catch {
                 monitor.log(
-                    .init(level: .warning, text: "RTP monitor: cannot hear SAP announcements: \(error); RTP loss is not counted"))
+                    .init(
+                        level: .warning,
+                        text: "RTP monitor: cannot hear SAP announcements: \(error); RTP loss is not counted"))
             }
         }
         flush()

@@ -63,7 +63,8 @@ public struct SDPSession: Equatable, Sendable {
             guard line.count >= 2, bytes[line.lowerBound + 1] == UInt8(ascii: "=") else { continue }
             let kind = bytes[line.lowerBound]
             let value = (line.lowerBound + 2)..<line.upperBound
-            let essential = kind == UInt8(ascii: "o") || kind == UInt8(ascii: "s") || kind == UInt8(ascii: "c")
+            let essential =
+                kind == UInt8(ascii: "o") || kind == UInt8(ascii: "s") || kind == UInt8(ascii: "c")
                 || kind == UInt8(ascii: "m")
             if line.count > maximumLineBytes {
                 if essential { return nil }
@@ -246,7 +247,8 @@ public struct SAPAnnouncement: Equatable, Sendable {
         var offset = 4 + (ipv6 ? 16 : 4) + Int(bytes[1]) * 4
         guard offset < bytes.count else { return nil }
         // An optional payload type (`application/sdp`), NUL-terminated, before the SDP.
-        let isSDP = offset + 1 < bytes.count && bytes[offset] == UInt8(ascii: "v") && bytes[offset + 1] == UInt8(ascii: "=")
+        let isSDP =
+            offset + 1 < bytes.count && bytes[offset] == UInt8(ascii: "v") && bytes[offset + 1] == UInt8(ascii: "=")
         if !isSDP {
             let limit = min(bytes.count, offset + Self.maximumPayloadTypeBytes)
             guard let end = (offset..<limit).first(where: { bytes[$0] == 0 }) else { return nil }

@@ -256,14 +256,16 @@ struct RTPAdversaryTests {
             try attack(pair, from: source, "seqjump", "10")
             settle()
             let afterJumps = try counts()
-            #expect(afterJumps.lost - start.lost <= 10, "forged sequence numbers counted lost: \(start) → \(afterJumps)")
+            #expect(
+                afterJumps.lost - start.lost <= 10, "forged sequence numbers counted lost: \(start) → \(afterJumps)")
             #expect(afterJumps.received > start.received, "the stream is not counted any more: \(afterJumps)")
 
             // One packet 60 s of timestamps ahead.
             try attack(pair, from: source, "tsjump")
             settle()
             let afterTimestamp = try counts()
-            #expect(afterTimestamp.silences == afterJumps.silences, "a forged timestamp made a silence: \(afterTimestamp)")
+            #expect(
+                afterTimestamp.silences == afterJumps.silences, "a forged timestamp made a silence: \(afterTimestamp)")
 
             // A real cut of 1.5 s (nftables on the sender drops the stream, not the attacker),
             // with packets of random SSRCs meanwhile.
@@ -313,14 +315,16 @@ struct RTPAdversaryTests {
             usleep(300_000)
             #expect(stillCounting(pair), "an announcement moved the monitor off the stream: \(daemon.log.suffix(2000))")
             #expect(
-                RTPAudioTests.metrics(pair).contains("session=\"studio2@10.231.0.2\""), "\(RTPAudioTests.metrics(pair))")
+                RTPAudioTests.metrics(pair).contains("session=\"studio2@10.231.0.2\""), "\(RTPAudioTests.metrics(pair))"
+            )
 
             // The segment: the cut is in NETWORK_LOSS, as long as it was; nothing 60 s long; the
             // loss the cut's.
             let segment = try finishedSegment(daemon)
             let loss = try metaflacTag(segment, "NETWORK_LOSS").flatMap { TrueTimeEndToEndTests.parseGaps($0) } ?? []
             let lost = try metaflacTag(segment, "NETWORK_PACKETS_LOST").flatMap { Int($0) } ?? -1
-            print("rtp attack: NETWORK_LOSS \(loss.map { "\($0.position)+\($0.length)" }), NETWORK_PACKETS_LOST \(lost)")
+            print(
+                "rtp attack: NETWORK_LOSS \(loss.map { "\($0.position)+\($0.length)" }), NETWORK_PACKETS_LOST \(lost)")
             // As RTPAudioTests allows for a cut: 100 packets (here, beside nft's, the ones a loaded
             // machine loses around it), and a period for where its audio plays.
             let cutFrames = dropped * 48
@@ -328,7 +332,8 @@ struct RTPAdversaryTests {
             #expect(loss.contains { abs($0.length - cutFrames) <= tolerance }, "no entry for the cut: \(loss)")
             #expect(loss.allSatisfy { $0.length <= cutFrames + tolerance }, "\(loss)")
             #expect(
-                !loss.contains { abs($0.length - 30 * 48) <= 48 } || spoofed, "a fake 30 ms gap is in the segment: \(loss)")
+                !loss.contains { abs($0.length - 30 * 48) <= 48 } || spoofed,
+                "a fake 30 ms gap is in the segment: \(loss)")
             #expect(lost >= dropped && lost <= dropped + 200, "NETWORK_PACKETS_LOST \(lost), the cut \(dropped)")
         }
     }

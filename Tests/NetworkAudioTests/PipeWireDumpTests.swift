@@ -83,7 +83,8 @@ struct PipeWireDumpTests {
             ]) == "Studio 2")
         #expect(
             PipeWireDump.jackClientName(["node.name": .string("rx"), "application.name": .string("app")]) == "app/rx")
-        #expect(PipeWireDump.jackClientName(["node.name": .string("app"), "application.name": .string("app")]) == "app")
+        #expect(
+            PipeWireDump.jackClientName(["node.name": .string("app"), "application.name": .string("app")]) == "app")
         #expect(PipeWireDump.jackClientName(["node.name": .string("")]) == nil)
         #expect(PipeWireDump.jackClientName(["node.name": .integer(7)]) == nil)
         #expect(PipeWireDump.jackClientName([:]) == nil)
@@ -106,7 +107,8 @@ struct PipeWireDumpTests {
 
     @Test("JSON that is not pw-dump's shape gives no sessions; what is not JSON gives nil")
     func notADump() {
-        for text in ["[]", "[1, 2]", #"[{"type": "PipeWire:Interface:Node"}]"#, #"[{"info": {"props": 3}}]"#, "[null]"] {
+        for text in ["[]", "[1, 2]", #"[{"type": "PipeWire:Interface:Node"}]"#, #"[{"info": {"props": 3}}]"#, "[null]"]
+        {
             #expect(PipeWireDump.rtpSessions(json: Array(text.utf8)) == [:], "\(text)")
         }
         let broken = [
@@ -132,7 +134,8 @@ struct PipeWireDumpTests {
         let sessions = try #require(PipeWireDump.rtpSessions(json: Array(dump.utf8)))
         #expect(
             sessions["stüdio 🎵 \u{FFFD}"]
-                == RTPSession(name: "s\"1\\", address: "10.0.0.9", origin: "root 1 0 IN IP4 10.0.0.9", latencyMilliseconds: 250))
+                == RTPSession(
+                    name: "s\"1\\", address: "10.0.0.9", origin: "root 1 0 IN IP4 10.0.0.9", latencyMilliseconds: 250))
         #expect(sessions["b"] == RTPSession(name: "t", address: nil))
         #expect(sessions["c"] == RTPSession(name: "u", address: nil))
     }
@@ -157,6 +160,9 @@ struct PipeWireDumpTests {
         let bytes = try #require(FileManager.default.contents(atPath: path), "\(path)")
         #expect(
             PipeWireDump.rtpSessions(json: Array(bytes))
-                == ["studio2": RTPSession(name: "studio2", address: "10.231.0.2", origin: "root 4005561041 0 IN IP4 10.231.0.2")])
+                == [
+                    "studio2": RTPSession(
+                        name: "studio2", address: "10.231.0.2", origin: "root 4005561041 0 IN IP4 10.231.0.2")
+                ])
     }
 }

@@ -81,11 +81,17 @@ struct RTPMonitorCoreTests {
             now += packets * 1000
         }
 
-        var facts: RTPStreamFacts { core.facts["studio2"] ?? RTPStreamFacts(
-            session: "none", address: nil, group: "", port: 0, packetMicros: 0, silenceMicros: 0, latencyMicros: 0) }
+        var facts: RTPStreamFacts {
+            core.facts["studio2"]
+                ?? RTPStreamFacts(
+                    session: "none", address: nil, group: "", port: 0, packetMicros: 0, silenceMicros: 0,
+                    latencyMicros: 0)
+        }
     }
 
-    @Test("packets count only from the address the SDP's origin names: another host's, with the stream's SSRC, are ignored")
+    @Test(
+        "packets count only from the address the SDP's origin names: another host's, with the stream's SSRC, are ignored"
+    )
     func otherSourceIgnored() throws {
         var lab = try Lab()
         lab.play(100)
@@ -97,7 +103,10 @@ struct RTPMonitorCoreTests {
         lab.play(100)
         #expect(lab.facts.packets == 200 && lab.facts.lost == 0 && lab.facts.silences == 0, "\(lab.facts)")
         #expect(lab.facts.ignored == 50)
-        #expect(lab.core.takeNotes().contains { $0.text.contains("not counting datagrams") && $0.text.contains("10.231.0.3") })
+        #expect(
+            lab.core.takeNotes().contains {
+                $0.text.contains("not counting datagrams") && $0.text.contains("10.231.0.3")
+            })
     }
 
     @Test("10 packets 30000 ahead of the stream, from the sender's own address and SSRC: no loss")
@@ -184,11 +193,15 @@ struct RTPMonitorCoreTests {
         }
         lab.play(100)
         #expect(lab.facts.lost - before.lost == 1500, "\(lab.facts)")
-        #expect(lab.facts.silences == 1 && lab.facts.recentSilences.first.map { abs($0.missingMicros - 1_500_000) <= 1000 } == true)
+        #expect(
+            lab.facts.silences == 1
+                && lab.facts.recentSilences.first.map { abs($0.missingMicros - 1_500_000) <= 1000 } == true)
         #expect(lab.facts.ignored == 750)
     }
 
-    @Test("the real origin announced with another group: refused from another host; from the sender's address it waits while packets come, and moves once they stopped 3 s")
+    @Test(
+        "the real origin announced with another group: refused from another host; from the sender's address it waits while packets come, and moves once they stopped 3 s"
+    )
     func movedAnnouncement() throws {
         var lab = try Lab()
         lab.play(100)
@@ -210,7 +223,9 @@ struct RTPMonitorCoreTests {
                 == [.close(client: "studio2"), .open(client: "studio2", group: "239.255.42.99", port: 46000)])
     }
 
-    @Test("a sender that starts again with a new SSRC: taken over after 3 s without the old one's packets and 4 in sequence; counts only grow")
+    @Test(
+        "a sender that starts again with a new SSRC: taken over after 3 s without the old one's packets and 4 in sequence; counts only grow"
+    )
     func handover() throws {
         var lab = try Lab()
         lab.play(1000)
@@ -243,18 +258,22 @@ struct RTPMonitorCoreTests {
         #expect(
             lab.announce(from: lab.otherHost, sdp: Lab.sdp(origin: origin, group: "239.1.1.1"))
                 == [.open(client: "anon", group: "239.1.1.1", port: 46000)])
-        lab.core.packet(client: "anon", UnsafeRawBufferPointer(start: nil, count: 0), from: lab.sender, arrivalMicros: 0, wallNanoseconds: 0)
+        lab.core.packet(
+            client: "anon", UnsafeRawBufferPointer(start: nil, count: 0), from: lab.sender, arrivalMicros: 0,
+            wallNanoseconds: 0)
         #expect(lab.core.facts["anon"]?.ignored == 1, "not from the address that announced it")
     }
 
-    @Test("what is remembered of announcements is bounded per sender: a flood from one host does not push out another's")
+    @Test(
+        "what is remembered of announcements is bounded per sender: a flood from one host does not push out another's")
     func heardIsBounded() throws {
         var lab = try Lab()
         // An announcement for a node PipeWire does not show yet.
         let later = "root 55 0 IN IP4 10.231.0.2"
         _ = lab.announce(from: lab.sender, sdp: Lab.sdp(origin: later, group: "239.2.2.2"))
         for index in 0..<1000 {
-            _ = lab.announce(from: lab.otherHost, sdp: Lab.sdp(origin: "evil \(index) 0 IN IP4 10.231.0.3", group: "239.3.3.3"))
+            _ = lab.announce(
+                from: lab.otherHost, sdp: Lab.sdp(origin: "evil \(index) 0 IN IP4 10.231.0.3", group: "239.3.3.3"))
         }
         let effects = lab.core.apply(
             [
@@ -265,7 +284,9 @@ struct RTPMonitorCoreTests {
         #expect(effects == [.open(client: "later", group: "239.2.2.2", port: 46000)])
     }
 
-    @Test("the silence list: a silence right after another merges, an overlapping one does not; over 64, the shortest goes unless the oldest is a day old")
+    @Test(
+        "the silence list: a silence right after another merges, an overlapping one does not; over 64, the shortest goes unless the oldest is a day old"
+    )
     func silenceList() {
         var facts = RTPStreamFacts(
             session: "s", address: nil, group: "239.1.1.1", port: 1, packetMicros: 1000, silenceMicros: 20_000,

@@ -49,7 +49,8 @@ struct RTPParsingTests {
         #expect(Self.parse(Self.announcement(deletion: true))?.deletion == true)
         // The real one, captured from module-rtp-sink (LF only, no ptime before a=type).
         let real = try #require(
-            FileManager.default.contents(atPath: ExternalTools.packageRoot + "/fuzz/corpus/network/sap-pipewire-0.3.65"))
+            FileManager.default.contents(atPath: ExternalTools.packageRoot + "/fuzz/corpus/network/sap-pipewire-0.3.65")
+        )
         let captured = try #require(Self.parse(Array(real)))
         #expect(captured.session.origin == "root 4005561041 0 IN IP4 10.231.0.2")
         #expect(captured.session.group == "239.255.42.1" && captured.session.port == 46000)
@@ -105,15 +106,18 @@ struct RTPParsingTests {
             #expect(session(base + tail + "a=ptime:\(ptime)\n")?.packetMilliseconds == nil, "\(ptime)")
         }
         #expect(session(base + tail + "a=ptime:0.125\n")?.packetMilliseconds == 0.125)
-        for map in ["a=rtpmap:", "a=rtpmap:127", "a=rtpmap:127 L24", "a=rtpmap:127 L24/", "a=rtpmap:127 L24/0",
-            "a=rtpmap:127 L24/768001/2", "a=rtpmap:127 L24/-5", "a=rtpmap:127 /"]
-        {
+        for map in [
+            "a=rtpmap:", "a=rtpmap:127", "a=rtpmap:127 L24", "a=rtpmap:127 L24/", "a=rtpmap:127 L24/0",
+            "a=rtpmap:127 L24/768001/2", "a=rtpmap:127 L24/-5", "a=rtpmap:127 /",
+        ] {
             #expect(session(base + tail + map + "\n")?.clockRate == nil, "\(map)")
         }
         #expect(session(base + tail + "a=rtpmap:96 L16/44100\n")?.clockRate == 44_100)
     }
 
-    @Test("bounded: 4 KiB of SDP read, an o=, s=, c= or m= line over 512 bytes refuses it, other long lines are passed over")
+    @Test(
+        "bounded: 4 KiB of SDP read, an o=, s=, c= or m= line over 512 bytes refuses it, other long lines are passed over"
+    )
     func bounds() {
         let essential = "v=0\no=- 1 0 IN IP4 10.0.0.1\nc=IN IP4 239.1.2.3\n"
         let media = "m=audio 5004 RTP/AVP 96\n"
