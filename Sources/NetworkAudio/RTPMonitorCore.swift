@@ -36,6 +36,10 @@ public struct RTPMonitorCore: Sendable {
     public static let heardPerSender = 4
     /// Notes kept until taken (more are dropped: the log is not for floods).
     static let maximumNotes = 32
+    /// Warnings logged per minute at most (an attacker's datagrams each make a new one: a flood
+    /// of refused announcements from ever new addresses must not flood the journal); the rest
+    /// are counted and the count logged when the minute is over.
+    static let warningsPerMinute = 20
     /// Things logged once (refused senders, ignored packets), at most this many remembered.
     static let maximumLogged = 256
 
@@ -66,6 +70,11 @@ public struct RTPMonitorCore: Sendable {
     /// Origins whose stream could not be opened, and other things logged once.
     private var logged: Set<String> = []
     public private(set) var notes: [Note] = []
+    /// The warning budget's minute: when it began (CLOCK_MONOTONIC µs), warnings in it, and the
+    /// ones suppressed.
+    private var warningWindow: (start: Int?, logged: Int, suppressed: Int) = (nil, 0, 0)
+    /// The latest time an entry point was given.
+    private var latestMicros = 0
 
     public init(maximumStreams: Int = 64) {
         self.maximumStreams = max(1, maximumStreams)
@@ -86,6 +95,22 @@ public struct RTPMonitorCore: Sendable {
     }
 
     private mutating func note(_ level: Note.Level, _ text: String) {
+        if level == .warning {
+            if latestMicros - (warningWindow.start ?? Int.min / 2) >= 60_000_000 {
+                if warningWindow.suppressed > 0, notes.count < Self.maximumNotes {
+                    notes.append(
+                        Note(
+                            level: .warning,
+                            text: "RTP monitor: \(warningWindow.suppressed) more warnings in the last minute not logged"))
+                }
+                warningWindow = (latestMicros, 0, 0)
+            }
+            guard warningWindow.logged < Self.warningsPerMinute else {
+                warningWindow.suppressed += 1
+                return
+            }
+            warningWindow.logged += 1
+        }
         if notes.count < Self.maximumNotes { notes.append(Note(level: level, text: text)) }
     }
 
@@ -99,6 +124,7 @@ public struct RTPMonitorCore: Sendable {
     /// already announced opened.
     public mutating func apply(_ newWanted: [String: RTPMonitor.Wanted], now time: Int) -> [Effect] {
         let now = Self.clamped(time)
+        latestMicros = max(latestMicros, now)
         wanted = newWanted
         var effects: [Effect] = []
         for (client, stream) in streams where wanted[stream.origin]?.client != client {
@@ -119,6 +145,7 @@ public struct RTPMonitorCore: Sendable {
         _ bytes: UnsafeRawBufferPointer, size: Int, from source: IPAddress?, now time: Int
     ) -> [Effect] {
         let now = Self.clamped(time)
+        latestMicros = max(latestMicros, now)
         // A datagram longer than what was read is not an announcement recd reads whole.
         guard size <= bytes.count, let source, let announcement = SAPAnnouncement(bytes), !announcement.deletion else {
             return []
@@ -154,6 +181,7 @@ public struct RTPMonitorCore: Sendable {
         client: String, _ bytes: UnsafeRawBufferPointer, from source: IPAddress?, arrivalMicros: Int,
         wallNanoseconds: Int64
     ) {
+        latestMicros = max(latestMicros, Self.clamped(arrivalMicros))
         // In place (no copy of the stream's state per packet).
         guard
             let disposition = streams[client]?.tracker.take(

@@ -315,6 +315,24 @@ struct RTPMonitorCoreTests {
         #expect(facts.recentSilences.last?.missingMicros == 25_000)
     }
 
+    @Test("warnings are bounded: 1000 refused announcements from 1000 addresses log 20 a minute, then how many more")
+    func warningsBounded() throws {
+        var lab = try Lab()
+        _ = lab.core.takeNotes()
+        for index in 0..<1000 {
+            let source = try #require(IPAddress(parsing: "10.9.\(index / 250).\(index % 250 + 1)"))
+            _ = lab.announce(from: source)
+            lab.now += 1000
+        }
+        let first = lab.core.takeNotes()
+        #expect(first.count == RTPMonitorCore.warningsPerMinute, "\(first.count)")
+        lab.now += 60_000_000
+        _ = lab.announce(from: try #require(IPAddress(parsing: "10.9.9.9")))
+        let next = lab.core.takeNotes().map(\.text)
+        #expect(next.first == "RTP monitor: 980 more warnings in the last minute not logged", "\(next)")
+        #expect(next.count == 2)
+    }
+
     @Test("datagrams of any size, any time, any source: counted or ignored, never a trap")
     func anyDatagram() throws {
         var lab = try Lab()
