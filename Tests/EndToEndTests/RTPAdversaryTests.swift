@@ -158,7 +158,11 @@ struct RTPAdversaryTests {
         var received: Double
         var lost: Double
         var silences: Double
-        var description: String { "received \(Int(received)), lost \(Int(lost)), silences \(Int(silences))" }
+        /// Datagrams the monitor did not count (nil: recd has no such figure).
+        var ignored: Double?
+        var description: String {
+            "received \(Int(received)), lost \(Int(lost)), silences \(Int(silences)), ignored \(ignored.map { Int($0) } ?? -1)"
+        }
 
         init?(_ pair: NamespacePair) {
             let metrics = RTPAudioTests.metrics(pair)
@@ -167,6 +171,7 @@ struct RTPAdversaryTests {
                 let silences = RTPAudioTests.sample(metrics, "recd_rtp_silences_total")
             else { return nil }
             (self.received, self.lost, self.silences) = (received, lost, silences)
+            ignored = RTPAudioTests.sample(metrics, "recd_rtp_datagrams_ignored_total")
         }
     }
 
@@ -259,6 +264,10 @@ struct RTPAdversaryTests {
             #expect(
                 afterJumps.lost - start.lost <= 10, "forged sequence numbers counted lost: \(start) → \(afterJumps)")
             #expect(afterJumps.received > start.received, "the stream is not counted any more: \(afterJumps)")
+            // recd saw them (not a test whose packets went nowhere) and says so.
+            #expect(
+                (afterJumps.ignored ?? 0) - (start.ignored ?? 0) >= 10,
+                "the forged packets did not reach recd: \(afterJumps)")
 
             // One packet 60 s of timestamps ahead.
             try attack(pair, from: source, "tsjump")
