@@ -3,7 +3,7 @@
 // in the other, across a veth pair). The attacker is a separate process (python3): it listens to
 // the group on the logger's side, as any host on the LAN can, and sends from the sender's side,
 // either from an address of its own (10.231.0.3: another host) or from the sender's own address
-// (a host that spoofs it). What it sends is what issue's findings describe: malformed SAP
+// (a host that spoofs it). What it sends is what such a host can: malformed SAP
 // announcements, sequence and timestamp jumps, fake gaps, packets of random SSRCs during a real
 // link cut, and the stream's own announcement moved to another group.
 //
@@ -247,7 +247,7 @@ struct RTPAdversaryTests {
         }
     }
 
-    /// One attack of finding 7 after another, from `source`, each against the counts before it;
+    /// One forgery of the loss figures after another, from `source`, each against the counts before it;
     /// then the segment's tags. `spoofed`: the attacker sends from the sender's own address (it
     /// passes recd's check of the source address and must be stopped by the SSRC, the jump bound
     /// and the loss list's rule).

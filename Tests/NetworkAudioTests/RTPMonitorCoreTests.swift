@@ -1,5 +1,5 @@
 // The RTP monitor's decisions against a host on the network that is not the sender, fed datagrams
-// with their source addresses and receive times (no sockets): each attack of the finding
+// with their source addresses and receive times (no sockets): each attack that forged or erased loss
 // (10 packets seq+30000, a 60 s timestamp jump, 80 fake 30 ms gaps against a real 1.5 s cut,
 // random-SSRC packets during a cut, the real origin announced with another group), from another
 // address and from the sender's own (spoofed), and what a real sender does (a cut, a restart).
