@@ -101,7 +101,8 @@ public struct RTPMonitorCore: Sendable {
                     notes.append(
                         Note(
                             level: .warning,
-                            text: "RTP monitor: \(warningWindow.suppressed) more warnings in the last minute not logged"))
+                            text: "RTP monitor: \(warningWindow.suppressed) more warnings in the last minute not logged"
+                        ))
                 }
                 warningWindow = (latestMicros, 0, 0)
             }
