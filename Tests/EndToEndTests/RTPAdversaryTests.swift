@@ -144,6 +144,7 @@ struct RTPAdversaryTests {
     {
         let script = NSTemporaryDirectory() + "recd-rtp-attacker-\(getpid()).py"
         try attacker.write(toFile: script, atomically: true, encoding: .utf8)
+        defer { try? FileManager.default.removeItem(atPath: script) }
         let result = try ExternalTools.run(
             "python3", [script, pair.name(.first), pair.name(.second), source, mode] + arguments,
             environment: ["ATTACKER_PORT": String(attackerPort)], timeout: 30)
