@@ -80,12 +80,15 @@ let package = Package(
         .target(name: "Devices", dependencies: ["Platform", "CALSA"]),
         // The HTTP listener (libmicrohttpd): read-only routes, loopback or a bearer token, limits.
         .target(name: "HTTPServer", dependencies: ["CMicroHTTPD"]),
+        // Audio from the network: the RTP, SAP and SDP parsers, pw-dump's reading, and the RTP
+        // monitor (its decisions pure, its sockets on its own thread).
+        .target(name: "NetworkAudio", dependencies: ["Platform"]),
         // The daemon's control loop: requests → policy → effects, persistence, events.
         .target(
             name: "Daemon",
             dependencies: [
                 "Platform", "SessionPolicy", "ControlProtocol", "SystemSupport", "AudioEngine", "Codec", "VoiceProcessing", "Archive",
-                "ArchiveProof", "Devices", "HTTPServer",
+                "ArchiveProof", "Devices", "HTTPServer", "NetworkAudio",
             ]),
         // The client's end of the control socket (connect, request, reply, events): recctl and AudioSession.
         .target(name: "ControlClient", dependencies: ["ControlProtocol", "Platform"]),
@@ -150,8 +153,9 @@ let package = Package(
             dependencies: [
                 "Daemon", "Codec", "AudioEngine", "SessionPolicy", "SystemSupport", "AudioTestSupport", "ControlProtocol",
                 "TestSupport",
-                "Archive", "Devices", "Platform", "HTTPServer",
+                "Archive", "Devices", "Platform", "HTTPServer", "NetworkAudio",
             ]),
+        .testTarget(name: "NetworkAudioTests", dependencies: ["NetworkAudio", "Platform", "TestSupport"]),
         .testTarget(
             name: "EndToEndTests",
             dependencies: ["ArchiveProof", "ControlProtocol", "Platform", "TestSupport", "AudioSession"]),

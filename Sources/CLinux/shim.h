@@ -263,21 +263,33 @@ static inline int recd_multicast_socket(const char *group, unsigned short port, 
 
 /// recvmsg(2) of one datagram, MSG_DONTWAIT, its first `length` bytes into `bytes` (the rest of
 /// a longer one is dropped: MSG_TRUNC tells its full size). `*realtime_ns` gets the kernel's
-/// receive time (SO_TIMESTAMPNS, CLOCK_REALTIME nanoseconds), 0 when none came. The datagram's
-/// full size, or -1 with errno (EAGAIN: none waiting).
-static inline long recd_receive_datagram(int socket, void *bytes, size_t length, long long *realtime_ns) {
+/// receive time (SO_TIMESTAMPNS, CLOCK_REALTIME nanoseconds), 0 when none came; `source` the
+/// sender's address as 16 bytes (IPv4 as IPv4-mapped IPv6, ::ffff:a.b.c.d), all zeros when the
+/// kernel gave none. The datagram's full size, or -1 with errno (EAGAIN: none waiting).
+static inline long recd_receive_datagram(int socket, void *bytes, size_t length, long long *realtime_ns,
+                                         unsigned char *source) {
     union {
         char space[CMSG_SPACE(sizeof(struct timespec))];
         struct cmsghdr alignment;
     } control;
     struct iovec vector = {.iov_base = bytes, .iov_len = length};
+    struct sockaddr_storage from;
     struct msghdr message = {
+        .msg_name = &from, .msg_namelen = sizeof from,
         .msg_iov = &vector, .msg_iovlen = 1,
         .msg_control = control.space, .msg_controllen = sizeof control.space,
     };
     *realtime_ns = 0;
+    memset(source, 0, 16);
     ssize_t count = recvmsg(socket, &message, MSG_DONTWAIT | MSG_TRUNC);
     if (count < 0) return -1;
+    if (from.ss_family == AF_INET && message.msg_namelen >= sizeof(struct sockaddr_in)) {
+        source[10] = 0xff;
+        source[11] = 0xff;
+        memcpy(source + 12, &((struct sockaddr_in *)&from)->sin_addr, 4);
+    } else if (from.ss_family == AF_INET6 && message.msg_namelen >= sizeof(struct sockaddr_in6)) {
+        memcpy(source, &((struct sockaddr_in6 *)&from)->sin6_addr, 16);
+    }
     for (struct cmsghdr *header = CMSG_FIRSTHDR(&message); header != NULL;
          header = CMSG_NXTHDR(&message, header)) {
         if (header->cmsg_level != SOL_SOCKET || header->cmsg_type != SCM_TIMESTAMPNS) continue;

@@ -6,6 +6,7 @@
 import Archive
 import AudioEngine
 import ControlProtocol
+import NetworkAudio
 import Platform
 import SessionPolicy
 import SystemSupport
@@ -60,12 +61,7 @@ final class EngineController {
     init(config: RecdConfig, wake: @escaping @Sendable () -> Void) {
         self.config = config
         self.engine = AudioEngine(wake: wake)
-        do {
-            rtpMonitor = try RTPMonitor()
-        } catch {
-            Log.warning("no RTP monitor: \(error)")
-            rtpMonitor = nil
-        }
+        rtpMonitor = RTPMonitor.forRecd()
         rtpSessions = RTPSessionDirectory(monitor: rtpMonitor)
     }
 

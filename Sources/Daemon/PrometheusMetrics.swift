@@ -3,6 +3,7 @@
 // test can render any state without a daemon.
 import ControlProtocol
 import Foundation
+import NetworkAudio
 
 /// What the metrics are made of, copied on the control thread.
 struct MetricsSnapshot: Sendable {
@@ -196,13 +197,18 @@ enum PrometheusMetrics {
             var silences = Family(
                 "recd_rtp_silences_total", "counter",
                 "Times the RTP stream's packets stopped for longer than max(20 ms, 4 packet times).")
+            var ignored = Family(
+                "recd_rtp_datagrams_ignored_total", "counter",
+                "Datagrams on the RTP stream's group and port that did not count: from another address than "
+                    + "its sender's, of another SSRC, not RTP, or a jump beyond what the time allows.")
             for stream in snapshot.rtpStreams.sorted(by: { $0.label < $1.label }) {
                 let labels = [("session", stream.label)]
                 received.add(Double(stream.packets), labels)
                 lost.add(Double(stream.lost), labels)
                 silences.add(Double(stream.silences), labels)
+                ignored.add(Double(stream.ignored), labels)
             }
-            families += [received, lost, silences]
+            families += [received, lost, silences, ignored]
         }
 
         if let replication = snapshot.replication {

@@ -1,87 +1,17 @@
-// Which JACK clients are RTP streams that PipeWire receives, for the FROM column of `routes`.
-//
-// PipeWire's module-rtp-source (0.3.65) makes one node for each session a SAP announcement brings
-// and names it after the session (the SDP's `s=`): through PipeWire's libjack it is a client of
-// that name, like any application. Only the node's properties tell it apart (`rtp.session`,
-// `rtp.origin` = the SDP's `o=`: "USER SESSION-ID VERSION IN IP4 ADDRESS"), and libjack does not
-// show them. So recd asks PipeWire: `pw-dump` (pipewire-bin) prints every object as JSON, and this
-// file reads the nodes that carry `rtp.session`. It runs on the slow worker (it takes 10 to 30 ms,
-// and PipeWire could be slow to answer), its output kept in memory (`runCapturingOutput`), whenever
-// JACK ports came or went on a PipeWire server; `routes` shows what the last run found.
+// Which JACK clients are RTP streams that PipeWire receives, for the FROM column of `routes` and
+// for the RTP monitor: recd runs `pw-dump` (pipewire-bin), which prints every object as JSON, and
+// NetworkAudio's `PipeWireDump` reads the nodes that carry `rtp.session`. It runs on the slow worker
+// (it takes 10 to 30 ms, and PipeWire could be slow to answer), its output kept in memory
+// (`runCapturingOutput`, at most `PipeWireDump.maximumBytes`), whenever JACK ports came or went on a
+// PipeWire server; `routes` shows what the last run found.
 //
 // Threads: `RTPSessionDirectory`'s methods run on the control thread; the `pw-dump` job on the slow
-// worker; `PipeWireDump` is pure.
+// worker.
 import AudioEngine
 import Foundation
+import NetworkAudio
 import Platform
 import SystemSupport
-
-/// An RTP session as PipeWire's rtp-source announces it: the session's name and its sender.
-struct RTPSession: Hashable, Sendable {
-    /// The SDP's session name (`s=`; module-rtp-sink's `sess.name`).
-    var name: String
-    /// The sender's address: the SDP origin's (`o=`; nil when it announced 0.0.0.0, a
-    /// module-rtp-sink without `source.ip`); for the sender's own node, where it sends.
-    var address: String?
-    /// A receiver's node: the SDP origin line (`rtp.origin`), which its SAP announcements carry
-    /// too (the RTP monitor matches them by it); nil for a sender's own node.
-    var origin: String? = nil
-    /// A receiver's node: its buffer (`sess.latency.msec`), when the node says.
-    var latencyMilliseconds: Int? = nil
-}
-
-/// Reading `pw-dump`'s JSON. Pure.
-enum PipeWireDump {
-    /// The most of `pw-dump`'s output read (a graph of a few hundred objects is under 1 MiB).
-    static let maximumBytes = 8 << 20
-
-    /// The RTP sessions among the nodes of a `pw-dump` (a JSON array of objects), by the JACK
-    /// client name each node shows as. Objects that are not nodes, nodes without `rtp.session`,
-    /// and anything that is not the shape pw-dump prints are passed over; text that is not JSON
-    /// gives none.
-    static func rtpSessions(json: Data) -> [String: RTPSession] {
-        guard let objects = try? JSONSerialization.jsonObject(with: json) as? [Any] else { return [:] }
-        var sessions: [String: RTPSession] = [:]
-        for case let object as [String: Any] in objects {
-            guard (object["type"] as? String)?.hasSuffix(":Node") == true,
-                let props = (object["info"] as? [String: Any])?["props"] as? [String: Any],
-                let session = props["rtp.session"] as? String,
-                let client = jackClientName(props)
-            else { continue }
-            // A receiver's node names its sender (the SDP origin); a sender's own (module-rtp-sink)
-            // where it sends.
-            let address =
-                (props["rtp.origin"] as? String).flatMap(senderAddress(origin:))
-                ?? (props["rtp.destination.ip"] as? String)
-            let latency =
-                (props["sess.latency.msec"] as? Int) ?? (props["sess.latency.msec"] as? String).flatMap { Int($0) }
-            sessions[client] = RTPSession(
-                name: session, address: address, origin: props["rtp.origin"] as? String,
-                latencyMilliseconds: latency.flatMap { (1...10_000).contains($0) ? $0 : nil })
-        }
-        return sessions
-    }
-
-    /// The JACK client name PipeWire's libjack gives a node (pipewire-jack 0.3.65): its
-    /// description, else its nick, else its name; prefixed with its application's name and `/`
-    /// when it has one that differs.
-    static func jackClientName(_ props: [String: Any]) -> String? {
-        let name =
-            (props["node.description"] as? String) ?? (props["node.nick"] as? String) ?? (props["node.name"] as? String)
-        guard let name, !name.isEmpty else { return nil }
-        guard let application = props["application.name"] as? String, application != name else { return name }
-        return application + "/" + name
-    }
-
-    /// The address of an SDP origin line's value (`USER SESSION-ID VERSION IN IP4|IP6 ADDRESS`);
-    /// nil for another shape or an unspecified address.
-    static func senderAddress(origin: String) -> String? {
-        let fields = origin.split(separator: " ")
-        guard fields.count == 6, fields[3] == "IN", fields[4] == "IP4" || fields[4] == "IP6" else { return nil }
-        let address = String(fields[5])
-        return address == "0.0.0.0" || address == "::" ? nil : address
-    }
-}
 
 /// The RTP sessions PipeWire receives, as the last `pw-dump` showed them; owned by the engine
 /// controller. Control thread only (`@unchecked Sendable`: the worker's completion, which captures
@@ -170,9 +100,17 @@ final class RTPSessionDirectory: @unchecked Sendable {
                 return .failure(PWDumpFailure(message: "\(pwDump) -r \(remote) \(how)"))
             }
             guard output.count <= PipeWireDump.maximumBytes else {
-                return .failure(PWDumpFailure(message: "\(pwDump) wrote more than the \(PipeWireDump.maximumBytes) bytes recd reads"))
+                return .failure(
+                    PWDumpFailure(
+                        message: "\(pwDump) wrote more than the \(PipeWireDump.maximumBytes) bytes recd reads"))
             }
-            return .success(PipeWireDump.rtpSessions(json: Data(output)))
+            guard let sessions = PipeWireDump.rtpSessions(json: output) else {
+                return .failure(
+                    PWDumpFailure(
+                        message: "\(pwDump) wrote what recd cannot read (not JSON, or nested deeper than "
+                            + "\(PipeWireDump.maximumDepth))"))
+            }
+            return .success(sessions)
         } catch {
             return .failure(PWDumpFailure(message: "cannot run \(pwDump) (Debian package pipewire-bin): \(error)"))
         }

@@ -2,7 +2,7 @@
 // streams and announcements PipeWire's module-rtp-source receives, on sockets of its own).
 
 /// A UDP socket's side of a multicast group: opening one, reading its datagrams with the
-/// kernel's receive time. Stateless; the descriptors are the caller's.
+/// kernel's receive time and their sender. Stateless; the descriptors are the caller's.
 public enum MulticastSocket {
     /// A non-blocking, close-on-exec UDP socket that receives `group` (an IPv4 or IPv6 multicast
     /// literal) on `port`, bound to the group's address, joined on `interface` (nil: the kernel
@@ -14,13 +14,16 @@ public enum MulticastSocket {
     }
 
     /// One waiting datagram: its first `buffer.count` bytes go into `buffer` (the rest of a longer
-    /// one is dropped); returns its full size and when the kernel received it (CLOCK_REALTIME
-    /// nanoseconds; 0 when the kernel gave no time), or nil when none is waiting.
+    /// one is dropped); returns its full size, when the kernel received it (CLOCK_REALTIME
+    /// nanoseconds; 0 when the kernel gave no time) and who sent it (nil when the kernel did not
+    /// say), or nil when none is waiting.
     public static func receive(_ fd: Int32, into buffer: UnsafeMutableRawBufferPointer) throws(SystemError) -> (
-        size: Int, realtimeNanoseconds: Int64
+        size: Int, realtimeNanoseconds: Int64, source: IPAddress?
     )? {
         switch Syscall.receiveDatagram(fd, buffer) {
-        case .success(let (size, stamp)): return (size, stamp)
+        case .success(let (size, stamp, source)):
+            let address = IPAddress(high: source.0, low: source.1)
+            return (size, stamp, address.isUnspecified ? nil : address)
         case .failure(.wouldBlock): return nil
         case .failure(let errno): throw SystemError(errno, operation: "recvmsg")
         }

@@ -2,6 +2,7 @@
 // the replication lines only when replication is on. (promtool and a real Prometheus read the
 // real daemon's text in EndToEndTests/HTTPTests.swift.)
 import ControlProtocol
+import NetworkAudio
 import Testing
 
 @testable import Daemon
@@ -141,12 +142,14 @@ struct PrometheusMetricsTests {
         stream.packets = 9000
         stream.lost = 35
         stream.silences = 1
+        stream.ignored = 12
         let text = PrometheusMetrics.render(
             MetricsSnapshot(status: status, inputPeaks: [], replication: nil, rtpStreams: [stream]))
         #expect(text.contains("# TYPE recd_rtp_packets_received_total counter\n"))
         #expect(text.contains("recd_rtp_packets_received_total{session=\"studio2@10.231.0.2\"} 9000\n"))
         #expect(text.contains("recd_rtp_packets_lost_total{session=\"studio2@10.231.0.2\"} 35\n"))
         #expect(text.contains("recd_rtp_silences_total{session=\"studio2@10.231.0.2\"} 1\n"))
+        #expect(text.contains("recd_rtp_datagrams_ignored_total{session=\"studio2@10.231.0.2\"} 12\n"))
     }
 
     @Test("replication lines only when replication is on; the last success only once one happened")

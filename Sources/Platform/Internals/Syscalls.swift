@@ -187,12 +187,61 @@ enum Syscall {
     }
 
     /// One datagram's first `buffer.count` bytes (`recd_receive_datagram`, MSG_DONTWAIT): its
-    /// full size and the kernel's receive time (CLOCK_REALTIME ns, 0: none).
-    static func receiveDatagram(_ fd: Int32, _ buffer: UnsafeMutableRawBufferPointer) -> Result<(Int, Int64), Errno> {
+    /// full size, the kernel's receive time (CLOCK_REALTIME ns, 0: none) and its sender's address
+    /// as two big-endian words of IPv6 (IPv4 mapped; zeros: none).
+    static func receiveDatagram(
+        _ fd: Int32, _ buffer: UnsafeMutableRawBufferPointer
+    ) -> Result<(Int, Int64, (UInt64, UInt64)), Errno> {
         var stamp: Int64 = 0
+        var source = [UInt8](repeating: 0, count: 16)
         return retryingOnInterrupt {
-            valueOrErrno(recd_receive_datagram(fd, buffer.baseAddress, buffer.count, &stamp)).map { (Int($0), stamp) }
+            valueOrErrno(recd_receive_datagram(fd, buffer.baseAddress, buffer.count, &stamp, &source)).map {
+                (Int($0), stamp, addressWords(source))
+            }
         }
+    }
+
+    /// 16 bytes of an IPv6 address (`source[0..<16]`) as two big-endian words.
+    private static func addressWords(_ bytes: [UInt8]) -> (UInt64, UInt64) {
+        var high: UInt64 = 0
+        var low: UInt64 = 0
+        for index in 0..<8 { high = high << 8 | UInt64(bytes[index]) }
+        for index in 8..<16 { low = low << 8 | UInt64(bytes[index]) }
+        return (high, low)
+    }
+
+    /// `inet_pton(3)` of an IPv4 dotted quad, else an IPv6 literal, as two big-endian words of
+    /// IPv6 (IPv4 mapped); nil for text that is neither (or longer than an address can be, or
+    /// holding a NUL).
+    static func parseAddress(_ text: String) -> (UInt64, UInt64)? {
+        let utf8 = Array(text.utf8)
+        guard !utf8.isEmpty, utf8.count < Int(INET6_ADDRSTRLEN), !utf8.contains(0) else { return nil }
+        var v4 = in_addr()
+        if inet_pton(AF_INET, text, &v4) == 1 {
+            return (0, 0xFFFF_0000_0000 | UInt64(UInt32(bigEndian: v4.s_addr)))
+        }
+        var v6 = in6_addr()
+        guard inet_pton(AF_INET6, text, &v6) == 1 else { return nil }
+        return addressWords(withUnsafeBytes(of: &v6) { Array($0) })
+    }
+
+    /// `inet_ntop(3)`: an IPv4-mapped address as a dotted quad, another as IPv6 text.
+    static func formatAddress(_ high: UInt64, _ low: UInt64) -> String {
+        var text = [CChar](repeating: 0, count: Int(INET6_ADDRSTRLEN))
+        if high == 0, low >> 32 == 0xFFFF {
+            var v4 = in_addr(s_addr: UInt32(truncatingIfNeeded: low).bigEndian)
+            _ = inet_ntop(AF_INET, &v4, &text, socklen_t(text.count))
+        } else {
+            var bytes = [UInt8](repeating: 0, count: 16)
+            for index in 0..<8 {
+                bytes[index] = UInt8(truncatingIfNeeded: high >> UInt64(56 - 8 * index))
+                bytes[8 + index] = UInt8(truncatingIfNeeded: low >> UInt64(56 - 8 * index))
+            }
+            var v6 = in6_addr()
+            withUnsafeMutableBytes(of: &v6) { $0.copyBytes(from: bytes) }
+            _ = inet_ntop(AF_INET6, &v6, &text, socklen_t(text.count))
+        }
+        return String(decoding: text.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
     }
 
     /// `SOCK_STREAM`.

@@ -1,14 +1,16 @@
 // Which JACK clients are RTP streams, read from `pw-dump`'s JSON: the fixture is what PipeWire
 // 0.3.65 printed here (trimmed to a few objects) for module-rtp-source receiving a session
 // "studio2" that module-rtp-sink on 10.232.0.2 announced, and for that sender's own node.
-// RTPAudioTests checks the whole path on a real stream.
+// RTPAudioTests checks the whole path on a real stream. The reader is total: anything that is not
+// pw-dump's JSON, too long or nested too deep gives nil, never a trap (fuzz/NetworkFuzz.swift too).
 import Foundation
+import TestSupport
 import Testing
 
-@testable import Daemon
+@testable import NetworkAudio
 
 @Suite("RTP sessions from pw-dump")
-struct RTPSessionsTests {
+struct PipeWireDumpTests {
     /// The logger's graph: the null sink headless-system.conf makes, the rtp-source's node for
     /// the session, one of its ports, and a JACK client (recd-signal under pw-jack).
     static let loggerDump = #"""
@@ -57,7 +59,7 @@ struct RTPSessionsTests {
     @Test("the rtp-source's node is session studio2 from 10.232.0.2; a null sink, a port, a JACK client are not")
     func receiver() {
         #expect(
-            PipeWireDump.rtpSessions(json: Data(Self.loggerDump.utf8))
+            PipeWireDump.rtpSessions(json: Array(Self.loggerDump.utf8))
                 == [
                     "studio2": RTPSession(
                         name: "studio2", address: "10.232.0.2", origin: "root 4005211321 0 IN IP4 10.232.0.2")
@@ -67,20 +69,24 @@ struct RTPSessionsTests {
     @Test("the sender's node is the session too, going to its multicast group")
     func sender() {
         #expect(
-            PipeWireDump.rtpSessions(json: Data(Self.senderDump.utf8))
+            PipeWireDump.rtpSessions(json: Array(Self.senderDump.utf8))
                 == ["rtp-sink": RTPSession(name: "studio2", address: "239.255.42.1")])
     }
 
     @Test("the JACK client's name is PipeWire's libjack's: description, else nick, else name; with its application's")
     func clientNames() {
-        #expect(PipeWireDump.jackClientName(["node.name": "studio2"]) == "studio2")
-        #expect(PipeWireDump.jackClientName(["node.name": "studio2", "node.nick": "nick"]) == "nick")
+        #expect(PipeWireDump.jackClientName(["node.name": .string("studio2")]) == "studio2")
+        #expect(PipeWireDump.jackClientName(["node.name": .string("studio2"), "node.nick": .string("nick")]) == "nick")
         #expect(
-            PipeWireDump.jackClientName(["node.name": "a", "node.nick": "b", "node.description": "Studio 2"])
-                == "Studio 2")
-        #expect(PipeWireDump.jackClientName(["node.name": "rx", "application.name": "app"]) == "app/rx")
-        #expect(PipeWireDump.jackClientName(["node.name": "app", "application.name": "app"]) == "app")
-        #expect(PipeWireDump.jackClientName(["node.name": ""]) == nil)
+            PipeWireDump.jackClientName([
+                "node.name": .string("a"), "node.nick": .string("b"), "node.description": .string("Studio 2"),
+            ]) == "Studio 2")
+        #expect(
+            PipeWireDump.jackClientName(["node.name": .string("rx"), "application.name": .string("app")]) == "app/rx")
+        #expect(
+            PipeWireDump.jackClientName(["node.name": .string("app"), "application.name": .string("app")]) == "app")
+        #expect(PipeWireDump.jackClientName(["node.name": .string("")]) == nil)
+        #expect(PipeWireDump.jackClientName(["node.name": .integer(7)]) == nil)
         #expect(PipeWireDump.jackClientName([:]) == nil)
     }
 
@@ -99,10 +105,64 @@ struct RTPSessionsTests {
         #expect(PipeWireDump.senderAddress(origin: origin) == address)
     }
 
-    @Test("text that is not pw-dump's gives no sessions")
+    @Test("JSON that is not pw-dump's shape gives no sessions; what is not JSON gives nil")
     func notADump() {
-        for text in ["", "not json", "{}", "[1, 2]", #"[{"type": "PipeWire:Interface:Node"}]"#] {
-            #expect(PipeWireDump.rtpSessions(json: Data(text.utf8)).isEmpty, "\(text)")
+        for text in ["[]", "[1, 2]", #"[{"type": "PipeWire:Interface:Node"}]"#, #"[{"info": {"props": 3}}]"#, "[null]"]
+        {
+            #expect(PipeWireDump.rtpSessions(json: Array(text.utf8)) == [:], "\(text)")
         }
+        let broken = [
+            "", "not json", "{}", "[", "[1,]", "[01]", #"["\x"]"#, #"["\u12"]"#, "[1] 2", "[tru]",
+            #"[{"a" 1}]"#, "[\"\u{01}\"]", "[-]", "[1.]", "[1e]",
+        ]
+        for text in broken {
+            #expect(PipeWireDump.rtpSessions(json: Array(text.utf8)) == nil, "\(text)")
+        }
+    }
+
+    @Test("escapes are decoded (a surrogate pair, a lone surrogate as U+FFFD); numbers and strings both give a latency")
+    func escapesAndNumbers() throws {
+        let dump = #"""
+            [{"type": "PipeWire:Interface:Node", "info": {"props": {"node.name": "st\u00fcdio \ud83c\udfb5 \udc00",
+              "rtp.session": "s\"1\\", "rtp.origin": "root 1 0 IN IP4 10.0.0.9", "sess.latency.msec": "250",
+              "other": [1, {"deep": [true, false, null, -1.5e-3]}]}}},
+             {"type": "PipeWire:Interface:Node", "info": {"props": {"node.name": "b", "rtp.session": "t",
+              "sess.latency.msec": 1.5}}},
+             {"type": "PipeWire:Interface:Node", "info": {"props": {"node.name": "c", "rtp.session": "u",
+              "sess.latency.msec": 99999999999999999999}}}]
+            """#
+        let sessions = try #require(PipeWireDump.rtpSessions(json: Array(dump.utf8)))
+        #expect(
+            sessions["stüdio 🎵 \u{FFFD}"]
+                == RTPSession(
+                    name: "s\"1\\", address: "10.0.0.9", origin: "root 1 0 IN IP4 10.0.0.9", latencyMilliseconds: 250))
+        #expect(sessions["b"] == RTPSession(name: "t", address: nil))
+        #expect(sessions["c"] == RTPSession(name: "u", address: nil))
+    }
+
+    @Test("bounded: more than 8 MiB or nesting deeper than 64 is refused whole; 64 deep is read")
+    func bounds() {
+        let deep = { (levels: Int) in
+            "[{\"type\": \"x:Node\", \"info\": {\"props\": {\"a\": " + String(repeating: "[", count: levels)
+                + String(repeating: "]", count: levels) + "}}}]"
+        }
+        // The object, info and props are 4 levels of the 64 with the array around them.
+        #expect(PipeWireDump.rtpSessions(json: Array(deep(PipeWireDump.maximumDepth - 4).utf8)) == [:])
+        #expect(PipeWireDump.rtpSessions(json: Array(deep(PipeWireDump.maximumDepth - 3).utf8)) == nil)
+        #expect(PipeWireDump.rtpSessions(json: Array(deep(100_000).utf8)) == nil, "no stack overflow")
+        let long = "[\"" + String(repeating: "a", count: PipeWireDump.maximumBytes) + "\"]"
+        #expect(PipeWireDump.rtpSessions(json: Array(long.utf8)) == nil)
+    }
+
+    @Test("a real pw-dump of the logger (PipeWire 0.3.65, the seed of the fuzz target) gives the session")
+    func realDump() throws {
+        let path = ExternalTools.packageRoot + "/fuzz/corpus/network/pw-dump-logger.json"
+        let bytes = try #require(FileManager.default.contents(atPath: path), "\(path)")
+        #expect(
+            PipeWireDump.rtpSessions(json: Array(bytes))
+                == [
+                    "studio2": RTPSession(
+                        name: "studio2", address: "10.231.0.2", origin: "root 4005561041 0 IN IP4 10.231.0.2")
+                ])
     }
 }

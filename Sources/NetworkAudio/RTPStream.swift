@@ -1,0 +1,319 @@
+// One RTP stream as the monitor follows it: which datagrams are the stream's (from the announced
+// sender, of the SSRC it established), their count, and the silences in it, kept in a bounded
+// list. Pure: the caller gives each datagram's bytes, source and receive time.
+import Platform
+
+/// A stretch of a stream's audio that no packet brought: `missingMicros` of it, and the kernel's
+/// receive times of the last packet before and the first after, on CLOCK_MONOTONIC (µs) and the
+/// wall clock (ns since 1970).
+public struct RTPSilence: Equatable, Sendable {
+    public var lastPacketMicros: Int
+    public var firstPacketMicros: Int
+    public var lastPacketWallNanoseconds: Int64
+    public var firstPacketWallNanoseconds: Int64
+    public var missingMicros: Int
+
+    public init(
+        lastPacketMicros: Int, firstPacketMicros: Int, lastPacketWallNanoseconds: Int64,
+        firstPacketWallNanoseconds: Int64, missingMicros: Int
+    ) {
+        self.lastPacketMicros = lastPacketMicros
+        self.firstPacketMicros = firstPacketMicros
+        self.lastPacketWallNanoseconds = lastPacketWallNanoseconds
+        self.firstPacketWallNanoseconds = firstPacketWallNanoseconds
+        self.missingMicros = missingMicros
+    }
+}
+
+/// What the monitor knows of one stream, by the JACK client its node shows as. A plain value.
+public struct RTPStreamFacts: Equatable, Sendable {
+    /// Silences kept per stream (see `record`).
+    public static let keptSilences = 64
+    /// A kept silence that ended this long before the newest may make room for a new one whatever
+    /// its length: no segment is longer than a day (`segment_seconds` ≤ 86400), and one that ended
+    /// an hour more ago than that is behind every segment still open.
+    public static let staleSilenceMicros = 25 * 3600 * 1_000_000
+
+    public var session: String
+    /// The sender's address (the SDP origin's); nil when it announced none.
+    public var address: String?
+    public var group: String
+    public var port: UInt16
+    public var packets = 0
+    public var lost = 0
+    public var duplicates = 0
+    /// Datagrams on the stream's group and port that were not counted: from another address than
+    /// the announced sender's, of another SSRC than the stream's, not RTP, or a jump.
+    public var ignored = 0
+    /// Silences since the monitor joined (each ended by a packet).
+    public var silences = 0
+    /// At most `keptSilences` of them, oldest first (see `record`).
+    public var recentSilences: [RTPSilence] = []
+    /// The newest silence until the packet after the one that ended it says whether it was one:
+    /// its timestamp going on from there keeps it (`record`), going back (the stream brought the
+    /// audio it said was missing: a forged timestamp) drops it.
+    public var pendingSilence: RTPSilence?
+    /// The kernel's receive time of the newest packet (CLOCK_MONOTONIC µs); nil before the first.
+    public var lastPacketMicros: Int?
+    /// The packet time (the SDP's `a=ptime`; 1 ms when it says none, AES67's).
+    public var packetMicros: Int
+    /// Missing audio longer than this is a silence: max(20 ms, 4 packet times).
+    public var silenceMicros: Int
+    /// The receiver's buffer (`sess.latency.msec`): how long after a packet came its audio plays.
+    public var latencyMicros: Int
+
+    public init(
+        session: String, address: String?, group: String, port: UInt16, packetMicros: Int, silenceMicros: Int,
+        latencyMicros: Int
+    ) {
+        self.session = session
+        self.address = address
+        self.group = group
+        self.port = port
+        self.packetMicros = packetMicros
+        self.silenceMicros = silenceMicros
+        self.latencyMicros = latencyMicros
+    }
+
+    /// `NAME@ADDRESS` (or `NAME`): as `routes` and the metrics name it.
+    public var label: String { address.map { "\(session)@\($0)" } ?? session }
+
+    /// Where a silence plays in the receiver's output (CLOCK_MONOTONIC µs): from where the last
+    /// packet before it ended, one receiver's buffer after that packet came, for the audio missing.
+    func placed(_ silence: RTPSilence) -> Range<Int> {
+        let start = silence.lastPacketMicros + packetMicros + latencyMicros
+        return start..<(start + silence.missingMicros)
+    }
+
+    /// Counts `silence` and keeps it: merged into the newest kept one when it starts within a
+    /// packet time of where that one ends (a silence right after another); apart when it
+    /// overlaps it further (two silences of one stream cannot: forged timestamps can, and merging
+    /// them would build one longer than any the stream had). When more than `keptSilences` are
+    /// kept, the oldest goes if it is stale (`staleSilenceMicros`), else the shortest (the oldest
+    /// of equally short ones): a flood of short silences cannot push a long one out while a
+    /// segment may still ask for it.
+    public mutating func record(_ silence: RTPSilence) {
+        silences += 1
+        if let newest = recentSilences.last {
+            let (before, new) = (placed(newest), placed(silence))
+            if abs(new.lowerBound - before.upperBound) <= packetMicros {
+                var merged = newest
+                merged.firstPacketMicros = silence.firstPacketMicros
+                merged.firstPacketWallNanoseconds = silence.firstPacketWallNanoseconds
+                merged.missingMicros = max(before.upperBound, new.upperBound) - before.lowerBound
+                recentSilences[recentSilences.count - 1] = merged
+                return
+            }
+        }
+        recentSilences.append(silence)
+        guard recentSilences.count > Self.keptSilences else { return }
+        if placed(recentSilences[0]).upperBound < placed(silence).upperBound - Self.staleSilenceMicros {
+            recentSilences.removeFirst()
+            return
+        }
+        var shortest = 0
+        for index in recentSilences.indices
+        where recentSilences[index].missingMicros < recentSilences[shortest].missingMicros {
+            shortest = index
+        }
+        recentSilences.remove(at: shortest)
+    }
+
+    /// The stretches of the receiver's output (CLOCK_MONOTONIC µs) that hold zeros for want of
+    /// packets, overlapping `range`, at `now`: each kept silence and the pending one where they
+    /// play (`placed`); one going on (no packet for longer than the buffer, or `silenceMicros` if
+    /// longer, by `now`) ends at `range.upperBound`.
+    public func outages(overlapping range: Range<Int>, now time: Int) -> [Range<Int>] {
+        let now = min(max(0, time), RTPStreamTracker.latestMicros)
+        var outages = recentSilences.map(placed)
+        if let pendingSilence { outages.append(placed(pendingSilence)) }
+        if let last = lastPacketMicros, now - last > max(silenceMicros, latencyMicros) {
+            let start = last + packetMicros + latencyMicros
+            if start < range.upperBound { outages.append(start..<range.upperBound) }
+        }
+        return outages.filter { $0.overlaps(range) && !$0.isEmpty }
+    }
+}
+
+/// Follows one stream's datagrams (see the top of this file). Which datagrams count:
+/// - only those from `source`, the address the SDP's origin names (or, when it names none, the
+///   address its announcement came from);
+/// - only those of the SSRC the stream established: the first packet from the source locks its
+///   SSRC. Another SSRC from the same source takes over only after the locked one has sent
+///   nothing for `handoverSilenceMicros` and the new one has sent `handoverPackets` packets in
+///   sequence (a sender that started again); nothing is counted lost across, and the time
+///   between the last packet of the old and the first of the new is a silence, by their arrival;
+/// - a jump of sequence numbers or timestamps is a jump only beyond what the time since the last
+///   packet could hold, plus `jumpSlackMicros` (`RTPSequenceCounter`, `RTPAudioGaps`).
+public struct RTPStreamTracker: Sendable {
+    /// What a jump may skip beyond the time that passed: a sender's burst (a cycle's packets at
+    /// once: 21 ms at a 1024-frame quantum, 171 ms at PipeWire's largest, 8192), the kernel's
+    /// queue and the monitor's round. A forged jump can place at most this much audio that was
+    /// not missing.
+    public static let jumpSlackMicros = 1_000_000
+    /// How long the stream's SSRC must be silent before another may take over.
+    public static let handoverSilenceMicros = 3_000_000
+    /// Packets in sequence a new SSRC must send before it takes over.
+    public static let handoverPackets = 4
+
+    /// What became of one datagram.
+    public enum Disposition: Equatable, Sendable {
+        case counted
+        case duplicate
+        /// From another address than the stream's sender.
+        case otherSource
+        /// Of another SSRC than the stream's.
+        case otherSSRC
+        case notRTP
+        /// A jump (`RTPSequenceCounter.Arrival.jump`).
+        case jump
+        /// A new SSRC took over (its first packet, counted).
+        case handover
+    }
+
+    private struct Candidate: Equatable, Sendable {
+        var ssrc: UInt32
+        var next: UInt16
+        var packets: Int
+    }
+
+    /// Where the stream's packets come from.
+    public let source: IPAddress
+    public private(set) var facts: RTPStreamFacts
+    /// The RTP clock's rate (the SDP's; 48 kHz when it says none).
+    let clockRate: Int
+    private(set) var ssrc: UInt32?
+    private var counter = RTPSequenceCounter()
+    private var gaps: RTPAudioGaps
+    private var lastWall: Int64 = 0
+    /// The timestamp of the packet that ended the pending silence.
+    private var pendingEnd: UInt32 = 0
+    private var candidate: Candidate?
+    /// The counts of the SSRCs before the current one: the facts' counts only grow.
+    private var before = (received: 0, lost: 0, duplicates: 0)
+
+    /// A stream of `session` (its SDP) from `source`, played by a receiver with a buffer of
+    /// `latencyMilliseconds`; `address`: the sender as `routes` names it.
+    public init(session sdp: SDPSession, source: IPAddress, name: String, address: String?, latencyMilliseconds: Int) {
+        self.source = source
+        let packet = Int((sdp.packetMilliseconds ?? 1) * 1000)
+        let rate = sdp.clockRate ?? 48_000
+        let silence = max(20_000, 4 * packet)
+        clockRate = rate
+        facts = RTPStreamFacts(
+            session: name, address: address, group: sdp.group, port: sdp.port, packetMicros: packet,
+            silenceMicros: silence, latencyMicros: max(0, min(latencyMilliseconds, 60_000)) * 1000)
+        gaps = RTPAudioGaps(
+            thresholdSamples: silence * rate / 1_000_000,
+            samplesPerPacket: sdp.packetMilliseconds.map { Int(($0 * Double(rate) / 1000).rounded()) })
+    }
+
+    /// A packet's duration: learnt from the timestamps when the SDP did not say.
+    private var packetMicros: Int {
+        max(1, gaps.samplesPerPacket.map { $0 * 1_000_000 / clockRate } ?? facts.packetMicros)
+    }
+
+    /// The latest receive time taken (CLOCK_MONOTONIC µs: about 142 years of uptime); later ones
+    /// are taken as this, so that no sum of times can overflow.
+    public static let latestMicros = 1 << 52
+    /// The longest time between two packets that bounds a jump (a day; longer is no more).
+    static let longestElapsedMicros = 86_400_000_000
+
+    /// Takes one datagram that came from `source` at `arrivalMicros` (CLOCK_MONOTONIC) and
+    /// `wallNanoseconds`.
+    @discardableResult
+    public mutating func take(
+        _ bytes: UnsafeRawBufferPointer, from source: IPAddress?, arrivalMicros time: Int, wallNanoseconds: Int64
+    ) -> Disposition {
+        let arrivalMicros = min(max(0, time), Self.latestMicros)
+        guard source == self.source else { return ignore(.otherSource) }
+        guard let header = RTPHeader(bytes) else { return ignore(.notRTP) }
+        var disposition = Disposition.counted
+        if let ssrc, header.ssrc != ssrc {
+            guard takesOver(header, at: arrivalMicros) else { return ignore(.otherSSRC) }
+            handOver(at: arrivalMicros, wallNanoseconds: wallNanoseconds)
+            disposition = .handover
+        }
+        ssrc = header.ssrc
+        // The time since the stream's last packet bounds what a jump may skip.
+        let elapsed =
+            min(max(0, arrivalMicros - (facts.lastPacketMicros ?? arrivalMicros)), Self.longestElapsedMicros)
+            + Self.jumpSlackMicros
+        let arrival = counter.count(sequence: header.sequence, maximumSkip: elapsed / packetMicros)
+        defer { publishCounts() }
+        switch arrival {
+        case .duplicate: return .duplicate
+        case .jump: return ignore(.jump)
+        default: break
+        }
+        // The pending silence: kept when this packet's timestamp goes on from the one that ended
+        // it, dropped when it goes back.
+        if let pending = facts.pendingSilence, arrival != .late {
+            facts.pendingSilence = nil
+            if arrival != .resynchronized, Int32(bitPattern: header.timestamp &- pendingEnd) >= 0 {
+                facts.record(pending)
+            }
+        }
+        let maximumSamples = Int(Int64(elapsed) * Int64(clockRate) / 1_000_000)
+        if let missing = gaps.missing(before: header.timestamp, arrival: arrival, maximumSamples: maximumSamples),
+            let last = facts.lastPacketMicros
+        {
+            facts.pendingSilence = RTPSilence(
+                lastPacketMicros: last, firstPacketMicros: arrivalMicros, lastPacketWallNanoseconds: lastWall,
+                firstPacketWallNanoseconds: wallNanoseconds,
+                missingMicros: Int(Int64(missing) * 1_000_000 / Int64(clockRate)))
+            pendingEnd = header.timestamp
+        }
+        facts.lastPacketMicros = max(arrivalMicros, facts.lastPacketMicros ?? arrivalMicros)
+        lastWall = wallNanoseconds
+        return disposition
+    }
+
+    private mutating func ignore(_ disposition: Disposition) -> Disposition {
+        facts.ignored += 1
+        return disposition
+    }
+
+    /// Whether a packet of another SSRC completes a handover: the stream's own silent long
+    /// enough, and this SSRC's packets in sequence.
+    private mutating func takesOver(_ header: RTPHeader, at arrivalMicros: Int) -> Bool {
+        guard let last = facts.lastPacketMicros, arrivalMicros - last >= Self.handoverSilenceMicros else {
+            candidate = nil
+            return false
+        }
+        if var next = candidate, next.ssrc == header.ssrc, next.next == header.sequence {
+            next.packets += 1
+            next.next = header.sequence &+ 1
+            candidate = next
+        } else {
+            candidate = Candidate(ssrc: header.ssrc, next: header.sequence &+ 1, packets: 1)
+        }
+        return (candidate?.packets ?? 0) >= Self.handoverPackets
+    }
+
+    /// A new SSRC from here: the old one's counts kept, the time without its packets a silence.
+    private mutating func handOver(at arrivalMicros: Int, wallNanoseconds: Int64) {
+        if let pending = facts.pendingSilence {
+            facts.pendingSilence = nil
+            facts.record(pending)
+        }
+        if let last = facts.lastPacketMicros, arrivalMicros - last - packetMicros > facts.silenceMicros {
+            facts.record(
+                RTPSilence(
+                    lastPacketMicros: last, firstPacketMicros: arrivalMicros, lastPacketWallNanoseconds: lastWall,
+                    firstPacketWallNanoseconds: wallNanoseconds, missingMicros: arrivalMicros - last - packetMicros))
+        }
+        before = (facts.packets, facts.lost, facts.duplicates)
+        counter = RTPSequenceCounter()
+        gaps = RTPAudioGaps(thresholdSamples: gaps.thresholdSamples, samplesPerPacket: gaps.samplesPerPacket)
+        candidate = nil
+        // The new SSRC's packets start the timeline again: the silence above is the gap.
+        facts.lastPacketMicros = nil
+    }
+
+    private mutating func publishCounts() {
+        facts.packets = before.received + counter.received
+        facts.lost = before.lost + counter.lost
+        facts.duplicates = before.duplicates + counter.duplicates
+    }
+}
