@@ -26,6 +26,8 @@ public enum ArchiveError: Error, Equatable, Hashable, Sendable, CustomStringConv
     case index(code: Int32, message: String)
     /// The hash chain or the signing key failed (ArchiveProof's error, with its advice).
     case proof(ProofError)
+    /// A segment recd has no note of writing (`SegmentLedger`): it is not chained.
+    case notOwed(path: String)
 
     /// What went wrong and what to do about it.
     public var message: String {
@@ -51,6 +53,10 @@ public enum ArchiveError: Error, Equatable, Hashable, Sendable, CustomStringConv
                 + "`recctl archive reindex` rebuilds it from the files"
         case .proof(let error):
             return "the archive's hash chain: \(error.message)"
+        case .notOwed(let path):
+            return "\(path) is in the archive or its index, but recd has no note of writing it (its state directory's "
+                + "\(SegmentLedger.directoryName)): someone else put it there, so recd does not chain or sign it; "
+                + "`recctl archive prove` lists it as unchained"
         }
     }
 

@@ -1,6 +1,7 @@
 // A recorder: the archiver thread that drains a sample source into wall-clock aligned,
 // gapless, crash-safe FLAC segments (SPEC §9, §10).
 
+import ArchiveProof
 import Codec
 import Platform
 
@@ -58,6 +59,9 @@ public struct RecorderConfiguration: Hashable, Sendable {
     public var retirementLimit: Double
     /// Silence detection on the frames written (`.silence` events, SILENCE_SECONDS); nil: off.
     public var silence: SilenceDetection?
+    /// Where recd notes each segment before it creates the file (`SegmentLedger`: what the prover
+    /// may chain after a crash); nil: the archive is not proved.
+    public var ledger: SegmentLedger?
     /// The network's facts about the input (NETWORK_PACKETS, NETWORK_PACKETS_LOST, NETWORK_LOSS
     /// at each segment's end); nil: an input of this machine, no such comments.
     public var network: (any NetworkReception)? {

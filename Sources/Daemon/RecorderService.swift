@@ -134,8 +134,13 @@ final class RecorderService: @unchecked Sendable {
         guard let prover else { return }
         // Recovered segments, and those a crash finished before they were chained; in the
         // order they started, before any new segment (the prover's queue is in order).
+        // Only those recd noted in its ledger before it wrote them: a row or a partial someone else
+        // put in the archive is never chained (the prover checks each on its thread).
         let unchained = (try? index?.unchained(since: prover.since)) ?? nil
-        for record in unchained ?? recovered { prover.chain(record, index: { [weak self] in self?.index }) }
+        for record in unchained ?? recovered {
+            prover.chain(record, index: { [weak self] in self?.index }, onlyIfOwed: true)
+        }
+        prover.pruneLedger()
     }
 
     // MARK: Starting
@@ -250,6 +255,7 @@ final class RecorderService: @unchecked Sendable {
     ) throws -> RecorderStream {
         var configuration = configuration
         configuration.timeSource = timeSource
+        configuration.ledger = prover?.ledger
         configuration.measuresLoudness = settings.loudness != .no
         configuration.loudnessEngine = settings.loudness == .libebur128 ? .libebur128 : .vectorized
         configuration.network = configuration.inputPort.flatMap { engine.networkReception(port: $0) }

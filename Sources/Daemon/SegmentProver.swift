@@ -25,6 +25,9 @@ import SystemSupport
 /// which capture it, run there too).
 final class SegmentProver: @unchecked Sendable {
     let keeper: ChainKeeper
+    /// The segments recd wrote and has not chained (in the state directory): after a crash, and
+    /// when a chain holds again, only these are chained from the index.
+    let ledger: SegmentLedger
     private let worker: SlowRequestWorker
     /// Segments handed to the worker whose completion has not come back, by path: chained
     /// on the control thread at shutdown instead of waiting for the next start.
@@ -39,8 +42,9 @@ final class SegmentProver: @unchecked Sendable {
     /// found not to hold (opened on first use there).
     private let proverIndex: ThreadIndex
 
-    private init(keeper: ChainKeeper, worker: SlowRequestWorker) {
+    private init(keeper: ChainKeeper, ledger: SegmentLedger, worker: SlowRequestWorker) {
         self.keeper = keeper
+        self.ledger = ledger
         self.worker = worker
         proverIndex = ThreadIndex(path: keeper.archiveDirectory + "/index.sqlite")
     }
@@ -59,7 +63,8 @@ final class SegmentProver: @unchecked Sendable {
             let worker = try SlowRequestWorker(name: "prover", deliver: deliver)
             let heads = ChainHeads(directory: stateDir + "/" + ChainHeads.directoryName)
             return SegmentProver(
-                keeper: ChainKeeper(archiveDirectory: archiveDir, key: key, heads: heads), worker: worker)
+                keeper: ChainKeeper(archiveDirectory: archiveDir, key: key, heads: heads),
+                ledger: SegmentLedger(directory: stateDir + "/" + SegmentLedger.directoryName), worker: worker)
         } catch {
             Log.error(
                 "the archive will not prove itself: \(error); fix the state directory's key or permissions and restart")
@@ -71,20 +76,27 @@ final class SegmentProver: @unchecked Sendable {
     var since: UTCTime { UTCTime(microsecondsSinceEpoch: keeper.key.createdMicroseconds) }
 
     /// Queues `record` for its chain; `index` gets its proof columns when it is done, then
-    /// `then` runs (chained or not). Control thread.
+    /// `then` runs (chained or not). `onlyIfOwed`: the record comes from the index or a
+    /// recovery, not from a recorder of this run, and is chained only if the ledger names it.
+    /// Control thread.
     func chain(
-        _ record: SegmentRecord, index: @escaping @Sendable () -> ArchiveIndex?,
+        _ record: SegmentRecord, index: @escaping @Sendable () -> ArchiveIndex?, onlyIfOwed: Bool = false,
         then: @escaping @Sendable () -> Void = {}
     ) {
         pending[record.path] = record
         let keeper = keeper
+        let ledger = ledger
         let proverIndex = proverIndex
         // A chain already under alarm was described when it was found.
         let alarmed = SegmentChaining.chainPath(of: record, keeper: keeper).map { alarms[$0] != nil } ?? false
         worker.submit(
             for: nil,
             { _ in
+                guard !onlyIfOwed || ledger.owes(record.path) else {
+                    return (Result<SegmentProof, ArchiveError>.failure(.notOwed(path: record.path)), [String]())
+                }
                 let result = Result { () throws(ArchiveError) in try SegmentChaining.chain(record, keeper: keeper) }
+                if case .success = result { ledger.settle(record.path) }
                 guard !alarmed, case .failure(.proof(.tampered(let chainBreak))) = result,
                     let index = proverIndex.connection()
                 else { return (result, [String]()) }
@@ -111,6 +123,20 @@ final class SegmentProver: @unchecked Sendable {
                 index: index, requeue: nil)
         }
         pending.removeAll()
+    }
+
+    /// Forgets, on the prover's thread, the ledger's notes of segments that are gone (neither the
+    /// file nor its partial is there: deleted, or moved aside unrecoverable). Control thread.
+    func pruneLedger() {
+        let ledger = ledger
+        worker.submit(
+            for: nil,
+            { _ in
+                for path in ledger.owedPaths()
+                where !FileSystem.exists(path) && !FileSystem.exists(path + SegmentWriter.partialSuffix) {
+                    ledger.settle(path)
+                }
+            }, completion: { _ in })
     }
 
     /// The alarms for `status`, oldest first.
@@ -143,7 +169,7 @@ final class SegmentProver: @unchecked Sendable {
             where SegmentChaining.chainPath(of: missed, keeper: keeper) == chainPath && pending[missed.path] == nil
                 && missed.path != record.path
             {
-                chain(missed, index: requeue)
+                chain(missed, index: requeue, onlyIfOwed: true)
             }
         case .failure(.proof(.tampered(let chainBreak))):
             if var alarm = alarms[chainBreak.chain] {

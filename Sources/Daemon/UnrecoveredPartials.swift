@@ -113,7 +113,7 @@ extension RecorderService {
             if index == nil { index = try? ArchiveIndex(path: maintenance.indexPath) }
             do { try index?.add(record) } catch { Log.warning("index: \(error)") }
             if let prover {
-                prover.chain(record, index: { [weak self] in self?.index }) { [weak self] in
+                prover.chain(record, index: { [weak self] in self?.index }, onlyIfOwed: true) { [weak self] in
                     self?.onSegmentFinished?(record)
                 }
             } else {

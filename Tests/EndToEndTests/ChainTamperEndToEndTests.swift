@@ -371,4 +371,47 @@ struct ChainTamperEndToEndTests {
             try eventually(timeout: 10) { try daemon.recctl("archive", "prove", "--app", "logger").status == 0 },
             "\((try? daemon.recctl("archive", "prove", "--app", "logger"))?.stdout ?? "")")
     }
+
+    @Test(
+        "a segment someone else put in the archive while recd was stopped (a .partial, an index row over a copied file) is never chained or signed at the next start; prove lists both as unchained"
+    )
+    func foreignSegmentsAreNeverSigned() throws {
+        let logger = try Rotating()
+        logger.waitForSegments(3)
+        let chain = try logger.chain()
+        let key = logger.key
+        #expect(try eventually(timeout: 10) { try logger.daemon.recctl("archive", "prove", "--key", key).status == 0 })
+        logger.daemon.stop()
+        let real = try #require(archiveFiles(logger.archive).last { $0.hasSuffix(".flac") })
+        let folder = (real as NSString).deletingLastPathComponent
+        let forgedPartial = folder + "/logger-mic-forged-partial.flac.partial"
+        let forgedRow = folder + "/logger-mic-forged-row.flac"
+        try #require(try runTool("cp", [real, forgedPartial]).status == 0)
+        try #require(try runTool("cp", [real, forgedRow]).status == 0)
+        let script = """
+            import sqlite3, sys
+            db = sqlite3.connect(sys.argv[1])
+            cols = [r[1] for r in db.execute("PRAGMA table_info(segments)")]
+            row = dict(zip(cols, db.execute("SELECT * FROM segments WHERE path = ?", (sys.argv[2],)).fetchone()))
+            row.update(path=sys.argv[3], sha256=None, chain_previous=None, chain_entry=None)
+            db.execute("INSERT INTO segments (%s) VALUES (%s)" % (",".join(row), ",".join("?" * len(row))), list(row.values()))
+            db.commit()
+            """
+        let inserted = try runTool("python3", ["-c", script, logger.archive + "/index.sqlite", real, forgedRow])
+        try #require(inserted.status == 0, "\(inserted.stderr)")
+
+        try logger.daemon.start()
+        // Both were looked at on the prover's thread and refused.
+        #expect(
+            eventually(timeout: 20) {
+                logger.daemon.log.contains("logger-mic-forged-row.flac is in the archive or its index, but recd has no note")
+                    && logger.daemon.log.contains("logger-mic-forged-partial.flac is in the archive or its index")
+            }, "\(logger.daemon.log)")
+        let chained = (try? String(contentsOfFile: logger.archive + "/" + chain, encoding: .utf8)) ?? ""
+        #expect(!chained.contains("forged"), "recd chained a segment it did not write:\n\(chained)")
+        let proven = try logger.daemon.recctl("archive", "prove", "--key", key)
+        #expect(proven.status == 1 && !proven.stdout.contains("holds:"), "\(proven.stdout)")
+        #expect(proven.stdout.contains("logger-mic-forged-row.flac"), "\(proven.stdout)")
+        #expect(proven.stdout.contains("logger-mic-forged-partial.flac"), "\(proven.stdout)")
+    }
 }

@@ -374,6 +374,9 @@ final class ArchiverLoop {
                 compressionLevel: configuration.compressionLevel, measuresLoudness: configuration.measuresLoudness,
                 loudnessEngine: configuration.loudnessEngine)
             do throws(ArchiveError) {
+                // Noted before the file exists (a crash leaves no partial recd did not note). A
+                // note that cannot be written costs only the proof of this segment after a crash.
+                try? configuration.ledger?.owe(path)
                 let writer = try SegmentWriter(
                     path: path, format: format,
                     comments: comments(group: grouped ? index + 1 : nil, channels: group),
