@@ -79,13 +79,19 @@ public struct DaemonSection: Sendable, Equatable {
     public var adminGroup: String?
     /// Regulatory region (`region`); `EU` disables bluetoothHighQualityRecording (SPEC §7).
     public var region: String?
+    /// Samples per second the players of one user who is not an administrator may move together
+    /// (`player_load_per_user`; `PlayerLoad`), in `SessionStore.playerLoadPerUserRange`.
+    public var playerLoadPerUser: Int
 
-    public init(socket: String, stateDir: String, adminGroup: String? = nil, region: String? = nil)
-    {
+    public init(
+        socket: String, stateDir: String, adminGroup: String? = nil, region: String? = nil,
+        playerLoadPerUser: Int = SessionStore.defaultPlayerLoadPerUser
+    ) {
         self.socket = socket
         self.stateDir = stateDir
         self.adminGroup = adminGroup
         self.region = region
+        self.playerLoadPerUser = playerLoadPerUser
     }
 }
 

@@ -11,7 +11,7 @@ enum ConfigSectionKind: String, CaseIterable {
 
     var keys: [String] {
         switch self {
-        case .daemon: ["socket", "state_dir", "admin_group", "region"]
+        case .daemon: ["socket", "state_dir", "admin_group", "region", "player_load_per_user"]
         case .jack: ["server", "client_name", "allow_buffer_size_changes"]
         case .archive:
             [
@@ -237,6 +237,9 @@ struct ConfigInterpreter {
         daemon.region = fields["region"]?.token(
             "a region code", maxLength: 16, allowed: ConfigName.isNameCharacter,
             allowedText: ConfigName.allowedText, in: &issues)
+        if let load = fields["player_load_per_user"]?.integer(in: SessionStore.playerLoadPerUserRange, in: &issues) {
+            daemon.playerLoadPerUser = load
+        }
     }
 
     private mutating func readJack(_ fields: ConfigSectionFields) {
