@@ -37,7 +37,7 @@ public struct PlayerLoad: Equatable, Sendable {
     /// A rate as a person writes it: 48 kHz, 44.1 kHz, 8 kHz.
     static func rate(_ hertz: Int) -> String {
         guard hertz >= 1000 else { return "\(hertz) Hz" }
-        let tenths = (hertz + 50) / 100
+        let tenths = hertz / 100 + (hertz % 100 >= 50 ? 1 : 0)
         return tenths % 10 == 0 ? "\(tenths / 10) kHz" : "\(tenths / 10).\(tenths % 10) kHz"
     }
 
