@@ -54,7 +54,8 @@ public final class AudioFileReader {
             // A strict decoder that opened has read STREAMINFO; say so if it ever has not.
             guard let info = decoder.streamInfo else {
                 throw MediaError(
-                    .corrupt, path: file.name, message: "its FLAC header has no STREAMINFO; " + MediaError.convertAdvice)
+                    .corrupt, path: file.name, message: "its FLAC header has no STREAMINFO; " + MediaError.convertAdvice
+                )
             }
             backend = .flac(decoder)
             format = .flac
