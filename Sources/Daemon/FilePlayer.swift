@@ -143,12 +143,31 @@ final class FilePlayer: Sendable {
         self.init(source: .file(file), sink: sink, outputSampleRate: outputSampleRate, quality: quality)
     }
 
+    /// Prepares to play a file whose header the player starter read (`PlayerService.probe`):
+    /// the feeder fails if the header it reads says another rate or channel count. The file is
+    /// the caller's and may change meanwhile; what the player budget counted must be what plays.
+    convenience init(
+        probed: ProbedFile, player: PlayerHandle, outputSampleRate: Int, quality: Resampler.Quality = .high
+    ) {
+        self.init(
+            source: .probed(probed.file, sampleRate: probed.sampleRate, channels: probed.channels), sink: player,
+            outputSampleRate: outputSampleRate, quality: quality)
+    }
+
+    convenience init(
+        probed: ProbedFile, sink: any PlayerSink, outputSampleRate: Int, quality: Resampler.Quality = .high
+    ) {
+        self.init(
+            source: .probed(probed.file, sampleRate: probed.sampleRate, channels: probed.channels), sink: sink,
+            outputSampleRate: outputSampleRate, quality: quality)
+    }
+
     private init(source: FeedSource, sink: any PlayerSink, outputSampleRate: Int, quality: Resampler.Quality) {
         precondition(outputSampleRate > 0, "a positive output rate")
         self.source = source
         switch source {
         case .path(let path): self.path = path
-        case .file(let file): self.path = file.name
+        case .file(let file), .probed(let file, _, _): self.path = file.name
         }
         self.sink = sink
         self.outputSampleRate = outputSampleRate
@@ -276,10 +295,12 @@ private final class Shared: Sendable {
     }
 }
 
-/// What a feeder reads: a path it opens itself, or a file already open.
+/// What a feeder reads: a path it opens itself, or a file already open (whose header the player
+/// starter read, saying this rate and channel count).
 private enum FeedSource: Sendable {
     case path(String)
     case file(ReadOnlyFile)
+    case probed(ReadOnlyFile, sampleRate: Int, channels: Int)
 }
 
 /// The feeder's work; everything in it runs on the feeder thread.
@@ -303,9 +324,15 @@ private struct FeedJob: Sendable {
         let reader: AudioFileReader
         switch source {
         case .path(let path): reader = try AudioFileReader(path: path)
-        case .file(let file): reader = try AudioFileReader(file: file)
+        case .file(let file), .probed(let file, _, _): reader = try AudioFileReader(file: file)
         }
         try FilePlayer.checkPlayable(sampleRate: reader.sampleRate, channels: reader.channels, name: reader.path)
+        if case .probed(_, let rate, let channels) = source, reader.sampleRate != rate || reader.channels != channels {
+            throw MediaError(
+                .corrupt, path: reader.path,
+                message: "it changed after recd read its header (\(channels) channels at \(rate) Hz then, "
+                    + "\(reader.channels) at \(reader.sampleRate) Hz now); play it again once it no longer changes")
+        }
         shared.fileFormat.withLock {
             $0 = FilePlayer.FileFormat(
                 format: reader.format, sampleRate: reader.sampleRate, channels: reader.channels,

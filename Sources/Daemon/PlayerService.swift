@@ -215,7 +215,7 @@ final class PlayerService: @unchecked Sendable {
         } catch {
             throw SessionError(.cannotStartPlaying, "the engine refused a player on \(order.port): \(error)")
         }
-        let feeder = FilePlayer(file: order.file.file, player: handle, outputSampleRate: rate)
+        let feeder = FilePlayer(probed: order.file, player: handle, outputSampleRate: rate)
         let load = PlayerLoad(
             fileRate: order.file.sampleRate, fileChannels: order.file.channels, outputRate: rate,
             outputChannels: playerChannels)

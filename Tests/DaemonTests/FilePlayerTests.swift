@@ -242,6 +242,35 @@ struct FilePlayerTests {
         #expect(player.framesRead == 0 && sink.samples.isEmpty && !sink.finished)
     }
 
+    @Test(
+        "a file whose header changed after the probe (another rate or channel count) fails on the feeder; nothing is written"
+    )
+    func changedSinceProbe() throws {
+        let directory = try TemporaryDirectory()
+        let path = directory.file("changed.wav")
+        try writeWAV(
+            path, sampleRate: 96_000, channels: 1, bits: 16, samples: knownSignal(frames: 4800, channels: 1, bits: 16))
+        // The probe saw 48 kHz stereo: the budget counted that, so nothing else may play.
+        let probed = ProbedFile(file: try ReadOnlyFile(path: path), sampleRate: 48_000, channels: 2)
+        let sink = RecordingSink(channels: 2)
+        let player = FilePlayer(probed: probed, sink: sink, outputSampleRate: 48_000)
+        player.start()
+        #expect(waitUntil(seconds: 5) { player.isDone })
+        #expect(player.state == .failed && player.error?.kind == .corrupt)
+        #expect(
+            player.error?.message.contains(
+                "changed after recd read its header (2 channels at 48000 Hz then, 1 at 96000 Hz now)")
+                == true, "\(String(describing: player.error))")
+        #expect(sink.samples.isEmpty && !sink.finished)
+
+        let same = FilePlayer(
+            probed: ProbedFile(file: try ReadOnlyFile(path: path), sampleRate: 96_000, channels: 1), sink: sink,
+            outputSampleRate: 48_000)
+        same.start()
+        #expect(waitUntil(seconds: 5) { same.isDone })
+        #expect(same.isFinished)
+    }
+
     @Test("a missing file fails on the feeder with .notFound; nothing is written")
     func missingFile() throws {
         let directory = try TemporaryDirectory()
