@@ -149,9 +149,13 @@ final class PlayerService: @unchecked Sendable {
     /// or the engine has no rate (starting says why).
     func load(of file: ProbedFile, port: String, channels: [Int]?) -> PlayerLoad? {
         guard let rate = engine.sampleRate, let output = engine.output(port: port) else { return nil }
-        return PlayerLoad(
-            fileRate: file.sampleRate, fileChannels: file.channels, outputRate: rate,
-            outputChannels: channels?.count ?? output.channels)
+        return Self.load(of: file, rate: rate, playerChannels: channels?.count ?? output.channels)
+    }
+
+    /// A player's load: the file as probed, played at `rate` into `playerChannels` channels.
+    private static func load(of file: ProbedFile, rate: Int, playerChannels: Int) -> PlayerLoad {
+        PlayerLoad(
+            fileRate: file.sampleRate, fileChannels: file.channels, outputRate: rate, outputChannels: playerChannels)
     }
 
     /// The apps with a player playing (not paused): part of the policy's isBusy and
@@ -216,9 +220,7 @@ final class PlayerService: @unchecked Sendable {
             throw SessionError(.cannotStartPlaying, "the engine refused a player on \(order.port): \(error)")
         }
         let feeder = FilePlayer(probed: order.file, player: handle, outputSampleRate: rate)
-        let load = PlayerLoad(
-            fileRate: order.file.sampleRate, fileChannels: order.file.channels, outputRate: rate,
-            outputChannels: playerChannels)
+        let load = Self.load(of: order.file, rate: rate, playerChannels: playerChannels)
         let player = PlayerStream(
             app: order.app, stream: order.stream, path: order.file.file.name, port: order.port,
             followsRoute: order.followsRoute, handle: handle, feeder: feeder, load: load)
