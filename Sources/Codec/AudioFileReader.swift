@@ -51,7 +51,12 @@ public final class AudioFileReader {
         switch try FileProbe.container(of: file) {
         case .flac:
             let decoder = try FLACDecoder(file: file, mode: .strict)
-            let info = decoder.streamInfo!
+            // A strict decoder that opened has read STREAMINFO; say so if it ever has not.
+            guard let info = decoder.streamInfo else {
+                throw MediaError(
+                    .corrupt, path: file.name, message: "its FLAC header has no STREAMINFO; " + MediaError.convertAdvice
+                )
+            }
             backend = .flac(decoder)
             format = .flac
             sampleRate = info.sampleRate
@@ -101,7 +106,11 @@ public final class AudioFileReader {
     /// Reads the rest of the file (for tests and short files; a player streams with `read`).
     public func readAll() throws(MediaError) -> [Float] {
         var result: [Float] = []
-        if let totalFrames { result.reserveCapacity(totalFrames * channels) }
+        // What the header promises is reserved only up to a bound: a header can claim anything.
+        if let totalFrames {
+            let (samples, overflow) = totalFrames.multipliedReportingOverflow(by: channels)
+            result.reserveCapacity(overflow ? 1 << 20 : min(samples, 1 << 20))
+        }
         var chunk = [Float](repeating: 0, count: 4096 * channels)
         while true {
             let frames = try chunk.withUnsafeMutableBufferPointer { buffer throws(MediaError) in

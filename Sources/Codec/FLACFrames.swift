@@ -331,7 +331,10 @@ public final class FLACFrameReader {
     /// Places the reader at the frame holding sample `sample`: from the last seek point at or
     /// before it whose target frame verifies (else from the first frame), then frame by frame.
     public func position(at sample: Int) throws(MediaError) {
-        let points = layout.seekPoints.filter { !$0.isPlaceholder && $0.sampleNumber <= UInt64(sample) }
+        // Seek points are the file's bytes: one past the file, or past Int64, is passed over.
+        let points = layout.seekPoints.filter {
+            !$0.isPlaceholder && $0.sampleNumber <= UInt64(max(sample, 0)) && $0.streamOffset < UInt64(fileSize)
+        }
         for point in points.reversed() {
             let offset = layout.firstFrameOffset + Int64(point.streamOffset)
             guard offset < fileSize, let header = try headerAt(offset) else { continue }
@@ -522,6 +525,9 @@ public final class FLACFrameReader {
             offset += Int64(length)
             if head[0] & 0x80 != 0 { break }
         }
-        return FLACStreamLayout(streamInfo: info!, seekPoints: points, firstFrameOffset: offset)
+        guard let info else {
+            throw MediaError(.corrupt, path: file.name, message: "it does not begin with STREAMINFO")
+        }
+        return FLACStreamLayout(streamInfo: info, seekPoints: points, firstFrameOffset: offset)
     }
 }

@@ -1,5 +1,6 @@
 // Streams an audio file into an engine player from a thread of its own: the "player feeder".
 
+import Archive
 import AudioEngine
 import Codec
 import Dispatch
@@ -8,11 +9,17 @@ import Synchronization
 
 /// Plays a FLAC or WAV file through a `PlayerHandle`: a feeder thread named "player feeder"
 /// opens the file (or reads the already open `ReadOnlyFile` it was given, with a reader of its
-/// own), converts its rate to the JACK rate when they differ (libsoxr), maps its
-/// channels to the player's (mono to every channel; extra channels dropped; missing ones
-/// silent) and keeps the player's ring topped up, a quarter of the ring at a time, sleeping
+/// own), maps its channels to the player's (mono to every channel; extra channels dropped;
+/// missing ones silent), then converts their rate to the JACK rate when they differ
+/// (libsoxr), and keeps the player's ring topped up, a quarter of the ring at a time, sleeping
 /// while the ring is full. At the end of the file it calls `finish()` on the handle, so the
 /// player drains instead of counting underruns.
+///
+/// Everything that scales with the file's rate or channels happens here, never on the process
+/// thread: the ring holds the player's channels at the JACK rate, so the process thread's work
+/// for a player is its routes × the period, whatever the file. The feeder runs
+/// `feederNiceIncrement` steps nicer than recd (nicer than the archivers), and reads ahead at
+/// most the ring and one chunk: on a busy machine a player may run dry, a recording may not.
 ///
 /// The feeder only writes: starting, pausing and removing the player stay with the engine
 /// (`AudioEngine.play` and friends, control thread). To avoid an underrun at the start, play
@@ -94,6 +101,11 @@ final class FilePlayer: Sendable {
         }
     }
 
+    /// How many nice steps the feeder thread takes below the rest of recd: below the archivers
+    /// too (`Recorder.archiverNiceIncrement`), so that players a user starts take CPU from
+    /// their own feeders before they take it from a recording.
+    static let feederNiceIncrement: Int32 = Recorder.archiverNiceIncrement + 5
+
     /// The file's name in messages: its path, or the name of the open file it was given.
     let path: String
     /// The rate the player plays at (the JACK rate).
@@ -131,12 +143,31 @@ final class FilePlayer: Sendable {
         self.init(source: .file(file), sink: sink, outputSampleRate: outputSampleRate, quality: quality)
     }
 
+    /// Prepares to play a file whose header the player starter read (`PlayerService.probe`):
+    /// the feeder fails if the header it reads says another rate or channel count. The file is
+    /// the caller's and may change meanwhile; what the player budget counted must be what plays.
+    convenience init(
+        probed: ProbedFile, player: PlayerHandle, outputSampleRate: Int, quality: Resampler.Quality = .high
+    ) {
+        self.init(
+            source: .probed(probed.file, sampleRate: probed.sampleRate, channels: probed.channels), sink: player,
+            outputSampleRate: outputSampleRate, quality: quality)
+    }
+
+    convenience init(
+        probed: ProbedFile, sink: any PlayerSink, outputSampleRate: Int, quality: Resampler.Quality = .high
+    ) {
+        self.init(
+            source: .probed(probed.file, sampleRate: probed.sampleRate, channels: probed.channels), sink: sink,
+            outputSampleRate: outputSampleRate, quality: quality)
+    }
+
     private init(source: FeedSource, sink: any PlayerSink, outputSampleRate: Int, quality: Resampler.Quality) {
         precondition(outputSampleRate > 0, "a positive output rate")
         self.source = source
         switch source {
         case .path(let path): self.path = path
-        case .file(let file): self.path = file.name
+        case .file(let file), .probed(let file, _, _): self.path = file.name
         }
         self.sink = sink
         self.outputSampleRate = outputSampleRate
@@ -157,7 +188,7 @@ final class FilePlayer: Sendable {
                 source: source, sink: sink, outputSampleRate: outputSampleRate, quality: quality,
                 shared: shared)
             do {
-                thread = try NamedThread(name: "player feeder") {
+                thread = try NamedThread(name: "player feeder", niceIncrement: Self.feederNiceIncrement) {
                     let outcome = job.run()
                     job.shared.finish(with: outcome)
                     if outcome != .stopped { onFinished?(outcome) }
@@ -264,10 +295,12 @@ private final class Shared: Sendable {
     }
 }
 
-/// What a feeder reads: a path it opens itself, or a file already open.
+/// What a feeder reads: a path it opens itself, or a file already open (whose header the player
+/// starter read, saying this rate and channel count).
 private enum FeedSource: Sendable {
     case path(String)
     case file(ReadOnlyFile)
+    case probed(ReadOnlyFile, sampleRate: Int, channels: Int)
 }
 
 /// The feeder's work; everything in it runs on the feeder thread.
@@ -291,24 +324,33 @@ private struct FeedJob: Sendable {
         let reader: AudioFileReader
         switch source {
         case .path(let path): reader = try AudioFileReader(path: path)
-        case .file(let file): reader = try AudioFileReader(file: file)
+        case .file(let file), .probed(let file, _, _): reader = try AudioFileReader(file: file)
         }
         try FilePlayer.checkPlayable(sampleRate: reader.sampleRate, channels: reader.channels, name: reader.path)
+        if case .probed(_, let rate, let channels) = source, reader.sampleRate != rate || reader.channels != channels {
+            throw MediaError(
+                .corrupt, path: reader.path,
+                message: "it changed after recd read its header (\(channels) channels at \(rate) Hz then, "
+                    + "\(reader.channels) at \(reader.sampleRate) Hz now); play it again once it no longer changes")
+        }
         shared.fileFormat.withLock {
             $0 = FilePlayer.FileFormat(
                 format: reader.format, sampleRate: reader.sampleRate, channels: reader.channels,
                 bitsPerSample: reader.bitsPerSample, totalFrames: reader.totalFrames)
         }
+        let fileChannels = reader.channels
+        let playerChannels = sink.channels
+        // The channels are mapped before the rate is converted: the converter and every buffer
+        // after the read scale with the player's channels (its output's), not the file's, so
+        // a 64-channel file played to a stereo output costs the converter two channels' work.
         let resampler =
             reader.sampleRate == outputSampleRate
             ? nil
             : try Resampler(
                 inputRate: reader.sampleRate, outputRate: outputSampleRate,
-                channels: reader.channels, quality: quality)
+                channels: playerChannels, quality: quality)
         shared.state.store(FilePlayer.State.feeding.code, ordering: .releasing)
 
-        let fileChannels = reader.channels
-        let playerChannels = sink.channels
         let step = max(64, sink.capacityFrames / 4)
         // Input frames per chunk: as many as make about `step` frames at the player's rate, so
         // the buffers below stay near `step` frames whatever the ratio (4,800 from a 10 Hz file
@@ -320,24 +362,31 @@ private struct FeedJob: Sendable {
         let quarterSeconds = Double(step) / Double(outputSampleRate)
         let sleepNanoseconds = Int(min(max(quarterSeconds / 2, 0.002), 0.05) * 1e9)
 
+        // Every buffer is made here, once: the read-ahead is the ring and one chunk.
         var fileBuffer = [Float](repeating: 0, count: readStep * fileChannels)
+        var mapped = [Float](repeating: 0, count: readStep * playerChannels)
+        let outputFrames = resampler?.maximumOutputFrames(forInputFrames: readStep) ?? 0
+        var scratch = [Float](repeating: 0, count: outputFrames * playerChannels)
         var converted: [Float] = []
-        var scratch = [Float](
-            repeating: 0, count: (resampler?.maximumOutputFrames(forInputFrames: readStep) ?? 0) * fileChannels)
-        var pending: [Float] = []
-        var pendingOffset = 0  // in frames
+        converted.reserveCapacity(scratch.count)
+        // The chunk waiting for room in the ring: frames of `converted` (with a resampler) or
+        // of `mapped`, from `pendingOffset` on.
+        var pendingFrames = 0
+        var pendingOffset = 0
         var endReached = false
         var inputEnded = false
 
         while true {
             if shared.shouldStop { return .stopped }
             if !sink.isAttached { return .detached }
-            let pendingFrames = pending.count / playerChannels
             if pendingOffset < pendingFrames {
-                let taken = pending.withUnsafeBufferPointer { all in
-                    sink.write(
-                        UnsafeBufferPointer(rebasing: all[(pendingOffset * playerChannels)...]))
+                let range = (pendingOffset * playerChannels)..<(pendingFrames * playerChannels)
+                let write = { (all: UnsafeBufferPointer<Float>) in
+                    sink.write(UnsafeBufferPointer(rebasing: all[range]))
                 }
+                let taken =
+                    resampler == nil
+                    ? mapped.withUnsafeBufferPointer(write) : converted.withUnsafeBufferPointer(write)
                 pendingOffset += taken
                 shared.framesWritten.add(taken, ordering: .relaxed)
                 if pendingOffset < pendingFrames {
@@ -350,7 +399,7 @@ private struct FeedJob: Sendable {
                 return .finished(frames: shared.framesWritten.load(ordering: .relaxed))
             }
 
-            // The next chunk: read, convert the rate, map the channels.
+            // The next chunk: read, map the channels, convert the rate.
             let frames =
                 inputEnded
                 ? 0
@@ -359,37 +408,35 @@ private struct FeedJob: Sendable {
                 }
             inputEnded = frames == 0
             shared.framesRead.add(frames, ordering: .relaxed)
-            let chunk: ArraySlice<Float>
-            if let resampler {
-                converted.removeAll(keepingCapacity: true)
-                if frames > 0 {
-                    try resample(
-                        fileBuffer[..<(frames * fileChannels)], with: resampler, scratch: &scratch,
-                        into: &converted)
-                } else {
-                    // soxr's tail, a scratch-full at a time (at a high ratio it is many chunks).
-                    let produced = try scratch.withUnsafeMutableBufferPointer {
-                        buffer throws(MediaError) in try resampler.flush(into: buffer)
+            if frames > 0 {
+                fileBuffer.withUnsafeBufferPointer { source in
+                    mapped.withUnsafeMutableBufferPointer { destination in
+                        guard let from = source.baseAddress, let into = destination.baseAddress else { return }
+                        ChannelMap.map(
+                            from, sourceChannels: fileChannels, frames: frames, into: into,
+                            destinationChannels: playerChannels)
                     }
-                    converted.append(contentsOf: scratch[..<(produced * fileChannels)])
-                    endReached = produced == 0
                 }
-                chunk = converted[...]
-            } else {
-                chunk = fileBuffer[..<(frames * fileChannels)]
-                endReached = frames == 0
             }
-            let chunkFrames = chunk.count / fileChannels
-            pending = [Float](repeating: 0, count: chunkFrames * playerChannels)
             pendingOffset = 0
-            chunk.withUnsafeBufferPointer { source in
-                pending.withUnsafeMutableBufferPointer { destination in
-                    guard chunkFrames > 0 else { return }
-                    ChannelMap.map(
-                        source.baseAddress!, sourceChannels: fileChannels, frames: chunkFrames,
-                        into: destination.baseAddress!, destinationChannels: playerChannels)
-                }
+            guard let resampler else {
+                pendingFrames = frames
+                endReached = frames == 0
+                continue
             }
+            converted.removeAll(keepingCapacity: true)
+            if frames > 0 {
+                try resample(
+                    mapped[..<(frames * playerChannels)], with: resampler, scratch: &scratch, into: &converted)
+            } else {
+                // soxr's tail, a scratch-full at a time (at a high ratio it is many chunks).
+                let produced = try scratch.withUnsafeMutableBufferPointer {
+                    buffer throws(MediaError) in try resampler.flush(into: buffer)
+                }
+                converted.append(contentsOf: scratch[..<(produced * playerChannels)])
+                endReached = produced == 0
+            }
+            pendingFrames = converted.count / playerChannels
         }
     }
 

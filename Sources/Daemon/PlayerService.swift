@@ -34,6 +34,8 @@ final class PlayerStream: @unchecked Sendable {
     let followsRoute: Bool
     let handle: PlayerHandle
     let feeder: FilePlayer
+    /// What it moves each second (its owner's player budget counts it).
+    let load: PlayerLoad
     var pausedBy: PauseCause?
     /// Added to the engine, waiting for its pre-roll: not yet told to play.
     fileprivate(set) var isStarting = true
@@ -42,7 +44,7 @@ final class PlayerStream: @unchecked Sendable {
 
     init(
         app: String, stream: String, path: String, port: String, followsRoute: Bool, handle: PlayerHandle,
-        feeder: FilePlayer
+        feeder: FilePlayer, load: PlayerLoad
     ) {
         self.app = app
         self.stream = stream
@@ -51,6 +53,7 @@ final class PlayerStream: @unchecked Sendable {
         self.followsRoute = followsRoute
         self.handle = handle
         self.feeder = feeder
+        self.load = load
     }
 
     var state: PlayerEvent.State { pausedBy == nil ? .playing : .paused }
@@ -135,6 +138,26 @@ final class PlayerService: @unchecked Sendable {
     /// How many players (playing or paused) each app has: the policy's player limits' input.
     var countsByApp: [String: Int] { players.values.reduce(into: [:]) { $0[$1.app, default: 0] += 1 } }
 
+    /// What each app's players (playing or paused) move each second: the policy's player
+    /// budget's input (`SessionStore.checkPlayerLoad`).
+    var loadsByApp: [String: Int] {
+        players.values.reduce(into: [:]) { $0[$1.app, default: 0] += $1.load.samplesPerSecond }
+    }
+
+    /// What a player of `file` would move each second on output `port`, playing `channels` of
+    /// it (1-based) or, without them, all of the port's channels; nil when `port` is no output
+    /// or the engine has no rate (starting says why).
+    func load(of file: ProbedFile, port: String, channels: [Int]?) -> PlayerLoad? {
+        guard let rate = engine.sampleRate, let output = engine.output(port: port) else { return nil }
+        return Self.load(of: file, rate: rate, playerChannels: channels?.count ?? output.channels)
+    }
+
+    /// A player's load: the file as probed, played at `rate` into `playerChannels` channels.
+    private static func load(of file: ProbedFile, rate: Int, playerChannels: Int) -> PlayerLoad {
+        PlayerLoad(
+            fileRate: file.sampleRate, fileChannels: file.channels, outputRate: rate, outputChannels: playerChannels)
+    }
+
     /// The apps with a player playing (not paused): part of the policy's isBusy and
     /// isOtherAudioPlaying facts (`ServiceFact.streams`).
     var playingApps: Set<String> { Set(players.values.filter { $0.pausedBy == nil }.map(\.app)) }
@@ -196,10 +219,11 @@ final class PlayerService: @unchecked Sendable {
         } catch {
             throw SessionError(.cannotStartPlaying, "the engine refused a player on \(order.port): \(error)")
         }
-        let feeder = FilePlayer(file: order.file.file, player: handle, outputSampleRate: rate)
+        let feeder = FilePlayer(probed: order.file, player: handle, outputSampleRate: rate)
+        let load = Self.load(of: order.file, rate: rate, playerChannels: playerChannels)
         let player = PlayerStream(
             app: order.app, stream: order.stream, path: order.file.file.name, port: order.port,
-            followsRoute: order.followsRoute, handle: handle, feeder: feeder)
+            followsRoute: order.followsRoute, handle: handle, feeder: feeder, load: load)
         players[Self.key(order.app, order.stream)] = player
         feeder.start { [feederEnded] _ in feederEnded() }
         playersChanged(order.app)

@@ -114,9 +114,23 @@ extension SessionCoordinator {
         try caller.gate.authorizeChange(of: app, ownedBy: store.sessions[app]?.ownerUID, by: caller.peer)
         let session = try store.session(app)
         try checkCanPlay(session)
+        let stream = play.stream ?? "main"
         try store.checkPlayerRoom(
-            app: app, newStream: players.get(app, play.stream ?? "main") == nil, players: players.countsByApp,
+            app: app, newStream: players.get(app, stream) == nil, players: players.countsByApp,
             by: caller.requester)
+        // Without channels named in `to`: the port's first N, N the preferred output channels.
+        func channels(on port: String) -> [Int]? {
+            play.to?.channels ?? session.preferences.playChannels(ofPort: engine.output(port: port)?.channels ?? 0)
+        }
+        // The budget before the activation: a play refused for it interrupts nobody. Routes are
+        // chosen for inactive sessions too, so the port is the one it will play to.
+        if let port = play.to?.port ?? session.route.outputs.first,
+            let load = players.load(of: file, port: port, channels: channels(on: port))
+        {
+            try store.checkPlayerLoad(
+                app: app, adding: load, replacing: players.get(app, stream)?.load.samplesPerSecond ?? 0,
+                loads: players.loadsByApp, budget: config.daemon.playerLoadPerUser, by: caller.requester)
+        }
         guard engine.isRunning else {
             throw SessionError(
                 .mediaServicesFailed, "the JACK server is gone; wait for mediaServicesWereReset and play again")
@@ -137,12 +151,9 @@ extension SessionCoordinator {
                     + "of those with --to"
             )
         }
-        // Without channels named in `to`: the port's first N, N the preferred output channels.
-        let channels =
-            play.to?.channels ?? session.preferences.playChannels(ofPort: engine.output(port: port)?.channels ?? 0)
         try players.start(
             PlayOrder(
-                app: app, stream: play.stream ?? "main", file: file, port: port, channels: channels,
+                app: app, stream: stream, file: file, port: port, channels: channels(on: port),
                 followsRoute: play.to == nil, gainDB: store.duckGainDB(of: app)),
             started: started)
     }

@@ -86,15 +86,21 @@ public struct DaemonSection: Sendable, Equatable {
     /// `idle_client_timeout`'s default: 5 min, long past any pause between one program's calls.
     public static let defaultIdleClientTimeout = 300
 
+    /// Samples per second the players of one user who is not an administrator may move together
+    /// (`player_load_per_user`; `PlayerLoad`), in `SessionStore.playerLoadPerUserRange`.
+    public var playerLoadPerUser: Int
+
     public init(
         socket: String, stateDir: String, adminGroup: String? = nil, region: String? = nil,
-        idleClientTimeout: Int = DaemonSection.defaultIdleClientTimeout
+        idleClientTimeout: Int = DaemonSection.defaultIdleClientTimeout,
+        playerLoadPerUser: Int = SessionStore.defaultPlayerLoadPerUser
     ) {
         self.socket = socket
         self.stateDir = stateDir
         self.adminGroup = adminGroup
         self.region = region
         self.idleClientTimeout = idleClientTimeout
+        self.playerLoadPerUser = playerLoadPerUser
     }
 }
 

@@ -11,7 +11,7 @@ enum ConfigSectionKind: String, CaseIterable {
 
     var keys: [String] {
         switch self {
-        case .daemon: ["socket", "state_dir", "admin_group", "region", "idle_client_timeout"]
+        case .daemon: ["socket", "state_dir", "admin_group", "region", "idle_client_timeout", "player_load_per_user"]
         case .jack: ["server", "client_name", "allow_buffer_size_changes"]
         case .archive:
             [
@@ -239,6 +239,9 @@ struct ConfigInterpreter {
             allowedText: ConfigName.allowedText, in: &issues)
         if let timeout = fields["idle_client_timeout"]?.integer(in: 10...86_400, in: &issues) {
             daemon.idleClientTimeout = timeout
+        }
+        if let load = fields["player_load_per_user"]?.integer(in: SessionStore.playerLoadPerUserRange, in: &issues) {
+            daemon.playerLoadPerUser = load
         }
     }
 

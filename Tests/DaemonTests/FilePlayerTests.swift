@@ -140,6 +140,66 @@ struct FilePlayerTests {
         #expect(abs(level - decibels(0.5)) <= 0.1, "1 kHz at \(level) dBFS")
     }
 
+    @Test(
+        "a 64-channel 96 kHz file plays to a stereo player: its first two channels, converted to 48 kHz and nothing of the rest; the feeder runs nicer than the archivers"
+    )
+    func wideFileMappedBeforeConversion() throws {
+        let directory = try TemporaryDirectory()
+        let path = directory.file("wide-96k.wav")
+        let frames = 96_000
+        let first = sine(frequency: 1000, sampleRate: 96_000, frames: frames, amplitude: 0.5)
+        let second = sine(frequency: 2000, sampleRate: 96_000, frames: frames, amplitude: 0.25)
+        let rest = sine(frequency: 3000, sampleRate: 96_000, frames: frames, amplitude: 0.5)
+        var samples = [Int32](repeating: 0, count: frames * 64)
+        for frame in 0..<frames {
+            samples[frame * 64] = Int32((first[frame] * 32767).rounded())
+            samples[frame * 64 + 1] = Int32((second[frame] * 32767).rounded())
+            for channel in 2..<64 { samples[frame * 64 + channel] = Int32((rest[frame] * 32767).rounded()) }
+        }
+        try writeWAV(path, sampleRate: 96_000, channels: 64, bits: 16, samples: samples)
+
+        let sink = RecordingSink(channels: 2, capacityFrames: 4096, bite: 512)
+        let player = FilePlayer(path: path, sink: sink, outputSampleRate: 48_000, quality: .high)
+        player.start()
+        #expect(waitUntil(seconds: 5) { Self.feederNice() != nil || player.isDone })
+        let nice = Self.feederNice()
+        #expect(waitUntil(seconds: 20) { player.isDone })
+        #expect(player.isFinished)
+        let expected = min(19, (Self.nice(stat: "/proc/self/stat") ?? 0) + Int(FilePlayer.feederNiceIncrement))
+        #expect(nice == expected && FilePlayer.feederNiceIncrement > 10, "nice \(nice ?? -99), expected \(expected)")
+        let output = sink.samples
+        #expect(abs(output.count / 2 - 48_000) <= 2, "\(output.count / 2) frames")
+        let left = channel(output, 0, of: 2)
+        let right = channel(output, 1, of: 2)
+        let middle = 12_000..<36_000
+        #expect(abs(decibels(amplitude(of: 1000, in: left, range: middle, sampleRate: 48_000)) - decibels(0.5)) <= 0.1)
+        #expect(
+            abs(decibels(amplitude(of: 2000, in: right, range: middle, sampleRate: 48_000)) - decibels(0.25)) <= 0.1)
+        for signal in [left, right] {
+            #expect(decibels(amplitude(of: 3000, in: signal, range: middle, sampleRate: 48_000)) < -90)
+        }
+    }
+
+    /// The nice value of this process's "player feeder" thread, if one runs (/proc/self/task).
+    static func feederNice() -> Int? {
+        let tasks = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/task")) ?? []
+        for task in tasks {
+            let comm = (try? String(contentsOfFile: "/proc/self/task/\(task)/comm", encoding: .utf8)) ?? ""
+            if comm.trimmingCharacters(in: .whitespacesAndNewlines) == "player feeder" {
+                return nice(stat: "/proc/self/task/\(task)/stat")
+            }
+        }
+        return nil
+    }
+
+    /// Field 19 (nice) of a /proc stat file; the fields after "pid (comm)" start at 3.
+    static func nice(stat path: String) -> Int? {
+        guard let stat = try? String(contentsOfFile: path, encoding: .utf8), let close = stat.lastIndex(of: ")")
+        else { return nil }
+        let fields = stat[stat.index(after: close)...].split(separator: " ")
+        return fields.count > 16 ? Int(fields[16]) : nil
+    }
+
     @Test("a 1 kHz file is converted 48-fold in chunks of about a quarter ring, its tail too")
     func highRatioInBoundedChunks() throws {
         let directory = try TemporaryDirectory()
@@ -162,7 +222,8 @@ struct FilePlayerTests {
         #expect(abs(level - decibels(0.5)) <= 0.1, "100 Hz at \(level) dBFS")
     }
 
-    @Test("a file below 1 kHz or above 384 kHz is refused with unsupportedFormat; nothing is written",
+    @Test(
+        "a file below 1 kHz or above 384 kHz is refused with unsupportedFormat; nothing is written",
         arguments: [10, 999, 384_001])
     func rateOutsideBounds(rate: Int) throws {
         let directory = try TemporaryDirectory()
@@ -179,6 +240,35 @@ struct FilePlayerTests {
         #expect(player.error?.kind == .unsupportedFormat)
         #expect(player.error?.message.contains("1000...384000 Hz") == true, "\(String(describing: player.error))")
         #expect(player.framesRead == 0 && sink.samples.isEmpty && !sink.finished)
+    }
+
+    @Test(
+        "a file whose header changed after the probe (another rate or channel count) fails on the feeder; nothing is written"
+    )
+    func changedSinceProbe() throws {
+        let directory = try TemporaryDirectory()
+        let path = directory.file("changed.wav")
+        try writeWAV(
+            path, sampleRate: 96_000, channels: 1, bits: 16, samples: knownSignal(frames: 4800, channels: 1, bits: 16))
+        // The probe saw 48 kHz stereo: the budget counted that, so nothing else may play.
+        let probed = ProbedFile(file: try ReadOnlyFile(path: path), sampleRate: 48_000, channels: 2)
+        let sink = RecordingSink(channels: 2)
+        let player = FilePlayer(probed: probed, sink: sink, outputSampleRate: 48_000)
+        player.start()
+        #expect(waitUntil(seconds: 5) { player.isDone })
+        #expect(player.state == .failed && player.error?.kind == .corrupt)
+        #expect(
+            player.error?.message.contains(
+                "changed after recd read its header (2 channels at 48000 Hz then, 1 at 96000 Hz now)")
+                == true, "\(String(describing: player.error))")
+        #expect(sink.samples.isEmpty && !sink.finished)
+
+        let same = FilePlayer(
+            probed: ProbedFile(file: try ReadOnlyFile(path: path), sampleRate: 96_000, channels: 1), sink: sink,
+            outputSampleRate: 48_000)
+        same.start()
+        #expect(waitUntil(seconds: 5) { same.isDone })
+        #expect(same.isFinished)
     }
 
     @Test("a missing file fails on the feeder with .notFound; nothing is written")

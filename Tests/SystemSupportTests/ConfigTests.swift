@@ -220,6 +220,11 @@ private let fullExample = """
     #expect(config.session(named: "nope") == nil)
 }
 
+@Test func playerBudgetPerUser() throws {
+    #expect(try parse("[daemon]\n").daemon.playerLoadPerUser == SessionStore.defaultPlayerLoadPerUser)
+    #expect(try parse("[daemon]\nplayer_load_per_user = 8000000\n").daemon.playerLoadPerUser == 8_000_000)
+}
+
 @Test func shippedExampleConfigLoads() throws {
     let path = packageRoot.appendingPathComponent("config/recd.conf.example").path
     let config = try ConfigLoader.load(path: path, environment: [:])
@@ -409,6 +414,9 @@ private let badInputs: [BadInput] = [
     BadInput(
         name: "bad admin group", text: "[daemon]\nadmin_group = a b\n", line: 2,
         fragments: ["admin_group: \"a b\" is not a group name"]),
+    BadInput(
+        name: "player budget below one stereo player", text: "[daemon]\nplayer_load_per_user = 1000\n", line: 2,
+        fragments: ["[daemon] player_load_per_user: \"1000\" is out of range; use 192000...2000000000"]),
     BadInput(
         name: "invalid port name", text: "[port my mic]\ntype = lineIn\n", line: 1,
         fragments: ["\"my mic\" is not a valid port name", "A-Z a-z 0-9 . _ -"]),

@@ -118,7 +118,9 @@ private func sndfileSeek(_ offset: sf_count_t, _ whence: Int32, _ context: Unsaf
     case SEEK_END: base = cursor.length
     default: base = nil
     }
-    guard let base, cursor.seek(to: base + Int64(offset)) else { return -1 }
+    // The offset comes from chunk sizes in the file: a sum past Int64 is a failed seek, not a trap.
+    guard let base, case (let target, false) = base.addingReportingOverflow(Int64(offset)), cursor.seek(to: target)
+    else { return -1 }
     return sf_count_t(cursor.position)
 }
 
