@@ -124,6 +124,59 @@ private let attacker = #"""
             note(outcome(reply))
         held.append(s)
 
+    elif mode == "all":
+        # Every per-user limit at once: COUNT sessions asked for, verifies queued to the
+        # worker's limit and past it, non-reading watchers and idle connections until recd
+        # refuses, then CHANGES activations of the sessions (events to every watcher).
+        requests = connect()
+        f = requests.makefile("rwb")
+        def call(request):
+            f.write((json.dumps(request) + "\n").encode())
+            f.flush()
+            return outcome(json.loads(f.readline()))
+        for app in range(count):
+            note("set:" + call({"id": 0, "v": 2, "op": "session.set", "app": "all-%d" % app, "category": "ambient"}))
+        verifier = connect()
+        vf = verifier.makefile("rwb")
+        for i in range(8):
+            vf.write(b'{"id":%d,"v":2,"op":"archive.verify"}\n' % i)
+        vf.flush()
+        deadline = time.time() + 1
+        while time.time() < deadline:
+            reply = read_line(verifier, timeout=deadline - time.time())
+            if reply is None:
+                break
+            note("verify:" + outcome(reply))
+        held.append(verifier)
+        for i in range(70):
+            try:
+                s = connect(rcvbuf=4096)
+                answer = ask(s, b'{"id":1,"v":2,"op":"watch"}\n')
+                note("watch:" + answer)
+                if answer == "ok":
+                    held.append(s)
+                else:
+                    break
+            except OSError as e:
+                note("watch:error:" + e.__class__.__name__)
+                break
+        for i in range(70):
+            try:
+                s = connect()
+                answer = ask(s, b'{"id":1,"v":2,"op":"hello"}\n')
+                note("hello:" + answer)
+                if answer == "ok":
+                    held.append(s)
+                else:
+                    break
+            except OSError as e:
+                note("hello:error:" + e.__class__.__name__)
+                break
+        for i in range(changes):
+            op = "session.activate" if (i // 8) % 2 == 0 else "session.deactivate"
+            note("change:" + call({"id": i, "v": 2, "op": op, "app": "all-%d" % (i % 8)}))
+        held.append(requests)
+
     print(json.dumps(counts), flush=True)
     sys.stdin.read()
     """#
@@ -310,5 +363,89 @@ struct SharedBoxTests {
         #expect(waited < solo + job + 1.5, "root's export took \(waited) s beside nobody's verifies")
         // One running (or not yet taken when the rest came), four waiting, the rest refused.
         #expect((55...56).contains(summary["isBusy"]?.intValue ?? 0), "\(summary.jsonText)")
+    }
+
+    @Test(
+        "nobody uses every per-user limit at once (64 sessions, 16 players, its share of connections as non-reading watchers and idle ones, queued verifies, thousands of events): root's status answers in under 100 ms, root's logger records with no gap, recd stays under 256 MiB",
+        .timeLimit(.minutes(4)))
+    func everyLimitAtOnce() throws {
+        try #require(getuid() == 0, "this test drops to user nobody and needs root")
+        let period = 1024
+        let jack =
+            TestServer.isPipeWire ? nil : try PrivateJack(period: period, name: "recd-test-limits", realtime: true)
+        defer { jack?.stop() }
+        let (daemon, source, _) = try ReliabilityTests.counterLogger(
+            on: jack,
+            extraConfig: """
+
+                [port out]
+                type = lineOut
+                direction = output
+                jack = system:playback_1, system:playback_2
+
+                """)
+        defer { source.stop() }
+        daemon.openSocketToEveryone()
+        let pid = try #require(daemon.pid)
+        let archive = daemon.directory + "/archive"
+        try #require(daemon.recctl("record", "start", "logger").status == 0)
+
+        // Sixteen plays (8 a session, 16 a user: the count limits), 20 s each, nobody's files.
+        let nobody = try userIDs("nobody")
+        let files = (0..<16).map { daemon.directory + "/play-\($0).wav" }
+        let sox = try runTool(
+            "sox", ["-n", "-r", "48000", "-c", "2", "-b", "16", files[0], "synth", "20", "pinknoise"])
+        try #require(sox.status == 0, "sox: \(sox.stderr)")
+        try #require(chown(files[0], nobody.uid, nobody.gid) == 0)
+        for file in files.dropFirst() { try #require(link(files[0], file) == 0) }
+        for app in ["a", "b"] {
+            let set = try daemon.recctl(
+                "session", "set", app, "--category", "playback", "--options", "mixWithOthers", user: "nobody")
+            try #require(set.status == 0, "\(set.stderr)")
+        }
+        for (index, file) in files.enumerated() {
+            let play = try daemon.recctl("play", index < 8 ? "a" : "b", file, "--stream", "s\(index)", user: "nobody")
+            #expect(play.status == 0, "play \(index): \(play.stderr)")
+        }
+        let seventeenth = try daemon.recctl("play", "b", files[0], "--stream", "s16", user: "nobody")
+        #expect(seventeenth.status != 0, "a 17th play is refused")
+
+        // The rest at once, held: sessions to the limit and past it, verifies, watchers, idle
+        // connections, events.
+        let attack = try Attack(user: "nobody", socket: daemon.socket, mode: "all", count: 66, changes: 6_400)
+        defer { attack.release() }
+        let summary = try #require(attack.summary, "the attacker printed no summary")
+        print("nobody's every limit: \(summary.jsonText)")
+        #expect(summary["set:ok"]?.intValue == 62, "64 sessions a user (2 already): \(summary.jsonText)")
+        #expect(
+            summary["set:resourceNotAvailable"]?.intValue == 4,
+            "the 65th and later sessions refused: \(summary.jsonText)")
+        #expect(
+            summary["verify:isBusy"]?.intValue ?? 0 > 0, "verifies past the queue's limit refused: \(summary.jsonText)")
+        #expect(
+            summary["watch:resourceNotAvailable"]?.intValue == 1,
+            "connections past the share refused: \(summary.jsonText)")
+        #expect(summary["change:ok"]?.intValue == 6_400, "\(summary.jsonText)")
+
+        for _ in 0..<5 {
+            let status = try Self.rootStatus(daemon)
+            #expect(status.reply?["ok"] == true, "root's status: \(String(describing: status.reply))")
+            #expect(status.seconds < 0.1, "root's status took \(status.seconds) s")
+            usleep(200_000)
+        }
+        #expect(try daemon.recctl("status").status == 0)
+        let peak = BoundsTests.memory("VmHWM", of: pid)
+        print("recd's peak RSS under every limit: \(peak >> 20) MiB")
+        #expect(peak < 256 << 20, "recd's peak RSS \(peak >> 20) MiB")
+        attack.release()
+
+        try #require(daemon.recctl("record", "stop", "logger").status == 0)
+        #expect(try eventually(timeout: 10) { archiveFiles(archive).contains { $0.hasSuffix(".flac") } })
+        let file = try #require(archiveFiles(archive).first { $0.hasSuffix(".flac") })
+        let xruns = try daemon.xruns()
+        let gaps = try metaflacTag(file, "GAPS").flatMap { TrueTimeEndToEndTests.parseGaps($0) } ?? []
+        #expect(gaps.count <= xruns, "root's logger has gaps: \(gaps.prefix(10)) (JACK reported \(xruns) xruns)")
+        try ReliabilityTests.expectIntactCounter(
+            file, period: period, xruns: xruns, context: "under nobody's every limit")
     }
 }
