@@ -157,7 +157,9 @@ struct RcloneCopier: Sendable {
         let output = scratchDirectory + "/md5"
         try? FileSystem.removeIfPresent(output)
         try run(["md5sum"] + (download ? ["--download"] : []) + ["--output-file", output, path], isCancelled)
-        let text = (try? String(contentsOfFile: output, encoding: .utf8)) ?? ""
+        // rclone's answer for one file is one line: read no more than a few of them.
+        let bytes = (try? OwnedFile(output, .readOnlyNoFollow).read(count: 4096, at: 0)) ?? []
+        let text = String(decoding: bytes, as: UTF8.self)
         // `HASH  NAME`; a remote without the hash leaves the first column blank.
         let hash = String(text.prefix(32))
         return hash.count == 32 && hash.allSatisfy(\.isHexDigit) ? hash.lowercased() : nil

@@ -261,10 +261,13 @@ struct ChainTamperEndToEndTests {
         }
         /// Replaces the chain with `make`'s file, lets two rotations pass, and waits for recd to
         /// log `expected` about it.
-        func replaceChain(_ what: String, expected: String, _ make: () throws -> Void) throws {
+        func replaceChain(_ what: String, expected: String, _ make: (String) throws -> Void) throws {
             let said = logger.daemon.log.components(separatedBy: expected).count
-            try? FileManager.default.removeItem(atPath: chainPath)
-            try make()
+            // Made beside it and renamed over it in one step: removing the chain first would let
+            // recd make a new one in between (a segment finishes every second).
+            let beside = chainPath + ".replacement"
+            try make(beside)
+            #expect(rename(beside, chainPath) == 0, "rename over the chain: errno \(errno)")
             logger.waitForSegments(finished + 2)
             #expect(
                 eventually(timeout: 15) { logger.daemon.log.components(separatedBy: expected).count > said },
@@ -275,27 +278,27 @@ struct ChainTamperEndToEndTests {
         try "root's first line\nroot's last line".write(toFile: secret, atomically: true, encoding: .utf8)
         chmod(secret, 0o600)
         try replaceChain("a link to a root-only file", expected: "is a symbolic link") {
-            try FileManager.default.createSymbolicLink(atPath: chainPath, withDestinationPath: secret)
+            try FileManager.default.createSymbolicLink(atPath: $0, withDestinationPath: secret)
         }
         #expect(try String(contentsOfFile: secret, encoding: .utf8) == "root's first line\nroot's last line")
         // The signing key: untouched, and recd signs on with it after a restart.
         let keyPath = logger.state + "/archive-signing.key"
         let key = try #require(FileManager.default.contents(atPath: keyPath))
         try replaceChain("a link to the signing key", expected: "\(chain) is a symbolic link") {
-            try FileManager.default.createSymbolicLink(atPath: chainPath, withDestinationPath: keyPath)
+            try FileManager.default.createSymbolicLink(atPath: $0, withDestinationPath: keyPath)
         }
         #expect(FileManager.default.contents(atPath: keyPath) == key)
         // 20 MB of newlines: refused at its first line; recd's peak memory does not move.
         let before = memory(of: try #require(logger.daemon.pid))
         try replaceChain("20 MB of newlines", expected: "at entry 1 does not hold what recd signed") {
-            try Data(repeating: 0x0A, count: 20 << 20).write(to: URL(fileURLWithPath: chainPath))
+            try Data(repeating: 0x0A, count: 20 << 20).write(to: URL(fileURLWithPath: $0))
         }
         let after = memory(of: try #require(logger.daemon.pid))
         #expect(after.peak - before.peak < 20_000, "peak RSS \(before.peak) kB → \(after.peak) kB")
         #expect(try logger.status()["recorders"]?.arrayValue?.count == 1, "recording goes on")
         // A FIFO: the prover does not wait on it; SIGTERM stops recd promptly.
         try replaceChain("a FIFO", expected: "is a FIFO or device, not a regular file") {
-            #expect(mkfifo(chainPath, 0o644) == 0)
+            #expect(mkfifo($0, 0o644) == 0)
         }
         #expect(try logger.daemon.recctl("status").status == 0, "the control socket answers")
         let process = try #require(logger.daemon.process)
