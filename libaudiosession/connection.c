@@ -256,7 +256,7 @@ asi_io asi_connection_call(asi_connection *connection, const char *op, json_t *a
     json_object_set_new(request, "v", json_integer(ASI_PROTOCOL_VERSION));
     json_object_set_new(request, "op", json_string(op));
     /* recd words what to do in its errors for the interface the caller used: this one. */
-    json_object_set_new(request, "interface", json_string("c"));
+    json_object_set_new(request, "interface", json_string("libaudiosession"));
     if (arguments) json_object_update(request, arguments);
     json_decref(arguments);
     char *text = json_dumps(request, JSON_COMPACT);

@@ -187,6 +187,16 @@ static void deliver(as_session *session, const char *name, const json_t *event) 
     }
 }
 
+void asi_event(as_session *session, const json_t *message) {
+    const char *name = asi_string(message, "event");
+    if (!name || json_object_get(message, "id")) return;
+    mirror(session, name, message);
+    /* recd's JACK server came back: recd applied the sessions again, but attachments end with
+     * the server; make ours again before the application hears of it. */
+    if (strcmp(name, "mediaServicesWereReset") == 0) reattach(session);
+    deliver(session, name, message);
+}
+
 /* Delivers events until the connection fails or the session closes. */
 static void read_events(as_session *session, asi_connection *watch) {
     while (!closed(session)) {
@@ -196,14 +206,7 @@ static void read_events(as_session *session, asi_connection *watch) {
         free(reason);
         if (io == ASI_TIMED_OUT) continue;
         if (io == ASI_FAILED) return;
-        const char *name = asi_string(message, "event");
-        if (name && !json_object_get(message, "id")) {
-            mirror(session, name, message);
-            /* recd's JACK server came back: recd applied the sessions again, but attachments end
-             * with the server; make ours again before the application hears of it. */
-            if (strcmp(name, "mediaServicesWereReset") == 0) reattach(session);
-            deliver(session, name, message);
-        }
+        asi_event(session, message);
         json_decref(message);
     }
 }

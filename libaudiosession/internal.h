@@ -173,6 +173,10 @@ char *asi_unreachable(const as_session *session, const char *reason);
 bool asi_events_start(as_session *session);
 /* Ends the thread; no callback runs once it returns. */
 void asi_events_stop(as_session *session);
+/* One line of the watch connection: an event (an object with "event" and no "id") mirrored
+ * into the remembered state and delivered to the application's callback; anything else is
+ * passed over. */
+void asi_event(as_session *session, const json_t *message);
 
 /* Lets go of a reference (the handle's, a call's, a thread's); the last one frees. */
 void asi_release(as_session *session);
