@@ -131,6 +131,10 @@ let package = Package(
                 "TestSupport",
                 "Archive", "Devices", "Platform", "HTTPServer",
             ]),
-        .testTarget(name: "EndToEndTests", dependencies: ["ControlProtocol", "Platform", "TestSupport", "AudioSession"]),
+        .testTarget(
+            name: "EndToEndTests",
+            dependencies: [
+                "ControlProtocol", "ControlClient", "SessionPolicy", "Platform", "TestSupport", "AudioSession",
+            ]),
     ]
 )

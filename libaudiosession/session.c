@@ -653,7 +653,7 @@ as_status as_request_record_permission(as_session *handle, void (*callback)(int 
                       (asi_failure){AS_ERROR_UNSPECIFIED, asi_format("no thread to ask for permission: %s",
                                                                      strerror(error))});
     }
-    pthread_setname_np(thread, "audiosession ask");
+    pthread_setname_np(thread, "as-permission"); /* at most 15 bytes */
     return finish(session, ok());
 }
 

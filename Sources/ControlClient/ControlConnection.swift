@@ -90,7 +90,8 @@ public final class Connection {
         let id = nextID
         nextID += 1
         return try exchange(
-            command.request(id: id, interface: interface).body, id: id, passing: descriptors, timeout: timeout, onEvent: onEvent)
+            command.request(id: id, interface: interface).body, id: id, passing: descriptors, timeout: timeout,
+            onEvent: onEvent)
     }
 
     private func exchange(

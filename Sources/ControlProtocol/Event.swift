@@ -371,7 +371,8 @@ public struct RecordingEvent: Sendable, Equatable {
             ("previousPort", previousPort.map { .string($0) }), ("since", since.map { .string($0) }),
             ("frames", frames.map { .number(Double($0)) }), ("gaps", gaps.map { .number(Double($0)) }),
             ("position", position.map { .number(Double($0)) }), ("length", length.map { .number(Double($0)) }),
-            ("error", error.map { Wire.errorObject($0, for: .protocol) }), ("resumesWhen", resumesWhen.map { .string($0) }),
+            ("error", error.map { Wire.errorObject($0, for: .protocol) }),
+            ("resumesWhen", resumesWhen.map { .string($0) }),
             ("triggerDB", triggerDB.map { .number($0) }), ("holdSeconds", holdSeconds.map { .number($0) }),
         ]
         for case (let key, let value?) in extras { fields.append((key, value)) }

@@ -110,7 +110,8 @@ public struct SessionConfiguration: Equatable, Sendable {
         }
         if mode == .dualRoute && !options.contains(.allowBluetoothHFP) {
             throw .badParam(
-                "mode dualRoute requires option allowBluetoothHFP in the same call", remedy: .addOption(.allowBluetoothHFP))
+                "mode dualRoute requires option allowBluetoothHFP in the same call",
+                remedy: .addOption(.allowBluetoothHFP))
         }
         switch policy {
         case .independent:

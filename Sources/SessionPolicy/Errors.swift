@@ -129,7 +129,8 @@ public enum Remedy: Equatable, Sendable {
         case (.declareMicUsage, .protocol): "send one as \"micUsage\" with session.set"
         case (.configure(let app, let again), _):
             (again ? "configure it again with " : "create it with ") + Self.configuring(app, interface)
-        case (.stopStreamsOrForce(let app), .recctl): "stop them first (`recctl stop \(app)`) or deactivate with --force"
+        case (.stopStreamsOrForce(let app), .recctl):
+            "stop them first (`recctl stop \(app)`) or deactivate with --force"
         case (.stopStreamsOrForce, .protocol): "stop them first or send \"force\": true with session.deactivate"
         case (.stopStreamsOrForce(let app), .c), (.stopStreamsOrForce(let app), .swift):
             "stop them first (`recctl stop \(app)`)"
