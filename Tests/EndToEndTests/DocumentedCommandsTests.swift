@@ -57,10 +57,11 @@ final class DocumentedBlock: @unchecked Sendable {
 
     var output: String { (try? String(contentsOfFile: outputPath, encoding: .utf8)) ?? "" }
 
-    /// Ends the example (bash's child) and bash.
+    /// Ends the example and bash. SIGKILL: bash runs the block's last line by exec, and the
+    /// example inherits a signal mask with SIGTERM blocked from the thread that started bash.
     func stop() {
-        _ = try? runTool("pkill", ["-TERM", "-P", "\(process.processIdentifier)"])
-        if process.isRunning { process.terminate() }
+        _ = try? runTool("pkill", ["-KILL", "-P", "\(process.processIdentifier)"])
+        if process.isRunning { kill(process.processIdentifier, SIGKILL) }
         process.waitUntilExit()
     }
 }
