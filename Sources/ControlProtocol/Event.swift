@@ -1,6 +1,8 @@
 // The events recd pushes to watching clients, as one typed value each. recd builds an `Event`
-// and encodes it here, once; every client (the AudioSession library, libaudiosession through
-// it, recctl) decodes it here and switches on the case, so no one spells an event by hand.
+// and encodes it here, once; every Swift client (the AudioSession library, recctl) decodes it
+// here and switches on the case, so no one spells an event by hand. libaudiosession, in C,
+// reads the few events it turns into callbacks by name (libaudiosession/events.c), held to the
+// Swift library's notifications by CLibraryParityTests.
 //
 // `json` writes version 2's camelCase keys in the order docs/protocol.md lists and clients
 // have always seen; `WireKeys.line` gives a version-1 client its spellings of the encoded
