@@ -231,6 +231,7 @@ static bool watch(as_session *session, asi_connection *connection) {
 }
 
 static void *run(void *argument) {
+    pthread_setname_np(pthread_self(), "audiosession");
     as_session *session = argument;
     asi_connection connection;
     asi_connection_init(&connection);
@@ -272,7 +273,6 @@ bool asi_events_start(as_session *session) {
         return false;
     }
     session->has_thread = true;
-    pthread_setname_np(session->thread, "audiosession");
     struct timespec deadline;
     clock_gettime(CLOCK_MONOTONIC, &deadline);
     deadline.tv_sec += 1;

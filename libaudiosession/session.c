@@ -622,6 +622,8 @@ struct asking {
 };
 
 static void *ask_thread(void *argument) {
+    /* Named by itself: the thread is detached, and may be gone before its creator names it. */
+    pthread_setname_np(pthread_self(), "as-permission");
     struct asking *asking = argument;
     as_session *session = asking->session;
     int32_t permission = AS_RECORD_PERMISSION_UNDETERMINED;
@@ -653,7 +655,6 @@ as_status as_request_record_permission(as_session *handle, void (*callback)(int 
                       (asi_failure){AS_ERROR_UNSPECIFIED, asi_format("no thread to ask for permission: %s",
                                                                      strerror(error))});
     }
-    pthread_setname_np(thread, "as-permission"); /* at most 15 bytes */
     return finish(session, ok());
 }
 
