@@ -13,9 +13,9 @@ let package = Package(
         .executable(name: "recd", targets: ["recd"]),
         .executable(name: "recctl", targets: ["recctl"]),
         .executable(name: "recd-signal", targets: ["recd-signal"]),
-        // What applications link: the Swift AudioSession client, and libaudiosession.so for C.
+        // What Swift applications link. C applications link libaudiosession.so, a C library
+        // (libaudiosession/, built by scripts/build-libaudiosession: docs/audiosession.md).
         .library(name: "AudioSession", targets: ["AudioSession"]),
-        .library(name: "audiosession", type: .dynamic, targets: ["AudioSessionC"]),
         .executable(name: "audiosession-tone", targets: ["audiosession-tone"]),
         .executable(name: "audiosession-record", targets: ["audiosession-record"]),
     ],
@@ -98,27 +98,6 @@ let package = Package(
             dependencies: ["ControlClient", "ControlProtocol", "SessionPolicy", "Platform", "ArchiveProof"]),
         // The application library: AVAudioSession's calls and notifications over recd's protocol.
         .target(name: "AudioSession", dependencies: ["ControlClient", "ControlProtocol", "SessionPolicy", "Platform"]),
-        // libaudiosession.so's C functions (@_cdecl) over AudioSession; the header is include/audiosession.h.
-        // Its SONAME, libaudiosession.so.1: the ABI version C programs record (DT_NEEDED) and the
-        // Debian package libaudiosession1 is named for. scripts/audiosession-pc links the name to
-        // the build directory's libaudiosession.so; scripts/install installs under it.
-        // -static-stdlib: the Swift runtime and Foundation linked in (their symbols hidden by the
-        // toolchain's static-stdlib-args.lnk), so C programs run where no Swift toolchain is.
-        // SwiftPM's `--static-swift-stdlib` does not do it for a library (measured, Swift 6.3.1:
-        // only executables get it, and the library then fails to link). Objects compiled without
-        // `--static-swift-stdlib` (debug builds) do not name static Foundation's own libraries:
-        // the four -l below; -z defs turns any symbol still missing into a link error.
-        .target(
-            name: "AudioSessionC", dependencies: ["AudioSession", "ControlProtocol", "SessionPolicy"],
-            exclude: ["include"],
-            linkerSettings: [
-                .unsafeFlags([
-                    "-static-stdlib", "-lCoreFoundation", "-l_FoundationCShims", "-l_FoundationCollections",
-                    "-l_FoundationICU", "-Xlinker", "-z", "-Xlinker", "defs",
-                    "-Xlinker", "-soname", "-Xlinker", "libaudiosession.so.1",
-                ])
-            ]),
-
         .executableTarget(name: "recd", dependencies: ["Daemon"]),
         .executableTarget(name: "recctl", dependencies: ["RecctlKit"]),
         // A JACK client that plays known signals and captures ports: the tests' decks,
@@ -158,6 +137,9 @@ let package = Package(
         .testTarget(name: "NetworkAudioTests", dependencies: ["NetworkAudio", "Platform", "TestSupport"]),
         .testTarget(
             name: "EndToEndTests",
-            dependencies: ["ArchiveProof", "ControlProtocol", "Platform", "TestSupport", "AudioSession"]),
+            dependencies: [
+                "ArchiveProof", "ControlProtocol", "ControlClient", "SessionPolicy", "Platform", "TestSupport",
+                "AudioSession",
+            ]),
     ]
 )

@@ -27,7 +27,7 @@ public func protocolFuzz(_ data: UnsafePointer<UInt8>, _ size: Int) -> Int32 {
 func exercise(_ line: String) {
     switch Request.decode(line) {
     case .failure(let failure):
-        checkReply(Wire.failure(id: failure.id, failure.error), id: failure.id)
+        checkReply(Wire.failure(id: failure.id, failure.error, for: .protocol), id: failure.id)
     case .success(let request):
         // Every accessor the daemon uses, on every key the daemon reads.
         for key in [
@@ -47,7 +47,7 @@ func exercise(_ line: String) {
         do {
             _ = try request.string("app")
         } catch {
-            checkReply(Wire.failure(id: request.id, error), id: request.id)
+            checkReply(Wire.failure(id: request.id, error, for: request.interface), id: request.id)
         }
     }
 }

@@ -1,6 +1,6 @@
 // AVAudioSession for Linux applications: an application's audio session in recd, driven over
-// recd's control protocol (docs/audiosession.md). The one protocol client besides recctl; both
-// talk through ControlClient's Connection.
+// recd's control protocol (docs/audiosession.md). A protocol client beside recctl (both talk
+// through ControlClient's Connection) and libaudiosession, the C library with the same rules.
 //
 // Threads: every method may be called from any thread; calls are serialized on one request
 // connection. Notifications are delivered on the session's own thread ("audiosession"), in

@@ -69,7 +69,7 @@ final class SessionCore: Sendable {
             for attempt in 0..<2 {
                 if connection == nil {
                     do {
-                        connection = try Connection(candidates: candidates)
+                        connection = try Connection(candidates: candidates, interface: .swift)
                     } catch let error as Unreachable {
                         return .failure(unreachable(error.reason))
                     } catch {
@@ -125,7 +125,7 @@ final class SessionCore: Sendable {
         let body: @Sendable () -> Void = { [self] in
             let result: Result<RecordPermission, SessionError>
             do {
-                let connection = try Connection(candidates: candidates)
+                let connection = try Connection(candidates: candidates, interface: .swift)
                 let reply = try connection.call(.permissionRequest(app: app), timeout: nil)
                 if reply["ok"]?.boolValue == true {
                     result = .success(
@@ -173,7 +173,7 @@ final class SessionCore: Sendable {
         var everConnected = false
         var signalled = false
         while !closed.load(ordering: .sequentiallyConsistent) {
-            guard let watch = try? Connection(candidates: candidates),
+            guard let watch = try? Connection(candidates: candidates, interface: .swift),
                 (try? watch.call(.watch(app: app)))?["ok"]?.boolValue == true
             else {
                 if !signalled {

@@ -34,9 +34,13 @@ public final class Connection {
     private var buffer: [UInt8] = []
     private var nextID = 1
     public let path: String
+    /// Whose terms the caller reads recd's errors in: sent with every request.
+    public let interface: CallerInterface
 
-    /// Connects to the first candidate path that accepts.
-    public init(candidates: [String]) throws(Unreachable) {
+    /// Connects to the first candidate path that accepts; `interface` is the caller's (recctl,
+    /// the AudioSession library).
+    public init(candidates: [String], interface: CallerInterface) throws(Unreachable) {
+        self.interface = interface
         var reasons: [String] = []
         for path in candidates {
             let fd: Int32
@@ -86,7 +90,8 @@ public final class Connection {
         let id = nextID
         nextID += 1
         return try exchange(
-            command.request(id: id).body, id: id, passing: descriptors, timeout: timeout, onEvent: onEvent)
+            command.request(id: id, interface: interface).body, id: id, passing: descriptors, timeout: timeout,
+            onEvent: onEvent)
     }
 
     private func exchange(

@@ -515,8 +515,11 @@ public enum Command: Sendable, Equatable {
         return fields.pairs
     }
 
-    /// The request recctl sends: this command with `id` and the protocol version.
-    public func request(id: Int) -> Request { Request(id: id, op: op, arguments: arguments) }
+    /// The request a client sends: this command with `id`, the protocol version and the
+    /// caller's interface.
+    public func request(id: Int, interface: CallerInterface? = nil) -> Request {
+        Request(id: id, op: op, arguments: arguments, interface: interface)
+    }
 }
 
 extension InjectedDeviceEvent {

@@ -1,6 +1,8 @@
 // The events recd pushes to watching clients, as one typed value each. recd builds an `Event`
-// and encodes it here, once; every client (the AudioSession library, libaudiosession through
-// it, recctl) decodes it here and switches on the case, so no one spells an event by hand.
+// and encodes it here, once; every Swift client (the AudioSession library, recctl) decodes it
+// here and switches on the case, so no one spells an event by hand. libaudiosession, in C,
+// reads the few events it turns into callbacks by name (libaudiosession/events.c), held to the
+// Swift library's notifications by CLibraryParityTests.
 //
 // `json` writes version 2's camelCase keys in the order docs/protocol.md lists and clients
 // have always seen; `WireKeys.line` gives a version-1 client its spellings of the encoded
@@ -371,7 +373,8 @@ public struct RecordingEvent: Sendable, Equatable {
             ("previousPort", previousPort.map { .string($0) }), ("since", since.map { .string($0) }),
             ("frames", frames.map { .number(Double($0)) }), ("gaps", gaps.map { .number(Double($0)) }),
             ("position", position.map { .number(Double($0)) }), ("length", length.map { .number(Double($0)) }),
-            ("error", error.map(Wire.errorObject)), ("resumesWhen", resumesWhen.map { .string($0) }),
+            ("error", error.map { Wire.errorObject($0, for: .protocol) }),
+            ("resumesWhen", resumesWhen.map { .string($0) }),
             ("triggerDB", triggerDB.map { .number($0) }), ("holdSeconds", holdSeconds.map { .number($0) }),
         ]
         for case (let key, let value?) in extras { fields.append((key, value)) }

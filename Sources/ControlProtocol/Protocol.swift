@@ -78,10 +78,16 @@ public struct Request: Sendable {
     public var op: Op
     public var body: JSONValue
 
-    public init(id: Int, op: Op, arguments: [(String, JSONValue)] = []) {
+    /// A client's request. `interface` says whose terms the caller reads recd's errors in
+    /// (recctl's, a library's); nil leaves it out: the protocol's own.
+    public init(id: Int, op: Op, arguments: [(String, JSONValue)] = [], interface: CallerInterface? = nil) {
         self.id = .number(Double(id))
         self.op = op
-        self.body = .object([("id", .number(Double(id))), ("v", .number(Double(protocolVersion))), ("op", .string(op.rawValue))] + arguments)
+        let head: [(String, JSONValue)] = [
+            ("id", .number(Double(id))), ("v", .number(Double(protocolVersion))), ("op", .string(op.rawValue)),
+        ]
+        let caller: [(String, JSONValue)] = interface.map { [("interface", .string($0.rawValue))] } ?? []
+        self.body = .object(head + caller + arguments)
     }
 
     /// Validates a request line in a fixed order: JSON, object, id, version, op.
@@ -122,6 +128,13 @@ public struct Request: Sendable {
     /// The version the client speaks: its `"v"`, or 1 when it sent none (version 1 made `v`
     /// optional, so a request without one is a version-1 client's).
     public var version: Int { body["v"]?.intValue ?? 1 }
+
+    /// The interface the caller used (its `"interface"`), whose terms the remedies of recd's
+    /// errors are worded in. Absent, or a name this recd does not know (a newer client's): the
+    /// protocol's own terms, never a refusal.
+    public var interface: CallerInterface {
+        body["interface"]?.stringValue.flatMap(CallerInterface.init(rawValue:)) ?? .protocol
+    }
 
     private init(id: JSONValue, op: Op, body: JSONValue) {
         self.id = id
@@ -182,12 +195,17 @@ public struct RequestFailure: Error, Sendable {
 
 /// Reply and event lines.
 public enum Wire {
-    public static func errorObject(_ error: SessionError) -> JSONValue {
-        ["name": .string(error.code.name), "code": .number(Double(error.code.rawValue)), "message": .string(error.message)]
+    /// An error as the wire carries it, its message worded for a caller of `interface`.
+    public static func errorObject(_ error: SessionError, for interface: CallerInterface) -> JSONValue {
+        [
+            "name": .string(error.code.name), "code": .number(Double(error.code.rawValue)),
+            "message": .string(error.message(for: interface)),
+        ]
     }
 
-    public static func failure(id: JSONValue, _ error: SessionError) -> String {
-        JSONValue.object([("id", id), ("ok", false), ("error", errorObject(error))]).jsonText
+    /// A failed request's reply, its message worded for the interface the request came through.
+    public static func failure(id: JSONValue, _ error: SessionError, for interface: CallerInterface) -> String {
+        JSONValue.object([("id", id), ("ok", false), ("error", errorObject(error, for: interface))]).jsonText
     }
 
     public static func success(id: JSONValue, _ fields: [(String, JSONValue)] = []) -> String {
@@ -209,3 +227,7 @@ public enum Wire {
         return SessionError(code, object["message"]?.stringValue ?? "no message")
     }
 }
+
+/// The interface a request came through, whose terms recd words its errors' remedies in
+/// (SessionPolicy's; named here for the clients that import only the protocol).
+public typealias CallerInterface = SessionPolicy.CallerInterface

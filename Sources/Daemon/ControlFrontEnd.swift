@@ -96,7 +96,7 @@ final class ControlFrontEnd: ControlServerHandler, EventSink, @unchecked Sendabl
                 SessionError(
                     .resourceNotAvailable,
                     "uid \(uid) holds \(limit) control connections already, the most one user may; "
-                        + "close idle ones (stop a `recctl watch`) and retry"))
+                        + "close idle ones (stop a `recctl watch`) and retry"), for: .protocol)
         case .unreadOverUserBudget(let uid, let limit):
             message =
                 "uid \(uid)'s connections left more than \(Self.size(limit)) of replies and events unread; "
@@ -106,7 +106,7 @@ final class ControlFrontEnd: ControlServerHandler, EventSink, @unchecked Sendabl
                 "all control connections together left more than \(Self.size(limit)) of replies and events "
                 + "unread; this one, with the most, is closed: read what you watch, then reconnect"
         }
-        return Wire.failure(id: .null, SessionError(.badParam, message))
+        return Wire.failure(id: .null, SessionError(.badParam, message), for: .protocol)
     }
 
     /// "16 MiB", "64 KiB": a budget as a person writes it.
@@ -128,7 +128,8 @@ final class ControlFrontEnd: ControlServerHandler, EventSink, @unchecked Sendabl
         clients[client]?.lastHeard = SystemClock.monotonicSeconds()
         switch Request.decode(line) {
         case .failure(let failure):
-            send(Wire.failure(id: failure.id, failure.error), to: client)
+            // A line recd cannot read says nothing of its caller's interface: the protocol's terms.
+            send(Wire.failure(id: failure.id, failure.error, for: .protocol), to: client)
         case .success(let request):
             clients[client]?.version = request.version
             let began = Moment(waited: runQueue.waitedSeconds())
@@ -147,7 +148,8 @@ final class ControlFrontEnd: ControlServerHandler, EventSink, @unchecked Sendabl
                     break
                 }
                 let caller = Caller(
-                    client: client, peer: peer, gate: gate, reply: replier(to: client, id: request.id),
+                    client: client, peer: peer, gate: gate,
+                    reply: replier(to: client, id: request.id, interface: request.interface),
                     progress: progressSender(to: client, id: request.id))
                 switch try coordinator.run(command, from: caller, descriptors: &descriptors) {
                 case .now(let fields):
@@ -158,7 +160,7 @@ final class ControlFrontEnd: ControlServerHandler, EventSink, @unchecked Sendabl
                     pendingPermissions.append(PendingPermission(client: client, id: request.id, app: app))
                 }
             } catch {
-                send(Wire.failure(id: request.id, RequestGate.replyError(error)), to: client)
+                send(Wire.failure(id: request.id, RequestGate.replyError(error), for: request.interface), to: client)
             }
         }
     }
@@ -193,13 +195,13 @@ final class ControlFrontEnd: ControlServerHandler, EventSink, @unchecked Sendabl
                 + "other clients and the watchdog waited")
     }
 
-    /// A reply that comes later, from the control thread: `fields`, or the error. Dropped when
-    /// the client has gone (its ID is never used again).
-    private func replier(to client: ClientID, id: JSONValue) -> LaterReply {
+    /// A reply that comes later, from the control thread: `fields`, or the error worded for the
+    /// request's interface. Dropped when the client has gone (its ID is never used again).
+    private func replier(to client: ClientID, id: JSONValue, interface: CallerInterface) -> LaterReply {
         { [weak self] result in
             switch result {
             case .success(let fields): self?.send(Wire.success(id: id, fields), to: client)
-            case .failure(let error): self?.send(Wire.failure(id: id, error), to: client)
+            case .failure(let error): self?.send(Wire.failure(id: id, error, for: interface), to: client)
             }
         }
     }
@@ -253,7 +255,8 @@ final class ControlFrontEnd: ControlServerHandler, EventSink, @unchecked Sendabl
                     SessionError(
                         .badParam,
                         "connection closed after \(Int(idleTimeout)) s without a request, a watch or anything held; "
-                            + "connect again for the next request (`[daemon] idle_client_timeout`)")),
+                            + "connect again for the next request (`[daemon] idle_client_timeout`)"),
+                    for: .protocol),
                 to: id)
             link.close(id, afterFlush: true)
         }

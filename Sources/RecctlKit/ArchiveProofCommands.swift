@@ -192,7 +192,7 @@ enum ArchiveProofCommands {
     private static func askArchiveDirectory(globals: GlobalOptions, environment: [String: String]) -> Asked {
         let candidates = ControlSocket.candidates(globals.socket, environment: environment)
         do {
-            let connection = try Connection(candidates: candidates)
+            let connection = try Connection(candidates: candidates, interface: .recctl)
             let reply = try connection.call(.status)
             let daemon = try StatusInfo(json: reply).daemon
             return .success(archive: daemon.archiveDir, state: daemon.stateDir)

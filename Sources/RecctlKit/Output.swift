@@ -14,7 +14,7 @@ struct Output {
 
     func failure(_ error: SessionError) {
         if json {
-            emit(JSONValue.object([("error", Wire.errorObject(error))]).jsonText)
+            emit(JSONValue.object([("error", Wire.errorObject(error, for: .recctl))]).jsonText)
         }
         printError("error: \(error.code.name) (\(error.code.rawValue)): \(error.message)\n")
     }

@@ -244,7 +244,7 @@ public enum Recctl {
         let candidates = ControlSocket.candidates(globals.socket, environment: environment)
         let connection: Connection
         do {
-            connection = try Connection(candidates: candidates)
+            connection = try Connection(candidates: candidates, interface: .recctl)
         } catch {
             printError("error: cannot reach recd (looked at \(error.tried.joined(separator: ", "))): \(error.reason). Is recd running? Start it with scripts/run or `systemctl start recd`, or pass --socket PATH.\n")
             return 3

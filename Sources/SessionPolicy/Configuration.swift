@@ -104,10 +104,14 @@ public struct SessionConfiguration: Equatable, Sendable {
                     + allowed.map(\.rawValue).joined(separator: " or "))
         }
         if category == .multiRoute && options.contains(.allowBluetoothHFP) && mode != .dualRoute {
-            throw .badParam("option allowBluetoothHFP is accepted with category multiRoute only in mode dualRoute; add --mode dualRoute or drop the option")
+            throw .badParam(
+                "option allowBluetoothHFP is accepted with category multiRoute only in mode dualRoute",
+                remedy: .addModeOrDropOption(.dualRoute))
         }
         if mode == .dualRoute && !options.contains(.allowBluetoothHFP) {
-            throw .badParam("mode dualRoute requires option allowBluetoothHFP in the same call; add --options allowBluetoothHFP")
+            throw .badParam(
+                "mode dualRoute requires option allowBluetoothHFP in the same call",
+                remedy: .addOption(.allowBluetoothHFP))
         }
         switch policy {
         case .independent:

@@ -77,9 +77,10 @@ public struct SessionStore: Equatable, Sendable {
     public func session(_ app: String) throws(SessionError) -> Session {
         if let session = sessions[app] { return session }
         if deleted.contains(app) {
-            throw SessionError(.expiredSession, "session \(app) was deleted; configure it again with `recctl session set \(app) --category ...`")
+            throw SessionError(
+                .expiredSession, "session \(app) was deleted", remedy: .configure(app: app, again: true))
         }
-        throw SessionError(.expiredSession, "no session \(app); create it with `recctl session set \(app) --category ...`")
+        throw SessionError(.expiredSession, "no session \(app)", remedy: .configure(app: app, again: false))
     }
 
     public func permission(_ app: String) -> RecordPermission { permissions[app] ?? .undetermined }
@@ -273,8 +274,8 @@ public struct SessionStore: Equatable, Sendable {
     private static func missingEntitlement(_ app: String, _ category: Category) -> SessionError {
         SessionError(
             .missingEntitlement,
-            "\(app) uses the input (category \(category.rawValue)) but declares no microphone usage description; "
-                + "set one with --mic-usage TEXT")
+            "\(app) uses the input (category \(category.rawValue)) but declares no microphone usage description",
+            remedy: .declareMicUsage)
     }
 
     /// Activation arbitration (SPEC §3), shared by `activate` and `configure` of an active
@@ -357,7 +358,7 @@ public struct SessionStore: Equatable, Sendable {
         if session.streamsRunning && !force {
             throw SessionError(
                 .isBusy,
-                "\(app) still has running players or recorders; stop them first or deactivate with --force")
+                "\(app) still has running players or recorders", remedy: .stopStreamsOrForce(app: app))
         }
         var effects: [PolicyEffect] = []
         if session.streamsRunning { effects.append(.stopStreams(app: app, reason: .stop)) }
@@ -829,7 +830,8 @@ public struct SessionStore: Equatable, Sendable {
             throw SessionError(.incompatibleCategory, "category \(category.rawValue) cannot record; set record, playAndRecord or multiRoute")
         }
         if (session.micUsage ?? "").isEmpty {
-            throw SessionError(.missingEntitlement, "\(app) declares no microphone usage description; set one with --mic-usage TEXT")
+            throw SessionError(
+                .missingEntitlement, "\(app) declares no microphone usage description", remedy: .declareMicUsage)
         }
         switch permission(app) {
         case .granted: return

@@ -193,7 +193,7 @@ struct CommandTests {
     @Test("replies carry id, ok and the error's name, code and message; clients decode them back")
     func replies() throws {
         let error = SessionError(.notSessionOwner, "session a belongs to uid 0")
-        let failure = try JSONValue.parse(Wire.failure(id: .number(3), error))
+        let failure = try JSONValue.parse(Wire.failure(id: .number(3), error, for: .recctl))
         #expect(failure["id"] == .number(3) && failure["ok"] == .bool(false))
         #expect(failure["error"]?["name"] == "notSessionOwner")
         #expect(failure["error"]?["code"]?.intValue == Int(ErrorCode.notSessionOwner.rawValue))

@@ -41,9 +41,12 @@ enum Examples {
     static var tone: String { productsDirectory.appendingPathComponent("audiosession-tone").path }
     static var record: String { productsDirectory.appendingPathComponent("audiosession-record").path }
 
-    /// Writes audiosession.pc for the build directory (scripts/audiosession-pc) and compiles
-    /// examples/c/NAME.c (or `source`) with `cc $(pkg-config --cflags --libs audiosession) -ljack -lm`.
-    static func compileC(_ name: String, into directory: String, source: String? = nil) throws -> String {
+    /// Builds libaudiosession.so in the build directory and writes its audiosession.pc
+    /// (scripts/audiosession-pc), then compiles examples/c/NAME.c (or `source`) with
+    /// `cc $(pkg-config --cflags --libs audiosession) -ljack -lm` and `extra` flags.
+    static func compileC(_ name: String, into directory: String, source: String? = nil, extra: [String] = []) throws
+        -> String
+    {
         let script = ExternalTools.packageRoot + "/scripts/audiosession-pc"
         let pc = try ExternalTools.runExecutable(script, [productsDirectory.path, directory])
         try #require(pc.status == 0, "\(pc.stderr)")
@@ -54,7 +57,7 @@ enum Examples {
         let binary = directory + "/" + name
         let source = source ?? ExternalTools.packageRoot + "/examples/c/\(name).c"
         let compiled = try ExternalTools.run(
-            "cc", ["-Wall", "-Werror", source, "-o", binary] + words + ["-ljack", "-lm"])
+            "cc", ["-Wall", "-Werror", source, "-o", binary] + words + ["-ljack", "-lm"] + extra)
         try #require(compiled.status == 0, "cc failed: \(compiled.stderr)")
         return binary
     }

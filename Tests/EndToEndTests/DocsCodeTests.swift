@@ -90,7 +90,7 @@ struct DocsCodeTests {
         defer { try? FileManager.default.removeItem(atPath: directory) }
         let source = directory + "/snippet.c"
         try blocks[0].write(toFile: source, atomically: true, encoding: .utf8)
-        let include = ExternalTools.packageRoot + "/Sources/AudioSessionC/include"
+        let include = ExternalTools.packageRoot + "/libaudiosession"
         let failed = try ExternalTools.run("cc", ["-Wall", "-Werror", "-fsyntax-only", "-I", include, source])
         #expect(failed.status != 0, "a snippet compiled: \(failed.stdout)")
         #expect(!failed.stderr.contains("No such file"), "the header was not found: \(failed.stderr)")

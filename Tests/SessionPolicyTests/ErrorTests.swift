@@ -242,3 +242,44 @@ struct ErrorMessageTests {
         }
     }
 }
+
+/// What to do is said in the caller's terms: one remedy, four wordings, none of them another
+/// interface's (a C program is never told to pass a recctl flag).
+@Suite("remedies worded for the caller's interface")
+struct RemedyWordingTests {
+    static let remedies: [Remedy] = [
+        .declareMicUsage, .configure(app: "radio", again: false), .configure(app: "radio", again: true),
+        .stopStreamsOrForce(app: "radio"), .addModeOrDropOption(.dualRoute), .addOption(.allowBluetoothHFP),
+    ]
+
+    @Test("each interface's words name only its own API", arguments: remedies)
+    func ownTermsOnly(_ remedy: Remedy) {
+        let recctl = remedy.words(for: .recctl), c = remedy.words(for: .c)
+        let swift = remedy.words(for: .swift), wire = remedy.words(for: .protocol)
+        // Neither library can force a deactivation or stop players (recctl starts those): both
+        // point at recctl alike. Every other remedy has words of each interface's own.
+        if case .stopStreamsOrForce = remedy {
+            #expect(c == swift && Set([recctl, c, wire]).count == 3)
+        } else {
+            #expect(Set([recctl, c, swift, wire]).count == 4, "\(remedy): two interfaces share words")
+        }
+        for words in [c, swift, wire] { #expect(!words.contains("--"), "\(remedy): \(words)") }
+        for words in [recctl, swift, wire] { #expect(!words.contains("as_") && !words.contains("AS_"), "\(words)") }
+        for words in [recctl, c, wire] { #expect(!words.contains("AudioSession(") && !words.contains("setCategory")) }
+    }
+
+    @Test("the message joins the detail and the remedy; recctl's (and the log's) is the default")
+    func messages() {
+        let error = SessionError(
+            .missingEntitlement, "radio declares no microphone usage description", remedy: .declareMicUsage)
+        #expect(error.message == "radio declares no microphone usage description; set one with --mic-usage TEXT")
+        #expect(
+            error.message(for: .c)
+                == "radio declares no microphone usage description; pass one as as_session_new's mic_usage argument "
+                + "(a new session), then call as_set_category again")
+        #expect(error.message(for: .protocol).hasSuffix("; send one as \"micUsage\" with session.set"))
+        #expect(SessionError(.badParam, "plain").message(for: .c) == "plain")
+        #expect(
+            CallerInterface(rawValue: "libaudiosession") == .c && CallerInterface(rawValue: "AudioSession") == .swift)
+    }
+}

@@ -25,7 +25,8 @@ static void on_permission(int granted, void *user) {
 }
 
 static void on_interruption(uint32_t type, uint32_t options, uint32_t reason, void *user) {
-    printf("interruption %s reasonCode=%u\n", type == AS_INTERRUPTION_TYPE_BEGAN ? "began" : "ended", reason);
+    printf("interruption %s reason=%s options=%s\n", as_interruption_type_name(type), as_interruption_reason_name(reason),
+           as_interruption_options_name(options));
     fflush(stdout);
 }
 

@@ -24,14 +24,13 @@ static int process(jack_nframes_t frames, void *arg) {
 }
 
 static void on_interruption(uint32_t type, uint32_t options, uint32_t reason, void *user) {
-    static const char *reasons[] = {"default", "?", "builtInMicMuted", "?", "routeDisconnected"};
-    printf("interruption %s reason=%s options=%s\n", type == AS_INTERRUPTION_TYPE_BEGAN ? "began" : "ended",
-           reason <= 4 ? reasons[reason] : "?", options & AS_INTERRUPTION_OPTION_SHOULD_RESUME ? "shouldResume" : "none");
+    printf("interruption %s reason=%s options=%s\n", as_interruption_type_name(type), as_interruption_reason_name(reason),
+           as_interruption_options_name(options));
     fflush(stdout);
 }
 
 static void on_route_change(uint32_t reason, const char *previous_route_json, void *user) {
-    printf("routeChange reasonCode=%u previous=%s\n", reason, previous_route_json);
+    printf("routeChange reason=%s previous=%s\n", as_route_change_reason_name(reason), previous_route_json);
     fflush(stdout);
 }
 

@@ -3,6 +3,7 @@
  *
  *   cc app.c $(pkg-config --cflags --libs audiosession) -ljack
  *
+ * A C library (libc, libpthread and libjansson; nothing else): it exports these functions only.
  * Every call may be made from any thread. Callbacks run on the library's own thread (one
  * per session, named "audiosession"), one at a time, in the order recd sent the events; a
  * callback may call the session's functions. Never from JACK's process thread.
@@ -41,6 +42,7 @@ typedef int32_t as_status;
 #define AS_ERROR_MISSING_ENTITLEMENT 1701737535     /* 'ent?' */
 #define AS_ERROR_MEDIA_SERVICES_FAILED 1836282486  /* 'msrv': recd (or JACK) is not there */
 #define AS_ERROR_NOT_SESSION_OWNER 560953198       /* '!own' (recd's own) */
+#define AS_ERROR_NOT_ADMINISTRATOR 560030829       /* '!adm' (recd's own) */
 #define AS_ERROR_UNSPECIFIED 2003329396            /* 'what' */
 
 /* Category options (AVAudioSession.CategoryOptions values), or-ed together. */
@@ -89,13 +91,37 @@ as_session *as_session_new(const char *app, const char *socket_path, const char 
 /* Closes the connections (attachments end) and the thread; no callback runs after it returns. */
 void as_session_free(as_session *session);
 
-/* The message of the last failed call on this session (any thread), valid until the next one. */
+/* The message of the last failed call on this session (any thread), valid until the next one;
+ * "no error" before the first. recd words what to do in this library's terms ("pass a
+ * microphone usage description to as_session_new"). */
 const char *as_last_error_message(as_session *session);
-/* The symbolic name of a code ("badParam", "mediaServicesFailed", ...); a static string. */
+
+/* The names of the values above, as recd and recctl print them; each a static string, "unknown"
+ * for a value the library does not know (a newer recd may send one). */
+/* An error code: "badParam", "mediaServicesFailed", ... */
 const char *as_error_name(as_status code);
+/* One AS_OPTION_*: "mixWithOthers", "allowBluetoothHFP", ... (not an or-ed set). */
+const char *as_category_option_name(uint64_t option);
+/* AS_SET_ACTIVE_NOTIFY_OTHERS_ON_DEACTIVATION: "notifyOthersOnDeactivation". */
+const char *as_set_active_option_name(uint32_t option);
+/* AS_RECORD_PERMISSION_*: "undetermined", "denied", "granted". */
+const char *as_record_permission_name(int32_t permission);
+/* AS_INTERRUPTION_TYPE_*: "began", "ended". */
+const char *as_interruption_type_name(uint32_t type);
+/* An interruption callback's options: "shouldResume", or "none" for 0. */
+const char *as_interruption_options_name(uint32_t options);
+/* AS_INTERRUPTION_REASON_*: "default", "builtInMicMuted", "routeDisconnected". */
+const char *as_interruption_reason_name(uint32_t reason);
+/* AS_ROUTE_CHANGE_*: "newDeviceAvailable", "oldDeviceUnavailable", ... ("unknown" is also 0's). */
+const char *as_route_change_reason_name(uint32_t reason);
+/* AS_SILENCE_SECONDARY_AUDIO_HINT_*: "begin", "end". */
+const char *as_silence_secondary_audio_hint_name(uint32_t type);
 
 /* category and mode are the wire names ("playback", "default"; mode NULL: default);
- * options AS_OPTION_* or-ed; policy NULL: "default". */
+ * options AS_OPTION_* or-ed; policy NULL: "default". recd adds the options a choice implies
+ * (docs/protocol.md, "Implied options"): category ambient, duckOthers and
+ * interruptSpokenAudioAndMixWithOthers add mixWithOthers; mode voiceChat adds allowBluetoothHFP,
+ * videoChat allowBluetoothHFP and defaultToSpeaker. */
 as_status as_set_category(as_session *session, const char *category, const char *mode, uint64_t options,
                           const char *policy);
 as_status as_set_active(as_session *session, int active, uint32_t options);
@@ -140,7 +166,9 @@ as_status as_attach(as_session *session, const char *jack_client, const char *co
                     const char *const *capture_ports, size_t capture_count);
 as_status as_detach(as_session *session, const char *jack_client);
 
-/* Callbacks (NULL removes one). They run on the session's thread. */
+/* Callbacks (NULL removes one). They run on the session's thread. Their codes are the
+ * AS_INTERRUPTION_*, AS_ROUTE_CHANGE_* and AS_SILENCE_SECONDARY_AUDIO_HINT_* values; the
+ * as_*_name functions above name them. */
 as_status as_set_interruption_callback(as_session *session,
                                        void (*callback)(uint32_t type, uint32_t options, uint32_t reason, void *user),
                                        void *user);
