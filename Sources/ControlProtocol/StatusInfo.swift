@@ -415,10 +415,8 @@ public struct StatusInfo: ReplyObject {
     public var clock: Clock?
     /// The most sessions `status` lists: past it the reply lists the active ones first, then
     /// the rest by app name, and `sessionCount` says how many there are (`session.list` pages
-    /// through all of them). Sixteen: one user who is not an administrator may hold 64
-    /// sessions, and a session object is over 1 KB; root's `status` must answer within a
-    /// glance's time however many sessions others made.
-    public static let maxListedSessions = 16
+    /// through all of them).
+    public static let maxListedSessions = 100
 
     /// At most `maxListedSessions` of the sessions.
     public var sessions: [SessionInfo]

@@ -224,15 +224,17 @@ private final class Attack {
 
 @Suite("per-user budgets on a shared box", .serialized)
 struct SharedBoxTests {
-    /// Root's `status` over a new connection: connect, ask, read, timed; and the reply.
+    /// Root's `status` over a new connection: connect, ask, read the whole line, timed; and the
+    /// reply (parsed after the clock stops: this test's debug-built JSON parser is not recd).
     static func rootStatus(_ daemon: Daemon) throws -> (seconds: Double, reply: JSONValue?) {
         let clock = ContinuousClock()
-        var reply: JSONValue?
+        var line: String?
         let took = try clock.measure {
             let client = try RawClient(path: daemon.socket)
             client.send(#"{"id":1,"v":2,"op":"status"}"# + "\n")
-            reply = client.readJSON()
+            line = client.readLine()
         }
+        let reply = line.flatMap { try? JSONValue.parse($0) }
         return (Double(took.components.seconds) + Double(took.components.attoseconds) / 1e18, reply)
     }
 
@@ -429,6 +431,7 @@ struct SharedBoxTests {
 
         for _ in 0..<5 {
             let status = try Self.rootStatus(daemon)
+            print("root's status under every limit: \(String(format: "%.1f", status.seconds * 1000)) ms")
             #expect(status.reply?["ok"] == true, "root's status: \(String(describing: status.reply))")
             #expect(status.seconds < 0.1, "root's status took \(status.seconds) s")
             usleep(200_000)
