@@ -382,6 +382,7 @@ enum SessionDeclarations {
             session.background = decl.background
             session.autoResume = decl.autoResume
             session.declaredInConfig = true
+            if case .port(let name) = decl.record { session.declaredInput = name } else { session.declaredInput = nil }
             store.insert(session, configuration: configuration, preferences: session.preferences, inputMuted: session.inputMuted)
             if let permission = decl.permission, store.permission(decl.app) == .undetermined {
                 _ = store.setPermission(app: decl.app, permission)

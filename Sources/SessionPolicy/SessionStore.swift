@@ -571,10 +571,7 @@ public struct SessionStore: Equatable, Sendable {
         var effects: [PolicyEffect] = []
         for app in sessions.keys.sorted() where only == nil || only == app {
             let session = sessions[app]!
-            let request = RouteRequest(
-                configuration: session.configuration, preferredInput: session.preferences.preferredInput,
-                overrideSpeaker: session.overrideSpeaker, region: region)
-            let route = RouteChooser.choose(ports: ports, for: request)
+            let route = RouteChooser.choose(ports: ports, for: routeRequest(session))
             let category = session.configuration.category
             let unsuitable = (category.hasOutput && route.outputs.isEmpty) || (category.hasInput && !category.hasOutput && route.inputs.isEmpty)
             let changed = route != session.route
@@ -586,10 +583,18 @@ public struct SessionStore: Equatable, Sendable {
         return effects
     }
 
+    /// What route choice knows of `session`: its configuration, preferences, override and
+    /// declared recorder's input.
+    private func routeRequest(_ session: Session) -> RouteRequest {
+        RouteRequest(
+            configuration: session.configuration, preferredInput: session.preferences.preferredInput,
+            overrideSpeaker: session.overrideSpeaker, region: region, declaredInput: session.declaredInput)
+    }
+
     /// The capture bandwidth of each input of a session's current route.
     public func bandwidths(app: String) -> [(port: String, bandwidth: CaptureBandwidth)] {
         guard let session = sessions[app] else { return [] }
-        let request = RouteRequest(configuration: session.configuration, preferredInput: session.preferences.preferredInput, region: region)
+        let request = routeRequest(session)
         return session.route.inputs.compactMap { name in
             ports.first { $0.name == name }.map { (name, RouteChooser.bandwidth(of: $0, for: request)) }
         }
