@@ -353,8 +353,11 @@ enum SessionDeclarations {
     }
 
     /// The store at start-up: config ports (unavailable until the engine sees them),
-    /// persisted sessions and permissions, then config declarations on top.
-    static func makeStore(config: RecdConfig, persisted: PersistedState) -> SessionStore {
+    /// persisted sessions and permissions, then config declarations on top. A persisted session
+    /// was last used when its record says, or (a state file of an older recd) `now`.
+    static func makeStore(
+        config: RecdConfig, persisted: PersistedState, now: Double = SessionCoordinator.wallSeconds()
+    ) -> SessionStore {
         var store = SessionStore(duckLevelDB: config.policy.duckLevelDB, region: config.daemon.region, ports: portStates(config))
         for record in persisted.sessions {
             var session = Session(app: record.app, ownerUID: record.ownerUID)
@@ -372,6 +375,7 @@ enum SessionDeclarations {
             session.prefersNoInterruptionsFromSystemAlerts = record.prefersNoSystemAlerts
             session.prefersEchoCancelledInput = record.prefersEchoCancelledInput
             store.insert(session, configuration: record.configuration, preferences: record.preferences, inputMuted: record.inputMuted)
+            store.noteUse(of: record.app, at: record.lastUsed ?? now)
         }
         for (app, permission) in persisted.permissions { _ = store.setPermission(app: app, permission) }
         for case .success(let (decl, configuration)) in check(config) {

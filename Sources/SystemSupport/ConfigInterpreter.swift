@@ -11,7 +11,7 @@ enum ConfigSectionKind: String, CaseIterable {
 
     var keys: [String] {
         switch self {
-        case .daemon: ["socket", "state_dir", "admin_group", "region", "idle_client_timeout"]
+        case .daemon: ["socket", "state_dir", "admin_group", "region", "idle_client_timeout", "session_expiry_days"]
         case .jack: ["server", "client_name", "allow_buffer_size_changes"]
         case .archive:
             [
@@ -174,6 +174,7 @@ struct ConfigInterpreter {
         daemon.stateDir =
             stateDir ?? ConfigDefaults.stateDir(environment: environment, isRoot: isRoot)
         archive.dir = archiveDir ?? ConfigDefaults.archiveDir(stateDir: daemon.stateDir)
+        if http.listenLine == 0 { http.listen = ConfigDefaults.listen(environment: environment, isRoot: isRoot) }
         var config = RecdConfig(
             daemon: daemon, jack: jack, archive: archive,
             policy: policy, ports: ports, sessions: sessions, source: source)
@@ -239,6 +240,9 @@ struct ConfigInterpreter {
             allowedText: ConfigName.allowedText, in: &issues)
         if let timeout = fields["idle_client_timeout"]?.integer(in: 10...86_400, in: &issues) {
             daemon.idleClientTimeout = timeout
+        }
+        if let days = fields["session_expiry_days"]?.number(in: DaemonSection.sessionExpiryDaysRange, in: &issues) {
+            daemon.sessionExpiryDays = days
         }
     }
 
