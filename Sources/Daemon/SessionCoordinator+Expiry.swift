@@ -8,7 +8,6 @@
 //
 // Threads: the control thread.
 import Archive
-import ControlProtocol
 import Platform
 import SessionPolicy
 import SystemSupport
@@ -37,8 +36,8 @@ extension SessionCoordinator {
         for app in store.expired(at: now, idle: days * 86_400) {
             let since = store.lastUsed[app].map { UTCTime(nanosecondsSinceEpoch: Int64($0 * 1e9)).iso8601 } ?? "?"
             Log.notice(
-                "session \(app) expired: its application has not been seen since \(since) "
-                    + "([daemon] session_expiry_days = \(JSONValue.format(days))); removed with its saved state")
+                "session \(app) expired: its application has not been seen since \(since), "
+                    + "for at least \(Self.durationText(days: days)) ([daemon] session_expiry_days); removed with its saved state")
             do {
                 apply(try store.delete(app: app))
             } catch {
@@ -50,5 +49,18 @@ extension SessionCoordinator {
         if now - lastUseSaved >= 3600, store.lastUsed.values.contains(where: { $0 > lastUseSaved }) {
             save()
         }
+    }
+
+    /// `days` as a person writes it: "3.5 s", "12 min", "6 h", "1 day", "7 days".
+    static func durationText(days: Double) -> String {
+        func number(_ value: Double) -> String {
+            let tenths = (value * 10).rounded()
+            return tenths.truncatingRemainder(dividingBy: 10) == 0 ? "\(Int(tenths / 10))" : "\(tenths / 10)"
+        }
+        let seconds = days * 86_400
+        if seconds < 60 { return number(seconds) + " s" }
+        if seconds < 3600 { return number(seconds / 60) + " min" }
+        if seconds < 86_400 { return number(seconds / 3600) + " h" }
+        return number(days) + (number(days) == "1" ? " day" : " days")
     }
 }

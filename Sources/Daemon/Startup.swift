@@ -87,7 +87,7 @@ public enum Recd {
                             + "rclone) or set [replicate] rclone: until then segments wait and retention keeps them")
                 }
             }
-            print(config.http.listen.map { "http: listen \($0)" + (config.http.tokenFile.map { ", token_file \($0)" } ?? "") } ?? "http: off (listen = no)")
+            print(config.http.listen.map { "http: listen \($0)" + (config.http.tokenFile.map { ", token_file \($0)" } ?? "") } ?? "http: off (\(httpOffReason(config)))")
             return 0
         }
         if let socketOverride { config.daemon.socket = socketOverride }
@@ -111,6 +111,12 @@ public enum Recd {
     }
 
     /// Loads the config and checks what the loader leaves to the policy (session tables).
+    /// Why there is no HTTP listener: the config said no, or a user's recd opens one only when asked.
+    static func httpOffReason(_ config: RecdConfig) -> String {
+        config.http.listenLine > 0
+            ? "listen = no" : "a user's recd listens only when [http] listen = 127.0.0.1:PORT asks"
+    }
+
     static func loadConfig(path: String?, environment: [String: String]) -> (RecdConfig?, [String]) {
         let config: RecdConfig
         do {
@@ -229,6 +235,7 @@ public enum Recd {
             Log.warning("HTTP listener off: \(error.message)")
         }
         if let http { Log.notice("HTTP listener on \(http.address.isIPv6 ? "[\(http.address.host)]" : http.address.host):\(http.port)") }
+        if config.http.listen == nil { Log.notice("HTTP listener off (\(httpOffReason(config)))") }
         Log.notice("recd \(recdVersion) listening on \(config.daemon.socket) (config: \(config.source), state: \(config.daemon.stateDir))")
         try? SystemdNotify.ready(status: "listening on \(config.daemon.socket)")
         server.run(handler: frontEnd)
