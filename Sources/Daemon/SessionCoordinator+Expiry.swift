@@ -36,8 +36,8 @@ extension SessionCoordinator {
         for app in store.expired(at: now, idle: days * 86_400) {
             let since = store.lastUsed[app].map { UTCTime(nanosecondsSinceEpoch: Int64($0 * 1e9)).iso8601 } ?? "?"
             Log.notice(
-                "session \(app) expired: its application has not been seen since \(since), "
-                    + "for at least \(Self.durationText(days: days)) ([daemon] session_expiry_days); removed with its saved state")
+                "session \(app) expired: its application has not been seen since \(since), for at least "
+                    + "\(Self.durationText(days: days)) ([daemon] session_expiry_days); removed with its saved state")
             do {
                 apply(try store.delete(app: app))
             } catch {

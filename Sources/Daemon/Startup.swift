@@ -87,7 +87,8 @@ public enum Recd {
                             + "rclone) or set [replicate] rclone: until then segments wait and retention keeps them")
                 }
             }
-            print(config.http.listen.map { "http: listen \($0)" + (config.http.tokenFile.map { ", token_file \($0)" } ?? "") } ?? "http: off (\(httpOffReason(config)))")
+            let token = config.http.tokenFile.map { ", token_file \($0)" } ?? ""
+            print(config.http.listen.map { "http: listen \($0)" + token } ?? "http: off (\(httpOffReason(config)))")
             return 0
         }
         if let socketOverride { config.daemon.socket = socketOverride }

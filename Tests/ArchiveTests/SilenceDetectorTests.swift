@@ -305,11 +305,13 @@ struct SilenceDetectorTests {
         let programme = Self.programme(name, seconds: 20)
         // Where the programme ends: after its last 10 ms block whose RMS reaches the threshold.
         let block = Self.frames(0.01)
-        let lastSound = Array(stride(from: 0, to: programme.count, by: block)).last { start in
-            let run = programme[start..<min(start + block, programme.count)]
-            return run.map { Double($0) * Double($0) }.reduce(0, +) / Double(run.count) >= 1e-5
-        }.map { $0 + block } ?? 0
-        let samples = [Float](repeating: 0, count: Self.frames(4)) + programme + [Float](repeating: 0, count: Self.frames(5))
+        let lastSound =
+            Array(stride(from: 0, to: programme.count, by: block)).last { start in
+                let run = programme[start..<min(start + block, programme.count)]
+                return run.map { Double($0) * Double($0) }.reduce(0, +) / Double(run.count) >= 1e-5
+            }.map { $0 + block } ?? 0
+        let samples =
+            [Float](repeating: 0, count: Self.frames(4)) + programme + [Float](repeating: 0, count: Self.frames(5))
         let (changes, segments) = Self.run(samples, detection: detection, rate: Self.rate, chunk: 1024)
         try? #require(changes.count == 3, "\(name): \(changes)")
         guard changes.count == 3 else { return }

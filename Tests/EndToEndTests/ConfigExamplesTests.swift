@@ -24,14 +24,17 @@ struct ConfigExamplesTests {
         var found: [(header: String, fields: [String: String])] = []
         for raw in text.split(separator: "\n") {
             var line = String(raw)
-            for marker in [" ;", " #"] { if let cut = line.range(of: marker) { line = String(line[..<cut.lowerBound]) } }
+            for marker in [" ;", " #"] {
+                if let cut = line.range(of: marker) { line = String(line[..<cut.lowerBound]) }
+            }
             line = line.trimmingCharacters(in: .whitespaces)
             if line.isEmpty || line.hasPrefix("#") || line.hasPrefix(";") { continue }
             if line.hasPrefix("[") && line.hasSuffix("]") {
                 found.append((String(line.dropFirst().dropLast()), [:]))
             } else if let equals = line.firstIndex(of: "="), !found.isEmpty {
                 let key = line[..<equals].trimmingCharacters(in: .whitespaces)
-                found[found.count - 1].fields[key] = line[line.index(after: equals)...].trimmingCharacters(in: .whitespaces)
+                let value = line[line.index(after: equals)...].trimmingCharacters(in: .whitespaces)
+                found[found.count - 1].fields[key] = value
             }
         }
         return found
@@ -42,7 +45,9 @@ struct ConfigExamplesTests {
         let sections = Self.sections(text)
         let fixed: Set = ["daemon", "jack", "archive", "policy", "http", "replicate"]
         return !sections.isEmpty
-            && sections.allSatisfy { fixed.contains($0.header) || $0.header.hasPrefix("port ") || $0.header.hasPrefix("session ") }
+            && sections.allSatisfy {
+                fixed.contains($0.header) || $0.header.hasPrefix("port ") || $0.header.hasPrefix("session ")
+            }
     }
 
     /// The shipped configs: config/*.conf (jackd.conf is jackd's, not recd's) and the annotated example.
@@ -69,7 +74,8 @@ struct ConfigExamplesTests {
 
         var configs = try Self.shippedConfigs().map { (name: $0.name, text: $0.text, whole: true) }
         for document in try DocumentCode.documents() {
-            for (index, block) in DocumentCode.blocks("ini", in: document.text).enumerated() where Self.isRecdConfig(block) {
+            let blocks = DocumentCode.blocks("ini", in: document.text).enumerated()
+            for (index, block) in blocks where Self.isRecdConfig(block) {
                 // A whole config begins where a file does, with [daemon]; the rest are excerpts.
                 let whole = Self.sections(block).first?.header == "daemon"
                 configs.append(("\(document.path) ini block \(index + 1)", block, whole))
@@ -91,7 +97,10 @@ struct ConfigExamplesTests {
                 for (key, value) in recommended {
                     #expect(
                         section.fields[key] == value,
-                        "\(config.name) [\(section.header)]: \(key) = \(section.fields[key] ?? "(unset)"), the README recommends \(key) = \(value)")
+                        """
+                        \(config.name) [\(section.header)]: \(key) = \(section.fields[key] ?? "(unset)"), \
+                        the README recommends \(key) = \(value)
+                        """)
                 }
                 #expect(section.fields["mic_usage"] != nil, "\(config.name) [\(section.header)] needs mic_usage")
             }

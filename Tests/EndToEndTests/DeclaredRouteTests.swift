@@ -10,7 +10,9 @@ import Testing
 
 @Suite("declared recorders' routes end to end", .serialized)
 struct DeclaredRouteEndToEndTests {
-    @Test("four loggers recording feed1 to feed4 show in [feedN] each: recctl status, session JSON, status JSON, the status page")
+    @Test(
+        "four loggers recording feed1 to feed4 show in [feedN] each: recctl status, session JSON, status JSON, the status page"
+    )
     func fourLoggersFourRoutes() throws {
         let decks = (1...4).map { uniqueName("feed\($0)") }
         var ports = ""

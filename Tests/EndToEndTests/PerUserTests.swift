@@ -83,7 +83,8 @@ struct PerUserEndToEndTests {
         // The state goes where the docs say, owned by the user.
         #expect(try user.run(recctl, ["session", "set", "errs", "--category", "playback"]).status == 0)
         #expect(eventually { FileManager.default.fileExists(atPath: state + "/state.json") })
-        let owner = try FileManager.default.attributesOfItem(atPath: state + "/state.json")[.ownerAccountID] as? NSNumber
+        let owner =
+            try FileManager.default.attributesOfItem(atPath: state + "/state.json")[.ownerAccountID] as? NSNumber
         #expect(owner?.uint32Value == (try userIDs("nobody")).uid)
         // No HTTP port: port 9720 is the system recd's, and a user's recd listens only when asked.
         #expect(
@@ -138,7 +139,11 @@ struct PerUserEndToEndTests {
         let left = try apps()
         #expect(left == ["alert", "logger", "radio"], "\(left)")
         #expect(daemon.log.contains("session errs expired: its application has not been seen since"), "\(daemon.log)")
-        #expect(try eventually { !((try? String(contentsOfFile: daemon.directory + "/state/state.json", encoding: .utf8)) ?? "errs").contains("\"errs\"") })
+        #expect(
+            try eventually {
+                !((try? String(contentsOfFile: daemon.directory + "/state/state.json", encoding: .utf8)) ?? "errs")
+                    .contains("\"errs\"")
+            })
         let gone = try daemon.recctl("session", "show", "errs")
         #expect(gone.status == 1 && gone.stderr.contains("session errs was deleted"), "\(gone.stderr)")
         // A watch keeps its application there; when it goes, the session follows.
@@ -152,7 +157,9 @@ struct PerUserEndToEndTests {
         #expect(try eventually(timeout: expiry + 5) { try apps() == ["logger"] }, "radio never expired once inactive")
     }
 
-    @Test("recctl session remove: the owner removes its session with its saved state; another user is refused with notSessionOwner")
+    @Test(
+        "recctl session remove: the owner removes its session with its saved state; another user is refused with notSessionOwner"
+    )
     func sessionRemove() throws {
         try #require(getuid() == 0, "this test drops to users nobody and daemon and needs root")
         let daemon = try Daemon()

@@ -174,8 +174,8 @@ struct SilenceEndToEndTests {
             if !silences.isEmpty { failures.append("the programme raised \(silences.map(\.jsonText))") }
             let muted = Date()
             try #require(daemon.recctl("mute", "logger", "on").status == 0)
-            let began = watcher.waitFor(timeout: Self.seconds + 3) { $0["event"] == "silence" && $0["state"] == "began" }
-                .first { $0["event"] == "silence" && $0["state"] == "began" }
+            let isBegan = { (event: JSONValue) in event["event"] == "silence" && event["state"] == "began" }
+            let began = watcher.waitFor(timeout: Self.seconds + 3, isBegan).first(where: isBegan)
             let beganAfter = Date().timeIntervalSince(muted)
             if began == nil {
                 failures.append("no began within \(Self.seconds + 3) s of dead air")
@@ -193,11 +193,16 @@ struct SilenceEndToEndTests {
                 failures.append("ended \(endedAfter) s after the programme returned, want within 1 s")
             }
             let human = try daemon.recctl("status").stdout
-            if human.contains("SILENT since") { failures.append("status still says SILENT with the programme back:\n\(human)") }
+            if human.contains("SILENT since") {
+                failures.append("status still says SILENT with the programme back:\n\(human)")
+            }
             try recordedSeconds(atLeast: try recordedSeconds() + programme)
-            if silences.count != 2 { failures.append("silence events \(silences.map(\.jsonText)), want one began and one ended") }
+            if silences.count != 2 {
+                failures.append("silence events \(silences.map(\.jsonText)), want one began and one ended")
+            }
             try #require(daemon.recctl("record", "stop", "logger").status == 0)
-            // One rule for the alarm and the tag: the segments count the silence, from its start to the sound's.
+            // One rule for the alarm and the tag: the segments count the silence, from its start
+            // to the sound's.
             if let since = began?["since"]?.stringValue.flatMap(SilenceEndToEndTests.date),
                 let back = ended?["since"]?.stringValue.flatMap(SilenceEndToEndTests.date)
             {

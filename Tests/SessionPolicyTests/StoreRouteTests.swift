@@ -212,7 +212,8 @@ struct StoreRouteTests {
         #expect(
             lost.routeChanges == [
                 .routeChange(
-                    app: "log2", reason: .noSuitableRouteForCategory, previous: Route(inputs: ["feed2"]), current: Route())
+                    app: "log2", reason: .noSuitableRouteForCategory, previous: Route(inputs: ["feed2"]),
+                    current: Route())
             ])
         let back = store.updatePorts(feeds)
         #expect(back.routeChanges.count == 1 && store.sessions["log2"]?.route == Route(inputs: ["feed2"]))

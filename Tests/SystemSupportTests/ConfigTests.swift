@@ -682,8 +682,8 @@ func defaultsComeFromTheEnvironment(_ item: EnvironmentCase) throws {
     let embedded = ConfigLoader.embeddedDefault(environment: item.environment, isRoot: item.isRoot)
     #expect(embedded.daemon == config.daemon && embedded.http.listen == item.listen)
     // recctl and the libraries look where recd listens first, then at the system's.
-    #expect(DefaultPlaces.socketCandidates(environment: item.environment, isRoot: item.isRoot).first == item.socket)
-    #expect(DefaultPlaces.socketCandidates(environment: item.environment, isRoot: item.isRoot).last == "/run/recd/control.sock")
+    let candidates = DefaultPlaces.socketCandidates(environment: item.environment, isRoot: item.isRoot)
+    #expect(candidates.first == item.socket && candidates.last == "/run/recd/control.sock")
     // Asked for, a user's recd listens too.
     let asked = try ConfigLoader.parse(
         text: "[http]\nlisten = 127.0.0.1:9999\n", source: "env.conf", environment: item.environment,
