@@ -125,12 +125,17 @@ public struct SilenceDetector {
     }
 
     private var phase: Phase
-    /// The window: the last blocks' energies (the loudest channel's sum of squares), frames,
-    /// peaks and first frames, a ring of `windowBlocks`.
-    private var ringEnergy: [Double]
-    private var ringFrames: [Int]
-    private var ringPeak: [Float]
-    private var ringStart: [Int]
+    /// One block of the window.
+    private struct Block {
+        var start = 0
+        var frames = 0
+        /// The loudest channel's sum of squares.
+        var energy = 0.0
+        var peak: Float = 0
+    }
+
+    /// The window: the last blocks, a ring of the window's length in blocks.
+    private var ring: [Block]
     private var ringNext = 0
     private var ringCount = 0
     private var windowEnergy = 0.0
@@ -156,10 +161,7 @@ public struct SilenceDetector {
         blockFrames = max(1, Int((Double(sampleRate) * Self.blockSeconds).rounded()))
         beginFrames = max(1, Int((detection.seconds * Double(sampleRate)).rounded()))
         let blocks = max(1, Int((detection.windowSeconds / Self.blockSeconds).rounded()))
-        ringEnergy = [Double](repeating: 0, count: blocks)
-        ringFrames = [Int](repeating: 0, count: blocks)
-        ringPeak = [Float](repeating: 0, count: blocks)
-        ringStart = [Int](repeating: 0, count: blocks)
+        ring = [Block](repeating: Block(), count: blocks)
         phase = detection.alreadySilent ? .silent(sound: nil) : .sound(run: nil)
     }
 
@@ -306,24 +308,21 @@ public struct SilenceDetector {
 
     /// The window's mean square after adding the block `start`, `length`, `energy`, `peak`.
     private mutating func push(start: Int, length: Int, energy: Double, peak: Float) -> Double {
-        let capacity = ringEnergy.count
+        let capacity = ring.count
         if ringCount == capacity {
-            windowEnergy -= ringEnergy[ringNext]
-            windowFrames -= ringFrames[ringNext]
+            windowEnergy -= ring[ringNext].energy
+            windowFrames -= ring[ringNext].frames
         } else {
             ringCount += 1
         }
-        ringEnergy[ringNext] = energy
-        ringFrames[ringNext] = length
-        ringPeak[ringNext] = peak
-        ringStart[ringNext] = start
+        ring[ringNext] = Block(start: start, frames: length, energy: energy, peak: peak)
         windowEnergy += energy
         windowFrames += length
         ringNext += 1
         if ringNext == capacity {
             ringNext = 0
             // Sums that add and take away drift by rounding: start again from the ring.
-            windowEnergy = ringEnergy.reduce(0, +)
+            windowEnergy = ring.reduce(0) { $0 + $1.energy }
         }
         return windowFrames > 0 ? max(0, windowEnergy) / Double(windowFrames) : 0
     }
@@ -333,21 +332,21 @@ public struct SilenceDetector {
     /// at the window's start; never before `lastEnd`. With the loudest block peak and the
     /// frames from there on.
     private func quietOpening() -> (start: Int, peak: Float, frames: Int) {
-        let capacity = ringEnergy.count
-        var start = ringStart[ringCount == capacity ? ringNext : 0]
+        let capacity = ring.count
+        var start = ring[ringCount == capacity ? ringNext : 0].start
         var peak: Float = 0
         var frames = 0
         var index = ringNext
         for _ in 0..<ringCount {
             index = index == 0 ? capacity - 1 : index - 1
-            let blockFrames = ringFrames[index]
-            if ringStart[index] < lastEnd || ringEnergy[index] >= quietLevel * Double(blockFrames) {
-                start = max(ringStart[index] + blockFrames, lastEnd)
+            let block = ring[index]
+            if block.start < lastEnd || block.energy >= quietLevel * Double(block.frames) {
+                start = max(block.start + block.frames, lastEnd)
                 break
             }
-            start = ringStart[index]
-            peak = max(peak, ringPeak[index])
-            frames += blockFrames
+            start = block.start
+            peak = max(peak, block.peak)
+            frames += block.frames
         }
         return (start, peak, frames)
     }
