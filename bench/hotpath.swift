@@ -109,7 +109,7 @@ struct HotPath {
                 let sum = checksum(UnsafeBufferPointer(start: output, count: frames * wide))
                 print(evicted ? "quantize-8-of-32-tiled-evicted" : "quantize-8-of-32-tiled", ns, sum)
             }
-            // Silence: the detector on 32, 2 and 1 interleaved channels (one block peak per 10 ms).
+            // Silence: the detector on 32, 2 and 1 interleaved channels (one block level per 10 ms).
             for channels in [32, 2, 1] {
                 let chunk = frames * wide / channels
                 var detector = SilenceDetector(
@@ -123,7 +123,7 @@ struct HotPath {
                 // Threshold between the noise's quiet and loud blocks: transitions are checked too.
                 var sum: UInt64 = 0
                 var checker = SilenceDetector(
-                    detection: SilenceDetection(threshold: 0.9, seconds: 0.02, endSeconds: 0.01), sampleRate: 48_000)
+                    detection: SilenceDetection(threshold: 0.9, seconds: 0.02), sampleRate: 48_000)
                 checker.observe(base, frames: chunk, channels: channels, position: 0) {
                     let frames = UInt64($0.sinceFrame) ^ UInt64($0.decidedFrame) << 20
                     let fields = frames ^ UInt64($0.peak.bitPattern) << 32

@@ -114,8 +114,8 @@ public struct RecorderConfiguration: Hashable, Sendable {
             throw .invalidArgument("chunk frames, flush interval, poll interval and retirement limit must be positive")
         }
         guard !app.isEmpty, !stream.isEmpty else { throw .invalidArgument("a recorder needs an app and a stream name") }
-        if let silence, !(silence.seconds > 0 && silence.endSeconds > 0 && silence.threshold >= 0) {
-            throw .invalidArgument("silence detection needs positive durations and a threshold of at least 0")
+        if let silence, !(silence.seconds > 0 && silence.threshold >= 0) {
+            throw .invalidArgument("silence detection needs a positive duration and a threshold of at least 0")
         }
         try SegmentFormat(
             sampleRate: sampleRate, channels: min(channels, 8), bitsPerSample: bitsPerSample,

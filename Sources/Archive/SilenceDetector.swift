@@ -1,35 +1,41 @@
-// Silence detection on a recorder's own samples (issue 15, item 1): a feed that goes silent
-// and comes back, decided on what is written to the archive, never in the JACK callback.
+// Silence detection on a recorder's own samples: a feed that goes silent and comes back,
+// decided on what is written to the archive, never in the JACK callback. Silence is the
+// absence of programme over a window of seconds, not a quiet 10 ms: speech with pauses, a
+// click track and gated audio are programme.
 //
 // Pure arithmetic on frames: no clock, no I/O. The archiver loop feeds it the frames it
 // writes and turns its frame positions into UTC times.
 
 /// When a recorder calls its input silent. A plain value: any thread.
 public struct SilenceDetection: Hashable, Sendable {
-    /// Every channel's peak below this linear amplitude counts as silence (the daemon turns
+    /// The programme level (RMS) below this linear amplitude is silence (the daemon turns
     /// `silence_threshold_db` into it: 10^(dB/20)).
     public var threshold: Float
     /// Silence this long (seconds) begins a silence (`silence_seconds`; > 0).
     public var seconds: Double
-    /// Sound above the threshold this long (seconds) ends it.
-    public var endSeconds: Double
     /// The stream was already silent when this recorder started (a recording that goes on
     /// after an interruption or from a new input): no second `began`; `ended` once sound
     /// returns.
     public var alreadySilent: Bool
 
-    /// Sound must last this long to end a silence (the issue's 2 s).
-    public static let defaultEndSeconds = 2.0
+    /// The level is measured over this long (EBU R128's short-term window), or over
+    /// `silence_seconds` when that is shorter: a pause shorter than the window is never silence,
+    /// and a silence is still found `silence_seconds` after the programme stopped.
+    public static let windowSeconds = 3.0
+    /// A silence ends when the level rises this far above the threshold: a level hovering at
+    /// the threshold does not raise and end alarms in turn.
+    public static let hysteresisDB = 3.0
+    /// 10^(hysteresisDB / 10): the same 3 dB as a ratio of mean squares (the module has no libm).
+    public static let hysteresisPowerRatio = 1.9952623149688795
 
-    public init(
-        threshold: Float, seconds: Double, endSeconds: Double = SilenceDetection.defaultEndSeconds,
-        alreadySilent: Bool = false
-    ) {
+    public init(threshold: Float, seconds: Double, alreadySilent: Bool = false) {
         self.threshold = threshold
         self.seconds = seconds
-        self.endSeconds = endSeconds
         self.alreadySilent = alreadySilent
     }
+
+    /// The window this detection measures over: 3 s, or `seconds` when shorter.
+    public var windowSeconds: Double { min(Self.windowSeconds, seconds) }
 }
 
 /// A change of a stream between sound and silence, in frames of the stream written (the
@@ -40,10 +46,12 @@ public struct SilenceTransition: Hashable, Sendable {
     }
 
     public var state: State
-    /// `began`: the first silent frame. `ended`: the first frame of the sound that lasted.
+    /// `began`: the first frame of the window that was first below the threshold (the
+    /// programme's end). `ended`: the first frame of the sound that ended it (where the level
+    /// rose above the threshold).
     public var sinceFrame: Int
-    /// The frame at which the change was decided (`sinceFrame` plus `silence_seconds`, or
-    /// plus the 2 s of sound), at block resolution.
+    /// The frame at which the change was decided (`sinceFrame` plus `silence_seconds`, or the
+    /// block where the level reached the threshold plus the hysteresis), at block resolution.
     public var decidedFrame: Int
     /// `began`: the loudest block peak of the silence so far; `ended`: the loudest of the
     /// sound that ended it. Linear amplitude (1 is full scale).
@@ -54,10 +62,9 @@ public struct SilenceTransition: Hashable, Sendable {
 /// A plain value: any thread.
 public struct SilenceChange: Hashable, Sendable {
     public var state: SilenceTransition.State
-    /// `began`: when the silence started (its first silent frame); `ended`: when the sound
-    /// that ended it started.
+    /// `began`: when the silence started; `ended`: when the sound that ended it started.
     public var since: UTCTime
-    /// When the change was decided: `since` plus `silence_seconds`, or plus the 2 s of sound.
+    /// When the change was decided (`SilenceTransition.decidedFrame`).
     public var decided: UTCTime
     /// `SilenceTransition.peak`.
     public var peak: Float
@@ -70,13 +77,23 @@ public struct SilenceChange: Hashable, Sendable {
     }
 }
 
-/// Decides silence from peaks over short blocks (`blockSeconds`): a block is silent when
-/// every channel's peak is below the threshold. A run of silent blocks `seconds` long begins
-/// a silence; `endSeconds` of consecutive loud blocks end it (shorter sound inside a silence
-/// leaves it silent). It also counts, per segment, the frames below the threshold that belong
-/// to a silence (SILENCE_SECONDS): a silence's first `seconds` count once it is decided, in
-/// the segment they fell in if that is still open (a segment finished before the silence was
-/// decided keeps its count).
+/// Decides silence from the programme level: the mean square of the loudest channel of each
+/// 10 ms block (`blockSeconds`), averaged over the last `SilenceDetection.windowSeconds` of
+/// blocks. The window is quiet when that level is below the threshold. A silence begins once
+/// the windows have stayed quiet for `seconds` counted from the programme's end: the end of
+/// the last block of the first quiet window that was itself at or above the threshold (or that
+/// window's start), never before the end of the last silence. It ends at the first block whose
+/// window is `hysteresisDB` above the threshold, its sound counted from where the window first
+/// reached the threshold.
+///
+/// It also counts, per segment, the frames that belong to a silence (SILENCE_SECONDS) by the
+/// same rule: from a silence's start to the start of the sound that ended it. A silence's
+/// frames before it was decided count once it is, in the segment they fell in if that is still
+/// open (a segment finished before the silence was decided keeps its count); the sound that
+/// ends a silence is taken off the open segment's count.
+///
+/// Samples: NaN counts as zero, magnitudes above full scale as full scale (a broken source
+/// cannot poison the window's sums).
 ///
 /// Threads: one owner (the recorder's archiver thread).
 public struct SilenceDetector {
@@ -84,38 +101,68 @@ public struct SilenceDetector {
     public static let blockSeconds = 0.01
 
     public let detection: SilenceDetection
-    private let threshold: Float
+    /// threshold², and the threshold plus the hysteresis, squared: mean squares.
+    private let quietLevel: Double
+    private let soundLevel: Double
     private let blockFrames: Int
     private let beginFrames: Int
-    private let endFrames: Int
+
+    /// A stretch being measured: a quiet run that may become a silence, or sound inside one.
+    private struct Run {
+        /// Its first frame (time line).
+        var start: Int
+        /// Its loudest block peak.
+        var peak: Float
+        /// Its frames that fell in the open segment.
+        var segmentFrames: Int
+    }
 
     private enum Phase {
-        /// Sound; `runStart` is the first frame of the current silent run, if any.
-        case sound(runStart: Int?)
-        /// Silent; `soundStart` is where the current sound began, if it is sounding now.
-        case silent(soundStart: Int?)
+        /// Sound; `run`: the quiet run that may become a silence.
+        case sound(run: Run?)
+        /// Silent; `sound`: the sound that may end it.
+        case silent(sound: Run?)
     }
 
     private var phase: Phase
-    /// Loudest block peak (linear) of the current silent run or of the current sound.
-    private var runPeak: Float = 0
-    /// The block being gathered: its first frame, frames so far and peak.
+    /// One block of the window.
+    private struct Block {
+        var start = 0
+        var frames = 0
+        /// The loudest channel's sum of squares.
+        var energy = 0.0
+        var peak: Float = 0
+    }
+
+    /// The window: the last blocks, a ring of the window's length in blocks.
+    private var ring: [Block]
+    private var ringNext = 0
+    private var ringCount = 0
+    private var windowEnergy = 0.0
+    private var windowFrames = 0
+    /// The block being gathered: its first frame, frames so far, peak and each channel's sum
+    /// of squares.
     private var blockStart = 0
     private var blockFill = 0
     private var blockPeak: Float = 0
-    /// Silent frames of the open segment that belong to a silence, and those of a run not
-    /// yet long enough (counted if it becomes a silence).
+    private var channelEnergy: [Double] = []
+    /// Frames of the open segment observed so far, and those of them inside a silence.
+    private var segmentFrames = 0
     private var segmentSilentFrames = 0
-    private var pendingSilentFrames = 0
+    /// Where the last silence ended (its `ended` decision): the next cannot begin before.
+    private var lastEnd = Int.min
 
     public init(detection: SilenceDetection, sampleRate: Int) {
         precondition(detection.seconds > 0 && sampleRate > 0, "silence detection needs a duration and a rate")
         self.detection = detection
-        threshold = detection.threshold
+        let threshold = Double(detection.threshold)
+        quietLevel = threshold * threshold
+        soundLevel = quietLevel * SilenceDetection.hysteresisPowerRatio
         blockFrames = max(1, Int((Double(sampleRate) * Self.blockSeconds).rounded()))
         beginFrames = max(1, Int((detection.seconds * Double(sampleRate)).rounded()))
-        endFrames = max(1, Int((detection.endSeconds * Double(sampleRate)).rounded()))
-        phase = detection.alreadySilent ? .silent(soundStart: nil) : .sound(runStart: nil)
+        let blocks = max(1, Int((detection.windowSeconds / Self.blockSeconds).rounded()))
+        ring = [Block](repeating: Block(), count: blocks)
+        phase = detection.alreadySilent ? .silent(sound: nil) : .sound(run: nil)
     }
 
     /// True while the stream is silent (after `began`, before `ended`).
@@ -131,77 +178,103 @@ public struct SilenceDetector {
         _ samples: UnsafePointer<Float>, frames: Int, channels: Int, position: Int,
         report: (SilenceTransition) -> Void
     ) {
-        gather(frames: frames, position: position, report: report) { done, take, peak in
-            Self.peak(samples + done * channels, count: take * channels, above: peak)
+        gather(frames: frames, channels: channels, position: position, report: report) { done, take, channel in
+            Self.measure(samples + done * channels + channel, count: take, stride: channels)
         }
     }
 
     /// `observe` for frames held one run per channel: channel `c`'s samples start at
-    /// `channelStarts[c]` (`channels` entries). The same blocks and peaks as interleaved.
+    /// `channelStarts[c]` (`channels` entries). The same blocks and levels as interleaved.
     public mutating func observe(
         planar channelStarts: UnsafePointer<UnsafePointer<Float>>, frames: Int, channels: Int, position: Int,
         report: (SilenceTransition) -> Void
     ) {
-        gather(frames: frames, position: position, report: report) { done, take, peak in
-            var peak = peak
-            for channel in 0..<channels { peak = Self.peak(channelStarts[channel] + done, count: take, above: peak) }
-            return peak
+        gather(frames: frames, channels: channels, position: position, report: report) { done, take, channel in
+            Self.measure(channelStarts[channel] + done, count: take)
         }
     }
 
-    /// Both layouts' walk over the blocks: `peak(done, take, above)` folds frames
-    /// `done..<done + take` of this call into the block's peak so far.
+    /// Both layouts' walk over the blocks: `measure(done, take, channel)` is the peak and sum
+    /// of squares of frames `done..<done + take` of this call on `channel`.
     private mutating func gather(
-        frames: Int, position: Int, report: (SilenceTransition) -> Void, peak: (Int, Int, Float) -> Float
+        frames: Int, channels: Int, position: Int, report: (SilenceTransition) -> Void,
+        measure: (Int, Int, Int) -> (peak: Float, energy: Double)
     ) {
+        guard frames > 0, channels > 0 else { return }
+        if channelEnergy.count != channels {
+            // A new channel count (never while a block is open: the archiver's count is fixed).
+            closeBlock(report)
+            channelEnergy = [Double](repeating: 0, count: channels)
+        }
         if blockFill > 0 && blockStart + blockFill != position { closeBlock(report) }
         if blockFill == 0 { blockStart = position }
         var done = 0
         while done < frames {
             let take = min(frames - done, blockFrames - blockFill)
-            blockPeak = peak(done, take, blockPeak)
+            for channel in 0..<channels {
+                let part = measure(done, take, channel)
+                if part.peak > blockPeak { blockPeak = part.peak }
+                channelEnergy[channel] += part.energy
+            }
             blockFill += take
             done += take
             if blockFill == blockFrames { closeBlock(report) }
         }
     }
 
-    /// The largest magnitude of `count` samples, or `floor` if none is larger. NaN never
-    /// counts as sound or silence: `>` is false for it.
+    /// The largest magnitude of `count` samples `stride` apart (NaN left out) and their sum of
+    /// squares (NaN as 0, magnitudes above 1 as 1).
     ///
-    /// The block's peak is over every channel of every frame, so the samples are one flat run,
-    /// read in lanes of four (SSE2, NEON) with two running maxima. The result is the scalar
-    /// loop's to the bit: the maximum of a set of non-negative floats (sign bits cleared, NaN
-    /// left out) does not depend on the order in which it is taken.
+    /// Contiguous runs are read in lanes of four (SSE2, NEON) with two running maxima and sums.
+    /// The peak is the scalar loop's to the bit (the maximum of non-negative floats does not
+    /// depend on the order it is taken in); the sum differs from it only by rounding.
     @inline(__always)
-    static func peak(_ samples: UnsafePointer<Float>, count: Int, above floor: Float) -> Float {
+    static func measure(_ samples: UnsafePointer<Float>, count: Int, stride: Int = 1) -> (peak: Float, energy: Double) {
         var index = 0
-        var peak = floor
-        if count >= 8 {
-            var first = SIMD4<Float>(repeating: floor)
-            var second = first
+        var peak: Float = 0
+        var energy: Float = 0
+        if stride == 1 && count >= 8 {
+            var firstPeak = SIMD4<Float>(repeating: 0)
+            var secondPeak = firstPeak
+            var firstSum = firstPeak
+            var secondSum = firstPeak
             let raw = UnsafeRawPointer(samples)
             while index + 8 <= count {
                 let a = magnitudes(raw.loadUnaligned(fromByteOffset: index * 4, as: SIMD4<Float>.self))
                 let b = magnitudes(raw.loadUnaligned(fromByteOffset: index * 4 + 16, as: SIMD4<Float>.self))
-                first = first.replacing(with: a, where: a .> first)
-                second = second.replacing(with: b, where: b .> second)
+                firstPeak = firstPeak.replacing(with: a, where: a .> firstPeak)
+                secondPeak = secondPeak.replacing(with: b, where: b .> secondPeak)
+                let ca = bounded(a)
+                let cb = bounded(b)
+                firstSum += ca * ca
+                secondSum += cb * cb
                 index += 8
             }
-            first = first.replacing(with: second, where: second .> first)
-            for lane in 0..<4 where first[lane] > peak { peak = first[lane] }
+            firstPeak = firstPeak.replacing(with: secondPeak, where: secondPeak .> firstPeak)
+            for lane in 0..<4 where firstPeak[lane] > peak { peak = firstPeak[lane] }
+            energy = (firstSum + secondSum).sum()
         }
         while index < count {
-            let magnitude = samples[index].magnitude
+            let magnitude = samples[index * stride].magnitude
             if magnitude > peak { peak = magnitude }
+            let bounded: Float = magnitude > 1 ? 1 : (magnitude >= 0 ? magnitude : 0)
+            energy += bounded * bounded
             index += 1
         }
-        return peak
+        return (peak, Double(energy))
     }
 
     @inline(__always)
     private static func magnitudes(_ lanes: SIMD4<Float>) -> SIMD4<Float> {
         unsafeBitCast(unsafeBitCast(lanes, to: SIMD4<UInt32>.self) & 0x7FFF_FFFF, to: SIMD4<Float>.self)
+    }
+
+    /// Magnitudes with NaN as 0 and anything above 1 as 1 (`>=` is false for NaN).
+    @inline(__always)
+    private static func bounded(_ lanes: SIMD4<Float>) -> SIMD4<Float> {
+        let zero = SIMD4<Float>(repeating: 0)
+        let one = SIMD4<Float>(repeating: 1)
+        return zero.replacing(with: lanes, where: lanes .>= zero).replacing(with: one, where: lanes .> one)
     }
 
     /// The open segment ends after the frames observed so far: the block being gathered is
@@ -212,8 +285,17 @@ public struct SilenceDetector {
         closeBlock(report)
         let frames = segmentSilentFrames
         segmentSilentFrames = 0
-        // A run not yet long enough stays uncounted in the segment that ends (see the type).
-        pendingSilentFrames = 0
+        segmentFrames = 0
+        // What is under way goes on; only its frames in the next segment count there.
+        switch phase {
+        case .sound(var run?):
+            run.segmentFrames = 0
+            phase = .sound(run: run)
+        case .silent(var sound?):
+            sound.segmentFrames = 0
+            phase = .silent(sound: sound)
+        default: break
+        }
         return frames
     }
 
@@ -224,51 +306,106 @@ public struct SilenceDetector {
         return "\(hundredths / 100).\(rest < 10 ? "0" : "")\(rest)"
     }
 
+    /// The window's mean square after adding the block `start`, `length`, `energy`, `peak`.
+    private mutating func push(start: Int, length: Int, energy: Double, peak: Float) -> Double {
+        let capacity = ring.count
+        if ringCount == capacity {
+            windowEnergy -= ring[ringNext].energy
+            windowFrames -= ring[ringNext].frames
+        } else {
+            ringCount += 1
+        }
+        ring[ringNext] = Block(start: start, frames: length, energy: energy, peak: peak)
+        windowEnergy += energy
+        windowFrames += length
+        ringNext += 1
+        if ringNext == capacity {
+            ringNext = 0
+            // Sums that add and take away drift by rounding: start again from the ring.
+            windowEnergy = ring.reduce(0) { $0 + $1.energy }
+        }
+        return windowFrames > 0 ? max(0, windowEnergy) / Double(windowFrames) : 0
+    }
+
+    /// Where a quiet run that starts with the window just pushed begins: after the window's
+    /// last block that was itself at or above the threshold (the programme's last sound), or
+    /// at the window's start; never before `lastEnd`. With the loudest block peak and the
+    /// frames from there on.
+    private func quietOpening() -> (start: Int, peak: Float, frames: Int) {
+        let capacity = ring.count
+        var start = ring[ringCount == capacity ? ringNext : 0].start
+        var peak: Float = 0
+        var frames = 0
+        var index = ringNext
+        for _ in 0..<ringCount {
+            index = index == 0 ? capacity - 1 : index - 1
+            let block = ring[index]
+            if block.start < lastEnd || block.energy >= quietLevel * Double(block.frames) {
+                start = max(block.start + block.frames, lastEnd)
+                break
+            }
+            start = block.start
+            peak = max(peak, block.peak)
+            frames += block.frames
+        }
+        return (start, peak, frames)
+    }
+
     private mutating func closeBlock(_ report: (SilenceTransition) -> Void) {
         let start = blockStart
         let length = blockFill
         let peak = blockPeak
+        var energy = 0.0
+        for channel in channelEnergy.indices {
+            energy = max(energy, channelEnergy[channel])
+            channelEnergy[channel] = 0
+        }
         blockStart += blockFill
         blockFill = 0
         blockPeak = 0
         guard length > 0 else { return }
-        let quiet = peak < threshold
+        segmentFrames += length
+        let level = push(start: start, length: length, energy: energy, peak: peak)
+        let end = start + length
         switch phase {
-        case .sound(let runStart):
-            guard quiet else {
-                phase = .sound(runStart: nil)
-                pendingSilentFrames = 0
+        case .sound(let current):
+            guard level < quietLevel else {
+                phase = .sound(run: nil)
                 return
             }
-            let first = runStart ?? start
-            if runStart == nil { runPeak = 0 }
-            runPeak = max(runPeak, peak)
-            pendingSilentFrames += length
-            let end = start + length
-            if end - first >= beginFrames {
-                phase = .silent(soundStart: nil)
-                segmentSilentFrames += pendingSilentFrames
-                pendingSilentFrames = 0
-                report(SilenceTransition(state: .began, sinceFrame: first, decidedFrame: end, peak: runPeak))
+            var run: Run
+            if let current {
+                run = current
+                run.peak = max(run.peak, peak)
+                run.segmentFrames += length
             } else {
-                phase = .sound(runStart: first)
+                let opening = quietOpening()
+                run = Run(start: opening.start, peak: opening.peak, segmentFrames: min(opening.frames, segmentFrames))
             }
-        case .silent(let soundStart):
-            if quiet {
-                segmentSilentFrames += length
-                phase = .silent(soundStart: nil)
+            guard end - run.start >= beginFrames else {
+                phase = .sound(run: run)
                 return
             }
-            let first = soundStart ?? start
-            if soundStart == nil { runPeak = 0 }
-            runPeak = max(runPeak, peak)
-            let end = start + length
-            if end - first >= endFrames {
-                phase = .sound(runStart: nil)
-                report(SilenceTransition(state: .ended, sinceFrame: first, decidedFrame: end, peak: runPeak))
-            } else {
-                phase = .silent(soundStart: first)
+            phase = .silent(sound: nil)
+            segmentSilentFrames += run.segmentFrames
+            report(SilenceTransition(state: .began, sinceFrame: run.start, decidedFrame: end, peak: run.peak))
+        case .silent(let current):
+            segmentSilentFrames += length
+            guard level >= quietLevel else {
+                phase = .silent(sound: nil)
+                return
             }
+            var sound = current ?? Run(start: start, peak: 0, segmentFrames: 0)
+            sound.peak = max(sound.peak, peak)
+            sound.segmentFrames += length
+            guard level >= soundLevel else {
+                phase = .silent(sound: sound)
+                return
+            }
+            phase = .sound(run: nil)
+            segmentSilentFrames -= sound.segmentFrames
+            lastEnd = end
+            report(SilenceTransition(state: .ended, sinceFrame: sound.start, decidedFrame: end, peak: sound.peak))
         }
     }
 }

@@ -14,17 +14,13 @@ public struct Unreachable: Error {
 
 /// Where clients look for recd's control socket.
 public enum ControlSocket {
-    /// The candidates in order: `explicit` (--socket), RECD_SOCKET, then the defaults recd
-    /// uses (`$XDG_RUNTIME_DIR/recd/control.sock` for a non-root user, `/run/recd/control.sock`).
+    /// The candidates in order: `explicit` (--socket), RECD_SOCKET, then the places recd
+    /// itself defaults to (Platform's `DefaultPlaces`): a user's own recd
+    /// (`$XDG_RUNTIME_DIR/recd/control.sock`), then the system's (`/run/recd/control.sock`).
     public static func candidates(_ explicit: String?, environment: [String: String]) -> [String] {
         if let explicit { return [explicit] }
         if let fromEnvironment = environment["RECD_SOCKET"], !fromEnvironment.isEmpty { return [fromEnvironment] }
-        var candidates: [String] = []
-        if !CurrentProcess.isRoot, let runtime = environment["XDG_RUNTIME_DIR"], !runtime.isEmpty {
-            candidates.append(runtime + "/recd/control.sock")
-        }
-        candidates.append("/run/recd/control.sock")
-        return candidates
+        return DefaultPlaces.socketCandidates(environment: environment, isRoot: CurrentProcess.isRoot)
     }
 }
 

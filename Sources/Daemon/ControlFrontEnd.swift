@@ -226,6 +226,7 @@ final class ControlFrontEnd: ControlServerHandler, EventSink, @unchecked Sendabl
         coordinator.tick(now: now)
         if now >= nextIdleCheck {
             closeIdleClients(now: now)
+            coordinator.expireSessions(watched: Set(clients.values.compactMap { $0.watching ? $0.watchApp : nil }))
             nextIdleCheck = now + 1
         }
         // WATCHDOG=1 at half the interval systemd gave: the control loop is alive.

@@ -24,6 +24,9 @@ struct PersistedState {
         var prefersInterruption: Bool
         var prefersNoSystemAlerts = false
         var prefersEchoCancelledInput = false
+        /// When it was last used (wall-clock seconds; `SessionStore.lastUsed`); nil in a state
+        /// file of an older recd: counted from this start.
+        var lastUsed: Double?
     }
 
     var sessions: [SessionRecord] = []
@@ -36,7 +39,7 @@ struct PersistedState {
                 preferences: $0.preferences, inputMuted: $0.inputMuted,
                 prefersInterruption: $0.prefersInterruptionOnRouteDisconnect,
                 prefersNoSystemAlerts: $0.prefersNoInterruptionsFromSystemAlerts,
-                prefersEchoCancelledInput: $0.prefersEchoCancelledInput)
+                prefersEchoCancelledInput: $0.prefersEchoCancelledInput, lastUsed: store.lastUsed[$0.app])
         }
         permissions = store.permissions
     }
@@ -59,6 +62,7 @@ struct PersistedState {
                     "prefers_interruption": .bool(record.prefersInterruption),
                     "prefers_no_system_alerts": .bool(record.prefersNoSystemAlerts),
                     "prefers_echo_cancelled_input": .bool(record.prefersEchoCancelledInput),
+                    "last_used": JSONValue(record.lastUsed),
                 ]
             })),
             ("permissions", .object(permissions.sorted { $0.key < $1.key }.map { ($0.key, .string($0.value.rawValue)) })),
@@ -91,7 +95,8 @@ struct PersistedState {
                     inputMuted: item["input_muted"]?.boolValue ?? false,
                     prefersInterruption: item["prefers_interruption"]?.boolValue ?? false,
                     prefersNoSystemAlerts: item["prefers_no_system_alerts"]?.boolValue ?? false,
-                    prefersEchoCancelledInput: item["prefers_echo_cancelled_input"]?.boolValue ?? false))
+                    prefersEchoCancelledInput: item["prefers_echo_cancelled_input"]?.boolValue ?? false,
+                    lastUsed: item["last_used"]?.doubleValue.flatMap { $0.isFinite ? $0 : nil }))
             } catch {
                 warn("skipping persisted session \(app): \(error)")
             }

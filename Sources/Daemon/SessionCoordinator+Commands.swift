@@ -38,6 +38,8 @@ enum Answer {
 
 extension SessionCoordinator {
     func run(_ command: Command, from caller: Caller, descriptors: inout PassedDescriptors) throws -> Answer {
+        // Its application is there, whatever the request does (set creates the session first).
+        defer { noteUse(of: command.app) }
         switch command {
         case .hello:
             return .now(

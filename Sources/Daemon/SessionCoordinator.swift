@@ -75,6 +75,9 @@ final class SessionCoordinator: FactSink, @unchecked Sendable {
     /// clock, so the coordinator notes the time as the `began` goes out. Read only while the
     /// policy says the session is interrupted; a later `began` replaces it.
     private(set) var interruptedSince: [String: String] = [:]
+    /// When state.json was last queued (wall-clock seconds): `expireSessions` writes the
+    /// sessions' newer uses at most an hour later.
+    private(set) var lastUseSaved = 0.0
 
     // The loop between facts and effects (`settle`).
     private var effectQueue: [PolicyEffect] = []
@@ -443,5 +446,8 @@ final class SessionCoordinator: FactSink, @unchecked Sendable {
     }
 
     /// Persists sessions and permissions (written on the state writer's thread).
-    func save() { stateWriter.save(PersistedState(store: store)) }
+    func save() {
+        lastUseSaved = Self.wallSeconds()
+        stateWriter.save(PersistedState(store: store))
+    }
 }

@@ -87,7 +87,8 @@ public enum Recd {
                             + "rclone) or set [replicate] rclone: until then segments wait and retention keeps them")
                 }
             }
-            print(config.http.listen.map { "http: listen \($0)" + (config.http.tokenFile.map { ", token_file \($0)" } ?? "") } ?? "http: off (listen = no)")
+            let token = config.http.tokenFile.map { ", token_file \($0)" } ?? ""
+            print(config.http.listen.map { "http: listen \($0)" + token } ?? "http: off (\(httpOffReason(config)))")
             return 0
         }
         if let socketOverride { config.daemon.socket = socketOverride }
@@ -111,6 +112,12 @@ public enum Recd {
     }
 
     /// Loads the config and checks what the loader leaves to the policy (session tables).
+    /// Why there is no HTTP listener: the config said no, or a user's recd opens one only when asked.
+    static func httpOffReason(_ config: RecdConfig) -> String {
+        config.http.listenLine > 0
+            ? "listen = no" : "a user's recd listens only when [http] listen = 127.0.0.1:PORT asks"
+    }
+
     static func loadConfig(path: String?, environment: [String: String]) -> (RecdConfig?, [String]) {
         let config: RecdConfig
         do {
@@ -229,6 +236,7 @@ public enum Recd {
             Log.warning("HTTP listener off: \(error.message)")
         }
         if let http { Log.notice("HTTP listener on \(http.address.isIPv6 ? "[\(http.address.host)]" : http.address.host):\(http.port)") }
+        if config.http.listen == nil { Log.notice("HTTP listener off (\(httpOffReason(config)))") }
         Log.notice("recd \(recdVersion) listening on \(config.daemon.socket) (config: \(config.source), state: \(config.daemon.stateDir))")
         try? SystemdNotify.ready(status: "listening on \(config.daemon.socket)")
         server.run(handler: frontEnd)
@@ -354,8 +362,11 @@ enum SessionDeclarations {
     }
 
     /// The store at start-up: config ports (unavailable until the engine sees them),
-    /// persisted sessions and permissions, then config declarations on top.
-    static func makeStore(config: RecdConfig, persisted: PersistedState) -> SessionStore {
+    /// persisted sessions and permissions, then config declarations on top. A persisted session
+    /// was last used when its record says, or (a state file of an older recd) `now`.
+    static func makeStore(
+        config: RecdConfig, persisted: PersistedState, now: Double = SessionCoordinator.wallSeconds()
+    ) -> SessionStore {
         var store = SessionStore(duckLevelDB: config.policy.duckLevelDB, region: config.daemon.region, ports: portStates(config))
         for record in persisted.sessions {
             var session = Session(app: record.app, ownerUID: record.ownerUID)
@@ -373,6 +384,7 @@ enum SessionDeclarations {
             session.prefersNoInterruptionsFromSystemAlerts = record.prefersNoSystemAlerts
             session.prefersEchoCancelledInput = record.prefersEchoCancelledInput
             store.insert(session, configuration: record.configuration, preferences: record.preferences, inputMuted: record.inputMuted)
+            store.noteUse(of: record.app, at: record.lastUsed ?? now)
         }
         for (app, permission) in persisted.permissions { _ = store.setPermission(app: app, permission) }
         for case .success(let (decl, configuration)) in check(config) {
@@ -383,6 +395,7 @@ enum SessionDeclarations {
             session.background = decl.background
             session.autoResume = decl.autoResume
             session.declaredInConfig = true
+            if case .port(let name) = decl.record { session.declaredInput = name } else { session.declaredInput = nil }
             store.insert(session, configuration: configuration, preferences: session.preferences, inputMuted: session.inputMuted)
             if let permission = decl.permission, store.permission(decl.app) == .undetermined {
                 _ = store.setPermission(app: decl.app, permission)

@@ -143,6 +143,8 @@ struct Output {
             let info = try ReindexInfo(json: reply)
             print("indexed \(info.indexed) segment\(info.indexed == 1 ? "" : "s")")
             for path in info.skipped { print("skipped (unreadable, or not a segment recd wrote): \(path)") }
+        case ["session", "remove"]:
+            print("removed \(command.positionals[0])")
         case ["session", "delete"]:
             print("deleted \(command.positionals[0])")
         default:

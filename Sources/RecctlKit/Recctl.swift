@@ -51,7 +51,10 @@ public enum Recctl {
                 ("echo-cancelled-input", "yes|no (on|off): prefersEchoCancelledInput (playAndRecord)"),
             ]),
         CommandSpec(path: ["session", "override"], positionals: ["APP", "speaker|none"], summary: "override the output to the speaker until the next route change"),
-        CommandSpec(path: ["session", "delete"], positionals: ["APP"], summary: "delete a session"),
+        CommandSpec(
+            path: ["session", "remove"], positionals: ["APP"],
+            summary: "remove a session and its saved state (owner or administrator); its streams stop"),
+        CommandSpec(path: ["session", "delete"], positionals: ["APP"], summary: "the same as session remove"),
         CommandSpec(
             path: ["session", "attach"], positionals: ["APP", "CLIENT"], valueFlags: ["play", "capture"],
             summary: "put an unmodified JACK program's ports under the session (recd routes, gates and ducks them); "
@@ -438,7 +441,7 @@ public enum Recctl {
                 throw SessionError(.badParam, "override port \"\(p[1])\" is not speaker or none")
             }
             return .sessionOverride(app: app, speaker: p[1] == "speaker")
-        case ["session", "delete"]: return .sessionDelete(app: app)
+        case ["session", "remove"], ["session", "delete"]: return .sessionDelete(app: app)
         case ["session", "attach"]:
             func ports(_ flag: String) -> [String] {
                 (command.value(flag) ?? "").split(separator: ",").map(String.init).filter { !$0.isEmpty }

@@ -85,6 +85,9 @@ public enum CaptureBandwidth: Equatable, Sendable {
 public struct RouteRequest: Equatable, Sendable {
     public var configuration: SessionConfiguration
     public var preferredInput: String?
+    /// The session's declared recorder's port (`Session.declaredInput`): the only input it may
+    /// have; it outranks `preferredInput`.
+    public var declaredInput: String?
     /// `overrideOutputAudioPort speaker`, in force until the next route change.
     public var overrideSpeaker: Bool
     /// The configured region; `EU` disables bluetoothHighQualityRecording (SPEC §7).
@@ -92,10 +95,11 @@ public struct RouteRequest: Equatable, Sendable {
 
     public init(
         configuration: SessionConfiguration, preferredInput: String? = nil, overrideSpeaker: Bool = false,
-        region: String? = nil
+        region: String? = nil, declaredInput: String? = nil
     ) {
         self.configuration = configuration
         self.preferredInput = preferredInput
+        self.declaredInput = declaredInput
         self.overrideSpeaker = overrideSpeaker
         self.region = region
     }
@@ -198,6 +202,8 @@ public enum RouteChooser {
 
     static func chooseInput(ports: [PortState], request: RouteRequest) -> PortState? {
         let eligible = ports.filter { $0.available && isEligibleInput($0, request: request) }
+        // A declared recorder's session shows what it records, or nothing while that port is gone.
+        if let declared = request.declaredInput { return eligible.first { $0.name == declared } }
         if let name = request.preferredInput, let preferred = eligible.first(where: { $0.name == name }) {
             return preferred
         }

@@ -89,6 +89,10 @@ public struct Session: Equatable, Sendable {
     public var prefersEchoCancelledInput = false
     /// Declared in the config file (its declaration wins over persisted state).
     public var declaredInConfig = false
+    /// The port its declared recorder records (config `record = PORT`): the route's input is
+    /// this port while it is available and eligible, and none otherwise; a preferred input
+    /// does not move it. nil: the input is chosen as for any session.
+    public var declaredInput: String?
     public internal(set) var preferences = HardwarePreferences()
     public internal(set) var overrideSpeaker = false
     public internal(set) var inputMuted = false

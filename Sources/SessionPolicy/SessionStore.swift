@@ -62,6 +62,9 @@ public struct SessionStore: Equatable, Sendable {
     public private(set) var mutedPorts: Set<String> = []
     public var duckLevelDB: Double
     public var region: String?
+    /// When each session was last used, in seconds of the daemon's wall clock (`noteUse`): a
+    /// request that named it, or its application seen by the daemon. What `expired` reads.
+    public private(set) var lastUsed: [String: Double] = [:]
     private var deleted: Set<String> = []
     private var activationCounter = 0
 
@@ -222,10 +225,32 @@ public struct SessionStore: Equatable, Sendable {
             effects += endInterruptions(causedBy: app, notify: true)
         }
         sessions[app] = nil
+        lastUsed[app] = nil
         deleted.insert(app)
         effects += updateDucking() + updateHints()
         effects.append(.sessionDeleted(app: app))
         return effects
+    }
+
+    // MARK: - Expiry
+
+    /// `app` was used at `time` (the daemon's wall clock, seconds): never moves back.
+    public mutating func noteUse(of app: String, at time: Double) {
+        guard sessions[app] != nil else { return }
+        lastUsed[app] = max(lastUsed[app] ?? time, time)
+    }
+
+    /// The sessions that expire at `now`: never declared in the config (a declaration is the
+    /// operator's; it stays), inactive with nothing running, and unused for `idle` seconds by
+    /// `lastUsed` (a session with no use noted never expires). `idle` 0: none. By app name.
+    public func expired(at now: Double, idle: Double) -> [String] {
+        guard idle > 0 else { return [] }
+        return sortedSessions.filter { session in
+            guard !session.declaredInConfig, session.state == .inactive, !session.streamsRunning,
+                !session.playersRunning, let used = lastUsed[session.app]
+            else { return false }
+            return now - used >= idle
+        }.map(\.app)
     }
 
     // MARK: - Activation and interruption (SPEC §3)
@@ -572,10 +597,7 @@ public struct SessionStore: Equatable, Sendable {
         var effects: [PolicyEffect] = []
         for app in sessions.keys.sorted() where only == nil || only == app {
             let session = sessions[app]!
-            let request = RouteRequest(
-                configuration: session.configuration, preferredInput: session.preferences.preferredInput,
-                overrideSpeaker: session.overrideSpeaker, region: region)
-            let route = RouteChooser.choose(ports: ports, for: request)
+            let route = RouteChooser.choose(ports: ports, for: routeRequest(session))
             let category = session.configuration.category
             let unsuitable = (category.hasOutput && route.outputs.isEmpty) || (category.hasInput && !category.hasOutput && route.inputs.isEmpty)
             let changed = route != session.route
@@ -587,10 +609,18 @@ public struct SessionStore: Equatable, Sendable {
         return effects
     }
 
+    /// What route choice knows of `session`: its configuration, preferences, override and
+    /// declared recorder's input.
+    private func routeRequest(_ session: Session) -> RouteRequest {
+        RouteRequest(
+            configuration: session.configuration, preferredInput: session.preferences.preferredInput,
+            overrideSpeaker: session.overrideSpeaker, region: region, declaredInput: session.declaredInput)
+    }
+
     /// The capture bandwidth of each input of a session's current route.
     public func bandwidths(app: String) -> [(port: String, bandwidth: CaptureBandwidth)] {
         guard let session = sessions[app] else { return [] }
-        let request = RouteRequest(configuration: session.configuration, preferredInput: session.preferences.preferredInput, region: region)
+        let request = routeRequest(session)
         return session.route.inputs.compactMap { name in
             ports.first { $0.name == name }.map { (name, RouteChooser.bandwidth(of: $0, for: request)) }
         }

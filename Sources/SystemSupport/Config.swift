@@ -82,9 +82,15 @@ public struct DaemonSection: Sendable, Equatable {
     /// Seconds a control connection that watches nothing, holds nothing and sends nothing
     /// stays open (`idle_client_timeout`).
     public var idleClientTimeout: Int
+    /// Days after which a session never declared in the config, whose application recd has not
+    /// seen since, is removed (`session_expiry_days`); 0: never.
+    public var sessionExpiryDays: Double
 
     /// `idle_client_timeout`'s default: 5 min, long past any pause between one program's calls.
     public static let defaultIdleClientTimeout = 300
+    /// `session_expiry_days`'s default: a week, past any holiday of a program still in use.
+    public static let defaultSessionExpiryDays = 7.0
+    public static let sessionExpiryDaysRange = 0.0...36_500.0
 
     /// Samples per second the players of one user who is not an administrator may move together
     /// (`player_load_per_user`; `PlayerLoad`), in `SessionStore.playerLoadPerUserRange`.
@@ -93,7 +99,8 @@ public struct DaemonSection: Sendable, Equatable {
     public init(
         socket: String, stateDir: String, adminGroup: String? = nil, region: String? = nil,
         idleClientTimeout: Int = DaemonSection.defaultIdleClientTimeout,
-        playerLoadPerUser: Int = SessionStore.defaultPlayerLoadPerUser
+        playerLoadPerUser: Int = SessionStore.defaultPlayerLoadPerUser,
+        sessionExpiryDays: Double = DaemonSection.defaultSessionExpiryDays
     ) {
         self.socket = socket
         self.stateDir = stateDir
@@ -101,6 +108,7 @@ public struct DaemonSection: Sendable, Equatable {
         self.region = region
         self.idleClientTimeout = idleClientTimeout
         self.playerLoadPerUser = playerLoadPerUser
+        self.sessionExpiryDays = sessionExpiryDays
     }
 }
 

@@ -11,7 +11,11 @@ enum ConfigSectionKind: String, CaseIterable {
 
     var keys: [String] {
         switch self {
-        case .daemon: ["socket", "state_dir", "admin_group", "region", "idle_client_timeout", "player_load_per_user"]
+        case .daemon:
+            [
+                "socket", "state_dir", "admin_group", "region", "idle_client_timeout", "player_load_per_user",
+                "session_expiry_days",
+            ]
         case .jack: ["server", "client_name", "allow_buffer_size_changes"]
         case .archive:
             [
@@ -174,6 +178,7 @@ struct ConfigInterpreter {
         daemon.stateDir =
             stateDir ?? ConfigDefaults.stateDir(environment: environment, isRoot: isRoot)
         archive.dir = archiveDir ?? ConfigDefaults.archiveDir(stateDir: daemon.stateDir)
+        if http.listenLine == 0 { http.listen = ConfigDefaults.listen(environment: environment, isRoot: isRoot) }
         var config = RecdConfig(
             daemon: daemon, jack: jack, archive: archive,
             policy: policy, ports: ports, sessions: sessions, source: source)
@@ -242,6 +247,9 @@ struct ConfigInterpreter {
         }
         if let load = fields["player_load_per_user"]?.integer(in: SessionStore.playerLoadPerUserRange, in: &issues) {
             daemon.playerLoadPerUser = load
+        }
+        if let days = fields["session_expiry_days"]?.number(in: DaemonSection.sessionExpiryDaysRange, in: &issues) {
+            daemon.sessionExpiryDays = days
         }
     }
 

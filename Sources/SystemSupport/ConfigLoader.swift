@@ -74,41 +74,31 @@ public enum ConfigLoader {
 
 /// Defaults for keys the config leaves out.
 enum ConfigDefaults {
-    static let systemSocket = "/run/recd/control.sock"
-    static let systemStateDir = "/var/lib/recd"
     /// sockaddr_un's sun_path holds 108 bytes, NUL included.
     static let maxSocketPathBytes = 107
     /// jack_client_name_size() is 64, NUL included.
     static let maxJackClientNameBytes = 63
 
-    /// `$XDG_RUNTIME_DIR/recd/control.sock` for a user with a runtime dir, else /run/recd's.
+    /// Platform's `DefaultPlaces`: a user's recd (not root, XDG_RUNTIME_DIR set) keeps its
+    /// socket in the runtime directory, any other /run/recd's.
     static func socket(environment: [String: String], isRoot: Bool) -> String {
-        if !isRoot, let runtime = absolute(environment["XDG_RUNTIME_DIR"]) {
-            return join(runtime, "recd/control.sock")
-        }
-        return systemSocket
+        DefaultPlaces.socket(environment: environment, isRoot: isRoot)
     }
 
-    /// `$XDG_STATE_HOME/recd`, else `$HOME/.local/state/recd` for a user; /var/lib/recd for root
-    /// (and for a user with neither variable).
+    /// Platform's `DefaultPlaces`: a user's recd keeps its state in `$XDG_STATE_HOME/recd` or
+    /// `~/.local/state/recd`, any other in /var/lib/recd.
     static func stateDir(environment: [String: String], isRoot: Bool) -> String {
-        if !isRoot {
-            if let state = absolute(environment["XDG_STATE_HOME"]) { return join(state, "recd") }
-            if let home = absolute(environment["HOME"]) { return join(home, ".local/state/recd") }
-        }
-        return systemStateDir
+        DefaultPlaces.stateDir(environment: environment, isRoot: isRoot)
     }
 
-    static func archiveDir(stateDir: String) -> String { join(stateDir, "archive") }
-
-    /// The XDG Base Directory spec says relative values are invalid and must be ignored.
-    private static func absolute(_ value: String?) -> String? {
-        guard let value, value.hasPrefix("/") else { return nil }
-        return value
+    static func archiveDir(stateDir: String) -> String {
+        stateDir.hasSuffix("/") ? stateDir + "archive" : stateDir + "/archive"
     }
 
-    private static func join(_ directory: String, _ rest: String) -> String {
-        directory.hasSuffix("/") ? directory + rest : directory + "/" + rest
+    /// `[http] listen` when the config leaves it out: 127.0.0.1:9720, but off for a user's
+    /// recd (its owner asks for a listener; port 9720 is the system recd's).
+    static func listen(environment: [String: String], isRoot: Bool) -> String? {
+        DefaultPlaces.isPerUser(environment: environment, isRoot: isRoot) ? nil : HTTPSection.defaultListen
     }
 }
 

@@ -9,10 +9,12 @@ extension ConfigLoader {
         # recd embedded default configuration.
         # Used when recd is started without --config or RECD_CONFIG.
         #
-        # Not set here, so they follow the environment:
-        #   [daemon] socket    = $XDG_RUNTIME_DIR/recd/control.sock, or /run/recd/control.sock as root
-        #   [daemon] state_dir = $XDG_STATE_HOME/recd (or ~/.local/state/recd), or /var/lib/recd as root
+        # Not set here, so they follow the environment. A user's recd (not root, XDG_RUNTIME_DIR
+        # set, as in a login session) keeps its places per user; any other the system's:
+        #   [daemon] socket    = $XDG_RUNTIME_DIR/recd/control.sock, else /run/recd/control.sock
+        #   [daemon] state_dir = $XDG_STATE_HOME/recd (or ~/.local/state/recd), else /var/lib/recd
         #   [archive] dir      = <state_dir>/archive
+        #   [http] listen      = off for a user's recd, else 127.0.0.1:9720
 
         [jack]
         # libjack's default server, so JACK_DEFAULT_SERVER is honoured.

@@ -18,17 +18,94 @@ let repositoryRoot: String = {
 
 @Suite("config examples and --check-config")
 struct ConfigExamplesTests {
-    @Test("every example in config/ passes recd --check-config")
-    func examplesCheck() throws {
-        let recd = productsDirectory.appendingPathComponent("recd").path
-        let examples = try FileManager.default.contentsOfDirectory(atPath: repositoryRoot + "/config")
-            .filter { $0.hasSuffix(".conf") || $0.hasSuffix(".example") }
-        #expect(examples.count >= 2)
-        for name in examples where name != "jackd.conf" {
-            let result = try runProgram(recd, ["--check-config", repositoryRoot + "/config/" + name])
-            #expect(result.status == 0, "\(name): \(result.stderr)")
-            #expect(result.stdout.contains("OK"))
+    /// A config's sections as written: the header and its `key = value` lines (comments and
+    /// continuation lines left out; the keys this test reads take one line).
+    static func sections(_ text: String) -> [(header: String, fields: [String: String])] {
+        var found: [(header: String, fields: [String: String])] = []
+        for raw in text.split(separator: "\n") {
+            var line = String(raw)
+            for marker in [" ;", " #"] {
+                if let cut = line.range(of: marker) { line = String(line[..<cut.lowerBound]) }
+            }
+            line = line.trimmingCharacters(in: .whitespaces)
+            if line.isEmpty || line.hasPrefix("#") || line.hasPrefix(";") { continue }
+            if line.hasPrefix("[") && line.hasSuffix("]") {
+                found.append((String(line.dropFirst().dropLast()), [:]))
+            } else if let equals = line.firstIndex(of: "="), !found.isEmpty {
+                let key = line[..<equals].trimmingCharacters(in: .whitespaces)
+                let value = line[line.index(after: equals)...].trimmingCharacters(in: .whitespaces)
+                found[found.count - 1].fields[key] = value
+            }
         }
+        return found
+    }
+
+    /// Whether an ini block is recd's config (not rclone's or a systemd unit's): every section is one of recd's.
+    static func isRecdConfig(_ text: String) -> Bool {
+        let sections = Self.sections(text)
+        let fixed: Set = ["daemon", "jack", "archive", "policy", "http", "replicate"]
+        return !sections.isEmpty
+            && sections.allSatisfy {
+                fixed.contains($0.header) || $0.header.hasPrefix("port ") || $0.header.hasPrefix("session ")
+            }
+    }
+
+    /// The shipped configs: config/*.conf (jackd.conf is jackd's, not recd's) and the annotated example.
+    static func shippedConfigs() throws -> [(name: String, text: String)] {
+        try FileManager.default.contentsOfDirectory(atPath: repositoryRoot + "/config")
+            .filter { ($0.hasSuffix(".conf") || $0.hasSuffix(".example")) && $0 != "jackd.conf" }.sorted()
+            .map { ("config/" + $0, try String(contentsOfFile: repositoryRoot + "/config/" + $0, encoding: .utf8)) }
+    }
+
+    @Test(
+        "every shipped config and every whole config in README.md and docs/ passes --check-config; every logger in them uses the README's recommended values"
+    )
+    func shippedConfigsFollowTheDocs() throws {
+        let recd = productsDirectory.appendingPathComponent("recd").path
+        let directory = try makeTemporaryDirectory("recd-conf")
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        // The README's logger: the one documented [session] that records at start (`record = PORT`).
+        let readme = try String(contentsOfFile: repositoryRoot + "/README.md", encoding: .utf8)
+        let documented = DocumentCode.blocks("ini", in: readme).flatMap(Self.sections)
+            .filter { $0.header.hasPrefix("session ") && $0.fields["record"] != nil }
+        try #require(documented.count == 1, "README.md should show one logger declaration: \(documented)")
+        let recommended = documented[0].fields.filter { ["category", "priority", "permission"].contains($0.key) }
+        #expect(recommended["priority"] == "logger" && recommended.count == 3, "\(recommended)")
+
+        var configs = try Self.shippedConfigs().map { (name: $0.name, text: $0.text, whole: true) }
+        for document in try DocumentCode.documents() {
+            let blocks = DocumentCode.blocks("ini", in: document.text).enumerated()
+            for (index, block) in blocks where Self.isRecdConfig(block) {
+                // A whole config begins where a file does, with [daemon]; the rest are excerpts.
+                let whole = Self.sections(block).first?.header == "daemon"
+                configs.append(("\(document.path) ini block \(index + 1)", block, whole))
+            }
+        }
+        #expect(configs.filter(\.whole).count >= 4, "\(configs.map(\.name))")
+        var loggers = 0
+        for config in configs {
+            if config.whole {
+                let path = directory + "/" + config.name.replacingOccurrences(of: "/", with: "_")
+                try config.text.write(toFile: path, atomically: true, encoding: .utf8)
+                let checked = try runProgram(recd, ["--check-config", path])
+                #expect(checked.status == 0 && checked.stdout.contains("OK"), "\(config.name): \(checked.stderr)")
+            }
+            // A logger: a declared session that records a port at start.
+            for section in Self.sections(config.text) where section.header.hasPrefix("session ") {
+                guard let record = section.fields["record"], record != "no", record != "route" else { continue }
+                loggers += 1
+                for (key, value) in recommended {
+                    #expect(
+                        section.fields[key] == value,
+                        """
+                        \(config.name) [\(section.header)]: \(key) = \(section.fields[key] ?? "(unset)"), \
+                        the README recommends \(key) = \(value)
+                        """)
+                }
+                #expect(section.fields["mic_usage"] != nil, "\(config.name) [\(section.header)] needs mic_usage")
+            }
+        }
+        #expect(loggers >= 3, "the README's, the broadcast logger's and recd.conf.example's")
     }
 
     @Test("a bad config is refused with FILE:LINE and a non-zero exit; the embedded default is valid")
@@ -124,7 +201,7 @@ struct ConfigExamplesTests {
         }, "the declared session should be recording: \(daemon.log)")
         let status = try #require(daemon.recctl("--json", "status").json)
         #expect(status["recorders"]?.arrayValue?.first?["port"] == "air")
-        #expect(try daemon.recctl("--json", "session", "show", "logger").json?["priority"] == "call")
+        #expect(try daemon.recctl("--json", "session", "show", "logger").json?["priority"] == "logger")
         source.stop()
     }
 }

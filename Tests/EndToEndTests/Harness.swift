@@ -79,7 +79,7 @@ final class Daemon: @unchecked Sendable {
     init(extraConfig: String = "", adminGroup: String? = nil, ports: String = Daemon.systemPorts, jackServer: String? = nil,
          allowBufferSizeChanges: Bool = false, archiveSegmentSeconds: Int? = nil, archiveDirectory: String? = nil,
          archiveMaxAgeDays: Int? = nil, environment: [String: String] = [:], networkNamespace: String? = nil,
-         idleClientTimeout: Int? = nil) throws {
+         idleClientTimeout: Int? = nil, sessionExpiryDays: Double? = nil) throws {
         self.environment = environment
         self.networkNamespace = networkNamespace
         directory = try makeTemporaryDirectory("recd-e2e")
@@ -88,6 +88,7 @@ final class Daemon: @unchecked Sendable {
         var config = "[daemon]\nsocket = \(socket)\nstate_dir = \(directory)/state\n"
         if let adminGroup { config += "admin_group = \(adminGroup)\n" }
         if let idleClientTimeout { config += "idle_client_timeout = \(idleClientTimeout)\n" }
+        if let sessionExpiryDays { config += "session_expiry_days = \(String(format: "%.6f", sessionExpiryDays))\n" }
         config += "\n[jack]\nclient_name = \(uniqueName("recd"))\n"
         if let jackServer { config += "server = \(jackServer)\n" }
         if allowBufferSizeChanges { config += "allow_buffer_size_changes = yes\n" }

@@ -6,7 +6,7 @@ import Testing
 struct HelpTests {
     static let commands = [
         "status", "session list", "session show", "session set", "session activate", "session deactivate", "session prefer",
-        "session override", "session delete", "permission list", "permission request", "permission grant", "permission deny",
+        "session override", "session remove", "session delete", "permission list", "permission request", "permission grant", "permission deny",
         "permission reset", "mute", "play", "pause", "stop", "record start", "record stop", "archive list", "archive verify",
         "archive reindex", "cue", "meter", "routes", "watch",
     ]

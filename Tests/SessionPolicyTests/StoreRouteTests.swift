@@ -188,6 +188,40 @@ struct StoreRouteTests {
         #expect(store.state("declared") == .inactive)
     }
 
+    /// Four loggers, each declared with its own feed (`record = feedN`), the feeds connected in
+    /// order: each route shows the feed its recorder records, not the most recent one; a feed
+    /// that goes leaves its logger with no input (and comes back to it); a preferred input does
+    /// not move it.
+    @Test func declaredRecordersRouteShowsTheirOwnInput() throws {
+        let feeds = (1...4).map { PortState(name: "feed\($0)", type: .lineIn, direction: .input, connectedOrder: $0) }
+        var store = SessionStore.fixture(ports: feeds)
+        for number in 1...4 {
+            var session = Session(app: "log\(number)", ownerUID: 0)
+            session.declaredInConfig = true
+            session.declaredInput = "feed\(number)"
+            store.insert(session, configuration: config(.record))
+        }
+        // An undeclared recorder beside them takes the most recent feed, as before.
+        store.add("other", .record)
+        #expect((1...4).map { store.sessions["log\($0)"]?.route } == (1...4).map { Route(inputs: ["feed\($0)"]) })
+        #expect(store.sessions["other"]?.route == Route(inputs: ["feed4"]))
+
+        var gone = feeds
+        gone[1].available = false
+        let lost = store.updatePorts(gone)
+        #expect(
+            lost.routeChanges == [
+                .routeChange(
+                    app: "log2", reason: .noSuitableRouteForCategory, previous: Route(inputs: ["feed2"]),
+                    current: Route())
+            ])
+        let back = store.updatePorts(feeds)
+        #expect(back.routeChanges.count == 1 && store.sessions["log2"]?.route == Route(inputs: ["feed2"]))
+
+        _ = try store.setPreferences(app: "log2", HardwarePreferences(preferredInput: "feed3"))
+        #expect(store.sessions["log2"]?.route == Route(inputs: ["feed2"]))
+    }
+
     struct NoRouteCase: Sendable, CustomTestStringConvertible {
         let category: Category
         let ports: [PortState]

@@ -63,7 +63,8 @@ private func temporaryFile(_ bytes: [UInt8]) throws -> String {
     #expect(config.archive.segmentSeconds == 3600)
     #expect(config.archive.compressionLevel == 5)
     #expect(config.policy.duckLevelDB == -14)
-    #expect(config.http == HTTPSection(listen: "127.0.0.1:9720", listenLine: 0, tokenFile: nil))
+    // A user's recd (XDG_RUNTIME_DIR set): no HTTP listener unless asked.
+    #expect(config.http == HTTPSection(listen: nil, listenLine: 0, tokenFile: nil))
     #expect(config.daemon.socket == "/run/user/1000/recd/control.sock")
     #expect(config.daemon.stateDir == "/home/ann/.state/recd")
     #expect(config.archive.dir == "/home/ann/.state/recd/archive")
@@ -418,6 +419,9 @@ private let badInputs: [BadInput] = [
         name: "player budget below one stereo player", text: "[daemon]\nplayer_load_per_user = 1000\n", line: 2,
         fragments: ["[daemon] player_load_per_user: \"1000\" is out of range; use 192000...2000000000"]),
     BadInput(
+        name: "negative session expiry", text: "[daemon]\nsession_expiry_days = -1\n", line: 2,
+        fragments: ["session_expiry_days"]),
+    BadInput(
         name: "invalid port name", text: "[port my mic]\ntype = lineIn\n", line: 1,
         fragments: ["\"my mic\" is not a valid port name", "A-Z a-z 0-9 . _ -"]),
     BadInput(
@@ -638,34 +642,41 @@ struct EnvironmentCase: CustomTestStringConvertible, Sendable {
     let isRoot: Bool
     let socket: String
     let stateDir: String
+    /// `[http] listen` when the config leaves it out.
+    let listen: String?
     var testDescription: String { name }
 }
 
+/// A user's recd (not root, XDG_RUNTIME_DIR set and absolute) keeps per-user places and no
+/// HTTP listener; any other (root, a service's user with no runtime directory) the system's.
 private let environmentCases: [EnvironmentCase] = [
     EnvironmentCase(
         name: "user with XDG dirs", environment: userEnvironment, isRoot: false,
-        socket: "/run/user/1000/recd/control.sock", stateDir: "/home/ann/.state/recd"),
+        socket: "/run/user/1000/recd/control.sock", stateDir: "/home/ann/.state/recd", listen: nil),
     EnvironmentCase(
-        name: "user with HOME only", environment: ["HOME": "/home/bob"], isRoot: false,
-        socket: "/run/recd/control.sock", stateDir: "/home/bob/.local/state/recd"),
+        name: "user with a runtime dir and HOME", environment: ["XDG_RUNTIME_DIR": "/run/user/9", "HOME": "/home/e"],
+        isRoot: false, socket: "/run/user/9/recd/control.sock", stateDir: "/home/e/.local/state/recd", listen: nil),
+    EnvironmentCase(
+        name: "a service's user: HOME only", environment: ["HOME": "/var/lib/recd"], isRoot: false,
+        socket: "/run/recd/control.sock", stateDir: "/var/lib/recd", listen: "127.0.0.1:9720"),
     EnvironmentCase(
         name: "user with trailing slashes",
         environment: ["XDG_RUNTIME_DIR": "/run/user/7/", "HOME": "/home/c/"],
         isRoot: false, socket: "/run/user/7/recd/control.sock",
-        stateDir: "/home/c/.local/state/recd"),
+        stateDir: "/home/c/.local/state/recd", listen: nil),
     EnvironmentCase(
         name: "relative XDG values are ignored",
         environment: ["XDG_RUNTIME_DIR": "run", "XDG_STATE_HOME": "state", "HOME": "/home/d"],
-        isRoot: false, socket: "/run/recd/control.sock", stateDir: "/home/d/.local/state/recd"),
+        isRoot: false, socket: "/run/recd/control.sock", stateDir: "/var/lib/recd", listen: "127.0.0.1:9720"),
     EnvironmentCase(
         name: "user with nothing set", environment: [:], isRoot: false,
-        socket: "/run/recd/control.sock", stateDir: "/var/lib/recd"),
+        socket: "/run/recd/control.sock", stateDir: "/var/lib/recd", listen: "127.0.0.1:9720"),
     EnvironmentCase(
         name: "root ignores XDG", environment: userEnvironment, isRoot: true,
-        socket: "/run/recd/control.sock", stateDir: "/var/lib/recd"),
+        socket: "/run/recd/control.sock", stateDir: "/var/lib/recd", listen: "127.0.0.1:9720"),
     EnvironmentCase(
         name: "root with nothing set", environment: [:], isRoot: true,
-        socket: "/run/recd/control.sock", stateDir: "/var/lib/recd"),
+        socket: "/run/recd/control.sock", stateDir: "/var/lib/recd", listen: "127.0.0.1:9720"),
 ]
 
 @Test(arguments: environmentCases)
@@ -675,9 +686,23 @@ func defaultsComeFromTheEnvironment(_ item: EnvironmentCase) throws {
     #expect(config.daemon.socket == item.socket)
     #expect(config.daemon.stateDir == item.stateDir)
     #expect(config.archive.dir == item.stateDir + "/archive")
-    #expect(
-        ConfigLoader.embeddedDefault(environment: item.environment, isRoot: item.isRoot).daemon
-            == config.daemon)
+    #expect(config.http.listen == item.listen)
+    let embedded = ConfigLoader.embeddedDefault(environment: item.environment, isRoot: item.isRoot)
+    #expect(embedded.daemon == config.daemon && embedded.http.listen == item.listen)
+    // recctl and the libraries look where recd listens first, then at the system's.
+    let candidates = DefaultPlaces.socketCandidates(environment: item.environment, isRoot: item.isRoot)
+    #expect(candidates.first == item.socket && candidates.last == "/run/recd/control.sock")
+    // Asked for, a user's recd listens too.
+    let asked = try ConfigLoader.parse(
+        text: "[http]\nlisten = 127.0.0.1:9999\n", source: "env.conf", environment: item.environment,
+        isRoot: item.isRoot)
+    #expect(asked.http.listen == "127.0.0.1:9999")
+}
+
+@Test func sessionExpiryDays() throws {
+    #expect(try parse("[policy]\n").daemon.sessionExpiryDays == 7)
+    #expect(try parse("[daemon]\nsession_expiry_days = 0.5\n").daemon.sessionExpiryDays == 0.5)
+    #expect(try parse("[daemon]\nsession_expiry_days = 0\n").daemon.sessionExpiryDays == 0)
 }
 
 @Test func explicitPathsWinOverTheEnvironment() throws {

@@ -11,6 +11,7 @@ enum HelpText {
 
           play    --ports NAME[,NAME...] --signal SIGNAL [--level DBFS] [--seconds S]
                   [--connect DEST[,DEST...]] [--silent-from S --silent-for D]
+                  [--envelope STEP[,STEP...]]
           capture --ports NAME[,NAME...] --out FILE [--wav] [--seconds S]
                   [--connect SRC[,SRC...]]
           ports   --ports NAME[,NAME...] [--close-only]
@@ -84,6 +85,12 @@ enum HelpText {
                           play zeros from S seconds of frames for D seconds (counted like
                           --seconds); the signal runs on meanwhile, so it continues where
                           it would have been. For silence alarms.
+          --envelope STEP[,STEP...]
+                          The level over time, the steps repeated while the signal plays
+                          (at most 1024): SECONDS:DB holds a gain of DB (-144...0, relative
+                          to --level), SECONDS:DB>DB ramps it linearly in dB, SECONDS:off
+                          plays zeros. E.g. gated audio 0.5:0,0.5:off; a fade 4:0,3:0>-60.
+                          --silent-from applies after it.
           --out FILE      Capture file. Without --wav: raw interleaved float32
                           little-endian samples, no header; frame i of channel c is at byte
                           offset 4*(i*C + c), C = number of --ports. With --wav: the same

@@ -49,11 +49,56 @@ struct PlayOptions: Equatable {
     var connections: [String?]
     /// `--silent-from S --silent-for D`: zeros from S seconds of frames on, for D seconds.
     var silence: (from: Double, length: Double)? = nil
+    /// `--envelope`: the level's steps, repeated; empty: the level throughout.
+    var envelope: [EnvelopeSpec] = []
 
     static func == (lhs: PlayOptions, rhs: PlayOptions) -> Bool {
         lhs.ports == rhs.ports && lhs.signal == rhs.signal && lhs.levelDBFS == rhs.levelDBFS
             && lhs.seconds == rhs.seconds && lhs.connections == rhs.connections
             && lhs.silence?.from == rhs.silence?.from && lhs.silence?.length == rhs.silence?.length
+            && lhs.envelope == rhs.envelope
+    }
+}
+
+/// One step of `--envelope`: `SECONDS:DB` (held), `SECONDS:DB>DB` (a ramp, linear in dB) or
+/// `SECONDS:off` (zeros); dB relative to --level.
+struct EnvelopeSpec: Equatable {
+    var seconds: Double
+    /// nil: off.
+    var fromDB: Double?
+    var toDB: Double?
+
+    static let maxSteps = 1024
+    static let secondsRange = 0.001...3600.0
+    static let dBRange = -144.0...0.0
+
+    /// The steps of `text` (comma-separated).
+    static func parse(_ text: String) throws(UsageError) -> [EnvelopeSpec] {
+        let words = text.split(separator: ",", omittingEmptySubsequences: false)
+        guard words.count <= maxSteps else {
+            throw UsageError("--envelope has \(words.count) steps; at most \(maxSteps)")
+        }
+        var steps: [EnvelopeSpec] = []
+        for word in words {
+            let bad = UsageError(
+                "bad --envelope step '\(word)' (want SECONDS:DB, SECONDS:DB>DB or SECONDS:off; seconds "
+                    + "\(secondsRange.lowerBound)...\(secondsRange.upperBound), dB -144...0)")
+            let parts = word.split(separator: ":", omittingEmptySubsequences: false)
+            guard parts.count == 2, let seconds = Double(parts[0]), secondsRange.contains(seconds) else { throw bad }
+            if parts[1] == "off" {
+                steps.append(EnvelopeSpec(seconds: seconds))
+                continue
+            }
+            let levels = parts[1].split(separator: ">", omittingEmptySubsequences: false)
+            var values: [Double] = []
+            for level in levels {
+                guard let value = Double(level), dBRange.contains(value) else { throw bad }
+                values.append(value)
+            }
+            guard values.count == 1 || values.count == 2 else { throw bad }
+            steps.append(EnvelopeSpec(seconds: seconds, fromDB: values[0], toDB: values.count == 2 ? values[1] : nil))
+        }
+        return steps
     }
 }
 
@@ -150,6 +195,7 @@ extension Invocation {
         "seconds": (.value, ["play", "capture", "echo"]),
         "silent-from": (.value, ["play"]),
         "silent-for": (.value, ["play"]),
+        "envelope": (.value, ["play"]),
         "connect": (.value, ["play", "capture", "echo"]),
         "out": (.value, ["capture"]),
         "wav": (.flag, ["capture"]),
@@ -252,7 +298,8 @@ extension Invocation {
                 PlayOptions(
                     ports: ports, signal: try SignalSpec(parsing: signalText), levelDBFS: level,
                     seconds: try seconds(values["seconds"]),
-                    connections: try connections(values["connect"], portCount: ports.count), silence: silence))
+                    connections: try connections(values["connect"], portCount: ports.count), silence: silence,
+                    envelope: try values["envelope"].map(EnvelopeSpec.parse) ?? []))
         case "capture":
             guard let out = values["out"], !out.isEmpty else {
                 throw UsageError("'capture' needs --out FILE")

@@ -72,3 +72,30 @@ extension Generator {
 
 /// 10^(dBFS/20).
 func linearAmplitude(dBFS: Double) -> Double { pow(10, dBFS / 20) }
+
+extension Envelope {
+    /// The envelope of `steps` at `sampleRate`, or nil for none. Main thread, before
+    /// jack_activate; `deallocate` after jack_deactivate.
+    static func make(_ steps: [EnvelopeSpec], sampleRate: Int) -> Envelope? {
+        guard !steps.isEmpty else { return nil }
+        let table = UnsafeMutablePointer<EnvelopeStep>.allocate(capacity: steps.count)
+        for (index, spec) in steps.enumerated() {
+            let frames = max(1, Int((spec.seconds * Double(sampleRate)).rounded()))
+            let step: EnvelopeStep
+            if let fromDB = spec.fromDB {
+                let toDB = spec.toDB ?? fromDB
+                step = EnvelopeStep(
+                    frames: frames, gain: pow(10, fromDB / 20), ratio: pow(10, (toDB - fromDB) / 20 / Double(frames)))
+            } else {
+                step = EnvelopeStep(frames: frames, gain: 0, ratio: 1)
+            }
+            (table + index).initialize(to: step)
+        }
+        return Envelope(steps: table, count: steps.count)
+    }
+
+    func deallocate() {
+        steps.deinitialize(count: count)
+        steps.deallocate()
+    }
+}

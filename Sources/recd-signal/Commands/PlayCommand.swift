@@ -28,11 +28,12 @@ func runPlay(_ options: PlayOptions, invocation: Invocation, signals: StopSignal
             frameLimit: frameLimit(seconds: options.seconds, rate: rate),
             silentFrom: options.silence.map { frameLimit(seconds: $0.from, rate: rate) } ?? 0,
             silentUntil: options.silence.map { frameLimit(seconds: $0.from + $0.length, rate: rate) } ?? 0,
-            generator: generator))
+            generator: generator, envelope: Envelope.make(options.envelope, sampleRate: rate)))
     defer {
         // The process thread must be gone before its memory is.
         client.close()
         state.pointee.generator.deallocate()
+        state.pointee.envelope?.deallocate()
         state.deinitialize(count: 1)
         state.deallocate()
         buffers.deallocate()

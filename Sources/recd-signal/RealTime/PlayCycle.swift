@@ -22,6 +22,8 @@ struct PlayState: ~Copyable {
     let silentFrom: Int
     let silentUntil: Int
     var generator: Generator
+    /// `--envelope`, applied after the generator; nil: none.
+    var envelope: Envelope?
     let progress = CycleProgress()
 }
 
@@ -47,6 +49,7 @@ func playProcess(_ frameCount: jack_nframes_t, _ argument: UnsafeMutableRawPoint
             frames: frames, limit: limit, cycleStart: jack_last_frame_time(state.pointee.client))
         if played > 0 {
             state.pointee.generator.render(into: buffers, count: played)
+            state.pointee.envelope?.apply(to: buffers, channels: channels, count: played)
             // The generator ran on: after the silence the signal is where it would have been.
             let first = state.pointee.progress.frames.load(ordering: .relaxed)
             let from = max(state.pointee.silentFrom - first, 0)
