@@ -468,9 +468,12 @@ final class RecorderService: @unchecked Sendable {
                 stream.gaps += 1
                 stream.successor?.gaps += 1
                 logGap(gap, of: stream)
-                announce(stream, .gap, reason: gap.cause.rawValue) {
+                // The segment being written holds the gap (its GAPS tag); the position counts
+                // from the recording's start, across its segments, so the rate comes with it.
+                announce(stream, .gap, file: stream.currentFiles.last, reason: gap.cause.rawValue) {
                     $0.position = gap.position
                     $0.length = gap.length
+                    $0.sampleRate = stream.sampleRate
                 }
             case .silence(let change):
                 silenceAlarms.handle(

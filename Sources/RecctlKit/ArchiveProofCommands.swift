@@ -83,8 +83,9 @@ enum ArchiveProofCommands {
             for finding in report.findings { print(finding.description) }
             let removed = report.segmentsRemoved > 0 ? ", \(report.segmentsRemoved) removed by retention" : ""
             print(
-                "\(report.holds ? "holds" : "DOES NOT HOLD"): \(report.segmentsProven) segments proven in "
-                    + "\(report.chains) chains (\(report.signedChains) signed throughout)\(removed); key \(key.text)"
+                "\(report.holds ? "holds" : "DOES NOT HOLD"): \(Readable.count(report.segmentsProven, "segment")) "
+                    + "proven in \(Readable.count(report.chains, "chain")) (\(report.signedChains) signed throughout)"
+                    + "\(removed); key \(key.text)"
                     + (command.value("key") == nil
                         ? " (the archive's own copy: pass --key for an independent proof)" : ""))
         }
@@ -164,7 +165,10 @@ enum ArchiveProofCommands {
         do {
             let connection = try Connection(candidates: candidates)
             let reply = try connection.call(.status)
-            return .success(try StatusInfo(json: reply).daemon.archiveDir)
+            guard let directory = try StatusInfo(json: reply).daemon.archiveDir else {
+                return .failure("recd's status does not say where its archive is")
+            }
+            return .success(directory)
         } catch let error as Unreachable {
             return .failure("cannot reach recd to ask where its archive is (\(error.reason))")
         } catch {
