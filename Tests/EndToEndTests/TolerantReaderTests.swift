@@ -313,7 +313,9 @@ struct TolerantReaderTests {
         keep("archive.export", try #require(export.json))
 
         keep("session", wire.ask("session.set", [("app", "radio"), ("category", "playback")]))
-        let mixable: [(String, JSONValue)] = [("app", "music"), ("category", "playback"), ("options", ["mixWithOthers"])]
+        let mixable: [(String, JSONValue)] = [
+            ("app", "music"), ("category", "playback"), ("options", ["mixWithOthers"]),
+        ]
         keep("session", wire.ask("session.set", mixable))
         let voice: [(String, JSONValue)] = [
             ("app", "voice"), ("category", "playAndRecord"), ("mode", "voiceChat"), ("micUsage", "calls"),
