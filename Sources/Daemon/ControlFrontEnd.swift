@@ -187,9 +187,9 @@ final class ControlFrontEnd: ControlServerHandler, EventSink, @unchecked Sendabl
         let waited = began.waited.flatMap { start in runQueue.waitedSeconds().map { $0 - start } } ?? 0
         let busy = wall - waited
         guard busy > slowThreshold else { return }
-        func ms(_ seconds: Double) -> Double { (seconds * 10_000).rounded() / 10 }
         Log.warning(
-            "control thread busy \(ms(busy)) ms in \(what)\(waited > 0.001 ? " (and \(ms(waited)) ms waiting for a CPU)" : ""); "
+            "control thread busy \(Readable.duration(busy)) in \(what)"
+                + "\(waited > 0.001 ? " (and \(Readable.duration(waited)) waiting for a CPU)" : ""); "
                 + "other clients and the watchdog waited")
     }
 

@@ -523,12 +523,15 @@ final class RecorderService: @unchecked Sendable {
         let name = "\(stream.spec.app)/\(stream.spec.stream)"
         switch gap.cause {
         case .overrun:
-            Log.warning("\(name): ring overrun, \(gap.length) frames missing at frame \(gap.position)")
+            Log.warning(
+                "\(name): ring overrun, \(Readable.length(frames: gap.length, sampleRate: stream.sampleRate)) missing "
+                    + "at \(Readable.position(frames: gap.position, sampleRate: stream.sampleRate)) of the recording")
         case .clockStall:
             Log.warning(
-                "\(name): JACK delivered no audio for \(Double(gap.length) / Double(max(stream.sampleRate, 1))) s of "
-                    + "wall-clock time (a stalled or stopped server, or a driver that lost sync); recorded as a gap of "
-                    + "\(gap.length) frames at frame \(gap.position), so later samples keep their true time")
+                "\(name): JACK delivered no audio for \(Readable.length(frames: gap.length, sampleRate: stream.sampleRate)) "
+                    + "of wall-clock time (a stalled or stopped server, or a driver that lost sync); recorded as a gap "
+                    + "at \(Readable.position(frames: gap.position, sampleRate: stream.sampleRate)) of the recording, so "
+                    + "later samples keep their true time")
         }
     }
 

@@ -115,10 +115,10 @@ public enum Recctl {
             boolFlags: ["proof"],
             summary: "one stream from --from to --to as one file; sample-exact, gaps silent and listed in GAPS; only recordings "
                 + "you may read; --proof also writes FILE.proof, the signed chain entries the clip was cut from",
-            requiredFlags: ["app", "from", "to", "output"],
+            requiredFlags: ["app", "from", "output"],
             accepts: [
                 ("from", "a time: " + TimeArgument.forms),
-                ("to", "a time, as --from"),
+                ("to", "a time, as --from (default: now)"),
                 ("output", "FILE.flac, FILE.wav, or - (FLAC on standard output)"),
                 ("stream", "the stream's name (default: the app's only stream)"),
             ]),
@@ -526,7 +526,7 @@ public enum Recctl {
             return .archiveExport(
                 ExportRequest(
                     app: app, stream: command.value("stream"), from: try time("from") ?? required("from"),
-                    to: try time("to") ?? required("to"),
+                    to: try time("to") ?? TimeArgument.resolve("now", flag: "to", now: now, timeZone: timeZone),
                     format: format, file: file == "-" ? "-" : absolute(file), proof: command.has("proof")))
         case ["pause"]: return .pause(app: app, stream: command.value("stream"))
         case ["stop"]: return .stop(app: app, stream: command.value("stream"))
