@@ -164,6 +164,13 @@ struct Output {
         fflush(nil)
     }
 
+    /// One of `recctl watch`'s own lines (recd lost, recd back): the object in --json, the words
+    /// otherwise.
+    func watchLine(_ line: JSONValue, text: String) {
+        print(json ? line.jsonText : text)
+        fflush(nil)
+    }
+
     /// One line for an event `recctl watch` received. An event this recctl does not know, or
     /// cannot read, is shown as its name and its fields as they came.
     static func describe(event message: JSONValue) -> String {

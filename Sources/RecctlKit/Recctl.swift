@@ -244,8 +244,9 @@ public enum Recctl {
         }
         let output = Output(json: globals.json, toStandardError: passingStandardOutput)
         do {
-            if request.op == .watch {
-                return try watch(connection, request, output: output)
+            if case .watch(let app) = request {
+                var watch = Watch(candidates: candidates, app: app, output: output)
+                return try watch.run(first: connection)
             }
             if case .sessionAttach(let attach) = request {
                 return try holdAttachment(connection, attach, output: output)
@@ -599,17 +600,6 @@ public enum Recctl {
         }
     }
 
-    static func watch(_ connection: Connection, _ request: Command, output: Output) throws -> Int32 {
-        let reply = try connection.call(request, onEvent: output.event)
-        if let error = Wire.error(from: reply), reply["ok"]?.boolValue != true {
-            output.failure(error)
-            return 1
-        }
-        while true {
-            let message = try connection.readMessage(timeout: nil)
-            if message["event"] != nil { output.event(message) }
-        }
-    }
 }
 
 /// Writes a message to standard error in one write(2).
