@@ -82,7 +82,8 @@ struct Watch {
     /// Prints one of recd's events and remembers the segments it says finished.
     private mutating func show(_ event: JSONValue) {
         output.event(event)
-        guard event["event"] == "recording", event["state"] == "finished", let file = event["file"]?.stringValue
+        guard case .recording(let recording) = try? Event(json: event), recording.state == .finished,
+            let file = recording.file
         else { return }
         told.append(file)
         toldSet.insert(file)
