@@ -78,15 +78,15 @@ final class SilenceAlarms {
             alarms[key] = Alarm(since: change.since, levelDB: levelDB)
             seconds = Self.seconds(from: change.since, to: change.decided)
             Log.warning(
-                "\(app)/\(stream): silent since \(change.since.iso8601) (peak \(levelDB) dBFS, below "
-                    + "\(settings.thresholdDB) dBFS for \(Readable.duration(settings.seconds)))")
+                "\(app)/\(stream): silent since \(change.since.iso8601) (peak \(Self.text(levelDB)) dBFS, below "
+                    + "\(Self.text(settings.thresholdDB)) dBFS for \(Readable.duration(settings.seconds)))")
         case .ended:
             guard let alarm = alarms.removeValue(forKey: key) else { return }
             seconds = Self.seconds(from: alarm.since, to: change.since)
             Log.notice(
                 "\(app)/\(stream): sound again since \(change.since.iso8601) after \(Readable.duration(seconds)) of "
                     + "silence (peak "
-                    + "\(levelDB) dBFS)")
+                    + "\(Self.text(levelDB)) dBFS)")
         }
         sink.broadcast(
             .silence(
