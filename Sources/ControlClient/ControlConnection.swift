@@ -130,7 +130,10 @@ public final class Connection {
             var waitMs: Int32 = -1
             if let deadline {
                 let left = deadline.timeIntervalSinceNow
-                if left <= 0 { throw ClientFailure.timedOut("no reply from recd at \(path) within \(timeout!) s") }
+                if left <= 0 {
+                    throw ClientFailure.timedOut(
+                        "no reply from recd at \(path) within \(Readable.duration(timeout ?? 0))")
+                }
                 waitMs = Int32(min(left * 1000, 1_000_000))
             }
             var poller = [PollEntry(descriptor: fd, events: .readable)]

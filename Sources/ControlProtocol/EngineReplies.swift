@@ -1,12 +1,13 @@
 // Typed replies about ports and audio: `routes`, `meter` and the `cue.*` monitoring object.
 
-/// One configured port (`routes`'s `ports`).
+/// One configured port (`routes`'s `ports`). Required: `name`; the rest is nil (unknown), empty
+/// or false when a reply lacks it.
 public struct PortInfo: ReplyObject {
     public var name: String
-    public var type: String
+    public var type: String?
     /// `input`, `output` or `duplex`.
-    public var direction: String
-    public var channels: Int
+    public var direction: String?
+    public var channels: Int?
     public var available: Bool
     /// The JACK ports it stands for.
     public var jack: [String]
@@ -15,14 +16,14 @@ public struct PortInfo: ReplyObject {
     public var capabilities: [String]
     public var codec: String?
     public var sense: String?
-    public var connectedOrder: Int
+    public var connectedOrder: Int?
     /// The JACK ports behind it now (patterns resolved) and where each one's audio comes from;
     /// empty while none exists (and from a recd older than this field).
     public var origins: [PortOriginInfo]
 
     public init(
-        name: String, type: String, direction: String, channels: Int, available: Bool, jack: [String],
-        recdPorts: [String], capabilities: [String], codec: String?, sense: String?, connectedOrder: Int,
+        name: String, type: String?, direction: String?, channels: Int?, available: Bool, jack: [String],
+        recdPorts: [String], capabilities: [String], codec: String?, sense: String?, connectedOrder: Int?,
         origins: [PortOriginInfo] = []
     ) {
         self.name = name
@@ -41,10 +42,10 @@ public struct PortInfo: ReplyObject {
 
     public var json: JSONValue {
         [
-            "name": .string(name), "type": .string(type), "direction": .string(direction),
-            "channels": .number(Double(channels)), "available": .bool(available), "jack": JSONValue(jack),
+            "name": .string(name), "type": JSONValue(type), "direction": JSONValue(direction),
+            "channels": JSONValue(channels), "available": .bool(available), "jack": JSONValue(jack),
             "recdPorts": JSONValue(recdPorts), "capabilities": JSONValue(capabilities), "codec": JSONValue(codec),
-            "sense": JSONValue(sense), "connectedOrder": .number(Double(connectedOrder)),
+            "sense": JSONValue(sense), "connectedOrder": JSONValue(connectedOrder),
             "origins": .array(origins.map(\.json)),
         ]
     }
@@ -52,17 +53,18 @@ public struct PortInfo: ReplyObject {
     public init(json: JSONValue) throws(ReplyDecodingError) {
         let f = try ReplyFields(json, "a port")
         self.init(
-            name: try f.string("name"), type: try f.string("type"), direction: try f.string("direction"),
-            channels: try f.int("channels"), available: try f.bool("available"), jack: try f.strings("jack"),
-            recdPorts: try f.strings("recdPorts"), capabilities: try f.strings("capabilities"),
+            name: try f.string("name"), type: try f.optionalString("type"),
+            direction: try f.optionalString("direction"), channels: try f.optionalInt("channels"),
+            available: try f.flag("available"), jack: try f.optionalStrings("jack"),
+            recdPorts: try f.optionalStrings("recdPorts"), capabilities: try f.optionalStrings("capabilities"),
             codec: try f.optionalString("codec"), sense: try f.optionalString("sense"),
-            connectedOrder: try f.int("connectedOrder"), origins: try f.newerList("origins"))
+            connectedOrder: try f.optionalInt("connectedOrder"), origins: try f.optionalList("origins"))
     }
 }
 
 /// One JACK port behind a configured port and where its audio comes from (for an output port:
 /// goes to), in `routes`: a client of the logger's own JACK graph, a netjack2 satellite, or an
-/// RTP session PipeWire receives.
+/// RTP session PipeWire receives. Required: `jack`, `origin`.
 public struct PortOriginInfo: ReplyObject {
     /// The JACK port's full name.
     public var jack: String
@@ -70,13 +72,13 @@ public struct PortOriginInfo: ReplyObject {
     public var origin: String
     /// The JACK client it belongs to: the local client, the satellite's name (`jackd -d net -n
     /// NAME`), or the RTP stream's node.
-    public var client: String
-    /// An RTP stream's session name (the SDP's `s=`); absent for other kinds.
+    public var client: String?
+    /// An RTP stream's session name (the SDP's `s=`); null for other kinds.
     public var session: String?
-    /// An RTP stream's sender (the SDP origin's address); absent when it announced none.
+    /// An RTP stream's sender (the SDP origin's address); null when it announced none.
     public var address: String?
 
-    public init(jack: String, origin: String, client: String, session: String? = nil, address: String? = nil) {
+    public init(jack: String, origin: String, client: String?, session: String? = nil, address: String? = nil) {
         self.jack = jack
         self.origin = origin
         self.client = client
@@ -88,25 +90,23 @@ public struct PortOriginInfo: ReplyObject {
     public var text: String {
         switch origin {
         case "local": "local"
-        case "rtp": "RTP session \(session ?? client)" + (address.map { "@\($0)" } ?? "")
-        default: "\(origin) peer \(client)"
+        case "rtp": "RTP session \(session ?? client ?? "unknown")" + (address.map { "@\($0)" } ?? "")
+        default: "\(origin) peer \(client ?? "unknown")"
         }
     }
 
     public var json: JSONValue {
-        var fields: [(String, JSONValue)] = [
-            ("jack", .string(jack)), ("origin", .string(origin)), ("client", .string(client)),
+        [
+            "jack": .string(jack), "origin": .string(origin), "client": JSONValue(client),
+            "session": JSONValue(session), "address": JSONValue(address),
         ]
-        if let session { fields.append(("session", .string(session))) }
-        if let address { fields.append(("address", .string(address))) }
-        return .object(fields)
     }
 
     public init(json: JSONValue) throws(ReplyDecodingError) {
         let f = try ReplyFields(json, "a port's origin")
         self.init(
-            jack: try f.string("jack"), origin: try f.string("origin"), client: try f.string("client"),
-            session: try f.newerString("session"), address: try f.newerString("address"))
+            jack: try f.string("jack"), origin: try f.string("origin"), client: try f.optionalString("client"),
+            session: try f.optionalString("session"), address: try f.optionalString("address"))
     }
 }
 
@@ -148,7 +148,8 @@ public struct RoutesInfo: ReplyObject {
     }
 }
 
-/// One channel's level (`meter`'s `meters`), in dBFS; -120 is the floor.
+/// One channel's level (`meter`'s `meters`), in dBFS; -120 is the floor. Every key required: a
+/// reading is its channel and its two levels.
 public struct MeterInfo: ReplyObject {
     public var name: String
     public var group: String
@@ -184,7 +185,7 @@ public struct MeterInfo: ReplyObject {
 
 /// One recording stream's live loudness (`meter`'s `recordings`), EBU R128, measured by its
 /// archiver from the samples it writes; null while the segment holds less than the window
-/// (400 ms, 3 s) or for silence.
+/// (400 ms, 3 s) or for silence. Required: `app`, `stream`.
 public struct RecordingLoudnessInfo: ReplyObject {
     public var app: String
     public var stream: String
@@ -214,15 +215,15 @@ public struct RecordingLoudnessInfo: ReplyObject {
     }
 }
 
-/// `meter`'s reply fields (at the top level of the reply).
+/// `meter`'s reply fields (at the top level of the reply). Required: `meters`.
 public struct MetersInfo: ReplyObject {
     public var meters: [MeterInfo]
     /// How long the readings were measured over, in milliseconds.
-    public var windowMs: Double
+    public var windowMs: Double?
     /// The loudness of each recording stream (of the app asked about, or all).
     public var recordings: [RecordingLoudnessInfo]
 
-    public init(meters: [MeterInfo], windowMs: Double, recordings: [RecordingLoudnessInfo] = []) {
+    public init(meters: [MeterInfo], windowMs: Double?, recordings: [RecordingLoudnessInfo] = []) {
         self.meters = meters
         self.windowMs = windowMs
         self.recordings = recordings
@@ -230,7 +231,7 @@ public struct MetersInfo: ReplyObject {
 
     public var json: JSONValue {
         [
-            "meters": .array(meters.map(\.json)), "windowMs": .number(windowMs),
+            "meters": .array(meters.map(\.json)), "windowMs": JSONValue(windowMs),
             "recordings": .array(recordings.map(\.json)),
         ]
     }
@@ -238,14 +239,15 @@ public struct MetersInfo: ReplyObject {
     public init(json: JSONValue) throws(ReplyDecodingError) {
         let f = try ReplyFields(json, "meter's reply")
         self.init(
-            meters: try f.list("meters"), windowMs: try f.double("windowMs"),
-            recordings: try f.list("recordings"))
+            meters: try f.list("meters"), windowMs: try f.optionalDouble("windowMs"),
+            recordings: try f.optionalList("recordings"))
     }
 }
 
-/// The main and cue buses (`cue.*`'s `monitoring`).
+/// The main and cue buses (`cue.*`'s `monitoring`). Required: `mix`, `split`, `sources` (the
+/// state `cue` sets); `app`, `main`, `cue` are null for nobody and none.
 public struct MonitoringInfo: ReplyObject {
-    /// What one bus source feeds.
+    /// What one bus source feeds. Every key required (what `cue assign` set).
     public struct Source: ReplyObject {
         public var name: String
         /// `input` or `player`.

@@ -6,9 +6,11 @@
 //
 // `json` writes version 2's camelCase keys in the order docs/protocol.md lists and clients
 // have always seen; `WireKeys.line` gives a version-1 client its spellings of the encoded
-// line, as for replies. Decoding is strict about the keys an event must have (a message that
-// names the key) and lenient about the future: an event name this client does not know is
-// `.unknown`, so an old client keeps running next to a newer recd.
+// line, as for replies. Decoding refuses an event only for a missing required key (a message
+// that names it): `event`, `app`, and the keys its meaning rests on (a state, a type, a reason);
+// other keys are optional and read as unknown when missing, unknown keys are passed over, and an
+// event name this client does not know is `.unknown`, so an old client keeps running next to a
+// newer recd (docs/protocol.md, "Whole replies, tolerant readers").
 // Threads: any; values only.
 import SessionPolicy
 
@@ -138,7 +140,7 @@ public enum Event: Sendable, Equatable {
             self = .interruption(
                 app: try f.string("app"), type: try f.code("typeCode", namedBy: "type", \.name),
                 reason: try f.code("reasonCode", namedBy: "reason", \.name),
-                shouldResume: try f.strings("options").contains("shouldResume"), by: try f.newerString("by"))
+                shouldResume: try f.optionalStrings("options").contains("shouldResume"), by: try f.optionalString("by"))
         case "routeChange":
             self = .routeChange(try RouteChangeEvent(f))
         case "silenceSecondaryAudioHint":
@@ -217,9 +219,9 @@ public struct RouteChangeEvent: Sendable, Equatable {
     init(_ f: ReplyFields) throws(ReplyDecodingError) {
         self.init(
             app: try f.string("app"), reason: try f.code("reasonCode", namedBy: "reason", \.name),
-            previousRoute: try f.object("previousRoute"),
-            route: try f.object("route"), previousRouteDescription: try f.object("previousRouteDescription"),
-            routeDescription: try f.object("routeDescription"))
+            previousRoute: try f.object("previousRoute"), route: try f.object("route"),
+            previousRouteDescription: try f.optionalObject("previousRouteDescription") ?? .init(),
+            routeDescription: try f.optionalObject("routeDescription") ?? .init())
     }
 }
 
@@ -248,9 +250,10 @@ public struct PlayerEvent: Sendable, Equatable {
     public var app: String
     public var stream: String
     public var state: State
-    public var file: String
+    /// nil: an event without it (read as unknown).
+    public var file: String?
     /// Where its audio goes now.
-    public var port: String
+    public var port: String?
     /// Why it paused, stopped or moved (a pause cause, a stop reason, a route change's reason,
     /// `error: ...`); nil when it (re)started playing where it was.
     public var reason: String?
@@ -260,7 +263,7 @@ public struct PlayerEvent: Sendable, Equatable {
     public var reaction: PortReaction?
 
     public init(
-        app: String, stream: String, state: State, file: String, port: String, reason: String?,
+        app: String, stream: String, state: State, file: String?, port: String?, reason: String?,
         previousPort: String? = nil, reaction: PortReaction? = nil
     ) {
         self.app = app
@@ -275,8 +278,8 @@ public struct PlayerEvent: Sendable, Equatable {
 
     var fields: [(String, JSONValue)] {
         var fields: [(String, JSONValue)] = [
-            ("stream", .string(stream)), ("state", .string(state.rawValue)), ("file", .string(file)),
-            ("port", .string(port)), ("reason", JSONValue(reason)),
+            ("stream", .string(stream)), ("state", .string(state.rawValue)), ("file", JSONValue(file)),
+            ("port", JSONValue(port)), ("reason", JSONValue(reason)),
         ]
         if let previousPort { fields.append(("previousPort", .string(previousPort))) }
         if let reaction {
@@ -292,13 +295,13 @@ public struct PlayerEvent: Sendable, Equatable {
     init(_ f: ReplyFields) throws(ReplyDecodingError) {
         self.init(
             app: try f.string("app"), stream: try f.string("stream"), state: try f.name("state"),
-            file: try f.string("file"), port: try f.string("port"), reason: try f.optionalString("reason"),
-            previousPort: f.has("previousPort") ? try f.string("previousPort") : nil,
-            reaction: f.has("reactionFrames")
-                ? PortReaction(
-                    frames: try f.int("reactionFrames"), periodFrames: try f.optionalInt("periodFrames"),
+            file: try f.optionalString("file"), port: try f.optionalString("port"),
+            reason: try f.optionalString("reason"), previousPort: try f.optionalString("previousPort"),
+            reaction: try f.optionalInt("reactionFrames").map { frames throws(ReplyDecodingError) in
+                PortReaction(
+                    frames: frames, periodFrames: try f.optionalInt("periodFrames"),
                     microseconds: try f.optionalInt("reactionUs"))
-                : nil)
+            })
     }
 }
 
@@ -329,9 +332,11 @@ public struct RecordingEvent: Sendable, Equatable {
     /// `finished`: the segment's frames and gaps.
     public var frames: Int?
     public var gaps: Int?
-    /// `gap`: where and how long, in frames at the source's rate.
+    /// `gap`: where (frames delivered since the recording started, across its segments) and how
+    /// long, in frames at the source's rate, which `sampleRate` gives.
     public var position: Int?
     public var length: Int?
+    public var sampleRate: Int?
     /// `stopped` by a failure: what failed.
     public var error: SessionError?
     /// `stopped`, when it starts again by itself: when.
@@ -344,8 +349,9 @@ public struct RecordingEvent: Sendable, Equatable {
         app: String, stream: String?, state: State, file: String? = nil, reason: String? = nil, port: String?,
         previousPort: String? = nil, since: String? = nil, frames: Int? = nil, gaps: Int? = nil,
         position: Int? = nil, length: Int? = nil, error: SessionError? = nil, resumesWhen: String? = nil,
-        triggerDB: Double? = nil, holdSeconds: Double? = nil
+        triggerDB: Double? = nil, holdSeconds: Double? = nil, sampleRate: Int? = nil
     ) {
+        self.sampleRate = sampleRate
         self.app = app
         self.stream = stream
         self.state = state
@@ -373,6 +379,7 @@ public struct RecordingEvent: Sendable, Equatable {
             ("previousPort", previousPort.map { .string($0) }), ("since", since.map { .string($0) }),
             ("frames", frames.map { .number(Double($0)) }), ("gaps", gaps.map { .number(Double($0)) }),
             ("position", position.map { .number(Double($0)) }), ("length", length.map { .number(Double($0)) }),
+            ("sampleRate", sampleRate.map { .number(Double($0)) }),
             ("error", error.map { Wire.errorObject($0, for: .protocol) }),
             ("resumesWhen", resumesWhen.map { .string($0) }),
             ("triggerDB", triggerDB.map { .number($0) }), ("holdSeconds", holdSeconds.map { .number($0) }),
@@ -385,8 +392,8 @@ public struct RecordingEvent: Sendable, Equatable {
         let state: State = try f.name("state")
         let armed = state == .armed
         var error: SessionError?
-        if f.has("error") {
-            guard case .object = try f.any("error"), let decoded = Wire.error(from: f.value) else {
+        if let item = f.value["error"], !item.isNull {
+            guard case .object = item, let decoded = Wire.error(from: f.value) else {
                 throw ReplyDecodingError("\"error\" of \(f.what) must be an error object")
             }
             error = decoded
@@ -394,14 +401,11 @@ public struct RecordingEvent: Sendable, Equatable {
         self.init(
             app: try f.string("app"), stream: try f.optionalString("stream"), state: state,
             file: armed ? nil : try f.optionalString("file"), reason: armed ? nil : try f.optionalString("reason"),
-            port: try f.optionalString("port"),
-            previousPort: f.has("previousPort") ? try f.string("previousPort") : nil,
-            since: f.has("since") ? try f.string("since") : nil, frames: f.has("frames") ? try f.int("frames") : nil,
-            gaps: f.has("gaps") ? try f.int("gaps") : nil, position: f.has("position") ? try f.int("position") : nil,
-            length: f.has("length") ? try f.int("length") : nil, error: error,
-            resumesWhen: f.has("resumesWhen") ? try f.string("resumesWhen") : nil,
-            triggerDB: f.has("triggerDB") ? try f.double("triggerDB") : nil,
-            holdSeconds: f.has("holdSeconds") ? try f.double("holdSeconds") : nil)
+            port: try f.optionalString("port"), previousPort: try f.optionalString("previousPort"),
+            since: try f.optionalString("since"), frames: try f.optionalInt("frames"), gaps: try f.optionalInt("gaps"),
+            position: try f.optionalInt("position"), length: try f.optionalInt("length"), error: error,
+            resumesWhen: try f.optionalString("resumesWhen"), triggerDB: try f.optionalDouble("triggerDB"),
+            holdSeconds: try f.optionalDouble("holdSeconds"), sampleRate: try f.optionalInt("sampleRate"))
     }
 }
 
@@ -415,13 +419,13 @@ public struct SilenceEvent: Sendable, Equatable {
     public var stream: String
     public var state: State
     /// `began`: how long it has been silent; `ended`: the silence's whole length.
-    public var seconds: Double
+    public var seconds: Double?
     /// `began`: the loudest peak of the silence; `ended`: of the sound that ended it (dBFS).
-    public var levelDB: Double
+    public var levelDB: Double?
     /// When the silence started, or when the sound that ended it started (ISO 8601).
-    public var since: String
+    public var since: String?
 
-    public init(app: String, stream: String, state: State, seconds: Double, levelDB: Double, since: String) {
+    public init(app: String, stream: String, state: State, seconds: Double?, levelDB: Double?, since: String?) {
         self.app = app
         self.stream = stream
         self.state = state
@@ -432,15 +436,16 @@ public struct SilenceEvent: Sendable, Equatable {
 
     var fields: [(String, JSONValue)] {
         [
-            ("stream", .string(stream)), ("state", .string(state.rawValue)), ("seconds", .number(seconds)),
-            ("levelDB", .number(levelDB)), ("since", .string(since)),
+            ("stream", .string(stream)), ("state", .string(state.rawValue)), ("seconds", JSONValue(seconds)),
+            ("levelDB", JSONValue(levelDB)), ("since", JSONValue(since)),
         ]
     }
 
     init(_ f: ReplyFields) throws(ReplyDecodingError) {
         self.init(
             app: try f.string("app"), stream: try f.string("stream"), state: try f.name("state"),
-            seconds: try f.double("seconds"), levelDB: try f.double("levelDB"), since: try f.string("since"))
+            seconds: try f.optionalDouble("seconds"), levelDB: try f.optionalDouble("levelDB"),
+            since: try f.optionalString("since"))
     }
 }
 

@@ -31,21 +31,22 @@ public struct ExportRequest: Sendable, Equatable {
     }
 }
 
-/// `archive.export`'s reply fields (at the top level of the reply).
+/// `archive.export`'s reply fields (at the top level of the reply). Required: `file`, `start`,
+/// `end`, `frames` (what was written); the rest is nil (unknown) or empty when a reply lacks it.
 public struct ExportInfo: ReplyObject {
     public var file: String
-    public var format: String
-    public var app: String
-    public var stream: String
+    public var format: String?
+    public var app: String?
+    public var stream: String?
     /// The clip's first and last instants, as recd read `from` and `to` (UTC).
     public var start: String
     public var end: String
     public var frames: Int
-    public var sampleRate: Int
-    public var channels: Int
+    public var sampleRate: Int?
+    public var channels: Int?
     /// Silent stretches (recorded gaps, times no segment covers): `pos+len` in clip frames,
-    /// as the clip's GAPS tag.
-    public var gaps: String
+    /// as the clip's GAPS tag; empty when there are none.
+    public var gaps: String?
     /// The source segments' paths, in time order (a segment still being written by its
     /// `.partial` path).
     public var segments: [String]
@@ -58,8 +59,8 @@ public struct ExportInfo: ReplyObject {
     public var proof: String?
 
     public init(
-        file: String, format: String, app: String, stream: String, start: String, end: String, frames: Int,
-        sampleRate: Int, channels: Int, gaps: String, segments: [String], requestedEnd: String? = nil,
+        file: String, format: String?, app: String?, stream: String?, start: String, end: String, frames: Int,
+        sampleRate: Int?, channels: Int?, gaps: String?, segments: [String], requestedEnd: String? = nil,
         proof: String? = nil
     ) {
         self.proof = proof
@@ -79,9 +80,9 @@ public struct ExportInfo: ReplyObject {
 
     public var json: JSONValue {
         [
-            "file": .string(file), "format": .string(format), "app": .string(app), "stream": .string(stream),
+            "file": .string(file), "format": JSONValue(format), "app": JSONValue(app), "stream": JSONValue(stream),
             "start": .string(start), "end": .string(end), "frames": .number(Double(frames)),
-            "sampleRate": .number(Double(sampleRate)), "channels": .number(Double(channels)), "gaps": .string(gaps),
+            "sampleRate": JSONValue(sampleRate), "channels": JSONValue(channels), "gaps": JSONValue(gaps),
             "segments": .array(segments.map { .string($0) }), "requestedEnd": JSONValue(requestedEnd),
             "proof": JSONValue(proof),
         ]
@@ -90,10 +91,11 @@ public struct ExportInfo: ReplyObject {
     public init(json: JSONValue) throws(ReplyDecodingError) {
         let f = try ReplyFields(json, "archive.export's reply")
         self.init(
-            file: try f.string("file"), format: try f.string("format"), app: try f.string("app"),
-            stream: try f.string("stream"), start: try f.string("start"), end: try f.string("end"),
-            frames: try f.int("frames"), sampleRate: try f.int("sampleRate"), channels: try f.int("channels"),
-            gaps: try f.string("gaps"), segments: try f.strings("segments"),
+            file: try f.string("file"), format: try f.optionalString("format"), app: try f.optionalString("app"),
+            stream: try f.optionalString("stream"), start: try f.string("start"), end: try f.string("end"),
+            frames: try f.int("frames"), sampleRate: try f.optionalInt("sampleRate"),
+            channels: try f.optionalInt("channels"), gaps: try f.optionalString("gaps"),
+            segments: try f.optionalStrings("segments"),
             requestedEnd: try f.optionalString("requestedEnd"), proof: try f.optionalString("proof"))
     }
 }

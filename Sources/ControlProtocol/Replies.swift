@@ -4,11 +4,12 @@
 /// `hello`'s reply fields (at the top level of the reply).
 public struct HelloInfo: ReplyObject {
     public var protocolVersion: Int
-    public var version: String
+    /// recd's release (optional: shown as unknown when missing).
+    public var version: String?
     public var uid: Int
     public var admin: Bool
 
-    public init(protocolVersion: Int, version: String, uid: Int, admin: Bool) {
+    public init(protocolVersion: Int, version: String?, uid: Int, admin: Bool) {
         self.protocolVersion = protocolVersion
         self.version = version
         self.uid = uid
@@ -17,7 +18,7 @@ public struct HelloInfo: ReplyObject {
 
     public var json: JSONValue {
         [
-            "protocol": .number(Double(protocolVersion)), "version": .string(version),
+            "protocol": .number(Double(protocolVersion)), "version": JSONValue(version),
             "uid": .number(Double(uid)), "admin": .bool(admin),
         ]
     }
@@ -25,27 +26,28 @@ public struct HelloInfo: ReplyObject {
     public init(json: JSONValue) throws(ReplyDecodingError) {
         let f = try ReplyFields(json, "hello's reply")
         self.init(
-            protocolVersion: try f.int("protocol"), version: try f.string("version"), uid: try f.int("uid"),
+            protocolVersion: try f.int("protocol"), version: try f.optionalString("version"), uid: try f.int("uid"),
             admin: try f.bool("admin"))
     }
 }
 
-/// A player (`play`, `pause`, `stop`, `status`).
+/// A player (`play`, `pause`, `stop`, `status`). Required: `app`, `stream`, `state`; the rest
+/// is nil (unknown) when a reply lacks it.
 public struct PlayerInfo: ReplyObject {
     public var app: String
     public var stream: String
-    public var file: String
-    public var port: String
+    public var file: String?
+    public var port: String?
     /// `playing` or `paused`.
     public var state: String
     public var pausedBy: String?
-    public var channels: Int
-    public var framesPlayed: Int
-    public var underruns: Int
+    public var channels: Int?
+    public var framesPlayed: Int?
+    public var underruns: Int?
 
     public init(
-        app: String, stream: String, file: String, port: String, state: String, pausedBy: String?, channels: Int,
-        framesPlayed: Int, underruns: Int
+        app: String, stream: String, file: String?, port: String?, state: String, pausedBy: String?, channels: Int?,
+        framesPlayed: Int?, underruns: Int?
     ) {
         self.app = app
         self.stream = stream
@@ -60,37 +62,38 @@ public struct PlayerInfo: ReplyObject {
 
     public var json: JSONValue {
         [
-            "app": .string(app), "stream": .string(stream), "file": .string(file), "port": .string(port),
-            "state": .string(state), "pausedBy": JSONValue(pausedBy), "channels": .number(Double(channels)),
-            "framesPlayed": .number(Double(framesPlayed)), "underruns": .number(Double(underruns)),
+            "app": .string(app), "stream": .string(stream), "file": JSONValue(file), "port": JSONValue(port),
+            "state": .string(state), "pausedBy": JSONValue(pausedBy), "channels": JSONValue(channels),
+            "framesPlayed": JSONValue(framesPlayed), "underruns": JSONValue(underruns),
         ]
     }
 
     public init(json: JSONValue) throws(ReplyDecodingError) {
         let f = try ReplyFields(json, "a player")
         self.init(
-            app: try f.string("app"), stream: try f.string("stream"), file: try f.string("file"),
-            port: try f.string("port"), state: try f.string("state"), pausedBy: try f.optionalString("pausedBy"),
-            channels: try f.int("channels"), framesPlayed: try f.int("framesPlayed"),
-            underruns: try f.int("underruns"))
+            app: try f.string("app"), stream: try f.string("stream"), file: try f.optionalString("file"),
+            port: try f.optionalString("port"), state: try f.string("state"),
+            pausedBy: try f.optionalString("pausedBy"), channels: try f.optionalInt("channels"),
+            framesPlayed: try f.optionalInt("framesPlayed"), underruns: try f.optionalInt("underruns"))
     }
 }
 
-/// A recorder (`record.start`, `record.stop`, `status`).
+/// A recorder (`record.start`, `record.stop`, `status`). Required: `app`, `stream`; the rest is
+/// nil (unknown), empty or false when a reply lacks it.
 public struct RecorderInfo: ReplyObject {
     public var app: String
     public var stream: String
-    public var port: String
-    public var bandwidth: String
-    public var sampleRate: Int
+    public var port: String?
+    public var bandwidth: String?
+    public var sampleRate: Int?
     /// The files it is writing.
     public var files: [String]
     /// Seconds since it started (whole seconds).
-    public var seconds: Double
-    public var segments: Int
-    public var gaps: Int
-    public var overruns: Int
-    public var droppedFrames: Int
+    public var seconds: Double?
+    public var segments: Int?
+    public var gaps: Int?
+    public var overruns: Int?
+    public var droppedFrames: Int?
     public var zeroed: Bool
     /// When its input went silent (ISO 8601), while it is silent (issue 15's silence
     /// detection); nil while there is sound or detection is off.
@@ -100,8 +103,8 @@ public struct RecorderInfo: ReplyObject {
     public var stalledSince: String?
 
     public init(
-        app: String, stream: String, port: String, bandwidth: String, sampleRate: Int, files: [String],
-        seconds: Double, segments: Int, gaps: Int, overruns: Int, droppedFrames: Int, zeroed: Bool,
+        app: String, stream: String, port: String?, bandwidth: String?, sampleRate: Int?, files: [String],
+        seconds: Double?, segments: Int?, gaps: Int?, overruns: Int?, droppedFrames: Int?, zeroed: Bool,
         silentSince: String? = nil, stalledSince: String? = nil
     ) {
         self.silentSince = silentSince
@@ -122,21 +125,23 @@ public struct RecorderInfo: ReplyObject {
 
     public var json: JSONValue {
         [
-            "app": .string(app), "stream": .string(stream), "port": .string(port), "bandwidth": .string(bandwidth),
-            "sampleRate": .number(Double(sampleRate)), "files": JSONValue(files), "seconds": .number(seconds),
-            "segments": .number(Double(segments)), "gaps": .number(Double(gaps)),
-            "overruns": .number(Double(overruns)), "droppedFrames": .number(Double(droppedFrames)),
-            "zeroed": .bool(zeroed), "silentSince": JSONValue(silentSince), "stalledSince": JSONValue(stalledSince),
+            "app": .string(app), "stream": .string(stream), "port": JSONValue(port), "bandwidth": JSONValue(bandwidth),
+            "sampleRate": JSONValue(sampleRate), "files": JSONValue(files), "seconds": JSONValue(seconds),
+            "segments": JSONValue(segments), "gaps": JSONValue(gaps), "overruns": JSONValue(overruns),
+            "droppedFrames": JSONValue(droppedFrames), "zeroed": .bool(zeroed), "silentSince": JSONValue(silentSince),
+            "stalledSince": JSONValue(stalledSince),
         ]
     }
 
     public init(json: JSONValue) throws(ReplyDecodingError) {
         let f = try ReplyFields(json, "a recorder")
         self.init(
-            app: try f.string("app"), stream: try f.string("stream"), port: try f.string("port"),
-            bandwidth: try f.string("bandwidth"), sampleRate: try f.int("sampleRate"), files: try f.strings("files"),
-            seconds: try f.double("seconds"), segments: try f.int("segments"), gaps: try f.int("gaps"),
-            overruns: try f.int("overruns"), droppedFrames: try f.int("droppedFrames"), zeroed: try f.bool("zeroed"),
+            app: try f.string("app"), stream: try f.string("stream"), port: try f.optionalString("port"),
+            bandwidth: try f.optionalString("bandwidth"), sampleRate: try f.optionalInt("sampleRate"),
+            files: try f.optionalStrings("files"), seconds: try f.optionalDouble("seconds"),
+            segments: try f.optionalInt("segments"), gaps: try f.optionalInt("gaps"),
+            overruns: try f.optionalInt("overruns"), droppedFrames: try f.optionalInt("droppedFrames"),
+            zeroed: try f.flag("zeroed"),
             silentSince: try f.optionalString("silentSince"), stalledSince: try f.optionalString("stalledSince"))
     }
 }
@@ -144,15 +149,16 @@ public struct RecorderInfo: ReplyObject {
 /// A recorder that is not running and why (`status`'s `waiting`): one stopped by a fault that
 /// starts again by itself when the cause goes (a full disk, a lost JACK server, a vanished
 /// input), one an interruption paused, and every declared recorder that is not recording.
+/// Required: `app`, `stream`, `reason`.
 public struct WaitingRecorderInfo: ReplyObject {
     public var app: String
     public var stream: String
-    public var port: String
+    public var port: String?
     /// Why: `diskFull`, `mediaServicesLost`, `inputGone`, `interruption`, `stop` (a declared
     /// recorder stopped by `record.stop`), `notStarted` (a declared one that could not start).
     public var reason: String
     /// When it stopped (ISO 8601, UTC).
-    public var since: String
+    public var since: String?
     /// Declared in the config (`[session APP] record = ...`).
     public var declared: Bool
     /// What brings it back, in words ("512 MiB are free in /var/lib/recd (3 MiB now)"); nil
@@ -166,7 +172,7 @@ public struct WaitingRecorderInfo: ReplyObject {
     public var by: String?
 
     public init(
-        app: String, stream: String, port: String, reason: String, since: String, declared: Bool,
+        app: String, stream: String, port: String?, reason: String, since: String?, declared: Bool,
         resumesWhen: String?, resumeFreeBytes: Double? = nil, detail: String? = nil, by: String? = nil
     ) {
         self.by = by
@@ -183,8 +189,8 @@ public struct WaitingRecorderInfo: ReplyObject {
 
     public var json: JSONValue {
         [
-            "app": .string(app), "stream": .string(stream), "port": .string(port), "reason": .string(reason),
-            "since": .string(since), "declared": .bool(declared), "resumesWhen": JSONValue(resumesWhen),
+            "app": .string(app), "stream": .string(stream), "port": JSONValue(port), "reason": .string(reason),
+            "since": JSONValue(since), "declared": .bool(declared), "resumesWhen": JSONValue(resumesWhen),
             "resumeFreeBytes": resumeFreeBytes.map { .number($0) } ?? .null, "detail": JSONValue(detail),
             "by": JSONValue(by),
         ]
@@ -193,31 +199,32 @@ public struct WaitingRecorderInfo: ReplyObject {
     public init(json: JSONValue) throws(ReplyDecodingError) {
         let f = try ReplyFields(json, "a waiting recorder")
         self.init(
-            app: try f.string("app"), stream: try f.string("stream"), port: try f.string("port"),
-            reason: try f.string("reason"), since: try f.string("since"), declared: try f.bool("declared"),
+            app: try f.string("app"), stream: try f.string("stream"), port: try f.optionalString("port"),
+            reason: try f.string("reason"), since: try f.optionalString("since"), declared: try f.flag("declared"),
             resumesWhen: try f.optionalString("resumesWhen"), resumeFreeBytes: try f.optionalDouble("resumeFreeBytes"),
-            detail: try f.optionalString("detail"), by: try f.newerString("by"))
+            detail: try f.optionalString("detail"), by: try f.optionalString("by"))
     }
 }
 
-/// One archived segment (`archive.list`).
+/// One archived segment (`archive.list`). Required: `path`, `app`, `stream`, `start`; the rest
+/// is nil (unknown) or false when a reply lacks it.
 public struct SegmentInfo: ReplyObject {
     public var path: String
     public var app: String
     public var stream: String
-    public var group: Int
-    public var segment: Int
+    public var group: Int?
+    public var segment: Int?
     /// ISO 8601, UTC.
     public var start: String
-    public var seconds: Double
-    public var frames: Int
-    public var sampleRate: Int
-    public var channels: Int
-    public var bits: Int
+    public var seconds: Double?
+    public var frames: Int?
+    public var sampleRate: Int?
+    public var channels: Int?
+    public var bits: Int?
     public var endReason: String?
-    public var gaps: Int
+    public var gaps: Int?
     public var recovered: Bool
-    public var bytes: Int
+    public var bytes: Int?
     /// EBU R128 integrated loudness (LUFS), loudness range (LU), true peak (dBTP); nil for
     /// silence or a segment written before recd measured loudness (until `archive reindex`).
     public var loudnessLufs: Double?
@@ -228,13 +235,13 @@ public struct SegmentInfo: ReplyObject {
     public var clockDriftPpm: Double?
     /// `finished`, or `open`: still being written; `path` is then its `.partial`, and
     /// `frames`, `seconds` and `bytes` go up to its last complete FLAC frame.
-    public var state: String
+    public var state: String?
 
     public init(
-        path: String, app: String, stream: String, group: Int, segment: Int, start: String, seconds: Double,
-        frames: Int, sampleRate: Int, channels: Int, bits: Int, endReason: String?, gaps: Int, recovered: Bool,
-        bytes: Int, loudnessLufs: Double? = nil, loudnessRangeLu: Double? = nil, truePeakDbtp: Double? = nil,
-        clockDriftPpm: Double? = nil, state: String = "finished"
+        path: String, app: String, stream: String, group: Int?, segment: Int?, start: String, seconds: Double?,
+        frames: Int?, sampleRate: Int?, channels: Int?, bits: Int?, endReason: String?, gaps: Int?, recovered: Bool,
+        bytes: Int?, loudnessLufs: Double? = nil, loudnessRangeLu: Double? = nil, truePeakDbtp: Double? = nil,
+        clockDriftPpm: Double? = nil, state: String? = "finished"
     ) {
         self.state = state
         self.clockDriftPpm = clockDriftPpm
@@ -260,15 +267,15 @@ public struct SegmentInfo: ReplyObject {
 
     public var json: JSONValue {
         [
-            "path": .string(path), "app": .string(app), "stream": .string(stream), "group": .number(Double(group)),
-            "segment": .number(Double(segment)), "start": .string(start), "seconds": .number(seconds),
-            "frames": .number(Double(frames)), "sampleRate": .number(Double(sampleRate)),
-            "channels": .number(Double(channels)), "bits": .number(Double(bits)), "endReason": JSONValue(endReason),
-            "gaps": .number(Double(gaps)), "recovered": .bool(recovered), "bytes": .number(Double(bytes)),
+            "path": .string(path), "app": .string(app), "stream": .string(stream), "group": JSONValue(group),
+            "segment": JSONValue(segment), "start": .string(start), "seconds": JSONValue(seconds),
+            "frames": JSONValue(frames), "sampleRate": JSONValue(sampleRate), "channels": JSONValue(channels),
+            "bits": JSONValue(bits), "endReason": JSONValue(endReason), "gaps": JSONValue(gaps),
+            "recovered": .bool(recovered), "bytes": JSONValue(bytes),
             "loudnessLufs": loudnessLufs.map(JSONValue.number) ?? .null,
             "loudnessRangeLu": loudnessRangeLu.map(JSONValue.number) ?? .null,
             "truePeakDbtp": truePeakDbtp.map(JSONValue.number) ?? .null,
-            "clockDriftPpm": clockDriftPpm.map(JSONValue.number) ?? .null, "state": .string(state),
+            "clockDriftPpm": clockDriftPpm.map(JSONValue.number) ?? .null, "state": JSONValue(state),
         ]
     }
 
@@ -276,25 +283,26 @@ public struct SegmentInfo: ReplyObject {
         let f = try ReplyFields(json, "a segment")
         self.init(
             path: try f.string("path"), app: try f.string("app"), stream: try f.string("stream"),
-            group: try f.int("group"), segment: try f.int("segment"), start: try f.string("start"),
-            seconds: try f.double("seconds"), frames: try f.int("frames"), sampleRate: try f.int("sampleRate"),
-            channels: try f.int("channels"), bits: try f.int("bits"), endReason: try f.optionalString("endReason"),
-            gaps: try f.int("gaps"), recovered: try f.bool("recovered"), bytes: try f.int("bytes"),
+            group: try f.optionalInt("group"), segment: try f.optionalInt("segment"), start: try f.string("start"),
+            seconds: try f.optionalDouble("seconds"), frames: try f.optionalInt("frames"),
+            sampleRate: try f.optionalInt("sampleRate"), channels: try f.optionalInt("channels"),
+            bits: try f.optionalInt("bits"), endReason: try f.optionalString("endReason"),
+            gaps: try f.optionalInt("gaps"), recovered: try f.flag("recovered"), bytes: try f.optionalInt("bytes"),
             loudnessLufs: try f.optionalDouble("loudnessLufs"),
             loudnessRangeLu: try f.optionalDouble("loudnessRangeLu"),
             truePeakDbtp: try f.optionalDouble("truePeakDbtp"), clockDriftPpm: try f.optionalDouble("clockDriftPpm"),
-            state: try f.string("state"))
+            state: try f.optionalString("state"))
     }
 }
 
-/// One verified file (`archive.verify`'s `results`).
+/// One verified file (`archive.verify`'s `results`). Required: `path`, `ok`.
 public struct VerifyResultInfo: ReplyObject {
     public var path: String
     public var ok: Bool
-    public var outcome: String
-    public var frames: Int
+    public var outcome: String?
+    public var frames: Int?
 
-    public init(path: String, ok: Bool, outcome: String, frames: Int) {
+    public init(path: String, ok: Bool, outcome: String?, frames: Int?) {
         self.path = path
         self.ok = ok
         self.outcome = outcome
@@ -302,14 +310,14 @@ public struct VerifyResultInfo: ReplyObject {
     }
 
     public var json: JSONValue {
-        ["path": .string(path), "ok": .bool(ok), "outcome": .string(outcome), "frames": .number(Double(frames))]
+        ["path": .string(path), "ok": .bool(ok), "outcome": JSONValue(outcome), "frames": JSONValue(frames)]
     }
 
     public init(json: JSONValue) throws(ReplyDecodingError) {
         let f = try ReplyFields(json, "a verify result")
         self.init(
-            path: try f.string("path"), ok: try f.bool("ok"), outcome: try f.string("outcome"),
-            frames: try f.int("frames"))
+            path: try f.string("path"), ok: try f.bool("ok"), outcome: try f.optionalString("outcome"),
+            frames: try f.optionalInt("frames"))
     }
 }
 
@@ -371,6 +379,7 @@ public struct MuteInfo: ReplyObject {
 
 /// An application's JACK client attached to a session (`session.attach`'s reply `attachment`,
 /// and `status`'s `attachments`): the app's ports and recd's ports they are connected to.
+/// Required: `app`, `client`.
 public struct AttachmentInfo: ReplyObject {
     public var app: String
     public var client: String
@@ -419,9 +428,10 @@ public struct AttachmentInfo: ReplyObject {
     public init(json: JSONValue) throws(ReplyDecodingError) {
         let f = try ReplyFields(json, "an attachment")
         self.init(
-            app: try f.string("app"), client: try f.string("client"), playPorts: try f.strings("playPorts"),
-            capturePorts: try f.strings("capturePorts"), recdPlayPorts: try f.strings("recdPlayPorts"),
-            recdCapturePorts: try f.strings("recdCapturePorts"), processing: try f.optionalString("processing"),
+            app: try f.string("app"), client: try f.string("client"), playPorts: try f.optionalStrings("playPorts"),
+            capturePorts: try f.optionalStrings("capturePorts"),
+            recdPlayPorts: try f.optionalStrings("recdPlayPorts"),
+            recdCapturePorts: try f.optionalStrings("recdCapturePorts"), processing: try f.optionalString("processing"),
             processingLatency: try f.optionalDouble("processingLatency"), underruns: try f.optionalInt("underruns"))
     }
 }
@@ -441,6 +451,6 @@ public struct ReindexInfo: ReplyObject {
 
     public init(json: JSONValue) throws(ReplyDecodingError) {
         let f = try ReplyFields(json, "archive.reindex's reply")
-        self.init(indexed: try f.int("indexed"), skipped: try f.strings("skipped"))
+        self.init(indexed: try f.int("indexed"), skipped: try f.optionalStrings("skipped"))
     }
 }

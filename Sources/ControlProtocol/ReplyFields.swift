@@ -1,5 +1,10 @@
-// Decoding reply objects on the client side: every key is required (a null one says so with
-// an optional type), and a missing or mistyped key fails with a message naming it.
+// Decoding reply objects and events on the client side (docs/protocol.md, "Whole replies,
+// tolerant readers"): recd sends every key of an object; a reader refuses one only for a
+// *required* key that is missing or has the wrong type (a message names the key and the object).
+// An optional key that is missing reads as its null — unknown: nil, an empty list, false for a
+// flag — and a key this client does not know is passed over. Which keys are required is each
+// object's decoder's choice, made with the `optional...` readers here and checked against the
+// table in Tests/EndToEndTests/TolerantReaderTests.swift.
 // Names (states, categories, reasons) stay strings so that a client reads a newer recd's values.
 
 /// A reply recd sent that does not have the shape this client expects.
@@ -64,16 +69,13 @@ struct ReplyFields {
         return result
     }
 
-    /// The value of a key that may be null (nil), as `get` reads it.
+    /// The value of an optional key, as `get` reads it: nil when it is missing or null.
     private func readOptional<T>(
         _ key: String, _ kind: String, _ get: (JSONValue) -> T?
     ) throws(ReplyDecodingError) -> T? {
-        if try any(key).isNull { return nil }
+        guard let item = value[key], !item.isNull else { return nil }
         return try read(key, kind + " or null", get)
     }
-
-    /// Whether the object has `key` at all: for keys only some shapes carry (an event's extras).
-    func has(_ key: String) -> Bool { value[key] != nil }
 
     func string(_ key: String) throws(ReplyDecodingError) -> String { try read(key, "a string", \.stringValue) }
 
@@ -110,6 +112,13 @@ struct ReplyFields {
 
     func bool(_ key: String) throws(ReplyDecodingError) -> Bool { try read(key, "true or false", \.boolValue) }
 
+    func optionalBool(_ key: String) throws(ReplyDecodingError) -> Bool? {
+        try readOptional(key, "true or false", \.boolValue)
+    }
+
+    /// An optional flag: false when missing or null (a flag says that something is so).
+    func flag(_ key: String) throws(ReplyDecodingError) -> Bool { try optionalBool(key) ?? false }
+
     func double(_ key: String) throws(ReplyDecodingError) -> Double { try read(key, "a number", \.doubleValue) }
 
     func optionalDouble(_ key: String) throws(ReplyDecodingError) -> Double? {
@@ -123,40 +132,37 @@ struct ReplyFields {
     }
 
     func strings(_ key: String) throws(ReplyDecodingError) -> [String] {
-        try read(key, "a list of strings") { value in
-            value.arrayValue.flatMap { items in
-                items.allSatisfy { $0.stringValue != nil } ? items.compactMap(\.stringValue) : nil
-            }
+        try read(key, "a list of strings", Self.strings)
+    }
+
+    /// An optional list of strings: empty when missing or null.
+    func optionalStrings(_ key: String) throws(ReplyDecodingError) -> [String] {
+        try readOptional(key, "a list of strings", Self.strings) ?? []
+    }
+
+    private static func strings(_ value: JSONValue) -> [String]? {
+        value.arrayValue.flatMap { items in
+            items.allSatisfy { $0.stringValue != nil } ? items.compactMap(\.stringValue) : nil
         }
-    }
-
-    /// A list of strings that an older recd does not send (nil when missing or null).
-    func optionalStrings(_ key: String) throws(ReplyDecodingError) -> [String]? {
-        guard let item = value[key], !item.isNull else { return nil }
-        return try strings(key)
-    }
-
-    /// A string that an older recd does not send (nil when missing or null).
-    func newerString(_ key: String) throws(ReplyDecodingError) -> String? {
-        guard let item = value[key], !item.isNull else { return nil }
-        return try string(key)
-    }
-
-    /// A flag that an older recd does not send (false when missing).
-    func newerBool(_ key: String) throws(ReplyDecodingError) -> Bool {
-        value[key] == nil ? false : try bool(key)
     }
 
     func object<T: ReplyObject>(_ key: String, as type: T.Type = T.self) throws(ReplyDecodingError) -> T {
         try T(json: try any(key))
     }
 
+    /// An optional object: nil when missing or null.
+    func optionalObject<T: ReplyObject>(_ key: String, as type: T.Type = T.self) throws(ReplyDecodingError) -> T? {
+        guard let item = value[key], !item.isNull else { return nil }
+        return try T(json: item)
+    }
+
     func list<T: ReplyObject>(_ key: String, of type: T.Type = T.self) throws(ReplyDecodingError) -> [T] {
         try T.list(try any(key), key)
     }
 
-    /// A list of objects that an older recd does not send (empty when missing).
-    func newerList<T: ReplyObject>(_ key: String, of type: T.Type = T.self) throws(ReplyDecodingError) -> [T] {
-        value[key] == nil ? [] : try list(key)
+    /// An optional list of objects: empty when missing or null.
+    func optionalList<T: ReplyObject>(_ key: String, of type: T.Type = T.self) throws(ReplyDecodingError) -> [T] {
+        guard let item = value[key], !item.isNull else { return [] }
+        return try T.list(item, key)
     }
 }

@@ -32,7 +32,9 @@ public struct PortDescriptionInfo: ReplyObject {
         self.channels = channels
     }
 
-    public var json: JSONValue { ["name": .string(name), "type": .string(type), "channels": .number(Double(channels))] }
+    public var json: JSONValue {
+        ["name": .string(name), "type": .string(type), "channels": .number(Double(channels))]
+    }
 
     public init(json: JSONValue) throws(ReplyDecodingError) {
         let f = try ReplyFields(json, "a port description")
@@ -59,7 +61,9 @@ public struct RouteDescriptionInfo: ReplyObject {
     }
 }
 
-/// One session as recd reports it.
+/// One session as recd reports it. Required: `app`, `category`, `mode`, `options`, `state`,
+/// `route` (what the session is and where it plays: a client cannot show it or apply it again
+/// without them); the rest is nil (unknown), empty or false when a reply lacks it.
 public struct SessionInfo: ReplyObject {
     /// An option the session asked for that does not apply, and why.
     public struct IgnoredOption: ReplyObject {
@@ -97,7 +101,7 @@ public struct SessionInfo: ReplyObject {
         public init(json: JSONValue) throws(ReplyDecodingError) {
             let f = try ReplyFields(json, "an interruption")
             self.init(
-                reason: try f.string("reason"), by: try f.optionalString("by"), since: try f.newerString("since"))
+                reason: try f.string("reason"), by: try f.optionalString("by"), since: try f.optionalString("since"))
         }
     }
 
@@ -163,15 +167,15 @@ public struct SessionInfo: ReplyObject {
     }
 
     public var app: String
-    public var ownerUID: Int
+    public var ownerUID: Int?
     public var category: String
     public var mode: String
     /// Effective options, implied ones included.
     public var options: [String]
     public var requestedOptions: [String]
     public var ignoredOptions: [IgnoredOption]
-    public var policy: String
-    public var priority: String
+    public var policy: String?
+    public var priority: String?
     public var background: Bool
     public var autoResume: Bool
     public var micUsage: String?
@@ -191,13 +195,13 @@ public struct SessionInfo: ReplyObject {
     public var actual: Actual
     /// The channels of the route's input and output ports (0: none): the most a preferred
     /// channel count gets.
-    public var maximumInputChannels: Int
-    public var maximumOutputChannels: Int
-    public var recordPermission: String
+    public var maximumInputChannels: Int?
+    public var maximumOutputChannels: Int?
+    public var recordPermission: String?
     public var inputMuted: Bool
     public var duckedBy: String?
     /// `speaker` or `none`.
-    public var override: String
+    public var override: String?
     public var prefersInterruptionOnRouteDisconnect: Bool
     /// System-alert-class sessions do not interrupt it (docs/protocol.md).
     public var prefersNoInterruptionsFromSystemAlerts: Bool
@@ -213,13 +217,13 @@ public struct SessionInfo: ReplyObject {
     public var secondaryAudioShouldBeSilencedHint: Bool
 
     public init(
-        app: String, ownerUID: Int, category: String, mode: String, options: [String], requestedOptions: [String],
-        ignoredOptions: [IgnoredOption], policy: String, priority: String, background: Bool, autoResume: Bool,
+        app: String, ownerUID: Int?, category: String, mode: String, options: [String], requestedOptions: [String],
+        ignoredOptions: [IgnoredOption], policy: String?, priority: String?, background: Bool, autoResume: Bool,
         micUsage: String?, state: String, interruption: Interruption?, route: RouteInfo, bandwidth: [PortBandwidth],
-        preferences: Preferences, actual: Actual, recordPermission: String, inputMuted: Bool, duckedBy: String?,
-        override: String, prefersInterruptionOnRouteDisconnect: Bool, streamsRunning: Bool, declaredInConfig: Bool,
+        preferences: Preferences, actual: Actual, recordPermission: String?, inputMuted: Bool, duckedBy: String?,
+        override: String?, prefersInterruptionOnRouteDisconnect: Bool, streamsRunning: Bool, declaredInConfig: Bool,
         routeDescription: RouteDescriptionInfo = .init(), availableInputs: [PortDescriptionInfo] = [],
-        maximumInputChannels: Int = 0, maximumOutputChannels: Int = 0, isOtherAudioPlaying: Bool = false,
+        maximumInputChannels: Int? = 0, maximumOutputChannels: Int? = 0, isOtherAudioPlaying: Bool = false,
         secondaryAudioShouldBeSilencedHint: Bool = false, heldBy: Int? = nil,
         prefersNoInterruptionsFromSystemAlerts: Bool = false, prefersEchoCancelledInput: Bool = false,
         isEchoCancelledInputAvailable: Bool = false
@@ -263,19 +267,19 @@ public struct SessionInfo: ReplyObject {
 
     public var json: JSONValue {
         [
-            "app": .string(app), "ownerUID": .number(Double(ownerUID)), "category": .string(category),
+            "app": .string(app), "ownerUID": JSONValue(ownerUID), "category": .string(category),
             "mode": .string(mode), "options": JSONValue(options), "requestedOptions": JSONValue(requestedOptions),
-            "ignoredOptions": .array(ignoredOptions.map(\.json)), "policy": .string(policy),
-            "priority": .string(priority), "background": .bool(background), "autoResume": .bool(autoResume),
+            "ignoredOptions": .array(ignoredOptions.map(\.json)), "policy": JSONValue(policy),
+            "priority": JSONValue(priority), "background": .bool(background), "autoResume": .bool(autoResume),
             "micUsage": JSONValue(micUsage), "state": .string(state), "heldBy": JSONValue(heldBy),
             "interruption": interruption?.json ?? .null,
             "route": route.json, "routeDescription": routeDescription.json,
             "availableInputs": .array(availableInputs.map(\.json)), "bandwidth": .array(bandwidth.map(\.json)),
             "preferences": preferences.json, "actual": actual.json,
-            "maximumInputChannels": .number(Double(maximumInputChannels)),
-            "maximumOutputChannels": .number(Double(maximumOutputChannels)),
-            "recordPermission": .string(recordPermission), "inputMuted": .bool(inputMuted),
-            "duckedBy": JSONValue(duckedBy), "override": .string(override),
+            "maximumInputChannels": JSONValue(maximumInputChannels),
+            "maximumOutputChannels": JSONValue(maximumOutputChannels),
+            "recordPermission": JSONValue(recordPermission), "inputMuted": .bool(inputMuted),
+            "duckedBy": JSONValue(duckedBy), "override": JSONValue(override),
             "prefersInterruptionOnRouteDisconnect": .bool(prefersInterruptionOnRouteDisconnect),
             "prefersNoInterruptionsFromSystemAlerts": .bool(prefersNoInterruptionsFromSystemAlerts),
             "prefersEchoCancelledInput": .bool(prefersEchoCancelledInput),
@@ -288,30 +292,31 @@ public struct SessionInfo: ReplyObject {
 
     public init(json: JSONValue) throws(ReplyDecodingError) {
         let f = try ReplyFields(json, "a session")
-        let interruption = try f.any("interruption")
         self.init(
-            app: try f.string("app"), ownerUID: try f.int("ownerUID"), category: try f.string("category"),
+            app: try f.string("app"), ownerUID: try f.optionalInt("ownerUID"), category: try f.string("category"),
             mode: try f.string("mode"), options: try f.strings("options"),
-            requestedOptions: try f.strings("requestedOptions"), ignoredOptions: try f.list("ignoredOptions"),
-            policy: try f.string("policy"), priority: try f.string("priority"), background: try f.bool("background"),
-            autoResume: try f.bool("autoResume"), micUsage: try f.optionalString("micUsage"),
-            state: try f.string("state"),
-            interruption: interruption.isNull ? nil : try Interruption(json: interruption),
-            route: try f.object("route"), bandwidth: try f.list("bandwidth"), preferences: try f.object("preferences"),
-            actual: try f.object("actual"), recordPermission: try f.string("recordPermission"),
-            inputMuted: try f.bool("inputMuted"), duckedBy: try f.optionalString("duckedBy"),
-            override: try f.string("override"),
-            prefersInterruptionOnRouteDisconnect: try f.bool("prefersInterruptionOnRouteDisconnect"),
-            streamsRunning: try f.bool("streamsRunning"), declaredInConfig: try f.bool("declaredInConfig"),
-            routeDescription: try f.object("routeDescription"), availableInputs: try f.list("availableInputs"),
-            maximumInputChannels: try f.int("maximumInputChannels"),
-            maximumOutputChannels: try f.int("maximumOutputChannels"),
-            isOtherAudioPlaying: try f.bool("isOtherAudioPlaying"),
-            secondaryAudioShouldBeSilencedHint: try f.bool("secondaryAudioShouldBeSilencedHint"),
+            requestedOptions: try f.optionalStrings("requestedOptions"),
+            ignoredOptions: try f.optionalList("ignoredOptions"), policy: try f.optionalString("policy"),
+            priority: try f.optionalString("priority"), background: try f.flag("background"),
+            autoResume: try f.flag("autoResume"), micUsage: try f.optionalString("micUsage"),
+            state: try f.string("state"), interruption: try f.optionalObject("interruption"),
+            route: try f.object("route"), bandwidth: try f.optionalList("bandwidth"),
+            preferences: try f.optionalObject("preferences") ?? .init(),
+            actual: try f.optionalObject("actual") ?? .init(),
+            recordPermission: try f.optionalString("recordPermission"), inputMuted: try f.flag("inputMuted"),
+            duckedBy: try f.optionalString("duckedBy"), override: try f.optionalString("override"),
+            prefersInterruptionOnRouteDisconnect: try f.flag("prefersInterruptionOnRouteDisconnect"),
+            streamsRunning: try f.flag("streamsRunning"), declaredInConfig: try f.flag("declaredInConfig"),
+            routeDescription: try f.optionalObject("routeDescription") ?? .init(),
+            availableInputs: try f.optionalList("availableInputs"),
+            maximumInputChannels: try f.optionalInt("maximumInputChannels"),
+            maximumOutputChannels: try f.optionalInt("maximumOutputChannels"),
+            isOtherAudioPlaying: try f.flag("isOtherAudioPlaying"),
+            secondaryAudioShouldBeSilencedHint: try f.flag("secondaryAudioShouldBeSilencedHint"),
             heldBy: try f.optionalInt("heldBy"),
-            prefersNoInterruptionsFromSystemAlerts: try f.newerBool("prefersNoInterruptionsFromSystemAlerts"),
-            prefersEchoCancelledInput: try f.newerBool("prefersEchoCancelledInput"),
-            isEchoCancelledInputAvailable: try f.newerBool("isEchoCancelledInputAvailable"))
+            prefersNoInterruptionsFromSystemAlerts: try f.flag("prefersNoInterruptionsFromSystemAlerts"),
+            prefersEchoCancelledInput: try f.flag("prefersEchoCancelledInput"),
+            isEchoCancelledInputAvailable: try f.flag("isEchoCancelledInputAvailable"))
     }
 }
 
@@ -361,15 +366,13 @@ public struct SessionPage: ReplyObject {
         ]
     }
 
-    /// Decodes a page; a reply of a recd older than paging (only `sessions`) is one whole page.
+    /// Decodes a page (required: `sessions`); a reply of a recd older than paging (only
+    /// `sessions`) is one whole page.
     public init(json: JSONValue) throws(ReplyDecodingError) {
         let f = try ReplyFields(json, "session.list's reply")
         let sessions: [SessionInfo] = try f.list("sessions")
-        guard json["total"] != nil else {
-            self.init(sessions: sessions, total: sessions.count, offset: 0, next: nil)
-            return
-        }
         self.init(
-            sessions: sessions, total: try f.int("total"), offset: try f.int("offset"), next: try f.optionalInt("next"))
+            sessions: sessions, total: try f.optionalInt("total") ?? sessions.count,
+            offset: try f.optionalInt("offset") ?? 0, next: try f.optionalInt("next"))
     }
 }

@@ -2,21 +2,21 @@
 
 /// `status`'s reply fields (at the top level of the reply).
 public struct StatusInfo: ReplyObject {
-    /// recd itself.
+    /// recd itself. Required: `version`, `protocol`, `pid`.
     public struct Daemon: ReplyObject {
         public var version: String
         public var protocolVersion: Int
         public var pid: Int
         /// Whole seconds since recd started.
-        public var uptime: Double
-        public var config: String
-        public var socket: String
-        public var stateDir: String
-        public var archiveDir: String
+        public var uptime: Double?
+        public var config: String?
+        public var socket: String?
+        public var stateDir: String?
+        public var archiveDir: String?
 
         public init(
-            version: String, protocolVersion: Int, pid: Int, uptime: Double, config: String, socket: String,
-            stateDir: String, archiveDir: String
+            version: String, protocolVersion: Int, pid: Int, uptime: Double?, config: String?, socket: String?,
+            stateDir: String?, archiveDir: String?
         ) {
             self.version = version
             self.protocolVersion = protocolVersion
@@ -31,8 +31,8 @@ public struct StatusInfo: ReplyObject {
         public var json: JSONValue {
             [
                 "version": .string(version), "protocol": .number(Double(protocolVersion)),
-                "pid": .number(Double(pid)), "uptime": .number(uptime), "config": .string(config),
-                "socket": .string(socket), "stateDir": .string(stateDir), "archiveDir": .string(archiveDir),
+                "pid": .number(Double(pid)), "uptime": JSONValue(uptime), "config": JSONValue(config),
+                "socket": JSONValue(socket), "stateDir": JSONValue(stateDir), "archiveDir": JSONValue(archiveDir),
             ]
         }
 
@@ -40,20 +40,21 @@ public struct StatusInfo: ReplyObject {
             let f = try ReplyFields(json, "status's daemon")
             self.init(
                 version: try f.string("version"), protocolVersion: try f.int("protocol"), pid: try f.int("pid"),
-                uptime: try f.double("uptime"), config: try f.string("config"), socket: try f.string("socket"),
-                stateDir: try f.string("stateDir"), archiveDir: try f.string("archiveDir"))
+                uptime: try f.optionalDouble("uptime"), config: try f.optionalString("config"),
+                socket: try f.optionalString("socket"), stateDir: try f.optionalString("stateDir"),
+                archiveDir: try f.optionalString("archiveDir"))
         }
     }
 
-    /// The JACK connection (nil: unknown while not connected).
+    /// The JACK connection (nil: unknown while not connected). Required: `connected`.
     public struct Jack: ReplyObject {
         public var connected: Bool
         public var client: String?
         public var server: String?
         public var sampleRate: Int?
         public var bufferSize: Int?
-        public var xruns: Int
-        public var mediaServicesAvailable: Bool
+        public var xruns: Int?
+        public var mediaServicesAvailable: Bool?
         public var error: String?
         /// Which JACK implementation serves recd: "jackd" or "pipewire" (PipeWire's JACK, which
         /// never reports xruns). nil from a recd older than this key.
@@ -66,8 +67,8 @@ public struct StatusInfo: ReplyObject {
         public var cycle: CycleTimes?
 
         public init(
-            connected: Bool, client: String?, server: String?, sampleRate: Int?, bufferSize: Int?, xruns: Int,
-            mediaServicesAvailable: Bool, error: String?, implementation: String? = nil, churning: [String] = [],
+            connected: Bool, client: String?, server: String?, sampleRate: Int?, bufferSize: Int?, xruns: Int?,
+            mediaServicesAvailable: Bool?, error: String?, implementation: String? = nil, churning: [String] = [],
             cycle: CycleTimes? = nil
         ) {
             self.connected = connected
@@ -87,7 +88,8 @@ public struct StatusInfo: ReplyObject {
             [
                 "connected": .bool(connected), "client": JSONValue(client), "server": JSONValue(server),
                 "sampleRate": JSONValue(sampleRate), "bufferSize": JSONValue(bufferSize),
-                "xruns": .number(Double(xruns)), "mediaServicesAvailable": .bool(mediaServicesAvailable),
+                "xruns": JSONValue(xruns),
+                "mediaServicesAvailable": mediaServicesAvailable.map(JSONValue.bool) ?? .null,
                 "error": JSONValue(error), "implementation": JSONValue(implementation),
                 "churning": .array(churning.map { .string($0) }), "cycle": cycle?.json ?? .null,
             ]
@@ -98,16 +100,15 @@ public struct StatusInfo: ReplyObject {
             self.init(
                 connected: try f.bool("connected"), client: try f.optionalString("client"),
                 server: try f.optionalString("server"), sampleRate: try f.optionalInt("sampleRate"),
-                bufferSize: try f.optionalInt("bufferSize"), xruns: try f.int("xruns"),
-                mediaServicesAvailable: try f.bool("mediaServicesAvailable"), error: try f.optionalString("error"),
-                implementation: try f.optionalString("implementation"),
-                churning: try f.optionalStrings("churning") ?? [],
-                cycle: (json["cycle"]?.isNull ?? true) ? nil : try f.object("cycle"))
+                bufferSize: try f.optionalInt("bufferSize"), xruns: try f.optionalInt("xruns"),
+                mediaServicesAvailable: try f.optionalBool("mediaServicesAvailable"),
+                error: try f.optionalString("error"), implementation: try f.optionalString("implementation"),
+                churning: try f.optionalStrings("churning"), cycle: try f.optionalObject("cycle"))
         }
     }
 
-    /// How recd's JACK cycles ran since it connected: histograms of how late each cycle
-    /// started (JACK's start of the cycle to recd's callback) and of how long recd's work in it
+    /// How recd's JACK cycles ran since it connected (every key required: a histogram is whole or
+    /// not at all): histograms of how late each cycle started (JACK's start of the cycle to recd's callback) and of how long recd's work in it
     /// took, in µs. A long duration is recd's own work; a long start delay is time before
     /// recd ran (the clients before it, the kernel's wake-up, a virtual machine's host).
     public struct CycleTimes: ReplyObject {
@@ -170,21 +171,22 @@ public struct StatusInfo: ReplyObject {
             }
             self.init(
                 boundsMicros: bounds, startDelay: startDelay, duration: duration,
-                maxStartDelayMicros: try f.int("maxStartDelayMicros"), maxDurationMicros: try f.int("maxDurationMicros"),
+                maxStartDelayMicros: try f.int("maxStartDelayMicros"),
+                maxDurationMicros: try f.int("maxDurationMicros"),
                 late: try f.int("late"), overlong: try f.int("overlong"), cycles: try f.int("cycles"),
                 startDelayMicrosTotal: try f.int("startDelayMicrosTotal"),
                 durationMicrosTotal: try f.int("durationMicrosTotal"))
         }
     }
 
-    /// A sound card ALSA knows.
+    /// A sound card ALSA knows. Required: `index`, `id`.
     public struct Card: ReplyObject {
         public var index: Int
         public var id: String
-        public var name: String
+        public var name: String?
         public var usb: Bool
 
-        public init(index: Int, id: String, name: String, usb: Bool) {
+        public init(index: Int, id: String, name: String?, usb: Bool) {
             self.index = index
             self.id = id
             self.name = name
@@ -192,26 +194,28 @@ public struct StatusInfo: ReplyObject {
         }
 
         public var json: JSONValue {
-            ["index": .number(Double(index)), "id": .string(id), "name": .string(name), "usb": .bool(usb)]
+            ["index": .number(Double(index)), "id": .string(id), "name": JSONValue(name), "usb": .bool(usb)]
         }
 
         public init(json: JSONValue) throws(ReplyDecodingError) {
             let f = try ReplyFields(json, "a sound card")
             self.init(
-                index: try f.int("index"), id: try f.string("id"), name: try f.string("name"), usb: try f.bool("usb"))
+                index: try f.int("index"), id: try f.string("id"), name: try f.optionalString("name"),
+                usb: try f.flag("usb"))
         }
     }
 
     /// The archive directory and its free space. When recd cannot read the file system's
-    /// figures, the object has `dir` only.
+    /// figures, the object has `dir` only (the figures are absent together: a recd older than
+    /// explicit nulls reads a `freeBytes` key as a number). Required: `dir`.
     public struct Archive: ReplyObject {
         public struct Space: Sendable, Equatable {
             public var freeBytes: Double
-            public var freePercent: Double
+            public var freePercent: Double?
             /// Indexed segments; nil when the index is not open.
             public var segments: Int?
 
-            public init(freeBytes: Double, freePercent: Double, segments: Int?) {
+            public init(freeBytes: Double, freePercent: Double?, segments: Int?) {
                 self.freeBytes = freeBytes
                 self.freePercent = freePercent
                 self.segments = segments
@@ -238,7 +242,7 @@ public struct StatusInfo: ReplyObject {
             var fields: [(String, JSONValue)] = [("dir", .string(dir))]
             if let space {
                 fields += [
-                    ("freeBytes", .number(space.freeBytes)), ("freePercent", .number(space.freePercent)),
+                    ("freeBytes", .number(space.freeBytes)), ("freePercent", JSONValue(space.freePercent)),
                     ("segments", JSONValue(space.segments)),
                 ]
             }
@@ -251,15 +255,13 @@ public struct StatusInfo: ReplyObject {
         public init(json: JSONValue) throws(ReplyDecodingError) {
             let f = try ReplyFields(json, "status's archive")
             self.dir = try f.string("dir")
-            chainAlarms = try f.newerList("chainAlarms")
-            unrecovered = try f.newerList("unrecovered")
-            guard json["freeBytes"] != nil else {
-                self.space = nil
-                return
+            chainAlarms = try f.optionalList("chainAlarms")
+            unrecovered = try f.optionalList("unrecovered")
+            self.space = try f.optionalDouble("freeBytes").map { freeBytes throws(ReplyDecodingError) in
+                Space(
+                    freeBytes: freeBytes, freePercent: try f.optionalDouble("freePercent"),
+                    segments: try f.optionalInt("segments"))
             }
-            self.space = Space(
-                freeBytes: try f.double("freeBytes"), freePercent: try f.double("freePercent"),
-                segments: try f.optionalInt("segments"))
         }
     }
 
@@ -337,7 +339,8 @@ public struct StatusInfo: ReplyObject {
     }
 
     /// Off-box replication (`[replicate] remote`): how many finished segments wait for their
-    /// copy, and how the last attempts went. Absent when no remote is set.
+    /// copy, and how the last attempts went. Absent when no remote is set. Required: `remote`,
+    /// `backlog` (what it is for).
     public struct Replication: ReplyObject {
         /// The rclone destination.
         public var remote: String
@@ -375,16 +378,22 @@ public struct StatusInfo: ReplyObject {
     /// How good the box's wall clock is (the kernel's view, adjtimex): whether something keeps
     /// it synchronised, and its estimated and maximum error; and who keeps it, as chrony or
     /// systemd-timesyncd said at their last asking (`source`, the segments' CLOCK_SOURCE: e.g.
-    /// `chrony: 192.0.2.1, stratum 2, offset +0.000012 s`, `none`; absent before the first
-    /// asking and from an older recd). Absent from an older recd.
+    /// `chrony: 192.0.2.1, stratum 2, offset +0.000012 s`, `none`; `pending` until the first
+    /// answer, `unknown` when recd cannot ask). Absent from an older recd. Required: `synchronized`.
     public struct Clock: ReplyObject {
+        /// `source` before the first asking has an answer (the first seconds after recd starts).
+        public static let sourcePending = "pending"
+        /// `source` when recd cannot ask (no thread to ask on).
+        public static let sourceUnknown = "unknown"
+
         public var synchronized: Bool
-        public var estimatedErrorSeconds: Double
-        public var maximumErrorSeconds: Double
+        public var estimatedErrorSeconds: Double?
+        public var maximumErrorSeconds: Double?
+        /// nil: a reply without it (read as unknown).
         public var source: String?
 
         public init(
-            synchronized: Bool, estimatedErrorSeconds: Double, maximumErrorSeconds: Double, source: String? = nil
+            synchronized: Bool, estimatedErrorSeconds: Double?, maximumErrorSeconds: Double?, source: String?
         ) {
             self.synchronized = synchronized
             self.estimatedErrorSeconds = estimatedErrorSeconds
@@ -393,19 +402,19 @@ public struct StatusInfo: ReplyObject {
         }
 
         public var json: JSONValue {
-            var json: JSONValue = [
-                "synchronized": .bool(synchronized), "estimatedErrorSeconds": .number(estimatedErrorSeconds),
-                "maximumErrorSeconds": .number(maximumErrorSeconds),
+            [
+                "synchronized": .bool(synchronized), "estimatedErrorSeconds": JSONValue(estimatedErrorSeconds),
+                "maximumErrorSeconds": JSONValue(maximumErrorSeconds), "source": JSONValue(source),
             ]
-            if let source { json.set("source", .string(source)) }
-            return json
         }
 
         public init(json: JSONValue) throws(ReplyDecodingError) {
             let f = try ReplyFields(json, "status's clock")
             self.init(
-                synchronized: try f.bool("synchronized"), estimatedErrorSeconds: try f.double("estimatedErrorSeconds"),
-                maximumErrorSeconds: try f.double("maximumErrorSeconds"), source: try f.optionalString("source"))
+                synchronized: try f.bool("synchronized"),
+                estimatedErrorSeconds: try f.optionalDouble("estimatedErrorSeconds"),
+                maximumErrorSeconds: try f.optionalDouble("maximumErrorSeconds"), source: try f.optionalString("source")
+            )
         }
     }
 
@@ -468,16 +477,15 @@ public struct StatusInfo: ReplyObject {
         return .object(pairs)
     }
 
+    /// Required: `daemon`, `jack`, `sessions`, `active`, `players`, `recorders`, `archive`.
     public init(json: JSONValue) throws(ReplyDecodingError) {
         let f = try ReplyFields(json, "status's reply")
         self.init(
             daemon: try f.object("daemon"), jack: try f.object("jack"), sessions: try f.list("sessions"),
             active: try f.strings("active"), players: try f.list("players"), recorders: try f.list("recorders"),
-            cards: try f.list("cards"), archive: try f.object("archive"),
-            attachments: try f.list("attachments"),
-            replication: json["replication"] == nil ? nil : try f.object("replication"),
-            waiting: json["waiting"] == nil ? [] : try f.list("waiting"),
-            sessionCount: json["sessionCount"] == nil ? nil : try f.int("sessionCount"))
-        clock = json["clock"] == nil ? nil : try f.object("clock")
+            cards: try f.optionalList("cards"), archive: try f.object("archive"),
+            attachments: try f.optionalList("attachments"), replication: try f.optionalObject("replication"),
+            waiting: try f.optionalList("waiting"), sessionCount: try f.optionalInt("sessionCount"))
+        clock = try f.optionalObject("clock")
     }
 }

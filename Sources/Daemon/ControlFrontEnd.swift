@@ -46,6 +46,8 @@ final class ControlFrontEnd: ControlServerHandler, EventSink, @unchecked Sendabl
     /// (`[daemon] idle_client_timeout`): an idle connection holds a slot of `Limits.maxClients`.
     let idleTimeout: Double
     private var nextIdleCheck = 0.0
+    /// Set by SIGTERM or SIGINT: the streams are finished and the loop ends after this turn.
+    private var stopping = false
 
     /// - Parameter slowThreshold: seconds on one request or tick past which recd logs "control
     ///   thread busy" (`defaultSlowThreshold`; `RECD_CONTROL_SLOW_MS` lowers it to find what
@@ -189,9 +191,9 @@ final class ControlFrontEnd: ControlServerHandler, EventSink, @unchecked Sendabl
         let waited = began.waited.flatMap { start in runQueue.waitedSeconds().map { $0 - start } } ?? 0
         let busy = wall - waited
         guard busy > slowThreshold else { return }
-        func ms(_ seconds: Double) -> Double { (seconds * 10_000).rounded() / 10 }
         Log.warning(
-            "control thread busy \(ms(busy)) ms in \(what)\(waited > 0.001 ? " (and \(ms(waited)) ms waiting for a CPU)" : ""); "
+            "control thread busy \(Readable.duration(busy)) in \(what)"
+                + "\(waited > 0.001 ? " (and \(Readable.duration(waited)) waiting for a CPU)" : ""); "
                 + "other clients and the watchdog waited")
     }
 
@@ -221,6 +223,8 @@ final class ControlFrontEnd: ControlServerHandler, EventSink, @unchecked Sendabl
     }
 
     func tick(now: Double) {
+        // Nothing starts again between the streams' end and the loop's.
+        guard !stopping else { return }
         let began = Moment(waited: runQueue.waitedSeconds())
         defer { noteIfSlow(since: began, "the tick") }
         coordinator.tick(now: now)
@@ -271,6 +275,12 @@ final class ControlFrontEnd: ControlServerHandler, EventSink, @unchecked Sendabl
             return
         }
         Log.notice("\(Signals.name(signo)) received; stopping")
+        guard !stopping else { return }
+        stopping = true
+        // The streams end while the clients are still connected, so their last events (each
+        // recording's `finished` segments, the `stopped`s) are queued for the watchers; the
+        // server writes what is queued before it closes the connections.
+        coordinator.finishStreams()
         link.stop()
     }
 

@@ -95,7 +95,7 @@ extension RecorderService {
             case .stalled(let since):
                 Log.warning(
                     "\(name): STALLED: no audio from \(stream.spec.port) since \(since.iso8601) "
-                        + "(\(settings.stallSeconds) s without a frame: a stopped JACK graph, driver or server); it records on and marks the "
+                        + "(\(Readable.duration(settings.stallSeconds)) without a frame: a stopped JACK graph, driver or server); it records on and marks the "
                         + "missing time as a gap when frames come again")
                 announce(stream, .stalled, file: stream.currentFiles.last, reason: "noFrames") {
                     $0.since = since.iso8601
@@ -105,7 +105,7 @@ extension RecorderService {
                     seconds: settings.stallSeconds, settings: settings)
             case .resumed(let since, let seconds):
                 Log.notice(
-                    "\(name): audio again from \(stream.spec.port) after \(seconds) s stalled (since "
+                    "\(name): audio again from \(stream.spec.port) after \(Readable.duration(seconds)) stalled (since "
                         + "\(since.iso8601))")
                 let reason = RecordingEvent.State.stalled.rawValue
                 announce(stream, .resumed, file: stream.currentFiles.last, reason: reason) { $0.since = since.iso8601 }

@@ -61,7 +61,8 @@ enum PrometheusMetrics {
             var cumulative = 0
             for (index, count) in counts.enumerated() {
                 cumulative += count
-                let bound = index < boundsMicros.count ? PrometheusMetrics.format(Double(boundsMicros[index]) / 1e6) : "+Inf"
+                let bound =
+                    index < boundsMicros.count ? PrometheusMetrics.format(Double(boundsMicros[index]) / 1e6) : "+Inf"
                 add(Double(cumulative), [("le", bound)], suffix: "_bucket")
             }
             add(Double(sumMicros) / 1e6, suffix: "_sum")
@@ -94,18 +95,21 @@ enum PrometheusMetrics {
         jack.add(status.jack.connected ? 1 : 0)
         families.append(jack)
         var xruns = Family("recd_xruns_total", "counter", "JACK xruns seen since recd connected.")
-        xruns.add(Double(status.jack.xruns))
+        // recd's own status: every figure is there (the optional types are the wire's).
+        if let count = status.jack.xruns { xruns.add(Double(count)) }
         families.append(xruns)
         if let cycle = status.jack.cycle {
             var delay = Family(
                 "recd_process_cycle_start_delay_seconds", "histogram",
                 "How late recd's JACK cycles started: from the cycle's start to recd's callback (the clients before "
                     + "recd, the kernel's wake-up). Since recd connected.")
-            delay.addHistogram(boundsMicros: cycle.boundsMicros, counts: cycle.startDelay, sumMicros: cycle.startDelayMicrosTotal)
+            delay.addHistogram(
+                boundsMicros: cycle.boundsMicros, counts: cycle.startDelay, sumMicros: cycle.startDelayMicrosTotal)
             var duration = Family(
                 "recd_process_cycle_duration_seconds", "histogram",
                 "How long recd's work in each JACK cycle took (its process callback). Since recd connected.")
-            duration.addHistogram(boundsMicros: cycle.boundsMicros, counts: cycle.duration, sumMicros: cycle.durationMicrosTotal)
+            duration.addHistogram(
+                boundsMicros: cycle.boundsMicros, counts: cycle.duration, sumMicros: cycle.durationMicrosTotal)
             var late = Family(
                 "recd_process_cycles_late_total", "counter",
                 "recd's JACK cycles that ended after the next cycle's start (JACK's deadline). Since recd connected.")
@@ -125,7 +129,7 @@ enum PrometheusMetrics {
             synchronized.add(clock.synchronized ? 1 : 0)
             var maximum = Family(
                 "recd_clock_max_error_seconds", "gauge", "The wall clock's maximum error the kernel holds (maxerror).")
-            maximum.add(clock.maximumErrorSeconds)
+            if let error = clock.maximumErrorSeconds { maximum.add(error) }
             families += [synchronized, maximum]
         }
         var sessions = Family("recd_sessions_active", "gauge", "Active audio sessions.")
@@ -143,8 +147,8 @@ enum PrometheusMetrics {
         for recorder in status.recorders {
             let labels = [("app", recorder.app), ("stream", recorder.stream)]
             recording.add(1, labels)
-            seconds.add(recorder.seconds, labels)
-            overruns.add(Double(recorder.overruns), labels)
+            if let value = recorder.seconds { seconds.add(value, labels) }
+            if let count = recorder.overruns { overruns.add(Double(count), labels) }
             silence.add(recorder.silentSince == nil ? 0 : 1, labels)
             stalled.add(recorder.stalledSince == nil ? 0 : 1, labels)
         }

@@ -93,12 +93,15 @@ extension SessionCoordinator {
             waiting: recorders.waitingInfos, sessionCount: store.sessions.count
         )
         // adjtimex, reading only: a few µs, fine on the control thread; the source as the
-        // monitor's thread last heard it (a lock, never chronyc here).
+        // monitor's thread last heard it (a lock, never chronyc here), said explicitly before
+        // its first answer: a reply is never without a key (docs/protocol.md).
+        let source =
+            recorders.timeSource.map { $0.current?.description ?? StatusInfo.Clock.sourcePending }
+            ?? StatusInfo.Clock.sourceUnknown
         status.clock = ClockSynchronization.current().map {
             StatusInfo.Clock(
                 synchronized: $0.synchronized, estimatedErrorSeconds: Double($0.estimatedErrorMicroseconds) / 1e6,
-                maximumErrorSeconds: Double($0.maximumErrorMicroseconds) / 1e6,
-                source: recorders.timeSource?.current?.description)
+                maximumErrorSeconds: Double($0.maximumErrorMicroseconds) / 1e6, source: source)
         }
         for feature in features { feature.contribute(to: &status) }
         return status

@@ -171,7 +171,7 @@ extension RecorderService {
                     let waited = Double(UTCTime.now().nanosecondsSinceEpoch - entry.since.nanosecondsSinceEpoch) / 1e9
                     Log.notice(
                         "\(name): records again (stopped by \(entry.cause.rawValue) at \(entry.since.iso8601), "
-                            + "\(Int(waited.rounded())) s ago)")
+                            + "\(Readable.duration(waited.rounded())) ago)")
                 case .notYet:
                     break
                 case .dropped(let why):

@@ -483,9 +483,12 @@ final class RecorderService: @unchecked Sendable {
                 stream.gaps += 1
                 stream.successor?.gaps += 1
                 logGap(gap, of: stream)
-                announce(stream, .gap, reason: gap.cause.rawValue) {
+                // The segment being written holds the gap (its GAPS tag); the position counts
+                // from the recording's start, across its segments, so the rate comes with it.
+                announce(stream, .gap, file: stream.currentFiles.last, reason: gap.cause.rawValue) {
                     $0.position = gap.position
                     $0.length = gap.length
+                    $0.sampleRate = stream.sampleRate
                 }
             case .silence(let change):
                 silenceAlarms.handle(
@@ -535,12 +538,15 @@ final class RecorderService: @unchecked Sendable {
         let name = "\(stream.spec.app)/\(stream.spec.stream)"
         switch gap.cause {
         case .overrun:
-            Log.warning("\(name): ring overrun, \(gap.length) frames missing at frame \(gap.position)")
+            Log.warning(
+                "\(name): ring overrun, \(Readable.length(frames: gap.length, sampleRate: stream.sampleRate)) missing "
+                    + "at \(Readable.position(frames: gap.position, sampleRate: stream.sampleRate)) of the recording")
         case .clockStall:
             Log.warning(
-                "\(name): JACK delivered no audio for \(Double(gap.length) / Double(max(stream.sampleRate, 1))) s of "
-                    + "wall-clock time (a stalled or stopped server, or a driver that lost sync); recorded as a gap of "
-                    + "\(gap.length) frames at frame \(gap.position), so later samples keep their true time")
+                "\(name): JACK delivered no audio for \(Readable.length(frames: gap.length, sampleRate: stream.sampleRate)) "
+                    + "of wall-clock time (a stalled or stopped server, or a driver that lost sync); recorded as a gap "
+                    + "at \(Readable.position(frames: gap.position, sampleRate: stream.sampleRate)) of the recording, so "
+                    + "later samples keep their true time")
         }
     }
 

@@ -127,12 +127,15 @@ final class TapSource: PlanarSampleSource, @unchecked Sendable {
         guard var placed = engine.utcNanoseconds(forFrameTime: frameTime) else { return }
         if placed.fromJackClock && !window.contains(placed.nanoseconds) {
             Log.warning(
-                "JACK's clock placed the first frame \(Double(now - placed.nanoseconds) / 1e9) s before now, outside "
+                "JACK's clock placed the first frame \(Readable.duration(Double(now - placed.nanoseconds) / 1e9)) "
+                    + "before now, outside "
                     + "the time its tap has existed (a frame counter that jumped: PipeWire's changes with the graph's "
                     + "driver); the recording's start time is the wall clock now")
             placed = AudioEngine.FrameWallTime(nanoseconds: now, fromJackClock: false)
         } else if !placed.fromJackClock {
-            Log.warning("JACK's clock gave no plausible time for the first frame; the recording's start time is the wall clock now (may be off by the buffered audio)")
+            Log.warning(
+                "JACK's clock gave no plausible time for the first frame; the recording's start time is the wall clock now (may be off by the buffered audio)"
+            )
         }
         // Placed by JACK's frame clock, which stood still through the stalls before it.
         let stalled = preRoll?.stalledNanoseconds ?? 0

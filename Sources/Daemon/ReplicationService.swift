@@ -289,13 +289,10 @@ final class ReplicationService: DaemonFeature, @unchecked Sendable {
             notBefore = SystemClock.monotonicSeconds() + wait
             lastError = message
             Log.warning(
-                "replication of \(path): \(message); \(queue.count) segments wait, next try in \(Self.format(wait)) s")
+                "replication of \(path): \(message); \(Readable.count(queue.count, "segment")) wait, next try in "
+                    + Readable.duration(wait))
         }
         pump()
-    }
-
-    private static func format(_ seconds: Double) -> String {
-        seconds >= 10 ? String(Int(seconds.rounded())) : String((seconds * 10).rounded() / 10)
     }
 }
 

@@ -427,8 +427,15 @@ final class SessionCoordinator: FactSink, @unchecked Sendable {
 
     // MARK: Persistence and shutdown
 
-    /// Stops streams, leaves JACK cleanly and writes the final state (SIGTERM, end of the
-    /// control loop).
+    /// Ends every player and recorder and waits for the recorders' last segments, their events
+    /// sent: at SIGTERM, before the control loop ends, so the watchers get them.
+    func finishStreams() {
+        players.stopAll(reason: "stop")
+        recorders.stopAllAndWait()
+    }
+
+    /// Stops streams (those `finishStreams` left), leaves JACK cleanly and writes the final
+    /// state (SIGTERM, end of the control loop).
     func shutdown() {
         devices.stop()
         players.shutdown()

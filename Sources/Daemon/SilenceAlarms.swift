@@ -78,14 +78,15 @@ final class SilenceAlarms {
             alarms[key] = Alarm(since: change.since, levelDB: levelDB)
             seconds = Self.seconds(from: change.since, to: change.decided)
             Log.warning(
-                "\(app)/\(stream): silent since \(change.since.iso8601) (peak \(levelDB) dBFS, below "
-                    + "\(settings.thresholdDB) dBFS for \(settings.seconds) s)")
+                "\(app)/\(stream): silent since \(change.since.iso8601) (peak \(Self.text(levelDB)) dBFS, below "
+                    + "\(Self.text(settings.thresholdDB)) dBFS for \(Readable.duration(settings.seconds)))")
         case .ended:
             guard let alarm = alarms.removeValue(forKey: key) else { return }
             seconds = Self.seconds(from: alarm.since, to: change.since)
             Log.notice(
-                "\(app)/\(stream): sound again since \(change.since.iso8601) after \(seconds) s of silence (peak "
-                    + "\(levelDB) dBFS)")
+                "\(app)/\(stream): sound again since \(change.since.iso8601) after \(Readable.duration(seconds)) of "
+                    + "silence (peak "
+                    + "\(Self.text(levelDB)) dBFS)")
         }
         sink.broadcast(
             .silence(
@@ -142,13 +143,14 @@ final class SilenceAlarms {
         } completion: { result in
             switch result {
             case .success(let outcome) where outcome.succeeded:
-                Log.info("\(what): \(outcome.termination) after \(Self.text(outcome.seconds)) s")
+                Log.info("\(what): \(outcome.termination) after \(Readable.duration(outcome.seconds))")
             case .success(let outcome) where outcome.timedOut:
                 Log.warning(
-                    "\(what): still running after \(Self.programTimeLimit) s, ended (\(outcome.termination)); make it "
+                    "\(what): still running after \(Readable.duration(Self.programTimeLimit)), ended "
+                        + "(\(outcome.termination)); make it "
                         + "return sooner, e.g. hand slow work to a queue")
             case .success(let outcome):
-                Log.warning("\(what): \(outcome.termination) after \(Self.text(outcome.seconds)) s")
+                Log.warning("\(what): \(outcome.termination) after \(Readable.duration(outcome.seconds))")
             case .failure(let error):
                 Log.error("\(what): cannot run it: \(error); on_silence must name an executable file recd may run")
             }

@@ -77,7 +77,9 @@ public enum Recd {
             return checkOnly ? 1 : 78  // EX_CONFIG: systemd will not restart into a bad config
         }
         if checkOnly {
-            print("\(config.source): OK (\(config.ports.count) ports, \(config.sessions.count) sessions)")
+            print(
+                "\(config.source): OK (\(Readable.count(config.ports.count, "port")), "
+                    + "\(Readable.count(config.sessions.count, "session")))")
             for port in config.ports { print(resolvedJackPorts(port)) }
             if config.replicate.remote != nil {
                 print(config.replicate.summary)

@@ -6,6 +6,7 @@
 import Archive
 import AudioEngine
 import ControlProtocol
+import Platform
 import SessionPolicy
 import SystemSupport
 
@@ -104,7 +105,7 @@ final class TakeTriggerFeature: DaemonFeature {
             recorders.triggers.armed[app]?.scanned = held.serial
         }
         announceArmed(trigger)
-        Log.info("\(app): armed at \(triggerDB) dBFS, hold \(hold) s")
+        Log.info("\(app): armed at \(JSONValue.format(triggerDB)) dBFS, hold \(Readable.duration(hold))")
         return [("armed", .object(trigger.fields))]
     }
 
@@ -184,7 +185,8 @@ final class TakeTriggerFeature: DaemonFeature {
                 trigger.scanned = held.serial
                 announceArmed(trigger)
                 Log.info(
-                    "\(app): take ended \(trigger.holdSeconds) s after the level fell below \(trigger.triggerDB) dBFS")
+                    "\(app): take ended \(Readable.duration(trigger.holdSeconds)) after the level fell below "
+                        + "\(JSONValue.format(trigger.triggerDB)) dBFS")
             } else {
                 trigger.take = take
             }
@@ -211,7 +213,7 @@ final class TakeTriggerFeature: DaemonFeature {
         do {
             stream = try coordinator.startRecorder(spec)
         } catch {
-            Log.warning("\(app): the level reached \(trigger.triggerDB) dBFS but the take could not start: \(error)")
+            Log.warning("\(app): the level reached \(JSONValue.format(trigger.triggerDB)) dBFS but the take could not start: \(error)")
             return
         }
         if stream.tap !== tap {
@@ -223,7 +225,8 @@ final class TakeTriggerFeature: DaemonFeature {
         stream.source.limit(toFrames: take.lastAbove + 1 + holdFrames)
         recorders.triggers.armed[app]?.take = take
         Log.info(
-            "\(app): the level reached \(trigger.triggerDB) dBFS; take started with \(crossing - from) frames before it"
+            "\(app): the level reached \(JSONValue.format(trigger.triggerDB)) dBFS; take started with "
+                + "\(Readable.length(frames: crossing - from, sampleRate: engine.sampleRate)) before it"
         )
     }
 }

@@ -26,7 +26,7 @@ enum ArchiveProofCommands {
             switch askArchiveDirectory(globals: globals, environment: environment) {
             case .success(let archive, let state):
                 directory = archive
-                if heads == nil { heads = state + "/" + ChainHeads.directoryName }
+                if heads == nil, let state { heads = state + "/" + ChainHeads.directoryName }
             case .failure(let message):
                 printError("error: \(message); or pass --dir ARCHIVE (the archive's root, or a copy of it)\n")
                 return 3
@@ -112,9 +112,9 @@ enum ArchiveProofCommands {
             let recording =
                 report.beingRecorded.isEmpty ? "" : ", \(report.beingRecorded.count) being recorded (not yet proven)"
             print(
-                "\(report.holds ? "holds" : "DOES NOT HOLD"): \(report.segmentsProven) segments proven in "
-                    + "\(report.chains) chains (\(report.signedChains) signed throughout)\(removed)\(recording); "
-                    + "key \(key.text)"
+                "\(report.holds ? "holds" : "DOES NOT HOLD"): \(Readable.count(report.segmentsProven, "segment")) "
+                    + "proven in \(Readable.count(report.chains, "chain")) (\(report.signedChains) signed throughout)"
+                    + "\(removed)\(recording); key \(key.text)"
                     + (command.value("key") == nil
                         ? " (the archive's own copy: pass --key for an independent proof)" : "") + headsNote)
         }
@@ -186,7 +186,7 @@ enum ArchiveProofCommands {
         return TimeArgument.wire(date, microseconds: true)
     }
 
-    private enum Asked { case success(archive: String, state: String), failure(String) }
+    private enum Asked { case success(archive: String, state: String?), failure(String) }
 
     /// The archive's root and the state directory from recd's `status`.
     private static func askArchiveDirectory(globals: GlobalOptions, environment: [String: String]) -> Asked {
@@ -195,7 +195,10 @@ enum ArchiveProofCommands {
             let connection = try Connection(candidates: candidates, interface: .recctl)
             let reply = try connection.call(.status)
             let daemon = try StatusInfo(json: reply).daemon
-            return .success(archive: daemon.archiveDir, state: daemon.stateDir)
+            guard let directory = daemon.archiveDir else {
+                return .failure("recd's status does not say where its archive is")
+            }
+            return .success(archive: directory, state: daemon.stateDir)
         } catch let error as Unreachable {
             return .failure("cannot reach recd to ask where its archive is (\(error.reason))")
         } catch {

@@ -1,6 +1,10 @@
-// recctl's output: people get aligned text, scripts get --json (SPEC §12 shapes).
+// recctl's output: people get aligned text, scripts get --json (SPEC §12 shapes). Numbers in
+// the text are written as a person writes them (`Readable`: "11.7 ms", "2 chains", "16.54 s
+// [793882]"); JSON keeps recd's exact numbers. A value a reply lacks (an optional key, from a
+// recd older or newer than this recctl) is shown as `unknown`.
 import ControlProtocol
 import Foundation
+import Platform
 import SessionPolicy
 
 struct Output {
@@ -40,9 +44,10 @@ struct Output {
             if sessions.isEmpty {
                 print("no sessions")
             } else {
-                print(Self.table(
-                    header: ["APP", "CATEGORY", "MODE", "STATE", "PERMISSION", "ROUTE"],
-                    rows: sessions.map(Self.sessionRow)))
+                print(
+                    Self.table(
+                        header: ["APP", "CATEGORY", "MODE", "STATE", "PERMISSION", "ROUTE"],
+                        rows: sessions.map(Self.sessionRow)))
             }
         case ["permission", "list"]:
             let items = try PermissionInfo.list(reply: reply, key: "permissions")
@@ -74,7 +79,8 @@ struct Output {
                     header: ["PORT", "TYPE", "DIRECTION", "CH", "AVAILABLE", "FROM", "JACK"],
                     rows: routes.ports.map {
                         [
-                            $0.name, $0.type, $0.direction, "\($0.channels)", $0.available ? "yes" : "no",
+                            $0.name, $0.type ?? "unknown", $0.direction ?? "unknown", known($0.channels) { "\($0)" },
+                            $0.available ? "yes" : "no",
                             Self.originText($0.origins), $0.jack.joined(separator: ", "),
                         ]
                     }))
@@ -96,9 +102,9 @@ struct Output {
             if list.isEmpty { print("no players") }
         case ["record", "start"], ["record", "stop"]:
             if let armed = reply["armed"] {
-                let level = armed["triggerDB"]?.doubleValue.map { String(format: "%g", $0) } ?? "?"
-                let hold = armed["holdSeconds"]?.doubleValue.map { String(format: "%g", $0) } ?? "?"
-                print("\(armed["app"]?.stringValue ?? ""): armed at \(level) dBFS, hold \(hold) s")
+                let level = armed["triggerDB"]?.doubleValue.map { JSONValue.format($0) + " dBFS" } ?? "unknown"
+                let hold = armed["holdSeconds"]?.doubleValue.map(Readable.duration) ?? "unknown"
+                print("\(armed["app"]?.stringValue ?? "unknown"): armed at \(level), hold \(hold)")
             }
             if reply["disarmed"] == true { print("disarmed") }
             let list: [RecorderInfo] =
@@ -109,7 +115,9 @@ struct Output {
                 }
             let verb = command.spec.path == ["record", "start"] ? "recording" : "stopped"
             for r in list {
-                print("\(r.app): \(verb) \(r.port) as \(r.stream) (\(r.bandwidth), \(r.sampleRate) Hz)")
+                print(
+                    "\(r.app): \(verb) \(r.port ?? "unknown") as \(r.stream) (\(r.bandwidth ?? "unknown"), "
+                        + "\(known(r.sampleRate) { "\($0) Hz" }))")
             }
         case ["archive", "list"]:
             let segments = try SegmentInfo.list(reply: reply, key: "segments")
@@ -117,31 +125,24 @@ struct Output {
                 segments.isEmpty
                     ? "no segments"
                     : Self.table(
-                        header: ["START (UTC)", "APP", "STREAM", "SECONDS", "RATE", "CH", "END", "PATH"],
+                        header: ["START (UTC)", "APP", "STREAM", "LENGTH", "RATE", "CH", "END", "PATH"],
                         rows: segments.map {
                             [
-                                $0.start, $0.app, $0.stream, String(format: "%.1f", $0.seconds), "\($0.sampleRate)",
-                                "\($0.channels)", $0.state == "open" ? "open" : $0.endReason ?? "", $0.path,
+                                $0.start, $0.app, $0.stream, known($0.seconds, Readable.duration),
+                                known($0.sampleRate) { "\($0)" }, known($0.channels) { "\($0)" },
+                                $0.state == "open" ? "open" : $0.endReason ?? "", $0.path,
                             ]
                         }))
         case ["archive", "verify"]:
             for r in try VerifyInfo(json: reply).results {
-                print("\(r.ok ? "ok  " : "FAIL") \(r.path) (\(r.outcome), \(r.frames) frames)")
+                let frames = known(r.frames) { Readable.count($0, "frame") }
+                print("\(r.ok ? "ok  " : "FAIL") \(r.path) (\(r.outcome ?? "unknown"), \(frames))")
             }
         case ["archive", "export"]:
-            let clip = try ExportInfo(json: reply)
-            let seconds = clip.sampleRate > 0 ? Double(clip.frames) / Double(clip.sampleRate) : 0
-            let clamped =
-                clip.requestedEnd.map { "; ends at \(clip.end), not \($0): the recording has written no more yet" }
-                ?? ""
-            emit(
-                "\(clip.file == "-" ? "standard output" : clip.file): \(clip.app)/\(clip.stream) \(clip.start) to \(clip.end), "
-                    + "\(clip.frames) frames (\(String(format: "%.3f", seconds)) s at \(clip.sampleRate) Hz, \(clip.channels) ch) "
-                    + "from \(clip.segments.count) segment\(clip.segments.count == 1 ? "" : "s")"
-                    + (clip.gaps.isEmpty ? "" : "; silent gaps \(clip.gaps)") + clamped)
+            emit(Self.exportLine(try ExportInfo(json: reply)))
         case ["archive", "reindex"]:
             let info = try ReindexInfo(json: reply)
-            print("indexed \(info.indexed) segment\(info.indexed == 1 ? "" : "s")")
+            print("indexed \(Readable.count(info.indexed, "segment"))")
             for path in info.skipped { print("skipped (unreadable, or not a segment recd wrote): \(path)") }
         case ["session", "remove"]:
             print("removed \(command.positionals[0])")
@@ -165,6 +166,13 @@ struct Output {
         fflush(nil)
     }
 
+    /// One of `recctl watch`'s own lines (recd lost, recd back): the object in --json, the words
+    /// otherwise.
+    func watchLine(_ line: JSONValue, text: String) {
+        print(json ? line.jsonText : text)
+        fflush(nil)
+    }
+
     /// One line for an event `recctl watch` received. An event this recctl does not know, or
     /// cannot read, is shown as its name and its fields as they came.
     static func describe(event message: JSONValue) -> String {
@@ -185,22 +193,14 @@ struct Output {
         case .session(_, let state): return "\(app)session \(state.rawValue)"
         case .sessionDeleted: return "\(app)session deleted"
         case .recording(let recording):
-            let file = recording.file.map { " \($0)" } ?? ""
-            let reason = recording.reason.map { " (\($0))" } ?? ""
-            // A stream that starts again by itself says when; one that did, since when it was stopped;
-            // a stalled one (and its resumption), since when no frames came.
-            let stall = recording.state == .stalled || recording.reason == RecordingEvent.State.stalled.rawValue
-            let wait =
-                recording.resumesWhen.map { "; resumes when \($0)" }
-                ?? recording.since.map { stall ? "; no frames since \($0)" : "; stopped since \($0)" } ?? ""
-            return "\(app)recording \(recording.stream ?? "") \(recording.state.rawValue)\(file)\(reason)" + wait
+            return app + recordingText(recording)
         case .silence(let silence):
-            let seconds = JSONValue.format(silence.seconds)
-            let level = JSONValue.format(silence.levelDB)
+            let seconds = known(silence.seconds, Readable.duration)
+            let level = known(silence.levelDB) { JSONValue.format($0) + " dBFS" }
+            let since = silence.since ?? "unknown"
             return silence.state == .began
-                ? "\(app)SILENCE on \(silence.stream) since \(silence.since) (\(seconds) s, peak \(level) dBFS)"
-                : "\(app)sound again on \(silence.stream) since \(silence.since) after \(seconds) s of silence (peak "
-                    + "\(level) dBFS)"
+                ? "\(app)SILENCE on \(silence.stream) since \(since) (\(seconds), peak \(level))"
+                : "\(app)sound again on \(silence.stream) since \(since) after \(seconds) of silence (peak \(level))"
         case .player(let player):
             let reason = player.reason.map { " (\($0))" } ?? ""
             return "\(app)player \(player.stream) \(player.state.rawValue)\(reason)"
@@ -210,6 +210,35 @@ struct Output {
                 "\($0.0)=\($0.1.stringValue ?? $0.1.jsonText)"
             }
             return "\(app)\(event.name)" + (rest.isEmpty ? "" : " " + rest.joined(separator: " "))
+        }
+    }
+
+    /// A `recording` event in words: `recording mic segment FILE`, `recording mic finished FILE
+    /// (rotation)`, `recording mic gap (clockStall) of 2.1 s [100800] at 16.54 s [793882] of the
+    /// recording, in FILE`, `recording mic stalled FILE: no frames since T`, `recording mic resumed
+    /// FILE: frames come again after a stall from T`, `recording mic stopped (diskFull); resumes
+    /// when ...`.
+    static func recordingText(_ recording: RecordingEvent) -> String {
+        let head = "recording \(recording.stream ?? "unknown") \(recording.state.rawValue)"
+        let file = recording.file.map { " \($0)" } ?? ""
+        let reason = recording.reason.map { " (\($0))" } ?? ""
+        let since = recording.since ?? "unknown"
+        switch recording.state {
+        case .gap:
+            let rate = recording.sampleRate
+            let length = known(recording.length) { Readable.length(frames: $0, sampleRate: rate) }
+            let position = known(recording.position) { Readable.position(frames: $0, sampleRate: rate) }
+            return head + reason + " of \(length) at \(position) of the recording"
+                + (recording.file.map { ", in \($0)" } ?? "")
+        case .stalled:
+            return head + file + ": no frames since \(since)"
+        case .resumed where recording.reason == RecordingEvent.State.stalled.rawValue:
+            return head + file + ": frames come again after a stall from \(since)"
+        case .resumed:
+            return head + file + reason + (recording.since.map { "; it had stopped at \($0)" } ?? "")
+        default:
+            // A stream that starts again by itself says when.
+            return head + file + reason + (recording.resumesWhen.map { "; resumes when \($0)" } ?? "")
         }
     }
 
@@ -228,7 +257,7 @@ struct Output {
 
     static func sessionRow(_ session: SessionInfo) -> [String] {
         [
-            session.app, session.category, session.mode, session.state, session.recordPermission,
+            session.app, session.category, session.mode, session.state, session.recordPermission ?? "unknown",
             routeText(session.route),
         ]
     }
@@ -249,9 +278,9 @@ struct Output {
             "\(s.app): \(s.category) / \(s.mode)",
             "  state:       \(s.state)" + (s.interruption.map(interruptionText) ?? ""),
             "  options:     \(s.options.isEmpty ? "(none)" : s.options.joined(separator: ", "))",
-            "  policy:      \(s.policy)   priority: \(s.priority)",
+            "  policy:      \(s.policy ?? "unknown")   priority: \(s.priority ?? "unknown")",
             "  route:       \(routeText(s.route))",
-            "  permission:  \(s.recordPermission)   input muted: \(s.inputMuted ? "yes" : "no")",
+            "  permission:  \(s.recordPermission ?? "unknown")   input muted: \(s.inputMuted ? "yes" : "no")",
         ]
         if let by = s.duckedBy { lines.append("  ducked by:   \(by)") }
         if s.isOtherAudioPlaying {
@@ -259,7 +288,7 @@ struct Output {
             lines.append("  other audio: playing\(hint)")
         }
         if !s.availableInputs.isEmpty {
-            let inputs = s.availableInputs.map { "\($0.name) (\($0.type), \($0.channels) ch)" }
+            let inputs = s.availableInputs.map { "\($0.name) (\($0.type), \(Readable.count($0.channels, "channel")))" }
             lines.append("  inputs:      \(inputs.joined(separator: ", "))")
         }
         for ignored in s.ignoredOptions {
@@ -270,7 +299,41 @@ struct Output {
     }
 
     static func playerLine(_ p: PlayerInfo) -> String {
-        "\(p.app): \(p.stream) \(p.state) \(p.file) on \(p.port)"
+        "\(p.app): \(p.stream) \(p.state) \(p.file ?? "unknown") on \(p.port ?? "unknown")"
+    }
+
+    /// `archive export`'s line: `/tmp/clip.flac: radio/mic START to END, 5 min [14400000 frames] at
+    /// 48000 Hz, 2 channels, from 2 segments; silent gaps at 0.25 s [12000] for 100 ms [4800]`.
+    static func exportLine(_ clip: ExportInfo) -> String {
+        let rate = clip.sampleRate
+        let length = rate.map { Readable.duration(Double(clip.frames) / Double(max($0, 1))) } ?? "unknown length"
+        let clamped =
+            clip.requestedEnd.map { "; ends at \(clip.end), not \($0): the recording has written no more yet" } ?? ""
+        return "\(clip.file == "-" ? "standard output" : clip.file): \(clip.app ?? "unknown")/"
+            + "\(clip.stream ?? "unknown") \(clip.start) to \(clip.end), \(length) [\(Readable.count(clip.frames, "frame"))] "
+            + "at \(known(rate) { "\($0) Hz" }), \(known(clip.channels) { Readable.count($0, "channel") }), "
+            + "from \(Readable.count(clip.segments.count, "segment"))" + gapsText(clip.gaps, sampleRate: rate) + clamped
+    }
+
+    /// The clip's GAPS (`pos+len,...` in clip frames) in words: `; silent gaps at 0.25 s [12000]
+    /// for 100 ms [4800], ...`; the first ten, then how many more. Text recd sent that is not
+    /// that form is shown as it came.
+    static func gapsText(_ gaps: String?, sampleRate: Int?) -> String {
+        guard let gaps else { return "; silent gaps unknown" }
+        guard !gaps.isEmpty else { return "" }
+        var spans: [String] = []
+        for item in gaps.split(separator: ",") {
+            let parts = item.split(separator: "+")
+            guard parts.count == 2, let position = Int(parts[0]), let length = Int(parts[1]) else {
+                return "; silent gaps \(gaps)"
+            }
+            spans.append(
+                "at \(Readable.position(frames: position, sampleRate: sampleRate)) for "
+                    + Readable.length(frames: length, sampleRate: sampleRate))
+        }
+        let shown = spans.prefix(10).joined(separator: ", ")
+        return "; silent \(spans.count == 1 ? "gap" : "gaps") " + shown
+            + (spans.count > 10 ? " and \(Readable.count(spans.count - 10, "more", "more"))" : "")
     }
 
     static func status(_ status: StatusInfo) -> String {
@@ -283,35 +346,28 @@ struct Output {
             let onPipeWire = jack.implementation == "pipewire"
             jackLine +=
                 "\(jack.client ?? "recd") on \(jack.server ?? "default")\(onPipeWire ? " (PipeWire)" : ""), "
-                + "\(jack.sampleRate ?? 0) Hz, \(jack.bufferSize ?? 0) frames, "
-                + (onPipeWire ? "xruns not reported" : "\(jack.xruns) xruns")
+                + "\(known(jack.sampleRate) { "\($0) Hz" }), \(known(jack.bufferSize) { Readable.count($0, "frame") }), "
+                + (onPipeWire ? "xruns not reported" : known(jack.xruns) { Readable.count($0, "xrun") })
         } else {
             jackLine +=
                 "not connected" + (jack.error.map { " (\($0))" } ?? "") + "; sessions cannot activate until it is back"
         }
         var lines = [
             "recd \(daemon.version) (protocol \(daemon.protocolVersion)), pid \(daemon.pid), "
-                + "up \(duration(daemon.uptime))",
-            "config:   \(daemon.config)",
-            "socket:   \(daemon.socket)",
+                + "up \(known(daemon.uptime, Readable.duration))",
+            "config:   \(daemon.config ?? "unknown")",
+            "socket:   \(daemon.socket ?? "unknown")",
             jackLine,
         ]
         for connection in jack.churning {
             lines.append("  churning: \(connection) (something keeps undoing recd's change; recd leaves it alone)")
         }
-        if let clock = status.clock {
-            let source = clock.source.map { "; source: \($0)" } ?? ""
-            lines.append(
-                clock.synchronized
-                    ? "clock:    synchronised, estimated error \(JSONValue.format(clock.estimatedErrorSeconds)) s, "
-                        + "at most \(JSONValue.format(clock.maximumErrorSeconds)) s\(source)"
-                    : "clock:    NOT synchronised (maximum error \(JSONValue.format(clock.maximumErrorSeconds)) s): "
-                        + "segment times are a free-running clock's; start chrony or systemd-timesyncd\(source)")
-        }
+        if let clock = status.clock { lines.append(clockLine(clock)) }
         var archiveLine = "archive:  \(status.archive.dir)"
         if let space = status.archive.space {
-            archiveLine += ", \(bytes(space.freeBytes)) free (\(JSONValue.format(space.freePercent))%)"
-            if let count = space.segments { archiveLine += ", \(count) segments" }
+            archiveLine +=
+                ", \(bytes(space.freeBytes)) free (\(known(space.freePercent) { JSONValue.format($0) + "%" }))"
+            if let count = space.segments { archiveLine += ", \(Readable.count(count, "segment"))" }
         }
         lines.append(archiveLine)
         for alarm in status.archive.chainAlarms {
@@ -325,9 +381,9 @@ struct Output {
                     + partial.resumesWhen)
         }
         if let replication = status.replication {
-            var line = "replicate: \(replication.remote), \(replication.backlog) segments waiting"
+            var line = "replicate: \(replication.remote), \(Readable.count(replication.backlog, "segment")) waiting"
             if let last = replication.lastSuccess {
-                line += ", last copy \(duration(max(0, Double(time(nil)) - last))) ago"
+                line += ", last copy \(Readable.duration(max(0, (Double(time(nil)) - last).rounded()))) ago"
             } else {
                 line += ", no copy since recd started"
             }
@@ -346,8 +402,10 @@ struct Output {
                         ],
                         rows: status.recorders.map {
                             [
-                                $0.app, $0.stream, $0.port, "\($0.bandwidth) \($0.sampleRate) Hz", duration($0.seconds),
-                                "\($0.overruns)", "\($0.gaps)",
+                                $0.app, $0.stream, $0.port ?? "unknown",
+                                "\($0.bandwidth ?? "unknown") \(known($0.sampleRate) { "\($0) Hz" })",
+                                known($0.seconds, Readable.duration), known($0.overruns) { "\($0)" },
+                                known($0.gaps) { "\($0)" },
                                 alarmMark(stalledSince: $0.stalledSince, silentSince: $0.silentSince),
                                 $0.files.joined(separator: ", "),
                             ]
@@ -379,6 +437,23 @@ struct Output {
         return lines.joined(separator: "\n")
     }
 
+    /// `clock:    synchronised, estimated error 12 µs, at most 1.5 ms; source: chrony: ...`; the
+    /// source `pending` until recd's first asking has an answer.
+    static func clockLine(_ clock: StatusInfo.Clock) -> String {
+        let source: String
+        switch clock.source {
+        case nil, StatusInfo.Clock.sourceUnknown?: source = "; source: unknown"
+        case StatusInfo.Clock.sourcePending?: source = "; source: not known yet (recd is asking chrony and timesyncd)"
+        case let text?: source = "; source: \(text)"
+        }
+        let maximum = known(clock.maximumErrorSeconds, Readable.duration)
+        return clock.synchronized
+            ? "clock:    synchronised, estimated error \(known(clock.estimatedErrorSeconds, Readable.duration)), "
+                + "at most \(maximum)\(source)"
+            : "clock:    NOT synchronised (maximum error \(maximum)): segment times are a free-running clock's; "
+                + "start chrony or systemd-timesyncd\(source)"
+    }
+
     /// `voip: JACK client linphone plays out_1, out_2 (into recd:linphone-1-play_1, ...), captures in_1`:
     /// an application's own JACK client under a session (`session.attach`); a processed capture
     /// says so: `captures in_1 (voice, 45.3 ms later, 0 underruns)`.
@@ -388,8 +463,8 @@ struct Output {
         if !a.capturePorts.isEmpty {
             var capture = "captures " + a.capturePorts.joined(separator: ", ")
             if let processing = a.processing {
-                let later = a.processingLatency.map { " \(($0 * 10_000).rounded() / 10) ms later," } ?? ""
-                capture += " (\(processing),\(later) \(a.underruns ?? 0) underruns)"
+                let later = a.processingLatency.map { " \(Readable.duration($0)) later," } ?? ""
+                capture += " (\(processing),\(later) \(known(a.underruns) { Readable.count($0, "underrun") }))"
             }
             parts.append(capture)
         }
@@ -399,12 +474,12 @@ struct Output {
     /// `logger/mic: waiting (diskFull since 10:42:03Z; resumes when 512 MiB are free in /srv/archive
     /// (3.1 MiB now))`; a recorder that does not come back by itself is `stopped`, with what starts it.
     static func waitingLine(_ w: WaitingRecorderInfo) -> String {
-        let time = timeOfDay(w.since)
+        let time = w.since.map(timeOfDay) ?? "unknown"
         let state = w.resumesWhen == nil ? "stopped" : "waiting"
         var note = w.resumesWhen.map { "resumes when \($0)" } ?? ""
         if let detail = w.detail { note += (note.isEmpty ? "" : "; last try: ") + detail }
         // An interruption says by whom: `logger/mic: waiting (interrupted by voice since 10:42:03Z; ...)`.
-        let why = w.reason == "interruption" && w.by != nil ? "interrupted by \(w.by!)" : w.reason
+        let why = w.reason == "interruption" ? w.by.map { "interrupted by \($0)" } ?? w.reason : w.reason
         return "\(w.app)/\(w.stream): \(state) (\(why) since \(time)\(note.isEmpty ? "" : "; " + note))"
     }
 
@@ -441,7 +516,8 @@ struct Output {
             for i in 0..<column(peak) { bar[i] = "=" }
             for i in 0..<column(rms) { bar[i] = "#" }
             let name = meter.name.padding(toLength: nameWidth, withPad: " ", startingAt: 0)
-            return "\(name) [\(String(bar))] peak \(String(format: "%6.1f", peak)) dB  rms \(String(format: "%6.1f", rms)) dB"
+            return
+                "\(name) [\(String(bar))] peak \(String(format: "%6.1f", peak)) dB  rms \(String(format: "%6.1f", rms)) dB"
         }
     }
 
@@ -451,13 +527,6 @@ struct Output {
         return recordings.map {
             "\($0.app)/\($0.stream): momentary \(lufs($0.momentaryLufs))  short-term \(lufs($0.shortTermLufs))"
         }
-    }
-
-    static func duration(_ seconds: Double) -> String {
-        let s = Int(seconds)
-        if s < 60 { return "\(s)s" }
-        if s < 3600 { return "\(s / 60)m\(String(format: "%02d", s % 60))s" }
-        return "\(s / 3600)h\(String(format: "%02d", (s % 3600) / 60))m"
     }
 
     static func bytes(_ value: Double) -> String {
@@ -478,3 +547,6 @@ struct Output {
         }.joined(separator: "\n")
     }
 }
+
+/// `value` as `text` writes it, or `unknown` when a reply did not carry it.
+func known<T>(_ value: T?, _ text: (T) -> String) -> String { value.map(text) ?? "unknown" }

@@ -125,10 +125,10 @@ public enum Recctl {
             boolFlags: ["proof"],
             summary: "one stream from --from to --to as one file; sample-exact, gaps silent and listed in GAPS; only recordings "
                 + "you may read; --proof also writes FILE.proof, the signed chain entries the clip was cut from",
-            requiredFlags: ["app", "from", "to", "output"],
+            requiredFlags: ["app", "from", "output"],
             accepts: [
                 ("from", "a time: " + TimeArgument.forms),
-                ("to", "a time, as --from"),
+                ("to", "a time, as --from (default: now)"),
                 ("output", "FILE.flac, FILE.wav, or - (FLAC on standard output)"),
                 ("stream", "the stream's name (default: the app's only stream)"),
             ]),
@@ -254,8 +254,9 @@ public enum Recctl {
         }
         let output = Output(json: globals.json, toStandardError: passingStandardOutput)
         do {
-            if request.op == .watch {
-                return try watch(connection, request, output: output)
+            if case .watch(let app) = request {
+                var watch = Watch(candidates: candidates, app: app, output: output)
+                return try watch.run(first: connection)
             }
             if case .sessionAttach(let attach) = request {
                 return try holdAttachment(connection, attach, output: output)
@@ -536,7 +537,7 @@ public enum Recctl {
             return .archiveExport(
                 ExportRequest(
                     app: app, stream: command.value("stream"), from: try time("from") ?? required("from"),
-                    to: try time("to") ?? required("to"),
+                    to: try time("to") ?? TimeArgument.resolve("now", flag: "to", now: now, timeZone: timeZone),
                     format: format, file: file == "-" ? "-" : absolute(file), proof: command.has("proof")))
         case ["pause"]: return .pause(app: app, stream: command.value("stream"))
         case ["stop"]: return .stop(app: app, stream: command.value("stream"))
@@ -609,17 +610,6 @@ public enum Recctl {
         }
     }
 
-    static func watch(_ connection: Connection, _ request: Command, output: Output) throws -> Int32 {
-        let reply = try connection.call(request, onEvent: output.event)
-        if let error = Wire.error(from: reply), reply["ok"]?.boolValue != true {
-            output.failure(error)
-            return 1
-        }
-        while true {
-            let message = try connection.readMessage(timeout: nil)
-            if message["event"] != nil { output.event(message) }
-        }
-    }
 }
 
 /// Writes a message to standard error in one write(2).

@@ -243,8 +243,9 @@ public final class ControlServer: @unchecked Sendable {
     }
 
     /// Runs the server on the calling thread, which becomes the control thread, until `stop`.
-    /// May be called once. On return every client is closed (after one attempt to flush its
-    /// output) and has had `clientDisconnected`.
+    /// May be called once. On return every client is closed (after its queued output was
+    /// written as it read it, for at most `stopFlushSeconds` in all) and has had
+    /// `clientDisconnected`.
     public func run(handler: any ControlServerHandler) {
         precondition(!hasRun, "ControlServer.run may be called only once")
         hasRun = true
@@ -335,8 +336,8 @@ public final class ControlServer: @unchecked Sendable {
         }
 
         runPostedWork()
+        drainAtStop()
         for connection in connections.values.sorted(by: { $0.id < $1.id }) {
-            if !connection.output.isEmpty && !connection.failed { flush(connection) }
             finish(connection, handler)
         }
         self.handler = nil
@@ -728,6 +729,29 @@ public final class ControlServer: @unchecked Sendable {
                 now - since > limits.incompleteLineTimeout
             {
                 reject(connection, .tooSlow, handler)
+            }
+        }
+    }
+
+    /// How long the end of `run` waits, in all, for clients to read what is queued for them:
+    /// the last events of a stop reach a watcher that reads; one that does not holds recd's
+    /// exit no longer than this.
+    public static let stopFlushSeconds = 2.0
+
+    /// Writes each client's queued output as its reader takes it, until all is written, the
+    /// clients that do not read have had `stopFlushSeconds`, or their connections failed.
+    private func drainAtStop() {
+        let deadline = SystemClock.monotonicSeconds() + Self.stopFlushSeconds
+        while true {
+            let pending = connections.values.filter { !$0.output.isEmpty && !$0.failed }
+            for connection in pending { flush(connection) }
+            let waiting = pending.filter { !$0.output.isEmpty && !$0.failed }
+            now = SystemClock.monotonicSeconds()
+            guard !waiting.isEmpty, now < deadline else { return }
+            var entries = waiting.map { PollEntry(descriptor: $0.fd, events: .writable) }
+            let milliseconds = Int32(min(((deadline - now) * 1000).rounded(.up), 2000))
+            if (try? Descriptor.poll(&entries, timeoutMilliseconds: milliseconds)) == nil {
+                SystemClock.sleep(seconds: 0.01)
             }
         }
     }

@@ -90,7 +90,7 @@ struct PrometheusMetricsTests {
         #expect(
             !PrometheusMetrics.render(MetricsSnapshot(status: status, inputPeaks: [], replication: nil)).contains(
                 "recd_clock"))
-        status.clock = StatusInfo.Clock(synchronized: false, estimatedErrorSeconds: 0.5, maximumErrorSeconds: 16)
+        status.clock = StatusInfo.Clock(synchronized: false, estimatedErrorSeconds: 0.5, maximumErrorSeconds: 16, source: "none")
         let text = PrometheusMetrics.render(MetricsSnapshot(status: status, inputPeaks: [], replication: nil))
         #expect(text.contains("# TYPE recd_clock_synchronized gauge\nrecd_clock_synchronized 0\n"), "\(text)")
         #expect(text.contains("recd_clock_max_error_seconds 16\n"), "\(text)")

@@ -93,7 +93,7 @@ struct RecorderRecoveryTests {
             "input mic is available again", "the session's route has an input again", nil, "the JACK server is back",
         ])
         #expect(infos[2].reason == "stop" && infos[2].detail == "`recctl record start x` starts it")
-        #expect(infos.allSatisfy { $0.since.hasSuffix("Z") })
+        #expect(infos.allSatisfy { $0.since?.hasSuffix("Z") == true })
         #expect(RecorderRecovery.mebibytes(512 << 20) == "512 MiB" && RecorderRecovery.mebibytes(419_430) == "0.4 MiB")
     }
 }

@@ -95,6 +95,15 @@ struct RecctlTimeTests {
             return
         }
         #expect(request.from == "2026-03-29T09:59:30Z" && request.to == "2026-03-29T10:00:00Z")
+        // Without --to: until now.
+        let untilNow = try ArgumentParser.parse(
+            ["archive", "export", "--app", "logger", "--from", "-30s", "-o", "clip.wav"], commands: Recctl.commands)
+        guard case .archiveExport(let open) = try Recctl.buildRequest(untilNow, now: Self.now, timeZone: Self.berlin)
+        else {
+            Issue.record("not an archive.export")
+            return
+        }
+        #expect(open.to == "2026-03-29T10:00:00Z")
         #expect(throws: UsageError.self) {
             _ = try Recctl.buildRequest(
                 try ArgumentParser.parse(

@@ -137,7 +137,7 @@ struct RecoveryTests {
         #expect(resumed["reason"] == "inputGone" && resumed["port"] == "mic")
         #expect(try Self.isRecording(daemon) && Self.status(daemon)["waiting"]?.arrayValue?.isEmpty == true)
         #expect(daemon.log.contains("logger/mic: records again (stopped by inputGone at"))
-        #expect(reader.waitFor { $0.hasPrefix("logger: recording mic resumed (inputGone); stopped since 20") }, "\(reader.output)")
+        #expect(reader.waitFor { $0.hasPrefix("logger: recording mic resumed (inputGone); it had stopped at 20") }, "\(reader.output)")
         #expect(reader.lines.contains("logger: recording mic stopped (routeChange); resumes when input mic is available again"), "\(reader.output)")
         usleep(1_500_000)
         try #require(daemon.recctl("record", "stop", "logger").status == 0)

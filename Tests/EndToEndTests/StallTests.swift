@@ -99,6 +99,7 @@ struct StallEndToEndTests {
         let port = try HTTPEndToEndTests.httpPort(daemon)
         try #require(daemon.recctl("record", "start", "logger").status == 0)
         let watcher = try daemon.watch("logger")
+        let words = try daemon.watchInWords("logger")
         usleep(2_000_000)
         #expect(try Self.stalledMetric(port) == 0, "recd_recorder_stalled is in every scrape, 0 while frames flow")
 
@@ -133,6 +134,27 @@ struct StallEndToEndTests {
         #expect(metricWhileStalled == 1)
         let back = try #require(resumed, "no resumed event: \(watcher.events.map(\.jsonText))")
         #expect(back["since"]?.stringValue == since, "\(back.jsonText)")
+        // The gap: the segment that holds it and the rate its frames are at, and in words its
+        // length and place as times with the frames in brackets; the resumption in words
+        // without the stall's "no frames since".
+        let gap = try #require(
+            watcher.waitFor(timeout: 5) { $0["event"] == "recording" && $0["state"] == "gap" }.first {
+                $0["state"] == "gap"
+            }, "\(watcher.events.map(\.jsonText))")
+        #expect(gap["file"]?.stringValue?.hasSuffix(".flac") == true, "\(gap.jsonText)")
+        #expect(gap["sampleRate"]?.intValue == Self.rate, "\(gap.jsonText)")
+        #expect(
+            try eventually(timeout: 5) { words.texts.contains { $0.contains(" gap (clockStall) of ") } }, "\(words.texts)")
+        let gapLine = words.texts.first { $0.contains(" gap (clockStall) of ") } ?? ""
+        #expect(
+            gapLine.range(
+                of: #" gap \(clockStall\) of \d+(\.\d+)? (ms|s) \[\d+\] at [0-9:.]+( s)? \[\d+\] of the recording, in /"#,
+                options: .regularExpression) != nil, "\(gapLine)")
+        let resumedLine = words.texts.first { $0.contains(" resumed ") } ?? ""
+        print("stall: in words: \(gapLine) / \(resumedLine)")
+        #expect(
+            resumedLine.contains("frames come again after a stall from") && !resumedLine.contains("no frames since"),
+            "\(resumedLine)")
         #expect(try eventually { try Self.stalledMetric(port) == 0 })
         #expect(
             try daemon.recctl("--json", "status").json?["recorders"]?.arrayValue?.first?["stalledSince"]

@@ -14,6 +14,7 @@
 //   PR_SET_MDWE, seccomp, another uid) and runs jackd and recd under it.
 import ControlProtocol
 import Foundation
+import Platform
 import TestSupport
 import Testing
 
@@ -34,7 +35,8 @@ struct SystemdTests {
         // --man=no: Documentation=man:jackd(1) would otherwise depend on whether this machine
         // has manual pages installed.
         let result = try runTool(
-            "systemd-analyze", ["verify", "--man=no", "--root=\(stage.root)"] + units, environment: SystemdTools.environment)
+            "systemd-analyze", ["verify", "--man=no", "--root=\(stage.root)"] + units,
+            environment: SystemdTools.environment)
         #expect(result.status == 0, "systemd-analyze verify failed:\n\(result.stdout)\(result.stderr)")
         // An unknown key or a bad value is only a warning (exit status 0); there must be none.
         let output = (result.stdout + result.stderr).trimmingCharacters(in: .whitespacesAndNewlines)
@@ -59,8 +61,10 @@ struct SystemdTests {
         "RootDirectory=/RootImage=": "recd runs from the host's /usr/local/bin with the host's libraries",
         "SupplementaryGroups=": "audio, for the ALSA control devices in /dev/snd",
         "RestrictAddressFamilies=~AF_UNIX": "the control socket, JACK's socket and sd_notify are Unix sockets",
-        "RestrictAddressFamilies=~AF_(INET|INET6)": "the HTTP listener (/metrics, the status page); IPAddressAllow=localhost only",
-        "PrivateNetwork=": "a private namespace's loopback is unreachable from the host: the HTTP listener needs the host's",
+        "RestrictAddressFamilies=~AF_(INET|INET6)":
+            "the HTTP listener (/metrics, the status page); IPAddressAllow=localhost only",
+        "PrivateNetwork=":
+            "a private namespace's loopback is unreachable from the host: the HTTP listener needs the host's",
         "IPAddressDeny=": "deny any, allow localhost: systemd counts any allow-list as a weakness",
         "DeviceAllow=": "char-alsa rw for jack-sense (char-rtc r comes with ProtectClock=yes)",
         "UMask=": "0027: group recd may read the archive",
@@ -213,6 +217,73 @@ struct SystemdTests {
         #expect(recd.waitForExit(timeout: 15) == 0, "log:\n\(recd.log)")
         // The socket file is the socket unit's: recd must leave it for the next activation.
         #expect(FileManager.default.fileExists(atPath: activationSocket), "recd removed the socket systemd passed it")
+    }
+
+    @Test(
+        "the first `recctl status` of a socket-activated recd reaches it while it starts, and is answered whole"
+    )
+    func firstStatusWhileStarting() throws {
+        // The request is waiting before recd runs, as systemd hands it over, so recd answers it
+        // during its start-up: before its first asking of chrony has an answer. A chronyc that
+        // takes its time (a busy chronyd, a command port that does not answer) is a script bound
+        // over /usr/bin/chronyc in a mount namespace of recd's own; recd's time limit ends it
+        // after 2 s.
+        for round in 1...3 {
+            let directory = try makeTemporaryDirectory("recd-first-status")
+            defer { try? FileManager.default.removeItem(atPath: directory) }
+            let config = try RecdTestConfig(directory: directory)
+            let slowChronyc = directory + "/chronyc"
+            try "#!/bin/sh\n/usr/bin/sleep 5\n".write(toFile: slowChronyc, atomically: true, encoding: .utf8)
+            chmod(slowChronyc, 0o755)
+            let activationSocket = directory + "/activated.sock"
+            var activate = [
+                "systemd-socket-activate", "--listen=\(activationSocket)", "--setenv=JACK_NO_AUDIO_RESERVATION=1",
+            ]
+            if let server = ProcessInfo.processInfo.environment["JACK_DEFAULT_SERVER"] {
+                activate.append("--setenv=JACK_DEFAULT_SERVER=\(server)")
+            }
+            activate += [productsDirectory.appendingPathComponent("recd").path, "--config", config.path]
+            let script = "mount --bind \(slowChronyc) /usr/bin/chronyc && exec " + activate.joined(separator: " ")
+            // Spawned and reaped by Platform's ChildProcess on a thread of its own, not by
+            // Foundation: systemd-socket-activate closes every descriptor it inherited before it
+            // execs recd, which Foundation's Process takes for the child's end and then waits for
+            // that pid on the thread that reaps all its children, so recctl, run next, would
+            // never be seen to end.
+            let stop = Locked(false)
+            let ended = Locked<ChildOutcome?>(nil)
+            let unshare = try ExternalTools.path("unshare")
+            let environment = ExternalTools.environment()
+            Thread.detachNewThread {
+                let outcome = try? ChildProcess.run(
+                    path: unshare, arguments: ["--mount", "--propagation", "private", "bash", "-c", script],
+                    environment: environment, timeLimit: 120, graceSeconds: 10,
+                    isCancelled: { stop.withLock { $0 } })
+                ended.withLock { $0 = outcome }
+            }
+            defer {
+                stop.withLock { $0 = true }
+                _ = eventually(timeout: 15) { ended.withLock { $0 } != nil }
+            }
+            let deadline = Date().addingTimeInterval(10)
+            while !FileManager.default.fileExists(atPath: activationSocket) && Date() < deadline {
+                usleep(10_000)
+            }
+            let recctl = productsDirectory.appendingPathComponent("recctl").path
+            if round < 3 {
+                let status = try runProgram(recctl, ["--socket", activationSocket, "status"], timeout: 40)
+                #expect(
+                    status.status == 0 && status.stdout.contains("recd "),
+                    "round \(round): recctl status exited \(status.status): \(status.stderr)")
+            } else {
+                // Every key is there from the first reply on: the clock's source is "pending"
+                // until chrony answered.
+                let json = try runProgram(recctl, ["--socket", activationSocket, "--json", "status"], timeout: 40)
+                #expect(json.json?["clock"]?["source"]?.stringValue == "pending", "\(json.stdout)")
+            }
+            stop.withLock { $0 = true }
+            #expect(eventually(timeout: 15) { ended.withLock { $0 } != nil })
+            #expect(ended.withLock { $0 }?.termination == .exited(0), "recd did not stop cleanly on SIGTERM")
+        }
     }
 
     // MARK: scripts/install
