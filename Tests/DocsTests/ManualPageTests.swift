@@ -78,6 +78,25 @@ struct ManualPage {
 
 @Suite("manual pages: docs/man describes every command, config key and option")
 struct ManualPageTests {
+    @Test("every page renders with scdoc (a line that starts with [ is a table to scdoc, not text)")
+    func pagesRender() throws {
+        let directory = ExternalTools.packageRoot + "/docs/man"
+        let pages = try FileManager.default.contentsOfDirectory(atPath: directory).filter { $0.hasSuffix(".scd") }
+        #expect(pages.count >= 4)
+        for page in pages {
+            // scdoc reads the page on its standard input.
+            let process = try ExternalTools.process("scdoc", [])
+            process.standardInput = try FileHandle(forReadingFrom: URL(fileURLWithPath: directory + "/" + page))
+            process.standardOutput = FileHandle.nullDevice
+            let errors = Pipe()
+            process.standardError = errors
+            try process.run()
+            process.waitUntilExit()
+            let said = String(decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+            #expect(process.terminationStatus == 0, "\(page) does not render: \(said)")
+        }
+    }
+
     @Test("recd.conf(5) describes every key of every section, under that section, and no other")
     func configKeys() throws {
         let problems = Self.configProblems(try ManualPage("recd.conf.5.scd"))
