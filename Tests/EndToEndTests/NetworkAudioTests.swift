@@ -2,7 +2,7 @@
 // logger's jackd (`jack_load netmanager`) in another across a veth pair, its counter deck plays
 // into the satellite's system:playback ports, and recd records them as the `[port]` netmanager's
 // client gives (`studio2:from_slave_1,2`). The link is cut for 3 s mid-recording: what recd does is
-// what it does for any input that goes away (routeChange oldDeviceUnavailable, the segment ends,
+// what it does for any input that goes away (a routeChange, the segment ends,
 // the recorder comes back by itself in a new one), and the test measures what netjack2 made of
 // the cut (docs/network-audio.md). The real jackd2, recd, recctl, flac; no stand-ins.
 //
@@ -47,7 +47,7 @@ struct NetworkAudioTests {
         """
 
     /// The network recd's: both are there when it starts, so the later one, the satellite, is the
-    /// last in: the session's route, which its loss changes (routeChange oldDeviceUnavailable).
+    /// last in; the logger declared for it (`record = studio`) has that port or nothing as its route.
     static let ports = localPort + """
         [port studio]
         type = lineIn
@@ -196,7 +196,7 @@ struct NetworkAudioTests {
     }
 
     @Test(
-        "a netjack2 satellite's counter recorded through a [port]: routes says netjack2 peer studio2; in order, latency measured; a 3 s link cut is a vanished input (routeChange oldDeviceUnavailable, the segment ends) and the recorder comes back by itself; every file passes flac -t"
+        "a netjack2 satellite's counter recorded through a [port]: routes says netjack2 peer studio2; in order, latency measured; a 3 s link cut is a vanished input (routeChange noSuitableRouteForCategory for its declared logger, the segment ends) and the recorder comes back by itself; every file passes flac -t"
     )
     func satelliteThroughALinkCut() throws {
         let pair = try NamespacePair("logger", "studio")
@@ -289,8 +289,11 @@ struct NetworkAudioTests {
             backAt.timeIntervalSince(upAt) < 2.5,
             "recording again \(backAt.timeIntervalSince(upAt)) s after the link came up; the logger's neighbours: \(pair.neighbours(.first))"
         )
-        let change = events.first { $0["event"] == "routeChange" && $0["reason"] == "oldDeviceUnavailable" }
-        #expect(change?["previousRoute"]?["inputs"] == ["studio"], "\(events.map(\.jsonText))")
+        // The declared logger's route is its own port or nothing (`record = studio`): with the
+        // port gone its record session has no input at all, noSuitableRouteForCategory.
+        let change = events.first { $0["event"] == "routeChange" && $0["previousRoute"]?["inputs"] == ["studio"] }
+        #expect(change?["reason"] == "noSuitableRouteForCategory", "\(events.map(\.jsonText))")
+        #expect(change?["route"]?["inputs"] == [], "\(events.map(\.jsonText))")
         let stopped = events.first(where: RecoveryTests.recording("stopped"))
         #expect(stopped?["reason"] == "routeChange", "\(events.map(\.jsonText))")
         let resumed = try #require(events.first(where: RecoveryTests.recording("resumed")), "\(logs())")
