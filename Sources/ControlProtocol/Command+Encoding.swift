@@ -67,7 +67,9 @@ extension Command {
             fields.add("mode", settings.mode.rawValue)
             fields.add("options", JSONValue.array(settings.options.sorted().map { .string($0.rawValue) }))
             fields.add("policy", settings.policy.rawValue)
-            if case .some(let text) = settings.micUsage { fields.add("micUsage", text.map { JSONValue.string($0) } ?? .null) }
+            if case .some(let text) = settings.micUsage {
+                fields.add("micUsage", text.map { JSONValue.string($0) } ?? .null)
+            }
             fields.add("prefersInterruptionOnRouteDisconnect", settings.prefersInterruptionOnRouteDisconnect)
             fields.add("prefersNoInterruptionsFromSystemAlerts", settings.prefersNoInterruptionsFromSystemAlerts)
         case .sessionDeactivate(let app, let notifyOthers, let force):

@@ -152,14 +152,16 @@ public enum Command: Sendable, Equatable {
         case .play:
             self = .play(
                 PlayRequest(
-                    app: try a.string("app"), file: try a.optionalString("file"), stream: try a.optionalString("stream"),
+                    app: try a.string("app"), file: try a.optionalString("file"),
+                    stream: try a.optionalString("stream"),
                     to: try a.playTarget("to")))
         case .pause: self = .pause(app: try a.string("app"), stream: try a.optionalString("stream"))
         case .stop: self = .stop(app: try a.string("app"), stream: try a.optionalString("stream"))
         case .recordStart:
             self = .recordStart(
                 RecordStartRequest(
-                    app: try a.string("app"), stream: try a.optionalString("stream"), input: try a.optionalString("input"),
+                    app: try a.string("app"), stream: try a.optionalString("stream"),
+                    input: try a.optionalString("input"),
                     bus: try a.optionalString("bus"), triggerDB: try a.optionalDouble("triggerDB"),
                     holdSeconds: try a.optionalDouble("holdSeconds")))
         case .recordStop: self = .recordStop(app: try a.string("app"), stream: try a.optionalString("stream"))
@@ -178,7 +180,8 @@ public enum Command: Sendable, Equatable {
                     file: try a.string("file"), proof: try a.optionalBool("proof") ?? false))
         case .meter: self = .meter(app: try a.optionalString("app"))
         case .cueOutputs:
-            self = .cueOutputs(app: try a.string("app"), main: try a.optionalString("main"), cue: try a.optionalString("cue"))
+            self = .cueOutputs(
+                app: try a.string("app"), main: try a.optionalString("main"), cue: try a.optionalString("cue"))
         case .cueAssign:
             self = .cueAssign(
                 app: try a.string("app"), source: try a.string("source"), bus: try a.string("bus"),
@@ -191,7 +194,9 @@ public enum Command: Sendable, Equatable {
             self = .cueMix(app: app, mix: mix)
         case .cueSplit:
             let app = try a.string("app")
-            guard let on = try a.optionalBool("on") else { throw SessionError(.badParam, "cue split needs \"on\": true or false") }
+            guard let on = try a.optionalBool("on") else {
+                throw SessionError(.badParam, "cue split needs \"on\": true or false")
+            }
             self = .cueSplit(app: app, on: on)
         case .cueShow: self = .cueShow(app: try a.string("app"))
         case .devicesInject: self = .devicesInject(try a.deviceEvents())
@@ -234,25 +239,33 @@ private struct Arguments {
         }
         guard let channels = value["channels"], !channels.isNull else { return PlayTarget(port: port) }
         guard let items = channels.arrayValue, !items.isEmpty, items.allSatisfy({ $0.intValue != nil }) else {
-            throw SessionError(.badParam, "\"\(name)\".channels must be a non-empty list of channel numbers, e.g. [1,2]")
+            throw SessionError(
+                .badParam, "\"\(name)\".channels must be a non-empty list of channel numbers, e.g. [1,2]")
         }
         return PlayTarget(port: port, channels: items.compactMap(\.intValue))
     }
 
     func deviceEvents() throws(SessionError) -> [InjectedDeviceEvent] {
         guard let items = request.body["events"]?.arrayValue else {
-            throw SessionError(.badParam, "devices.inject needs \"events\": [{\"type\":\"jackSense\",\"card\":...,\"control\":...,\"plugged\":true}, ...]")
+            throw SessionError(
+                .badParam,
+                "devices.inject needs \"events\": [{\"type\":\"jackSense\",\"card\":...,\"control\":...,\"plugged\":true}, ...]"
+            )
         }
         var events: [InjectedDeviceEvent] = []
         for item in items {
             let card = item["card"]?.stringValue ?? "0"
             let control = item["control"]?.stringValue ?? ""
             switch item["type"]?.stringValue {
-            case "jackSense": events.append(.jackSense(card: card, control: control, plugged: item["plugged"]?.boolValue ?? false))
-            case "captureSwitch": events.append(.captureSwitch(card: card, control: control, on: item["on"]?.boolValue ?? true))
+            case "jackSense":
+                events.append(.jackSense(card: card, control: control, plugged: item["plugged"]?.boolValue ?? false))
+            case "captureSwitch":
+                events.append(.captureSwitch(card: card, control: control, on: item["on"]?.boolValue ?? true))
             case "cardRemoved": events.append(.cardRemoved(card: card))
             default:
-                throw SessionError(.badParam, "event type \(item["type"]?.jsonText ?? "none") is not jackSense, captureSwitch or cardRemoved")
+                throw SessionError(
+                    .badParam,
+                    "event type \(item["type"]?.jsonText ?? "none") is not jackSense, captureSwitch or cardRemoved")
             }
         }
         return events

@@ -22,7 +22,8 @@ public struct PlayTarget: Sendable, Equatable {
         let list = text[text.index(after: colon)...].split(separator: ",", omittingEmptySubsequences: false)
             .map { Int($0.trimmingCharacters(in: .whitespaces)) }
         guard !list.isEmpty, list.allSatisfy({ $0 != nil }) else {
-            throw SessionError(.badParam, "--to \(text): channels must be a comma-separated list of numbers, e.g. --to pa:1,2")
+            throw SessionError(
+                .badParam, "--to \(text): channels must be a comma-separated list of numbers, e.g. --to pa:1,2")
         }
         self.init(port: String(text[..<colon]), channels: list.compactMap { $0 })
     }

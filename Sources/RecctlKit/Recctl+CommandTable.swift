@@ -5,8 +5,12 @@ import SessionPolicy
 
 extension Recctl {
     static let commands: [CommandSpec] = [
-        CommandSpec(path: ["status"], positionals: [], summary: "daemon, JACK, sessions and recorders at a glance", readsState: true),
-        CommandSpec(path: ["session", "list"], positionals: [], summary: "sessions with effective configuration and state", readsState: true),
+        CommandSpec(
+            path: ["status"], positionals: [], summary: "daemon, JACK, sessions and recorders at a glance",
+            readsState: true),
+        CommandSpec(
+            path: ["session", "list"], positionals: [], summary: "sessions with effective configuration and state",
+            readsState: true),
         CommandSpec(path: ["session", "show"], positionals: ["APP"], summary: "one session in full", readsState: true),
         CommandSpec(
             path: ["session", "set"], positionals: ["APP"],
@@ -19,14 +23,19 @@ extension Recctl {
             accepts: [
                 ("category", Category.allCases.map(\.rawValue).joined(separator: " ")),
                 ("mode", Mode.allCases.map(\.rawValue).joined(separator: " ") + " (default: default)"),
-                ("options", CategoryOption.allCases.map(\.rawValue).joined(separator: " ") + " (comma- or space-separated)"),
+                (
+                    "options",
+                    CategoryOption.allCases.map(\.rawValue).joined(separator: " ") + " (comma- or space-separated)"
+                ),
                 ("policy", RouteSharingPolicy.allCases.map(\.rawValue).joined(separator: " ") + " (default: default)"),
                 ("mic-usage", "text of at most 1024 bytes, why the app records (needed to record)"),
                 ("prefers-interruption", "yes|no (on|off): interrupted, rather than paused, when its output goes away"),
                 ("prefers-no-system-alerts", "yes|no (on|off): system-alert-class sessions do not interrupt it"),
             ]),
         CommandSpec(path: ["session", "activate"], positionals: ["APP"], summary: "activate (arbitration applies)"),
-        CommandSpec(path: ["session", "deactivate"], positionals: ["APP"], boolFlags: ["notify-others", "force"], summary: "deactivate; --force stops running streams"),
+        CommandSpec(
+            path: ["session", "deactivate"], positionals: ["APP"], boolFlags: ["notify-others", "force"],
+            summary: "deactivate; --force stops running streams"),
         CommandSpec(
             path: ["session", "prefer"], positionals: ["APP"],
             valueFlags: [
@@ -42,7 +51,9 @@ extension Recctl {
                 ("prefers-no-system-alerts", "yes|no (on|off)"),
                 ("echo-cancelled-input", "yes|no (on|off): prefersEchoCancelledInput (playAndRecord)"),
             ]),
-        CommandSpec(path: ["session", "override"], positionals: ["APP", "speaker|none"], summary: "override the output to the speaker until the next route change"),
+        CommandSpec(
+            path: ["session", "override"], positionals: ["APP", "speaker|none"],
+            summary: "override the output to the speaker until the next route change"),
         CommandSpec(
             path: ["session", "remove"], positionals: ["APP"],
             summary: "remove a session and its saved state (owner or administrator); its streams stop"),
@@ -57,19 +68,32 @@ extension Recctl {
                 ("play", "the program's output ports, CLIENT:PORT, comma- or space-separated"),
                 ("capture", "the program's input ports, CLIENT:PORT, comma- or space-separated"),
             ]),
-        CommandSpec(path: ["session", "detach"], positionals: ["APP", "CLIENT"], summary: "end an attachment (session.detach)"),
-        CommandSpec(path: ["permission", "list"], positionals: [], summary: "record permission of every application", readsState: true),
-        CommandSpec(path: ["permission", "request"], positionals: ["APP"], summary: "ask for record permission; waits until an administrator decides"),
-        CommandSpec(path: ["permission", "grant"], positionals: ["APP"], summary: "grant record permission (administrators)"),
-        CommandSpec(path: ["permission", "deny"], positionals: ["APP"], summary: "deny record permission (administrators)"),
-        CommandSpec(path: ["permission", "reset"], positionals: ["APP"], summary: "back to undetermined (administrators)"),
-        CommandSpec(path: ["mute"], positionals: ["APP", "on|off"], summary: "app input mute: the session's inputs record zeros", accepts: [("on|off", "on, yes, true | off, no, false")]),
+        CommandSpec(
+            path: ["session", "detach"], positionals: ["APP", "CLIENT"], summary: "end an attachment (session.detach)"),
+        CommandSpec(
+            path: ["permission", "list"], positionals: [], summary: "record permission of every application",
+            readsState: true),
+        CommandSpec(
+            path: ["permission", "request"], positionals: ["APP"],
+            summary: "ask for record permission; waits until an administrator decides"),
+        CommandSpec(
+            path: ["permission", "grant"], positionals: ["APP"], summary: "grant record permission (administrators)"),
+        CommandSpec(
+            path: ["permission", "deny"], positionals: ["APP"], summary: "deny record permission (administrators)"),
+        CommandSpec(
+            path: ["permission", "reset"], positionals: ["APP"], summary: "back to undetermined (administrators)"),
+        CommandSpec(
+            path: ["mute"], positionals: ["APP", "on|off"],
+            summary: "app input mute: the session's inputs record zeros",
+            accepts: [("on|off", "on, yes, true | off, no, false")]),
         CommandSpec(
             path: ["play"], positionals: ["APP"], optionalPositionals: ["FILE"], valueFlags: ["stream", "to"],
             summary: "play a FLAC or WAV file through the session's output (no FILE: resume)",
             accepts: [("to", "PORT or PORT:CH,CH... (the port's channels, from 1), e.g. pa:1,2")]),
-        CommandSpec(path: ["pause"], positionals: ["APP"], valueFlags: ["stream"], summary: "pause the session's players"),
-        CommandSpec(path: ["stop"], positionals: ["APP"], valueFlags: ["stream"], summary: "stop the session's players"),
+        CommandSpec(
+            path: ["pause"], positionals: ["APP"], valueFlags: ["stream"], summary: "pause the session's players"),
+        CommandSpec(
+            path: ["stop"], positionals: ["APP"], valueFlags: ["stream"], summary: "stop the session's players"),
         CommandSpec(
             path: ["record", "start"], positionals: ["APP"], valueFlags: ["stream", "input", "bus", "trigger", "hold"],
             summary: "record an input to the FLAC archive (needs record permission); --trigger DB [--hold S]: takes "
@@ -79,7 +103,9 @@ extension Recctl {
                 ("bus", "main|cue: a monitoring bus instead of an input"),
                 ("trigger", "a level in dBFS, e.g. -30"), ("hold", "seconds, e.g. 2.5"),
             ]),
-        CommandSpec(path: ["record", "stop"], positionals: ["APP"], valueFlags: ["stream"], summary: "stop recording and finish the segment"),
+        CommandSpec(
+            path: ["record", "stop"], positionals: ["APP"], valueFlags: ["stream"],
+            summary: "stop recording and finish the segment"),
         CommandSpec(
             path: ["archive", "list"], positionals: [], valueFlags: ["app", "since"],
             summary: "archived segments (from the index)", readsState: true,
@@ -87,8 +113,12 @@ extension Recctl {
                 ("app", "an application's name: only its segments (default: all you may read)"),
                 ("since", "only segments with audio after this time: " + TimeArgument.forms),
             ]),
-        CommandSpec(path: ["archive", "verify"], positionals: [], optionalPositionals: ["PATH"], summary: "decode and check MD5 of one segment or all"),
-        CommandSpec(path: ["archive", "reindex"], positionals: [], summary: "rebuild the index from the files alone (administrators)"),
+        CommandSpec(
+            path: ["archive", "verify"], positionals: [], optionalPositionals: ["PATH"],
+            summary: "decode and check MD5 of one segment or all"),
+        CommandSpec(
+            path: ["archive", "reindex"], positionals: [],
+            summary: "rebuild the index from the files alone (administrators)"),
         CommandSpec(
             path: ["archive", "key"], positionals: [], valueFlags: ["dir"],
             summary: "the public key the archive's hash chains are signed with (ed25519:HEX), read from the archive",
@@ -115,7 +145,8 @@ extension Recctl {
         CommandSpec(
             path: ["archive", "export"], positionals: [], valueFlags: ["app", "stream", "from", "to", "output"],
             boolFlags: ["proof"],
-            summary: "one stream from --from to --to as one file; sample-exact, gaps silent and listed in GAPS; only recordings "
+            summary:
+                "one stream from --from to --to as one file; sample-exact, gaps silent and listed in GAPS; only recordings "
                 + "you may read; --proof also writes FILE.proof, the signed chain entries the clip was cut from",
             requiredFlags: ["app", "from", "output"],
             accepts: [
@@ -133,20 +164,28 @@ extension Recctl {
                 ("bus", "main|cue|both|none"), ("gain", "dB, e.g. -6"),
                 ("SOURCE|X|on|off", "mix X: 0 (main) to 1 (cue)"),
             ]),
-        CommandSpec(path: ["meter"], positionals: [], optionalPositionals: ["APP"], boolFlags: ["once"], summary: "live peak/RMS in dBFS per channel (--once: one reading)", readsState: true),
-        CommandSpec(path: ["routes"], positionals: [], summary: "ports (type, availability, where their audio comes from, JACK ports) and each session's route", readsState: true),
-        CommandSpec(path: ["watch"], positionals: [], optionalPositionals: ["APP"], summary: "live events, one per line", readsState: true),
+        CommandSpec(
+            path: ["meter"], positionals: [], optionalPositionals: ["APP"], boolFlags: ["once"],
+            summary: "live peak/RMS in dBFS per channel (--once: one reading)", readsState: true),
+        CommandSpec(
+            path: ["routes"], positionals: [],
+            summary: "ports (type, availability, where their audio comes from, JACK ports) and each session's route",
+            readsState: true),
+        CommandSpec(
+            path: ["watch"], positionals: [], optionalPositionals: ["APP"], summary: "live events, one per line",
+            readsState: true),
     ]
 
     static var overview: String {
         """
-            usage: recctl [--socket PATH] [--json] COMMAND ...
+        usage: recctl [--socket PATH] [--json] COMMAND ...
 
-            Controls recd, the recording daemon. --socket (or RECD_SOCKET) names the control socket;
-            --json prints machine-readable JSON. Exit: 0 ok, 1 refused, 2 usage, 3 recd unreachable.
+        Controls recd, the recording daemon. --socket (or RECD_SOCKET) names the control socket;
+        --json prints machine-readable JSON. Exit: 0 ok, 1 refused, 2 usage, 3 recd unreachable.
 
 
-            """ + commands.indices.map { index in
+        """
+            + commands.indices.map { index in
                 // A blank line before each group of commands (session, permission, ...).
                 let startsGroup = index > 0 && commands[index - 1].path[0] != commands[index].path[0]
                 return (startsGroup ? "\n" : "") + commands[index].help

@@ -54,7 +54,8 @@ extension Recctl {
             let message = try connection.readMessage(timeout: nil)
             guard message["event"] != nil, let event = try? Event(json: message) else { continue }
             switch event {
-            case .attachmentDetached(let app, let client, let reason) where app == attach.app && client == attach.client:
+            case .attachmentDetached(let app, let client, let reason)
+            where app == attach.app && client == attach.client:
                 output.event(message)
                 return reason == .clientGone ? 0 : 1
             case .mediaServicesWereLost:

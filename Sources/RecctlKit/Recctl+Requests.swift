@@ -117,7 +117,9 @@ extension Recctl {
             guard p.count > 1 else { return .cueShow(app: app) }
             switch p[1] {
             case "outputs":
-                guard p.count == 2 else { throw UsageError(message: "cue outputs takes --main PORT and --cue PORT", usage: usage) }
+                guard p.count == 2 else {
+                    throw UsageError(message: "cue outputs takes --main PORT and --cue PORT", usage: usage)
+                }
                 return .cueOutputs(app: app, main: command.value("main"), cue: command.value("cue"))
             case "assign":
                 guard p.count == 3, let bus = command.value("bus") else {
@@ -125,18 +127,23 @@ extension Recctl {
                 }
                 var gainDB: Double?
                 if let gain = command.value("gain") {
-                    guard let value = Double(gain) else { throw UsageError(message: "--gain needs a number of dB, not \(gain)", usage: usage) }
+                    guard let value = Double(gain) else {
+                        throw UsageError(message: "--gain needs a number of dB, not \(gain)", usage: usage)
+                    }
                     gainDB = value
                 }
                 return .cueAssign(app: app, source: p[2], bus: bus, gainDB: gainDB)
             case "mix":
-                guard p.count == 3, let mix = Double(p[2]) else { throw UsageError(message: "cue mix needs a number from 0 to 1", usage: usage) }
+                guard p.count == 3, let mix = Double(p[2]) else {
+                    throw UsageError(message: "cue mix needs a number from 0 to 1", usage: usage)
+                }
                 return .cueMix(app: app, mix: mix)
             case "split":
                 guard p.count == 3 else { throw UsageError(message: "cue split needs on or off", usage: usage) }
                 return .cueSplit(app: app, on: try onOff(p[2], what: "split", usage: usage))
             default:
-                throw UsageError(message: "unknown cue command \(p[1]); use outputs, assign, mix or split", usage: usage)
+                throw UsageError(
+                    message: "unknown cue command \(p[1]); use outputs, assign, mix or split", usage: usage)
             }
         case ["play"]:
             // The file's display name for events and status; recd reads the descriptor recctl
@@ -149,7 +156,9 @@ extension Recctl {
         case ["record", "start"]:
             func seconds(_ flag: String, _ what: String) throws -> Double? {
                 guard let text = command.value(flag) else { return nil }
-                guard let value = Double(text) else { throw UsageError(message: "--\(flag) needs \(what), not \(text)", usage: usage) }
+                guard let value = Double(text) else {
+                    throw UsageError(message: "--\(flag) needs \(what), not \(text)", usage: usage)
+                }
                 return value
             }
             return .recordStart(
@@ -180,10 +189,12 @@ extension Recctl {
             } else if file.lowercased().hasSuffix(".wav") {
                 format = "wav"
             } else {
-                throw UsageError(message: "-o FILE must end in .flac or .wav (or be - for FLAC on standard output)", usage: usage)
+                throw UsageError(
+                    message: "-o FILE must end in .flac or .wav (or be - for FLAC on standard output)", usage: usage)
             }
             if command.has("proof") && file == "-" {
-                throw UsageError(message: "--proof writes FILE.proof beside the clip: give -o FILE, not -", usage: usage)
+                throw UsageError(
+                    message: "--proof writes FILE.proof beside the clip: give -o FILE, not -", usage: usage)
             }
             return .archiveExport(
                 ExportRequest(

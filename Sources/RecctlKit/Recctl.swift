@@ -3,12 +3,12 @@
 // Threads: the main thread only.
 import ControlClient
 import ControlProtocol
-import SessionPolicy
 import Foundation
 import Platform
+import SessionPolicy
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 public enum Recctl {
@@ -32,8 +32,13 @@ public enum Recctl {
         }
         if globals.help || words.first == "help" {
             let topic = words.first == "help" ? Array(words.dropFirst()) : words
-            let matching = commands.filter { Array(topic.prefix($0.path.count)) == $0.path || $0.path.starts(with: topic) }
-            guard !matching.isEmpty else { return usageFailure(UsageError(message: "no command \(topic.joined(separator: " "))", usage: "recctl --help")) }
+            let matching = commands.filter {
+                Array(topic.prefix($0.path.count)) == $0.path || $0.path.starts(with: topic)
+            }
+            guard !matching.isEmpty else {
+                return usageFailure(
+                    UsageError(message: "no command \(topic.joined(separator: " "))", usage: "recctl --help"))
+            }
             for spec in matching { print(spec.help) }
             return 0
         }
@@ -100,7 +105,9 @@ public enum Recctl {
         do {
             connection = try Connection(candidates: candidates, interface: .recctl)
         } catch {
-            printError("error: cannot reach recd (looked at \(error.tried.joined(separator: ", "))): \(error.reason). Is recd running? Start it with scripts/run or `systemctl start recd`, or pass --socket PATH.\n")
+            printError(
+                "error: cannot reach recd (looked at \(error.tried.joined(separator: ", "))): \(error.reason). Is recd running? Start it with scripts/run or `systemctl start recd`, or pass --socket PATH.\n"
+            )
             return 3
         }
         let output = Output(json: globals.json, toStandardError: passingStandardOutput)

@@ -13,7 +13,8 @@ extension SessionStore {
     {
         let session = try session(app)
         guard mediaServicesAvailable else {
-            throw SessionError(.mediaServicesFailed, "the JACK server is gone; wait for mediaServicesWereReset and activate again")
+            throw SessionError(
+                .mediaServicesFailed, "the JACK server is gone; wait for mediaServicesWereReset and activate again")
         }
         if session.isActive {
             if let holder { sessions[app]!.activation.holder = holder }
@@ -67,12 +68,14 @@ extension SessionStore {
             if let higher = others.first(where: { !Self.mayInterrupt($0, by: activator) }) {
                 throw SessionError(
                     .insufficientPriority,
-                    "\(higher.app) (priority \(higher.priority.rawValue)) is active and cannot be interrupted by \(app) (priority \(session.priority.rawValue)); wait for it to deactivate or add mixWithOthers")
+                    "\(higher.app) (priority \(higher.priority.rawValue)) is active and cannot be interrupted by \(app) (priority \(session.priority.rawValue)); wait for it to deactivate or add mixWithOthers"
+                )
             }
             if session.background && !others.isEmpty {
                 throw SessionError(
                     .cannotInterruptOthers,
-                    "\(app) is a background session and may not interrupt \(others.map(\.app).joined(separator: ", ")); add mixWithOthers or wait until they deactivate")
+                    "\(app) is a background session and may not interrupt \(others.map(\.app).joined(separator: ", ")); add mixWithOthers or wait until they deactivate"
+                )
             }
             victims += others.map { ($0.app, .nonMixable(by: app)) }
         }
@@ -117,7 +120,8 @@ extension SessionStore {
         return effects
     }
 
-    public mutating func deactivate(app: String, notifyOthers: Bool, force: Bool) throws(SessionError) -> [PolicyEffect] {
+    public mutating func deactivate(app: String, notifyOthers: Bool, force: Bool) throws(SessionError) -> [PolicyEffect]
+    {
         let session = try session(app)
         if session.state != .active {
             // An interrupted session that gives up keeps its pending `ended`, but will not auto-resume.
@@ -149,7 +153,8 @@ extension SessionStore {
         sessions[app]!.activation.state = .interrupted
         sessions[app]!.streams.running = false
         sessions[app]!.streams.playing = false
-        sessions[app]!.activation.interruption = Interruption(cause: cause, reason: reason, streamsWereRunning: session.streamsRunning)
+        sessions[app]!.activation.interruption = Interruption(
+            cause: cause, reason: reason, streamsWereRunning: session.streamsRunning)
         // What this session held interrupted stays interrupted, now by whoever took over.
         effects += endInterruptions(causedBy: app, notify: false)
         return effects
@@ -158,7 +163,9 @@ extension SessionStore {
     /// Ends (or hands over) the interruptions `app` caused, now that it is no longer active.
     mutating func endInterruptions(causedBy app: String, notify: Bool) -> [PolicyEffect] {
         var effects: [PolicyEffect] = []
-        let successor = sessions.values.filter { $0.app != app && $0.isActive && !$0.isMixable }.max { $0.activation.activatedAt < $1.activation.activatedAt }
+        let successor = sessions.values.filter { $0.app != app && $0.isActive && !$0.isMixable }.max {
+            $0.activation.activatedAt < $1.activation.activatedAt
+        }
         for victim in sessions.values.sorted(by: { $0.app < $1.app }) {
             guard let interruption = victim.interruption else { continue }
             let shouldResume: Bool

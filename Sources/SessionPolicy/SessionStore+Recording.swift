@@ -10,9 +10,13 @@ extension SessionStore {
 
     /// An administrator's decision on `app`'s record permission. Denied stays denied: a grant
     /// after a denial is refused until the permission is reset (SPEC §8's "once denied").
-    public mutating func decidePermission(app: String, _ state: RecordPermission) throws(SessionError) -> [PolicyEffect] {
+    public mutating func decidePermission(app: String, _ state: RecordPermission) throws(SessionError) -> [PolicyEffect]
+    {
         if state == .granted && permission(app) == .denied {
-            throw SessionError(.badParam, "record permission for \(app) is denied; denied stays denied until reset: run `recctl permission reset \(app)` first")
+            throw SessionError(
+                .badParam,
+                "record permission for \(app) is denied; denied stays denied until reset: run `recctl permission reset \(app)` first"
+            )
         }
         return setPermission(app: app, state)
     }
@@ -33,18 +37,23 @@ extension SessionStore {
             .map(\.name)
         throw SessionError(
             .resourceNotAvailable,
-            "dualRoute records its built-in microphone and one duplex secondary (\(session.route.inputs.joined(separator: ", "))); \(port) is not one of them. A secondary must be a duplex headsetMic, bluetoothHFP or bluetoothLE port\(duplex.isEmpty ? " (none is configured)" : ": \(duplex.joined(separator: ", "))")")
+            "dualRoute records its built-in microphone and one duplex secondary (\(session.route.inputs.joined(separator: ", "))); \(port) is not one of them. A secondary must be a duplex headsetMic, bluetoothHFP or bluetoothLE port\(duplex.isEmpty ? " (none is configured)" : ": \(duplex.joined(separator: ", "))")"
+        )
     }
 
     /// Checks that a session may start a recorder now (SPEC §8, §2).
     public func checkCanRecord(app: String) throws(SessionError) {
         let session = try session(app)
         guard mediaServicesAvailable else {
-            throw SessionError(.mediaServicesFailed, "the JACK server is gone; wait for mediaServicesWereReset and start the recorder again")
+            throw SessionError(
+                .mediaServicesFailed,
+                "the JACK server is gone; wait for mediaServicesWereReset and start the recorder again")
         }
         let category = session.configuration.category
         guard category.hasInput else {
-            throw SessionError(.incompatibleCategory, "category \(category.rawValue) cannot record; set record, playAndRecord or multiRoute")
+            throw SessionError(
+                .incompatibleCategory,
+                "category \(category.rawValue) cannot record; set record, playAndRecord or multiRoute")
         }
         if (session.micUsage ?? "").isEmpty {
             throw SessionError(
@@ -53,9 +62,15 @@ extension SessionStore {
         switch permission(app) {
         case .granted: return
         case .denied:
-            throw SessionError(.cannotStartRecording, "record permission for \(app) is denied; an administrator can reset it with `recctl permission reset \(app)` and grant it with `recctl permission grant \(app)`")
+            throw SessionError(
+                .cannotStartRecording,
+                "record permission for \(app) is denied; an administrator can reset it with `recctl permission reset \(app)` and grant it with `recctl permission grant \(app)`"
+            )
         case .undetermined:
-            throw SessionError(.cannotStartRecording, "record permission for \(app) is undetermined; an administrator must grant it with `recctl permission grant \(app)`")
+            throw SessionError(
+                .cannotStartRecording,
+                "record permission for \(app) is undetermined; an administrator must grant it with `recctl permission grant \(app)`"
+            )
         }
     }
 }

@@ -58,12 +58,16 @@ extension SessionStore {
             let session = sessions[app]!
             let route = RouteChooser.choose(ports: ports, for: routeRequest(session))
             let category = session.configuration.category
-            let unsuitable = (category.hasOutput && route.outputs.isEmpty) || (category.hasInput && !category.hasOutput && route.inputs.isEmpty)
+            let unsuitable =
+                (category.hasOutput && route.outputs.isEmpty)
+                || (category.hasInput && !category.hasOutput && route.inputs.isEmpty)
             let changed = route != session.route
             sessions[app]!.route = route
             guard !quiet, changed || (reason == .categoryChange && unsuitable) else { continue }
             effects.append(
-                .routeChange(app: app, reason: unsuitable ? .noSuitableRouteForCategory : reason, previous: session.route, current: route))
+                .routeChange(
+                    app: app, reason: unsuitable ? .noSuitableRouteForCategory : reason, previous: session.route,
+                    current: route))
         }
         return effects
     }

@@ -91,7 +91,10 @@ public struct SessionStore: Equatable, Sendable {
     // MARK: - Creating and configuring
 
     /// Adds a session (from config or persisted state) without arbitration.
-    public mutating func insert(_ session: Session, configuration: SessionConfiguration, preferences: HardwarePreferences = .init(), inputMuted: Bool = false) {
+    public mutating func insert(
+        _ session: Session, configuration: SessionConfiguration, preferences: HardwarePreferences = .init(),
+        inputMuted: Bool = false
+    ) {
         var session = session
         session.configuration = configuration
         session.preferences = preferences
@@ -151,7 +154,9 @@ public struct SessionStore: Equatable, Sendable {
         return effects + processingChanges(since: processingBefore)
     }
 
-    public mutating func setPreferences(app: String, _ preferences: HardwarePreferences) throws(SessionError) -> [PolicyEffect] {
+    public mutating func setPreferences(app: String, _ preferences: HardwarePreferences) throws(SessionError)
+        -> [PolicyEffect]
+    {
         let session = try session(app)
         try HardwarePreferences.validate(preferences, category: session.configuration.category, ports: ports)
         let processingBefore = processingOfSessions
@@ -166,17 +171,22 @@ public struct SessionStore: Equatable, Sendable {
         if speaker && session.configuration.category != .playAndRecord {
             throw SessionError(
                 .incompatibleCategory,
-                "the speaker override needs category playAndRecord (\(app) is \(session.configuration.category.rawValue)); set that category first")
+                "the speaker override needs category playAndRecord (\(app) is \(session.configuration.category.rawValue)); set that category first"
+            )
         }
         if speaker && !ports.contains(where: { $0.type == .builtInSpeaker && $0.available }) {
-            throw SessionError(.resourceNotAvailable, "no builtInSpeaker port is available to override to; declare one in [port] config")
+            throw SessionError(
+                .resourceNotAvailable,
+                "no builtInSpeaker port is available to override to; declare one in [port] config")
         }
         let processingBefore = processingOfSessions
         sessions[app]!.overrideSpeaker = speaker
         return reroute(reason: .override, only: app) + processingChanges(since: processingBefore)
     }
 
-    public mutating func setPrefersInterruptionOnRouteDisconnect(app: String, _ value: Bool) throws(SessionError) -> [PolicyEffect] {
+    public mutating func setPrefersInterruptionOnRouteDisconnect(app: String, _ value: Bool) throws(SessionError)
+        -> [PolicyEffect]
+    {
         _ = try session(app)
         sessions[app]!.prefersInterruptionOnRouteDisconnect = value
         return [.sessionChanged(app: app)]

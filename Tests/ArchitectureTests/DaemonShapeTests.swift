@@ -2,8 +2,8 @@
 // policy store changed only by the coordinator; every policy effect handed out by
 // one path; no client matches an event by its name.
 import Foundation
-import Testing
 import TestSupport
+import Testing
 
 enum DaemonSources {
     static let directory = ModuleMap.root + "/Sources/Daemon"
@@ -69,7 +69,8 @@ struct DaemonShapeTests {
         let files = try DaemonSources.files()
         let all = files.map(\.text).joined(separator: "\n")
         #expect(DaemonSources.calls(of: "dispatch", in: all) == 1, "dispatch( is called from more than one place")
-        #expect(DaemonSources.calls(of: "WireFormat.event", in: all) == 1, "effects become events in more than one place")
+        #expect(
+            DaemonSources.calls(of: "WireFormat.event", in: all) == 1, "effects become events in more than one place")
         // Facts are reported, never set: the store's fact input is called by the coordinator only.
         #expect(files.filter { $0.text.contains("store.report(") }.map(\.name) == ["SessionCoordinator.swift"])
         let reporting = files.filter { $0.text.contains("sink.report(.streams)") }.map(\.name)

@@ -263,7 +263,8 @@ enum SwiftSourceScan {
                     let qualified = enclosingName().map { $0 + "." + type.name } ?? type.name
                     var entry: Int?
                     if type.kind != "protocol" && type.kind != "extension" {
-                        found.append(DeclaredType(name: qualified, kind: type.kind, line: type.line, storedProperties: []))
+                        found.append(
+                            DeclaredType(name: qualified, kind: type.kind, line: type.line, storedProperties: []))
                         entry = found.count - 1
                     }
                     scopes.append(.type(entry: entry, name: type.kind == "extension" ? type.name : qualified))

@@ -2,8 +2,8 @@
 // than 20 stored properties, in every module; and no comment names the issue that asked for
 // the code (a comment says what the code does and why, not which ticket wanted it).
 import Foundation
-import Testing
 import TestSupport
+import Testing
 
 enum SourceTree {
     static let maxLines = 600
@@ -50,7 +50,8 @@ enum SourceTree {
         Exception(path: "Sources/Archive/SegmentTypes.swift", check: .issueNumbers),
         Exception(path: "Sources/AudioEngine/AudioEngine.swift", check: .lines),
         Exception(path: "Sources/AudioEngine/RealTime/MonitorMix.swift", check: .storedProperties(type: "MonitorPlan")),
-        Exception(path: "Sources/AudioEngine/RealTime/PlayerVoice.swift", check: .storedProperties(type: "PlayerVoice")),
+        Exception(
+            path: "Sources/AudioEngine/RealTime/PlayerVoice.swift", check: .storedProperties(type: "PlayerVoice")),
         Exception(path: "Sources/AudioEngine/RealTime/TapState.swift", check: .storedProperties(type: "TapState")),
         Exception(path: "Sources/Daemon/RecorderService.swift", check: .storedProperties(type: "RecorderService")),
         Exception(path: "Sources/Daemon/ArchiveExportService.swift", check: .issueNumbers),
@@ -117,7 +118,11 @@ enum SourceTree {
         }
         for path in files(under: "Sources", suffix: ".swift") + files(under: "Tests", suffix: ".swift") {
             for comment in SwiftSourceScan.split(try text(path)).comments where mentionsIssueNumber(comment.text) {
-                found.append(("\(path):\(comment.line) names an issue: \(comment.text)", Exception(path: path, check: .issueNumbers)))
+                found.append(
+                    (
+                        "\(path):\(comment.line) names an issue: \(comment.text)",
+                        Exception(path: path, check: .issueNumbers)
+                    ))
             }
         }
         return found
@@ -130,8 +135,10 @@ struct TreeSizeTests {
     func wholeTree() throws {
         let findings = try SourceTree.findings()
         let unexcused = findings.filter { $0.exception.map { !SourceTree.beingSplit.contains($0) } ?? true }
-        let listing = unexcused.map(\.finding).joined(separator: "\n")
-        #expect(unexcused.isEmpty, "\(unexcused.count) findings:\n\(listing)")
+        if !unexcused.isEmpty {
+            let listing = unexcused.map(\.finding).joined(separator: "\n")
+            Issue.record(Comment(rawValue: "\(unexcused.count) findings:\n\(listing)"))
+        }
         let used = Set(findings.compactMap(\.exception))
         for stale in SourceTree.beingSplit.subtracting(used).sorted(by: { "\($0)" < "\($1)" }) {
             Issue.record("\(stale.path) passes \(stale.check) now: remove it from SourceTree.beingSplit")
@@ -199,6 +206,9 @@ struct TreeSizeTests {
             #expect(!SourceTree.mentionsIssueNumber(comment), "\(comment) is seen")
         }
         let (_, comments) = SwiftSourceScan.split("let a = \"// issue 9\" // real\n/* block\n issue 3 */ let b = 1\n")
-        #expect(comments == [SourceComment(line: 1, text: "// real"), SourceComment(line: 2, text: "/* block\n issue 3 */")])
+        #expect(
+            comments == [
+                SourceComment(line: 1, text: "// real"), SourceComment(line: 2, text: "/* block\n issue 3 */"),
+            ])
     }
 }
