@@ -349,7 +349,8 @@ enum SwiftSourceScan {
     /// A binding is stored when it has an initial value, no body, or a body of observers.
     static func storedBindings(_ tokens: [Token], declarationAt start: Int) -> (names: [String], end: Int) {
         var names: [String] = []
-        var depth = 0  // (), [], {} and generic <> inside the declaration
+        var depth = 0  // (), [] and {} inside the declaration
+        var angles = 0  // generic arguments
         var binding: (name: String, hasValue: Bool, accessors: String?)?
         func finish() {
             guard let current = binding else { return }
@@ -357,7 +358,8 @@ enum SwiftSourceScan {
             if current.hasValue || current.accessors == nil || observed { names.append(current.name) }
             binding = nil
         }
-        func text(_ index: Int) -> String { index < tokens.count ? tokens[index].text : "" }
+        func text(_ index: Int) -> String { index >= 0 && index < tokens.count ? tokens[index].text : "" }
+        func isWord(_ text: String) -> Bool { text.first.map { $0.isLetter || $0 == "_" } ?? false }
         binding = (text(start + 1), false, nil)
         var index = start + 2
         scan: while index < tokens.count {
@@ -368,8 +370,8 @@ enum SwiftSourceScan {
             switch token.text {
             case "(", "[": depth += 1
             case ")", "]": depth -= 1
-            case "<" where !token.spaced: depth += 1
-            case ">" where !token.spaced && depth > 0: depth -= 1
+            case "<" where !token.spaced && isWord(text(index - 1)): angles += 1  // `Set<Int>`, not `0..<n`
+            case ">" where !token.spaced && angles > 0: angles -= 1
             case "{":
                 if depth == 0, binding?.accessors == nil { binding?.accessors = text(index + 1) }
                 depth += 1
@@ -382,7 +384,7 @@ enum SwiftSourceScan {
                 }
             case "=" where depth == 0 && token.spaced:
                 binding?.hasValue = true
-            case "," where depth == 0:
+            case "," where depth == 0 && angles == 0:
                 finish()
                 binding = (text(index + 1), false, nil)
                 index += 1

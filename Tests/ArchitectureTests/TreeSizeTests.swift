@@ -166,6 +166,7 @@ struct TreeSizeTests {
                 nonisolated(unsafe) static var i = 2
                 class var j: Int { 3 }
                 let k: (Int) -> Void
+                var firstTen: ArraySlice<Int> { [1, 2][0..<10] }
                 @Atomic var l: Int
                 let text = "struct Fake { let x: Int }"  // a string, and a comment: struct Fake2 { let y }
                 func method() {
