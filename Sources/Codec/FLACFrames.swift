@@ -1,7 +1,7 @@
 // FLAC frames without decoding them: the frame header (parse, rewrite as a variable-blocksize
 // header with a new sample number), FLAC's CRC-8 and CRC-16, and a reader that walks a file's
 // frames, each confirmed by its header's CRC-8, the number it carries and its CRC-16 footer.
-// What clip export copies verbatim (issue 15 item 3); nothing here decodes audio.
+// What clip export copies verbatim; nothing here decodes audio.
 //
 // Stateless parts: any thread. `FLACFrameReader`: one thread at a time.
 

@@ -24,7 +24,7 @@ public struct LoudnessSummary: Hashable, Sendable {
 /// Which code measures a LoudnessMeter's loudness (`[archive] loudness`).
 public enum LoudnessEngine: String, Sendable, CaseIterable {
     /// `R128Engine`: vectorized single precision, readings within 0.01 LU and 0.05 dB of
-    /// libebur128's at a few percent of the FLAC encoder's cost (issue 28); the default.
+    /// libebur128's at a few percent of the FLAC encoder's cost; the default.
     case vectorized
     /// libebur128 itself (with the cheap paths below): the oracle, and the fallback a config
     /// can select.
@@ -40,9 +40,9 @@ public enum LoudnessEngine: String, Sendable, CaseIterable {
 /// on two channels, as BS.1770 has it); recd's inputs are microphones and line feeds, not a
 /// surround layout, so no channel is left out as an LFE would be.
 ///
-/// By default `R128Engine` measures (see there; issue 28). With `.libebur128`, libebur128
+/// By default `R128Engine` measures (see there). With `.libebur128`, libebur128
 /// does all the measuring and this class only decides what to ask it, so that the answers
-/// are libebur128's own at a fraction of its cost (issue 17):
+/// are libebur128's own at a fraction of its cost:
 ///
 /// - Momentary and short-term readings. `ebur128_loudness_shortterm` sums its whole 3 s
 ///   window each time it is asked. Instead every add is split at 100 ms boundaries (counted
@@ -106,7 +106,7 @@ public final class LoudnessMeter {
             vectorized: engine == .vectorized)
     }
 
-    /// `direct`: every reading straight from one ungated libebur128 state, as before issue 17
+    /// `direct`: every reading straight from one ungated libebur128 state, as before the cheap paths
     /// (the reference the tests hold the fast path to; also what a rate not a multiple of
     /// 10 Hz gets).
     init(

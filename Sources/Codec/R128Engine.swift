@@ -1,5 +1,5 @@
 // EBU R128 / ITU-R BS.1770-4 loudness in vectorized single precision: what LoudnessMeter measures
-// with by default (issue 28), at a few percent of the FLAC encoder's cost where libebur128 cost
+// with by default, at a few percent of the FLAC encoder's cost where libebur128 cost
 // more than the encoder itself.
 
 internal import CEbur128
@@ -65,27 +65,15 @@ final class R128Engine {
 
     public private(set) var framesAdded = 0
     private var sinceBoundary = 0
-    /// 100 ms boundaries passed.
-    private var boundaries = 0
-    /// The energies of the last 30 whole 100 ms (a ring; unwritten slots read 0).
-    private var energies = [Double](repeating: 0, count: 30)
-    private var nextEnergy = 0
-    /// Gating blocks (400 ms) and short-term blocks (3 s) at or above the absolute gate.
-    private var blockEnergies: [Double] = []
-    private var shortTermEnergies: [Double] = []
+    /// The 100 ms energies and the gating blocks the readings come from.
+    private var blocks = GatingBlocks()
 
-    /// Interpolation: `factor` phases, the non-trivial ones (1..<factor; phase 0 is the
-    /// sample itself) with `taps` coefficients each, applied to the current and the last
-    /// `history` inputs.
-    private let factor: Int
-    private let taps: Int
-    private let coefficients: UnsafeMutablePointer<Float>
+    /// True peak's oversampling filter (`factor` 1: none).
+    private let interpolator: TruePeakInterpolator
+    /// The interpolator's `history`: input frames before a block that its outputs depend on.
     private let history: Int
-    private let bound: Float
     /// Per group `history + chunk` frames: the last `history` of the previous add, then this one.
     private let frames: UnsafeMutablePointer<Lanes>
-    /// One phase's outputs for a block (`peakBlock` frames).
-    private let outputs: UnsafeMutablePointer<Lanes>
     private let lane: Int
     /// Per group: the highest sample and interpolated magnitudes so far.
     private let samplePeak: UnsafeMutablePointer<Lanes>
@@ -100,9 +88,6 @@ final class R128Engine {
     /// The larger of each lane (`pointwiseMax` compiles to scalar compares, NaN-careful; these
     /// values are never NaN from finite audio, and a NaN sample is ignored here either way).
     @inline(__always) private func larger(_ a: Lanes, _ b: Lanes) -> Lanes { a.replacing(with: b, where: b .> a) }
-
-    /// The absolute gate, -70 LUFS, as an energy.
-    private static let absoluteGate = recd_ebur128_energy(-70)
 
     /// `channels` 1...64 and `sampleRate` 8000...384000, checked by LoudnessMeter.
     init(channels: Int, sampleRate: Int, truePeak: Bool) {
@@ -141,37 +126,11 @@ final class R128Engine {
         pendingEnergy = .allocate(capacity: groups)
         pendingEnergy.initialize(repeating: .zero, count: groups)
 
-        // The interpolator: a 49-tap sinc for the oversampled rate, Hann-windowed; tap j goes
-        // to phase j % factor and applies to the input j / factor frames back.
-        factor = !truePeak || sampleRate >= 192_000 ? 1 : sampleRate >= 96_000 ? 2 : 4
-        let length = 49
-        taps = (length + factor - 1) / factor
-        history = factor > 1 ? taps - 1 : 0
-        coefficients = .allocate(capacity: max(1, (factor - 1) * taps))
-        coefficients.initialize(repeating: 0, count: max(1, (factor - 1) * taps))
-        var bound: Float = 1
-        if factor > 1 {
-            for phase in 1..<factor {
-                var norm = 0.0
-                for tap in 0..<taps where phase + tap * factor < length {
-                    let j = phase + tap * factor
-                    let m = Double(j) - Double(length - 1) / 2
-                    let x = m * Double.pi / Double(factor)
-                    let sinc = recd_r128_sin(x) / x  // m ≠ 0: phase 0 holds the centre tap
-                    let window = 0.5 * (1 - recd_r128_cos(2 * Double.pi * Double(j) / Double(length - 1)))
-                    coefficients[(phase - 1) * taps + tap] = Float(sinc * window)
-                    norm += abs(sinc * window)
-                }
-                bound = max(bound, Float(norm))
-            }
-        }
-        // Outputs are Float sums: a little headroom for their rounding.
-        self.bound = bound * (1 + 1e-5)
+        interpolator = TruePeakInterpolator(sampleRate: sampleRate, truePeak: truePeak, maxBlock: R128Engine.peakBlock)
+        history = interpolator.history
         lane = history + R128Engine.chunk
         frames = .allocate(capacity: groups * lane)
         frames.initialize(repeating: .zero, count: groups * lane)
-        outputs = .allocate(capacity: R128Engine.peakBlock)
-        outputs.initialize(repeating: .zero, count: R128Engine.peakBlock)
         samplePeak = .allocate(capacity: groups)
         samplePeak.initialize(repeating: .zero, count: groups)
         interpolatedPeak = .allocate(capacity: groups)
@@ -181,9 +140,7 @@ final class R128Engine {
     deinit {
         filterState.deallocate()
         pendingEnergy.deallocate()
-        coefficients.deallocate()
         frames.deallocate()
-        outputs.deallocate()
         samplePeak.deallocate()
         interpolatedPeak.deallocate()
     }
@@ -278,7 +235,7 @@ final class R128Engine {
             framesAdded += count
             if sinceBoundary == hundredMs { endHundredMs() }
         }
-        if factor > 1 {
+        if interpolator.factor > 1 {
             for group in 0..<groups { peaks(group: group, count: n) }
         } else if measuresTruePeak {
             for group in 0..<groups {
@@ -331,23 +288,7 @@ final class R128Engine {
             pendingEnergy[group] = .zero
         }
         sinceBoundary = 0
-        energies[nextEnergy] = sum / Double(hundredMs)
-        nextEnergy = (nextEnergy + 1) % energies.count
-        boundaries += 1
-        if boundaries >= 4 {
-            let block = meanEnergy(ofLast: 4)
-            if block >= R128Engine.absoluteGate { blockEnergies.append(block) }
-        }
-        if boundaries >= 30 && (boundaries - 30) % 10 == 0 {
-            let block = meanEnergy(ofLast: 30)
-            if block >= R128Engine.absoluteGate { shortTermEnergies.append(block) }
-        }
-    }
-
-    private func meanEnergy(ofLast count: Int) -> Double {
-        var sum = 0.0
-        for back in 1...count { sum += energies[(nextEnergy - back + energies.count) % energies.count] }
-        return sum / Double(count)
+        blocks.endHundredMs(energy: sum / Double(hundredMs))
     }
 
     /// Sample peaks of `count` new frames of a group, and their interpolated peaks where one
@@ -365,8 +306,8 @@ final class R128Engine {
             var newest = Lanes.zero
             for index in (start + history)..<(end + history) { newest = larger(newest, magnitude(lanes[index])) }
             samplePeak = larger(samplePeak, newest)
-            if any(inputs * bound .> larger(known, samplePeak)) {
-                known = larger(known, interpolate(lanes + history, from: start, to: end))
+            if any(inputs * interpolator.bound .> larger(known, samplePeak)) {
+                known = larger(known, interpolator.highest(lanes + history, from: start, to: end))
                 peakBlocks.computed += 1
             } else {
                 peakBlocks.skipped += 1
@@ -378,67 +319,18 @@ final class R128Engine {
         (lanes).update(from: lanes + count, count: history)
     }
 
-    /// The highest magnitude of the non-trivial phases' outputs for frames start..<end of
-    /// `input` (which has `history` frames before its start).
-    /// Tap by tap over the whole block, so that the block's sums are independent additions
-    /// (one sum per frame, tap after tap, waits on its own previous addition every time).
-    private func interpolate(_ input: UnsafeMutablePointer<Lanes>, from start: Int, to end: Int) -> Lanes {
-        var highest = Lanes.zero
-        let count = end - start
-        for phase in 1..<factor {
-            let c = coefficients + (phase - 1) * taps
-            let from = input + start
-            let k0 = c[0]
-            for frame in 0..<count { outputs[frame] = k0 * from[frame] }
-            for tap in 1..<taps {
-                let k = c[tap]
-                let x = from - tap
-                for frame in 0..<count { outputs[frame] += k * x[frame] }
-            }
-            for frame in 0..<count { highest = larger(highest, magnitude(outputs[frame])) }
-        }
-        return highest
-    }
-
     /// Momentary loudness (the last 400 ms to the last 100 ms boundary), LUFS; nil before
     /// 400 ms or for silence.
-    var momentaryLUFS: Double? { boundaries >= 4 ? loudness(meanEnergy(ofLast: 4)) : nil }
+    var momentaryLUFS: Double? { blocks.momentaryLUFS }
 
     /// Short-term loudness (the last 3 s to the last 100 ms boundary); nil before 3 s or for silence.
-    var shortTermLUFS: Double? { boundaries >= 30 ? loudness(meanEnergy(ofLast: 30)) : nil }
-
-    private func loudness(_ energy: Double) -> Double? {
-        guard energy > 0 else { return nil }
-        let value = recd_ebur128_loudness(energy)
-        return value.isFinite ? value : nil
-    }
+    var shortTermLUFS: Double? { blocks.shortTermLUFS }
 
     /// Integrated loudness (-70 LUFS absolute, -10 LU relative gate); nil if no block passes.
-    var integratedLUFS: Double? {
-        guard !blockEnergies.isEmpty else { return nil }
-        let threshold = blockEnergies.reduce(0, +) / Double(blockEnergies.count) * 0.1
-        var sum = 0.0
-        var count = 0
-        for energy in blockEnergies where energy >= threshold {
-            sum += energy
-            count += 1
-        }
-        return count > 0 ? loudness(sum / Double(count)) : nil
-    }
+    var integratedLUFS: Double? { blocks.integratedLUFS }
 
-    /// Loudness range (EBU Tech 3342): short-term blocks above -70 LUFS and -20 LU below their
-    /// mean, the 95th percentile's loudness less the 10th's; 0 with no block.
-    var rangeLU: Double {
-        guard !shortTermEnergies.isEmpty else { return 0 }
-        let sorted = shortTermEnergies.sorted()
-        let threshold = sorted.reduce(0, +) / Double(sorted.count) * 0.01
-        let gated = sorted.drop { $0 < threshold }
-        guard !gated.isEmpty else { return 0 }
-        let first = gated.startIndex
-        let high = gated[first + Int(Double(gated.count - 1) * 0.95 + 0.5)]
-        let low = gated[first + Int(Double(gated.count - 1) * 0.1 + 0.5)]
-        return recd_ebur128_loudness(high) - recd_ebur128_loudness(low)
-    }
+    /// Loudness range (EBU Tech 3342); 0 with no block.
+    var rangeLU: Double { blocks.rangeLU }
 
     /// Each channel's true peak so far (linear: the highest of its samples and interpolated
     /// values); empty without true peak.

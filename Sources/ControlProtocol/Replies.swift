@@ -95,7 +95,7 @@ public struct RecorderInfo: ReplyObject {
     public var overruns: Int?
     public var droppedFrames: Int?
     public var zeroed: Bool
-    /// When its input went silent (ISO 8601), while it is silent (issue 15's silence
+    /// When its input went silent (ISO 8601), while it is silent (the silence
     /// detection); nil while there is sound or detection is off.
     public var silentSince: String?
     /// When its source delivered its last frame (ISO 8601), while none have come for

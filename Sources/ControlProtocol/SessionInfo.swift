@@ -179,42 +179,141 @@ public struct SessionInfo: ReplyObject {
     public var background: Bool
     public var autoResume: Bool
     public var micUsage: String?
-    /// `inactive`, `active` or `interrupted`.
-    public var state: String
-    /// The pid of the application process whose activation this is (`session.activate` with
-    /// `hold`); nil when no process holds it (recctl, the config): such activations persist.
-    public var heldBy: Int?
-    public var interruption: Interruption?
-    public var route: RouteInfo
-    /// The route's ports with their type and channels.
-    public var routeDescription: RouteDescriptionInfo
-    /// The input ports the session may use now (its category and options allowing).
-    public var availableInputs: [PortDescriptionInfo]
-    public var bandwidth: [PortBandwidth]
     public var preferences: Preferences
-    public var actual: Actual
-    /// The channels of the route's input and output ports (0: none): the most a preferred
-    /// channel count gets.
-    public var maximumInputChannels: Int?
-    public var maximumOutputChannels: Int?
     public var recordPermission: String?
     public var inputMuted: Bool
-    public var duckedBy: String?
-    /// `speaker` or `none`.
-    public var override: String?
-    public var prefersInterruptionOnRouteDisconnect: Bool
-    /// System-alert-class sessions do not interrupt it (docs/protocol.md).
-    public var prefersNoInterruptionsFromSystemAlerts: Bool
-    /// AVAudioSession's prefersEchoCancelledInput and isEchoCancelledInputAvailable
-    /// (docs/voice-processing.md); false from a recd that predates them.
-    public var prefersEchoCancelledInput: Bool
-    public var isEchoCancelledInputAvailable: Bool
-    public var streamsRunning: Bool
     public var declaredInConfig: Bool
-    /// Another session's players play.
-    public var isOtherAudioPlaying: Bool
-    /// Another session whose audio is primary (non-mixable) plays.
-    public var secondaryAudioShouldBeSilencedHint: Bool
+    /// Its own choices beyond its category (interruption preferences, echo-cancelled input,
+    /// the output override).
+    public var choices: Choices
+    /// Where it plays and records, and what the ports there offer.
+    public var routing: Routing
+    /// What the arbiter made of it: active or not, held, interrupted, ducked, and what plays.
+    public var activity: Activity
+
+    /// A session's own choices beyond its category, as AVAudioSession names them.
+    public struct Choices: Equatable, Sendable {
+        /// `speaker` or `none`.
+        public var override: String?
+        public var prefersInterruptionOnRouteDisconnect: Bool
+        /// System-alert-class sessions do not interrupt it (docs/protocol.md).
+        public var prefersNoInterruptionsFromSystemAlerts: Bool
+        /// AVAudioSession's prefersEchoCancelledInput (docs/voice-processing.md); false from a
+        /// recd that predates it.
+        public var prefersEchoCancelledInput: Bool
+    }
+
+    /// A session's route and what its ports offer.
+    public struct Routing: Equatable, Sendable {
+        public var route: RouteInfo
+        /// The route's ports with their type and channels.
+        public var routeDescription: RouteDescriptionInfo
+        /// The input ports the session may use now (its category and options allowing).
+        public var availableInputs: [PortDescriptionInfo]
+        public var bandwidth: [PortBandwidth]
+        public var actual: Actual
+        /// The channels of the route's input and output ports (0: none): the most a preferred
+        /// channel count gets.
+        public var maximumInputChannels: Int?
+        public var maximumOutputChannels: Int?
+        /// AVAudioSession's isEchoCancelledInputAvailable; false from a recd that predates it.
+        public var isEchoCancelledInputAvailable: Bool
+    }
+
+    /// What the arbiter made of a session, and what it hears of the others.
+    public struct Activity: Equatable, Sendable {
+        /// `inactive`, `active` or `interrupted`.
+        public var state: String
+        /// The pid of the application process whose activation this is (`session.activate`
+        /// with `hold`); nil when no process holds it (recctl, the config): such activations
+        /// persist.
+        public var heldBy: Int?
+        public var interruption: Interruption?
+        public var duckedBy: String?
+        public var streamsRunning: Bool
+        /// Another session's players play.
+        public var isOtherAudioPlaying: Bool
+        /// Another session whose audio is primary (non-mixable) plays.
+        public var secondaryAudioShouldBeSilencedHint: Bool
+    }
+
+    // The groups' members by their AVAudioSession-like names, as the wire object has them.
+    public var override: String? {
+        get { choices.override }
+        set { choices.override = newValue }
+    }
+    public var prefersInterruptionOnRouteDisconnect: Bool {
+        get { choices.prefersInterruptionOnRouteDisconnect }
+        set { choices.prefersInterruptionOnRouteDisconnect = newValue }
+    }
+    public var prefersNoInterruptionsFromSystemAlerts: Bool {
+        get { choices.prefersNoInterruptionsFromSystemAlerts }
+        set { choices.prefersNoInterruptionsFromSystemAlerts = newValue }
+    }
+    public var prefersEchoCancelledInput: Bool {
+        get { choices.prefersEchoCancelledInput }
+        set { choices.prefersEchoCancelledInput = newValue }
+    }
+    public var route: RouteInfo {
+        get { routing.route }
+        set { routing.route = newValue }
+    }
+    public var routeDescription: RouteDescriptionInfo {
+        get { routing.routeDescription }
+        set { routing.routeDescription = newValue }
+    }
+    public var availableInputs: [PortDescriptionInfo] {
+        get { routing.availableInputs }
+        set { routing.availableInputs = newValue }
+    }
+    public var bandwidth: [PortBandwidth] {
+        get { routing.bandwidth }
+        set { routing.bandwidth = newValue }
+    }
+    public var actual: Actual {
+        get { routing.actual }
+        set { routing.actual = newValue }
+    }
+    public var maximumInputChannels: Int? {
+        get { routing.maximumInputChannels }
+        set { routing.maximumInputChannels = newValue }
+    }
+    public var maximumOutputChannels: Int? {
+        get { routing.maximumOutputChannels }
+        set { routing.maximumOutputChannels = newValue }
+    }
+    public var isEchoCancelledInputAvailable: Bool {
+        get { routing.isEchoCancelledInputAvailable }
+        set { routing.isEchoCancelledInputAvailable = newValue }
+    }
+    public var state: String {
+        get { activity.state }
+        set { activity.state = newValue }
+    }
+    public var heldBy: Int? {
+        get { activity.heldBy }
+        set { activity.heldBy = newValue }
+    }
+    public var interruption: Interruption? {
+        get { activity.interruption }
+        set { activity.interruption = newValue }
+    }
+    public var duckedBy: String? {
+        get { activity.duckedBy }
+        set { activity.duckedBy = newValue }
+    }
+    public var streamsRunning: Bool {
+        get { activity.streamsRunning }
+        set { activity.streamsRunning = newValue }
+    }
+    public var isOtherAudioPlaying: Bool {
+        get { activity.isOtherAudioPlaying }
+        set { activity.isOtherAudioPlaying = newValue }
+    }
+    public var secondaryAudioShouldBeSilencedHint: Bool {
+        get { activity.secondaryAudioShouldBeSilencedHint }
+        set { activity.secondaryAudioShouldBeSilencedHint = newValue }
+    }
 
     public init(
         app: String, ownerUID: Int?, category: String, mode: String, options: [String], requestedOptions: [String],
@@ -228,10 +327,7 @@ public struct SessionInfo: ReplyObject {
         prefersNoInterruptionsFromSystemAlerts: Bool = false, prefersEchoCancelledInput: Bool = false,
         isEchoCancelledInputAvailable: Bool = false
     ) {
-        self.prefersEchoCancelledInput = prefersEchoCancelledInput
-        self.isEchoCancelledInputAvailable = isEchoCancelledInputAvailable
         self.app = app
-        self.heldBy = heldBy
         self.ownerUID = ownerUID
         self.category = category
         self.mode = mode
@@ -243,26 +339,22 @@ public struct SessionInfo: ReplyObject {
         self.background = background
         self.autoResume = autoResume
         self.micUsage = micUsage
-        self.state = state
-        self.interruption = interruption
-        self.route = route
-        self.bandwidth = bandwidth
         self.preferences = preferences
-        self.actual = actual
         self.recordPermission = recordPermission
         self.inputMuted = inputMuted
-        self.duckedBy = duckedBy
-        self.override = override
-        self.prefersInterruptionOnRouteDisconnect = prefersInterruptionOnRouteDisconnect
-        self.prefersNoInterruptionsFromSystemAlerts = prefersNoInterruptionsFromSystemAlerts
-        self.streamsRunning = streamsRunning
         self.declaredInConfig = declaredInConfig
-        self.routeDescription = routeDescription
-        self.availableInputs = availableInputs
-        self.maximumInputChannels = maximumInputChannels
-        self.maximumOutputChannels = maximumOutputChannels
-        self.isOtherAudioPlaying = isOtherAudioPlaying
-        self.secondaryAudioShouldBeSilencedHint = secondaryAudioShouldBeSilencedHint
+        choices = Choices(
+            override: override, prefersInterruptionOnRouteDisconnect: prefersInterruptionOnRouteDisconnect,
+            prefersNoInterruptionsFromSystemAlerts: prefersNoInterruptionsFromSystemAlerts,
+            prefersEchoCancelledInput: prefersEchoCancelledInput)
+        routing = Routing(
+            route: route, routeDescription: routeDescription, availableInputs: availableInputs, bandwidth: bandwidth,
+            actual: actual, maximumInputChannels: maximumInputChannels, maximumOutputChannels: maximumOutputChannels,
+            isEchoCancelledInputAvailable: isEchoCancelledInputAvailable)
+        activity = Activity(
+            state: state, heldBy: heldBy, interruption: interruption, duckedBy: duckedBy,
+            streamsRunning: streamsRunning, isOtherAudioPlaying: isOtherAudioPlaying,
+            secondaryAudioShouldBeSilencedHint: secondaryAudioShouldBeSilencedHint)
     }
 
     public var json: JSONValue {

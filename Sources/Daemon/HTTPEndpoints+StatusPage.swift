@@ -1,4 +1,4 @@
-// The status page's routes (issue 16, item 3): `GET /` (the page), `/api/status`,
+// The status page's routes: `GET /` (the page), `/api/status`,
 // `/api/segments`, `/events` (the live meters) and `/archive/<path>` (finished segments, with
 // Range requests), added to the listener's route table by `HTTPEndpoints.routes()`.
 //

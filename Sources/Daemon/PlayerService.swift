@@ -30,7 +30,7 @@ final class PlayerStream: @unchecked Sendable {
     /// The output port it plays to now (a player that follows the route moves with it).
     fileprivate(set) var port: String
     /// Started without an explicit port (`--to`): it plays to the session's route output and
-    /// moves when that changes (issue 13); otherwise it stays on its port.
+    /// moves when that changes (streams follow the route); otherwise it stays on its port.
     let followsRoute: Bool
     let handle: PlayerHandle
     let feeder: FilePlayer

@@ -1,4 +1,4 @@
-// Pre-roll (issue 15 item 4): a session's input kept in memory, so that `record start` begins
+// Pre-roll: a session's input kept in memory, so that `record start` begins
 // `pre_roll_seconds` before the command.
 //
 // Each session with a pre-roll has a capture tap on its route input whose ring holds the

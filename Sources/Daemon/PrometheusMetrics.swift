@@ -7,7 +7,7 @@ import NetworkAudio
 
 /// What the metrics are made of, copied on the control thread.
 struct MetricsSnapshot: Sendable {
-    /// Off-box replication (issue 16 item 4), when a remote is set: the two replication
+    /// Off-box replication, when a remote is set: the two replication
     /// metrics are rendered only when this is present.
     struct Replication: Sendable, Equatable {
         /// Finished segments not yet copied to the remote.

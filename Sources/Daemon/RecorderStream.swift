@@ -292,7 +292,7 @@ struct RecorderSpec: Equatable {
     /// An input port's name, or `bus:main` / `bus:cue`.
     var port: String
     /// Started without an explicit input: it records the session's route input and goes on
-    /// from the new one when that changes (issue 13).
+    /// from the new one when that changes (streams follow the route).
     var followsRoute = false
 
     /// The monitoring bus it records, if it records one.

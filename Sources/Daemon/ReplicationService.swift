@@ -1,4 +1,4 @@
-// Off-box replication (issue 16, item 4): every finished segment gets a checked copy on an
+// Off-box replication: every finished segment gets a checked copy on an
 // rclone remote (`[replicate] remote`: sftp, S3, a local path, anything rclone speaks).
 //
 // The queue is the archive index: a segment is queued while its `replicated` column does not

@@ -57,10 +57,10 @@ final class SessionCoordinator: FactSink, @unchecked Sendable {
     let replication: ReplicationService?
     /// The meters: measured while someone reads them (`meter`, the status page, the metrics).
     let meters: MeterService
-    /// Armed recorders and the sessions' pre-rolls; set once by the composition root.
-    private(set) var triggers: TakeTriggerFeature!
     /// Every feature: ticked, told every effect, asked for its part of `status`.
     private(set) var features: [any DaemonFeature] = []
+    /// Armed recorders and the sessions' pre-rolls: the feature among `features` that keeps them.
+    var triggers: TakeTriggerFeature! { features.lazy.compactMap { $0 as? TakeTriggerFeature }.first }
 
     /// A `record.stop` reply waiting for the recorders it stopped to finish their files.
     struct PendingStop {
@@ -79,10 +79,15 @@ final class SessionCoordinator: FactSink, @unchecked Sendable {
     /// sessions' newer uses at most an hour later.
     private(set) var lastUseSaved = 0.0
 
-    // The loop between facts and effects (`settle`).
-    private var effectQueue: [PolicyEffect] = []
-    private var factQueue: [ServiceFact] = []
-    private var settling = false
+    /// The loop between facts and effects (`settle`): what is still to go through it, and
+    /// whether it runs (a fact or effect that arrives meanwhile waits in the queue).
+    private struct Queues {
+        var effects: [PolicyEffect] = []
+        var facts: [ServiceFact] = []
+        var settling = false
+        var isEmpty: Bool { effects.isEmpty && facts.isEmpty }
+    }
+    private var queues = Queues()
 
     /// Made by the composition root (`Recd.compose`) once the services exist.
     init(
@@ -98,8 +103,8 @@ final class SessionCoordinator: FactSink, @unchecked Sendable {
     }
 
     /// The features, in tick order; the trigger feature is one of them.
-    func install(triggers: TakeTriggerFeature, features: [any DaemonFeature]) {
-        self.triggers = triggers
+    func install(features: [any DaemonFeature]) {
+        precondition(features.contains { $0 is TakeTriggerFeature }, "the trigger feature is missing")
         self.features = features
     }
 
@@ -128,13 +133,13 @@ final class SessionCoordinator: FactSink, @unchecked Sendable {
     /// The one input of facts. Taken in at once, or, while the coordinator is already settling
     /// (a service reports from inside an effect), after what is under way.
     func report(_ fact: ServiceFact) {
-        if !factQueue.contains(fact) { factQueue.append(fact) }
+        if !queues.facts.contains(fact) { queues.facts.append(fact) }
         settle()
     }
 
     /// Hands the policy's effects out (`dispatch`), in order, with whatever they bring.
     func apply(_ effects: [PolicyEffect]) {
-        effectQueue += effects
+        queues.effects += effects
         settle()
     }
 
@@ -143,14 +148,14 @@ final class SessionCoordinator: FactSink, @unchecked Sendable {
     /// every batch the attachments follow the policy (they may report facts again). One effect
     /// at a time, one path: nothing is dispatched from anywhere else.
     private func settle() {
-        guard !settling else { return }
-        settling = true
-        defer { settling = false }
+        guard !queues.settling else { return }
+        queues.settling = true
+        defer { queues.settling = false }
         var persist = false
         repeat {
-            while !effectQueue.isEmpty || !factQueue.isEmpty {
-                if !effectQueue.isEmpty {
-                    let effect = effectQueue.removeFirst()
+            while !queues.isEmpty {
+                if !queues.effects.isEmpty {
+                    let effect = queues.effects.removeFirst()
                     dispatch(effect)
                     for feature in features { feature.handle(effect) }
                     switch effect {
@@ -160,11 +165,11 @@ final class SessionCoordinator: FactSink, @unchecked Sendable {
                     if case .interruption(let app, .began, let reason, _) = effect { noteInterruption(of: app, reason) }
                     if let event = WireFormat.event(effect, store: store) { broadcast(event) }
                 } else {
-                    effectQueue += absorb(factQueue.removeFirst())
+                    queues.effects += absorb(queues.facts.removeFirst())
                 }
             }
             syncAttachments()
-        } while !effectQueue.isEmpty || !factQueue.isEmpty
+        } while !queues.isEmpty
         if persist { save() }
     }
 

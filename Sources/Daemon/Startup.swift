@@ -317,7 +317,7 @@ extension Recd {
             attachments: AttachmentService(engine: engine, sink: handle), worker: worker, stateWriter: stateWriter,
             replication: replication, meters: meters)
         let triggers = TakeTriggerFeature(coordinator: coordinator)
-        coordinator.install(triggers: triggers, features: [triggers, meters] + (replication.map { [$0] } ?? []))
+        coordinator.install(features: [triggers, meters] + (replication.map { [$0] } ?? []))
         frontEnd.connect(coordinator)
         handle.frontEnd = frontEnd
         handle.coordinator = coordinator

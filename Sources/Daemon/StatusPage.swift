@@ -1,4 +1,4 @@
-// The status page's data (issue 16, item 3): what the HTTP routes `/api/segments`, `/events`
+// The status page's data: what the HTTP routes `/api/segments`, `/events`
 // and `/archive/...` serve, without touching the control thread's state.
 //
 // Threads:

@@ -1,4 +1,4 @@
-// Level-triggered takes (issue 15 item 5): an armed recorder waits for any channel's peak to
+// Level-triggered takes: an armed recorder waits for any channel's peak to
 // reach its level, starts with its pre-roll, ends `hold` seconds after the level fell below,
 // and arms again. Each take is its own run of segments.
 //

@@ -41,7 +41,8 @@ final class VoiceCaptureSource: SampleSource, @unchecked Sendable {
     // alone; `latency` is an atomic any thread may read.
 
     let capture: TapSource
-    let reference: CaptureTap
+    /// The reference tap, aligned with the capture.
+    let farEnd: FarEnd
     let features: VoiceProcessingFeatures
     let sampleRate: Int
     /// The echo path's delay JACK reports (playback plus capture latency), in ms; nil when JACK
@@ -60,17 +61,9 @@ final class VoiceCaptureSource: SampleSource, @unchecked Sendable {
     private var heldFrames = 0
     /// The capture's delivered position of the first held frame.
     private var captureConsumed = 0
-    /// The reference's stream position of the capture's first delivered frame: 0 for a tap
-    /// made for the recorder, the pre-roll's first frame for a pre-roll tap taken over (its
-    /// keeper trimmed the reference in step with the capture).
-    private let referenceOrigin: Int
     /// The capture's overruns not yet passed (delivered positions), and the frames of those passed.
     private var captureShifts: [SourceGap] = []
     private var captureDropped = 0
-    /// The same for the reference tap.
-    private var referenceShifts: [CaptureGap] = []
-    private var referenceDropped = 0
-    private var referenceBlock: [Float] = []
     /// The capture's gaps moved to the output's positions, to hand on.
     private var gapsOut: [SourceGap] = []
     /// Frames of silence still to push through to flush the processor after the last frame.
@@ -87,8 +80,7 @@ final class VoiceCaptureSource: SampleSource, @unchecked Sendable {
     ) {
         self.continuing = continuing
         self.capture = capture
-        referenceOrigin = reference.readPosition
-        self.reference = reference
+        farEnd = FarEnd(reference)
         self.sampleRate = sampleRate
         self.echoPathDelayMilliseconds = echoPathDelayMilliseconds
         features = VoiceProcessingFeatures(processing, echoPathKnown: echoPathDelayMilliseconds != nil)
@@ -161,7 +153,7 @@ final class VoiceCaptureSource: SampleSource, @unchecked Sendable {
             gapsOut.append(SourceGap(position: gap.position + outputShift, length: gap.length, cause: gap.cause))
             if gap.cause == .overrun { captureShifts.append(gap) }
         }
-        for gap in reference.drainGaps() where gap.cause == .overrun { referenceShifts.append(gap) }
+        farEnd.drainGaps()
         let done = process(into: base, maxFrames: maxFrames, processor)
         if done == 0 && heldFrames == 0 && capture.exhausted {
             // The last frame is in: push the frames the processor holds out with silence.
@@ -176,19 +168,19 @@ final class VoiceCaptureSource: SampleSource, @unchecked Sendable {
     private func makeProcessor(blockFrames: Int) {
         do {
             let made = try VoiceProcessor(
-                sampleRate: sampleRate, captureChannels: channels, referenceChannels: reference.channels,
+                sampleRate: sampleRate, captureChannels: channels, referenceChannels: farEnd.channels,
                 features: features)
             made.echoPathDelayMilliseconds = echoPathDelayMilliseconds ?? 0
             processor = made
             held = [Float](repeating: 0, count: blockFrames * channels)
-            referenceBlock = [Float](repeating: 0, count: blockFrames * reference.channels)
+            farEnd.allocate(frames: blockFrames)
             if continuing { leadingToDrop = made.latencyFrames + made.processingDelayFrames }
             latency.store(made.latencyFrames + made.processingDelayFrames, ordering: .releasing)
         } catch {
             processorFailed = true
             latency.store(0, ordering: .releasing)
             Log.error(
-                "voice processing against \(reference.inputGroup) could not start: \(error); the capture is "
+                "voice processing against \(farEnd.tap.inputGroup) could not start: \(error); the capture is "
                     + "recorded unprocessed")
         }
     }
@@ -203,14 +195,14 @@ final class VoiceCaptureSource: SampleSource, @unchecked Sendable {
             }
             var piece = min(heldFrames, maxFrames) - done
             if let next = captureShifts.first { piece = min(piece, next.position - captureConsumed) }
-            let covered = fillReference(from: captureConsumed + captureDropped, frames: piece)
+            let covered = farEnd.fill(from: captureConsumed + captureDropped, frames: piece)
             guard covered > 0 else { break }
             let output = base + done * channels
             held.withUnsafeBufferPointer {
                 output.update(from: $0.baseAddress! + done * channels, count: covered * channels)
             }
             do {
-                try referenceBlock.withUnsafeBufferPointer { far in
+                try farEnd.block.withUnsafeBufferPointer { far in
                     try processor.process(
                         capture: UnsafeMutableBufferPointer(start: output, count: covered * channels), reference: far,
                         frames: covered)
@@ -234,64 +226,16 @@ final class VoiceCaptureSource: SampleSource, @unchecked Sendable {
         return done
     }
 
-    /// Fills `referenceBlock` with the far end of capture timeline frames `from..<from+frames`;
-    /// returns how many it could (fewer while the reference's period is not in its ring yet).
-    private func fillReference(from timeline: Int, frames: Int) -> Int {
-        let far = reference.channels
-        var filled = 0
-        while filled < frames {
-            let position = reference.readPosition
-            while let gap = referenceShifts.first, gap.position <= position {
-                referenceShifts.removeFirst()
-                referenceDropped += gap.length
-            }
-            let at = position + referenceDropped
-            let wanted = referenceOrigin + timeline + filled
-            if at < wanted {
-                // Frames of a capture overrun: their far end is not wanted.
-                var skip = wanted - at
-                if let next = referenceShifts.first { skip = min(skip, next.position - position) }
-                if reference.discard(frames: skip) == 0 { break }
-                continue
-            }
-            var count = frames - filled
-            if at > wanted {
-                // The reference lost these frames: no far end for them.
-                count = min(count, at - wanted)
-                referenceBlock.withUnsafeMutableBufferPointer {
-                    ($0.baseAddress! + filled * far).update(repeating: 0, count: count * far)
-                }
-                filled += count
-                continue
-            }
-            if let next = referenceShifts.first { count = min(count, next.position - position) }
-            let slots = filled * far..<(filled + count) * far
-            let got = referenceBlock.withUnsafeMutableBufferPointer { block in
-                reference.read(into: UnsafeMutableBufferPointer(rebasing: block[slots]))
-            }
-            if got == 0 { break }
-            filled += got
-        }
-        if filled < frames && reference.isRetired && reference.availableToRead == 0 {
-            // Nothing more will come: the rest has no far end.
-            referenceBlock.withUnsafeMutableBufferPointer {
-                ($0.baseAddress! + filled * far).update(repeating: 0, count: (frames - filled) * far)
-            }
-            filled = frames
-        }
-        return filled
-    }
-
     /// Silence through the processor to bring out the frames it still holds.
     private func flush(
         into base: UnsafeMutablePointer<Float>, maxFrames: Int, remaining: Int, _ processor: VoiceProcessor
     ) -> Int {
-        let frames = min(remaining, maxFrames, referenceBlock.count / max(reference.channels, 1))
+        let frames = min(remaining, maxFrames, farEnd.blockFrames)
         guard frames > 0 else { return 0 }
         base.update(repeating: 0, count: frames * channels)
-        referenceBlock.withUnsafeMutableBufferPointer { $0.update(repeating: 0) }
+        farEnd.silence()
         do {
-            try referenceBlock.withUnsafeBufferPointer { far in
+            try farEnd.block.withUnsafeBufferPointer { far in
                 try processor.process(
                     capture: UnsafeMutableBufferPointer(start: base, count: frames * channels), reference: far,
                     frames: frames)

@@ -1,5 +1,5 @@
 // IP addresses as values: a datagram's sender, an SDP's origin and group. Parsed and written by
-// the C library (inet_pton, inet_ntop: Internals/Syscalls.swift).
+// the C library (inet_pton, inet_ntop: Internals/Syscalls+Sockets.swift).
 
 /// An IPv4 or IPv6 address. IPv4 is kept in its IPv4-mapped IPv6 form (`::ffff:a.b.c.d`), so one
 /// address compares equal whichever way it came (a datagram's sender, an SDP's text). A plain value.

@@ -96,15 +96,47 @@ public struct Session: Equatable, Sendable {
     public internal(set) var preferences = HardwarePreferences()
     public internal(set) var overrideSpeaker = false
     public internal(set) var inputMuted = false
-    public internal(set) var state: ActivationState = .inactive
-    /// The live process that holds the activation (an application's pid), nil for activations
-    /// that no process holds (recctl, the config's loggers): those persist until deactivated.
-    /// Meaningful only while the session is active or interrupted; each activation sets it anew.
-    public internal(set) var holder: Int32?
-    public internal(set) var interruption: Interruption?
-    public internal(set) var streamsRunning = false
+    /// The arbiter's record: active or not, held by whom, interrupted why.
+    public internal(set) var activation = Activation()
+    /// What the daemon reports of its streams, and the hint other sessions' audio gives it.
+    public internal(set) var streams = Streams()
     public internal(set) var route = Route.none
     public internal(set) var duckedBy: String?
+
+    /// The arbiter's record of a session's activation. The store changes it; everyone reads.
+    public struct Activation: Equatable, Sendable {
+        public internal(set) var state: ActivationState = .inactive
+        /// The live process that holds the activation (an application's pid), nil for
+        /// activations that no process holds (recctl, the config's loggers): those persist
+        /// until deactivated. Meaningful only while the session is active or interrupted; each
+        /// activation sets it anew.
+        public internal(set) var holder: Int32?
+        public internal(set) var interruption: Interruption?
+        /// Activation sequence number: the most recent ducker wins.
+        var activatedAt = 0
+        /// Streams to bring back when media services return (auto_resume).
+        var resumeAfterReset = false
+    }
+
+    /// A session's streams as the daemon reports them (`SessionStore.report(.streams)`), and
+    /// the hint that follows from the other sessions' streams.
+    public struct Streams: Equatable, Sendable {
+        /// Players or recorders run (not paused, not stopped).
+        public internal(set) var running = false
+        /// Some of its players play (not paused).
+        public internal(set) var playing = false
+        /// Another session whose audio is primary (non-mixable) plays: mixable sessions should
+        /// silence their secondary audio. Told to them by `silenceSecondaryAudioHint` when it
+        /// changes.
+        public internal(set) var secondaryAudioShouldBeSilencedHint = false
+    }
+
+    public var state: ActivationState { activation.state }
+    public var holder: Int32? { activation.holder }
+    public var interruption: Interruption? { activation.interruption }
+    public var streamsRunning: Bool { streams.running }
+    public var playersRunning: Bool { streams.playing }
+    public var secondaryAudioShouldBeSilencedHint: Bool { streams.secondaryAudioShouldBeSilencedHint }
 
     /// AVAudioSession's isEchoCancelledInputAvailable: playAndRecord, not measurement, on a
     /// route with both directions (`CaptureProcessing`).
@@ -121,15 +153,6 @@ public struct Session: Equatable, Sendable {
             prefersEchoCancelledInput: prefersEchoCancelledInput, routeHasInput: !route.inputs.isEmpty,
             routeHasOutput: !route.outputs.isEmpty)
     }
-    /// Some of its players play (not paused): the daemon says so (`SessionStore.setPlayersRunning`).
-    public internal(set) var playersRunning = false
-    /// Another session whose audio is primary (non-mixable) plays: mixable sessions should
-    /// silence their secondary audio. Told to them by `silenceSecondaryAudioHint` when it changes.
-    public internal(set) var secondaryAudioShouldBeSilencedHint = false
-    /// Activation sequence number: the most recent ducker wins.
-    var activatedAt = 0
-    /// Streams to bring back when media services return (auto_resume).
-    var resumeAfterReset = false
 
     public init(app: String, ownerUID: UInt32) {
         self.app = app

@@ -1,4 +1,4 @@
-// Off-box replication in the config (issue 16, item 4): `[replicate]`, the rclone remote that
+// Off-box replication in the config: `[replicate]`, the rclone remote that
 // receives a copy of every finished segment, and how hard recd tries.
 
 /// `[replicate]`: where finished segments are copied (with rclone) and how. A plain value.

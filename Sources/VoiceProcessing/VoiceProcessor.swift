@@ -83,11 +83,8 @@ public final class VoiceProcessor {
     private let capturePointers: UnsafeMutablePointer<UnsafeMutablePointer<Float>?>
     private let referencePointers: UnsafeMutablePointer<UnsafePointer<Float>?>
     private var staged = 0
-    /// Processed frames not yet given back, interleaved: a ring of `outputCapacity` frames.
-    private let output: UnsafeMutablePointer<Float>
-    private let outputCapacity: Int
-    private var outputRead = 0
-    private var outputCount = 0
+    /// Processed frames not yet given back: `latencyFrames` plus one chunk.
+    private let output: ProcessedFrames
 
     /// Creates the library's module for `sampleRate` Hz (8, 16, 32 and 48 kHz natively; others
     /// are resampled inside the library), `captureChannels` of capture and `referenceChannels`
@@ -130,7 +127,6 @@ public final class VoiceProcessor {
         self.blockGranularity = blockGranularity
         chunkFrames = Int(recd_apm_chunk_frames(module))
         latencyFrames = chunkFrames - Self.greatestCommonDivisor(blockGranularity, chunkFrames)
-        outputCapacity = latencyFrames + chunkFrames
         captureChunk = .allocate(capacity: chunkFrames * captureChannels)
         referenceChunk = .allocate(capacity: chunkFrames * referenceChannels)
         capturePointers = .allocate(capacity: captureChannels)
@@ -139,7 +135,7 @@ public final class VoiceProcessor {
         for channel in 0..<referenceChannels {
             referencePointers[channel] = UnsafePointer(referenceChunk + channel * chunkFrames)
         }
-        output = .allocate(capacity: outputCapacity * captureChannels)
+        output = ProcessedFrames(channels: captureChannels, capacity: latencyFrames + chunkFrames)
         processingDelayFrames = Self.measureProcessingDelay(sampleRate: sampleRate, features: features)
         reset()
     }
@@ -196,7 +192,6 @@ public final class VoiceProcessor {
         referenceChunk.deallocate()
         capturePointers.deallocate()
         referencePointers.deallocate()
-        output.deallocate()
     }
 
     /// The whole added latency in seconds, framing and the library's processing (what
@@ -207,9 +202,7 @@ public final class VoiceProcessor {
     /// with `latencyFrames` of silence again.
     public func reset() {
         staged = 0
-        outputRead = 0
-        outputCount = latencyFrames
-        output.initialize(repeating: 0, count: outputCapacity * captureChannels)
+        output.reset(silentFrames: latencyFrames)
     }
 
     /// Processes `frames` frames of interleaved `capture` in place against as many frames of
@@ -236,7 +229,7 @@ public final class VoiceProcessor {
             if staged == chunkFrames {
                 if let error = processChunk(), failure == nil { failure = error }
             }
-            take(into: captureBase + done * captureChannels, frames: piece)
+            output.take(into: captureBase + done * captureChannels, frames: piece)
             done += piece
         }
         if let failure { throw failure }
@@ -274,27 +267,8 @@ public final class VoiceProcessor {
         }
         if failure != nil { captureChunk.update(repeating: 0, count: chunkFrames * captureChannels) }
         chunksProcessed += 1
-        var slot = (outputRead + outputCount) % outputCapacity
-        for frame in 0..<chunkFrames {
-            for channel in 0..<captureChannels {
-                output[slot * captureChannels + channel] = captureChunk[channel * chunkFrames + frame]
-            }
-            slot = slot + 1 == outputCapacity ? 0 : slot + 1
-        }
-        outputCount += chunkFrames
+        output.append(deinterleaved: captureChunk, stride: chunkFrames, frames: chunkFrames)
         return failure
-    }
-
-    /// Moves the oldest `frames` processed frames into `destination` (interleaved).
-    private func take(into destination: UnsafeMutablePointer<Float>, frames: Int) {
-        precondition(frames <= outputCount, "the output ring ran dry: a block not a multiple of the granularity")
-        for frame in 0..<frames {
-            for channel in 0..<captureChannels {
-                destination[frame * captureChannels + channel] = output[outputRead * captureChannels + channel]
-            }
-            outputRead = outputRead + 1 == outputCapacity ? 0 : outputRead + 1
-        }
-        outputCount -= frames
     }
 
     /// The library's own long-term estimate of its echo return loss enhancement and of the echo

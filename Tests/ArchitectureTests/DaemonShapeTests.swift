@@ -1,9 +1,9 @@
-// The daemon's shape (docs/architecture.md, "Daemon: front end, coordinator, services"): small
-// files; the policy store changed only by the coordinator; every policy effect handed out by
+// The daemon's shape (docs/architecture.md, "Daemon: front end, coordinator, services"): the
+// policy store changed only by the coordinator; every policy effect handed out by
 // one path; no client matches an event by its name.
 import Foundation
-import Testing
 import TestSupport
+import Testing
 
 enum DaemonSources {
     static let directory = ModuleMap.root + "/Sources/Daemon"
@@ -14,10 +14,13 @@ enum DaemonSources {
             .map { ($0, try String(contentsOfFile: directory + "/" + $0, encoding: .utf8)) }
     }
 
-    /// The `mutating` members of `SessionStore` (its Swift source, declarations at any access).
+    /// The `mutating` members of `SessionStore` (the Swift source of SessionStore.swift and its
+    /// extensions' SessionStore+*.swift, declarations at any access).
     static func mutatingStoreMembers() throws -> Set<String> {
-        let text = try String(
-            contentsOfFile: ModuleMap.root + "/Sources/SessionPolicy/SessionStore.swift", encoding: .utf8)
+        let directory = ModuleMap.root + "/Sources/SessionPolicy/"
+        let text = try FileManager.default.contentsOfDirectory(atPath: directory)
+            .filter { $0 == "SessionStore.swift" || $0.hasPrefix("SessionStore+") }.sorted()
+            .map { try String(contentsOfFile: directory + $0, encoding: .utf8) }.joined(separator: "\n")
         let regex = try NSRegularExpression(pattern: #"mutating\s+func\s+([A-Za-z_][A-Za-z0-9_]*)"#)
         return Set(
             regex.matches(in: text, range: NSRange(text.startIndex..., in: text)).map {
@@ -42,18 +45,6 @@ enum DaemonSources {
 
 @Suite("the daemon's shape: front end, coordinator, services")
 struct DaemonShapeTests {
-    static let maxLines = 600
-
-    @Test("no Daemon source file is over 600 lines")
-    func smallFiles() throws {
-        let files = try DaemonSources.files()
-        #expect(files.count > 20, "the scan found \(files.count) files")
-        for file in files {
-            let lines = file.text.split(separator: "\n", omittingEmptySubsequences: false).count
-            #expect(lines <= Self.maxLines, "\(file.name) has \(lines) lines")
-        }
-    }
-
     @Test("the store changes only in the coordinator's files (the composition root builds the first one)")
     func oneOwnerOfTheStore() throws {
         let names = try DaemonSources.mutatingStoreMembers()
@@ -78,7 +69,8 @@ struct DaemonShapeTests {
         let files = try DaemonSources.files()
         let all = files.map(\.text).joined(separator: "\n")
         #expect(DaemonSources.calls(of: "dispatch", in: all) == 1, "dispatch( is called from more than one place")
-        #expect(DaemonSources.calls(of: "WireFormat.event", in: all) == 1, "effects become events in more than one place")
+        #expect(
+            DaemonSources.calls(of: "WireFormat.event", in: all) == 1, "effects become events in more than one place")
         // Facts are reported, never set: the store's fact input is called by the coordinator only.
         #expect(files.filter { $0.text.contains("store.report(") }.map(\.name) == ["SessionCoordinator.swift"])
         let reporting = files.filter { $0.text.contains("sink.report(.streams)") }.map(\.name)

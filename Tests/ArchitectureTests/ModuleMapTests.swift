@@ -1,8 +1,8 @@
 // The module graph is the documented one: docs/architecture.md's table against Package.swift
 // and every `import` in Sources/.
 import Foundation
-import Testing
 import TestSupport
+import Testing
 
 /// One row of docs/architecture.md's module table.
 struct ModuleRow: Sendable, Equatable {
@@ -34,7 +34,8 @@ enum ModuleMap {
     static func packageTargets() throws -> [String: Set<String>] {
         let text = try String(contentsOfFile: root + "/Package.swift", encoding: .utf8)
         var targets: [String: Set<String>] = [:]
-        let pattern = #"\.(target|executableTarget|systemLibrary)\(\s*name:\s*"([^"]+)"(?:,\s*(?:path:\s*"[^"]*",\s*)?dependencies:\s*\[([^\]]*)\])?"#
+        let pattern =
+            #"\.(target|executableTarget|systemLibrary)\(\s*name:\s*"([^"]+)"(?:,\s*(?:path:\s*"[^"]*",\s*)?dependencies:\s*\[([^\]]*)\])?"#
         let regex = try NSRegularExpression(pattern: pattern)
         let range = NSRange(text.startIndex..., in: text)
         for match in regex.matches(in: text, range: range) {
@@ -46,9 +47,11 @@ enum ModuleMap {
             {
                 continue
             }
-            targets[name] = Set(dependencies.split(separator: ",").map {
-                $0.trimmingCharacters(in: .whitespacesAndNewlines).trimmingCharacters(in: CharacterSet(charactersIn: "\""))
-            }.filter { !$0.isEmpty })
+            targets[name] = Set(
+                dependencies.split(separator: ",").map {
+                    $0.trimmingCharacters(in: .whitespacesAndNewlines).trimmingCharacters(
+                        in: CharacterSet(charactersIn: "\""))
+                }.filter { !$0.isEmpty })
         }
         return targets
     }
@@ -60,7 +63,8 @@ enum ModuleMap {
 
     static func imports(inDirectory directory: String) throws -> [String: [String]] {
         let regex = try NSRegularExpression(
-            pattern: #"^\s*(?:@[A-Za-z_]+(?:\([^)]*\))?\s+)*(?:(?:public|package|internal|fileprivate|private)\s+)?import\s+(?:(?:struct|class|enum|func|var|let|protocol|typealias)\s+)?([A-Za-z_][A-Za-z0-9_]*)"#,
+            pattern:
+                #"^\s*(?:@[A-Za-z_]+(?:\([^)]*\))?\s+)*(?:(?:public|package|internal|fileprivate|private)\s+)?import\s+(?:(?:struct|class|enum|func|var|let|protocol|typealias)\s+)?([A-Za-z_][A-Za-z0-9_]*)"#,
             options: [.anchorsMatchLines])
         var found: [String: [String]] = [:]
         let enumerator = FileManager.default.enumerator(atPath: directory)
@@ -100,7 +104,9 @@ struct ModuleMapTests {
         let projectModules = Set(targets.keys)
         for row in rows {
             let declared = targets[row.module] ?? []
-            #expect(declared == row.allowed.intersection(projectModules), "\(row.module): Package.swift has \(declared.sorted())")
+            #expect(
+                declared == row.allowed.intersection(projectModules),
+                "\(row.module): Package.swift has \(declared.sorted())")
         }
     }
 
@@ -111,7 +117,9 @@ struct ModuleMapTests {
         for row in rows {
             for (module, files) in try ModuleMap.imports(of: row.module) where module != row.module {
                 checked += 1
-                #expect(row.allowed.contains(module), "\(row.module) imports \(module) in \(files.sorted()), not in its row")
+                #expect(
+                    row.allowed.contains(module), "\(row.module) imports \(module) in \(files.sorted()), not in its row"
+                )
             }
         }
         #expect(checked > 20, "the import scan found almost nothing: \(checked)")
@@ -120,7 +128,8 @@ struct ModuleMapTests {
     @Test("each C library is imported by exactly one Swift module")
     func eachCLibraryHasOneImporter() throws {
         let cLibraries = [
-            "CJack", "CFLAC", "CALSA", "CInih", "CSystemd", "CSoxr", "CLinux", "CSQLite", "CSndfile", "CEbur128", "CMicroHTTPD",
+            "CJack", "CFLAC", "CALSA", "CInih", "CSystemd", "CSoxr", "CLinux", "CSQLite", "CSndfile", "CEbur128",
+            "CMicroHTTPD",
             "CWebRTCAudioProcessing", "CSodium",
         ]
         // The list is every system-library target and every C or C++ target (a shim over a C++
@@ -132,7 +141,8 @@ struct ModuleMapTests {
         }
         for directory in try FileManager.default.contentsOfDirectory(atPath: ModuleMap.root + "/Sources")
         where !directory.hasPrefix(".") && !declared.contains(directory) {
-            let files = FileManager.default.enumerator(atPath: ModuleMap.root + "/Sources/" + directory)?
+            let files =
+                FileManager.default.enumerator(atPath: ModuleMap.root + "/Sources/" + directory)?
                 .allObjects.compactMap { $0 as? String } ?? []
             if !files.contains(where: { $0.hasSuffix(".swift") }) { declared.append(directory) }
         }
@@ -164,7 +174,8 @@ struct ModuleMapTests {
         let directory = NSTemporaryDirectory() + "recd-module-probe-\(UUID().uuidString)"
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(atPath: directory) }
-        try "internal import Glibc\n@preconcurrency import Foundation\n  public import struct Synchronization.Mutex\n// import Nope\n"
+        try
+            "internal import Glibc\n@preconcurrency import Foundation\n  public import struct Synchronization.Mutex\n// import Nope\n"
             .write(toFile: directory + "/Probe.swift", atomically: true, encoding: .utf8)
         let found = try ModuleMap.imports(inDirectory: directory)
         #expect(Set(found.keys) == ["Glibc", "Foundation", "Synchronization"])

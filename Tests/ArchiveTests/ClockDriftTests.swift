@@ -2,7 +2,7 @@ import Platform
 import TestSupport
 import Testing
 
-// Issue 15 item 6: slow drift of a stream's sample clock against the system's monotonic clock,
+// Time stays true: slow drift of a stream's sample clock against the system's monotonic clock,
 // fitted from synthetic (frames, microseconds) stamps, and written as CLOCK_DRIFT_PPM.
 @testable import Archive
 

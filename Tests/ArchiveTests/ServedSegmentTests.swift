@@ -1,4 +1,4 @@
-// What the HTTP `/archive/` route may serve (issue 16, item 3): `ArchivePath.openFinishedSegment`.
+// What the HTTP `/archive/` route may serve: `ArchivePath.openFinishedSegment`.
 
 import Foundation
 import Platform

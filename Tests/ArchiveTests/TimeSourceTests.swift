@@ -1,4 +1,4 @@
-// Trusted time, the source (issue 32 item 3, docs/archive-proof.md): what chronyc and timesyncd
+// Trusted time, the source (docs/archive-proof.md): what chronyc and timesyncd
 // say, parsed from output captured from chrony 4.3 (Debian 12), then the real chronyd (`-x`: it
 // never touches the clock) asked through the real chronyc — one with a reference (a second
 // chronyd on loopback serving its local clock), one with none — and a segment that records it.

@@ -1,4 +1,4 @@
-// Moving a running player to another output group (issue 13: streams follow the route): the
+// Moving a running player to another output group (streams follow the route): the
 // crossfade on the process path without a server, and the same move against a real jackd.
 
 import CJack

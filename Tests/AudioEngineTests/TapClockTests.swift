@@ -1,7 +1,7 @@
 import TestSupport
 import Testing
 
-// Issue 15 item 6 on the process path: a tap compares each period with JACK's monotonic clock
+// Time stays true, on the process path: a tap compares each period with JACK's monotonic clock
 // and logs a stall of more than a period as a clockStall gap, driven here without a server
 // (`runCycle` with synthetic microseconds).
 @testable import AudioEngine

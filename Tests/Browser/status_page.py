@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""The status page in a real headless Chromium (issue 16, item 3), driven by Selenium.
+"""The status page in a real headless Chromium, driven by Selenium.
 
 Run by Tests/EndToEndTests/StatusPageTests.swift against a real recd that records a
 recd-signal tone which goes silent after a few seconds. Checks, in order:

@@ -1,4 +1,4 @@
-// LoudnessMeter's libebur128 cheap paths (issue 17) against libebur128 asked directly: momentary and
+// LoudnessMeter's libebur128 cheap paths against libebur128 asked directly: momentary and
 // short-term from a ring of 100 ms energies, true peak only where it can change the answer.
 
 import Foundation

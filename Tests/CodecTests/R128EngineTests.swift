@@ -1,4 +1,4 @@
-// R128Engine (LoudnessMeter's default, issue 28) against libebur128 as the oracle: every reading
+// R128Engine (LoudnessMeter's default) against libebur128 as the oracle: every reading
 // within 0.01 LU and true peak within 0.05 dB, on EBU Tech 3341/3342-style cases, noise, sines,
 // impulses and silence, 1–32 channels, 44.1/48/96 kHz, fed in odd chunks.
 

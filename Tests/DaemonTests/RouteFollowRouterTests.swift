@@ -1,4 +1,4 @@
-// The router's part in streams following the route (issue 13, item 2): the routeChange effect
+// The router's part in streams following the route: the routeChange effect
 // reaches the recorder service for a recorder declared in the config (`record = route`). The
 // engine, services, archiver threads and files are real; the device is a JACK client that
 // goes away.

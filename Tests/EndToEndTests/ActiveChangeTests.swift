@@ -1,4 +1,4 @@
-// Issue 13, item 3 end to end: `session set` on an active session is arbitrated like an
+// Changes while active, end to end: `session set` on an active session is arbitrated like an
 // activation, and streams the new category cannot carry stop with an event. Then a seeded,
 // replayable random walk over set / activate / deactivate / play / record / stop / plug /
 // unplug on the real recd (real jackd, real players and recorders, jack sense injected),
@@ -120,7 +120,7 @@ extension JSONValue {
     func has(_ fields: [String: String]) -> Bool { fields.allSatisfy { string($0.key) == $0.value } }
 }
 
-@Suite("issue 13 item 3: changes while active, end to end", .serialized)
+@Suite("changes while active, end to end", .serialized)
 struct ActiveChangeEndToEndTests {
     /// A long quiet WAV to play (stereo 48 kHz, `seconds` long).
     static func writeLongWAV(_ path: String, seconds: Int) throws {
@@ -306,7 +306,8 @@ struct ActiveChangeEndToEndTests {
             return description + " → " + outcome
         }
 
-        /// The invariants of issue 13, item 3, read from `status`; nil when they hold.
+        /// The invariants of changes while active (one active non-mixable session, streams that
+        /// follow the route), read from `status`; nil when they hold.
         func violation(checkFollow: Bool) throws -> String? {
             let status = try wire.request("status")
             let sessions = status["sessions"]?.arrayValue ?? []

@@ -1,4 +1,4 @@
-// Issue 4 end to end: recorders through the real recd and recctl, a deterministic JACK source
+// The archive end to end: recorders through the real recd and recctl, a deterministic JACK source
 // (recd-signal), FLAC checked with the reference `flac` tool and decoded back.
 import ControlProtocol
 import Foundation

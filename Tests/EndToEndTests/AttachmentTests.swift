@@ -324,7 +324,7 @@ struct AttachmentTests {
         _ = control
     }
 
-    /// Issue 25: the control thread spends < 10 ms in any attach. The checks are on it; recd's
+    /// The control thread spends < 10 ms in any attach. The checks are on it; recd's
     /// ports for the attachment are registered on the engine's connection thread (JACK takes
     /// one request at a time, so a registration waits behind the reconciler's connects: 11-45
     /// ms when the control thread made them), and the attach is answered when they are.

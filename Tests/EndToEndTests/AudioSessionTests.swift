@@ -1,4 +1,4 @@
-// Issue 14 end to end: applications bring their own audio. The Swift AudioSession library and
+// Applications bring their own audio. The Swift AudioSession library and
 // libaudiosession (C) against the real recd on the test's jackd; the example applications
 // (audiosession-tone, audiosession-record, examples/c) as real JACK clients.
 import AudioSession
@@ -63,7 +63,7 @@ enum Examples {
     }
 }
 
-/// recd's build has session.attach (the attach branch of issue 14): the tests that put an
+/// recd's build has session.attach (the attach branch): the tests that put an
 /// application's own JACK ports under a session run only then.
 let attachAvailable = Op(rawValue: "session.attach") != nil
 
@@ -390,11 +390,11 @@ func rmsOfLast(_ path: String, seconds: Double, channel: Int = 0, channels: Int 
     return (tail.reduce(0) { $0 + $1 * $1 } / Float(tail.count)).squareRoot()
 }
 
-/// Session-routed ports: an application's own JACK client under its session (issue 14 item 3).
+/// Session-routed ports: an application's own JACK client under its session.
 /// These need recd's `session.attach` (the attach branch); until it is merged they are skipped.
 @Suite(
     "session-routed ports with the example applications", .serialized,
-    .enabled(if: attachAvailable, "needs recd's session.attach / session.detach (issue 14's attach branch)"))
+    .enabled(if: attachAvailable, "needs recd's session.attach / session.detach (the attach branch)"))
 struct AttachedApplicationTests {
     /// A headphone output with jack sense whose JACK ports are a capturing recd-signal (the
     /// route while plugged), the built-in speaker (the route once they are unplugged), and an

@@ -1,4 +1,4 @@
-// Issue 3 end to end: recd on a real jackd (dummy), devices played by recd-signal clients.
+// The engine end to end: recd on a real jackd (dummy), devices played by recd-signal clients.
 import ControlProtocol
 import Foundation
 import TestSupport

@@ -1,4 +1,4 @@
-// Issue 15 item 3 end to end: `recctl archive export` through the real recd and recctl, from a
+// Export end to end: `recctl archive export` through the real recd and recctl, from a
 // real recording (recd-signal's counter, 1 s rotations) and from segments made by the
 // reference encoder with known gaps; clips decoded by the reference decoder.
 import ControlProtocol

@@ -1,4 +1,4 @@
-// Issue 13 item 7 end to end: other clients change the JACK graph under a running recd. One
+// Graph changes end to end: other clients change the JACK graph under a running recd. One
 // changes the server's buffer size (jack_bufsize, or PipeWire's forced quantum) while recd
 // records and plays; one removes recd's connections (jack_disconnect); the server comes back
 // at another sample rate. Real jackd, real recd and recctl, recd-signal as the devices.

@@ -1,4 +1,4 @@
-// Issue 16 items 1 and 2 end to end: the real recd's HTTP listener over real TCP sockets (its
+// HTTP and metrics end to end: the real recd's HTTP listener over real TCP sockets (its
 // limits, the token, `listen = no`), `GET /metrics` checked by promtool, a real Prometheus
 // server scraping recd while a recd-signal tone records, and the shipped alerting rules.
 import Foundation

@@ -1,4 +1,4 @@
-// Issue 27 item 3 end to end: a declared `priority = logger` recorder keeps recording whatever
+// Loggers end to end: a declared `priority = logger` recorder keeps recording whatever
 // other sessions do; prefersNoInterruptionsFromSystemAlerts spares a session from a
 // system-alert-class activation and not from anything else; an interruption says who and
 // since when in `session show`, `status`, the event, the log and the segment's tags. The real

@@ -1,4 +1,4 @@
-// Issue 5 end to end: meters, multiRoute/dualRoute, main/cue monitoring, through recctl.
+// Monitoring end to end: meters, multiRoute/dualRoute, main/cue monitoring, through recctl.
 import ControlProtocol
 import Foundation
 import Testing

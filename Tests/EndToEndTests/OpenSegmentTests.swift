@@ -1,4 +1,4 @@
-// Issue 27 item 2 end to end: the segment being written is part of the archive. The real recd
+// The open segment end to end: the segment being written is part of the archive. The real recd
 // records recd-signal's counter; `recctl archive list` shows the open segment, and
 // `recctl archive export --to now` clips it, up to its last complete FLAC frame, sample for
 // sample what the finished files hold once the recording stops (decoded by the reference

@@ -1,4 +1,4 @@
-// Issue 15 items 4 and 5 end to end: pre-roll and level-triggered takes through the real recd
+// Pre-roll and level-triggered takes end to end, through the real recd
 // and recctl, recd-signal's counter and level steps as sources, the archive's FLAC read back
 // with the reference tools.
 import ControlProtocol

@@ -1,4 +1,4 @@
-// Issue 16, item 4 end to end: the real recd records 1 s segments of a tone (recd-signal) and
+// Replication end to end: the real recd records 1 s segments of a tone (recd-signal) and
 // copies each finished one with the real rclone: to a local directory, and to rclone's own
 // sftp server (`rclone serve sftp` on a free loopback port, user and password, the password
 // obscured in an rclone config file) that is killed in the middle of a copy and started again.
@@ -168,7 +168,7 @@ struct ReplicationEndToEndTests {
             archiveSegmentSeconds: 1)
         let (source, watcher) = try startLoggerRecording(daemon, deck: deck)
         watcher.waitFor(count: 3, timeout: 10) { $0["event"] == "recording" && $0["state"] == "finished" }
-        // While recording (issue 27 item 2): the archive lists the segment being written, and
+        // While recording: the archive lists the segment being written, and
         // only finished ones are copied, never a `.partial`.
         let listed = try daemon.recctl("--json", "archive", "list", "--app", "logger").json?.arrayValue ?? []
         #expect(listed.contains { $0["state"]?.stringValue == "open" }, "\(listed)")

@@ -1,4 +1,4 @@
-// Issue 13 end to end: streams follow the session's route. The real recd and recctl on the
+// Streams follow the session's route. The real recd and recctl on the
 // test's jackd; devices are recd-signal clients appearing and going (a USB device), or held
 // while a scripted jack sense plugs and unplugs them (headphones in a socket).
 import ControlProtocol

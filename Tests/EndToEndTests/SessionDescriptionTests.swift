@@ -1,4 +1,4 @@
-// Issue 13 items 4-6 end to end, real recd on a real jackd: what a session reports of other
+// Session descriptions end to end, real recd on a real jackd: what a session reports of other
 // sessions' audio (isOtherAudioPlaying, the secondary audio hint and its events), of its ports
 // (routeDescription, availableInputs, maximum channels), and preferred channel counts that
 // really limit what is recorded and played.

@@ -1,4 +1,4 @@
-// Issue 16, item 3 end to end: the status page in a real headless Chromium (Selenium,
+// The status page end to end: the status page in a real headless Chromium (Selenium,
 // Tests/Browser/status_page.py) against the real recd recording a recd-signal tone that stops.
 import Foundation
 import TestSupport

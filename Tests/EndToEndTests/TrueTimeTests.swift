@@ -1,4 +1,4 @@
-// Issue 15 item 6 end to end: time stays true. A private jackd is stopped (SIGSTOP) in the
+// True time end to end: time stays true. A private jackd is stopped (SIGSTOP) in the
 // middle of a recording of recd-signal's counter; the archive's FLAC is read back with the
 // reference tools.
 import ControlProtocol

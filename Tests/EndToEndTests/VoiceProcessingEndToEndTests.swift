@@ -162,7 +162,7 @@ struct VoiceProcessingEndToEndTests {
         #expect(afterDoubleTalk >= 20, "ERLE after double talk \(afterDoubleTalk) dB")
         #expect(convergedAt != nil && convergedAt! < 2.5, "converged at \(String(describing: convergedAt))")
         // The talker is at a normal level (-25 dBFS RMS): voiceChat's gain control leaves it within
-        // 3 dB (issue 31); it raises a quiet one (VoiceProcessingTests).
+        // 3 dB; it raises a quiet one (VoiceProcessingTests).
         #expect(abs(nearChange) <= 3, "near end alone changed by \(nearChange) dB")
         // The segment start moved back by the processing's latency: the files line up to 2 ms.
         #expect(abs(latencyMilliseconds) <= 2, "START_TIMEs put the call \(latencyMilliseconds) ms off its samples")

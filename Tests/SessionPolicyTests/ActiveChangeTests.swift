@@ -1,4 +1,4 @@
-// SPEC §13 with §3 (issue 13, item 3): a change made while a session is active takes effect at
+// SPEC §13 with §3: a change made while a session is active takes effect at
 // once and goes through the same arbitration as activation. A refused change changes nothing
 // (the whole store compares equal); streams the new category cannot carry stop.
 

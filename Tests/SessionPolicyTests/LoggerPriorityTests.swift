@@ -1,4 +1,4 @@
-// Issue 27 item 3: loggers nothing stops by accident (priority class `logger`), AVAudioSession's
+// Loggers nothing stops by accident (priority class `logger`), AVAudioSession's
 // prefersNoInterruptionsFromSystemAlerts with recd's system-alert class, and who interrupted.
 // Tables over every priority pair and mixability, then a seeded random walk whose invariants
 // are the promises of docs/protocol.md ("Interruptions: priority, system alerts, who and since
@@ -9,7 +9,7 @@ import Testing
 
 @testable import SessionPolicy
 
-@Suite("issue 27: priority class logger")
+@Suite("priority class logger")
 struct LoggerPriorityClassTests {
     enum Outcome: Sendable { case interrupts, insufficientPriority, coexists }
 
@@ -127,7 +127,7 @@ struct LoggerPriorityClassTests {
     }
 }
 
-@Suite("issue 27: prefersNoInterruptionsFromSystemAlerts")
+@Suite("prefersNoInterruptionsFromSystemAlerts")
 struct SystemAlertTests {
     /// Which sessions are system-alert class (docs/protocol.md): written out, not derived.
     struct ClassCase: Sendable, CustomTestStringConvertible {
@@ -233,7 +233,7 @@ struct SystemAlertTests {
     }
 }
 
-@Suite("issue 27: who interrupted")
+@Suite("who interrupted")
 struct InterruptionByTests {
     @Test("by names the app, the muted port, or nothing for a lost output")
     func byOfEachCause() {
@@ -266,7 +266,7 @@ struct InterruptionByTests {
 /// active logger stayed active unless the step was its own, the preferring session was never
 /// interrupted by an alert, and at most one non-mixable session is active except an alert beside
 /// one that prefers (or beside a logger it could not interrupt: never, it is refused).
-@Suite("issue 27: randomized logger and alert arbitration (pure policy, seeded)")
+@Suite("randomized logger and alert arbitration (pure policy, seeded)")
 struct RandomizedLoggerTests {
     static let apps = ["logger", "logger2", "pref", "alert", "prompt", "voice", "call"]
 

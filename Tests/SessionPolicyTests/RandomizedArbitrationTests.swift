@@ -1,10 +1,10 @@
-// Issue 13, item 3: a seeded, replayable random walk over set / activate / deactivate / play /
+// Changes while active: a seeded, replayable random walk over set / activate / deactivate / play /
 // record / stop / plug / unplug, driving the real SessionStore with a small model of the
 // daemon's streams (what ControlRouter and its services do with each effect), and checking
 // the arbiter's invariants after every step. A failure prints the seed, the step and the
 // steps before it; RECD_RANDOM_SEED=N replays one seed.
 //
-// The model follows the route the way issue 13 asks of the daemon (a routeChange moves running
+// The model follows the route the way the daemon does (a routeChange moves running
 // players to the new output and input recorders to the new input): it relies on the store
 // announcing every route change, which the "on its route" invariant checks.
 
@@ -62,7 +62,7 @@ struct StreamModel {
                 recorders[app] = nil
             case .resumeStreams(let app):
                 // What the interruption paused comes back on the session's route as it is now
-                // (it may have changed meanwhile): following the route, issue 13 item 2.
+                // (it may have changed meanwhile): following the route.
                 let route = store.sessions[app]?.route ?? .none
                 if var player = players[app], player.pausedBy == "interruption" {
                     if !route.outputs.contains(player.port), let output = route.outputs.first { player.port = output }
@@ -87,7 +87,7 @@ struct StreamModel {
                 recorders[app] = recorders[app]?.filter { recorder in
                     store.ports.contains { $0.name == recorder.port && $0.available }
                 }
-                // Following the route (issue 13, item 2).
+                // Following the route.
                 if var player = players[app], player.pausedBy == nil, !current.outputs.contains(player.port) {
                     if let output = current.outputs.first {
                         player.port = output
@@ -281,7 +281,8 @@ struct ArbitrationWalk {
         }
     }
 
-    /// The invariants of issue 13, item 3; nil when they hold.
+    /// The invariants of changes while active (one active non-mixable session, streams that
+    /// follow the route); nil when they hold.
     func violation(checkFollow: Bool = true) -> String? {
         let sessions = Self.apps.compactMap { store.sessions[$0] }
         let activeSolo = sessions.filter { $0.isActive && !$0.isMixable }.map(\.app)
@@ -313,7 +314,7 @@ struct ArbitrationWalk {
     }
 }
 
-@Suite("issue 13 item 3: randomized arbitration (pure policy, seeded)")
+@Suite("changes while active: randomized arbitration (pure policy, seeded)")
 struct RandomizedArbitrationTests {
     /// 100 × 500 steps take about 4 s in a debug build.
     static let seeds = 100

@@ -1,4 +1,4 @@
-// What a session reports of others and of its ports (issue 13 items 4-6): isOtherAudioPlaying,
+// What a session reports of others and of its ports: isOtherAudioPlaying,
 // secondaryAudioShouldBeSilencedHint and its silenceSecondaryAudioHint effects, availableInputs,
 // the maximum channel counts of a route, and preferred channel counts as channels used.
 

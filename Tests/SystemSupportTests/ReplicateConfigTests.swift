@@ -1,4 +1,4 @@
-// `[replicate]` (issue 16, item 4): the keys, their defaults, the backoff, and the values refused.
+// `[replicate]`: the keys, their defaults, the backoff, and the values refused.
 
 import Testing
 
