@@ -61,7 +61,7 @@ final class RecorderService: @unchecked Sendable {
     /// themselves when it goes: `resumeWaiting`), and declared ones that do not record.
     let recovery: RecorderRecovery
     /// Partials whose recovery failed, tried again on the worker when their cause is gone.
-    var unrecovered = UnrecoveredPartials()
+    private(set) var unrecovered = UnrecoveredPartials()
 
     init(
         settings: ArchiveSection, declared: [(app: String, record: RecordAtStart)], engine: any RecorderEngine,
@@ -87,6 +87,8 @@ final class RecorderService: @unchecked Sendable {
     func isRecording(_ app: String, stream: String? = nil) -> Bool {
         recorders.contains { $0.spec.app == app && (stream == nil || $0.spec.stream == stream) }
     }
+
+    var unrecoveredInfos: [StatusInfo.UnrecoveredPartial] { unrecovered.infos(archiveDir: archiveDir) }
 
     /// The recorders running and finishing: what the archive as written now is read from.
     var live: [RecorderStream] { recorders + stopping }

@@ -24,8 +24,6 @@ struct OpenedSegment: Equatable {
 enum StreamChange: Equatable {
     /// The archiver's silence detector decided the stream went silent or has sound again.
     case silence(SilenceChange)
-    /// The stream's feed stalled (no frames for `stall_seconds`) or has frames again.
-    case feed(FeedWatch.Change)
     /// A recorder of the stream stopped by itself (disk full, a write error).
     case stoppedByItself(EndReason)
     /// The stream no longer records and does not wait to start again.

@@ -343,7 +343,7 @@ extension SessionCoordinator {
     /// so is a level-triggered take (its pre-roll tap is the trigger's: it ends as it began; the
     /// next take follows the session).
     func followCaptureProcessing(of app: String) {
-        guard let session = store.sessions[app], recorders.triggers.armed[app] == nil else { return }
+        guard let session = store.sessions[app], !triggers.isArmed(app) else { return }
         let processing = session.captureProcessing
         let reference = processing == .none ? nil : session.route.outputs.first
         for stream in recorders.of(app)
@@ -359,12 +359,12 @@ extension SessionCoordinator {
 
     /// Sessions declared with `record = ...` record whenever they can (the broadcast logger).
     func startDeclaredRecorders() {
-        for (app, declaredPort) in recorders.declaredToStart() {
-            guard !recorders.isRecording(app), !recorders.hasSuspended(app) else { continue }
+        for (app, declaredPort) in recovery.declaredToStart(isRecording: { recorders.isRecording($0) }) {
+            guard !recorders.isRecording(app), !recovery.hasSuspended(app) else { continue }
             do {
                 _ = try startDeclared(app: app, port: declaredPort)
             } catch {
-                recorders.declaredNotStarted(app: app, port: declaredPort, error: error)
+                recovery.declaredNotStarted(app: app, port: declaredPort, error: error)
             }
         }
     }
