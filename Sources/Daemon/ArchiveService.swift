@@ -29,8 +29,9 @@ final class ArchiveService: SegmentFeature, @unchecked Sendable {
     let worker: SlowRequestWorker
     /// The recorders whose open segments `archive.list` and `archive.export` include.
     let recorders: RecorderService
-    /// The hash chains' keeper (nil: no key): exports with `--proof`.
-    let chains: ChainKeeper?
+    /// The hash chains' keeper (nil: no key): exports with `--proof`, verify. Set once by the
+    /// composition root, before any request.
+    var chains: ChainKeeper? { didSet { maintenance.chains = chains } }
     /// The control thread's connection to the index (the worker has its own).
     private(set) var index: ArchiveIndex?
     /// `archive.reindex` requests on the worker, and the segments finished meanwhile, which
@@ -38,15 +39,11 @@ final class ArchiveService: SegmentFeature, @unchecked Sendable {
     private var reindexesRunning = 0
     private var finishedDuringReindex: [SegmentRecord] = []
 
-    init(
-        directory: String, worker: SlowRequestWorker, recorders: RecorderService, chains: ChainKeeper?
-    ) {
+    init(directory: String, worker: SlowRequestWorker, recorders: RecorderService) {
         self.directory = directory
         maintenance = ArchiveMaintenance(directory: directory)
-        maintenance.chains = chains
         self.worker = worker
         self.recorders = recorders
-        self.chains = chains
     }
 
     var archiveDir: String { directory }

@@ -44,9 +44,9 @@ final class RecorderService: @unchecked Sendable {
     /// Called on an archiver thread when its recorder has events; must bring `handleEvents`
     /// to the control thread.
     private let wake: @Sendable () -> Void
-    /// Told of every segment and stream fact, in order (set once by the composition root).
+    /// Told of every segment and stream fact, in order; and the level-triggered takes' owner
+    /// (pre-roll taps, armed apps). Both set once by the composition root.
     var features: [any SegmentFeature] = []
-    /// The level-triggered takes' owner: pre-roll taps and armed apps (set by the composition root).
     weak var takes: (any TakeSource)?
 
     /// The running recorders. Every change is a fact for the policy (isBusy).
@@ -83,10 +83,11 @@ final class RecorderService: @unchecked Sendable {
     /// The apps that record anything: part of the policy's isBusy fact (`ServiceFact.streams`).
     var recordingApps: Set<String> { Set(recorders.map(\.spec.app)) }
 
-    /// Whether `app` records anything, or the stream `stream`.
+    /// Whether `app` records anything, or the stream `stream`; whether `stream` runs.
     func isRecording(_ app: String, stream: String? = nil) -> Bool {
         recorders.contains { $0.spec.app == app && (stream == nil || $0.spec.stream == stream) }
     }
+    func isRunning(_ stream: RecorderStream) -> Bool { recorders.contains { $0 === stream } }
 
     var unrecoveredInfos: [StatusInfo.UnrecoveredPartial] { unrecovered.infos(archiveDir: archiveDir) }
 
@@ -539,9 +540,8 @@ final class RecorderService: @unchecked Sendable {
         return news
     }
 
-    /// A recorder that stopped by itself waits: for space after a full disk (retention runs at
-    /// the next tick rather than within the minute), or, declared, says why it stopped. A
-    /// triggered take is not (its trigger stays armed and starts the next take).
+    /// A recorder that stopped by itself waits: for space after a full disk, or, declared, says
+    /// why it stopped; a triggered take does not (its trigger stays armed for the next take).
     private func stoppedByItself(_ spec: RecorderSpec, reason: EndReason, message: String) {
         tell(.stoppedByItself(reason), of: spec)
         guard takes?.isArmed(spec.app) != true else { return }

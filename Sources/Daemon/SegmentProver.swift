@@ -92,6 +92,7 @@ final class SegmentProver: SegmentFeature, DaemonFeature, @unchecked Sendable {
         let unchained = (try? index()?.unchained(since: since)) ?? nil
         for record in unchained ?? recovered { chain(record, index: index, onlyIfOwed: true) }
         pruneLedger()
+        for feature in next { feature.archiveOpened(recovered: recovered) }
     }
 
     /// A new recorder notes each segment in the ledger before it writes it.

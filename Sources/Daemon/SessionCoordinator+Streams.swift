@@ -229,7 +229,7 @@ extension SessionCoordinator {
                     .badParam, "\(app) already records stream \(stream); stop it first or use --stream NAME")
             }
             let started = try startRecorder(RecorderSpec(app: app, stream: stream, port: "bus:" + bus.rawValue))
-            return [("recorder", started.json)]
+            return [("recorder", recorders.info(of: started).json)]
         }
         let session = try store.session(app)
         if !session.isActive { apply(try store.activate(app: app)) }
@@ -245,7 +245,7 @@ extension SessionCoordinator {
         }
         let started = try startRecorder(
             RecorderSpec(app: app, stream: stream, port: portName, followsRoute: start.input == nil))
-        return [("recorder", started.json)]
+        return [("recorder", recorders.info(of: started).json)]
     }
 
     /// `record.stop`: answered once the stopped recorders have finished their files. An armed
@@ -262,6 +262,9 @@ extension SessionCoordinator {
                 recorders: stopped.map(\.json)))
         return .later
     }
+
+    /// A level-triggered take's recorder, under the same checks (`TakeHost`).
+    func startTake(_ spec: RecorderSpec) throws -> RecorderStream { try startRecorder(spec) }
 
     /// The policy part of starting a recorder (an input: it captures, is available now and
     /// may be used by the session; its bandwidth), then the recorder service starts it.
