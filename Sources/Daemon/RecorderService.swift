@@ -39,8 +39,7 @@ final class RecorderService: @unchecked Sendable {
     let settings: ArchiveSection
     let engine: any RecorderEngine
     private let sink: any ServiceSink
-    /// The daemon's worker for slow requests: partials recovered again.
-    private let worker: SlowRequestWorker
+    private let worker: SlowRequestWorker  // partials recovered again
     /// Called on an archiver thread when its recorder has events; must bring `handleEvents`
     /// to the control thread.
     private let wake: @Sendable () -> Void
@@ -597,3 +596,4 @@ final class RecorderService: @unchecked Sendable {
         }
         tell(.ended, of: spec)
     }
+}

@@ -34,7 +34,7 @@ extension ControlServer: ClientLink {}
 
 /// Owns the `SessionStore` and runs facts → policy → effects. Confined to the control thread
 /// (hence `@unchecked Sendable`: other threads only `post` closures that call it there).
-final class SessionCoordinator: FactSink, @unchecked Sendable {
+final class SessionCoordinator: FactSink, TakeHost, @unchecked Sendable {
     /// The policy's state. Changed only by the coordinator's own files (SessionCoordinator*.swift:
     /// its commands, facts and effects); everyone else reads it.
     var store: SessionStore

@@ -7,6 +7,7 @@
 import Archive
 import ControlProtocol
 import Platform
+import SystemSupport
 
 /// The time source's owner in the daemon.
 final class TimeSourceFeature: SegmentFeature, DaemonFeature {
