@@ -20,7 +20,7 @@ import SessionPolicy
 import Synchronization
 import SystemSupport
 
-/// What the recorders ask of level-triggered takes, whose owner (`TakeTriggerFeature`) keeps
+/// What the recorders ask of level-triggered takes, whose owner (the take trigger feature) keeps
 /// the sessions' pre-rolls and the armed triggers. Control thread.
 protocol TakeSource: AnyObject {
     /// `app`'s pre-roll of `port` (its first `channels`), handed over to become a recorder's
