@@ -119,7 +119,9 @@ final class FeedWatcher: DaemonFeature {
                     "\(name): audio again from \(stream.spec.port) after \(Readable.duration(seconds)) stalled (since "
                         + "\(since.iso8601))")
                 let reason = RecordingEvent.State.stalled.rawValue
-                recorders.announce(stream, .resumed, file: stream.currentFiles.last, reason: reason) { $0.since = since.iso8601 }
+                recorders.announce(stream, .resumed, file: stream.currentFiles.last, reason: reason) {
+                    $0.since = since.iso8601
+                }
                 alarms.stall(
                     "resumed", app: stream.spec.app, stream: stream.spec.stream, since: since, seconds: seconds,
                     settings: settings)

@@ -488,7 +488,7 @@ final class RecorderService: @unchecked Sendable {
                 stream.currentFiles.append(path)
                 stream.lastSegmentNumber = max(stream.lastSegmentNumber ?? 0, segment)
                 announce(stream, .segment, file: path)
-                let opened = OpenedSegment(app: stream.spec.app, stream: stream.spec.stream, path: path, number: segment)
+                let opened = OpenedSegment(stream.spec, path: path, number: segment)
                 for feature in features { feature.segmentOpened(opened) }
             case .segmentFinished(let record):
                 stream.currentFiles.removeAll { $0 == record.path }

@@ -18,6 +18,10 @@ struct OpenedSegment: Equatable {
     var path: String
     /// Its number within the recording (`SEGMENT`).
     var number: Int
+
+    init(_ spec: RecorderSpec, path: String, number: Int) {
+        (app, stream, self.path, self.number) = (spec.app, spec.stream, path, number)
+    }
 }
 
 /// A change of a recorded stream, as a feature hears it.

@@ -254,7 +254,9 @@ final class TakeTriggerFeature: DaemonFeature, TakeSource {
         do {
             stream = try host.startTake(spec)
         } catch {
-            Log.warning("\(app): the level reached \(JSONValue.format(trigger.triggerDB)) dBFS but the take could not start: \(error)")
+            Log.warning(
+                "\(app): the level reached \(JSONValue.format(trigger.triggerDB)) dBFS but the take could not start: "
+                    + "\(error)")
             return
         }
         if stream.tap !== tap {

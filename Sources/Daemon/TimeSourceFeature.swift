@@ -36,7 +36,8 @@ final class TimeSourceFeature: SegmentFeature, DaemonFeature {
     /// as the monitor's thread last heard it (a lock, never chronyc here), said explicitly
     /// before its first answer: a reply is never without a key (docs/protocol.md).
     func contribute(to status: inout StatusInfo) {
-        let source = monitor.map { $0.current?.description ?? StatusInfo.Clock.sourcePending }
+        let source =
+            monitor.map { $0.current?.description ?? StatusInfo.Clock.sourcePending }
             ?? StatusInfo.Clock.sourceUnknown
         status.clock = ClockSynchronization.current().map {
             StatusInfo.Clock(

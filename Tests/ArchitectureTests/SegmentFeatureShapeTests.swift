@@ -2,8 +2,8 @@
 // through `SegmentFeature` (docs/architecture.md, "Segment features"). These scans keep it so:
 // a small service, all in its own file, naming no feature; one writer of the take trigger's state.
 import Foundation
-import Testing
 import TestSupport
+import Testing
 
 enum StoredProperties {
     /// The stored properties of the class `name` declared in `text`: members at the class's
@@ -13,7 +13,8 @@ enum StoredProperties {
         guard let start = text.range(of: "final class \(name)") else { return [] }
         var names: [String] = []
         let declaration = try! NSRegularExpression(
-            pattern: #"^    (?:(?:private\(set\)|private|fileprivate|weak|unowned|lazy|nonisolated)\s+)*(let|var)\s+([A-Za-z_][A-Za-z0-9_]*)(.*)$"#)
+            pattern: #"^    (?:(?:private\(set\)|private|fileprivate|weak|unowned|lazy|nonisolated)\s+)*"#
+                + #"(let|var)\s+([A-Za-z_][A-Za-z0-9_]*)(.*)$"#)
         for line in text[start.upperBound...].split(separator: "\n", omittingEmptySubsequences: false) {
             if line.hasPrefix("}") { break }
             let line = String(line)
