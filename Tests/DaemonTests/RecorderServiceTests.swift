@@ -119,6 +119,22 @@ final class RecorderServiceTests {
         }
     }
 
+    @Test("the features hear a recorder's facts in order: configure, the segment opened, finished (the index first), the stream ended")
+    func featuresHearSegments() throws {
+        // Not declared: once stopped, nothing of it waits, and its stream has ended.
+        let heard = HeardFacts()
+        heard.archive = archive
+        recorders.features = [archive, heard]
+        let stream = try record("notes", port: "mic")
+        #expect(heard.facts.first == "configure notes/mic", "\(heard.facts)")
+        #expect(pump { heard.facts.contains { $0.hasPrefix("opened") } }, "no segment was opened")
+        #expect(pump { stream.tap.framesCaptured > 48_000 / 4 })
+        _ = try recorders.stopRecording(app: "notes", stream: nil)
+        #expect(pump { news.finished.contains(stream.id) })
+        let path = try #require(heard.facts.first { $0.hasPrefix("opened") }.map { String($0.dropFirst(7)) })
+        #expect(heard.facts == ["configure notes/mic", "opened \(path)", "finished \(path) indexed", "ended notes/mic"])
+    }
+
     @Test("an input is archived as FLAC; stop returns at once and the finish follows with the recorder's own event")
     func recordsAndStops() throws {
         let stream = try record("logger", port: "mic")
@@ -262,5 +278,24 @@ final class RecorderServiceTests {
         }
         #expect(refused?.code == .badParam && refused?.message.contains("ISO 8601") == true)
         #expect(try archive.archiveList(app: nil, since: "2026-01-01").first?.1.arrayValue == [])
+    }
+}
+
+/// A feature that notes what it hears, and whether the index (the feature before it) has the
+/// segment by then.
+private final class HeardFacts: SegmentFeature {
+    var facts: [String] = []
+    weak var archive: ArchiveService?
+
+    func configure(_ configuration: inout RecorderConfiguration, for spec: RecorderSpec) {
+        facts.append("configure \(spec.app)/\(spec.stream)")
+    }
+    func segmentOpened(_ segment: OpenedSegment) { facts.append("opened \(segment.path)") }
+    func segmentFinished(_ record: SegmentRecord) {
+        let indexed = (try? archive?.index?.record(path: record.path)) != nil
+        facts.append("finished \(record.path)" + (indexed ? " indexed" : ""))
+    }
+    func streamChanged(_ change: StreamChange, app: String, stream: String) {
+        if change == .ended { facts.append("ended \(app)/\(stream)") }
     }
 }
