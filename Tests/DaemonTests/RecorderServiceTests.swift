@@ -119,7 +119,7 @@ final class RecorderServiceTests {
         }
     }
 
-    @Test("the features hear a recorder's facts in order: configure, the segment opened, finished (the index first), the stream ended")
+    @Test("the features hear a recorder's facts in order: configure, opened, finished (indexed first), ended")
     func featuresHearSegments() throws {
         // Not declared: once stopped, nothing of it waits, and its stream has ended.
         let heard = HeardFacts()
@@ -132,7 +132,8 @@ final class RecorderServiceTests {
         _ = try recorders.stopRecording(app: "notes", stream: nil)
         #expect(pump { news.finished.contains(stream.id) })
         let path = try #require(heard.facts.first { $0.hasPrefix("opened") }.map { String($0.dropFirst(7)) })
-        #expect(heard.facts == ["configure notes/mic", "opened \(path)", "finished \(path) indexed", "ended notes/mic"])
+        #expect(
+            heard.facts == ["configure notes/mic", "opened \(path)", "finished \(path) indexed", "ended notes/mic"])
     }
 
     @Test("an input is archived as FLAC; stop returns at once and the finish follows with the recorder's own event")
