@@ -339,7 +339,7 @@ final class RecorderStream {
     var lastSegmentNumber: Int?
     /// The recorder that went on with this one's stream (its counts include this one's).
     weak var successor: RecorderStream?
-    /// Whether its source still delivers frames (`RecorderService.watchFeeds`, from the tick).
+    /// Whether its source still delivers frames (`FeedWatcher`, from the tick; its one writer).
     var feed = FeedWatch(now: SystemClock.monotonicSeconds())
 
     init(
