@@ -11,7 +11,7 @@
 // clamped there (`requestedEnd` in the reply).
 //
 // Threads:
-// - `RecorderService.export`: the control thread (checks the request, takes the snapshot,
+// - `ArchiveService.export`: the control thread (checks the request, takes the snapshot,
 //   submits the job).
 // - The job (`ArchiveMaintenance.export`): the slow worker, one job at a time; decoding and
 //   encoding never run on the control thread.
@@ -146,7 +146,7 @@ extension ArchiveMaintenance {
     }
 }
 
-extension RecorderService {
+extension ArchiveService {
     /// Longest clip one request may ask for.
     static let longestExportSeconds: Int64 = 7 * 86_400
 
@@ -220,8 +220,8 @@ extension RecorderService {
         let handedOver = HandedOverFile(output)
         // What the app's recorders have written, now, on the control thread: the job reads no
         // further (a stopping recorder still writes its last frames, so it counts too).
-        let live = (recorders + stopping).filter { $0.spec.app == request.app }.map(\.recorder.snapshot)
-        let chains = prover?.keeper
+        let live = recorders.live.filter { $0.spec.app == request.app }.map(\.recorder.snapshot)
+        let chains = chains
         try worker.submitRequest(
             for: client, of: uid, administrator: administrator,
             { job in

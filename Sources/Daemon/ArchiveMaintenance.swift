@@ -5,13 +5,12 @@
 //
 // Threads:
 // - `ArchiveMaintenance`: the worker thread only (jobs); the control thread merely captures it.
-// - The `RecorderService` extension: the control thread (requests, the tick, completions).
+// - The `ArchiveService` extension and `ArchiveRetention`: the control thread (requests, the
+//   tick, completions).
 //
-// The index: the worker has its own connection to index.sqlite (WAL, 5 s busy timeout), the
-// control thread keeps `RecorderService.index` (adds on segmentFinished, archive.list, the
-// status count). Readers never wait for a writer in WAL mode; writers take turns, and the worker's
-// write transactions are short: one row per deleted segment, and a reindex writes its rows
-// in one transaction only after it has read every file.
+// The index: the worker has its own connection to index.sqlite, the control thread keeps
+// `ArchiveService.index`. The worker's write transactions are short: one row per deleted
+// segment, and a reindex writes its rows in one transaction only after it has read every file.
 import Archive
 import ArchiveProof
 import ControlProtocol
@@ -81,7 +80,7 @@ final class ArchiveMaintenance: @unchecked Sendable {
                 chain = (chains, chainPath)
             }
             let result = ArchiveVerifier.verify(path: next, chain: chain, chained: &progress.chained)
-            progress.results.append(RecorderService.verifyInfo(result))
+            progress.results.append(ArchiveService.verifyInfo(result))
             decoded += 1
             job.progress(done: progress.results.count, total: progress.total)
         }
@@ -100,7 +99,7 @@ final class ArchiveMaintenance: @unchecked Sendable {
     }
 }
 
-extension RecorderService {
+extension ArchiveService {
     typealias Reply = LaterReply
 
     /// `archive.verify`: the path is checked here (with the caller's `uid` and `groups`),
@@ -172,7 +171,7 @@ extension RecorderService {
     /// `archive.reindex` on the worker. Segments finished meanwhile are added to the index
     /// again afterwards: the rebuild replaces every row with what it read before they existed.
     func reindex(for client: ClientID, uid: UInt32, reply: @escaping Reply) {
-        reindexesRunning += 1
+        reindexStarted()
         let maintenance = maintenance
         worker.submit(
             for: client, owner: .user(uid),
@@ -187,32 +186,57 @@ extension RecorderService {
         worker.submit(for: nil, owner: .user(uid), { _ in () }) { [weak self] _ in self?.reindexFinished() }
     }
 
-    private func reindexFinished() {
-        reindexesRunning -= 1
-        if index == nil {
-            do { index = try ArchiveIndex(path: maintenance.indexPath) } catch {
-                Log.error("cannot open the archive index: \(error)")
-            }
-        }
-        guard reindexesRunning == 0 else { return }
-        for record in finishedDuringReindex {
-            do { try index?.add(record) } catch { Log.warning("index: \(error)") }
-        }
-        finishedDuringReindex.removeAll()
+}
+
+/// Retention (`[archive] max_age_days`, `min_free_percent`): from the tick every 60 s, on the
+/// worker, one run at a time; at once after a recorder stopped for a full disk. Segments not yet
+/// copied to the `[replicate] remote` are spared. Control thread (hence `@unchecked Sendable`:
+/// its worker completion runs there too).
+final class ArchiveRetention: DaemonFeature, SegmentFeature, @unchecked Sendable {
+    private let policy: RetentionPolicy
+    private let worker: SlowRequestWorker
+    private let maintenance: ArchiveMaintenance
+    /// The recorders whose open files are spared.
+    private let recorders: RecorderService
+    private let chains: ChainKeeper?
+    private var lastRetention = 0.0
+    /// A retention run is queued or running on the worker.
+    private var retentionRunning = false
+
+    init(
+        settings: ArchiveSection, replicationRemote: String?, worker: SlowRequestWorker,
+        maintenance: ArchiveMaintenance, recorders: RecorderService, chains: ChainKeeper?
+    ) {
+        policy = RetentionPolicy(
+            maxAgeDays: settings.maxAgeDays, minFreePercent: settings.minFreePercent,
+            replicationRemote: replicationRemote)
+        self.worker = worker
+        self.maintenance = maintenance
+        self.recorders = recorders
+        self.chains = chains
+    }
+
+    func tick(now: Double) {
+        guard now - lastRetention >= 60 else { return }
+        lastRetention = now
+        enforceRetention()
+    }
+
+    /// A full disk: retention runs at the next tick rather than within the minute.
+    func streamChanged(_ change: StreamChange, app: String, stream: String) {
+        if change == .stoppedByItself(.diskFull) { lastRetention = -.infinity }
     }
 
     /// Retention, from the tick every 60 s: on the worker, one run at a time.
     func enforceRetention() {
-        let policy = RetentionPolicy(
-            maxAgeDays: settings.maxAgeDays, minFreePercent: settings.minFreePercent,
-            replicationRemote: replicationRemote)
+        let policy = policy
         guard policy.maxAgeDays != nil || policy.minFreePercent != nil, !retentionRunning else { return }
         // Only finished segments are indexed, so no file opened after this snapshot is one
         // that retention could pick.
-        let open = Set(recorders.flatMap { $0.recorder.openPaths })
+        let open = Set(recorders.live.flatMap { $0.recorder.openPaths })
         retentionRunning = true
         let maintenance = maintenance
-        let chains = prover?.keeper
+        let chains = chains
         let job: @Sendable (WorkerJob) -> Result<RetentionReport, any Error> = { _ in
             Result { try maintenance.enforce(policy, openPaths: open, chains: chains) }
         }

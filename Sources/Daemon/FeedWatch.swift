@@ -16,7 +16,7 @@ import Platform
 import SystemSupport
 
 /// Whether one recorder's source still delivers frames. A plain value the tick updates with
-/// the tap's counters (`RecorderService.watchFeeds`); monotonic seconds throughout.
+/// the tap's counters (`FeedWatcher`); monotonic seconds throughout.
 struct FeedWatch: Equatable {
     /// A change the service announces.
     enum Change: Equatable {
@@ -67,18 +67,29 @@ struct FeedWatch: Equatable {
     }
 }
 
-extension RecorderService {
+/// The stall alarm of every running recorder: a feature the coordinator ticks. It is the one
+/// writer of each recorder's `feed`. Control thread.
+final class FeedWatcher: DaemonFeature {
+    private let recorders: RecorderService
+    /// Whose `on_silence` program hears a stall, with the stream's `stall_seconds`.
+    private let alarms: SilenceAlarms
+
+    init(recorders: RecorderService, alarms: SilenceAlarms) {
+        self.recorders = recorders
+        self.alarms = alarms
+    }
+
     /// From the tick: each running recorder's feed, its stall raised or cleared (see the file's
     /// head). Reads two atomics per recorder; the program runs on the "silence hook" worker.
-    func watchFeeds(now: Double) {
+    func tick(now: Double) {
         let wallNow = UTCTime(nanosecondsSinceEpoch: SystemClock.realtimeNanoseconds())
         // A clock stamp is JACK's microseconds, which need not be the tick's clock (jackd2 reads
         // CLOCK_MONOTONIC_RAW, measured 265 ms off CLOCK_MONOTONIC on a box up for hours): its age
         // on JACK's clock places it on the tick's. JACK's clock is read only once a stamp exists:
         // jackd2's libjack has no clock before a client of the process opened.
         var jackNow: Int?
-        for stream in recorders where !stream.stopping {
-            let settings = silenceSettings(of: stream.spec.app)
+        for stream in recorders.recorders where !stream.stopping {
+            let settings = alarms.settings(of: stream.spec.app)
             let stamp = stream.tap.clockStamp.map { stamp -> Double in
                 let current = jackNow ?? Int(truncatingIfNeeded: AudioEngine.jackMicros)
                 jackNow = current
@@ -97,10 +108,10 @@ extension RecorderService {
                     "\(name): STALLED: no audio from \(stream.spec.port) since \(since.iso8601) "
                         + "(\(Readable.duration(settings.stallSeconds)) without a frame: a stopped JACK graph, driver or server); it records on and marks the "
                         + "missing time as a gap when frames come again")
-                announce(stream, .stalled, file: stream.currentFiles.last, reason: "noFrames") {
+                recorders.announce(stream, .stalled, file: stream.currentFiles.last, reason: "noFrames") {
                     $0.since = since.iso8601
                 }
-                silenceAlarms.stall(
+                alarms.stall(
                     "stalled", app: stream.spec.app, stream: stream.spec.stream, since: since,
                     seconds: settings.stallSeconds, settings: settings)
             case .resumed(let since, let seconds):
@@ -108,8 +119,10 @@ extension RecorderService {
                     "\(name): audio again from \(stream.spec.port) after \(Readable.duration(seconds)) stalled (since "
                         + "\(since.iso8601))")
                 let reason = RecordingEvent.State.stalled.rawValue
-                announce(stream, .resumed, file: stream.currentFiles.last, reason: reason) { $0.since = since.iso8601 }
-                silenceAlarms.stall(
+                recorders.announce(stream, .resumed, file: stream.currentFiles.last, reason: reason) {
+                    $0.since = since.iso8601
+                }
+                alarms.stall(
                     "resumed", app: stream.spec.app, stream: stream.spec.stream, since: since, seconds: seconds,
                     settings: settings)
             }

@@ -45,7 +45,7 @@ final class MeterService: DaemonFeature {
     private var ticksOn = 0
     /// `meter` requests that came while the meters were off: answered once a whole tick's
     /// window has been measured.
-    private var waiting: [(app: String?, reply: RecorderService.Reply)] = []
+    private var waiting: [(app: String?, reply: LaterReply)] = []
 
     init(engine: EngineController, sources: Sources) {
         self.engine = engine
@@ -91,7 +91,7 @@ final class MeterService: DaemonFeature {
 
     /// `meter`: the fields now, from the last tick's readings while the meters are on; else
     /// they are turned on and `reply` follows within two ticks (nil).
-    func request(app: String?, reply: @escaping RecorderService.Reply) throws -> [(String, JSONValue)]? {
+    func request(app: String?, reply: @escaping LaterReply) throws -> [(String, JSONValue)]? {
         if isOn && ticksOn >= 2 { return try info(app: app).fields }
         // Refuse now what would be refused then (an unknown app, no JACK server).
         _ = try info(app: app)

@@ -71,7 +71,7 @@ extension SessionCoordinator {
     }
 
     /// `status`'s reply; also what the HTTP listener's metrics are made of. The features add
-    /// their parts (replication).
+    /// their parts (the clock, chain alarms, replication).
     func statusInfo() -> StatusInfo {
         let daemon = StatusInfo.Daemon(
             version: recdVersion, protocolVersion: protocolVersion, pid: Int(CurrentProcess.id),
@@ -87,22 +87,11 @@ extension SessionCoordinator {
         var status = StatusInfo(
             daemon: daemon, jack: jack, sessions: listedSessions().map(sessionInfo),
             active: store.sortedSessions.filter(\.isActive).map(\.app), players: players.all.map(\.info),
-            recorders: recorders.recorders.map(\.info),
+            recorders: recorders.recorders.map(recorders.info(of:)),
             cards: devices.cards.map { .init(index: $0.index, id: $0.id, name: $0.name, usb: $0.isUSB) },
-            archive: recorders.archiveStatus(), attachments: attachments.infos,
-            waiting: recorders.waitingInfos, sessionCount: store.sessions.count
+            archive: archive.archiveStatus(), attachments: attachments.infos,
+            waiting: recovery.waitingInfos, sessionCount: store.sessions.count
         )
-        // adjtimex, reading only: a few µs, fine on the control thread; the source as the
-        // monitor's thread last heard it (a lock, never chronyc here), said explicitly before
-        // its first answer: a reply is never without a key (docs/protocol.md).
-        let source =
-            recorders.timeSource.map { $0.current?.description ?? StatusInfo.Clock.sourcePending }
-            ?? StatusInfo.Clock.sourceUnknown
-        status.clock = ClockSynchronization.current().map {
-            StatusInfo.Clock(
-                synchronized: $0.synchronized, estimatedErrorSeconds: Double($0.estimatedErrorMicroseconds) / 1e6,
-                maximumErrorSeconds: Double($0.maximumErrorMicroseconds) / 1e6, source: source)
-        }
         for feature in features { feature.contribute(to: &status) }
         return status
     }

@@ -1,12 +1,15 @@
 // Recorders (SPEC §7, §8, §9): a session's input, or a monitoring bus, captured by an engine
 // tap, band-limited for HFP links, and archived as FLAC segments by an archiver thread.
 //
-// Threads: the control thread, except where a type says otherwise. `index` is the control
-// thread's own connection to the archive index (adds on segmentFinished, archive.list, the
-// status count); verify, reindex and retention run on the worker with its own
-// (ArchiveMaintenance.swift). Stopping never waits for an archiver: `stop` asks and returns,
-// the recorder's `.stopped` event finishes the job (the archiver thread calls `wake`, which
-// brings `handleEvents` to the control thread).
+// The service keeps the recorders, their taps and their recovery (`RecorderRecovery`; partials
+// left unrecovered, retried on the worker). What segments and streams mean to others (the index,
+// the prover, replication, silence alarms, retention) is theirs: each fact goes to the
+// `SegmentFeature`s (SegmentFeatures.swift), none known by name. The policy's effects on
+// recorders are carried out here; the coordinator decides.
+//
+// Threads: the control thread, except where a type says otherwise. Stopping never waits for an
+// archiver: `stop` asks and returns, the recorder's `.stopped` event finishes the job (the
+// archiver thread calls `wake`, which brings `handleEvents` to the control thread).
 import Archive
 import AudioEngine
 import Codec
@@ -17,8 +20,18 @@ import SessionPolicy
 import Synchronization
 import SystemSupport
 
-/// The recorders of every session and the archive they write: taps, archivers, segment
-/// events, suspended recorders, the declared ones, and the archive's index and jobs.
+/// What the recorders ask of level-triggered takes, whose owner (the take trigger feature) keeps
+/// the sessions' pre-rolls and the armed triggers. Control thread.
+protocol TakeSource: AnyObject {
+    /// `app`'s pre-roll of `port` (its first `channels`), handed over to become a recorder's
+    /// own tap; nil when there is none that fits.
+    func takePreRoll(app: String, port: String, channels: Int) -> PreRollKeeper.Taken?
+    /// Whether `app` is armed: a take that stops leaves its trigger armed, not a recorder waiting.
+    func isArmed(_ app: String) -> Bool
+}
+
+/// The recorders of every session: taps, archivers, segment events, suspended recorders and
+/// the declared ones, and the partials left to recover.
 ///
 /// Confined to the control thread (hence `@unchecked Sendable`: worker completions that
 /// capture it run there too).
@@ -26,19 +39,14 @@ final class RecorderService: @unchecked Sendable {
     let settings: ArchiveSection
     let engine: any RecorderEngine
     private let sink: any ServiceSink
-    /// The daemon's worker for slow requests: verify, reindex and retention.
-    let worker: SlowRequestWorker
-    /// The archive as worker jobs see it (used on the worker thread only).
-    let maintenance: ArchiveMaintenance
+    private let worker: SlowRequestWorker  // partials recovered again
     /// Called on an archiver thread when its recorder has events; must bring `handleEvents`
     /// to the control thread.
     private let wake: @Sendable () -> Void
-    /// `[session] record = ...` of the config: sessions that record whenever they can.
-    let declared: [(app: String, record: RecordAtStart)]
-    /// The silence keys of `[session APP]` sections (the rest come from `settings.silence`).
-    private let sessionSilence: [String: SilenceOverride]
-    /// Silent streams, `silence` events and the `on_silence` programs.
-    let silenceAlarms: SilenceAlarms
+    /// Told of every segment and stream fact, in order; and the level-triggered takes' owner
+    /// (pre-roll taps, armed apps). Both set once by the composition root.
+    var features: [any SegmentFeature] = []
+    weak var takes: (any TakeSource)?
 
     /// The running recorders. Every change is a fact for the policy (isBusy).
     private(set) var recorders: [RecorderStream] = [] {
@@ -50,50 +58,21 @@ final class RecorderService: @unchecked Sendable {
     /// Recorders that are not running and why: those an interruption or a media-services loss
     /// stopped (to start again on resume), those a fault stopped (they start again by
     /// themselves when it goes: `resumeWaiting`), and declared ones that do not record.
-    var recovery: RecorderRecovery
-    /// The entry being started again by `resumeWaiting`: its start is announced `resumed`.
-    var resuming: WaitingRecorder?
-    /// The control thread's connection to the index (the worker has its own).
-    var index: ArchiveIndex?
-    var lastRetention = 0.0
-    /// A retention run is queued or running on the worker.
-    var retentionRunning = false
-    /// `archive.reindex` requests on the worker, and the segments finished meanwhile, which
-    /// the rebuild may have missed (added again when the last one is done).
-    var reindexesRunning = 0
-    var finishedDuringReindex: [SegmentRecord] = []
-    /// Sessions' pre-roll taps (the trigger feature says which to keep; `startInput` takes them over).
-    let preRolls: PreRollKeeper
-    /// Armed recorders of level-triggered takes (`TakeTriggerFeature` runs them).
-    let triggers = TakeTriggers()
-    /// `[replicate] remote`: retention spares segments not yet copied there.
-    var replicationRemote: String?
-    /// Told of every finished segment once it is in the index (replication's queue).
-    var onSegmentFinished: ((SegmentRecord) -> Void)?
-    /// Puts finished and recovered segments into their hash chains (nil: no key, unproven).
-    var prover: SegmentProver?
+    let recovery: RecorderRecovery
     /// Partials whose recovery failed, tried again on the worker when their cause is gone.
-    var unrecovered = UnrecoveredPartials()
-    /// Who keeps the clock, asked on its own thread: each segment's CLOCK_SOURCE and
-    /// `status.clock.source` (set by `Recd.compose`; nil in tests without one).
-    var timeSource: TimeSourceMonitor?
+    private(set) var unrecovered = UnrecoveredPartials()
 
     init(
         settings: ArchiveSection, declared: [(app: String, record: RecordAtStart)], engine: any RecorderEngine,
-        sink: any ServiceSink, worker: SlowRequestWorker, wake: @escaping @Sendable () -> Void,
-        sessionSilence: [String: SilenceOverride] = [:], silenceRunner: SlowRequestWorker? = nil
+        sink: any ServiceSink, worker: SlowRequestWorker, wake: @escaping @Sendable () -> Void
     ) {
-        self.sessionSilence = sessionSilence
-        silenceAlarms = SilenceAlarms(sink: sink, runner: silenceRunner)
         self.settings = settings
-        self.declared = declared
         self.engine = engine
         self.sink = sink
         self.worker = worker
         self.wake = wake
-        preRolls = PreRollKeeper(engine: engine)
-        maintenance = ArchiveMaintenance(directory: settings.dir)
-        recovery = RecorderRecovery(archiveDir: settings.dir, minFreePercent: settings.minFreePercent)
+        recovery = RecorderRecovery(
+            archiveDir: settings.dir, minFreePercent: settings.minFreePercent, declared: declared)
     }
 
     var archiveDir: String { settings.dir }
@@ -103,27 +82,28 @@ final class RecorderService: @unchecked Sendable {
     /// The apps that record anything: part of the policy's isBusy fact (`ServiceFact.streams`).
     var recordingApps: Set<String> { Set(recorders.map(\.spec.app)) }
 
-    /// Whether `app` records anything, or the stream `stream`.
+    /// Whether `app` records anything, or the stream `stream`; whether `stream` runs.
     func isRecording(_ app: String, stream: String? = nil) -> Bool {
         recorders.contains { $0.spec.app == app && (stream == nil || $0.spec.stream == stream) }
     }
+    func isRunning(_ stream: RecorderStream) -> Bool { recorders.contains { $0 === stream } }
 
-    /// Start-up: recover partial files left by a crash, open the index.
+    var unrecoveredInfos: [StatusInfo.UnrecoveredPartial] { unrecovered.infos(archiveDir: archiveDir) }
+
+    /// The recorders running and finishing: what the archive as written now is read from.
+    var live: [RecorderStream] { recorders + stopping }
+
+    /// Start-up: recover partial files left by a crash, then the features hear of the archive
+    /// (the catalog opens the index and adds what was recovered, the prover chains what it owes).
     func openArchive() {
         if (try? FileSystem.makeDirectories(archiveDir, mode: 0o750)) == nil {
             Log.error("cannot create archive dir \(archiveDir); recordings will fail until [archive] dir is writable")
-        }
-        do {
-            index = try ArchiveIndex(path: maintenance.indexPath)
-        } catch {
-            Log.error("cannot open the archive index: \(error); `recctl archive reindex` rebuilds it")
         }
         var recovered: [SegmentRecord] = []
         for result in PartialRecovery.recoverAll(in: archiveDir) {
             Log.notice("recovery of \(result.partialPath): \(result.outcome)")
             switch result.outcome {
             case .recovered(let record):
-                try? index?.add(record)
                 recovered.append(record)
             case .failed(let error):
                 Log.error("\(result.partialPath) is not recovered: \(error); recd tries again when that is mended")
@@ -131,16 +111,7 @@ final class RecorderService: @unchecked Sendable {
             case .alreadyRecovered, .unrecoverable, .inUse: break
             }
         }
-        guard let prover else { return }
-        // Recovered segments, and those a crash finished before they were chained; in the
-        // order they started, before any new segment (the prover's queue is in order).
-        // Only those recd noted in its ledger before it wrote them: a row or a partial someone else
-        // put in the archive is never chained (the prover checks each on its thread).
-        let unchained = (try? index?.unchained(since: prover.since)) ?? nil
-        for record in unchained ?? recovered {
-            prover.chain(record, index: { [weak self] in self?.index }, onlyIfOwed: true)
-        }
-        prover.pruneLedger()
+        for feature in features { feature.archiveOpened(recovered: recovered) }
     }
 
     // MARK: Starting
@@ -169,7 +140,7 @@ final class RecorderService: @unchecked Sendable {
         }
         let tap: CaptureTap
         // A session with a pre-roll starts from the input it kept (not when going on from another input).
-        let preRolled = old == nil ? preRolls.take(app: spec.app, port: spec.port, channels: channels) : nil
+        let preRolled = old == nil ? takes?.takePreRoll(app: spec.app, port: spec.port, channels: channels) : nil
         // A processed capture's far end: the session's route output (a pre-roll tap of a
         // processed session keeps its own; one without is recorded as captured).
         let voice = VoiceSetup(context, inputGroup: group, engine: engine)
@@ -254,14 +225,11 @@ final class RecorderService: @unchecked Sendable {
         endReason: EndReason = .routeChange, preRolled: PreRollKeeper.Taken? = nil, voice: VoiceSetup? = nil
     ) throws -> RecorderStream {
         var configuration = configuration
-        configuration.timeSource = timeSource
-        configuration.ledger = prover?.ledger
         configuration.measuresLoudness = settings.loudness != .no
         configuration.loudnessEngine = settings.loudness == .libebur128 ? .libebur128 : .vectorized
         configuration.network = configuration.inputPort.flatMap { engine.networkReception(port: $0) }
-        configuration.silence = silenceAlarms.detection(
-            app: spec.app, stream: spec.stream, settings: silenceSettings(of: spec.app))
-        if let resuming = resuming(spec) {
+        for feature in features { feature.configure(&configuration, for: spec) }
+        if let resuming = recovery.resuming(spec) {
             configuration.extraComments += [
                 VorbisComment(CommentName.resumedAfter, resuming.cause.rawValue),
                 VorbisComment(CommentName.stoppedAt, resuming.since.iso8601),
@@ -304,7 +272,6 @@ final class RecorderService: @unchecked Sendable {
         let stream = RecorderStream(
             spec: spec, tap: tap, source: source, recorder: recorder, bandwidth: bandwidth, sampleRate: rate,
             startedAt: old?.startedAt ?? Date())
-        stream.silenceAlarms = silenceAlarms
         stream.voice = processed
         recorders.append(stream)
         source.resolveStartTime(engine)
@@ -314,14 +281,14 @@ final class RecorderService: @unchecked Sendable {
             old.successor = stream
             Log.info("\(spec.app): \(spec.stream) goes on from \(spec.port) (was \(old.spec.port); \(endReason))")
             announce(stream, .switched, reason: endReason.rawValue) { $0.previousPort = old.spec.port }
-        } else if let resuming = resuming(spec) {
+        } else if let resuming = recovery.resuming(spec) {
             announce(stream, .resumed, reason: resuming.cause.rawValue) { $0.since = resuming.since.iso8601 }
         } else {
             announce(stream, .started)
         }
         // It records: it waits no more. A declared app has one recorder: whatever kept it from
         // recording is over.
-        let declaredApp = isDeclared(spec.app)
+        let declaredApp = recovery.isDeclared(spec.app)
         recovery.remove { $0.spec.app == spec.app && ($0.spec.stream == spec.stream || declaredApp) }
         return stream
     }
@@ -333,10 +300,7 @@ final class RecorderService: @unchecked Sendable {
     /// finish will carry in `RecorderNews.finished`.
     func stopRecording(app: String, stream: String?) throws -> [(id: ObjectIdentifier, json: JSONValue)] {
         let targets = of(app).filter { stream == nil || $0.spec.stream == stream }
-        let matches = { (entry: WaitingRecorder) in
-            entry.spec.app == app && (stream == nil || entry.spec.stream == stream)
-        }
-        let waited = recovery.waiting.filter { matches($0) && $0.cause != .stop }
+        let waited = recovery.waiting(app: app, stream: stream)
         guard !targets.isEmpty || !waited.isEmpty else {
             throw SessionError(
                 .badParam,
@@ -346,34 +310,11 @@ final class RecorderService: @unchecked Sendable {
         }
         var stopped: [(id: ObjectIdentifier, json: JSONValue)] = []
         for recorder in targets {
-            stopped.append((recorder.id, recorder.json))
+            stopped.append((recorder.id, info(of: recorder).json))
             stop(recorder, reason: .stop)
         }
-        recovery.remove(where: matches)
-        // A declared recorder stopped by request stays stopped (not started again at a reset)
-        // until `record.start`; status says so.
-        if isDeclared(app) {
-            for spec in targets.map(\.spec) + waited.map(\.spec) {
-                recovery.wait(spec, cause: .stop, declared: true)
-            }
-        }
-        if !waited.isEmpty {
-            Log.notice("\(app): \(waited.map(\.spec.stream).joined(separator: ", ")) no longer waits to record again")
-        }
+        recovery.stopRequested(app: app, stream: stream, stopped: targets.map(\.spec), waited: waited)
         return stopped
-    }
-
-    /// The entry `resumeWaiting` is starting again, when `spec` is its recorder (a declared one
-    /// may start under another stream name: the route's input now).
-    private func resuming(_ spec: RecorderSpec) -> WaitingRecorder? {
-        guard let resuming, resuming.spec.app == spec.app, resuming.spec.stream == spec.stream || resuming.declared
-        else { return nil }
-        return resuming
-    }
-
-    /// Whether `app`'s session declares a recorder (`record = route` or a port).
-    func isDeclared(_ app: String) -> Bool {
-        declared.contains { $0.app == app && $0.record != .no }
     }
 
     /// Asks a recorder to stop and detaches it from the engine, then returns: its archiver
@@ -401,17 +342,11 @@ final class RecorderService: @unchecked Sendable {
         stream.recorder.waitUntilStopped()  // its thread has ended: this only joins it
         stopping.removeAll { $0 === stream }
         if stream.continued { return }
-        forgetSilenceIfGone(stream.spec)
+        streamEndedIfGone(stream.spec)
         announce(stream, .stopped, file: stream.currentFiles.first, reason: reason.rawValue) {
             $0.error = error?.sessionError
-            $0.resumesWhen = resumesWhen(of: stream.spec)
+            $0.resumesWhen = recovery.resumesWhen(of: stream.spec)
         }
-    }
-
-    /// `resumesWhen` for the `stopped` event of a stream that waits to start again by itself.
-    private func resumesWhen(of spec: RecorderSpec) -> String? {
-        guard let entry = recovery.entry(app: spec.app, stream: spec.stream), entry.cause.heals else { return nil }
-        return recovery.resumesWhen(entry)
     }
 
     /// Stops every recorder and waits until each has finished its files: at shutdown, when the
@@ -422,6 +357,107 @@ final class RecorderService: @unchecked Sendable {
             stream.recorder.waitUntilStopped()
             _ = handleEvents(of: stream)
         }
+    }
+
+    // MARK: The policy's effects
+
+    /// An interruption by `by` (an app, a muted port; nil for a lost output): `app`'s
+    /// recorders stop and are kept to start again on resume. Their segments end with
+    /// END_REASON=interruption and INTERRUPTED_BY naming who.
+    func suspendAll(of app: String, by: String?) {
+        let comments = by.map { [VorbisComment(CommentName.interruptedBy, $0)] } ?? []
+        for stream in of(app) {
+            recovery.wait(stream.spec, cause: .interruption, declared: recovery.isDeclared(app), by: by)
+            stop(stream, reason: .interruption, comments: comments)
+        }
+    }
+
+    /// The policy stopped `app`'s streams; after a media-services loss they start again on reset.
+    /// The segment's end reason: mediaServicesLost, categoryChange (the session's new category
+    /// has no input), or stop.
+    func stopAll(of app: String, reason: StreamStopReason) {
+        let endReason: EndReason
+        switch reason {
+        case .mediaServicesLost: endReason = .mediaServicesLost
+        case .categoryChange: endReason = EndReason(rawValue: reason.rawValue)
+        default: endReason = .stop
+        }
+        for stream in of(app) {
+            if reason == .mediaServicesLost {
+                recovery.wait(stream.spec, cause: .mediaServicesLost, declared: recovery.isDeclared(app))
+            }
+            stop(stream, reason: endReason)
+        }
+        guard reason != .mediaServicesLost else { return }
+        recovery.stoppedByPolicy(app: app, reason: reason, specs: of(app).map(\.spec))
+    }
+
+    /// The JACK server went away: every recorder stops, to start again when it returns.
+    func suspendAllForMediaServicesLoss() {
+        for stream in recorders {
+            recovery.wait(stream.spec, cause: .mediaServicesLost, declared: recovery.isDeclared(stream.spec.app))
+            stop(stream, reason: .mediaServicesLost)
+        }
+    }
+
+    /// Input mute or permission changed: `app`'s taps carry silence or samples from the next period.
+    func setSilenced(of app: String, _ silenced: Bool) {
+        for stream in of(app) { engine.setZeroed(stream.tap, silenced) }
+    }
+
+    /// No sample of an input reaches a file of an app that is not granted (SPEC §8).
+    func permissionRevoked(of app: String) {
+        for stream in of(app) {
+            engine.setZeroed(stream.tap, true)
+            stop(stream, reason: EndReason(rawValue: "permissionRevoked"))
+            if recovery.isDeclared(app) {
+                recovery.wait(
+                    stream.spec, cause: .failed, declared: true,
+                    detail: "record permission revoked; `recctl permission grant \(app)`, then "
+                        + "`recctl record start \(app)`")
+            }
+        }
+    }
+
+    /// The server's sample rate changed under running recorders (PipeWire's JACK can change it
+    /// live): each ends its segment with `reason` and is returned, to start again at the new rate.
+    func endAllForNewRate(reason: EndReason) -> [RecorderSpec] {
+        let running = recorders
+        for stream in running { stop(stream, reason: reason) }
+        return running.map(\.spec)
+    }
+
+    /// A route change: `app`'s input recorders whose port is gone stop (buses stay), to start
+    /// again when it is back.
+    func stopUnavailable(of app: String) {
+        for stream in of(app) where stream.spec.bus == nil && !engine.isAvailable(port: stream.spec.port) {
+            stopForLostInput(stream)
+        }
+    }
+
+    /// The ports' availability changed: every recorder of an explicit input port that went away
+    /// stops, whether or not its session's route changed. A session with two inputs records one
+    /// by name while its route is on the other (last in wins): no route change comes when the
+    /// named one goes (a netjack2 satellite lost), and without this the recorder would go on
+    /// writing the silence of an unconnected port. Route-following recorders are left to the
+    /// route change, which moves them to the new input.
+    func stopExplicitUnavailable() {
+        for stream in recorders
+        where stream.spec.bus == nil && !stream.spec.followsRoute && !engine.isAvailable(port: stream.spec.port) {
+            stopForLostInput(stream)
+        }
+    }
+
+    /// A recorder whose input went away (its port, or the route's last input for one that
+    /// follows the route) stops with END_REASON=routeChange and waits for an input to return.
+    func stopForLostInput(_ stream: RecorderStream) {
+        // A triggered take ends there; its trigger stays armed and watches the input.
+        guard takes?.isArmed(stream.spec.app) != true else { return stop(stream, reason: .routeChange) }
+        recovery.wait(stream.spec, cause: .inputGone, declared: recovery.isDeclared(stream.spec.app))
+        Log.warning(
+            "\(stream.spec.app)/\(stream.spec.stream): input \(stream.spec.port) went away; records again when "
+                + (recovery.resumesWhen(recovery.entry(app: stream.spec.app, stream: stream.spec.stream)!) ?? "asked"))
+        stop(stream, reason: .routeChange)
     }
 
     // MARK: Events
@@ -436,15 +472,10 @@ final class RecorderService: @unchecked Sendable {
         return news
     }
 
-    /// From the tick: start times, events, retention every 60 s.
+    /// From the tick: start times, events, partials to recover again.
     func service(now: Double) -> RecorderNews {
         for stream in recorders { stream.source.resolveStartTime(engine) }
         let news = handleEvents()
-        watchFeeds(now: now)
-        if now - lastRetention >= 60 {
-            lastRetention = now
-            enforceRetention()
-        }
         if !unrecovered.isEmpty { retryRecoveries(now: now) }
         return news
     }
@@ -457,20 +488,13 @@ final class RecorderService: @unchecked Sendable {
                 stream.currentFiles.append(path)
                 stream.lastSegmentNumber = max(stream.lastSegmentNumber ?? 0, segment)
                 announce(stream, .segment, file: path)
+                let opened = OpenedSegment(stream.spec, path: path, number: segment)
+                for feature in features { feature.segmentOpened(opened) }
             case .segmentFinished(let record):
                 stream.currentFiles.removeAll { $0 == record.path }
                 stream.segments += 1
                 stream.successor?.segments += 1
-                do { try index?.add(record) } catch { Log.warning("index: \(error)") }
-                if reindexesRunning > 0 { finishedDuringReindex.append(record) }
-                if let prover {
-                    // Replicated once chained: the copy carries the chain that names it.
-                    prover.chain(record, index: { [weak self] in self?.index }) { [weak self] in
-                        self?.onSegmentFinished?(record)
-                    }
-                } else {
-                    onSegmentFinished?(record)
-                }
+                for feature in features { feature.segmentFinished(record) }
                 announce(stream, .finished, file: record.path, reason: record.endReason?.rawValue) {
                     $0.frames = record.frames
                     $0.gaps = record.gaps.count
@@ -482,7 +506,7 @@ final class RecorderService: @unchecked Sendable {
             case .gap(let gap):
                 stream.gaps += 1
                 stream.successor?.gaps += 1
-                logGap(gap, of: stream)
+                stream.log(gap)
                 // The segment being written holds the gap (its GAPS tag); the position counts
                 // from the recording's start, across its segments, so the rate comes with it.
                 announce(stream, .gap, file: stream.currentFiles.last, reason: gap.cause.rawValue) {
@@ -491,9 +515,7 @@ final class RecorderService: @unchecked Sendable {
                     $0.sampleRate = stream.sampleRate
                 }
             case .silence(let change):
-                silenceAlarms.handle(
-                    change, app: stream.spec.app, stream: stream.spec.stream,
-                    settings: silenceSettings(of: stream.spec.app))
+                tell(.silence(change), of: stream.spec)
             case .stopped(let reason, let error):
                 if stream.stopping {
                     finishStop(stream, reason: reason, error: error)
@@ -509,44 +531,27 @@ final class RecorderService: @unchecked Sendable {
                 stoppedByItself(stream.spec, reason: reason, message: message)
                 announce(stream, .stopped, reason: reason.rawValue) {
                     $0.error = error?.sessionError
-                    $0.resumesWhen = resumesWhen(of: stream.spec)
+                    $0.resumesWhen = recovery.resumesWhen(of: stream.spec)
                 }
-                forgetSilenceIfGone(stream.spec)
+                streamEndedIfGone(stream.spec)
             }
         }
         return news
     }
 
-    /// A recorder that stopped by itself waits: for space after a full disk (retention runs at
-    /// the next tick rather than within the minute), or, declared, says why it stopped. A
-    /// triggered take is not (its trigger stays armed and starts the next take).
+    /// A recorder that stopped by itself waits: for space after a full disk, or, declared, says
+    /// why it stopped; a triggered take does not (its trigger stays armed for the next take).
     private func stoppedByItself(_ spec: RecorderSpec, reason: EndReason, message: String) {
-        guard triggers.armed[spec.app] == nil else { return }
+        tell(.stoppedByItself(reason), of: spec)
+        guard takes?.isArmed(spec.app) != true else { return }
         if reason == .diskFull {
-            recovery.wait(spec, cause: .diskFull, declared: isDeclared(spec.app))
-            lastRetention = -.infinity
+            recovery.wait(spec, cause: .diskFull, declared: recovery.isDeclared(spec.app))
             _ = recovery.currentLowWater()
             if let entry = recovery.entry(app: spec.app, stream: spec.stream), let when = recovery.resumesWhen(entry) {
                 Log.warning("\(spec.app)/\(spec.stream): waits for disk space; records again when \(when)")
             }
-        } else if isDeclared(spec.app) {
+        } else if recovery.isDeclared(spec.app) {
             recovery.wait(spec, cause: .failed, declared: true, detail: message)
-        }
-    }
-
-    private func logGap(_ gap: SourceGap, of stream: RecorderStream) {
-        let name = "\(stream.spec.app)/\(stream.spec.stream)"
-        switch gap.cause {
-        case .overrun:
-            Log.warning(
-                "\(name): ring overrun, \(Readable.length(frames: gap.length, sampleRate: stream.sampleRate)) missing "
-                    + "at \(Readable.position(frames: gap.position, sampleRate: stream.sampleRate)) of the recording")
-        case .clockStall:
-            Log.warning(
-                "\(name): JACK delivered no audio for \(Readable.length(frames: gap.length, sampleRate: stream.sampleRate)) "
-                    + "of wall-clock time (a stalled or stopped server, or a driver that lost sync); recorded as a gap "
-                    + "at \(Readable.position(frames: gap.position, sampleRate: stream.sampleRate)) of the recording, so "
-                    + "later samples keep their true time")
         }
     }
 
@@ -562,20 +567,33 @@ final class RecorderService: @unchecked Sendable {
         sink.broadcast(.recording(event))
     }
 
-    // MARK: Silence
+    /// A partial recovered again is a finished segment to the features (the index, its chain, the replica).
+    private func retryRecoveries(now: Double) {
+        unrecovered.retry(now: now, in: archiveDir, on: worker) { [weak self] result in
+            guard let self, let record = self.unrecovered.settle(result) else { return }
+            for feature in self.features { feature.segmentFinished(record) }
+        }
+    }
 
-    /// The silence settings of `app`'s recorders: `[archive]`'s with its session section's.
-    func silenceSettings(of app: String) -> SilenceSettings {
-        settings.silence.applying(sessionSilence[app] ?? SilenceOverride())
+    /// `stream` as `status` and the `record.stop` reply show it, with the features' parts.
+    func info(of stream: RecorderStream) -> RecorderInfo {
+        var info = stream.info
+        for feature in features { feature.describe(&info) }
+        return info
+    }
+
+    /// Hands a change of `spec`'s stream to the features.
+    private func tell(_ change: StreamChange, of spec: RecorderSpec) {
+        for feature in features { feature.streamChanged(change, app: spec.app, stream: spec.stream) }
     }
 
     /// A recorder of `spec`'s stream ended: unless another records it or it waits to start
-    /// again, its silence alarm goes.
-    private func forgetSilenceIfGone(_ spec: RecorderSpec) {
+    /// again, the stream has ended (its silence alarm goes).
+    private func streamEndedIfGone(_ spec: RecorderSpec) {
         let same = { (other: RecorderSpec) in other.app == spec.app && other.stream == spec.stream }
         guard !recorders.contains(where: { same($0.spec) }), !recovery.waiting.contains(where: { same($0.spec) }) else {
             return
         }
-        silenceAlarms.forget(app: spec.app, stream: spec.stream)
+        tell(.ended, of: spec)
     }
 }

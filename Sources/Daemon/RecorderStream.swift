@@ -339,9 +339,7 @@ final class RecorderStream {
     var lastSegmentNumber: Int?
     /// The recorder that went on with this one's stream (its counts include this one's).
     weak var successor: RecorderStream?
-    /// The service's silence alarms, for `info` (nil in streams made without a service).
-    weak var silenceAlarms: SilenceAlarms?
-    /// Whether its source still delivers frames (`RecorderService.watchFeeds`, from the tick).
+    /// Whether its source still delivers frames (`FeedWatcher`, from the tick; its one writer).
     var feed = FeedWatch(now: SystemClock.monotonicSeconds())
 
     init(
@@ -364,11 +362,27 @@ final class RecorderStream {
             app: spec.app, stream: spec.stream, port: spec.port, bandwidth: bandwidth.name, sampleRate: sampleRate,
             files: currentFiles, seconds: Date().timeIntervalSince(startedAt).rounded(), segments: segments,
             gaps: gaps, overruns: tap.overruns, droppedFrames: tap.droppedFrames, zeroed: tap.isZeroed,
-            silentSince: silenceAlarms?.alarm(app: spec.app, stream: spec.stream)?.since.iso8601,
             stalledSince: feed.stalledSince?.iso8601)
     }
 
     var json: JSONValue { info.json }
+
+    /// Logs a gap its recorder reported, in words an operator reads.
+    func log(_ gap: SourceGap) {
+        let name = "\(spec.app)/\(spec.stream)"
+        switch gap.cause {
+        case .overrun:
+            Log.warning(
+                "\(name): ring overrun, \(Readable.length(frames: gap.length, sampleRate: sampleRate)) missing "
+                    + "at \(Readable.position(frames: gap.position, sampleRate: sampleRate)) of the recording")
+        case .clockStall:
+            Log.warning(
+                "\(name): JACK delivered no audio for \(Readable.length(frames: gap.length, sampleRate: sampleRate)) "
+                    + "of wall-clock time (a stalled or stopped server, or a driver that lost sync); recorded as a gap "
+                    + "at \(Readable.position(frames: gap.position, sampleRate: sampleRate)) of the recording, so "
+                    + "later samples keep their true time")
+        }
+    }
 }
 
 /// What recorders did since the coordinator last asked (`handleEvents`). A recorder that

@@ -172,7 +172,7 @@ struct RcloneCopier: Sendable {
 ///
 /// Confined to the control thread (`@unchecked Sendable`: completions of its copies, which
 /// capture it, run there too).
-final class ReplicationService: DaemonFeature, @unchecked Sendable {
+final class ReplicationService: DaemonFeature, SegmentFeature, @unchecked Sendable {
     let settings: ReplicateSection
     let remote: String
     let archiveDirectory: String
@@ -201,6 +201,8 @@ final class ReplicationService: DaemonFeature, @unchecked Sendable {
     }
 
     /// Start-up, after the archive's recovery: queues every indexed segment not yet copied.
+    func archiveOpened(recovered: [SegmentRecord]) { start() }
+
     func start() {
         lastSuccess = copier.savedLastSuccess()
         do {
@@ -216,7 +218,7 @@ final class ReplicationService: DaemonFeature, @unchecked Sendable {
         pump()
     }
 
-    /// A recorder finished a segment (never a `.partial`): queue it.
+    /// A segment is finished and chained (never a `.partial`): queue it.
     func segmentFinished(_ record: SegmentRecord) {
         guard !record.path.hasSuffix(SegmentWriter.partialSuffix) else { return }
         enqueue(record.path)

@@ -18,12 +18,13 @@ import ControlProtocol
 import Platform
 import SystemSupport
 
-/// Chains finished segments, one at a time in the order they finished, off the control thread.
-/// Owned by `RecorderService`; made by `Startup` (`make`), stopped at shutdown.
+/// Chains finished segments, one at a time in the order they finished, off the control thread:
+/// a feature that hears every finished segment and passes it on to `next` once chained (a
+/// replica carries the chain that names it). Made by `Startup` (`make`), stopped at shutdown.
 ///
 /// Confined to the control thread (hence `@unchecked Sendable`: its worker's completions,
 /// which capture it, run there too).
-final class SegmentProver: @unchecked Sendable {
+final class SegmentProver: SegmentFeature, DaemonFeature, @unchecked Sendable {
     let keeper: ChainKeeper
     /// The segments recd wrote and has not chained (in the state directory): after a crash, and
     /// when a chain holds again, only these are chained from the index.
@@ -42,19 +43,29 @@ final class SegmentProver: @unchecked Sendable {
     /// found not to hold (opened on first use there).
     private let proverIndex: ThreadIndex
 
-    private init(keeper: ChainKeeper, ledger: SegmentLedger, worker: SlowRequestWorker) {
+    /// The control thread's index (the catalog's), which gets each segment's proof columns.
+    private let index: @Sendable () -> ArchiveIndex?
+    /// The features that hear a segment once it is chained (or could not be).
+    var next: [any SegmentFeature] = []
+
+    private init(
+        keeper: ChainKeeper, ledger: SegmentLedger, worker: SlowRequestWorker,
+        index: @escaping @Sendable () -> ArchiveIndex?
+    ) {
         self.keeper = keeper
         self.ledger = ledger
         self.worker = worker
+        self.index = index
         proverIndex = ThreadIndex(path: keeper.archiveDirectory + "/index.sqlite")
     }
 
     /// Loads the key from `stateDir` (made there, 0600, at the first start), publishes the
     /// public key at the archive's root, starts the worker. Nil, with the reason logged, when the
     /// key cannot be had: recd records anyway, unproven (an archive is worth more than its proof).
-    static func make(stateDir: String, archiveDir: String, deliver: @escaping SlowRequestWorker.Deliver)
-        -> SegmentProver?
-    {
+    static func make(
+        stateDir: String, archiveDir: String, deliver: @escaping SlowRequestWorker.Deliver,
+        index: @escaping @Sendable () -> ArchiveIndex?
+    ) -> SegmentProver? {
         do {
             let key = try ArchiveSigningKey.loadOrCreate(
                 path: stateDir + "/" + keyFileName, now: UTCTime.now().microsecondsSinceEpoch)
@@ -64,13 +75,42 @@ final class SegmentProver: @unchecked Sendable {
             let heads = ChainHeads(directory: stateDir + "/" + ChainHeads.directoryName)
             return SegmentProver(
                 keeper: ChainKeeper(archiveDirectory: archiveDir, key: key, heads: heads),
-                ledger: SegmentLedger(directory: stateDir + "/" + SegmentLedger.directoryName), worker: worker)
+                ledger: SegmentLedger(directory: stateDir + "/" + SegmentLedger.directoryName), worker: worker,
+                index: index)
         } catch {
             Log.error(
                 "the archive will not prove itself: \(error); fix the state directory's key or permissions and restart")
             return nil
         }
     }
+
+    /// Recovered segments, and those a crash finished before they were chained; in the order
+    /// they started, before any new segment (the prover's queue is in order). Only those recd
+    /// noted in its ledger before it wrote them: a row or a partial someone else put in the
+    /// archive is never chained (the prover checks each on its thread).
+    func archiveOpened(recovered: [SegmentRecord]) {
+        let unchained = (try? index()?.unchained(since: since)) ?? nil
+        for record in unchained ?? recovered { chain(record, index: index, onlyIfOwed: true) }
+        pruneLedger()
+        for feature in next { feature.archiveOpened(recovered: recovered) }
+    }
+
+    /// A new recorder notes each segment in the ledger before it writes it.
+    func configure(_ configuration: inout RecorderConfiguration, for spec: RecorderSpec) {
+        configuration.ledger = ledger
+    }
+
+    /// Chained, then passed on; one recovered from its partial only if the ledger owes it.
+    func segmentFinished(_ record: SegmentRecord) {
+        chain(record, index: index, onlyIfOwed: record.recovered) { [weak self] in
+            for feature in self?.next ?? [] { feature.segmentFinished(record) }
+        }
+    }
+
+    func contribute(to status: inout StatusInfo) { status.archive.chainAlarms = alarmInfos }
+
+    /// At shutdown: the last segments into their chains now rather than at the next start.
+    func stop() { stop(index: index()) }
 
     /// When the key was made: segments that start before it are not chained after a crash.
     var since: UTCTime { UTCTime(microsecondsSinceEpoch: keeper.key.createdMicroseconds) }

@@ -6,8 +6,10 @@
 // coordinator turns the fact into the policy's input (`PolicyFact`, read from the services at
 // that moment), and every effect the policy answers with goes out by one path (`dispatch`).
 //
-// Features beside the policy (meters, replication, level-triggered takes with their pre-rolls)
-// are `DaemonFeature`s: they run from the tick, hear every effect, and add to `status`.
+// Features beside the policy (meters, replication, retention, silence alarms, the prover, the
+// time source, level-triggered takes with their pre-rolls) are `DaemonFeature`s: they run from
+// the tick, hear every effect, add to `status`, and stop at shutdown in the reverse order of the
+// list. Those that hear the archive's segments are `SegmentFeature`s too (SegmentFeatures.swift).
 //
 // Threads: the control thread, for every member of every protocol here.
 import ControlProtocol
@@ -44,9 +46,13 @@ protocol DaemonFeature: AnyObject {
     func contribute(to status: inout StatusInfo)
     /// Whether it needs the 100 ms tick now (something it polls is under way).
     var wantsFrequentTicks: Bool { get }
+    /// At shutdown, after the recorders finished their files: its threads end.
+    func stop()
 }
 
 extension DaemonFeature {
+    func tick(now: Double) {}
+    func stop() {}
     func handle(_ effect: PolicyEffect) {}
     func contribute(to status: inout StatusInfo) {}
     var wantsFrequentTicks: Bool { false }

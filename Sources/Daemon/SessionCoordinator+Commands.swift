@@ -108,18 +108,18 @@ extension SessionCoordinator {
         case .recordStop(let app, let stream):
             return try recordStop(app: app, stream: stream, from: caller)
         case .archiveList(let app, let since, let offset, let limit):
-            return .now(try recorders.archiveList(app: app, since: since, offset: offset, limit: limit))
+            return .now(try archive.archiveList(app: app, since: since, offset: offset, limit: limit))
         case .archiveVerify(let path, let progress):
-            try recorders.verify(
+            try archive.verify(
                 path: path, uid: caller.peer.uid, groups: Set(caller.peer.groups + [caller.peer.gid]),
                 administrator: caller.isAdministrator, for: caller.client, progress: progress ? caller.progress : nil,
                 reply: caller.reply)
             return .later
         case .archiveReindex:
-            recorders.reindex(for: caller.client, uid: caller.peer.uid, reply: caller.reply)
+            archive.reindex(for: caller.client, uid: caller.peer.uid, reply: caller.reply)
             return .later
         case .archiveExport(let export):
-            try recorders.export(
+            try archive.export(
                 export, output: descriptors.take(), uid: caller.peer.uid,
                 groups: Set(caller.peer.groups + [caller.peer.gid]), administrator: caller.isAdministrator,
                 for: caller.client, reply: caller.reply)

@@ -27,8 +27,8 @@ extension SessionCoordinator {
         let now = Self.wallSeconds()
         var seen = watched.union(attachments.apps).union(players.all.map(\.app))
         seen.formUnion(recorders.recorders.map(\.spec.app))
-        seen.formUnion(recorders.waitingInfos.map(\.app))
-        seen.formUnion(recorders.triggers.armed.keys)
+        seen.formUnion(recovery.waitingInfos.map(\.app))
+        seen.formUnion(triggers.armedApps)
         if let owner = monitoring.owner { seen.insert(owner) }
         seen.formUnion(store.sessions.values.filter { $0.state != .inactive }.map(\.app))
         for app in seen { store.noteUse(of: app, at: now) }

@@ -9,7 +9,7 @@ import SystemSupport
 extension SessionCoordinator {
     /// From the tick: the waiting recorders whose cause is gone start again.
     func resumeWaitingRecorders(now: Double) {
-        recorders.resumeWaiting(
+        recovery.resumeWaiting(
             now: now, servicesAvailable: store.mediaServicesAvailable && engine.isRunning,
             inputAvailable: { spec in inputAvailable(for: spec) }, start: { entry in try resume(entry) })
     }
@@ -25,7 +25,7 @@ extension SessionCoordinator {
 
     /// Starts a waiting recorder again, as its app or the config would: a declared one as at
     /// start-up (its session activated if inactive); another only while its session is active.
-    private func resume(_ entry: WaitingRecorder) throws -> RecorderService.ResumeOutcome {
+    private func resume(_ entry: WaitingRecorder) throws -> RecorderRecovery.ResumeOutcome {
         let app = entry.spec.app
         guard let session = store.sessions[app] else { return .dropped("session \(app) was deleted") }
         // The interruption's end (resumeStreams, auto_resume) or the app decides.

@@ -229,7 +229,7 @@ extension SessionCoordinator {
                     .badParam, "\(app) already records stream \(stream); stop it first or use --stream NAME")
             }
             let started = try startRecorder(RecorderSpec(app: app, stream: stream, port: "bus:" + bus.rawValue))
-            return [("recorder", started.json)]
+            return [("recorder", recorders.info(of: started).json)]
         }
         let session = try store.session(app)
         if !session.isActive { apply(try store.activate(app: app)) }
@@ -245,7 +245,7 @@ extension SessionCoordinator {
         }
         let started = try startRecorder(
             RecorderSpec(app: app, stream: stream, port: portName, followsRoute: start.input == nil))
-        return [("recorder", started.json)]
+        return [("recorder", recorders.info(of: started).json)]
     }
 
     /// `record.stop`: answered once the stopped recorders have finished their files. An armed
@@ -262,6 +262,9 @@ extension SessionCoordinator {
                 recorders: stopped.map(\.json)))
         return .later
     }
+
+    /// A level-triggered take's recorder, under the same checks (`TakeHost`).
+    func startTake(_ spec: RecorderSpec) throws -> RecorderStream { try startRecorder(spec) }
 
     /// The policy part of starting a recorder (an input: it captures, is available now and
     /// may be used by the session; its bandwidth), then the recorder service starts it.
@@ -343,7 +346,7 @@ extension SessionCoordinator {
     /// so is a level-triggered take (its pre-roll tap is the trigger's: it ends as it began; the
     /// next take follows the session).
     func followCaptureProcessing(of app: String) {
-        guard let session = store.sessions[app], recorders.triggers.armed[app] == nil else { return }
+        guard let session = store.sessions[app], !triggers.isArmed(app) else { return }
         let processing = session.captureProcessing
         let reference = processing == .none ? nil : session.route.outputs.first
         for stream in recorders.of(app)
@@ -359,12 +362,12 @@ extension SessionCoordinator {
 
     /// Sessions declared with `record = ...` record whenever they can (the broadcast logger).
     func startDeclaredRecorders() {
-        for (app, declaredPort) in recorders.declaredToStart() {
-            guard !recorders.isRecording(app), !recorders.hasSuspended(app) else { continue }
+        for (app, declaredPort) in recovery.declaredToStart(isRecording: { recorders.isRecording($0) }) {
+            guard !recorders.isRecording(app), !recovery.hasSuspended(app) else { continue }
             do {
                 _ = try startDeclared(app: app, port: declaredPort)
             } catch {
-                recorders.declaredNotStarted(app: app, port: declaredPort, error: error)
+                recovery.declaredNotStarted(app: app, port: declaredPort, error: error)
             }
         }
     }

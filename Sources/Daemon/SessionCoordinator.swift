@@ -34,7 +34,7 @@ extension ControlServer: ClientLink {}
 
 /// Owns the `SessionStore` and runs facts → policy → effects. Confined to the control thread
 /// (hence `@unchecked Sendable`: other threads only `post` closures that call it there).
-final class SessionCoordinator: FactSink, @unchecked Sendable {
+final class SessionCoordinator: FactSink, TakeHost, @unchecked Sendable {
     /// The policy's state. Changed only by the coordinator's own files (SessionCoordinator*.swift:
     /// its commands, facts and effects); everyone else reads it.
     var store: SessionStore
@@ -46,6 +46,8 @@ final class SessionCoordinator: FactSink, @unchecked Sendable {
     let engine: EngineController
     let players: PlayerService
     let recorders: RecorderService
+    /// The recorders that wait to start again, and the declared ones (the recorder service's).
+    let recovery: RecorderRecovery
     let monitoring: MonitoringService
     let devices: DeviceService
     let attachments: AttachmentService
@@ -53,8 +55,8 @@ final class SessionCoordinator: FactSink, @unchecked Sendable {
     let worker: SlowRequestWorker
     /// Writes state.json off the control thread.
     let stateWriter: StateWriter
-    /// Off-box copies of finished segments; nil without `[replicate] remote`.
-    let replication: ReplicationService?
+    /// The archive's index, `archive.list`, verify, reindex and export.
+    let archive: ArchiveService
     /// The meters: measured while someone reads them (`meter`, the status page, the metrics).
     let meters: MeterService
     /// Every feature: ticked, told every effect, asked for its part of `status`.
@@ -65,7 +67,7 @@ final class SessionCoordinator: FactSink, @unchecked Sendable {
     /// A `record.stop` reply waiting for the recorders it stopped to finish their files.
     struct PendingStop {
         var client: ClientID
-        var reply: RecorderService.Reply
+        var reply: LaterReply
         var waitingFor: [ObjectIdentifier]
         /// The recorders as they were when asked to stop: the reply's `recorders`.
         var recorders: [JSONValue]
@@ -94,12 +96,12 @@ final class SessionCoordinator: FactSink, @unchecked Sendable {
         config: RecdConfig, store: SessionStore, startedAt: Double, link: any ClientLink, events: any EventSink,
         engine: EngineController, players: PlayerService, recorders: RecorderService, monitoring: MonitoringService,
         devices: DeviceService, attachments: AttachmentService, worker: SlowRequestWorker, stateWriter: StateWriter,
-        replication: ReplicationService?, meters: MeterService
+        archive: ArchiveService, meters: MeterService
     ) {
         (self.config, self.store, self.startedAt, self.link, self.events) = (config, store, startedAt, link, events)
         (self.engine, self.players, self.recorders, self.monitoring) = (engine, players, recorders, monitoring)
         (self.devices, self.attachments, self.worker, self.stateWriter) = (devices, attachments, worker, stateWriter)
-        (self.replication, self.meters) = (replication, meters)
+        (self.archive, self.meters, recovery) = (archive, meters, recorders.recovery)
     }
 
     /// The features, in tick order; the trigger feature is one of them.
@@ -218,12 +220,12 @@ final class SessionCoordinator: FactSink, @unchecked Sendable {
         case .resumeStreams(let app):
             players.resumeInterrupted(
                 of: app, routeOutputs: store.sessions[app]?.route.outputs ?? [], channelLimit: channelLimit(of: app))
-            for spec in recorders.takeSuspended(of: app) {
+            for spec in recovery.takeSuspended(of: app) {
                 do {
                     try startRecorder(spec)
                 } catch {
                     Log.error("\(app): could not resume recording \(spec.stream): \(error)")
-                    recorders.couldNotResume(spec, error: error)
+                    recovery.couldNotResume(spec, error: error)
                 }
             }
         case .ducked(let app, _, _), .unducked(let app):
@@ -322,10 +324,7 @@ final class SessionCoordinator: FactSink, @unchecked Sendable {
     // MARK: Start-up, the engine, the devices
 
     /// Recovers partial files left by a crash and opens the archive index.
-    func openArchive() {
-        recorders.openArchive()
-        replication?.start()
-    }
+    func openArchive() { recorders.openArchive() }
 
     /// Starts the engine at daemon start; without a JACK server, media services start lost.
     func startEngine() {
@@ -404,7 +403,7 @@ final class SessionCoordinator: FactSink, @unchecked Sendable {
                 _ = try startRecorder(spec)
             } catch {
                 Log.error("\(spec.app): could not go on recording \(spec.stream) at \(rate) Hz: \(error)")
-                recorders.couldNotResume(spec, error: error)
+                recovery.couldNotResume(spec, error: error)
             }
         }
     }
@@ -445,15 +444,13 @@ final class SessionCoordinator: FactSink, @unchecked Sendable {
         devices.stop()
         players.shutdown()
         recorders.stopAllAndWait()
-        // The last segments into their chains now rather than at the next start.
-        recorders.prover?.stop(index: recorders.index)
-        recorders.timeSource?.stop()
+        // The features in the reverse order of start: the prover chains the last segments now
+        // rather than at the next start; replication, silence programs and the time source end.
+        for feature in features.reversed() { feature.stop() }
         engine.stop()
         engine.stopRTPMonitor()
         // Last: a verify still decoding ends after its current file; recordings are safe by now.
         worker.stop()
-        replication?.stop()
-        recorders.silenceAlarms.stop()
         stateWriter.finish(PersistedState(store: store))
     }
 

@@ -15,9 +15,10 @@ import Foundation
 import Platform
 import SystemSupport
 
-/// The silent streams and what happens when one goes silent or comes back. Owned by
-/// `RecorderService`; control thread only.
-final class SilenceAlarms {
+/// The silent streams and what happens when one goes silent or comes back: a feature that
+/// hears the recorded streams (their detection, their changes, their end). Made by the
+/// composition root; control thread only.
+final class SilenceAlarms: SegmentFeature, DaemonFeature {
     /// A stream that is silent now.
     struct Alarm: Equatable {
         /// When its silence started (the first silent frame).
@@ -41,10 +42,41 @@ final class SilenceAlarms {
     /// The "silence hook" worker; nil when no section names an `on_silence` program.
     private let runner: SlowRequestWorker?
     private var alarms: [StreamKey: Alarm] = [:]
+    /// `[archive]`'s silence keys, and those of `[session APP]` sections over them.
+    private let defaults: SilenceSettings
+    private let sessions: [String: SilenceOverride]
 
-    init(sink: any EventSink, runner: SlowRequestWorker?) {
+    init(
+        sink: any EventSink, runner: SlowRequestWorker?, defaults: SilenceSettings = SilenceSettings(),
+        sessions: [String: SilenceOverride] = [:]
+    ) {
         self.sink = sink
         self.runner = runner
+        self.defaults = defaults
+        self.sessions = sessions
+    }
+
+    /// The silence settings of `app`'s recorders: `[archive]`'s with its session section's.
+    func settings(of app: String) -> SilenceSettings {
+        defaults.applying(sessions[app] ?? SilenceOverride())
+    }
+
+    /// A new recorder detects silence with its app's settings.
+    func configure(_ configuration: inout RecorderConfiguration, for spec: RecorderSpec) {
+        configuration.silence = detection(app: spec.app, stream: spec.stream, settings: settings(of: spec.app))
+    }
+
+    func streamChanged(_ change: StreamChange, app: String, stream: String) {
+        switch change {
+        case .silence(let silence): handle(silence, app: app, stream: stream, settings: settings(of: app))
+        case .ended: forget(app: app, stream: stream)
+        case .stoppedByItself: break
+        }
+    }
+
+    /// A recorder's `silentSince`.
+    func describe(_ info: inout RecorderInfo) {
+        info.silentSince = alarm(app: info.app, stream: info.stream)?.since.iso8601
     }
 
     /// The worker for `config`'s `on_silence` programs, or nil when it names none.
@@ -101,7 +133,7 @@ final class SilenceAlarms {
     }
 
     /// A recorder of `app`'s `stream` stalled (no frames for `stall_seconds`) or has frames
-    /// again (`RecorderService.watchFeeds`): the `on_silence` program runs with RECD_STATE
+    /// again (`FeedWatcher`): the `on_silence` program runs with RECD_STATE
     /// `stalled` or `resumed`, RECD_SINCE the last frame's time and RECD_SECONDS how long the
     /// feed has been (`stalled`) or was (`resumed`) without frames. No level: nothing arrived.
     func stall(

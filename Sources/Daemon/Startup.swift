@@ -278,19 +278,18 @@ extension Recd {
         let players = try PlayerService(engine: engine, sink: handle, deliver: deliver)
         let recorders = RecorderService(
             settings: config.archive, declared: config.sessions.map { ($0.app, $0.record) }, engine: engine,
-            sink: handle, worker: worker, wake: { [link] in link.post { handle.coordinator?.recordersWoke() } },
-            sessionSilence: Dictionary(uniqueKeysWithValues: config.sessions.map { ($0.app, $0.silence) }),
-            silenceRunner: try SilenceAlarms.makeRunner(for: config, deliver: deliver))
-        recorders.prover = SegmentProver.make(
-            stateDir: config.daemon.stateDir, archiveDir: config.archive.dir, deliver: deliver)
-        recorders.maintenance.chains = recorders.prover?.keeper
-        let timeSource = TimeSourceMonitor()
-        do {
-            try timeSource.start()
-            recorders.timeSource = timeSource
-        } catch {
-            Log.warning("segments go without CLOCK_SOURCE: no thread to ask chrony or timesyncd on (\(error))")
-        }
+            sink: handle, worker: worker, wake: { [link] in link.post { handle.coordinator?.recordersWoke() } })
+        let archive = ArchiveService(directory: config.archive.dir, worker: worker, recorders: recorders)
+        let prover = SegmentProver.make(
+            stateDir: config.daemon.stateDir, archiveDir: config.archive.dir, deliver: deliver,
+            index: { [weak archive] in archive?.index })
+        let chains = prover?.keeper
+        archive.chains = chains
+        let silence = SilenceAlarms(
+            sink: handle, runner: try SilenceAlarms.makeRunner(for: config, deliver: deliver),
+            defaults: config.archive.silence,
+            sessions: Dictionary(uniqueKeysWithValues: config.sessions.map { ($0.app, $0.silence) }))
+        let timeSource = TimeSourceFeature.started()
         let monitoring = MonitoringService(engine: engine) { [unowned players] app, stream in
             players.get(app, stream)?.handle.id
         }
@@ -303,10 +302,9 @@ extension Recd {
                 groups: { app in try handle.coordinator?.meterGroups(of: app) ?? [] },
                 loudness: { app in handle.coordinator?.recordingLoudness(of: app) ?? [] }))
         let replication = try ReplicationService(config: config, deliver: deliver)
-        if let replication {
-            recorders.replicationRemote = replication.remote
-            recorders.onSegmentFinished = { [unowned replication] in replication.segmentFinished($0) }
-        }
+        let retention = ArchiveRetention(
+            settings: config.archive, replicationRemote: replication?.remote, worker: worker,
+            maintenance: archive.maintenance, recorders: recorders, chains: chains)
         let frontEnd = ControlFrontEnd(
             link: link, gate: RequestGate(adminGroup: config.daemon.adminGroup), slowThreshold: slowThreshold,
             idleTimeout: Double(config.daemon.idleClientTimeout))
@@ -315,9 +313,22 @@ extension Recd {
             players: players, recorders: recorders, monitoring: monitoring,
             devices: DeviceService(bindings: bindings, engine: engine),
             attachments: AttachmentService(engine: engine, sink: handle), worker: worker, stateWriter: stateWriter,
-            replication: replication, meters: meters)
-        let triggers = TakeTriggerFeature(coordinator: coordinator)
-        coordinator.install(features: [triggers, meters] + (replication.map { [$0] } ?? []))
+            archive: archive, meters: meters)
+        let triggers = TakeTriggerFeature(
+            host: coordinator, config: config, engine: engine, recorders: recorders, events: handle)
+        recorders.takes = triggers
+        // What hears the segments, in order: the index first (the prover writes its proof
+        // columns there), then the prover, which passes each segment on to replication once it
+        // is chained (without a key, replication hears it at once).
+        let replicas: [any SegmentFeature] = replication.map { [$0] } ?? []
+        prover?.next = replicas
+        recorders.features =
+            [archive, timeSource, silence, retention] + (prover.map { [$0] } ?? replicas)
+        // Ticked in this order, stopped in the reverse one.
+        let features: [any DaemonFeature] =
+            [timeSource, silence, FeedWatcher(recorders: recorders, alarms: silence), retention]
+            + (prover.map { [$0] } ?? []) + (replication.map { [$0] } ?? []) + [triggers, meters]
+        coordinator.install(features: features)
         frontEnd.connect(coordinator)
         handle.frontEnd = frontEnd
         handle.coordinator = coordinator

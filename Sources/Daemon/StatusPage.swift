@@ -99,7 +99,7 @@ final class StatusPageArchive: @unchecked Sendable {
                         : record.path.hasPrefix(canonicalPrefix)
                             ? String(record.path.dropFirst(canonicalPrefix.count)) : nil
                     guard let relative else { return nil }
-                    var json = RecorderService.segmentInfo(record).json
+                    var json = ArchiveService.segmentInfo(record).json
                     json.set("file", .string(relative))
                     json.set("url", .string("archive/" + Self.percentEncoded(relative)))
                     return json

@@ -59,8 +59,3 @@ struct ArmedTrigger {
         ]
     }
 }
-
-/// The armed recorders, by app.
-final class TakeTriggers {
-    var armed: [String: ArmedTrigger] = [:]
-}

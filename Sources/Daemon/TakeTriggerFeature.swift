@@ -1,6 +1,7 @@
-// Which sessions keep a pre-roll, and of which input (issue 15 item 4); armed recorders and
-// their level-triggered takes (item 5). The policy says who may record; `RecorderService`
-// holds the pre-roll taps (`preRolls`) and the armed recorders (`triggers`).
+// Which sessions keep a pre-roll, and of which input; armed recorders and their
+// level-triggered takes. The policy says who may record; this feature is the one writer of
+// the pre-roll taps (`preRolls`) and the armed recorders (`armed`): the recorder service asks
+// it for a pre-roll when a recorder starts (`TakeSource`), the coordinator arms and disarms.
 //
 // Threads: the control thread (requests and the tick).
 import Archive
@@ -10,21 +11,61 @@ import Platform
 import SessionPolicy
 import SystemSupport
 
+/// What the take trigger asks of the coordinator: the policy's state, and a recorder started
+/// under the policy's checks. Control thread.
+protocol TakeHost: AnyObject {
+    var store: SessionStore { get }
+    func startTake(_ spec: RecorderSpec) throws -> RecorderStream
+}
+
 /// Level-triggered takes and the pre-roll they start with: a feature the coordinator ticks.
-final class TakeTriggerFeature: DaemonFeature {
-    unowned let coordinator: SessionCoordinator
+final class TakeTriggerFeature: DaemonFeature, TakeSource {
+    private unowned let host: any TakeHost
+    private let config: RecdConfig
+    private let engine: EngineController
+    private let recorders: RecorderService
+    private let recovery: RecorderRecovery
+    private let events: any EventSink
+    /// The sessions' pre-roll taps.
+    private let preRolls: PreRollKeeper
+    /// The armed recorders, by app.
+    private var armed: [String: ArmedTrigger] = [:]
 
-    init(coordinator: SessionCoordinator) { self.coordinator = coordinator }
+    init(
+        host: any TakeHost, config: RecdConfig, engine: EngineController, recorders: RecorderService,
+        events: any EventSink
+    ) {
+        self.host = host
+        self.config = config
+        self.engine = engine
+        self.recorders = recorders
+        recovery = recorders.recovery
+        self.events = events
+        preRolls = PreRollKeeper(engine: engine)
+    }
 
-    private var store: SessionStore { coordinator.store }
-    private var recorders: RecorderService { coordinator.recorders }
-    private var engine: EngineController { coordinator.engine }
-    private var config: RecdConfig { coordinator.config }
+    private var store: SessionStore { host.store }
 
     func tick(now: Double) { keepPreRolls() }
 
     /// The armed recorders' levels are read every tick.
-    var wantsFrequentTicks: Bool { !recorders.triggers.armed.isEmpty }
+    var wantsFrequentTicks: Bool { !armed.isEmpty }
+
+    /// Without a JACK server no input is kept.
+    func handle(_ effect: PolicyEffect) {
+        if case .mediaServicesWereLost = effect { preRolls.releaseAll(except: []) }
+    }
+
+    // MARK: What the recorders and the coordinator ask
+
+    func takePreRoll(app: String, port: String, channels: Int) -> PreRollKeeper.Taken? {
+        preRolls.take(app: app, port: port, channels: channels)
+    }
+
+    func isArmed(_ app: String) -> Bool { armed[app] != nil }
+
+    /// The apps armed now (a session armed is in use).
+    var armedApps: Set<String> { Set(armed.keys) }
 
     /// `pre_roll_seconds` of `app`: its session section's, else `[archive]`'s.
     func preRollSeconds(of app: String) -> Int {
@@ -37,18 +78,18 @@ final class TakeTriggerFeature: DaemonFeature {
     /// (SPEC §8). Armed recorders look at the level before the pre-rolls are trimmed.
     func keepPreRolls() {
         let keeping = updatePreRollTaps()
-        recorders.preRolls.releaseAll(except: keeping)
-        for app in Array(recorders.triggers.armed.keys) { stepTrigger(app) }
+        preRolls.releaseAll(except: keeping)
+        for app in Array(armed.keys) { stepTrigger(app) }
         // A take that started has taken its tap: the next pre-roll starts now.
         _ = updatePreRollTaps()
-        recorders.preRolls.trim()
+        preRolls.trim()
     }
 
     private func updatePreRollTaps() -> Set<String> {
         var keeping: Set<String> = []
         for (app, session) in store.sessions {
             let seconds = preRollSeconds(of: app)
-            let trigger = recorders.triggers.armed[app]
+            let trigger = armed[app]
             guard seconds > 0 || trigger != nil, (try? store.checkCanRecord(app: app)) != nil,
                 !store.capturesSilenced(app: app),
                 let port = trigger?.input ?? session.route.inputs.first, let decl = config.port(named: port),
@@ -60,7 +101,7 @@ final class TakeTriggerFeature: DaemonFeature {
             let reference =
                 session.captureProcessing == .none
                 ? nil : session.route.outputs.first.flatMap { engine.output(port: $0)?.group }
-            recorders.preRolls.keep(
+            preRolls.keep(
                 app: app, port: port, inputGroup: engine.inputGroup(port: port),
                 channels: session.preferences.inputChannels(ofPort: decl.channels), seconds: seconds,
                 reference: reference, evenWithoutPreRoll: trigger != nil)
@@ -86,7 +127,7 @@ final class TakeTriggerFeature: DaemonFeature {
         guard ArmedTrigger.holdRange.contains(hold) else {
             throw SessionError(.badParam, "--hold \(hold) is not from 0 to 86400 seconds")
         }
-        guard recorders.triggers.armed[app] == nil else {
+        guard armed[app] == nil else {
             throw SessionError(.badParam, "\(app) is armed already; `recctl record stop \(app)` disarms it")
         }
         let session = try store.session(app)
@@ -98,11 +139,11 @@ final class TakeTriggerFeature: DaemonFeature {
         }
         let trigger = ArmedTrigger(
             app: app, stream: start.stream, input: start.input, triggerDB: triggerDB, holdSeconds: hold)
-        recorders.triggers.armed[app] = trigger
+        armed[app] = trigger
         _ = updatePreRollTaps()
-        if let held = recorders.preRolls.held[app] {
-            recorders.triggers.armed[app]?.scanFrom = held.tap.readPosition
-            recorders.triggers.armed[app]?.scanned = held.serial
+        if let held = preRolls.held[app] {
+            armed[app]?.scanFrom = held.tap.readPosition
+            armed[app]?.scanned = held.serial
         }
         announceArmed(trigger)
         Log.info("\(app): armed at \(JSONValue.format(triggerDB)) dBFS, hold \(Readable.duration(hold))")
@@ -115,7 +156,7 @@ final class TakeTriggerFeature: DaemonFeature {
         guard let decl = config.sessions.first(where: { $0.app == app }), let triggerDB = decl.triggerDB else {
             return false
         }
-        if recorders.triggers.armed[app] == nil {
+        if armed[app] == nil {
             _ = try arm(
                 RecordStartRequest(app: app, input: input, triggerDB: triggerDB, holdSeconds: decl.triggerHoldSeconds),
                 triggerDB: triggerDB, activate: {})
@@ -125,12 +166,12 @@ final class TakeTriggerFeature: DaemonFeature {
 
     /// `record.stop` of an armed app: no more takes. Whether it was armed.
     func disarm(_ app: String) -> Bool {
-        recorders.triggers.armed.removeValue(forKey: app) != nil
+        armed.removeValue(forKey: app) != nil
     }
 
     private func announceArmed(_ trigger: ArmedTrigger) {
-        let port = recorders.preRolls.held[trigger.app]?.port ?? trigger.input
-        coordinator.broadcast(
+        let port = preRolls.held[trigger.app]?.port ?? trigger.input
+        events.broadcast(
             .recording(
                 RecordingEvent(
                     app: trigger.app, stream: trigger.stream ?? port, state: .armed, port: port,
@@ -140,19 +181,19 @@ final class TakeTriggerFeature: DaemonFeature {
     /// One armed recorder, from the tick: look for the crossing that starts a take, or for the
     /// end of the running take's hold.
     private func stepTrigger(_ app: String) {
-        guard var trigger = recorders.triggers.armed[app], let held = recorders.preRolls.held[app],
+        guard var trigger = armed[app], let held = preRolls.held[app],
             let rate = engine.sampleRate, let firstFrameTime = held.tap.firstFrameTime
         else { return }
         let tap = held.tap
         let holdFrames = Int(trigger.holdSeconds * Double(rate))
         if var take = trigger.take {
-            defer { recorders.triggers.armed[app] = trigger }
-            guard recorders.recorders.contains(where: { $0 === take.recorder }) else {
+            defer { armed[app] = trigger }
+            guard recorders.isRunning(take.recorder) else {
                 // Stopped by itself (disk full) or by the policy: armed again from now. A take
                 // is not resumed as a continuous recording after an interruption, and one whose
                 // input route changed ends there (the trigger watches the new input).
-                _ = recorders.takeSuspended(of: app)
-                if let successor = take.recorder.successor, recorders.recorders.contains(where: { $0 === successor }) {
+                _ = recovery.takeSuspended(of: app)
+                if let successor = take.recorder.successor, recorders.isRunning(successor) {
                     recorders.stop(successor, reason: .routeChange)
                 }
                 trigger.take = nil
@@ -199,21 +240,23 @@ final class TakeTriggerFeature: DaemonFeature {
         }
         let scan = tap.scanLevel(from: trigger.scanFrom, reaching: trigger.threshold)
         trigger.scanFrom = scan.scannedTo
-        recorders.triggers.armed[app] = trigger
+        armed[app] = trigger
         guard let crossing = scan.first, var last = scan.last else { return }
         let from = max(tap.readPosition, crossing - held.frames, trigger.notBefore)
         // The next tap first, then what came meanwhile: the frames no tap's scan sees are
         // at most the period under way.
-        recorders.preRolls.prepareNext(app: app)
+        preRolls.prepareNext(app: app)
         if let later = tap.scanLevel(from: scan.scannedTo, reaching: trigger.threshold).last { last = later }
-        recorders.preRolls.setTakeFrom(app: app, position: from)
+        preRolls.setTakeFrom(app: app, position: from)
         let spec = RecorderSpec(
             app: app, stream: trigger.stream ?? held.port, port: held.port, followsRoute: trigger.input == nil)
         let stream: RecorderStream
         do {
-            stream = try coordinator.startRecorder(spec)
+            stream = try host.startTake(spec)
         } catch {
-            Log.warning("\(app): the level reached \(JSONValue.format(trigger.triggerDB)) dBFS but the take could not start: \(error)")
+            Log.warning(
+                "\(app): the level reached \(JSONValue.format(trigger.triggerDB)) dBFS but the take could not start: "
+                    + "\(error)")
             return
         }
         if stream.tap !== tap {
@@ -223,7 +266,7 @@ final class TakeTriggerFeature: DaemonFeature {
             recorder: stream, startFrameTime: firstFrameTime &+ UInt32(truncatingIfNeeded: from),
             lastAbove: last - from)
         stream.source.limit(toFrames: take.lastAbove + 1 + holdFrames)
-        recorders.triggers.armed[app]?.take = take
+        armed[app]?.take = take
         Log.info(
             "\(app): the level reached \(JSONValue.format(trigger.triggerDB)) dBFS; take started with "
                 + "\(Readable.length(frames: crossing - from, sampleRate: engine.sampleRate)) before it"

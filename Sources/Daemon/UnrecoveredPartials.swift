@@ -5,7 +5,7 @@
 // each as unproven meanwhile (its file proves nothing until it is recovered and chained).
 //
 // Threads: the control thread (RecorderService's, which holds the list and runs the retries on
-// its slow worker: the extension below). Space is asked (one statvfs) at most once a second, and
+// its slow worker; a recovered segment goes to its features as a finished one). Space is asked (one statvfs) at most once a second, and
 // only while a partial waits for it.
 import Archive
 import ControlProtocol
@@ -90,49 +90,41 @@ struct UnrecoveredPartials {
     }
 }
 
-extension RecorderService {
-    /// Recovers again, on the worker, the partials whose cause of failure is gone.
-    func retryRecoveries(now: Double) {
-        let directory = archiveDir
-        let due = unrecovered.due(now: now) { FileSystem.space(at: directory)?.availableBytes }
-        for path in due {
-            worker.submit(for: nil, { _ in PartialRecovery.recover(partialPath: path) }) { [weak self] result in
-                self?.recoveredAgain(result)
-            }
+extension UnrecoveredPartials {
+    /// Recovers again, on `worker`, the partials whose cause of failure is gone; `completion`
+    /// gets each outcome on the control thread (for `settle`).
+    mutating func retry(
+        now: Double, in directory: String, on worker: SlowRequestWorker,
+        completion: @escaping @Sendable (RecoveryResult) -> Void
+    ) {
+        for path in due(now: now, freeBytes: { FileSystem.space(at: directory)?.availableBytes }) {
+            worker.submit(for: nil, { _ in PartialRecovery.recover(partialPath: path) }, completion: completion)
         }
     }
 
-    /// A retried recovery's outcome, on the control thread.
-    private func recoveredAgain(_ result: RecoveryResult) {
+    /// A retried recovery's outcome, on the control thread: the segment it recovered, if any.
+    mutating func settle(_ result: RecoveryResult) -> SegmentRecord? {
         let path = result.partialPath
         switch result.outcome {
         case .recovered(let record):
-            unrecovered.resolved(path)
+            resolved(path)
             Log.notice("\(path) recovered at last: \(record.path)")
-            // An index that could not open at start (the same full disk) is tried again too.
-            if index == nil { index = try? ArchiveIndex(path: maintenance.indexPath) }
-            do { try index?.add(record) } catch { Log.warning("index: \(error)") }
-            if let prover {
-                prover.chain(record, index: { [weak self] in self?.index }, onlyIfOwed: true) { [weak self] in
-                    self?.onSegmentFinished?(record)
-                }
-            } else {
-                onSegmentFinished?(record)
-            }
+            return record
         case .alreadyRecovered, .unrecoverable:
-            unrecovered.resolved(path)
+            resolved(path)
             Log.notice("recovery of \(path): \(result.outcome)")
         case .inUse:
-            unrecovered.failed(
+            failed(
                 path, error: .invalidArgument("a recorder or another recovery holds it"),
                 now: SystemClock.monotonicSeconds())
         case .failed(let error):
             if !FileSystem.exists(path) {
-                unrecovered.resolved(path)
-                return
+                resolved(path)
+                return nil
             }
             Log.warning("\(path) is still not recovered: \(error)")
-            unrecovered.failed(path, error: error, now: SystemClock.monotonicSeconds())
+            failed(path, error: error, now: SystemClock.monotonicSeconds())
         }
+        return nil
     }
 }

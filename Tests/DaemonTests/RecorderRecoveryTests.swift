@@ -31,7 +31,7 @@ struct RecorderRecoveryTests {
     @Test("ready: nothing while the server is lost; then the reset's, the interrupted (for the router to judge), the inputs that are back, the disk-full ones with room; never the stopped or failed")
     func readiness() throws {
         let directory = try TemporaryDirectory()
-        var recovery = RecorderRecovery(archiveDir: directory.path, minFreePercent: nil)
+        let recovery = RecorderRecovery(archiveDir: directory.path, minFreePercent: nil)
         let disk = RecorderSpec(app: "logger", stream: "bus", port: "bus:main")
         recovery.wait(Self.mic, cause: .inputGone, declared: true)
         recovery.wait(Self.route, cause: .inputGone, declared: false)
@@ -55,7 +55,7 @@ struct RecorderRecoveryTests {
     @Test("a recorder that stops for a full disk is not ready until the next free-space check, at most once a second")
     func spaceCheckRate() throws {
         let directory = try TemporaryDirectory()
-        var recovery = RecorderRecovery(archiveDir: directory.path, minFreePercent: nil)
+        let recovery = RecorderRecovery(archiveDir: directory.path, minFreePercent: nil)
         recovery.wait(Self.mic, cause: .diskFull, declared: true)
         #expect(recovery.ready(now: 100, servicesAvailable: true) { _ in true }.count == 1)
         // Full again (a start into a disk that filled meanwhile): not before the next check.
@@ -63,14 +63,14 @@ struct RecorderRecoveryTests {
         #expect(recovery.ready(now: 100.5, servicesAvailable: true) { _ in true }.isEmpty)
         #expect(recovery.ready(now: 101, servicesAvailable: true) { _ in true }.count == 1)
         // A recheck demands the whole low-water mark: with min_free_percent 100 nothing is enough.
-        var strict = RecorderRecovery(archiveDir: directory.path, minFreePercent: 100)
+        let strict = RecorderRecovery(archiveDir: directory.path, minFreePercent: 100)
         strict.wait(Self.mic, cause: .diskFull, declared: true)
         #expect(strict.ready(now: 0, servicesAvailable: true) { _ in true }.isEmpty)
     }
 
     @Test("a failed start waits again with its first time kept, not before its retry time")
     func retryKeepsSince() throws {
-        var recovery = RecorderRecovery(archiveDir: "/", minFreePercent: nil)
+        let recovery = RecorderRecovery(archiveDir: "/", minFreePercent: nil)
         recovery.wait(Self.mic, cause: .inputGone, declared: true)
         let since = try #require(recovery.entry(app: "logger", stream: "mic")?.since)
         usleep(2_000)
@@ -83,7 +83,7 @@ struct RecorderRecoveryTests {
 
     @Test("status says why and what brings each back")
     func words() {
-        var recovery = RecorderRecovery(archiveDir: "/srv/archive", minFreePercent: nil)
+        let recovery = RecorderRecovery(archiveDir: "/srv/archive", minFreePercent: nil)
         recovery.wait(Self.mic, cause: .inputGone, declared: true)
         recovery.wait(Self.route, cause: .inputGone, declared: false)
         recovery.wait(RecorderSpec(app: "x", stream: "s", port: "p"), cause: .stop, declared: true)

@@ -25,6 +25,8 @@ final class RecorderServiceTests {
     let engine: EngineController
     let worker: SlowRequestWorker
     let recorders: RecorderService
+    /// The archive's index and requests, the one feature the recorders tell here.
+    let archive: ArchiveService
     /// What the service reported since the test began.
     var news = RecorderNews()
 
@@ -42,6 +44,8 @@ final class RecorderServiceTests {
             settings: config.archive, declared: [("logger", .route), ("desk", .port("line")), ("quiet", .no)],
             engine: engine,
             sink: events, worker: worker, wake: { mailbox.deliver {} })
+        archive = ArchiveService(directory: config.archive.dir, worker: worker, recorders: recorders)
+        recorders.features = [archive]
         recorders.openArchive()
     }
 
@@ -73,6 +77,10 @@ final class RecorderServiceTests {
 
     func recordingEvents(_ state: String) -> [JSONValue] { events.named("recording", state: state) }
 
+    func declaredToStart() -> [(app: String, port: String?)] {
+        recorders.recovery.declaredToStart { self.recorders.isRecording($0) }
+    }
+
     @Test("a processed recorder reads through the voice processor with its session's features, a plain one not")
     func processedRecorder() throws {
         var voiceChat = Self.context
@@ -93,7 +101,7 @@ final class RecorderServiceTests {
         usleep(300_000)
         for app in ["logger", "call", "echo"] { _ = try recorders.stopRecording(app: app, stream: nil) }
         #expect(pump { [plain, voice, echo].allSatisfy { self.news.finished.contains($0.id) } })
-        let listed = try recorders.archiveList(app: nil, since: nil).first { $0.0 == "segments" }?.1.arrayValue ?? []
+        let listed = try archive.archiveList(app: nil, since: nil).first { $0.0 == "segments" }?.1.arrayValue ?? []
         func segment(_ app: String) -> (app: String, frames: Int)? {
             listed.first { $0["app"]?.stringValue == app }.map { (app, $0["frames"]?.intValue ?? 0) }
         }
@@ -111,6 +119,23 @@ final class RecorderServiceTests {
         }
     }
 
+    @Test("the features hear a recorder's facts in order: configure, opened, finished (indexed first), ended")
+    func featuresHearSegments() throws {
+        // Not declared: once stopped, nothing of it waits, and its stream has ended.
+        let heard = HeardFacts()
+        heard.archive = archive
+        recorders.features = [archive, heard]
+        let stream = try record("notes", port: "mic")
+        #expect(heard.facts.first == "configure notes/mic", "\(heard.facts)")
+        #expect(pump { heard.facts.contains { $0.hasPrefix("opened") } }, "no segment was opened")
+        #expect(pump { stream.tap.framesCaptured > 48_000 / 4 })
+        _ = try recorders.stopRecording(app: "notes", stream: nil)
+        #expect(pump { news.finished.contains(stream.id) })
+        let path = try #require(heard.facts.first { $0.hasPrefix("opened") }.map { String($0.dropFirst(7)) })
+        #expect(
+            heard.facts == ["configure notes/mic", "opened \(path)", "finished \(path) indexed", "ended notes/mic"])
+    }
+
     @Test("an input is archived as FLAC; stop returns at once and the finish follows with the recorder's own event")
     func recordsAndStops() throws {
         let stream = try record("logger", port: "mic")
@@ -125,14 +150,14 @@ final class RecorderServiceTests {
         #expect(pump { news.finished.contains(stream.id) }, "the stop never finished")
         #expect(recordingEvents("stopped").first?["reason"] == "stop")
 
-        let listed = try recorders.archiveList(app: "logger", since: nil)
+        let listed = try archive.archiveList(app: "logger", since: nil)
         let segments = try #require(listed.first { $0.0 == "segments" }?.1.arrayValue)
         let path = try #require(segments.first?["path"]?.stringValue)
         #expect(segments.count == 1 && (segments.first?["frames"]?.intValue ?? 0) > 0)
         #expect(listed.first { $0.0 == "next" }?.1 == .null, "one page holds it all")
-        let paged = try recorders.archiveList(app: "logger", since: nil, offset: 1, limit: 1)
+        let paged = try archive.archiveList(app: "logger", since: nil, offset: 1, limit: 1)
         #expect(paged.first { $0.0 == "segments" }?.1.arrayValue == [])
-        #expect(throws: SessionError.self) { try recorders.archiveList(app: nil, since: nil, limit: 1001) }
+        #expect(throws: SessionError.self) { try archive.archiveList(app: nil, since: nil, limit: 1001) }
         #expect(ArchiveVerifier.verify(path: path).isOK, "the segment does not decode")
         #expect(throws: SessionError.self) { try recorders.stopRecording(app: "logger", stream: nil) }
     }
@@ -144,7 +169,7 @@ final class RecorderServiceTests {
         _ = try recorders.stopRecording(app: "logger", stream: nil)
         #expect(pump { news.finished.contains(stream.id) })
         let reply = Shared<Result<[(String, JSONValue)], SessionError>?>(nil)
-        try recorders.verify(
+        try archive.verify(
             path: nil, uid: 0, groups: [0], administrator: true, for: ClientID(rawValue: 7), progress: nil
         ) { result in
             reply.update { $0 = result }
@@ -154,7 +179,7 @@ final class RecorderServiceTests {
         #expect(fields.first { $0.0 == "allOK" }?.1 == true)
         #expect(fields.first { $0.0 == "results" }?.1.arrayValue?.count == 1)
         let refused = #expect(throws: SessionError.self) {
-            try self.recorders.verify(
+            try self.archive.verify(
                 path: "/etc/passwd", uid: 0, groups: [0], administrator: true, for: ClientID(rawValue: 7), progress: nil
             ) { _ in }
         }
@@ -165,12 +190,12 @@ final class RecorderServiceTests {
     func suspendAndResume() throws {
         let stream = try record("logger", port: "mic")
         recorders.suspendAll(of: "logger", by: "voice")
-        #expect(!recorders.isRecording("logger") && recorders.hasSuspended("logger"))
+        #expect(!recorders.isRecording("logger") && recorders.recovery.hasSuspended("logger"))
         #expect(pump { news.finished.contains(stream.id) })
         #expect(recordingEvents("stopped").first?["reason"] == "interruption")
-        #expect(recorders.waitingInfos.map(\.by) == ["voice"], "status says who interrupted")
-        #expect(recorders.takeSuspended(of: "logger") == [RecorderSpec(app: "logger", stream: "mic", port: "mic")])
-        #expect(recorders.takeSuspended(of: "logger").isEmpty && !recorders.hasSuspended("logger"))
+        #expect(recorders.recovery.waitingInfos.map(\.by) == ["voice"], "status says who interrupted")
+        #expect(recorders.recovery.takeSuspended(of: "logger") == [RecorderSpec(app: "logger", stream: "mic", port: "mic")])
+        #expect(recorders.recovery.takeSuspended(of: "logger").isEmpty && !recorders.recovery.hasSuspended("logger"))
     }
 
     @Test("silencing zeroes an app's taps from the next period; revoked permission zeroes and stops them")
@@ -239,20 +264,39 @@ final class RecorderServiceTests {
 
     @Test("declared recorders start only while nothing of their app records or waits to resume")
     func declared() throws {
-        #expect(recorders.declaredToStart().map(\.app) == ["logger", "desk"])
-        #expect(recorders.declaredToStart().last?.port == "line" && recorders.declaredToStart().first?.port == nil)
+        #expect(declaredToStart().map(\.app) == ["logger", "desk"])
+        #expect(declaredToStart().last?.port == "line" && declaredToStart().first?.port == nil)
         _ = try record("logger", port: "mic")
-        #expect(recorders.declaredToStart().map(\.app) == ["desk"])
+        #expect(declaredToStart().map(\.app) == ["desk"])
         recorders.suspendAll(of: "logger", by: "voice")
-        #expect(recorders.declaredToStart().map(\.app) == ["desk"], "a suspended recorder is started again, not twice")
+        #expect(declaredToStart().map(\.app) == ["desk"], "a suspended recorder is started again, not twice")
     }
 
     @Test("archive list refuses a --since that is not a time, with badParam saying the form")
     func listSince() throws {
         let refused = #expect(throws: SessionError.self) {
-            try self.recorders.archiveList(app: nil, since: "yesterday")
+            try self.archive.archiveList(app: nil, since: "yesterday")
         }
         #expect(refused?.code == .badParam && refused?.message.contains("ISO 8601") == true)
-        #expect(try recorders.archiveList(app: nil, since: "2026-01-01").first?.1.arrayValue == [])
+        #expect(try archive.archiveList(app: nil, since: "2026-01-01").first?.1.arrayValue == [])
+    }
+}
+
+/// A feature that notes what it hears, and whether the index (the feature before it) has the
+/// segment by then.
+private final class HeardFacts: SegmentFeature {
+    var facts: [String] = []
+    weak var archive: ArchiveService?
+
+    func configure(_ configuration: inout RecorderConfiguration, for spec: RecorderSpec) {
+        facts.append("configure \(spec.app)/\(spec.stream)")
+    }
+    func segmentOpened(_ segment: OpenedSegment) { facts.append("opened \(segment.path)") }
+    func segmentFinished(_ record: SegmentRecord) {
+        let indexed = (try? archive?.index?.record(path: record.path)) != nil
+        facts.append("finished \(record.path)" + (indexed ? " indexed" : ""))
+    }
+    func streamChanged(_ change: StreamChange, app: String, stream: String) {
+        if change == .ended { facts.append("ended \(app)/\(stream)") }
     }
 }

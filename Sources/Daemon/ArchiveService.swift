@@ -1,8 +1,15 @@
-// RecorderService's archive queries: `archive.list` pages and the archive's part of `status`,
-// from the control thread's own index connection.
+// The archive as the control thread serves it: its own connection to the index (a row added for
+// every finished segment: a `SegmentFeature`), `archive.list` pages, the archive's part of
+// `status`, and the slow requests it hands to the worker: `archive.verify` and `archive.reindex`
+// (ArchiveMaintenance.swift), `archive.export` (ArchiveExportService.swift).
 //
-// Threads: the control thread.
+// The index: the worker has its own connection to index.sqlite (WAL, 5 s busy timeout), the
+// control thread keeps `ArchiveService.index`. Readers never wait for a writer in WAL mode;
+// writers take turns, and the worker's write transactions are short.
+//
+// Threads: the control thread; worker jobs touch only `ArchiveMaintenance`.
 import Archive
+import ArchiveProof
 import AudioEngine
 import Codec
 import ControlProtocol
@@ -12,7 +19,70 @@ import SessionPolicy
 import Synchronization
 import SystemSupport
 
-extension RecorderService {
+/// The control thread's side of the archive. Confined to the control thread (hence
+/// `@unchecked Sendable`: worker completions that capture it run there too).
+final class ArchiveService: SegmentFeature, @unchecked Sendable {
+    let directory: String
+    /// The archive as worker jobs see it (used on the worker thread only).
+    let maintenance: ArchiveMaintenance
+    /// The daemon's worker for slow requests: verify, reindex, export.
+    let worker: SlowRequestWorker
+    /// The recorders whose open segments `archive.list` and `archive.export` include.
+    let recorders: RecorderService
+    /// The hash chains' keeper (nil: no key): exports with `--proof`, verify. Set once by the
+    /// composition root, before any request.
+    var chains: ChainKeeper? { didSet { maintenance.chains = chains } }
+    /// The control thread's connection to the index (the worker has its own).
+    private(set) var index: ArchiveIndex?
+    /// `archive.reindex` requests on the worker, and the segments finished meanwhile, which
+    /// the rebuild may have missed (added again when the last one is done).
+    private var reindexesRunning = 0
+    private var finishedDuringReindex: [SegmentRecord] = []
+
+    init(directory: String, worker: SlowRequestWorker, recorders: RecorderService) {
+        self.directory = directory
+        maintenance = ArchiveMaintenance(directory: directory)
+        self.worker = worker
+        self.recorders = recorders
+    }
+
+    var archiveDir: String { directory }
+
+    /// Start-up: the index opens, and takes the segments recovered from partials.
+    func archiveOpened(recovered: [SegmentRecord]) {
+        do {
+            index = try ArchiveIndex(path: maintenance.indexPath)
+        } catch {
+            Log.error("cannot open the archive index: \(error); `recctl archive reindex` rebuilds it")
+        }
+        for record in recovered { try? index?.add(record) }
+    }
+
+    /// A finished segment's row; one recovered later may find the index that could not open
+    /// at start (the same full disk) openable again.
+    func segmentFinished(_ record: SegmentRecord) {
+        if index == nil, record.recovered { index = try? ArchiveIndex(path: maintenance.indexPath) }
+        do { try index?.add(record) } catch { Log.warning("index: \(error)") }
+        if reindexesRunning > 0 { finishedDuringReindex.append(record) }
+    }
+
+    /// Called when the rebuild (and any before it) is done: segments finished meanwhile again.
+    func reindexFinished() {
+        reindexesRunning -= 1
+        if index == nil {
+            do { index = try ArchiveIndex(path: maintenance.indexPath) } catch {
+                Log.error("cannot open the archive index: \(error)")
+            }
+        }
+        guard reindexesRunning == 0 else { return }
+        for record in finishedDuringReindex {
+            do { try index?.add(record) } catch { Log.warning("index: \(error)") }
+        }
+        finishedDuringReindex.removeAll()
+    }
+
+    /// An `archive.reindex` goes to the worker (`reindex`, ArchiveMaintenance.swift).
+    func reindexStarted() { reindexesRunning += 1 }
 
     /// The most segments one `archive.list` reply holds; a client pages on with `next`.
     static let maxListedSegments = 1000
@@ -53,7 +123,7 @@ extension RecorderService {
     /// The open segments of the running (and still finishing) recorders, up to their last
     /// complete FLAC frame: `state` `open`, `path` the `.partial`.
     func openSegments(app: String?, since: UTCTime?) -> [SegmentInfo] {
-        (recorders + stopping).filter { app == nil || $0.spec.app == app }.flatMap { $0.recorder.snapshot.open }
+        recorders.live.filter { app == nil || $0.spec.app == app }.flatMap { $0.recorder.snapshot.open }
             .filter { open in since.map { open.record.endTime > $0 } ?? true }
             .map { open in
                 var info = Self.segmentInfo(open.record)
@@ -74,10 +144,11 @@ extension RecorderService {
             clockDriftPpm: record.clockDriftPPM)
     }
 
-    /// Disk space of the archive, for `recctl status`.
+    /// Disk space of the archive, for `recctl status`; the recorders add the partials left
+    /// unrecovered, the prover its chain alarms.
     func archiveStatus() -> StatusInfo.Archive {
-        let alarms = prover?.alarmInfos ?? []
-        let partials = unrecovered.infos(archiveDir: archiveDir)
+        let alarms: [StatusInfo.ChainAlarm] = []
+        let partials = recorders.unrecoveredInfos
         guard let bytes = FileSystem.space(at: archiveDir) else {
             return StatusInfo.Archive(dir: archiveDir, space: nil, chainAlarms: alarms, unrecovered: partials)
         }
