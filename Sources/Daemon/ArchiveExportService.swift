@@ -1,11 +1,11 @@
-// `archive.export` (issue 15 item 3): one stream's audio between two times as one FLAC or WAV
+// `archive.export`: one stream's audio between two times as one FLAC or WAV
 // file. The client opens the output itself, as the calling user, and passes the descriptor
 // with the request (SCM_RIGHTS, as `play` does): recd never opens a path a client names. recd
 // reads the source segments with its own rights, so it exports only segments the caller could
 // read itself (the rule `archive.verify PATH` applies); an export that needs one the caller
 // may not read is refused as a whole.
 //
-// A stream being recorded is part of it (issue 27 item 2): the control thread takes each of the
+// A stream being recorded is part of it: the control thread takes each of the
 // app's recorders' snapshot (open segments up to their last complete FLAC frame, finished ones
 // not yet indexed) when the request comes; the job reads nothing past it, and `to` past it is
 // clamped there (`requestedEnd` in the reply).

@@ -47,7 +47,7 @@ final class SessionCoordinator: FactSink, TakeHost, @unchecked Sendable {
     let players: PlayerService
     let recorders: RecorderService
     /// The recorders that wait to start again, and the declared ones (the recorder service's).
-    let recovery: RecorderRecovery
+    var recovery: RecorderRecovery { recorders.recovery }
     let monitoring: MonitoringService
     let devices: DeviceService
     let attachments: AttachmentService
@@ -101,7 +101,7 @@ final class SessionCoordinator: FactSink, TakeHost, @unchecked Sendable {
         (self.config, self.store, self.startedAt, self.link, self.events) = (config, store, startedAt, link, events)
         (self.engine, self.players, self.recorders, self.monitoring) = (engine, players, recorders, monitoring)
         (self.devices, self.attachments, self.worker, self.stateWriter) = (devices, attachments, worker, stateWriter)
-        (self.archive, self.meters, recovery) = (archive, meters, recorders.recovery)
+        (self.archive, self.meters) = (archive, meters)
     }
 
     /// The features, in tick order; the trigger feature is one of them.

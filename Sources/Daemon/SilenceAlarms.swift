@@ -1,4 +1,4 @@
-// Silence alarms (issue 15, item 1): which recorded streams are silent, the `silence` events,
+// Silence alarms: which recorded streams are silent, the `silence` events,
 // and the `on_silence` program run on each change — of silence, and of a stalled feed
 // (FeedWatch.swift raises that alarm; its program runs here, on the same worker).
 //

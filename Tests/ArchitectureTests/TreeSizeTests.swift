@@ -53,10 +53,6 @@ enum SourceTree {
         Exception(
             path: "Sources/AudioEngine/RealTime/PlayerVoice.swift", check: .storedProperties(type: "PlayerVoice")),
         Exception(path: "Sources/AudioEngine/RealTime/TapState.swift", check: .storedProperties(type: "TapState")),
-        Exception(path: "Sources/Daemon/RecorderService.swift", check: .storedProperties(type: "RecorderService")),
-        Exception(path: "Sources/Daemon/ArchiveExportService.swift", check: .issueNumbers),
-        Exception(path: "Sources/Daemon/SilenceAlarms.swift", check: .issueNumbers),
-        Exception(path: "Sources/Daemon/TakeTriggerFeature.swift", check: .issueNumbers),
     ]
 
     /// Paths under the package root of every file below `directory` (`Sources`, `Tests`).
