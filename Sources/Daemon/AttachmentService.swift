@@ -337,7 +337,7 @@ final class AttachmentService {
                 do {
                     try engine.movePlayer(
                         player, toOutputGroup: target.group, routes: routes,
-                        rampMilliseconds: AudioEngine.defaultRampMilliseconds)
+                        rampMilliseconds: AudioEngine.defaultRampMilliseconds, moved: nil)
                     Log.info(
                         "\(attachment.app): \(attachment.client) moves from \(attachment.port ?? "none") to \(output)")
                     attachment.port = output

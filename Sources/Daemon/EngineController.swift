@@ -6,7 +6,6 @@
 import Archive
 import AudioEngine
 import ControlProtocol
-import NetworkAudio
 import Platform
 import SessionPolicy
 import SystemSupport
@@ -53,30 +52,28 @@ final class EngineController {
     /// Connections restored after someone else removed them: when each was last logged.
     private var repairLog: [JackConnection: RepairLogEntry] = [:]
 
-    /// The RTP streams PipeWire receives: which clients' ports `routes` shows as an RTP session's.
-    private let rtpSessions: RTPSessionDirectory
-    /// recd's own count of those streams' packets (nil: it could not be made; logged).
-    private let rtpMonitor: RTPMonitor?
+    /// The RTP streams PipeWire receives (which clients' ports `routes` shows as an RTP
+    /// session's) and recd's own count of their packets; made by the composition root.
+    let rtp: RTPSessionDirectory
 
-    init(config: RecdConfig, wake: @escaping @Sendable () -> Void) {
+    init(config: RecdConfig, rtp: RTPSessionDirectory = RTPSessionDirectory(monitor: nil), wake: @escaping @Sendable () -> Void) {
         self.config = config
         self.engine = AudioEngine(wake: wake)
-        rtpMonitor = RTPMonitor.forRecd()
-        rtpSessions = RTPSessionDirectory(monitor: rtpMonitor)
+        self.rtp = rtp
     }
 
     /// Reads again which JACK clients are RTP streams (on PipeWire only: `pw-dump` on `worker`);
     /// when ports came or went.
     func refreshRTPSessions(worker: SlowRequestWorker) {
         let onPipeWire = isRunning && implementation.kind == .pipewire
-        rtpSessions.refresh(remote: serverName, onPipeWire: onPipeWire, worker: worker)
+        rtp.refresh(remote: serverName, onPipeWire: onPipeWire, worker: worker)
     }
 
     /// The network's facts about a configured input port's audio when it is an RTP stream
     /// PipeWire receives (looked up when asked: the monitor may find the stream later); nil on
     /// jackd2, or for a port that is no input.
     func networkReception(port name: String) -> (any NetworkReception)? {
-        guard let rtpMonitor, implementation.kind == .pipewire, let port = config.port(named: name),
+        guard implementation.kind == .pipewire, let port = config.port(named: name),
             port.direction != .output
         else { return nil }
         let jack = port.direction == .duplex ? port.jackIn : port.jack
@@ -85,14 +82,8 @@ final class EngineController {
             let client = String(name.prefix { $0 != ":" })
             if !clients.contains(client) { clients.append(client) }
         }
-        return RTPReception(monitor: rtpMonitor, clients: clients)
+        return rtp.reception(clients: clients)
     }
-
-    /// The RTP streams the monitor listens to (for /metrics). Any thread.
-    func rtpStreams() -> [RTPStreamFacts] { rtpMonitor.map { Array($0.facts().values) } ?? [] }
-
-    /// Ends the RTP monitor's thread (shutdown).
-    func stopRTPMonitor() { rtpMonitor?.stop() }
 
     /// Group names: a duplex port has an input and an output group.
     static func inputGroup(_ port: PortDecl) -> String? {
@@ -329,7 +320,7 @@ final class EngineController {
                 port, isAvailable(port), groups.flatMap { engine.jackPortNames(ofGroup: $0) },
                 connectedOrder[port.name] ?? 0,
                 groups.flatMap { engine.origins(ofGroup: $0) }.map {
-                    (jackPort: $0.jackPort, origin: rtpSessions.origin($0.origin))
+                    (jackPort: $0.jackPort, origin: rtp.origin($0.origin))
                 }
             )
         }
@@ -461,12 +452,11 @@ extension EngineController: PlayerEngine, RecorderEngine, MonitoringEngine, Sens
     func removePlayer(_ player: PlayerHandle) { engine.removePlayer(player) }
 
     func movePlayer(
-        _ player: PlayerHandle, toOutputGroup outputGroup: String, routes: [PlayerRoute]?, rampMilliseconds: Double
+        _ player: PlayerHandle, toOutputGroup outputGroup: String, routes: [PlayerRoute]?, rampMilliseconds: Double,
+        moved: (() -> Void)?
     ) throws(AudioEngineError) {
-        // A device that has just arrived is connected by the repair after the policy has
-        // reacted: too late for the first period of the crossfade. Connect it first.
-        engine.connectNow(group: outputGroup)
-        try engine.movePlayer(player, toOutputGroup: outputGroup, routes: routes, rampMilliseconds: rampMilliseconds)
+        try engine.movePlayer(
+            player, toOutputGroup: outputGroup, routes: routes, rampMilliseconds: rampMilliseconds, moved: moved)
     }
 
     func portLossReaction() -> PortReaction? {

@@ -41,9 +41,11 @@ protocol PlayerEngine: AnyObject {
     func pause(_ player: PlayerHandle, rampMilliseconds: Double)
     func setGain(_ player: PlayerHandle, decibels: Double)
     func removePlayer(_ player: PlayerHandle)
-    /// From the next period the player plays to `outputGroup`, crossfading over the ramp.
+    /// Once the reconciler has connected `outputGroup` (`moved` then runs, on the control
+    /// thread) the player plays there from the next period, crossfading over the ramp.
     func movePlayer(
-        _ player: PlayerHandle, toOutputGroup outputGroup: String, routes: [PlayerRoute]?, rampMilliseconds: Double
+        _ player: PlayerHandle, toOutputGroup outputGroup: String, routes: [PlayerRoute]?, rampMilliseconds: Double,
+        moved: (() -> Void)?
     ) throws(AudioEngineError)
     /// Frames since JACK announced the latest port loss; nil when none was heard of.
     func portLossReaction() -> PortReaction?
@@ -129,7 +131,8 @@ protocol AttachmentEngine: AnyObject {
     func pause(_ player: PlayerHandle, rampMilliseconds: Double)
     func setGain(_ player: PlayerHandle, decibels: Double)
     func movePlayer(
-        _ player: PlayerHandle, toOutputGroup outputGroup: String, routes: [PlayerRoute]?, rampMilliseconds: Double
+        _ player: PlayerHandle, toOutputGroup outputGroup: String, routes: [PlayerRoute]?, rampMilliseconds: Double,
+        moved: (() -> Void)?
     ) throws(AudioEngineError)
     /// Capture ports carry `inputGroup`'s channels while `open`, zeros otherwise.
     func setCapture(_ handle: AttachmentHandle, inputGroup: String?, open: Bool)

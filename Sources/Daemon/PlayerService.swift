@@ -310,9 +310,10 @@ final class PlayerService: @unchecked Sendable {
         announce(player, state: .playing, reason: nil, previousPort: previousPort)
     }
 
-    /// Moves a player that follows the route to `output`: from the next period it crossfades
-    /// there over the default ramp (no gap). Announced with `previousPort` and `reason` (the
-    /// route change's), and how fast it followed the device's arrival.
+    /// Moves a player that follows the route to `output`: once the connection reconciler has
+    /// connected that output, it crossfades there over the default ramp from the next period
+    /// (no gap). Announced then with `previousPort` and `reason` (the route change's), and how
+    /// fast it followed the device's arrival; `port` names the new output at once.
     ///
     /// `channelLimit` gives, for the target port's channel count, how many of its first channels
     /// the session lets it use (its preferred output channels, SPEC §5).
@@ -324,23 +325,27 @@ final class PlayerService: @unchecked Sendable {
         }
         let routes = PlayerRoute.defaultRoutes(
             playerChannels: player.handle.channels, groupChannels: max(1, channelLimit(target.channels)))
+        let previous = player.port
         do {
+            // Published once the reconciler has connected the output (a device that has just
+            // arrived hears the move from its first frame); announced then, with how long after
+            // the device's arrival was heard of that was: the process thread takes it up at its
+            // next period.
             try engine.movePlayer(
                 player.handle, toOutputGroup: target.group, routes: routes,
-                rampMilliseconds: AudioEngine.defaultRampMilliseconds)
+                rampMilliseconds: AudioEngine.defaultRampMilliseconds
+            ) { [weak self, weak player] in
+                guard let self, let player, let reason else { return }
+                let reaction = reason == .newDeviceAvailable ? engine.portArrivalReaction() : nil
+                announce(player, state: player.state, reason: reason.name, previousPort: previous, reaction: reaction)
+            }
         } catch {
             throw SessionError(
                 .cannotStartPlaying,
                 "the engine could not move \(player.app)'s stream \(player.stream) to \(output): \(error)")
         }
-        let previous = player.port
         player.port = output
         if previous != output { Log.info("\(player.app): \(player.stream) moves from \(previous) to \(output)") }
-        guard let reason else { return }
-        // How long after the device's arrival was heard of the move was published: the process
-        // thread takes it up at its next period.
-        let reaction = reason == .newDeviceAvailable ? engine.portArrivalReaction() : nil
-        announce(player, state: player.state, reason: reason.name, previousPort: previous, reaction: reaction)
     }
 
     func stop(_ player: PlayerStream, reason: String) {

@@ -164,6 +164,6 @@ extension SessionCoordinator {
         }
         return MetricsSnapshot(
             status: status, inputPeaks: peaks, replication: replication,
-            rtpStreams: engine.rtpStreams())
+            rtpStreams: engine.rtp.streams())
     }
 }

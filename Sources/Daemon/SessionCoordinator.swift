@@ -444,7 +444,7 @@ final class SessionCoordinator: FactSink, @unchecked Sendable {
         recorders.prover?.stop(index: recorders.index)
         recorders.timeSource?.stop()
         engine.stop()
-        engine.stopRTPMonitor()
+        engine.rtp.stop()
         // Last: a verify still decoding ends after its current file; recordings are safe by now.
         worker.stop()
         replication?.stop()

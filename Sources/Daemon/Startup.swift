@@ -7,6 +7,7 @@ import Archive
 import ControlProtocol
 import Devices
 import HTTPServer
+import NetworkAudio
 import Platform
 import SessionPolicy
 import SystemSupport
@@ -270,7 +271,8 @@ extension Recd {
     ) throws(SystemError) -> ControlFrontEnd {
         let handle = Handle()
         let deliver: SlowRequestWorker.Deliver = { [link] work in link.post(work) }
-        let engine = EngineController(config: config) { [link] in
+        let engine = EngineController(config: config, rtp: RTPSessionDirectory(monitor: RTPMonitor.forRecd())) {
+            [link] in
             link.post { handle.frontEnd?.measured("JACK's news") { handle.coordinator?.engineWoke() } }
         }
         let worker = try SlowRequestWorker(name: "slow worker", deliver: deliver)

@@ -197,7 +197,8 @@ struct PlayerMoveIntegrationTests {
             engine.play(attempt)
             #expect(waitUntil(seconds: 10) { attempt.framesPlayed >= rate / 2 })
             try engine.movePlayer(attempt, toOutputGroup: "phones", rampMilliseconds: 20)
-            #expect(attempt.outputGroup == "phones")
+            // Published once the connection reconciler has answered for the phones' edges.
+            #expect(waitUntil(seconds: 10) { _ = engine.drainNotifications(); return attempt.outputGroup == "phones" })
             #expect(waitUntil(seconds: 10) { attempt.state == .drained })
             usleep(UInt32(4 * 1_000_000 * (engine.bufferSize ?? 1024) / rate))
             return device.takeRecording()
