@@ -145,3 +145,11 @@ extension AudioEngine {
         }
     }
 }
+
+extension AudioEngine {
+    /// The larger bound of the latency JACK computed for `group`, in seconds (see
+    /// `latencies`); nil when not running or for an unknown group.
+    public func latencySeconds(ofGroup group: String) -> Double? {
+        latencies().first { $0.group == group }?.seconds
+    }
+}

@@ -110,7 +110,7 @@ extension RecorderService {
     /// A route change: `app`'s input recorders whose port is gone stop (buses stay), to start
     /// again when it is back.
     func stopUnavailable(of app: String) {
-        for stream in of(app) where stream.spec.bus == nil && !engine.isAvailable(port: stream.spec.port) {
+        for stream in of(app) where stream.spec.bus == nil && !ports.isAvailable(port: stream.spec.port) {
             stopForLostInput(stream)
         }
     }
@@ -123,7 +123,7 @@ extension RecorderService {
     /// route change, which moves them to the new input.
     func stopExplicitUnavailable() {
         for stream in recorders
-        where stream.spec.bus == nil && !stream.spec.followsRoute && !engine.isAvailable(port: stream.spec.port) {
+        where stream.spec.bus == nil && !stream.spec.followsRoute && !ports.isAvailable(port: stream.spec.port) {
             stopForLostInput(stream)
         }
     }

@@ -25,6 +25,8 @@ import SystemSupport
 final class RecorderService: @unchecked Sendable {
     let settings: ArchiveSection
     let engine: any RecorderEngine
+    /// The configured ports: their input groups, availability, the network behind them.
+    let ports: any EnginePorts
     private let sink: any ServiceSink
     /// The daemon's worker for slow requests: verify, reindex and retention.
     let worker: SlowRequestWorker
@@ -80,7 +82,7 @@ final class RecorderService: @unchecked Sendable {
 
     init(
         settings: ArchiveSection, declared: [(app: String, record: RecordAtStart)], engine: any RecorderEngine,
-        sink: any ServiceSink, worker: SlowRequestWorker, wake: @escaping @Sendable () -> Void,
+        ports: any EnginePorts, sink: any ServiceSink, worker: SlowRequestWorker, wake: @escaping @Sendable () -> Void,
         sessionSilence: [String: SilenceOverride] = [:], silenceRunner: SlowRequestWorker? = nil
     ) {
         self.sessionSilence = sessionSilence
@@ -88,6 +90,7 @@ final class RecorderService: @unchecked Sendable {
         self.settings = settings
         self.declared = declared
         self.engine = engine
+        self.ports = ports
         self.sink = sink
         self.worker = worker
         self.wake = wake
@@ -159,7 +162,7 @@ final class RecorderService: @unchecked Sendable {
         _ spec: RecorderSpec, channels: Int, type: PortType, bandwidth: CaptureBandwidth, context: RecordingContext,
         replacing old: RecorderStream? = nil, endReason: EndReason = .routeChange
     ) throws -> RecorderStream {
-        guard let group = engine.inputGroup(port: spec.port) else {
+        guard let group = ports.inputGroup(port: spec.port) else {
             throw SessionError(.resourceNotAvailable, "\(spec.port) is not an input port; see `recctl routes`")
         }
         guard engine.isRunning, let jackRate = engine.sampleRate else {
@@ -172,7 +175,7 @@ final class RecorderService: @unchecked Sendable {
         let preRolled = old == nil ? preRolls.take(app: spec.app, port: spec.port, channels: channels) : nil
         // A processed capture's far end: the session's route output (a pre-roll tap of a
         // processed session keeps its own; one without is recorded as captured).
-        let voice = VoiceSetup(context, inputGroup: group, engine: engine)
+        let voice = VoiceSetup(context, inputGroup: group, engine: engine, ports: ports)
         do {
             if let preRolled {
                 tap = preRolled.tap
@@ -258,7 +261,7 @@ final class RecorderService: @unchecked Sendable {
         configuration.ledger = prover?.ledger
         configuration.measuresLoudness = settings.loudness != .no
         configuration.loudnessEngine = settings.loudness == .libebur128 ? .libebur128 : .vectorized
-        configuration.network = configuration.inputPort.flatMap { engine.networkReception(port: $0) }
+        configuration.network = configuration.inputPort.flatMap { ports.networkReception(port: $0) }
         configuration.silence = silenceAlarms.detection(
             app: spec.app, stream: spec.stream, settings: silenceSettings(of: spec.app))
         if let resuming = resuming(spec) {

@@ -327,8 +327,8 @@ final class SessionCoordinator: FactSink, @unchecked Sendable {
         if engine.start() {
             Log.notice(
                 "connected to JACK server '\(engine.serverName)' (\(engine.implementation.kind.rawValue), libjack "
-                    + "\(engine.implementation.version)) as \(engine.clientName ?? "?") (\(engine.sampleRate ?? 0) Hz, "
-                    + "\(engine.bufferSize ?? 0) frames)"
+                    + "\(engine.implementation.version)) as \(engine.audio.clientName ?? "?") (\(engine.audio.sampleRate ?? 0) Hz, "
+                    + "\(engine.audio.bufferSize ?? 0) frames)"
             )
             report(.ports)
             startDeclaredRecorders()
@@ -355,9 +355,9 @@ final class SessionCoordinator: FactSink, @unchecked Sendable {
 
     /// The engine has news (its wake closure posted here), or the tick polls it.
     func engineWoke() {
-        guard engine.isRunning || engine.isServerLost else { return }
+        guard engine.audio.isRunning || engine.audio.isServerLost else { return }
         let news = engine.drain()
-        if let reason = news.serverLost ?? (engine.isServerLost ? "server gone" : nil) {
+        if let reason = news.serverLost ?? (engine.audio.isServerLost ? "server gone" : nil) {
             Log.error(
                 "JACK server lost (\(reason)); recordings finalized, sessions deactivated. recd reconnects when it "
                     + "returns"
@@ -374,7 +374,7 @@ final class SessionCoordinator: FactSink, @unchecked Sendable {
         if let rate = news.sampleRate { followSampleRate(rate) }
         if news.configurationChanged {
             Log.notice(
-                "JACK's configuration changed: \(engine.bufferSize ?? 0) frames a period at \(engine.sampleRate ?? 0) Hz; "
+                "JACK's configuration changed: \(engine.audio.bufferSize ?? 0) frames a period at \(engine.audio.sampleRate ?? 0) Hz; "
                     + "active sessions get routeConfigurationChange")
             apply(store.routeConfigurationChanged())
         }

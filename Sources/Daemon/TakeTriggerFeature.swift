@@ -141,7 +141,7 @@ final class TakeTriggerFeature: DaemonFeature {
     /// end of the running take's hold.
     private func stepTrigger(_ app: String) {
         guard var trigger = recorders.triggers.armed[app], let held = recorders.preRolls.held[app],
-            let rate = engine.sampleRate, let firstFrameTime = held.tap.firstFrameTime
+            let rate = engine.audio.sampleRate, let firstFrameTime = held.tap.firstFrameTime
         else { return }
         let tap = held.tap
         let holdFrames = Int(trigger.holdSeconds * Double(rate))
@@ -226,7 +226,7 @@ final class TakeTriggerFeature: DaemonFeature {
         recorders.triggers.armed[app]?.take = take
         Log.info(
             "\(app): the level reached \(JSONValue.format(trigger.triggerDB)) dBFS; take started with "
-                + "\(Readable.length(frames: crossing - from, sampleRate: engine.sampleRate)) before it"
+                + "\(Readable.length(frames: crossing - from, sampleRate: engine.audio.sampleRate)) before it"
         )
     }
 }

@@ -29,7 +29,7 @@ final class PlayerServiceTests {
             ports: systemPorts + port("phones", "headphones", "output", jack: device.sinkPorts),
             directory: directory.path)
         engine = try startedEngine(config, mailbox: mailbox)
-        players = try PlayerService(engine: engine, sink: events, deliver: mailbox.deliver)
+        players = try PlayerService(engine: engine.audio, ports: engine, sink: events, deliver: mailbox.deliver)
     }
 
     deinit {
@@ -77,9 +77,9 @@ final class PlayerServiceTests {
     /// The highest peak of `group`'s channels over about 150 ms, after `settle` seconds.
     func peak(_ group: String, settle: Double = 0.1) -> Float {
         usleep(UInt32(settle * 1_000_000))
-        _ = engine.meters()
+        _ = engine.audio.meters()
         usleep(150_000)
-        return engine.meters().filter { $0.group == group }.map(\.peak).max() ?? -1
+        return engine.audio.meters().filter { $0.group == group }.map(\.peak).max() ?? -1
     }
 
     @Test("a passed file is probed off the calling thread, plays once pre-rolled, and its samples reach the output")
