@@ -113,7 +113,9 @@ extension AudioEngine {
             case .failure(let error):
                 finished.append((ticket, .failure(.jack(error))))
             case .success(let ports):
-                let play = ports.prefix(pending.playPorts.count).map { AttachmentHandle.OwnPort(port: $0.port, name: $0.name) }
+                let play = ports.prefix(pending.playPorts.count).map {
+                    AttachmentHandle.OwnPort(port: $0.port, name: $0.name)
+                }
                 let capture = ports.dropFirst(pending.playPorts.count).map {
                     AttachmentHandle.OwnPort(port: $0.port, name: $0.name)
                 }

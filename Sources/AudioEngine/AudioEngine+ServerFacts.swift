@@ -82,7 +82,8 @@ extension AudioEngine {
         guard let client = runningClient else { return nil }
         let wallNow = SystemClock.realtimeNanoseconds()
         guard let frameMicros = client.microseconds(forFrameTime: frameTime),
-            let placed = Self.wallNanoseconds(wallNow: wallNow, jackNowMicros: JackClient.now(), frameMicros: frameMicros)
+            let placed = Self.wallNanoseconds(
+                wallNow: wallNow, jackNowMicros: JackClient.now(), frameMicros: frameMicros)
         else {
             return FrameWallTime(nanoseconds: wallNow, fromJackClock: false)
         }

@@ -239,7 +239,6 @@ final class EngineController {
                 + "jack ports or the attachment so that the two agree")
     }
 
-
     /// At most one notice a second per repaired connection.
     static let repairLogInterval = 1.0
 
@@ -335,7 +334,6 @@ final class EngineController {
     var implementation: JackImplementation { .loaded }
     /// The server recd reaches: `[jack] server` as that implementation reads it, with the environment.
     var serverName: String { implementation.serverName(configured: config.jack.server) }
-
 
     /// What JACK says of a session's route (SPEC §5): nil fields when not connected. The
     /// channel counts are those streams use: the preferred count, at most the port's.

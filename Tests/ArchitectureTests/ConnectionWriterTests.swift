@@ -5,8 +5,8 @@
 // passes apply the reconciler's rules and its churn rule. A player move or an attach asks the
 // worker (`ConnectionWorker.request`) instead of connecting on the control thread.
 import Foundation
-import Testing
 import TestSupport
+import Testing
 
 enum ConnectionWriters {
     /// JACK applications of their own, not recd: the tests' oracle and the example apps.
@@ -39,11 +39,15 @@ enum ConnectionWriters {
 
 @Suite("one writer of JACK connections")
 struct ConnectionWriterTests {
-    @Test("jack_connect and jack_disconnect are called only in the C seam, and the seam's connect and disconnect only by the reconciler's worker")
+    @Test(
+        "jack_connect and jack_disconnect are called only in the C seam, and the seam's connect and disconnect only by the reconciler's worker"
+    )
     func oneWriter() throws {
         let files = try ConnectionWriters.files()
         #expect(files.count > 100, "the scan found \(files.count) files")
-        #expect(files.contains { $0.path == ConnectionWriters.writer } && files.contains { $0.path == ConnectionWriters.seam })
+        #expect(
+            files.contains { $0.path == ConnectionWriters.writer }
+                && files.contains { $0.path == ConnectionWriters.seam })
         for file in files where file.path != ConnectionWriters.seam {
             let calls = ConnectionWriters.callers(of: ["jack_connect(", "jack_disconnect("], in: file.text)
             #expect(calls.isEmpty, "\(file.path) calls libjack's connection calls: \(calls)")
@@ -52,8 +56,10 @@ struct ConnectionWriterTests {
             let calls = ConnectionWriters.callers(of: [".connect(source:", ".disconnect(source:"], in: file.text)
             #expect(calls.isEmpty, "\(file.path) connects or disconnects JACK ports past the reconciler: \(calls)")
         }
-        let writes = ConnectionWriters.callers(of: [".connect(source:", ".disconnect(source:"], in: try #require(
-            files.first { $0.path == ConnectionWriters.writer }?.text))
+        let writes = ConnectionWriters.callers(
+            of: [".connect(source:", ".disconnect(source:"],
+            in: try #require(
+                files.first { $0.path == ConnectionWriters.writer }?.text))
         #expect(writes.count == 2, "the worker's pass connects and disconnects: \(writes)")
     }
 

@@ -9,7 +9,8 @@ import Testing
 struct DeferredPlayerChangesTests {
     static func player() -> PlayerHandle {
         PlayerHandle(
-            outputGroup: "A", channels: 1, capacityFrames: 16, routes: PlayerRoute.defaultRoutes(playerChannels: 1, groupChannels: 1),
+            outputGroup: "A", channels: 1, capacityFrames: 16,
+            routes: PlayerRoute.defaultRoutes(playerChannels: 1, groupChannels: 1),
             flatOutputBase: 0, initialCommand: PlayerCommand(gain: 1, rampFrames: 0, paused: true))
     }
 
