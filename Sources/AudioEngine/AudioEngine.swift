@@ -141,7 +141,7 @@ public final class AudioEngine {
         var targets: [String?] = []
     }
 
-    /// `wake` is called on a JACK thread (or the port recheck thread) whenever there is news
+    /// `wake` is called on a JACK thread (or the jack connection thread) whenever there is news
     /// for `drainNotifications()`.
     /// It must be quick and must not block or call back into the engine: signal a semaphore,
     /// write an eventfd. It may even run on the dying process thread at server loss.
