@@ -81,11 +81,13 @@ extension AudioEngine {
     public func takeChurnNews() -> [ChurningConnection] { connection?.worker.takeLeftAlone() ?? [] }
 
     /// Asks the connection reconciler for `group`'s edges (none for a group that is not
-    /// available) ahead of the passes that wait; `answered` runs on the control thread, from
-    /// `drainNotifications`, once the worker has made them (or JACK refused, or rule 3 left an
-    /// edge alone). For a group about to receive a player or an attachment's voice: what is
-    /// published after the answer reaches a device that has just arrived from its first frame.
-    /// With no connection or a lost server, nothing is asked and nothing answers.
+    /// available, or after a server loss: then the answer only keeps the order) after the jobs
+    /// and requests before it; the worker answers `request` when they are made (or JACK
+    /// refused, or rule 3 left an edge alone), and `drainNotifications` then runs, on the
+    /// control thread, the player changes that waited for it (`DeferredPlayerChanges`). For a
+    /// group about to receive a player: what is published after the answer reaches a device
+    /// that has just arrived from its first frame. A worker that is stopping answers nothing
+    /// (the engine is stopping: the changes are forgotten).
     func requestEdges(of group: Group, _ connection: Connection, request: Int) {
         let answers = connection.playerChanges.answers
         let wake = self.wake
