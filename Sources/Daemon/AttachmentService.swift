@@ -84,14 +84,16 @@ final class AttachmentService {
     }
 
     private let engine: any AttachmentEngine
+    private let ports: any EnginePorts
     private let sink: any ServiceSink
     /// The attachments. One that comes or goes may change who is heard: a fact for the policy.
     private(set) var attachments: [Attachment] = [] {
         didSet { sink.report(.streams) }
     }
 
-    init(engine: any AttachmentEngine, sink: any ServiceSink) {
+    init(engine: any AttachmentEngine, ports: any EnginePorts, sink: any ServiceSink) {
         self.engine = engine
+        self.ports = ports
         self.sink = sink
     }
 
@@ -165,14 +167,14 @@ final class AttachmentService {
                 "JACK client \(request.client) is already attached; detach it first (session.detach)")
         }
         let port = session.outputs.first
-        let group = port.flatMap { engine.output(port: $0)?.group } ?? engine.anyOutputGroup
+        let group = port.flatMap { ports.output(port: $0)?.group } ?? ports.anyOutputGroup
         if !request.playPorts.isEmpty && group == nil {
             throw SessionError(.resourceNotAvailable, "recd has no output port configured; add a [port] to its config")
         }
         do {
             let ticket = try engine.beginAttach(
                 client: request.client, playPorts: request.playPorts, capturePorts: request.capturePorts,
-                outputGroup: group)
+                outputGroup: group, routes: nil, gainDecibels: 0)
             pending.append(Pending(ticket: ticket, request: request, owner: owner, port: port, reply: reply))
         } catch {
             throw Self.attachError(error, client: request.client)
@@ -219,7 +221,7 @@ final class AttachmentService {
             }
             let attachment = Attachment(app: request.app, handle: handle, owner: done.owner)
             attachment.port = done.port
-            attachment.portWasAvailable = done.port.map(engine.isAvailable) ?? false
+            attachment.portWasAvailable = done.port.map(ports.isAvailable) ?? false
             attachments.append(attachment)
             Log.info(
                 "\(request.app): JACK client \(request.client) attached (play \(request.playPorts), capture "
@@ -323,7 +325,7 @@ final class AttachmentService {
 
     private func sync(_ attachment: Attachment, _ session: SessionView) {
         let handle = attachment.handle
-        let portAvailable = attachment.port.map(engine.isAvailable) ?? false
+        let portAvailable = attachment.port.map(ports.isAvailable) ?? false
         if attachment.portWasAvailable && !portAvailable {
             // Its device went away: privacy, never a fall back to another output.
             attachment.privacyPaused = true
@@ -331,13 +333,13 @@ final class AttachmentService {
         attachment.portWasAvailable = portAvailable
         if let player = handle.player {
             if !attachment.privacyPaused, let output = session.outputs.first, output != attachment.port,
-                engine.isAvailable(port: output), let target = engine.output(port: output)
+                ports.isAvailable(port: output), let target = ports.output(port: output)
             {
                 let routes = PlayerRoute.defaultRoutes(playerChannels: player.channels, groupChannels: target.channels)
                 do {
                     try engine.movePlayer(
                         player, toOutputGroup: target.group, routes: routes,
-                        rampMilliseconds: AudioEngine.defaultRampMilliseconds)
+                        rampMilliseconds: AudioEngine.defaultRampMilliseconds, moved: nil)
                     Log.info(
                         "\(attachment.app): \(attachment.client) moves from \(attachment.port ?? "none") to \(output)")
                     attachment.port = output
@@ -349,7 +351,7 @@ final class AttachmentService {
             }
             let audible =
                 session.isActive && session.canPlay && !attachment.privacyPaused
-                && attachment.port.map(engine.isAvailable) == true
+                && attachment.port.map(ports.isAvailable) == true
             if audible != attachment.playing {
                 if audible {
                     engine.play(player, rampMilliseconds: AudioEngine.defaultRampMilliseconds)
@@ -363,15 +365,15 @@ final class AttachmentService {
                 sink.report(.streams)
             }
             if session.duckDB != attachment.gainDB {
-                engine.setGain(player, decibels: session.duckDB)
+                engine.setGain(player, decibels: session.duckDB, rampMilliseconds: AudioEngine.defaultRampMilliseconds)
                 attachment.gainDB = session.duckDB
             }
         }
         if !handle.capturePorts.isEmpty {
-            let input = session.input.flatMap(engine.inputGroup)
+            let input = session.input.flatMap(ports.inputGroup)
             let open =
                 session.isActive && session.canRecord && !session.capturesSilenced
-                && session.input.map(engine.isAvailable) == true
+                && session.input.map(ports.isAvailable) == true
             engine.setCapture(handle, inputGroup: input, open: open)
             syncProcessing(attachment, session, inputGroup: input)
         }
@@ -386,7 +388,7 @@ final class AttachmentService {
         let handle = attachment.handle
         var wanted: VoiceKey?
         if session.isActive && session.canRecord && session.processing != .none, let inputGroup,
-            let output = session.outputs.first.flatMap(engine.output(port:))
+            let output = session.outputs.first.flatMap(ports.output(port:))
         {
             wanted = VoiceKey(processing: session.processing, inputGroup: inputGroup, outputGroup: output.group)
         }

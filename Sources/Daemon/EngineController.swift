@@ -6,7 +6,6 @@
 import Archive
 import AudioEngine
 import ControlProtocol
-import NetworkAudio
 import Platform
 import SessionPolicy
 import SystemSupport
@@ -32,7 +31,9 @@ struct EngineNews {
 /// has one, says plugged. That is computed when asked, never stored, so nothing can disagree
 /// with it; only the connection order ("last in wins") needs memory.
 final class EngineController {
-    private let engine: AudioEngine
+    /// The audio engine whose groups this maps; the composition root hands it to the services
+    /// too (each sees its face of it, EngineFacades.swift).
+    let audio: AudioEngine
     let config: RecdConfig
     /// Increases whenever a port becomes available: "last in wins" (SPEC §4).
     private var connectionCounter = 0
@@ -53,30 +54,33 @@ final class EngineController {
     /// Connections restored after someone else removed them: when each was last logged.
     private var repairLog: [JackConnection: RepairLogEntry] = [:]
 
-    /// The RTP streams PipeWire receives: which clients' ports `routes` shows as an RTP session's.
-    private let rtpSessions: RTPSessionDirectory
-    /// recd's own count of those streams' packets (nil: it could not be made; logged).
-    private let rtpMonitor: RTPMonitor?
+    /// The RTP streams PipeWire receives (which clients' ports `routes` shows as an RTP
+    /// session's) and recd's own count of their packets; made by the composition root.
+    let rtp: RTPSessionDirectory
 
-    init(config: RecdConfig, wake: @escaping @Sendable () -> Void) {
+    init(config: RecdConfig, audio: AudioEngine, rtp: RTPSessionDirectory) {
         self.config = config
-        self.engine = AudioEngine(wake: wake)
-        rtpMonitor = RTPMonitor.forRecd()
-        rtpSessions = RTPSessionDirectory(monitor: rtpMonitor)
+        self.audio = audio
+        self.rtp = rtp
+    }
+
+    /// With an engine of its own whose news calls `wake`, and no RTP monitor (tests).
+    convenience init(config: RecdConfig, wake: @escaping @Sendable () -> Void) {
+        self.init(config: config, audio: AudioEngine(wake: wake), rtp: RTPSessionDirectory(monitor: nil))
     }
 
     /// Reads again which JACK clients are RTP streams (on PipeWire only: `pw-dump` on `worker`);
     /// when ports came or went.
     func refreshRTPSessions(worker: SlowRequestWorker) {
-        let onPipeWire = isRunning && implementation.kind == .pipewire
-        rtpSessions.refresh(remote: serverName, onPipeWire: onPipeWire, worker: worker)
+        let onPipeWire = audio.isRunning && implementation.kind == .pipewire
+        rtp.refresh(remote: serverName, onPipeWire: onPipeWire, worker: worker)
     }
 
     /// The network's facts about a configured input port's audio when it is an RTP stream
     /// PipeWire receives (looked up when asked: the monitor may find the stream later); nil on
     /// jackd2, or for a port that is no input.
     func networkReception(port name: String) -> (any NetworkReception)? {
-        guard let rtpMonitor, implementation.kind == .pipewire, let port = config.port(named: name),
+        guard implementation.kind == .pipewire, let port = config.port(named: name),
             port.direction != .output
         else { return nil }
         let jack = port.direction == .duplex ? port.jackIn : port.jack
@@ -85,14 +89,8 @@ final class EngineController {
             let client = String(name.prefix { $0 != ":" })
             if !clients.contains(client) { clients.append(client) }
         }
-        return RTPReception(monitor: rtpMonitor, clients: clients)
+        return rtp.reception(clients: clients)
     }
-
-    /// The RTP streams the monitor listens to (for /metrics). Any thread.
-    func rtpStreams() -> [RTPStreamFacts] { rtpMonitor.map { Array($0.facts().values) } ?? [] }
-
-    /// Ends the RTP monitor's thread (shutdown).
-    func stopRTPMonitor() { rtpMonitor?.stop() }
 
     /// Group names: a duplex port has an input and an output group.
     static func inputGroup(_ port: PortDecl) -> String? {
@@ -143,15 +141,10 @@ final class EngineController {
 
     // MARK: Connection
 
-    var isRunning: Bool { engine.isRunning }
-
-    /// Whether the server went away under the open client (the engine has not been stopped yet).
-    var isServerLost: Bool { engine.isServerLost }
-
     /// Opens the JACK client. Never starts a server; false (with `lastError`) when none runs.
     func start() -> Bool {
         do {
-            try engine.start(engineConfiguration)
+            try audio.start(engineConfiguration)
             lastError = nil
             noteConnections()
             return true
@@ -163,7 +156,7 @@ final class EngineController {
 
     /// Leaves JACK (after a loss, at shutdown); every port is unavailable from now on.
     func stop() {
-        engine.stop()
+        audio.stop()
         noteConnections()
     }
 
@@ -171,14 +164,14 @@ final class EngineController {
     func tryReconnect(now: Double) -> Bool {
         guard now >= nextAttempt else { return false }
         nextAttempt = now + 0.25
-        engine.stop()
+        audio.stop()
         return start()
     }
 
     /// Collects engine notifications.
     func drain() -> EngineNews {
         var news = EngineNews()
-        for notification in engine.drainNotifications(repair: false) {
+        for notification in audio.drainNotifications(repair: false) {
             switch notification {
             case .groupAvailabilityChanged: news.availabilityChanged = true
             case .serverLost(let reason): news.serverLost = reason
@@ -193,7 +186,7 @@ final class EngineController {
             // just before (within the 40 ms settling recheck and a period or two), else from
             // now (the port list showed it before JACK's notification came).
             let now = now()
-            if let heard = engine.lastPortArrival, let now, heard.micros > lastArrival?.micros ?? 0,
+            if let heard = audio.lastPortArrival, let now, heard.micros > lastArrival?.micros ?? 0,
                 now.micros &- heard.micros < Self.arrivalNewsWindowMicros
             {
                 lastArrival = heard
@@ -214,8 +207,8 @@ final class EngineController {
     /// second) the engine leaves alone: that is logged once, as an error, and `status` lists it
     /// (`churning`) until recd touches it again (its ports register again, or after a while).
     func repairConnections() {
-        let restored = engine.repairConnections()
-        for churn in engine.takeChurnNews() { Self.logChurn(churn) }
+        let restored = audio.repairConnections()
+        for churn in audio.takeChurnNews() { Self.logChurn(churn) }
         guard !restored.isEmpty else { return }
         let now = SystemClock.monotonicSeconds()
         for connection in restored {
@@ -246,9 +239,6 @@ final class EngineController {
                 + "jack ports or the attachment so that the two agree")
     }
 
-    /// The connections recd leaves alone now ("A → B"), for `status`.
-    var churningConnections: [String] { engine.churningConnections.map(\.description) }
-
     /// At most one notice a second per repaired connection.
     static let repairLogInterval = 1.0
 
@@ -266,7 +256,7 @@ final class EngineController {
     }
 
     private func isAvailable(_ port: PortDecl) -> Bool {
-        engine.isRunning && Self.groups(port).allSatisfy { engine.isAvailable(group: $0) }
+        audio.isRunning && Self.groups(port).allSatisfy { audio.isAvailable(group: $0) }
             && sensePlugged[port.name] != false
     }
 
@@ -285,7 +275,7 @@ final class EngineController {
 
     /// JACK's frame time and microsecond clock now (nil when not running).
     private func now() -> (frameTime: UInt32, micros: UInt64)? {
-        engine.frameTime.map { ($0, AudioEngine.jackMicros) }
+        audio.frameTime.map { ($0, AudioEngine.jackMicros) }
     }
 
     /// Gives each port that became available since the last call the next connection order;
@@ -326,10 +316,10 @@ final class EngineController {
         config.ports.map { port in
             let groups = Self.groups(port)
             return (
-                port, isAvailable(port), groups.flatMap { engine.jackPortNames(ofGroup: $0) },
+                port, isAvailable(port), groups.flatMap { audio.jackPortNames(ofGroup: $0) },
                 connectedOrder[port.name] ?? 0,
-                groups.flatMap { engine.origins(ofGroup: $0) }.map {
-                    (jackPort: $0.jackPort, origin: rtpSessions.origin($0.origin))
+                groups.flatMap { audio.origins(ofGroup: $0) }.map {
+                    (jackPort: $0.jackPort, origin: rtp.origin($0.origin))
                 }
             )
         }
@@ -340,32 +330,18 @@ final class EngineController {
 
     // MARK: Server facts
 
-    var clientName: String? { engine.clientName }
     /// The JACK implementation behind libjack (jackd2's or PipeWire's; docs/jack-servers.md).
     var implementation: JackImplementation { .loaded }
     /// The server recd reaches: `[jack] server` as that implementation reads it, with the environment.
     var serverName: String { implementation.serverName(configured: config.jack.server) }
-    var sampleRate: Int? { engine.sampleRate }
-    var bufferSize: Int? { engine.bufferSize }
-    var xruns: Int { engine.xruns }
-    /// How the process thread's cycles ran since the client connected; nil while not connected.
-    var cycleTimes: CycleTimeReport? { engine.cycleTimes }
-
-    /// Peak and RMS of every channel since the previous call.
-    func meters() -> [MeterReading] { engine.meters() }
-    /// Whether the process thread measures the input and output meters (see `AudioEngine`).
-    var metersActive: Bool {
-        get { engine.metersActive }
-        set { engine.metersActive = newValue }
-    }
 
     /// What JACK says of a session's route (SPEC §5): nil fields when not connected. The
     /// channel counts are those streams use: the preferred count, at most the port's.
     func actualHardware(route: Route, preferences: HardwarePreferences) -> ActualHardware {
-        guard engine.isRunning, let rate = engine.sampleRate, let buffer = engine.bufferSize else {
+        guard audio.isRunning, let rate = audio.sampleRate, let buffer = audio.bufferSize else {
             return ActualHardware()
         }
-        let latencies = engine.latencies()
+        let latencies = audio.latencies()
         func latency(_ group: String?) -> Double? {
             guard let group, let entry = latencies.first(where: { $0.group == group }) else { return nil }
             return entry.seconds
@@ -385,9 +361,9 @@ final class EngineController {
         guard config.jack.allowBufferSizeChanges else {
             return "the JACK buffer size stays as it is ([jack] allow_buffer_size_changes = no)"
         }
-        guard let rate = engine.sampleRate else { return nil }
+        guard let rate = audio.sampleRate else { return nil }
         do {
-            let change = try engine.setBufferSize(nearest: Int((duration * Double(rate)).rounded()))
+            let change = try audio.setBufferSize(nearest: Int((duration * Double(rate)).rounded()))
             if change.tookEffect { return "JACK buffer size set to \(change.inForce) frames" }
             // jackd2 changes the period before it answers; PipeWire's JACK answers first and
             // changes its quantum a few cycles later, or never while the quantum is forced.
@@ -404,38 +380,11 @@ final class EngineController {
     }
 }
 
-// MARK: - The services' faces of the engine
+// MARK: - The configured ports, as services see them
 
-extension EngineController: AttachmentEngine {
+extension EngineController: EnginePorts, SenseEngine {
     var anyOutputGroup: String? { config.ports.lazy.compactMap(Self.outputGroup).first }
 
-    func beginAttach(client: String, playPorts: [String], capturePorts: [String], outputGroup: String?)
-        throws(AudioEngineError) -> AttachmentTicket
-    {
-        try engine.beginAttach(client: client, playPorts: playPorts, capturePorts: capturePorts, outputGroup: outputGroup)
-    }
-
-    func finishedAttachments() -> [(AttachmentTicket, Result<AttachmentHandle, AudioEngineError>)] {
-        engine.finishedAttachments()
-    }
-
-    func detach(_ handle: AttachmentHandle) { engine.detach(handle) }
-    func setCapture(_ handle: AttachmentHandle, inputGroup: String?, open: Bool) {
-        engine.setCapture(handle, inputGroup: inputGroup, open: open)
-    }
-    func processCapture(
-        _ handle: AttachmentHandle, inputGroup: String, referenceOutputGroup: String, slackFrames: Int
-    ) throws(AudioEngineError) -> ProcessedCapture {
-        try engine.processCapture(
-            handle, inputGroup: inputGroup, referenceOutputGroup: referenceOutputGroup, slackFrames: slackFrames)
-    }
-    func unprocessCapture(_ handle: AttachmentHandle) { engine.unprocessCapture(handle) }
-    func enforceAttachments() -> [JackConnection] { engine.enforceAttachments() }
-    func attachmentsWithMissingPorts() -> [AttachmentHandle] { engine.attachmentsWithMissingPorts() }
-    func processID(ofClient name: String) -> Int32? { engine.processID(ofClient: name) }
-}
-
-extension EngineController: PlayerEngine, RecorderEngine, MonitoringEngine, SenseEngine {
     func output(port name: String) -> EngineOutput? {
         guard let port = config.port(named: name), let group = Self.outputGroup(port) else { return nil }
         return EngineOutput(group: group, channels: Self.outputChannels(port))
@@ -445,33 +394,9 @@ extension EngineController: PlayerEngine, RecorderEngine, MonitoringEngine, Sens
 
     var inputPortNames: [String] { config.ports.filter(\.direction.canCapture).map(\.name) }
 
-    func addPlayer(channels: Int, outputGroup: String, routes: [PlayerRoute]?, gainDecibels: Double)
-        throws(AudioEngineError) -> PlayerHandle
-    {
-        try engine.addPlayer(channels: channels, outputGroup: outputGroup, routes: routes, gainDecibels: gainDecibels)
-    }
-
-    func play(_ player: PlayerHandle, rampMilliseconds: Double) {
-        engine.play(player, rampMilliseconds: rampMilliseconds)
-    }
-    func pause(_ player: PlayerHandle, rampMilliseconds: Double) {
-        engine.pause(player, rampMilliseconds: rampMilliseconds)
-    }
-    func setGain(_ player: PlayerHandle, decibels: Double) { engine.setGain(player, decibels: decibels) }
-    func removePlayer(_ player: PlayerHandle) { engine.removePlayer(player) }
-
-    func movePlayer(
-        _ player: PlayerHandle, toOutputGroup outputGroup: String, routes: [PlayerRoute]?, rampMilliseconds: Double
-    ) throws(AudioEngineError) {
-        // A device that has just arrived is connected by the repair after the policy has
-        // reacted: too late for the first period of the crossfade. Connect it first.
-        engine.connectNow(group: outputGroup)
-        try engine.movePlayer(player, toOutputGroup: outputGroup, routes: routes, rampMilliseconds: rampMilliseconds)
-    }
-
     func portLossReaction() -> PortReaction? {
         var jackLoss: (frameTime: UInt32, micros: UInt64)?
-        if let frameTime = engine.lastPortLossFrameTime, let micros = engine.lastPortLossMicros {
+        if let frameTime = audio.lastPortLossFrameTime, let micros = audio.lastPortLossMicros {
             jackLoss = (frameTime, micros)
         }
         return reaction(since: [jackLoss, lastSenseUnplug])
@@ -481,49 +406,11 @@ extension EngineController: PlayerEngine, RecorderEngine, MonitoringEngine, Sens
 
     /// Frames and microseconds since the latest of `news` (JACK's, or a jack sense's).
     private func reaction(since news: [(frameTime: UInt32, micros: UInt64)?]) -> PortReaction? {
-        guard let now = engine.frameTime,
+        guard let now = audio.frameTime,
             let latest = news.compactMap({ $0 }).max(by: { $0.micros < $1.micros })
         else { return nil }
         return PortReaction(
-            frames: Int(now &- latest.frameTime), periodFrames: engine.bufferSize,
+            frames: Int(now &- latest.frameTime), periodFrames: audio.bufferSize,
             microseconds: Int(AudioEngine.jackMicros &- latest.micros))
     }
-
-    func replaceCaptureTap(_ old: CaptureTap, inputGroup: String, channels: Int, zeroed: Bool, reference: String?)
-        throws(AudioEngineError) -> CaptureTap
-    {
-        try engine.replaceCaptureTap(
-            old, inputGroup: inputGroup, channels: Array(0..<max(channels, 1)), zeroed: zeroed,
-            referenceOutputGroup: reference)
-    }
-
-    func addCaptureTap(inputGroup: String, channels: Int, zeroed: Bool, reference: String?)
-        throws(AudioEngineError) -> CaptureTap
-    {
-        try engine.addCaptureTap(
-            inputGroup: inputGroup, channels: Array(0..<max(channels, 1)), zeroed: zeroed,
-            referenceOutputGroup: reference)
-    }
-
-    func latencySeconds(ofGroup group: String) -> Double? {
-        engine.latencies().first { $0.group == group }?.seconds
-    }
-
-    func addCaptureTap(inputGroup: String, channels: Int, zeroed: Bool, frames: Int, reference: String?)
-        throws(AudioEngineError) -> CaptureTap
-    {
-        try engine.addCaptureTap(
-            inputGroup: inputGroup, channels: Array(0..<max(channels, 1)), bufferFrames: frames, zeroed: zeroed,
-            referenceOutputGroup: reference)
-    }
-
-    func addBusTap(_ bus: Bus) throws(AudioEngineError) -> CaptureTap { try engine.addBusTap(bus) }
-    func setZeroed(_ tap: CaptureTap, _ zeroed: Bool) { engine.setZeroed(tap, zeroed) }
-    func removeCaptureTap(_ tap: CaptureTap) { engine.removeCaptureTap(tap) }
-
-    func utcNanoseconds(forFrameTime frameTime: UInt32) -> AudioEngine.FrameWallTime? {
-        engine.utcNanoseconds(forFrameTime: frameTime)
-    }
-
-    func setMonitoring(_ setup: MonitoringSetup) throws(AudioEngineError) { try engine.setMonitoring(setup) }
 }

@@ -1,9 +1,11 @@
 // What each service may ask of the engine, and how services talk to clients.
 //
-// One narrow protocol per service: a service sees only the engine calls it makes, by config
-// port names; `EngineController` conforms to all of them and is the one place that maps ports
-// to JACK port groups and knows whether a port is available. Services reach clients only
-// through an `EventSink` (the router).
+// Two sides, one protocol per service on each: the audio engine's calls a service makes
+// (`PlayerEngine`, `RecorderEngine`, `MonitoringEngine`, `AttachmentEngine`, `MeterEngine`),
+// which `AudioEngine` itself answers (the composition root hands each service the engine), and
+// the configured ports (`EnginePorts`): port names ↔ JACK port groups and whether a port is
+// available, which only `EngineController` knows. Services reach clients only through an
+// `EventSink` (the router).
 //
 // Threads: the control thread, for every member of every protocol here.
 import Archive
@@ -26,78 +28,111 @@ struct EngineOutput: Equatable {
     var channels: Int
 }
 
-/// The engine as `PlayerService` uses it.
-protocol PlayerEngine: AnyObject {
-    var isRunning: Bool { get }
-    /// The JACK rate players play at; nil when not running.
-    var sampleRate: Int? { get }
+/// The configured ports as services see them: the engine controller's (port ↔ group, the one
+/// source of port availability, device arrivals and losses, the network behind a port).
+protocol EnginePorts: AnyObject {
     /// Whether a configured port is available now (the one source of port availability).
     func isAvailable(port name: String) -> Bool
     /// The output side of a configured port; nil for an unknown port or an input.
     func output(port name: String) -> EngineOutput?
-    func addPlayer(channels: Int, outputGroup: String, routes: [PlayerRoute]?, gainDecibels: Double)
-        throws(AudioEngineError) -> PlayerHandle
-    func play(_ player: PlayerHandle, rampMilliseconds: Double)
-    func pause(_ player: PlayerHandle, rampMilliseconds: Double)
-    func setGain(_ player: PlayerHandle, decibels: Double)
-    func removePlayer(_ player: PlayerHandle)
-    /// From the next period the player plays to `outputGroup`, crossfading over the ramp.
-    func movePlayer(
-        _ player: PlayerHandle, toOutputGroup outputGroup: String, routes: [PlayerRoute]?, rampMilliseconds: Double
-    ) throws(AudioEngineError)
+    /// The input group of a configured port; nil for an unknown port or an output.
+    func inputGroup(port name: String) -> String?
+    /// The configured ports that can capture, by name (what a bus source may be).
+    var inputPortNames: [String] { get }
+    /// Some output group, for an attachment whose session has no output route yet (its voice
+    /// stays paused until it has one).
+    var anyOutputGroup: String? { get }
     /// Frames since JACK announced the latest port loss; nil when none was heard of.
     func portLossReaction() -> PortReaction?
     /// Frames since the latest device arrival was heard of (a JACK port registered, or a jack
     /// sense saying plugged); nil when none was.
     func portArrivalReaction() -> PortReaction?
-}
-
-/// The engine as `RecorderService` uses it.
-protocol RecorderEngine: AnyObject {
-    var isRunning: Bool { get }
-    var sampleRate: Int? { get }
-    func isAvailable(port name: String) -> Bool
-    /// The input group of a configured port; nil for an unknown port or an output.
-    func inputGroup(port name: String) -> String?
-    /// A tap on the first `channels` channels of an input group; with `reference`, an output
-    /// group, it carries a reference tap of that group (its far end, for voice processing).
-    func addCaptureTap(inputGroup: String, channels: Int, zeroed: Bool, reference: String?)
-        throws(AudioEngineError) -> CaptureTap
-    /// A tap whose ring holds `frames` frames (a pre-roll tap), allocated here, off the process
-    /// thread; with `reference`, an output group, its reference tap too (a processed session's).
-    func addCaptureTap(inputGroup: String, channels: Int, zeroed: Bool, frames: Int, reference: String?)
-        throws(AudioEngineError) -> CaptureTap
-    /// Removes `old` and adds a tap on the first `channels` channels of `inputGroup` in one
-    /// graph snapshot (adjacent periods).
-    func replaceCaptureTap(_ old: CaptureTap, inputGroup: String, channels: Int, zeroed: Bool, reference: String?)
-        throws(AudioEngineError) -> CaptureTap
-    /// The output side of a configured port; nil for an unknown port or an input.
-    func output(port name: String) -> EngineOutput?
-    /// The latency JACK reports for an engine group (capture latency of an input group,
-    /// playback latency of an output group), seconds; nil when not running or unknown.
-    func latencySeconds(ofGroup group: String) -> Double?
-    func addBusTap(_ bus: Bus) throws(AudioEngineError) -> CaptureTap
-    func setZeroed(_ tap: CaptureTap, _ zeroed: Bool)
-    func removeCaptureTap(_ tap: CaptureTap)
-    /// The UTC time of a JACK frame time (a tap's first frame); nil when not running.
-    func utcNanoseconds(forFrameTime frameTime: UInt32) -> AudioEngine.FrameWallTime?
     /// The network's facts about a configured input port's audio (an RTP stream's packets and
     /// outages); nil for audio of this machine.
     func networkReception(port name: String) -> (any NetworkReception)?
 }
 
+/// The engine as `PlayerService` uses it.
+protocol PlayerEngine: AnyObject {
+    var isRunning: Bool { get }
+    /// The JACK rate players play at; nil when not running.
+    var sampleRate: Int? { get }
+    func addPlayer(
+        channels: Int, outputGroup: String, routes: [PlayerRoute]?, bufferFrames: Int?, gainDecibels: Double
+    ) throws(AudioEngineError) -> PlayerHandle
+    func play(_ player: PlayerHandle, rampMilliseconds: Double)
+    func pause(_ player: PlayerHandle, rampMilliseconds: Double)
+    func setGain(_ player: PlayerHandle, decibels: Double, rampMilliseconds: Double)
+    func removePlayer(_ player: PlayerHandle)
+    /// Once the reconciler has connected `outputGroup` (`moved` then runs, on the control
+    /// thread) the player plays there from the next period, crossfading over the ramp.
+    func movePlayer(
+        _ player: PlayerHandle, toOutputGroup outputGroup: String, routes: [PlayerRoute]?, rampMilliseconds: Double,
+        moved: (() -> Void)?
+    ) throws(AudioEngineError)
+}
+
+/// The engine as `RecorderService` uses it (its pre-roll taps and voice processing too).
+protocol RecorderEngine: AnyObject {
+    var isRunning: Bool { get }
+    var sampleRate: Int? { get }
+    /// A tap on `channels` of an input group (all: nil) whose ring holds `bufferFrames` (two
+    /// seconds: nil); with `referenceOutputGroup`, an output group, it carries a reference tap
+    /// of that group (its far end, for voice processing).
+    func addCaptureTap(
+        inputGroup: String, channels: [Int]?, bufferFrames: Int?, zeroed: Bool, referenceOutputGroup: String?
+    ) throws(AudioEngineError) -> CaptureTap
+    /// Removes `old` and adds a tap on `inputGroup` in one graph snapshot (adjacent periods).
+    func replaceCaptureTap(
+        _ old: CaptureTap, inputGroup: String, channels: [Int]?, bufferFrames: Int?, zeroed: Bool,
+        referenceOutputGroup: String?
+    ) throws(AudioEngineError) -> CaptureTap
+    /// The latency JACK reports for an engine group (capture latency of an input group,
+    /// playback latency of an output group), seconds; nil when not running or unknown.
+    func latencySeconds(ofGroup group: String) -> Double?
+    func addBusTap(_ bus: Bus, bufferFrames: Int?) throws(AudioEngineError) -> CaptureTap
+    func setZeroed(_ tap: CaptureTap, _ zeroed: Bool)
+    func removeCaptureTap(_ tap: CaptureTap)
+    /// The UTC time of a JACK frame time (a tap's first frame); nil when not running.
+    func utcNanoseconds(forFrameTime frameTime: UInt32) -> AudioEngine.FrameWallTime?
+}
+
+/// The recorder's taps by channel count, as its callers count them.
 extension RecorderEngine {
-    func networkReception(port name: String) -> (any NetworkReception)? { nil }
+    /// A tap on the first `channels` channels of an input group.
+    func addCaptureTap(inputGroup: String, channels: Int, zeroed: Bool, reference: String?)
+        throws(AudioEngineError) -> CaptureTap
+    {
+        try addCaptureTap(
+            inputGroup: inputGroup, channels: Array(0..<max(channels, 1)), bufferFrames: nil, zeroed: zeroed,
+            referenceOutputGroup: reference)
+    }
+
+    /// A tap whose ring holds `frames` frames (a pre-roll tap), allocated here, off the process
+    /// thread.
+    func addCaptureTap(inputGroup: String, channels: Int, zeroed: Bool, frames: Int, reference: String?)
+        throws(AudioEngineError) -> CaptureTap
+    {
+        try addCaptureTap(
+            inputGroup: inputGroup, channels: Array(0..<max(channels, 1)), bufferFrames: frames, zeroed: zeroed,
+            referenceOutputGroup: reference)
+    }
+
+    func replaceCaptureTap(_ old: CaptureTap, inputGroup: String, channels: Int, zeroed: Bool, reference: String?)
+        throws(AudioEngineError) -> CaptureTap
+    {
+        try replaceCaptureTap(
+            old, inputGroup: inputGroup, channels: Array(0..<max(channels, 1)), bufferFrames: nil, zeroed: zeroed,
+            referenceOutputGroup: reference)
+    }
+
+    func addBusTap(_ bus: Bus) throws(AudioEngineError) -> CaptureTap { try addBusTap(bus, bufferFrames: nil) }
 }
 
 /// The engine as `MonitoringService` uses it.
 protocol MonitoringEngine: AnyObject {
     var isRunning: Bool { get }
-    func inputGroup(port name: String) -> String?
-    func output(port name: String) -> EngineOutput?
-    /// The configured ports that can capture, by name (what a bus source may be).
-    var inputPortNames: [String] { get }
-    func setMonitoring(_ setup: MonitoringSetup) throws(AudioEngineError)
+    func setMonitoring(_ setup: MonitoringSetup, rampMilliseconds: Double) throws(AudioEngineError)
 }
 
 /// The engine as `DeviceService` uses it: jack sense gates a port's availability.
@@ -106,30 +141,36 @@ protocol SenseEngine: AnyObject {
     func setSensePlugged(port: String, _ plugged: Bool?)
 }
 
+/// The engine as `MeterService` uses it.
+protocol MeterEngine: AnyObject {
+    var isRunning: Bool { get }
+    /// Whether the process thread measures the input and output meters.
+    var metersActive: Bool { get set }
+    /// Peak and RMS of every channel since the previous call.
+    func meters() -> [MeterReading]
+}
+
 /// The engine as `AttachmentService` uses it: applications' own JACK clients under sessions.
 /// Their play side is a player voice, steered with the player calls.
 protocol AttachmentEngine: AnyObject {
     var isRunning: Bool { get }
-    func isAvailable(port name: String) -> Bool
-    func output(port name: String) -> EngineOutput?
-    func inputGroup(port name: String) -> String?
     /// Frames per period and per second (nil when not running).
     var bufferSize: Int? { get }
     var sampleRate: Int? { get }
-    /// Some output group, for an attachment whose session has no output route yet (its voice
-    /// stays paused until it has one).
-    var anyOutputGroup: String? { get }
     /// Starts an attach: the ports are registered off the control thread, the handle comes
     /// from `finishedAttachments` (see `AudioEngine.beginAttach`).
-    func beginAttach(client: String, playPorts: [String], capturePorts: [String], outputGroup: String?)
-        throws(AudioEngineError) -> AttachmentTicket
+    func beginAttach(
+        client: String, playPorts: [String], capturePorts: [String], outputGroup: String?, routes: [PlayerRoute]?,
+        gainDecibels: Double
+    ) throws(AudioEngineError) -> AttachmentTicket
     func finishedAttachments() -> [(AttachmentTicket, Result<AttachmentHandle, AudioEngineError>)]
     func detach(_ handle: AttachmentHandle)
     func play(_ player: PlayerHandle, rampMilliseconds: Double)
     func pause(_ player: PlayerHandle, rampMilliseconds: Double)
-    func setGain(_ player: PlayerHandle, decibels: Double)
+    func setGain(_ player: PlayerHandle, decibels: Double, rampMilliseconds: Double)
     func movePlayer(
-        _ player: PlayerHandle, toOutputGroup outputGroup: String, routes: [PlayerRoute]?, rampMilliseconds: Double
+        _ player: PlayerHandle, toOutputGroup outputGroup: String, routes: [PlayerRoute]?, rampMilliseconds: Double,
+        moved: (() -> Void)?
     ) throws(AudioEngineError)
     /// Capture ports carry `inputGroup`'s channels while `open`, zeros otherwise.
     func setCapture(_ handle: AttachmentHandle, inputGroup: String?, open: Bool)
@@ -150,3 +191,6 @@ protocol AttachmentEngine: AnyObject {
     /// The process id behind a JACK client, when the server tells (nil: it does not).
     func processID(ofClient name: String) -> Int32?
 }
+
+/// The audio engine answers each service's calls itself: no layer passes them on.
+extension AudioEngine: PlayerEngine, RecorderEngine, MonitoringEngine, MeterEngine, AttachmentEngine {}

@@ -28,7 +28,7 @@ final class MeterService: DaemonFeature {
     /// A reading keeps the engine measuring for this long (seconds).
     static let interestSeconds = 60.0
 
-    private let engine: EngineController
+    private let engine: any MeterEngine
     private let sources: Sources
     /// The status page's live meters (`/events`): filled from the tick while a browser listens.
     let pageMeters = MeterFeed()
@@ -47,7 +47,7 @@ final class MeterService: DaemonFeature {
     /// window has been measured.
     private var waiting: [(app: String?, reply: LaterReply)] = []
 
-    init(engine: EngineController, sources: Sources) {
+    init(engine: any MeterEngine, sources: Sources) {
         self.engine = engine
         self.sources = sources
     }

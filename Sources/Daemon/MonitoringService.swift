@@ -20,6 +20,7 @@ enum BusAssignment: String, CaseIterable {
 /// the player table is asked through `playerHandle` (a player stream of the owner, by name).
 final class MonitoringService {
     private let engine: any MonitoringEngine
+    private let ports: any EnginePorts
     /// The engine player behind a stream of an app, if it has one now.
     private let playerHandle: (_ app: String, _ stream: String) -> PlayerHandleID?
 
@@ -31,8 +32,12 @@ final class MonitoringService {
     private(set) var cueMix = 0.0
     private(set) var split = false
 
-    init(engine: any MonitoringEngine, playerHandle: @escaping (_ app: String, _ stream: String) -> PlayerHandleID?) {
+    init(
+        engine: any MonitoringEngine, ports: any EnginePorts,
+        playerHandle: @escaping (_ app: String, _ stream: String) -> PlayerHandleID?
+    ) {
         self.engine = engine
+        self.ports = ports
         self.playerHandle = playerHandle
     }
 
@@ -67,11 +72,11 @@ final class MonitoringService {
         guard let bus = BusAssignment(rawValue: busName) else {
             throw SessionError(.badParam, "bus \"\(busName)\" is not main, cue, both or none")
         }
-        let isInput = engine.inputGroup(port: name) != nil
+        let isInput = ports.inputGroup(port: name) != nil
         guard isInput || playerHandle(app, name) != nil else {
             throw SessionError(
                 .badParam,
-                "\(name) is neither an input port (\(engine.inputPortNames.joined(separator: ", "))) nor a player "
+                "\(name) is neither an input port (\(ports.inputPortNames.joined(separator: ", "))) nor a player "
                     + "stream of \(app); start one with `recctl play \(app) FILE --stream \(name)`"
             )
         }
@@ -108,7 +113,7 @@ final class MonitoringService {
                     .player(
                         player, toMain: assignment.bus.toMain, toCue: assignment.bus.toCue,
                         gainDecibels: assignment.gainDB))
-            } else if let input = engine.inputGroup(port: name) {
+            } else if let input = ports.inputGroup(port: name) {
                 setupSources.append(
                     .input(
                         input, toMain: assignment.bus.toMain, toCue: assignment.bus.toCue,
@@ -116,11 +121,11 @@ final class MonitoringService {
             }
         }
         let setup = MonitoringSetup(
-            mainOutput: mainPort.flatMap { engine.output(port: $0)?.group },
-            cueOutput: cuePort.flatMap { engine.output(port: $0)?.group },
+            mainOutput: mainPort.flatMap { ports.output(port: $0)?.group },
+            cueOutput: cuePort.flatMap { ports.output(port: $0)?.group },
             sources: setupSources, cueMix: cueMix, splitCue: split)
         do {
-            try engine.setMonitoring(setup)
+            try engine.setMonitoring(setup, rampMilliseconds: AudioEngine.defaultRampMilliseconds)
         } catch {
             throw SessionError(.resourceNotAvailable, "the engine refused the monitoring set-up: \(error)")
         }
@@ -143,7 +148,8 @@ final class MonitoringService {
         split = false
         if engine.isRunning {
             try? engine.setMonitoring(
-                MonitoringSetup(mainOutput: nil, cueOutput: nil, sources: [], cueMix: 0, splitCue: false))
+                MonitoringSetup(mainOutput: nil, cueOutput: nil, sources: [], cueMix: 0, splitCue: false),
+                rampMilliseconds: AudioEngine.defaultRampMilliseconds)
         }
     }
 

@@ -104,6 +104,7 @@ final class PlayerService: @unchecked Sendable {
     static let prerollTimeout = 0.5
 
     private let engine: any PlayerEngine
+    private let ports: any EnginePorts
     private let sink: any ServiceSink
     private let starter: SlowRequestWorker
     /// Wakes the control thread when a feeder ends (the tick's `reap` would find it anyway).
@@ -115,10 +116,12 @@ final class PlayerService: @unchecked Sendable {
     /// - Parameters:
     ///   - deliver: runs a closure on the control thread (`ControlServer.post`), for the
     ///     starter's results and the feeders' wake-ups.
-    init(engine: any PlayerEngine, sink: any ServiceSink, deliver: @escaping SlowRequestWorker.Deliver)
-        throws(SystemError)
-    {
+    init(
+        engine: any PlayerEngine, ports: any EnginePorts, sink: any ServiceSink,
+        deliver: @escaping SlowRequestWorker.Deliver
+    ) throws(SystemError) {
         self.engine = engine
+        self.ports = ports
         self.sink = sink
         starter = try SlowRequestWorker(name: "player starter", deliver: deliver)
         feederEnded = { deliver {} }
@@ -148,7 +151,7 @@ final class PlayerService: @unchecked Sendable {
     /// it (1-based) or, without them, all of the port's channels; nil when `port` is no output
     /// or the engine has no rate (starting says why).
     func load(of file: ProbedFile, port: String, channels: [Int]?) -> PlayerLoad? {
-        guard let rate = engine.sampleRate, let output = engine.output(port: port) else { return nil }
+        guard let rate = engine.sampleRate, let output = ports.output(port: port) else { return nil }
         return Self.load(of: file, rate: rate, playerChannels: channels?.count ?? output.channels)
     }
 
@@ -195,7 +198,7 @@ final class PlayerService: @unchecked Sendable {
             throw SessionError(
                 .mediaServicesFailed, "the JACK server is gone; wait for mediaServicesWereReset and play again")
         }
-        guard let output = engine.output(port: order.port) else {
+        guard let output = ports.output(port: order.port) else {
             throw SessionError(.cannotStartPlaying, "port \(order.port) is not an output port; see `recctl routes`")
         }
         if let old = get(order.app, order.stream) { stop(old, reason: "replaced") }
@@ -215,7 +218,8 @@ final class PlayerService: @unchecked Sendable {
         let handle: PlayerHandle
         do {
             handle = try engine.addPlayer(
-                channels: playerChannels, outputGroup: output.group, routes: routes, gainDecibels: order.gainDB)
+                channels: playerChannels, outputGroup: output.group, routes: routes, bufferFrames: nil,
+                gainDecibels: order.gainDB)
         } catch {
             throw SessionError(.cannotStartPlaying, "the engine refused a player on \(order.port): \(error)")
         }
@@ -280,7 +284,7 @@ final class PlayerService: @unchecked Sendable {
         sink.report(.streams)
         // How long after JACK announced the port's loss the pause was published: the process
         // thread applies it at its next period.
-        let reaction = cause == .routeDisconnected ? engine.portLossReaction() : nil
+        let reaction = cause == .routeDisconnected ? ports.portLossReaction() : nil
         announce(player, state: .paused, reason: cause.rawValue, reaction: reaction)
     }
 
@@ -310,37 +314,42 @@ final class PlayerService: @unchecked Sendable {
         announce(player, state: .playing, reason: nil, previousPort: previousPort)
     }
 
-    /// Moves a player that follows the route to `output`: from the next period it crossfades
-    /// there over the default ramp (no gap). Announced with `previousPort` and `reason` (the
-    /// route change's), and how fast it followed the device's arrival.
+    /// Moves a player that follows the route to `output`: once the connection reconciler has
+    /// connected that output, it crossfades there over the default ramp from the next period
+    /// (no gap). Announced then with `previousPort` and `reason` (the route change's), and how
+    /// fast it followed the device's arrival; `port` names the new output at once.
     ///
     /// `channelLimit` gives, for the target port's channel count, how many of its first channels
     /// the session lets it use (its preferred output channels, SPEC §5).
     func move(
         _ player: PlayerStream, to output: String, reason: RouteChangeReason?, channelLimit: ChannelLimit
     ) throws(SessionError) {
-        guard let target = engine.output(port: output) else {
+        guard let target = ports.output(port: output) else {
             throw SessionError(.cannotStartPlaying, "port \(output) is not an output port; see `recctl routes`")
         }
         let routes = PlayerRoute.defaultRoutes(
             playerChannels: player.handle.channels, groupChannels: max(1, channelLimit(target.channels)))
+        let previous = player.port
         do {
+            // Published once the reconciler has connected the output (a device that has just
+            // arrived hears the move from its first frame); announced then, with how long after
+            // the device's arrival was heard of that was: the process thread takes it up at its
+            // next period.
             try engine.movePlayer(
                 player.handle, toOutputGroup: target.group, routes: routes,
-                rampMilliseconds: AudioEngine.defaultRampMilliseconds)
+                rampMilliseconds: AudioEngine.defaultRampMilliseconds
+            ) { [weak self, weak player] in
+                guard let self, let player, let reason else { return }
+                let reaction = reason == .newDeviceAvailable ? ports.portArrivalReaction() : nil
+                announce(player, state: player.state, reason: reason.name, previousPort: previous, reaction: reaction)
+            }
         } catch {
             throw SessionError(
                 .cannotStartPlaying,
                 "the engine could not move \(player.app)'s stream \(player.stream) to \(output): \(error)")
         }
-        let previous = player.port
         player.port = output
         if previous != output { Log.info("\(player.app): \(player.stream) moves from \(previous) to \(output)") }
-        guard let reason else { return }
-        // How long after the device's arrival was heard of the move was published: the process
-        // thread takes it up at its next period.
-        let reaction = reason == .newDeviceAvailable ? engine.portArrivalReaction() : nil
-        announce(player, state: player.state, reason: reason.name, previousPort: previous, reaction: reaction)
     }
 
     func stop(_ player: PlayerStream, reason: String) {
@@ -402,7 +411,7 @@ final class PlayerService: @unchecked Sendable {
     /// Privacy: the output a player was assigned to went away; stop its sound at once (a 1 ms
     /// fade, well inside a period). Players on outputs still there play on.
     func pauseDisconnected(of app: String) {
-        for player in of(app) where !engine.isAvailable(port: player.port) {
+        for player in of(app) where !ports.isAvailable(port: player.port) {
             pause(player, cause: .routeDisconnected, rampMilliseconds: 1)
         }
     }
@@ -428,12 +437,12 @@ final class PlayerService: @unchecked Sendable {
         of app: String, outputs: [String], reason: RouteChangeReason, channelLimit: ChannelLimit = { $0 }
     ) {
         for player in of(app) where player.followsRoute && player.pausedBy == nil && !outputs.contains(player.port) {
-            guard let output = outputs.first, engine.isAvailable(port: output) else {
+            guard let output = outputs.first, ports.isAvailable(port: output) else {
                 // No output left to follow: silence, as when its device goes away.
                 pause(player, cause: .routeDisconnected, rampMilliseconds: 1)
                 continue
             }
-            if !engine.isAvailable(port: player.port) {
+            if !ports.isAvailable(port: player.port) {
                 // Its device went away (the policy's pause did not reach a player still
                 // starting): the privacy rule, not a fall back to another output.
                 pause(player, cause: .routeDisconnected, rampMilliseconds: 1)
@@ -458,7 +467,9 @@ final class PlayerService: @unchecked Sendable {
 
     /// Ducking: every player of `app` ramps to `decibels` (0: not ducked).
     func setGain(of app: String, decibels: Double) {
-        for player in of(app) { engine.setGain(player.handle, decibels: decibels) }
+        for player in of(app) {
+            engine.setGain(player.handle, decibels: decibels, rampMilliseconds: AudioEngine.defaultRampMilliseconds)
+        }
     }
 
     private func announce(

@@ -1,6 +1,16 @@
-// The daemon's side of the RTP monitor (NetworkAudio's RTPMonitor): making it with recd's log,
-// and a recorder's view of it as Archive's `NetworkReception`.
+// The daemon's side of network audio (NetworkAudio holds the parsers, `pw-dump`'s run and the
+// monitor): which JACK clients are RTP streams PipeWire receives, as the last `pw-dump` on the
+// slow worker showed them (for the FROM of `routes`, and what the RTP monitor listens to); the
+// monitor made with recd's log; a recorder's view of it as Archive's `NetworkReception`.
+// Built by the composition root (`Recd.compose`), held by the engine controller.
+//
+// Threads: `RTPSessionDirectory`'s methods on the control thread; the `pw-dump` job on the slow
+// worker; `RTPReception` on any thread (a recorder's archiver). The monitor's own thread is
+// `RTPMonitor`'s: it makes it (on the first `watch` with a stream), holds it and ends it in
+// `stop` (`RTPSessionDirectory.stop`, at shutdown).
 import Archive
+import AudioEngine
+import Foundation
 import NetworkAudio
 import Platform
 import SystemSupport
@@ -18,6 +28,74 @@ extension RTPMonitor {
         } catch {
             Log.warning("no RTP monitor: \(error)")
             return nil
+        }
+    }
+}
+
+/// The RTP sessions PipeWire receives, as the last `pw-dump` showed them, and the monitor that
+/// counts their packets. Control thread only (`@unchecked Sendable`: the worker's completion,
+/// which captures it, runs there too).
+final class RTPSessionDirectory: @unchecked Sendable {
+    /// By JACK client name.
+    private(set) var sessions: [String: RTPSession] = [:]
+    private var running = false
+    /// Ports changed while a run was under way: one more run when it ends.
+    private var again = false
+    private var loggedFailure = false
+    /// Told which receivers' streams to listen to after each run (nil: no monitor).
+    private let monitor: RTPMonitor?
+
+    init(monitor: RTPMonitor?) { self.monitor = monitor }
+
+    /// `origin` as `routes` shows it: a client that is an RTP session's node becomes `.rtp`.
+    func origin(_ origin: PortOrigin) -> PortOrigin {
+        guard case .local(let client) = origin, let session = sessions[client] else { return origin }
+        return .rtp(session: session.name, address: session.address, client: client)
+    }
+
+    /// The network's facts about audio whose ports are `clients'` (nil without a monitor).
+    func reception(clients: [String]) -> (any NetworkReception)? {
+        monitor.map { RTPReception(monitor: $0, clients: clients) }
+    }
+
+    /// The streams the monitor listens to (for /metrics). Any thread.
+    func streams() -> [RTPStreamFacts] { monitor.map { Array($0.facts().values) } ?? [] }
+
+    /// Ends the monitor's thread and closes its sockets (shutdown).
+    func stop() { monitor?.stop() }
+
+    /// Reads PipeWire's nodes again on `worker` (JACK ports came or went). `remote`: the PipeWire
+    /// server recd's libjack reached. Nothing on jackd2, where there is nothing to ask.
+    func refresh(remote: String, onPipeWire: Bool, worker: SlowRequestWorker) {
+        guard onPipeWire, PipeWireRTPSessions.isInstalled else { return }
+        guard !running else {
+            again = true
+            return
+        }
+        running = true
+        let environment = PipeWireRTPSessions.environment(from: ProcessInfo.processInfo.environment)
+        worker.submit(for: nil) { _ -> Result<[String: RTPSession], PipeWireRTPSessions.Failure> in
+            PipeWireRTPSessions.read(remote: remote, environment: environment)
+        } completion: { [weak self] result in
+            guard let self else { return }
+            running = false
+            switch result {
+            case .success(let found):
+                if found != sessions {
+                    Log.info("RTP sessions PipeWire receives: \(PipeWireRTPSessions.describe(found))")
+                }
+                sessions = found
+                monitor?.watch(PipeWireRTPSessions.wanted(found))
+                loggedFailure = false
+            case .failure(let failure):
+                // Once until a run succeeds again: ports come and go often.
+                if !loggedFailure { Log.warning("\(failure.message); recctl routes shows RTP streams as local") }
+                loggedFailure = true
+            }
+            if again {
+                again = false
+                refresh(remote: remote, onPipeWire: onPipeWire, worker: worker)
+            }
         }
     }
 }

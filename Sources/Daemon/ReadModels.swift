@@ -78,12 +78,12 @@ extension SessionCoordinator {
             uptime: (SystemClock.monotonicSeconds() - startedAt).rounded(), config: config.source,
             socket: config.daemon.socket, stateDir: config.daemon.stateDir, archiveDir: config.archive.dir)
         let jack = StatusInfo.Jack(
-            connected: engine.isRunning, client: engine.clientName,
+            connected: engine.audio.isRunning, client: engine.audio.clientName,
             server: engine.serverName,
-            sampleRate: engine.sampleRate, bufferSize: engine.bufferSize, xruns: engine.xruns,
-            mediaServicesAvailable: store.mediaServicesAvailable, error: engine.isRunning ? nil : engine.lastError,
-            implementation: engine.implementation.kind.rawValue, churning: engine.churningConnections,
-            cycle: engine.cycleTimes.map(WireFormat.cycleTimes))
+            sampleRate: engine.audio.sampleRate, bufferSize: engine.audio.bufferSize, xruns: engine.audio.xruns,
+            mediaServicesAvailable: store.mediaServicesAvailable, error: engine.audio.isRunning ? nil : engine.lastError,
+            implementation: engine.implementation.kind.rawValue, churning: engine.audio.churningConnections.map(\.description),
+            cycle: engine.audio.cycleTimes.map(WireFormat.cycleTimes))
         var status = StatusInfo(
             daemon: daemon, jack: jack, sessions: listedSessions().map(sessionInfo),
             active: store.sortedSessions.filter(\.isActive).map(\.app), players: players.all.map(\.info),
@@ -127,7 +127,7 @@ extension SessionCoordinator {
     /// Runs `then` once the meters hold a whole window (at once while they are on; else they are
     /// turned on and it follows within two ticks), or at once without a JACK server. Control thread.
     func whenMetersRead(_ then: @escaping @Sendable () -> Void) {
-        guard engine.isRunning else { return then() }
+        guard engine.audio.isRunning else { return then() }
         do {
             if try meters.request(app: nil, reply: { _ in then() }) != nil { then() }
         } catch {
@@ -153,6 +153,6 @@ extension SessionCoordinator {
         }
         return MetricsSnapshot(
             status: status, inputPeaks: peaks, replication: replication,
-            rtpStreams: engine.rtpStreams())
+            rtpStreams: engine.rtp.streams())
     }
 }

@@ -20,16 +20,6 @@ import SessionPolicy
 import Synchronization
 import SystemSupport
 
-/// What the recorders ask of level-triggered takes, whose owner (the take trigger feature) keeps
-/// the sessions' pre-rolls and the armed triggers. Control thread.
-protocol TakeSource: AnyObject {
-    /// `app`'s pre-roll of `port` (its first `channels`), handed over to become a recorder's
-    /// own tap; nil when there is none that fits.
-    func takePreRoll(app: String, port: String, channels: Int) -> PreRollKeeper.Taken?
-    /// Whether `app` is armed: a take that stops leaves its trigger armed, not a recorder waiting.
-    func isArmed(_ app: String) -> Bool
-}
-
 /// The recorders of every session: taps, archivers, segment events, suspended recorders and
 /// the declared ones, and the partials left to recover.
 ///
@@ -38,6 +28,8 @@ protocol TakeSource: AnyObject {
 final class RecorderService: @unchecked Sendable {
     let settings: ArchiveSection
     let engine: any RecorderEngine
+    /// The configured ports: their input groups, availability, the network behind them.
+    let ports: any EnginePorts
     private let sink: any ServiceSink
     private let worker: SlowRequestWorker  // partials recovered again
     /// Called on an archiver thread when its recorder has events; must bring `handleEvents`
@@ -64,10 +56,11 @@ final class RecorderService: @unchecked Sendable {
 
     init(
         settings: ArchiveSection, declared: [(app: String, record: RecordAtStart)], engine: any RecorderEngine,
-        sink: any ServiceSink, worker: SlowRequestWorker, wake: @escaping @Sendable () -> Void
+        ports: any EnginePorts, sink: any ServiceSink, worker: SlowRequestWorker, wake: @escaping @Sendable () -> Void
     ) {
         self.settings = settings
         self.engine = engine
+        self.ports = ports
         self.sink = sink
         self.worker = worker
         self.wake = wake
@@ -130,7 +123,7 @@ final class RecorderService: @unchecked Sendable {
         _ spec: RecorderSpec, channels: Int, type: PortType, bandwidth: CaptureBandwidth, context: RecordingContext,
         replacing old: RecorderStream? = nil, endReason: EndReason = .routeChange
     ) throws -> RecorderStream {
-        guard let group = engine.inputGroup(port: spec.port) else {
+        guard let group = ports.inputGroup(port: spec.port) else {
             throw SessionError(.resourceNotAvailable, "\(spec.port) is not an input port; see `recctl routes`")
         }
         guard engine.isRunning, let jackRate = engine.sampleRate else {
@@ -143,7 +136,7 @@ final class RecorderService: @unchecked Sendable {
         let preRolled = old == nil ? takes?.takePreRoll(app: spec.app, port: spec.port, channels: channels) : nil
         // A processed capture's far end: the session's route output (a pre-roll tap of a
         // processed session keeps its own; one without is recorded as captured).
-        let voice = VoiceSetup(context, inputGroup: group, engine: engine)
+        let voice = VoiceSetup(context, inputGroup: group, engine: engine, ports: ports)
         do {
             if let preRolled {
                 tap = preRolled.tap
@@ -227,7 +220,7 @@ final class RecorderService: @unchecked Sendable {
         var configuration = configuration
         configuration.measuresLoudness = settings.loudness != .no
         configuration.loudnessEngine = settings.loudness == .libebur128 ? .libebur128 : .vectorized
-        configuration.network = configuration.inputPort.flatMap { engine.networkReception(port: $0) }
+        configuration.network = configuration.inputPort.flatMap { ports.networkReception(port: $0) }
         for feature in features { feature.configure(&configuration, for: spec) }
         if let resuming = recovery.resuming(spec) {
             configuration.extraComments += [
@@ -430,7 +423,7 @@ final class RecorderService: @unchecked Sendable {
     /// A route change: `app`'s input recorders whose port is gone stop (buses stay), to start
     /// again when it is back.
     func stopUnavailable(of app: String) {
-        for stream in of(app) where stream.spec.bus == nil && !engine.isAvailable(port: stream.spec.port) {
+        for stream in of(app) where stream.spec.bus == nil && !ports.isAvailable(port: stream.spec.port) {
             stopForLostInput(stream)
         }
     }
@@ -443,7 +436,7 @@ final class RecorderService: @unchecked Sendable {
     /// route change, which moves them to the new input.
     func stopExplicitUnavailable() {
         for stream in recorders
-        where stream.spec.bus == nil && !stream.spec.followsRoute && !engine.isAvailable(port: stream.spec.port) {
+        where stream.spec.bus == nil && !stream.spec.followsRoute && !ports.isAvailable(port: stream.spec.port) {
             stopForLostInput(stream)
         }
     }

@@ -211,7 +211,7 @@ extension SessionCoordinator {
         }
         applyChannelPreferences(of: app, before: before, after: prefs)
         var fields: [(String, JSONValue)] = []
-        if let duration = change.ioBuffer, engine.isRunning, let note = engine.applyBufferPreference(duration) {
+        if let duration = change.ioBuffer, engine.audio.isRunning, let note = engine.applyBufferPreference(duration) {
             Log.info("\(app) prefers an IO buffer of \(Readable.duration(duration)): \(note)")
             fields.append(("note", .string(note)))
         }

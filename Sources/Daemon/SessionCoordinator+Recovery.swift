@@ -10,7 +10,7 @@ extension SessionCoordinator {
     /// From the tick: the waiting recorders whose cause is gone start again.
     func resumeWaitingRecorders(now: Double) {
         recovery.resumeWaiting(
-            now: now, servicesAvailable: store.mediaServicesAvailable && engine.isRunning,
+            now: now, servicesAvailable: store.mediaServicesAvailable && engine.audio.isRunning,
             inputAvailable: { spec in inputAvailable(for: spec) }, start: { entry in try resume(entry) })
     }
 

@@ -131,7 +131,7 @@ extension SessionCoordinator {
                 app: app, adding: load, replacing: players.get(app, stream)?.load.samplesPerSecond ?? 0,
                 loads: players.loadsByApp, budget: config.daemon.playerLoadPerUser, by: caller.requester)
         }
-        guard engine.isRunning else {
+        guard engine.audio.isRunning else {
             throw SessionError(
                 .mediaServicesFailed, "the JACK server is gone; wait for mediaServicesWereReset and play again")
         }

@@ -331,8 +331,8 @@ final class SessionCoordinator: FactSink, TakeHost, @unchecked Sendable {
         if engine.start() {
             Log.notice(
                 "connected to JACK server '\(engine.serverName)' (\(engine.implementation.kind.rawValue), libjack "
-                    + "\(engine.implementation.version)) as \(engine.clientName ?? "?") (\(engine.sampleRate ?? 0) Hz, "
-                    + "\(engine.bufferSize ?? 0) frames)"
+                    + "\(engine.implementation.version)) as \(engine.audio.clientName ?? "?") (\(engine.audio.sampleRate ?? 0) Hz, "
+                    + "\(engine.audio.bufferSize ?? 0) frames)"
             )
             report(.ports)
             startDeclaredRecorders()
@@ -359,9 +359,9 @@ final class SessionCoordinator: FactSink, TakeHost, @unchecked Sendable {
 
     /// The engine has news (its wake closure posted here), or the tick polls it.
     func engineWoke() {
-        guard engine.isRunning || engine.isServerLost else { return }
+        guard engine.audio.isRunning || engine.audio.isServerLost else { return }
         let news = engine.drain()
-        if let reason = news.serverLost ?? (engine.isServerLost ? "server gone" : nil) {
+        if let reason = news.serverLost ?? (engine.audio.isServerLost ? "server gone" : nil) {
             Log.error(
                 "JACK server lost (\(reason)); recordings finalized, sessions deactivated. recd reconnects when it "
                     + "returns"
@@ -378,7 +378,7 @@ final class SessionCoordinator: FactSink, TakeHost, @unchecked Sendable {
         if let rate = news.sampleRate { followSampleRate(rate) }
         if news.configurationChanged {
             Log.notice(
-                "JACK's configuration changed: \(engine.bufferSize ?? 0) frames a period at \(engine.sampleRate ?? 0) Hz; "
+                "JACK's configuration changed: \(engine.audio.bufferSize ?? 0) frames a period at \(engine.audio.sampleRate ?? 0) Hz; "
                     + "active sessions get routeConfigurationChange")
             apply(store.routeConfigurationChanged())
         }
@@ -448,7 +448,7 @@ final class SessionCoordinator: FactSink, TakeHost, @unchecked Sendable {
         // rather than at the next start; replication, silence programs and the time source end.
         for feature in features.reversed() { feature.stop() }
         engine.stop()
-        engine.stopRTPMonitor()
+        engine.rtp.stop()
         // Last: a verify still decoding ends after its current file; recordings are safe by now.
         worker.stop()
         stateWriter.finish(PersistedState(store: store))

@@ -4,9 +4,11 @@
 // worker threads ("slow worker", "state writer", "player starter"), the engine and the devices, then becomes
 // the control thread in `server.run`; after it returns, `shutdown` stops them all.
 import Archive
+import AudioEngine
 import ControlProtocol
 import Devices
 import HTTPServer
+import NetworkAudio
 import Platform
 import SessionPolicy
 import SystemSupport
@@ -270,15 +272,17 @@ extension Recd {
     ) throws(SystemError) -> ControlFrontEnd {
         let handle = Handle()
         let deliver: SlowRequestWorker.Deliver = { [link] work in link.post(work) }
-        let engine = EngineController(config: config) { [link] in
+        let audio = AudioEngine { [link] in
             link.post { handle.frontEnd?.measured("JACK's news") { handle.coordinator?.engineWoke() } }
         }
+        let engine = EngineController(
+            config: config, audio: audio, rtp: RTPSessionDirectory(monitor: RTPMonitor.forRecd()))
         let worker = try SlowRequestWorker(name: "slow worker", deliver: deliver)
         let stateWriter = try StateWriter(file: stateFile, deliver: deliver)
-        let players = try PlayerService(engine: engine, sink: handle, deliver: deliver)
+        let players = try PlayerService(engine: audio, ports: engine, sink: handle, deliver: deliver)
         let recorders = RecorderService(
-            settings: config.archive, declared: config.sessions.map { ($0.app, $0.record) }, engine: engine,
-            sink: handle, worker: worker, wake: { [link] in link.post { handle.coordinator?.recordersWoke() } })
+            settings: config.archive, declared: config.sessions.map { ($0.app, $0.record) }, engine: audio,
+            ports: engine, sink: handle, worker: worker, wake: { [link] in link.post { handle.coordinator?.recordersWoke() } })
         let archive = ArchiveService(directory: config.archive.dir, worker: worker, recorders: recorders)
         let prover = SegmentProver.make(
             stateDir: config.daemon.stateDir, archiveDir: config.archive.dir, deliver: deliver,
@@ -290,14 +294,14 @@ extension Recd {
             defaults: config.archive.silence,
             sessions: Dictionary(uniqueKeysWithValues: config.sessions.map { ($0.app, $0.silence) }))
         let timeSource = TimeSourceFeature.started()
-        let monitoring = MonitoringService(engine: engine) { [unowned players] app, stream in
+        let monitoring = MonitoringService(engine: audio, ports: engine) { [unowned players] app, stream in
             players.get(app, stream)?.handle.id
         }
         players.playersChanged = { [unowned monitoring] app in monitoring.playersChanged(app: app) }
         let bindings =
             (try? DeviceService.bindings(for: config).get()) ?? (try! DeviceBindings([DeviceBindings.Declaration]()))
         let meters = MeterService(
-            engine: engine,
+            engine: audio,
             sources: MeterService.Sources(
                 groups: { app in try handle.coordinator?.meterGroups(of: app) ?? [] },
                 loudness: { app in handle.coordinator?.recordingLoudness(of: app) ?? [] }))
@@ -312,7 +316,7 @@ extension Recd {
             config: config, store: store, startedAt: startedAt, link: link, events: frontEnd, engine: engine,
             players: players, recorders: recorders, monitoring: monitoring,
             devices: DeviceService(bindings: bindings, engine: engine),
-            attachments: AttachmentService(engine: engine, sink: handle), worker: worker, stateWriter: stateWriter,
+            attachments: AttachmentService(engine: audio, ports: engine, sink: handle), worker: worker, stateWriter: stateWriter,
             archive: archive, meters: meters)
         let triggers = TakeTriggerFeature(
             host: coordinator, config: config, engine: engine, recorders: recorders, events: handle)

@@ -59,3 +59,13 @@ struct ArmedTrigger {
         ]
     }
 }
+
+/// What the recorders ask of level-triggered takes, whose owner (the take trigger feature) keeps
+/// the sessions' pre-rolls and the armed triggers. Control thread.
+protocol TakeSource: AnyObject {
+    /// `app`'s pre-roll of `port` (its first `channels`), handed over to become a recorder's
+    /// own tap; nil when there is none that fits.
+    func takePreRoll(app: String, port: String, channels: Int) -> PreRollKeeper.Taken?
+    /// Whether `app` is armed: a take that stops leaves its trigger armed, not a recorder waiting.
+    func isArmed(_ app: String) -> Bool
+}

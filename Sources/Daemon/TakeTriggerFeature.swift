@@ -41,7 +41,7 @@ final class TakeTriggerFeature: DaemonFeature, TakeSource {
         self.recorders = recorders
         recovery = recorders.recovery
         self.events = events
-        preRolls = PreRollKeeper(engine: engine)
+        preRolls = PreRollKeeper(engine: engine.audio)
     }
 
     private var store: SessionStore { host.store }
@@ -182,7 +182,7 @@ final class TakeTriggerFeature: DaemonFeature, TakeSource {
     /// end of the running take's hold.
     private func stepTrigger(_ app: String) {
         guard var trigger = armed[app], let held = preRolls.held[app],
-            let rate = engine.sampleRate, let firstFrameTime = held.tap.firstFrameTime
+            let rate = engine.audio.sampleRate, let firstFrameTime = held.tap.firstFrameTime
         else { return }
         let tap = held.tap
         let holdFrames = Int(trigger.holdSeconds * Double(rate))
@@ -269,7 +269,7 @@ final class TakeTriggerFeature: DaemonFeature, TakeSource {
         armed[app]?.take = take
         Log.info(
             "\(app): the level reached \(JSONValue.format(trigger.triggerDB)) dBFS; take started with "
-                + "\(Readable.length(frames: crossing - from, sampleRate: engine.sampleRate)) before it"
+                + "\(Readable.length(frames: crossing - from, sampleRate: engine.audio.sampleRate)) before it"
         )
     }
 }

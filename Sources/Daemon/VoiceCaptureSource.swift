@@ -259,9 +259,9 @@ struct VoiceSetup {
 
     /// The setup for a recorder of `inputGroup` in `context`; nil when its capture is not
     /// processed or its route has no output the engine plays to.
-    init?(_ context: RecordingContext, inputGroup: String, engine: any RecorderEngine) {
+    init?(_ context: RecordingContext, inputGroup: String, engine: any RecorderEngine, ports: any EnginePorts) {
         guard context.processing != .none, let port = context.referencePort,
-            let output = engine.output(port: port)
+            let output = ports.output(port: port)
         else { return nil }
         processing = context.processing
         outputGroup = output.group

@@ -197,7 +197,12 @@ struct PlayerMoveIntegrationTests {
             engine.play(attempt)
             #expect(waitUntil(seconds: 10) { attempt.framesPlayed >= rate / 2 })
             try engine.movePlayer(attempt, toOutputGroup: "phones", rampMilliseconds: 20)
-            #expect(attempt.outputGroup == "phones")
+            // Published once the connection reconciler has answered for the phones' edges.
+            #expect(
+                waitUntil(seconds: 10) {
+                    _ = engine.drainNotifications()
+                    return attempt.outputGroup == "phones"
+                })
             #expect(waitUntil(seconds: 10) { attempt.state == .drained })
             usleep(UInt32(4 * 1_000_000 * (engine.bufferSize ?? 1024) / rate))
             return device.takeRecording()
@@ -219,5 +224,51 @@ struct PlayerMoveIntegrationTests {
         let ramp = Int((0.020 * Double(rate)).rounded())
         #expect(speakerEnd - phonesStart + 2 == ramp, "the crossfade takes exactly 20 ms")
         #expect(phones[(speakerEnd + 1)..<(first + frames)].indices.allSatisfy { phones[$0] == tone($0 - first) })
+    }
+}
+
+@Suite("A player move asks the connection reconciler", .serialized)
+struct PlayerMoveRequestTests {
+    @Test(
+        "a move to a group whose device has just arrived is published once the reconciler has connected it, not before",
+        .timeLimit(.minutes(1)))
+    func moveWaitsForTheEdges() throws {
+        let speaker = try TestJackClient(name: unique("recdtest-spk"), inputs: 2)
+        defer { speaker.close() }
+        let phonesName = unique("recdtest-ph")
+        let engine = AudioEngine()
+        try engine.start(
+            clientName: unique("recdtest-mw"), inputs: [],
+            outputs: [
+                PortGroupSpec(name: "speaker", channels: 2, connectTo: speaker.inputPortNames),
+                PortGroupSpec(name: "phones", channels: 2, connectTo: ["\(phonesName):in_1", "\(phonesName):in_2"]),
+            ])
+        defer { engine.stop() }
+        let player = try engine.addPlayer(channels: 1, outputGroup: "speaker")
+        defer { engine.removePlayer(player) }
+        #expect(!engine.isAvailable(group: "phones"))
+
+        // The device arrives; the control loop learns it without repairing (as recd's does
+        // before the policy has reacted), so only the move's request can connect it.
+        let phones = try TestJackClient(name: phonesName, inputs: 2)
+        defer { phones.close() }
+        #expect(
+            waitUntil(seconds: 10) {
+                _ = engine.drainNotifications(repair: false)
+                return engine.isAvailable(group: "phones")
+            })
+        let ours = engine.jackPortNames(ofGroup: "phones")
+        var connectedWhenMoved: [String]?
+        try engine.movePlayer(player, toOutputGroup: "phones", rampMilliseconds: 0) {
+            connectedWhenMoved = ours.flatMap(engine.connections(of:))
+        }
+        #expect(player.outputGroup == "speaker", "published before the reconciler answered")
+        #expect(
+            waitUntil(seconds: 10) {
+                _ = engine.drainNotifications(repair: false)
+                return connectedWhenMoved != nil
+            }, "the reconciler never answered the move")
+        #expect(connectedWhenMoved == phones.inputPortNames, "the move was published before its device was connected")
+        #expect(player.outputGroup == "phones" && player.movesApplied <= 1)
     }
 }

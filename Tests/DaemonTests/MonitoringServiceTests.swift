@@ -32,7 +32,7 @@ final class MonitoringServiceTests {
         let config = try testConfig(ports: ports, directory: directory.path)
         engine = try startedEngine(config)
         let streams = streams
-        monitoring = MonitoringService(engine: engine) { app, stream in streams.handles[app + "/" + stream]?.id }
+        monitoring = MonitoringService(engine: engine.audio, ports: engine) { app, stream in streams.handles[app + "/" + stream]?.id }
     }
 
     deinit { engine.stop() }
@@ -40,10 +40,10 @@ final class MonitoringServiceTests {
     /// Meters of the buses over about 150 ms: group (main/cue) → highest peak.
     func busPeaks() -> [String: Float] {
         usleep(100_000)
-        _ = engine.meters()
+        _ = engine.audio.meters()
         usleep(150_000)
         var peaks: [String: Float] = [:]
-        for reading in engine.meters() where reading.direction == .bus {
+        for reading in engine.audio.meters() where reading.direction == .bus {
             peaks[reading.group] = max(peaks[reading.group] ?? 0, reading.peak)
         }
         return peaks
@@ -86,22 +86,22 @@ final class MonitoringServiceTests {
         }
         #expect(throws: SessionError.self) { try self.monitoring.setMix(app: "dj", 1.5) }
 
-        let player = try engine.addPlayer(channels: 2, outputGroup: "pa", routes: nil, gainDecibels: 0)
+        let player = try engine.audio.addPlayer(channels: 2, outputGroup: "pa")
         streams.handles["dj/track"] = player
         try monitoring.assign(app: "dj", source: "track", bus: "main", gainDB: nil)
         let kinds = monitoring.json["sources"]?.arrayValue?.map { [$0["name"]?.stringValue, $0["kind"]?.stringValue] }
         #expect(kinds == [["deck", "input"], ["track", "player"]])
         #expect(monitoring.sources["deck"]?.gainDB == -3 && monitoring.sources["deck"]?.bus == .cue)
-        engine.removePlayer(player)
+        engine.audio.removePlayer(player)
     }
 
     @Test("a player stream assigned to the main bus is heard on it, by its engine handle")
     func playerOnTheBus() throws {
-        let player = try engine.addPlayer(channels: 2, outputGroup: "pa", routes: nil, gainDecibels: 0)
-        defer { engine.removePlayer(player) }
+        let player = try engine.audio.addPlayer(channels: 2, outputGroup: "pa")
+        defer { engine.audio.removePlayer(player) }
         streams.handles["dj/track"] = player
         _ = player.write([Float](repeating: 0.25, count: player.capacityFrames * 2))
-        engine.play(player, rampMilliseconds: 0)
+        engine.audio.play(player, rampMilliseconds: 0)
         try monitoring.setOutputs(app: "dj", main: "pa", cue: "phones", routeOutputs: ["pa", "phones"])
         try monitoring.assign(app: "dj", source: "track", bus: "main", gainDB: 0)
         try monitoring.publish()

@@ -29,7 +29,7 @@ final class PlayerServiceTests {
             ports: systemPorts + port("phones", "headphones", "output", jack: device.sinkPorts),
             directory: directory.path)
         engine = try startedEngine(config, mailbox: mailbox)
-        players = try PlayerService(engine: engine, sink: events, deliver: mailbox.deliver)
+        players = try PlayerService(engine: engine.audio, ports: engine, sink: events, deliver: mailbox.deliver)
     }
 
     deinit {
@@ -77,9 +77,9 @@ final class PlayerServiceTests {
     /// The highest peak of `group`'s channels over about 150 ms, after `settle` seconds.
     func peak(_ group: String, settle: Double = 0.1) -> Float {
         usleep(UInt32(settle * 1_000_000))
-        _ = engine.meters()
+        _ = engine.audio.meters()
         usleep(150_000)
-        return engine.meters().filter { $0.group == group }.map(\.peak).max() ?? -1
+        return engine.audio.meters().filter { $0.group == group }.map(\.peak).max() ?? -1
     }
 
     @Test("a passed file is probed off the calling thread, plays once pre-rolled, and its samples reach the output")
@@ -184,14 +184,16 @@ final class PlayerServiceTests {
         #expect(paused["stream"] == "phones" && paused["reason"] == "oldDeviceUnavailable")
     }
 
-    @Test("a player that follows the route moves to the new output at once (announced with previousPort); one given a port stays; resume moves to the route output, or says there is none")
+    @Test("a player that follows the route moves to the new output once the reconciler has connected it (announced with previousPort); one given a port stays; resume moves to the route output, or says there is none")
     func followsTheRoute() throws {
         _ = try play(try dcFile(), stream: "follower", port: "spk", followsRoute: true).get()
         _ = try play(try dcFile("fixed.wav"), stream: "fixed", port: "spk").get()
         #expect(abs(peak("spk") - 1) < 0.001, "both play on the speaker")
         players.follow(of: "radio", outputs: ["phones"], reason: .newDeviceAvailable)
         let follower = try #require(players.get("radio", "follower"))
-        #expect(follower.port == "phones" && follower.handle.outputGroup == "phones")
+        #expect(follower.port == "phones", "the stream names its new output at once")
+        // The move is published when the connection reconciler answers (the engine's wake, then a drain).
+        #expect(waitUntil(seconds: 10) { _ = engine.drain(); return follower.handle.outputGroup == "phones" })
         #expect(players.get("radio", "fixed")?.port == "spk")
         #expect(abs(peak("phones") - 0.5) < 0.001 && abs(peak("spk") - 0.5) < 0.001, "the follower moved, not the other")
         #expect(follower.info.port == "phones", "status reports where the audio goes")
@@ -212,6 +214,7 @@ final class PlayerServiceTests {
         #expect(follower.pausedBy == .routeDisconnected)
         try players.resume(follower, routeOutputs: ["spk"])
         #expect(follower.pausedBy == nil && follower.port == "spk")
+        #expect(waitUntil(seconds: 10) { _ = engine.drain(); return follower.handle.outputGroup == "spk" })
         let resumed = try #require(events.named("player", state: "playing").last)
         #expect(resumed["port"] == "spk" && resumed["previousPort"] == "phones")
         #expect(abs(peak("spk") - 1) < 0.001, "resumed on the speaker")

@@ -42,7 +42,7 @@ final class RecorderServiceTests {
         let mailbox = mailbox
         recorders = RecorderService(
             settings: config.archive, declared: [("logger", .route), ("desk", .port("line")), ("quiet", .no)],
-            engine: engine,
+            engine: engine.audio, ports: engine,
             sink: events, worker: worker, wake: { mailbox.deliver {} })
         archive = ArchiveService(directory: config.archive.dir, worker: worker, recorders: recorders)
         recorders.features = [archive]

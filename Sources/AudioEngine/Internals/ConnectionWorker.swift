@@ -1,20 +1,28 @@
-// Applies the connection reconciler's plans on a thread of its own ("jack connection"), so
-// the control thread never waits for JACK: reading a port's connections waits for a pending
-// graph change (a period or two), and every connect or disconnect is a server round trip.
-// JACK allows these client calls on any thread but the process thread. The other server
-// requests the control thread would wait for (an attachment's port registrations, the
-// unregistrations when it ends) run here too, as jobs, in the order given, before the pass.
+// The one writer of recd's JACK connections: it applies the connection reconciler's plans on a
+// thread of its own ("jack connection"), so the control thread never waits for JACK: reading a
+// port's connections waits for a pending graph change (a period or two), and every connect or
+// disconnect is a server round trip. JACK allows these client calls on any thread but the
+// process thread. Nothing else in recd connects or disconnects a port (ArchitectureTests check
+// it): a caller that needs edges made before it goes on (a player moving to a device that has
+// just arrived, an attach) asks with `request`, a pass over those edges under the same rules
+// (churn included), and is answered when it is done. The other server requests the control
+// thread would wait for (an attachment's port registrations, the unregistrations when it ends)
+// run here too, as jobs, in the order given, before the pass.
+//
+// The thread also keeps the engine's settle recheck: `wake(at:)` has it call the engine's wake
+// at a time (40 ms after ports came or went), instead of a short-lived thread of its own.
 //
 // Threads:
-// - `submit`, `perform`, `runNow`, `stop`, `take…` and `churning`: the control thread
-//   (`perform` also from a handle's deinit, which runs there).
+// - `submit`, `request`, `perform`, `wake(at:)`, `runNow`, `stop`, `take…` and `churning`: the
+//   control thread (`perform` also from a handle's deinit, which runs there).
 // - passes and jobs: the worker thread (or the control thread in `runNow`, and when no
 //   thread could be made), one at a time (`tracker` is held for the whole pass).
 import Platform
 import Synchronization
 
-/// One engine connection's connection worker. Owned by the engine's `Connection`; `stop()`
-/// joins the thread before the client is closed, so the worker never uses a closed client.
+/// One engine connection's connection worker. Owned by the engine's `Connection`. It makes its
+/// thread (`init`), holds it (`thread`) and stops it (`stop()` joins it before the client is
+/// closed, so the worker never uses a closed client).
 ///
 /// `@unchecked Sendable`: `client` is used by one pass at a time (under `tracker`) and closed
 /// only after `stop()`; everything else is behind a Mutex or set once in `init`.
@@ -42,6 +50,8 @@ final class ConnectionWorker: @unchecked Sendable {
         var churning: [JackConnection] = []
         /// When a pass should run to try a left-alone edge again.
         var nextRetry: Double?
+        /// When to call `wake` (monotonic seconds; nil: no wake asked for).
+        var wakeAt: Double?
     }
 
     private let client: JackClient
@@ -106,6 +116,34 @@ final class ConnectionWorker: @unchecked Sendable {
         if accepted { EventFD.signal(event) }
     }
 
+    /// Asks for a pass over `rules` (a few edges: a group's, before a player moves to it or an
+    /// attachment plays to it) after the jobs and requests given before it; `done` runs on the
+    /// worker thread when the pass is over (the edges are made, or refused, or left alone by
+    /// rule 3), and must only record that and wake the control thread. The edges are connected
+    /// without first reading the graph (that read waits for JACK's pending graph change): an
+    /// edge that exists already is "already connected", which changes nothing. Returns at once;
+    /// without a thread the pass runs now, on the caller's. Once the worker is stopping,
+    /// requests are dropped (`done` is not called: the engine forgets what waited for them).
+    func request(_ rules: ConnectionRules, then done: @escaping @Sendable () -> Void) {
+        perform { [self] _ in
+            pass(rules)
+            done()
+        }
+    }
+
+    /// Calls `wake` at `time` (monotonic seconds) or soon after, once; an earlier time asked
+    /// for before it is due wins. Without a thread nothing is called (the caller's periodic
+    /// drain does what the wake was for).
+    func wake(at time: Double) {
+        guard thread != nil else { return }
+        let accepted = shared.withLock { shared -> Bool in
+            guard !shared.stopping else { return false }
+            shared.wakeAt = min(shared.wakeAt ?? time, time)
+            return true
+        }
+        if accepted { EventFD.signal(event) }
+    }
+
     /// Applies `rules` on the calling thread and returns when done (the engine's start: its
     /// groups are connected when `start` returns).
     func runNow(_ rules: ConnectionRules) { pass(rules) }
@@ -161,19 +199,27 @@ final class ConnectionWorker: @unchecked Sendable {
 
     private func run() {
         var entries = [PollEntry(descriptor: event, events: .readable)]
+        var timeout: Int32 = -1
         while true {
-            _ = try? Descriptor.poll(&entries, timeoutMilliseconds: -1)
+            _ = try? Descriptor.poll(&entries, timeoutMilliseconds: timeout)
             EventFD.drain(event)
-            let (jobs, rules, stopping) = shared.withLock { shared in
+            let now = SystemClock.monotonicSeconds()
+            let (jobs, rules, stopping, wakeDue, wakeAt) = shared.withLock { shared in
+                let due = shared.wakeAt.map { now >= $0 } ?? false
+                if due { shared.wakeAt = nil }
                 defer {
                     shared.pending = nil
                     shared.jobs = []
                 }
-                return (shared.jobs, shared.pending, shared.stopping)
+                return (shared.jobs, shared.pending, shared.stopping, due, shared.wakeAt)
             }
             if stopping { return }
+            if wakeDue { wake() }
             for job in jobs { job(client) }
             if let rules { pass(rules) }
+            // From the time after the jobs and the pass, rounded up: the wake is never early.
+            let after = SystemClock.monotonicSeconds()
+            timeout = wakeAt.map { Int32(min(max(0, (($0 - after) * 1000).rounded(.up)), 60_000)) } ?? -1
         }
     }
 
