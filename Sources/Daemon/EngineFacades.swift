@@ -82,7 +82,7 @@ protocol RecorderEngine: AnyObject {
     /// The UTC time of a JACK frame time (a tap's first frame); nil when not running.
     func utcNanoseconds(forFrameTime frameTime: UInt32) -> AudioEngine.FrameWallTime?
     /// The network's facts about a configured input port's audio (an RTP stream's packets and
-    /// outages); nil for audio of this machine.
+    /// network losses); nil for audio of this machine.
     func networkReception(port name: String) -> (any NetworkReception)?
 }
 

@@ -209,7 +209,7 @@ enum PrometheusMetrics {
                 let labels = [("session", stream.label)]
                 received.add(Double(stream.packets), labels)
                 lost.add(Double(stream.lost), labels)
-                silences.add(Double(stream.silences), labels)
+                silences.add(Double(stream.lossCount), labels)
                 ignored.add(Double(stream.ignored), labels)
             }
             families += [received, lost, silences, ignored]

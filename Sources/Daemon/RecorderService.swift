@@ -74,7 +74,7 @@ final class RecorderService: @unchecked Sendable {
     var prover: SegmentProver?
     /// Partials whose recovery failed, tried again on the worker when their cause is gone.
     var unrecovered = UnrecoveredPartials()
-    /// Who keeps the clock, asked on its own thread: each segment's CLOCK_SOURCE and
+    /// Who keeps the clock, asked on the slow worker: each segment's CLOCK_SOURCE and
     /// `status.clock.source` (set by `Recd.compose`; nil in tests without one).
     var timeSource: TimeSourceMonitor?
 
@@ -254,11 +254,11 @@ final class RecorderService: @unchecked Sendable {
         endReason: EndReason = .routeChange, preRolled: PreRollKeeper.Taken? = nil, voice: VoiceSetup? = nil
     ) throws -> RecorderStream {
         var configuration = configuration
-        configuration.timeSource = timeSource
         configuration.ledger = prover?.ledger
         configuration.measuresLoudness = settings.loudness != .no
         configuration.loudnessEngine = settings.loudness == .libebur128 ? .libebur128 : .vectorized
-        configuration.network = configuration.inputPort.flatMap { engine.networkReception(port: $0) }
+        let inputs = SegmentInputs(
+            timeSource: timeSource, network: configuration.inputPort.flatMap { engine.networkReception(port: $0) })
         configuration.silence = silenceAlarms.detection(
             app: spec.app, stream: spec.stream, settings: silenceSettings(of: spec.app))
         if let resuming = resuming(spec) {
@@ -295,7 +295,8 @@ final class RecorderService: @unchecked Sendable {
         let recorder: Recorder
         do {
             recorder = try Recorder(
-                configuration: configuration, source: processed ?? source, transform: transform, wake: wake)
+                configuration: configuration, inputs: inputs, source: processed ?? source, transform: transform,
+                wake: wake)
             try recorder.start()
         } catch {
             engine.removeCaptureTap(tap)

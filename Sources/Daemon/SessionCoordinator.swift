@@ -442,7 +442,6 @@ final class SessionCoordinator: FactSink, @unchecked Sendable {
         recorders.stopAllAndWait()
         // The last segments into their chains now rather than at the next start.
         recorders.prover?.stop(index: recorders.index)
-        recorders.timeSource?.stop()
         engine.stop()
         engine.stopRTPMonitor()
         // Last: a verify still decoding ends after its current file; recordings are safe by now.

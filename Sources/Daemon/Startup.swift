@@ -284,13 +284,8 @@ extension Recd {
         recorders.prover = SegmentProver.make(
             stateDir: config.daemon.stateDir, archiveDir: config.archive.dir, deliver: deliver)
         recorders.maintenance.chains = recorders.prover?.keeper
-        let timeSource = TimeSourceMonitor()
-        do {
-            try timeSource.start()
-            recorders.timeSource = timeSource
-        } catch {
-            Log.warning("segments go without CLOCK_SOURCE: no thread to ask chrony or timesyncd on (\(error))")
-        }
+        let timeSource = TimeSourceRefresh(monitor: TimeSourceMonitor(), worker: worker)
+        recorders.timeSource = timeSource.monitor
         let monitoring = MonitoringService(engine: engine) { [unowned players] app, stream in
             players.get(app, stream)?.handle.id
         }
@@ -317,7 +312,8 @@ extension Recd {
             attachments: AttachmentService(engine: engine, sink: handle), worker: worker, stateWriter: stateWriter,
             replication: replication, meters: meters)
         let triggers = TakeTriggerFeature(coordinator: coordinator)
-        coordinator.install(triggers: triggers, features: [triggers, meters] + (replication.map { [$0] } ?? []))
+        coordinator.install(
+            triggers: triggers, features: [triggers, meters, timeSource] + (replication.map { [$0] } ?? []))
         frontEnd.connect(coordinator)
         handle.frontEnd = frontEnd
         handle.coordinator = coordinator
