@@ -9,6 +9,7 @@ enum SegmentStages {
         ClockDriftStage.self,
         NetworkLossStage.self,
         SilenceStage.self,
+        PeakLevelStage.self,
     ]
 
     /// The stages of a recorder set up as `setup` says (those with nothing to do there left out).
