@@ -130,7 +130,7 @@ struct PrometheusMetricsTests {
         #expect(text.contains("recd_jack_connected 0\n"))
     }
 
-    @Test("RTP streams: packets received and lost and silences by session, only while the monitor listens to one")
+    @Test("RTP streams: packets received and lost and network losses by session, only while the monitor listens to one")
     func rtpStreams() throws {
         let status = Self.status(recorders: [])
         #expect(
