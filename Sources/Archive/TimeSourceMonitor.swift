@@ -1,5 +1,5 @@
 // The time source (chrony, systemd-timesyncd) as last asked, kept so that the archiver (each
-// segment's CLOCK_SOURCE, `ClockSourceStage`) and the control thread (`status.clock`) only read
+// segment's CLOCK_SOURCE, a stage's) and the control thread (`status.clock`) only read
 // a value and never wait for chronyc. Asking runs programs: whoever owns the monitor runs
 // `refresh` as a job on a worker when `claimRefresh` says it is due (the daemon's slow worker,
 // from its tick); the monitor has no thread of its own.

@@ -150,7 +150,7 @@ final class SegmentFiles {
             let path = ArchiveLayout.segmentPath(
                 archiveDirectory: configuration.archiveDirectory, app: configuration.app,
                 stream: configuration.stream, group: grouped ? index + 1 : nil, start: segmentStart)
-            // Loudness is a stage's (`LoudnessStage`), not the writer's.
+            // Loudness is measured by a stage, not by the writer.
             let format = SegmentFormat(
                 sampleRate: outputRate, channels: group.count, bitsPerSample: configuration.bitsPerSample,
                 compressionLevel: configuration.compressionLevel, measuresLoudness: false)
