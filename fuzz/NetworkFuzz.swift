@@ -7,8 +7,8 @@
 // [flags][time step, 2 bytes][length][bytes]: an announcement or a packet of the stream, from
 // the sender, another host or an unknown address, `time step` × 16 µs after the one before.
 // Checked: what a parser gives is within its bounds, the stream's counts only grow (a late packet
-// moves one from lost to received), its silence
-// list stays bounded, and the outages are well-formed.
+// moves one from lost to received), its network loss
+// list stays bounded, and the network losses are well-formed.
 // Built and run by fuzz/run (swiftc -sanitize=fuzzer,address); not part of the package.
 import Platform
 
@@ -88,13 +88,13 @@ func play(_ bytes: UnsafeRawBufferPointer) {
             check(
                 facts.packets >= before.packets && facts.packets + facts.lost >= before.packets + before.lost,
                 "counts went back: \(before) → \(facts)")
-            check(facts.silences >= before.silences && facts.ignored >= before.ignored, "silences went back")
+            check(facts.lossCount >= before.lossCount && facts.ignored >= before.ignored, "network losses went back")
         }
         check(facts.packets >= 0 && facts.lost >= 0 && facts.duplicates >= 0, "negative counts \(facts)")
-        check(facts.recentSilences.count <= RTPStreamFacts.keptSilences, "silence list over its bound")
-        check(facts.recentSilences.allSatisfy { $0.missingMicros > 0 }, "an empty silence \(facts)")
-        for outage in facts.outages(overlapping: 0..<Int.max, now: now) {
-            check(!outage.isEmpty && outage.lowerBound >= 0, "outage \(outage)")
+        check(facts.recentLosses.count <= RTPStreamFacts.keptLosses, "network loss list over its bound")
+        check(facts.recentLosses.allSatisfy { $0.missingMicros > 0 }, "an empty network loss \(facts)")
+        for loss in facts.losses(overlapping: 0..<Int.max, now: now) {
+            check(!loss.isEmpty && loss.lowerBound >= 0, "network loss \(loss)")
         }
         before = facts
     }

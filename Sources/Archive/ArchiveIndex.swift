@@ -114,7 +114,7 @@ public final class ArchiveIndex {
     /// processes opening an old index at once cannot both change it. The new columns are NULL
     /// until `reindex` reads the files' comments (loudness, drift), the first copy
     /// (`replicated`) or the segment's chain entry (`sha256`, ...). Version 1 had no loudness,
-    /// version 2 no `replicated` (issue 16: the remote each segment was copied to), version 3 no
+    /// version 2 no `replicated` (the remote each segment was copied to), version 3 no
     /// clock drift, version 4 no hash chain nor clock synchronisation, version 5 no clock source.
     private func migrate() throws(ArchiveError) {
         try database.execute("BEGIN IMMEDIATE")

@@ -1,4 +1,4 @@
-// FLAC clip export by copying frames (issue 15 item 3): the source segments' FLAC frames that
+// FLAC clip export by copying frames: the source segments' FLAC frames that
 // lie wholly inside the clip go into it verbatim, their headers rewritten for a
 // variable-blocksize stream (the first sample's number; CRC-8 and CRC-16 anew). Only what must
 // be is decoded and encoded with the one FLAC encoder: the partial frames at the clip's two

@@ -1,5 +1,5 @@
 // How fast a stream's sample clock runs against the system's monotonic clock: the segment's
-// CLOCK_DRIFT_PPM (issue 15 item 6). Stalls and jumps of the audio clock are gaps; what is
+// CLOCK_DRIFT_PPM. Stalls and jumps of the audio clock are gaps; what is
 // left, the slow drift, is measured here and reported, not corrected.
 
 /// A least-squares fit of timeline frames against monotonic time, fed one stamp at a time.

@@ -23,18 +23,19 @@ public protocol NetworkReception: AnyObject, Sendable {
     /// The counts now; nil while no stream is known for the input.
     func packetCounts() -> NetworkPacketCounts?
 
-    /// The stretches of time, as the input's frames were taken (CLOCK_MONOTONIC microseconds),
-    /// that hold the network's zeros, not the sender's audio, that overlap `range`, oldest first.
-    /// One still going on ends at `range.upperBound`.
-    func outages(overlapping range: Range<Int>) -> [Range<Int>]
+    /// The network losses (stretches of the stream without packets, whose time holds the
+    /// receiver's zeros, not the sender's audio) that overlap `range`, as the input's frames were
+    /// taken (CLOCK_MONOTONIC microseconds), oldest first. One still going on ends at
+    /// `range.upperBound`.
+    func losses(overlapping range: Range<Int>) -> [Range<Int>]
 }
 
-/// A segment's network comments, from the counts at its start and end and its outages placed in
-/// its frames. Pure.
+/// A segment's network comments, from the counts at its start and end and its network losses
+/// placed in its frames. Pure.
 enum NetworkComments {
     /// `pos+len,...`: frames of this file (positions as in GAPS) that hold the network's zeros.
     static func comments(
-        start: NetworkPacketCounts?, end: NetworkPacketCounts?, outages: [SegmentGap]
+        start: NetworkPacketCounts?, end: NetworkPacketCounts?, losses: [SegmentGap]
     ) -> [VorbisComment] {
         guard let end else { return [] }
         // A new stream since the start (its counts began again): all of its counts are this segment's.
@@ -43,8 +44,8 @@ enum NetworkComments {
             VorbisComment(CommentName.networkPackets, String(end.received - (base?.received ?? 0))),
             VorbisComment(CommentName.networkPacketsLost, String(end.lost - (base?.lost ?? 0))),
         ]
-        if !outages.isEmpty {
-            comments.append(VorbisComment(CommentName.networkLoss, SegmentGap.commentValue(outages)))
+        if !losses.isEmpty {
+            comments.append(VorbisComment(CommentName.networkLoss, SegmentGap.commentValue(losses)))
         }
         return comments
     }

@@ -1,4 +1,4 @@
-// A segment still being written, as its archiver last published it (issue 27 item 2): what
+// A segment still being written, as its archiver last published it: what
 // `archive.list` shows as `open`, and what an export reads, up to its last complete FLAC frame,
 // alongside the finished segments around it.
 

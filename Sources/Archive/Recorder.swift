@@ -5,7 +5,8 @@ import ArchiveProof
 import Codec
 import Platform
 
-/// How a recorder writes its segments. A plain value: any thread.
+/// How a recorder writes its segments. A plain value: any thread. The live inputs of its
+/// segments' stages (the time source, the network's reception) come beside it, `SegmentInputs`.
 public struct RecorderConfiguration: Hashable, Sendable {
     /// The archive root; segments go to `ROOT/YYYY/MM/DD/`.
     public var archiveDirectory: String
@@ -39,9 +40,6 @@ public struct RecorderConfiguration: Hashable, Sendable {
     public var extraComments: [VorbisComment]
     /// recd's version, for the ENCODER comment.
     public var recdVersion: String
-    /// Where each segment's CLOCK_SOURCE comes from (read at its start, never waited for); nil:
-    /// no CLOCK_SOURCE.
-    public var timeSource: TimeSourceMonitor?
     /// The SEGMENT number of the first segment.
     public var firstSegmentNumber: Int
     /// Frames read from the source at a time (at most: a planar source lends up to its ring's end).
@@ -62,13 +60,6 @@ public struct RecorderConfiguration: Hashable, Sendable {
     /// Where recd notes each segment before it creates the file (`SegmentLedger`: what the prover
     /// may chain after a crash); nil: the archive is not proved.
     public var ledger: SegmentLedger?
-    /// The network's facts about the input (NETWORK_PACKETS, NETWORK_PACKETS_LOST, NETWORK_LOSS
-    /// at each segment's end); nil: an input of this machine, no such comments.
-    public var network: (any NetworkReception)? {
-        get { networkHolder?.reception }
-        set { networkHolder = newValue.map(NetworkReceptionHolder.init) }
-    }
-    private var networkHolder: NetworkReceptionHolder?
 
     public init(
         archiveDirectory: String, app: String, stream: String, channels: Int, sampleRate: Int,
@@ -124,13 +115,6 @@ public struct RecorderConfiguration: Hashable, Sendable {
     }
 }
 
-/// A configuration's `network`, equal by identity (the configuration stays Hashable).
-private struct NetworkReceptionHolder: Hashable, Sendable {
-    let reception: any NetworkReception
-    static func == (lhs: Self, rhs: Self) -> Bool { lhs.reception === rhs.reception }
-    func hash(into hasher: inout Hasher) { hasher.combine(ObjectIdentifier(reception)) }
-}
-
 /// What a recorder reports to the control thread (through `Recorder.drainEvents`). A plain
 /// value: any thread.
 public enum RecorderEvent: Hashable, Sendable {
@@ -178,8 +162,8 @@ public final class Recorder: @unchecked Sendable {
     private var thread: NamedThread?
 
     public init(
-        configuration: RecorderConfiguration, source: any SampleSource, transform: (any SampleTransform)? = nil,
-        wake: @escaping @Sendable () -> Void = {}
+        configuration: RecorderConfiguration, inputs: SegmentInputs = SegmentInputs(), source: any SampleSource,
+        transform: (any SampleTransform)? = nil, wake: @escaping @Sendable () -> Void = {}
     ) throws(ArchiveError) {
         try configuration.validate()
         guard source.channels == configuration.channels else {
@@ -193,7 +177,8 @@ public final class Recorder: @unchecked Sendable {
         }
         self.configuration = configuration
         control = RecorderControl(wake: wake)
-        loop = ArchiverLoop(configuration: configuration, source: source, transform: transform, control: control)
+        loop = ArchiverLoop(
+            configuration: configuration, inputs: inputs, source: source, transform: transform, control: control)
     }
 
     deinit {
@@ -244,7 +229,7 @@ public final class Recorder: @unchecked Sendable {
     public func drainEvents() -> [RecorderEvent] { control.drainEvents() }
 
     /// The open segments up to their last complete FLAC frame, and the finished segments not yet
-    /// drained with `drainEvents`, at one instant (issue 27 item 2). Any thread.
+    /// drained with `drainEvents`, at one instant. Any thread.
     public var snapshot: RecorderSnapshot { control.snapshot }
 
     /// Final and `.partial` paths of the segments being written (retention must spare them).

@@ -23,7 +23,7 @@ public struct RetentionPolicy: Hashable, Sendable {
     /// the oldest segments are deleted; nil: no floor.
     public var minFreePercent: Double?
     /// `[replicate] remote`: while one is set, a segment not yet copied there is never
-    /// deleted, whatever its age or the free space (issue 16).
+    /// deleted, whatever its age or the free space.
     public var replicationRemote: String?
 
     public init(maxAgeDays: Int? = nil, minFreePercent: Double? = nil, replicationRemote: String? = nil) {

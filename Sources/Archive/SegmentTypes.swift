@@ -57,7 +57,7 @@ public enum CommentName {
     /// Present when not every gap fitted in the file's padding: the total number of gaps.
     public static let gapsTruncated = "GAPS_TRUNCATED"
     public static let recovered = "RECOVERED"
-    /// Seconds of the segment that were silence (issue 15), `12.34`; only with silence
+    /// Seconds of the segment that were silence, `12.34`; only with silence
     /// detection on.
     public static let silenceSeconds = "SILENCE_SECONDS"
     /// An input whose audio came over the network as an RTP stream (recd's RTP monitor):

@@ -1,21 +1,27 @@
-// The time source (chrony, systemd-timesyncd), asked on a thread of its own and kept, so that
-// the archiver (each segment's CLOCK_SOURCE) and the control thread (`status.clock`) only read
-// a value and never wait for chronyc.
+// The time source (chrony, systemd-timesyncd) as last asked, kept so that the archiver (each
+// segment's CLOCK_SOURCE, a stage's) and the control thread (`status.clock`) only read
+// a value and never wait for chronyc. Asking runs programs: whoever owns the monitor runs
+// `refresh` as a job on a worker when `claimRefresh` says it is due (the daemon's slow worker,
+// from its tick); the monitor has no thread of its own.
 
 import Platform
 import Synchronization
 
-/// Keeps the latest `TimeSource`: asked once at `start`, then every `refreshSeconds` on its
-/// "time source" thread. Made by the daemon's composition root, read by recorders and `status`.
-/// `current` from any thread (one lock, no I/O); `start` and `stop` by its owner.
+/// Keeps the latest `TimeSource`, asked again every `refreshSeconds`. Made by the daemon's
+/// composition root, read by recorders and `status`. `current` and `claimRefresh` from any
+/// thread (one lock, no I/O); `refresh` on a worker's thread (it runs programs).
 public final class TimeSourceMonitor: Sendable {
     /// How often the source is asked again: its name or offset changes slowly, and each ask runs
     /// a program (a few ms).
     public static let defaultRefreshSeconds = 60.0
 
-    private let latest = Mutex<TimeSource?>(nil)
-    private let stopping = Atomic<Bool>(false)
-    private let thread = Mutex<NamedThread?>(nil)
+    private struct State {
+        var latest: TimeSource?
+        /// Monotonic seconds when the next ask is due (0: at once).
+        var nextAsk = 0.0
+    }
+
+    private let state = Mutex(State())
     private let locations: TimeSource.Locations
     private let refreshSeconds: Double
 
@@ -26,45 +32,23 @@ public final class TimeSourceMonitor: Sendable {
         self.refreshSeconds = max(refreshSeconds, 1)
     }
 
-    /// The latest answer; nil before the first one came (the first seconds after `start`).
-    public var current: TimeSource? { latest.withLock { $0 } }
+    /// The latest answer; nil before the first one came (the first seconds after recd starts).
+    public var current: TimeSource? { state.withLock { $0.latest } }
 
-    /// Asks now, on the calling thread (a worker's or a test's: it runs programs).
+    /// Whether an ask is due at monotonic second `now` (the first at once); when it is, the next
+    /// is due `refreshSeconds` later, so one caller runs one `refresh` per period.
+    public func claimRefresh(now: Double) -> Bool {
+        state.withLock {
+            guard now >= $0.nextAsk else { return false }
+            $0.nextAsk = now + refreshSeconds
+            return true
+        }
+    }
+
+    /// Asks now, on the calling thread (a worker's or a test's: it runs programs, each for at
+    /// most `TimeSource.queryTimeLimit`).
     public func refresh() {
         let source = TimeSource.query(locations)
-        latest.withLock { $0 = source }
+        state.withLock { $0.latest = source }
     }
-
-    /// Starts the thread: it asks at once, then every `refreshSeconds`, until `stop`.
-    public func start() throws(SystemError) {
-        let started = try NamedThread(name: "time source", niceIncrement: 5) { [self] in
-            var nextAsk = 0.0
-            while !stopping.load(ordering: .acquiring) {
-                let now = SystemClock.monotonicSeconds()
-                if now >= nextAsk {
-                    refresh()
-                    nextAsk = now + refreshSeconds
-                }
-                // Short naps: `stop` waits at most this long for the thread.
-                SystemClock.sleep(seconds: 0.2)
-            }
-        }
-        thread.withLock { $0 = started }
-    }
-
-    /// Ends the thread and waits for it (at most one ask, `TimeSource.queryTimeLimit` per program).
-    public func stop() {
-        stopping.store(true, ordering: .releasing)
-        let running = thread.withLock { held -> NamedThread? in
-            defer { held = nil }
-            return held
-        }
-        running?.join()
-    }
-}
-
-/// The same monitor, not an equal value: configurations that share it are equal.
-extension TimeSourceMonitor: Hashable {
-    public static func == (lhs: TimeSourceMonitor, rhs: TimeSourceMonitor) -> Bool { lhs === rhs }
-    public func hash(into hasher: inout Hasher) { hasher.combine(ObjectIdentifier(self)) }
 }

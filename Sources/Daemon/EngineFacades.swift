@@ -48,7 +48,7 @@ protocol EnginePorts: AnyObject {
     /// sense saying plugged); nil when none was.
     func portArrivalReaction() -> PortReaction?
     /// The network's facts about a configured input port's audio (an RTP stream's packets and
-    /// outages); nil for audio of this machine.
+    /// network losses); nil for audio of this machine.
     func networkReception(port name: String) -> (any NetworkReception)?
 }
 

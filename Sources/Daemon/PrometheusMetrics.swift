@@ -198,9 +198,10 @@ enum PrometheusMetrics {
             var lost = Family(
                 "recd_rtp_packets_lost_total", "counter",
                 "Packets of the RTP stream that never came (sequence numbers skipped; a link cut's too).")
-            var silences = Family(
+            // Network losses; the metric keeps the name it was documented with.
+            var losses = Family(
                 "recd_rtp_silences_total", "counter",
-                "Times the RTP stream's packets stopped for longer than max(20 ms, 4 packet times).")
+                "Network losses: times the RTP stream's packets stopped for longer than max(20 ms, 4 packet times).")
             var ignored = Family(
                 "recd_rtp_datagrams_ignored_total", "counter",
                 "Datagrams on the RTP stream's group and port that did not count: from another address than "
@@ -209,10 +210,10 @@ enum PrometheusMetrics {
                 let labels = [("session", stream.label)]
                 received.add(Double(stream.packets), labels)
                 lost.add(Double(stream.lost), labels)
-                silences.add(Double(stream.silences), labels)
+                losses.add(Double(stream.lossCount), labels)
                 ignored.add(Double(stream.ignored), labels)
             }
-            families += [received, lost, silences, ignored]
+            families += [received, lost, losses, ignored]
         }
 
         if let replication = snapshot.replication {

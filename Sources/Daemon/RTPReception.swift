@@ -116,8 +116,8 @@ final class RTPReception: NetworkReception {
         monitor.facts(ofAnyOf: clients).map { NetworkPacketCounts(received: $0.packets, lost: $0.lost) }
     }
 
-    func outages(overlapping range: Range<Int>) -> [Range<Int>] {
+    func losses(overlapping range: Range<Int>) -> [Range<Int>] {
         let now = Int(SystemClock.monotonicSeconds() * 1e6)
-        return monitor.facts(ofAnyOf: clients)?.outages(overlapping: range, now: now) ?? []
+        return monitor.facts(ofAnyOf: clients)?.losses(overlapping: range, now: now) ?? []
     }
 }

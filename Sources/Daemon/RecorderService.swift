@@ -220,8 +220,8 @@ final class RecorderService: @unchecked Sendable {
         var configuration = configuration
         configuration.measuresLoudness = settings.loudness != .no
         configuration.loudnessEngine = settings.loudness == .libebur128 ? .libebur128 : .vectorized
-        configuration.network = configuration.inputPort.flatMap { ports.networkReception(port: $0) }
-        for feature in features { feature.configure(&configuration, for: spec) }
+        var inputs = SegmentInputs(network: configuration.inputPort.flatMap { ports.networkReception(port: $0) })
+        for feature in features { feature.configure(&configuration, inputs: &inputs, for: spec) }
         if let resuming = recovery.resuming(spec) {
             configuration.extraComments += [
                 VorbisComment(CommentName.resumedAfter, resuming.cause.rawValue),
@@ -256,7 +256,8 @@ final class RecorderService: @unchecked Sendable {
         let recorder: Recorder
         do {
             recorder = try Recorder(
-                configuration: configuration, source: processed ?? source, transform: transform, wake: wake)
+                configuration: configuration, inputs: inputs, source: processed ?? source, transform: transform,
+                wake: wake)
             try recorder.start()
         } catch {
             engine.removeCaptureTap(tap)

@@ -41,7 +41,9 @@ protocol SegmentFeature: AnyObject {
     /// they started).
     func archiveOpened(recovered: [SegmentRecord])
     /// A recorder of `spec` is about to start: what it adds to the recorder's configuration.
-    func configure(_ configuration: inout RecorderConfiguration, for spec: RecorderSpec)
+    func configure(
+        _ configuration: inout RecorderConfiguration, inputs: inout SegmentInputs, for spec: RecorderSpec
+    )
     func segmentOpened(_ segment: OpenedSegment)
     /// A segment is finished (by its recorder, or recovered from its `.partial`: `record.recovered`).
     func segmentFinished(_ record: SegmentRecord)
@@ -52,7 +54,9 @@ protocol SegmentFeature: AnyObject {
 
 extension SegmentFeature {
     func archiveOpened(recovered: [SegmentRecord]) {}
-    func configure(_ configuration: inout RecorderConfiguration, for spec: RecorderSpec) {}
+    func configure(
+        _ configuration: inout RecorderConfiguration, inputs: inout SegmentInputs, for spec: RecorderSpec
+    ) {}
     func segmentOpened(_ segment: OpenedSegment) {}
     func segmentFinished(_ record: SegmentRecord) {}
     func streamChanged(_ change: StreamChange, app: String, stream: String) {}

@@ -96,7 +96,9 @@ final class SegmentProver: SegmentFeature, DaemonFeature, @unchecked Sendable {
     }
 
     /// A new recorder notes each segment in the ledger before it writes it.
-    func configure(_ configuration: inout RecorderConfiguration, for spec: RecorderSpec) {
+    func configure(
+        _ configuration: inout RecorderConfiguration, inputs: inout SegmentInputs, for spec: RecorderSpec
+    ) {
         configuration.ledger = ledger
     }
 

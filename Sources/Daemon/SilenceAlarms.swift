@@ -62,7 +62,9 @@ final class SilenceAlarms: SegmentFeature, DaemonFeature {
     }
 
     /// A new recorder detects silence with its app's settings.
-    func configure(_ configuration: inout RecorderConfiguration, for spec: RecorderSpec) {
+    func configure(
+        _ configuration: inout RecorderConfiguration, inputs: inout SegmentInputs, for spec: RecorderSpec
+    ) {
         configuration.silence = detection(app: spec.app, stream: spec.stream, settings: settings(of: spec.app))
     }
 

@@ -293,7 +293,7 @@ extension Recd {
             sink: handle, runner: try SilenceAlarms.makeRunner(for: config, deliver: deliver),
             defaults: config.archive.silence,
             sessions: Dictionary(uniqueKeysWithValues: config.sessions.map { ($0.app, $0.silence) }))
-        let timeSource = TimeSourceFeature.started()
+        let timeSource = TimeSourceFeature(monitor: TimeSourceMonitor(), worker: worker)
         let monitoring = MonitoringService(engine: audio, ports: engine) { [unowned players] app, stream in
             players.get(app, stream)?.handle.id
         }

@@ -1,9 +1,10 @@
 // The time source as a feature: who keeps the clock (chrony, systemd-timesyncd), for each
-// segment's CLOCK_SOURCE and `status.clock`. The monitor asks on its own thread and is read
-// here without waiting (Archive's TimeSourceMonitor); this type owns it: started by the
-// composition root, stopped with the features at shutdown.
+// segment's CLOCK_SOURCE and `status.clock`. Archive's TimeSourceMonitor keeps the latest
+// answer; this type owns it and asks again once a minute as a job on the slow worker (chronyc
+// and timedatectl are programs: never on the control thread, and no thread of their own).
+// Segments and `status` read the monitor without waiting.
 //
-// Threads: the control thread.
+// Threads: the control thread; the asking on the slow worker.
 import Archive
 import ControlProtocol
 import Platform
@@ -11,40 +12,36 @@ import SystemSupport
 
 /// The time source's owner in the daemon.
 final class TimeSourceFeature: SegmentFeature, DaemonFeature {
-    /// Nil when its thread could not start: segments then go without CLOCK_SOURCE.
-    private let monitor: TimeSourceMonitor?
+    private let monitor: TimeSourceMonitor
+    private let worker: SlowRequestWorker
 
-    init(monitor: TimeSourceMonitor?) { self.monitor = monitor }
-
-    /// A monitor started now, or none (logged) when it has no thread to ask on.
-    static func started() -> TimeSourceFeature {
-        let monitor = TimeSourceMonitor()
-        do {
-            try monitor.start()
-            return TimeSourceFeature(monitor: monitor)
-        } catch {
-            Log.warning("segments go without CLOCK_SOURCE: no thread to ask chrony or timesyncd on (\(error))")
-            return TimeSourceFeature(monitor: nil)
-        }
+    init(monitor: TimeSourceMonitor, worker: SlowRequestWorker) {
+        self.monitor = monitor
+        self.worker = worker
     }
 
-    func configure(_ configuration: inout RecorderConfiguration, for spec: RecorderSpec) {
-        configuration.timeSource = monitor
+    /// The next ask when it is due (the first at once): one job on the slow worker.
+    func tick(now: Double) {
+        guard monitor.claimRefresh(now: now) else { return }
+        let monitor = monitor
+        worker.submit(for: nil, { _ in monitor.refresh() }, completion: { _ in })
+    }
+
+    func configure(
+        _ configuration: inout RecorderConfiguration, inputs: inout SegmentInputs, for spec: RecorderSpec
+    ) {
+        inputs.timeSource = monitor
     }
 
     /// `status.clock`: adjtimex, reading only (a few µs, fine on the control thread); the source
-    /// as the monitor's thread last heard it (a lock, never chronyc here), said explicitly
+    /// as last heard on the worker (a lock, never chronyc here), said explicitly
     /// before its first answer: a reply is never without a key (docs/protocol.md).
     func contribute(to status: inout StatusInfo) {
-        let source =
-            monitor.map { $0.current?.description ?? StatusInfo.Clock.sourcePending }
-            ?? StatusInfo.Clock.sourceUnknown
+        let source = monitor.current?.description ?? StatusInfo.Clock.sourcePending
         status.clock = ClockSynchronization.current().map {
             StatusInfo.Clock(
                 synchronized: $0.synchronized, estimatedErrorSeconds: Double($0.estimatedErrorMicroseconds) / 1e6,
                 maximumErrorSeconds: Double($0.maximumErrorMicroseconds) / 1e6, source: source)
         }
     }
-
-    func stop() { monitor?.stop() }
 }

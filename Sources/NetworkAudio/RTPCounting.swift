@@ -132,11 +132,11 @@ public struct RTPSequenceCounter: Equatable, Sendable {
 /// follows skipped sequence numbers (a loss, a link cut) or a jump of its timestamp (a sender whose
 /// graph stood still), the samples between the end of the packet before and this one's start.
 /// By the audio's own clock, so a sender that sends a cycle's packets in one burst (PipeWire does:
-/// 21 ms apart at a 1024-frame quantum) is no silence, however late the burst comes. A step of
+/// 21 ms apart at a 1024-frame quantum) is no loss, however late the burst comes. A step of
 /// more samples than the caller's `maximumSamples` (the time that passed could not hold it) is no
-/// silence but a new timeline: the timestamps are followed from there.
-public struct RTPAudioGaps: Equatable, Sendable {
-    /// Missing audio longer than this (samples) is a silence.
+/// loss but a new timeline: the timestamps are followed from there.
+public struct NetworkLossFinder: Equatable, Sendable {
+    /// Missing audio longer than this (samples) is a loss.
     public let thresholdSamples: Int
     /// A packet's samples: the SDP's ptime at the clock rate, else learnt from the first two
     /// packets in sequence (a step of at most `thresholdSamples`).

@@ -1,7 +1,7 @@
 // recd's own ear on the RTP streams PipeWire receives: for each stream whose node `pw-dump`
 // shows (PipeWireDump.swift), recd joins the stream's multicast group on a socket of its own,
 // beside module-rtp-source's (SO_REUSEADDR/SO_REUSEPORT: both get every packet), reads only the
-// RTP headers, and counts packets received and lost (sequence numbers) and silences (audio no
+// RTP headers, and counts packets received and lost (sequence numbers) and losses (audio no
 // packet brought). PipeWire 0.3.65 keeps no such count a client can read (docs/network-audio.md).
 //
 // Where a stream's group and port come from: its SAP announcement (the SDP's `c=` and `m=`),

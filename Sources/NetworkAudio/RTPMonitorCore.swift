@@ -8,7 +8,7 @@
 //   none, from any address, which then is the stream's sender). Others are refused.
 // - A stream's packets count only from its sender's address (RTPStreamTracker).
 // - An announcement that changes an open stream's group, port or sender takes effect only once
-//   the stream has had no packet for `moveAfterSilenceMicros`: never while it receives.
+//   the stream has had no packet for `moveAfterLossMicros`: never while it receives.
 // - What is remembered of announcements for nodes PipeWire may show later is bounded, per sender
 //   address and in all.
 import Platform
@@ -31,7 +31,7 @@ public struct RTPMonitorCore: Sendable {
     }
 
     /// How long an open stream must have had no packet before an announcement may move it.
-    public static let moveAfterSilenceMicros = 3_000_000
+    public static let moveAfterLossMicros = 3_000_000
     /// Announcements remembered for origins PipeWire does not show yet, per sender address.
     public static let heardPerSender = 4
     /// Notes kept until taken (more are dropped: the log is not for floods).
@@ -46,7 +46,7 @@ public struct RTPMonitorCore: Sendable {
     private struct Stream: Sendable {
         var origin: String
         var tracker: RTPStreamTracker
-        /// When the stream was opened (CLOCK_MONOTONIC µs): its silence before a first packet.
+        /// When the stream was opened (CLOCK_MONOTONIC µs): its loss before a first packet.
         var openedMicros: Int
         /// Whether the first datagram it did not count was logged.
         var loggedIgnored = false
@@ -221,10 +221,10 @@ public struct RTPMonitorCore: Sendable {
             && stream.tracker.source == sender
     }
 
-    /// Whether `stream` has had no packet (or none since it was opened) for `moveAfterSilenceMicros`.
+    /// Whether `stream` has had no packet (or none since it was opened) for `moveAfterLossMicros`.
     private func quiet(_ stream: Stream, now: Int) -> Bool {
         let last = stream.tracker.facts.lastPacketMicros ?? stream.openedMicros
-        return now - last >= Self.moveAfterSilenceMicros
+        return now - last >= Self.moveAfterLossMicros
     }
 
     private mutating func remember(_ sdp: SDPSession, sender: IPAddress) {

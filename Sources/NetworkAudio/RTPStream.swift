@@ -1,12 +1,13 @@
 // One RTP stream as the monitor follows it: which datagrams are the stream's (from the announced
-// sender, of the SSRC it established), their count, and the silences in it, kept in a bounded
+// sender, of the SSRC it established), their count, and its network losses (stretches
+// without packets; NETWORK_LOSS in a segment), kept in a bounded
 // list. Pure: the caller gives each datagram's bytes, source and receive time.
 import Platform
 
 /// A stretch of a stream's audio that no packet brought: `missingMicros` of it, and the kernel's
 /// receive times of the last packet before and the first after, on CLOCK_MONOTONIC (µs) and the
 /// wall clock (ns since 1970).
-public struct RTPSilence: Equatable, Sendable {
+public struct NetworkLoss: Equatable, Sendable {
     public var lastPacketMicros: Int
     public var firstPacketMicros: Int
     public var lastPacketWallNanoseconds: Int64
@@ -27,12 +28,12 @@ public struct RTPSilence: Equatable, Sendable {
 
 /// What the monitor knows of one stream, by the JACK client its node shows as. A plain value.
 public struct RTPStreamFacts: Equatable, Sendable {
-    /// Silences kept per stream (see `record`).
-    public static let keptSilences = 64
-    /// A kept silence that ended this long before the newest may make room for a new one whatever
+    /// Losses kept per stream (see `record`).
+    public static let keptLosses = 64
+    /// A kept loss that ended this long before the newest may make room for a new one whatever
     /// its length: no segment is longer than a day (`segment_seconds` ≤ 86400), and one that ended
     /// an hour more ago than that is behind every segment still open.
-    public static let staleSilenceMicros = 25 * 3600 * 1_000_000
+    public static let staleLossMicros = 25 * 3600 * 1_000_000
 
     public var session: String
     /// The sender's address (the SDP origin's); nil when it announced none.
@@ -45,25 +46,25 @@ public struct RTPStreamFacts: Equatable, Sendable {
     /// Datagrams on the stream's group and port that were not counted: from another address than
     /// the announced sender's, of another SSRC than the stream's, not RTP, or a jump.
     public var ignored = 0
-    /// Silences since the monitor joined (each ended by a packet).
-    public var silences = 0
-    /// At most `keptSilences` of them, oldest first (see `record`).
-    public var recentSilences: [RTPSilence] = []
-    /// The newest silence until the packet after the one that ended it says whether it was one:
+    /// Losses since the monitor joined (each ended by a packet).
+    public var lossCount = 0
+    /// At most `keptLosses` of them, oldest first (see `record`).
+    public var recentLosses: [NetworkLoss] = []
+    /// The newest loss until the packet after the one that ended it says whether it was one:
     /// its timestamp going on from there keeps it (`record`), going back (the stream brought the
     /// audio it said was missing: a forged timestamp) drops it.
-    public var pendingSilence: RTPSilence?
+    public var pendingLoss: NetworkLoss?
     /// The kernel's receive time of the newest packet (CLOCK_MONOTONIC µs); nil before the first.
     public var lastPacketMicros: Int?
     /// The packet time (the SDP's `a=ptime`; 1 ms when it says none, AES67's).
     public var packetMicros: Int
-    /// Missing audio longer than this is a silence: max(20 ms, 4 packet times).
-    public var silenceMicros: Int
+    /// Missing audio longer than this is a loss: max(20 ms, 4 packet times).
+    public var lossMicros: Int
     /// The receiver's buffer (`sess.latency.msec`): how long after a packet came its audio plays.
     public var latencyMicros: Int
 
     public init(
-        session: String, address: String?, group: String, port: UInt16, packetMicros: Int, silenceMicros: Int,
+        session: String, address: String?, group: String, port: UInt16, packetMicros: Int, lossMicros: Int,
         latencyMicros: Int
     ) {
         self.session = session
@@ -71,67 +72,67 @@ public struct RTPStreamFacts: Equatable, Sendable {
         self.group = group
         self.port = port
         self.packetMicros = packetMicros
-        self.silenceMicros = silenceMicros
+        self.lossMicros = lossMicros
         self.latencyMicros = latencyMicros
     }
 
     /// `NAME@ADDRESS` (or `NAME`): as `routes` and the metrics name it.
     public var label: String { address.map { "\(session)@\($0)" } ?? session }
 
-    /// Where a silence plays in the receiver's output (CLOCK_MONOTONIC µs): from where the last
+    /// Where a loss plays in the receiver's output (CLOCK_MONOTONIC µs): from where the last
     /// packet before it ended, one receiver's buffer after that packet came, for the audio missing.
-    func placed(_ silence: RTPSilence) -> Range<Int> {
-        let start = silence.lastPacketMicros + packetMicros + latencyMicros
-        return start..<(start + silence.missingMicros)
+    func placed(_ loss: NetworkLoss) -> Range<Int> {
+        let start = loss.lastPacketMicros + packetMicros + latencyMicros
+        return start..<(start + loss.missingMicros)
     }
 
-    /// Counts `silence` and keeps it: merged into the newest kept one when it starts within a
-    /// packet time of where that one ends (a silence right after another); apart when it
-    /// overlaps it further (two silences of one stream cannot: forged timestamps can, and merging
-    /// them would build one longer than any the stream had). When more than `keptSilences` are
-    /// kept, the oldest goes if it is stale (`staleSilenceMicros`), else the shortest (the oldest
-    /// of equally short ones): a flood of short silences cannot push a long one out while a
+    /// Counts `loss` and keeps it: merged into the newest kept one when it starts within a
+    /// packet time of where that one ends (a loss right after another); apart when it
+    /// overlaps it further (two losses of one stream cannot: forged timestamps can, and merging
+    /// them would build one longer than any the stream had). When more than `keptLosses` are
+    /// kept, the oldest goes if it is stale (`staleLossMicros`), else the shortest (the oldest
+    /// of equally short ones): a flood of short losses cannot push a long one out while a
     /// segment may still ask for it.
-    public mutating func record(_ silence: RTPSilence) {
-        silences += 1
-        if let newest = recentSilences.last {
-            let (before, new) = (placed(newest), placed(silence))
+    public mutating func record(_ loss: NetworkLoss) {
+        lossCount += 1
+        if let newest = recentLosses.last {
+            let (before, new) = (placed(newest), placed(loss))
             if abs(new.lowerBound - before.upperBound) <= packetMicros {
                 var merged = newest
-                merged.firstPacketMicros = silence.firstPacketMicros
-                merged.firstPacketWallNanoseconds = silence.firstPacketWallNanoseconds
+                merged.firstPacketMicros = loss.firstPacketMicros
+                merged.firstPacketWallNanoseconds = loss.firstPacketWallNanoseconds
                 merged.missingMicros = max(before.upperBound, new.upperBound) - before.lowerBound
-                recentSilences[recentSilences.count - 1] = merged
+                recentLosses[recentLosses.count - 1] = merged
                 return
             }
         }
-        recentSilences.append(silence)
-        guard recentSilences.count > Self.keptSilences else { return }
-        if placed(recentSilences[0]).upperBound < placed(silence).upperBound - Self.staleSilenceMicros {
-            recentSilences.removeFirst()
+        recentLosses.append(loss)
+        guard recentLosses.count > Self.keptLosses else { return }
+        if placed(recentLosses[0]).upperBound < placed(loss).upperBound - Self.staleLossMicros {
+            recentLosses.removeFirst()
             return
         }
         var shortest = 0
-        for index in recentSilences.indices
-        where recentSilences[index].missingMicros < recentSilences[shortest].missingMicros {
+        for index in recentLosses.indices
+        where recentLosses[index].missingMicros < recentLosses[shortest].missingMicros {
             shortest = index
         }
-        recentSilences.remove(at: shortest)
+        recentLosses.remove(at: shortest)
     }
 
     /// The stretches of the receiver's output (CLOCK_MONOTONIC µs) that hold zeros for want of
-    /// packets, overlapping `range`, at `now`: each kept silence and the pending one where they
-    /// play (`placed`); one going on (no packet for longer than the buffer, or `silenceMicros` if
+    /// packets, overlapping `range`, at `now`: each kept loss and the pending one where they
+    /// play (`placed`); one going on (no packet for longer than the buffer, or `lossMicros` if
     /// longer, by `now`) ends at `range.upperBound`.
-    public func outages(overlapping range: Range<Int>, now time: Int) -> [Range<Int>] {
+    public func losses(overlapping range: Range<Int>, now time: Int) -> [Range<Int>] {
         let now = min(max(0, time), RTPStreamTracker.latestMicros)
-        var outages = recentSilences.map(placed)
-        if let pendingSilence { outages.append(placed(pendingSilence)) }
-        if let last = lastPacketMicros, now - last > max(silenceMicros, latencyMicros) {
+        var losses = recentLosses.map(placed)
+        if let pendingLoss { losses.append(placed(pendingLoss)) }
+        if let last = lastPacketMicros, now - last > max(lossMicros, latencyMicros) {
             let start = last + packetMicros + latencyMicros
-            if start < range.upperBound { outages.append(start..<range.upperBound) }
+            if start < range.upperBound { losses.append(start..<range.upperBound) }
         }
-        return outages.filter { $0.overlaps(range) && !$0.isEmpty }
+        return losses.filter { $0.overlaps(range) && !$0.isEmpty }
     }
 }
 
@@ -140,11 +141,11 @@ public struct RTPStreamFacts: Equatable, Sendable {
 ///   address its announcement came from);
 /// - only those of the SSRC the stream established: the first packet from the source locks its
 ///   SSRC. Another SSRC from the same source takes over only after the locked one has sent
-///   nothing for `handoverSilenceMicros` and the new one has sent `handoverPackets` packets in
+///   nothing for `handoverLossMicros` and the new one has sent `handoverPackets` packets in
 ///   sequence (a sender that started again); nothing is counted lost across, and the time
-///   between the last packet of the old and the first of the new is a silence, by their arrival;
+///   between the last packet of the old and the first of the new is a loss, by their arrival;
 /// - a jump of sequence numbers or timestamps is a jump only beyond what the time since the last
-///   packet could hold, plus `jumpSlackMicros` (`RTPSequenceCounter`, `RTPAudioGaps`).
+///   packet could hold, plus `jumpSlackMicros` (`RTPSequenceCounter`, `NetworkLossFinder`).
 public struct RTPStreamTracker: Sendable {
     /// What a jump may skip beyond the time that passed: a sender's burst (a cycle's packets at
     /// once: 21 ms at a 1024-frame quantum, 171 ms at PipeWire's largest, 8192), the kernel's
@@ -152,7 +153,7 @@ public struct RTPStreamTracker: Sendable {
     /// not missing.
     public static let jumpSlackMicros = 1_000_000
     /// How long the stream's SSRC must be silent before another may take over.
-    public static let handoverSilenceMicros = 3_000_000
+    public static let handoverLossMicros = 3_000_000
     /// Packets in sequence a new SSRC must send before it takes over.
     public static let handoverPackets = 4
 
@@ -184,9 +185,9 @@ public struct RTPStreamTracker: Sendable {
     let clockRate: Int
     private(set) var ssrc: UInt32?
     private var counter = RTPSequenceCounter()
-    private var gaps: RTPAudioGaps
+    private var gaps: NetworkLossFinder
     private var lastWall: Int64 = 0
-    /// The timestamp of the packet that ended the pending silence.
+    /// The timestamp of the packet that ended the pending loss.
     private var pendingEnd: UInt32 = 0
     private var candidate: Candidate?
     /// The counts of the SSRCs before the current one: the facts' counts only grow.
@@ -198,13 +199,13 @@ public struct RTPStreamTracker: Sendable {
         self.source = source
         let packet = Int((sdp.packetMilliseconds ?? 1) * 1000)
         let rate = sdp.clockRate ?? 48_000
-        let silence = max(20_000, 4 * packet)
+        let loss = max(20_000, 4 * packet)
         clockRate = rate
         facts = RTPStreamFacts(
             session: name, address: address, group: sdp.group, port: sdp.port, packetMicros: packet,
-            silenceMicros: silence, latencyMicros: max(0, min(latencyMilliseconds, 60_000)) * 1000)
-        gaps = RTPAudioGaps(
-            thresholdSamples: silence * rate / 1_000_000,
+            lossMicros: loss, latencyMicros: max(0, min(latencyMilliseconds, 60_000)) * 1000)
+        gaps = NetworkLossFinder(
+            thresholdSamples: loss * rate / 1_000_000,
             samplesPerPacket: sdp.packetMilliseconds.map { Int(($0 * Double(rate) / 1000).rounded()) })
     }
 
@@ -246,10 +247,10 @@ public struct RTPStreamTracker: Sendable {
         case .jump: return ignore(.jump)
         default: break
         }
-        // The pending silence: kept when this packet's timestamp goes on from the one that ended
+        // The pending loss: kept when this packet's timestamp goes on from the one that ended
         // it, dropped when it goes back.
-        if let pending = facts.pendingSilence, arrival != .late {
-            facts.pendingSilence = nil
+        if let pending = facts.pendingLoss, arrival != .late {
+            facts.pendingLoss = nil
             if arrival != .resynchronized, Int32(bitPattern: header.timestamp &- pendingEnd) >= 0 {
                 facts.record(pending)
             }
@@ -258,7 +259,7 @@ public struct RTPStreamTracker: Sendable {
         if let missing = gaps.missing(before: header.timestamp, arrival: arrival, maximumSamples: maximumSamples),
             let last = facts.lastPacketMicros
         {
-            facts.pendingSilence = RTPSilence(
+            facts.pendingLoss = NetworkLoss(
                 lastPacketMicros: last, firstPacketMicros: arrivalMicros, lastPacketWallNanoseconds: lastWall,
                 firstPacketWallNanoseconds: wallNanoseconds,
                 missingMicros: Int(Int64(missing) * 1_000_000 / Int64(clockRate)))
@@ -277,7 +278,7 @@ public struct RTPStreamTracker: Sendable {
     /// Whether a packet of another SSRC completes a handover: the stream's own silent long
     /// enough, and this SSRC's packets in sequence.
     private mutating func takesOver(_ header: RTPHeader, at arrivalMicros: Int) -> Bool {
-        guard let last = facts.lastPacketMicros, arrivalMicros - last >= Self.handoverSilenceMicros else {
+        guard let last = facts.lastPacketMicros, arrivalMicros - last >= Self.handoverLossMicros else {
             candidate = nil
             return false
         }
@@ -291,23 +292,23 @@ public struct RTPStreamTracker: Sendable {
         return (candidate?.packets ?? 0) >= Self.handoverPackets
     }
 
-    /// A new SSRC from here: the old one's counts kept, the time without its packets a silence.
+    /// A new SSRC from here: the old one's counts kept, the time without its packets a loss.
     private mutating func handOver(at arrivalMicros: Int, wallNanoseconds: Int64) {
-        if let pending = facts.pendingSilence {
-            facts.pendingSilence = nil
+        if let pending = facts.pendingLoss {
+            facts.pendingLoss = nil
             facts.record(pending)
         }
-        if let last = facts.lastPacketMicros, arrivalMicros - last - packetMicros > facts.silenceMicros {
+        if let last = facts.lastPacketMicros, arrivalMicros - last - packetMicros > facts.lossMicros {
             facts.record(
-                RTPSilence(
+                NetworkLoss(
                     lastPacketMicros: last, firstPacketMicros: arrivalMicros, lastPacketWallNanoseconds: lastWall,
                     firstPacketWallNanoseconds: wallNanoseconds, missingMicros: arrivalMicros - last - packetMicros))
         }
         before = (facts.packets, facts.lost, facts.duplicates)
         counter = RTPSequenceCounter()
-        gaps = RTPAudioGaps(thresholdSamples: gaps.thresholdSamples, samplesPerPacket: gaps.samplesPerPacket)
+        gaps = NetworkLossFinder(thresholdSamples: gaps.thresholdSamples, samplesPerPacket: gaps.samplesPerPacket)
         candidate = nil
-        // The new SSRC's packets start the timeline again: the silence above is the gap.
+        // The new SSRC's packets start the timeline again: the loss above is the gap.
         facts.lastPacketMicros = nil
     }
 

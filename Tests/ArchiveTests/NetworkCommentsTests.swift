@@ -1,4 +1,4 @@
-// A segment's network comments: the packet counts over the segment, and outages placed in the
+// A segment's network comments: the packet counts over the segment, and network losses placed in the
 // file's frames around its GAPS (which are not in the file).
 import Testing
 
@@ -11,17 +11,17 @@ struct NetworkCommentsTests {
         let start = NetworkPacketCounts(received: 1000, lost: 3)
         let end = NetworkPacketCounts(received: 4000, lost: 10)
         #expect(
-            NetworkComments.comments(start: start, end: end, outages: []).map(\.description) == [
+            NetworkComments.comments(start: start, end: end, losses: []).map(\.description) == [
                 "NETWORK_PACKETS=3000", "NETWORK_PACKETS_LOST=7",
             ])
         #expect(
-            NetworkComments.comments(start: start, end: NetworkPacketCounts(received: 50, lost: 0), outages: [])
+            NetworkComments.comments(start: start, end: NetworkPacketCounts(received: 50, lost: 0), losses: [])
                 .map(\.description) == ["NETWORK_PACKETS=50", "NETWORK_PACKETS_LOST=0"])
-        #expect(NetworkComments.comments(start: start, end: nil, outages: []).isEmpty)
+        #expect(NetworkComments.comments(start: start, end: nil, losses: []).isEmpty)
         #expect(
             NetworkComments.comments(
                 start: nil, end: end,
-                outages: [SegmentGap(position: 5, length: 10), SegmentGap(position: 40, length: 2)]
+                losses: [SegmentGap(position: 5, length: 10), SegmentGap(position: 40, length: 2)]
             ).last?.description == "NETWORK_LOSS=5+10,40+2")
     }
 

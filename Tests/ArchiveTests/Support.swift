@@ -201,9 +201,10 @@ func metaflacTags(_ path: String) throws -> [String: String] {
 
 /// Runs a recorder over `source` to the end and returns its events.
 func record(
-    _ configuration: RecorderConfiguration, source: any SampleSource, transform: (any SampleTransform)? = nil
+    _ configuration: RecorderConfiguration, inputs: SegmentInputs = SegmentInputs(), source: any SampleSource,
+    transform: (any SampleTransform)? = nil
 ) throws -> [RecorderEvent] {
-    let recorder = try Recorder(configuration: configuration, source: source, transform: transform)
+    let recorder = try Recorder(configuration: configuration, inputs: inputs, source: source, transform: transform)
     try recorder.start()
     // The source holds everything already: a stop drains it all, then finishes.
     recorder.stop(reason: .stop)

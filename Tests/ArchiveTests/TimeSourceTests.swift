@@ -137,13 +137,13 @@ struct TimeSourceTests {
         let kept = try #require(monitor.current)
         #expect(kept.description.hasPrefix("chrony: 127.0.0.1, stratum 4"))
         let directory = TemporaryDirectory("clock-source")
-        var configuration = RecorderConfiguration(
+        let configuration = RecorderConfiguration(
             archiveDirectory: directory.path + "/archive", app: "app", stream: "main", channels: 1, sampleRate: 8000,
             bitsPerSample: 16, segmentSeconds: 1)
-        configuration.timeSource = monitor
         let source = MemorySource(
             channels: 1, startTime: iso("2026-12-02T10:00:00.000000Z"), totalFrames: 8000 * 2, signal: noiseSample)
-        let records = finishedRecords(try record(configuration, source: source))
+        let records = finishedRecords(
+            try record(configuration, inputs: SegmentInputs(timeSource: monitor), source: source))
         try #require(records.count == 2)
         let index = try ArchiveIndex(path: directory.path + "/index.sqlite")
         for segment in records {
@@ -154,17 +154,21 @@ struct TimeSourceTests {
         }
     }
 
-    @Test("the monitor's thread asks at start and stops within its nap")
-    func monitorThread() throws {
-        let directory = TemporaryDirectory("timesync-thread")
+    @Test("the monitor asks when its owner runs the due refresh: at once, then once per period")
+    func monitorRefresh() throws {
+        let directory = TemporaryDirectory("timesync-refresh")
         let flag = directory.path + "/synchronized"
-        FileManager.default.createFile(atPath: flag, contents: nil)
+        _ = FileManager.default.createFile(atPath: flag, contents: nil)
         let monitor = TimeSourceMonitor(
-            locations: TimeSource.Locations(chronyc: "/nonexistent", timedatectl: "/nonexistent", timesyncdFlag: flag))
-        try monitor.start()
-        #expect(eventually(timeout: 5) { monitor.current == TimeSource("systemd-timesyncd") })
-        let before = SystemClock.monotonicSeconds()
-        monitor.stop()
-        #expect(SystemClock.monotonicSeconds() - before < 1)
+            locations: TimeSource.Locations(chronyc: "/nonexistent", timedatectl: "/nonexistent", timesyncdFlag: flag),
+            refreshSeconds: 60)
+        #expect(monitor.current == nil)
+        #expect(monitor.claimRefresh(now: 100))
+        #expect(!monitor.claimRefresh(now: 100))
+        #expect(!monitor.claimRefresh(now: 159.9))
+        monitor.refresh()
+        #expect(monitor.current == TimeSource("systemd-timesyncd"))
+        #expect(monitor.claimRefresh(now: 160))
+        #expect(!monitor.claimRefresh(now: 219))
     }
 }

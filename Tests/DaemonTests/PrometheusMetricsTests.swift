@@ -130,7 +130,7 @@ struct PrometheusMetricsTests {
         #expect(text.contains("recd_jack_connected 0\n"))
     }
 
-    @Test("RTP streams: packets received and lost and silences by session, only while the monitor listens to one")
+    @Test("RTP streams: packets received and lost and network losses by session, only while the monitor listens to one")
     func rtpStreams() throws {
         let status = Self.status(recorders: [])
         #expect(
@@ -138,10 +138,10 @@ struct PrometheusMetricsTests {
                 .contains("recd_rtp_"))
         var stream = RTPStreamFacts(
             session: "studio2", address: "10.231.0.2", group: "239.255.42.1", port: 46000, packetMicros: 1000,
-            silenceMicros: 20_000, latencyMicros: 100_000)
+            lossMicros: 20_000, latencyMicros: 100_000)
         stream.packets = 9000
         stream.lost = 35
-        stream.silences = 1
+        stream.lossCount = 1
         stream.ignored = 12
         let text = PrometheusMetrics.render(
             MetricsSnapshot(status: status, inputPeaks: [], replication: nil, rtpStreams: [stream]))

@@ -135,9 +135,21 @@ struct ArchiveEndToEndTests {
         #expect(clock["synchronized"]?.boolValue != nil && clock["maximumErrorSeconds"]?.doubleValue != nil)
         #expect(try rotating.recctl("status").stdout.contains("clock:    "))
         #expect(try metaflacTag(files[0], "CLOCK_SYNCHRONIZED_END") != nil)
-        // And who keeps it (chrony, timesyncd or none), asked on recd's "time source" thread at
-        // start: in status, recctl's clock line, and the later segments' CLOCK_SOURCE.
+        // And who keeps it (chrony, timesyncd or none), asked as a job on recd's slow worker at
+        // start and every minute (no thread of its own): in status, recctl's clock line, and the
+        // later segments' CLOCK_SOURCE.
         #expect(clock["source"]?.stringValue?.isEmpty == false, "\(clock)")
+        #expect(
+            eventually(timeout: 10) {
+                (try? rotating.recctl("--json", "status").json?["clock"]?["source"]?.stringValue) != "pending"
+            })
+        let pid = try #require(rotating.pid)
+        let threads = ((try? FileManager.default.contentsOfDirectory(atPath: "/proc/\(pid)/task")) ?? []).map {
+            (try? String(contentsOfFile: "/proc/\(pid)/task/\($0)/comm", encoding: .utf8)) ?? ""
+        }
+        #expect(
+            threads.contains { $0.hasPrefix("slow worker") } && !threads.contains { $0.hasPrefix("time source") },
+            "\(threads)")
         #expect(try rotating.recctl("status").stdout.contains("; source: "))
         #expect(try metaflacTag(try #require(files.last), "CLOCK_SOURCE")?.isEmpty == false)
         // One byte of one segment changed: named, exit 1.

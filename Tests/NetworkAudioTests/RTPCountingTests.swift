@@ -1,5 +1,5 @@
 // Counting a stream's sequence numbers (wraparound, reordering, duplicates, a jump the time since
-// the last packet cannot hold) and placing a silence by the timestamps. Pure; the monitor's use of
+// the last packet cannot hold) and placing a network loss by the timestamps. Pure; the monitor's use of
 // them against forged packets: RTPMonitorCoreTests; on real sockets: RTPMonitorSocketTests.
 import Testing
 
@@ -88,7 +88,7 @@ struct RTPCountingTests {
 
     @Test("missing audio by the timestamps: a cut is its samples; packets in bursts, a lost packet or two, are none")
     func audioGaps() {
-        var gaps = RTPAudioGaps(thresholdSamples: 960, samplesPerPacket: 48)
+        var gaps = NetworkLossFinder(thresholdSamples: 960, samplesPerPacket: 48)
         var counter = RTPSequenceCounter()
         func packet(_ sequence: UInt16, _ timestamp: UInt32, maximumSamples: Int = 1_000_000) -> Int? {
             gaps.missing(
@@ -101,17 +101,17 @@ struct RTPCountingTests {
         #expect(packet(5, 144) == nil, "two packets lost: 2 ms, under the 20 ms threshold")
         #expect(packet(3005, 144_144) == 143_952, "3000 packets of 48 samples lost but this one's")
         #expect(packet(3006, 154_144) == 9952, "the sender stood still 0.2 s: no number skipped, time missing")
-        // 60 s of timestamps where the time since the last packet allows 1 s: no silence, and the
+        // 60 s of timestamps where the time since the last packet allows 1 s: no network loss, and the
         // timestamps are followed from there (the next packet's step is the packet's own).
         #expect(packet(3007, 154_144 + 60 * 48_000, maximumSamples: 48_048) == nil)
         #expect(packet(3008, 154_144 + 60 * 48_000 + 48) == nil)
-        var learning = RTPAudioGaps(thresholdSamples: 960, samplesPerPacket: nil)
+        var learning = NetworkLossFinder(thresholdSamples: 960, samplesPerPacket: nil)
         var second = RTPSequenceCounter()
         _ = learning.missing(before: 1000, arrival: second.count(sequence: 7, maximumSkip: 10), maximumSamples: 1000)
         _ = learning.missing(before: 1048, arrival: second.count(sequence: 8, maximumSkip: 10), maximumSamples: 1000)
         #expect(learning.samplesPerPacket == 48)
         // A first step longer than the threshold teaches nothing (a forged pair cannot set it).
-        var wary = RTPAudioGaps(thresholdSamples: 960, samplesPerPacket: nil)
+        var wary = NetworkLossFinder(thresholdSamples: 960, samplesPerPacket: nil)
         var third = RTPSequenceCounter()
         _ = wary.missing(before: 0, arrival: third.count(sequence: 1, maximumSkip: 10), maximumSamples: 1 << 30)
         _ = wary.missing(before: 96_000, arrival: third.count(sequence: 2, maximumSkip: 10), maximumSamples: 1 << 30)

@@ -84,7 +84,7 @@ struct RTPMonitorCoreTests {
         var facts: RTPStreamFacts {
             core.facts["studio2"]
                 ?? RTPStreamFacts(
-                    session: "none", address: nil, group: "", port: 0, packetMicros: 0, silenceMicros: 0,
+                    session: "none", address: nil, group: "", port: 0, packetMicros: 0, lossMicros: 0,
                     latencyMicros: 0)
         }
     }
@@ -101,7 +101,7 @@ struct RTPMonitorCoreTests {
                 ssrc: lab.ssrc, from: lab.otherHost)
         }
         lab.play(100)
-        #expect(lab.facts.packets == 200 && lab.facts.lost == 0 && lab.facts.silences == 0, "\(lab.facts)")
+        #expect(lab.facts.packets == 200 && lab.facts.lost == 0 && lab.facts.lossCount == 0, "\(lab.facts)")
         #expect(lab.facts.ignored == 50)
         #expect(
             lab.core.takeNotes().contains {
@@ -119,27 +119,28 @@ struct RTPMonitorCoreTests {
                 from: lab.sender)
             lab.play(5)
         }
-        #expect(lab.facts.lost == 0 && lab.facts.packets == 150 && lab.facts.silences == 0, "\(lab.facts)")
+        #expect(lab.facts.lost == 0 && lab.facts.packets == 150 && lab.facts.lossCount == 0, "\(lab.facts)")
         // Two forged in sequence take the counter over for a moment (a sender that started over);
         // the real stream's next two take it back; nothing is lost either way.
         lab.packet(sequence: lab.sequence &+ 30_000, timestamp: lab.timestamp, ssrc: lab.ssrc, from: lab.sender)
         lab.packet(sequence: lab.sequence &+ 30_001, timestamp: lab.timestamp, ssrc: lab.ssrc, from: lab.sender)
         lab.play(100)
-        #expect(lab.facts.lost == 0 && lab.facts.silences == 0, "\(lab.facts)")
+        #expect(lab.facts.lost == 0 && lab.facts.lossCount == 0, "\(lab.facts)")
     }
 
-    @Test("one packet with a 60 s timestamp jump, the next sequence number: no silence, no outage")
+    @Test("one packet with a 60 s timestamp jump, the next sequence number: no network loss")
     func timestampJump() throws {
         var lab = try Lab()
         lab.play(100)
         lab.packet(sequence: lab.sequence, timestamp: lab.timestamp &+ 60 * 48_000, ssrc: lab.ssrc, from: lab.sender)
         lab.sequence &+= 1
         lab.play(100)
-        #expect(lab.facts.silences == 0 && lab.facts.recentSilences.isEmpty, "\(lab.facts)")
-        #expect(lab.facts.outages(overlapping: 0..<lab.now, now: lab.now).isEmpty)
+        #expect(lab.facts.lossCount == 0 && lab.facts.recentLosses.isEmpty, "\(lab.facts)")
+        #expect(lab.facts.losses(overlapping: 0..<lab.now, now: lab.now).isEmpty)
     }
 
-    @Test("80 fake 30 ms gaps from the sender's own address: the stream's next packets contradict them, no silence")
+    @Test(
+        "80 fake 30 ms gaps from the sender's own address: the stream's next packets contradict them, no network loss")
     func fakeGapsContradicted() throws {
         var lab = try Lab()
         lab.play(100)
@@ -148,8 +149,8 @@ struct RTPMonitorCoreTests {
             lab.packet(sequence: lab.sequence, timestamp: lab.timestamp &+ 31 * 48, ssrc: lab.ssrc, from: lab.sender)
             lab.play(20)
         }
-        #expect(lab.facts.silences == 0 && lab.facts.pendingSilence == nil, "\(lab.facts)")
-        #expect(lab.facts.outages(overlapping: 0..<lab.now, now: lab.now).isEmpty)
+        #expect(lab.facts.lossCount == 0 && lab.facts.pendingLoss == nil, "\(lab.facts)")
+        #expect(lab.facts.losses(overlapping: 0..<lab.now, now: lab.now).isEmpty)
     }
 
     @Test("a real 1.5 s cut, then 80 fake 30 ms gaps that later packets go on from: the cut stays in the loss list")
@@ -158,22 +159,22 @@ struct RTPMonitorCoreTests {
         lab.play(1000, burst: 21)
         lab.cut(1.5)
         lab.play(100)
-        #expect(lab.facts.silences == 1 && lab.facts.lost == 1500, "\(lab.facts)")
+        #expect(lab.facts.lossCount == 1 && lab.facts.lost == 1500, "\(lab.facts)")
         for _ in 0..<80 {
             // A forger that also sends the packets after its gap (here: the lab's stream goes on
-            // from the forged timestamp): the gaps are silences, each as long as it says.
+            // from the forged timestamp): the gaps are network losses, each as long as it says.
             lab.packet(sequence: lab.sequence, timestamp: lab.timestamp &+ 31 * 48, ssrc: lab.ssrc, from: lab.sender)
             lab.sequence &+= 1
             lab.timestamp &+= 31 * 48
             lab.play(20)
         }
-        let kept = lab.facts.recentSilences
-        #expect(kept.count == RTPStreamFacts.keptSilences)
+        let kept = lab.facts.recentLosses
+        #expect(kept.count == RTPStreamFacts.keptLosses)
         #expect(
             kept.contains { abs($0.missingMicros - 1_500_000) <= 1000 },
             "the cut was pushed out: \(kept.map(\.missingMicros))")
         #expect(kept.allSatisfy { $0.missingMicros <= 1_501_000 }, "overlapping forged gaps were merged into more")
-        #expect(lab.facts.silences == 81)
+        #expect(lab.facts.lossCount == 81)
     }
 
     @Test("packets of random SSRCs from the sender's address during a 1.5 s cut: the cut is still counted")
@@ -194,8 +195,8 @@ struct RTPMonitorCoreTests {
         lab.play(100)
         #expect(lab.facts.lost - before.lost == 1500, "\(lab.facts)")
         #expect(
-            lab.facts.silences == 1
-                && lab.facts.recentSilences.first.map { abs($0.missingMicros - 1_500_000) <= 1000 } == true)
+            lab.facts.lossCount == 1
+                && lab.facts.recentLosses.first.map { abs($0.missingMicros - 1_500_000) <= 1000 } == true)
         #expect(lab.facts.ignored == 750)
     }
 
@@ -241,7 +242,7 @@ struct RTPMonitorCoreTests {
         #expect(lab.facts.packets == before.packets + 10, "3 packets of the new SSRC are not enough")
         lab.packet(sequence: 4, timestamp: 4 * 48, ssrc: 77, from: lab.sender)
         #expect(lab.facts.packets == before.packets + 11 && lab.facts.lost == before.lost, "\(lab.facts)")
-        #expect(lab.facts.silences == 1 && (lab.facts.recentSilences.last?.missingMicros ?? 0) >= 3_000_000)
+        #expect(lab.facts.lossCount == 1 && (lab.facts.recentLosses.last?.missingMicros ?? 0) >= 3_000_000)
         #expect(lab.core.takeNotes().contains { $0.text.contains("new SSRC") })
         // Now the old SSRC is the stranger.
         lab.play(5)
@@ -285,34 +286,34 @@ struct RTPMonitorCoreTests {
     }
 
     @Test(
-        "the silence list: a silence right after another merges, an overlapping one does not; over 64, the shortest goes unless the oldest is a day old"
+        "the network loss list: a loss right after another merges, an overlapping one does not; over 64, the shortest goes unless the oldest is a day old"
     )
-    func silenceList() {
+    func networkLossList() {
         var facts = RTPStreamFacts(
-            session: "s", address: nil, group: "239.1.1.1", port: 1, packetMicros: 1000, silenceMicros: 20_000,
+            session: "s", address: nil, group: "239.1.1.1", port: 1, packetMicros: 1000, lossMicros: 20_000,
             latencyMicros: 100_000)
-        func silence(at micros: Int, missing: Int) -> RTPSilence {
-            RTPSilence(
+        func loss(at micros: Int, missing: Int) -> NetworkLoss {
+            NetworkLoss(
                 lastPacketMicros: micros, firstPacketMicros: micros + missing, lastPacketWallNanoseconds: 0,
                 firstPacketWallNanoseconds: 0, missingMicros: missing)
         }
-        facts.record(silence(at: 1_000_000, missing: 50_000))
+        facts.record(loss(at: 1_000_000, missing: 50_000))
         // Right after the first: merged. Overlapping it by 10 ms (timestamps no stream sends): apart.
-        facts.record(silence(at: 1_050_000, missing: 50_000))
-        #expect(facts.recentSilences.count == 1 && facts.recentSilences[0].missingMicros == 100_000)
-        facts.record(silence(at: 1_090_000, missing: 20_000))
-        #expect(facts.recentSilences.count == 2 && facts.silences == 3)
-        facts.recentSilences.removeLast()
-        facts.record(silence(at: 2_000_000, missing: 1_500_000))
-        for index in 0..<100 { facts.record(silence(at: 4_000_000 + index * 100_000, missing: 30_000 + index)) }
-        #expect(facts.recentSilences.count == 64)
-        #expect(facts.recentSilences.contains { $0.missingMicros == 1_500_000 })
-        #expect(facts.recentSilences.contains { $0.missingMicros == 30_099 }, "the newest long one")
-        #expect(!facts.recentSilences.contains { $0.missingMicros == 30_000 }, "the shortest went")
+        facts.record(loss(at: 1_050_000, missing: 50_000))
+        #expect(facts.recentLosses.count == 1 && facts.recentLosses[0].missingMicros == 100_000)
+        facts.record(loss(at: 1_090_000, missing: 20_000))
+        #expect(facts.recentLosses.count == 2 && facts.lossCount == 3)
+        facts.recentLosses.removeLast()
+        facts.record(loss(at: 2_000_000, missing: 1_500_000))
+        for index in 0..<100 { facts.record(loss(at: 4_000_000 + index * 100_000, missing: 30_000 + index)) }
+        #expect(facts.recentLosses.count == 64)
+        #expect(facts.recentLosses.contains { $0.missingMicros == 1_500_000 })
+        #expect(facts.recentLosses.contains { $0.missingMicros == 30_099 }, "the newest long one")
+        #expect(!facts.recentLosses.contains { $0.missingMicros == 30_000 }, "the shortest went")
         // A day later the oldest goes first, whatever its length.
-        facts.record(silence(at: 26 * 3_600_000_000, missing: 25_000))
-        #expect(!facts.recentSilences.contains { $0.missingMicros == 100_000 })
-        #expect(facts.recentSilences.last?.missingMicros == 25_000)
+        facts.record(loss(at: 26 * 3_600_000_000, missing: 25_000))
+        #expect(!facts.recentLosses.contains { $0.missingMicros == 100_000 })
+        #expect(facts.recentLosses.last?.missingMicros == 25_000)
     }
 
     @Test("warnings are bounded: 1000 refused announcements from 1000 addresses log 20 a minute, then how many more")
@@ -346,7 +347,7 @@ struct RTPMonitorCoreTests {
                 timestamp: UInt32.random(in: 0...UInt32.max, using: &generator),
                 ssrc: [lab.ssrc, 1].randomElement(using: &generator) ?? 1, from: source,
                 bytes: Int.random(in: 0...20, using: &generator))
-            _ = lab.facts.outages(overlapping: 0..<Int.max, now: Int.max)
+            _ = lab.facts.losses(overlapping: 0..<Int.max, now: Int.max)
         }
     }
 }

@@ -61,7 +61,7 @@ struct RTPMonitorSocketTests {
     }
 
     @Test(
-        "the monitor learns the group from SAP, hears the stream beside another socket, counts wraparound, loss, a late packet, a duplicate, a silence; another host's packets and announcement do not count; a sender that starts again with a new SSRC is taken over"
+        "the monitor learns the group from SAP, hears the stream beside another socket, counts wraparound, loss, a late packet, a duplicate, a network loss; another host's packets and announcement do not count; a sender that starts again with a new SSRC is taken over"
     )
     func countsAStream() throws {
         let group = "239.255.77.\(1 + getpid() % 250)"
@@ -93,8 +93,8 @@ struct RTPMonitorSocketTests {
             }, "the monitor did not take the announcement")
 
         // 65530...65535, 0...10 (the wrap), 13, 14 (11 and 12 lost), 12 (late), 12 again (a
-        // duplicate), 15, then 1 s of audio missing by the timestamps (a silence), 16 and 17 (whose
-        // timestamp goes on from 16's: the silence stands).
+        // duplicate), 15, then 1 s of audio missing by the timestamps (a network loss), 16 and 17 (whose
+        // timestamp goes on from 16's: the network loss stands).
         var sequences: [UInt16] = Array(65_530...65_535) + Array(0...10) + [13, 14, 12, 12, 15]
         var timestamps = sequences.map { UInt32(truncatingIfNeeded: Int($0 &- 65_530) * 48) }
         let resumed = (timestamps.last ?? 0) + 48_000 + 48
@@ -108,15 +108,16 @@ struct RTPMonitorSocketTests {
             sender.rtp(sequence: sequence, timestamp: UInt32(sequence) * 48, ssrc: 43, to: group, port: port)
         }
         // Distinct packets: 17 to the wrap's end, 13, 14, 12 (late), 15, 16, 17.
-        let expected = (packets: 17 + 6, lost: 1, silences: 1)
+        let expected = (packets: 17 + 6, lost: 1, lossCount: 1)
         #expect(
             eventually(timeout: 5) {
                 let facts = monitor.facts()["studio2"]
                 return facts?.packets == expected.packets && facts?.ignored == 10
             }, "\(String(describing: monitor.facts()["studio2"]))")
         let facts = try #require(monitor.facts()["studio2"])
-        #expect(facts.lost == expected.lost && facts.duplicates == 1 && facts.silences == expected.silences, "\(facts)")
-        #expect(facts.recentSilences.first.map { abs($0.missingMicros - 1_000_000) <= 1 } == true, "\(facts)")
+        #expect(
+            facts.lost == expected.lost && facts.duplicates == 1 && facts.lossCount == expected.lossCount, "\(facts)")
+        #expect(facts.recentLosses.first.map { abs($0.missingMicros - 1_000_000) <= 1 } == true, "\(facts)")
         #expect(facts.group == group && facts.port == port && facts.label == "studio2@127.0.0.1")
 
         // Another host (127.0.0.2) forges: packets of the stream's SSRC far ahead, and the stream's
@@ -136,7 +137,7 @@ struct RTPMonitorSocketTests {
             eventually(timeout: 5) { monitor.facts()["studio2"]?.packets == expected.packets + 10 },
             "\(String(describing: monitor.facts()["studio2"]))")
         let after = try #require(monitor.facts()["studio2"])
-        #expect(after.lost == expected.lost && after.silences == expected.silences && after.ignored == 30, "\(after)")
+        #expect(after.lost == expected.lost && after.lossCount == expected.lossCount && after.ignored == 30, "\(after)")
         #expect(after.group == group)
         #expect(
             eventually(timeout: 2) {
@@ -144,8 +145,8 @@ struct RTPMonitorSocketTests {
             }, "\(notes.withLock { $0 })")
 
         // The sender starts again with a new SSRC after 3 s without packets: it takes over at its
-        // fourth packet in sequence, the counts go on, the 3 s are a silence.
-        usleep(UInt32(RTPStreamTracker.handoverSilenceMicros) + 100_000)
+        // fourth packet in sequence, the counts go on, the 3 s are a network loss.
+        usleep(UInt32(RTPStreamTracker.handoverLossMicros) + 100_000)
         for sequence in UInt16(500)..<UInt16(510) {
             sender.rtp(sequence: sequence, timestamp: UInt32(sequence) * 48, ssrc: 43, to: group, port: port)
         }
@@ -153,8 +154,8 @@ struct RTPMonitorSocketTests {
             eventually(timeout: 5) { monitor.facts()["studio2"]?.packets == expected.packets + 10 + 7 },
             "\(String(describing: monitor.facts()["studio2"]))")
         let restarted = try #require(monitor.facts()["studio2"])
-        #expect(restarted.lost == expected.lost && restarted.silences == 2, "\(restarted)")
-        #expect((restarted.recentSilences.last?.missingMicros ?? 0) >= 3_000_000, "\(restarted)")
+        #expect(restarted.lost == expected.lost && restarted.lossCount == 2, "\(restarted)")
+        #expect((restarted.recentLosses.last?.missingMicros ?? 0) >= 3_000_000, "\(restarted)")
 
         // The other socket got every datagram too (and the monitor's reads were truncated ones).
         var buffer = [UInt8](repeating: 0, count: 2048)
