@@ -32,9 +32,9 @@ let wanted = [
 public func networkFuzz(_ data: UnsafePointer<UInt8>, _ size: Int) -> Int32 {
     let bytes = UnsafeRawBufferPointer(start: data, count: size)
     if let announcement = SAPAnnouncement(bytes) { checkSession(announcement.session) }
-    if let session = SDPSession.parse(bytes) { checkSession(session) }
+    if let session = SDPStreamDescription.parse(bytes) { checkSession(session) }
     _ = RTPHeader(bytes)
-    if let sessions = PipeWireDump.rtpSessions(json: Array(bytes)) {
+    if let sessions = PipeWireDump.rtpStreams(json: Array(bytes)) {
         for session in sessions.values {
             check(session.latencyMilliseconds.map { (1...10_000).contains($0) } ?? true, "latency \(session)")
         }
@@ -43,13 +43,13 @@ public func networkFuzz(_ data: UnsafePointer<UInt8>, _ size: Int) -> Int32 {
     return 0
 }
 
-func checkSession(_ session: SDPSession) {
+func checkSession(_ session: SDPStreamDescription) {
     check(session.port > 0, "port 0")
     check(IPAddress(parsing: session.group)?.isMulticast == true, "group \(session.group)")
     check(session.packetMilliseconds.map { $0 >= 0.1 && $0 <= 1000 } ?? true, "ptime \(session)")
     check(session.clockRate.map { (1...768_000).contains($0) } ?? true, "rate \(session)")
     // (Each byte that is not UTF-8 becomes U+FFFD: 3 bytes.)
-    check(session.origin.utf8.count <= 3 * SDPSession.maximumLineBytes, "origin longer than a line")
+    check(session.origin.utf8.count <= 3 * SDPStreamDescription.maximumLineBytes, "origin longer than a line")
     check(session.originAddress.map { !$0.isUnspecified } ?? true, "unspecified origin address")
 }
 

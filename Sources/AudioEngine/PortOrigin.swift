@@ -19,7 +19,7 @@ public enum PortOrigin: Hashable, Sendable {
     case local(client: String)
     /// A netjack2 satellite's channel: `peer` is the satellite's name (its client here).
     case netjack2(peer: String)
-    /// An RTP session PipeWire's rtp-source receives: `session` is the SDP's session name (`s=`),
+    /// An RTP stream PipeWire's rtp-source receives: `session` is the SDP's session name (`s=`),
     /// `address` the sender's (the SDP origin's, `o=`; nil when the sender announced none, 0.0.0.0),
     /// `client` the JACK client its node shows as.
     case rtp(session: String, address: String?, client: String)

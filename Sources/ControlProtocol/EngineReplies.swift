@@ -64,7 +64,7 @@ public struct PortInfo: ReplyObject {
 
 /// One JACK port behind a configured port and where its audio comes from (for an output port:
 /// goes to), in `routes`: a client of the logger's own JACK graph, a netjack2 satellite, or an
-/// RTP session PipeWire receives. Required: `jack`, `origin`.
+/// RTP stream PipeWire receives. Required: `jack`, `origin`.
 public struct PortOriginInfo: ReplyObject {
     /// The JACK port's full name.
     public var jack: String
@@ -86,11 +86,11 @@ public struct PortOriginInfo: ReplyObject {
         self.address = address
     }
 
-    /// How a person reads it: `local`, `netjack2 peer NAME`, or `RTP session NAME@ADDRESS`.
+    /// How a person reads it: `local`, `netjack2 peer NAME`, or `RTP stream NAME@ADDRESS`.
     public var text: String {
         switch origin {
         case "local": "local"
-        case "rtp": "RTP session \(session ?? client ?? "unknown")" + (address.map { "@\($0)" } ?? "")
+        case "rtp": "RTP stream \(session ?? client ?? "unknown")" + (address.map { "@\($0)" } ?? "")
         default: "\(origin) peer \(client ?? "unknown")"
         }
     }

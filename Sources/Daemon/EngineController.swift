@@ -56,9 +56,9 @@ final class EngineController {
 
     /// The RTP streams PipeWire receives (which clients' ports `routes` shows as an RTP
     /// session's) and recd's own count of their packets; made by the composition root.
-    let rtp: RTPSessionDirectory
+    let rtp: RTPStreamDirectory
 
-    init(config: RecdConfig, audio: AudioEngine, rtp: RTPSessionDirectory) {
+    init(config: RecdConfig, audio: AudioEngine, rtp: RTPStreamDirectory) {
         self.config = config
         self.audio = audio
         self.rtp = rtp
@@ -66,12 +66,12 @@ final class EngineController {
 
     /// With an engine of its own whose news calls `wake`, and no RTP monitor (tests).
     convenience init(config: RecdConfig, wake: @escaping @Sendable () -> Void) {
-        self.init(config: config, audio: AudioEngine(wake: wake), rtp: RTPSessionDirectory(monitor: nil))
+        self.init(config: config, audio: AudioEngine(wake: wake), rtp: RTPStreamDirectory(monitor: nil))
     }
 
     /// Reads again which JACK clients are RTP streams (on PipeWire only: `pw-dump` on `worker`);
     /// when ports came or went.
-    func refreshRTPSessions(worker: SlowRequestWorker) {
+    func refreshAnnouncedRTPStreams(worker: SlowRequestWorker) {
         let onPipeWire = audio.isRunning && implementation.kind == .pipewire
         rtp.refresh(remote: serverName, onPipeWire: onPipeWire, worker: worker)
     }

@@ -4,10 +4,10 @@
 // monitor made with recd's log; a recorder's view of it as Archive's `NetworkReception`.
 // Built by the composition root (`Recd.compose`), held by the engine controller.
 //
-// Threads: `RTPSessionDirectory`'s methods on the control thread; the `pw-dump` job on the slow
+// Threads: `RTPStreamDirectory`'s methods on the control thread; the `pw-dump` job on the slow
 // worker; `RTPReception` on any thread (a recorder's archiver). The monitor's own thread is
 // `RTPMonitor`'s: it makes it (on the first `watch` with a stream), holds it and ends it in
-// `stop` (`RTPSessionDirectory.stop`, at shutdown).
+// `stop` (`RTPStreamDirectory.stop`, at shutdown).
 import Archive
 import AudioEngine
 import Foundation
@@ -32,12 +32,12 @@ extension RTPMonitor {
     }
 }
 
-/// The RTP sessions PipeWire receives, as the last `pw-dump` showed them, and the monitor that
+/// The RTP streams PipeWire receives, as the last `pw-dump` showed them, and the monitor that
 /// counts their packets. Control thread only (`@unchecked Sendable`: the worker's completion,
 /// which captures it, runs there too).
-final class RTPSessionDirectory: @unchecked Sendable {
+final class RTPStreamDirectory: @unchecked Sendable {
     /// By JACK client name.
-    private(set) var sessions: [String: RTPSession] = [:]
+    private(set) var sessions: [String: AnnouncedRTPStream] = [:]
     private var running = false
     /// Ports changed while a run was under way: one more run when it ends.
     private var again = false
@@ -47,7 +47,7 @@ final class RTPSessionDirectory: @unchecked Sendable {
 
     init(monitor: RTPMonitor?) { self.monitor = monitor }
 
-    /// `origin` as `routes` shows it: a client that is an RTP session's node becomes `.rtp`.
+    /// `origin` as `routes` shows it: a client that is an RTP stream's node becomes `.rtp`.
     func origin(_ origin: PortOrigin) -> PortOrigin {
         guard case .local(let client) = origin, let session = sessions[client] else { return origin }
         return .rtp(session: session.name, address: session.address, client: client)
@@ -67,25 +67,25 @@ final class RTPSessionDirectory: @unchecked Sendable {
     /// Reads PipeWire's nodes again on `worker` (JACK ports came or went). `remote`: the PipeWire
     /// server recd's libjack reached. Nothing on jackd2, where there is nothing to ask.
     func refresh(remote: String, onPipeWire: Bool, worker: SlowRequestWorker) {
-        guard onPipeWire, PipeWireRTPSessions.isInstalled else { return }
+        guard onPipeWire, PipeWireRTPStreams.isInstalled else { return }
         guard !running else {
             again = true
             return
         }
         running = true
-        let environment = PipeWireRTPSessions.environment(from: ProcessInfo.processInfo.environment)
-        worker.submit(for: nil) { _ -> Result<[String: RTPSession], PipeWireRTPSessions.Failure> in
-            PipeWireRTPSessions.read(remote: remote, environment: environment)
+        let environment = PipeWireRTPStreams.environment(from: ProcessInfo.processInfo.environment)
+        worker.submit(for: nil) { _ -> Result<[String: AnnouncedRTPStream], PipeWireRTPStreams.Failure> in
+            PipeWireRTPStreams.read(remote: remote, environment: environment)
         } completion: { [weak self] result in
             guard let self else { return }
             running = false
             switch result {
             case .success(let found):
                 if found != sessions {
-                    Log.info("RTP sessions PipeWire receives: \(PipeWireRTPSessions.describe(found))")
+                    Log.info("RTP streams PipeWire receives: \(PipeWireRTPStreams.describe(found))")
                 }
                 sessions = found
-                monitor?.watch(PipeWireRTPSessions.wanted(found))
+                monitor?.watch(PipeWireRTPStreams.wanted(found))
                 loggedFailure = false
             case .failure(let failure):
                 // Once until a run succeeds again: ports come and go often.

@@ -186,7 +186,7 @@ final class SessionCoordinator: FactSink, TakeHost, @unchecked Sendable {
             let effects = store.report(.ports(engine.portStates))
             recorders.stopExplicitUnavailable()
             // Which of the ports now there are RTP streams (routes' FROM), read off this thread.
-            engine.refreshRTPSessions(worker: worker)
+            engine.refreshAnnouncedRTPStreams(worker: worker)
             return effects
         case .hardwareMute(let port, let muted):
             return store.report(.hardwareMute(port: port, muted: muted))

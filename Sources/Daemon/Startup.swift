@@ -276,7 +276,7 @@ extension Recd {
             link.post { handle.frontEnd?.measured("JACK's news") { handle.coordinator?.engineWoke() } }
         }
         let engine = EngineController(
-            config: config, audio: audio, rtp: RTPSessionDirectory(monitor: RTPMonitor.forRecd()))
+            config: config, audio: audio, rtp: RTPStreamDirectory(monitor: RTPMonitor.forRecd()))
         let worker = try SlowRequestWorker(name: "slow worker", deliver: deliver)
         let stateWriter = try StateWriter(file: stateFile, deliver: deliver)
         let players = try PlayerService(engine: audio, ports: engine, sink: handle, deliver: deliver)

@@ -10,8 +10,8 @@
 // object at a time, and gives up (nil) on anything that is not JSON, is longer than
 // `maximumBytes`, or nests deeper than `maximumDepth`.
 
-/// An RTP session as PipeWire's rtp-source announces it: the session's name and its sender.
-public struct RTPSession: Hashable, Sendable {
+/// An RTP stream as PipeWire's rtp-source announces it: the session's name and its sender.
+public struct AnnouncedRTPStream: Hashable, Sendable {
     /// The SDP's session name (`s=`; module-rtp-sink's `sess.name`).
     public var name: String
     /// The sender's address: the SDP origin's (`o=`; nil when it announced 0.0.0.0, a
@@ -44,18 +44,18 @@ public enum PipeWireDump {
         "rtp.destination.ip", "sess.latency.msec",
     ]
 
-    /// The RTP sessions among the nodes of a `pw-dump` (a JSON array of objects), by the JACK
+    /// The RTP streams among the nodes of a `pw-dump` (a JSON array of objects), by the JACK
     /// client name each node shows as. Objects that are not nodes, nodes without `rtp.session`,
     /// and values that are not the shape pw-dump prints are passed over; nil for bytes that are
     /// not JSON, more than `maximumBytes` or nested deeper than `maximumDepth`.
-    public static func rtpSessions(json: [UInt8]) -> [String: RTPSession]? {
+    public static func rtpStreams(json: [UInt8]) -> [String: AnnouncedRTPStream]? {
         guard json.count <= maximumBytes else { return nil }
         return json.withUnsafeBytes { bytes in
             var reader = JSONReader(bytes: bytes)
-            var sessions: [String: RTPSession] = [:]
+            var sessions: [String: AnnouncedRTPStream] = [:]
             let read = reader.array { reader in
                 guard let node = reader.node() else { return false }
-                if let node, let found = rtpSession(node) { sessions[found.client] = found.session }
+                if let node, let found = rtpStream(node) { sessions[found.client] = found.session }
                 return true
             }
             return read && reader.atEnd() ? sessions : nil
@@ -63,7 +63,7 @@ public enum PipeWireDump {
     }
 
     /// A node's session, by its JACK client name; nil for a node without `rtp.session`.
-    static func rtpSession(_ props: [String: JSONScalar]) -> (client: String, session: RTPSession)? {
+    static func rtpStream(_ props: [String: JSONScalar]) -> (client: String, session: AnnouncedRTPStream)? {
         guard case .string(let session)? = props["rtp.session"], let client = jackClientName(props) else { return nil }
         let origin = props["rtp.origin"]?.string
         // A receiver's node names its sender (the SDP origin); a sender's own (module-rtp-sink)
@@ -77,7 +77,7 @@ public enum PipeWireDump {
             }
         return (
             client,
-            RTPSession(
+            AnnouncedRTPStream(
                 name: session, address: address, origin: origin,
                 latencyMilliseconds: latency.flatMap { (1...10_000).contains($0) ? $0 : nil })
         )

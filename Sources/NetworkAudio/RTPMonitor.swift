@@ -24,7 +24,7 @@ public final class RTPMonitor: Sendable {
     /// The receiver's buffer when the node does not say (module-rtp-source's default).
     public static let defaultLatencyMilliseconds = 100
     /// Bytes read of a datagram: an SAP announcement's header (at most 1040 bytes with its
-    /// authentication data), its payload type and `SDPSession.maximumBytes` of SDP fit; a longer
+    /// authentication data), its payload type and `SDPStreamDescription.maximumBytes` of SDP fit; a longer
     /// announcement is not read (an RTP packet's rest is never needed).
     public static let receiveBytes = 6144
     /// Datagrams read from one socket before the poll turns to the others (a round is a few ms

@@ -53,7 +53,7 @@ public struct RTPMonitorCore: Sendable {
     }
 
     private struct Heard: Sendable {
-        var sdp: SDPSession
+        var sdp: SDPStreamDescription
         var sender: IPAddress
         var order: Int
     }
@@ -216,7 +216,7 @@ public struct RTPMonitorCore: Sendable {
     /// A time within 0...`RTPStreamTracker.latestMicros`: no difference of two can overflow.
     static func clamped(_ micros: Int) -> Int { min(max(0, micros), RTPStreamTracker.latestMicros) }
 
-    private func same(_ stream: Stream, _ sdp: SDPSession, _ sender: IPAddress) -> Bool {
+    private func same(_ stream: Stream, _ sdp: SDPStreamDescription, _ sender: IPAddress) -> Bool {
         stream.origin == sdp.origin && stream.tracker.facts.group == sdp.group && stream.tracker.facts.port == sdp.port
             && stream.tracker.source == sender
     }
@@ -227,7 +227,7 @@ public struct RTPMonitorCore: Sendable {
         return now - last >= Self.moveAfterLossMicros
     }
 
-    private mutating func remember(_ sdp: SDPSession, sender: IPAddress) {
+    private mutating func remember(_ sdp: SDPStreamDescription, sender: IPAddress) {
         heardCount &+= 1
         if heard[sdp.origin] == nil {
             // Room first: this sender's oldest beyond its share, then anyone's oldest.
@@ -245,7 +245,7 @@ public struct RTPMonitorCore: Sendable {
 
     /// Opens the stream of `sdp` when its origin is a node PipeWire has (and it is not open yet,
     /// or it moved: the caller checked that it may).
-    private mutating func listen(to sdp: SDPSession, sender: IPAddress, now: Int) -> [Effect] {
+    private mutating func listen(to sdp: SDPStreamDescription, sender: IPAddress, now: Int) -> [Effect] {
         guard let want = wanted[sdp.origin] else { return [] }
         var effects: [Effect] = []
         if let open = streams[want.client] {

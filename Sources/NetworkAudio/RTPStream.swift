@@ -195,7 +195,7 @@ public struct RTPStreamTracker: Sendable {
 
     /// A stream of `session` (its SDP) from `source`, played by a receiver with a buffer of
     /// `latencyMilliseconds`; `address`: the sender as `routes` names it.
-    public init(session sdp: SDPSession, source: IPAddress, name: String, address: String?, latencyMilliseconds: Int) {
+    public init(session sdp: SDPStreamDescription, source: IPAddress, name: String, address: String?, latencyMilliseconds: Int) {
         self.source = source
         let packet = Int((sdp.packetMilliseconds ?? 1) * 1000)
         let rate = sdp.clockRate ?? 48_000

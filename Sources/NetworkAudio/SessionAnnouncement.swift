@@ -1,11 +1,11 @@
 // SAP announcements (RFC 2974) and the SDP in them (RFC 4566): the fields the RTP monitor needs
 // of a session. Pure and total: any bytes give an announcement or nil, reading nothing past the
-// datagram, at most `SDPSession.maximumBytes` of SDP in lines of at most
-// `SDPSession.maximumLineBytes`, in time linear in those bytes.
+// datagram, at most `SDPStreamDescription.maximumBytes` of SDP in lines of at most
+// `SDPStreamDescription.maximumLineBytes`, in time linear in those bytes.
 import Platform
 
-/// One RTP session as its SDP describes it (the fields the monitor needs).
-public struct SDPSession: Equatable, Sendable {
+/// One RTP stream as its SDP describes it (the fields the monitor needs).
+public struct SDPStreamDescription: Equatable, Sendable {
     /// The `o=` line's value, `USER SESSION-ID VERSION IN IP4 ADDRESS`: what PipeWire's node
     /// carries as `rtp.origin`, so how a node and an announcement are matched.
     public var origin: String
@@ -51,7 +51,7 @@ public struct SDPSession: Equatable, Sendable {
     }
 
     /// The session in the first `maximumBytes` of `bytes` (see `init(_:)`).
-    public static func parse(_ bytes: UnsafeRawBufferPointer) -> SDPSession? {
+    public static func parse(_ bytes: UnsafeRawBufferPointer) -> SDPStreamDescription? {
         var lines = SDPLines(bytes: bytes, end: min(bytes.count, maximumBytes))
         var origin: (text: String, address: IPAddress?)?
         var name: String?
@@ -89,7 +89,7 @@ public struct SDPSession: Equatable, Sendable {
             }
         }
         guard let origin, let group, let port else { return nil }
-        return SDPSession(
+        return SDPStreamDescription(
             origin: origin.text, originAddress: origin.address, name: name ?? "", group: group, port: port,
             packetMilliseconds: packet, clockRate: rate)
     }
@@ -232,10 +232,10 @@ public struct SAPAnnouncement: Equatable, Sendable {
     static let maximumPayloadTypeBytes = 64
 
     public var deletion: Bool
-    public var session: SDPSession
+    public var session: SDPStreamDescription
 
     /// The announcement in `bytes` (one whole datagram); nil for another version, an encrypted or
-    /// compressed one, a payload that is not SDP, or SDP that `SDPSession` does not take.
+    /// compressed one, a payload that is not SDP, or SDP that `SDPStreamDescription` does not take.
     public init?(_ bytes: UnsafeRawBufferPointer) {
         guard bytes.count >= 8 else { return nil }
         let flags = bytes[0]
@@ -257,7 +257,7 @@ public struct SAPAnnouncement: Equatable, Sendable {
             offset = end + 1
         }
         let sdp = UnsafeRawBufferPointer(rebasing: bytes[offset..<bytes.count])
-        guard let session = SDPSession.parse(sdp) else { return nil }
+        guard let session = SDPStreamDescription.parse(sdp) else { return nil }
         deletion = flags & 0x04 != 0
         self.session = session
     }

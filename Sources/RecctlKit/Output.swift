@@ -242,7 +242,7 @@ struct Output {
         }
     }
 
-    /// Where a port's audio comes from: `local`, `netjack2 peer NAME`, `RTP session NAME@ADDRESS`,
+    /// Where a port's audio comes from: `local`, `netjack2 peer NAME`, `RTP stream NAME@ADDRESS`,
     /// several joined when its JACK ports differ; `-` while none of them exists.
     static func originText(_ origins: [PortOriginInfo]) -> String {
         var texts: [String] = []

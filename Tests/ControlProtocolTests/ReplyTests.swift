@@ -314,8 +314,8 @@ private func checkReply<T: ReplyObject>(_ value: T) throws {
         try checkReply(sampleRoutes.ports[0].origins[2])
         #expect(
             sampleRoutes.ports[0].origins.map(\.text)
-                == ["local", "netjack2 peer studio2", "RTP session Studio 3@10.0.0.3"])
-        #expect(PortOriginInfo(jack: "s:output_FL", origin: "rtp", client: "s", session: "s").text == "RTP session s")
+                == ["local", "netjack2 peer studio2", "RTP stream Studio 3@10.0.0.3"])
+        #expect(PortOriginInfo(jack: "s:output_FL", origin: "rtp", client: "s", session: "s").text == "RTP stream s")
         // Every key is sent: a local origin's session and sender are explicit nulls.
         #expect(sampleRoutes.ports[0].origins[0].json["session"] == .null)
         try checkReply(sampleRoutes.sessions[0])

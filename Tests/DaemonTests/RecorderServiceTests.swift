@@ -288,7 +288,9 @@ private final class HeardFacts: SegmentFeature {
     var facts: [String] = []
     weak var archive: ArchiveService?
 
-    func configure(_ configuration: inout RecorderConfiguration, for spec: RecorderSpec) {
+    func configure(
+        _ configuration: inout RecorderConfiguration, inputs: inout SegmentInputs, for spec: RecorderSpec
+    ) {
         facts.append("configure \(spec.app)/\(spec.stream)")
     }
     func segmentOpened(_ segment: OpenedSegment) { facts.append("opened \(segment.path)") }

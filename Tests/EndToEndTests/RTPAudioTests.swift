@@ -1,7 +1,7 @@
 // Audio from another box over RTP: a sender's PipeWire (module-rtp-sink, L24, announced by SAP) in
 // one network namespace, fed by recd-signal's counter; the logger's PipeWire (module-rtp-source)
 // in another, across a veth pair; recd, on the logger's PipeWire, records the stream's node through
-// a `[port]`. `recctl routes` says the port's audio is an RTP session's (read from PipeWire's node
+// a `[port]`. `recctl routes` says the port's audio is an RTP stream's (read from PipeWire's node
 // properties); the link is cut for 3 s; the sender is killed (SIGKILL) and started again. The real
 // PipeWire, recd, recctl, flac; no stand-ins. What was measured: docs/network-audio.md.
 //
@@ -283,7 +283,7 @@ struct RTPAudioTests {
     }
 
     @Test(
-        "an RTP stream (module-rtp-sink → module-rtp-source) recorded through a [port]: routes says RTP session studio2@ADDRESS; the counter in order, latency measured; a 3 s link cut is 3 s of zeros at the true time and the recording goes on; a killed sender's port vanishes and comes back with it; every file passes flac -t"
+        "an RTP stream (module-rtp-sink → module-rtp-source) recorded through a [port]: routes says RTP stream studio2@ADDRESS; the counter in order, latency measured; a 3 s link cut is 3 s of zeros at the true time and the recording goes on; a killed sender's port vanishes and comes back with it; every file passes flac -t"
     )
     func streamThroughACutAndASenderCrash() throws {
         let pair = try NamespacePair(Self.namespaceTags.0, Self.namespaceTags.1)
@@ -339,7 +339,7 @@ struct RTPAudioTests {
         }
         #expect(eventually(timeout: 5) { origins() == expectedOrigins }, "\(origins()) \(daemon.log)")
         let human = try daemon.recctl("routes").stdout
-        #expect(human.contains("RTP session \(Self.session)@\(senderAddress)"), "\(human)")
+        #expect(human.contains("RTP stream \(Self.session)@\(senderAddress)"), "\(human)")
         print("rtp: recctl routes\n\(human)")
         let reportedLatency = try daemon.recctl("--json", "session", "show", "remote").json?["actual"]?[
             "inputLatency"]?.doubleValue

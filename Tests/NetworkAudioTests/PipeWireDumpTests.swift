@@ -9,7 +9,7 @@ import Testing
 
 @testable import NetworkAudio
 
-@Suite("RTP sessions from pw-dump")
+@Suite("RTP streams from pw-dump")
 struct PipeWireDumpTests {
     /// The logger's graph: the null sink headless-system.conf makes, the rtp-source's node for
     /// the session, one of its ports, and a JACK client (recd-signal under pw-jack).
@@ -59,9 +59,9 @@ struct PipeWireDumpTests {
     @Test("the rtp-source's node is session studio2 from 10.232.0.2; a null sink, a port, a JACK client are not")
     func receiver() {
         #expect(
-            PipeWireDump.rtpSessions(json: Array(Self.loggerDump.utf8))
+            PipeWireDump.rtpStreams(json: Array(Self.loggerDump.utf8))
                 == [
-                    "studio2": RTPSession(
+                    "studio2": AnnouncedRTPStream(
                         name: "studio2", address: "10.232.0.2", origin: "root 4005211321 0 IN IP4 10.232.0.2")
                 ])
     }
@@ -69,8 +69,8 @@ struct PipeWireDumpTests {
     @Test("the sender's node is the session too, going to its multicast group")
     func sender() {
         #expect(
-            PipeWireDump.rtpSessions(json: Array(Self.senderDump.utf8))
-                == ["rtp-sink": RTPSession(name: "studio2", address: "239.255.42.1")])
+            PipeWireDump.rtpStreams(json: Array(Self.senderDump.utf8))
+                == ["rtp-sink": AnnouncedRTPStream(name: "studio2", address: "239.255.42.1")])
     }
 
     @Test("the JACK client's name is PipeWire's libjack's: description, else nick, else name; with its application's")
@@ -109,14 +109,14 @@ struct PipeWireDumpTests {
     func notADump() {
         for text in ["[]", "[1, 2]", #"[{"type": "PipeWire:Interface:Node"}]"#, #"[{"info": {"props": 3}}]"#, "[null]"]
         {
-            #expect(PipeWireDump.rtpSessions(json: Array(text.utf8)) == [:], "\(text)")
+            #expect(PipeWireDump.rtpStreams(json: Array(text.utf8)) == [:], "\(text)")
         }
         let broken = [
             "", "not json", "{}", "[", "[1,]", "[01]", #"["\x"]"#, #"["\u12"]"#, "[1] 2", "[tru]",
             #"[{"a" 1}]"#, "[\"\u{01}\"]", "[-]", "[1.]", "[1e]",
         ]
         for text in broken {
-            #expect(PipeWireDump.rtpSessions(json: Array(text.utf8)) == nil, "\(text)")
+            #expect(PipeWireDump.rtpStreams(json: Array(text.utf8)) == nil, "\(text)")
         }
     }
 
@@ -131,13 +131,13 @@ struct PipeWireDumpTests {
              {"type": "PipeWire:Interface:Node", "info": {"props": {"node.name": "c", "rtp.session": "u",
               "sess.latency.msec": 99999999999999999999}}}]
             """#
-        let sessions = try #require(PipeWireDump.rtpSessions(json: Array(dump.utf8)))
+        let sessions = try #require(PipeWireDump.rtpStreams(json: Array(dump.utf8)))
         #expect(
             sessions["stüdio 🎵 \u{FFFD}"]
-                == RTPSession(
+                == AnnouncedRTPStream(
                     name: "s\"1\\", address: "10.0.0.9", origin: "root 1 0 IN IP4 10.0.0.9", latencyMilliseconds: 250))
-        #expect(sessions["b"] == RTPSession(name: "t", address: nil))
-        #expect(sessions["c"] == RTPSession(name: "u", address: nil))
+        #expect(sessions["b"] == AnnouncedRTPStream(name: "t", address: nil))
+        #expect(sessions["c"] == AnnouncedRTPStream(name: "u", address: nil))
     }
 
     @Test("bounded: more than 8 MiB or nesting deeper than 64 is refused whole; 64 deep is read")
@@ -147,11 +147,11 @@ struct PipeWireDumpTests {
                 + String(repeating: "]", count: levels) + "}}}]"
         }
         // The object, info and props are 4 levels of the 64 with the array around them.
-        #expect(PipeWireDump.rtpSessions(json: Array(deep(PipeWireDump.maximumDepth - 4).utf8)) == [:])
-        #expect(PipeWireDump.rtpSessions(json: Array(deep(PipeWireDump.maximumDepth - 3).utf8)) == nil)
-        #expect(PipeWireDump.rtpSessions(json: Array(deep(100_000).utf8)) == nil, "no stack overflow")
+        #expect(PipeWireDump.rtpStreams(json: Array(deep(PipeWireDump.maximumDepth - 4).utf8)) == [:])
+        #expect(PipeWireDump.rtpStreams(json: Array(deep(PipeWireDump.maximumDepth - 3).utf8)) == nil)
+        #expect(PipeWireDump.rtpStreams(json: Array(deep(100_000).utf8)) == nil, "no stack overflow")
         let long = "[\"" + String(repeating: "a", count: PipeWireDump.maximumBytes) + "\"]"
-        #expect(PipeWireDump.rtpSessions(json: Array(long.utf8)) == nil)
+        #expect(PipeWireDump.rtpStreams(json: Array(long.utf8)) == nil)
     }
 
     @Test("a real pw-dump of the logger (PipeWire 0.3.65, the seed of the fuzz target) gives the session")
@@ -159,9 +159,9 @@ struct PipeWireDumpTests {
         let path = ExternalTools.packageRoot + "/fuzz/corpus/network/pw-dump-logger.json"
         let bytes = try #require(FileManager.default.contents(atPath: path), "\(path)")
         #expect(
-            PipeWireDump.rtpSessions(json: Array(bytes))
+            PipeWireDump.rtpStreams(json: Array(bytes))
                 == [
-                    "studio2": RTPSession(
+                    "studio2": AnnouncedRTPStream(
                         name: "studio2", address: "10.231.0.2", origin: "root 4005561041 0 IN IP4 10.231.0.2")
                 ])
     }

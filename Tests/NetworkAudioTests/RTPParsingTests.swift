@@ -83,7 +83,7 @@ struct RTPParsingTests {
 
     @Test("the fields: each malformed one is dropped or refuses the SDP, as SDP says")
     func fields() throws {
-        func session(_ text: String) -> SDPSession? { SDPSession(text) }
+        func session(_ text: String) -> SDPStreamDescription? { SDPStreamDescription(text) }
         let base = "v=0\no=- 1 0 IN IP4 10.0.0.1\ns=x\n"
         #expect(session(base + "c=IN IP4 239.1.2.3\nm=audio 5004 RTP/AVP 96\n")?.group == "239.1.2.3")
         // c= must hold a multicast address: not a unicast one, not a name, not an empty field.
@@ -121,10 +121,10 @@ struct RTPParsingTests {
     func bounds() {
         let essential = "v=0\no=- 1 0 IN IP4 10.0.0.1\nc=IN IP4 239.1.2.3\n"
         let media = "m=audio 5004 RTP/AVP 96\n"
-        #expect(SDPSession(essential + String(repeating: "a=x\n", count: 1020) + media) == nil, "m= past 4 KiB")
-        #expect(SDPSession(essential + String(repeating: "a=x\n", count: 1000) + media) != nil)
-        #expect(SDPSession(essential + "a=" + String(repeating: "y", count: 3000) + "\n" + media) != nil)
-        #expect(SDPSession(essential + "s=" + String(repeating: "y", count: 600) + "\n" + media) == nil)
+        #expect(SDPStreamDescription(essential + String(repeating: "a=x\n", count: 1020) + media) == nil, "m= past 4 KiB")
+        #expect(SDPStreamDescription(essential + String(repeating: "a=x\n", count: 1000) + media) != nil)
+        #expect(SDPStreamDescription(essential + "a=" + String(repeating: "y", count: 3000) + "\n" + media) != nil)
+        #expect(SDPStreamDescription(essential + "s=" + String(repeating: "y", count: 600) + "\n" + media) == nil)
         // A datagram of 64 KiB: only its first 4 KiB of SDP are looked at.
         let big = Self.announcement(sdp: Self.sdp() + String(repeating: "a=z\r\n", count: 13_000))
         #expect(Self.parse(big)?.session.port == 46000)
@@ -158,7 +158,7 @@ struct RTPParsingTests {
                     UInt8.random(in: 0...255, using: &generator)
                 }
                 _ = Self.parse(noise)
-                _ = noise.withUnsafeBytes { SDPSession.parse($0) }
+                _ = noise.withUnsafeBytes { SDPStreamDescription.parse($0) }
             }
         }
     }

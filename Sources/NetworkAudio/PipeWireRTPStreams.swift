@@ -7,7 +7,7 @@
 // Threads: `read` on the caller's (a worker); the rest is pure, any thread.
 import Platform
 
-public enum PipeWireRTPSessions {
+public enum PipeWireRTPStreams {
     /// pipewire-bin's; without it (a machine with jackd2 only) nothing is asked.
     public static let pwDump = "/usr/bin/pw-dump"
     /// How long one `pw-dump` may take.
@@ -33,7 +33,7 @@ public enum PipeWireRTPSessions {
 
     /// One `pw-dump` of `remote` (the PipeWire server the caller's libjack reached), its output
     /// read and parsed. Blocks for the run: a worker thread.
-    public static func read(remote: String, environment: [String: String]) -> Result<[String: RTPSession], Failure> {
+    public static func read(remote: String, environment: [String: String]) -> Result<[String: AnnouncedRTPStream], Failure> {
         do {
             // One byte more than is read: a dump that fills it is too large, not cut short.
             let (outcome, output) = try ChildProcess.runCapturingOutput(
@@ -47,7 +47,7 @@ public enum PipeWireRTPSessions {
                 return .failure(
                     Failure(message: "\(pwDump) wrote more than the \(PipeWireDump.maximumBytes) bytes recd reads"))
             }
-            guard let sessions = PipeWireDump.rtpSessions(json: output) else {
+            guard let sessions = PipeWireDump.rtpStreams(json: output) else {
                 return .failure(
                     Failure(
                         message: "\(pwDump) wrote what recd cannot read (not JSON, or nested deeper than "
@@ -61,7 +61,7 @@ public enum PipeWireRTPSessions {
 
     /// What the monitor listens to: the receivers' nodes, by SDP origin (a session without an
     /// origin cannot be told apart from another sender's, so it is not listened to).
-    public static func wanted(_ sessions: [String: RTPSession]) -> [String: RTPMonitor.Wanted] {
+    public static func wanted(_ sessions: [String: AnnouncedRTPStream]) -> [String: RTPMonitor.Wanted] {
         var wanted: [String: RTPMonitor.Wanted] = [:]
         for (client, session) in sessions {
             guard let origin = session.origin else { continue }
@@ -73,7 +73,7 @@ public enum PipeWireRTPSessions {
     }
 
     /// The sessions for the log: "client (name@address), ...", or "none".
-    public static func describe(_ sessions: [String: RTPSession]) -> String {
+    public static func describe(_ sessions: [String: AnnouncedRTPStream]) -> String {
         guard !sessions.isEmpty else { return "none" }
         return sessions.sorted { $0.key < $1.key }.map { "\($0.key) (\($0.value.name)@\($0.value.address ?? "?"))" }
             .joined(separator: ", ")
