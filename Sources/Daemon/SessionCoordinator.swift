@@ -318,7 +318,8 @@ final class SessionCoordinator: FactSink, TakeHost, @unchecked Sendable {
     /// the tick back.
     var wantsFrequentTicks: Bool {
         !store.mediaServicesAvailable || !players.all.isEmpty || !attachments.attachments.isEmpty
-            || recorders.recorders.contains { $0.source.startTime == nil } || features.contains(where: \.wantsFrequentTicks)
+            || recorders.recorders.contains { $0.source.startTime == nil }
+            || features.contains(where: \.wantsFrequentTicks)
     }
 
     // MARK: Start-up, the engine, the devices
