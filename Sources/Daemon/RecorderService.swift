@@ -222,7 +222,8 @@ final class RecorderService: @unchecked Sendable {
         var configuration = configuration
         configuration.measuresLoudness = settings.loudness != .no
         configuration.loudnessEngine = settings.loudness == .libebur128 ? .libebur128 : .vectorized
-        var inputs = SegmentInputs(network: configuration.comments.inputPort.flatMap { ports.networkReception(port: $0) })
+        var inputs = SegmentInputs(
+            network: configuration.comments.inputPort.flatMap { ports.networkReception(port: $0) })
         for feature in features { feature.configure(&configuration, inputs: &inputs, for: spec) }
         if let resuming = recovery.resuming(spec) {
             configuration.comments.extra += [

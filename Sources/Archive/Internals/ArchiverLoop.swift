@@ -28,7 +28,8 @@ final class ArchiverLoop {
     ) {
         self.configuration = configuration
         self.control = control
-        reader = SourceReader(source: source, channels: configuration.channels, chunkFrames: configuration.timing.chunkFrames)
+        reader = SourceReader(
+            source: source, channels: configuration.channels, chunkFrames: configuration.timing.chunkFrames)
         self.transform = transform.map {
             OutputTransform(
                 $0, channels: configuration.channels, inputRate: configuration.sampleRate,

@@ -206,7 +206,8 @@ final class SegmentFiles {
         if outputRate != configuration.sampleRate {
             comments.append(VorbisComment(CommentName.sourceSampleRate, String(configuration.sampleRate)))
         }
-        comments.append(VorbisComment(CommentName.encoder, encoderDescription(recdVersion: configuration.comments.recdVersion)))
+        comments.append(
+            VorbisComment(CommentName.encoder, encoderDescription(recdVersion: configuration.comments.recdVersion)))
         comments.append(VorbisComment(CommentName.date, String(segmentStart.iso8601.prefix(10))))
         return comments
     }
