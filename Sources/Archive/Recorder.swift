@@ -22,39 +22,16 @@ public struct RecorderConfiguration: Hashable, Sendable {
     public var segmentSeconds: Int
     /// libFLAC compression level 0...8 (`[archive] compression_level`).
     public var compressionLevel: Int
-    /// fdatasync of the recorder's files (together, one round) this often in wall time while
-    /// frames come, and never more often: a crash loses at most this much.
-    public var flushInterval: Double
     /// Loudness measured per segment and live (`[archive] loudness`).
     public var measuresLoudness = true
     /// Which code measures it (`[archive] loudness = yes` or `libebur128`).
     public var loudnessEngine = LoudnessEngine.vectorized
-    /// Session category and mode, input port and its type, bandwidth: written as comments.
-    public var category: String?
-    public var mode: String?
-    public var inputPort: String?
-    public var inputType: String?
-    /// e.g. `full`, `hfp-cvsd`, `hfp-msbc`.
-    public var bandwidth: String?
-    /// More comments for every segment.
-    public var extraComments: [VorbisComment]
-    /// recd's version, for the ENCODER comment.
-    public var recdVersion: String
+    /// What every segment says about where its audio came from, as its comments.
+    public var comments: SegmentComments
     /// The SEGMENT number of the first segment.
     public var firstSegmentNumber: Int
-    /// Frames read from the source at a time (at most: a planar source lends up to its ring's end).
-    public var chunkFrames: Int
-    /// Seconds the archiver waits when the source is drained (a stop request ends the wait).
-    /// A timed wake-up costs this VM 50–100 µs of the archiver's CPU (1.3 of 5.9 ms/s at 2
-    /// channels with 0.05 s), so it waits long enough to find a FLAC block or two waiting; the
-    /// tap's ring holds two seconds.
-    public var pollInterval: Double
-    /// After a stop request the archiver drains until the source's producer has retired
-    /// (`SampleSource.producerRetired`: the capture tap's last cycle is over, one period at most
-    /// whatever the period) and a read comes back empty. A producer that has not retired this
-    /// many seconds after the request runs no cycles any more (a lost server): what it wrote is
-    /// all there is.
-    public var retirementLimit: Double
+    /// How the archiver thread paces its reads, waits and flushes.
+    public var timing: ArchiverTiming
     /// Silence detection on the frames written (`.silence` events, SILENCE_SECONDS); nil: off.
     public var silence: SilenceDetection?
     /// Where recd notes each segment before it creates the file (`SegmentLedger`: what the prover
@@ -63,11 +40,9 @@ public struct RecorderConfiguration: Hashable, Sendable {
 
     public init(
         archiveDirectory: String, app: String, stream: String, channels: Int, sampleRate: Int,
-        bitsPerSample: Int = 24, segmentSeconds: Int = 3600, compressionLevel: Int = 5, flushInterval: Double = 1,
-        category: String? = nil, mode: String? = nil, inputPort: String? = nil, inputType: String? = nil,
-        bandwidth: String? = nil, extraComments: [VorbisComment] = [], recdVersion: String = "0",
-        firstSegmentNumber: Int = 1, chunkFrames: Int = 4096, pollInterval: Double = 0.2,
-        retirementLimit: Double = 2, silence: SilenceDetection? = nil
+        bitsPerSample: Int = 24, segmentSeconds: Int = 3600, compressionLevel: Int = 5,
+        comments: SegmentComments = SegmentComments(), firstSegmentNumber: Int = 1,
+        timing: ArchiverTiming = ArchiverTiming(), silence: SilenceDetection? = nil
     ) {
         self.archiveDirectory = archiveDirectory
         self.app = app
@@ -77,18 +52,9 @@ public struct RecorderConfiguration: Hashable, Sendable {
         self.bitsPerSample = bitsPerSample
         self.segmentSeconds = segmentSeconds
         self.compressionLevel = compressionLevel
-        self.flushInterval = flushInterval
-        self.category = category
-        self.mode = mode
-        self.inputPort = inputPort
-        self.inputType = inputType
-        self.bandwidth = bandwidth
-        self.extraComments = extraComments
-        self.recdVersion = recdVersion
+        self.comments = comments
         self.firstSegmentNumber = firstSegmentNumber
-        self.chunkFrames = chunkFrames
-        self.pollInterval = pollInterval
-        self.retirementLimit = retirementLimit
+        self.timing = timing
         self.silence = silence
     }
 
@@ -101,7 +67,8 @@ public struct RecorderConfiguration: Hashable, Sendable {
         guard segmentSeconds >= 1 else {
             throw .invalidArgument("segment_seconds must be at least 1, not \(segmentSeconds)")
         }
-        guard chunkFrames >= 1, flushInterval > 0, pollInterval >= 0, retirementLimit >= 0 else {
+        guard timing.chunkFrames >= 1, timing.flushInterval > 0, timing.pollInterval >= 0, timing.retirementLimit >= 0
+        else {
             throw .invalidArgument("chunk frames, flush interval, poll interval and retirement limit must be positive")
         }
         guard !app.isEmpty, !stream.isEmpty else { throw .invalidArgument("a recorder needs an app and a stream name") }
@@ -112,6 +79,67 @@ public struct RecorderConfiguration: Hashable, Sendable {
             sampleRate: sampleRate, channels: min(channels, 8), bitsPerSample: bitsPerSample,
             compressionLevel: compressionLevel
         ).validate()
+    }
+}
+
+/// Who recorded a segment's audio and from where, written into every segment as comments
+/// (CATEGORY, MODE, INPUT_PORT, INPUT_TYPE, BANDWIDTH, ENCODER, then `extra`). A plain value.
+public struct SegmentComments: Hashable, Sendable {
+    /// The session's category and mode.
+    public var category: String?
+    public var mode: String?
+    /// The input port recorded and its type.
+    public var inputPort: String?
+    public var inputType: String?
+    /// e.g. `full`, `hfp-cvsd`, `hfp-msbc`.
+    public var bandwidth: String?
+    /// More comments for every segment.
+    public var extra: [VorbisComment]
+    /// recd's version, for the ENCODER comment.
+    public var recdVersion: String
+
+    public init(
+        category: String? = nil, mode: String? = nil, inputPort: String? = nil, inputType: String? = nil,
+        bandwidth: String? = nil, extra: [VorbisComment] = [], recdVersion: String = "0"
+    ) {
+        self.category = category
+        self.mode = mode
+        self.inputPort = inputPort
+        self.inputType = inputType
+        self.bandwidth = bandwidth
+        self.extra = extra
+        self.recdVersion = recdVersion
+    }
+}
+
+/// How the archiver thread paces itself: how much it reads at a time, how long it sleeps on a
+/// drained source, how often it makes its files durable, how long it waits for a source's
+/// producer after a stop. A plain value.
+public struct ArchiverTiming: Hashable, Sendable {
+    /// Frames read from the source at a time (at most: a planar source lends up to its ring's end).
+    public var chunkFrames: Int
+    /// Seconds the archiver waits when the source is drained (a stop request ends the wait).
+    /// A timed wake-up costs this VM 50–100 µs of the archiver's CPU (1.3 of 5.9 ms/s at 2
+    /// channels with 0.05 s), so it waits long enough to find a FLAC block or two waiting; the
+    /// tap's ring holds two seconds.
+    public var pollInterval: Double
+    /// fdatasync of the recorder's files (together, one round) this often in wall time while
+    /// frames come, and never more often: a crash loses at most this much.
+    public var flushInterval: Double
+    /// After a stop request the archiver drains until the source's producer has retired
+    /// (`SampleSource.producerRetired`: the capture tap's last cycle is over, one period at most
+    /// whatever the period) and a read comes back empty. A producer that has not retired this
+    /// many seconds after the request runs no cycles any more (a lost server): what it wrote is
+    /// all there is.
+    public var retirementLimit: Double
+
+    public init(
+        chunkFrames: Int = 4096, pollInterval: Double = 0.2, flushInterval: Double = 1, retirementLimit: Double = 2
+    ) {
+        self.chunkFrames = chunkFrames
+        self.pollInterval = pollInterval
+        self.flushInterval = flushInterval
+        self.retirementLimit = retirementLimit
     }
 }
 

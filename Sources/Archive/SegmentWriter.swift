@@ -287,7 +287,7 @@ public final class SegmentWriter {
     }
 
     /// fdatasync now if bytes reached the file since the last one. The recorder calls it for
-    /// all its files together, once per `RecorderConfiguration.flushInterval`.
+    /// all its files together, once per `ArchiverTiming.flushInterval`.
     public func flushIfUnsynced() throws(ArchiveError) {
         guard case .open = state, syncsPeriodically, sink.highWater > syncedBytes else { return }
         try flush()

@@ -172,8 +172,9 @@ final class RecorderService: @unchecked Sendable {
         let configuration = RecorderConfiguration(
             archiveDirectory: archiveDir, app: spec.app, stream: spec.stream, channels: channels, sampleRate: jackRate,
             bitsPerSample: bits, segmentSeconds: settings.segmentSeconds, compressionLevel: settings.compressionLevel,
-            category: context.category, mode: context.mode,
-            inputPort: spec.port, inputType: type.rawValue, bandwidth: bandwidth.name, recdVersion: recdVersion)
+            comments: SegmentComments(
+                category: context.category, mode: context.mode, inputPort: spec.port, inputType: type.rawValue,
+                bandwidth: bandwidth.name, recdVersion: recdVersion))
         let stream = try start(
             spec, tap: tap, configuration: configuration, transform: transform, bandwidth: bandwidth, rate: rate,
             continuing: old, endReason: endReason, preRolled: preRolled, voice: voice)
@@ -204,8 +205,9 @@ final class RecorderService: @unchecked Sendable {
         let configuration = RecorderConfiguration(
             archiveDirectory: archiveDir, app: spec.app, stream: spec.stream, channels: tap.channels, sampleRate: rate,
             bitsPerSample: 24, segmentSeconds: settings.segmentSeconds, compressionLevel: settings.compressionLevel,
-            category: context.category, mode: context.mode,
-            inputPort: spec.port, inputType: "bus", bandwidth: CaptureBandwidth.full.name, recdVersion: recdVersion)
+            comments: SegmentComments(
+                category: context.category, mode: context.mode, inputPort: spec.port, inputType: "bus",
+                bandwidth: CaptureBandwidth.full.name, recdVersion: recdVersion))
         let stream = try start(
             spec, tap: tap, configuration: configuration, transform: nil, bandwidth: .full, rate: rate)
         Log.info("\(spec.app): recording the \(bus.rawValue) bus as \(spec.stream)")
@@ -220,10 +222,11 @@ final class RecorderService: @unchecked Sendable {
         var configuration = configuration
         configuration.measuresLoudness = settings.loudness != .no
         configuration.loudnessEngine = settings.loudness == .libebur128 ? .libebur128 : .vectorized
-        var inputs = SegmentInputs(network: configuration.inputPort.flatMap { ports.networkReception(port: $0) })
+        var inputs = SegmentInputs(
+            network: configuration.comments.inputPort.flatMap { ports.networkReception(port: $0) })
         for feature in features { feature.configure(&configuration, inputs: &inputs, for: spec) }
         if let resuming = recovery.resuming(spec) {
-            configuration.extraComments += [
+            configuration.comments.extra += [
                 VorbisComment(CommentName.resumedAfter, resuming.cause.rawValue),
                 VorbisComment(CommentName.stoppedAt, resuming.since.iso8601),
             ]
@@ -241,7 +244,7 @@ final class RecorderService: @unchecked Sendable {
                 preRolled: tap, position: preRolled.position, sampleRate: configuration.sampleRate,
                 drained: preRolled.gaps)
             let seconds = Double(preRolled.frames) / Double(configuration.sampleRate)
-            configuration.extraComments.append(
+            configuration.comments.extra.append(
                 VorbisComment(CommentName.preRollSeconds, String(format: "%.3f", seconds)))
         } else {
             source = TapSource(tap: tap, anchor: anchor)
@@ -251,7 +254,7 @@ final class RecorderService: @unchecked Sendable {
             $0.source(capturing: source, tap: tap, sampleRate: configuration.sampleRate, continuing: anchor != nil)
         }
         if let voice, processed != nil {
-            configuration.extraComments.append(VorbisComment(CommentName.voiceProcessing, voice.processing.rawValue))
+            configuration.comments.extra.append(VorbisComment(CommentName.voiceProcessing, voice.processing.rawValue))
         }
         let recorder: Recorder
         do {

@@ -17,7 +17,8 @@ struct RecorderStopTests {
     {
         RecorderConfiguration(
             archiveDirectory: directory.path, app: "app", stream: "stop", channels: channels, sampleRate: Self.rate,
-            bitsPerSample: 16, segmentSeconds: 3600, pollInterval: 0.05, retirementLimit: retirementLimit)
+            bitsPerSample: 16, segmentSeconds: 3600,
+            timing: ArchiverTiming(pollInterval: 0.05, retirementLimit: retirementLimit))
     }
 
     /// Every channel of every file, decoded, against the counter signal.

@@ -57,8 +57,10 @@ struct RecorderTests {
             channels: testCase.channels, startTime: iso(testCase.start), totalFrames: testCase.totalFrames, chunk: 1234)
         let configuration = RecorderConfiguration(
             archiveDirectory: directory.path, app: "app", stream: "main", channels: testCase.channels,
-            sampleRate: testCase.sampleRate, bitsPerSample: testCase.bits, segmentSeconds: 1, category: "record",
-            mode: "default", inputPort: "mic", inputType: "builtInMic", bandwidth: "full", recdVersion: "test")
+            sampleRate: testCase.sampleRate, bitsPerSample: testCase.bits, segmentSeconds: 1,
+            comments: SegmentComments(
+                category: "record", mode: "default", inputPort: "mic", inputType: "builtInMic", bandwidth: "full",
+                recdVersion: "test"))
         let recorder = try Recorder(configuration: configuration, source: source)
         try recorder.start()
         // The source holds every frame: the drain after the request rotates through them all.
@@ -81,8 +83,10 @@ struct RecorderTests {
             channels: testCase.channels, startTime: iso(testCase.start), totalFrames: testCase.totalFrames, chunk: 1234)
         let configuration = RecorderConfiguration(
             archiveDirectory: directory.path, app: "app", stream: "main", channels: testCase.channels,
-            sampleRate: testCase.sampleRate, bitsPerSample: testCase.bits, segmentSeconds: 1, category: "record",
-            mode: "default", inputPort: "mic", inputType: "builtInMic", bandwidth: "full", recdVersion: "test")
+            sampleRate: testCase.sampleRate, bitsPerSample: testCase.bits, segmentSeconds: 1,
+            comments: SegmentComments(
+                category: "record", mode: "default", inputPort: "mic", inputType: "builtInMic", bandwidth: "full",
+                recdVersion: "test"))
         let events = try record(configuration, source: source)
 
         let records = finishedRecords(events)
@@ -250,7 +254,8 @@ struct RecorderTests {
         let source = MemorySource(channels: 2, startTime: iso("2026-07-07T07:07:07.000000Z"), totalFrames: 40000)
         let configuration = RecorderConfiguration(
             archiveDirectory: directory.path, app: "phone", stream: "hfp", channels: 2, sampleRate: 16000,
-            bitsPerSample: 16, segmentSeconds: 1, bandwidth: "hfp-cvsd")
+            bitsPerSample: 16, segmentSeconds: 1,
+            comments: SegmentComments(bandwidth: "hfp-cvsd"))
         let records = finishedRecords(
             try record(configuration, source: source, transform: HalvingTransform(channels: 2, inputRate: 16000)))
         #expect(records.map(\.frames) == [8000, 8000, 4000])
@@ -297,7 +302,8 @@ struct RecorderTests {
         let wakes = WakeCounter()
         let configuration = RecorderConfiguration(
             archiveDirectory: directory.path, app: "app", stream: "live", channels: 1, sampleRate: 8000,
-            bitsPerSample: 16, segmentSeconds: 1, flushInterval: 0.2)
+            bitsPerSample: 16, segmentSeconds: 1,
+            timing: ArchiverTiming(flushInterval: 0.2))
         let recorder = try Recorder(configuration: configuration, source: source, wake: { wakes.increment() })
         try recorder.start()
         #expect(recorder.isRunning)
@@ -324,7 +330,8 @@ struct RecorderTests {
         let source = LiveSource(rate: 8000, start: UTCTime.now())
         let configuration = RecorderConfiguration(
             archiveDirectory: directory.path, app: "app", stream: "wait", channels: 1, sampleRate: 8000,
-            bitsPerSample: 16, segmentSeconds: 60, pollInterval: 30)
+            bitsPerSample: 16, segmentSeconds: 60,
+            timing: ArchiverTiming(pollInterval: 30))
         let recorder = try Recorder(configuration: configuration, source: source, wake: {})
         try recorder.start()
         usleep(300_000)  // the archiver has read what there was and waits

@@ -11,8 +11,8 @@ import Foundation
 import Glibc
 import SessionPolicy
 import SystemSupport
-import Testing
 import TestSupport
+import Testing
 
 @testable import Daemon
 
@@ -194,7 +194,8 @@ final class RecorderServiceTests {
         #expect(pump { news.finished.contains(stream.id) })
         #expect(recordingEvents("stopped").first?["reason"] == "interruption")
         #expect(recorders.recovery.waitingInfos.map(\.by) == ["voice"], "status says who interrupted")
-        #expect(recorders.recovery.takeSuspended(of: "logger") == [RecorderSpec(app: "logger", stream: "mic", port: "mic")])
+        #expect(
+            recorders.recovery.takeSuspended(of: "logger") == [RecorderSpec(app: "logger", stream: "mic", port: "mic")])
         #expect(recorders.recovery.takeSuspended(of: "logger").isEmpty && !recorders.recovery.hasSuspended("logger"))
     }
 
@@ -225,7 +226,9 @@ final class RecorderServiceTests {
         #expect(!news.finished.contains(mic.id))
     }
 
-    @Test("a recorder that follows the route goes on from a new input: the segment ends with routeChange, the next starts at its end, no stopped event")
+    @Test(
+        "a recorder that follows the route goes on from a new input: the segment ends with routeChange, the next starts at its end, no stopped event"
+    )
     func goesOnFromANewInput() throws {
         let mic = try recorders.startInput(
             RecorderSpec(app: "desk", stream: "mic", port: "mic", followsRoute: true), channels: 2, type: .builtInMic,

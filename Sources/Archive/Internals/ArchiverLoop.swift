@@ -28,11 +28,12 @@ final class ArchiverLoop {
     ) {
         self.configuration = configuration
         self.control = control
-        reader = SourceReader(source: source, channels: configuration.channels, chunkFrames: configuration.chunkFrames)
+        reader = SourceReader(
+            source: source, channels: configuration.channels, chunkFrames: configuration.timing.chunkFrames)
         self.transform = transform.map {
             OutputTransform(
                 $0, channels: configuration.channels, inputRate: configuration.sampleRate,
-                chunkFrames: configuration.chunkFrames)
+                chunkFrames: configuration.timing.chunkFrames)
         }
         files = SegmentFiles(
             configuration: configuration, inputs: inputs, source: source,
@@ -63,7 +64,7 @@ final class ArchiverLoop {
                     reader.release(frames: frames)
                 } else if let stopReason {
                     let now = SystemClock.monotonicSeconds()
-                    let deadline = retirementDeadline ?? now + configuration.retirementLimit
+                    let deadline = retirementDeadline ?? now + configuration.timing.retirementLimit
                     retirementDeadline = deadline
                     // A producer that never retires has stopped running (a lost server): what
                     // it wrote is all there is.
@@ -80,8 +81,8 @@ final class ArchiverLoop {
                 // A short read means the source is drained (or lent up to its ring's end, the
                 // rest waits in the ring): wait for more to gather rather than chase every period
                 // with a small read (a stop request ends the wait).
-                if frames < configuration.chunkFrames && stopReason == nil {
-                    control.waitForStop(seconds: configuration.pollInterval)
+                if frames < configuration.timing.chunkFrames && stopReason == nil {
+                    control.waitForStop(seconds: configuration.timing.pollInterval)
                 }
             }
             // Gaps after the last frame go into the open segment, but open no new one.

@@ -113,12 +113,12 @@ final class SegmentFiles {
             segmentSeconds: old.segmentSeconds)
     }
 
-    /// fdatasync of every open file, together, once per `flushInterval` of wall time (a crash
+    /// fdatasync of every open file, together, once per `ArchiverTiming.flushInterval` of wall time (a crash
     /// loses at most that): one round per recorder however many files it has and however fast
     /// a backlog drains.
     func syncIfDue() throws(ArchiveError) {
         let now = SystemClock.monotonicSeconds()
-        guard now - lastSyncRound >= configuration.flushInterval else { return }
+        guard now - lastSyncRound >= configuration.timing.flushInterval else { return }
         lastSyncRound = now
         for writer in writers { try writer.flushIfUnsynced() }
     }
@@ -161,7 +161,7 @@ final class SegmentFiles {
                 let writer = try SegmentWriter(
                     path: path, format: format,
                     comments: recdComments(group: grouped ? index + 1 : nil, channels: group) + stageTags
-                        + configuration.extraComments,
+                        + configuration.comments.extra,
                     expectedFrames: boundary - timeline)
                 opened.append(writer)
             } catch {
@@ -191,9 +191,10 @@ final class SegmentFiles {
             VorbisComment(CommentName.stream, configuration.stream),
         ]
         let optional: [(String, String?)] = [
-            (CommentName.category, configuration.category), (CommentName.mode, configuration.mode),
-            (CommentName.inputPort, configuration.inputPort), (CommentName.inputType, configuration.inputType),
-            (CommentName.bandwidth, configuration.bandwidth),
+            (CommentName.category, configuration.comments.category), (CommentName.mode, configuration.comments.mode),
+            (CommentName.inputPort, configuration.comments.inputPort),
+            (CommentName.inputType, configuration.comments.inputType),
+            (CommentName.bandwidth, configuration.comments.bandwidth),
         ]
         for (name, value) in optional { if let value { comments.append(VorbisComment(name, value)) } }
         comments.append(VorbisComment(CommentName.segment, String(segmentNumber)))
@@ -205,7 +206,8 @@ final class SegmentFiles {
         if outputRate != configuration.sampleRate {
             comments.append(VorbisComment(CommentName.sourceSampleRate, String(configuration.sampleRate)))
         }
-        comments.append(VorbisComment(CommentName.encoder, encoderDescription(recdVersion: configuration.recdVersion)))
+        comments.append(
+            VorbisComment(CommentName.encoder, encoderDescription(recdVersion: configuration.comments.recdVersion)))
         comments.append(VorbisComment(CommentName.date, String(segmentStart.iso8601.prefix(10))))
         return comments
     }

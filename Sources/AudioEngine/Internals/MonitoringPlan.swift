@@ -83,14 +83,14 @@ final class MonitoringPlan {
                 generation: generation, busChannels: busChannels, rampFrames: rampFrames,
                 cueMix: Float(setup.cueMix), split: setup.splitCue,
                 sources: sources, sourceCount: entries.count,
-                mainOutputs: Self.copy(mainOutputs), mainOutputCount: mainOutputs.count,
-                mainWeights: Self.copy(mainWeights),
-                cueOutputs: Self.copy(cueOutputs), cueOutputCount: cueOutputs.count,
-                cueWeights: Self.copy(cueWeights),
-                mainBus: mainBus, cueBus: cueBus, scratch: scratch,
-                scratchPointers: scratchPointers,
-                firstGains: singles, secondGains: singles + chunk, monoCue: singles + 2 * chunk,
-                monoMain: singles + 3 * chunk))
+                mainOutput: MonitorPlan.OutputGroup(
+                    channels: Self.copy(mainOutputs), count: mainOutputs.count, weights: Self.copy(mainWeights)),
+                cueOutput: MonitorPlan.OutputGroup(
+                    channels: Self.copy(cueOutputs), count: cueOutputs.count, weights: Self.copy(cueWeights)),
+                work: MonitorPlan.WorkBuffers(
+                    mainBus: mainBus, cueBus: cueBus, scratch: scratch, scratchPointers: scratchPointers,
+                    firstGains: singles, secondGains: singles + chunk, monoCue: singles + 2 * chunk,
+                    monoMain: singles + 3 * chunk)))
     }
 
     deinit {
@@ -99,12 +99,12 @@ final class MonitoringPlan {
         plan.sources.deallocate()
         inputChannelStorage.deinitialize(count: inputChannelCount)
         inputChannelStorage.deallocate()
-        plan.mainOutputs.deallocate()
-        plan.mainWeights.deallocate()
-        plan.cueOutputs.deallocate()
-        plan.cueWeights.deallocate()
-        plan.scratchPointers.deinitialize(count: plan.busChannels)
-        plan.scratchPointers.deallocate()
+        plan.mainOutput.channels.deallocate()
+        plan.mainOutput.weights.deallocate()
+        plan.cueOutput.channels.deallocate()
+        plan.cueOutput.weights.deallocate()
+        plan.work.scratchPointers.deinitialize(count: plan.busChannels)
+        plan.work.scratchPointers.deallocate()
         work.deinitialize(count: workCount)
         work.deallocate()
         self.plan.deinitialize(count: 1)

@@ -189,29 +189,36 @@ struct MonitorPlan {
     let split: Bool
     let sources: UnsafeMutablePointer<MonitorSource>
     let sourceCount: Int
-    /// Flat output channels of the main output group, and the `mainOutputCount × busChannels`
-    /// weights by which each takes each bus channel.
-    let mainOutputs: UnsafeMutablePointer<Int>
-    let mainOutputCount: Int
-    let mainWeights: UnsafeMutablePointer<Float>
-    /// The same for the cue output group (the weights apply to the blend; with split, even
-    /// channels take mono(cue) and odd ones mono(main)).
-    let cueOutputs: UnsafeMutablePointer<Int>
-    let cueOutputCount: Int
-    let cueWeights: UnsafeMutablePointer<Float>
+    /// The main output group.
+    let mainOutput: OutputGroup
+    /// The cue output group (the weights apply to the blend; with split, even channels take
+    /// mono(cue) and odd ones mono(main)).
+    let cueOutput: OutputGroup
+    let work: WorkBuffers
 
-    // Work buffers, `MonitorState.chunkFrames` frames per channel.
-    let mainBus: UnsafeMutablePointer<Float>
-    let cueBus: UnsafeMutablePointer<Float>
-    /// Where a player source renders before it is summed into the buses.
-    let scratch: UnsafeMutablePointer<Float>
-    /// `busChannels` pointers into `scratch`, for `PlayerVoice.render(toBus:)`.
-    let scratchPointers: UnsafeMutablePointer<UnsafeMutablePointer<Float>>
-    /// Per-frame gains of the source being summed; then the cue mix and split of the chunk.
-    let firstGains: UnsafeMutablePointer<Float>
-    let secondGains: UnsafeMutablePointer<Float>
-    let monoCue: UnsafeMutablePointer<Float>
-    let monoMain: UnsafeMutablePointer<Float>
+    /// An output group a bus feeds: its flat output channels, and the `count × busChannels`
+    /// weights by which each takes each bus channel.
+    struct OutputGroup {
+        let channels: UnsafeMutablePointer<Int>
+        let count: Int
+        let weights: UnsafeMutablePointer<Float>
+    }
+
+    /// Work buffers, `MonitorState.chunkFrames` frames per channel; only the process thread
+    /// touches what they point to.
+    struct WorkBuffers {
+        let mainBus: UnsafeMutablePointer<Float>
+        let cueBus: UnsafeMutablePointer<Float>
+        /// Where a player source renders before it is summed into the buses.
+        let scratch: UnsafeMutablePointer<Float>
+        /// `busChannels` pointers into `scratch`, for `PlayerVoice.render(toBus:)`.
+        let scratchPointers: UnsafeMutablePointer<UnsafeMutablePointer<Float>>
+        /// Per-frame gains of the source being summed; then the cue mix and split of the chunk.
+        let firstGains: UnsafeMutablePointer<Float>
+        let secondGains: UnsafeMutablePointer<Float>
+        let monoCue: UnsafeMutablePointer<Float>
+        let monoMain: UnsafeMutablePointer<Float>
+    }
 }
 
 /// Process thread: the monitoring part of one period (after the direct players have written
@@ -245,9 +252,9 @@ func runMonitoring(
     for channel in 0..<MonitorState.maximumBusChannels {
         let inBus = channel < busChannels
         monitor.pointee.busPointers[MonitorState.busIndex(cue: false, channel: channel)] =
-            inBus ? plan.pointee.mainBus + channel * chunk : monitor.pointee.silence
+            inBus ? plan.pointee.work.mainBus + channel * chunk : monitor.pointee.silence
         monitor.pointee.busPointers[MonitorState.busIndex(cue: true, channel: channel)] =
-            inBus ? plan.pointee.cueBus + channel * chunk : monitor.pointee.silence
+            inBus ? plan.pointee.work.cueBus + channel * chunk : monitor.pointee.silence
     }
     var offset = 0
     while offset < frames {
@@ -299,10 +306,11 @@ private func mixChunk(
     let monitor = state.pointee.monitor
     let chunk = MonitorState.chunkFrames
     let busChannels = plan.pointee.busChannels
-    let mainBus = plan.pointee.mainBus
-    let cueBus = plan.pointee.cueBus
-    let mainGains = plan.pointee.firstGains
-    let cueGains = plan.pointee.secondGains
+    let work = plan.pointee.work
+    let mainBus = work.mainBus
+    let cueBus = work.cueBus
+    let mainGains = work.firstGains
+    let cueGains = work.secondGains
     let inputs = state.pointee.inputBuffers
     for channel in 0..<busChannels {
         clearSamples(mainBus + channel * chunk, count: count)
@@ -322,10 +330,10 @@ private func mixChunk(
                 continue
             }
             for channel in 0..<busChannels {
-                clearSamples(plan.pointee.scratch + channel * chunk, count: count)
+                clearSamples(work.scratch + channel * chunk, count: count)
             }
             voice.pointee.render(
-                frames: count, toBus: plan.pointee.scratchPointers, busChannels: busChannels)
+                frames: count, toBus: work.scratchPointers, busChannels: busChannels)
         }
         let toMain = !slot.pointee.main.isSilent
         let toCue = !slot.pointee.cue.isSilent
@@ -337,7 +345,7 @@ private func mixChunk(
             if let inputChannels = source.inputChannels {
                 signal = inputs[inputChannels[channel]] + offset
             } else {
-                signal = plan.pointee.scratch + channel * chunk
+                signal = work.scratch + channel * chunk
             }
             if toMain {
                 let bus = mainBus + channel * chunk
@@ -361,10 +369,11 @@ private func mixChunk(
 
     // Main bus → main output group.
     let outputs = state.pointee.outputBuffers
-    for outputChannel in 0..<plan.pointee.mainOutputCount {
-        let output = outputs[plan.pointee.mainOutputs[outputChannel]] + offset
+    let mainOutput = plan.pointee.mainOutput
+    for outputChannel in 0..<mainOutput.count {
+        let output = outputs[mainOutput.channels[outputChannel]] + offset
         for channel in 0..<busChannels {
-            let weight = plan.pointee.mainWeights[outputChannel * busChannels + channel]
+            let weight = mainOutput.weights[outputChannel * busChannels + channel]
             if weight == 0 { continue }
             let bus = mainBus + channel * chunk
             if weight == 1 {
@@ -376,14 +385,14 @@ private func mixChunk(
     }
 
     // Cue output: the blend, the split, or a crossfade between them while split ramps.
-    let mixes = plan.pointee.firstGains
-    let splits = plan.pointee.secondGains
+    let mixes = work.firstGains
+    let splits = work.secondGains
     monitor.pointee.mix.fill(mixes, count: count)
     monitor.pointee.split.fill(splits, count: count)
-    let cueOutputCount = plan.pointee.cueOutputCount
-    if cueOutputCount == 0 { return }
-    let monoCue = plan.pointee.monoCue
-    let monoMain = plan.pointee.monoMain
+    let cueOutput = plan.pointee.cueOutput
+    if cueOutput.count == 0 { return }
+    let monoCue = work.monoCue
+    let monoMain = work.monoMain
     let channelCount = Float(busChannels)
     for frame in 0..<count {
         var cueSum: Float = 0
@@ -395,9 +404,9 @@ private func mixChunk(
         monoCue[frame] = cueSum / channelCount
         monoMain[frame] = mainSum / channelCount
     }
-    for outputChannel in 0..<cueOutputCount {
-        let output = outputs[plan.pointee.cueOutputs[outputChannel]] + offset
-        let weights = plan.pointee.cueWeights + outputChannel * busChannels
+    for outputChannel in 0..<cueOutput.count {
+        let output = outputs[cueOutput.channels[outputChannel]] + offset
+        let weights = cueOutput.weights + outputChannel * busChannels
         let mono = outputChannel % 2 == 0 ? monoCue : monoMain
         for frame in 0..<count {
             let mix = mixes[frame]

@@ -56,28 +56,70 @@ struct PlayerVoice: ~Copyable {
 
     // Process thread only.
     var appliedCommand: UInt64 = .max
-    var gain: Float = 0
-    var targetGain: Float = 0
-    var gainStep: Float = 0
-    /// Gain where the current ramp started; the ramp's gain at frame k is
-    /// `rampStartGain + gainStep * k`, computed afresh so rounding does not accumulate.
-    var rampStartGain: Float = 0
-    var rampLength = 0
-    var rampFramesDone = 0
-    var rampFramesLeft: Int { rampLength - rampFramesDone }
+    /// The gain and its ramp toward the command's.
+    var ramp = GainRamp()
     var pausing = true
     /// The table mixed into (fading in, while a crossfade runs).
     var appliedTable: UnsafeMutablePointer<PlayerRouteTable>
-    /// The table fading out during a crossfade; nil otherwise.
-    var fadingTable: UnsafeMutablePointer<PlayerRouteTable>?
-    var crossfadeLength = 0
-    var crossfadeDone = 0
+    /// The crossfade from the table used before, while one runs.
+    var crossfade = Crossfade()
 
     init(ring: FloatRing, table: UnsafeMutablePointer<PlayerRouteTable>, command: PlayerCommand) {
         self.ring = ring
         self.table = Atomic(UInt(bitPattern: table))
         self.appliedTable = table
         self.command = Atomic(command.packed)
+    }
+}
+
+extension PlayerVoice {
+    /// A gain that moves linearly toward its target, one step per frame; the last step lands
+    /// exactly on the target. Stored inline in the voice; process thread only.
+    struct GainRamp {
+        var gain: Float = 0
+        var target: Float = 0
+        var step: Float = 0
+        /// Gain where the current ramp started; the ramp's gain at frame k is
+        /// `startGain + step * k`, computed afresh so rounding does not accumulate.
+        var startGain: Float = 0
+        var length = 0
+        var framesDone = 0
+        var framesLeft: Int { length - framesDone }
+
+        /// Heads for `newTarget` over `frames` frames (at once for 0 or when already there),
+        /// starting afresh from where the gain stands.
+        @_noLocks
+        mutating func start(toward newTarget: Float, frames: Int) {
+            target = newTarget
+            framesDone = 0
+            if frames == 0 || gain == target {
+                gain = target
+                step = 0
+                length = 0
+            } else {
+                startGain = gain
+                step = (target - gain) / Float(frames)
+                length = frames
+            }
+        }
+
+        /// One frame's step.
+        @_noLocks
+        @inline(__always)
+        mutating func advance() {
+            if framesDone < length {
+                framesDone += 1
+                gain = framesDone == length ? target : startGain + step * Float(framesDone)
+            }
+        }
+    }
+
+    /// A move's crossfade: the table fading out (nil: none runs) and how far it has come.
+    /// Stored inline in the voice; process thread only.
+    struct Crossfade {
+        var fadingTable: UnsafeMutablePointer<PlayerRouteTable>?
+        var length = 0
+        var done = 0
     }
 }
 
@@ -152,11 +194,11 @@ extension PlayerVoice {
         let packed = command.load(ordering: .acquiring)
         if packed != appliedCommand { apply(packed) }
 
-        if pausing && rampFramesLeft == 0 {
+        if pausing && ramp.framesLeft == 0 {
             // The pause ramp is over (or there was none): stop reading. Nothing is heard, so
             // a move takes effect at once.
             takeUpMove(crossfade: false)
-            gain = 0
+            ramp.gain = 0
             activity.store(PlayerActivity.paused.rawValue, ordering: .releasing)
             return
         }
@@ -199,16 +241,14 @@ extension PlayerVoice {
     /// the old one fades out over the new one's `crossfadeFrames`; a crossfade still running
     /// is finished first.
     @_noLocks
-    private mutating func takeUpMove(crossfade: Bool) {
-        guard fadingTable == nil,
+    private mutating func takeUpMove(crossfade fades: Bool) {
+        guard crossfade.fadingTable == nil,
             let current = UnsafeMutablePointer<PlayerRouteTable>(
                 bitPattern: table.load(ordering: .acquiring)),
             current != appliedTable
         else { return }
-        if crossfade && current.pointee.crossfadeFrames > 0 {
-            fadingTable = appliedTable
-            crossfadeLength = current.pointee.crossfadeFrames
-            crossfadeDone = 0
+        if fades && current.pointee.crossfadeFrames > 0 {
+            crossfade = Crossfade(fadingTable: appliedTable, length: current.pointee.crossfadeFrames, done: 0)
         }
         appliedTable = current
         movesApplied.add(1, ordering: .relaxed)
@@ -219,29 +259,7 @@ extension PlayerVoice {
         appliedCommand = packed
         let order = PlayerCommand(packed: packed)
         pausing = order.paused
-        targetGain = order.paused ? 0 : order.gain
-        rampFramesDone = 0
-        if order.rampFrames == 0 || gain == targetGain {
-            gain = targetGain
-            gainStep = 0
-            rampLength = 0
-        } else {
-            rampStartGain = gain
-            gainStep = (targetGain - gain) / Float(order.rampFrames)
-            rampLength = order.rampFrames
-        }
-    }
-
-    /// One step of the linear ramp; the last step lands exactly on the target.
-    @_noLocks
-    @inline(__always)
-    private mutating func stepGain() {
-        if rampFramesDone < rampLength {
-            rampFramesDone += 1
-            gain =
-                rampFramesDone == rampLength
-                ? targetGain : rampStartGain + gainStep * Float(rampFramesDone)
-        }
+        ramp.start(toward: order.paused ? 0 : order.gain, frames: order.rampFrames)
     }
 
     /// One step of a running crossfade: the new table's weight for this frame (the old one
@@ -249,19 +267,19 @@ extension PlayerVoice {
     @_noLocks
     @inline(__always)
     private mutating func stepCrossfade() -> Float {
-        guard fadingTable != nil else { return 1 }
-        crossfadeDone += 1
-        if crossfadeDone >= crossfadeLength {
-            fadingTable = nil
+        guard crossfade.fadingTable != nil else { return 1 }
+        crossfade.done += 1
+        if crossfade.done >= crossfade.length {
+            crossfade.fadingTable = nil
             return 1
         }
-        return Float(crossfadeDone) / Float(crossfadeLength)
+        return Float(crossfade.done) / Float(crossfade.length)
     }
 
     @_noLocks
     private mutating func advanceRamps(frames: Int) {
         for _ in 0..<frames {
-            stepGain()
+            ramp.advance()
             _ = stepCrossfade()
         }
     }
@@ -274,16 +292,16 @@ extension PlayerVoice {
     ) {
         let channels = ring.channels
         for frame in 0..<frames {
-            stepGain()
-            let fading = fadingTable
+            ramp.advance()
+            let fading = crossfade.fadingTable
             let weight = stepCrossfade()
             let sampleBase = frame * channels
             Self.add(
-                source + sampleBase, table: appliedTable, gain: gain * weight, into: outputs,
+                source + sampleBase, table: appliedTable, gain: ramp.gain * weight, into: outputs,
                 at: outputOffset + frame, toBus: toBus, busChannels: busChannels)
             if let fading {
                 Self.add(
-                    source + sampleBase, table: fading, gain: gain * (1 - weight), into: outputs,
+                    source + sampleBase, table: fading, gain: ramp.gain * (1 - weight), into: outputs,
                     at: outputOffset + frame, toBus: toBus, busChannels: busChannels)
             }
         }

@@ -29,15 +29,9 @@ struct TapState: ~Copyable {
     /// JACK frame time of the first frame written, plus `TapState.frameTimeKnown`; 0 until then.
     let firstFrameTime = Atomic<UInt64>(0)
 
-    // Process thread only: a gap not yet in `gaps` (it is logged when the next period is
-    // written, or extended while periods keep being dropped).
-    var pendingGapPosition = 0
-    var pendingGapLength = 0
-    var pendingGapFrameTime: UInt32 = 0
-    /// The pending gap is a clock stall (else an overrun).
-    var pendingGapIsStall = false
-    /// The pending stall gap gets a `catchUp` verdict (`CaptureGap.awaitsVerdict`).
-    var pendingGapAwaitsVerdict = false
+    /// Process thread only: a gap not yet in `gaps` (it is logged when the next period is
+    /// written, or extended while periods keep being dropped).
+    var pendingGap = PendingGap()
 
     // Process → readers: the clock (see `observeClock`).
     /// Stalls recorded as gaps, and the frames of wall-clock time they stand for.
@@ -53,30 +47,14 @@ struct TapState: ~Copyable {
     /// JACK's microsecond clock (monotonic) when the stamped period ran.
     let stampMicros = Atomic<Int>(0)
 
-    // Process thread only: the clock. The period's frames should arrive at `clockOrigin +
-    // clockFrames / sampleRate` seconds; how late they are, less the slowly followed
-    // `clockBaseline` (drift and scheduling), is a stall when it exceeds a period AND came in
-    // one pause between two callbacks (`previousCycleMicros`) longer than JACK's own length of
-    // the previous cycle (`cycleLengthMicros`).
-    var clockOrigin: Int64 = 0
-    var clockFrames: Int64 = 0
-    var clockBaseline: Int64 = 0
-    var timelineFrames = 0
-    /// JACK's microsecond clock at the previous callback (0: none yet).
-    var previousCycleMicros: Int64 = 0
-    /// A stall gap was logged and the catch-up after it not yet measured (see
-    /// `settleStall`): its position and length.
-    var settlingStall = false
-    var settlingPosition = 0
-    var settlingLength: Int64 = 0
-    /// A `catchUp` verdict the full log refused, pushed again on the next cycle.
-    var verdictPending = false
-    var verdictPosition = 0
-    var verdictLength = 0
-    /// The previous cycle's length: JACK's (`jack_get_cycle_times`: next_usecs less
-    /// current_usecs), or its frames at the nominal rate when JACK gave none or one off by more
-    /// than a factor of two (jackd2's DLL after a stall).
-    var cycleLengthMicros: Int64 = 0
+    /// Process thread only: the clock the frames are measured against (see `observeClock`).
+    var clock = ClockState()
+    /// Process thread only: a stall gap was logged and the catch-up after it not yet measured
+    /// (see `settleStall`).
+    var settling = SettlingStall()
+    /// Process thread only: a `catchUp` verdict the full log refused, pushed again on the next
+    /// cycle.
+    var verdict = PendingVerdict()
 
     static var frameTimeKnown: UInt64 { 1 << 32 }
     /// The smallest lateness taken as a stall, whatever the period (a 1024-frame period at
@@ -91,6 +69,62 @@ struct TapState: ~Copyable {
         self.gaps = gaps
         self.inputChannels = inputChannels
         self.sampleRate = sampleRate
+    }
+}
+
+// The process thread's plain state, grouped by what it is about. Stored inline in `TapState`
+// (no allocation, no indirection); none holds an atomic.
+extension TapState {
+    /// A gap not yet in the log: where it starts, how long it is, the JACK frame time of the
+    /// period that found it, and its cause.
+    struct PendingGap {
+        var position = 0
+        /// 0: no gap is pending.
+        var length = 0
+        var frameTime: UInt32 = 0
+        /// A clock stall (else an overrun).
+        var isStall = false
+        /// The stall gets a `catchUp` verdict (`CaptureGap.awaitsVerdict`).
+        var awaitsVerdict = false
+
+        /// The gap as the log records it.
+        var logged: CaptureGap {
+            CaptureGap(
+                position: position, length: length, frameTime: frameTime, cause: isStall ? .clockStall : .overrun,
+                awaitsVerdict: isStall && awaitsVerdict)
+        }
+    }
+
+    /// The period's frames should arrive at `origin + frames / sampleRate` seconds; how late
+    /// they are, less the slowly followed `baseline` (drift and scheduling), is a stall when it
+    /// exceeds a period AND came in one pause between two callbacks (`previousCycleMicros`)
+    /// longer than JACK's own length of the previous cycle (`cycleLengthMicros`).
+    struct ClockState {
+        var origin: Int64 = 0
+        var frames: Int64 = 0
+        var baseline: Int64 = 0
+        /// Timeline frames (delivered, dropped and stalled) so far: what the stamp publishes.
+        var timelineFrames = 0
+        /// JACK's microsecond clock at the previous callback (0: none yet).
+        var previousCycleMicros: Int64 = 0
+        /// The previous cycle's length: JACK's (`jack_get_cycle_times`: next_usecs less
+        /// current_usecs), or its frames at the nominal rate when JACK gave none or one off by
+        /// more than a factor of two (jackd2's DLL after a stall).
+        var cycleLengthMicros: Int64 = 0
+    }
+
+    /// The stall gap whose catch-up is being measured: its position and length.
+    struct SettlingStall {
+        var active = false
+        var position = 0
+        var length: Int64 = 0
+    }
+
+    /// A `catchUp` verdict waiting for room in the log.
+    struct PendingVerdict {
+        var pending = false
+        var position = 0
+        var length = 0
     }
 }
 
@@ -121,21 +155,21 @@ extension TapState {
         let rate = Int64(sampleRate)
         let nominal = Int64(frames) &* 1_000_000 / rate
         observeOwnClock(now: now, frames: frames, frameTime: frameTime)
-        previousCycleMicros = now
+        clock.previousCycleMicros = now
         // JACK's length when plausible: jackd2's DLL reads far off for seconds after a stall.
         let length = cycleNext &- cycleStart
-        cycleLengthMicros = cycleStart > 0 && length > nominal / 2 && length < nominal &* 2 ? length : nominal
+        clock.cycleLengthMicros = cycleStart > 0 && length > nominal / 2 && length < nominal &* 2 ? length : nominal
         stampSequence.add(1, ordering: .sequentiallyConsistent)
-        stampFrames.store(timelineFrames, ordering: .sequentiallyConsistent)
+        stampFrames.store(clock.timelineFrames, ordering: .sequentiallyConsistent)
         stampMicros.store(Int(now), ordering: .sequentiallyConsistent)
         stampSequence.add(1, ordering: .sequentiallyConsistent)
-        clockFrames &+= Int64(frames)
-        timelineFrames &+= frames
+        clock.frames &+= Int64(frames)
+        clock.timelineFrames &+= frames
         // Keep the products small: move whole seconds from the frames into the origin.
-        if clockFrames >= rate &* 60 {
-            let seconds = clockFrames / rate
-            clockOrigin &+= seconds &* 1_000_000
-            clockFrames &-= seconds &* rate
+        if clock.frames >= rate &* 60 {
+            let seconds = clock.frames / rate
+            clock.origin &+= seconds &* 1_000_000
+            clock.frames &-= seconds &* rate
         }
     }
 
@@ -147,14 +181,12 @@ extension TapState {
         let missing = overflow ? Int64(Int32.max) : scaled / 1_000_000
         guard missing > 0 else { return }
         noteGap(length: Int(missing), frameTime: frameTime, isStall: true)
-        if pendingGapIsStall {
-            settlingStall = true
-            settlingPosition = pendingGapPosition
-            settlingLength = missing
-            pendingGapAwaitsVerdict = true
+        if pendingGap.isStall {
+            settling = SettlingStall(active: true, position: pendingGap.position, length: missing)
+            pendingGap.awaitsVerdict = true
         }
-        clockFrames &+= missing
-        timelineFrames &+= Int(missing)
+        clock.frames &+= missing
+        clock.timelineFrames &+= Int(missing)
         stalls.add(1, ordering: .relaxed)
         stalledFrames.add(Int(missing), ordering: .relaxed)
     }
@@ -163,30 +195,31 @@ extension TapState {
     @_noLocks
     private mutating func observeOwnClock(now: Int64, frames: Int, frameTime: UInt32) {
         let rate = Int64(sampleRate)
-        guard clockOrigin != 0 else {
-            clockOrigin = now
-            clockFrames = 0
-            clockBaseline = 0
+        guard clock.origin != 0 else {
+            clock.origin = now
+            clock.frames = 0
+            clock.baseline = 0
             return
         }
         let nominal = Int64(frames) &* 1_000_000 / rate
         let threshold = max(nominal, Self.minimumStallMicros)
-        if verdictPending { pushVerdict() }
-        if settlingStall && !settleStall(now: now, nominal: nominal, threshold: threshold) { return }
-        let expected = clockOrigin &+ clockFrames &* 1_000_000 / rate
-        let excess = (now &- expected) &- clockBaseline
+        if verdict.pending { pushVerdict() }
+        if settling.active && !settleStall(now: now, nominal: nominal, threshold: threshold) { return }
+        let expected = clock.origin &+ clock.frames &* 1_000_000 / rate
+        let excess = (now &- expected) &- clock.baseline
         // The lateness must have come at once: a graph a little slow every cycle never pauses.
-        let pause = previousCycleMicros > 0 ? (now &- previousCycleMicros) &- cycleLengthMicros : Int64.max
+        let pause =
+            clock.previousCycleMicros > 0 ? (now &- clock.previousCycleMicros) &- clock.cycleLengthMicros : Int64.max
         if excess > threshold && pause > threshold {
             // All the lateness: what the baseline had not yet followed was lost time too.
             noteStall(micros: excess, frameTime: frameTime)
         } else if excess < -threshold {
             clockResets.add(1, ordering: .relaxed)
-            clockOrigin = now
-            clockFrames = 0
-            clockBaseline = 0
+            clock.origin = now
+            clock.frames = 0
+            clock.baseline = 0
         } else {
-            clockBaseline &+= excess / Self.baselineDivisor
+            clock.baseline &+= excess / Self.baselineDivisor
         }
     }
 
@@ -200,26 +233,26 @@ extension TapState {
     @_noLocks
     private mutating func settleStall(now: Int64, nominal: Int64, threshold: Int64) -> Bool {
         let rate = Int64(sampleRate)
-        let expected = clockOrigin &+ clockFrames &* 1_000_000 / rate
-        let ahead = expected &- (now &- clockBaseline)
+        let expected = clock.origin &+ clock.frames &* 1_000_000 / rate
+        let ahead = expected &- (now &- clock.baseline)
         let aheadFrames = ahead > 0 ? ahead &* rate / 1_000_000 : 0
-        let backToBack = now &- previousCycleMicros < nominal / 2
+        let backToBack = now &- clock.previousCycleMicros < nominal / 2
         // The verdict follows its gap in the log: not while the gap itself waits for room (a
         // later overrun gap waiting does not hold it: the consumer reads again after it).
-        if backToBack && aheadFrames < settlingLength { return false }
-        settlingStall = false
-        if pendingGapLength > 0 && pendingGapIsStall && pendingGapPosition == settlingPosition {
+        if backToBack && aheadFrames < settling.length { return false }
+        settling.active = false
+        if pendingGap.length > 0 && pendingGap.isStall && pendingGap.position == settling.position {
             // The gap itself still waits for room in the ring or the log: it will be logged as
             // it is, and nobody waits for a verdict on it.
-            pendingGapAwaitsVerdict = false
+            pendingGap.awaitsVerdict = false
             return true
         }
-        let caughtUp = ahead > threshold ? min(aheadFrames, settlingLength) : 0
-        clockFrames &-= caughtUp
-        timelineFrames &-= Int(caughtUp)
+        let caughtUp = ahead > threshold ? min(aheadFrames, settling.length) : 0
+        clock.frames &-= caughtUp
+        clock.timelineFrames &-= Int(caughtUp)
         stalledFrames.subtract(Int(caughtUp), ordering: .relaxed)
-        verdictPosition = settlingPosition
-        verdictLength = Int(caughtUp)
+        verdict.position = settling.position
+        verdict.length = Int(caughtUp)
         pushVerdict()
         return true
     }
@@ -227,8 +260,8 @@ extension TapState {
     /// Process thread: logs the pending `catchUp` verdict, or keeps it for the next cycle.
     @_noLocks
     private mutating func pushVerdict() {
-        let verdict = CaptureGap(position: verdictPosition, length: verdictLength, frameTime: 0, cause: .catchUp)
-        verdictPending = !gaps.push(verdict)
+        let logged = CaptureGap(position: verdict.position, length: verdict.length, frameTime: 0, cause: .catchUp)
+        verdict.pending = !gaps.push(logged)
     }
 
     /// Process thread: `length` frames are missing before the next frame written (a clock
@@ -238,22 +271,13 @@ extension TapState {
     @_noLocks
     mutating func noteGap(length: Int, frameTime: UInt32, isStall: Bool) {
         guard length > 0 else { return }
-        if pendingGapLength > 0 {
-            if pendingGapIsStall != isStall {
-                let pending = CaptureGap(
-                    position: pendingGapPosition, length: pendingGapLength, frameTime: pendingGapFrameTime,
-                    cause: pendingGapIsStall ? .clockStall : .overrun,
-                    awaitsVerdict: pendingGapIsStall && pendingGapAwaitsVerdict)
-                if gaps.push(pending) { pendingGapLength = 0 }
-            }
+        if pendingGap.length > 0 && pendingGap.isStall != isStall {
+            if gaps.push(pendingGap.logged) { pendingGap.length = 0 }
         }
-        if pendingGapLength == 0 {
-            pendingGapPosition = ring.framesWritten()
-            pendingGapFrameTime = frameTime
-            pendingGapIsStall = isStall
-            pendingGapAwaitsVerdict = false
+        if pendingGap.length == 0 {
+            pendingGap = PendingGap(position: ring.framesWritten(), frameTime: frameTime, isStall: isStall)
         }
-        pendingGapLength &+= length
+        pendingGap.length &+= length
     }
 }
 
@@ -268,25 +292,18 @@ extension TapState {
         // A pending gap must be logged before any frame after it, or the consumer would read
         // past the gap without knowing; if the log is full the period is dropped too.
         var room = ring.writableFrames() >= frames
-        if room && pendingGapLength > 0 {
-            let gap = CaptureGap(
-                position: pendingGapPosition, length: pendingGapLength,
-                frameTime: pendingGapFrameTime, cause: pendingGapIsStall ? .clockStall : .overrun,
-                awaitsVerdict: pendingGapIsStall && pendingGapAwaitsVerdict)
-            if gaps.push(gap) {
-                pendingGapLength = 0
+        if room && pendingGap.length > 0 {
+            if gaps.push(pendingGap.logged) {
+                pendingGap.length = 0
             } else {
                 room = false
             }
         }
         if !room {
-            if pendingGapLength == 0 {
-                pendingGapPosition = position
-                pendingGapFrameTime = frameTime
-                pendingGapIsStall = false
-                pendingGapAwaitsVerdict = false
+            if pendingGap.length == 0 {
+                pendingGap = PendingGap(position: position, frameTime: frameTime, isStall: false)
             }
-            pendingGapLength += frames
+            pendingGap.length += frames
             overruns.add(1, ordering: .relaxed)
             droppedFrames.add(frames, ordering: .relaxed)
             return
