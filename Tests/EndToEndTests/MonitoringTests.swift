@@ -1,6 +1,7 @@
 // Issue 5 end to end: meters, multiRoute/dualRoute, main/cue monitoring, through recctl.
 import ControlProtocol
 import Foundation
+import TestSupport
 import Testing
 
 #if canImport(Glibc)

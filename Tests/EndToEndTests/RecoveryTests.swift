@@ -8,6 +8,7 @@
 import ControlProtocol
 import Foundation
 import Platform
+import TestSupport
 import Testing
 
 #if canImport(Glibc)
