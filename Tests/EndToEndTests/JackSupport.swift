@@ -334,6 +334,15 @@ func readRawFloats(path: String) throws -> [Float] {
     }
 }
 
+/// Waits until the raw float capture at `path` holds `seconds` more audio than now: JACK's
+/// frames as the capture client wrote them, not the wall clock, so that the audio a test judges
+/// next was played after what it just did, however late a busy machine ran the cycles.
+func awaitCaptured(_ path: String, seconds: Double, channels: Int = 2, rate: Int = 48_000) {
+    let size = { ((try? FileManager.default.attributesOfItem(atPath: path))?[.size] as? Int) ?? 0 }
+    let target = size() + Int(seconds * Double(rate)) * channels * MemoryLayout<Float>.size
+    eventually(timeout: seconds + 10) { size() >= target }
+}
+
 /// Splits interleaved samples into channels.
 func deinterleave(_ samples: [Float], channels: Int) -> [[Float]] {
     (0..<channels).map { c in stride(from: c, to: samples.count - channels + 1, by: channels).map { samples[$0] } }
