@@ -122,7 +122,7 @@ let package = Package(
         .testTarget(name: "SystemSupportTests", dependencies: ["SystemSupport", "Platform", "TestSupport"]),
         .testTarget(name: "AudioEngineTests", dependencies: ["AudioEngine", "CJack", "TestSupport"]),
         .testTarget(name: "HTTPServerTests", dependencies: ["HTTPServer", "TestSupport"]),
-        .testTarget(name: "DevicesTests", dependencies: ["Devices", "Platform"]),
+        .testTarget(name: "DevicesTests", dependencies: ["Devices", "Platform", "TestSupport"]),
         .testTarget(name: "ArchiveTests", dependencies: ["Archive", "ArchiveProof", "Platform", "TestSupport"]),
         .testTarget(
             name: "VoiceProcessingTests", dependencies: ["VoiceProcessing", "TestSupport"], swiftSettings: optimizedInDebug),

@@ -1,4 +1,4 @@
-// Shared helpers for the Devices tests: waiting with a deadline, thread names, collecting
+// Shared helpers for the Devices tests: thread names, collecting
 // deliveries from another thread.
 
 import Glibc
@@ -6,16 +6,6 @@ import Platform
 import Synchronization
 
 @testable import Devices
-
-/// Polls `condition` until it holds or `timeout` seconds pass.
-func eventually(timeout: Double = 3, _ condition: () -> Bool) -> Bool {
-    let deadline = ContinuousClock.now + .milliseconds(Int(timeout * 1000))
-    while ContinuousClock.now < deadline {
-        if condition() { return true }
-        usleep(1_000)
-    }
-    return condition()
-}
 
 /// The calling thread's name, from /proc (what `ps -L` shows).
 func currentThreadName() -> String {

@@ -2,6 +2,7 @@
 // (recd-signal), FLAC checked with the reference `flac` tool and decoded back.
 import ControlProtocol
 import Foundation
+import TestSupport
 import Testing
 
 #if canImport(Glibc)

@@ -49,12 +49,13 @@ struct AttachmentTests {
         }
     }
 
-    /// What `channel` carried over `seconds` from a moment `settle` seconds from now.
+    /// What `channel` carried over `seconds` from a moment `settle` seconds from now (seconds of
+    /// captured audio, JACK's frames, not of the wall clock).
     func steady(_ recording: Recording, channel: Int = 0, settle: Double = 0.3, seconds: Double = 0.3) throws -> [Float]
     {
-        usleep(UInt32(settle * 1e6))
+        awaitCaptured(recording.path, seconds: settle, channels: recording.channels)
         let mark = try recording.mark()
-        usleep(UInt32(seconds * 1e6))
+        awaitCaptured(recording.path, seconds: seconds, channels: recording.channels)
         return try recording.channel(channel, from: mark)
     }
 
@@ -220,9 +221,9 @@ struct AttachmentTests {
         }
         try inject(false)
         #expect(watcher.waitFor { $0["event"] == "routeChange" }.contains { $0["reason"] == "oldDeviceUnavailable" })
-        usleep(300_000)
+        awaitCaptured(recording.path, seconds: 0.3, channels: recording.channels)
         let mark = try recording.mark()
-        usleep(300_000)
+        awaitCaptured(recording.path, seconds: 0.3, channels: recording.channels)
         #expect(peak(try recording.channel(0, from: mark)) == 0, "no fall back to the speaker")
         #expect(peak(try recording.channel(1, from: mark)) == 0, "the unplugged output is silent")
 

@@ -194,7 +194,7 @@ struct AttachmentVoiceEndToEndTests {
                     ?? 1) < (callLatency ?? 0) - 0.015
             },
             "inputLatency loses the processing's latency")
-        usleep(300_000)
+        awaitCaptured(voipPath, seconds: 0.3)
         let rawFrames = deinterleave(try readRawFloats(path: voipPath), channels: 2)
         let rawCount = min(rawFrames[0].count, rawFrames[1].count)
         let tail = max(0, rawCount - Self.rate / 10)..<rawCount

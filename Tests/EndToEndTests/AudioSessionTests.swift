@@ -465,17 +465,17 @@ struct AttachedApplicationTests {
             Examples.tone, ["--app", "replug", "--client", uniqueName("replug"), "--frequency", "1000"],
             socket: daemon.socket)
         try #require(app.waitFor { $0 == "active" }, "\(app.output)")
-        usleep(700_000)
+        awaitCaptured(phonesRaw, seconds: 0.7)
         #expect(try rmsOfLast(phonesRaw, seconds: 0.4) > 0.2, "heard on the phones")
 
         phonesClient.stop()
         #expect(app.waitFor { $0.hasPrefix("routeChange reason=oldDeviceUnavailable") }, "\(app.output)")
-        usleep(600_000)
+        awaitCaptured(speakerRaw, seconds: 0.6)
         #expect(try rmsOfLast(speakerRaw, seconds: 0.4) < 1e-3, "privacy: never a fall back to the speaker")
 
         try #require(daemon.recctl("session", "deactivate", "replug").status == 0)
         try #require(daemon.recctl("session", "activate", "replug").status == 0)
-        usleep(700_000)
+        awaitCaptured(speakerRaw, seconds: 0.7)
         let level = try rmsOfLast(speakerRaw, seconds: 0.4)
         #expect(level > 0.2, "activated again, the player plays on the speaker (RMS \(level))")
     }
@@ -563,11 +563,11 @@ struct AttachedApplicationTests {
             Examples.tone, ["--app", "atone", "--client", client, "--activate-after", "1.5", "--frequency", "1000"],
             socket: daemon.socket)
         try #require(app.waitFor { $0 == "attached" }, "\(app.output)")
-        usleep(700_000)
+        awaitCaptured(raw, seconds: 0.7)
         #expect(try rmsOfLast(raw, seconds: 0.4) < 1e-3, "the app's tone reached the output before activation")
 
         try #require(app.waitFor { $0 == "active" }, "\(app.output)")
-        usleep(700_000)
+        awaitCaptured(raw, seconds: 0.7)
         let full = try rmsOfLast(raw, seconds: 0.4)
         #expect(full > 0.2, "after setActive(true) the tone reaches the output (RMS \(full))")
 
@@ -576,7 +576,7 @@ struct AttachedApplicationTests {
         let before = try readRawFloats(path: raw).count / 2
         try #require(daemon.recctl("session", "activate", "boss").status == 0)
         #expect(app.waitFor { $0 == "interruption began reason=default options=none" }, "\(app.output)")
-        usleep(400_000)
+        awaitCaptured(raw, seconds: 0.4)
         #expect(try rmsOfLast(raw, seconds: 0.3) < 1e-3, "interrupted, the tone left the output")
         // Within one period of the fade's start (a 1 kHz tone: one cycle per 48 frames), ramped.
         let played = Array(deinterleave(try readRawFloats(path: raw), channels: 2)[0].dropFirst(before))
@@ -585,7 +585,7 @@ struct AttachedApplicationTests {
         print("example app interrupted: silent \(fade.frames) frames after the fade began (period 1024)")
         try #require(daemon.recctl("session", "deactivate", "boss", "--notify-others").status == 0)
         #expect(app.waitFor { $0 == "resumed" }, "\(app.output)")
-        usleep(700_000)
+        awaitCaptured(raw, seconds: 0.7)
         #expect(try rmsOfLast(raw, seconds: 0.4) > 0.2, "shouldResume brought it back")
 
         try #require(
@@ -593,7 +593,7 @@ struct AttachedApplicationTests {
                 "session", "set", "nav", "--category", "playback", "--mode", "voicePrompt", "--options", "duckOthers"
             ).status == 0)
         try #require(daemon.recctl("session", "activate", "nav").status == 0)
-        usleep(700_000)
+        awaitCaptured(raw, seconds: 0.7)
         let ducked = try rmsOfLast(raw, seconds: 0.4)
         let levelDB = 20 * log10(Double(ducked / full))
         print("attached tone ducked by \(levelDB) dB")
@@ -603,13 +603,13 @@ struct AttachedApplicationTests {
 
         try inject(daemon, plugged: false)
         #expect(app.waitFor { $0.hasPrefix("routeChange reason=oldDeviceUnavailable") }, "\(app.output)")
-        usleep(400_000)
+        awaitCaptured(raw, seconds: 0.4)
         #expect(try rmsOfLast(raw, seconds: 0.3) < 1e-3, "unplugged, the tone is silenced (privacy)")
         try inject(daemon, plugged: true)
 
         try daemon.restart()
         #expect(app.waitFor(timeout: 10) { $0 == "mediaServicesWereReset" }, "\(app.output)")
-        usleep(800_000)
+        awaitCaptured(raw, seconds: 0.8)
         #expect(try rmsOfLast(raw, seconds: 0.4) > 0.2, "after recd's restart the library attached and activated again")
     }
 
@@ -668,7 +668,7 @@ struct AttachedApplicationTests {
             try Examples.compileC("tone", into: directory), ["ctone", uniqueName("ctone")], socket: daemon.socket)
         try #require(tone.waitFor { $0 == "active" }, "\(tone.output)")
         #expect(tone.lines.contains("attached"), "\(tone.output)")
-        usleep(700_000)
+        awaitCaptured(raw, seconds: 0.7)
         #expect(try rmsOfLast(raw, seconds: 0.4) > 0.2)
 
         let path = directory + "/rec.raw"

@@ -2,6 +2,7 @@
 // logger records by itself with no client.
 import ControlProtocol
 import Foundation
+import TestSupport
 import Testing
 
 #if canImport(Glibc)

@@ -2,6 +2,7 @@
 // card on these machines): the event → port → route logic of the real daemon, end to end.
 import ControlProtocol
 import Foundation
+import TestSupport
 import Testing
 
 @Suite("device sensing end to end (scripted ALSA events)")

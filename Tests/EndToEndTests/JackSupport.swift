@@ -159,7 +159,7 @@ final class PrivateJack: @unchecked Sendable {
             if let r = try? runTool("jack_lsp", ["-s", name]), r.status == 0, r.stdout.contains("system:") { return }
             usleep(50_000)
         }
-        throw DaemonFailure(message: "jackd -n \(name) did not start; its log:\n\(log)")
+        throw DaemonFailure(message: RerunCause.serverDidNotStart("jackd -n \(name)") + "; its log:\n\(log)")
     }
 
     /// Where jackd's output goes (every start of this server appends to it; made afresh by `init`).
@@ -281,7 +281,7 @@ final class PrivatePipeWire: @unchecked Sendable {
         process.waitUntilExit()
         guard process.terminationStatus == 0 else {
             let said = (try? String(contentsOfFile: startLog, encoding: .utf8)) ?? ""
-            throw DaemonFailure(message: "start_pipewire \(directory) failed: \(said)")
+            throw DaemonFailure(message: RerunCause.serverDidNotStart("PipeWire in \(directory)") + ": \(said)")
         }
     }
 
@@ -334,20 +334,18 @@ func readRawFloats(path: String) throws -> [Float] {
     }
 }
 
+/// Waits until the raw float capture at `path` holds `seconds` more audio than now: JACK's
+/// frames as the capture client wrote them, not the wall clock, so that the audio a test judges
+/// next was played after what it just did, however late a busy machine ran the cycles.
+func awaitCaptured(_ path: String, seconds: Double, channels: Int = 2, rate: Int = 48_000) {
+    let size = { ((try? FileManager.default.attributesOfItem(atPath: path))?[.size] as? Int) ?? 0 }
+    let target = size() + Int(seconds * Double(rate)) * channels * MemoryLayout<Float>.size
+    eventually(timeout: seconds + 10) { size() >= target }
+}
+
 /// Splits interleaved samples into channels.
 func deinterleave(_ samples: [Float], channels: Int) -> [[Float]] {
     (0..<channels).map { c in stride(from: c, to: samples.count - channels + 1, by: channels).map { samples[$0] } }
-}
-
-/// Waits until a condition holds, polling.
-@discardableResult
-func eventually(timeout: Double = 5, _ condition: () throws -> Bool) rethrows -> Bool {
-    let deadline = Date().addingTimeInterval(timeout)
-    while Date() < deadline {
-        if try condition() { return true }
-        usleep(20_000)
-    }
-    return try condition()
 }
 
 /// Runs a measurement on JACK up to `attempts` times. A missed period (an xrun, which a busy

@@ -5,6 +5,7 @@
 // recd, recctl and JACK server (jackd or PipeWire, RECD_TEST_SERVER).
 import ControlProtocol
 import Foundation
+import TestSupport
 import Testing
 
 #if canImport(Glibc)

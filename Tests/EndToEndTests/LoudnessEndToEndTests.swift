@@ -3,6 +3,7 @@
 
 import ControlProtocol
 import Foundation
+import TestSupport
 import Testing
 
 @Suite("loudness of recordings end to end", .serialized)

@@ -1,6 +1,7 @@
 // Monitoring end to end: meters, multiRoute/dualRoute, main/cue monitoring, through recctl.
 import ControlProtocol
 import Foundation
+import TestSupport
 import Testing
 
 #if canImport(Glibc)
@@ -193,7 +194,7 @@ struct DJBoothEndToEndTests {
         #expect(meters.contains { $0["name"] == "deckA_1" && abs(($0["peakDB"]?.doubleValue ?? 0) - -12) < 0.1 })
         // Read what reached the outputs in the last 100 ms of each setting.
         func lastFrames(_ path: String) throws -> [[Float]] {
-            usleep(400_000)
+            awaitCaptured(path, seconds: 0.4)
             return deinterleave(try readRawFloats(path: path), channels: 2).map { Array($0.suffix(4800)) }
         }
         let a = Float(pow(10, -12.0 / 20)), b = Float(pow(10, -6.0 / 20))

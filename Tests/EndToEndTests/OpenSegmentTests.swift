@@ -5,6 +5,7 @@
 // decoder), alone and across a rotation.
 import ControlProtocol
 import Foundation
+import TestSupport
 import Testing
 
 #if canImport(Glibc)

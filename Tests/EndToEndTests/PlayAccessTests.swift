@@ -3,6 +3,7 @@
 import ControlProtocol
 import Foundation
 import Platform
+import TestSupport
 import Testing
 
 #if canImport(Glibc)

@@ -3,6 +3,7 @@
 // with the reference tools.
 import ControlProtocol
 import Foundation
+import TestSupport
 import Testing
 
 #if canImport(Glibc)

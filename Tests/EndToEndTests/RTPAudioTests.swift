@@ -597,7 +597,9 @@ struct RTPAudioTests {
         let lost = { Self.sample(Self.metrics(pair), "recd_rtp_packets_lost_total") }
         try #require(
             eventually(timeout: 8) { lost() != nil }, "recd's RTP monitor hears nothing: \(daemon.log.suffix(2000))")
-        usleep(500_000)
+        // The baseline once the stream has settled: half a second of it (1 ms packets) heard.
+        let received = { Self.sample(Self.metrics(pair), "recd_rtp_packets_received_total") ?? 0 }
+        try #require(eventually(timeout: 8) { received() >= 500 }, "\(Self.metrics(pair))")
         let before = try #require(lost())
         let recd = try #require(daemon.pid)
         let cpuStart = (Self.monitorCPUSeconds(recd), Date())
@@ -612,13 +614,21 @@ struct RTPAudioTests {
                 "<", "2",
                 "counter", "drop",
             ])
-        usleep(2_000_000)
+        // About 2 s of the stream's 2 %: until nft has dropped 40 packets (its counter, not a clock,
+        // so a busy machine that sends late still drops as many).
+        let dropping = {
+            (try? Self.nft(pair, .second, ["list", "table", "inet", "recdloss"])).flatMap(Self.nftDropped) ?? 0
+        }
+        #expect(eventually(timeout: 20) { dropping() >= 40 }, "nft dropped \(dropping()) in 20 s")
         // Stop the drops before reading the counter (an accept rule ahead of it), so that nothing is
         // dropped between the reading and the table's removal (seen: one packet).
         try Self.nft(pair, .second, ["insert", "rule", "inet", "recdloss", "out", "udp", "dport", "46000", "accept"])
         let dropped = try #require(Self.nftDropped(try Self.nft(pair, .second, ["list", "table", "inet", "recdloss"])))
         try Self.nft(pair, .second, ["delete", "table", "inet", "recdloss"])
-        usleep(500_000)
+        // The monitor counts a loss when the packet after it comes: wait until its count reaches
+        // nft's (within the bound checked below), then judge it.
+        let tolerance = max(1, 0.1 * Double(dropped))
+        eventually(timeout: 5) { ((lost() ?? before) - before) >= Double(dropped) - tolerance }
         let counted = try #require(lost()) - before
         if let start = cpuStart.0, let end = Self.monitorCPUSeconds(recd) {
             let seconds = Date().timeIntervalSince(cpuStart.1)

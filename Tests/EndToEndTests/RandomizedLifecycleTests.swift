@@ -183,7 +183,13 @@ struct RandomizedLifecycleTests {
                     settle = 1.2
                 }
             }
-            usleep(UInt32(settle * 1_000_000))
+            // The step's effects settle over `settle` seconds of audio as the sink captured it
+            // (JACK's frames, not the wall clock); unplugged, there is no capture to count.
+            if sink != nil {
+                awaitCaptured(sinkRaw, seconds: settle)
+            } else {
+                usleep(UInt32(settle * 1_000_000))
+            }
             try check(after: step, number: number + 1)
         }
         print("randomized lifecycle: \(kills) kills, \(heldChecks) held sessions checked, \(heardChecks) tones checked")

@@ -8,6 +8,7 @@
 import ControlProtocol
 import Foundation
 import Platform
+import TestSupport
 import Testing
 
 #if canImport(Glibc)
@@ -141,7 +142,9 @@ struct RecoveryTests {
         #expect(reader.lines.contains("logger: recording mic stopped (routeChange); resumes when input mic is available again"), "\(reader.output)")
         usleep(1_500_000)
         try #require(daemon.recctl("record", "stop", "logger").status == 0)
-        usleep(300_000)
+        // The stopped segment's rename from .partial: the files, not a guess at how long it takes.
+        let finished = { archiveFiles(daemon.directory + "/archive").allSatisfy { $0.hasSuffix(".flac") } }
+        eventually(timeout: 10) { archiveFiles(daemon.directory + "/archive").count == 2 && finished() }
 
         let files = archiveFiles(daemon.directory + "/archive")
         #expect(files.count == 2 && files.allSatisfy { $0.hasSuffix(".flac") }, "\(files)")
@@ -184,7 +187,8 @@ struct RecoveryTests {
         #expect(try Self.isRecording(daemon))
         usleep(1_000_000)
         try #require(daemon.recctl("record", "stop", "logger").status == 0)
-        usleep(300_000)
+        let finished = { archiveFiles(daemon.directory + "/archive").allSatisfy { $0.hasSuffix(".flac") } }
+        eventually(timeout: 10) { archiveFiles(daemon.directory + "/archive").count == 2 && finished() }
         let files = archiveFiles(daemon.directory + "/archive")
         #expect(files.count == 2 && files.allSatisfy { $0.hasSuffix(".flac") }, "\(files)")
         for file in files { #expect(try flacTest(file), "flac -t \(file)") }

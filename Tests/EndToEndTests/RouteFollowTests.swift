@@ -3,6 +3,7 @@
 // while a scripted jack sense plugs and unplugs them (headphones in a socket).
 import ControlProtocol
 import Foundation
+import TestSupport
 import Testing
 
 #if canImport(Glibc)

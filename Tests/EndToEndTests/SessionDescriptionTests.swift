@@ -4,6 +4,7 @@
 // really limit what is recorded and played.
 import ControlProtocol
 import Foundation
+import TestSupport
 import Testing
 
 #if canImport(Glibc)

@@ -3,6 +3,7 @@
 // same control loop), and replies that come later are matched by id.
 import ControlProtocol
 import Foundation
+import TestSupport
 import Testing
 
 #if canImport(Glibc)

@@ -5,6 +5,7 @@ import Foundation
 import Glibc
 import Platform
 import Synchronization
+import TestSupport
 import Testing
 
 @testable import SystemSupport

@@ -4,6 +4,7 @@ import Foundation
 import Glibc
 import Platform
 import Synchronization
+import TestSupport
 import Testing
 
 @testable import SystemSupport
@@ -23,16 +24,6 @@ func makeTemporaryDirectory() -> String {
 
 func removeTree(_ path: String) {
     try? FileManager.default.removeItem(atPath: path)
-}
-
-/// Polls `condition` until it holds or `timeout` seconds pass.
-func eventually(timeout: Double = 5, _ condition: () -> Bool) -> Bool {
-    let deadline = SystemClock.monotonicSeconds() + timeout
-    while SystemClock.monotonicSeconds() < deadline {
-        if condition() { return true }
-        usleep(2_000)
-    }
-    return condition()
 }
 
 /// Runs `body(index)` on `count` dedicated threads at once; false if they did not finish.
