@@ -40,15 +40,7 @@ extension AudioEngine {
             for name in group.fullNames { rules.watched[name] = group.direction == .input ? .input : .output }
             // Only complete devices: a device half gone is not worth a server round trip.
             guard group.available else { continue }
-            let targets = resolveTargets(group, client: connection.client, excluding: excluded)
-            for channel in 0..<min(group.spec.channels, targets.count) {
-                guard let target = targets[channel] else { continue }
-                let edge =
-                    group.direction == .input
-                    ? JackConnection(source: target, destination: group.fullNames[channel])
-                    : JackConnection(source: group.fullNames[channel], destination: target)
-                rules.wanted[edge] = .group(group.spec.name)
-            }
+            keepEdges(of: group, excluding: excluded, connection, in: &rules)
         }
         let attachments = connection.memory.graph.attachments
         for handle in attachments {
@@ -99,14 +91,11 @@ extension AudioEngine {
         connection.playerChanges.applyAnswered()
     }
 
-    /// The rules of a request for `group`'s edges: port keeping's edges of that group only,
-    /// with the ports attachments hold guarded (rule 2 holds here as in every pass). Nothing
-    /// is watched, so nothing is read and nothing is cut.
-    func edgeRules(of group: Group, _ connection: Connection) -> ConnectionRules {
-        var rules = ConnectionRules()
-        rules.guardedPorts = ConnectionReconciler.heldPorts(connection.memory.graph.attachments)
-        guard !connection.lost, group.available else { return rules }
-        let targets = resolveTargets(group, client: connection.client, excluding: excludedPorts(connection))
+    /// Port keeping's edges of `group`: each channel to its target (not one of `excluded`).
+    private func keepEdges(
+        of group: Group, excluding excluded: Set<String>, _ connection: Connection, in rules: inout ConnectionRules
+    ) {
+        let targets = resolveTargets(group, client: connection.client, excluding: excluded)
         for channel in 0..<min(group.spec.channels, targets.count) {
             guard let target = targets[channel] else { continue }
             let edge =
@@ -115,6 +104,16 @@ extension AudioEngine {
                 : JackConnection(source: group.fullNames[channel], destination: target)
             rules.wanted[edge] = .group(group.spec.name)
         }
+    }
+
+    /// The rules of a request for `group`'s edges: port keeping's edges of that group only,
+    /// with the ports attachments hold guarded (rule 2 holds here as in every pass). Nothing
+    /// is watched, so nothing is read and nothing is cut.
+    func edgeRules(of group: Group, _ connection: Connection) -> ConnectionRules {
+        var rules = ConnectionRules()
+        rules.guardedPorts = ConnectionReconciler.heldPorts(connection.memory.graph.attachments)
+        guard !connection.lost, group.available else { return rules }
+        keepEdges(of: group, excluding: excludedPorts(connection), connection, in: &rules)
         return rules
     }
 
