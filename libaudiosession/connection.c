@@ -282,7 +282,14 @@ asi_io asi_connection_call(asi_connection *connection, const char *op, json_t *a
             json_decref(message);
             continue;
         }
-        /* A null id: recd could not read a request, or closes the connection (its last line). */
+        /* recd closed the connection before it read the request (idle): not its reply; the
+         * caller sends it again on a new connection. */
+        if (json_is_true(json_object_get(message, "closing"))) {
+            json_decref(message);
+            *reason = asi_format("recd closed the connection");
+            return ASI_FAILED;
+        }
+        /* A null id: recd could not read a request. */
         if (json_is_null(message_id) || (json_is_integer(message_id) && json_integer_value(message_id) == id)) {
             *reply = message;
             return ASI_OK;

@@ -101,6 +101,11 @@ public final class Connection {
                 continue
             }
             if message["progress"] != nil, message["ok"] == nil { continue }
+            // recd closed the connection before it read the request (idle): not its reply; the
+            // request may be sent again on a new connection.
+            if message["closing"]?.boolValue == true {
+                throw ClientFailure.io("recd closed the connection: \(Wire.error(from: message)?.message ?? "closing")")
+            }
             if message["id"]?.intValue == id || message["id"] == .null { return message }
         }
     }

@@ -208,6 +208,15 @@ public enum Wire {
         JSONValue.object([("id", id), ("ok", false), ("error", errorObject(error, for: interface))]).jsonText
     }
 
+    /// The last line of a connection recd closes (idle for `[daemon] idle_client_timeout`): a
+    /// failure with a null `id` and `"closing": true`, so that a client whose request crossed it
+    /// knows the request was never read and sends it again on a new connection.
+    public static func closing(_ error: SessionError, for interface: CallerInterface) -> String {
+        JSONValue.object([
+            ("id", .null), ("ok", false), ("closing", true), ("error", errorObject(error, for: interface)),
+        ]).jsonText
+    }
+
     public static func success(id: JSONValue, _ fields: [(String, JSONValue)] = []) -> String {
         JSONValue.object([("id", id), ("ok", true)] + fields).jsonText
     }

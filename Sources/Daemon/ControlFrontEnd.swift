@@ -255,8 +255,7 @@ final class ControlFrontEnd: ControlServerHandler, EventSink, @unchecked Sendabl
             }
             Log.info("closing idle control connection \(id) of uid \(client.peer.uid), pid \(client.peer.pid)")
             send(
-                Wire.failure(
-                    id: .null,
+                Wire.closing(
                     SessionError(
                         .badParam,
                         "connection closed after \(Int(idleTimeout)) s without a request, a watch or anything held; "

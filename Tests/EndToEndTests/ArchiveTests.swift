@@ -45,6 +45,16 @@ func archiveFiles(_ directory: String) -> [String] {
         .map { directory + "/" + $0 }.sorted()
 }
 
+/// The finished segments of `directory`, and the longest of them: a recording that crosses an
+/// hour in UTC is two segments (rotation falls on multiples of `segment_seconds`), the first
+/// perhaps a fraction of a second long, so a test that judges "the" recording judges the longest
+/// and checks the others with it.
+func finishedSegments(_ directory: String) -> (all: [String], longest: String?) {
+    let all = archiveFiles(directory).filter { $0.hasSuffix(".flac") }
+    func size(_ path: String) -> Int { (try? FileManager.default.attributesOfItem(atPath: path)[.size] as? Int) ?? 0 }
+    return (all, all.max { size($0) < size($1) })
+}
+
 @Suite("recorders and the FLAC archive end to end", .serialized)
 struct ArchiveEndToEndTests {
     static func deckPorts(_ deck: String, type: String = "builtInMic", extra: String = "") -> String {

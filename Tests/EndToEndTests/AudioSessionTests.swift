@@ -2,8 +2,11 @@
 // libaudiosession (C) against the real recd on the test's jackd; the example applications
 // (audiosession-tone, audiosession-record, examples/c) as real JACK clients.
 import AudioSession
+import ControlClient
 import ControlProtocol
 import Foundation
+import Platform
+import SessionPolicy
 import TestSupport
 import Testing
 
@@ -116,6 +119,46 @@ struct AudioSessionLibraryTests {
         #expect(try session.sessionInfo().state == "active")
         #expect(idleCloses() == 1, "\(daemon.log.suffix(2000))")
         try session.setActive(false)
+    }
+
+    @Test(
+        "a request that crosses recd's idle close is not answered by the closing line: the client sends it again",
+        .timeLimit(.minutes(1)))
+    func requestCrossingTheIdleClose() throws {
+        // The crossing itself, exactly: recd's last line (the real one, `Wire.closing`) is on the
+        // wire and the socket still open when the request goes out. A real socket whose other
+        // end the test holds, because recd's own close cannot be timed to fall in between.
+        let directory = try makeTemporaryDirectory("recd-crossing")
+        let path = directory + "/control.sock"
+        let listener = try UnixSocket.make()
+        defer { Descriptor.close(listener) }
+        try UnixSocket.bind(listener, path: path)
+        try UnixSocket.listen(listener, backlog: 1, path: path)
+        let connection = try Connection(candidates: [path], interface: .swift)
+        let peer = try #require(try UnixSocket.accept(listener))
+        defer { Descriptor.close(peer) }
+        let closing = Wire.closing(
+            SessionError(.badParam, "connection closed after 10 s without a request, a watch or anything held"),
+            for: .swift)
+        FileHandle(fileDescriptor: peer, closeOnDealloc: false).write(Data((closing + "\n").utf8))
+        do {
+            let reply = try connection.call(.status)
+            Issue.record("the closing line was taken as the request's reply: \(reply.jsonText)")
+        } catch ClientFailure.io(let message) {
+            #expect(message.contains("recd closed the connection"), "\(message)")
+        }
+
+        // The real recd sends that line when it closes an idle connection, and the library
+        // goes on over a new one.
+        let daemon = try Daemon(idleClientTimeout: 10)
+        let session = AudioSession(app: "crossapp", socketPath: daemon.socket)
+        defer { session.close() }
+        try session.setCategory(.playback)
+        let watcher = try Connection(candidates: [daemon.socket], interface: .swift)
+        #expect(try watcher.call(.status)["ok"]?.boolValue == true)
+        let last = try watcher.readMessage(timeout: 15)
+        #expect(last["closing"]?.boolValue == true && last["id"] == .null, "\(last.jsonText)")
+        #expect(try session.sessionInfo().category == "playback")
     }
 
     @Test("setPrefersEchoCancelledInput: playAndRecord only, shown with isEchoCancelledInputAvailable, kept by recd")

@@ -114,7 +114,8 @@ struct PlayerLoadTests {
             try eventually(timeout: 10) {
                 archiveFiles(daemon.directory + "/archive").contains { $0.hasSuffix(".flac") }
             })
-        let file = try #require(archiveFiles(daemon.directory + "/archive").first { $0.hasSuffix(".flac") })
+        let segments = finishedSegments(daemon.directory + "/archive")
+        let file = try #require(segments.longest)
 
         // The load's xruns and overlong cycles against the idle stretch's, for twice as long.
         let idleXruns = idleEnd.xruns - idleStart.xruns
@@ -124,7 +125,9 @@ struct PlayerLoadTests {
         #expect(
             loadEnd.overlong - idleEnd.overlong <= 2 * (idleEnd.overlong - idleStart.overlong),
             "recd's cycles longer than the period under the players: \(loadEnd.overlong - idleEnd.overlong)")
-        let gaps = try metaflacTag(file, "GAPS").flatMap { TrueTimeEndToEndTests.parseGaps($0) } ?? []
+        let gaps = try segments.all.flatMap {
+            try metaflacTag($0, "GAPS").flatMap { TrueTimeEndToEndTests.parseGaps($0) } ?? []
+        }
         #expect(gaps.count <= loadXruns + idleXruns, "the logger's gaps: \(gaps.prefix(10))\(cause)")
         try ReliabilityTests.expectIntactCounter(
             file, period: Self.period, xruns: loadXruns + idleXruns, context: "under nobody's players")

@@ -125,7 +125,6 @@ struct ReliabilityTests {
         var samples = try decodeFLAC(file, bits: 24)
         if tornTail { samples.removeLast(min(samples.count, period * 2 * 2)) }
         let check = CounterCheck(samples, channels: 2, period: period)
-        if check.disturbedBlocks.count > 2 * xruns || check.unconnectedStart > 0 { _ = try? runTool("cp", [file, "/tmp/relfail/"]); print("DEBUG saved \(file) \(check.unconnectedStart)") }
         #expect(check.frames >= 48_000, "\(file): \(check.frames) frames")
         #expect(check.unconnectedStart <= 2, "\(file): \(check.unconnectedStart) periods at the start with a silent channel")
         #expect(check.disturbedBlocks.count <= 2 * xruns,
