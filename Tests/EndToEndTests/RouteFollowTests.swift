@@ -92,7 +92,9 @@ struct RouteFollowEndToEndTests {
         let moved = try #require(
             watcher.waitFor { $0["event"] == "player" && $0["previousPort"] != nil }.first { $0["previousPort"] != nil }
         )
-        #expect(moved["port"] == "phones" && moved["previousPort"] == "spk" && moved["reason"] == "newDeviceAvailable")
+        #expect(
+            moved["port"] == "phones" && moved["previousPort"] == "spk" && moved["reason"] == "newDeviceAvailable",
+            "\(moved.jsonText)")
         #expect(moved["state"] == "playing" && moved["stream"] == "main")
         let moveReaction = try #require(moved["reactionFrames"]?.intValue)
         let period = try #require(moved["periodFrames"]?.intValue)
