@@ -330,6 +330,9 @@ final class PlayerService: @unchecked Sendable {
         let routes = PlayerRoute.defaultRoutes(
             playerChannels: player.handle.channels, groupChannels: max(1, channelLimit(target.channels)))
         let previous = player.port
+        // Named at once, before the engine is asked: its answer (and the announcement) may come
+        // before `movePlayer` returns when the reconciler is quick.
+        player.port = output
         do {
             // Published once the reconciler has connected the output (a device that has just
             // arrived hears the move from its first frame); announced then, with how long after
@@ -344,11 +347,11 @@ final class PlayerService: @unchecked Sendable {
                 announce(player, state: player.state, reason: reason.name, previousPort: previous, reaction: reaction)
             }
         } catch {
+            player.port = previous
             throw SessionError(
                 .cannotStartPlaying,
                 "the engine could not move \(player.app)'s stream \(player.stream) to \(output): \(error)")
         }
-        player.port = output
         if previous != output { Log.info("\(player.app): \(player.stream) moves from \(previous) to \(output)") }
     }
 

@@ -201,12 +201,21 @@ struct ChainTamperEndToEndTests {
         logger.waitForSegments(3)
         let chain = try logger.chain()
         let chainPath = logger.archive + "/" + chain
-        _ = eventually(timeout: 10) { logger.signatureEntries(chain) >= 2 }
-        let oldEntries = logger.signatureEntries(chain)
-        let oldChain = try #require(FileManager.default.contents(atPath: chainPath))
-        let oldSignature = try #require(FileManager.default.contents(atPath: chainPath + ".sig"))
-        try #require(
-            oldEntries >= 2 && String(decoding: oldChain, as: UTF8.self).split(separator: "\n").count == oldEntries)
+        // A pair the logger is not changing meanwhile (it appends every second): the chain and
+        // its signature read between two equal counts of signed entries, and agreeing.
+        var snapshot: (entries: Int, chain: Data, signature: Data)?
+        #expect(
+            eventually(timeout: 10) {
+                let entries = logger.signatureEntries(chain)
+                guard entries >= 2, let chainBytes = FileManager.default.contents(atPath: chainPath),
+                    let signature = FileManager.default.contents(atPath: chainPath + ".sig"),
+                    logger.signatureEntries(chain) == entries,
+                    String(decoding: chainBytes, as: UTF8.self).split(separator: "\n").count == entries
+                else { return false }
+                snapshot = (entries, chainBytes, signature)
+                return true
+            })
+        let (oldEntries, oldChain, oldSignature) = try #require(snapshot)
         #expect(eventually(timeout: 20) { logger.signatureEntries(chain) >= oldEntries + 2 })
         try #require(logger.daemon.recctl("record", "stop", "logger").status == 0)
         let key = logger.key
