@@ -156,16 +156,23 @@ enum StatusPageAssets {
           const key = data.segments.map((x) => x.file).join("\n");
           if (key === shownSegments) return;  // players keep their position
           shownSegments = key;
+          // A segment still listed keeps its player: a new segment landing every few seconds
+          // must not stop one being heard (a media element taken out of the page pauses).
+          const players = new Map(Array.from($("segments").querySelectorAll("tr[data-file]"))
+            .map((r) => [r.dataset.file, r.querySelector("audio")]));
           fill("segments", data.segments, (row, x) => {
             row.dataset.file = x.file;
             row.dataset.seconds = String(x.seconds);
             cell(row, x.start.replace("T", " ").replace("Z", "")); cell(row, x.app); cell(row, x.stream);
             cell(row, seconds(x.seconds));
             cell(row, x.loudnessLufs == null ? "" : x.loudnessLufs.toFixed(1) + " LUFS");
-            const audio = document.createElement("audio");
-            audio.controls = true;
-            audio.preload = "none";
-            audio.src = x.url;
+            let audio = players.get(x.file);
+            if (!audio) {
+              audio = document.createElement("audio");
+              audio.controls = true;
+              audio.preload = "none";
+              audio.src = x.url;
+            }
             row.insertCell().append(audio);
           });
         }

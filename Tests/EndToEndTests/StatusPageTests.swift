@@ -30,10 +30,12 @@ struct StatusPageTests {
                 silence_seconds = 1
 
                 """, ports: ArchiveEndToEndTests.deckPorts(deck), archiveSegmentSeconds: 2)
-        // A tone for 9 s (room for a slow browser start), then silence: the browser sees the meters move, then rest.
+        // A tone for 25 s, then silence: the browser sees the meters move, then rest. The tone
+        // outlasts the wait for a finished segment and Chromium's start (9 s was once gone
+        // before the page loaded, on a machine busy starting the browser).
         let source = try SignalClient([
             "--name", deck, "play", "--ports", "out_1,out_2", "--signal", "sine:1000", "--level", "-12",
-            "--silent-from", "9", "--silent-for", "600",
+            "--silent-from", "25", "--silent-for", "600",
         ])
         defer { source.stop() }
         #expect(
