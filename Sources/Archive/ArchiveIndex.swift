@@ -37,10 +37,13 @@ public final class ArchiveIndex {
     public let path: String
     /// The archive directory: the folder the index is in. Rows name segments inside it.
     private let directory: String
-    private let database: SQLiteDatabase
+    /// Internal: the day view's tables (ArchiveIndex+Day.swift) use it too.
+    let database: SQLiteDatabase
     /// Rows read so far that could not describe a segment of this archive (skipped): someone
     /// wrote the index who was not recd. `recctl archive reindex` rebuilds it from the files.
     public private(set) var implausibleRows = 0
+    /// The most journal rows kept (ArchiveIndex+Day.swift); a test sets a smaller one.
+    var journalLimit = ArchiveIndex.defaultJournalLimit
 
     private static let columns =
         "path, app, stream, grp, segment, start_us, end_us, frames, sample_rate, channels, bits, end_reason, gaps, recovered, size, "
@@ -99,6 +102,7 @@ public final class ArchiveIndex {
             CREATE INDEX IF NOT EXISTS segments_by_app_end ON segments(app, end_us);
             CREATE INDEX IF NOT EXISTS segments_by_start ON segments(start_us);
             """)
+        try createDayTables()
         // Written once: a needless write here would invalidate other connections' snapshots.
         let version = try database.statement("PRAGMA user_version")
         let current = try version.step() ? version.int(0) : 0
@@ -172,6 +176,7 @@ public final class ArchiveIndex {
                 + "ON CONFLICT(path) DO UPDATE SET \(ArchiveIndex.upsertAssignments)")
         bind(record, to: statement)
         try statement.run()
+        try addLevelOverview(record)
     }
 
     /// Replaces the row of `record.path`; throws `.invalidArgument` when there is none.
@@ -195,7 +200,9 @@ public final class ArchiveIndex {
         let statement = try database.statement("DELETE FROM segments WHERE path = ?1")
         statement.bind(1, path)
         try statement.run()
-        return database.changes > 0
+        let removed = database.changes > 0
+        try removeLevelOverview(path: path)
+        return removed
     }
 
     /// The row of `path`, if any.
@@ -332,7 +339,8 @@ public final class ArchiveIndex {
                 "UPDATE segments SET (replicated, sha256, chain_previous, chain_entry) = "
                     + "(SELECT replicated, sha256, chain_previous, chain_entry FROM kept_marks k "
                     + "WHERE k.path = segments.path); "
-                    + "DELETE FROM kept_marks")
+                    + "DELETE FROM kept_marks; "
+                    + "DELETE FROM level_overview WHERE path NOT IN (SELECT path FROM segments)")
             try database.execute("COMMIT")
         } catch {
             try? database.execute("ROLLBACK")

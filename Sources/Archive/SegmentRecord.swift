@@ -35,6 +35,10 @@ public struct SegmentRecord: Hashable, Sendable {
     public var clockAtEnd: ClockSynchronization?
     /// Who kept the clock when the segment started (CLOCK_SOURCE; nil where the file has none).
     public var clockSource: String?
+    /// The level overview measured while it was written (`LevelOverview` codes, two per
+    /// second): the index's `level_overview` row, not a tag, so nil when read from the file.
+    /// Empty when none; not part of the segment's identity (`LevelOverviewCodes`).
+    public var levelOverview = LevelOverviewCodes()
 
     public init(
         path: String, app: String, stream: String, group: Int, segment: Int, startTime: UTCTime, frames: Int,

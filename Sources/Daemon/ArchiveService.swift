@@ -56,6 +56,17 @@ final class ArchiveService: SegmentFeature, @unchecked Sendable {
             Log.error("cannot open the archive index: \(error); `recctl archive reindex` rebuilds it")
         }
         for record in recovered { try? index?.add(record) }
+        journal(EventJournal.daemon("recd started", at: .now()))
+    }
+
+    /// Journals `event` for the day view (EventJournal.swift), if it is part of a feed's day.
+    func journal(_ event: Event) {
+        guard let entry = EventJournal.entry(for: event, at: .now()) else { return }
+        journal(entry)
+    }
+
+    func journal(_ entry: JournalEntry) {
+        do { try index?.appendJournal(entry) } catch { Log.warning("journal: \(error)") }
     }
 
     /// A finished segment's row; one recovered later may find the index that could not open

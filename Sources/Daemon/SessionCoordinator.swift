@@ -110,7 +110,10 @@ final class SessionCoordinator: FactSink, TakeHost, @unchecked Sendable {
         self.features = features
     }
 
-    func broadcast(_ event: Event) { events?.broadcast(event) }
+    func broadcast(_ event: Event) {
+        archive.journal(event)
+        events?.broadcast(event)
+    }
 
     /// Whether closing `client` (of process `pid`) would lose something: a reply still to come
     /// (a request on a worker, a `stop` waiting for its segments), an attachment made or being
@@ -435,6 +438,7 @@ final class SessionCoordinator: FactSink, TakeHost, @unchecked Sendable {
     /// Ends every player and recorder and waits for the recorders' last segments, their events
     /// sent: at SIGTERM, before the control loop ends, so the watchers get them.
     func finishStreams() {
+        archive.journal(EventJournal.daemon("recd stopping", at: .now()))
         players.stopAll(reason: "stop")
         recorders.stopAllAndWait()
     }

@@ -76,6 +76,8 @@ final class SQLiteDatabase {
 
     var lastMessage: String { String(cString: sqlite3_errmsg(handle)) }
     var changes: Int { Int(sqlite3_changes(handle)) }
+    /// The rowid of the last row this connection inserted.
+    var lastInsertedRow: Int64 { sqlite3_last_insert_rowid(handle) }
 }
 
 /// A prepared statement, owned: finalized in `deinit`.
@@ -106,6 +108,21 @@ final class SQLiteStatement {
         } else {
             sqlite3_bind_null(handle, index)
         }
+    }
+
+    func bind(_ index: Int32, bytes: [UInt8]) {
+        bytes.withUnsafeBytes { raw in
+            _ = sqlite3_bind_blob(handle, index, raw.baseAddress, Int32(raw.count), recd_sqlite_transient())
+        }
+    }
+
+    /// The column's bytes (text or blob) when it has at most `maximumBytes`; nil when longer or NULL.
+    func boundedBytes(_ column: Int32, maximumBytes: Int) -> [UInt8]? {
+        guard sqlite3_column_type(handle, column) != SQLITE_NULL else { return nil }
+        let count = Int(sqlite3_column_bytes(handle, column))
+        guard count <= maximumBytes else { return nil }
+        guard count > 0, let start = sqlite3_column_blob(handle, column) else { return [] }
+        return Array(UnsafeRawBufferPointer(start: start, count: count))
     }
 
     /// Advances: true with a row to read, false when done.

@@ -119,8 +119,11 @@ struct SegmentColumns {
     var clockAtStart: ClockSynchronization?
     var clockAtEnd: ClockSynchronization?
     var clockSource: String?
+    /// `LevelOverview` codes (two per second); empty: none measured.
+    var levelOverview: [UInt8] = []
 
     func apply(to record: inout SegmentRecord) {
+        record.levelOverview = LevelOverviewCodes(levelOverview)
         record.loudness = loudness
         record.clockDriftPPM = clockDriftPPM
         record.clockAtStart = clockAtStart

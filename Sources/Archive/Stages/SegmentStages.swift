@@ -10,6 +10,7 @@ enum SegmentStages {
         NetworkLossStage.self,
         SilenceStage.self,
         PeakLevelStage.self,
+        LevelOverviewStage.self,
     ]
 
     /// The stages of a recorder set up as `setup` says (those with nothing to do there left out).

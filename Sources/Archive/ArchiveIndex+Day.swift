@@ -1,0 +1,219 @@
+// The day view's tables in the archive index: each segment file's level overview
+// (`level_overview`, written with the segment's row) and the journal of what happened per feed
+// (`journal`: the daemon's events as a person reads them, bounded to `journalLimit` rows).
+// Segment boundaries, loudness and gaps are not copied here: the `segments` rows own them.
+//
+// The index lives in the archive directory, which others may write: every row read here is
+// outside bytes, taken only when its sizes are within bounds (others are skipped).
+
+import Platform
+
+/// One entry of the journal. A plain value: any thread.
+public struct JournalEntry: Hashable, Sendable {
+    /// Its row number (increasing with every entry written; the order of writing).
+    public var id: Int64
+    public var time: UTCTime
+    /// The feed's app and stream; nil for what concerns the whole app (stream) or box (both).
+    public var app: String?
+    public var stream: String?
+    /// What kind of thing happened: `silence`, `stall`, `gap`, `interruption`, `recording`,
+    /// `network`, `health`, `recd`, ... (a short word the filters take).
+    public var kind: String
+    /// What happened, as a person reads it.
+    public var text: String
+    /// The event as recd sent it to its watchers (JSON text), if it came from one.
+    public var detail: String?
+    /// How long it lasted, when it is known (seconds).
+    public var seconds: Double?
+
+    public init(
+        id: Int64 = 0, time: UTCTime, app: String?, stream: String?, kind: String, text: String,
+        detail: String? = nil, seconds: Double? = nil
+    ) {
+        (self.id, self.time, self.app, self.stream, self.kind) = (id, time, app, stream, kind)
+        (self.text, self.detail, self.seconds) = (text, detail, seconds)
+    }
+}
+
+/// A run of level overview cells: one segment file's (`LevelOverview`). Any thread.
+public struct LevelOverviewRun: Hashable, Sendable {
+    public var start: UTCTime
+    public var codes: [UInt8]
+}
+
+extension ArchiveIndex {
+    /// The most journal rows kept (about 20 MB at most: texts are at most `journalTextBytes`,
+    /// details `journalDetailBytes`): the oldest go first when more are written.
+    public static let defaultJournalLimit: Int64 = 50_000
+    public static let journalTextBytes = 512
+    public static let journalDetailBytes = 2_048
+    /// The most overview bytes one row may hold when read (a day of cells).
+    static let overviewBytes = LevelOverview.maximumCells * 2
+
+    func createDayTables() throws(ArchiveError) {
+        try database.execute(
+            """
+            CREATE TABLE IF NOT EXISTS level_overview (
+                path TEXT PRIMARY KEY NOT NULL,
+                app TEXT NOT NULL,
+                stream TEXT NOT NULL,
+                grp INTEGER NOT NULL,
+                start_us INTEGER NOT NULL,
+                cell_seconds INTEGER NOT NULL,
+                codes BLOB NOT NULL
+            );
+            CREATE INDEX IF NOT EXISTS level_overview_by_feed ON level_overview(app, stream, start_us);
+            CREATE TABLE IF NOT EXISTS journal (
+                id INTEGER PRIMARY KEY AUTOINCREMENT,
+                time_us INTEGER NOT NULL,
+                app TEXT,
+                stream TEXT,
+                kind TEXT NOT NULL,
+                text TEXT NOT NULL,
+                detail TEXT,
+                seconds REAL
+            );
+            CREATE INDEX IF NOT EXISTS journal_by_time ON journal(time_us);
+            """)
+    }
+
+    func addLevelOverview(_ record: SegmentRecord) throws(ArchiveError) {
+        let codes = record.levelOverview.codes
+        guard !codes.isEmpty else { return }
+        let statement = try database.statement(
+            "INSERT OR REPLACE INTO level_overview (path, app, stream, grp, start_us, cell_seconds, codes) "
+                + "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)")
+        statement.bind(1, record.path)
+        statement.bind(2, record.app)
+        statement.bind(3, record.stream)
+        statement.bind(4, record.group)
+        statement.bind(5, record.startTime.microsecondsSinceEpoch)
+        statement.bind(6, LevelOverview.cellSeconds)
+        statement.bind(7, bytes: Array(codes.prefix(Self.overviewBytes)))
+        try statement.run()
+    }
+
+    func removeLevelOverview(path: String) throws(ArchiveError) {
+        let statement = try database.statement("DELETE FROM level_overview WHERE path = ?1")
+        statement.bind(1, path)
+        try statement.run()
+    }
+
+    /// The overview runs of the feed's first file (group 0 or 1) that start before `to` and
+    /// within a day before `from` (no run is longer), oldest first, at most `limit` of them.
+    public func levelOverviews(
+        app: String, stream: String, from: UTCTime, to: UTCTime, limit: Int
+    ) throws(ArchiveError) -> [LevelOverviewRun] {
+        let statement = try database.statement(
+            "SELECT start_us, cell_seconds, codes FROM level_overview WHERE app = ?1 AND stream = ?2 "
+                + "AND grp <= 1 AND start_us >= ?3 AND start_us < ?4 ORDER BY start_us LIMIT ?5")
+        statement.bind(1, app)
+        statement.bind(2, stream)
+        statement.bind(3, from.microsecondsSinceEpoch &- Int64(LevelOverview.maximumCells) &* 1_000_000)
+        statement.bind(4, to.microsecondsSinceEpoch)
+        statement.bind(5, max(0, limit))
+        defer { statement.reset() }
+        var runs: [LevelOverviewRun] = []
+        while try statement.step() {
+            guard statement.int64(1) == Int64(LevelOverview.cellSeconds),
+                let start = UTCTime(checkedMicrosecondsSinceEpoch: statement.int64(0)),
+                let codes = statement.boundedBytes(2, maximumBytes: Self.overviewBytes), codes.count % 2 == 0
+            else { continue }
+            runs.append(LevelOverviewRun(start: start, codes: codes))
+        }
+        return runs
+    }
+
+    /// The feeds (app, stream) with segments in the range, by name, at most `limit`.
+    public func feeds(from: UTCTime, to: UTCTime, limit: Int) throws(ArchiveError) -> [(app: String, stream: String)] {
+        let statement = try database.statement(
+            "SELECT DISTINCT app, stream FROM segments WHERE end_us > ?1 AND start_us < ?2 ORDER BY app, stream "
+                + "LIMIT ?3")
+        statement.bind(1, from.microsecondsSinceEpoch)
+        statement.bind(2, to.microsecondsSinceEpoch)
+        statement.bind(3, max(0, limit))
+        defer { statement.reset() }
+        var feeds: [(app: String, stream: String)] = []
+        while try statement.step() {
+            guard case .some(.some(let app)) = statement.boundedText(0, maximumBytes: 256),
+                case .some(.some(let stream)) = statement.boundedText(1, maximumBytes: 256)
+            else { continue }
+            feeds.append((app, stream))
+        }
+        return feeds
+    }
+
+    /// Writes `entry` (its `id` is ignored), its text and detail cut to their bounds; every
+    /// 256th entry also drops those older than the newest `journalLimit`.
+    public func appendJournal(_ entry: JournalEntry) throws(ArchiveError) {
+        let statement = try database.statement(
+            "INSERT INTO journal (time_us, app, stream, kind, text, detail, seconds) "
+                + "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)")
+        statement.bind(1, entry.time.microsecondsSinceEpoch)
+        statement.bind(2, entry.app)
+        statement.bind(3, entry.stream)
+        statement.bind(4, Self.cut(entry.kind, 32))
+        statement.bind(5, Self.cut(entry.text, Self.journalTextBytes))
+        statement.bind(6, entry.detail.flatMap { $0.utf8.count <= Self.journalDetailBytes ? $0 : nil })
+        statement.bind(7, entry.seconds)
+        try statement.run()
+        let id = database.lastInsertedRow
+        if id % 256 == 0 {
+            let prune = try database.statement("DELETE FROM journal WHERE id <= ?1")
+            prune.bind(1, id &- journalLimit)
+            try prune.run()
+        }
+    }
+
+    /// Journal entries from `from` (inclusive) to `to` (exclusive), oldest first, at most
+    /// `limit`: of the feed `app`/`stream` (with what concerned its whole app or the whole box)
+    /// when given, of the kinds in `kinds` when not empty. Rows whose sizes exceed the bounds
+    /// are skipped.
+    public func journal(
+        app: String?, stream: String?, from: UTCTime, to: UTCTime, kinds: [String] = [], limit: Int
+    ) throws(ArchiveError) -> [JournalEntry] {
+        var conditions = ["time_us >= ?1", "time_us < ?2"]
+        if app != nil { conditions.append("(app IS NULL OR app = ?3)") }
+        if stream != nil { conditions.append("(stream IS NULL OR stream = ?4)") }
+        if !kinds.isEmpty {
+            conditions.append("kind IN (" + kinds.indices.map { "?\($0 + 6)" }.joined(separator: ", ") + ")")
+        }
+        let statement = try database.statement(
+            "SELECT id, time_us, app, stream, kind, text, detail, seconds FROM journal WHERE "
+                + conditions.joined(separator: " AND ") + " ORDER BY time_us, id LIMIT ?5")
+        statement.bind(1, from.microsecondsSinceEpoch)
+        statement.bind(2, to.microsecondsSinceEpoch)
+        if let app { statement.bind(3, app) }
+        if let stream { statement.bind(4, stream) }
+        statement.bind(5, max(0, limit))
+        for (offset, kind) in kinds.enumerated() { statement.bind(Int32(offset + 6), kind) }
+        defer { statement.reset() }
+        var entries: [JournalEntry] = []
+        while try statement.step() {
+            let bound = SegmentRow.maximumTextBytes
+            guard let time = UTCTime(checkedMicrosecondsSinceEpoch: statement.int64(1)),
+                case .some(let app) = statement.boundedText(2, maximumBytes: bound),
+                case .some(let stream) = statement.boundedText(3, maximumBytes: bound),
+                case .some(.some(let kind)) = statement.boundedText(4, maximumBytes: 64),
+                case .some(.some(let text)) = statement.boundedText(5, maximumBytes: Self.journalTextBytes * 2),
+                case .some(let detail) = statement.boundedText(6, maximumBytes: Self.journalDetailBytes)
+            else { continue }
+            entries.append(
+                JournalEntry(
+                    id: statement.int64(0), time: time, app: app, stream: stream, kind: kind, text: text,
+                    detail: detail, seconds: statement.double(7).flatMap { $0.isFinite ? $0 : nil }))
+        }
+        return entries
+    }
+
+    /// `text` cut to at most `bytes` UTF-8 bytes, at a character's end.
+    static func cut(_ text: String, _ bytes: Int) -> String {
+        guard text.utf8.count > bytes else { return text }
+        var out = ""
+        for character in text {
+            guard out.utf8.count + character.utf8.count <= bytes else { break }
+            out.append(character)
+        }
+        return out
+    }
+}
