@@ -1,5 +1,5 @@
 // The level overview of a recording: the sample peak and the RMS of every second, measured while
-// the segment is written (`LevelOverviewStage`) and kept in the index, so that a day's timeline
+// the segment is written (a segment stage) and kept in the index, so that a day's timeline
 // is read from a few hundred kilobytes of the index instead of decoding a day of FLAC.
 //
 // One cell per second: a day is 86 400 cells, 45 screen widths of a 1920-pixel timeline, so the

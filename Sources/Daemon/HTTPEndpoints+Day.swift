@@ -31,7 +31,7 @@ extension HTTPEndpoints {
             }
         }
         routes.add("/api/events") { request in
-            switch DayQuery.events(request.query, now: .now()) {
+            switch EventsQuery.events(request.query, now: .now()) {
             case .failure(let refusal): return .error(400, "Bad Request: \(refusal.message)")
             case .success(let query):
                 return Self.answer { () throws(ArchiveError) in try archive.events(query) }

@@ -27,7 +27,7 @@ struct DayViewTests {
                 permission = granted
                 silence_seconds = 1
 
-                """, ports: ArchiveTests.deckPorts(deck), archiveSegmentSeconds: 5)
+                """, ports: ArchiveEndToEndTests.deckPorts(deck), archiveSegmentSeconds: 5)
     }
 
     static func curl(_ port: UInt16, _ path: String) throws -> (status: Int, body: String) {
