@@ -35,6 +35,23 @@ public struct JournalEntry: Hashable, Sendable {
     }
 }
 
+/// A segment as the day view draws it: its span, loudness, end and gaps. Any thread.
+public struct DaySegment: Hashable, Sendable {
+    public var start: UTCTime
+    public var end: UTCTime
+    public var segment: Int
+    public var endReason: String?
+    public var loudnessLUFS: Double?
+    public var truePeakDBTP: Double?
+    /// Each gap's start and length in microseconds (in the time line, as the day view draws it).
+    public var gaps: [(at: Int64, microseconds: Int64)]
+
+    public static func == (lhs: DaySegment, rhs: DaySegment) -> Bool {
+        lhs.start == rhs.start && lhs.end == rhs.end && lhs.segment == rhs.segment
+    }
+    public func hash(into hasher: inout Hasher) { hasher.combine(start) }
+}
+
 /// A run of level overview cells: one segment file's (`LevelOverview`). Any thread.
 public struct LevelOverviewRun: Hashable, Sendable {
     public var start: UTCTime
@@ -59,10 +76,11 @@ extension ArchiveIndex {
                 stream TEXT NOT NULL,
                 grp INTEGER NOT NULL,
                 start_us INTEGER NOT NULL,
+                end_us INTEGER NOT NULL,
                 cell_seconds INTEGER NOT NULL,
                 codes BLOB NOT NULL
             );
-            CREATE INDEX IF NOT EXISTS level_overview_by_feed ON level_overview(app, stream, start_us);
+            CREATE INDEX IF NOT EXISTS level_overview_by_feed ON level_overview(app, stream, end_us);
             CREATE TABLE IF NOT EXISTS journal (
                 id INTEGER PRIMARY KEY AUTOINCREMENT,
                 time_us INTEGER NOT NULL,
@@ -81,15 +99,18 @@ extension ArchiveIndex {
         let codes = record.levelOverview.codes
         guard !codes.isEmpty else { return }
         let statement = try database.statement(
-            "INSERT OR REPLACE INTO level_overview (path, app, stream, grp, start_us, cell_seconds, codes) "
-                + "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)")
+            "INSERT OR REPLACE INTO level_overview (path, app, stream, grp, start_us, end_us, cell_seconds, codes) "
+                + "VALUES (?1, ?2, ?3, ?4, ?5, ?8, ?6, ?7)")
         statement.bind(1, record.path)
         statement.bind(2, record.app)
         statement.bind(3, record.stream)
         statement.bind(4, record.group)
         statement.bind(5, record.startTime.microsecondsSinceEpoch)
         statement.bind(6, LevelOverview.cellSeconds)
-        statement.bind(7, bytes: Array(codes.prefix(Self.overviewBytes)))
+        let kept = Array(codes.prefix(Self.overviewBytes))
+        statement.bind(7, bytes: kept)
+        statement.bind(
+            8, record.startTime.microsecondsSinceEpoch &+ Int64(kept.count / 2 * LevelOverview.cellSeconds) &* 1_000_000)
         try statement.run()
     }
 
@@ -99,17 +120,17 @@ extension ArchiveIndex {
         try statement.run()
     }
 
-    /// The overview runs of the feed's first file (group 0 or 1) that start before `to` and
-    /// within a day before `from` (no run is longer), oldest first, at most `limit` of them.
+    /// The overview runs of the feed's first file (group 0 or 1) that overlap `from`..<`to`,
+    /// oldest first, at most `limit` of them.
     public func levelOverviews(
         app: String, stream: String, from: UTCTime, to: UTCTime, limit: Int
     ) throws(ArchiveError) -> [LevelOverviewRun] {
         let statement = try database.statement(
             "SELECT start_us, cell_seconds, codes FROM level_overview WHERE app = ?1 AND stream = ?2 "
-                + "AND grp <= 1 AND start_us >= ?3 AND start_us < ?4 ORDER BY start_us LIMIT ?5")
+                + "AND grp <= 1 AND end_us > ?3 AND start_us < ?4 ORDER BY start_us LIMIT ?5")
         statement.bind(1, app)
         statement.bind(2, stream)
-        statement.bind(3, from.microsecondsSinceEpoch &- Int64(LevelOverview.maximumCells) &* 1_000_000)
+        statement.bind(3, from.microsecondsSinceEpoch)
         statement.bind(4, to.microsecondsSinceEpoch)
         statement.bind(5, max(0, limit))
         defer { statement.reset() }
@@ -122,6 +143,48 @@ extension ArchiveIndex {
             runs.append(LevelOverviewRun(start: start, codes: codes))
         }
         return runs
+    }
+
+    /// The feed's first files (group 0 or 1) that hold audio in the range, oldest first, at
+    /// most `limit`: the few columns the day view draws, rows out of bounds skipped.
+    public func daySegments(
+        app: String, stream: String, from: UTCTime, to: UTCTime, limit: Int
+    ) throws(ArchiveError) -> [DaySegment] {
+        let statement = try database.statement(
+            "SELECT start_us, end_us, segment, end_reason, loudness_lufs, true_peak_dbtp, gaps, sample_rate "
+                + "FROM segments WHERE app = ?1 AND stream = ?2 AND grp <= 1 AND end_us > ?3 AND start_us < ?4 "
+                + "ORDER BY start_us LIMIT ?5")
+        statement.bind(1, app)
+        statement.bind(2, stream)
+        statement.bind(3, from.microsecondsSinceEpoch)
+        statement.bind(4, to.microsecondsSinceEpoch)
+        statement.bind(5, max(0, limit))
+        defer { statement.reset() }
+        var segments: [DaySegment] = []
+        while try statement.step() {
+            let rate = statement.int64(7)
+            guard let start = UTCTime(checkedMicrosecondsSinceEpoch: statement.int64(0)),
+                let end = UTCTime(checkedMicrosecondsSinceEpoch: statement.int64(1)), start < end,
+                case .some(let reason) = statement.boundedText(3, maximumBytes: 64),
+                case .some(.some(let gapsText)) = statement.boundedText(6, maximumBytes: 4_096),
+                (1...768_000).contains(rate)
+            else { continue }
+            var gaps: [(at: Int64, microseconds: Int64)] = []
+            var before: Int64 = 0
+            for gap in SegmentGap.parse(commentValue: gapsText) ?? [] where gap.length > 0 && gap.position >= 0 {
+                let at = (Int64(gap.position) &+ before).multipliedReportingOverflow(by: 1_000_000)
+                let length = Int64(gap.length).multipliedReportingOverflow(by: 1_000_000)
+                guard !at.overflow, !length.overflow else { break }
+                gaps.append((start.microsecondsSinceEpoch &+ at.partialValue / rate, length.partialValue / rate))
+                before &+= Int64(gap.length)
+            }
+            segments.append(
+                DaySegment(
+                    start: start, end: end, segment: statement.int(2), endReason: reason,
+                    loudnessLUFS: statement.double(4).flatMap { $0.isFinite ? $0 : nil },
+                    truePeakDBTP: statement.double(5).flatMap { $0.isFinite ? $0 : nil }, gaps: gaps))
+        }
+        return segments
     }
 
     /// The feeds (app, stream) with segments in the range, by name, at most `limit`.

@@ -285,9 +285,11 @@ final class ControlFrontEnd: ControlServerHandler, EventSink, @unchecked Sendabl
 
     // MARK: EventSink
 
-    /// Sends `event` to the watchers of its app; a decided permission answers the
+    /// Sends `event` to the watchers of its app (and journals it); a decided permission answers the
     /// `permission.request`s that waited for it.
     func broadcast(_ event: Event) {
+        // Every event passes here (the coordinator's and the services'): the day view's journal.
+        coordinator?.archive.journal(event)
         let line = event.json.jsonText
         let app = event.app
         // Encoded once per event and spelling, not once per watcher: with many watchers the

@@ -26,7 +26,7 @@ enum DayPageAssets {
         button, select, input { font: inherit; padding: .15rem .5rem; }
         #clock { margin-left: auto; font-variant-numeric: tabular-nums; font-weight: 600; }
         #span { font-variant-numeric: tabular-nums; margin: .2rem 0; font-weight: 600; }
-        #timeline { width: 100%; height: 300px; display: block; cursor: crosshair; border: 1px solid #8884; }
+        #timeline { width: 100%; height: max(300px, 40vh); display: block; cursor: crosshair; border: 1px solid #8884; }
         #hover { min-height: 1.4em; font-variant-numeric: tabular-nums; color: #666; }
         #pickline { min-height: 1.6em; }
         .legend span { margin-right: 1rem; white-space: nowrap; }
@@ -46,7 +46,7 @@ enum DayPageAssets {
           <nav><a href="/">Status</a><a href="/wall">Wall</a><a href="/browse">Archive</a></nav>
           <div class="controls">
             <label>Feed <select id="feed"></select></label>
-            <label>Day (UTC) <input type="date" id="date"></label>
+            <label>Day (UTC) <input id="date" size="10" placeholder="YYYY-MM-DD" pattern="\d{4}-\d{2}-\d{2}"></label>
             <button id="last">Last 24 h</button>
             <button id="zoomout" title="Zoom out">−</button>
             <button id="zoomin" title="Zoom in">+</button>
@@ -86,6 +86,7 @@ enum DayPageAssets {
         function iso(ms) { return new Date(Math.round(ms / 1000) * 1000).toISOString().replace(".000Z", "Z"); }
         function human(s) {
           if (s == null || !isFinite(s)) return "";
+          if (s < 1) return Math.round(s * 1000) + " ms";
           if (s < 10) return (Math.round(s * 10) / 10) + " s";
           if (s < 60) return Math.round(s) + " s";
           const m = Math.round(s / 60);
@@ -113,14 +114,9 @@ enum DayPageAssets {
           state.from = Date.parse(data.from); state.to = Date.parse(data.to);
           const n = Math.max(0, Math.ceil((state.to - state.from) / 1000));
           state.peak = new Uint8Array(n); state.rms = new Uint8Array(n);
-          for (const run of data.levels || []) {
-            const bytes = Uint8Array.from(atob(run.codes), (c) => c.charCodeAt(0));
-            const first = Math.round((Date.parse(run.start) - state.from) / 1000);
-            for (let i = 0; 2 * i + 1 < bytes.length; i++) {
-              const s = first + i;
-              if (s >= 0 && s < n) { state.peak[s] = bytes[2 * i]; state.rms[s] = bytes[2 * i + 1]; }
-            }
-          }
+          // Two bytes (peak, RMS code) per second from `from`, one base64 text.
+          const codes = atob(data.levels || "");
+          for (let i = 0; i < n && 2 * i + 1 < codes.length; i++) { state.peak[i] = codes.charCodeAt(2 * i); state.rms[i] = codes.charCodeAt(2 * i + 1); }
           if (!keep) { state.v0 = state.from; state.v1 = state.to; }
           const select = $("feed");
           select.replaceChildren(...[...new Set([...(data.feeds || []), state.feed].filter(Boolean))].map((f) => new Option(f, f)));
@@ -144,7 +140,7 @@ enum DayPageAssets {
           }
           for (const f in open) marks.push({ kind: "silence", from: open[f], to: Math.min(Date.now(), state.to), text: "silent since " + hms(open[f]) + " UTC" });
           for (const seg of state.data.segments || [])
-            for (const g of seg.gaps) { const t = Date.parse(g.at); marks.push({ kind: "gap", from: t, to: t + g.seconds * 1000, text: "gap of " + human(g.seconds) }); }
+            for (const g of seg[6]) marks.push({ kind: "gap", from: g[0], to: g[0] + g[1], text: "gap of " + human(g[1] / 1000) });
           state.marks = marks;
         }
         const colours = { silence: "#ef8f00", stall: "#c62828", health: "#c62828", jack: "#c62828", gap: "#b000b5",
@@ -166,16 +162,11 @@ enum DayPageAssets {
           g.fillStyle = dark ? "#333" : "#e4e4e4"; g.fillRect(0, levelTop, w, levelH);
           g.fillStyle = dark ? "#15181d" : "#fbfbfb";
           for (const seg of state.data.segments || []) {
-            const a = x(Date.parse(seg.start), w), b = x(Date.parse(seg.end), w);
+            const a = x(seg[0], w), b = x(seg[1], w);
             if (b >= 0 && a <= w) g.fillRect(a, levelTop, Math.max(1, b - a), levelH);
           }
           // dB scale: -60..0 dBFS.
           const y = (code) => code === 0 ? 0 : Math.max(0, Math.min(1, (60 - (255 - code) / 2) / 60)) * levelH;
-          g.strokeStyle = "#8884"; g.fillStyle = fg; g.font = "11px system-ui"; g.lineWidth = 1;
-          for (const db of [0, -6, -12, -20, -40]) {
-            const yy = levelTop + levelH - (60 + db) / 60 * levelH;
-            g.beginPath(); g.moveTo(0, yy + .5); g.lineTo(w, yy + .5); g.stroke(); g.fillText(db + " dB", 3, yy + 11);
-          }
           const n = state.peak.length, perPx = span / 1000 / w;
           for (let px = 0; px < w; px++) {
             const s0 = Math.floor((state.v0 + px * perPx * 1000 - state.from) / 1000);
@@ -185,16 +176,20 @@ enum DayPageAssets {
             if (p) { g.fillStyle = "#7fb2f0"; g.fillRect(px, levelTop + levelH - y(p), 1, y(p)); }
             if (r) { g.fillStyle = "#1f5fb0"; g.fillRect(px, levelTop + levelH - y(r), 1, y(r)); }
           }
+          g.strokeStyle = dark ? "#fff5" : "#fff9"; g.fillStyle = fg; g.font = "11px system-ui"; g.lineWidth = 1;
+          for (const db of [0, -6, -12, -20, -40]) {
+            const yy = levelTop + levelH - (60 + db) / 60 * levelH;
+            g.beginPath(); g.moveTo(0, yy + .5); g.lineTo(w, yy + .5); g.stroke(); g.fillText(db + " dB", 3, yy + 11);
+          }
           // Segments: boundaries and loudness.
           g.font = "11px system-ui";
           for (const seg of state.data.segments || []) {
-            const a = x(Date.parse(seg.start), w), b = x(Date.parse(seg.end), w);
+            const a = x(seg[0], w), b = x(seg[1], w);
             if (b < 0 || a > w) continue;
-            const l = seg.loudnessLufs;
+            const l = seg[3];
             g.fillStyle = l == null ? "#8886" : l > -18 ? "#c62828aa" : l < -30 ? "#888a" : "#2a7d2aaa";
             g.fillRect(a, segTop, Math.max(1, b - a - 1), 16);
-            g.fillStyle = fg; g.fillRect(a, segTop - 2, 1, 20);
-            if (b - a > 4) { g.fillStyle = "#0003"; g.fillRect(a, levelTop, 1, levelH); }
+            if (b - a > 6) { g.fillStyle = fg; g.fillRect(a, segTop - 2, 1, 20); g.fillStyle = "#0003"; g.fillRect(a, levelTop, 1, levelH); }
             if (b - a > 70 && l != null) { g.fillStyle = "#fff"; g.fillText(l.toFixed(1) + " LUFS", Math.max(a, 0) + 3, segTop + 12); }
           }
           // Marks.
@@ -266,7 +261,10 @@ enum DayPageAssets {
         $("right").onclick = () => setView(state.v0 + (state.v1 - state.v0) / 2, state.v1 + (state.v1 - state.v0) / 2);
         $("whole").onclick = () => setView(state.from, state.to);
         $("last").onclick = () => { state.date = ""; navigate(); };
-        $("date").onchange = () => { state.date = $("date").value; navigate(); };
+        $("date").onchange = () => {
+          if (!/^\d{4}-\d{2}-\d{2}$/.test($("date").value)) { $("error").textContent = "Write the day as YYYY-MM-DD (UTC)."; return; }
+          state.date = $("date").value; navigate();
+        };
         $("feed").onchange = () => { state.feed = $("feed").value; navigate(); };
         function navigate() {
           const q = new URLSearchParams({ feed: state.feed });

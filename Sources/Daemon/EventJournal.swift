@@ -5,7 +5,7 @@
 // plus recd's own start and stop. Segment boundaries, gaps inside segments and loudness are not
 // journaled: the index's segment rows own them and the day view reads them there.
 //
-// Threads: the control thread (`SessionCoordinator.broadcast`), through `ArchiveService`'s
+// Threads: the control thread (`ControlFrontEnd.broadcast`, which every event passes), through `ArchiveService`'s
 // index connection, as the segment rows are written.
 import Archive
 import ControlProtocol
@@ -22,7 +22,7 @@ enum EventJournal {
             let level = silence.levelDB.map { ", peak \(Self.decibels($0))" } ?? ""
             let text =
                 silence.state == .began
-                ? "silent for \(silence.seconds.map(Readable.duration) ?? "a while")\(level)"
+                ? "went silent (alarm after \(silence.seconds.map(Readable.duration) ?? "a while"))\(level)"
                 : "sound again after \(silence.seconds.map(Readable.duration) ?? "a silence")\(level)"
             return JournalEntry(
                 time: time, app: silence.app, stream: silence.stream,

@@ -27,7 +27,13 @@ extension HTTPEndpoints {
             switch DayQuery.day(request.query, now: .now()) {
             case .failure(let refusal): return .error(400, "Bad Request: \(refusal.message)")
             case .success(let query):
-                return Self.answer { () throws(ArchiveError) in try archive.day(query) }
+                do throws(ArchiveError) {
+                    return HTTPResponse(
+                        contentType: "application/json", headers: [("Cache-Control", "no-store")],
+                        body: .bytes(Array(try archive.day(query).utf8)))
+                } catch {
+                    return .error(503, "Service Unavailable: the archive index cannot be read (\(error.message))")
+                }
             }
         }
         routes.add("/api/events") { request in
@@ -69,37 +75,66 @@ final class DayArchive: @unchecked Sendable {
         return try body(connection!)
     }
 
-    /// `/api/day`: the feeds of the range, and for the feed asked its overview, segments and journal.
-    func day(_ query: DayQuery) throws(ArchiveError) -> JSONValue {
+    /// `/api/day`: the feeds of the range, and for the feed asked its overview, segments and
+    /// journal, as JSON text. Built as text, not as a `JSONValue` tree: a day is 1 440 segments
+    /// and 86 400 cells, and this answer must cost recd little (docs/status-page.md).
+    /// `levels`: base64 of two bytes (peak, RMS `LevelOverview` codes) per second from `from`;
+    /// `segments`: `[startMs, endMs, segment, loudnessLufs, truePeakDbtp, endReason,
+    /// [[gapAtMs, gapMs], ...]]` (ms since the epoch).
+    func day(_ query: DayQuery) throws(ArchiveError) -> String {
         let (from, to) = (query.from, query.to)
-        return try withIndex { (index) throws(ArchiveError) -> JSONValue in
+        return try withIndex { (index) throws(ArchiveError) -> String in
             let feeds = try index.feeds(from: from, to: to, limit: Self.maxFeeds)
-            var answer: [(String, JSONValue)] = [
-                ("from", .string(from.iso8601)), ("to", .string(to.iso8601)),
-                ("cellSeconds", .number(Double(LevelOverview.cellSeconds))),
-                ("feeds", JSONValue(feeds.map { "\($0.app)/\($0.stream)" })),
-            ]
-            guard let feed = query.feed else {
-                answer.append(("feed", .null))
-                return .object(answer)
-            }
+            var text = "{\"from\":\(JSONValue.string(from.iso8601).jsonText),\"to\":\(JSONValue.string(to.iso8601).jsonText)"
+            text += ",\"cellSeconds\":\(LevelOverview.cellSeconds)"
+            text += ",\"feeds\":" + JSONValue(feeds.map { "\($0.app)/\($0.stream)" }).jsonText
+            guard let feed = query.feed else { return text + ",\"feed\":null}" }
             let runs = try index.levelOverviews(
                 app: feed.app, stream: feed.stream, from: from, to: to, limit: Self.maxSegments)
-            let records = try index.list(app: feed.app, since: from, until: to, limit: Self.maxSegments + 1)
-                .filter { $0.stream == feed.stream && $0.group <= 1 }
+            let segments = try index.daySegments(
+                app: feed.app, stream: feed.stream, from: from, to: to, limit: Self.maxSegments + 1)
             let events = try index.journal(
                 app: feed.app, stream: feed.stream, from: from, to: to, limit: Self.maxEvents + 1)
-            answer += [
-                ("feed", .string("\(feed.app)/\(feed.stream)")),
-                ("levels", .array(runs.map { run in
-                    ["start": .string(run.start.iso8601), "codes": .string(Data(run.codes).base64EncodedString())]
-                })),
-                ("segments", .array(records.prefix(Self.maxSegments).map(Self.segment))),
-                ("events", .array(events.prefix(Self.maxEvents).map(Self.event))),
-                ("truncated", .bool(records.count > Self.maxSegments || events.count > Self.maxEvents)),
-            ]
-            return .object(answer)
+            text += ",\"feed\":" + JSONValue.string("\(feed.app)/\(feed.stream)").jsonText
+            text += ",\"levels\":\"" + Self.levels(runs, from: from, to: to) + "\""
+            text += ",\"segments\":["
+            for (number, segment) in segments.prefix(Self.maxSegments).enumerated() {
+                if number > 0 { text += "," }
+                text += Self.segment(segment)
+            }
+            text += "],\"events\":" + JSONValue.array(events.prefix(Self.maxEvents).map(Self.event)).jsonText
+            let truncated = segments.count > Self.maxSegments || events.count > Self.maxEvents
+            return text + ",\"truncated\":\(truncated)}"
         }
+    }
+
+    /// The overview's cells from `from` to `to`, one contiguous base64 text (0 where none).
+    static func levels(_ runs: [LevelOverviewRun], from: UTCTime, to: UTCTime) -> String {
+        let cellMicros = Int64(LevelOverview.cellSeconds) * 1_000_000
+        let cells = Int((to.microsecondsSinceEpoch - from.microsecondsSinceEpoch + cellMicros - 1) / cellMicros)
+        var codes = [UInt8](repeating: 0, count: max(0, cells) * 2)
+        for run in runs {
+            let offset = run.start.microsecondsSinceEpoch - from.microsecondsSinceEpoch
+            let first = Int((offset >= 0 ? offset + cellMicros / 2 : offset - cellMicros / 2) / cellMicros)
+            for cell in max(0, -first)..<(run.codes.count / 2) {
+                let target = first + cell
+                guard target < cells else { break }
+                codes[2 * target] = run.codes[2 * cell]
+                codes[2 * target + 1] = run.codes[2 * cell + 1]
+            }
+        }
+        return Data(codes).base64EncodedString()
+    }
+
+    static func segment(_ segment: DaySegment) -> String {
+        func number(_ value: Double?) -> String { value.map { String(($0 * 100).rounded() / 100) } ?? "null" }
+        var text = "[\(segment.start.microsecondsSinceEpoch / 1_000),\(segment.end.microsecondsSinceEpoch / 1_000)"
+        text += ",\(segment.segment),\(number(segment.loudnessLUFS)),\(number(segment.truePeakDBTP)),"
+        text += JSONValue(segment.endReason).jsonText + ",["
+        for (number, gap) in segment.gaps.enumerated() {
+            text += (number > 0 ? ",[" : "[") + "\(gap.at / 1_000),\(gap.microseconds / 1_000)]"
+        }
+        return text + "]]"
     }
 
     /// `/api/events`: the journal with the query's filters.
@@ -113,22 +148,6 @@ final class DayArchive: @unchecked Sendable {
             "from": .string(query.from.iso8601), "to": .string(query.to.iso8601),
             "events": .array(entries.prefix(query.limit).map(Self.event)),
             "truncated": .bool(entries.count > query.limit),
-        ]
-    }
-
-    static func segment(_ record: SegmentRecord) -> JSONValue {
-        var gaps: [JSONValue] = []
-        var before = 0
-        for gap in record.gaps where record.sampleRate > 0 {
-            let at = record.startTime.advanced(byFrames: gap.position + before, sampleRate: record.sampleRate)
-            gaps.append(["at": .string(at.iso8601), "seconds": .number(Double(gap.length) / Double(record.sampleRate))])
-            before += gap.length
-        }
-        return [
-            "start": .string(record.startTime.iso8601), "end": .string(record.endTime.iso8601),
-            "segment": .number(Double(record.segment)), "endReason": JSONValue(record.endReason?.rawValue),
-            "recovered": .bool(record.recovered), "loudnessLufs": JSONValue(record.loudness.integratedLUFS),
-            "truePeakDbtp": JSONValue(record.loudness.truePeakDBTP), "gaps": .array(gaps),
         ]
     }
 

@@ -110,10 +110,7 @@ final class SessionCoordinator: FactSink, TakeHost, @unchecked Sendable {
         self.features = features
     }
 
-    func broadcast(_ event: Event) {
-        archive.journal(event)
-        events?.broadcast(event)
-    }
+    func broadcast(_ event: Event) { events?.broadcast(event) }
 
     /// Whether closing `client` (of process `pid`) would lose something: a reply still to come
     /// (a request on a worker, a `stop` waiting for its segments), an attachment made or being

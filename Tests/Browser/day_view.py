@@ -89,9 +89,10 @@ def fill(index, feed, date):
                        "true_peak_dbtp) VALUES (?, ?, ?, 0, ?, ?, ?, ?, 48000, 2, 24, 'rotate', ?, 0, 4000000, ?, ?)",
                        (path, app, stream, minute + 1, begin, begin + 60_000_000, frames, gaps,
                         -23 + 3 * ((minute // 30) % 3 - 1), -2.5))
-            db.execute("INSERT OR REPLACE INTO level_overview (path, app, stream, grp, start_us, cell_seconds, codes) "
-                       "VALUES (?, ?, ?, 0, ?, 1, ?)", (path, app, stream, begin, bytes(cells)))
-        for (at, kind, text, secs) in [(silence[0], "silence", "silent for 6 s, peak -70 dBFS", 6),
+            db.execute("INSERT OR REPLACE INTO level_overview (path, app, stream, grp, start_us, end_us, cell_seconds, "
+                       "codes) VALUES (?, ?, ?, 0, ?, ?, 1, ?)", (path, app, stream, begin, begin + 60_000_000,
+                                                                   bytes(cells)))
+        for (at, kind, text, secs) in [(silence[0], "silence", "went silent (alarm after 6 s), peak -70 dBFS", 6),
                                        (silence[1], "sound", "sound again after 6 min", 360),
                                        (gap[0], "gap", "gap of 20 s: frames lost (stalled)", 20),
                                        (3 * 3600, "recd", "recd started", None),
@@ -143,33 +144,47 @@ def main():
         # The page once, to warm the browser (its first start reads its caches): the figure is a load.
         driver.get(url)
         until("the day view ready", 10, lambda: driver.execute_script("return document.body.dataset.ready"))
-        best = None
-        for _ in range(3):
+        # recd records the live feed meanwhile: its CPU over a 1 s window with no page load is
+        # taken before each load's 1 s window, and the page's cost is the difference.
+        tick = 1000 / os.sysconf("SC_CLK_TCK")
+        window = 1.0
+        runs = []
+        for _ in range(5):
             driver.get("about:blank")
+            before = cpu_ticks(args.pid)
+            time.sleep(window)
+            idle = (cpu_ticks(args.pid) - before) * tick
+            began = time.monotonic()
             before = cpu_ticks(args.pid)
             driver.get(url)
             until("the day view ready", 10, lambda: driver.execute_script("return document.body.dataset.ready"))
             render = driver.execute_script("return window.dayRenderMs")
-            time.sleep(0.3)
-            cpu = (cpu_ticks(args.pid) - before) * 1000 / os.sysconf("SC_CLK_TCK")
-            best = (render, cpu) if best is None or render < best[0] else best
-            print(f"   load: rendered {render:.0f} ms after navigation, recd CPU {cpu:.0f} ms", flush=True)
-        render, cpu = best
+            time.sleep(max(0.0, began + window - time.monotonic()))
+            loaded = (cpu_ticks(args.pid) - before) * tick
+            runs.append((render, loaded - idle, loaded, idle))
+            print(f"   load: rendered {render:.0f} ms after navigation; recd CPU over 1 s {loaded:.0f} ms with the "
+                  f"load, {idle:.0f} ms without: {loaded - idle:.0f} ms for the page", flush=True)
+        runs.sort()
+        render = runs[len(runs) // 2][0]
+        cost = sorted(run[1] for run in runs)[len(runs) // 2]
         if render >= 1000:
-            fail(f"the day view rendered in {render:.0f} ms (best of 3), want < 1000")
-        if cpu >= 50:
-            fail(f"recd spent {cpu:.0f} ms CPU on the page load, want < 50")
-        print(f"ok: a day of {args.feed} renders in {render:.0f} ms; recd CPU {cpu:.0f} ms", flush=True)
+            fail(f"the day view rendered in {render:.0f} ms (median of {len(runs)}), want < 1000")
+        if cost >= 50:
+            fail(f"recd spent {cost:.0f} ms CPU on the page load (median of {len(runs)}), want < 50")
+        print(f"ok: a day of {args.feed} renders in {render:.0f} ms; recd CPU for it {cost:.0f} ms (medians of "
+              f"{len(runs)}; {tick:.0f} ms ticks)", flush=True)
 
         def pixel_at(ms, lane):
             return driver.execute_script("""
                 const c = document.getElementById('timeline'), s = window.dayView.state;
                 const w = c.clientWidth, h = c.clientHeight, dpr = window.devicePixelRatio || 1;
                 const x = Math.round((arguments[0] - s.v0) / (s.v1 - s.v0) * w);
-                const y = arguments[1] === 'marks' ? h - 70 + 4 + 22 + 13 : 22 + (h - 92) / 2;
+                const y = arguments[1] === 'marks' ? h - 66 + 13 : 22 + (h - 92) / 2;  // DayPageAssets' lanes
                 const d = c.getContext('2d').getImageData(Math.round(x * dpr), Math.round(y * dpr), 1, 1).data;
                 return [d[0], d[1], d[2]];""", ms, lane)
 
+        os.makedirs(args.screenshots, exist_ok=True)
+        driver.save_screenshot(os.path.join(args.screenshots, "day-1920x1080.png"))
         silence_mid = day0 + (600 * 60 + 180) * 1000
         rgb = pixel_at(silence_mid, "marks")
         if not (rgb[0] > 200 and 100 < rgb[1] < 180 and rgb[2] < 60):
@@ -186,8 +201,6 @@ def main():
             fail(f"the silence mark is not 10:00:00-10:06:00 UTC: {silence_mark}")
         print("ok: the silence (10:00:00-10:06:00 UTC) and the gap (14:30:00, 20 s) are drawn at their times",
               flush=True)
-        os.makedirs(args.screenshots, exist_ok=True)
-        driver.save_screenshot(os.path.join(args.screenshots, "day-1920x1080.png"))
 
         # Zoom: the + button (×4), the wheel (×2) around the cursor; then a minute's seconds.
         span = lambda: driver.execute_script("const s = window.dayView.state; return s.v1 - s.v0;")
