@@ -110,7 +110,8 @@ extension ArchiveIndex {
         let kept = Array(codes.prefix(Self.overviewBytes))
         statement.bind(7, bytes: kept)
         statement.bind(
-            8, record.startTime.microsecondsSinceEpoch &+ Int64(kept.count / 2 * LevelOverview.cellSeconds) &* 1_000_000)
+            8, record.startTime.microsecondsSinceEpoch &+ Int64(kept.count / 2 * LevelOverview.cellSeconds) &* 1_000_000
+        )
         try statement.run()
     }
 

@@ -85,7 +85,8 @@ final class DayArchive: @unchecked Sendable {
         let (from, to) = (query.from, query.to)
         return try withIndex { (index) throws(ArchiveError) -> String in
             let feeds = try index.feeds(from: from, to: to, limit: Self.maxFeeds)
-            var text = "{\"from\":\(JSONValue.string(from.iso8601).jsonText),\"to\":\(JSONValue.string(to.iso8601).jsonText)"
+            var text =
+                "{\"from\":\(JSONValue.string(from.iso8601).jsonText),\"to\":\(JSONValue.string(to.iso8601).jsonText)"
             text += ",\"cellSeconds\":\(LevelOverview.cellSeconds)"
             text += ",\"feeds\":" + JSONValue(feeds.map { "\($0.app)/\($0.stream)" }).jsonText
             guard let feed = query.feed else { return text + ",\"feed\":null}" }

@@ -101,7 +101,8 @@ struct LevelOverviewTests {
             JournalEntry(time: base, app: "a", stream: "mic", kind: "silence", text: "silent for 6 min", seconds: 360),
             JournalEntry(time: base.advanced(bySeconds: 60), app: "a", stream: "line", kind: "stall", text: "stalled"),
             JournalEntry(time: base.advanced(bySeconds: 120), app: "a", stream: nil, kind: "interruption", text: "i"),
-            JournalEntry(time: base.advanced(bySeconds: 180), app: nil, stream: nil, kind: "recd", text: "recd started"),
+            JournalEntry(
+                time: base.advanced(bySeconds: 180), app: nil, stream: nil, kind: "recd", text: "recd started"),
             JournalEntry(time: base.advanced(bySeconds: 240), app: "b", stream: "mic", kind: "gap", text: "gap"),
         ]
         for entry in entries { try index.appendJournal(entry) }
@@ -139,7 +140,8 @@ struct LevelOverviewTests {
         index.journalLimit = 300
         for n in 0..<1_000 {
             try index.appendJournal(
-                JournalEntry(time: base.advanced(bySeconds: Double(n)), app: "a", stream: "mic", kind: "y", text: "\(n)"))
+                JournalEntry(
+                    time: base.advanced(bySeconds: Double(n)), app: "a", stream: "mic", kind: "y", text: "\(n)"))
         }
         let kept = try index.journal(app: nil, stream: nil, from: day.from, to: day.to, limit: 10_000)
         #expect(kept.count <= 300 + 255 && kept.count >= 300)

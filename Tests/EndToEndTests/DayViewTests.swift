@@ -117,7 +117,8 @@ struct DayViewTests {
         // What is allowed is answered, and bounded.
         let day = try Self.curl(port, "/api/day?feed=a/b&last=48h")
         #expect(day.status == 200, "\(day.body)")
-        let events = try Self.curl(port, "/api/events?from=2026-01-01&to=2026-01-31T23:59:59Z&kind=silence,gap&limit=1000")
+        let events = try Self.curl(
+            port, "/api/events?from=2026-01-01&to=2026-01-31T23:59:59Z&kind=silence,gap&limit=1000")
         #expect(events.status == 200, "\(events.body)")
         #expect(try daemon.recctl("status").status == 0, "recd stopped serving; its log:\n\(daemon.log)")
     }

@@ -19,7 +19,8 @@ final class LevelOverviewStage: SegmentStage {
 
     func observe(_ channelStarts: UnsafePointer<UnsafePointer<Float>>, frames: Int, at position: Int) {
         for (index, file) in files.enumerated() where index < cells.count {
-            cells[index].add(channelStarts, channels: file.first..<(file.first + file.count), frames: frames, at: position)
+            cells[index].add(
+                channelStarts, channels: file.first..<(file.first + file.count), frames: frames, at: position)
         }
     }
 
