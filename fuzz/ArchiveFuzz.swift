@@ -50,6 +50,18 @@ private func wholeIndex(_ body: [UInt8]) {
     for record in (try? index.latest(limit: 20)) ?? [] { exercise(record) }
     for record in (try? index.unchained(since: UTCTime(nanosecondsSinceEpoch: 0))) ?? [] { exercise(record) }
     _ = try? index.count()
+    // The day view's readers (ArchiveIndex+Day.swift) over the same forged tables.
+    let (from, to) = (UTCTime(nanosecondsSinceEpoch: 0), UTCTime(secondsSinceEpoch: 4_000_000_000))
+    _ = try? index.feeds(from: from, to: to, limit: 200)
+    for feed in (try? index.feeds(from: from, to: to, limit: 4)) ?? [] {
+        for run in (try? index.levelOverviews(app: feed.app, stream: feed.stream, from: from, to: to, limit: 100)) ?? [] {
+            precondition(run.codes.count % 2 == 0 && run.codes.count <= LevelOverview.maximumCells * 2)
+        }
+        _ = try? index.daySegments(app: feed.app, stream: feed.stream, from: from, to: to, limit: 100)
+    }
+    for entry in (try? index.journal(app: nil, stream: nil, from: from, to: to, limit: 100)) ?? [] {
+        _ = (entry.time.iso8601, entry.text.count, entry.seconds.map { $0.isFinite } ?? true)
+    }
 }
 
 /// Reads bytes as fields: 8-byte integers and doubles, NUL-terminated texts.
@@ -130,4 +142,20 @@ private func times(_ body: [UInt8]) {
     _ = time.advanced(bySeconds: fields.real() ?? 0)
     _ = UTCTime(checkedMicrosecondsSinceEpoch: fields.int())
     _ = UTCTime(checkedSecondsSinceEpoch: fields.int(), nanoseconds: fields.int())
+    // The day view's query parameters (Sources/Daemon/DayQuery.swift, linked in): the rest as
+    // NUL-separated key=value pairs; every answer is a query within its bounds or a refusal.
+    var query: [String: String] = [:]
+    for pair in fields.bytes.split(separator: 0, omittingEmptySubsequences: false).prefix(16) {
+        let parts = pair.split(separator: UInt8(ascii: "="), maxSplits: 1, omittingEmptySubsequences: false)
+        query[String(decoding: parts[0], as: UTF8.self)] = parts.count > 1 ? String(decoding: parts[1], as: UTF8.self) : ""
+    }
+    let now = UTCTime(secondsSinceEpoch: 1_796_342_400)  // the parsers are given the real clock
+    if case .success(let day) = DayQuery.day(query, now: now) {
+        precondition(day.from < day.to && day.to.microsecondsSinceEpoch - day.from.microsecondsSinceEpoch
+            <= Int64(DayQuery.maxDayHours) * 3_600_000_000)
+    }
+    if case .success(let events) = EventsQuery.events(query, now: now) {
+        precondition(events.from < events.to && (1...EventsQuery.maxLimit).contains(events.limit)
+            && events.kinds.count <= EventsQuery.maxKinds)
+    }
 }
