@@ -109,7 +109,8 @@ enum DayPageAssets {
           } catch (e) { $("error").textContent = "Cannot load the day: " + e.message; return; }
           $("error").textContent = "";
           if (!state.feed && data.feeds.length) { state.feed = data.feeds[0]; return load(); }
-          const keep = state.data && state.data.from === data.from && state.v1 > state.v0;
+          // A zoomed view stays where it is when the last 24 h reload; the whole range follows.
+          const keep = state.data && state.v1 > state.v0 && !(state.v0 === state.from && state.v1 === state.to);
           state.data = data;
           state.from = Date.parse(data.from); state.to = Date.parse(data.to);
           const n = Math.max(0, Math.ceil((state.to - state.from) / 1000));
@@ -294,7 +295,8 @@ enum DayPageAssets {
           $("events").replaceChildren(...rows.slice(-1000).reverse().map((e) => {
             const tr = document.createElement("tr"), t = Date.parse(e.time);
             tr.dataset.kind = e.kind;
-            for (const v of [day(t) + " " + hms(t), e.feed || "the box", e.kind, e.text, human(e.seconds)]) {
+            // A silence's length is on the "sound" entry that ends it; "silence" carries the alarm's delay.
+            for (const v of [day(t) + " " + hms(t), e.feed || "the box", e.kind, e.text, e.kind === "silence" ? "" : human(e.seconds)]) {
               const td = document.createElement("td"); td.textContent = v; tr.append(td);
             }
             tr.firstChild.className = "t";
