@@ -235,7 +235,10 @@ def main():
         driver.find_element("css selector", "#filters input[data-kind=silence]").click()
         if "silence" in rows():
             fail("the silence filter did not hide the silences")
-        print(f"ok: the event log lists {len(rows()) + 1} entries; its filter hides a kind", flush=True)
+        driver.find_element("css selector", "#filters input[data-kind=silence]").click()
+        if "silence" not in rows():
+            fail("the silence filter, ticked again, did not show the silences again")
+        print(f"ok: the event log lists {len(rows())} entries; its filter hides a kind and shows it again", flush=True)
 
         # A range dragged on the timeline: 12:00 to 13:00 at 1920 px is about 80 px.
         rect = driver.execute_script("const r = arguments[0].getBoundingClientRect(); return [r.left, r.width];",
