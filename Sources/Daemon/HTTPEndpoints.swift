@@ -81,7 +81,7 @@ struct HTTPEndpoints: Sendable {
         var routes = HTTPServer.Routes()
         routes.add("/metrics") { _ in metrics() }
         addStatusPage(to: &routes)
-        addHealth(to: &routes)
+        addWall(to: &routes)
         return routes
     }
 
