@@ -61,7 +61,7 @@ struct WallTests {
             })
         try #require(daemon.recctl("record", "start", "logger", "--stream", "mic").status == 0)
         try #require(daemon.recctl("record", "start", "studio", "--stream", "desk", "--input", "desk").status == 0)
-        return (daemon, decks, try HTTPTests.httpPort(daemon))
+        return (daemon, decks, try HTTPEndToEndTests.httpPort(daemon))
     }
 
     /// The health as each face shows it: `recctl status`'s first line, `recctl --json
