@@ -41,7 +41,7 @@ enum StatusPageAssets {
         #health[data-state=warning] { background: #e0a100; color: #111; }
         #health[data-state=alarm] { background: var(--bad); }
         /* recd unreachable: the whole page says so, and every old value is greyed. */
-        #stale { display: none; position: fixed; inset: 0 0 auto 0; padding: 1rem 2rem; background: var(--bad);
+        #stale { display: none; position: sticky; top: 0; margin: -1rem -2rem 1rem; padding: 1rem 2rem; background: var(--bad);
                  color: #fff; font-size: 1.6rem; font-weight: 700; z-index: 10; }
         body.stale #stale { display: block; }
         body.stale { background: #3a1214; }

@@ -102,10 +102,14 @@ enum WallPageAssets {
                 gap: .6vh; font-variant-numeric: tabular-nums; text-align: right; min-width: 13vw; }
         .lufs div { font-size: var(--lufs, 5.4vh); font-weight: 700; line-height: 1; }
         .lufs small { font-size: .45em; color: var(--dim); font-weight: 600; margin-right: .4em; }
+        .lufs .unit { font-size: 2.2vh; color: var(--dim); font-weight: 600; }
+        /* The bars take the tile's height, up to a bar a tenth of the screen high. */
         .meters { display: flex; flex-direction: column; justify-content: center; gap: .7vh; min-height: 0; }
-        .row { display: grid; grid-template-columns: 2.2vw 1fr 5.5vw; align-items: center; gap: .8vw; }
+        .row { display: grid; grid-template-columns: 2.2vw 1fr 5.5vw; align-items: stretch; gap: .8vw;
+               flex: 1 1 0; min-height: 2.6vh; max-height: var(--bar, 9vh); }
+        .row .ch, .row .clip { align-self: center; }
         .row .ch { font-size: 2.2vh; color: var(--dim); text-align: right; }
-        .bar { position: relative; height: var(--bar, 3.4vh); border-radius: .3vh; overflow: hidden;
+        .bar { position: relative; border-radius: .3vh; overflow: hidden;
                background: linear-gradient(to right, #12381c 0 70%, #4a3b0a 70% 90%, #4a1210 90% 100%); }
         /* The lit part shows the zone it reaches: green to -18 dBFS, amber to -6, red above. */
         .bar .level { position: absolute; inset: 0; clip-path: inset(0 100% 0 0);
@@ -118,6 +122,7 @@ enum WallPageAssets {
         .scale span { position: absolute; transform: translateX(-50%); font-size: 2vh; color: var(--dim);
                       font-variant-numeric: tabular-nums; }
         .scale span:last-child { transform: translateX(-100%); }
+        .scale .unit { left: calc(-2.2vw - .8vw); transform: none; }
         .nometer { font-size: 2.6vh; color: var(--dim); }
         #empty { font-size: 4vh; color: var(--dim); align-self: center; justify-self: center; }
         /* recd unreachable: the whole screen says so, and nothing old passes for now. */
@@ -167,7 +172,10 @@ enum WallPageAssets {
           const lufs = document.createElement("div");
           lufs.className = "lufs";
           const m = document.createElement("div"), s = document.createElement("div");
-          lufs.append(m, s);
+          const unit = document.createElement("span");
+          unit.className = "unit";
+          unit.textContent = "LUFS: momentary, short-term";
+          lufs.append(m, s, unit);
           el.append(head, lufs, meters);
           t = { el, words, meters, m, s, rows: [], scale: null };
           tiles.set(feed, t);
@@ -204,10 +212,14 @@ enum WallPageAssets {
           if (t.scale) return;
           t.scale = document.createElement("div");
           t.scale.className = "scale";
+          const unit = document.createElement("span");
+          unit.className = "unit";
+          unit.textContent = "dBFS";
+          t.scale.append(unit);
           for (const db of ticks) {
             const s = document.createElement("span");
             s.style.left = position(db) + "%";
-            s.textContent = db === 0 ? "0 dBFS" : String(db);
+            s.textContent = String(db);
             t.scale.append(s);
           }
           t.meters.append(t.scale);
@@ -225,7 +237,7 @@ enum WallPageAssets {
           box.style.setProperty("--name", (5.2 * k) + "vh");
           box.style.setProperty("--words", (3.8 * k) + "vh");
           box.style.setProperty("--lufs", (6 * k) + "vh");
-          box.style.setProperty("--bar", (4.2 * k) + "vh");
+          box.style.setProperty("--bar", (10 * k) + "vh");
         }
 
         function feedWords(f, rec) {
@@ -310,7 +322,7 @@ enum WallPageAssets {
             const l = loud.get(name);
             const fmt = (v) => v == null ? "—" : v.toFixed(1);
             t.m.replaceChildren(Object.assign(document.createElement("small"), { textContent: "M" }), fmt(l && l.momentaryLufs));
-            t.s.replaceChildren(Object.assign(document.createElement("small"), { textContent: "S LUFS" }), fmt(l && l.shortTermLufs));
+            t.s.replaceChildren(Object.assign(document.createElement("small"), { textContent: "S" }), fmt(l && l.shortTermLufs));
           }
         }
 
