@@ -122,7 +122,7 @@ enum WallPageAssets {
         .scale span { position: absolute; transform: translateX(-50%); font-size: 2vh; color: var(--dim);
                       font-variant-numeric: tabular-nums; }
         .scale span:last-child { transform: translateX(-100%); }
-        .scale .unit { left: calc(-2.2vw - .8vw); transform: none; }
+        .scale .unit { left: calc(100% + 1.2vw); transform: none; }
         .nometer { font-size: 2.6vh; color: var(--dim); }
         #empty { font-size: 4vh; color: var(--dim); align-self: center; justify-self: center; }
         /* recd unreachable: the whole screen says so, and nothing old passes for now. */
