@@ -18,18 +18,22 @@ struct WallTests {
 
     /// Two feeds on a private server: `logger/mic` (a tone at -12 dBFS on deck A) and
     /// `studio/desk` (a tone at -20 dBFS on deck B), both recording, HTTP on a free port.
+    /// `toneSeconds`: deck A's tone stops after that much of the server's time (then an hour
+    /// of digital silence), so that the logger's feed goes silent by itself.
     static func twoFeeds(
-        on jack: PrivateJack
+        on jack: PrivateJack, toneSeconds: Int? = nil
     ) throws -> (daemon: Daemon, decks: [SignalClient], port: UInt16) {
         let a = uniqueName("decka")
         let b = uniqueName("deckb")
         var decks: [SignalClient] = []
         for (deck, frequency, level) in [(a, 1000, -12), (b, 440, -20)] {
+            let envelope = deck == a ? toneSeconds.map { ["--envelope", "\($0):0,3600:off"] } ?? [] : []
             decks.append(
-                try SignalClient([
-                    "--server", jack.name, "--name", deck, "play", "--ports", "out_1,out_2", "--signal",
-                    "sine:\(frequency)", "--level", "\(level)",
-                ]))
+                try SignalClient(
+                    [
+                        "--server", jack.name, "--name", deck, "play", "--ports", "out_1,out_2", "--signal",
+                        "sine:\(frequency)", "--level", "\(level)",
+                    ] + envelope))
         }
         let daemon = try Daemon(
             extraConfig: """
@@ -153,12 +157,14 @@ struct WallTests {
     }
 
     @Test(
-        "the wall screen and the status page in Chromium: meters with dB scale, peak hold and LUFS; jackd SIGSTOPped names the stall, SIGCONT heals; a muted feed is 'silent for'; recd SIGKILLed turns both pages into an alarm within 3 s; screenshots at 1920x1080 and 1280x720"
+        "the wall screen and the status page in Chromium: meters with dB scale, peak hold and LUFS; jackd SIGSTOPped names the stall, SIGCONT heals; a feed whose tone stops is 'silent for'; recd SIGKILLed turns both pages into an alarm within 3 s; screenshots at 1920x1080 and 1280x720"
     )
     func wallInBrowser() throws {
         let jack = try PrivateJack(period: 1024, name: Self.serverName)
         defer { jack.stop() }
-        let (daemon, decks, port) = try Self.twoFeeds(on: jack)
+        // The logger's tone lasts 45 s of the server's time: the checks before the silence take
+        // about 15 (the 3 s the server is stopped do not count).
+        let (daemon, decks, port) = try Self.twoFeeds(on: jack, toneSeconds: 45)
         defer { decks.forEach { $0.stop() } }
         let screenshots =
             ProcessInfo.processInfo.environment["RECD_SCREENSHOTS"] ?? ExternalTools.packageRoot + "/.build/screenshots"
@@ -168,8 +174,7 @@ struct WallTests {
             [
                 ExternalTools.packageRoot + "/Tests/Browser/wall.py", "--url", "http://127.0.0.1:\(port)/",
                 "--jackd-pid", "\(try #require(jack.process?.processIdentifier))",
-                "--recd-pid", "\(try #require(daemon.pid))", "--recctl", daemon.recctlPath, "--socket", daemon.socket,
-                "--server", Self.serverName, "--screenshots", screenshots,
+                "--recd-pid", "\(try #require(daemon.pid))", "--server", Self.serverName, "--screenshots", screenshots,
             ], environment: ["RECD_SELENIUM_VENV": StatusPageTests.seleniumVenv], timeout: 150)
         print(result.stdout)
         // The script SIGCONTs the server itself; again here in case it failed in between.
