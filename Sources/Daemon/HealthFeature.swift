@@ -106,7 +106,9 @@ final class HealthFeature: DaemonFeature {
         lastEvaluated = SystemClock.monotonicSeconds()
         let now = Double(SystemClock.realtimeNanoseconds()) / 1e9
         let (report, changed) = tracker.evaluate(
-            Self.facts(status, minFreePercent: minFreePercent, stallSince: watch.stalledSince.map { Double($0.nanosecondsSinceEpoch) / 1e9 }),
+            Self.facts(
+                status, minFreePercent: minFreePercent,
+                stallSince: watch.stalledSince.map { Double($0.nanosecondsSinceEpoch) / 1e9 }),
             now: now, duration: Readable.duration)
         let info = HealthInfo(report, iso8601: Self.iso8601)
         latest = info
@@ -143,7 +145,8 @@ final class HealthFeature: DaemonFeature {
             feeds: feeds, diskFreePercent: status.archive.space?.freePercent,
             diskFreeBytes: status.archive.space?.freeBytes, minFreePercent: minFreePercent,
             clockSynchronized: status.clock?.synchronized, replication: replication,
-            brokenChains: status.archive.chainAlarms.map(\.chain), unrecoveredPartials: status.archive.unrecovered.count)
+            brokenChains: status.archive.chainAlarms.map(\.chain), unrecoveredPartials: status.archive.unrecovered.count
+        )
     }
 
     static func iso8601(_ unixSeconds: Double) -> String {

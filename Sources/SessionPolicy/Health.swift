@@ -250,7 +250,8 @@ public struct HealthTracker: Sendable {
             }
         }
         for chain in facts.brokenChains.sorted() {
-            add(.alarm, "chain-broken", nil) { _ in "chain \(chain) does not hold what recd signed: nothing is chained" }
+            add(.alarm, "chain-broken", nil) { _ in "chain \(chain) does not hold what recd signed: nothing is chained"
+            }
         }
         if facts.unrecoveredPartials > 0 {
             add(.warning, "partials-unrecovered", nil) { _ in

@@ -33,7 +33,8 @@ struct HealthFacesTests {
         #expect(health.state == "alarm")
         #expect(
             health.reasons.map(\.reason) == [
-                "jack-stalled", "chain-broken", "feed-stopped", "silent", "clock-unsynchronised", "partials-unrecovered",
+                "jack-stalled", "chain-broken", "feed-stopped", "silent", "clock-unsynchronised",
+                "partials-unrecovered",
             ])
         #expect(health.line.hasPrefix("ALARM: JACK server 'default' stalled: no process cycle for 4 s; chain "))
         #expect(health.reasons[0].since == "2025-12-01T15:00:00.000000Z")

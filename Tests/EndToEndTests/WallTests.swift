@@ -85,8 +85,9 @@ struct WallTests {
             line = String(human.split(separator: "\n").first ?? "")
             json = try daemon.recctl("--json", "status").json?["health"]
             api = try? JSONValue.parse(try HTTPTestClient.get(port: port, path: "/api/health").text)
-            apiStatus = (try? JSONValue.parse(try HTTPTestClient.get(port: port, path: "/api/status").text))?["status"]?[
-                "health"]
+            apiStatus =
+                (try? JSONValue.parse(try HTTPTestClient.get(port: port, path: "/api/status").text))?["status"]?[
+                    "health"]
             metrics = try HTTPTestClient.get(port: port, path: "/metrics").text
         }
 
@@ -105,9 +106,11 @@ struct WallTests {
             let level = ["ok": 0, "warning": 1, "alarm": 2][state] ?? -1
             guard metrics.contains("\nrecd_health_state \(level)\n") else { return nil }
             let series = metrics.split(separator: "\n").filter { $0.hasPrefix("recd_health{") }
-            guard series.count == codes.count, codes.allSatisfy({ code in
-                series.contains { $0.contains("reason=\"\(code)\"") && $0.hasSuffix(" 1") }
-            }) else { return nil }
+            guard series.count == codes.count,
+                codes.allSatisfy({ code in
+                    series.contains { $0.contains("reason=\"\(code)\"") && $0.hasSuffix(" 1") }
+                })
+            else { return nil }
             // Each reason's words are in the line, durations aside (they grow between the asks).
             let texts = (api?["reasons"]?.arrayValue ?? []).compactMap { $0["text"]?.stringValue }
             guard texts.allSatisfy({ line.contains($0.prefix { !$0.isNumber }) }) else { return nil }

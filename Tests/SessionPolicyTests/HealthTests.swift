@@ -13,77 +13,82 @@ import Testing
         return tracker.evaluate(facts, now: now, duration: Self.words).report
     }
 
-    @Test(arguments: [
-        // (facts, state, reason code, text)
-        (HealthFacts(jack: connected), HealthState.ok, nil, nil),
-        (
-            HealthFacts(jack: .init(connected: false, server: "x", error: "server gone")), .alarm, "jack-down",
-            "JACK server 'x' not connected for 0 s: server gone"
-        ),
-        (
-            HealthFacts(jack: .init(connected: true, server: "x", stalledSince: now - 4)), .alarm, "jack-stalled",
-            "JACK server 'x' stalled: no process cycle for 4 s"
-        ),
-        (
-            HealthFacts(jack: connected, diskFreePercent: 8, diskFreeBytes: 2.5e9), .warning, "disk-low",
-            "archive disk low: 8 % free (2.5 GB)"
-        ),
-        (
-            HealthFacts(jack: connected, diskFreePercent: 2.4, diskFreeBytes: 7.5e8), .alarm, "disk-low",
-            "archive disk low: 2.4 % free (750 MB)"
-        ),
-        (HealthFacts(jack: connected, diskFreePercent: 10.5), .ok, nil, nil),
-        // Retention keeps the disk at min_free_percent: only half of it is low.
-        (HealthFacts(jack: connected, diskFreePercent: 4, minFreePercent: 5), .ok, nil, nil),
-        (
-            HealthFacts(jack: connected, diskFreePercent: 2, minFreePercent: 5), .alarm, "disk-low",
-            "archive disk low: 2 % free"
-        ),
-        (
-            HealthFacts(jack: connected, clockSynchronized: false), .warning, "clock-unsynchronised",
-            "wall clock not synchronised for 0 s: segment times are only as good as the free-running clock"
-        ),
-        (HealthFacts(jack: connected, clockSynchronized: true), .ok, nil, nil),
-        (
-            HealthFacts(
-                jack: connected, replication: .init(remote: "r:", backlog: 3, lastSuccess: now - 60, lastError: "timeout")),
-            .warning, "replication-behind", "replication to r: behind: 3 segments waiting, last copy 60 s ago; "
-                + "last error: timeout"
-        ),
-        (HealthFacts(jack: connected, replication: .init(remote: "r:", backlog: 3)), .ok, nil, nil),
-        (
-            HealthFacts(jack: connected, replication: .init(remote: "r:", backlog: 20)), .warning,
-            "replication-behind", "replication to r: behind: 20 segments waiting, no copy yet"
-        ),
-        (
-            HealthFacts(jack: connected, brokenChains: ["logger/mic/2026-12-06.chain"]), .alarm, "chain-broken",
-            "chain logger/mic/2026-12-06.chain does not hold what recd signed: nothing is chained"
-        ),
-        (
-            HealthFacts(jack: connected, unrecoveredPartials: 1), .warning, "partials-unrecovered",
-            "1 partial segment not recovered yet"
-        ),
-        (
-            HealthFacts(jack: connected, feeds: [.init(name: "logger/mic", silentSince: now - 360)]), .alarm,
-            "silent", "logger/mic silent for 360 s"
-        ),
-        (
-            HealthFacts(jack: connected, feeds: [.init(name: "logger/mic", stalledSince: now - 3)]), .alarm,
-            "feed-stalled", "logger/mic stalled: no frames for 3 s"
-        ),
-        (
-            HealthFacts(
-                jack: connected,
-                feeds: [
-                    .init(name: "logger/mic", stoppedReason: "inputGone", stoppedSince: now - 5, resumesWhen: "mic is back")
-                ]),
-            .alarm, "feed-stopped", "logger/mic not recording for 5 s (inputGone); resumes when mic is back"
-        ),
-        (
-            HealthFacts(jack: connected, feeds: [.init(name: "net/feed", packetsLostRecently: 12)]), .warning,
-            "packets-lost", "net/feed losing network packets: 12 packets lost in the last minute"
-        ),
-    ] as [(HealthFacts, HealthState, String?, String?)])
+    @Test(
+        arguments: [
+            // (facts, state, reason code, text)
+            (HealthFacts(jack: connected), HealthState.ok, nil, nil),
+            (
+                HealthFacts(jack: .init(connected: false, server: "x", error: "server gone")), .alarm, "jack-down",
+                "JACK server 'x' not connected for 0 s: server gone"
+            ),
+            (
+                HealthFacts(jack: .init(connected: true, server: "x", stalledSince: now - 4)), .alarm, "jack-stalled",
+                "JACK server 'x' stalled: no process cycle for 4 s"
+            ),
+            (
+                HealthFacts(jack: connected, diskFreePercent: 8, diskFreeBytes: 2.5e9), .warning, "disk-low",
+                "archive disk low: 8 % free (2.5 GB)"
+            ),
+            (
+                HealthFacts(jack: connected, diskFreePercent: 2.4, diskFreeBytes: 7.5e8), .alarm, "disk-low",
+                "archive disk low: 2.4 % free (750 MB)"
+            ),
+            (HealthFacts(jack: connected, diskFreePercent: 10.5), .ok, nil, nil),
+            // Retention keeps the disk at min_free_percent: only half of it is low.
+            (HealthFacts(jack: connected, diskFreePercent: 4, minFreePercent: 5), .ok, nil, nil),
+            (
+                HealthFacts(jack: connected, diskFreePercent: 2, minFreePercent: 5), .alarm, "disk-low",
+                "archive disk low: 2 % free"
+            ),
+            (
+                HealthFacts(jack: connected, clockSynchronized: false), .warning, "clock-unsynchronised",
+                "wall clock not synchronised for 0 s: segment times are only as good as the free-running clock"
+            ),
+            (HealthFacts(jack: connected, clockSynchronized: true), .ok, nil, nil),
+            (
+                HealthFacts(
+                    jack: connected,
+                    replication: .init(remote: "r:", backlog: 3, lastSuccess: now - 60, lastError: "timeout")),
+                .warning, "replication-behind",
+                "replication to r: behind: 3 segments waiting, last copy 60 s ago; "
+                    + "last error: timeout"
+            ),
+            (HealthFacts(jack: connected, replication: .init(remote: "r:", backlog: 3)), .ok, nil, nil),
+            (
+                HealthFacts(jack: connected, replication: .init(remote: "r:", backlog: 20)), .warning,
+                "replication-behind", "replication to r: behind: 20 segments waiting, no copy yet"
+            ),
+            (
+                HealthFacts(jack: connected, brokenChains: ["logger/mic/2026-12-06.chain"]), .alarm, "chain-broken",
+                "chain logger/mic/2026-12-06.chain does not hold what recd signed: nothing is chained"
+            ),
+            (
+                HealthFacts(jack: connected, unrecoveredPartials: 1), .warning, "partials-unrecovered",
+                "1 partial segment not recovered yet"
+            ),
+            (
+                HealthFacts(jack: connected, feeds: [.init(name: "logger/mic", silentSince: now - 360)]), .alarm,
+                "silent", "logger/mic silent for 360 s"
+            ),
+            (
+                HealthFacts(jack: connected, feeds: [.init(name: "logger/mic", stalledSince: now - 3)]), .alarm,
+                "feed-stalled", "logger/mic stalled: no frames for 3 s"
+            ),
+            (
+                HealthFacts(
+                    jack: connected,
+                    feeds: [
+                        .init(
+                            name: "logger/mic", stoppedReason: "inputGone", stoppedSince: now - 5,
+                            resumesWhen: "mic is back")
+                    ]),
+                .alarm, "feed-stopped", "logger/mic not recording for 5 s (inputGone); resumes when mic is back"
+            ),
+            (
+                HealthFacts(jack: connected, feeds: [.init(name: "net/feed", packetsLostRecently: 12)]), .warning,
+                "packets-lost", "net/feed losing network packets: 12 packets lost in the last minute"
+            ),
+        ] as [(HealthFacts, HealthState, String?, String?)])
     func oneFact(facts: HealthFacts, state: HealthState, code: String?, text: String?) {
         let report = evaluate(facts)
         #expect(report.state == state)
