@@ -61,7 +61,7 @@ public enum AudioSessionNotification: Sendable, Equatable, CustomStringConvertib
         case .silenceSecondaryAudioHint(_, let begin): self = .silenceSecondaryAudioHint(begin ? .begin : .end)
         case .inputMuteStateChange(_, let muted): self = .inputMuteStateChange(muted: muted)
         case .ducked, .unducked, .permission, .session, .sessionDeleted, .player, .recording, .silence,
-            .attachmentDetached, .unknown:
+            .attachmentDetached, .health, .unknown:
             return nil
         }
     }

@@ -47,6 +47,8 @@ public enum Event: Sendable, Equatable {
     case mediaServicesWereLost
     /// recd's JACK server is back and the sessions were applied again.
     case mediaServicesWereReset
+    /// `health`: the box's health state or its reasons changed (to every watcher; no `app`).
+    case health(HealthInfo)
     /// An event this client does not know (a newer recd's): its name and the whole object.
     case unknown(name: String, JSONValue)
 
@@ -67,6 +69,7 @@ public enum Event: Sendable, Equatable {
         case .attachmentDetached: "attachment"
         case .mediaServicesWereLost: "mediaServicesWereLost"
         case .mediaServicesWereReset: "mediaServicesWereReset"
+        case .health: "health"
         case .unknown(let name, _): name
         }
     }
@@ -82,7 +85,7 @@ public enum Event: Sendable, Equatable {
         case .player(let event): event.app
         case .recording(let event): event.app
         case .silence(let event): event.app
-        case .mediaServicesWereLost, .mediaServicesWereReset: nil
+        case .mediaServicesWereLost, .mediaServicesWereReset, .health: nil
         case .unknown(_, let json): json["app"]?.stringValue
         }
     }
@@ -125,6 +128,8 @@ public enum Event: Sendable, Equatable {
                 head + [("client", .string(client)), ("state", "detached"), ("reason", .string(reason.rawValue))])
         case .unducked, .mediaServicesWereLost, .mediaServicesWereReset:
             return .object(head)
+        case .health(let health):
+            return .object(head + (health.json.objectValue ?? []))
         case .unknown(_, let json):
             return json
         }
@@ -181,6 +186,8 @@ public enum Event: Sendable, Equatable {
             self = .mediaServicesWereLost
         case "mediaServicesWereReset":
             self = .mediaServicesWereReset
+        case "health":
+            self = .health(try HealthInfo(json: json))
         default:
             self = .unknown(name: name, json)
         }

@@ -65,6 +65,10 @@ public struct StatusInfo: ReplyObject {
         /// How recd's JACK cycles ran since it connected; nil while not connected (and from a
         /// recd older than this key).
         public var cycle: CycleTimes?
+        /// When the server's last process cycle ran (ISO 8601 UTC), while none has run for
+        /// `stall_seconds` (a stopped or hung server that keeps its socket open); nil while
+        /// cycles come (and from a recd older than this key).
+        public var stalledSince: String?
 
         public init(
             connected: Bool, client: String?, server: String?, sampleRate: Int?, bufferSize: Int?, xruns: Int?,
@@ -92,6 +96,7 @@ public struct StatusInfo: ReplyObject {
                 "mediaServicesAvailable": mediaServicesAvailable.map(JSONValue.bool) ?? .null,
                 "error": JSONValue(error), "implementation": JSONValue(implementation),
                 "churning": .array(churning.map { .string($0) }), "cycle": cycle?.json ?? .null,
+                "stalledSince": JSONValue(stalledSince),
             ]
         }
 
@@ -104,6 +109,7 @@ public struct StatusInfo: ReplyObject {
                 mediaServicesAvailable: try f.optionalBool("mediaServicesAvailable"),
                 error: try f.optionalString("error"), implementation: try f.optionalString("implementation"),
                 churning: try f.optionalStrings("churning"), cycle: try f.optionalObject("cycle"))
+            stalledSince = try f.optionalString("stalledSince")
         }
     }
 
@@ -443,6 +449,8 @@ public struct StatusInfo: ReplyObject {
     public var replication: Replication?
     /// Recorders that are not running and why (empty from an older recd).
     public var waiting: [WaitingRecorderInfo]
+    /// The box's health, computed from everything above (nil from an older recd).
+    public var health: HealthInfo?
 
     public init(
         daemon: Daemon, jack: Jack, sessions: [SessionInfo], active: [String], players: [PlayerInfo],
@@ -474,6 +482,7 @@ public struct StatusInfo: ReplyObject {
         ]
         if let replication { pairs.append(("replication", replication.json)) }
         if let clock { pairs.append(("clock", clock.json)) }
+        if let health { pairs.append(("health", health.json)) }
         return .object(pairs)
     }
 
@@ -487,5 +496,6 @@ public struct StatusInfo: ReplyObject {
             attachments: try f.optionalList("attachments"), replication: try f.optionalObject("replication"),
             waiting: try f.optionalList("waiting"), sessionCount: try f.optionalInt("sessionCount"))
         clock = try f.optionalObject("clock")
+        health = try f.optionalObject("health")
     }
 }

@@ -82,6 +82,7 @@ struct HTTPEndpoints: Sendable {
         routes.add("/metrics") { _ in metrics() }
         addStatusPage(to: &routes)
         addDay(to: &routes)
+        addWall(to: &routes)
         return routes
     }
 

@@ -4,6 +4,7 @@
 import ControlProtocol
 import Foundation
 import NetworkAudio
+import SessionPolicy
 
 /// What the metrics are made of, copied on the control thread.
 struct MetricsSnapshot: Sendable {
@@ -94,6 +95,12 @@ enum PrometheusMetrics {
         var jack = Family("recd_jack_connected", "gauge", "1 while recd is connected to its JACK server.")
         jack.add(status.jack.connected ? 1 : 0)
         families.append(jack)
+        var jackStalled = Family(
+            "recd_jack_stalled", "gauge",
+            "1 while recd's JACK server runs no process cycle (stall_seconds): stopped or hung, though connected.")
+        jackStalled.add(status.jack.stalledSince == nil ? 0 : 1)
+        families.append(jackStalled)
+        if let health = status.health { families += healthFamilies(health) }
         var xruns = Family("recd_xruns_total", "counter", "JACK xruns seen since recd connected.")
         // recd's own status: every figure is there (the optional types are the wire's).
         if let count = status.jack.xruns { xruns.add(Double(count)) }
@@ -230,6 +237,26 @@ enum PrometheusMetrics {
             }
         }
         return families.map(\.text).joined()
+    }
+
+    /// The box's health as `status` has it: `recd_health_state` (0 ok, 1 warning, 2 alarm) and
+    /// one `recd_health` series per reason, valued 1, labelled with its scope (`box` or `feed`),
+    /// feed, reason and state.
+    private static func healthFamilies(_ health: HealthInfo) -> [Family] {
+        var state = Family(
+            "recd_health_state", "gauge",
+            "The box's health: 0 ok, 1 warning, 2 alarm (the same state as /api/health and recctl status).")
+        state.add(Double(HealthState(rawValue: health.state)?.level ?? 2))
+        var reasons = Family(
+            "recd_health", "gauge",
+            "1 for each reason the box or a feed is not ok (reason: jack-stalled, silent, disk-low, ...).")
+        for reason in health.reasons {
+            var labels = [("scope", reason.feed == nil ? "box" : "feed")]
+            if let feed = reason.feed { labels.append(("feed", feed)) }
+            labels += [("reason", reason.reason), ("state", reason.state)]
+            reasons.add(1, labels)
+        }
+        return [state, reasons]
     }
 
     /// A label value: backslash, double quote and line feed escaped (`\\`, `\"`, `\n`).

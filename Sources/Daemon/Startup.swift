@@ -328,10 +328,13 @@ extension Recd {
         prover?.next = replicas
         recorders.features =
             [archive, timeSource, silence, retention] + (prover.map { [$0] } ?? replicas)
+        // The health comes last: its part of `status` reads every other part.
+        let health = HealthFeature(engine: engine, events: handle, config: config)
+        health.status = { handle.coordinator?.statusInfo() }
         // Ticked in this order, stopped in the reverse one.
         let features: [any DaemonFeature] =
             [timeSource, silence, FeedWatcher(recorders: recorders, alarms: silence), retention]
-            + (prover.map { [$0] } ?? []) + (replication.map { [$0] } ?? []) + [triggers, meters]
+            + (prover.map { [$0] } ?? []) + (replication.map { [$0] } ?? []) + [triggers, meters, health]
         coordinator.install(features: features)
         frontEnd.connect(coordinator)
         handle.frontEnd = frontEnd

@@ -1,7 +1,10 @@
 // The status page's one document (`GET /`): HTML, CSS and plain JavaScript, no build step,
-// nothing fetched from outside the box. It reads `/api/status` (every 2 s), `/api/segments`
+// nothing fetched from outside the box. It reads `/api/status` (every second), `/api/segments`
 // (every 5 s) and the meters' server-sent events (`/events`), and plays segments from
-// `/archive/...`. Every value from recd is set with `textContent`, never parsed as HTML.
+// `/archive/...`. Its watchdog is the wall screen's (`WallPageAssets.sharedScript`): no answer
+// from recd for 3 s turns the whole page into an alarm that says since when, every stale value
+// greyed. Times are UTC, 24-hour. Every value from recd is set with `textContent`, never parsed
+// as HTML.
 // A plain constant: any thread.
 
 /// The status page's document, served as `text/html; charset=utf-8`.
@@ -29,12 +32,29 @@ enum StatusPageAssets {
         .bar > div { position: absolute; inset: 0 auto 0 0; background: var(--bar); width: 0; }
         .meter .value { font-variant-numeric: tabular-nums; text-align: right; }
         audio { height: 2rem; vertical-align: middle; }
-        #connection { float: right; }
+        #connection { float: right; font-variant-numeric: tabular-nums; }
+        nav { display: flex; gap: 1.2rem; margin: 0 0 .6rem; font-weight: 600; }
+        nav a { color: inherit; }
+        #health { padding: .5rem .8rem; margin: .4rem 0 .2rem; font-weight: 600; border-radius: .3rem;
+                  background: #6b7280; color: #fff; }
+        #health[data-state=ok] { background: var(--ok); }
+        #health[data-state=warning] { background: #e0a100; color: #111; }
+        #health[data-state=alarm] { background: var(--bad); }
+        /* recd unreachable: the whole page says so, and every old value is greyed. */
+        #stale { display: none; position: sticky; top: 0; margin: -1rem -2rem 1rem; padding: 1rem 2rem; background: var(--bad);
+                 color: #fff; font-size: 1.6rem; font-weight: 700; z-index: 10; }
+        body.stale #stale { display: block; }
+        body.stale { background: #3a1214; }
+        body.stale main { filter: grayscale(1); opacity: .35; }
         </style>
         </head>
         <body>
+        <div id="stale" role="alert"></div>
+        <main>
+        <nav><a href="./">status</a><a href="wall">wall</a><a href="day">day</a><a href="browse">archive</a><a href="loudness">loudness</a></nav>
         <span id="connection" class="muted">connecting…</span>
         <h1>recd <span id="version" class="muted"></span></h1>
+        <div id="health" data-state="unknown">health unknown</div>
         <div id="daemon" class="muted"></div>
 
         <h2>JACK</h2>
@@ -55,8 +75,10 @@ enum StatusPageAssets {
         <div id="archive" class="muted"></div>
         <table id="segments"><thead><tr><th>start (UTC)</th><th>app</th><th>stream</th><th>length</th><th>loudness</th><th>play</th></tr></thead><tbody></tbody></table>
 
+        </main>
         <script>
         "use strict";
+        \#(WallPageAssets.sharedScript)
         const $ = (id) => document.getElementById(id);
         function cell(row, text, cls) {
           const td = row.insertCell();
@@ -88,12 +110,19 @@ enum StatusPageAssets {
           $("version").textContent = s.daemon.version;
           $("daemon").textContent = "pid " + s.daemon.pid + " · up " + seconds(s.daemon.uptime) +
             " · config " + s.daemon.config;
+          const h = s.health;
+          $("health").dataset.state = h ? h.state : "unknown";
+          $("health").textContent = h ? h.state.toUpperCase() + (h.reasons.length ? ": " +
+            h.reasons.map((r) => r.text).join("; ") : "") + (h.since ? " (since " + utcTime(new Date(h.since)) + ")" : "")
+            : "health unknown: this recd reports none";
           const j = s.jack, jack = $("jack");
           jack.replaceChildren();
           const state = document.createElement("span");
           state.id = "jack-state";
-          state.className = j.connected ? "ok" : "bad";
-          state.textContent = j.connected ? "connected" : "disconnected";
+          state.className = j.connected && !j.stalledSince ? "ok" : "bad";
+          state.textContent = !j.connected ? "disconnected" : j.stalledSince
+            ? "STALLED for " + lasted((Date.now() - Date.parse(j.stalledSince)) / 1000) + " (no process cycle since " +
+              utcTime(new Date(j.stalledSince)) + ")" : "connected";
           jack.append(state, " " + (j.connected
             ? "to " + (j.server || "default") + " (" + (j.implementation || "jack") + ") as " + j.client +
               " · " + j.sampleRate + " Hz · " + j.bufferSize + " frames · xruns " + j.xruns
@@ -111,7 +140,9 @@ enum StatusPageAssets {
             cell(row, r.app); cell(row, r.stream); cell(row, r.port); cell(row, seconds(r.seconds));
             cell(row, r.segments); cell(row, r.overruns, r.overruns ? "warn" : "");
             const silent = r.silentSince, stalled = r.stalledSince;
-            const text = stalled ? "STALLED since " + stalled : silent ? "silent since " + silent : "sound";
+            const words = (t) => " for " + lasted((Date.now() - Date.parse(t)) / 1000) + " (since " +
+              utcTime(new Date(t)) + ")";
+            const text = stalled ? "STALLED" + words(stalled) : silent ? "silent" + words(silent) : "sound";
             const td = cell(row, text, silent || stalled ? "bad silence" : "ok silence");
             td.dataset.silent = silent ? "yes" : "no";
             td.dataset.stalled = stalled ? "yes" : "no";
@@ -180,10 +211,12 @@ enum StatusPageAssets {
         async function poll(url, render, every) {
           for (;;) {
             try {
-              const reply = await fetch(url, { cache: "no-store" });
+              // A recd that hangs must not hold the fetch for ever: the watchdog judges answers.
+              const reply = await fetch(url, { cache: "no-store", signal: AbortSignal.timeout(2000) });
               if (reply.ok) {
                 render(await reply.json());
-                $("connection").textContent = "updated " + new Date().toLocaleTimeString();
+                if (url === "api/status") watchdog.fresh();
+                $("connection").textContent = "updated " + utcTime(new Date());
                 $("connection").className = "muted";
               } else {
                 $("connection").textContent = url + ": HTTP " + reply.status;
@@ -197,11 +230,15 @@ enum StatusPageAssets {
           }
         }
 
-        poll("api/status", renderStatus, 2000);
+        poll("api/status", renderStatus, 1000);
         poll("api/segments", renderSegments, 5000);
         const events = new EventSource("events");
         events.addEventListener("meters", (e) => renderMeters(JSON.parse(e.data)));
         events.onerror = () => { $("meter-state").textContent = "reconnecting…"; };
+        const watchdog = new Watchdog((since) => {
+          if (since) $("stale").textContent = "ALARM: recd unreachable since " + utcTime(since) + " (no update for " +
+            lasted((Date.now() - since) / 1000) + "): every value below is old";
+        });
         </script>
         </body>
         </html>

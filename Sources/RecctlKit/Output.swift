@@ -204,6 +204,8 @@ struct Output {
         case .player(let player):
             let reason = player.reason.map { " (\($0))" } ?? ""
             return "\(app)player \(player.stream) \(player.state.rawValue)\(reason)"
+        case .health(let health):
+            return "health " + health.line
         case .silenceSecondaryAudioHint, .attachmentDetached, .mediaServicesWereLost, .mediaServicesWereReset,
             .unknown:
             let rest = (message.objectValue ?? []).filter { $0.0 != "event" && $0.0 != "app" }.map {
@@ -348,11 +350,14 @@ struct Output {
                 "\(jack.client ?? "recd") on \(jack.server ?? "default")\(onPipeWire ? " (PipeWire)" : ""), "
                 + "\(known(jack.sampleRate) { "\($0) Hz" }), \(known(jack.bufferSize) { Readable.count($0, "frame") }), "
                 + (onPipeWire ? "xruns not reported" : known(jack.xruns) { Readable.count($0, "xrun") })
+            if let stalled = jack.stalledSince { jackLine += "; STALLED: no process cycle since \(stalled)" }
         } else {
             jackLine +=
                 "not connected" + (jack.error.map { " (\($0))" } ?? "") + "; sessions cannot activate until it is back"
         }
-        var lines = [
+        // The health comes first: the one line to read when all is not well.
+        var lines = status.health.map { [$0.line] } ?? []
+        lines += [
             "recd \(daemon.version) (protocol \(daemon.protocolVersion)), pid \(daemon.pid), "
                 + "up \(known(daemon.uptime, Readable.duration))",
             "config:   \(daemon.config ?? "unknown")",

@@ -209,6 +209,20 @@ let sampleEvents: [(Event, String)] = [
     ),
     (.mediaServicesWereLost, #"{"event":"mediaServicesWereLost"}"#),
     (.mediaServicesWereReset, #"{"event":"mediaServicesWereReset"}"#),
+    (
+        .health(
+            HealthInfo(
+                state: "alarm", since: "2026-12-06T22:40:01.000Z",
+                reasons: [
+                    .init(
+                        state: "alarm", reason: "jack-stalled", feed: nil,
+                        text: "JACK server 'x' stalled: no process cycle for 4 s", since: "2026-12-06T22:40:00.000Z")
+                ],
+                feeds: [.init(feed: "logger/mic", state: "ok", reasons: [])])),
+        #"{"event":"health","state":"alarm","since":"2026-12-06T22:40:01.000Z","reasons":[{"state":"alarm","#
+            + #""reason":"jack-stalled","feed":null,"text":"JACK server 'x' stalled: no process cycle for 4 s","#
+            + #""since":"2026-12-06T22:40:00.000Z"}],"feeds":[{"feed":"logger/mic","state":"ok","reasons":[]}]}"#
+    ),
 ]
 
 /// Which case an event is: the switch has no default, so a new case does not compile until
@@ -230,6 +244,7 @@ private func caseName(_ event: Event) -> String {
     case .attachmentDetached: "attachmentDetached"
     case .mediaServicesWereLost: "mediaServicesWereLost"
     case .mediaServicesWereReset: "mediaServicesWereReset"
+    case .health: "health"
     case .unknown: "unknown"
     }
 }
@@ -240,7 +255,7 @@ private func caseName(_ event: Event) -> String {
         let all: Set<String> = [
             "interruption", "routeChange", "silenceSecondaryAudioHint", "ducked", "unducked", "inputMuteStateChange",
             "permission", "session", "sessionDeleted", "player", "recording", "silence", "attachmentDetached",
-            "mediaServicesWereLost", "mediaServicesWereReset",
+            "mediaServicesWereLost", "mediaServicesWereReset", "health",
         ]
         #expect(covered == all)
         let states = Set(sampleEvents.compactMap { if case .recording(let r) = $0.0 { r.state } else { nil } })
