@@ -41,13 +41,12 @@ enum EventJournal {
         case .mediaServicesWereReset:
             return JournalEntry(
                 time: now, app: nil, stream: nil, kind: "jack", text: "the JACK server is back", detail: detail)
-        case .unknown(let name, let json) where name == "health":
+        case .health(let health):
             // The box's health state (its owner sends it; the journal keeps its changes).
-            let state = json["state"]?.stringValue ?? "unknown"
-            let reason = json["reasons"]?.arrayValue?.first?["text"]?.stringValue
+            let reason = health.reasons.first?.text
             return JournalEntry(
                 time: now, app: nil, stream: nil, kind: "health",
-                text: "health \(state)" + (reason.map { ": \($0)" } ?? ""), detail: detail)
+                text: "health \(health.state)" + (reason.map { ": \($0)" } ?? ""), detail: detail)
         default:
             return nil
         }

@@ -1,6 +1,7 @@
 // One health, three faces: the facts `HealthFeature` reads from a made-up `status`, the policy's
 // report on them, and that report as `/metrics`, `recctl status`'s first line and the JSON of
 // `/api/health` (the real daemon's faces: EndToEndTests/WallTests.swift).
+import Archive
 import ControlProtocol
 import SessionPolicy
 import Testing
@@ -58,5 +59,23 @@ struct HealthFacesTests {
             MetricsSnapshot(status: PrometheusMetricsTests.status(recorders: []), inputPeaks: [], replication: nil))
         #expect(!text.contains("recd_health"))
         #expect(text.contains("\nrecd_jack_stalled 0\n"))
+    }
+}
+
+@Suite("the journal of a health change")
+struct HealthJournalTests {
+    @Test("a health event is journaled as the box's, with its worst reason in words")
+    func healthIsJournaled() throws {
+        let health = HealthInfo(
+            state: "alarm", since: "2026-12-06T10:00:00Z",
+            reasons: [
+                .init(
+                    state: "alarm", reason: "jack-stalled", feed: nil,
+                    text: "JACK server 'x' stalled: no process cycle for 3 s", since: "2026-12-06T10:00:00Z")
+            ], feeds: [])
+        let entry = try #require(
+            EventJournal.entry(for: .health(health), at: UTCTime(nanosecondsSinceEpoch: 1_765_015_200_000_000_000)))
+        #expect(entry.kind == "health" && entry.app == nil)
+        #expect(entry.text == "health alarm: JACK server 'x' stalled: no process cycle for 3 s")
     }
 }
