@@ -81,6 +81,7 @@ struct HTTPEndpoints: Sendable {
         var routes = HTTPServer.Routes()
         routes.add("/metrics") { _ in metrics() }
         addStatusPage(to: &routes)
+        addBrowse(to: &routes)
         return routes
     }
 
