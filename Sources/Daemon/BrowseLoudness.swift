@@ -20,7 +20,7 @@ import SystemSupport
 extension BrowseService {
     func loudness(_ request: HTTPRequest) -> HTTPResponse {
         let range: Range
-        switch Self.range(request, longest: Int64(LoudnessReportBuilder.longestSeconds)) {
+        switch Self.parseRange(request, longest: Int64(LoudnessReportBuilder.longestSeconds)) {
         case .success(let value): range = value
         case .failure(let answer): return answer
         }

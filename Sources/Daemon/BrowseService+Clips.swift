@@ -131,7 +131,7 @@ extension BrowseService {
     /// `/api/export?feed=&from=&to=&format=flac|wav&proof=yes&job=ID` and `/api/listen?feed=&from=[&to=]`.
     func export(_ request: HTTPRequest, listening: Bool) -> HTTPResponse {
         let range: Range
-        switch Self.range(
+        switch Self.parseRange(
             request, longest: listening ? BrowseClips.listenSeconds : BrowseClips.longestClipSeconds,
             defaultLength: listening ? BrowseClips.listenSeconds : nil)
         {

@@ -75,7 +75,7 @@ struct BrowseService: Sendable {
 
     /// `feed=APP/STREAM` (or `APP`), `from=`, `to=` in recctl's forms (UTC), or `date=YYYY-MM-DD`
     /// (that UTC day, up to now); `longest` seconds at most.
-    static func range(_ request: HTTPRequest, longest: Int64, defaultLength: Int64? = nil)
+    static func parseRange(_ request: HTTPRequest, longest: Int64, defaultLength: Int64? = nil)
         -> Result<Range, HTTPResponse>
     {
         guard let feed = request.query["feed"], !feed.isEmpty else {
@@ -191,7 +191,7 @@ struct BrowseService: Sendable {
     /// `/api/range`: the typed times resolved (UTC) and the finished segments in between.
     func range(_ request: HTTPRequest) -> HTTPResponse {
         let range: Range
-        switch Self.range(request, longest: Int64(LoudnessReportBuilder.longestSeconds)) {
+        switch Self.parseRange(request, longest: Int64(LoudnessReportBuilder.longestSeconds)) {
         case .success(let value): range = value
         case .failure(let answer): return answer
         }

@@ -119,7 +119,7 @@ struct ArchiveBrowserTests {
         let base = "http://127.0.0.1:\(port)/api/loudness?feed=\(feed)&from=\(from)&to=\(to)"
         let json = try HTTPCallerRightsTests.curl(base, into: scratch)
         try #require(json.status == 200, "\(json.text)")
-        let api = try #require(try JSONValue.parse(String(decoding: json.body, as: UTF8.self)))
+        let api = try JSONValue.parse(String(decoding: json.body, as: UTF8.self))
         let csv = try HTTPCallerRightsTests.curl(base + "&format=csv", into: scratch)
         #expect(csv.status == 200)
         let csvLine = String(decoding: csv.body, as: UTF8.self).split(separator: "\n")[1].split(
@@ -141,7 +141,7 @@ struct ArchiveBrowserTests {
         let oracle = try ExternalTools.run(
             "python3", [ExternalTools.packageRoot + "/Tests/Browser/ebur128_oracle.py", reference], timeout: 60)
         try #require(oracle.status == 0, "\(oracle.stderr)")
-        let oracleJSON = try #require(try JSONValue.parse(oracle.stdout))
+        let oracleJSON = try JSONValue.parse(oracle.stdout)
         let oracleIntegrated = try #require(oracleJSON["integrated"]?.doubleValue)
         #expect(abs(oracleIntegrated - integrated) < 0.1, "libebur128 \(oracleIntegrated), recd \(integrated)")
         if let peak = api["truePeakDBTP"]?.doubleValue, let oraclePeak = oracleJSON["truePeak"]?.doubleValue {
