@@ -12,6 +12,7 @@ enum BrowseAssets {
         <head>
         <meta charset="utf-8">
         <meta name="viewport" content="width=device-width, initial-scale=1">
+        <link rel="icon" href="data:,">
         <title>recd — archive</title>
         <style>
         :root { color-scheme: dark; --bg:#101418; --panel:#1a2027; --text:#e8edf2; --dim:#9aa7b4; --ok:#3fb950;
@@ -31,6 +32,7 @@ enum BrowseAssets {
         .error { color:var(--bad); white-space:pre-wrap; } .dim { color:var(--dim); }
         #timeline { width:100%; height:70px; display:block; background:#0d1117; border-radius:6px; cursor:crosshair; }
         progress { width:100%; height:1.2em; }
+        .axis { display:flex; justify-content:space-between; color:var(--dim); font-size:.85em; margin-top:.2em; }
         table { border-collapse:collapse; width:100%; font-variant-numeric: tabular-nums; }
         td, th { text-align:left; padding:.2em .6em; border-bottom:1px solid #2d333b; }
         audio { width:100%; margin-top:.5em; }
@@ -54,6 +56,7 @@ enum BrowseAssets {
           <div id="rangeError" class="error"></div>
           <p id="resolved" class="dim"></p>
           <svg id="timeline" viewBox="0 0 1000 70" preserveAspectRatio="none"></svg>
+          <div class="axis"><span id="axisFrom"></span><span id="axisMid"></span><span id="axisTo"></span></div>
           <p class="dim" id="segments"></p>
         </section>
         <section>
@@ -112,8 +115,12 @@ enum BrowseAssets {
         }
         function drawTimeline() {
           const svg = $("timeline"); svg.innerHTML = "";
+          for (const id of ["axisFrom", "axisMid", "axisTo"]) $(id).textContent = "";
           if (!range) return;
           const from = Date.parse(range.from), to = Date.parse(range.to), span = Math.max(1, to - from);
+          const clock = (t) => new Date(t).toISOString().slice(11, 19);
+          $("axisFrom").textContent = clock(from); $("axisMid").textContent = clock(from + span / 2);
+          $("axisTo").textContent = clock(to) + " UTC";
           const ns = "http://www.w3.org/2000/svg";
           for (const seg of range.segments) {
             const a = Math.max(0, (Date.parse(seg.start) - from) / span), b = Math.min(1, (Date.parse(seg.end) - from) / span);
@@ -152,9 +159,12 @@ enum BrowseAssets {
         $("listen").addEventListener("click", async () => {
           $("listenError").textContent = "";
           const url = "/api/listen?" + new URLSearchParams({ feed: $("feed").value, from: $("listenFrom").value || $("from").value });
-          const probe = await fetch(url, { method: "HEAD" });
-          if (!probe.ok) { $("listenError").textContent = probe.status + " " + (await (await fetch(url)).text()).trim(); return; }
-          $("player").src = url; $("player").play().catch((e) => { $("listenError").textContent = String(e); });
+          // The clip is made once, for the player; only when it cannot play is recd asked why.
+          $("player").onerror = async () => {
+            const answer = await fetch(url);
+            $("listenError").textContent = answer.ok ? "the browser cannot play this clip" : await text(answer);
+          };
+          $("player").src = url; $("player").play().catch(() => {});
         });
         function newJob() {
           const bytes = new Uint8Array(12); crypto.getRandomValues(bytes);
@@ -174,8 +184,8 @@ enum BrowseAssets {
             if (response.ok) {
               const p = await response.json();
               $("progress").value = p.fraction;
-              $("progressText").textContent = (p.state == "running" ? "writing " : p.state + ": ") + p.file + ", "
-                + (p.state == "running" ? Math.round(p.fraction * 100) + " %, " + Math.round(p.bytes / 1024) + " KiB"
+              $("progressText").textContent = (p.state == "running" ? "writing " : p.state + ": ") + p.file
+                + (p.state == "running" ? ", " + Math.round(p.fraction * 100) + " %, " + Math.round(p.bytes / 1024) + " KiB"
                    : "") + " after " + duration((Date.now() - started) / 1000);
               if (p.state == "done") {
                 $("progress").value = 1; $("download").disabled = false;

@@ -11,6 +11,7 @@ enum LoudnessAssets {
         <head>
         <meta charset="utf-8">
         <meta name="viewport" content="width=device-width, initial-scale=1">
+        <link rel="icon" href="data:,">
         <title>recd — loudness</title>
         <style>
         :root { color-scheme: dark; --bg:#101418; --panel:#1a2027; --text:#e8edf2; --dim:#9aa7b4; --ok:#3fb950;
@@ -128,9 +129,11 @@ enum LoudnessAssets {
           // Each pixel column: the highest short-term reading in it (a day is 86,400 points).
           const columns = Math.max(1, Math.floor(right - left)), step = n / columns;
           let last = null;
+          g.lineWidth = 2 * s;
           for (let c = 0; c < columns && n > 0; c++) {
             let best = null;
-            for (let i = Math.floor(c * step); i < Math.min(n, Math.floor((c + 1) * step) || 1); i++) {
+            const first = Math.floor(c * step), end = Math.min(n, Math.max(first + 1, Math.floor((c + 1) * step)));
+            for (let i = first; i < end; i++) {
               const v = report.shortTermLUFS[i]; if (v !== null && (best === null || v > best)) best = v; }
             if (best === null) { last = null; continue; }
             g.strokeStyle = best > report.targetLUFS + report.toleranceLU ? "#f85149" : "#58a6ff";

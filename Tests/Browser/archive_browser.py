@@ -23,6 +23,12 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from status_page import fail, load_selenium, until  # noqa: E402
 
 
+def viewport(driver, width, height):
+    """The page's own size exactly (a window's size includes the browser's frame)."""
+    driver.execute_cdp_cmd("Emulation.setDeviceMetricsOverride",
+                           {"width": width, "height": height, "deviceScaleFactor": 1, "mobile": False})
+
+
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--url", required=True)
@@ -108,13 +114,13 @@ def main():
         if not isinstance(played, (int, float)):
             fail(f"the newest audio did not play: {played}")
         print(f"ok: the segment being written plays (currentTime {played:.2f} s)", flush=True)
-        driver.set_window_size(1920, 1080)
+        viewport(driver, 1920, 1080)
         driver.save_screenshot(os.path.join(args.screenshots, "browse-1920x1080.png"))
-        driver.set_window_size(1280, 720)
+        viewport(driver, 1280, 720)
         driver.save_screenshot(os.path.join(args.screenshots, "browse-1280x720.png"))
 
         # The loudness page of the same range.
-        driver.set_window_size(1920, 1080)
+        viewport(driver, 1920, 1080)
         driver.get(args.url + "loudness?" + query)
         integrated = until("the loudness figures", 20, lambda: js(
             "const v = document.getElementById('integrated').textContent; return v !== '–' ? v : null;"))
@@ -125,13 +131,13 @@ def main():
             fail(f"the loudness plot drew {drawn} blue pixels")
         print(f"ok: page integrated {integrated} LUFS, plot drawn ({drawn} px)", flush=True)
         driver.save_screenshot(os.path.join(args.screenshots, "loudness-1920x1080.png"))
-        driver.set_window_size(1280, 720)
+        viewport(driver, 1280, 720)
         js("window.dispatchEvent(new Event('resize'));")
         time.sleep(0.2)  # one frame for the canvas to redraw at the new size (nothing to wait on)
         driver.save_screenshot(os.path.join(args.screenshots, "loudness-1280x720.png"))
 
         errors = [e for e in driver.get_log("browser") if e.get("level") == "SEVERE"
-                  and "half%20past%20ten" not in e.get("message", "")
+                  and "half+past+ten" not in e.get("message", "")
                   and "half past ten" not in e.get("message", "")]
         if errors:
             fail(f"console errors: {errors}")

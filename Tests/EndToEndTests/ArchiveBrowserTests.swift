@@ -38,10 +38,6 @@ struct ArchiveBrowserTests {
         let daemon = try Daemon(
             extraConfig: """
 
-                [archive]
-                loudness_target = -24
-                loudness_tolerance = 2
-
                 [http]
                 listen = 127.0.0.1:\(port)
 
@@ -50,7 +46,10 @@ struct ArchiveBrowserTests {
                 mic_usage = Keeps the log
                 permission = granted
 
-                """, ports: ArchiveEndToEndTests.deckPorts(deck), archiveSegmentSeconds: 2)
+                """,
+            // The harness writes the ports right after its [archive] keys: these two join them.
+            ports: "loudness_target = -24\nloudness_tolerance = 2\n" + ArchiveEndToEndTests.deckPorts(deck),
+            archiveSegmentSeconds: 2)
         let source = try SignalClient([
             "--name", deck, "play", "--ports", "out_1,out_2", "--signal", "pink", "--level", "-20",
         ])
@@ -60,21 +59,21 @@ struct ArchiveBrowserTests {
                 try daemon.recctl("--json", "routes").json?["ports"]?.arrayValue?.first?["available"] == true
             })
         try #require(try daemon.recctl("record", "start", "logger").status == 0)
-        // Four finished segments: a range across two boundaries, in chained segments (a proof).
+        // Six finished segments: a range of 8 s across four boundaries, in chained segments (a proof).
         var listed: [JSONValue] = []
         try #require(
-            try eventually(timeout: 20) {
+            try eventually(timeout: 30) {
                 listed = (try daemon.recctl("--json", "archive", "list").json?.arrayValue ?? []).filter {
                     $0["state"] == "finished"
                 }
-                return listed.count >= 4
-            }, "no four finished segments; recd's log:\n\(daemon.log)")
+                return listed.count >= 6
+            }, "no six finished segments; recd's log:\n\(daemon.log)")
         let stream = try #require(listed[1]["stream"]?.stringValue)
         let feed = "logger/" + stream
         let start = try #require(listed[1]["start"]?.stringValue)
         let startDate = try #require(ISO8601DateFormatter.fractional.date(from: start) ?? ISO8601DateFormatter().date(from: start))
         let from = ISO8601DateFormatter().string(from: startDate.addingTimeInterval(1))
-        let to = ISO8601DateFormatter().string(from: startDate.addingTimeInterval(4.5))
+        let to = ISO8601DateFormatter().string(from: startDate.addingTimeInterval(9))
         let scratch = try HTTPCallerRightsTests.scratch()
         let reference = scratch + "/recctl.flac"
         let key = try daemon.recctl("archive", "key").stdout.trimmingCharacters(in: .whitespacesAndNewlines)
@@ -111,6 +110,8 @@ struct ArchiveBrowserTests {
         #expect(files.contains(clipName + ".proof"), "downloaded: \(files)")
         let browserSamples = try Self.decodedSamples(clip, into: scratch)
         let recctlSamples = try Self.decodedSamples(reference, into: scratch)
+        // 8 s of 48 kHz stereo, 24-bit (the clip's end at the range's, not clamped).
+        #expect(browserSamples.count == 8 * 48_000 * 2 * 3, "\(browserSamples.count) bytes of samples")
         #expect(browserSamples == recctlSamples, "\(browserSamples.count) vs \(recctlSamples.count) bytes of samples")
         let proven = try daemon.recctl("archive", "prove", "--clip", clip, "--key", key)
         #expect(proven.status == 0, "prove --clip: \(proven.stdout)\(proven.stderr)")
