@@ -87,7 +87,8 @@ final class BrowseClips: Sendable {
             state.running[uid, default: 0] += 1
             state.total += 1
             state.jobs[id] = Job(
-                uid: uid, path: directory + "/" + id + ".clip", expectedBytes: expectedBytes, state: "running", proof: nil,
+                uid: uid, path: directory + "/" + id + ".clip", expectedBytes: expectedBytes, state: "running",
+                proof: nil,
                 fileName: fileName, finishedAt: nil)
             return nil
         }
@@ -120,7 +121,8 @@ final class BrowseClips: Sendable {
             ? min(0.99, job.expectedBytes > 0 ? Double(written) / Double(job.expectedBytes) : 0) : 1
         return [
             "job": .string(id), "state": .string(job.state), "bytes": .number(Double(written)),
-            "expectedBytes": .number(Double(job.expectedBytes)), "fraction": .number((fraction * 1000).rounded() / 1000),
+            "expectedBytes": .number(Double(job.expectedBytes)),
+            "fraction": .number((fraction * 1000).rounded() / 1000),
             "file": .string(job.fileName), "proof": .bool(job.proof != nil),
         ]
     }

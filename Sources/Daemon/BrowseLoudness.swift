@@ -33,13 +33,15 @@ extension BrowseService {
         var tolerance = settings.loudnessTolerance
         if let text = request.query["target"] {
             guard let value = Double(text), ArchiveSection.loudnessTargetRange.contains(value) else {
-                return Self.badRequest("target=\(String(text.prefix(20))) is no target; give LUFS from -60 to 0, e.g. -23")
+                return Self.badRequest(
+                    "target=\(String(text.prefix(20))) is no target; give LUFS from -60 to 0, e.g. -23")
             }
             target = value
         }
         if let text = request.query["tolerance"] {
             guard let value = Double(text), ArchiveSection.loudnessToleranceRange.contains(value) else {
-                return Self.badRequest("tolerance=\(String(text.prefix(20))) is no tolerance; give LU from 0 to 20, e.g. 1")
+                return Self.badRequest(
+                    "tolerance=\(String(text.prefix(20))) is no tolerance; give LU from 0 to 20, e.g. 1")
             }
             tolerance = value
         }
@@ -62,7 +64,8 @@ extension BrowseService {
         }
         let start = clip.reply.first { $0.0 == "start" }?.1.stringValue ?? range.from.iso8601
         let startTime = UTCTime(iso8601WithZone: start) ?? range.from
-        Log.info("archive browser: \(caller.shown) measures \(range.feed) from \(start) (\(Readable.duration(report.seconds)))")
+        let measured = Readable.duration(report.seconds)
+        Log.info("archive browser: \(caller.shown) measures \(range.feed) from \(start) (\(measured))")
         if format == "csv" {
             let csv = report.csv(feed: range.feed, start: start) { index in
                 startTime.advanced(bySeconds: Double(index + 1)).iso8601

@@ -31,7 +31,8 @@ extension BrowseService {
     ) -> Result<Clip, HTTPResponse> {
         var job = request.query["job"] ?? BrowseClips.newJobID()
         if !BrowseClips.validJob(job) {
-            return .failure(Self.badRequest("job=\"\(String(job.prefix(80)))\" is no job id; use 1 to 40 letters, digits, - or _"))
+            return .failure(
+                Self.badRequest("job=\"\(String(job.prefix(80)))\" is no job id; use 1 to 40 letters, digits, - or _"))
         }
         if request.query["job"] == nil { job = BrowseClips.newJobID() }
         let stamp = range.from.iso8601.filter { $0.isNumber || $0 == "T" }.prefix(15)
@@ -140,7 +141,8 @@ extension BrowseService {
         }
         let format = listening ? "flac" : (request.query["format"] ?? "flac")
         guard format == "flac" || format == "wav" else {
-            return Self.badRequest("format=\"\(String(format.prefix(20)))\" is not one recd writes; use format=flac or format=wav")
+            return Self.badRequest(
+                "format=\"\(String(format.prefix(20)))\" is not one recd writes; use format=flac or format=wav")
         }
         let proof: Bool
         switch request.query["proof"] ?? "no" {
@@ -164,8 +166,12 @@ extension BrowseService {
         var headers: [(String, String)] = [("Cache-Control", "no-store"), ("X-Recd-Job", clip.job)]
         for key in ["start", "end", "frames", "sampleRate", "channels"] {
             if let value = clip.reply.first(where: { $0.0 == key })?.1 {
-                headers.append(("X-Recd-" + key.prefix(1).uppercased() + key.dropFirst(), value.jsonText
-                    .replacingOccurrences(of: "\"", with: "")))
+                headers.append(
+                    (
+                        "X-Recd-" + key.prefix(1).uppercased() + key.dropFirst(),
+                        value.jsonText
+                            .replacingOccurrences(of: "\"", with: "")
+                    ))
             }
         }
         if !listening { headers.append(("Content-Disposition", "attachment; filename=\"\(clip.fileName)\"")) }
@@ -217,7 +223,8 @@ extension BrowseService {
         return HTTPResponse(
             contentType: "text/plain; charset=utf-8",
             headers: [
-                ("Cache-Control", "no-store"), ("Content-Disposition", "attachment; filename=\"\(found.fileName).proof\""),
+                ("Cache-Control", "no-store"),
+                ("Content-Disposition", "attachment; filename=\"\(found.fileName).proof\""),
             ], body: .bytes(Array(proof.utf8)))
     }
 }

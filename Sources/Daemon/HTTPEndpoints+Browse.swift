@@ -112,7 +112,8 @@ struct BrowseService: Sendable {
         var to: UTCTime
         if let date = request.query["date"] {
             guard date.utf8.count == 10, case .success(let day) = time("date", date) else {
-                return .failure(badRequest("date=\"\(String(date.prefix(80)))\" is no day; write date=YYYY-MM-DD (UTC)"))
+                return .failure(
+                    badRequest("date=\"\(String(date.prefix(80)))\" is no day; write date=YYYY-MM-DD (UTC)"))
             }
             from = day
             to = min(day.advanced(bySeconds: 86_400), nowTime)

@@ -68,7 +68,8 @@ enum LoudnessAssets {
         const params = new URLSearchParams(location.search);
         let report = null;
         function utc(d) { return d.toISOString().replace(/\\.\\d+Z$/, "Z").replace("T", " ").replace("Z", " UTC"); }
-        setInterval(() => { $("clock").textContent = utc(new Date()); }, 1000);
+        const tick = () => { $("clock").textContent = utc(new Date()); };
+        setInterval(tick, 1000); tick();
         function duration(s) {
           if (s < 60) return (Math.round(s * 10) / 10) + " s";
           if (s < 3600) return Math.floor(s / 60) + " min" + (s % 60 >= 1 ? " " + Math.floor(s % 60) + " s" : "");

@@ -11,7 +11,7 @@ import Foundation
 import Platform
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 enum ArchiveLoudnessCommand {
@@ -35,7 +35,8 @@ enum ArchiveLoudnessCommand {
                 guard date.utf8.count == 10, let day = try? TimeForms.resolve(date, now: now, timeZone: utc),
                     let start = ISO8601DateFormatter().date(from: day)
                 else {
-                    throw UsageError(message: "--date \"\(date)\" is no day; write YYYY-MM-DD (a UTC day)", usage: usage)
+                    throw UsageError(
+                        message: "--date \"\(date)\" is no day; write YYYY-MM-DD (a UTC day)", usage: usage)
                 }
                 from = day
                 to = TimeForms.wire(min(start.addingTimeInterval(86_400), now))

@@ -71,15 +71,17 @@ struct ArchiveBrowserTests {
         let stream = try #require(listed[1]["stream"]?.stringValue)
         let feed = "logger/" + stream
         let start = try #require(listed[1]["start"]?.stringValue)
-        let startDate = try #require(ISO8601DateFormatter.fractional.date(from: start) ?? ISO8601DateFormatter().date(from: start))
+        let startDate = try #require(
+            ISO8601DateFormatter.fractional.date(from: start) ?? ISO8601DateFormatter().date(from: start))
         let from = ISO8601DateFormatter().string(from: startDate.addingTimeInterval(1))
         let to = ISO8601DateFormatter().string(from: startDate.addingTimeInterval(9))
         let scratch = try HTTPCallerRightsTests.scratch()
         let reference = scratch + "/recctl.flac"
         let key = try daemon.recctl("archive", "key").stdout.trimmingCharacters(in: .whitespacesAndNewlines)
         // The segments are chained on recd's prover thread, just after their rotation.
-        var exported = try daemon.recctl("archive", "export", "--app", "logger", "--from", from, "--to", to,
-                                          "-o", reference, "--proof")
+        var exported = try daemon.recctl(
+            "archive", "export", "--app", "logger", "--from", from, "--to", to,
+            "-o", reference, "--proof")
         try #require(
             try eventually(timeout: 10) {
                 if exported.status == 0 { return true }
@@ -91,7 +93,8 @@ struct ArchiveBrowserTests {
 
         let downloads = scratch + "/downloads"
         try FileManager.default.createDirectory(atPath: downloads, withIntermediateDirectories: true)
-        let shots = ProcessInfo.processInfo.environment["RECD_SCREENSHOTS"] ?? ExternalTools.packageRoot + "/.build/screenshots"
+        let shots =
+            ProcessInfo.processInfo.environment["RECD_SCREENSHOTS"] ?? ExternalTools.packageRoot + "/.build/screenshots"
         try FileManager.default.createDirectory(atPath: shots, withIntermediateDirectories: true)
         let browser = try ExternalTools.run(
             "python3",
@@ -125,8 +128,9 @@ struct ArchiveBrowserTests {
         #expect(csv.status == 200)
         let csvLine = String(decoding: csv.body, as: UTF8.self).split(separator: "\n")[1].split(
             separator: ",", omittingEmptySubsequences: false)
-        let cli = try daemon.recctl("--json", "archive", "loudness", feed, "--from", from, "--to", to,
-                                    "--target", "-24", "--tolerance", "2")
+        let cli = try daemon.recctl(
+            "--json", "archive", "loudness", feed, "--from", from, "--to", to,
+            "--target", "-24", "--tolerance", "2")
         try #require(cli.status == 0, "\(cli.stderr)")
         let recctlJSON = try #require(cli.json)
         let integrated = try #require(api["integratedLUFS"]?.doubleValue)
@@ -176,7 +180,8 @@ struct ArchiveBrowserTests {
             #expect(answer.text.contains(words), "\(path): \(answer.text)")
         }
         try expect("export?\(feed)&from=-1y&to=now", 400, saying: "is not a time")
-        try expect("export?\(feed)&from=2025-01-01T00:00:00Z&to=2026-01-01T00:00:00Z", 400, saying: "ask for it in parts")
+        try expect(
+            "export?\(feed)&from=2025-01-01T00:00:00Z&to=2026-01-01T00:00:00Z", 400, saying: "ask for it in parts")
         try expect("loudness?\(feed)&from=2025-01-01T00:00:00Z&to=2026-01-01T00:00:00Z", 400, saying: "in parts")
         try expect("listen?\(feed)&from=yesterday%2099:99", 400, saying: "write one of (UTC)")
         try expect("export?\(feed)&from=banana&to=now", 400, saying: "now, -30s, -5m")
