@@ -69,7 +69,8 @@ enum BrowseAssets {
         </section>
         <section>
           <h2>Download</h2>
-          <label>Format <select id="format"><option value="flac">FLAC</option><option value="wav">WAV</option></select></label>
+          <label>Format <select id="format"><option value="flac">FLAC</option>
+            <option value="wav">WAV</option></select></label>
           <label><input type="checkbox" id="proof" checked> with proof</label>
           <button type="button" id="download">Download clip</button>
           <progress id="progress" max="1" value="0"></progress>
@@ -107,7 +108,9 @@ enum BrowseAssets {
           let feeds = [];
           try { feeds = (await (await fetch("/api/feeds")).json()).feeds; } catch (e) { feeds = []; }
           if (wanted && !feeds.includes(wanted)) feeds.unshift(wanted);
-          for (const f of feeds) { const o = document.createElement("option"); o.value = o.textContent = f; $("feed").append(o); }
+          for (const f of feeds) {
+            const o = document.createElement("option"); o.value = o.textContent = f; $("feed").append(o);
+          }
           if (wanted) $("feed").value = wanted;
           if (params.get("from")) $("from").value = params.get("from");
           if (params.get("to")) $("to").value = params.get("to");
@@ -123,7 +126,8 @@ enum BrowseAssets {
           $("axisTo").textContent = clock(to) + " UTC";
           const ns = "http://www.w3.org/2000/svg";
           for (const seg of range.segments) {
-            const a = Math.max(0, (Date.parse(seg.start) - from) / span), b = Math.min(1, (Date.parse(seg.end) - from) / span);
+            const a = Math.max(0, (Date.parse(seg.start) - from) / span);
+            const b = Math.min(1, (Date.parse(seg.end) - from) / span);
             const r = document.createElementNS(ns, "rect");
             r.setAttribute("x", a * 1000); r.setAttribute("width", Math.max(1, (b - a) * 1000 - 1));
             r.setAttribute("y", 10); r.setAttribute("height", 50); r.setAttribute("fill", "#2f81f7");
@@ -136,16 +140,20 @@ enum BrowseAssets {
           $("rangeError").textContent = "";
           history.replaceState(null, "", "/browse?" + query());
           const response = await fetch("/api/range?" + query());
-          if (!response.ok) { range = null; drawTimeline(); $("rangeError").textContent = await text(response); return; }
+          if (!response.ok) {
+            range = null; drawTimeline(); $("rangeError").textContent = await text(response); return;
+          }
           range = await response.json();
           $("resolved").textContent = range.feed + ": " + utc(new Date(range.from)) + " to " + utc(new Date(range.to))
             + " (" + duration(range.seconds) + ")";
-          $("segments").textContent = range.segments.length + " finished segment" + (range.segments.length == 1 ? "" : "s")
+          const count = range.segments.length;
+          $("segments").textContent = count + " finished segment" + (count == 1 ? "" : "s")
             + " in this range; the one being written is included in listening and clips";
           $("listenFrom").value = range.from;
           const loud = "/loudness?" + new URLSearchParams({ feed: range.feed, from: range.from, to: range.to });
           $("loudnessLink").href = loud; $("loudnav").href = loud;
-          $("csvLink").href = "/api/loudness?" + new URLSearchParams({ feed: range.feed, from: range.from, to: range.to, format: "csv" });
+          $("csvLink").href = "/api/loudness?"
+            + new URLSearchParams({ feed: range.feed, from: range.from, to: range.to, format: "csv" });
           drawTimeline();
         }
         $("pick").addEventListener("submit", show);
@@ -158,7 +166,8 @@ enum BrowseAssets {
         });
         $("listen").addEventListener("click", async () => {
           $("listenError").textContent = "";
-          const url = "/api/listen?" + new URLSearchParams({ feed: $("feed").value, from: $("listenFrom").value || $("from").value });
+          const url = "/api/listen?"
+            + new URLSearchParams({ feed: $("feed").value, from: $("listenFrom").value || $("from").value });
           // The clip is made once, for the player; only when it cannot play is recd asked why.
           $("player").onerror = async () => {
             const answer = await fetch(url);
@@ -175,9 +184,10 @@ enum BrowseAssets {
           const job = newJob(), proof = $("proof").checked;
           const url = "/api/export?" + query({ format: $("format").value, proof: proof ? "yes" : "no", job });
           $("download").disabled = true;
-          // A HEAD first would make the clip twice: the download is the request; errors come back
-          // as the job's state, and the body of a failed download is fetched to show what to do.
-          const a = document.createElement("a"); a.href = url; a.download = ""; document.body.append(a); a.click(); a.remove();
+          // A HEAD first would make the clip twice: the download is the request; a refusal comes
+          // back as the job's state and message.
+          const a = document.createElement("a"); a.href = url; a.download = "";
+          document.body.append(a); a.click(); a.remove();
           const started = Date.now();
           const poll = async () => {
             const response = await fetch("/api/export/progress?job=" + job);
@@ -185,22 +195,24 @@ enum BrowseAssets {
               const p = await response.json();
               $("progress").value = p.fraction;
               $("progressText").textContent = (p.state == "running" ? "writing " : p.state + ": ") + p.file
-                + (p.state == "running" ? ", " + Math.round(p.fraction * 100) + " %, " + Math.round(p.bytes / 1024) + " KiB"
-                   : "") + " after " + duration((Date.now() - started) / 1000);
+                + (p.state == "running"
+                   ? ", " + Math.round(p.fraction * 100) + " %, " + Math.round(p.bytes / 1024) + " KiB" : "") + " after " + duration((Date.now() - started) / 1000);
               if (p.state == "done") {
                 $("progress").value = 1; $("download").disabled = false;
-                if (p.proof) { $("proofLink").href = "/api/export/proof?job=" + job; $("proofLink").download = p.file + ".proof";
-                  $("proofLink").hidden = false; }
+                if (p.proof) {
+                  $("proofLink").href = "/api/export/proof?job=" + job; $("proofLink").download = p.file + ".proof";
+                  $("proofLink").hidden = false;
+                }
                 return;
               }
               if (p.state == "failed") {
                 $("download").disabled = false;
-                $("downloadError").textContent = "the clip failed: " + (await text(await fetch(url.replace("job=" + job, "job=" + newJob()))));
+                $("downloadError").textContent = "the clip failed: " + p.message;
                 return;
               }
             } else if (Date.now() - started > 10000) {
               $("download").disabled = false;
-              $("downloadError").textContent = "the clip did not start: " + (await text(await fetch(url.replace("job=" + job, "job=" + newJob()))));
+              $("downloadError").textContent = "the clip did not start: " + await text(response);
               return;
             }
             setTimeout(poll, 300);

@@ -39,6 +39,8 @@ final class BrowseClips: Sendable {
         var state: String
         var proof: String?
         var fileName: String
+        /// Why it failed, as the refusal said (for the page, whose download cannot show it).
+        var message: String?
         var finishedAt: Double?
     }
 
@@ -89,13 +91,13 @@ final class BrowseClips: Sendable {
             state.jobs[id] = Job(
                 uid: uid, path: directory + "/" + id + ".clip", expectedBytes: expectedBytes, state: "running",
                 proof: nil,
-                fileName: fileName, finishedAt: nil)
+                fileName: fileName, message: nil, finishedAt: nil)
             return nil
         }
     }
 
     /// The job is over (`state`: `done` or `failed`); its slot is free.
-    func end(job id: String, state ending: String, proof: String?) {
+    func end(job id: String, state ending: String, proof: String?, message: String? = nil) {
         let now = Self.now()
         state.withLock { state in
             guard var job = state.jobs[id] else { return }
@@ -103,6 +105,7 @@ final class BrowseClips: Sendable {
             state.total -= 1
             job.state = ending
             job.proof = proof
+            job.message = message
             job.finishedAt = now
             state.jobs[id] = job
         }
@@ -123,7 +126,7 @@ final class BrowseClips: Sendable {
             "job": .string(id), "state": .string(job.state), "bytes": .number(Double(written)),
             "expectedBytes": .number(Double(job.expectedBytes)),
             "fraction": .number((fraction * 1000).rounded() / 1000),
-            "file": .string(job.fileName), "proof": .bool(job.proof != nil),
+            "file": .string(job.fileName), "proof": .bool(job.proof != nil), "message": JSONValue(job.message),
         ]
     }
 

@@ -43,9 +43,22 @@ extension BrowseService {
         {
             return .failure(refused)
         }
-        var ending = "failed"
-        var proofText: String?
-        defer { clips.end(job: job, state: ending, proof: proofText) }
+        let made = writeClip(range, format: format, proof: proof, caller: caller, job: job, fileName: fileName)
+        switch made {
+        case .success(let clip):
+            clips.end(job: job, state: "done", proof: clip.reply.first { $0.0 == "proof" }?.1.stringValue)
+        case .failure(let refusal):
+            var message = ""
+            if case .bytes(let body) = refusal.body { message = String(decoding: body.prefix(2000), as: UTF8.self) }
+            clips.end(job: job, state: "failed", proof: nil, message: message)
+        }
+        return made
+    }
+
+    /// The clip itself, into the job's file; the job's slot is `makeClip`'s.
+    private func writeClip(
+        _ range: Range, format: String, proof: Bool, caller: HTTPCaller, job: String, fileName: String
+    ) -> Result<Clip, HTTPResponse> {
         guard let path = clips.job(job, uid: caller.uid)?.path else {
             return .failure(.error(500, "Internal Server Error: the job vanished; retry"))
         }
@@ -90,8 +103,6 @@ extension BrowseService {
         } catch {
             return .failure(.error(503, "Service Unavailable: recd cannot read back its clip (\(error.message))"))
         }
-        ending = "done"
-        proofText = reply.first { $0.0 == "proof" }?.1.stringValue
         return .success(Clip(file: served, size: size, reply: reply, job: job, fileName: fileName))
     }
 

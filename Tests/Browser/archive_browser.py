@@ -6,7 +6,8 @@ in 2 s segments. Checks, in order:
   1. /browse?feed=F&from=A&to=B shows the range resolved (UTC) and its segments on the timeline;
   2. typed relative times ("-20s", "now") resolve, a malformed one shows recd's 400 in words;
   3. "Download clip" (FLAC, with proof) downloads the clip into --downloads, its progress runs
-     to done (100 %), and "Download proof" downloads FILE.proof beside it;
+     to done (100 %), and "Download proof" downloads FILE.proof beside it; a proof of the
+     segment being written is refused on the page with recd's reason;
   4. listening from 3 s ago (the segment being written) plays: <audio> currentTime > 0.5 s;
   5. /loudness for the same range shows the integrated loudness (printed for the test) and a
      plot; the browser's console logged no error;
@@ -95,6 +96,15 @@ def main():
         until("the proof downloaded", 15, lambda: os.path.exists(os.path.join(args.downloads, clip + ".proof")))
         print(f"ok: downloaded {clip} and {clip}.proof", flush=True)
 
+        # A proof of the segment being written cannot be: the page says why, in recd's words.
+        js("document.getElementById('from').value = '-3s'; document.getElementById('to').value = 'now';")
+        driver.find_element("id", "download").click()
+        refused = until("a proof into the open segment refused on the page", 15, lambda: js(
+            "return document.getElementById('downloadError').textContent;"))
+        if "being written" not in refused:
+            fail(f"the refused proof says {refused!r}")
+        print(f"ok: a proof into the open segment is refused: {refused[:90]!r}…", flush=True)
+
         # The segment being written: listen from 3 s ago.
         js("document.getElementById('listenFrom').value = '-3s';")
         driver.find_element("id", "listen").click()
@@ -138,6 +148,7 @@ def main():
 
         errors = [e for e in driver.get_log("browser") if e.get("level") == "SEVERE"
                   and "half+past+ten" not in e.get("message", "")
+                  and "api/export?" not in e.get("message", "")
                   and "half past ten" not in e.get("message", "")]
         if errors:
             fail(f"console errors: {errors}")
