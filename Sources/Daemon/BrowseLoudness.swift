@@ -19,7 +19,7 @@ import SystemSupport
 
 extension BrowseService {
     func loudness(_ request: HTTPRequest) -> HTTPResponse {
-        let range: Range
+        var range: Range
         switch Self.parseRange(request, longest: Int64(LoudnessReportBuilder.longestSeconds)) {
         case .success(let value): range = value
         case .failure(let answer): return answer
@@ -50,6 +50,9 @@ extension BrowseService {
         case .success(let found): (caller, records) = found
         case .failure(let answer): return answer
         }
+        // A day's report starts at its first finished segment, not in hours of silence before
+        // it (which would cost decoding them); recctl starts at the same one.
+        if let first = records.first?.startTime, first > range.from, first < range.to { range.from = first }
         let clip: Clip
         switch makeClip(request, range, format: "flac", proof: false, caller: caller, records: records) {
         case .success(let made): clip = made

@@ -22,7 +22,7 @@ enum ArchiveLoudnessCommand {
         }
         let parts = feed.split(separator: "/", maxSplits: 1).map(String.init)
         let now = Date()
-        let from: String
+        var from: String
         var to: String
         var target = -23.0
         var tolerance = 1.0
@@ -75,14 +75,25 @@ enum ArchiveLoudnessCommand {
             printError("error: cannot make a file for the clip in \(directory): \(error.message); set TMPDIR\n")
             return 1
         }
-        let request = Command.archiveExport(
-            ExportRequest(
-                app: parts[0], stream: parts.count > 1 ? parts[1] : nil, from: from, to: to, format: "flac",
-                file: path))
+        let stream = parts.count > 1 ? parts[1] : nil
         let reply: JSONValue
         do {
             let connection = try Connection(
                 candidates: ControlSocket.candidates(globals.socket, environment: environment), interface: .recctl)
+            // The report starts at the first finished segment in the range, as /api/loudness's
+            // does (not in hours of silence before it).
+            let listed = try connection.call(.archiveList(app: parts[0], since: from))
+            let first = (listed["segments"]?.arrayValue ?? []).first {
+                $0["state"]?.stringValue == "finished" && ($0["group"]?.intValue ?? 0) == 0
+                    && (stream == nil || $0["stream"]?.stringValue == stream)
+            }
+            if let start = first?["start"]?.stringValue, let startDate = Self.date(start),
+                let fromDate = Self.date(from), let toDate = Self.date(to), startDate > fromDate, startDate < toDate
+            {
+                from = start
+            }
+            let request = Command.archiveExport(
+                ExportRequest(app: parts[0], stream: stream, from: from, to: to, format: "flac", file: path))
             reply = try connection.call(request, passing: [file.descriptor], timeout: nil)
         } catch let error as Unreachable {
             printError(
@@ -140,6 +151,13 @@ enum ArchiveLoudnessCommand {
             "above target         \(Readable.duration(Double(report.secondsAbove))) (short-term above "
                 + "\(LoudnessReport.fixed(target)) LUFS + \(LoudnessReport.fixed(tolerance)) LU)")
         return 0
+    }
+}
+
+extension ArchiveLoudnessCommand {
+    /// recd's wire times, with or without a fraction.
+    static func date(_ text: String) -> Date? {
+        ISO8601DateFormatter.withFraction.date(from: text) ?? ISO8601DateFormatter().date(from: text)
     }
 }
 

@@ -141,6 +141,15 @@ struct ArchiveBrowserTests {
         #expect(api["targetLUFS"]?.doubleValue == -24 && api["toleranceLU"]?.doubleValue == 2)
         #expect(Double(csvLine[3]) == integrated, "CSV: \(csvLine)")
         #expect(browser.stdout.contains("page integrated \(String(format: "%.1f", integrated))"), "\(browser.stdout)")
+        // The day so far (UTC): the page's date= and recctl's --date give the same report.
+        let today = String(ISO8601DateFormatter().string(from: Date()).prefix(10))
+        let day = try HTTPCallerRightsTests.curl(
+            "http://127.0.0.1:\(port)/api/loudness?feed=\(feed)&date=\(today)", into: scratch)
+        #expect(day.status == 200, "\(day.text)")
+        let dayJSON = try JSONValue.parse(String(decoding: day.body, as: UTF8.self))
+        #expect((dayJSON["seconds"]?.doubleValue ?? 0) >= 10, "\(day.text)")
+        let cliDay = try daemon.recctl("archive", "loudness", feed, "--date", today)
+        #expect(cliDay.status == 0 && cliDay.stdout.contains("integrated loudness"), "\(cliDay.stdout)\(cliDay.stderr)")
         // The oracle: libebur128 on the clip's samples (Tests/Browser/ebur128_oracle.py loads the
         // library with ctypes), integrated loudness and true peak within 0.1 LU / 0.1 dB.
         let oracle = try ExternalTools.run(
