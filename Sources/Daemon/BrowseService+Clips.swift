@@ -124,6 +124,12 @@ extension BrowseService {
     /// What the clip will weigh, from the index (the segment being written is not in it, so the
     /// estimate can be low: progress stops at 99 % until the clip is done).
     static func expectedBytes(_ records: [SegmentRecord], _ range: Range, format: String) -> Int64 {
+        // WAV: every frame of the range is written, gaps as silence, at the recording's format.
+        if format == "wav", let first = records.first {
+            let seconds = Double(range.to.nanosecondsSinceEpoch - range.from.nanosecondsSinceEpoch) / 1e9
+            let frameBytes = first.channels * ((first.bitsPerSample + 7) / 8)
+            return 44 + Int64(seconds * Double(first.sampleRate)) * Int64(frameBytes)
+        }
         var total = 0.0
         for record in records {
             let start = max(record.startTime.nanosecondsSinceEpoch, range.from.nanosecondsSinceEpoch)

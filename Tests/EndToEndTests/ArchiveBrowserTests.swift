@@ -167,7 +167,7 @@ struct ArchiveBrowserTests {
     }
 
     @Test(
-        "hostile requests as real curl processes: a range of a year and malformed times get 400 saying what to write, a feed nobody may not read 403, another caller's job 404, a bad format 400"
+        "hostile requests as real curl processes: a range of a year and malformed times get 400 saying what to write, a feed nobody may not read 403, another caller's job 404, a bad format 400; a long export (30 min of WAV) shows progress between 0 and 1 before it is done"
     )
     func hostileRequests() throws {
         try #require(getuid() == 0, "curl drops to nobody for the 403: run the tests as root")
@@ -210,6 +210,41 @@ struct ArchiveBrowserTests {
         try expect("export/progress?job=\(job)", 404, saying: "no export job", as: "nobody")
         try expect("export/proof?job=\(job)", 404, saying: "no proof", as: "nobody")
         try expect("export/progress?job=\(job)", 200, saying: "\"done\"")
+
+        // A long export shows progress: 30 min of WAV (mostly the silence before the recording,
+        // 518 MB) while its progress is read, until a reading between 0 and 1 has been seen.
+        let long = "long\(UInt32.random(in: 0...UInt32.max))"
+        let startDate = try #require(
+            ISO8601DateFormatter.fractional.date(from: start) ?? ISO8601DateFormatter().date(from: start))
+        let longFrom = ISO8601DateFormatter().string(from: startDate.addingTimeInterval(-1798))
+        let longTo = ISO8601DateFormatter().string(from: startDate.addingTimeInterval(2))
+        let exported = Locked<HTTPCallerRightsTests.CurlAnswer?>(nil)
+        let thread = Thread {
+            let answer = try? ExternalTools.run(
+                "curl",
+                [
+                    "-s", "-o", "/dev/null", "-w", "%{http_code}", "-m", "300",
+                    api + "export?\(feed)&from=\(longFrom)&to=\(longTo)&format=wav&job=\(long)",
+                ], timeout: 320)
+            exported.withLock {
+                $0 = HTTPCallerRightsTests.CurlAnswer(status: Int(answer?.stdout ?? "") ?? -1, body: [])
+            }
+        }
+        thread.start()
+        var seen: [Double] = []
+        #expect(
+            try eventually(timeout: 300) {
+                let answer = try HTTPCallerRightsTests.curl(api + "export/progress?job=\(long)", into: scratch)
+                guard answer.status == 200, let json = try? JSONValue.parse(answer.text),
+                    let fraction = json["fraction"]?.doubleValue
+                else { return false }
+                if json["state"] == "running" && fraction > 0 && fraction < 1 { seen.append(fraction) }
+                return json["state"] == "done"
+            }, "the long export never finished")
+        #expect(!seen.isEmpty, "no progress reading between 0 and 1 while 30 min of WAV were written")
+        #expect(try eventually(timeout: 60) { exported.withLock { $0 != nil } })
+        #expect(exported.withLock { $0?.status } == 200)
+        print("progress readings of the long export: \(seen.map { String(format: "%.2f", $0) })")
     }
 }
 
