@@ -164,16 +164,26 @@ enum BrowseAssets {
           const at = new Date(from + (to - from) * (event.clientX - box.left) / box.width);
           $("listenFrom").value = at.toISOString().replace(/\\.\\d+Z$/, "Z");
         });
-        $("listen").addEventListener("click", async () => {
+        // The clip playing began here (ms since 1970; null when typed relative, e.g. -3s): a whole
+        // 10 min clip that ends goes on with the next one, so listening is not cut at 10 min.
+        let listeningFrom = null;
+        function listen(from) {
           $("listenError").textContent = "";
-          const url = "/api/listen?"
-            + new URLSearchParams({ feed: $("feed").value, from: $("listenFrom").value || $("from").value });
+          const url = "/api/listen?" + new URLSearchParams({ feed: $("feed").value, from });
+          const absolute = /^[0-9]{4}-[0-9]{2}-[0-9]{2}T/.test(from) && !isNaN(Date.parse(from));
+          listeningFrom = absolute ? Date.parse(from) : null;
           // The clip is made once, for the player; only when it cannot play is recd asked why.
           $("player").onerror = async () => {
             const answer = await fetch(url);
             $("listenError").textContent = answer.ok ? "the browser cannot play this clip" : await text(answer);
           };
           $("player").src = url; $("player").play().catch(() => {});
+        }
+        $("listen").addEventListener("click", () => listen($("listenFrom").value || $("from").value));
+        $("player").addEventListener("ended", () => {
+          const played = $("player").duration;
+          if (listeningFrom === null || !(played >= 599)) return;
+          listen(new Date(listeningFrom + played * 1000).toISOString());
         });
         function newJob() {
           const bytes = new Uint8Array(12); crypto.getRandomValues(bytes);
@@ -196,7 +206,8 @@ enum BrowseAssets {
               $("progress").value = p.fraction;
               $("progressText").textContent = (p.state == "running" ? "writing " : p.state + ": ") + p.file
                 + (p.state == "running"
-                   ? ", " + Math.round(p.fraction * 100) + " %, " + Math.round(p.bytes / 1024) + " KiB" : "") + " after " + duration((Date.now() - started) / 1000);
+                   ? ", " + Math.round(p.fraction * 100) + " %, " + Math.round(p.bytes / 1024) + " KiB" : "")
+                + " after " + duration((Date.now() - started) / 1000);
               if (p.state == "done") {
                 $("progress").value = 1; $("download").disabled = false;
                 if (p.proof) {
