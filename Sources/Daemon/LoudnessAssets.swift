@@ -37,7 +37,8 @@ enum LoudnessAssets {
         </style>
         </head>
         <body>
-        <nav><a href="/">Status</a><a href="/wall">Wall</a><a href="/day">Day</a><a href="/browse" id="browselink">Archive</a>
+        <nav><a href="/">Status</a><a href="/wall">Wall</a><a href="/day">Day</a>
+        <a href="/browse" id="browselink">Archive</a>
         <a href="/loudness" class="here">Loudness</a><span class="dim" style="margin-left:auto" id="clock"></span></nav>
         <main>
         <section>
@@ -56,11 +57,13 @@ enum LoudnessAssets {
           <div class="figure" id="fI">Integrated<b id="integrated">–</b><span class="dim">LUFS</span></div>
           <div class="figure">Loudness range<b id="lra">–</b><span class="dim">LU</span></div>
           <div class="figure" id="fP">Max true peak<b id="peak">–</b><span class="dim">dBTP</span></div>
-          <div class="figure" id="fA">Above target<b id="above">–</b><span class="dim" id="aboveNote">short-term</span></div>
+          <div class="figure" id="fA">Above target<b id="above">–</b>
+            <span class="dim" id="aboveNote">short-term</span></div>
           <div class="figure">Measured<b id="seconds">–</b><span class="dim"><a id="csv" href="#">CSV</a></span></div>
         </section>
         <section><canvas id="plot" width="1800" height="360"></canvas>
-          <p class="dim">Short-term loudness (3 s) each second, UTC; the green band is the target ± tolerance.</p></section>
+          <p class="dim">Short-term loudness (3 s) each second, UTC; the green band is the target ± tolerance.</p>
+        </section>
         </main>
         <script>
         "use strict";
@@ -91,7 +94,9 @@ enum LoudnessAssets {
           const q = query(); history.replaceState(null, "", "/loudness?" + q);
           $("csv").href = "/api/loudness?" + query("csv");
           const response = await fetch("/api/loudness?" + q);
-          if (!response.ok) { $("what").textContent = ""; $("error").textContent = (await response.text()).trim(); return; }
+          if (!response.ok) {
+            $("what").textContent = ""; $("error").textContent = (await response.text()).trim(); return;
+          }
           report = await response.json();
           $("target").value = report.targetLUFS; $("tolerance").value = report.toleranceLU;
           $("what").textContent = report.feed + " from " + utc(new Date(report.from)) + ", " + duration(report.seconds)
@@ -101,14 +106,16 @@ enum LoudnessAssets {
           $("peak").textContent = fixed(report.truePeakDBTP);
           $("above").textContent = duration(report.secondsAbove);
           $("seconds").textContent = duration(report.seconds);
-          const off = report.integratedLUFS !== null && Math.abs(report.integratedLUFS - report.targetLUFS) > report.toleranceLU;
+          const off = report.integratedLUFS !== null
+            && Math.abs(report.integratedLUFS - report.targetLUFS) > report.toleranceLU;
           $("fI").className = "figure " + (report.integratedLUFS === null ? "" : off ? "over" : "within");
           $("fA").className = "figure " + (report.secondsAbove > 0 ? "over" : "within");
           draw();
         }
         function draw() {
           const canvas = $("plot"), box = canvas.getBoundingClientRect();
-          canvas.width = Math.round(box.width * devicePixelRatio); canvas.height = Math.round(box.height * devicePixelRatio);
+          canvas.width = Math.round(box.width * devicePixelRatio);
+          canvas.height = Math.round(box.height * devicePixelRatio);
           const g = canvas.getContext("2d"), w = canvas.width, h = canvas.height, s = devicePixelRatio;
           g.clearRect(0, 0, w, h);
           if (!report) return;
@@ -120,7 +127,8 @@ enum LoudnessAssets {
           g.fillStyle = "rgba(63,185,80,0.18)";
           g.fillRect(left, y(report.targetLUFS + report.toleranceLU), right - left,
                      y(report.targetLUFS - report.toleranceLU) - y(report.targetLUFS + report.toleranceLU));
-          g.strokeStyle = "#3fb950"; g.beginPath(); g.moveTo(left, y(report.targetLUFS)); g.lineTo(right, y(report.targetLUFS)); g.stroke();
+          g.strokeStyle = "#3fb950"; g.beginPath();
+          g.moveTo(left, y(report.targetLUFS)); g.lineTo(right, y(report.targetLUFS)); g.stroke();
           const n = report.shortTermLUFS.length, from = Date.parse(report.from);
           const x = (i) => left + (right - left) * (i + 1) / Math.max(1, n);
           g.fillStyle = "#9aa7b4";
@@ -149,11 +157,14 @@ enum LoudnessAssets {
           try { feeds = (await (await fetch("/api/feeds")).json()).feeds; } catch (e) { feeds = []; }
           const wanted = params.get("feed");
           if (wanted && !feeds.includes(wanted)) feeds.unshift(wanted);
-          for (const f of feeds) { const o = document.createElement("option"); o.value = o.textContent = f; $("feed").append(o); }
+          for (const f of feeds) {
+            const o = document.createElement("option"); o.value = o.textContent = f; $("feed").append(o);
+          }
           if (wanted) $("feed").value = wanted;
           for (const k of ["date", "from", "to", "target", "tolerance"]) if (params.get(k)) $(k).value = params.get(k);
           if (!$("date").value && !$("from").value) $("date").value = new Date().toISOString().slice(0, 10);
-          $("browselink").href = "/browse?" + new URLSearchParams({ feed: $("feed").value, from: $("from").value || "-5m",
+          $("browselink").href = "/browse?"
+            + new URLSearchParams({ feed: $("feed").value, from: $("from").value || "-5m",
             to: $("to").value || "now" });
           $("pick").addEventListener("submit", measure);
           if ($("feed").value) measure();
