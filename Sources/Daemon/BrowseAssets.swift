@@ -217,7 +217,7 @@ enum BrowseAssets {
                 return;
               }
               if (p.state == "failed") {
-                $("download").disabled = false;
+                $("download").disabled = false; $("progress").value = 0;
                 $("downloadError").textContent = "the clip failed: " + p.message;
                 return;
               }

@@ -108,7 +108,9 @@ extension BrowseService {
 
     /// The exporter's refusal in HTTP's words.
     static func refusal(_ error: SessionError) -> HTTPResponse {
-        let message = error.detail
+        // The exporter words its advice for recctl; here the caller wrote a query.
+        let message = error.detail.replacingOccurrences(of: "or without --proof", with: "or with proof=no")
+            .replacingOccurrences(of: "choose one with --stream", with: "name it in feed=APP/STREAM")
         switch error.code {
         case .isBusy: return .error(429, "Too Many Requests: \(message)", headers: [("Retry-After", "2")])
         case .resourceNotAvailable: return .error(503, "Service Unavailable: \(message)")

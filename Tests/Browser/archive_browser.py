@@ -96,15 +96,6 @@ def main():
         until("the proof downloaded", 15, lambda: os.path.exists(os.path.join(args.downloads, clip + ".proof")))
         print(f"ok: downloaded {clip} and {clip}.proof", flush=True)
 
-        # A proof of the segment being written cannot be: the page says why, in recd's words.
-        js("document.getElementById('from').value = '-3s'; document.getElementById('to').value = 'now';")
-        driver.find_element("id", "download").click()
-        refused = until("a proof into the open segment refused on the page", 15, lambda: js(
-            "return document.getElementById('downloadError').textContent;"))
-        if "being written" not in refused:
-            fail(f"the refused proof says {refused!r}")
-        print(f"ok: a proof into the open segment is refused: {refused[:90]!r}…", flush=True)
-
         # The segment being written: listen from 3 s ago.
         js("document.getElementById('listenFrom').value = '-3s';")
         driver.find_element("id", "listen").click()
@@ -128,6 +119,15 @@ def main():
         driver.save_screenshot(os.path.join(args.screenshots, "browse-1920x1080.png"))
         viewport(driver, 1280, 720)
         driver.save_screenshot(os.path.join(args.screenshots, "browse-1280x720.png"))
+
+        # A proof of the segment being written cannot be: the page says why, in recd's words.
+        js("document.getElementById('from').value = '-3s'; document.getElementById('to').value = 'now';")
+        driver.find_element("id", "download").click()
+        refused = until("a proof into the open segment refused on the page", 15, lambda: js(
+            "return document.getElementById('downloadError').textContent;"))
+        if "being written" not in refused or "proof=no" not in refused or "--proof" in refused:
+            fail(f"the refused proof says {refused!r}")
+        print(f"ok: a proof into the open segment is refused: {refused[:90]!r}…", flush=True)
 
         # The loudness page of the same range.
         viewport(driver, 1920, 1080)
