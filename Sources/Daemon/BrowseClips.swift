@@ -67,7 +67,7 @@ final class BrowseClips: Sendable {
             state.jobs = state.jobs.filter { $0.value.finishedAt.map { now - $0 < Self.keptSeconds } ?? true }
             if state.jobs.count >= Self.keptProofs,
                 let oldest = state.jobs.filter({ $0.value.finishedAt != nil }).min(by: {
-                    $0.value.finishedAt! < $1.value.finishedAt!
+                    ($0.value.finishedAt ?? 0) < ($1.value.finishedAt ?? 0)
                 })
             {
                 state.jobs[oldest.key] = nil
@@ -83,13 +83,15 @@ final class BrowseClips: Sendable {
                     503, "Service Unavailable: recd is making \(Self.atOnce) clips already; retry in a few seconds",
                     headers: [("Retry-After", "2")])
             }
-            guard state.jobs[id] == nil else {
+            // Keyed by caller too: one caller cannot learn another's job ids by colliding with them.
+            guard state.jobs[Self.key(id, uid)] == nil else {
                 return .error(409, "Conflict: job \(id) exists already; choose another job= (or leave it out)")
             }
             state.running[uid, default: 0] += 1
             state.total += 1
-            state.jobs[id] = Job(
-                uid: uid, path: directory + "/" + id + ".clip", expectedBytes: expectedBytes, state: "running",
+            state.jobs[Self.key(id, uid)] = Job(
+                uid: uid, path: directory + "/" + String(uid) + "-" + id + ".clip", expectedBytes: expectedBytes,
+                state: "running",
                 proof: nil,
                 fileName: fileName, message: nil, finishedAt: nil)
             return nil
@@ -97,22 +99,22 @@ final class BrowseClips: Sendable {
     }
 
     /// The job is over (`state`: `done` or `failed`); its slot is free.
-    func end(job id: String, state ending: String, proof: String?, message: String? = nil) {
+    func end(job id: String, uid: UInt32, state ending: String, proof: String?, message: String? = nil) {
         let now = Self.now()
         state.withLock { state in
-            guard var job = state.jobs[id] else { return }
+            guard var job = state.jobs[Self.key(id, uid)] else { return }
             state.running[job.uid, default: 1] -= 1
             state.total -= 1
             job.state = ending
             job.proof = proof
             job.message = message
             job.finishedAt = now
-            state.jobs[id] = job
+            state.jobs[Self.key(id, uid)] = job
         }
     }
 
     func job(_ id: String, uid: UInt32) -> Job? {
-        state.withLock { state in state.jobs[id].flatMap { $0.uid == uid ? $0 : nil } }
+        state.withLock { state in state.jobs[Self.key(id, uid)] }
     }
 
     /// `/api/export/progress`: bytes written so far against the estimate (at most 99 % until done).
@@ -140,6 +142,8 @@ final class BrowseClips: Sendable {
                     || c == 0x5F
             }
     }
+
+    private static func key(_ id: String, _ uid: UInt32) -> String { "\(uid)/\(id)" }
 
     static func newJobID() -> String {
         "j" + String(UInt64.random(in: 0...UInt64.max), radix: 36)

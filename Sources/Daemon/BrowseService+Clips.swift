@@ -46,11 +46,12 @@ extension BrowseService {
         let made = writeClip(range, format: format, proof: proof, caller: caller, job: job, fileName: fileName)
         switch made {
         case .success(let clip):
-            clips.end(job: job, state: "done", proof: clip.reply.first { $0.0 == "proof" }?.1.stringValue)
+            clips.end(
+                job: job, uid: caller.uid, state: "done", proof: clip.reply.first { $0.0 == "proof" }?.1.stringValue)
         case .failure(let refusal):
             var message = ""
             if case .bytes(let body) = refusal.body { message = String(decoding: body.prefix(2000), as: UTF8.self) }
-            clips.end(job: job, state: "failed", proof: nil, message: message)
+            clips.end(job: job, uid: caller.uid, state: "failed", proof: nil, message: message)
         }
         return made
     }
