@@ -95,7 +95,7 @@ let package = Package(
         // recctl's argument parsing and output formatting; Platform passes open files.
         .target(
             name: "RecctlKit",
-            dependencies: ["ControlClient", "ControlProtocol", "SessionPolicy", "Platform", "ArchiveProof"]),
+            dependencies: ["ControlClient", "ControlProtocol", "SessionPolicy", "Platform", "ArchiveProof", "Codec"]),
         // The application library: AVAudioSession's calls and notifications over recd's protocol.
         .target(name: "AudioSession", dependencies: ["ControlClient", "ControlProtocol", "SessionPolicy", "Platform"]),
         .executableTarget(name: "recd", dependencies: ["Daemon"]),

@@ -3,6 +3,7 @@
 // argument accessors, and every reply recd would send is checked to be one valid JSON line.
 // Built and run by fuzz/run (swiftc -sanitize=fuzzer,address); not part of the package.
 import ControlProtocol
+import Foundation
 
 @testable import SystemSupport
 
@@ -20,8 +21,23 @@ public func protocolFuzz(_ data: UnsafePointer<UInt8>, _ size: Int) -> Int32 {
         }
     }
     if let rest = assembler.takeRemainder() { lines.append(rest) }
-    for line in lines { exercise(line) }
+    for line in lines {
+        exercise(line)
+        exerciseTimeForms(line)
+    }
     return 0
+}
+
+/// The times a person types (recctl's flags, the archive browser's `from=`/`to=`): any text is
+/// resolved or refused, never a trap; a resolved time without its own zone is recd's UTC form.
+func exerciseTimeForms(_ text: String) {
+    let now = Date(timeIntervalSince1970: 1_796_000_000)
+    for zone in ["UTC", "Europe/Berlin"] {
+        guard let timeZone = TimeZone(identifier: zone) else { continue }
+        guard let wire = try? TimeForms.resolve(text, now: now, timeZone: timeZone) else { continue }
+        if wire != text && !wire.hasSuffix("Z") { fatalError("TimeForms resolved \(text) to \(wire), not UTC") }
+    }
+    _ = TimeForms.wire(Date(timeIntervalSince1970: Double(text.utf8.count) * 1e7 - 1e9), microseconds: true)
 }
 
 func exercise(_ line: String) {

@@ -83,6 +83,7 @@ struct HTTPEndpoints: Sendable {
         addStatusPage(to: &routes)
         addDay(to: &routes)
         addWall(to: &routes)
+        addBrowse(to: &routes)
         return routes
     }
 

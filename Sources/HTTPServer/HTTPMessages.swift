@@ -223,3 +223,6 @@ public final class HTTPEventStream: Sendable {
         return Array(": keep-alive\n\n".utf8)
     }
 }
+
+/// A handler's helpers may hand back a refusal (a 4xx/5xx response) as a `Result`'s failure.
+extension HTTPResponse: Error {}

@@ -156,6 +156,20 @@ extension Recctl {
                 ("stream", "the stream's name (default: the app's only stream)"),
             ]),
         CommandSpec(
+            path: ["archive", "loudness"], positionals: ["FEED"],
+            valueFlags: ["date", "from", "to", "target", "tolerance"], boolFlags: ["csv"],
+            summary:
+                "loudness compliance of FEED (APP/STREAM) for a UTC day or a range: integrated loudness, loudness range, "
+                + "maximum true peak, time whose short-term loudness is above the target plus the tolerance; the "
+                + "numbers /api/loudness gives (--csv: its CSV, --json: its JSON)",
+            accepts: [
+                ("date", "YYYY-MM-DD, a UTC day (up to now)"),
+                ("from", "a time: " + TimeArgument.forms),
+                ("to", "a time, as --from (default: now)"),
+                ("target", "LUFS, -60 to 0 (default -23, EBU R128; -24 for ATSC A/85)"),
+                ("tolerance", "LU, 0 to 20 (default 1)"),
+            ]),
+        CommandSpec(
             path: ["cue"], positionals: ["APP"], optionalPositionals: ["outputs|assign|mix|split", "SOURCE|X|on|off"],
             valueFlags: ["main", "cue", "bus", "gain"],
             summary: "main/cue monitoring: outputs --main P --cue P; assign SOURCE --bus main|cue|both|none "

@@ -54,6 +54,10 @@ public enum Recctl {
         if command.spec.path == ["archive", "key"] || command.spec.path == ["archive", "prove"] {
             return ArchiveProofCommands.run(command, globals: globals, environment: environment)
         }
+        // recd exports the stretch; recctl measures it (ArchiveLoudnessCommand.swift).
+        if command.spec.path == ["archive", "loudness"] {
+            return ArchiveLoudnessCommand.run(command, globals: globals, environment: environment)
+        }
         let request: Command
         do {
             request = try buildRequest(command)

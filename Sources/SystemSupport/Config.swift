@@ -158,7 +158,14 @@ public struct ArchiveSection: Sendable, Equatable {
     /// libebur128 (more CPU than the encoding; the reference, kept as the fallback), `no` not at
     /// all (a studio multitrack that needs no loudness proof).
     public var loudness = LoudnessSetting.yes
+    /// The loudness reports' target, LUFS (`loudness_target`: EBU R128 -23, ATSC A/85 -24).
+    public var loudnessTarget = -23.0
+    /// How far above the target short-term loudness may lie before a second counts as above
+    /// it, LU (`loudness_tolerance`).
+    public var loudnessTolerance = 1.0
 
+    public static let loudnessTargetRange = -60.0...0.0
+    public static let loudnessToleranceRange = 0.0...20.0
     public static let defaultSegmentSeconds = 3600
     public static let preRollSecondsRange = 0...600
     public static let segmentSecondsRange = 1...86400

@@ -20,7 +20,7 @@ enum ConfigSectionKind: String, CaseIterable {
         case .archive:
             [
                 "dir", "segment_seconds", "compression_level", "max_age_days", "min_free_percent",
-                "pre_roll_seconds", "loudness",
+                "pre_roll_seconds", "loudness", "loudness_target", "loudness_tolerance",
             ]
                 + SilenceSettings.keys
         case .policy: ["duck_level_db"]
@@ -303,6 +303,12 @@ struct ConfigInterpreter {
         }
         if let value = fields["loudness"]?.word(LoudnessSetting.self, noun: "a loudness setting", in: &issues) {
             archive.loudness = value
+        }
+        if let value = fields["loudness_target"]?.number(in: ArchiveSection.loudnessTargetRange, in: &issues) {
+            archive.loudnessTarget = value
+        }
+        if let value = fields["loudness_tolerance"]?.number(in: ArchiveSection.loudnessToleranceRange, in: &issues) {
+            archive.loudnessTolerance = value
         }
     }
 
