@@ -1,5 +1,6 @@
-// recd's HTTP listener (libmicrohttpd): read-only (GET and HEAD), loopback by default, a
-// bearer token for any peer not on this machine, bounded like the control socket.
+// recd's HTTP listener (libmicrohttpd): GET and HEAD, and POST for the routes that take it
+// (behind the CSRF rule, HTTPLogin.swift); loopback by default; for any peer not on this machine
+// HTTPS, and a bearer token or an account's session; bounded like the control socket.
 //
 // Threads: libmicrohttpd's own. One listening thread accepts (the accept policy and the
 // connection opened/closed notifications run there); each connection gets a thread
@@ -69,23 +70,36 @@ public final class HTTPServer: Sendable {
 
     /// Exact paths and path prefixes (e.g. `/archive/`), matched exact first, then the
     /// longest prefix.
+    /// Each route answers GET and HEAD unless added with other `methods` (`["POST"]`): a POST
+    /// reaches its handler only after the CSRF rule (`HTTPLoginGate.checkUnsafe`).
     public struct Routes: Sendable {
-        var exact: [String: Handler] = [:]
-        var prefixes: [(String, Handler)] = []
+        struct Route: Sendable {
+            var methods: Set<String>
+            var handler: Handler
+        }
+        var exact: [String: Route] = [:]
+        var prefixes: [(String, Route)] = []
 
         public init() {}
 
-        public mutating func add(_ path: String, _ handler: @escaping Handler) { exact[path] = handler }
+        public mutating func add(_ path: String, methods: Set<String> = ["GET", "HEAD"], _ handler: @escaping Handler) {
+            exact[path] = Route(methods: methods, handler: handler)
+        }
 
-        public mutating func addPrefix(_ prefix: String, _ handler: @escaping Handler) {
-            prefixes.append((prefix, handler))
+        public mutating func addPrefix(
+            _ prefix: String, methods: Set<String> = ["GET", "HEAD"], _ handler: @escaping Handler
+        ) {
+            prefixes.append((prefix, Route(methods: methods, handler: handler)))
             prefixes.sort { $0.0.count > $1.0.count }
         }
 
-        func handler(for path: String) -> Handler? {
+        func route(for path: String) -> Route? {
             exact[path] ?? prefixes.first { path.hasPrefix($0.0) }?.1
         }
     }
+
+    /// The largest request body read (a POST's form); a larger one gets 413 unread.
+    public static let maxBodyBytes = 16 * 1024
 
     /// Per-connection memory kept beyond `maxRequestHeadBytes` for the reply's head.
     static let replyHeadRoomBytes = 4096
@@ -100,6 +114,10 @@ public final class HTTPServer: Sendable {
     public let limits: Limits
     private let token: [UInt8]?
     private let routes: Routes
+    /// Accounts and sessions, when the daemon has them.
+    private let gate: HTTPLoginGate?
+    /// Whether the listener speaks TLS.
+    public let isTLS: Bool
 
     /// One open connection, from libmicrohttpd's opened notification to its closed one.
     private struct Connection {
@@ -132,14 +150,24 @@ public final class HTTPServer: Sendable {
 
     /// Binds and starts serving. `token`: what `Authorization: Bearer` must carry for peers
     /// not on this machine; nil is allowed only on a loopback address.
-    public init(address: HTTPListenAddress, token: String?, routes: Routes, limits: Limits = Limits())
-        throws(HTTPServerError)
-    {
-        try Self.requireToken(for: address, hasToken: !(token ?? "").isEmpty)
+    /// `tls`: HTTPS with that certificate; required for an address other machines reach.
+    /// `login`: browser logins with accounts (`/login`, sessions, throttling).
+    public init(
+        address: HTTPListenAddress, token: String?, routes: Routes, limits: Limits = Limits(), tls: HTTPTLS? = nil,
+        login: HTTPLogin? = nil
+    ) throws(HTTPServerError) {
+        try Self.requireToken(for: address, hasToken: !(token ?? "").isEmpty || login != nil)
+        guard address.isLoopback || tls != nil else {
+            throw HTTPServerError(
+                "listen = \(address) reaches other machines and has no TLS certificate; recd makes one at start "
+                    + "unless [http] tls_certificate and tls_key name one")
+        }
         self.address = address
         self.limits = limits
         self.token = token.map { Array($0.utf8) }
         self.routes = routes
+        self.gate = login.map(HTTPLoginGate.init)
+        self.isTLS = tls != nil
         var flags = MHD_USE_INTERNAL_POLLING_THREAD.rawValue | MHD_USE_THREAD_PER_CONNECTION.rawValue
         flags |= MHD_USE_POLL.rawValue
         if address.isIPv6 { flags |= MHD_USE_IPv6.rawValue }
@@ -151,7 +179,7 @@ public final class HTTPServer: Sendable {
                 UInt32(flags), raw.baseAddress!.assumingMemoryBound(to: sockaddr.self),
                 Unmanaged.passUnretained(self).toOpaque(), accessHandler, UInt32(limits.listenerConnectionLimit),
                 limits.connectionMemoryBytes, UInt32(limits.idleTimeoutSeconds), requestCompleted, acceptPolicy,
-                connectionNotice, uriLogger)
+                connectionNotice, uriLogger, tls?.key, tls?.certificate)
         }
         guard let daemon else {
             let cause = String(cString: strerror(errno))
@@ -173,11 +201,12 @@ public final class HTTPServer: Sendable {
         }
     }
 
-    /// The token rule: an address other machines reach needs a token. Also `--check-config`'s.
+    /// The identity rule: an address other machines reach needs a token or accounts. Also
+    /// `--check-config`'s.
     public static func requireToken(for address: HTTPListenAddress, hasToken: Bool) throws(HTTPServerError) {
         guard address.isLoopback || hasToken else {
             throw HTTPServerError(
-                "listen = \(address) reaches other machines: set [http] token_file to a file holding a secret token, or listen on 127.0.0.1"
+                "listen = \(address) reaches other machines: set [http] token_file to a file holding a secret token, add accounts (recctl web user add), or listen on 127.0.0.1"
             )
         }
     }
@@ -330,9 +359,34 @@ public final class HTTPServer: Sendable {
         return used <= limits.maxRequestHeadBytes
     }
 
+    /// One call of the access handler. A POST's first call (its head) keeps a box for its body;
+    /// the calls with body bytes fill it (up to `maxBodyBytes`); the last (no bytes) answers.
     fileprivate func handle(
-        _ connection: OpaquePointer, url: String, method: String, targetHeldNUL: Bool
+        _ connection: OpaquePointer, url: String, method: String, context: UnsafeMutablePointer<UnsafeMutableRawPointer?>,
+        upload: UnsafePointer<CChar>?, uploadSize: UnsafeMutablePointer<Int>?
     ) -> MHD_Result {
+        if let raw = context.pointee, UInt(bitPattern: raw) != nulMarker {
+            let box = Unmanaged<RequestBody>.fromOpaque(raw).takeUnretainedValue()
+            if let uploadSize, uploadSize.pointee > 0 {
+                if let upload, box.bytes.count + uploadSize.pointee <= Self.maxBodyBytes {
+                    upload.withMemoryRebound(to: UInt8.self, capacity: uploadSize.pointee) {
+                        box.bytes.append(contentsOf: UnsafeBufferPointer(start: $0, count: uploadSize.pointee))
+                    }
+                } else {
+                    box.overflowed = true
+                }
+                uploadSize.pointee = 0
+                return .YES
+            }
+            guard !box.overflowed else {
+                return queue(
+                    connection,
+                    .error(413, "Content Too Large: a request body is at most \(Self.maxBodyBytes) bytes",
+                        headers: [("Connection", "close")]))
+            }
+            return answer(connection, url: url, method: method, body: box.bytes)
+        }
+        let targetHeldNUL = context.pointee.map { UInt(bitPattern: $0) } == nulMarker
         guard headArrived(connection) else { return .NO }
         guard headFits(connection) else {
             // Written here, not queued: a queued answer needs memory this head has taken.
@@ -350,33 +404,86 @@ public final class HTTPServer: Sendable {
             return queue(
                 connection, .error(400, "Bad Request: the path holds %00 (a NUL byte), which no name of recd's has"))
         }
-        guard method == "GET" || method == "HEAD" else {
+        let builtIn = gate != nil && ["/login", "/logout", "/api/session"].contains(url)
+        let allowed = builtIn ? ["GET", "HEAD", "POST"] : routes.route(for: url)?.methods ?? ["GET", "HEAD"]
+        guard allowed.contains(method) else {
+            let list = allowed.sorted().joined(separator: ", ")
             return queue(
                 connection,
-                .error(
-                    405, "Method Not Allowed: this server is read-only (GET, HEAD)", headers: [("Allow", "GET, HEAD")]))
+                .error(405, "Method Not Allowed: \(url) answers \(list)", headers: [("Allow", list)]))
         }
+        if method == "POST" {
+            if let length = MHD_lookup_connection_value(connection, .HEADER_KIND, "Content-Length"),
+                (Int(String(cString: length)) ?? Int.max) > Self.maxBodyBytes
+            {
+                return queue(
+                    connection,
+                    .error(413, "Content Too Large: a request body is at most \(Self.maxBodyBytes) bytes",
+                        headers: [("Connection", "close")]))
+            }
+            context.pointee = Unmanaged.passRetained(RequestBody()).toOpaque()
+            return .YES
+        }
+        return answer(connection, url: url, method: method, body: [])
+    }
+
+    /// A whole request in: who asks, the CSRF rule, then the route.
+    private func answer(_ connection: OpaquePointer, url: String, method: String, body: [UInt8]) -> MHD_Result {
         let peer = recd_mhd_peer_address(connection)
         let fromLoopback = peer.map { HTTPListenAddress.isLoopback($0) } ?? false
         let headers = values(connection, kind: .HEADER_KIND)
+        let cookies = values(connection, kind: .COOKIE_KIND)
         let carriesToken = authorized(headers["authorization"])
-        if !fromLoopback && !carriesToken {
-            // Closed after the answer: a peer without the token keeps no connection (nor its thread).
-            return queue(
-                connection,
-                .error(
-                    401, "Unauthorized: send Authorization: Bearer TOKEN (the contents of recd's [http] token_file)",
-                    headers: [("WWW-Authenticate", "Bearer realm=\"recd\""), ("Connection", "close")]))
-        }
+        let session = gate?.session(cookies: cookies)
         let socket = recd_mhd_connection_fd(connection)
         let request = HTTPRequest(
             method: method, path: url, query: values(connection, kind: .GET_ARGUMENT_KIND), headers: headers,
             fromLoopback: fromLoopback, carriesToken: carriesToken, peer: peer.flatMap(HTTPListenAddress.endpoint),
-            local: socket >= 0 ? HTTPListenAddress.localEndpoint(of: socket) : nil)
-        guard let handler = routes.handler(for: url) else {
+            local: socket >= 0 ? HTTPListenAddress.localEndpoint(of: socket) : nil, account: session?.account,
+            body: body)
+        if method != "GET" && method != "HEAD" {
+            if let refusal = gate.map({ $0.checkUnsafe(request, session: session, cookies: cookies) })
+                ?? Self.unsafeWithoutAccounts(request)
+            {
+                return queue(connection, refusal)
+            }
+        }
+        if let gate, let answer = gate.answer(request, session: session, peer: request.peer?.addressText ?? "?") {
+            return queue(connection, answer)
+        }
+        if !fromLoopback && !carriesToken && session == nil {
+            if gate != nil && method == "GET" && (headers["accept"] ?? "").contains("text/html") {
+                return queue(connection, HTTPLoginGate.redirect("/login?next=" + Self.queryEscaped(url)))
+            }
+            // Closed after the answer: a peer without the token keeps no connection (nor its thread).
+            return queue(
+                connection,
+                .error(
+                    401,
+                    "Unauthorized: log in at /login, or send Authorization: Bearer TOKEN (the contents of recd's [http] token_file)",
+                    headers: [("WWW-Authenticate", "Bearer realm=\"recd\""), ("Connection", "close")]))
+        }
+        guard let route = routes.route(for: url) else {
             return queue(connection, .error(404, "Not Found: \(url) is not one of recd's pages"))
         }
-        return queue(connection, handler(request), range: headers["range"])
+        return queue(connection, route.handler(request), range: headers["range"])
+    }
+
+    /// The CSRF rule without accounts: only the token's holders and this machine's non-browser
+    /// clients change anything.
+    private static func unsafeWithoutAccounts(_ request: HTTPRequest) -> HTTPResponse? {
+        if request.carriesToken || (request.fromLoopback && request.headers["origin"] == nil) { return nil }
+        return .error(403, "Forbidden: only a request with the bearer token, or from this machine, changes anything")
+    }
+
+    private static func queryEscaped(_ path: String) -> String {
+        var out = ""
+        for byte in path.utf8 {
+            let keep = (byte >= 0x30 && byte <= 0x39) || (byte | 0x20 >= 0x61 && byte | 0x20 <= 0x7a) || byte == 0x2f
+                || byte == 0x2d || byte == 0x2e || byte == 0x5f
+            out += keep ? String(UnicodeScalar(byte)) : "%" + (byte < 16 ? "0" : "") + String(byte, radix: 16)
+        }
+        return out
     }
 
     /// Compares the bearer token in constant time (for its length). The scheme is
@@ -554,12 +661,19 @@ extension Substring {
 /// libmicrohttpd's access handler: called for each request once its head is in. Answers at
 /// once (no request has a body worth reading: a POST gets 405 without its body being read).
 /// `requestContext` is what `uriLogger` returned for this request.
-private let accessHandler: MHD_AccessHandlerCallback = { cls, connection, url, method, _, _, _, requestContext in
-    guard let cls, let connection else { return .NO }
+private let accessHandler: MHD_AccessHandlerCallback = {
+    cls, connection, url, method, _, upload, uploadSize, requestContext in
+    guard let cls, let connection, let requestContext else { return .NO }
     let server = Unmanaged<HTTPServer>.fromOpaque(cls).takeUnretainedValue()
     return server.handle(
         connection, url: url.map { String(cString: $0) } ?? "/", method: method.map { String(cString: $0) } ?? "",
-        targetHeldNUL: requestContext?.pointee.map { UInt(bitPattern: $0) } == nulMarker)
+        context: requestContext, upload: upload, uploadSize: uploadSize)
+}
+
+/// A POST's body as it arrives (the request context; released when the request completes).
+final class RequestBody {
+    var bytes: [UInt8] = []
+    var overflowed = false
 }
 
 /// The request context (as an address, never dereferenced) meaning "the target held %00".
@@ -586,7 +700,11 @@ private let connectionNotice: MHD_NotifyConnectionCallback = { cls, connection, 
 }
 
 /// The connection's thread: a request's answer is done (or the connection ended mid-request).
-private let requestCompleted: MHD_RequestCompletedCallback = { cls, connection, _, _ in
+private let requestCompleted: MHD_RequestCompletedCallback = { cls, connection, requestContext, _ in
+    if let raw = requestContext?.pointee, UInt(bitPattern: raw) != nulMarker {
+        Unmanaged<RequestBody>.fromOpaque(raw).release()
+        requestContext?.pointee = nil
+    }
     guard let cls, let connection else { return }
     Unmanaged<HTTPServer>.fromOpaque(cls).takeUnretainedValue().answered(connection)
 }
