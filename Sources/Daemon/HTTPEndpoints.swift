@@ -110,9 +110,17 @@ struct HTTPEndpoints: Sendable {
         if let path = config.http.tokenFile {
             token = try readToken(path)
         }
-        let callers = HTTPCallerRule(tokenUser: try tokenUser(config.http))
+        var callers = HTTPCallerRule(tokenUser: try tokenUser(config.http))
+        let accounts = HTTPAccounts(path: usersFile(config))
+        callers.accounts = accounts
+        callers.groups = config.http.groups
+        let tls = try tls(config: config, address: address)
+        // Logins only over TLS, or on loopback: a password never crosses a network in clear.
+        let login = tls != nil || address.isLoopback ? login(config: config, accounts: accounts) : nil
+        if login != nil { Log.notice("http: web accounts from \(accounts.path)") }
         return try HTTPServer(
-            address: address, token: token, routes: HTTPEndpoints(coordinator: coordinator, callers: callers).routes())
+            address: address, token: token, routes: HTTPEndpoints(coordinator: coordinator, callers: callers).routes(),
+            tls: tls, login: login)
     }
 
     /// `[http] token_user` as the user database has it: an account that exists, and a token
@@ -183,7 +191,8 @@ struct HTTPEndpoints: Sendable {
         guard let listen = config.http.listen else { return nil }
         do throws(HTTPServerError) {
             let address = try HTTPListenAddress(parsing: listen)
-            try HTTPServer.requireToken(for: address, hasToken: config.http.tokenFile != nil)
+            let accounts = FileSystem.linkStatus(of: usersFile(config)) != nil
+            try HTTPServer.requireToken(for: address, hasToken: config.http.tokenFile != nil || accounts)
             if let path = config.http.tokenFile { _ = try readToken(path) }
         } catch {
             return ConfigError(
