@@ -156,7 +156,9 @@ public final class HTTPServer: Sendable {
         address: HTTPListenAddress, token: String?, routes: Routes, limits: Limits = Limits(), tls: HTTPTLS? = nil,
         login: HTTPLogin? = nil
     ) throws(HTTPServerError) {
-        try Self.requireToken(for: address, hasToken: !(token ?? "").isEmpty || login != nil)
+        // With logins (over TLS) the address may wait for its first account: until then every
+        // request from elsewhere gets 401.
+        try Self.requireToken(for: address, hasToken: !(token ?? "").isEmpty || (login != nil && tls != nil))
         guard address.isLoopback || tls != nil else {
             throw HTTPServerError(
                 "listen = \(address) reaches other machines and has no TLS certificate; recd makes one at start "
@@ -201,8 +203,8 @@ public final class HTTPServer: Sendable {
         }
     }
 
-    /// The identity rule: an address other machines reach needs a token or accounts. Also
-    /// `--check-config`'s.
+    /// The identity rule: an address other machines reach needs a token or logins (which come
+    /// with TLS). Also `--check-config`'s.
     public static func requireToken(for address: HTTPListenAddress, hasToken: Bool) throws(HTTPServerError) {
         guard address.isLoopback || hasToken else {
             throw HTTPServerError(

@@ -94,6 +94,8 @@ def main():
         driver.find_element(By.ID, "login").click()
         message = until("the wrong password's message", 10,
                         lambda: driver.find_element(By.ID, "message").text)
+        if "Wrong account or password" not in message:
+            fail(f"the wrong password's message: {message!r}")
         if any(cookie["name"] == "recd_session" for cookie in driver.get_cookies()):
             fail("a wrong password set a session cookie")
         print(f"ok: a wrong password shows {message!r} and sets no session", flush=True)

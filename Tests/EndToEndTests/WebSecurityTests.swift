@@ -201,36 +201,8 @@ struct WebSecurityTests {
         let after = try Self.curl(base + "/api/status", prefix: client, certificate: certificate, jar: viewerJar, into: out)
         #expect(after.status == 401, "after logout: \(after.status)")
 
-        // 10 wrong passwords for `hearer` from the client: the 11th try, right password or not, is
-        // throttled; from another address (the server's own veth address) too: per account. The
-        // client's address is throttled for every account: per address.
-        for attempt in 1...10 {
-            let (wrong, _) = try logIn("hearer", "wrong-\(attempt)")
-            #expect(wrong.status == 401, "wrong password \(attempt): \(wrong.status)")
-        }
-        let (blocked, _) = try logIn("hearer", "hearer-pass-1")
-        #expect(
-            blocked.status == 429 && blocked.headers.contains("Retry-After:"),
-            "after 10 wrong: \(blocked.status) \(blocked.headers)")
-        let (elsewhere, _) = try logIn("hearer", "hearer-pass-1", prefix: server)
-        #expect(elsewhere.status == 429, "the account from another address: \(elsewhere.status)")
-        let (otherAccount, _) = try logIn("viewer1", "viewer-pass-1")
-        #expect(otherAccount.status == 429, "another account from the throttled address: \(otherAccount.status)")
-        let (fine, _) = try logIn("viewer1", "viewer-pass-1", prefix: server)
-        #expect(fine.status == 303, "another account from another address: \(fine.status)")
-
-        // The audit: every login, failure, throttle, logout and listen.
-        let log = daemon.log
-        for line in [
-            "http audit: login: account \"viewer1\" from \(pair.addresses[1])",
-            "http audit: login failed: account \"hearer\" from \(pair.addresses[1])",
-            "http audit: login throttled: account \"hearer\"", "http audit: logout: account viewer1",
-            "http audit: listen \(feed) (", "http audit: listen \(feed) refused to account viewer1",
-        ] {
-            #expect(log.contains(line), "no audit line \(line)")
-        }
-
-        // The browser: Chromium in the client's namespace logs in, reaches /, logs out.
+        // The browser: Chromium in the client's namespace logs in, reaches /, logs out (before the
+        // throttle below shuts the client's address out).
         try Self.addUser(daemon, "browser", password: "browser-pass-1", ["--role", "viewer"])
         let browser = try ExternalTools.run(
             client[0],
@@ -240,5 +212,36 @@ struct WebSecurityTests {
             ], environment: ["RECD_SELENIUM_VENV": StatusPageTests.seleniumVenv], timeout: 120)
         print(browser.stdout)
         #expect(browser.status == 0, "login.py: \(browser.stdout)\n\(browser.stderr)\nrecd's log:\n\(daemon.log)")
+
+        // 10 wrong passwords for `hearer` from the server's own veth address (the browser's one
+        // wrong try counts against the client's): the 11th try, right password or not, is
+        // throttled; from the client's address too: per account. That address is throttled for
+        // every account: per address.
+        for attempt in 1...10 {
+            let (wrong, _) = try logIn("hearer", "wrong-\(attempt)", prefix: server)
+            #expect(wrong.status == 401, "wrong password \(attempt): \(wrong.status)")
+        }
+        let (blocked, _) = try logIn("hearer", "hearer-pass-1", prefix: server)
+        #expect(
+            blocked.status == 429 && blocked.headers.contains("Retry-After:"),
+            "after 10 wrong: \(blocked.status) \(blocked.headers)")
+        let (elsewhere, _) = try logIn("hearer", "hearer-pass-1")
+        #expect(elsewhere.status == 429, "the account from another address: \(elsewhere.status)")
+        let (otherAccount, _) = try logIn("viewer1", "viewer-pass-1", prefix: server)
+        #expect(otherAccount.status == 429, "another account from the throttled address: \(otherAccount.status)")
+        let (fine, _) = try logIn("viewer1", "viewer-pass-1")
+        #expect(fine.status == 303, "another account from another address: \(fine.status)")
+
+        // The audit: every login, failure, throttle, logout and listen.
+        let log = daemon.log
+        for line in [
+            "http audit: login: account \"viewer1\" from \(pair.addresses[1])",
+            "http audit: login failed: account \"hearer\" from \(pair.addresses[0])",
+            "http audit: login throttled: account \"hearer\"", "http audit: logout: account viewer1",
+            "http audit: listen \(feed) (", "http audit: listen \(feed) refused to account viewer1",
+        ] {
+            #expect(log.contains(line), "no audit line \(line)")
+        }
+
     }
 }
