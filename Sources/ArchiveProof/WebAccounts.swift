@@ -12,7 +12,6 @@
 //
 // The parser is total: any bytes give accounts and, for each line it could not take, the line's
 // number and why; memory bounded by `maxFileBytes` and `maxAccounts`.
-import Glibc
 import Platform
 
 public struct WebAccount: Sendable, Equatable {
@@ -163,7 +162,7 @@ public struct WebAccountsFile: Sendable, Equatable {
             file = try OwnedFile(path, .readOnlyNoFollow)
             status = try file.status()
         } catch {
-            if error.errno.rawValue == ENOENT { return nil }
+            if error.errno == .noSuchFileOrDirectory { return nil }
             throw WebAccountsError("cannot read the accounts file \(path): \(error.message)")
         }
         guard status.kind == .regular, status.size <= Int64(maxFileBytes) else {

@@ -134,7 +134,8 @@ struct HTTPCallerRule: Sendable {
 
     /// The one gate of every route that hands out audio (`action`: "listen", "export"): the
     /// caller, whether it may hear `feed` in `path`, and the audit line for what it got.
-    func audio(_ request: HTTPRequest, feed: String, path: String, action: String) -> Outcome {
+    /// `naming`: what a refusal says the caller may not have (default: the feed).
+    func audio(_ request: HTTPRequest, feed: String, path: String, action: String, naming: String? = nil) -> Outcome {
         let where_ = request.peer?.addressText ?? "?"
         switch caller(of: request) {
         case .refused(let answer):
@@ -143,7 +144,8 @@ struct HTTPCallerRule: Sendable {
         case .caller(let caller):
             guard caller.mayRead(path, feed: feed) else {
                 Log.notice("http audit: \(action) \(feed) refused to \(caller.shown) from \(where_)")
-                return .refused(.error(403, "Forbidden: \(caller.shown) may not hear \(feed); \(caller.advice)"))
+                let what = naming ?? feed
+                return .refused(.error(403, "Forbidden: \(caller.shown) may not read \(what); \(caller.advice)"))
             }
             Log.notice("http audit: \(action) \(feed) (\(path)) by \(caller.shown) from \(where_)")
             return .caller(caller)

@@ -60,7 +60,8 @@ extension HTTPEndpoints {
                         : "Not Found: no finished segment \(relative) in the archive; the page lists them")
             }
             let feed = "\(segment.record.app)/\(segment.record.stream)"
-            if case .refused(let answer) = callers.audio(request, feed: feed, path: segment.path, action: "listen") {
+            if case .refused(let answer) = callers.audio(
+                request, feed: feed, path: segment.path, action: "listen", naming: relative) {
                 return answer
             }
             let descriptor = segment.file.relinquish()

@@ -159,10 +159,11 @@ public final class HTTPServer: Sendable {
         // With logins (over TLS) the address may wait for its first account: until then every
         // request from elsewhere gets 401.
         try Self.requireToken(for: address, hasToken: !(token ?? "").isEmpty || (login != nil && tls != nil))
-        guard address.isLoopback || tls != nil else {
+        // Passwords never cross a network in clear: logins beyond loopback only over TLS.
+        guard address.isLoopback || tls != nil || login == nil else {
             throw HTTPServerError(
-                "listen = \(address) reaches other machines and has no TLS certificate; recd makes one at start "
-                    + "unless [http] tls_certificate and tls_key name one")
+                "listen = \(address) reaches other machines and offers logins without a TLS certificate; recd "
+                    + "makes one at start unless [http] tls_certificate and tls_key name one")
         }
         self.address = address
         self.limits = limits
