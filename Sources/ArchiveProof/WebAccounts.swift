@@ -129,7 +129,9 @@ public struct WebAccountsFile: Sendable, Equatable {
     static func account(_ line: String) -> Result<WebAccount, Problem> {
         let fields = line.split(separator: " ", omittingEmptySubsequences: false)
         guard fields.count == 4 else { return .failure(Problem(reason: "not NAME ROLE GRANT HASH")) }
-        guard WebAccount.isName(fields[0]) else { return .failure(Problem(reason: "the name is not 1–32 of A–Z a–z 0–9 . _ -")) }
+        guard WebAccount.isName(fields[0]) else {
+            return .failure(Problem(reason: "the name is not 1–32 of A–Z a–z 0–9 . _ -"))
+        }
         guard let role = WebAccount.Role(rawValue: String(fields[1])) else {
             return .failure(Problem(reason: "the role is not viewer, listener or admin"))
         }
@@ -166,7 +168,8 @@ public struct WebAccountsFile: Sendable, Equatable {
             throw WebAccountsError("cannot read the accounts file \(path): \(error.message)")
         }
         guard status.kind == .regular, status.size <= Int64(maxFileBytes) else {
-            throw WebAccountsError("the accounts file \(path) is not a regular file of at most \(maxFileBytes / 1024) KiB")
+            throw WebAccountsError(
+                "the accounts file \(path) is not a regular file of at most \(maxFileBytes / 1024) KiB")
         }
         do throws(SystemError) {
             return parse(Array(try file.readToEnd().prefix(maxFileBytes)))

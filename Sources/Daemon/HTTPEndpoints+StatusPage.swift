@@ -61,7 +61,8 @@ extension HTTPEndpoints {
             }
             let feed = "\(segment.record.app)/\(segment.record.stream)"
             if case .refused(let answer) = callers.audio(
-                request, feed: feed, path: segment.path, action: "listen", naming: relative) {
+                request, feed: feed, path: segment.path, action: "listen", naming: relative)
+            {
                 return answer
             }
             let descriptor = segment.file.relinquish()

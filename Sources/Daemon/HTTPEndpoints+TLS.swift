@@ -34,7 +34,8 @@ extension HTTPEndpoints {
                 guard Certificate.holdsPrivateKey(key) else { throw PKIError("\(keyPath) holds no PEM private key") }
                 Log.notice("http: TLS certificate \(certificatePath), SHA-256 fingerprint \(fingerprint)")
                 return HTTPTLS(
-                    certificate: String(decoding: certificate, as: UTF8.self), key: String(decoding: key, as: UTF8.self))
+                    certificate: String(decoding: certificate, as: UTF8.self), key: String(decoding: key, as: UTF8.self)
+                )
             } catch {
                 throw HTTPServerError("[http] tls_certificate/tls_key: \(error.message)")
             }
@@ -59,7 +60,8 @@ extension HTTPEndpoints {
                 }
                 Log.notice("http: self-signed TLS certificate \(certificatePath), SHA-256 fingerprint \(fingerprint)")
                 return HTTPTLS(
-                    certificate: String(decoding: certificate, as: UTF8.self), key: String(decoding: key, as: UTF8.self))
+                    certificate: String(decoding: certificate, as: UTF8.self), key: String(decoding: key, as: UTF8.self)
+                )
             }
             let made = try Certificate.makeSelfSigned(names: names(for: address))
             do throws(SystemError) {
@@ -76,7 +78,8 @@ extension HTTPEndpoints {
             return HTTPTLS(certificate: made.certificate, key: made.key)
         } catch {
             throw HTTPServerError(
-                "no TLS certificate: \(error.message); or set [http] tls_certificate and tls_key", isConfiguration: false)
+                "no TLS certificate: \(error.message); or set [http] tls_certificate and tls_key",
+                isConfiguration: false)
         }
     }
 

@@ -191,7 +191,8 @@ struct HTTPLoginGate: Sendable {
             guard origin == "https://" + host || origin == "http://" + host else {
                 return .error(
                     403,
-                    "Forbidden: a request from \(origin) may not change anything on recd at \(host); use recd's own pages")
+                    "Forbidden: a request from \(origin) may not change anything on recd at \(host); use recd's own pages"
+                )
             }
         }
         if request.path == "/login" || request.carriesToken { return nil }
@@ -239,7 +240,8 @@ struct HTTPLoginGate: Sendable {
             guard let session else { return .error(401, "Unauthorized: not logged in; log in at /login") }
             let body = "{\"account\":\"\(session.account)\",\"csrf\":\"\(session.csrf)\"}"
             return HTTPResponse(
-                contentType: "application/json", headers: [("Cache-Control", "no-store")], body: .bytes(Array(body.utf8)))
+                contentType: "application/json", headers: [("Cache-Control", "no-store")],
+                body: .bytes(Array(body.utf8)))
         case ("/login", _), ("/logout", _), ("/api/session", _):
             return .error(405, "Method Not Allowed: use GET or POST", headers: [("Allow", "GET, HEAD, POST")])
         default:
@@ -285,7 +287,10 @@ struct HTTPLoginGate: Sendable {
         let age = Int(login.sessionSeconds)
         var answer = Self.redirect(next)
         answer.headers += [
-            ("Set-Cookie", "\(Self.sessionCookie)=\(session.id); Path=/; Max-Age=\(age); HttpOnly; Secure; SameSite=Strict"),
+            (
+                "Set-Cookie",
+                "\(Self.sessionCookie)=\(session.id); Path=/; Max-Age=\(age); HttpOnly; Secure; SameSite=Strict"
+            ),
             ("Set-Cookie", "\(Self.csrfCookie)=\(session.csrf); Path=/; Max-Age=\(age); Secure; SameSite=Strict"),
         ]
         return answer
@@ -322,7 +327,10 @@ struct HTTPLoginGate: Sendable {
             contentType: "text/html; charset=utf-8",
             headers: [
                 ("Cache-Control", "no-store"), ("X-Frame-Options", "DENY"),
-                ("Content-Security-Policy", "default-src 'self'; style-src 'self' 'unsafe-inline'; frame-ancestors 'none'"),
+                (
+                    "Content-Security-Policy",
+                    "default-src 'self'; style-src 'self' 'unsafe-inline'; frame-ancestors 'none'"
+                ),
             ], body: .bytes(Array(text.utf8)))
     }
 }

@@ -61,8 +61,10 @@ public struct HTTPSocketAddress: Sendable, Equatable {
     public var addressText: String {
         if address.count == 4 { return address.map { String($0) }.joined(separator: ".") }
         guard address.count == 16 else { return "?" }
-        return stride(from: 0, to: 16, by: 2).map { String(UInt16(address[$0]) << 8 | UInt16(address[$0 + 1]), radix: 16) }
-            .joined(separator: ":")
+        return stride(from: 0, to: 16, by: 2).map {
+            String(UInt16(address[$0]) << 8 | UInt16(address[$0 + 1]), radix: 16)
+        }
+        .joined(separator: ":")
     }
 }
 

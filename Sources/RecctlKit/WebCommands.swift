@@ -76,7 +76,10 @@ enum WebCommands {
             case .feeds(let feeds): grant = "feeds " + feeds.joined(separator: ",")
             case .group(let group): grant = "group " + group
             }
-            print(json ? "{\"name\":\"\(account.name)\",\"role\":\"\(account.role.rawValue)\"}" : "\(account.name)\t\(account.role.rawValue)\t\(grant)")
+            print(
+                json
+                    ? "{\"name\":\"\(account.name)\",\"role\":\"\(account.role.rawValue)\"}"
+                    : "\(account.name)\t\(account.role.rawValue)\t\(grant)")
         }
         for problem in file.problems { printError("warning: \(path) line \(problem.line): \(problem.reason)\n") }
         return 0
@@ -99,7 +102,8 @@ enum WebCommands {
             file.accounts.remove(at: existing)
         case "passwd":
             guard let existing else {
-                printError("error: no account \(name) in \(path); add it with `recctl web user add \(name) --role ROLE`\n")
+                printError(
+                    "error: no account \(name) in \(path); add it with `recctl web user add \(name) --role ROLE`\n")
                 return 1
             }
             guard let hash = newPasswordHash(for: name) else { return 1 }
@@ -115,7 +119,8 @@ enum WebCommands {
                 guard !list.isEmpty, list.count <= WebAccountsFile.maxFeedsPerAccount,
                     list.allSatisfy({ WebAccount.isFeed($0) })
                 else {
-                    printError("error: --feeds takes APP/STREAM[,APP/STREAM...], as `recctl archive list` names feeds\n")
+                    printError(
+                        "error: --feeds takes APP/STREAM[,APP/STREAM...], as `recctl archive list` names feeds\n")
                     return 2
                 }
                 grant = .feeds(list)

@@ -66,7 +66,8 @@ enum ConfigSectionKind: String, CaseIterable {
         }
     }
 
-    static let usage = "[daemon], [jack], [archive], [policy], [http], [replicate], [port NAME], [session APP] or [web-group NAME]"
+    static let usage =
+        "[daemon], [jack], [archive], [policy], [http], [replicate], [port NAME], [session APP] or [web-group NAME]"
 }
 
 /// The keys of one section, checked for unknown and repeated keys.

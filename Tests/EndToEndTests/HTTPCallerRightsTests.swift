@@ -31,7 +31,8 @@ struct HTTPCallerRightsTests {
     /// Runs curl for `url`, through `prefix` when given (a declared program and its arguments,
     /// which run curl: `setpriv` as another user, `ip netns exec`).
     static func curl(
-        _ url: String, prefix: [String] = [], headers: [String] = [], method: String = "GET", certificate: String? = nil,
+        _ url: String, prefix: [String] = [], headers: [String] = [], method: String = "GET",
+        certificate: String? = nil,
         into directory: String
     ) throws -> CurlAnswer {
         let output = directory + "/body-\(UUID().uuidString.prefix(8))"
@@ -224,14 +225,17 @@ struct HTTPCallerRightsTests {
             let none = try Self.curl(base + path, prefix: peer, certificate: certificate, into: out)
             #expect(none.status == 401, "\(path) without the token: \(none.status)")
         }
-        let metrics = try Self.curl(base + "/metrics", prefix: peer, headers: [bearer], certificate: certificate, into: out)
+        let metrics = try Self.curl(
+            base + "/metrics", prefix: peer, headers: [bearer], certificate: certificate, into: out)
         let up = String(decoding: metrics.body, as: UTF8.self).contains("recd_up 1")
         #expect(metrics.status == 200 && up, "/metrics with the token: \(metrics.status)")
-        let denied = try Self.curl(base + "/archive/\(relative)", prefix: peer, headers: [bearer], certificate: certificate, into: out)
+        let denied = try Self.curl(
+            base + "/archive/\(relative)", prefix: peer, headers: [bearer], certificate: certificate, into: out)
         #expect(denied.status == 403, "a 0600 segment as token_user nobody: \(denied.status)")
         #expect(denied.text.contains("token_user nobody"), "\(denied.text)")
         chmod(segment, 0o644)
-        let served = try Self.curl(base + "/archive/\(relative)", prefix: peer, headers: [bearer], certificate: certificate, into: out)
+        let served = try Self.curl(
+            base + "/archive/\(relative)", prefix: peer, headers: [bearer], certificate: certificate, into: out)
         let servedExact = served.body == bytes
         #expect(served.status == 200 && servedExact, "a 0644 segment with the token: \(served.status)")
     }

@@ -81,8 +81,9 @@ struct HTTPEndToEndTests {
         #expect(metrics.status == 200)
         #expect(metrics.headers["content-type"] == "text/plain; version=0.0.4; charset=utf-8")
         // Every series in the first scrape too: the input peaks wait for the meters' first window.
-        for series in [#"recd_input_peak_dbfs{port="mic",channel="1"}"#, #"recd_input_peak_dbfs{port="mic",channel="2"}"#]
-        {
+        for series in [
+            #"recd_input_peak_dbfs{port="mic",channel="1"}"#, #"recd_input_peak_dbfs{port="mic",channel="2"}"#,
+        ] {
             #expect(Self.sample(metrics.text, series) != nil, "\(series) in the first scrape:\n\(metrics.text)")
         }
         for line in ["recd_up 1", "recd_jack_connected 1", "recd_sessions_active 0", "# TYPE recd_xruns_total counter"]

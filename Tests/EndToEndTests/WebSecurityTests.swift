@@ -33,7 +33,9 @@ struct WebSecurityTests {
     ) throws -> Answer {
         let output = directory + "/body-\(UUID().uuidString.prefix(8))"
         let dump = output + ".headers"
-        var arguments = ["-s", "-g", "--cacert", certificate, "-o", output, "-D", dump, "-w", "%{http_code}", "-m", "20"]
+        var arguments = [
+            "-s", "-g", "--cacert", certificate, "-o", output, "-D", dump, "-w", "%{http_code}", "-m", "20",
+        ]
         if let jar { arguments += ["-b", jar, "-c", jar] }
         if let form { arguments += ["--data-raw", form] }
         for header in headers { arguments += ["-H", header] }
@@ -94,8 +96,11 @@ struct WebSecurityTests {
         try #require(stat(state + "/http-key.pem", &keyStatus) == 0, "no key; recd's log:\n\(daemon.log)")
         #expect(keyStatus.st_mode & 0o777 == 0o600, "key mode \(String(keyStatus.st_mode & 0o777, radix: 8))")
         let printed = try daemon.recctl("web", "certificate")
-        let openssl = try ExternalTools.run("openssl", ["x509", "-in", certificate, "-noout", "-fingerprint", "-sha256"])
-        let theirs = openssl.stdout.split(separator: "=").last.map { $0.trimmingCharacters(in: .whitespacesAndNewlines) }
+        let openssl = try ExternalTools.run(
+            "openssl", ["x509", "-in", certificate, "-noout", "-fingerprint", "-sha256"])
+        let theirs = openssl.stdout.split(separator: "=").last.map {
+            $0.trimmingCharacters(in: .whitespacesAndNewlines)
+        }
         #expect(
             theirs != nil && printed.stdout.contains("SHA-256 fingerprint: \(theirs ?? "-")"),
             "recctl: \(printed.stdout) \(printed.stderr); openssl: \(openssl.stdout)")
@@ -159,14 +164,17 @@ struct WebSecurityTests {
         // The viewer: logged in, cookies as they must be; states yes, audio no.
         let (viewerLogin, viewerJar) = try logIn("viewer1", "viewer-pass-1")
         #expect(viewerLogin.status == 303, "viewer login: \(viewerLogin.status) \(viewerLogin.text)")
-        let cookieLines = viewerLogin.headers.split(separator: "\r\n").filter { $0.lowercased().hasPrefix("set-cookie:") }
+        let cookieLines = viewerLogin.headers.split(separator: "\r\n").filter {
+            $0.lowercased().hasPrefix("set-cookie:")
+        }
         let session = cookieLines.first { $0.contains("recd_session=") }.map(String.init) ?? ""
         #expect(
             session.contains("HttpOnly") && session.contains("Secure") && session.contains("SameSite=Strict"),
             "session cookie: \(session)")
         let csrfCookie = cookieLines.first { $0.contains("recd_csrf=") }.map(String.init) ?? ""
         #expect(csrfCookie.contains("Secure") && csrfCookie.contains("SameSite=Strict"), "\(csrfCookie)")
-        let status = try Self.curl(base + "/api/status", prefix: client, certificate: certificate, jar: viewerJar, into: out)
+        let status = try Self.curl(
+            base + "/api/status", prefix: client, certificate: certificate, jar: viewerJar, into: out)
         #expect(status.status == 200, "viewer /api/status: \(status.status)")
         let viewerAudio = try Self.curl(
             base + "/archive/\(relative)", prefix: client, certificate: certificate, jar: viewerJar, into: out)
@@ -192,13 +200,15 @@ struct WebSecurityTests {
             base + "/logout", prefix: client, certificate: certificate, jar: viewerJar, form: "csrf=\(csrf)",
             headers: ["Origin: https://evil.example"], into: out)
         #expect(foreign.status == 403, "foreign origin: \(foreign.status)")
-        let stillIn = try Self.curl(base + "/api/status", prefix: client, certificate: certificate, jar: viewerJar, into: out)
+        let stillIn = try Self.curl(
+            base + "/api/status", prefix: client, certificate: certificate, jar: viewerJar, into: out)
         #expect(stillIn.status == 200, "the refused logouts logged out: \(stillIn.status)")
         let loggedOut = try Self.curl(
             base + "/logout", prefix: client, certificate: certificate, jar: viewerJar, form: "csrf=\(csrf)",
             headers: ["Origin: \(base)"], into: out)
         #expect(loggedOut.status == 303, "logout with the token: \(loggedOut.status) \(loggedOut.text)")
-        let after = try Self.curl(base + "/api/status", prefix: client, certificate: certificate, jar: viewerJar, into: out)
+        let after = try Self.curl(
+            base + "/api/status", prefix: client, certificate: certificate, jar: viewerJar, into: out)
         #expect(after.status == 401, "after logout: \(after.status)")
 
         // The browser: Chromium in the client's namespace logs in, reaches /, logs out (before the

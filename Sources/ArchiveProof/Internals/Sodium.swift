@@ -80,9 +80,9 @@ enum Sodium {
         // One byte more, so that an empty password still has an address.
         let padded = password.map { CChar(bitPattern: $0) } + [0]
         let done = padded.withUnsafeBufferPointer {
-                crypto_pwhash_str(
-                    &out, $0.baseAddress!, UInt64(password.count), UInt64(crypto_pwhash_argon2id_opslimit_interactive()),
-                    crypto_pwhash_argon2id_memlimit_interactive())
+            crypto_pwhash_str(
+                &out, $0.baseAddress!, UInt64(password.count), UInt64(crypto_pwhash_argon2id_opslimit_interactive()),
+                crypto_pwhash_argon2id_memlimit_interactive())
         }
         guard done == 0 else { return nil }
         return String(decoding: out.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
