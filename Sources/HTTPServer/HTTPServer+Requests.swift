@@ -9,6 +9,10 @@ extension HTTPServer {
 
     /// Marks the head in (the deadline no longer applies); false when the sweep shut the
     /// connection down meanwhile (nothing may be written then).
+    private func isDropped(_ connection: OpaquePointer) -> Bool {
+        state.withLock { $0.connections[UInt(bitPattern: connection)]?.dropped ?? false }
+    }
+
     private func headArrived(_ connection: OpaquePointer) -> Bool {
         state.withLock { state in
             let key = UInt(bitPattern: connection)
@@ -58,6 +62,10 @@ extension HTTPServer {
                         413, "Content Too Large: a request body is at most \(Self.maxBodyBytes) bytes",
                         headers: [("Connection", "close")]))
             }
+            // The body is in: from now on the head deadline no longer applies.
+            // A POST's body comes under the head's deadline too (a body trickled byte by byte would
+            // otherwise hold the connection for ever): its head counts as arrived with the body.
+            guard method == "POST" ? !isDropped(connection) : headArrived(connection) else { return .NO }
             return answer(connection, url: url, method: method, body: box.bytes)
         }
         let targetHeldNUL = context.pointee.map { UInt(bitPattern: $0) } == nulMarker
