@@ -34,6 +34,8 @@ let package = Package(
         .systemLibrary(name: "CEbur128", pkgConfig: "libebur128", providers: [.apt(["libebur128-dev"])]),
         // libsodium: SHA-256 and Ed25519 for the archive's hash chains and signatures (ArchiveProof only).
         .systemLibrary(name: "CSodium", pkgConfig: "libsodium", providers: [.apt(["libsodium-dev"])]),
+        // OpenSSL's libcrypto: X.509 certificates (PKI only).
+        .systemLibrary(name: "COpenSSL", pkgConfig: "libcrypto", providers: [.apt(["libssl-dev"])]),
         .systemLibrary(name: "CMicroHTTPD", pkgConfig: "libmicrohttpd", providers: [.apt(["libmicrohttpd-dev"])]),
         // WebRTC's audio processing module (libwebrtc-audio-processing-dev) is C++: a system-library
         // target cannot hold the extern "C" shim that compiles against it, so this is a C++ target
@@ -76,6 +78,8 @@ let package = Package(
         // The archive's proof: SHA-256 hash chains per stream per day, the box's Ed25519 key, and
         // checking them (libsodium). No FLAC: recctl proves an archive with it, as its caller.
         .target(name: "ArchiveProof", dependencies: ["Platform", "CSodium"]),
+        // X.509 certificates (OpenSSL): the HTTP listener's self-signed certificate and fingerprints.
+        .target(name: "PKI", dependencies: ["Platform", "COpenSSL"]),
         // ALSA: card discovery, jack-sense and capture-switch events (libasound's control API).
         .target(name: "Devices", dependencies: ["Platform", "CALSA"]),
         // The HTTP listener (libmicrohttpd): read-only routes, loopback or a bearer token, limits.
@@ -88,14 +92,14 @@ let package = Package(
             name: "Daemon",
             dependencies: [
                 "Platform", "SessionPolicy", "ControlProtocol", "SystemSupport", "AudioEngine", "Codec", "VoiceProcessing", "Archive",
-                "ArchiveProof", "Devices", "HTTPServer", "NetworkAudio",
+                "ArchiveProof", "Devices", "HTTPServer", "NetworkAudio", "PKI",
             ]),
         // The client's end of the control socket (connect, request, reply, events): recctl and AudioSession.
         .target(name: "ControlClient", dependencies: ["ControlProtocol", "Platform"]),
         // recctl's argument parsing and output formatting; Platform passes open files.
         .target(
             name: "RecctlKit",
-            dependencies: ["ControlClient", "ControlProtocol", "SessionPolicy", "Platform", "ArchiveProof", "Codec"]),
+            dependencies: ["ControlClient", "ControlProtocol", "SessionPolicy", "Platform", "ArchiveProof", "Codec", "PKI"]),
         // The application library: AVAudioSession's calls and notifications over recd's protocol.
         .target(name: "AudioSession", dependencies: ["ControlClient", "ControlProtocol", "SessionPolicy", "Platform"]),
         .executableTarget(name: "recd", dependencies: ["Daemon"]),

@@ -17,15 +17,32 @@ typedef void *(*recd_mhd_uri_logger)(void *cls, const char *uri, struct MHD_Conn
 /// per-connection memory (the request head and the reply's head share it), the idle timeout in
 /// seconds, and recd's callbacks, all with `cls`: the access handler, request completed,
 /// accept policy (recd counts connections per address itself), connection opened/closed, and
-/// the raw request target. libmicrohttpd's own per-address limit stays off: it would refuse a
+/// the raw request target; with `tls_key` and `tls_certificate` (PEM, both or neither) HTTPS.
+/// libmicrohttpd's own per-address limit stays off: it would refuse a
 /// newcomer before the accept policy could make room for it.
 static inline struct MHD_Daemon *recd_mhd_start(
     unsigned int flags, const struct sockaddr *address, void *cls,
     MHD_AccessHandlerCallback handler, unsigned int connection_limit,
     size_t memory_limit, unsigned int timeout_seconds,
     MHD_RequestCompletedCallback completed, MHD_AcceptPolicyCallback accept_policy,
-    MHD_NotifyConnectionCallback notify_connection, recd_mhd_uri_logger uri_logger)
+    MHD_NotifyConnectionCallback notify_connection, recd_mhd_uri_logger uri_logger,
+    const char *tls_key, const char *tls_certificate)
 {
+    // TLS (libmicrohttpd's GnuTLS): TLS 1.2 and 1.3 only, GnuTLS's default ciphers among them.
+    if (tls_key != NULL && tls_certificate != NULL)
+        return MHD_start_daemon(
+            flags | MHD_USE_TLS, 0, accept_policy, cls, handler, cls,
+            MHD_OPTION_SOCK_ADDR, address,
+            MHD_OPTION_CONNECTION_LIMIT, connection_limit,
+            MHD_OPTION_CONNECTION_MEMORY_LIMIT, memory_limit,
+            MHD_OPTION_CONNECTION_TIMEOUT, timeout_seconds,
+            MHD_OPTION_NOTIFY_COMPLETED, completed, cls,
+            MHD_OPTION_NOTIFY_CONNECTION, notify_connection, cls,
+            MHD_OPTION_URI_LOG_CALLBACK, uri_logger, cls,
+            MHD_OPTION_HTTPS_MEM_KEY, tls_key,
+            MHD_OPTION_HTTPS_MEM_CERT, tls_certificate,
+            MHD_OPTION_HTTPS_PRIORITIES, "NORMAL:-VERS-ALL:+VERS-TLS1.3:+VERS-TLS1.2",
+            MHD_OPTION_END);
     return MHD_start_daemon(
         flags, 0, accept_policy, cls, handler, cls,
         MHD_OPTION_SOCK_ADDR, address,

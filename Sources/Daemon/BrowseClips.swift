@@ -33,7 +33,8 @@ final class BrowseClips: Sendable {
     static let client = ClientID(rawValue: UInt64.max)
 
     struct Job: Sendable {
-        var uid: UInt32
+        /// Whose job it is (`HTTPCaller.owner`).
+        var owner: String
         var path: String
         var expectedBytes: Int64
         var state: String
@@ -46,8 +47,10 @@ final class BrowseClips: Sendable {
 
     private struct State {
         var jobs: [String: Job] = [:]
-        var running: [UInt32: Int] = [:]
+        var running: [String: Int] = [:]
         var total = 0
+        /// Numbers the clips' files (a caller's name never becomes a path).
+        var made = 0
     }
 
     let directory: String
@@ -60,8 +63,8 @@ final class BrowseClips: Sendable {
         try? FileSystem.makeDirectories(directory, mode: 0o700)
     }
 
-    /// Takes a slot for `uid`, or the 429 that says to wait.
-    func begin(job id: String, uid: UInt32, fileName: String, expectedBytes: Int64) -> HTTPResponse? {
+    /// Takes a slot for `owner`, or the 429 that says to wait.
+    func begin(job id: String, owner: String, fileName: String, expectedBytes: Int64) -> HTTPResponse? {
         let now = Self.now()
         return state.withLock { state -> HTTPResponse? in
             state.jobs = state.jobs.filter { $0.value.finishedAt.map { now - $0 < Self.keptSeconds } ?? true }
@@ -72,10 +75,10 @@ final class BrowseClips: Sendable {
             {
                 state.jobs[oldest.key] = nil
             }
-            guard state.running[uid, default: 0] < Self.perCaller else {
+            guard state.running[owner, default: 0] < Self.perCaller else {
                 return .error(
                     429,
-                    "Too Many Requests: uid \(uid) has \(Self.perCaller) clips being made already, the most one caller "
+                    "Too Many Requests: \(owner) has \(Self.perCaller) clips being made already, the most one caller "
                         + "may; wait for them to finish, then ask again", headers: [("Retry-After", "2")])
             }
             guard state.total < Self.atOnce, state.jobs.count < Self.keptProofs else {
@@ -84,13 +87,14 @@ final class BrowseClips: Sendable {
                     headers: [("Retry-After", "2")])
             }
             // Keyed by caller too: one caller cannot learn another's job ids by colliding with them.
-            guard state.jobs[Self.key(id, uid)] == nil else {
+            guard state.jobs[Self.key(id, owner)] == nil else {
                 return .error(409, "Conflict: job \(id) exists already; choose another job= (or leave it out)")
             }
-            state.running[uid, default: 0] += 1
+            state.running[owner, default: 0] += 1
             state.total += 1
-            state.jobs[Self.key(id, uid)] = Job(
-                uid: uid, path: directory + "/" + String(uid) + "-" + id + ".clip", expectedBytes: expectedBytes,
+            state.made += 1
+            state.jobs[Self.key(id, owner)] = Job(
+                owner: owner, path: directory + "/" + String(state.made) + "-" + id + ".clip", expectedBytes: expectedBytes,
                 state: "running",
                 proof: nil,
                 fileName: fileName, message: nil, finishedAt: nil)
@@ -99,27 +103,27 @@ final class BrowseClips: Sendable {
     }
 
     /// The job is over (`state`: `done` or `failed`); its slot is free.
-    func end(job id: String, uid: UInt32, state ending: String, proof: String?, message: String? = nil) {
+    func end(job id: String, owner: String, state ending: String, proof: String?, message: String? = nil) {
         let now = Self.now()
         state.withLock { state in
-            guard var job = state.jobs[Self.key(id, uid)] else { return }
-            state.running[job.uid, default: 1] -= 1
+            guard var job = state.jobs[Self.key(id, owner)] else { return }
+            state.running[job.owner, default: 1] -= 1
             state.total -= 1
             job.state = ending
             job.proof = proof
             job.message = message
             job.finishedAt = now
-            state.jobs[Self.key(id, uid)] = job
+            state.jobs[Self.key(id, owner)] = job
         }
     }
 
-    func job(_ id: String, uid: UInt32) -> Job? {
-        state.withLock { state in state.jobs[Self.key(id, uid)] }
+    func job(_ id: String, owner: String) -> Job? {
+        state.withLock { state in state.jobs[Self.key(id, owner)] }
     }
 
     /// `/api/export/progress`: bytes written so far against the estimate (at most 99 % until done).
-    func progress(_ id: String, uid: UInt32) -> JSONValue? {
-        guard let job = job(id, uid: uid) else { return nil }
+    func progress(_ id: String, owner: String) -> JSONValue? {
+        guard let job = job(id, owner: owner) else { return nil }
         let written = job.state == "running" ? (FileSystem.size(of: job.path) ?? 0) : 0
         let fraction =
             job.state == "running"
@@ -143,7 +147,7 @@ final class BrowseClips: Sendable {
             }
     }
 
-    private static func key(_ id: String, _ uid: UInt32) -> String { "\(uid)/\(id)" }
+    private static func key(_ id: String, _ owner: String) -> String { "\(owner)/\(id)" }
 
     static func newJobID() -> String {
         "j" + String(UInt64.random(in: 0...UInt64.max), radix: 36)

@@ -46,7 +46,7 @@ extension BrowseService {
             tolerance = value
         }
         let (caller, records): (HTTPCaller, [SegmentRecord])
-        switch authorize(request, range) {
+        switch authorize(request, range, action: "loudness") {
         case .success(let found): (caller, records) = found
         case .failure(let answer): return answer
         }

@@ -38,7 +38,7 @@ extension BrowseService {
         let stamp = range.from.iso8601.filter { $0.isNumber || $0 == "T" }.prefix(15)
         let fileName = "\(range.feed.replacingOccurrences(of: "/", with: "_"))_\(stamp)Z.\(format)"
         if let refused = clips.begin(
-            job: job, uid: caller.uid, fileName: fileName,
+            job: job, owner: caller.owner, fileName: fileName,
             expectedBytes: Self.expectedBytes(records, range, format: format))
         {
             return .failure(refused)
@@ -47,11 +47,11 @@ extension BrowseService {
         switch made {
         case .success(let clip):
             clips.end(
-                job: job, uid: caller.uid, state: "done", proof: clip.reply.first { $0.0 == "proof" }?.1.stringValue)
+                job: job, owner: caller.owner, state: "done", proof: clip.reply.first { $0.0 == "proof" }?.1.stringValue)
         case .failure(let refusal):
             var message = ""
             if case .bytes(let body) = refusal.body { message = String(decoding: body.prefix(2000), as: UTF8.self) }
-            clips.end(job: job, uid: caller.uid, state: "failed", proof: nil, message: message)
+            clips.end(job: job, owner: caller.owner, state: "failed", proof: nil, message: message)
         }
         return made
     }
@@ -60,7 +60,7 @@ extension BrowseService {
     private func writeClip(
         _ range: Range, format: String, proof: Bool, caller: HTTPCaller, job: String, fileName: String
     ) -> Result<Clip, HTTPResponse> {
-        guard let path = clips.job(job, uid: caller.uid)?.path else {
+        guard let path = clips.job(job, owner: caller.owner)?.path else {
             return .failure(.error(500, "Internal Server Error: the job vanished; retry"))
         }
         let output: OwnedFile
@@ -76,11 +76,14 @@ extension BrowseService {
         let descriptor = output.relinquish()
         let coordinator = coordinator
         let (uid, groups) = (caller.uid, caller.groups)
+        // A web account has no uid: the feed was granted to it (checked for every segment of
+        // the range before), so the exporter reads with recd's own rights for this range.
+        let granted = caller.web != nil
         let answer = control.askLater(timeout: BrowseClips.longestWaitSeconds) {
             (finish: @escaping @Sendable (Result<[(String, JSONValue)], SessionError>) -> Void) in
             do {
                 try coordinator.archive.export(
-                    exportRequest, output: descriptor, uid: uid, groups: groups, administrator: false,
+                    exportRequest, output: descriptor, uid: uid, groups: groups, administrator: granted,
                     for: BrowseClips.client, reply: finish)
             } catch let error as SessionError {
                 finish(.failure(error))
@@ -171,7 +174,7 @@ extension BrowseService {
         default: return Self.badRequest("proof= takes yes or no")
         }
         let (caller, records): (HTTPCaller, [SegmentRecord])
-        switch authorize(request, range) {
+        switch authorize(request, range, action: listening ? "listen" : "export") {
         case .success(let found): (caller, records) = found
         case .failure(let answer): return answer
         }
@@ -202,9 +205,9 @@ extension BrowseService {
     }
 
     /// The caller (403 when none): the key to its jobs.
-    private func callerUID(_ request: HTTPRequest) -> Result<UInt32, HTTPResponse> {
+    private func callerOwner(_ request: HTTPRequest) -> Result<String, HTTPResponse> {
         switch callers.caller(of: request) {
-        case .caller(let found): return .success(found.uid)
+        case .caller(let found): return .success(found.owner)
         case .refused(let answer): return .failure(answer)
         }
     }
@@ -214,12 +217,12 @@ extension BrowseService {
         guard let job = request.query["job"], BrowseClips.validJob(job) else {
             return Self.badRequest("give job=ID, the id the export was started with")
         }
-        let uid: UInt32
-        switch callerUID(request) {
-        case .success(let value): uid = value
+        let owner: String
+        switch callerOwner(request) {
+        case .success(let value): owner = value
         case .failure(let answer): return answer
         }
-        guard let progress = clips.progress(job, uid: uid) else {
+        guard let progress = clips.progress(job, owner: owner) else {
             return .error(404, "Not Found: no export job \(job) of yours (finished ones are kept 15 min)")
         }
         return HTTPEndpoints.json(progress)
@@ -230,12 +233,12 @@ extension BrowseService {
         guard let job = request.query["job"], BrowseClips.validJob(job) else {
             return Self.badRequest("give job=ID, the id the export was started with")
         }
-        let uid: UInt32
-        switch callerUID(request) {
-        case .success(let value): uid = value
+        let owner: String
+        switch callerOwner(request) {
+        case .success(let value): owner = value
         case .failure(let answer): return answer
         }
-        guard let found = clips.job(job, uid: uid), let proof = found.proof else {
+        guard let found = clips.job(job, owner: owner), let proof = found.proof else {
             return .error(
                 404,
                 "Not Found: no proof for job \(job) of yours: export with proof=yes, and fetch it within 15 min")

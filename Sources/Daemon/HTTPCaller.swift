@@ -4,6 +4,10 @@
 // export` and `archive verify` apply).
 //
 // A caller is found, per request, in this order:
+// - a request with a live session cookie is its web account's (`[http] users_file`, docs/http.md
+//   "Accounts"): a viewer hears nothing, a listener the feeds granted to it (`feeds:` in its line)
+//   or to its group (`[web-group NAME] feeds`), an admin every feed. An account has no uid: the
+//   files' modes are not asked for it.
 // - a request with the listener's bearer token is the token's: `[http] token_user`, resolved
 //   at start (without it the token reads no recording). The token is a machine's identity;
 //   recd cannot tell who on that machine sent the request, so the operator says whose rights
@@ -16,8 +20,10 @@
 // Threads: the listener's connection threads (the lookup reads /proc for milliseconds, within
 // `TCPConnectionOwner.Bounds`); never the control thread.
 import Archive
+import ArchiveProof
 import HTTPServer
 import Platform
+import SystemSupport
 
 /// The account a request reads recordings as.
 struct HTTPCaller: Sendable, Equatable {
@@ -28,10 +34,34 @@ struct HTTPCaller: Sendable, Equatable {
     var shown: String
     /// What to do when it may not read a segment.
     var advice: String
+    /// A logged-in web account's rights instead of a uid's (nil: a uid's).
+    var web: WebRights?
 
-    /// Whether it may read `path` (canonical, inside the archive): the one rule for every
-    /// interface that hands out recorded audio.
-    func mayRead(_ path: String) -> Bool { ArchivePath.isReadable(path, uid: uid, groups: groups) }
+    /// Whose clip jobs are its (`BrowseClips`): an account's name or a uid, never both alike.
+    var owner: String { web.map { "account \($0.account)" } ?? "uid \(uid)" }
+
+    /// Whether it may hear `feed` (APP/STREAM) in the file `path` (canonical, inside the
+    /// archive): the one rule for every interface that hands out recorded or live audio.
+    func mayRead(_ path: String, feed: String) -> Bool {
+        if let web { return web.mayHear(feed) }
+        return ArchivePath.isReadable(path, uid: uid, groups: groups)
+    }
+}
+
+/// What a web account may hear.
+struct WebRights: Sendable, Equatable {
+    var account: String
+    var role: WebAccount.Role
+    /// The feeds granted (to the account or its group); every feed for an admin.
+    var feeds: Set<String>
+
+    func mayHear(_ feed: String) -> Bool {
+        switch role {
+        case .viewer: false
+        case .listener: feeds.contains(feed)
+        case .admin: true
+        }
+    }
 }
 
 /// Finds a request's caller (see the file's head). Made once at the listener's start.
@@ -40,6 +70,9 @@ struct HTTPCallerRule: Sendable {
     let tokenUser: UserAccount?
     /// The kernel's tables (tests give others).
     var tables = TCPConnectionOwner.tables
+    /// The web accounts and the groups' feeds (`[web-group NAME]`); nil: none.
+    var accounts: HTTPAccounts? = nil
+    var groups: [String: [String]] = [:]
 
     enum Outcome: Sendable {
         case caller(HTTPCaller)
@@ -48,6 +81,21 @@ struct HTTPCallerRule: Sendable {
 
     /// The caller of `request`, or the 403 that says why there is none and what to do.
     func caller(of request: HTTPRequest) -> Outcome {
+        if let name = request.account, let account = accounts?.account(named: name) {
+            var feeds: Set<String> = []
+            switch account.grant {
+            case .none: break
+            case .feeds(let granted): feeds = Set(granted)
+            case .group(let group): feeds = Set(groups[group] ?? [])
+            }
+            return .caller(
+                HTTPCaller(
+                    uid: UInt32.max, groups: [], shown: "account \(name) (\(account.role.rawValue))",
+                    advice: account.role == .viewer
+                        ? "a viewer sees states and meters only; ask an administrator for the listener role"
+                        : "ask an administrator to grant you this feed (recctl web user add NAME --feeds APP/STREAM)",
+                    web: WebRights(account: name, role: account.role, feeds: feeds)))
+        }
         if request.carriesToken {
             guard let user = tokenUser else {
                 return .refused(
@@ -84,6 +132,26 @@ struct HTTPCallerRule: Sendable {
                 Self.unknown("no socket on this machine is at \(client) connected to recd's \(server)"))
         case .unreadable(let why):
             return .refused(Self.unknown(why))
+        }
+    }
+
+    /// The one gate of every route that hands out audio (`action`: "listen", "export"): the
+    /// caller, whether it may hear `feed` in `path`, and the audit line for what it got.
+    /// `naming`: what a refusal says the caller may not have (default: the feed).
+    func audio(_ request: HTTPRequest, feed: String, path: String, action: String, naming: String? = nil) -> Outcome {
+        let where_ = request.peer?.addressText ?? "?"
+        switch caller(of: request) {
+        case .refused(let answer):
+            Log.notice("http audit: \(action) \(feed) refused to an unknown caller from \(where_)")
+            return .refused(answer)
+        case .caller(let caller):
+            guard caller.mayRead(path, feed: feed) else {
+                Log.notice("http audit: \(action) \(feed) refused to \(caller.shown) from \(where_)")
+                let what = naming ?? feed
+                return .refused(.error(403, "Forbidden: \(caller.shown) may not read \(what); \(caller.advice)"))
+            }
+            Log.notice("http audit: \(action) \(feed) (\(path)) by \(caller.shown) from \(where_)")
+            return .caller(caller)
         }
     }
 

@@ -158,19 +158,24 @@ struct BrowseService: Sendable {
     }
 
     /// The caller, and whether it may read every indexed segment of `range` (403 otherwise).
-    func authorize(_ request: HTTPRequest, _ range: Range) -> Result<(HTTPCaller, [SegmentRecord]), HTTPResponse> {
-        let caller: HTTPCaller
-        switch callers.caller(of: request) {
-        case .caller(let found): caller = found
-        case .refused(let answer): return .failure(answer)
-        }
+    /// `action` ("listen", "export", "loudness", "range"): what the audit line says it got, through
+    /// the one gate of audio (`HTTPCallerRule.audio`).
+    func authorize(_ request: HTTPRequest, _ range: Range, action: String) -> Result<
+        (HTTPCaller, [SegmentRecord]), HTTPResponse
+    > {
         let records: [SegmentRecord]
         do throws(ArchiveError) {
             records = try archive.segments(app: range.app, stream: range.stream, from: range.from, to: range.to)
         } catch {
             return .failure(.error(503, "Service Unavailable: the archive index cannot be read (\(error.message))"))
         }
-        for record in records where !caller.mayRead(record.path) {
+        let caller: HTTPCaller
+        let shown = "\(range.feed) from \(range.from.iso8601) to \(range.to.iso8601)"
+        switch callers.audio(request, feed: range.feed, path: records.first?.path ?? "", action: action, naming: shown) {
+        case .caller(let found): caller = found
+        case .refused(let answer): return .failure(answer)
+        }
+        for record in records where !caller.mayRead(record.path, feed: range.feed) {
             Log.debug("archive browser: \(range.feed) refused: \(caller.shown) may not read \(record.path)")
             return .failure(
                 .error(
@@ -197,7 +202,7 @@ struct BrowseService: Sendable {
         case .failure(let answer): return answer
         }
         let records: [SegmentRecord]
-        switch authorize(request, range) {
+        switch authorize(request, range, action: "range") {
         case .success(let found): records = found.1
         case .failure(let answer): return answer
         }

@@ -47,11 +47,8 @@ extension HTTPEndpoints {
         let callers = callers
         routes.addPrefix("/archive/") { request in
             // Recorded audio: only to a caller who may read the segment's file (HTTPCaller.swift).
-            let caller: HTTPCaller
-            switch callers.caller(of: request) {
-            case .caller(let found): caller = found
-            case .refused(let answer): return answer
-            }
+            // Who asks, before anything about the archive is told.
+            if case .refused(let answer) = callers.caller(of: request) { return answer }
             let relative = String(request.path.dropFirst("/archive/".count))
             guard let segment = archive.openSegment(relative) else {
                 // Decided in docs/status-page.md: the segment being written is not served here.
@@ -62,9 +59,11 @@ extension HTTPEndpoints {
                             + "`recctl archive export --app APP --from now-30s --to now -o clip.wav` clips it"
                         : "Not Found: no finished segment \(relative) in the archive; the page lists them")
             }
-            guard caller.mayRead(segment.path) else {
-                Log.debug("status page: /archive/\(relative) refused: \(caller.shown) may not read it")
-                return .error(403, "Forbidden: \(caller.shown) may not read \(relative); \(caller.advice)")
+            let feed = "\(segment.record.app)/\(segment.record.stream)"
+            if case .refused(let answer) = callers.audio(
+                request, feed: feed, path: segment.path, action: "listen", naming: relative)
+            {
+                return answer
             }
             let descriptor = segment.file.relinquish()
             return HTTPResponse(

@@ -113,9 +113,24 @@ struct HTTPEndpoints: Sendable {
         if let path = config.http.tokenFile {
             token = try readToken(path)
         }
-        let callers = HTTPCallerRule(tokenUser: try tokenUser(config.http))
+        var callers = HTTPCallerRule(tokenUser: try tokenUser(config.http))
+        let accounts = HTTPAccounts(path: usersFile(config))
+        callers.accounts = accounts
+        callers.groups = config.http.groups
+        let tls = try tls(config: config, address: address)
+        // Logins only over TLS, or on loopback: a password never crosses a network in clear.
+        let login = tls != nil || address.isLoopback ? login(config: config, accounts: accounts) : nil
+        if login != nil && !address.isLoopback {
+            let count = accounts.current().accounts.count
+            Log.notice(
+                "http: web accounts from \(accounts.path): \(count)"
+                    + (count == 0 && token == nil
+                        ? "; nobody off this machine can log in until `recctl web user add NAME --role ROLE` adds one"
+                        : ""))
+        }
         return try HTTPServer(
-            address: address, token: token, routes: HTTPEndpoints(coordinator: coordinator, callers: callers).routes())
+            address: address, token: token, routes: HTTPEndpoints(coordinator: coordinator, callers: callers).routes(),
+            tls: tls, login: login)
     }
 
     /// `[http] token_user` as the user database has it: an account that exists, and a token
@@ -186,7 +201,8 @@ struct HTTPEndpoints: Sendable {
         guard let listen = config.http.listen else { return nil }
         do throws(HTTPServerError) {
             let address = try HTTPListenAddress(parsing: listen)
-            try HTTPServer.requireToken(for: address, hasToken: config.http.tokenFile != nil)
+            // Beyond loopback the listener speaks TLS and offers logins: accounts may come later.
+            try HTTPServer.requireToken(for: address, hasToken: config.http.tokenFile != nil || !address.isLoopback)
             if let path = config.http.tokenFile { _ = try readToken(path) }
         } catch {
             return ConfigError(

@@ -3,9 +3,10 @@
 import Dispatch
 import Synchronization
 
-/// One GET or HEAD request; a peer off this machine has shown the token.
+/// One request; a peer off this machine has shown the token or a session's cookie (or asks for
+/// `/login`).
 public struct HTTPRequest: Sendable {
-    /// `GET` or `HEAD` (for HEAD the listener drops the body).
+    /// `GET`, `HEAD` (the listener drops the answer's body) or, for routes added with it, `POST`.
     public var method: String
     /// The path, percent-decoded, without the query.
     public var path: String
@@ -22,12 +23,18 @@ public struct HTTPRequest: Sendable {
     /// On loopback they name the peer's socket in the kernel's tables, and so its owner.
     public var peer: HTTPSocketAddress?
     public var local: HTTPSocketAddress?
+    /// The account logged in with the session cookie the request carried (nil: none).
+    public var account: String?
+    /// A POST's body (at most `HTTPServer.maxBodyBytes`); empty otherwise.
+    public var body: [UInt8]
 
     public init(
         method: String, path: String, query: [String: String] = [:], headers: [String: String] = [:],
         fromLoopback: Bool = true, carriesToken: Bool = false, peer: HTTPSocketAddress? = nil,
-        local: HTTPSocketAddress? = nil
+        local: HTTPSocketAddress? = nil, account: String? = nil, body: [UInt8] = []
     ) {
+        self.account = account
+        self.body = body
         self.method = method
         self.path = path
         self.query = query
@@ -48,6 +55,27 @@ public struct HTTPSocketAddress: Sendable, Equatable {
     public init(address: [UInt8], port: UInt16) {
         self.address = address
         self.port = port
+    }
+
+    /// The address as written: dotted IPv4, or IPv6 in hex groups (without compression).
+    public var addressText: String {
+        if address.count == 4 { return address.map { String($0) }.joined(separator: ".") }
+        guard address.count == 16 else { return "?" }
+        return stride(from: 0, to: 16, by: 2).map {
+            String(UInt16(address[$0]) << 8 | UInt16(address[$0 + 1]), radix: 16)
+        }
+        .joined(separator: ":")
+    }
+}
+
+/// The listener's certificate and key (PEM): HTTPS.
+public struct HTTPTLS: Sendable {
+    public var certificate: String
+    public var key: String
+
+    public init(certificate: String, key: String) {
+        self.certificate = certificate
+        self.key = key
     }
 }
 

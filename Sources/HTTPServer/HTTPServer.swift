@@ -1,5 +1,6 @@
-// recd's HTTP listener (libmicrohttpd): read-only (GET and HEAD), loopback by default, a
-// bearer token for any peer not on this machine, bounded like the control socket.
+// recd's HTTP listener (libmicrohttpd): GET and HEAD, and POST for the routes that take it
+// (behind the CSRF rule, HTTPLogin.swift); loopback by default; for any peer not on this machine
+// HTTPS, and a bearer token or an account's session; bounded like the control socket.
 //
 // Threads: libmicrohttpd's own. One listening thread accepts (the accept policy and the
 // connection opened/closed notifications run there); each connection gets a thread
@@ -69,23 +70,36 @@ public final class HTTPServer: Sendable {
 
     /// Exact paths and path prefixes (e.g. `/archive/`), matched exact first, then the
     /// longest prefix.
+    /// Each route answers GET and HEAD unless added with other `methods` (`["POST"]`): a POST
+    /// reaches its handler only after the CSRF rule (`HTTPLoginGate.checkUnsafe`).
     public struct Routes: Sendable {
-        var exact: [String: Handler] = [:]
-        var prefixes: [(String, Handler)] = []
+        struct Route: Sendable {
+            var methods: Set<String>
+            var handler: Handler
+        }
+        var exact: [String: Route] = [:]
+        var prefixes: [(String, Route)] = []
 
         public init() {}
 
-        public mutating func add(_ path: String, _ handler: @escaping Handler) { exact[path] = handler }
+        public mutating func add(_ path: String, methods: Set<String> = ["GET", "HEAD"], _ handler: @escaping Handler) {
+            exact[path] = Route(methods: methods, handler: handler)
+        }
 
-        public mutating func addPrefix(_ prefix: String, _ handler: @escaping Handler) {
-            prefixes.append((prefix, handler))
+        public mutating func addPrefix(
+            _ prefix: String, methods: Set<String> = ["GET", "HEAD"], _ handler: @escaping Handler
+        ) {
+            prefixes.append((prefix, Route(methods: methods, handler: handler)))
             prefixes.sort { $0.0.count > $1.0.count }
         }
 
-        func handler(for path: String) -> Handler? {
+        func route(for path: String) -> Route? {
             exact[path] ?? prefixes.first { path.hasPrefix($0.0) }?.1
         }
     }
+
+    /// The largest request body read (a POST's form); a larger one gets 413 unread.
+    public static let maxBodyBytes = 16 * 1024
 
     /// Per-connection memory kept beyond `maxRequestHeadBytes` for the reply's head.
     static let replyHeadRoomBytes = 4096
@@ -98,11 +112,15 @@ public final class HTTPServer: Sendable {
 
     public let address: HTTPListenAddress
     public let limits: Limits
-    private let token: [UInt8]?
-    private let routes: Routes
+    let token: [UInt8]?
+    let routes: Routes
+    /// Accounts and sessions, when the daemon has them.
+    let gate: HTTPLoginGate?
+    /// Whether the listener speaks TLS.
+    public let isTLS: Bool
 
     /// One open connection, from libmicrohttpd's opened notification to its closed one.
-    private struct Connection {
+    struct Connection {
         /// Its socket: valid until the closed notification (libmicrohttpd closes it after).
         let fd: Int32
         /// The peer's IP address (4 or 16 bytes).
@@ -118,28 +136,41 @@ public final class HTTPServer: Sendable {
         /// The event stream it serves, if any.
         var stream: HTTPEventStream?
     }
-    private struct State {
+    struct State {
         /// The MHD_Daemon's address (a plain integer: the pointer is not Sendable); 0 once stopped.
         var daemon: UInt = 0
         /// Keyed by the MHD_Connection's address.
         var connections: [UInt: Connection] = [:]
         var sweep: (any DispatchSourceTimer)?
     }
-    private let state = Mutex(State())
+    let state = Mutex(State())
     private let boundPort = Atomic<UInt16>(0)
     /// The port bound (differs from `address.port` when that is 0).
     public var port: UInt16 { boundPort.load(ordering: .relaxed) }
 
     /// Binds and starts serving. `token`: what `Authorization: Bearer` must carry for peers
     /// not on this machine; nil is allowed only on a loopback address.
-    public init(address: HTTPListenAddress, token: String?, routes: Routes, limits: Limits = Limits())
-        throws(HTTPServerError)
-    {
-        try Self.requireToken(for: address, hasToken: !(token ?? "").isEmpty)
+    /// `tls`: HTTPS with that certificate; required for an address other machines reach.
+    /// `login`: browser logins with accounts (`/login`, sessions, throttling).
+    public init(
+        address: HTTPListenAddress, token: String?, routes: Routes, limits: Limits = Limits(), tls: HTTPTLS? = nil,
+        login: HTTPLogin? = nil
+    ) throws(HTTPServerError) {
+        // With logins (over TLS) the address may wait for its first account: until then every
+        // request from elsewhere gets 401.
+        try Self.requireToken(for: address, hasToken: !(token ?? "").isEmpty || (login != nil && tls != nil))
+        // Passwords never cross a network in clear: logins beyond loopback only over TLS.
+        guard address.isLoopback || tls != nil || login == nil else {
+            throw HTTPServerError(
+                "listen = \(address) reaches other machines and offers logins without a TLS certificate; recd "
+                    + "makes one at start unless [http] tls_certificate and tls_key name one")
+        }
         self.address = address
         self.limits = limits
         self.token = token.map { Array($0.utf8) }
         self.routes = routes
+        self.gate = login.map(HTTPLoginGate.init)
+        self.isTLS = tls != nil
         var flags = MHD_USE_INTERNAL_POLLING_THREAD.rawValue | MHD_USE_THREAD_PER_CONNECTION.rawValue
         flags |= MHD_USE_POLL.rawValue
         if address.isIPv6 { flags |= MHD_USE_IPv6.rawValue }
@@ -151,7 +182,7 @@ public final class HTTPServer: Sendable {
                 UInt32(flags), raw.baseAddress!.assumingMemoryBound(to: sockaddr.self),
                 Unmanaged.passUnretained(self).toOpaque(), accessHandler, UInt32(limits.listenerConnectionLimit),
                 limits.connectionMemoryBytes, UInt32(limits.idleTimeoutSeconds), requestCompleted, acceptPolicy,
-                connectionNotice, uriLogger)
+                connectionNotice, uriLogger, tls?.key, tls?.certificate)
         }
         guard let daemon else {
             let cause = String(cString: strerror(errno))
@@ -173,11 +204,12 @@ public final class HTTPServer: Sendable {
         }
     }
 
-    /// The token rule: an address other machines reach needs a token. Also `--check-config`'s.
+    /// The identity rule: an address other machines reach needs a token or logins (which come
+    /// with TLS). Also `--check-config`'s.
     public static func requireToken(for address: HTTPListenAddress, hasToken: Bool) throws(HTTPServerError) {
         guard address.isLoopback || hasToken else {
             throw HTTPServerError(
-                "listen = \(address) reaches other machines: set [http] token_file to a file holding a secret token, or listen on 127.0.0.1"
+                "listen = \(address) reaches other machines: set [http] token_file to a file holding a secret token, add accounts (recctl web user add), or listen on 127.0.0.1"
             )
         }
     }
@@ -297,218 +329,13 @@ public final class HTTPServer: Sendable {
     }
 
     /// A whole response with `Connection: close`, for answers written straight to the socket.
-    private static func rawResponse(_ status: Int, _ reason: String, _ advice: String, body: Bool = true) -> [UInt8] {
+    static func rawResponse(_ status: Int, _ reason: String, _ advice: String, body: Bool = true) -> [UInt8] {
         let text = "\(status) \(reason): \(advice)\n"
         return Array(
             ("HTTP/1.1 \(status) \(reason)\r\nConnection: close\r\nContent-Type: text/plain; charset=utf-8\r\n"
                 + "Content-Length: \(text.utf8.count)\r\n\r\n" + (body ? text : "")).utf8)
     }
 
-    // MARK: - Requests (a connection's thread)
-
-    /// Marks the head in (the deadline no longer applies); false when the sweep shut the
-    /// connection down meanwhile (nothing may be written then).
-    private func headArrived(_ connection: OpaquePointer) -> Bool {
-        state.withLock { state in
-            let key = UInt(bitPattern: connection)
-            guard let entry = state.connections[key] else { return true }
-            guard !entry.dropped else { return false }
-            state.connections[key]!.awaitingHead = false
-            return true
-        }
-    }
-
-    /// Whether the head, as libmicrohttpd holds it, leaves room for the reply's head within
-    /// the connection's memory (`maxRequestHeadBytes`; see there).
-    private func headFits(_ connection: OpaquePointer) -> Bool {
-        var used = recd_mhd_request_head_size(connection)
-        for kind in [MHD_ValueKind.HEADER_KIND, .GET_ARGUMENT_KIND, .COOKIE_KIND] {
-            used += Int(MHD_get_connection_values(connection, kind, nil, nil)) * Self.bytesPerRequestValue
-        }
-        // libmicrohttpd copies the Cookie header to split it.
-        if let cookie = MHD_lookup_connection_value(connection, .HEADER_KIND, "Cookie") { used += strlen(cookie) + 1 }
-        return used <= limits.maxRequestHeadBytes
-    }
-
-    fileprivate func handle(
-        _ connection: OpaquePointer, url: String, method: String, targetHeldNUL: Bool
-    ) -> MHD_Result {
-        guard headArrived(connection) else { return .NO }
-        guard headFits(connection) else {
-            // Written here, not queued: a queued answer needs memory this head has taken.
-            let answer = Self.rawResponse(
-                431, "Request Header Fields Too Large",
-                "the request head is over \(limits.maxRequestHeadBytes) bytes (64 more for each header); send fewer or shorter headers",
-                body: method != "HEAD")
-            let fd = recd_mhd_connection_fd(connection)
-            if fd >= 0 {
-                _ = answer.withUnsafeBytes { send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL | MSG_DONTWAIT)) }
-            }
-            return .NO
-        }
-        guard !targetHeldNUL else {
-            return queue(
-                connection, .error(400, "Bad Request: the path holds %00 (a NUL byte), which no name of recd's has"))
-        }
-        guard method == "GET" || method == "HEAD" else {
-            return queue(
-                connection,
-                .error(
-                    405, "Method Not Allowed: this server is read-only (GET, HEAD)", headers: [("Allow", "GET, HEAD")]))
-        }
-        let peer = recd_mhd_peer_address(connection)
-        let fromLoopback = peer.map { HTTPListenAddress.isLoopback($0) } ?? false
-        let headers = values(connection, kind: .HEADER_KIND)
-        let carriesToken = authorized(headers["authorization"])
-        if !fromLoopback && !carriesToken {
-            // Closed after the answer: a peer without the token keeps no connection (nor its thread).
-            return queue(
-                connection,
-                .error(
-                    401, "Unauthorized: send Authorization: Bearer TOKEN (the contents of recd's [http] token_file)",
-                    headers: [("WWW-Authenticate", "Bearer realm=\"recd\""), ("Connection", "close")]))
-        }
-        let socket = recd_mhd_connection_fd(connection)
-        let request = HTTPRequest(
-            method: method, path: url, query: values(connection, kind: .GET_ARGUMENT_KIND), headers: headers,
-            fromLoopback: fromLoopback, carriesToken: carriesToken, peer: peer.flatMap(HTTPListenAddress.endpoint),
-            local: socket >= 0 ? HTTPListenAddress.localEndpoint(of: socket) : nil)
-        guard let handler = routes.handler(for: url) else {
-            return queue(connection, .error(404, "Not Found: \(url) is not one of recd's pages"))
-        }
-        return queue(connection, handler(request), range: headers["range"])
-    }
-
-    /// Compares the bearer token in constant time (for its length). The scheme is
-    /// case-insensitive (RFC 9110 §11.1): `Bearer`, `bearer`, `BEARER`.
-    private func authorized(_ header: String?) -> Bool {
-        guard let token, let given = header.flatMap(Self.bearerCredentials) else { return false }
-        guard given.count == token.count else { return false }
-        var difference: UInt8 = 0
-        for (a, b) in zip(given, token) { difference |= a ^ b }
-        return difference == 0
-    }
-
-    /// The credentials of `Authorization: Bearer TOKEN` (the scheme in any case, spaces around
-    /// the token ignored); nil for any other scheme.
-    static func bearerCredentials(_ header: String) -> [UInt8]? {
-        let bytes = Array(header.utf8)
-        let space = UInt8(ascii: " ")
-        let start = bytes.firstIndex { $0 != space } ?? bytes.endIndex
-        guard let gap = bytes[start...].firstIndex(of: space) else { return nil }
-        let scheme = bytes[start..<gap].map { $0 | 0x20 }  // ASCII lower case (letters only matter)
-        guard scheme == Array("bearer".utf8) else { return nil }
-        var credentials = bytes[gap...].drop { $0 == space }
-        while credentials.last == space { credentials = credentials.dropLast() }
-        return Array(credentials)
-    }
-
-    /// Whether a request target holds `%00` (a NUL once decoded): libmicrohttpd's decoding cuts
-    /// the path there, so `/a%00.txt` would reach a handler as `/a`.
-    static func holdsEncodedNUL(_ target: UnsafePointer<CChar>) -> Bool {
-        var cursor = target
-        while cursor.pointee != 0 {
-            if cursor.pointee == CChar(UInt8(ascii: "%")) && cursor[1] == CChar(UInt8(ascii: "0"))
-                && cursor[2] == CChar(UInt8(ascii: "0"))
-            {
-                return true
-            }
-            cursor += 1
-        }
-        return false
-    }
-
-    private func values(_ connection: OpaquePointer, kind: MHD_ValueKind) -> [String: String] {
-        final class Box { var values: [String: String] = [:] }
-        let box = Box()
-        let lowercase = kind == .HEADER_KIND
-        _ = withExtendedLifetime(box) {
-            MHD_get_connection_values(
-                connection, kind,
-                { cls, _, key, value in
-                    let box = Unmanaged<Box>.fromOpaque(cls!).takeUnretainedValue()
-                    if let key {
-                        let name = String(cString: key)
-                        box.values[name] = value.map { String(cString: $0) } ?? ""
-                    }
-                    return .YES
-                }, Unmanaged.passUnretained(box).toOpaque())
-        }
-        guard lowercase else { return box.values }
-        return Dictionary(box.values.map { ($0.key.lowercased(), $0.value) }, uniquingKeysWith: { $1 })
-    }
-
-    private func queue(_ connection: OpaquePointer, _ response: HTTPResponse, range: String? = nil) -> MHD_Result {
-        var status = response.status
-        var extra = response.headers
-        let made: OpaquePointer?
-        switch response.body {
-        case .bytes(let bytes):
-            made = bytes.withUnsafeBytes {
-                MHD_create_response_from_buffer(
-                    bytes.count, UnsafeMutableRawPointer(mutating: $0.baseAddress), .RESPMEM_MUST_COPY)
-            }
-        case .file(let descriptor, let size):
-            extra.append(("Accept-Ranges", "bytes"))
-            switch ByteRange.parse(range, size: size) {
-            case .whole:
-                made = MHD_create_response_from_fd_at_offset64(size, descriptor, 0)
-            case .part(let first, let last):
-                status = 206
-                extra.append(("Content-Range", "bytes \(first)-\(last)/\(size)"))
-                made = MHD_create_response_from_fd_at_offset64(last - first + 1, descriptor, first)
-            case .unsatisfiable:
-                Glibc.close(descriptor)
-                return queue(
-                    connection,
-                    .error(
-                        416, "Range Not Satisfiable: the file has \(size) bytes",
-                        headers: [("Content-Range", "bytes */\(size)")]))
-            }
-            // libmicrohttpd owns the descriptor only once the response exists.
-            if made == nil { Glibc.close(descriptor) }
-        case .events(let stream):
-            watch(stream, on: connection)
-            made = MHD_create_response_from_callback(
-                recd_mhd_size_unknown(), 4 * 1024,
-                { cls, _, buffer, max in
-                    let stream = Unmanaged<HTTPEventStream>.fromOpaque(cls!).takeUnretainedValue()
-                    guard let bytes = stream.next(max: max) else { return recd_mhd_end_of_stream() }
-                    bytes.withUnsafeBytes {
-                        UnsafeMutableRawPointer(buffer!).copyMemory(from: $0.baseAddress!, byteCount: $0.count)
-                    }
-                    return bytes.count
-                },
-                Unmanaged.passRetained(stream).toOpaque(),
-                { cls in
-                    let stream = Unmanaged<HTTPEventStream>.fromOpaque(cls!).takeRetainedValue()
-                    stream.close()
-                })
-            if made == nil {
-                Unmanaged.passUnretained(stream).release()
-                stream.close()
-            }
-        }
-        guard let made else { return .NO }
-        defer { MHD_destroy_response(made) }
-        MHD_add_response_header(made, "Content-Type", response.contentType)
-        MHD_add_response_header(made, "X-Content-Type-Options", "nosniff")
-        for (name, value) in extra { MHD_add_response_header(made, name, value) }
-        return MHD_queue_response(connection, UInt32(status), made)
-    }
-
-    /// Puts an event stream under the sweep's watch and shrinks its socket's send buffer: a
-    /// client that stops reading must fill recd's buffers in seconds, not after megabytes of
-    /// kernel buffer (which took minutes at the meters' rate).
-    private func watch(_ stream: HTTPEventStream, on connection: OpaquePointer) {
-        state.withLock { state in
-            let key = UInt(bitPattern: connection)
-            guard let fd = state.connections[key]?.fd, fd >= 0 else { return }
-            state.connections[key]!.stream = stream
-            var size = Self.eventStreamSendBufferBytes
-            setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &size, socklen_t(MemoryLayout<Int32>.size))
-        }
-    }
 }
 
 /// `Range: bytes=…` against a file of `size` bytes: one range (first-last, first-, -suffix);
@@ -554,16 +381,23 @@ extension Substring {
 /// libmicrohttpd's access handler: called for each request once its head is in. Answers at
 /// once (no request has a body worth reading: a POST gets 405 without its body being read).
 /// `requestContext` is what `uriLogger` returned for this request.
-private let accessHandler: MHD_AccessHandlerCallback = { cls, connection, url, method, _, _, _, requestContext in
-    guard let cls, let connection else { return .NO }
+private let accessHandler: MHD_AccessHandlerCallback = {
+    cls, connection, url, method, _, upload, uploadSize, requestContext in
+    guard let cls, let connection, let requestContext else { return .NO }
     let server = Unmanaged<HTTPServer>.fromOpaque(cls).takeUnretainedValue()
     return server.handle(
         connection, url: url.map { String(cString: $0) } ?? "/", method: method.map { String(cString: $0) } ?? "",
-        targetHeldNUL: requestContext?.pointee.map { UInt(bitPattern: $0) } == nulMarker)
+        context: requestContext, upload: upload, uploadSize: uploadSize)
+}
+
+/// A POST's body as it arrives (the request context; released when the request completes).
+final class RequestBody {
+    var bytes: [UInt8] = []
+    var overflowed = false
 }
 
 /// The request context (as an address, never dereferenced) meaning "the target held %00".
-private let nulMarker: UInt = 1
+let nulMarker: UInt = 1
 
 /// Sees each request target as it came, before libmicrohttpd decodes (and cuts) it.
 private let uriLogger: recd_mhd_uri_logger = { _, target, _ in
@@ -586,7 +420,11 @@ private let connectionNotice: MHD_NotifyConnectionCallback = { cls, connection, 
 }
 
 /// The connection's thread: a request's answer is done (or the connection ended mid-request).
-private let requestCompleted: MHD_RequestCompletedCallback = { cls, connection, _, _ in
+private let requestCompleted: MHD_RequestCompletedCallback = { cls, connection, requestContext, _ in
+    if let raw = requestContext?.pointee, UInt(bitPattern: raw) != nulMarker {
+        Unmanaged<RequestBody>.fromOpaque(raw).release()
+        requestContext?.pointee = nil
+    }
     guard let cls, let connection else { return }
     Unmanaged<HTTPServer>.fromOpaque(cls).takeUnretainedValue().answered(connection)
 }

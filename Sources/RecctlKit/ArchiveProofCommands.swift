@@ -186,10 +186,10 @@ enum ArchiveProofCommands {
         return TimeArgument.wire(date, microseconds: true)
     }
 
-    private enum Asked { case success(archive: String, state: String?), failure(String) }
+    enum Asked { case success(archive: String, state: String?), failure(String) }
 
     /// The archive's root and the state directory from recd's `status`.
-    private static func askArchiveDirectory(globals: GlobalOptions, environment: [String: String]) -> Asked {
+    static func askArchiveDirectory(globals: GlobalOptions, environment: [String: String]) -> Asked {
         let candidates = ControlSocket.candidates(globals.socket, environment: environment)
         do {
             let connection = try Connection(candidates: candidates, interface: .recctl)

@@ -170,6 +170,33 @@ extension Recctl {
                 ("tolerance", "LU, 0 to 20 (default 1)"),
             ]),
         CommandSpec(
+            path: ["web", "user", "add"], positionals: ["NAME"], valueFlags: ["role", "feeds", "group", "file"],
+            summary: "add (or replace) a web account; the password from the terminal or standard input, stored as an "
+                + "Argon2id hash in recd's accounts file (mode 0600, written as you)",
+            requiredFlags: ["role"], listFlags: ["feeds"],
+            accepts: [
+                ("role", "viewer (states and meters), listener (also hears its granted feeds), admin (everything)"),
+                ("feeds", "the feeds a listener may hear, APP/STREAM as `recctl archive list` names them"),
+                ("group", "a [web-group NAME] of recd's config whose feeds it may hear (instead of --feeds)"),
+                ("file", "the accounts file (default: STATE_DIR/http-users, STATE_DIR asked of recd)"),
+            ]),
+        CommandSpec(
+            path: ["web", "user", "passwd"], positionals: ["NAME"], valueFlags: ["file"],
+            summary: "set a web account's password (from the terminal or standard input)",
+            accepts: [("file", "the accounts file (default: STATE_DIR/http-users)")]),
+        CommandSpec(
+            path: ["web", "user", "remove"], positionals: ["NAME"], valueFlags: ["file"],
+            summary: "remove a web account (its sessions end within a second)",
+            accepts: [("file", "the accounts file (default: STATE_DIR/http-users)")]),
+        CommandSpec(
+            path: ["web", "user", "list"], positionals: [], valueFlags: ["file"],
+            summary: "the web accounts: name, role, grant",
+            accepts: [("file", "the accounts file (default: STATE_DIR/http-users)")]),
+        CommandSpec(
+            path: ["web", "certificate"], positionals: [], valueFlags: ["file"],
+            summary: "the SHA-256 fingerprint of recd's HTTPS certificate, to compare with what a browser shows",
+            accepts: [("file", "the certificate (default: STATE_DIR/http-certificate.pem, STATE_DIR asked of recd)")]),
+        CommandSpec(
             path: ["cue"], positionals: ["APP"], optionalPositionals: ["outputs|assign|mix|split", "SOURCE|X|on|off"],
             valueFlags: ["main", "cue", "bus", "gain"],
             summary: "main/cue monitoring: outputs --main P --cue P; assign SOURCE --bus main|cue|both|none "

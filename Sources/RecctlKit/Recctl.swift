@@ -50,6 +50,10 @@ public enum Recctl {
         } catch {
             return 2
         }
+        // Done here as the caller, on files in recd's state directory.
+        if command.spec.path.first == "web" {
+            return WebCommands.run(command, globals: globals, environment: environment)
+        }
         // Done here as the caller, by reading the archive: no request to recd.
         if command.spec.path == ["archive", "key"] || command.spec.path == ["archive", "prove"] {
             return ArchiveProofCommands.run(command, globals: globals, environment: environment)

@@ -214,7 +214,18 @@ public struct HTTPSection: Sendable, Equatable {
     public var tokenUser: String?
     /// The line of `token_user` (0: not set).
     public var tokenUserLine: Int
+    /// `tls_certificate` and `tls_key`: PEM files for HTTPS (both or neither; neither: recd makes
+    /// a self-signed pair in its state directory when the listener is not on loopback).
+    public var tlsCertificate: String?
+    public var tlsKey: String?
+    /// `users_file`: the accounts (`recctl web user`); default STATE_DIR/http-users.
+    public var usersFile: String?
+    /// `session_minutes`: how long a login lasts.
+    public var sessionMinutes = 720
+    /// `[web-group NAME] feeds`: the feeds (APP/STREAM) each group's listeners may hear.
+    public var groups: [String: [String]] = [:]
 
+    public static let sessionMinutesRange = 1...43_200
     public static let defaultListen = "127.0.0.1:9720"
 
     public init(

@@ -8,6 +8,8 @@ import SessionPolicy
 /// The kinds of section a config may hold, with their keys.
 enum ConfigSectionKind: String, CaseIterable {
     case daemon, jack, archive, policy, port, session, http, replicate
+    /// `[web-group NAME]`: the feeds the accounts of a group may hear (`feeds`).
+    case webGroup = "web-group"
 
     var keys: [String] {
         switch self {
@@ -24,7 +26,11 @@ enum ConfigSectionKind: String, CaseIterable {
             ]
                 + SilenceSettings.keys
         case .policy: ["duck_level_db"]
-        case .http: ["listen", "token_file", "token_user"]
+        case .http:
+            [
+                "listen", "token_file", "token_user", "tls_certificate", "tls_key", "users_file", "session_minutes",
+            ]
+        case .webGroup: ["feeds"]
         case .replicate: ReplicateSection.keys
         case .port:
             [
@@ -45,6 +51,7 @@ enum ConfigSectionKind: String, CaseIterable {
         switch self {
         case .port: ["jack", "jack_in", "jack_out", "capabilities"]
         case .session: ["options"]
+        case .webGroup: ["feeds"]
         case .daemon, .jack, .archive, .policy, .http, .replicate: []
         }
     }
@@ -54,11 +61,13 @@ enum ConfigSectionKind: String, CaseIterable {
         switch self {
         case .port: "port name"
         case .session: "app name"
+        case .webGroup: "group name"
         case .daemon, .jack, .archive, .policy, .http, .replicate: nil
         }
     }
 
-    static let usage = "[daemon], [jack], [archive], [policy], [http], [replicate], [port NAME] or [session APP]"
+    static let usage =
+        "[daemon], [jack], [archive], [policy], [http], [replicate], [port NAME], [session APP] or [web-group NAME]"
 }
 
 /// The keys of one section, checked for unknown and repeated keys.
@@ -169,6 +178,7 @@ struct ConfigInterpreter {
             case .replicate: replicate = Self.readReplicate(fields, in: &issues)
             case .port: if let name, let port = readPort(name, fields) { ports.append(port) }
             case .session: if let name { sessions.append(readSession(name, fields)) }
+            case .webGroup: if let name { http.groups[name] = fields["feeds"]?.list(in: &issues) ?? [] }
             }
         }
         resolveRecords()
@@ -333,6 +343,18 @@ struct ConfigInterpreter {
                 "a user name", maxLength: 32, allowed: ConfigName.isNameCharacter,
                 allowedText: ConfigName.allowedText, in: &issues)
             http.tokenUserLine = field.line
+        }
+        http.tlsCertificate = fields["tls_certificate"]?.absolutePath(in: &issues)
+        http.tlsKey = fields["tls_key"]?.absolutePath(in: &issues)
+        http.usersFile = fields["users_file"]?.absolutePath(in: &issues)
+        if let minutes = fields["session_minutes"]?.integer(in: HTTPSection.sessionMinutesRange, in: &issues) {
+            http.sessionMinutes = minutes
+        }
+        if (http.tlsCertificate == nil) != (http.tlsKey == nil) {
+            issues.add(
+                line: fields.line,
+                "[http] tls_certificate and tls_key go together; set both, or neither (recd then makes a self-signed "
+                    + "certificate in its state_dir)")
         }
     }
 

@@ -31,10 +31,13 @@ struct HTTPCallerRightsTests {
     /// Runs curl for `url`, through `prefix` when given (a declared program and its arguments,
     /// which run curl: `setpriv` as another user, `ip netns exec`).
     static func curl(
-        _ url: String, prefix: [String] = [], headers: [String] = [], method: String = "GET", into directory: String
+        _ url: String, prefix: [String] = [], headers: [String] = [], method: String = "GET",
+        certificate: String? = nil,
+        into directory: String
     ) throws -> CurlAnswer {
         let output = directory + "/body-\(UUID().uuidString.prefix(8))"
         var arguments = ["-s", "-g", "-o", output, "-w", "%{http_code}", "-m", "10"]
+        if let certificate { arguments += ["--cacert", certificate] }
         if method == "HEAD" { arguments.append("-I") }
         for header in headers { arguments += ["-H", header] }
         arguments.append(url)
@@ -209,7 +212,9 @@ struct HTTPCallerRightsTests {
         let out = try Self.scratch()
         defer { try? FileManager.default.removeItem(atPath: out) }
         let relative = String(segment.dropFirst(daemon.directory.count + "/archive/".count))
-        let base = "http://\(pair.addresses[0]):\(port)"
+        // Off the box recd speaks HTTPS only, with the certificate it made at its first start.
+        let base = "https://\(pair.addresses[0]):\(port)"
+        let certificate = daemon.directory + "/state/http-certificate.pem"
         let bytes = try #require(FileManager.default.contents(atPath: segment).map { [UInt8]($0) })
         let peer = ["ip", "netns", "exec", pair.name(.second)]
         let bearer = "Authorization: Bearer \(token)"
@@ -217,17 +222,20 @@ struct HTTPCallerRightsTests {
         chown(segment, 0, 0)
         chmod(segment, 0o600)
         for path in ["/archive/\(relative)", "/metrics"] {
-            let none = try Self.curl(base + path, prefix: peer, into: out)
+            let none = try Self.curl(base + path, prefix: peer, certificate: certificate, into: out)
             #expect(none.status == 401, "\(path) without the token: \(none.status)")
         }
-        let metrics = try Self.curl(base + "/metrics", prefix: peer, headers: [bearer], into: out)
+        let metrics = try Self.curl(
+            base + "/metrics", prefix: peer, headers: [bearer], certificate: certificate, into: out)
         let up = String(decoding: metrics.body, as: UTF8.self).contains("recd_up 1")
         #expect(metrics.status == 200 && up, "/metrics with the token: \(metrics.status)")
-        let denied = try Self.curl(base + "/archive/\(relative)", prefix: peer, headers: [bearer], into: out)
+        let denied = try Self.curl(
+            base + "/archive/\(relative)", prefix: peer, headers: [bearer], certificate: certificate, into: out)
         #expect(denied.status == 403, "a 0600 segment as token_user nobody: \(denied.status)")
         #expect(denied.text.contains("token_user nobody"), "\(denied.text)")
         chmod(segment, 0o644)
-        let served = try Self.curl(base + "/archive/\(relative)", prefix: peer, headers: [bearer], into: out)
+        let served = try Self.curl(
+            base + "/archive/\(relative)", prefix: peer, headers: [bearer], certificate: certificate, into: out)
         let servedExact = served.body == bytes
         #expect(served.status == 200 && servedExact, "a 0644 segment with the token: \(served.status)")
     }

@@ -81,8 +81,9 @@ struct HTTPEndToEndTests {
         #expect(metrics.status == 200)
         #expect(metrics.headers["content-type"] == "text/plain; version=0.0.4; charset=utf-8")
         // Every series in the first scrape too: the input peaks wait for the meters' first window.
-        for series in [#"recd_input_peak_dbfs{port="mic",channel="1"}"#, #"recd_input_peak_dbfs{port="mic",channel="2"}"#]
-        {
+        for series in [
+            #"recd_input_peak_dbfs{port="mic",channel="1"}"#, #"recd_input_peak_dbfs{port="mic",channel="2"}"#,
+        ] {
             #expect(Self.sample(metrics.text, series) != nil, "\(series) in the first scrape:\n\(metrics.text)")
         }
         for line in ["recd_up 1", "recd_jack_connected 1", "recd_sessions_active 0", "# TYPE recd_xruns_total counter"]
@@ -176,14 +177,11 @@ struct HTTPEndToEndTests {
     }
 
     @Test(
-        "the token: a non-loopback listen without token_file, or with a token file group or others may read, stops recd (EX_CONFIG) with what to do; with one, loopback peers need none, other peers get 401 without it or with a wrong one, 200 with it"
+        "the token: a token file group or others may read stops recd (EX_CONFIG) with what to do; with one, loopback peers need none, other peers get 401 without it or with a wrong one, 200 with it"
     )
     func token() throws {
-        // Refused at start: exit 78 (EX_CONFIG) and a message naming token_file.
-        let refused = try Daemon.expectingFailure(extraConfig: "\n[http]\nlisten = 0.0.0.0:0\n")
-        #expect(refused.status == 78, "exit \(refused.status)")
-        #expect(refused.log.contains("token_file"), "\(refused.log)")
-
+        // Without a token the listener beyond loopback speaks HTTPS and waits for accounts
+        // (WebSecurityTests); with a token file others may read, recd refuses to start.
         let directory = try makeTemporaryDirectory("recd-token")
         defer { try? FileManager.default.removeItem(atPath: directory) }
         let token = "s3cret-" + UUID().uuidString
@@ -197,20 +195,25 @@ struct HTTPEndToEndTests {
         try FileManager.default.setAttributes([.posixPermissions: 0o600], ofItemAtPath: directory + "/token")
         let daemon = try Daemon(extraConfig: "\n[http]\nlisten = 0.0.0.0:0\ntoken_file = \(directory)/token\n")
         let port = try Self.httpPort(daemon)
-        #expect(try HTTPTestClient.get(port: port, path: "/metrics").status == 200, "loopback needs no token")
+        // Not loopback: HTTPS, with the certificate recd made at its first start.
+        let certificate = daemon.directory + "/state/http-certificate.pem"
+        let scratch = try HTTPCallerRightsTests.scratch()
+        defer { try? FileManager.default.removeItem(atPath: scratch) }
+        func get(_ host: String, _ headers: [String] = []) throws -> WebSecurityTests.Answer {
+            try WebSecurityTests.curl(
+                "https://\(host):\(port)/metrics", certificate: certificate, headers: headers, into: scratch)
+        }
+        #expect(try get("127.0.0.1").status == 200, "loopback needs no token")
         let addresses = HTTPTestClient.nonLoopbackIPv4()
         try #require(!addresses.isEmpty, "this machine has no non-loopback IPv4 address to test the token from")
         let outside = addresses[0]
-        let none = try HTTPTestClient.get(host: outside, port: port, path: "/metrics")
-        #expect(none.status == 401 && none.headers["www-authenticate"]?.hasPrefix("Bearer") == true, "\(none.status)")
-        let wrong = try HTTPTestClient.get(
-            host: outside, port: port, path: "/metrics", headers: ["Authorization": "Bearer s3cret-wrong"])
+        let none = try get(outside)
+        #expect(none.status == 401 && none.headers.lowercased().contains("www-authenticate: bearer"), "\(none.status)")
+        let wrong = try get(outside, ["Authorization: Bearer s3cret-wrong"])
         #expect(wrong.status == 401)
-        let almost = try HTTPTestClient.get(
-            host: outside, port: port, path: "/metrics", headers: ["Authorization": "Bearer " + token.dropLast()])
+        let almost = try get(outside, ["Authorization: Bearer " + token.dropLast()])
         #expect(almost.status == 401)
-        let right = try HTTPTestClient.get(
-            host: outside, port: port, path: "/metrics", headers: ["Authorization": "Bearer " + token])
+        let right = try get(outside, ["Authorization: Bearer " + token])
         #expect(right.status == 200 && right.text.contains("recd_up 1"))
     }
 
@@ -248,6 +251,15 @@ struct HTTPEndToEndTests {
 
                 """, ports: ArchiveEndToEndTests.deckPorts(deck))
         let port = try Self.httpPort(daemon)
+        // Listening beyond loopback: HTTPS, with the certificate recd made at its first start.
+        let scratch = try HTTPCallerRightsTests.scratch()
+        defer { try? FileManager.default.removeItem(atPath: scratch) }
+        func metricsText() throws -> String {
+            try WebSecurityTests.curl(
+                "https://127.0.0.1:\(port)/metrics", certificate: daemon.directory + "/state/http-certificate.pem",
+                into: scratch
+            ).text(limit: 1 << 20)
+        }
         // A real Prometheus: its own config and storage, a free port, the shipped rules. Started,
         // and scraping, before the tone: the tone lasts 6 s, and a first start of Prometheus
         // (its storage made afresh) can take longer than that.
@@ -261,6 +273,9 @@ struct HTTPEndToEndTests {
           - \(ExternalTools.packageRoot)/config/prometheus/recd-rules.yml
         scrape_configs:
           - job_name: recd
+            scheme: https
+            tls_config:
+              ca_file: \(daemon.directory)/state/http-certificate.pem
             authorization:
               type: Bearer
               credentials_file: \(directory)/token
@@ -318,7 +333,7 @@ struct HTTPEndToEndTests {
         var text = ""
         #expect(
             try eventually(timeout: 5) {
-                text = try HTTPTestClient.get(port: port, path: "/metrics").text
+                text = try metricsText()
                 let peak = Self.sample(text, "recd_input_peak_dbfs{port=\"mic\",channel=\"1\"}")
                 return text.contains("recd_recording{app=\"logger\"") && peak.map { abs($0 + 12) < 0.5 } == true
                     && Self.sample(text, "recd_silence{app=\"logger\",stream=\"mic\"}") == 0
@@ -346,7 +361,7 @@ struct HTTPEndToEndTests {
         #expect(
             try eventually(timeout: 12) {
                 Self.sample(
-                    try HTTPTestClient.get(port: port, path: "/metrics").text,
+                    try metricsText(),
                     "recd_silence{app=\"logger\",stream=\"mic\"}") == 1
             })
         #expect(try eventually(timeout: 5) { query("recd_silence{app=\"logger\"}") == 1 })

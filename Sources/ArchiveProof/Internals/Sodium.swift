@@ -69,4 +69,39 @@ enum Sodium {
         guard crypto_sign_ed25519_sk_to_pk(&publicKey, secretKey) == 0 else { return nil }
         return publicKey
     }
+
+    // MARK: - Passwords and random identifiers (the HTTP accounts: Secrets.swift)
+
+    static let passwordHashBytes = Int(crypto_pwhash_strbytes())
+
+    /// `crypto_pwhash_str` with Argon2id at libsodium's interactive limits (2 passes, 64 MiB).
+    static func passwordHash(_ password: [UInt8]) -> String? {
+        var out = [CChar](repeating: 0, count: passwordHashBytes)
+        // One byte more, so that an empty password still has an address.
+        let padded = password.map { CChar(bitPattern: $0) } + [0]
+        let done = padded.withUnsafeBufferPointer {
+            crypto_pwhash_str(
+                &out, $0.baseAddress!, UInt64(password.count), UInt64(crypto_pwhash_argon2id_opslimit_interactive()),
+                crypto_pwhash_argon2id_memlimit_interactive())
+        }
+        guard done == 0 else { return nil }
+        return String(decoding: out.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+    }
+
+    /// `crypto_pwhash_str_verify`: true when `password` is the one `hash` was made from.
+    static func passwordMatches(_ hash: String, _ password: [UInt8]) -> Bool {
+        var text = Array(hash.utf8CString)
+        guard text.count <= passwordHashBytes else { return false }
+        let padded = password.map { CChar(bitPattern: $0) } + [0]
+        return padded.withUnsafeBufferPointer {
+            crypto_pwhash_str_verify(&text, $0.baseAddress!, UInt64(password.count)) == 0
+        }
+    }
+
+    /// `randombytes_buf`: `count` bytes from libsodium's generator (getrandom).
+    static func randomBytes(_ count: Int) -> [UInt8] {
+        var bytes = [UInt8](repeating: 0, count: count)
+        randombytes_buf(&bytes, count)
+        return bytes
+    }
 }
