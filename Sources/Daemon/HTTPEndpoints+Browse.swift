@@ -171,7 +171,12 @@ struct BrowseService: Sendable {
         }
         let caller: HTTPCaller
         let shown = "\(range.feed) from \(range.from.iso8601) to \(range.to.iso8601)"
-        switch callers.audio(request, feed: range.feed, path: records.first?.path ?? "", action: action, naming: shown) {
+        // No segment in the range: no audio to gate; the exporter says there is no recording.
+        let gate =
+            records.first.map {
+                callers.audio(request, feed: range.feed, path: $0.path, action: action, naming: shown)
+            } ?? callers.caller(of: request)
+        switch gate {
         case .caller(let found): caller = found
         case .refused(let answer): return .failure(answer)
         }
