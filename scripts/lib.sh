@@ -131,7 +131,10 @@ stop_stale_netns() {
 stop_jack() {
     if [ -n "$STARTED_JACK_PID" ]; then
         kill "$STARTED_JACK_PID" 2>/dev/null
-        wait "$STARTED_JACK_PID" 2>/dev/null
+        # Its exit status is not the run's: jackd can die of SIGPIPE while it tells a client
+        # that is already gone that it stops ("Cannot write socket ... Broken pipe"), and under
+        # `set -e` that 141 ended scripts/test before its verdicts.
+        wait "$STARTED_JACK_PID" 2>/dev/null || true
         STARTED_JACK_PID=""
     fi
 }

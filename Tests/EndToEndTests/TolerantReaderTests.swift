@@ -42,6 +42,10 @@ private let cycle: [String] = [
     "boundsMicros", "startDelay", "duration", "maxStartDelayMicros", "maxDurationMicros", "late", "overlong", "cycles",
     "startDelayMicrosTotal", "durationMicrosTotal",
 ]
+private let healthReason: [String] = ["state", "reason", "text"]
+private let health: Set<String> = keys(
+    ["state"], under("reasons[]", healthReason), under("feeds[]", ["feed", "state"]),
+    under("feeds[].reasons[]", healthReason))
 private let player: [String] = ["app", "stream", "state"]
 private let recorder: [String] = ["app", "stream"]
 private let status: Set<String> = keys(
@@ -50,7 +54,7 @@ private let status: Set<String> = keys(
     under("sessions[]", session), under("players[]", player), under("recorders[]", recorder),
     under("waiting[]", ["app", "stream", "reason"]), under("cards[]", ["index", "id"]),
     ["archive.dir", "replication.remote", "replication.backlog", "clock.synchronized"],
-    under("attachments[]", ["app", "client"]))
+    under("attachments[]", ["app", "client"]), under("health", Array(health)))
 
 private func reply<T: ReplyObject>(_ type: T.Type) -> @Sendable (JSONValue) throws -> JSONValue {
     { try T(json: $0).json }
@@ -139,6 +143,7 @@ private let eventRequired: [String: Set<String>] = [
     "silence": keys(["app", "stream", "state"]),
     "attachment": keys(["app", "client", "state", "reason"]),
     "mediaServicesWereLost": keys([]),
+    "health": health,
     "mediaServicesWereReset": keys([]),
 ]
 
@@ -366,6 +371,17 @@ struct TolerantReaderTests {
             app: "logger", stream: "mic", port: "mic", reason: "diskFull", since: "2026-12-01T10:42:03Z",
             declared: true, resumesWhen: "512 MiB are free", resumeFreeBytes: 536_870_912)
         full.set("waiting", [waiting.json])
+        // A box in alarm, with a reason of its own and a feed's: every key of the health.
+        let stall = HealthInfo.Reason(
+            state: "alarm", reason: "jack-stalled", feed: nil, text: "JACK server 'x' stalled: no process cycle for 3 s",
+            since: "2026-12-01T10:42:03Z")
+        let silent = HealthInfo.Reason(
+            state: "warning", reason: "silent", feed: "logger/mic", text: "logger/mic silent for 6 min",
+            since: "2026-12-01T10:36:03Z")
+        let alarm = HealthInfo(
+            state: "alarm", since: "2026-12-01T10:42:03Z", reasons: [stall, silent],
+            feeds: [.init(feed: "logger/mic", state: "warning", reasons: [silent])])
+        full.set("health", alarm.json)
         keep("status", full)
         let route = RouteDescriptionInfo(
             inputs: [.init(name: "mic", type: "builtInMic", channels: 2)],
@@ -382,7 +398,7 @@ struct TolerantReaderTests {
         let encoded: [Event] = [
             .routeChange(change), .attachmentDetached(app: "voice", client: "phone", reason: .clientGone),
             .silenceSecondaryAudioHint(app: "radio", begin: true), .mediaServicesWereLost, .mediaServicesWereReset,
-            .recording(gap), .player(moved),
+            .recording(gap), .player(moved), .health(alarm),
         ]
         let events = watcher.events + encoded.map(\.json)
 
