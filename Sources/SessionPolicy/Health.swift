@@ -267,7 +267,9 @@ public struct HealthTracker: Sendable {
                 reasons.append(HealthReason(state: state, code: code, feed: feed.name, text: text(start), since: start))
             }
             if let reason = feed.stoppedReason {
-                add(.alarm, "feed-stopped", feed.stoppedSince) { start in
+                // Stopped by an operator (`record stop`): known and meant, a warning that stays
+                // in view; every other stop is the box failing to record, an alarm.
+                add(reason == "stop" ? .warning : .alarm, "feed-stopped", feed.stoppedSince) { start in
                     "\(feed.name) not recording for \(lasted(start)) (\(reason))"
                         + (feed.resumesWhen.map { "; resumes when \($0)" } ?? "")
                 }

@@ -85,6 +85,12 @@ import Testing
                 .alarm, "feed-stopped", "logger/mic not recording for 5 s (inputGone); resumes when mic is back"
             ),
             (
+                HealthFacts(
+                    jack: connected,
+                    feeds: [.init(name: "logger/mic", stoppedReason: "stop", stoppedSince: now - 5)]),
+                .warning, "feed-stopped", "logger/mic not recording for 5 s (stop)"
+            ),
+            (
                 HealthFacts(jack: connected, feeds: [.init(name: "net/feed", packetsLostRecently: 12)]), .warning,
                 "packets-lost", "net/feed losing network packets: 12 packets lost in the last minute"
             ),
