@@ -279,6 +279,11 @@ struct ReplicationEndToEndTests {
         source.stop()
         let archive = daemon.directory + "/archive"
         let finished = files(under: archive, suffix: ".flac")
+        // The last segments join the queue once chained (the prover's worker, after `finished`):
+        // wait for the count, then read the whole state.
+        #expect(
+            eventually(timeout: 10) { Self.backlog(daemon) == finished.count - copiedBefore.count },
+            "backlog \(Self.backlog(daemon) ?? -1), want \(finished.count - copiedBefore.count)")
         let away = try #require(try Self.replication(daemon))
         #expect(away["backlog"]?.intValue == finished.count - copiedBefore.count, "\(away.jsonText)")
         #expect((away["backlog"]?.intValue ?? 0) >= 3)
