@@ -191,6 +191,7 @@ enum BrowseAssets {
         }
         $("download").addEventListener("click", async () => {
           $("downloadError").textContent = ""; $("proofLink").hidden = true; $("progress").value = 0;
+          $("progressText").textContent = "";  // the last clip's "done" is not this one's
           const job = newJob(), proof = $("proof").checked;
           const url = "/api/export?" + query({ format: $("format").value, proof: proof ? "yes" : "no", job });
           $("download").disabled = true;

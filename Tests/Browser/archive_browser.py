@@ -121,10 +121,23 @@ def main():
         driver.save_screenshot(os.path.join(args.screenshots, "browse-1280x720.png"))
 
         # A proof of the segment being written cannot be: the page says why, in recd's words.
-        js("document.getElementById('from').value = '-3s'; document.getElementById('to').value = 'now';")
-        driver.find_element("id", "download").click()
-        refused = until("a proof into the open segment refused on the page", 15, lambda: js(
-            "return document.getElementById('downloadError').textContent;"))
+        # Just after a rotation the new segment has written nothing yet, and a range ending "now"
+        # is then all finished segments, whose proof is rightly made (seen once: a 3 s clip ending
+        # 0.18 s into a 2 s segment). Such an answer is told by the page's "done", and asked again.
+        refused = ""
+        for attempt in range(4):
+            js("document.getElementById('from').value = '-3s'; document.getElementById('to').value = 'now';")
+            driver.find_element("id", "download").click()
+            answer = until("a proof into the open segment answered on the page", 15, lambda: js(
+                "const e = document.getElementById('downloadError').textContent;"
+                "const t = document.getElementById('progressText').textContent;"
+                "return e ? ['refused', e] : (t.startsWith('done') ? ['done', t] : null);"))
+            if answer[0] == "refused":
+                refused = answer[1]
+                break
+            print(f"note: the range ended where the open segment had written nothing; asked again ({answer[1]!r})",
+                  flush=True)
+            time.sleep(0.7)
         if "being written" not in refused or "proof=no" not in refused or "--proof" in refused:
             fail(f"the refused proof says {refused!r}")
         print(f"ok: a proof into the open segment is refused: {refused[:90]!r}…", flush=True)
