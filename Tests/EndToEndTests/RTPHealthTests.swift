@@ -2,7 +2,8 @@
 // `RTPAdversaryTests.withRecordedStream`: module-rtp-sink in one namespace, module-rtp-source and
 // recd in the other, across a veth pair): nftables on the sender drops the stream for 1.5 s.
 // While it does, recd's health has `packets-lost` for the feed in `recctl --json status` and
-// in /metrics; a minute after, it has cleared by itself. PipeWire pass only, as RTPAudioTests.
+// in /metrics; a minute after, it has cleared by itself; the finished segment's network loss is
+// in /api/day (the day view's marks) where the cut was. PipeWire pass only, as RTPAudioTests.
 import ControlProtocol
 import Foundation
 import TestSupport
@@ -29,7 +30,7 @@ extension RTPAudioTests {
     }
 
     @Test(
-        "a stream losing packets: while nftables drops it, recctl --json status's health and /metrics have packets-lost for the feed; a minute after the loss it has cleared by itself"
+        "a stream losing packets: while nftables drops it, recctl --json status's health and /metrics have packets-lost for the feed; a minute after the loss it has cleared by itself; /api/day has the network loss at the cut's time"
     )
     func packetLossInTheHealth() throws {
         try RTPAdversaryTests.withRecordedStream { pair, daemon in
@@ -73,6 +74,35 @@ extension RTPAudioTests {
             #expect(cleared, "packets-lost still there: \(Self.feedReasons(daemon, feed: feed))")
             #expect(clearedAfter >= 55, "cleared after \(clearedAfter) s: sooner than the minute")
             #expect(!Self.metrics(pair).contains("reason=\"packets-lost\""), "\(Self.metrics(pair))")
+
+            // The day view: the finished segment's network loss in /api/day, where the cut was.
+            try #require(daemon.recctl("record", "stop", "remote").status == 0)
+            let date = String(ISO8601DateFormatter().string(from: cutAt).prefix(10))
+            let query = "/api/day?feed=\(feed.addingPercentEncoding(withAllowedCharacters: .alphanumerics) ?? "")"
+                + "&date=\(date)"
+            func losses() -> [(at: Double, seconds: Double)] {
+                let day = try? JSONValue.parse(Self.httpGet(pair, query))
+                return (day?["segments"]?.arrayValue ?? []).flatMap { segment in
+                    // [start, end, number, LUFS, dBTP, end reason, gaps, network losses]
+                    let columns = segment.arrayValue ?? []
+                    let list = columns.count > 7 ? columns[7].arrayValue ?? [] : []
+                    return list.compactMap { loss -> (at: Double, seconds: Double)? in
+                        let pair = loss.arrayValue ?? []
+                        guard pair.count == 2, let at = pair[0].doubleValue, let ms = pair[1].doubleValue else {
+                            return nil
+                        }
+                        return (at / 1000, ms / 1000)
+                    }
+                }
+            }
+            #expect(eventually(timeout: 10) { !losses().isEmpty }, "no network loss in \(Self.httpGet(pair, query))")
+            let found = losses()
+            print("rtp day: network losses \(found); the cut \(cutAt.timeIntervalSince1970) to \(upAt.timeIntervalSince1970)")
+            #expect(found.count == 1, "one network loss for one cut: \(found)")
+            if let loss = found.first {
+                #expect(abs(loss.at - cutAt.timeIntervalSince1970) <= 1, "the loss at \(loss.at), the cut at \(cutAt)")
+                #expect(abs(loss.seconds - upAt.timeIntervalSince(cutAt)) <= 1, "\(loss.seconds) s of loss")
+            }
         }
     }
 }
