@@ -64,8 +64,7 @@ public struct SegmentRecord: Hashable, Sendable {
     ) {
         self.networkLosses = networkLosses
         self.clockSource = clockSource
-        self.clockAtStart = clockAtStart
-        self.clockAtEnd = clockAtEnd
+        clocks = Clocks(start: clockAtStart, end: clockAtEnd)
         self.loudness = loudness
         self.clockDriftPPM = clockDriftPPM
         self.path = path

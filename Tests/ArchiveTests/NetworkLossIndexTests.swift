@@ -27,7 +27,10 @@ struct NetworkLossIndexTests {
         let read = SegmentRecord(
             path: directory.path + "/x.flac", streamInfo: info,
             comments: [VorbisComment("NETWORK_LOSS", "480000+72000,960000+4800")], bytes: 10)
-        #expect(read.networkLosses == [SegmentGap(position: 480_000, length: 72_000), .init(position: 960_000, length: 4_800)])
+        #expect(
+            read.networkLosses == [
+                SegmentGap(position: 480_000, length: 72_000), .init(position: 960_000, length: 4_800),
+            ])
         let malformed = SegmentRecord(
             path: directory.path + "/x.flac", streamInfo: info, comments: [VorbisComment("NETWORK_LOSS", "1+x")],
             bytes: 10)
@@ -48,8 +51,9 @@ struct NetworkLossIndexTests {
         #expect(day.first?.networkLosses.map(\.microseconds) == [1_500_000])
         // None: an empty list, NULL in the row.
         try index.update(Self.record(directory.path, losses: []))
-        #expect(try index.daySegments(app: "remote", stream: "studio", from: from, to: to, limit: 10)
-            .first?.networkLosses.isEmpty == true)
+        #expect(
+            try index.daySegments(app: "remote", stream: "studio", from: from, to: to, limit: 10)
+                .first?.networkLosses.isEmpty == true)
         // A row others wrote with a malformed list is not a segment recd wrote.
         try index.database.execute("UPDATE segments SET network_loss = '5+'")
         #expect(try index.record(path: record.path) == nil)

@@ -43,7 +43,9 @@ struct PacketLossHealthTests {
 
         let facts = HealthFeature.facts(
             status, minFreePercent: nil, stallSince: nil, packetsLost: ["remote/studio": 12])
-        #expect(facts.feeds.map(\.packetsLostRecently) == [12, 0])
+        // (The made-up status also has a waiting recorder, logger/desk.)
+        #expect(facts.feeds.map(\.name) == ["remote/studio", "logger/main", "logger/desk"])
+        #expect(facts.feeds.map(\.packetsLostRecently) == [12, 0, 0])
         var tracker = HealthTracker()
         let report = tracker.evaluate(facts, now: 1_000, duration: { "\(Int($0)) s" }).report
         let reasons = report.feeds.first { $0.feed == "remote/studio" }?.reasons ?? []

@@ -60,7 +60,8 @@ extension RTPAudioTests {
 
             // After the cut the monitor has counted them lost: still within the last minute.
             #expect(Self.feedReasons(daemon, feed: feed).contains("packets-lost"))
-            let text = try daemon.recctl("--json", "status").json?["health"]?["feeds"]?.arrayValue?
+            let text =
+                try daemon.recctl("--json", "status").json?["health"]?["feeds"]?.arrayValue?
                 .first { $0["feed"]?.stringValue == feed }?["reasons"]?.arrayValue?
                 .first { $0["reason"] == "packets-lost" }?["text"]?.stringValue ?? ""
             print("rtp health: \(text)")
@@ -78,7 +79,8 @@ extension RTPAudioTests {
             // The day view: the finished segment's network loss in /api/day, where the cut was.
             try #require(daemon.recctl("record", "stop", "remote").status == 0)
             let date = String(ISO8601DateFormatter().string(from: cutAt).prefix(10))
-            let query = "/api/day?feed=\(feed.addingPercentEncoding(withAllowedCharacters: .alphanumerics) ?? "")"
+            let query =
+                "/api/day?feed=\(feed.addingPercentEncoding(withAllowedCharacters: .alphanumerics) ?? "")"
                 + "&date=\(date)"
             func losses() -> [(at: Double, seconds: Double)] {
                 let day = try? JSONValue.parse(Self.httpGet(pair, query))
@@ -97,7 +99,9 @@ extension RTPAudioTests {
             }
             #expect(eventually(timeout: 10) { !losses().isEmpty }, "no network loss in \(Self.httpGet(pair, query))")
             let found = losses()
-            print("rtp day: network losses \(found); the cut \(cutAt.timeIntervalSince1970) to \(upAt.timeIntervalSince1970)")
+            print(
+                "rtp day: network losses \(found); the cut \(cutAt.timeIntervalSince1970) to \(upAt.timeIntervalSince1970)"
+            )
             #expect(found.count == 1, "one network loss for one cut: \(found)")
             if let loss = found.first {
                 #expect(abs(loss.at - cutAt.timeIntervalSince1970) <= 1, "the loss at \(loss.at), the cut at \(cutAt)")
