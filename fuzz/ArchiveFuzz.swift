@@ -95,7 +95,8 @@ private func indexRow(_ body: [UInt8]) {
         path: fields.text(), app: fields.text(), stream: fields.text(), group: fields.int(), segment: fields.int(),
         startMicroseconds: fields.int(), frames: fields.int(), sampleRate: fields.int(), channels: fields.int(),
         bitsPerSample: fields.int(), endReason: fields.text(), gaps: fields.text(), recovered: fields.int(),
-        bytes: fields.int(), reals: (0..<10).map { _ in fields.real() }, clockSource: fields.text())
+        bytes: fields.int(), reals: (0..<10).map { _ in fields.real() }, clockSource: fields.text(),
+        networkLoss: fields.text())
     for archive in ["/archive", "archive", "/"] {
         if let record = row.record(inArchive: archive) { exercise(record) }
     }

@@ -1,7 +1,8 @@
 // The day view's tables in the archive index: each segment file's level overview
 // (`level_overview`, written with the segment's row) and the journal of what happened per feed
 // (`journal`: the daemon's events as a person reads them, bounded to `journalLimit` rows).
-// Segment boundaries, loudness and gaps are not copied here: the `segments` rows own them.
+// Segment boundaries, loudness, gaps and network losses (NETWORK_LOSS, the `network_loss`
+// column) are not copied here: the `segments` rows own them.
 //
 // The index lives in the archive directory, which others may write: every row read here is
 // outside bytes, taken only when its sizes are within bounds (others are skipped).
@@ -35,7 +36,7 @@ public struct JournalEntry: Hashable, Sendable {
     }
 }
 
-/// A segment as the day view draws it: its span, loudness, end and gaps. Any thread.
+/// A segment as the day view draws it: its span, loudness, end, gaps and network losses. Any thread.
 public struct DaySegment: Hashable, Sendable {
     public var start: UTCTime
     public var end: UTCTime
@@ -45,6 +46,8 @@ public struct DaySegment: Hashable, Sendable {
     public var truePeakDBTP: Double?
     /// Each gap's start and length in microseconds (in the time line, as the day view draws it).
     public var gaps: [(at: Int64, microseconds: Int64)]
+    /// Each network loss's (NETWORK_LOSS: the receiver's zeros) start and length, as `gaps`.
+    public var networkLosses: [(at: Int64, microseconds: Int64)] = []
 
     public static func == (lhs: DaySegment, rhs: DaySegment) -> Bool {
         lhs.start == rhs.start && lhs.end == rhs.end && lhs.segment == rhs.segment
@@ -152,8 +155,8 @@ extension ArchiveIndex {
         app: String, stream: String, from: UTCTime, to: UTCTime, limit: Int
     ) throws(ArchiveError) -> [DaySegment] {
         let statement = try database.statement(
-            "SELECT start_us, end_us, segment, end_reason, loudness_lufs, true_peak_dbtp, gaps, sample_rate "
-                + "FROM segments WHERE app = ?1 AND stream = ?2 AND grp <= 1 AND end_us > ?3 AND start_us < ?4 "
+            "SELECT start_us, end_us, segment, end_reason, loudness_lufs, true_peak_dbtp, gaps, sample_rate, "
+                + "network_loss FROM segments WHERE app = ?1 AND stream = ?2 AND grp <= 1 AND end_us > ?3 AND start_us < ?4 "
                 + "ORDER BY start_us LIMIT ?5")
         statement.bind(1, app)
         statement.bind(2, stream)
@@ -168,24 +171,46 @@ extension ArchiveIndex {
                 let end = UTCTime(checkedMicrosecondsSinceEpoch: statement.int64(1)), start < end,
                 case .some(let reason) = statement.boundedText(3, maximumBytes: 64),
                 case .some(.some(let gapsText)) = statement.boundedText(6, maximumBytes: 4_096),
+                case .some(let lossText) = statement.boundedText(8, maximumBytes: 4_096),
                 (1...768_000).contains(rate)
             else { continue }
-            var gaps: [(at: Int64, microseconds: Int64)] = []
-            var before: Int64 = 0
-            for gap in SegmentGap.parse(commentValue: gapsText) ?? [] where gap.length > 0 && gap.position >= 0 {
-                let at = (Int64(gap.position) &+ before).multipliedReportingOverflow(by: 1_000_000)
-                let length = Int64(gap.length).multipliedReportingOverflow(by: 1_000_000)
-                guard !at.overflow, !length.overflow else { break }
-                gaps.append((start.microsecondsSinceEpoch &+ at.partialValue / rate, length.partialValue / rate))
-                before &+= Int64(gap.length)
-            }
-            segments.append(
-                DaySegment(
-                    start: start, end: end, segment: statement.int(2), endReason: reason,
-                    loudnessLUFS: statement.double(4).flatMap { $0.isFinite ? $0 : nil },
-                    truePeakDBTP: statement.double(5).flatMap { $0.isFinite ? $0 : nil }, gaps: gaps))
+            let fileGaps = SegmentGap.parse(commentValue: gapsText) ?? []
+            var segment = DaySegment(
+                start: start, end: end, segment: statement.int(2), endReason: reason,
+                loudnessLUFS: statement.double(4).flatMap { $0.isFinite ? $0 : nil },
+                truePeakDBTP: statement.double(5).flatMap { $0.isFinite ? $0 : nil },
+                gaps: Self.timeLine(fileGaps, gaps: fileGaps, start: start, rate: rate, skipped: true))
+            segment.networkLosses = Self.timeLine(
+                SegmentGap.parse(commentValue: lossText ?? "") ?? [], gaps: fileGaps, start: start, rate: rate,
+                skipped: false)
+            segments.append(segment)
         }
         return segments
+    }
+
+    /// `stretches` of a file (positions in its frames, as GAPS) as times (µs since the epoch) and
+    /// lengths (µs) in the segment's time line, which the file's `gaps` lengthen where they are.
+    /// `skipped`: the stretches are those gaps themselves (their frames are not in the file).
+    /// Stops at a number past 64 bits.
+    static func timeLine(
+        _ stretches: [SegmentGap], gaps: [SegmentGap], start: UTCTime, rate: Int64, skipped: Bool
+    ) -> [(at: Int64, microseconds: Int64)] {
+        var result: [(at: Int64, microseconds: Int64)] = []
+        var before: Int64 = 0
+        var nextGap = 0
+        for stretch in stretches where stretch.length > 0 && stretch.position >= 0 {
+            // The gaps at or before the stretch's position lie before it in the time line.
+            while !skipped, nextGap < gaps.count, gaps[nextGap].position <= stretch.position {
+                before &+= Int64(max(0, gaps[nextGap].length))
+                nextGap += 1
+            }
+            let at = (Int64(stretch.position) &+ before).multipliedReportingOverflow(by: 1_000_000)
+            let length = Int64(stretch.length).multipliedReportingOverflow(by: 1_000_000)
+            guard !at.overflow, !length.overflow else { break }
+            result.append((start.microsecondsSinceEpoch &+ at.partialValue / rate, length.partialValue / rate))
+            if skipped { before &+= Int64(stretch.length) }
+        }
+        return result
     }
 
     /// The feeds (app, stream) with segments in the range, by name, at most `limit`.

@@ -49,7 +49,7 @@ public final class ArchiveIndex {
         "path, app, stream, grp, segment, start_us, end_us, frames, sample_rate, channels, bits, end_reason, gaps, recovered, size, "
         + "loudness_lufs, loudness_range_lu, true_peak_dbtp, clock_drift_ppm, "
         + "clock_synced_start, clock_esterror_start_us, clock_maxerror_start_us, "
-        + "clock_synced_end, clock_esterror_end_us, clock_maxerror_end_us, clock_source"
+        + "clock_synced_end, clock_esterror_end_us, clock_maxerror_end_us, clock_source, network_loss"
 
     /// `column = excluded.column` for every column but the key.
     private static let upsertAssignments = columns.split(separator: ",").dropFirst()
@@ -96,7 +96,8 @@ public final class ArchiveIndex {
                 clock_synced_end INTEGER,
                 clock_esterror_end_us INTEGER,
                 clock_maxerror_end_us INTEGER,
-                clock_source TEXT
+                clock_source TEXT,
+                network_loss TEXT
             );
             CREATE INDEX IF NOT EXISTS segments_by_app_start ON segments(app, start_us);
             CREATE INDEX IF NOT EXISTS segments_by_app_end ON segments(app, end_us);
@@ -108,18 +109,19 @@ public final class ArchiveIndex {
         let current = try version.step() ? version.int(0) : 0
         version.reset()
         if current == 0 {
-            try database.execute("PRAGMA user_version = 6")
-        } else if current < 6 {
+            try database.execute("PRAGMA user_version = 7")
+        } else if current < 7 {
             try migrate()
         }
     }
 
-    /// Brings an older index up to version 6, in one transaction with the version, so two
+    /// Brings an older index up to version 7, in one transaction with the version, so two
     /// processes opening an old index at once cannot both change it. The new columns are NULL
     /// until `reindex` reads the files' comments (loudness, drift), the first copy
     /// (`replicated`) or the segment's chain entry (`sha256`, ...). Version 1 had no loudness,
     /// version 2 no `replicated` (the remote each segment was copied to), version 3 no
-    /// clock drift, version 4 no hash chain nor clock synchronisation, version 5 no clock source.
+    /// clock drift, version 4 no hash chain nor clock synchronisation, version 5 no clock source,
+    /// version 6 no network loss (`network_loss`: NETWORK_LOSS's list, NULL until `reindex`).
     private func migrate() throws(ArchiveError) {
         try database.execute("BEGIN IMMEDIATE")
         do throws(ArchiveError) {
@@ -159,6 +161,9 @@ public final class ArchiveIndex {
             if (1...5).contains(current) {
                 try database.execute("ALTER TABLE segments ADD COLUMN clock_source TEXT; PRAGMA user_version = 6;")
             }
+            if (1...6).contains(current) {
+                try database.execute("ALTER TABLE segments ADD COLUMN network_loss TEXT; PRAGMA user_version = 7;")
+            }
             try database.execute("COMMIT")
         } catch {
             try? database.execute("ROLLBACK")
@@ -172,7 +177,7 @@ public final class ArchiveIndex {
         let statement = try database.statement(
             "INSERT INTO segments (\(ArchiveIndex.columns)) "
                 + "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, "
-                + "?20, ?21, ?22, ?23, ?24, ?25, ?26) "
+                + "?20, ?21, ?22, ?23, ?24, ?25, ?26, ?27) "
                 + "ON CONFLICT(path) DO UPDATE SET \(ArchiveIndex.upsertAssignments)")
         bind(record, to: statement)
         try statement.run()
@@ -187,7 +192,7 @@ public final class ArchiveIndex {
                 + "recovered = ?14, size = ?15, loudness_lufs = ?16, loudness_range_lu = ?17, true_peak_dbtp = ?18, "
                 + "clock_drift_ppm = ?19, clock_synced_start = ?20, clock_esterror_start_us = ?21, "
                 + "clock_maxerror_start_us = ?22, clock_synced_end = ?23, clock_esterror_end_us = ?24, "
-                + "clock_maxerror_end_us = ?25, clock_source = ?26 "
+                + "clock_maxerror_end_us = ?25, clock_source = ?26, network_loss = ?27 "
                 + "WHERE path = ?1")
         bind(record, to: statement)
         try statement.run()
@@ -375,6 +380,7 @@ public final class ArchiveIndex {
             statement.bind(offset + 2, clock.map { Double($0.maximumErrorMicroseconds) })
         }
         statement.bind(26, record.clockSource)
+        statement.bind(27, record.networkLosses.isEmpty ? nil : SegmentGap.commentValue(record.networkLosses))
     }
 
     /// Every row the statement still has that describes a segment (see `record(from:)`).
@@ -391,7 +397,7 @@ public final class ArchiveIndex {
     /// directory, which others may write: its rows are read as outside bytes (`SegmentRow`).
     private func record(from statement: SQLiteStatement) -> SegmentRecord? {
         var texts: [String?] = []
-        for column: Int32 in [0, 1, 2, 11, 12, 25] {
+        for column: Int32 in [0, 1, 2, 11, 12, 25, 26] {
             guard let text = statement.boundedText(column, maximumBytes: SegmentRow.maximumTextBytes) else {
                 implausibleRows += 1
                 return nil
@@ -403,7 +409,7 @@ public final class ArchiveIndex {
             segment: statement.int64(4), startMicroseconds: statement.int64(5), frames: statement.int64(7),
             sampleRate: statement.int64(8), channels: statement.int64(9), bitsPerSample: statement.int64(10),
             endReason: texts[3], gaps: texts[4], recovered: statement.int64(13), bytes: statement.int64(14),
-            reals: (15...24).map { statement.double(Int32($0)) }, clockSource: texts[5])
+            reals: (15...24).map { statement.double(Int32($0)) }, clockSource: texts[5], networkLoss: texts[6])
         guard let record = row.record(inArchive: directory) else {
             implausibleRows += 1
             return nil

@@ -30,11 +30,25 @@ public struct SegmentRecord: Hashable, Sendable {
     /// CLOCK_DRIFT_PPM (nil where the file has none).
     public var clockDriftPPM: Double?
     /// How good the wall clock was at the segment's start and end (the CLOCK_SYNCHRONIZED...
-    /// comments; nil where the file has none).
-    public var clockAtStart: ClockSynchronization?
-    public var clockAtEnd: ClockSynchronization?
+    /// comments; nil where the file has none). Kept as one value (`clocks`).
+    public var clockAtStart: ClockSynchronization? {
+        get { clocks.start }
+        set { clocks.start = newValue }
+    }
+    public var clockAtEnd: ClockSynchronization? {
+        get { clocks.end }
+        set { clocks.end = newValue }
+    }
+    private var clocks = Clocks()
+    private struct Clocks: Hashable, Sendable {
+        var start: ClockSynchronization?
+        var end: ClockSynchronization?
+    }
     /// Who kept the clock when the segment started (CLOCK_SOURCE; nil where the file has none).
     public var clockSource: String?
+    /// NETWORK_LOSS: where the files hold a network receiver's zeros because no packets came
+    /// (positions as in `gaps`: frames of the file); empty where the file has none.
+    public var networkLosses: [SegmentGap] = []
     /// The level overview measured while it was written (`LevelOverview` codes, two per
     /// second): the index's `level_overview` row, not a tag, so nil when read from the file.
     /// Empty when none; not part of the segment's identity (`LevelOverviewCodes`).
@@ -46,11 +60,11 @@ public struct SegmentRecord: Hashable, Sendable {
         recovered: Bool, bytes: Int64,
         loudness: LoudnessSummary = LoudnessSummary(integratedLUFS: nil, rangeLU: nil, truePeakDBTP: nil),
         clockDriftPPM: Double? = nil, clockAtStart: ClockSynchronization? = nil,
-        clockAtEnd: ClockSynchronization? = nil, clockSource: String? = nil
+        clockAtEnd: ClockSynchronization? = nil, clockSource: String? = nil, networkLosses: [SegmentGap] = []
     ) {
+        self.networkLosses = networkLosses
         self.clockSource = clockSource
-        self.clockAtStart = clockAtStart
-        self.clockAtEnd = clockAtEnd
+        clocks = Clocks(start: clockAtStart, end: clockAtEnd)
         self.loudness = loudness
         self.clockDriftPPM = clockDriftPPM
         self.path = path
@@ -121,6 +135,7 @@ public struct SegmentRecord: Hashable, Sendable {
                 truePeakDBTP: value(CommentName.truePeak).flatMap { Double($0) }),
             clockDriftPPM: value(CommentName.clockDriftPPM).flatMap { Double($0) },
             clockAtStart: CommentName.clock(atEnd: false, value), clockAtEnd: CommentName.clock(atEnd: true, value),
-            clockSource: value(CommentName.clockSource))
+            clockSource: value(CommentName.clockSource),
+            networkLosses: value(CommentName.networkLoss).flatMap { SegmentGap.parse(commentValue: $0) } ?? [])
     }
 }

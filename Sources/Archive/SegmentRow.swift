@@ -37,6 +37,12 @@ extension SegmentRecord {
             missing += gap.length
             guard missing <= Self.maximumGapFrames else { return false }
         }
+        guard networkLosses.count <= Self.maximumGaps,
+            networkLosses.allSatisfy({
+                $0.position >= 0 && $0.length > 0 && $0.position <= Self.plausibleFrameCounts.upperBound
+                    && $0.length <= Self.plausibleFrameCounts.upperBound
+            })
+        else { return false }
         let reals = [loudness.integratedLUFS, loudness.rangeLU, loudness.truePeakDBTP, clockDriftPPM]
         return reals.allSatisfy { $0?.isFinite ?? true }
     }
@@ -66,6 +72,8 @@ struct SegmentRow {
     /// start (synchronized, estimated error, maximum error) and at the end: ten columns.
     var reals: [Double?]
     var clockSource: String?
+    /// NETWORK_LOSS's list (as `gaps`); nil: none.
+    var networkLoss: String? = nil
 
     /// The segment the row describes; nil when it cannot be one of this archive's: a path that
     /// is not a `.flac` file inside `archive` (no `..`, `.` or empty components), numbers out of
@@ -73,7 +81,8 @@ struct SegmentRow {
     func record(inArchive archive: String) -> SegmentRecord? {
         guard let path, Self.isArchivePath(path, in: archive), let app, let stream,
             let startTime = UTCTime(checkedMicrosecondsSinceEpoch: startMicroseconds),
-            let gapList = SegmentGap.parse(commentValue: gaps ?? ""), reals.count == 10
+            let gapList = SegmentGap.parse(commentValue: gaps ?? ""), reals.count == 10,
+            let losses = SegmentGap.parse(commentValue: networkLoss ?? "")
         else { return nil }
         guard let startClock = Self.clock(reals[4], reals[5], reals[6]),
             let endClock = Self.clock(reals[7], reals[8], reals[9])
@@ -88,7 +97,8 @@ struct SegmentRow {
             endReason: endReason.map(EndReason.init(rawValue:)), gaps: gapList, recovered: recovered != 0,
             bytes: bytes,
             loudness: LoudnessSummary(integratedLUFS: reals[0], rangeLU: reals[1], truePeakDBTP: reals[2]),
-            clockDriftPPM: reals[3], clockAtStart: startClock, clockAtEnd: endClock, clockSource: clockSource)
+            clockDriftPPM: reals[3], clockAtStart: startClock, clockAtEnd: endClock, clockSource: clockSource,
+            networkLosses: losses)
         return record.isPlausible ? record : nil
     }
 

@@ -1,7 +1,8 @@
 // The day view's one document (`GET /day?feed=F&date=YYYY-MM-DD`, or `&last=24h`): HTML, CSS
 // and plain JavaScript on the browser's canvas, no build step, nothing fetched from outside the
 // box. It reads `/api/day` once per day shown (and every minute for the last 24 h): the level
-// overview (peak and RMS per second), the segments and the journal, and draws them; zooming and
+// overview (peak and RMS per second), the segments (with their gaps and network losses) and the
+// journal, and draws them; a network loss is also a row of the event log. Zooming and
 // the event log's filters are the browser's work alone. A range dragged on the timeline links to
 // `/browse?feed=F&from=ISO&to=ISO`. Every value from recd is set with `textContent` or drawn,
 // never parsed as HTML. A plain constant: any thread.
@@ -17,7 +18,7 @@ enum DayPageAssets {
         <link rel="icon" href="data:,">
         <title>recd — day of a feed</title>
         <style>
-        :root { color-scheme: light dark; --bad: #c62828; --warn: #ef8f00; --gap: #b000b5; --info: #1e6fd9; }
+        :root { color-scheme: light dark; --bad: #c62828; --warn: #ef8f00; --gap: #b000b5; --net: #00a0a8; --info: #1e6fd9; }
         body { font: 15px/1.4 system-ui, sans-serif; margin: 0 1.2rem 1rem; }
         header { display: flex; flex-wrap: wrap; gap: .6rem 1rem; align-items: center; padding: .6rem 0; }
         h1 { font-size: 1.3rem; margin: 0 1rem 0 0; }
@@ -64,7 +65,8 @@ enum DayPageAssets {
         <div class="legend">
           <span><i style="background:#7fb2f0"></i>peak</span><span><i style="background:#1f5fb0"></i>RMS</span>
           <span><i style="background:var(--warn)"></i>silence</span><span><i style="background:var(--bad)"></i>stall / alarm</span>
-          <span><i style="background:var(--gap)"></i>gap / network loss</span><span><i style="background:var(--info)"></i>interruption</span>
+          <span><i style="background:var(--gap)"></i>gap</span><span><i style="background:var(--net)"></i>network loss</span>
+          <span><i style="background:var(--info)"></i>interruption</span>
           <span><i style="background:#888"></i>recd start/stop, not recorded</span><span>| segment boundary, loudness per segment (LUFS)</span>
         </div>
         <h2>What happened</h2>
@@ -109,6 +111,12 @@ enum DayPageAssets {
           } catch (e) { $("error").textContent = "Cannot load the day: " + e.message; return; }
           $("error").textContent = "";
           if (!state.feed && data.feeds.length) { state.feed = data.feeds[0]; return load(); }
+          // A segment's network losses (its NETWORK_LOSS: the receiver played zeros) are events too.
+          const losses = [];
+          for (const seg of data.segments || [])
+            for (const l of seg[7] || []) losses.push({ time: new Date(l[0]).toISOString(), feed: data.feed, kind: "network",
+              text: "network loss of " + human(l[1] / 1000) + ": no packets came, the receiver played zeros", seconds: l[1] / 1000 });
+          data.events = (data.events || []).concat(losses).sort((a, b) => Date.parse(a.time) - Date.parse(b.time));
           // A zoomed view stays where it is when the last 24 h reload; the whole range follows.
           const keep = state.data && state.v1 > state.v0 && !(state.v0 === state.from && state.v1 === state.to);
           state.data = data;
@@ -137,6 +145,7 @@ enum DayPageAssets {
             if (e.kind === "sound") { marks.push({ kind: "silence", from: t - s, to: t, text: "silent for " + human(e.seconds) }); delete open[e.feed]; }
             else if (e.kind === "resumed" && e.seconds) marks.push({ kind: "stall", from: t - s, to: t, text: e.text });
             else if (e.kind === "gap") marks.push({ kind: "gap", from: t - s, to: t, text: e.text });
+            else if (e.kind === "network") marks.push({ kind: "network", from: t, to: t + s, text: e.text });
             else if (e.kind !== "silence") marks.push({ kind: e.kind, from: t, to: t, text: e.text });
           }
           for (const f in open) marks.push({ kind: "silence", from: open[f], to: Math.min(Date.now(), state.to), text: "silent since " + hms(open[f]) + " UTC" });
@@ -145,7 +154,7 @@ enum DayPageAssets {
           state.marks = marks;
         }
         const colours = { silence: "#ef8f00", stall: "#c62828", health: "#c62828", jack: "#c62828", gap: "#b000b5",
-          network: "#b000b5", interruption: "#1e6fd9", recd: "#888", recording: "#555", resumed: "#2a7d2a" };
+          network: "#00a0a8", interruption: "#1e6fd9", recd: "#888", recording: "#555", resumed: "#2a7d2a" };
 
         function x(ms, w) { return (ms - state.v0) / (state.v1 - state.v0) * w; }
         function draw() {
@@ -200,7 +209,7 @@ enum DayPageAssets {
             if (b < -2 || a > w + 2) continue;
             g.fillStyle = colours[m.kind] || "#555";
             g.fillRect(a, marksTop, Math.max(3, b - a), 26);
-            if (m.kind === "silence" || m.kind === "gap" || m.kind === "stall") { g.globalAlpha = .25; g.fillRect(a, levelTop, Math.max(2, b - a), levelH); g.globalAlpha = 1; }
+            if (m.kind === "silence" || m.kind === "gap" || m.kind === "stall" || m.kind === "network") { g.globalAlpha = .25; g.fillRect(a, levelTop, Math.max(2, b - a), levelH); g.globalAlpha = 1; }
           }
           // Time axis (UTC).
           const steps = [1, 2, 5, 10, 15, 30, 60, 120, 300, 600, 900, 1800, 3600, 7200, 10800, 21600, 43200];

@@ -6,6 +6,7 @@
 import Archive
 import AudioEngine
 import ControlProtocol
+import NetworkAudio
 import Platform
 import SessionPolicy
 import SystemSupport
@@ -80,6 +81,18 @@ final class EngineController {
     /// PipeWire receives (looked up when asked: the monitor may find the stream later); nil on
     /// jackd2, or for a port that is no input.
     func networkReception(port name: String) -> (any NetworkReception)? {
+        inputClients(port: name).flatMap { rtp.reception(clients: $0) }
+    }
+
+    /// What the RTP monitor knows now of the stream a configured input port's audio comes
+    /// from (for the health's `packets-lost`); nil when the port's audio is no stream it follows.
+    func networkStream(port name: String) -> RTPStreamFacts? {
+        inputClients(port: name).flatMap { rtp.facts(ofAnyOf: $0) }
+    }
+
+    /// The JACK clients whose ports a configured input port names (on PipeWire only: where an
+    /// RTP stream's node can be one of them).
+    private func inputClients(port name: String) -> [String]? {
         guard implementation.kind == .pipewire, let port = config.port(named: name),
             port.direction != .output
         else { return nil }
@@ -89,7 +102,7 @@ final class EngineController {
             let client = String(name.prefix { $0 != ":" })
             if !clients.contains(client) { clients.append(client) }
         }
-        return rtp.reception(clients: clients)
+        return clients
     }
 
     /// Group names: a duplex port has an input and an output group.

@@ -80,7 +80,8 @@ final class DayArchive: @unchecked Sendable {
     /// and 86 400 cells, and this answer must cost recd little (docs/status-page.md).
     /// `levels`: base64 of two bytes (peak, RMS `LevelOverview` codes) per second from `from`;
     /// `segments`: `[startMs, endMs, segment, loudnessLufs, truePeakDbtp, endReason,
-    /// [[gapAtMs, gapMs], ...]]` (ms since the epoch).
+    /// [[gapAtMs, gapMs], ...], [[networkLossAtMs, networkLossMs], ...]]` (ms since the epoch;
+    /// a network loss: the segment's NETWORK_LOSS, where the receiver played zeros).
     func day(_ query: DayQuery) throws(ArchiveError) -> String {
         let (from, to) = (query.from, query.to)
         return try withIndex { (index) throws(ArchiveError) -> String in
@@ -134,6 +135,10 @@ final class DayArchive: @unchecked Sendable {
         text += JSONValue(segment.endReason).jsonText + ",["
         for (number, gap) in segment.gaps.enumerated() {
             text += (number > 0 ? ",[" : "[") + "\(gap.at / 1_000),\(gap.microseconds / 1_000)]"
+        }
+        text += "],["
+        for (number, loss) in segment.networkLosses.enumerated() {
+            text += (number > 0 ? ",[" : "[") + "\(loss.at / 1_000),\(loss.microseconds / 1_000)]"
         }
         return text + "]]"
     }

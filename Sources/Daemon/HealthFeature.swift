@@ -11,6 +11,7 @@
 import Archive
 import AudioEngine
 import ControlProtocol
+import NetworkAudio
 import Platform
 import SessionPolicy
 import SystemSupport
@@ -61,6 +62,7 @@ final class HealthFeature: DaemonFeature {
     var status: () -> StatusInfo? = { nil }
     private var watch = ServerStallWatch()
     private var tracker = HealthTracker()
+    private var packetLoss = PacketLossWindow()
     private var lastEvaluated = -Double.infinity
     /// The last report, as every face shows it.
     private(set) var latest: HealthInfo?
@@ -105,10 +107,13 @@ final class HealthFeature: DaemonFeature {
     private func evaluate(_ status: StatusInfo) -> HealthInfo {
         lastEvaluated = SystemClock.monotonicSeconds()
         let now = Double(SystemClock.realtimeNanoseconds()) / 1e9
+        let packetsLost = packetLoss.update(
+            Self.networkReadings(status, nowMicros: Int(lastEvaluated * 1e6), stream: engine.networkStream),
+            now: lastEvaluated)
         let (report, changed) = tracker.evaluate(
             Self.facts(
                 status, minFreePercent: minFreePercent,
-                stallSince: watch.stalledSince.map { Double($0.nanosecondsSinceEpoch) / 1e9 }),
+                stallSince: watch.stalledSince.map { Double($0.nanosecondsSinceEpoch) / 1e9 }, packetsLost: packetsLost),
             now: now, duration: Readable.duration)
         let info = HealthInfo(report, iso8601: Self.iso8601)
         latest = info
@@ -119,13 +124,31 @@ final class HealthFeature: DaemonFeature {
         return info
     }
 
-    /// What the policy judges, from `status`.
-    static func facts(_ status: StatusInfo, minFreePercent: Double?, stallSince: Double?) -> HealthFacts {
+    /// Each running recorder's RTP input as the monitor knows it at `nowMicros` (CLOCK_MONOTONIC),
+    /// by feed: the stream whose node the recorder's configured input port names (`stream`, the
+    /// engine controller's lookup). Recorders of no port or of no such stream are absent.
+    static func networkReadings(
+        _ status: StatusInfo, nowMicros: Int, stream: (String) -> RTPStreamFacts?
+    ) -> [String: NetworkLossReading] {
+        var readings: [String: NetworkLossReading] = [:]
+        for recorder in status.recorders {
+            guard let port = recorder.port, let facts = stream(port) else { continue }
+            readings["\(recorder.app)/\(recorder.stream)"] = NetworkLossReading(facts, nowMicros: nowMicros)
+        }
+        return readings
+    }
+
+    /// What the policy judges, from `status`; `packetsLost`: packets each feed's network input
+    /// lost in the last minute (`PacketLossWindow`), by feed.
+    static func facts(
+        _ status: StatusInfo, minFreePercent: Double?, stallSince: Double?, packetsLost: [String: Int] = [:]
+    ) -> HealthFacts {
         func time(_ iso: String?) -> Double? { iso.flatMap(parseISO8601) }
         var feeds = status.recorders.map { recorder in
-            HealthFacts.Feed(
-                name: "\(recorder.app)/\(recorder.stream)", silentSince: time(recorder.silentSince),
-                stalledSince: time(recorder.stalledSince))
+            let name = "\(recorder.app)/\(recorder.stream)"
+            return HealthFacts.Feed(
+                name: name, silentSince: time(recorder.silentSince), stalledSince: time(recorder.stalledSince),
+                packetsLostRecently: packetsLost[name] ?? 0)
         }
         let running = Set(feeds.map(\.name))
         for waiting in status.waiting where !running.contains("\(waiting.app)/\(waiting.stream)") {

@@ -58,6 +58,9 @@ final class RTPStreamDirectory: @unchecked Sendable {
         monitor.map { RTPReception(monitor: $0, clients: clients) }
     }
 
+    /// The first of `clients` that is a stream the monitor listens to, as it knows it now. Any thread.
+    func facts(ofAnyOf clients: [String]) -> RTPStreamFacts? { monitor?.facts(ofAnyOf: clients) }
+
     /// The streams the monitor listens to (for /metrics). Any thread.
     func streams() -> [RTPStreamFacts] { monitor.map { Array($0.facts().values) } ?? [] }
 

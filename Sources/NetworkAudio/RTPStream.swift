@@ -128,11 +128,28 @@ public struct RTPStreamFacts: Equatable, Sendable {
         let now = min(max(0, time), RTPStreamTracker.latestMicros)
         var losses = recentLosses.map(placed)
         if let pendingLoss { losses.append(placed(pendingLoss)) }
-        if let last = lastPacketMicros, now - last > max(lossMicros, latencyMicros) {
+        if let last = lastPacketMicros, isLosing(now: now) {
             let start = last + packetMicros + latencyMicros
             if start < range.upperBound { losses.append(start..<range.upperBound) }
         }
         return losses.filter { $0.overlaps(range) && !$0.isEmpty }
+    }
+
+    /// Whether a loss is going on at `now` (CLOCK_MONOTONIC µs): no packet for longer than the
+    /// receiver's buffer, or `lossMicros` if longer. Its packets are counted lost only when the
+    /// packet after it comes (`lost`).
+    public func isLosing(now time: Int) -> Bool {
+        guard let last = lastPacketMicros else { return false }
+        let now = min(max(0, time), RTPStreamTracker.latestMicros)
+        return now - last > max(lossMicros, latencyMicros)
+    }
+
+    /// The packets a loss going on at `now` has not brought so far (none are in `lost` yet):
+    /// one a packet time since the last packet came; 0 while packets come.
+    public func packetsMissing(now time: Int) -> Int {
+        let now = min(max(0, time), RTPStreamTracker.latestMicros)
+        guard let last = lastPacketMicros, isLosing(now: now), packetMicros > 0 else { return 0 }
+        return max(0, (now - last) / packetMicros - 1)
     }
 }
 

@@ -125,7 +125,7 @@ struct ClockDriftTests {
         #expect(rows.count == 1 && rows.first?.clockDriftPPM == nil && rows.first?.loudness.integratedLUFS == -23)
         _ = try ArchiveIndex(path: path)
         let version = try SQLiteDatabase(path: path).statement("PRAGMA user_version")
-        #expect(try version.step() && version.int(0) == 6)
+        #expect(try version.step() && version.int(0) == 7)
         var row = try #require(rows.first)
         row.clockDriftPPM = 12.5
         try index.update(row)

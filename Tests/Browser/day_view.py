@@ -4,11 +4,12 @@
 Run by Tests/EndToEndTests/DayViewTests.swift against a real recd. The test first writes a whole
 UTC day of one feed into recd's archive index at speed (--fill: 1440 one-minute segments with
 their level overview and loudness, a silence 10:00:00-10:06:00 in the journal and in the
-levels, a 20 s gap at 14:30:00), while recd records a live feed whose tone stops (a real
+levels, a 20 s gap at 14:30:00, a 3 s network loss at 16:00:05), while recd records a live feed whose tone stops (a real
 silence, journaled by recd). Checks, in order:
   1. the filled day renders (data-ready) in under 1 s, and costs recd under 50 ms of CPU
      (utime + stime from /proc/PID/stat before and after the page load);
-  2. the silence and the gap are drawn at their times (the marks lane's pixels there);
+  2. the silence, the gap and the network loss are drawn at their times (the marks lane's pixels
+     there); the network loss is a row of the event log;
   3. zoom: the + button and the wheel narrow the view; a minute shows its seconds;
   4. a range dragged on the timeline links to /browse?feed=F&from=ISO&to=ISO and navigates there;
   5. the event log's filters hide a kind;
@@ -80,15 +81,18 @@ def fill(index, feed, date):
             path = f"{os.path.dirname(index)}/{app}/{date}/{stream}-{minute:04d}.flac"
             frames = 48000 * 60
             gaps = ""
+            # 16:00:05 for 3 s: NETWORK_LOSS as the index copies it (frames of the file).
+            network_loss = f"{48000 * 5}+{48000 * 3}" if seconds == 16 * 3600 else None
             if seconds == gap[0]:
                 frames -= 48000 * gap[1]
                 gaps = f"0+{48000 * gap[1]}"
             begin = start_us + seconds * 1_000_000
             db.execute("INSERT OR REPLACE INTO segments (path, app, stream, grp, segment, start_us, end_us, frames, "
                        "sample_rate, channels, bits, end_reason, gaps, recovered, size, loudness_lufs, "
-                       "true_peak_dbtp) VALUES (?, ?, ?, 0, ?, ?, ?, ?, 48000, 2, 24, 'rotate', ?, 0, 4000000, ?, ?)",
+                       "true_peak_dbtp, network_loss) VALUES (?, ?, ?, 0, ?, ?, ?, ?, 48000, 2, 24, 'rotate', ?, 0, "
+                       "4000000, ?, ?, ?)",
                        (path, app, stream, minute + 1, begin, begin + 60_000_000, frames, gaps,
-                        -23 + 3 * ((minute // 30) % 3 - 1), -2.5))
+                        -23 + 3 * ((minute // 30) % 3 - 1), -2.5, network_loss))
             db.execute("INSERT OR REPLACE INTO level_overview (path, app, stream, grp, start_us, end_us, cell_seconds, "
                        "codes) VALUES (?, ?, ?, 0, ?, ?, 1, ?)", (path, app, stream, begin, begin + 60_000_000,
                                                                    bytes(cells)))
@@ -196,11 +200,24 @@ def main():
         gap_mark = [m for m in marks if m[0] == "gap" and abs(m[1] - (day0 + (14 * 3600 + 30 * 60) * 1000)) < 1000]
         if not gap_mark or abs(gap_mark[0][2] - gap_mark[0][1] - 20000) > 1000:
             fail(f"no 20 s gap mark at 14:30:00 UTC: {marks}")
+        network_mark = [m for m in marks if m[0] == "network"]
+        if len(network_mark) != 1 or network_mark[0][1] != day0 + (16 * 3600 + 5) * 1000 \
+                or network_mark[0][2] != day0 + (16 * 3600 + 8) * 1000:
+            fail(f"the network loss mark is not 16:00:05-16:00:08 UTC: {network_mark}")
+        driver.execute_script("window.dayView.setView(arguments[0], arguments[0] + 60000);", day0 + 16 * 3600 * 1000)
+        rgb = pixel_at(day0 + (16 * 3600 + 6) * 1000, "marks")
+        if not (rgb[0] < 60 and rgb[1] > 130 and rgb[2] > 140):
+            fail(f"the marks lane at 16:00:06 UTC is {rgb}, want the network loss's teal")
+        driver.execute_script("window.dayView.setView(window.dayView.state.from, window.dayView.state.to);")
+        logged = driver.execute_script("return Array.from(document.querySelectorAll('#events tr'))"
+                                       ".filter((r) => r.dataset.kind === 'network').map((r) => r.textContent);")
+        if len(logged) != 1 or "16:00:05" not in logged[0] or "3.0 s" not in logged[0] and "3 s" not in logged[0]:
+            fail(f"the event log's network loss rows: {logged}")
         silence_mark = [m for m in marks if m[0] == "silence"]
         if not silence_mark or silence_mark[0][1] != day0 + 600 * 60 * 1000 or silence_mark[0][2] != day0 + 606 * 60 * 1000:
             fail(f"the silence mark is not 10:00:00-10:06:00 UTC: {silence_mark}")
-        print("ok: the silence (10:00:00-10:06:00 UTC) and the gap (14:30:00, 20 s) are drawn at their times",
-              flush=True)
+        print("ok: the silence (10:00:00-10:06:00 UTC), the gap (14:30:00, 20 s) and the network loss "
+              "(16:00:05, 3 s; and in the event log) are drawn at their times", flush=True)
 
         # Zoom: the + button (×4), the wheel (×2) around the cursor; then a minute's seconds.
         span = lambda: driver.execute_script("const s = window.dayView.state; return s.v1 - s.v0;")

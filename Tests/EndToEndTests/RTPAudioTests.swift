@@ -58,12 +58,15 @@ struct RTPAudioTests {
     static let http = "\n[http]\nlisten = 127.0.0.1:9720\n"
 
     /// recd's /metrics, read inside `namespace` (curl there: recd listens on that namespace's loopback).
-    static func metrics(_ pair: NamespacePair) -> String {
+    static func metrics(_ pair: NamespacePair) -> String { httpGet(pair, "/metrics") }
+
+    /// recd's answer to GET `path` (with its query), read as `metrics` is; "" on an error.
+    static func httpGet(_ pair: NamespacePair, _ path: String) -> String {
         (try? ExternalTools.run(
             "ip",
             [
                 "netns", "exec", pair.name(.first), try ExternalTools.path("curl"), "-sf",
-                "http://127.0.0.1:9720/metrics",
+                "http://127.0.0.1:9720" + path,
             ],
             timeout: 10))?.stdout ?? ""
     }

@@ -33,6 +33,8 @@ final class NetworkLossStage: SegmentStage {
         let placed = lastStamp.map { losses(stamp: $0, end: segment.timelineEnd, gaps: segment.gaps) } ?? []
         let end = network.packetCounts()
         ending.appendToEveryFile(NetworkComments.comments(start: atStart, end: end, losses: placed))
+        // The index's copy of NETWORK_LOSS (the day view's network loss marks).
+        if end != nil { ending.setEveryFile { $0.networkLosses = placed } }
         atStart = end
     }
 

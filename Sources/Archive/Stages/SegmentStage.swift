@@ -121,6 +121,8 @@ struct SegmentColumns {
     var clockSource: String?
     /// `LevelOverview` codes (two per second); empty: none measured.
     var levelOverview: [UInt8] = []
+    /// NETWORK_LOSS's list (frames of the file, as GAPS).
+    var networkLosses: [SegmentGap] = []
 
     func apply(to record: inout SegmentRecord) {
         record.levelOverview = LevelOverviewCodes(levelOverview)
@@ -129,6 +131,7 @@ struct SegmentColumns {
         record.clockAtStart = clockAtStart
         record.clockAtEnd = clockAtEnd
         record.clockSource = clockSource
+        record.networkLosses = networkLosses
     }
 }
 
