@@ -151,8 +151,14 @@ struct RouteFollowEndToEndTests {
             }
             print("measured again: move \(moveReactions), pause \(pauseReactions) frames (period \(period))")
         }
+        // The move makes its edges through the connection worker (recd's one writer of
+        // connections), and each jack_connect is a server round trip JACK answers at a cycle: on
+        // a quiet machine the move comes within the period (140–222 frames measured), on a fresh
+        // machine running three passes side by side it took 1,848–1,889 frames (two channels, two
+        // round trips). Three periods still tell an answer to JACK's news from the once-a-second
+        // recheck.
         #expect(
-            moveReactions.min()! < period,
+            moveReactions.min()! < 3 * period,
             "moved \(moveReactions) frames after JACK announced the headphones; the period is \(period)")
         #expect(pauseReactions.min()! < period, "paused \(pauseReactions) frames after JACK's news; the period is \(period)")
         speakerSink.stop()
