@@ -3,7 +3,9 @@
 //
 // The file is read with O_NOFOLLOW, a regular file only, bounded (WebAccountsFile.read); a line
 // recd cannot take is skipped and named in the log once per version of the file. It is looked
-// at (lstat) at most once a second: a removed account's sessions end within a second.
+// at (lstat, microseconds) on every request that asks and read again only when it was replaced:
+// an account added or removed counts from the next request (a login right after `recctl web
+// user add` once got 401 when the look was at most once a second).
 //
 // Threads: the listener's connection threads; one lock for the cache, one that lets a single
 // Argon2id check run at a time (each takes 64 MiB: 64 connections at once would take 4 GiB).
@@ -18,7 +20,6 @@ final class HTTPAccounts: Sendable {
     private struct Cache {
         var file = WebAccountsFile()
         var identity: FileStatus?
-        var lookedAt = -Double.infinity
     }
     private let cache = Mutex(Cache())
     private let checking = Mutex(())
@@ -32,10 +33,7 @@ final class HTTPAccounts: Sendable {
 
     /// The accounts now (the file read again when it changed).
     func current() -> WebAccountsFile {
-        let now = Double(DispatchTime.now().uptimeNanoseconds) / 1e9
-        return cache.withLock { cache in
-            guard now - cache.lookedAt >= 1 else { return cache.file }
-            cache.lookedAt = now
+        cache.withLock { cache in
             let status = FileSystem.linkStatus(of: path)
             guard status != cache.identity else { return cache.file }
             cache.identity = status

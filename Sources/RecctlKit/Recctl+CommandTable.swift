@@ -186,7 +186,7 @@ extension Recctl {
             accepts: [("file", "the accounts file (default: STATE_DIR/http-users)")]),
         CommandSpec(
             path: ["web", "user", "remove"], positionals: ["NAME"], valueFlags: ["file"],
-            summary: "remove a web account (its sessions end within a second)",
+            summary: "remove a web account (its sessions end at their next request)",
             accepts: [("file", "the accounts file (default: STATE_DIR/http-users)")]),
         CommandSpec(
             path: ["web", "user", "list"], positionals: [], valueFlags: ["file"],
