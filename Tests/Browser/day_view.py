@@ -20,38 +20,14 @@ Prints one line per check; exits non-zero with the reason on the first failure.
 import argparse
 import base64
 import datetime
-import glob
 import os
-import site
 import sqlite3
 import sys
 import time
 
 
-def load_selenium():
-    venv = os.environ.get("RECD_SELENIUM_VENV", "")
-    for directory in glob.glob(os.path.join(venv, "lib", "python3*", "site-packages")):
-        site.addsitedir(directory)
-    try:
-        import selenium  # noqa: F401
-    except ImportError:
-        sys.exit(f"selenium is not installed in RECD_SELENIUM_VENV={venv!r}")
-
-
-def fail(message):
-    print("FAIL: " + message, flush=True)
-    sys.exit(1)
-
-
-def until(what, timeout, probe, interval=0.1):
-    deadline = time.monotonic() + timeout
-    last = None
-    while time.monotonic() < deadline:
-        last = probe()
-        if last:
-            return last
-        time.sleep(interval)
-    fail(f"{what} within {timeout} s (last: {last!r})")
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from status_page import fail, load_selenium, until  # noqa: E402
 
 
 def code(db):

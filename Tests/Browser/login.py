@@ -13,27 +13,14 @@ Screenshots of the login page: $RECD_SCREENSHOTS or .build/screenshots/login-WxH
 Prints one line per check; exits non-zero with the reason on the first failure.
 """
 import argparse
-import glob
 import os
-import site
 import sys
 import time
 from urllib.parse import urlparse
 
 
-def load_selenium():
-    venv = os.environ.get("RECD_SELENIUM_VENV", "")
-    for directory in glob.glob(os.path.join(venv, "lib", "python3*", "site-packages")):
-        site.addsitedir(directory)
-    try:
-        import selenium  # noqa: F401
-    except ImportError:
-        sys.exit(f"selenium is not installed in RECD_SELENIUM_VENV={venv!r}")
-
-
-def fail(message):
-    print("FAIL: " + message, flush=True)
-    sys.exit(1)
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from status_page import fail, load_selenium  # noqa: E402
 
 
 def until(what, timeout, probe, interval=0.1):
