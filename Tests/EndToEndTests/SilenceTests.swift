@@ -122,96 +122,152 @@ struct SilenceEndToEndTests {
         #expect(abs(counted.reduce(0, +) - 4) <= 0.05, "SILENCE_SECONDS \(counted)")
     }
 
-    /// A `[session logger]` recording `port` with silence_seconds 3 at -50 dBFS, the silence
-    /// events of `recctl watch`, and the times of a dead-air test.
+    /// Feeds recorded side by side by one recd: each a logger session (`record =` its port,
+    /// silence_seconds 3 at -50 dBFS), the silence events of `recctl watch`, and the times of a
+    /// dead-air test, run on every feed at once (the programmes are independent; one at a time
+    /// they took a minute and a quarter of every pass).
     struct DeadAir {
         let daemon: Daemon
         let watcher: Watcher
+        /// The feeds' application ids, in the order given.
+        let apps: [String]
 
         static let seconds = 3.0
 
-        init(ports: String) throws {
-            daemon = try Daemon(
-                extraConfig: """
+        /// `feeds`: each feed's application id and the `[port …]` section it records (the
+        /// section's name is the session's `record`).
+        init(feeds: [(app: String, port: String, section: String)]) throws {
+            apps = feeds.map(\.app)
+            let sessions = feeds.map { feed in
+                """
+                [session \(feed.app)]
+                category = record
+                options = mixWithOthers
+                priority = logger
+                mic_usage = Keeps the log
+                permission = granted
+                record = \(feed.port)
+                silence_seconds = \(Self.seconds)
+                silence_threshold_db = -50
 
-                    [session logger]
-                    category = record
-                    mic_usage = Keeps the log
-                    permission = granted
-                    silence_seconds = \(Self.seconds)
-                    silence_threshold_db = -50
-
-                    """, ports: ports)
-            watcher = try daemon.watch("logger")
-        }
-
-        var silences: [JSONValue] { watcher.events.filter { $0["event"] == "silence" } }
-
-        /// The seconds the logger's recorder has written.
-        func recordedSeconds() throws -> Double {
-            try daemon.recctl("--json", "status").json?["recorders"]?.arrayValue?.first?["seconds"]?.doubleValue ?? 0
-        }
-
-        /// Waits until the recorder has written `seconds`.
-        func recordedSeconds(atLeast seconds: Double) throws {
-            try #require(try eventually(timeout: seconds + 15) { try recordedSeconds() >= seconds })
-        }
-
-        /// Records the feed's programme for `programme` seconds (no alarm), mutes the input
-        /// (dead air: `began` within silence_seconds + 1 s), unmutes it (`ended` within 1 s) and
-        /// records the programme `programme` seconds more (no alarm); the segments count the
-        /// silence only. Returns what failed, in words (empty: nothing).
-        func run(programme: Double) throws -> [String] {
-            var failures: [String] = []
-            #expect(
-                try eventually {
-                    try daemon.recctl("--json", "routes").json?["ports"]?.arrayValue?.first?["available"] == true
-                })
-            let start = try daemon.recctl("record", "start", "logger")
-            try #require(start.status == 0, "\(start.stderr)")
-            // The programme alone, `programme` seconds of it written: no alarm.
-            try recordedSeconds(atLeast: programme)
-            if !silences.isEmpty { failures.append("the programme raised \(silences.map(\.jsonText))") }
-            let muted = Date()
-            try #require(daemon.recctl("mute", "logger", "on").status == 0)
-            let isBegan = { (event: JSONValue) in event["event"] == "silence" && event["state"] == "began" }
-            let began = watcher.waitFor(timeout: Self.seconds + 3, isBegan).first(where: isBegan)
-            let beganAfter = Date().timeIntervalSince(muted)
-            if began == nil {
-                failures.append("no began within \(Self.seconds + 3) s of dead air")
-            } else if beganAfter > Self.seconds + 1 {
-                failures.append("began \(beganAfter) s after the dead air began, want within \(Self.seconds + 1) s")
+                """
             }
-            let unmuted = Date()
-            try #require(daemon.recctl("mute", "logger", "off").status == 0)
-            let ended = watcher.waitFor(timeout: 3) { $0["event"] == "silence" && $0["state"] == "ended" }
-                .first { $0["event"] == "silence" && $0["state"] == "ended" }
-            let endedAfter = Date().timeIntervalSince(unmuted)
-            if ended == nil {
-                failures.append("no ended within 3 s of the programme's return")
-            } else if endedAfter > 1 {
-                failures.append("ended \(endedAfter) s after the programme returned, want within 1 s")
+            daemon = try Daemon(
+                extraConfig: "\n" + sessions.joined(), ports: feeds.map(\.section).joined(separator: "\n"))
+            watcher = try daemon.watch()
+        }
+
+        func silences(_ app: String) -> [JSONValue] {
+            watcher.events.filter { $0["event"] == "silence" && $0["app"] == .string(app) }
+        }
+
+        /// The seconds each feed's recorder has written, by application id.
+        func recordedSeconds() throws -> [String: Double] {
+            var seconds: [String: Double] = [:]
+            for recorder in try daemon.recctl("--json", "status").json?["recorders"]?.arrayValue ?? [] {
+                if let app = recorder["app"]?.stringValue { seconds[app] = recorder["seconds"]?.doubleValue ?? 0 }
+            }
+            return seconds
+        }
+
+        /// Waits until every feed's recorder has written `seconds` more than `since` says.
+        func recorded(_ seconds: Double, since: [String: Double] = [:]) throws {
+            var now: [String: Double] = [:]
+            let done = try eventually(timeout: seconds + 15) {
+                now = try recordedSeconds()
+                return apps.allSatisfy { (now[$0] ?? 0) >= (since[$0] ?? 0) + seconds }
+            }
+            try #require(done, "the feeds recorded \(now), want \(seconds) s more than \(since)")
+        }
+
+        /// The first event of `app` that `matches` within `timeout` of now (nil: none), and when
+        /// it was seen.
+        func first(_ app: String, timeout: Double, _ matches: @escaping (JSONValue) -> Bool) -> (JSONValue?, Date) {
+            let predicate = { (event: JSONValue) in event["app"] == .string(app) && matches(event) }
+            let event = watcher.waitFor(timeout: timeout, predicate).first(where: predicate)
+            return (event, Date())
+        }
+
+        /// Records each feed's programme for `programme` seconds (no alarm), mutes every feed
+        /// (dead air: `began` within silence_seconds + 1 s of its own mute), unmutes them
+        /// (`ended` within 1 s) and records the programmes `programme` seconds more (no alarm);
+        /// the segments count the silence only. Returns what failed, in words, by application
+        /// id (empty: nothing).
+        func run(programme: Double) throws -> [String: [String]] {
+            var failures: [String: [String]] = [:]
+            // The programme alone, `programme` seconds of it written: no alarm.
+            try recorded(programme)
+            for app in apps where !silences(app).isEmpty {
+                failures[app, default: []].append("the programme raised \(silences(app).map(\.jsonText))")
+            }
+            var muted: [String: Date] = [:]
+            for app in apps {
+                muted[app] = Date()
+                try #require(daemon.recctl("mute", app, "on").status == 0)
+            }
+            let isBegan = { (event: JSONValue) in event["event"] == "silence" && event["state"] == "began" }
+            var began: [String: JSONValue] = [:]
+            for app in apps {
+                let deadline = muted[app]!.addingTimeInterval(Self.seconds + 3)
+                let (event, seen) = first(app, timeout: max(0, deadline.timeIntervalSinceNow), isBegan)
+                let after = seen.timeIntervalSince(muted[app]!)
+                if let event {
+                    began[app] = event
+                    if after > Self.seconds + 1 {
+                        failures[app, default: []].append(
+                            "began \(after) s after the dead air began, want within \(Self.seconds + 1) s")
+                    }
+                } else {
+                    failures[app, default: []].append("no began within \(Self.seconds + 3) s of dead air")
+                }
+            }
+            var unmuted: [String: Date] = [:]
+            for app in apps {
+                unmuted[app] = Date()
+                try #require(daemon.recctl("mute", app, "off").status == 0)
+            }
+            let isEnded = { (event: JSONValue) in event["event"] == "silence" && event["state"] == "ended" }
+            var ended: [String: JSONValue] = [:]
+            for app in apps {
+                let deadline = unmuted[app]!.addingTimeInterval(3)
+                let (event, seen) = first(app, timeout: max(0, deadline.timeIntervalSinceNow), isEnded)
+                let after = seen.timeIntervalSince(unmuted[app]!)
+                if let event {
+                    ended[app] = event
+                    if after > 1 {
+                        failures[app, default: []].append(
+                            "ended \(after) s after the programme returned, want within 1 s")
+                    }
+                } else {
+                    failures[app, default: []].append("no ended within 3 s of the programme's return")
+                }
             }
             let human = try daemon.recctl("status").stdout
             if human.contains("SILENT since") {
-                failures.append("status still says SILENT with the programme back:\n\(human)")
+                failures["status", default: []].append("status still says SILENT with the programmes back:\n\(human)")
             }
-            try recordedSeconds(atLeast: try recordedSeconds() + programme)
-            if silences.count != 2 {
-                failures.append("silence events \(silences.map(\.jsonText)), want one began and one ended")
+            try recorded(programme, since: try recordedSeconds())
+            for app in apps where silences(app).count != 2 {
+                failures[app, default: []].append(
+                    "silence events \(silences(app).map(\.jsonText)), want one began and one ended")
             }
-            try #require(daemon.recctl("record", "stop", "logger").status == 0)
+            // Stopping recd closes every segment.
+            daemon.stop()
             // One rule for the alarm and the tag: the segments count the silence, from its start
             // to the sound's.
-            if let since = began?["since"]?.stringValue.flatMap(SilenceEndToEndTests.date),
-                let back = ended?["since"]?.stringValue.flatMap(SilenceEndToEndTests.date)
-            {
-                let files = archiveFiles(daemon.directory + "/archive").filter { $0.hasSuffix(".flac") }
+            for app in apps {
+                guard let since = began[app]?["since"]?.stringValue.flatMap(SilenceEndToEndTests.date),
+                    let back = ended[app]?["since"]?.stringValue.flatMap(SilenceEndToEndTests.date)
+                else { continue }
+                let files = archiveFiles(daemon.directory + "/archive").filter {
+                    $0.hasSuffix(".flac") && $0.split(separator: "/").last?.hasPrefix("\(app)-") == true
+                }
                 let counted = try files.compactMap { try metaflacTag($0, "SILENCE_SECONDS").flatMap(Double.init) }
                     .reduce(0, +)
                 let silence = back.timeIntervalSince(since)
-                if abs(counted - silence) > 0.05 {
-                    failures.append("SILENCE_SECONDS add up to \(counted) s, the silence lasted \(silence) s")
+                if files.isEmpty || abs(counted - silence) > 0.05 {
+                    failures[app, default: []].append(
+                        "SILENCE_SECONDS of \(files.count) segments add up to \(counted) s, the silence lasted \(silence) s")
                 }
             }
             return failures
@@ -223,14 +279,18 @@ struct SilenceEndToEndTests {
     )
     func clickTrack() throws {
         let metro = uniqueName("metro")
-        let test = try DeadAir(
-            ports: """
-                [port desk]
-                type = lineIn
-                direction = input
-                jack = \(metro):100_bpm
+        let test = try DeadAir(feeds: [
+            (
+                app: "logger", port: "desk",
+                section: """
+                    [port desk]
+                    type = lineIn
+                    direction = input
+                    jack = \(metro):100_bpm
 
-                """)
+                    """
+            )
+        ])
         // jack_metro knows nothing of recd: one output port, CLIENT:100_bpm, clicking at its
         // defaults (880 Hz, amplitude 0.5, 100 ms).
         let process = try ExternalTools.process("jack_metro", ["--bpm", "100", "--name", metro])
@@ -238,7 +298,7 @@ struct SilenceEndToEndTests {
         process.standardError = FileHandle.nullDevice
         try process.run()
         defer { if process.isRunning { kill(process.processIdentifier, SIGKILL); process.waitUntilExit() } }
-        let failures = try test.run(programme: 6)
+        let failures = try test.run(programme: 6).values.joined()
         #expect(failures.isEmpty, "\(failures.joined(separator: "; "))\nrecd's log:\n\(test.daemon.log)")
     }
 
@@ -270,16 +330,32 @@ struct SilenceEndToEndTests {
     }
 
     @Test(
-        "speech with pauses, a click track, music with a fade, gated audio: no alarm; dead air between them found within silence_seconds + 1 s and ended within 1 s",
-        arguments: programmes.map(\.name))
-    func programmeAndDeadAir(name: String) throws {
-        let deck = uniqueName("deck")
-        let test = try DeadAir(ports: ArchiveEndToEndTests.deckPorts(deck))
-        let arguments = try #require(Self.programmes.first { $0.name == name }?.arguments)
-        let source = try SignalClient(["--name", deck, "play", "--ports", "out_1,out_2"] + arguments)
-        defer { source.stop() }
+        "speech with pauses, a click track, music with a fade, gated audio, each a feed of one recd: no alarm; dead air between them found within silence_seconds + 1 s and ended within 1 s"
+    )
+    func programmeAndDeadAir() throws {
+        var feeds: [(app: String, port: String, section: String)] = []
+        var sources: [SignalClient] = []
+        defer { sources.forEach { $0.stop() } }
+        for (index, programme) in Self.programmes.enumerated() {
+            let deck = uniqueName("deck")
+            let section = """
+                [port feed\(index)]
+                type = lineIn
+                direction = input
+                jack = \(deck):out_1, \(deck):out_2
+
+                """
+            feeds.append((app: "programme\(index)", port: "feed\(index)", section: section))
+            sources.append(
+                try SignalClient(["--name", deck, "play", "--ports", "out_1,out_2"] + programme.arguments))
+        }
+        let test = try DeadAir(feeds: feeds)
         let failures = try test.run(programme: 8)
-        #expect(failures.isEmpty, "\(name): \(failures.joined(separator: "; "))\nrecd's log:\n\(test.daemon.log)")
+        for (index, programme) in Self.programmes.enumerated() {
+            let said = (failures["programme\(index)"] ?? []) + (failures["status"] ?? [])
+            #expect(said.isEmpty, "\(programme.name): \(said.joined(separator: "; "))")
+        }
+        if !failures.isEmpty { print("recd's log:\n\(test.daemon.log)") }
     }
 
     @Test(
