@@ -37,6 +37,8 @@ let package = Package(
         // OpenSSL's libcrypto: X.509 certificates (PKI only).
         .systemLibrary(name: "COpenSSL", pkgConfig: "libcrypto", providers: [.apt(["libssl-dev"])]),
         .systemLibrary(name: "CMicroHTTPD", pkgConfig: "libmicrohttpd", providers: [.apt(["libmicrohttpd-dev"])]),
+        // SpeexDSP's echo canceller and preprocessor (VoiceProcessing only).
+        .systemLibrary(name: "CSpeexDSP", pkgConfig: "speexdsp", providers: [.apt(["libspeexdsp-dev"])]),
         // WebRTC's audio processing module (libwebrtc-audio-processing-dev) is C++: a system-library
         // target cannot hold the extern "C" shim that compiles against it, so this is a C++ target
         // with the flags `pkg-config --cflags --libs webrtc-audio-processing` gives on Debian 12.
@@ -72,7 +74,8 @@ let package = Package(
         // Voice processing for voiceChat/videoChat capture: echo cancellation against a far-end
         // reference, noise suppression, gain control (WebRTC's module through CWebRTCAudioProcessing),
         // in blocks of any size at a fixed added latency. No JACK: it runs on a worker thread.
-        .target(name: "VoiceProcessing", dependencies: ["CWebRTCAudioProcessing"], swiftSettings: optimizedInDebug),
+        .target(
+            name: "VoiceProcessing", dependencies: ["CWebRTCAudioProcessing", "CSpeexDSP"], swiftSettings: optimizedInDebug),
         // The FLAC archive: crash-safe segments, rotation, recovery, retention, the SQLite index.
         .target(name: "Archive", dependencies: ["Platform", "Codec", "CSQLite", "SessionPolicy", "ArchiveProof"]),
         // The archive's proof: SHA-256 hash chains per stream per day, the box's Ed25519 key, and

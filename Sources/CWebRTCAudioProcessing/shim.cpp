@@ -54,18 +54,26 @@ extern "C" recd_apm *recd_apm_create(int sample_rate, int capture_channels, int 
     if (status == 0 && (features & RECD_APM_HIGH_PASS_FILTER)) {
         status = module->high_pass_filter()->Enable(true);
     }
-    if (status == 0 && (features & RECD_APM_ECHO_CANCELLATION)) {
+    if (status == 0 && (features & RECD_APM_ECHO_CANCELLATION) && (features & RECD_APM_MOBILE_ECHO_CONTROL)) {
+        webrtc::EchoControlMobile *aecm = module->echo_control_mobile();
+        status = aecm->set_routing_mode(webrtc::EchoControlMobile::kLoudSpeakerphone);
+        if (status == 0) status = aecm->enable_comfort_noise(false);
+        if (status == 0) status = aecm->Enable(true);
+    } else if (status == 0 && (features & RECD_APM_ECHO_CANCELLATION)) {
         webrtc::EchoCancellation *aec = module->echo_cancellation();
         status = aec->enable_drift_compensation(false);
-        // The library's default level. kHigh removed no more echo in the test's room (46.7 dB
-        // either way) and cut the near end during double talk by 8.2 dB instead of 6.4;
-        // kLow cut it by 4.7 dB but leaves a real loudspeaker's non-linear echo to chance.
-        if (status == 0) status = aec->set_suppression_level(webrtc::EchoCancellation::kModerateSuppression);
+        webrtc::EchoCancellation::SuppressionLevel level = webrtc::EchoCancellation::kModerateSuppression;
+        if (features & RECD_APM_SUPPRESSION_HIGH) level = webrtc::EchoCancellation::kHighSuppression;
+        if (features & RECD_APM_SUPPRESSION_LOW) level = webrtc::EchoCancellation::kLowSuppression;
+        if (status == 0) status = aec->set_suppression_level(level);
         if (status == 0) status = aec->enable_metrics(true);
         if (status == 0) status = aec->Enable(true);
     }
     if (status == 0 && (features & RECD_APM_NOISE_SUPPRESSION)) {
-        status = module->noise_suppression()->set_level(webrtc::NoiseSuppression::kHigh);
+        webrtc::NoiseSuppression::Level level = webrtc::NoiseSuppression::kHigh;
+        if (features & RECD_APM_NOISE_MODERATE) level = webrtc::NoiseSuppression::kModerate;
+        if (features & RECD_APM_NOISE_LOW) level = webrtc::NoiseSuppression::kLow;
+        status = module->noise_suppression()->set_level(level);
         if (status == 0) status = module->noise_suppression()->Enable(true);
     }
     if (status == 0 && (features & RECD_APM_GAIN_CONTROL)) {
@@ -101,7 +109,7 @@ extern "C" int recd_apm_process_reverse(recd_apm *apm, const float *const *chann
 
 extern "C" int recd_apm_process_capture(recd_apm *apm, float *const *channels, int delay_ms) {
     int warning = 0;
-    if (apm->module->echo_cancellation()->is_enabled()) {
+    if (apm->module->echo_cancellation()->is_enabled() || apm->module->echo_control_mobile()->is_enabled()) {
         int status = apm->module->set_stream_delay_ms(delay_ms);
         if (status == webrtc::AudioProcessing::kBadStreamParameterWarning) {
             warning = -status;

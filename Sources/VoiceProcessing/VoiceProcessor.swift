@@ -23,6 +23,23 @@ public struct VoiceProcessingFeatures: OptionSet, Sendable, Hashable {
     public static let delayAgnostic = Self(rawValue: UInt32(RECD_APM_DELAY_AGNOSTIC))
     /// The echo canceller's 128 ms filter instead of 48 ms.
     public static let extendedFilter = Self(rawValue: UInt32(RECD_APM_EXTENDED_FILTER))
+    /// The echo canceller's non-linear suppression at level low or high instead of moderate.
+    public static let suppressionLow = Self(rawValue: UInt32(RECD_APM_SUPPRESSION_LOW))
+    public static let suppressionHigh = Self(rawValue: UInt32(RECD_APM_SUPPRESSION_HIGH))
+    /// The mobile echo canceller (AECM) instead of the AEC.
+    public static let mobileEchoControl = Self(rawValue: UInt32(RECD_APM_MOBILE_ECHO_CONTROL))
+    /// Noise suppression at level low or moderate instead of high.
+    public static let noiseSuppressionLow = Self(rawValue: UInt32(RECD_APM_NOISE_LOW))
+    public static let noiseSuppressionModerate = Self(rawValue: UInt32(RECD_APM_NOISE_MODERATE))
+    /// Echo cancellation by SpeexDSP's canceller (its adaptive filter and residual echo
+    /// suppressor) instead of WebRTC's; the rest (noise suppression, gain control, high-pass)
+    /// stays WebRTC's, after it.
+    public static let speexEchoCanceller = Self(rawValue: 1 << 16)
+    /// What the WebRTC module is made with: the AEC left out when SpeexDSP cancels.
+    var webRTCFeatures: UInt32 {
+        guard contains(.speexEchoCanceller) else { return rawValue }
+        return subtracting([.speexEchoCanceller, .echoCancellation]).rawValue
+    }
 
     /// AVAudioSession's voiceChat and videoChat: echo cancellation, noise suppression, gain
     /// control, and the high-pass filter that goes with them.
@@ -77,6 +94,8 @@ public final class VoiceProcessor {
     public private(set) var delayWarnings = 0
 
     private let module: OpaquePointer
+    /// With `.speexEchoCanceller`: one canceller per capture channel, run before the module.
+    private let speex: [SpeexEchoCanceller]
     /// One chunk per channel, deinterleaved (the library's layout), filled `staged` frames.
     private let captureChunk: UnsafeMutablePointer<Float>
     private let referenceChunk: UnsafeMutablePointer<Float>
@@ -115,17 +134,29 @@ public final class VoiceProcessor {
         var status: Int32 = 0
         guard
             let module = recd_apm_create(
-                Int32(sampleRate), Int32(captureChannels), Int32(referenceChannels), features.rawValue, &status)
+                Int32(sampleRate), Int32(captureChannels), Int32(referenceChannels), features.webRTCFeatures, &status)
         else {
             throw VoiceProcessingError(status: status, doing: "start at \(sampleRate) Hz, \(captureChannels) channels")
         }
         self.module = module
+        let chunk = Int(recd_apm_chunk_frames(module))
+        var speex: [SpeexEchoCanceller] = []
+        if features.contains(.speexEchoCanceller) {
+            for _ in 0..<captureChannels {
+                guard let canceller = Self.makeSpeex(sampleRate: sampleRate, chunkFrames: chunk, referenceChannels: referenceChannels, features: features) else {
+                    recd_apm_destroy(module)
+                    throw VoiceProcessingError(.badParameter, message: "SpeexDSP's echo canceller could not start at \(sampleRate) Hz")
+                }
+                speex.append(canceller)
+            }
+        }
+        self.speex = speex
         self.sampleRate = sampleRate
         self.captureChannels = captureChannels
         self.referenceChannels = referenceChannels
         self.features = features
         self.blockGranularity = blockGranularity
-        chunkFrames = Int(recd_apm_chunk_frames(module))
+        chunkFrames = chunk
         latencyFrames = chunkFrames - Self.greatestCommonDivisor(blockGranularity, chunkFrames)
         captureChunk = .allocate(capacity: chunkFrames * captureChannels)
         referenceChunk = .allocate(capacity: chunkFrames * referenceChannels)
@@ -146,9 +177,12 @@ public final class VoiceProcessor {
     /// About 10 ms of CPU at 48 kHz, once per processor. 0 if the probe cannot be made.
     static func measureProcessingDelay(sampleRate: Int, features: VoiceProcessingFeatures) -> Int {
         var status: Int32 = 0
-        guard let probe = recd_apm_create(Int32(sampleRate), 1, 1, features.rawValue, &status) else { return 0 }
+        guard let probe = recd_apm_create(Int32(sampleRate), 1, 1, features.webRTCFeatures, &status) else { return 0 }
         defer { recd_apm_destroy(probe) }
         let chunk = Int(recd_apm_chunk_frames(probe))
+        let speex =
+            features.contains(.speexEchoCanceller)
+            ? makeSpeex(sampleRate: sampleRate, chunkFrames: chunk, referenceChannels: 1, features: features) : nil
         let chunks = 40
         let input = UnsafeMutablePointer<Float>.allocate(capacity: chunk * chunks)
         let processed = UnsafeMutablePointer<Float>.allocate(capacity: chunk * chunks)
@@ -171,14 +205,15 @@ public final class VoiceProcessor {
         var reference: UnsafePointer<Float>? = UnsafePointer(silence)
         for number in 0..<chunks {
             var capture: UnsafeMutablePointer<Float>? = processed + number * chunk
+            if let speex, let capture { speex.process(capture: capture, reference: &reference) }
             _ = recd_apm_process_reverse(probe, &reference)
             _ = recd_apm_process_capture(probe, &capture, 0)
         }
         // The second half: the first chunks are the library settling.
         let start = chunk * chunks / 2
-        let end = chunk * chunks - 2 * chunk
+        let end = chunk * chunks - 4 * chunk
         var best = (lag: 0, correlation: -Double.infinity)
-        for lag in 0..<(2 * chunk) {
+        for lag in 0..<(4 * chunk) {
             var correlation = 0.0
             for index in start..<end { correlation += Double(processed[index + lag]) * Double(input[index]) }
             if correlation > best.correlation { best = (lag, correlation) }
@@ -254,6 +289,13 @@ public final class VoiceProcessor {
     private func processChunk() -> VoiceProcessingError? {
         staged = 0
         var failure: VoiceProcessingError?
+        if !speex.isEmpty {
+            let delay = features.contains(.delayAgnostic) ? 0 : max(0, echoPathDelayMilliseconds - 10) * sampleRate / 1_000
+            for channel in 0..<captureChannels {
+                speex[channel].referenceDelayFrames = delay
+                speex[channel].process(capture: captureChunk + channel * chunkFrames, reference: UnsafeMutablePointer(mutating: referencePointers))
+            }
+        }
         let reverse = recd_apm_process_reverse(module, referencePointers)
         if reverse < 0 {
             failure = VoiceProcessingError(status: reverse, doing: "read the far-end reference")
@@ -278,6 +320,19 @@ public final class VoiceProcessor {
         var returnLoss: Int32 = 0
         guard recd_apm_echo_metrics(module, &enhancement, &returnLoss) == 0 else { return nil }
         return (Int(enhancement), Int(returnLoss))
+    }
+
+    /// SpeexDSP's canceller for one capture channel: a 128 ms filter, the reference held back
+    /// by the told delay less 10 ms (up to 500 ms).
+    static func makeSpeex(
+        sampleRate: Int, chunkFrames: Int, referenceChannels: Int, features: VoiceProcessingFeatures
+    ) -> SpeexEchoCanceller? {
+        let (suppression, active): (Int32, Int32) =
+            features.contains(.suppressionLow) ? (-30, -6) : features.contains(.suppressionHigh) ? (-50, -25) : (-40, -15)
+        return SpeexEchoCanceller(
+            sampleRate: sampleRate, chunkFrames: chunkFrames, referenceChannels: referenceChannels,
+            filterFrames: sampleRate * 128 / 1_000, maximumDelayFrames: sampleRate / 2, suppression: suppression,
+            activeSuppression: active, denoise: false)
     }
 
     private static func greatestCommonDivisor(_ a: Int, _ b: Int) -> Int {

@@ -37,6 +37,16 @@ enum {
     RECD_APM_DELAY_AGNOSTIC = 1 << 4,
     /// The AEC's 128 ms filter instead of its 48 ms one (longer rooms, looser delays).
     RECD_APM_EXTENDED_FILTER = 1 << 5,
+    /// The AEC's non-linear suppression at level low instead of moderate (neither bit) ...
+    RECD_APM_SUPPRESSION_LOW = 1 << 6,
+    /// ... or high (both bits: low wins).
+    RECD_APM_SUPPRESSION_HIGH = 1 << 7,
+    /// The mobile echo canceller (AECM, loudspeaker routing mode, comfort noise off) instead of
+    /// the AEC, with RECD_APM_ECHO_CANCELLATION.
+    RECD_APM_MOBILE_ECHO_CONTROL = 1 << 8,
+    /// Noise suppression at level low, or moderate, instead of high (both bits: low wins).
+    RECD_APM_NOISE_LOW = 1 << 9,
+    RECD_APM_NOISE_MODERATE = 1 << 10,
 };
 
 /// Creates and initializes a module for `sample_rate` Hz, `capture_channels` channels of

@@ -1,0 +1,106 @@
+// SpeexDSP's echo canceller (the MDF adaptive filter) with its preprocessor's residual echo
+// suppression, on the 10 ms chunks VoiceProcessor stages: the other canceller of the
+// double-talk comparison (docs/voice-processing.md).
+
+internal import CSpeexDSP
+
+/// One capture channel's canceller: an echo state against every reference channel and a
+/// preprocessor that suppresses what the filter left of the echo. Samples go through as 16-bit
+/// integers (the library's interface). Every buffer is allocated in `init`; `process` allocates
+/// nothing and takes no lock.
+final class SpeexEchoCanceller {
+    let chunkFrames: Int
+    let referenceChannels: Int
+    /// The reference is held back this many frames (at most `maximumDelayFrames`) before the
+    /// filter sees it, so that the filter's length covers the room rather than the path's delay.
+    var referenceDelayFrames = 0
+    let maximumDelayFrames: Int
+    private let echo: OpaquePointer
+    private let preprocess: OpaquePointer
+    private let captureSamples: UnsafeMutablePointer<Int16>
+    private let outputSamples: UnsafeMutablePointer<Int16>
+    /// The reference, interleaved as the library takes it: a delay line of
+    /// `referenceDelayFrames + chunkFrames` frames, written at `written`.
+    private let referenceLine: UnsafeMutablePointer<Int16>
+    private let referenceChunk: UnsafeMutablePointer<Int16>
+    private let lineFrames: Int
+    private var written = 0
+
+    /// `filterFrames`: the adaptive filter's length (the room's reverberation it can model);
+    /// `maximumDelayFrames`: the most the reference can be held back.
+    /// `suppression`, `activeSuppression`: the most the residual echo suppressor takes off, in
+    /// dB (negative), with the near end silent and while it talks.
+    init?(
+        sampleRate: Int, chunkFrames: Int, referenceChannels: Int, filterFrames: Int, maximumDelayFrames: Int,
+        suppression: Int32, activeSuppression: Int32, denoise: Bool
+    ) {
+        guard let echo = speex_echo_state_init_mc(Int32(chunkFrames), Int32(filterFrames), 1, Int32(referenceChannels))
+        else { return nil }
+        guard let preprocess = speex_preprocess_state_init(Int32(chunkFrames), Int32(sampleRate)) else {
+            speex_echo_state_destroy(echo)
+            return nil
+        }
+        self.echo = echo
+        self.preprocess = preprocess
+        self.chunkFrames = chunkFrames
+        self.referenceChannels = referenceChannels
+        self.maximumDelayFrames = max(0, maximumDelayFrames)
+        var rate = Int32(sampleRate)
+        speex_echo_ctl(echo, SPEEX_ECHO_SET_SAMPLING_RATE, &rate)
+        speex_preprocess_ctl(preprocess, SPEEX_PREPROCESS_SET_ECHO_STATE, UnsafeMutableRawPointer(echo))
+        var on: Int32 = denoise ? 1 : 0
+        speex_preprocess_ctl(preprocess, SPEEX_PREPROCESS_SET_DENOISE, &on)
+        var off: Int32 = 0
+        speex_preprocess_ctl(preprocess, SPEEX_PREPROCESS_SET_AGC, &off)
+        speex_preprocess_ctl(preprocess, SPEEX_PREPROCESS_SET_DEREVERB, &off)
+        var level = suppression
+        speex_preprocess_ctl(preprocess, SPEEX_PREPROCESS_SET_ECHO_SUPPRESS, &level)
+        var active = activeSuppression
+        speex_preprocess_ctl(preprocess, SPEEX_PREPROCESS_SET_ECHO_SUPPRESS_ACTIVE, &active)
+        captureSamples = .allocate(capacity: chunkFrames)
+        outputSamples = .allocate(capacity: chunkFrames)
+        lineFrames = self.maximumDelayFrames + chunkFrames
+        referenceLine = .allocate(capacity: lineFrames * referenceChannels)
+        referenceLine.initialize(repeating: 0, count: lineFrames * referenceChannels)
+        referenceChunk = .allocate(capacity: chunkFrames * referenceChannels)
+    }
+
+    deinit {
+        speex_preprocess_state_destroy(preprocess)
+        speex_echo_state_destroy(echo)
+        captureSamples.deallocate()
+        outputSamples.deallocate()
+        referenceLine.deallocate()
+        referenceChunk.deallocate()
+    }
+
+    private static func sample(_ value: Float) -> Int16 {
+        let scaled = (value * 32_768).rounded()
+        return Int16(max(-32_768, min(32_767, scaled.isNaN ? 0 : scaled)))
+    }
+
+    /// Cancels one chunk of `capture` (one channel, in place) against one chunk of the
+    /// reference (`reference[channel]` points at each reference channel's chunk).
+    func process(capture: UnsafeMutablePointer<Float>, reference: UnsafeMutablePointer<UnsafePointer<Float>?>) {
+        // Into the delay line, and the chunk `referenceDelayFrames` older out of it.
+        for frame in 0..<chunkFrames {
+            let slot = (written + frame) % lineFrames
+            for channel in 0..<referenceChannels {
+                referenceLine[slot * referenceChannels + channel] = Self.sample(reference[channel]?[frame] ?? 0)
+            }
+        }
+        let delay = min(max(referenceDelayFrames, 0), maximumDelayFrames)
+        let oldest = (written + lineFrames - delay) % lineFrames
+        for frame in 0..<chunkFrames {
+            let slot = (oldest + frame) % lineFrames
+            for channel in 0..<referenceChannels {
+                referenceChunk[frame * referenceChannels + channel] = referenceLine[slot * referenceChannels + channel]
+            }
+        }
+        written = (written + chunkFrames) % lineFrames
+        for frame in 0..<chunkFrames { captureSamples[frame] = Self.sample(capture[frame]) }
+        speex_echo_cancellation(echo, captureSamples, referenceChunk, outputSamples)
+        speex_preprocess_run(preprocess, outputSamples)
+        for frame in 0..<chunkFrames { capture[frame] = Float(outputSamples[frame]) / 32_768 }
+    }
+}
