@@ -7,29 +7,34 @@ import Foundation
 import VoiceProcessing
 
 let agnostic: VoiceProcessingFeatures = [.delayAgnostic, .extendedFilter]
+/// voiceChat as it was before the double-talk comparison: WebRTC's AEC, noise suppression, gain control.
+let webRTCVoiceChat: VoiceProcessingFeatures = [.echoCancellation, .noiseSuppression, .gainControl, .highPassFilter]
+let speex: VoiceProcessingFeatures = [.echoCancellation, .speexEchoCanceller]
 let configurations: [(String, VoiceProcessingFeatures)] = [
+    // What the daemon uses now.
     ("voiceChat", .voiceChat),
     ("voiceChat, delay-agnostic", VoiceProcessingFeatures.voiceChat.union(agnostic)),
-    ("AEC", .echoCancellationOnly),
-    ("AEC, delay-agnostic", VoiceProcessingFeatures.echoCancellationOnly.union(agnostic)),
-    ("AEC low", [.echoCancellation, .suppressionLow]),
-    ("AEC high", [.echoCancellation, .suppressionHigh]),
-    ("AEC low, delay-agnostic", VoiceProcessingFeatures([.echoCancellation, .suppressionLow]).union(agnostic)),
-    ("AEC low, extended", [.echoCancellation, .suppressionLow, .extendedFilter]),
-    ("voiceChat low", VoiceProcessingFeatures.voiceChat.union(.suppressionLow)),
-    ("voiceChat low, delay-agnostic", VoiceProcessingFeatures.voiceChat.union(agnostic).union(.suppressionLow)),
-    ("voiceChat low, NS moderate", VoiceProcessingFeatures.voiceChat.union([.suppressionLow, .noiseSuppressionModerate])),
-    ("voiceChat low, NS low", VoiceProcessingFeatures.voiceChat.union([.suppressionLow, .noiseSuppressionLow])),
-    ("voiceChat low, no AGC", [.echoCancellation, .noiseSuppression, .highPassFilter, .suppressionLow]),
-    ("voiceChat low, no NS", [.echoCancellation, .gainControl, .highPassFilter, .suppressionLow]),
-    ("AECM", [.echoCancellation, .mobileEchoControl]),
-    ("Speex", [.echoCancellation, .speexEchoCanceller]),
-    ("Speex low", [.echoCancellation, .speexEchoCanceller, .suppressionLow]),
-    ("Speex high", [.echoCancellation, .speexEchoCanceller, .suppressionHigh]),
-    ("Speex, delay-agnostic", [.echoCancellation, .speexEchoCanceller, .delayAgnostic]),
-    ("voiceChat Speex", VoiceProcessingFeatures.voiceChat.union(.speexEchoCanceller)),
-    ("voiceChat Speex low", VoiceProcessingFeatures.voiceChat.union([.speexEchoCanceller, .suppressionLow])),
-    ("voiceChat AECM", VoiceProcessingFeatures.voiceChat.union(.mobileEchoControl)),
+    ("echo cancellation", .echoCancellationOnly),
+    // Before: WebRTC's AEC (0.3), and the library's settings searched.
+    ("WebRTC voiceChat", webRTCVoiceChat),
+    ("WebRTC voiceChat, delay-agnostic", webRTCVoiceChat.union(agnostic)),
+    ("WebRTC voiceChat low", webRTCVoiceChat.union(.suppressionLow)),
+    ("WebRTC voiceChat low, NS moderate", webRTCVoiceChat.union([.suppressionLow, .noiseSuppressionModerate])),
+    ("WebRTC voiceChat low, NS low", webRTCVoiceChat.union([.suppressionLow, .noiseSuppressionLow])),
+    ("WebRTC voiceChat low, no AGC", [.echoCancellation, .noiseSuppression, .highPassFilter, .suppressionLow]),
+    ("WebRTC AEC", [.echoCancellation]),
+    ("WebRTC AEC, delay-agnostic", VoiceProcessingFeatures.echoCancellation.union(agnostic)),
+    ("WebRTC AEC low", [.echoCancellation, .suppressionLow]),
+    ("WebRTC AEC high", [.echoCancellation, .suppressionHigh]),
+    ("WebRTC AEC low, extended filter", [.echoCancellation, .suppressionLow, .extendedFilter]),
+    ("WebRTC AECM", [.echoCancellation, .mobileEchoControl]),
+    // SpeexDSP's canceller, alone and with WebRTC's noise suppression and gain control after it.
+    ("Speex", speex),
+    ("Speex low", speex.union(.suppressionLow)),
+    ("Speex high", speex.union(.suppressionHigh)),
+    ("Speex, delay-agnostic", speex.union(.delayAgnostic)),
+    ("Speex + NS + AGC", speex.union([.noiseSuppression, .gainControl, .highPassFilter])),
+    ("Speex + AGC", speex.union([.gainControl, .highPassFilter])),
 ]
 
 func text(_ value: Double) -> String {

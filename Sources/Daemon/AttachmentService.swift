@@ -91,7 +91,11 @@ final class AttachmentService {
         didSet { sink.report(.streams) }
     }
 
-    init(engine: any AttachmentEngine, ports: any EnginePorts, sink: any ServiceSink) {
+    /// `[voice]`: how processed captures treat the echo.
+    private let voice: VoiceSection
+
+    init(engine: any AttachmentEngine, ports: any EnginePorts, sink: any ServiceSink, voice: VoiceSection = VoiceSection()) {
+        self.voice = voice
         self.engine = engine
         self.ports = ports
         self.sink = sink
@@ -411,8 +415,8 @@ final class AttachmentService {
             let processed = try engine.processCapture(
                 handle, inputGroup: wanted.inputGroup, referenceOutputGroup: wanted.outputGroup, slackFrames: period)
             attachment.voice = AttachmentVoice(
-                processed: processed, processing: wanted.processing, sampleRate: rate, periodFrames: period,
-                echoPathDelayMilliseconds: VoiceSetup.echoPathDelayMilliseconds(
+                processed: processed, processing: wanted.processing, echoSuppression: voice.echoSuppression,
+                sampleRate: rate, periodFrames: period, echoPathDelayMilliseconds: VoiceSetup.echoPathDelayMilliseconds(
                     outputSeconds: engine.latencySeconds(ofGroup: wanted.outputGroup),
                     inputSeconds: engine.latencySeconds(ofGroup: wanted.inputGroup)))
             Log.info(

@@ -43,8 +43,8 @@ final class AttachmentVoice: @unchecked Sendable {
     /// Control thread. `echoPathDelayMilliseconds`: JACK's playback plus capture latency of the
     /// output and input groups; nil when JACK knows neither (the processor finds it itself).
     init(
-        processed: ProcessedCapture, processing: CaptureProcessing, sampleRate: Int, periodFrames: Int,
-        echoPathDelayMilliseconds: Int?
+        processed: ProcessedCapture, processing: CaptureProcessing, echoSuppression: EchoSuppressionSetting,
+        sampleRate: Int, periodFrames: Int, echoPathDelayMilliseconds: Int?
     ) {
         self.processed = processed
         self.processing = processing
@@ -52,7 +52,8 @@ final class AttachmentVoice: @unchecked Sendable {
         shared = Shared(periodFrames: periodFrames)
         let job = Job(
             processed: processed, sampleRate: sampleRate,
-            features: VoiceProcessingFeatures(processing, echoPathKnown: echoPathDelayMilliseconds != nil),
+            features: VoiceProcessingFeatures(
+                processing, echoPathKnown: echoPathDelayMilliseconds != nil, suppression: echoSuppression),
             echoPathDelayMilliseconds: echoPathDelayMilliseconds ?? 0, shared: shared)
         do {
             thread = try NamedThread(name: "attach voice") { job.run() }
@@ -262,8 +263,13 @@ struct TimelineReader {
 extension VoiceProcessingFeatures {
     /// What a session's `CaptureProcessing` asks of the processor: voiceChat's whole chain, or
     /// echo cancellation alone; finding the echo path itself when JACK reports no latency.
-    init(_ processing: CaptureProcessing, echoPathKnown: Bool) {
+    init(_ processing: CaptureProcessing, echoPathKnown: Bool, suppression: EchoSuppressionSetting) {
         self = processing == .voice ? .voiceChat : .echoCancellationOnly
         if !echoPathKnown { formUnion([.delayAgnostic, .extendedFilter]) }
+        switch suppression {
+        case .low: formUnion(.suppressionLow)
+        case .moderate: break
+        case .high: formUnion(.suppressionHigh)
+        }
     }
 }

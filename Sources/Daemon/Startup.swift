@@ -282,7 +282,8 @@ extension Recd {
         let players = try PlayerService(engine: audio, ports: engine, sink: handle, deliver: deliver)
         let recorders = RecorderService(
             settings: config.archive, declared: config.sessions.map { ($0.app, $0.record) }, engine: audio,
-            ports: engine, sink: handle, worker: worker, wake: { [link] in link.post { handle.coordinator?.recordersWoke() } })
+            ports: engine, sink: handle, worker: worker, voice: config.voice,
+            wake: { [link] in link.post { handle.coordinator?.recordersWoke() } })
         let archive = ArchiveService(directory: config.archive.dir, worker: worker, recorders: recorders)
         let prover = SegmentProver.make(
             stateDir: config.daemon.stateDir, archiveDir: config.archive.dir, deliver: deliver,
@@ -316,7 +317,7 @@ extension Recd {
             config: config, store: store, startedAt: startedAt, link: link, events: frontEnd, engine: engine,
             players: players, recorders: recorders, monitoring: monitoring,
             devices: DeviceService(bindings: bindings, engine: engine),
-            attachments: AttachmentService(engine: audio, ports: engine, sink: handle), worker: worker, stateWriter: stateWriter,
+            attachments: AttachmentService(engine: audio, ports: engine, sink: handle, voice: config.voice), worker: worker, stateWriter: stateWriter,
             archive: archive, meters: meters)
         let triggers = TakeTriggerFeature(
             host: coordinator, config: config, engine: engine, recorders: recorders, events: handle)

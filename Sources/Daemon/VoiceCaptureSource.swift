@@ -75,15 +75,17 @@ final class VoiceCaptureSource: SampleSource, @unchecked Sendable {
 
     /// Control thread: `capture` over the tap whose `reference` is given.
     init(
-        capture: TapSource, reference: CaptureTap, processing: CaptureProcessing, sampleRate: Int,
-        echoPathDelayMilliseconds: Int?, continuing: Bool = false
+        capture: TapSource, reference: CaptureTap, processing: CaptureProcessing,
+        echoSuppression: EchoSuppressionSetting, sampleRate: Int, echoPathDelayMilliseconds: Int?,
+        continuing: Bool = false
     ) {
         self.continuing = continuing
         self.capture = capture
         farEnd = FarEnd(reference)
         self.sampleRate = sampleRate
         self.echoPathDelayMilliseconds = echoPathDelayMilliseconds
-        features = VoiceProcessingFeatures(processing, echoPathKnown: echoPathDelayMilliseconds != nil)
+        features = VoiceProcessingFeatures(
+            processing, echoPathKnown: echoPathDelayMilliseconds != nil, suppression: echoSuppression)
     }
 
     /// Any thread: the added latency in seconds, once the processor is made.
@@ -256,14 +258,20 @@ struct VoiceSetup {
     /// JACK's playback latency of the output plus capture latency of the input, in ms; nil
     /// when JACK knows neither (ports connected to other clients, not to a device).
     var echoPathDelayMilliseconds: Int?
+    /// `[voice] echo_suppression`.
+    var echoSuppression: EchoSuppressionSetting
 
     /// The setup for a recorder of `inputGroup` in `context`; nil when its capture is not
     /// processed or its route has no output the engine plays to.
-    init?(_ context: RecordingContext, inputGroup: String, engine: any RecorderEngine, ports: any EnginePorts) {
+    init?(
+        _ context: RecordingContext, inputGroup: String, engine: any RecorderEngine, ports: any EnginePorts,
+        echoSuppression: EchoSuppressionSetting
+    ) {
         guard context.processing != .none, let port = context.referencePort,
             let output = ports.output(port: port)
         else { return nil }
         processing = context.processing
+        self.echoSuppression = echoSuppression
         outputGroup = output.group
         echoPathDelayMilliseconds = Self.echoPathDelayMilliseconds(
             outputSeconds: engine.latencySeconds(ofGroup: output.group),
@@ -285,7 +293,7 @@ struct VoiceSetup {
     {
         guard let reference = tap.reference else { return nil }
         return VoiceCaptureSource(
-            capture: capture, reference: reference, processing: processing, sampleRate: sampleRate,
-            echoPathDelayMilliseconds: echoPathDelayMilliseconds, continuing: continuing)
+            capture: capture, reference: reference, processing: processing, echoSuppression: echoSuppression,
+            sampleRate: sampleRate, echoPathDelayMilliseconds: echoPathDelayMilliseconds, continuing: continuing)
     }
 }

@@ -23,7 +23,9 @@ public struct VoiceProcessingFeatures: OptionSet, Sendable, Hashable {
     public static let delayAgnostic = Self(rawValue: UInt32(RECD_APM_DELAY_AGNOSTIC))
     /// The echo canceller's 128 ms filter instead of 48 ms.
     public static let extendedFilter = Self(rawValue: UInt32(RECD_APM_EXTENDED_FILTER))
-    /// The echo canceller's non-linear suppression at level low or high instead of moderate.
+    /// The echo canceller's suppression of what its filter left, at level low or high instead of
+    /// moderate (WebRTC's AEC: its non-linear processor's level; SpeexDSP's: see
+    /// `.speexEchoCanceller`).
     public static let suppressionLow = Self(rawValue: UInt32(RECD_APM_SUPPRESSION_LOW))
     public static let suppressionHigh = Self(rawValue: UInt32(RECD_APM_SUPPRESSION_HIGH))
     /// The mobile echo canceller (AECM) instead of the AEC.
@@ -32,8 +34,11 @@ public struct VoiceProcessingFeatures: OptionSet, Sendable, Hashable {
     public static let noiseSuppressionLow = Self(rawValue: UInt32(RECD_APM_NOISE_LOW))
     public static let noiseSuppressionModerate = Self(rawValue: UInt32(RECD_APM_NOISE_MODERATE))
     /// Echo cancellation by SpeexDSP's canceller (its adaptive filter and residual echo
-    /// suppressor) instead of WebRTC's; the rest (noise suppression, gain control, high-pass)
-    /// stays WebRTC's, after it.
+    /// suppressor) instead of WebRTC's AEC; the rest (noise suppression, gain control,
+    /// high-pass) stays WebRTC's, after it. With `.delayAgnostic` the reference is not held
+    /// back and the 128 ms filter must hold the whole path; `.extendedFilter` is WebRTC's only.
+    /// The suppression levels map to the suppressor's most (far end alone / both talking):
+    /// low -30/-6 dB, moderate (SpeexDSP's defaults) -40/-15 dB, high -50/-25 dB.
     public static let speexEchoCanceller = Self(rawValue: 1 << 16)
     /// What the WebRTC module is made with: the AEC left out when SpeexDSP cancels.
     var webRTCFeatures: UInt32 {
@@ -41,11 +46,14 @@ public struct VoiceProcessingFeatures: OptionSet, Sendable, Hashable {
         return subtracting([.speexEchoCanceller, .echoCancellation]).rawValue
     }
 
-    /// AVAudioSession's voiceChat and videoChat: echo cancellation, noise suppression, gain
-    /// control, and the high-pass filter that goes with them.
-    public static let voiceChat: Self = [.echoCancellation, .noiseSuppression, .gainControl, .highPassFilter]
-    /// `prefersEchoCancelledInput`: echo cancellation without the rest.
-    public static let echoCancellationOnly: Self = [.echoCancellation]
+    /// AVAudioSession's voiceChat and videoChat: echo cancellation (SpeexDSP's), noise
+    /// suppression and the high-pass filter that goes with it. Not gain control: on the
+    /// double-talk suite it lifted what is left of the echo by about 14 dB (ERLE 35 to 21 dB) and,
+    /// lowered while the far end talks, took 1.3-1.7 s to give the near talker their level back
+    /// (docs/voice-processing.md, "Double talk").
+    public static let voiceChat: Self = [.echoCancellation, .speexEchoCanceller, .noiseSuppression, .highPassFilter]
+    /// `prefersEchoCancelledInput`: echo cancellation (SpeexDSP's) without the rest.
+    public static let echoCancellationOnly: Self = [.echoCancellation, .speexEchoCanceller]
 }
 
 /// Echo cancellation, noise suppression and gain control of a capture stream against a
@@ -322,8 +330,9 @@ public final class VoiceProcessor {
         return (Int(enhancement), Int(returnLoss))
     }
 
-    /// SpeexDSP's canceller for one capture channel: a 128 ms filter, the reference held back
-    /// by the told delay less 10 ms (up to 500 ms).
+    /// SpeexDSP's canceller for one capture channel: a 128 ms filter (256 ms converged slower:
+    /// ERLE 35 dB instead of 45 in the dry room), the reference held back by the told delay less
+    /// 10 ms (up to 500 ms), so the filter starts a little before the direct sound.
     static func makeSpeex(
         sampleRate: Int, chunkFrames: Int, referenceChannels: Int, features: VoiceProcessingFeatures
     ) -> SpeexEchoCanceller? {

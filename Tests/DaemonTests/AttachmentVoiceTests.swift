@@ -4,6 +4,7 @@
 // stays fixed) and writes every frame into the ring the process callback reads.
 import Glibc
 import SessionPolicy
+import SystemSupport
 import Testing
 
 @testable import AudioEngine
@@ -102,8 +103,8 @@ struct AttachmentVoiceTests {
         feeder.feed(4)
         let processed = ProcessedCapture(tap: feeder.tap, portChannels: [0], slackFrames: 256)
         let voice = AttachmentVoice(
-            processed: processed, processing: .echoCancellation, sampleRate: 48_000, periodFrames: 256,
-            echoPathDelayMilliseconds: nil)
+            processed: processed, processing: .echoCancellation, echoSuppression: VoiceSection().echoSuppression,
+            sampleRate: 48_000, periodFrames: 256, echoPathDelayMilliseconds: nil)
         defer { voice.stop(wait: true) }
         let ring = processed.state.pointee.ring
         func settle(at frames: Int) -> Int {
