@@ -25,8 +25,10 @@ struct VoiceBench {
         let rate = 48_000
         let period = 256
         let cases: [(String, VoiceProcessingFeatures)] = [
-            ("echo cancellation", .echoCancellationOnly),
-            ("voiceChat (AEC, NS, AGC, high-pass)", .voiceChat),
+            ("echo cancellation (SpeexDSP)", .echoCancellationOnly),
+            ("voiceChat (SpeexDSP's canceller, NS, high-pass)", .voiceChat),
+            ("before: echo cancellation (WebRTC AEC)", [.echoCancellation]),
+            ("before: voiceChat (WebRTC AEC, NS, AGC, high-pass)", [.echoCancellation, .noiseSuppression, .gainControl, .highPassFilter]),
         ]
         print("| processing | channels | CPU % of one core per channel | µs per channel per 10 ms | latency ms |")
         print("|---|---:|---:|---:|---:|")
