@@ -51,7 +51,8 @@ func summary(_ name: String, ratio: Double, _ figures: [DoubleTalkFigures]) -> S
     let latencies = Set(figures.map { $0.latencyFrames * 1_000 / DoubleTalkSuite.sampleRate })
     let columns = [
         name, "\(text(ratio)) dB", "\(text(figures.map(\.erle).min()!)) dB",
-        "\(text(mean)), \(text(figures.map(\.doubleTalk).min()!)) dB", "\(text(figures.map(\.doubleTalkWorst).min()!)) dB",
+        "\(text(mean)), \(text(figures.map(\.doubleTalk).min()!)) dB",
+        "\(text(figures.map(\.doubleTalkWorst).min()!)) dB",
         "\(text(returns.max()!)) s", "\(text(figures.map(\.leakage).max()!)) dB",
         "\(text(figures.map(\.nearAlone).min()!))…\(text(figures.map(\.nearAlone).max()!)) dB",
         "\(latencies.sorted().map { "\($0)" }.joined(separator: "/")) ms", "\(text(cpu)) %",
@@ -96,16 +97,20 @@ struct DoubleTalkBench {
         }
         var results: [String: [(DoubleTalkCase, DoubleTalkFigures)]] = [:]
         var refused: [String: String] = [:]
-        let header = "| configuration | near/echo | ERLE far end alone (min) | near end in double talk (mean of cases, worst case) | worst 0.5 s | back within 1 dB (worst) | echo leakage in double talk (worst) | near end alone | latency | CPU per channel |\n|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
+        let header =
+            "| configuration | near/echo | ERLE far end alone (min) | near end in double talk (mean of cases, worst case) | worst 0.5 s | back within 1 dB (worst) | echo leakage in double talk (worst) | near end alone | latency | CPU per channel |\n|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
         if detail { print(header) }
         for test in cases {
             let signals = DoubleTalkSuite.Signals(test)
             for (name, features) in chosen where refused[name] == nil {
                 do {
-                    let result = try DoubleTalkSuite.measure(signals, canceller: DoubleTalkSuite.voiceProcessor(features))
+                    let result = try DoubleTalkSuite.measure(
+                        signals, canceller: DoubleTalkSuite.voiceProcessor(features))
                     results[name, default: []].append((test, result))
                     if detail {
-                        print("| \(name) | \(test) | \(text(result.erle)) | \(text(result.doubleTalk)) | \(text(result.doubleTalkWorst)) | \(result.returnSeconds.map { text($0) + " s" } ?? "never") | \(text(result.leakage)) | \(text(result.nearAlone)) | | |")
+                        print(
+                            "| \(name) | \(test) | \(text(result.erle)) | \(text(result.doubleTalk)) | \(text(result.doubleTalkWorst)) | \(result.returnSeconds.map { text($0) + " s" } ?? "never") | \(text(result.leakage)) | \(text(result.nearAlone)) | | |"
+                        )
                     }
                 } catch {
                     refused[name] = "\(error)"

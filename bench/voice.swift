@@ -28,7 +28,10 @@ struct VoiceBench {
             ("echo cancellation (SpeexDSP)", .echoCancellationOnly),
             ("voiceChat (SpeexDSP's canceller, NS, high-pass)", .voiceChat),
             ("before: echo cancellation (WebRTC AEC)", [.echoCancellation]),
-            ("before: voiceChat (WebRTC AEC, NS, AGC, high-pass)", [.echoCancellation, .noiseSuppression, .gainControl, .highPassFilter]),
+            (
+                "before: voiceChat (WebRTC AEC, NS, AGC, high-pass)",
+                [.echoCancellation, .noiseSuppression, .gainControl, .highPassFilter]
+            ),
         ]
         print("| processing | channels | CPU % of one core per channel | µs per channel per 10 ms | latency ms |")
         print("|---|---:|---:|---:|---:|")

@@ -94,7 +94,10 @@ final class AttachmentService {
     /// `[voice]`: how processed captures treat the echo.
     private let voice: VoiceSection
 
-    init(engine: any AttachmentEngine, ports: any EnginePorts, sink: any ServiceSink, voice: VoiceSection = VoiceSection()) {
+    init(
+        engine: any AttachmentEngine, ports: any EnginePorts, sink: any ServiceSink,
+        voice: VoiceSection = VoiceSection()
+    ) {
         self.voice = voice
         self.engine = engine
         self.ports = ports

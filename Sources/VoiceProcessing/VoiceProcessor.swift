@@ -151,9 +151,14 @@ public final class VoiceProcessor {
         var speex: [SpeexEchoCanceller] = []
         if features.contains(.speexEchoCanceller) {
             for _ in 0..<captureChannels {
-                guard let canceller = Self.makeSpeex(sampleRate: sampleRate, chunkFrames: chunk, referenceChannels: referenceChannels, features: features) else {
+                guard
+                    let canceller = Self.makeSpeex(
+                        sampleRate: sampleRate, chunkFrames: chunk, referenceChannels: referenceChannels,
+                        features: features)
+                else {
                     recd_apm_destroy(module)
-                    throw VoiceProcessingError(.badParameter, message: "SpeexDSP's echo canceller could not start at \(sampleRate) Hz")
+                    throw VoiceProcessingError(
+                        .badParameter, message: "SpeexDSP's echo canceller could not start at \(sampleRate) Hz")
                 }
                 speex.append(canceller)
             }
@@ -298,10 +303,13 @@ public final class VoiceProcessor {
         staged = 0
         var failure: VoiceProcessingError?
         if !speex.isEmpty {
-            let delay = features.contains(.delayAgnostic) ? 0 : max(0, echoPathDelayMilliseconds - 10) * sampleRate / 1_000
+            let delay =
+                features.contains(.delayAgnostic) ? 0 : max(0, echoPathDelayMilliseconds - 10) * sampleRate / 1_000
             for channel in 0..<captureChannels {
                 speex[channel].referenceDelayFrames = delay
-                speex[channel].process(capture: captureChunk + channel * chunkFrames, reference: UnsafeMutablePointer(mutating: referencePointers))
+                speex[channel].process(
+                    capture: captureChunk + channel * chunkFrames,
+                    reference: UnsafeMutablePointer(mutating: referencePointers))
             }
         }
         let reverse = recd_apm_process_reverse(module, referencePointers)
@@ -337,7 +345,8 @@ public final class VoiceProcessor {
         sampleRate: Int, chunkFrames: Int, referenceChannels: Int, features: VoiceProcessingFeatures
     ) -> SpeexEchoCanceller? {
         let (suppression, active): (Int32, Int32) =
-            features.contains(.suppressionLow) ? (-30, -6) : features.contains(.suppressionHigh) ? (-50, -25) : (-40, -15)
+            features.contains(.suppressionLow)
+            ? (-30, -6) : features.contains(.suppressionHigh) ? (-50, -25) : (-40, -15)
         return SpeexEchoCanceller(
             sampleRate: sampleRate, chunkFrames: chunkFrames, referenceChannels: referenceChannels,
             filterFrames: sampleRate * 128 / 1_000, maximumDelayFrames: sampleRate / 2, suppression: suppression,

@@ -41,7 +41,10 @@ public struct DoubleTalkCase: Sendable, CustomStringConvertible {
             for ratio in [-6.0, 0, 6] {
                 for delay in [0.010, 0.030, 0.060, 0.120] {
                     for reverberant in [false, true] {
-                        cases.append(.init(nearToEchoDecibels: ratio, delaySeconds: delay, reverberant: reverberant, period: period))
+                        cases.append(
+                            .init(
+                                nearToEchoDecibels: ratio, delaySeconds: delay, reverberant: reverberant, period: period
+                            ))
                     }
                 }
             }
@@ -160,7 +163,9 @@ public enum DoubleTalkSuite {
     }
 
     public static func measure(_ signals: Signals, canceller: Canceller) throws -> DoubleTalkFigures {
-        let (test, farEnd, echo, near, capture) = (signals.test, signals.farEnd, signals.echo, signals.near, signals.capture)
+        let (test, farEnd, echo, near, capture) = (
+            signals.test, signals.farEnd, signals.echo, signals.near, signals.capture
+        )
         let doubleTalk = nearStart..<farStop
         let run = try canceller(capture, farEnd, test.delaySeconds, test.period)
         let output = run.output
@@ -212,7 +217,8 @@ public enum DoubleTalkSuite {
         return DoubleTalkFigures(
             erle: erle, nearAlone: aloneGain, doubleTalk: projectionGain(output, near, doubleTalk) - aloneGain,
             doubleTalkWorst: worst, returnSeconds: returned,
-            leakage: decibels(power: leftover / energy(echo, nearStart..<(nearStart + (farStop - nearStart) / window * window))),
+            leakage: decibels(
+                power: leftover / energy(echo, nearStart..<(nearStart + (farStop - nearStart) / window * window))),
             latencyFrames: run.latencyFrames, cpuSeconds: run.cpuSeconds)
     }
 

@@ -18,8 +18,7 @@ struct DoubleTalkTests {
     }
 
     @Test(
-        "voiceChat told the echo path: in double talk the near end within 6 dB of its level alone (9 dB at -6 dB), "
-            + "back within 1 dB 0.3 s after the far end stops; ERLE 25 dB and more with the far end alone",
+        "voiceChat: near end in double talk within 6 dB of alone (9 at -6 dB), back in 0.3 s; ERLE 25 dB",
         arguments: cases)
     func voiceChatKeepsTheNearEnd(test: DoubleTalkCase) throws {
         let figures = try DoubleTalkSuite.measure(test, canceller: DoubleTalkSuite.voiceProcessor(.voiceChat))
@@ -31,6 +30,8 @@ struct DoubleTalkTests {
         #expect(figures.erle >= 25, "ERLE with the far end alone \(figures.erle) dB")
         #expect(figures.doubleTalk >= bound, "near end in double talk \(figures.doubleTalk) dB")
         #expect(figures.doubleTalkWorst >= bound, "near end's worst half second \(figures.doubleTalkWorst) dB")
-        #expect((figures.returnSeconds ?? .infinity) <= 0.3, "back within 1 dB after \(String(describing: figures.returnSeconds))")
+        #expect(
+            (figures.returnSeconds ?? .infinity) <= 0.3,
+            "back within 1 dB after \(String(describing: figures.returnSeconds))")
     }
 }
