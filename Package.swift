@@ -72,10 +72,12 @@ let package = Package(
             name: "Codec", dependencies: ["Platform", "CFLAC", "CSndfile", "CSoxr", "CEbur128"],
             swiftSettings: optimizedInDebug),
         // Voice processing for voiceChat/videoChat capture: echo cancellation against a far-end
-        // reference, noise suppression, gain control (WebRTC's module through CWebRTCAudioProcessing),
-        // in blocks of any size at a fixed added latency. No JACK: it runs on a worker thread.
+        // reference (SpeexDSP's canceller through CSpeexDSP), noise suppression and gain control
+        // (WebRTC's module through CWebRTCAudioProcessing), in blocks of any size at a fixed added
+        // latency. No JACK: it runs on a worker thread.
         .target(
-            name: "VoiceProcessing", dependencies: ["CWebRTCAudioProcessing", "CSpeexDSP"], swiftSettings: optimizedInDebug),
+            name: "VoiceProcessing", dependencies: ["CWebRTCAudioProcessing", "CSpeexDSP"],
+            swiftSettings: optimizedInDebug),
         // The FLAC archive: crash-safe segments, rotation, recovery, retention, the SQLite index.
         .target(name: "Archive", dependencies: ["Platform", "Codec", "CSQLite", "SessionPolicy", "ArchiveProof"]),
         // The archive's proof: SHA-256 hash chains per stream per day, the box's Ed25519 key, and

@@ -419,7 +419,8 @@ final class AttachmentService {
                 handle, inputGroup: wanted.inputGroup, referenceOutputGroup: wanted.outputGroup, slackFrames: period)
             attachment.voice = AttachmentVoice(
                 processed: processed, processing: wanted.processing, echoSuppression: voice.echoSuppression,
-                sampleRate: rate, periodFrames: period, echoPathDelayMilliseconds: VoiceSetup.echoPathDelayMilliseconds(
+                sampleRate: rate, periodFrames: period,
+                echoPathDelayMilliseconds: VoiceSetup.echoPathDelayMilliseconds(
                     outputSeconds: engine.latencySeconds(ofGroup: wanted.outputGroup),
                     inputSeconds: engine.latencySeconds(ofGroup: wanted.inputGroup)))
             Log.info(

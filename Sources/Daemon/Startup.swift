@@ -317,7 +317,8 @@ extension Recd {
             config: config, store: store, startedAt: startedAt, link: link, events: frontEnd, engine: engine,
             players: players, recorders: recorders, monitoring: monitoring,
             devices: DeviceService(bindings: bindings, engine: engine),
-            attachments: AttachmentService(engine: audio, ports: engine, sink: handle, voice: config.voice), worker: worker, stateWriter: stateWriter,
+            attachments: AttachmentService(engine: audio, ports: engine, sink: handle, voice: config.voice),
+            worker: worker, stateWriter: stateWriter,
             archive: archive, meters: meters)
         let triggers = TakeTriggerFeature(
             host: coordinator, config: config, engine: engine, recorders: recorders, events: handle)
