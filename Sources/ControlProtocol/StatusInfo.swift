@@ -13,10 +13,14 @@ public struct StatusInfo: ReplyObject {
         public var socket: String?
         public var stateDir: String?
         public var archiveDir: String?
+        /// The web accounts file and the HTTP listener's certificate (configured, or their
+        /// places in the state directory), for `recctl web`. nil from a recd older than these keys.
+        public var httpUsersFile: String?
+        public var httpCertificate: String?
 
         public init(
             version: String, protocolVersion: Int, pid: Int, uptime: Double?, config: String?, socket: String?,
-            stateDir: String?, archiveDir: String?
+            stateDir: String?, archiveDir: String?, httpUsersFile: String? = nil, httpCertificate: String? = nil
         ) {
             self.version = version
             self.protocolVersion = protocolVersion
@@ -26,6 +30,8 @@ public struct StatusInfo: ReplyObject {
             self.socket = socket
             self.stateDir = stateDir
             self.archiveDir = archiveDir
+            self.httpUsersFile = httpUsersFile
+            self.httpCertificate = httpCertificate
         }
 
         public var json: JSONValue {
@@ -33,6 +39,7 @@ public struct StatusInfo: ReplyObject {
                 "version": .string(version), "protocol": .number(Double(protocolVersion)),
                 "pid": .number(Double(pid)), "uptime": JSONValue(uptime), "config": JSONValue(config),
                 "socket": JSONValue(socket), "stateDir": JSONValue(stateDir), "archiveDir": JSONValue(archiveDir),
+                "httpUsersFile": JSONValue(httpUsersFile), "httpCertificate": JSONValue(httpCertificate),
             ]
         }
 
@@ -42,7 +49,8 @@ public struct StatusInfo: ReplyObject {
                 version: try f.string("version"), protocolVersion: try f.int("protocol"), pid: try f.int("pid"),
                 uptime: try f.optionalDouble("uptime"), config: try f.optionalString("config"),
                 socket: try f.optionalString("socket"), stateDir: try f.optionalString("stateDir"),
-                archiveDir: try f.optionalString("archiveDir"))
+                archiveDir: try f.optionalString("archiveDir"), httpUsersFile: try f.optionalString("httpUsersFile"),
+                httpCertificate: try f.optionalString("httpCertificate"))
         }
     }
 
