@@ -111,26 +111,7 @@ enum ArchiveProofCommands {
                     ("chains", .number(Double(report.chains))), ("signedChains", .number(Double(report.signedChains))),
                     ("beingRecorded", .array(report.beingRecorded.map { .string($0) })),
                     ("againstRecord", .bool(report.againstRecord)), ("key", .string(key.text)), ("findings", findings),
-                    (
-                        "timeStamps",
-                        .object([
-                            ("tokens", .number(Double(stamps.tokens))), ("trusted", .number(Double(stamps.trusted))),
-                            ("roots", .string(roots)),
-                            (
-                                "segments",
-                                .array(
-                                    stamps.covered.map {
-                                        .object([
-                                            ("path", .string($0.path)), ("entry", .number(Double($0.entry))),
-                                            ("existedBefore", .string(TimeStampProof.utc($0.before))),
-                                            ("existedBeforeUnix", .number(Double($0.before))),
-                                            ("token", .string($0.token)), ("tsa", .string($0.signer)),
-                                        ])
-                                    })
-                            ),
-                            ("notStamped", .array(stamps.uncovered.map { .string($0) })),
-                        ])
-                    ),
+                    ("timeStamps", stamps.json(roots: roots)),
                 ]
                 ).jsonText)
         } else {

@@ -6,6 +6,7 @@
 // that does not hold is named and proves nothing. Tokens are read as the caller, through no link,
 // regular files of at most 64 KiB.
 import ArchiveProof
+import ControlProtocol
 import Glibc
 import PKI
 import Platform
@@ -29,6 +30,24 @@ struct TimeStampProofReport {
     var trusted = 0
     /// Segments in the range no trusted token covers yet.
     var uncovered: [String] = []
+
+    /// `prove --json`'s `timeStamps`: the counts, the roots, each covered segment's time.
+    func json(roots: String) -> JSONValue {
+        let segments: [JSONValue] = covered.map { segment in
+            let fields: [(String, JSONValue)] = [
+                ("path", .string(segment.path)), ("entry", .number(Double(segment.entry))),
+                ("existedBefore", .string(TimeStampProof.utc(segment.before))),
+                ("existedBeforeUnix", .number(Double(segment.before))), ("token", .string(segment.token)),
+                ("tsa", .string(segment.signer)),
+            ]
+            return .object(fields)
+        }
+        let fields: [(String, JSONValue)] = [
+            ("tokens", .number(Double(tokens))), ("trusted", .number(Double(trusted))), ("roots", .string(roots)),
+            ("segments", .array(segments)), ("notStamped", JSONValue(uncovered)),
+        ]
+        return .object(fields)
+    }
 }
 
 enum TimeStampProof {

@@ -53,7 +53,8 @@ enum ConfigSectionKind: String, CaseIterable {
         case .port: ["jack", "jack_in", "jack_out", "capabilities"]
         case .session: ["options"]
         case .webGroup: ["feeds"]
-        case .daemon, .jack, .archive, .policy, .http, .replicate, .evidence: []
+        case .evidence: ["tsa_url"]
+        case .daemon, .jack, .archive, .policy, .http, .replicate: []
         }
     }
 

@@ -284,6 +284,13 @@ struct TimeStampEndToEndTests {
             let mode = try FileManager.default.attributesOfItem(atPath: path)[.posixPermissions] as? Int
             #expect(mode == 0o644)
         }
+        // The oracle's words, for the record (docs/archive-proof.md shows them).
+        let shown = logger.archive + "/" + chain + ".\(tokens[0]).tsr"
+        let text = try runTool("openssl", ["ts", "-reply", "-in", shown, "-text"])
+        print("openssl ts -verify -digest \(entries[tokens[0] - 1].hash.hex) -in \(shown) -CAfile \(tsa.roots)")
+        print(try opensslVerifies(token: shown, entry: entries[tokens[0] - 1], roots: tsa.roots).stdout)
+        print("openssl ts -reply -in \(shown) -text\n\(text.stdout)")
+        print("chain line \(tokens[0]): \(entries[tokens[0] - 1].line)")
 
         // prove, as recctl asks recd for its archive and its tsa_ca_file.
         let proved = try logger.daemon.recctl("--json", "archive", "prove")
@@ -300,6 +307,7 @@ struct TimeStampEndToEndTests {
         #expect(before >= start.rounded(.down) && before <= Date().timeIntervalSince1970, "\(before) vs START \(start)")
         let words = try logger.daemon.recctl("archive", "prove", "--dir", logger.archive, "--tsa-ca", tsa.roots)
         #expect(words.status == 0)
+        print(words.stdout)
         #expect(words.stdout.contains("time-stamped: \(entries[0].path) existed before "), "\(words.stdout)")
 
         // Forgeries, each put in place of a good token in turn and named by prove.
