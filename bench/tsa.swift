@@ -46,7 +46,8 @@ struct TimeStampBench {
         print(
             "| a stamp: query, HTTP exchange with a local TSA, answer checked, token written "
                 + "| \(fixed(median(total) * 1e3, 3)) ms | \(fixed(median(wall) * 1e3, 1)) ms |")
-        print("| of it, the answer's check (signature, chain, imprint, nonce) | \(fixed(median(checks) * 1e3, 3)) ms | |")
+        print(
+            "| of it, the answer's check (signature, chain, imprint, nonce) | \(fixed(median(checks) * 1e3, 3)) ms | |")
         print("| of it, the query | \(fixed(median(queries) * 1e6, 1)) µs | |")
     }
 

@@ -150,7 +150,8 @@ final class TimeStampService: SegmentFeature, DaemonFeature, @unchecked Sendable
         if inFlight?.chain == chain, wait.advancedDuringAttempt == nil { wait.advancedDuringAttempt = now }
         chains[chain] = wait
         // The stream's earlier days are over: their last heads are stamped now.
-        for (other, earlier) in chains where earlier.app == record.app && earlier.stream == record.stream
+        for (other, earlier) in chains
+        where earlier.app == record.app && earlier.stream == record.stream
             && earlier.day < day && !earlier.closed
         {
             chains[other]?.closed = true
@@ -184,11 +185,12 @@ final class TimeStampService: SegmentFeature, DaemonFeature, @unchecked Sendable
                 && (wait.closed || wait.lastStamped.map { now - $0 >= settings.tsaIntervalSeconds } ?? true)
         }
         guard
-            let (chain, wait) = due.min(by: {
+            let next = due.min(by: {
                 ($0.value.unstampedSince ?? 0, $0.key) < ($1.value.unstampedSince ?? 0, $1.key)
             })
         else { return }
-        inFlight = (chain, wait.generation)
+        let chain = next.key
+        inFlight = (chain, next.value.generation)
         let stamper = stamper
         worker.submit(for: nil, { _ in stamper.stamp(chain: chain) }) { [weak self] outcome in
             self?.finished(chain, outcome)

@@ -74,7 +74,8 @@ enum TimeStampProof {
                 guard let count = Int(middle), String(count) == middle, count >= 1 else {
                     result.findings.append(
                         .badTimeStamp(
-                            path: relative, reason: "not named \(FileSystem.fileName(of: chain)).ENTRIES\(tokenSuffix)"))
+                            path: relative, reason: "not named \(FileSystem.fileName(of: chain)).ENTRIES\(tokenSuffix)")
+                    )
                     continue
                 }
                 guard let entry = bySequence[count] else {

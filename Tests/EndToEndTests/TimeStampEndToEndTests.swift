@@ -149,7 +149,8 @@ private final class TestTSA: @unchecked Sendable {
             answered = Int(((try? String(contentsOfFile: ready, encoding: .utf8)) ?? "").trimmed) ?? 0
             return answered > 0
         }
-        try #require(answered > 0, "the TSA did not start: \((try? String(contentsOfFile: log, encoding: .utf8)) ?? "")")
+        try #require(
+            answered > 0, "the TSA did not start: \((try? String(contentsOfFile: log, encoding: .utf8)) ?? "")")
         port = answered
     }
 
@@ -322,7 +323,8 @@ struct TimeStampEndToEndTests {
         try TestTSA.makeAuthority(in: stranger, name: "stranger TSA")
         let untrusted = try TestTSA.token(in: stranger, digest: entry.hash.hex)
         try TestTSA.signTSA(in: tsa.directory, output: tsa.directory + "/expired.pem", daysAgo: 400)
-        let expired = try TestTSA.token(in: tsa.directory, digest: entry.hash.hex, signer: tsa.directory + "/expired.pem")
+        let expired = try TestTSA.token(
+            in: tsa.directory, digest: entry.hash.hex, signer: tsa.directory + "/expired.pem")
         let forgeries: [(String, Data, String)] = [
             ("a token for another hash", other, "imprint mismatch"),
             ("an edited token", edited, "signature failure"),
@@ -341,7 +343,7 @@ struct TimeStampEndToEndTests {
                 $0["kind"]?.stringValue == "badTimeStamp" && $0["name"]?.stringValue == chain + ".\(tokens[1]).tsr"
             }
             #expect(named != nil, "\(what) is named: \(findings)")
-            #expect(named?["message"]?.stringValue?.contains(reason) == true, "\(what): \(named?["message"] ?? nil)")
+            #expect(named?["message"]?.stringValue?.contains(reason) == true, "\(what): \(String(describing: named))")
             // Never trusted: the segments it alone would cover take the next token's time.
             let covered = result.json?["timeStamps"]?["segments"]?.arrayValue ?? []
             #expect(!covered.contains { $0["token"]?.stringValue == chain + ".\(tokens[1]).tsr" }, "\(what)")
@@ -350,7 +352,8 @@ struct TimeStampEndToEndTests {
         // A link at a token's name is not followed: named, not read through.
         try FileManager.default.removeItem(atPath: victim)
         try FileManager.default.createSymbolicLink(atPath: victim, withDestinationPath: tsa.directory + "/ca.pem")
-        let linked = try logger.daemon.recctl("--json", "archive", "prove", "--dir", logger.archive, "--tsa-ca", tsa.roots)
+        let linked = try logger.daemon.recctl(
+            "--json", "archive", "prove", "--dir", logger.archive, "--tsa-ca", tsa.roots)
         #expect(linked.status == 1)
         #expect(
             (linked.json?["findings"]?.arrayValue ?? []).contains {
@@ -411,7 +414,7 @@ struct TimeStampEndToEndTests {
         let entries = try logger.entries(chain)
         var previousEnd: Double?
         for entry in entries where entry.kind == .segment {
-            let start = try #require(chainSeconds(entry.start), entry.start)
+            let start = try #require(chainSeconds(entry.start), "\(entry.start)")
             let path = logger.archive + "/" + entry.path
             let rate = try #require(Double(try runTool("metaflac", ["--show-sample-rate", path]).stdout.trimmed))
             if let previousEnd {
