@@ -7,6 +7,7 @@
 // regular files of at most 64 KiB.
 import ArchiveProof
 import ControlProtocol
+import Foundation
 import Glibc
 import PKI
 import Platform
@@ -65,9 +66,10 @@ enum TimeStampProof {
             let prefix = FileSystem.fileName(of: chain) + "."
             // The earliest trusted time per entry count a token covers.
             var trusted: [(entries: Int, time: Int64, token: String, signer: String)] = []
-            for file in FileSystem.files(under: dayPath, withSuffix: tokenSuffix).sorted()
-            where FileSystem.directoryName(of: file) == dayPath && FileSystem.fileName(of: file).hasPrefix(prefix) {
-                let name = FileSystem.fileName(of: file)
+            // Every name, links and FIFOs too: what is not a regular file is named, not passed over.
+            let names = (try? FileManager.default.contentsOfDirectory(atPath: dayPath)) ?? []
+            for name in names.sorted() where name.hasPrefix(prefix) && name.hasSuffix(tokenSuffix) {
+                let file = dayPath + "/" + name
                 let relative = ChainLayout.relative(file, to: root) ?? name
                 result.tokens += 1
                 let middle = name.dropFirst(prefix.count).dropLast(tokenSuffix.count)
