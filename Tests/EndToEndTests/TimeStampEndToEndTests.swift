@@ -372,6 +372,14 @@ struct TimeStampEndToEndTests {
         "the TSA gone while recording: no gap and no delay in the segments, the backlog in status, /metrics and health; stamped within an interval of its return"
     )
     func outageNeverTouchesTheRecording() throws {
+        // A gap the JACK server made (an xrun of its own: a starved dummy driver) is not the
+        // TSA's doing: measured again, as the other gapless tests do, when JACK reported any.
+        let gaps = try withoutXruns { () throws -> (result: [String], xruns: Int) in try outage() }
+        #expect(gaps.isEmpty, "\(gaps.joined(separator: "\n"))")
+    }
+
+    /// One recording with the TSA gone for a while; the gaps found in its segments.
+    private func outage() throws -> (result: [String], xruns: Int) {
         let interval = 2.0
         let tsa = try TestTSA()
         let logger = try StampedLogger(tsa: tsa, interval: Int(interval))
@@ -420,17 +428,21 @@ struct TimeStampEndToEndTests {
         // frame for frame.
         let entries = try logger.entries(chain)
         var previousEnd: Double?
+        var gaps: [String] = []
         for entry in entries where entry.kind == .segment {
             let start = try #require(chainSeconds(entry.start), "\(entry.start)")
             let path = logger.archive + "/" + entry.path
             let rate = try #require(Double(try runTool("metaflac", ["--show-sample-rate", path]).stdout.trimmed))
-            if let previousEnd {
-                // START is the recording's start plus the frames written: sample-exact when gapless.
-                #expect(abs(start - previousEnd) < 0.001, "\(entry.path) starts \(start - previousEnd) s off")
+            // START is the recording's start plus the frames written: sample-exact when gapless.
+            if let previousEnd, abs(start - previousEnd) >= 0.001 {
+                gaps.append("\(entry.path) starts \(start - previousEnd) s off")
             }
             previousEnd = start + Double(entry.frames) / rate
             let tags = try runTool("metaflac", ["--export-tags-to=-", path])
-            #expect(!tags.stdout.contains("GAPS="), "\(entry.path): \(tags.stdout)")
+            if let line = tags.stdout.split(separator: "\n").first(where: { $0.hasPrefix("GAPS=") }) {
+                gaps.append("\(entry.path): \(line)")
+            }
         }
+        return (gaps, try logger.daemon.xruns())
     }
 }
