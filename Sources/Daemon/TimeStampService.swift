@@ -208,8 +208,9 @@ final class TimeStampService: SegmentFeature, DaemonFeature, @unchecked Sendable
                 stampsWritten += 1
                 lastSuccess = Self.wallSeconds()
                 if failures > 0 {
+                    let at = UTCTime(checkedSecondsSinceEpoch: time, nanoseconds: 0)?.iso8601 ?? String(time)
                     Log.notice(
-                        "time-stamps: \(chain) stamped up to entry \(entries) at \(UTCTime(checkedSecondsSinceEpoch: time, nanoseconds: 0)?.iso8601 ?? String(time)) "
+                        "time-stamps: \(chain) stamped up to entry \(entries) at \(at) "
                             + "after \(Readable.count(failures, "failed attempt"))")
                 }
             }

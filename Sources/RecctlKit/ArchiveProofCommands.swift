@@ -123,7 +123,8 @@ enum ArchiveProofCommands {
             }
             if stamps.tokens > 0 || !stamps.covered.isEmpty {
                 print(
-                    "time-stamps: \(stamps.trusted) of \(Readable.count(stamps.tokens, "token")) trusted (roots: \(roots)); "
+                    "time-stamps: \(stamps.trusted) of \(Readable.count(stamps.tokens, "token")) trusted "
+                        + "(roots: \(roots)); "
                         + "\(Readable.count(stamps.covered.count, "segment")) time-stamped, \(stamps.uncovered.count) "
                         + "not yet")
             }

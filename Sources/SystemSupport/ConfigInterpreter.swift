@@ -69,7 +69,8 @@ enum ConfigSectionKind: String, CaseIterable {
     }
 
     static let usage =
-        "[daemon], [jack], [archive], [policy], [http], [replicate], [evidence], [port NAME], [session APP] or [web-group NAME]"
+        "[daemon], [jack], [archive], [policy], [http], [replicate], [evidence], [port NAME], [session APP] "
+        + "or [web-group NAME]"
 }
 
 /// The keys of one section, checked for unknown and repeated keys.
