@@ -41,6 +41,8 @@ public struct RecdConfig: Sendable, Equatable {
     public var source: String
     /// `[replicate]`: off-box copies of finished segments (off without a remote).
     public var replicate = ReplicateSection()
+    /// `[evidence]`: RFC 3161 time-stamps of the chains (off without a TSA).
+    public var evidence = EvidenceSection()
     /// `[http]`.
     public var http = HTTPSection()
 

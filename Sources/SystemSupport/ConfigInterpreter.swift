@@ -7,7 +7,7 @@ import SessionPolicy
 
 /// The kinds of section a config may hold, with their keys.
 enum ConfigSectionKind: String, CaseIterable {
-    case daemon, jack, archive, policy, port, session, http, replicate
+    case daemon, jack, archive, policy, port, session, http, replicate, evidence
     /// `[web-group NAME]`: the feeds the accounts of a group may hear (`feeds`).
     case webGroup = "web-group"
 
@@ -32,6 +32,7 @@ enum ConfigSectionKind: String, CaseIterable {
             ]
         case .webGroup: ["feeds"]
         case .replicate: ReplicateSection.keys
+        case .evidence: EvidenceSection.keys
         case .port:
             [
                 "type", "direction", "jack", "jack_in", "jack_out", "channels", "capabilities",
@@ -52,6 +53,7 @@ enum ConfigSectionKind: String, CaseIterable {
         case .port: ["jack", "jack_in", "jack_out", "capabilities"]
         case .session: ["options"]
         case .webGroup: ["feeds"]
+        case .evidence: ["tsa_url"]
         case .daemon, .jack, .archive, .policy, .http, .replicate: []
         }
     }
@@ -62,12 +64,13 @@ enum ConfigSectionKind: String, CaseIterable {
         case .port: "port name"
         case .session: "app name"
         case .webGroup: "group name"
-        case .daemon, .jack, .archive, .policy, .http, .replicate: nil
+        case .daemon, .jack, .archive, .policy, .http, .replicate, .evidence: nil
         }
     }
 
     static let usage =
-        "[daemon], [jack], [archive], [policy], [http], [replicate], [port NAME], [session APP] or [web-group NAME]"
+        "[daemon], [jack], [archive], [policy], [http], [replicate], [evidence], [port NAME], [session APP] "
+        + "or [web-group NAME]"
 }
 
 /// The keys of one section, checked for unknown and repeated keys.
@@ -133,6 +136,7 @@ struct ConfigInterpreter {
     private var policy = PolicySection()
     private var http = HTTPSection()
     private var replicate = ReplicateSection()
+    private var evidence = EvidenceSection()
     private var ports: [PortDecl] = []
     private var sessions: [SessionDecl] = []
     /// Sessions' `record` fields, resolved once every port is known.
@@ -176,6 +180,7 @@ struct ConfigInterpreter {
             case .policy: readPolicy(fields)
             case .http: readHTTP(fields)
             case .replicate: replicate = Self.readReplicate(fields, in: &issues)
+            case .evidence: evidence = Self.readEvidence(fields, in: &issues)
             case .port: if let name, let port = readPort(name, fields) { ports.append(port) }
             case .session: if let name { sessions.append(readSession(name, fields)) }
             case .webGroup: if let name { http.groups[name] = fields["feeds"]?.list(in: &issues) ?? [] }
@@ -194,6 +199,7 @@ struct ConfigInterpreter {
             policy: policy, ports: ports, sessions: sessions, source: source)
         config.http = http
         config.replicate = replicate
+        config.evidence = evidence
         return config
     }
 
