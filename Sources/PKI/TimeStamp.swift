@@ -84,30 +84,7 @@ public enum TimeStampToken {
     /// A token file read back from the archive: not through a link, a regular file, at most
     /// `maxBytes`, read in pieces.
     public static func readFile(_ path: String) throws(PKIError) -> [UInt8] {
-        let file: OwnedFile
-        let status: FileStatus
-        do throws(SystemError) {
-            file = try OwnedFile(path, .readOnlyNoFollow)
-            status = try file.status()
-        } catch {
-            throw PKIError("cannot read \(path): \(error.message)")
-        }
-        guard status.kind == .regular else { throw PKIError("\(path) is not a regular file") }
-        guard status.size <= Int64(maxBytes) else {
-            throw PKIError("\(path) is over \(maxBytes / 1024) KiB: not one time-stamp token")
-        }
-        var bytes: [UInt8] = []
-        do throws(SystemError) {
-            while bytes.count <= maxBytes {
-                let piece = try file.read(count: 16 * 1024, at: Int64(bytes.count))
-                if piece.isEmpty { break }
-                bytes += piece
-            }
-        } catch {
-            throw PKIError("cannot read \(path): \(error.message)")
-        }
-        guard bytes.count <= maxBytes else { throw PKIError("\(path) grew past \(maxBytes / 1024) KiB as it was read") }
-        return bytes
+        try BoundedFile.read(path, limit: maxBytes, what: "one time-stamp token")
     }
 
     /// A SHA-256 fingerprint written by hand: 64 hex digits, with or without colons, any case;
