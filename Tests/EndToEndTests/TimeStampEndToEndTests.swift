@@ -166,16 +166,16 @@ extension String {
     fileprivate var trimmed: String { trimmingCharacters(in: .whitespacesAndNewlines) }
 }
 
-/// recd recording a deck with 1 s segments, stamped by `tsa` every `interval` seconds.
+/// recd recording a deck with 1 s segments (ChainTamperEndToEndTests' `Rotating`), stamped by
+/// `tsa` every `interval` seconds.
 private final class StampedLogger {
-    let daemon: Daemon
-    let source: SignalClient
-    let watcher: Watcher
-    var archive: String { daemon.directory + "/archive" }
+    let logger: Rotating
+    var daemon: Daemon { logger.daemon }
+    var watcher: Watcher { logger.watcher }
+    var archive: String { logger.archive }
 
     init(tsa: TestTSA, interval: Int) throws {
-        let deck = uniqueName("deck")
-        daemon = try Daemon(
+        logger = try Rotating(
             extraConfig: """
 
                 [evidence]
@@ -187,37 +187,11 @@ private final class StampedLogger {
                 [http]
                 listen = 127.0.0.1:0
 
-                """,
-            ports: ArchiveEndToEndTests.deckPorts(deck), archiveSegmentSeconds: 1)
-        source = try SignalClient([
-            "--name", deck, "play", "--ports", "out_1,out_2", "--signal", "pink", "--level", "-6",
-        ])
-        let daemon = daemon
-        #expect(
-            try eventually(timeout: 10) {
-                try daemon.recctl("--json", "routes").json?["ports"]?.arrayValue?.first?["available"] == true
-            })
-        try #require(
-            daemon.recctl("session", "set", "logger", "--category", "record", "--mic-usage", "archive").status == 0)
-        try #require(daemon.recctl("permission", "grant", "logger").status == 0)
-        watcher = try daemon.watch("logger")
-        let started = try daemon.recctl("record", "start", "logger")
-        try #require(started.status == 0, "\(started.stderr)")
+                """)
     }
-
-    deinit { source.stop() }
 
     /// The one chain (relative to the archive) once it exists.
-    func chain() throws -> String {
-        var found: [String] = []
-        _ = eventually(timeout: 15) {
-            found = FileSystem.files(under: archive, withSuffix: ".chain").compactMap {
-                ChainLayout.relative($0, to: archive)
-            }
-            return found.count == 1
-        }
-        return try #require(found.first, "one chain: \(found)")
-    }
+    func chain() throws -> String { try logger.chain(timeout: 15) }
 
     /// The chain's lines as entries.
     func entries(_ chain: String) throws -> [ChainEntry] {
@@ -237,10 +211,7 @@ private final class StampedLogger {
     }
 
     /// What the signature covers now.
-    func signedEntries(_ chain: String) -> Int {
-        let text = (try? String(contentsOfFile: archive + "/" + chain + ".sig", encoding: .utf8)) ?? ""
-        return Int(text.split(separator: "\t").dropFirst().first ?? "") ?? 0
-    }
+    func signedEntries(_ chain: String) -> Int { logger.signatureEntries(chain) }
 
     func timeStamps() throws -> JSONValue? { try daemon.recctl("--json", "status").json?["timeStamps"] }
 }
