@@ -36,6 +36,8 @@ let package = Package(
         .systemLibrary(name: "CSodium", pkgConfig: "libsodium", providers: [.apt(["libsodium-dev"])]),
         // OpenSSL's libcrypto: X.509 certificates (PKI only).
         .systemLibrary(name: "COpenSSL", pkgConfig: "libcrypto", providers: [.apt(["libssl-dev"])]),
+        // libcurl: the HTTP(S) queries to time-stamping authorities (PKI only).
+        .systemLibrary(name: "CCurl", pkgConfig: "libcurl", providers: [.apt(["libcurl4-openssl-dev"])]),
         .systemLibrary(name: "CMicroHTTPD", pkgConfig: "libmicrohttpd", providers: [.apt(["libmicrohttpd-dev"])]),
         // SpeexDSP's echo canceller and preprocessor (VoiceProcessing only).
         .systemLibrary(name: "CSpeexDSP", pkgConfig: "speexdsp", providers: [.apt(["libspeexdsp-dev"])]),
@@ -83,8 +85,9 @@ let package = Package(
         // The archive's proof: SHA-256 hash chains per stream per day, the box's Ed25519 key, and
         // checking them (libsodium). No FLAC: recctl proves an archive with it, as its caller.
         .target(name: "ArchiveProof", dependencies: ["Platform", "CSodium"]),
-        // X.509 certificates (OpenSSL): the HTTP listener's self-signed certificate and fingerprints.
-        .target(name: "PKI", dependencies: ["Platform", "COpenSSL"]),
+        // X.509 certificates (OpenSSL): the HTTP listener's self-signed certificate and fingerprints;
+        // RFC 3161 time-stamps of the chains (OpenSSL's TS API, asked over HTTP with libcurl).
+        .target(name: "PKI", dependencies: ["Platform", "COpenSSL", "CCurl"]),
         // ALSA: card discovery, jack-sense and capture-switch events (libasound's control API).
         .target(name: "Devices", dependencies: ["Platform", "CALSA"]),
         // The HTTP listener (libmicrohttpd): read-only routes, loopback or a bearer token, limits.

@@ -38,12 +38,16 @@ public enum ProofFinding: Hashable, Sendable, CustomStringConvertible {
     /// A `.partial` no recorder is writing: a crash left it and its recovery has not succeeded.
     /// Nothing proves it.
     case unproven(path: String, reason: String)
+    /// A time-stamp token beside a chain that does not hold (forged, edited, for another head,
+    /// or its TSA not trusted): it proves no time.
+    case badTimeStamp(path: String, reason: String)
 
     /// The file or chain it names.
     public var name: String {
         switch self {
         case .missing(let path, _, _), .altered(let path, _, _), .renamed(let path, _), .unchained(let path),
-            .unreadable(let path, _), .clipAltered(let path), .badProof(let path, _), .unproven(let path, _):
+            .unreadable(let path, _), .clipAltered(let path), .badProof(let path, _), .unproven(let path, _),
+            .badTimeStamp(let path, _):
             return path
         case .chainBroken(let chain, _, _), .unsigned(let chain, _), .badSignature(let chain, _),
             .rolledBack(let chain, _):
@@ -66,6 +70,7 @@ public enum ProofFinding: Hashable, Sendable, CustomStringConvertible {
         case .badProof: return "badProof"
         case .rolledBack: return "rolledBack"
         case .unproven: return "unproven"
+        case .badTimeStamp: return "badTimeStamp"
         }
     }
 
@@ -98,6 +103,8 @@ public enum ProofFinding: Hashable, Sendable, CustomStringConvertible {
             return "rolled back: \(chain): \(reason)"
         case .unproven(let path, let reason):
             return "unproven: \(path) (\(reason))"
+        case .badTimeStamp(let path, let reason):
+            return "bad time-stamp: \(path): \(reason)"
         }
     }
 }
@@ -163,6 +170,11 @@ public struct ProofReport: Hashable, Sendable {
     public var beingRecorded: [String] = []
     /// Whether the chains were checked against recd's record of what it signed (rollback).
     public var againstRecord = false
+    /// Each chain's entries as read (by its path under the root): what time-stamps are checked
+    /// against. Segment entries in the scope are `inScope`.
+    public var entriesByChain: [String: [ChainEntry]] = [:]
+    /// The segment entries in the scope, by chain.
+    public var inScope: [String: [ChainEntry]] = [:]
 
     public init(findings: [ProofFinding], segmentsProven: Int, segmentsRemoved: Int, chains: Int, signedChains: Int) {
         self.findings = findings
@@ -203,12 +215,16 @@ public enum ArchiveProver {
             chainsRead.insert(chain)
             let day = FileSystem.directoryName(of: chain)
             let entries = readChain(root: root, chain: chain, key: key, heads: heads, report: &report)
+            report.entriesByChain[chain] = entries
             for entry in entries {
                 switch entry.kind {
                 case .segment:
                     named[entry.path] = entry
                     byDigest[entry.sha256] = entry.path
-                    if scope.contains(day: day) && scope.contains(start: entry.start) { inScope.append((chain, entry)) }
+                    if scope.contains(day: day) && scope.contains(start: entry.start) {
+                        inScope.append((chain, entry))
+                        report.inScope[chain, default: []].append(entry)
+                    }
                 case .removed:
                     removed.insert(entry.path)
                 }

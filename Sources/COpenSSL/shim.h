@@ -3,6 +3,7 @@
 // OpenSSL's libcrypto, for X.509 certificates (module PKI only). Making a certificate takes a
 // dozen calls with C macros and out-parameters; they live here as one fixed-argument function,
 // so Swift sees a certificate in and PEM text out.
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <openssl/bio.h>
@@ -11,6 +12,8 @@
 #include <openssl/rand.h>
 #include <openssl/x509.h>
 #include <openssl/x509v3.h>
+#include <openssl/err.h>
+#include <openssl/ts.h>
 
 /// A BIO's contents as a NUL-terminated malloc'd string (NULL on failure).
 static inline char *recd_bio_text(BIO *bio)
@@ -120,5 +123,185 @@ static inline int recd_private_key_readable(const char *pem, size_t length)
     if (key == NULL) return 0;
     EVP_PKEY_free(key);
     return 1;
+}
+// RFC 3161 time-stamps (OpenSSL's TS API): a query for a SHA-256 digest, and a response checked
+// against a digest, a nonce and trusted roots, the way `openssl ts -verify` checks one.
+
+/// Frees what OpenSSL allocated (OPENSSL_free is a macro).
+static inline void recd_openssl_free(void *pointer) { OPENSSL_free(pointer); }
+
+/// A DER TimeStampReq (version 1, certReq true) for the SHA-256 `digest` (32 bytes) with `nonce`
+/// (a positive big-endian integer). *der is OPENSSL_malloc'd (recd_openssl_free). 1 on success.
+static inline int recd_ts_request(
+    const unsigned char *digest, const unsigned char *nonce, int nonce_length, unsigned char **der, int *der_length)
+{
+    int ok = 0;
+    *der = NULL;
+    *der_length = 0;
+    TS_REQ *request = TS_REQ_new();
+    TS_MSG_IMPRINT *imprint = TS_MSG_IMPRINT_new();
+    X509_ALGOR *algorithm = X509_ALGOR_new();
+    BIGNUM *number = BN_bin2bn(nonce, nonce_length, NULL);
+    ASN1_INTEGER *nonce_integer = number == NULL ? NULL : BN_to_ASN1_INTEGER(number, NULL);
+    if (request == NULL || imprint == NULL || algorithm == NULL || nonce_integer == NULL) goto done;
+    if (!TS_REQ_set_version(request, 1)) goto done;
+    if (!X509_ALGOR_set0(algorithm, OBJ_nid2obj(NID_sha256), V_ASN1_NULL, NULL)) goto done;
+    if (!TS_MSG_IMPRINT_set_algo(imprint, algorithm)) goto done;
+    if (!TS_MSG_IMPRINT_set_msg(imprint, (unsigned char *)digest, 32)) goto done;
+    if (!TS_REQ_set_msg_imprint(request, imprint)) goto done;
+    if (!TS_REQ_set_nonce(request, nonce_integer)) goto done;
+    if (!TS_REQ_set_cert_req(request, 1)) goto done;
+    int length = i2d_TS_REQ(request, der);
+    if (length <= 0) goto done;
+    *der_length = length;
+    ok = 1;
+done:
+    ASN1_INTEGER_free(nonce_integer);
+    BN_free(number);
+    X509_ALGOR_free(algorithm);
+    TS_MSG_IMPRINT_free(imprint);
+    TS_REQ_free(request);
+    return ok;
+}
+
+/// What a checked time-stamp says.
+struct recd_ts_facts {
+    /// genTime, seconds since 1970 (UTC), and its fraction in microseconds when the TSA gave one.
+    long long seconds;
+    /// The signer's subject (one line) and its certificate's SHA-256.
+    char signer[256];
+    unsigned char signer_sha256[32];
+    /// The serial number as hex (at most 40 digits are kept).
+    char serial[48];
+};
+
+/// OpenSSL's reasons for the last failure, in words ("message imprint mismatch", "certificate
+/// verify error (Verify error:certificate has expired)"), into `error` (512 bytes).
+static inline void recd_ts_errors(char *error)
+{
+    const char *data = NULL;
+    int flags = 0;
+    unsigned long code;
+    while ((code = ERR_get_error_all(NULL, NULL, NULL, &data, &flags)) != 0) {
+        const char *reason = ERR_reason_error_string(code);
+        size_t used = strlen(error);
+        if (used + 8 >= 512) continue;
+        snprintf(error + used, 512 - used, "%s%s%s%s%s", used > 0 ? "; " : "", reason != NULL ? reason : "error",
+            (flags & ERR_TXT_STRING) && data != NULL && data[0] != 0 ? " (" : "",
+            (flags & ERR_TXT_STRING) && data != NULL ? data : "",
+            (flags & ERR_TXT_STRING) && data != NULL && data[0] != 0 ? ")" : "");
+    }
+}
+
+/// Checks `der` (a whole TimeStampResp, as `openssl ts -reply` writes it and a TSA answers) the
+/// way `openssl ts -verify -digest HEX -CAfile FILE` does: granted, version 1, the signature of
+/// a signer whose certificate chains to the roots in `ca_file` (NULL: the system's) for
+/// time-stamping, checked at the token's own genTime; the imprint SHA-256 and equal to `digest`
+/// (32 bytes); the nonce `nonce` when given (length > 0). 1 and `facts` when it holds, else 0
+/// and OpenSSL's reasons in `error` (512 bytes). Any bytes: no input traps.
+static inline int recd_ts_check(
+    const unsigned char *der, long length, const unsigned char *digest, const unsigned char *nonce, int nonce_length,
+    const char *ca_file, struct recd_ts_facts *facts, char *error)
+{
+    int ok = 0;
+    error[0] = 0;
+    memset(facts, 0, sizeof *facts);
+    ERR_clear_error();
+    const unsigned char *cursor = der;
+    TS_RESP *response = length > 0 && length <= (1 << 20) ? d2i_TS_RESP(NULL, &cursor, length) : NULL;
+    TS_VERIFY_CTX *context = NULL;
+    X509_STORE *store = NULL;
+    BIGNUM *number = NULL;
+    ASN1_INTEGER *nonce_integer = NULL;
+    ASN1_TIME *epoch = NULL;
+    STACK_OF(X509) *signers = NULL;
+    if (response == NULL) {
+        strcpy(error, "not a time-stamp response (DER TimeStampResp)");
+        goto done;
+    }
+    if (cursor != der + length) {
+        strcpy(error, "bytes after the time-stamp response");
+        goto done;
+    }
+    TS_TST_INFO *info = TS_RESP_get_tst_info(response);
+    PKCS7 *token = TS_RESP_get_token(response);
+    if (info == NULL || token == NULL) {
+        strcpy(error, "the TSA granted no time-stamp (its status says rejection or waiting)");
+        goto done;
+    }
+    TS_MSG_IMPRINT *imprint = TS_TST_INFO_get_msg_imprint(info);
+    X509_ALGOR *algorithm = imprint == NULL ? NULL : TS_MSG_IMPRINT_get_algo(imprint);
+    if (algorithm == NULL || OBJ_obj2nid(algorithm->algorithm) != NID_sha256) {
+        strcpy(error, "the imprint is not a SHA-256");
+        goto done;
+    }
+    const ASN1_GENERALIZEDTIME *time = TS_TST_INFO_get_time(info);
+    int days = 0, seconds = 0;
+    epoch = ASN1_TIME_set(NULL, 0);
+    if (time == NULL || epoch == NULL || !ASN1_TIME_diff(&days, &seconds, epoch, time)) {
+        strcpy(error, "its time (genTime) is not a time");
+        goto done;
+    }
+    facts->seconds = (long long)days * 86400 + seconds;
+    store = X509_STORE_new();
+    if (store == NULL) goto done;
+    if (ca_file != NULL ? X509_STORE_load_file(store, ca_file) != 1 : X509_STORE_set_default_paths(store) != 1) {
+        strcpy(error, "cannot read the trusted TSA roots");
+        goto done;
+    }
+    // The chain is checked as it was when the TSA signed: a certificate that expired later does
+    // not undo a stamp it made while valid; one already expired (or not yet valid) then does.
+    X509_VERIFY_PARAM_set_time(X509_STORE_get0_param(store), (time_t)facts->seconds);
+    context = TS_VERIFY_CTX_new();
+    if (context == NULL) goto done;
+    unsigned char *expected = OPENSSL_memdup(digest, 32);
+    if (expected == NULL) goto done;
+    TS_VERIFY_CTX_set_imprint(context, expected, 32);
+    int flags = TS_VFY_VERSION | TS_VFY_SIGNATURE | TS_VFY_IMPRINT;
+    if (nonce_length > 0) {
+        // OpenSSL 3.0 has no setter for the expected nonce: compared here.
+        number = BN_bin2bn(nonce, nonce_length, NULL);
+        nonce_integer = number == NULL ? NULL : BN_to_ASN1_INTEGER(number, NULL);
+        const ASN1_INTEGER *answered = TS_TST_INFO_get_nonce(info);
+        if (nonce_integer == NULL || answered == NULL || ASN1_INTEGER_cmp(nonce_integer, answered) != 0) {
+            strcpy(error, "the nonce is not the one recd sent (a replayed or another query's answer)");
+            goto done;
+        }
+    }
+    TS_VERIFY_CTX_set_flags(context, flags);
+    TS_VERIFY_CTX_set_store(context, store);
+    store = NULL;
+    if (TS_RESP_verify_response(context, response) != 1) {
+        recd_ts_errors(error);
+        if (error[0] == 0) strcpy(error, "the time-stamp does not verify");
+        goto done;
+    }
+    signers = PKCS7_get0_signers(token, NULL, 0);
+    X509 *signer = signers != NULL && sk_X509_num(signers) > 0 ? sk_X509_value(signers, 0) : NULL;
+    unsigned int size = 0;
+    if (signer == NULL || X509_digest(signer, EVP_sha256(), facts->signer_sha256, &size) != 1 || size != 32) {
+        strcpy(error, "the time-stamp names no signer certificate");
+        goto done;
+    }
+    X509_NAME_oneline(X509_get_subject_name(signer), facts->signer, sizeof facts->signer);
+    const ASN1_INTEGER *serial = TS_TST_INFO_get_serial(info);
+    BIGNUM *serial_number = serial == NULL ? NULL : ASN1_INTEGER_to_BN(serial, NULL);
+    char *hex = serial_number == NULL ? NULL : BN_bn2hex(serial_number);
+    if (hex != NULL) {
+        strncpy(facts->serial, hex, sizeof facts->serial - 1);
+        OPENSSL_free(hex);
+    }
+    BN_free(serial_number);
+    ok = 1;
+done:
+    ERR_clear_error();
+    sk_X509_free(signers);
+    ASN1_TIME_free(epoch);
+    ASN1_INTEGER_free(nonce_integer);
+    BN_free(number);
+    X509_STORE_free(store);
+    TS_VERIFY_CTX_free(context);
+    TS_RESP_free(response);
+    return ok;
 }
 #endif

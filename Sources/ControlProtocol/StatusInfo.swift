@@ -13,10 +13,14 @@ public struct StatusInfo: ReplyObject {
         public var socket: String?
         public var stateDir: String?
         public var archiveDir: String?
+        /// The web accounts file and the HTTP listener's certificate (configured, or their
+        /// places in the state directory), for `recctl web`. nil from a recd older than these keys.
+        public var httpUsersFile: String?
+        public var httpCertificate: String?
 
         public init(
             version: String, protocolVersion: Int, pid: Int, uptime: Double?, config: String?, socket: String?,
-            stateDir: String?, archiveDir: String?
+            stateDir: String?, archiveDir: String?, httpUsersFile: String? = nil, httpCertificate: String? = nil
         ) {
             self.version = version
             self.protocolVersion = protocolVersion
@@ -26,6 +30,8 @@ public struct StatusInfo: ReplyObject {
             self.socket = socket
             self.stateDir = stateDir
             self.archiveDir = archiveDir
+            self.httpUsersFile = httpUsersFile
+            self.httpCertificate = httpCertificate
         }
 
         public var json: JSONValue {
@@ -33,6 +39,7 @@ public struct StatusInfo: ReplyObject {
                 "version": .string(version), "protocol": .number(Double(protocolVersion)),
                 "pid": .number(Double(pid)), "uptime": JSONValue(uptime), "config": JSONValue(config),
                 "socket": JSONValue(socket), "stateDir": JSONValue(stateDir), "archiveDir": JSONValue(archiveDir),
+                "httpUsersFile": JSONValue(httpUsersFile), "httpCertificate": JSONValue(httpCertificate),
             ]
         }
 
@@ -42,7 +49,8 @@ public struct StatusInfo: ReplyObject {
                 version: try f.string("version"), protocolVersion: try f.int("protocol"), pid: try f.int("pid"),
                 uptime: try f.optionalDouble("uptime"), config: try f.optionalString("config"),
                 socket: try f.optionalString("socket"), stateDir: try f.optionalString("stateDir"),
-                archiveDir: try f.optionalString("archiveDir"))
+                archiveDir: try f.optionalString("archiveDir"), httpUsersFile: try f.optionalString("httpUsersFile"),
+                httpCertificate: try f.optionalString("httpCertificate"))
         }
     }
 
@@ -381,6 +389,64 @@ public struct StatusInfo: ReplyObject {
         }
     }
 
+    /// RFC 3161 time-stamps of the chains (`[evidence] tsa_url`): how many chain heads wait for a
+    /// token and since when, how the last attempts went. Absent without a TSA. Required: `urls`,
+    /// `backlog`.
+    public struct TimeStamps: ReplyObject {
+        /// The TSAs, in the order they are asked.
+        public var urls: [String]
+        /// Chains whose latest head has no token yet (the one being stamped included).
+        public var backlog: Int
+        /// How long the oldest unstamped chain advance has waited, in seconds; nil: none waits.
+        public var oldestUnstampedSeconds: Double?
+        /// When the last token was written (Unix seconds, this run); nil: none yet.
+        public var lastSuccess: Double?
+        /// Why the last attempt failed; nil once one succeeds again.
+        public var lastError: String?
+        /// Tokens written this run.
+        public var stamps: Int
+        /// `tsa_interval_seconds` and `tsa_alarm_minutes` (in seconds): what the backlog is held to.
+        public var intervalSeconds: Double?
+        public var alarmSeconds: Double?
+        /// `tsa_ca_file`: the roots `recctl archive prove` checks the tokens against by default.
+        public var caFile: String?
+
+        public init(
+            urls: [String], backlog: Int, oldestUnstampedSeconds: Double?, lastSuccess: Double?, lastError: String?,
+            stamps: Int, intervalSeconds: Double?, alarmSeconds: Double?, caFile: String?
+        ) {
+            self.urls = urls
+            self.backlog = backlog
+            self.oldestUnstampedSeconds = oldestUnstampedSeconds
+            self.lastSuccess = lastSuccess
+            self.lastError = lastError
+            self.stamps = stamps
+            self.intervalSeconds = intervalSeconds
+            self.alarmSeconds = alarmSeconds
+            self.caFile = caFile
+        }
+
+        public var json: JSONValue {
+            [
+                "urls": JSONValue(urls), "backlog": .number(Double(backlog)),
+                "oldestUnstampedSeconds": JSONValue(oldestUnstampedSeconds), "lastSuccess": JSONValue(lastSuccess),
+                "lastError": JSONValue(lastError), "stamps": .number(Double(stamps)),
+                "intervalSeconds": JSONValue(intervalSeconds), "alarmSeconds": JSONValue(alarmSeconds),
+                "caFile": JSONValue(caFile),
+            ]
+        }
+
+        public init(json: JSONValue) throws(ReplyDecodingError) {
+            let f = try ReplyFields(json, "status's timeStamps")
+            self.init(
+                urls: try f.strings("urls"), backlog: try f.int("backlog"),
+                oldestUnstampedSeconds: try f.optionalDouble("oldestUnstampedSeconds"),
+                lastSuccess: try f.optionalDouble("lastSuccess"), lastError: try f.optionalString("lastError"),
+                stamps: try f.optionalInt("stamps") ?? 0, intervalSeconds: try f.optionalDouble("intervalSeconds"),
+                alarmSeconds: try f.optionalDouble("alarmSeconds"), caFile: try f.optionalString("caFile"))
+        }
+    }
+
     /// How good the box's wall clock is (the kernel's view, adjtimex): whether something keeps
     /// it synchronised, and its estimated and maximum error; and who keeps it, as chrony or
     /// systemd-timesyncd said at their last asking (`source`, the segments' CLOCK_SOURCE: e.g.
@@ -447,6 +513,8 @@ public struct StatusInfo: ReplyObject {
     public var attachments: [AttachmentInfo]
     /// Off-box replication; nil without `[replicate] remote` (and from an older recd).
     public var replication: Replication?
+    /// Time-stamps of the chains; nil without `[evidence] tsa_url` (and from an older recd).
+    public var timeStamps: TimeStamps?
     /// Recorders that are not running and why (empty from an older recd).
     public var waiting: [WaitingRecorderInfo]
     /// The box's health, computed from everything above (nil from an older recd).
@@ -481,6 +549,7 @@ public struct StatusInfo: ReplyObject {
             ("archive", archive.json), ("attachments", .array(attachments.map(\.json))),
         ]
         if let replication { pairs.append(("replication", replication.json)) }
+        if let timeStamps { pairs.append(("timeStamps", timeStamps.json)) }
         if let clock { pairs.append(("clock", clock.json)) }
         if let health { pairs.append(("health", health.json)) }
         return .object(pairs)
@@ -496,6 +565,7 @@ public struct StatusInfo: ReplyObject {
             attachments: try f.optionalList("attachments"), replication: try f.optionalObject("replication"),
             waiting: try f.optionalList("waiting"), sessionCount: try f.optionalInt("sessionCount"))
         clock = try f.optionalObject("clock")
+        timeStamps = try f.optionalObject("timeStamps")
         health = try f.optionalObject("health")
     }
 }

@@ -238,19 +238,21 @@ final class ArchiveRetention: DaemonFeature, SegmentFeature, @unchecked Sendable
         let maintenance = maintenance
         let chains = chains
         let job: @Sendable (WorkerJob) -> Result<RetentionReport, any Error> = { _ in
-            Result { try maintenance.enforce(policy, openPaths: open, chains: chains) }
-        }
-        worker.submit(for: nil, job) { [weak self] result in
-            self?.retentionRunning = false
-            switch result {
-            case .success(let report):
+            Result {
+                let report = try maintenance.enforce(policy, openPaths: open, chains: chains)
+                // Said here, on the worker, as soon as the files are gone: a stop right after the
+                // run ends the worker without delivering its completion, and a deletion must
+                // never go unlogged.
                 for path in report.deleted { Log.notice("retention deleted \(path)") }
                 for (path, error) in report.failures.sorted(by: { $0.key < $1.key }) {
                     Log.error("retention: \(path): \(error)")
                 }
-            case .failure(let error):
-                Log.error("retention: \(error)")
+                return report
             }
+        }
+        worker.submit(for: nil, job) { [weak self] result in
+            self?.retentionRunning = false
+            if case .failure(let error) = result { Log.error("retention: \(error)") }
         }
     }
 }

@@ -21,6 +21,12 @@ extension HTTPEndpoints {
         config.http.usersFile ?? config.daemon.stateDir + "/" + usersFileName
     }
 
+    /// The listener's certificate: `[http] tls_certificate`, else the self-signed one's place,
+    /// STATE_DIR/http-certificate.pem (made at start when the listener is not on loopback).
+    static func certificateFile(_ config: RecdConfig) -> String {
+        config.http.tlsCertificate ?? config.daemon.stateDir + "/" + certificateFileName
+    }
+
     /// The certificate and key for `address` (nil: plain HTTP, on loopback without configured files).
     static func tls(config: RecdConfig, address: HTTPListenAddress) throws(HTTPServerError) -> HTTPTLS? {
         let http = config.http

@@ -161,7 +161,12 @@ final class HealthFeature: DaemonFeature {
             HealthFacts.Replication(
                 remote: $0.remote, backlog: $0.backlog, lastSuccess: $0.lastSuccess, lastError: $0.lastError)
         }
-        return HealthFacts(
+        let timeStamps = status.timeStamps.map {
+            HealthFacts.TimeStamps(
+                backlog: $0.backlog, oldestUnstampedSeconds: $0.oldestUnstampedSeconds, lastError: $0.lastError,
+                intervalSeconds: $0.intervalSeconds ?? 600, alarmSeconds: $0.alarmSeconds ?? 3600)
+        }
+        var facts = HealthFacts(
             jack: HealthFacts.Jack(
                 connected: status.jack.connected, server: status.jack.server, error: status.jack.error,
                 stalledSince: status.jack.connected ? stallSince : nil),
@@ -170,6 +175,8 @@ final class HealthFeature: DaemonFeature {
             clockSynchronized: status.clock?.synchronized, replication: replication,
             brokenChains: status.archive.chainAlarms.map(\.chain), unrecoveredPartials: status.archive.unrecovered.count
         )
+        facts.timeStamps = timeStamps
+        return facts
     }
 
     static func iso8601(_ unixSeconds: Double) -> String {

@@ -236,6 +236,18 @@ enum PrometheusMetrics {
                 families.append(success)
             }
         }
+        if let stamps = snapshot.status.timeStamps {
+            var backlog = Family(
+                "recd_tsa_backlog", "gauge", "Chains whose latest signed head has no RFC 3161 time-stamp yet.")
+            backlog.add(Double(stamps.backlog))
+            var oldest = Family(
+                "recd_tsa_oldest_unstamped_seconds", "gauge",
+                "How long the oldest chain advance without a time-stamp has waited (0: none waits).")
+            oldest.add(stamps.oldestUnstampedSeconds ?? 0)
+            var written = Family("recd_tsa_stamps_total", "counter", "Time-stamp tokens written since recd started.")
+            written.add(Double(stamps.stamps))
+            families += [backlog, oldest, written]
+        }
         return families.map(\.text).joined()
     }
 

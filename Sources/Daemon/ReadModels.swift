@@ -76,7 +76,8 @@ extension SessionCoordinator {
         let daemon = StatusInfo.Daemon(
             version: recdVersion, protocolVersion: protocolVersion, pid: Int(CurrentProcess.id),
             uptime: (SystemClock.monotonicSeconds() - startedAt).rounded(), config: config.source,
-            socket: config.daemon.socket, stateDir: config.daemon.stateDir, archiveDir: config.archive.dir)
+            socket: config.daemon.socket, stateDir: config.daemon.stateDir, archiveDir: config.archive.dir,
+            httpUsersFile: HTTPEndpoints.usersFile(config), httpCertificate: HTTPEndpoints.certificateFile(config))
         let jack = StatusInfo.Jack(
             connected: engine.audio.isRunning, client: engine.audio.clientName,
             server: engine.serverName,

@@ -83,6 +83,7 @@ public enum Recd {
                 "\(config.source): OK (\(Readable.count(config.ports.count, "port")), "
                     + "\(Readable.count(config.sessions.count, "session")))")
             for port in config.ports { print(resolvedJackPorts(port)) }
+            if !config.evidence.tsaURLs.isEmpty { print(config.evidence.summary) }
             if config.replicate.remote != nil {
                 print(config.replicate.summary)
                 if !FileSystem.isExecutableFile(config.replicate.rclone) {
@@ -326,7 +327,8 @@ extension Recd {
         // What hears the segments, in order: the index first (the prover writes its proof
         // columns there), then the prover, which passes each segment on to replication once it
         // is chained (without a key, replication hears it at once).
-        let replicas: [any SegmentFeature] = replication.map { [$0] } ?? []
+        let timeStamps = Self.makeTimeStamps(config: config, prover: prover, deliver: deliver)
+        let replicas: [any SegmentFeature] = (replication.map { [$0] } ?? []) + (timeStamps.map { [$0] } ?? [])
         prover?.next = replicas
         recorders.features =
             [archive, timeSource, silence, retention] + (prover.map { [$0] } ?? replicas)
@@ -336,7 +338,8 @@ extension Recd {
         // Ticked in this order, stopped in the reverse one.
         let features: [any DaemonFeature] =
             [timeSource, silence, FeedWatcher(recorders: recorders, alarms: silence), retention]
-            + (prover.map { [$0] } ?? []) + (replication.map { [$0] } ?? []) + [triggers, meters, health]
+            + (prover.map { [$0] } ?? []) + (replication.map { [$0] } ?? []) + (timeStamps.map { [$0] } ?? [])
+            + [triggers, meters, health]
         coordinator.install(features: features)
         frontEnd.connect(coordinator)
         handle.frontEnd = frontEnd
@@ -431,4 +434,27 @@ enum SessionDeclarations {
 func standardError(_ message: String) {
     let bytes = Array(message.utf8)
     bytes.withUnsafeBytes { try? Descriptor.writeAll(Descriptor.standardError, $0, path: nil) }
+}
+
+extension Recd {
+    /// The time-stamps of the chains (`[evidence] tsa_url`): nil without a TSA, or without a key
+    /// (no chain to stamp: said in the log), or when the pinned certificate cannot be read.
+    static func makeTimeStamps(
+        config: RecdConfig, prover: SegmentProver?, deliver: @escaping SlowRequestWorker.Deliver
+    ) -> TimeStampService? {
+        guard !config.evidence.tsaURLs.isEmpty else { return nil }
+        guard let prover else {
+            Log.error("[evidence] tsa_url is set, but the archive does not prove itself (no key): nothing is stamped")
+            return nil
+        }
+        do {
+            let pin = try TimeStampService.pin(of: config.evidence)
+            return try TimeStampService(
+                settings: config.evidence, pinnedFingerprint: pin, archiveDirectory: config.archive.dir,
+                heads: prover.keeper.heads, deliver: deliver)
+        } catch {
+            Log.error("time-stamps are off: \(error); fix [evidence] and restart")
+            return nil
+        }
+    }
 }

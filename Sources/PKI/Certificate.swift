@@ -66,23 +66,7 @@ public enum Certificate {
 
     /// A certificate or key file: regular, not a symbolic link, at most `maxFileBytes`.
     public static func readFile(_ path: String) throws(PKIError) -> [UInt8] {
-        let file: OwnedFile
-        let status: FileStatus
-        do throws(SystemError) {
-            file = try OwnedFile(path, .readOnlyNoFollow)
-            status = try file.status()
-        } catch {
-            throw PKIError("cannot read \(path): \(error.message)")
-        }
-        guard status.kind == .regular else { throw PKIError("\(path) is not a regular file") }
-        guard status.size <= Int64(maxFileBytes) else {
-            throw PKIError("\(path) is over \(maxFileBytes / 1024) KiB; it is not one certificate or key")
-        }
-        do throws(SystemError) {
-            return Array(try file.readToEnd().prefix(maxFileBytes))
-        } catch {
-            throw PKIError("cannot read \(path): \(error.message)")
-        }
+        try BoundedFile.read(path, limit: maxFileBytes, what: "one certificate or key")
     }
 
     private static func isIPAddress(_ text: String) -> Bool {

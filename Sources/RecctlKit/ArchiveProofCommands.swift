@@ -20,13 +20,17 @@ enum ArchiveProofCommands {
         let directory: String
         // recd's record of what it signed: given, or recd's own when recd says where its archive is.
         var heads = command.value("heads").map { Recctl.absolute($0) }
+        // The roots time-stamps are checked against: given, or recd's `tsa_ca_file`.
+        var tsaRoots = command.value("tsa-ca").map { Recctl.absolute($0) }
         if let given = command.value("dir") {
             directory = Recctl.absolute(given)
         } else {
-            switch askArchiveDirectory(globals: globals, environment: environment) {
+            let (asked, configuredRoots) = askArchive(globals: globals, environment: environment)
+            switch asked {
             case .success(let archive, let state):
                 directory = archive
                 if heads == nil, let state { heads = state + "/" + ChainHeads.directoryName }
+                if tsaRoots == nil { tsaRoots = configuredRoots }
             case .failure(let message):
                 printError("error: \(message); or pass --dir ARCHIVE (the archive's root, or a copy of it)\n")
                 return 3
@@ -42,12 +46,12 @@ enum ArchiveProofCommands {
                 return 1
             }
         }
-        return prove(command, directory: directory, heads: heads, json: globals.json)
+        return prove(command, directory: directory, heads: heads, tsaRoots: tsaRoots, json: globals.json)
     }
 
-    private static func prove(_ command: ParsedCommand, directory: String, heads headsPath: String?, json: Bool)
-        -> Int32
-    {
+    private static func prove(
+        _ command: ParsedCommand, directory: String, heads headsPath: String?, tsaRoots: String?, json: Bool
+    ) -> Int32 {
         let keyArgument = command.value("key") ?? directory + "/" + ChainLayout.publicKeyFileName
         let key: ArchivePublicKey
         do throws(ProofError) {
@@ -88,7 +92,10 @@ enum ArchiveProofCommands {
                 "; not checked against recd's record of what it signed (pass --heads): a chain cut short or "
                 + "put back is not caught"
         }
-        let report = ArchiveProver.prove(archiveDirectory: directory, key: key, scope: scope, heads: heads)
+        var report = ArchiveProver.prove(archiveDirectory: directory, key: key, scope: scope, heads: heads)
+        let stamps = TimeStampProof.check(root: directory, report: report, caFile: tsaRoots)
+        report.findings += stamps.findings
+        let roots = tsaRoots ?? "the system's roots (pass --tsa-ca)"
         if json {
             let findings = JSONValue.array(
                 report.findings.map { finding in
@@ -104,10 +111,23 @@ enum ArchiveProofCommands {
                     ("chains", .number(Double(report.chains))), ("signedChains", .number(Double(report.signedChains))),
                     ("beingRecorded", .array(report.beingRecorded.map { .string($0) })),
                     ("againstRecord", .bool(report.againstRecord)), ("key", .string(key.text)), ("findings", findings),
+                    ("timeStamps", stamps.json(roots: roots)),
                 ]
                 ).jsonText)
         } else {
             for finding in report.findings { print(finding.description) }
+            for segment in stamps.covered {
+                print(
+                    "time-stamped: \(segment.path) existed before \(TimeStampProof.utc(segment.before)) "
+                        + "(\(segment.token), \(segment.signer))")
+            }
+            if stamps.tokens > 0 || !stamps.covered.isEmpty {
+                print(
+                    "time-stamps: \(stamps.trusted) of \(Readable.count(stamps.tokens, "token")) trusted "
+                        + "(roots: \(roots)); "
+                        + "\(Readable.count(stamps.covered.count, "segment")) time-stamped, \(stamps.uncovered.count) "
+                        + "not yet")
+            }
             let removed = report.segmentsRemoved > 0 ? ", \(report.segmentsRemoved) removed by retention" : ""
             let recording =
                 report.beingRecorded.isEmpty ? "" : ", \(report.beingRecorded.count) being recorded (not yet proven)"
@@ -190,19 +210,27 @@ enum ArchiveProofCommands {
 
     /// The archive's root and the state directory from recd's `status`.
     static func askArchiveDirectory(globals: GlobalOptions, environment: [String: String]) -> Asked {
+        askArchive(globals: globals, environment: environment).asked
+    }
+
+    /// `askArchiveDirectory`, and recd's `[evidence] tsa_ca_file` when it has one.
+    static func askArchive(globals: GlobalOptions, environment: [String: String]) -> (
+        asked: Asked, tsaRoots: String?
+    ) {
         let candidates = ControlSocket.candidates(globals.socket, environment: environment)
         do {
             let connection = try Connection(candidates: candidates, interface: .recctl)
             let reply = try connection.call(.status)
-            let daemon = try StatusInfo(json: reply).daemon
+            let status = try StatusInfo(json: reply)
+            let daemon = status.daemon
             guard let directory = daemon.archiveDir else {
-                return .failure("recd's status does not say where its archive is")
+                return (.failure("recd's status does not say where its archive is"), nil)
             }
-            return .success(archive: directory, state: daemon.stateDir)
+            return (.success(archive: directory, state: daemon.stateDir), status.timeStamps?.caFile)
         } catch let error as Unreachable {
-            return .failure("cannot reach recd to ask where its archive is (\(error.reason))")
+            return (.failure("cannot reach recd to ask where its archive is (\(error.reason))"), nil)
         } catch {
-            return .failure("recd did not say where its archive is (\(error))")
+            return (.failure("recd did not say where its archive is (\(error))"), nil)
         }
     }
 }

@@ -395,6 +395,21 @@ struct Output {
             lines.append(line)
             if let error = replication.lastError { lines.append("  last error: \(error)") }
         }
+        if let stamps = status.timeStamps {
+            var line = "time-stamps: \(stamps.urls.first ?? "-")"
+            line += stamps.urls.count > 1 ? " (+\(stamps.urls.count - 1) more), " : ", "
+            line += "\(Readable.count(stamps.backlog, "chain head")) waiting"
+            if let oldest = stamps.oldestUnstampedSeconds {
+                line += ", the oldest for \(Readable.duration(oldest.rounded()))"
+            }
+            if let last = stamps.lastSuccess {
+                line += ", last stamp \(Readable.duration(max(0, (Double(time(nil)) - last).rounded()))) ago"
+            } else {
+                line += ", no stamp since recd started"
+            }
+            lines.append(line)
+            if let error = stamps.lastError { lines.append("  last error: \(error)") }
+        }
         if status.recorders.isEmpty {
             lines.append("recording: nothing")
         } else {

@@ -125,9 +125,10 @@ extension Recctl {
             accepts: [("dir", "the archive's root (default: recd's [archive] dir, asked of recd)")]),
         CommandSpec(
             path: ["archive", "prove"], positionals: [],
-            valueFlags: ["app", "stream", "from", "to", "dir", "key", "clip", "heads"],
+            valueFlags: ["app", "stream", "from", "to", "dir", "key", "clip", "heads", "tsa-ca"],
             summary: "check segments against their hash chains and the chains' signatures, as you, by reading the "
-                + "archive; names what is missing, altered, renamed, unchained, unsigned, rolled back or unproven; "
+                + "archive; names what is missing, altered, renamed, unchained, unsigned, rolled back or unproven, "
+                + "and each segment's latest trusted time from the chains' RFC 3161 time-stamps; "
                 + "exit 0 only when all holds",
             accepts: [
                 ("from", "segments that start at or after this time: " + TimeArgument.forms),
@@ -140,6 +141,11 @@ extension Recctl {
                     "recd's record of the heads it signed (STATE_DIR/chain-heads, or a copy of it): chains cut short "
                         + "or put back are named (default: recd's own when the archive is asked of recd and you may "
                         + "read it)"
+                ),
+                (
+                    "tsa-ca",
+                    "the roots a time-stamp's TSA must chain to (PEM; default: recd's [evidence] tsa_ca_file when the "
+                        + "archive is asked of recd, else the system's)"
                 ),
             ]),
         CommandSpec(

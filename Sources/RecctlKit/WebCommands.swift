@@ -1,9 +1,11 @@
 // `recctl web user add|passwd|remove|list` and `recctl web certificate`: done here, by recctl, as
-// its caller, on files in recd's state directory (docs/http.md). The accounts file is written
-// as the caller, mode 0600 and replaced atomically: only who may write recd's state directory
-// (root, for the system's recd) manages accounts. recd is asked only where its state directory
-// is, when `--file` does not say.
+// its caller, on the files recd uses (docs/http.md): `[http] users_file` and `tls_certificate`,
+// or their places in recd's state directory. The accounts file is written as the caller, mode
+// 0600 and replaced atomically: only who may write it (root, for the system's recd) manages
+// accounts. recd is asked only where the files are (its status), when `--file` does not say.
 import ArchiveProof
+import ControlClient
+import ControlProtocol
 import Foundation
 import Glibc
 import PKI
@@ -14,17 +16,24 @@ enum WebCommands {
     static let certificateFileName = "http-certificate.pem"
 
     static func run(_ command: ParsedCommand, globals: GlobalOptions, environment: [String: String]) -> Int32 {
-        let name = command.spec.path.last == "certificate" ? certificateFileName : usersFileName
+        let isCertificate = command.spec.path.last == "certificate"
+        let name = isCertificate ? certificateFileName : usersFileName
         let path: String
         if let given = command.value("file") {
             path = Recctl.absolute(given)
         } else {
-            switch ArchiveProofCommands.askArchiveDirectory(globals: globals, environment: environment) {
-            case .success(_, let state?):
-                path = state + "/" + name
-            case .success(_, nil):
-                printError("error: recd did not say where its state directory is; pass --file \(name)'s path\n")
-                return 3
+            switch askFiles(globals: globals, environment: environment) {
+            case .success(let daemon):
+                // recd names the files it uses ([http] users_file, tls_certificate); an older recd
+                // names only its state directory, where the defaults are.
+                if let named = isCertificate ? daemon.httpCertificate : daemon.httpUsersFile {
+                    path = named
+                } else if let state = daemon.stateDir {
+                    path = state + "/" + name
+                } else {
+                    printError("error: recd did not say where its state directory is; pass --file \(name)'s path\n")
+                    return 3
+                }
             case .failure(let message):
                 printError("error: \(message); or pass --file PATH (STATE_DIR/\(name))\n")
                 return 3
@@ -35,6 +44,26 @@ enum WebCommands {
         case ["web", "user", "list"]: return list(path, json: globals.json)
         default: return editUsers(command, path: path)
         }
+    }
+
+    /// recd's own description (status): where its web files are.
+    private static func askFiles(globals: GlobalOptions, environment: [String: String])
+        -> Result<StatusInfo.Daemon, AskError>
+    {
+        let candidates = ControlSocket.candidates(globals.socket, environment: environment)
+        do {
+            let connection = try Connection(candidates: candidates, interface: .recctl)
+            return .success(try StatusInfo(json: try connection.call(.status)).daemon)
+        } catch let error as Unreachable {
+            return .failure(AskError("cannot reach recd to ask where its files are (\(error.reason))"))
+        } catch {
+            return .failure(AskError("recd did not say where its files are (\(error))"))
+        }
+    }
+
+    struct AskError: Error, CustomStringConvertible {
+        let description: String
+        init(_ description: String) { self.description = description }
     }
 
     private static func certificate(_ path: String, json: Bool) -> Int32 {

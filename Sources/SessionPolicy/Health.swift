@@ -92,6 +92,28 @@ public struct HealthFacts: Sendable, Equatable {
         }
     }
 
+    /// RFC 3161 time-stamps of the chains, when a TSA is configured.
+    public struct TimeStamps: Sendable, Equatable {
+        /// Chains whose head waits for a token, and the oldest wait (seconds; nil: none).
+        public var backlog: Int
+        public var oldestUnstampedSeconds: Double?
+        public var lastError: String?
+        /// `tsa_interval_seconds`: a wait past twice this is a warning; `alarmSeconds` an alarm.
+        public var intervalSeconds: Double
+        public var alarmSeconds: Double
+
+        public init(
+            backlog: Int, oldestUnstampedSeconds: Double?, lastError: String?, intervalSeconds: Double,
+            alarmSeconds: Double
+        ) {
+            self.backlog = backlog
+            self.oldestUnstampedSeconds = oldestUnstampedSeconds
+            self.lastError = lastError
+            self.intervalSeconds = intervalSeconds
+            self.alarmSeconds = alarmSeconds
+        }
+    }
+
     public var jack: Jack
     public var feeds: [Feed]
     /// The archive's file system: free percent and bytes; nil when unknown.
@@ -102,6 +124,7 @@ public struct HealthFacts: Sendable, Equatable {
     /// Whether the kernel keeps the wall clock synchronised; nil: unknown.
     public var clockSynchronized: Bool?
     public var replication: Replication?
+    public var timeStamps: TimeStamps?
     /// Chains that do not hold what recd signed (their paths).
     public var brokenChains: [String]
     /// Partial segments whose recovery failed.
@@ -247,6 +270,17 @@ public struct HealthTracker: Sendable {
             add(.warning, "replication-behind", nil) { _ in
                 "replication to \(replication.remote) behind: \(Self.count(replication.backlog, "segment")) "
                     + "waiting, \(last)\(error)"
+            }
+        }
+        if let stamps = facts.timeStamps, stamps.backlog > 0, let waited = stamps.oldestUnstampedSeconds,
+            stamps.lastError != nil || waited > 2 * stamps.intervalSeconds
+        {
+            // Waiting is a warning once a TSA fails (or the queue falls behind); the evidence's
+            // gap is an alarm past the configured age.
+            let error = stamps.lastError.map { "; last error: \($0)" } ?? ""
+            add(waited >= stamps.alarmSeconds ? .alarm : .warning, "tsa-behind", now - waited) { _ in
+                "time-stamps behind: \(Self.count(stamps.backlog, "chain head")) waiting, the oldest for "
+                    + "\(duration(waited.rounded()))\(error)"
             }
         }
         for chain in facts.brokenChains.sorted() {

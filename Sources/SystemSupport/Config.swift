@@ -43,6 +43,8 @@ public struct RecdConfig: Sendable, Equatable {
     public var replicate = ReplicateSection()
     /// `[voice]`: how voiceChat's and videoChat's processing treats the echo.
     public var voice = VoiceSection()
+    /// `[evidence]`: RFC 3161 time-stamps of the chains (off without a TSA).
+    public var evidence = EvidenceSection()
     /// `[http]`.
     public var http = HTTPSection()
 

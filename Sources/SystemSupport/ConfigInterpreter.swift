@@ -7,7 +7,7 @@ import SessionPolicy
 
 /// The kinds of section a config may hold, with their keys.
 enum ConfigSectionKind: String, CaseIterable {
-    case daemon, jack, archive, policy, port, session, http, replicate, voice
+    case daemon, jack, archive, policy, port, session, http, replicate, voice, evidence
     /// `[web-group NAME]`: the feeds the accounts of a group may hear (`feeds`).
     case webGroup = "web-group"
 
@@ -33,6 +33,7 @@ enum ConfigSectionKind: String, CaseIterable {
             ]
         case .webGroup: ["feeds"]
         case .replicate: ReplicateSection.keys
+        case .evidence: EvidenceSection.keys
         case .port:
             [
                 "type", "direction", "jack", "jack_in", "jack_out", "channels", "capabilities",
@@ -53,6 +54,7 @@ enum ConfigSectionKind: String, CaseIterable {
         case .port: ["jack", "jack_in", "jack_out", "capabilities"]
         case .session: ["options"]
         case .webGroup: ["feeds"]
+        case .evidence: ["tsa_url"]
         case .daemon, .jack, .archive, .policy, .http, .replicate, .voice: []
         }
     }
@@ -63,13 +65,13 @@ enum ConfigSectionKind: String, CaseIterable {
         case .port: "port name"
         case .session: "app name"
         case .webGroup: "group name"
-        case .daemon, .jack, .archive, .policy, .http, .replicate, .voice: nil
+        case .daemon, .jack, .archive, .policy, .http, .replicate, .voice, .evidence: nil
         }
     }
 
     static let usage =
-        "[daemon], [jack], [archive], [policy], [http], [replicate], [voice], [port NAME], [session APP] or "
-        + "[web-group NAME]"
+        "[daemon], [jack], [archive], [policy], [http], [replicate], [voice], [evidence], [port NAME], "
+        + "[session APP] or [web-group NAME]"
 }
 
 /// The keys of one section, checked for unknown and repeated keys.
@@ -136,6 +138,7 @@ struct ConfigInterpreter {
     private var http = HTTPSection()
     private var replicate = ReplicateSection()
     private var voice = VoiceSection()
+    private var evidence = EvidenceSection()
     private var ports: [PortDecl] = []
     private var sessions: [SessionDecl] = []
     /// Sessions' `record` fields, resolved once every port is known.
@@ -185,6 +188,7 @@ struct ConfigInterpreter {
                 {
                     voice.echoSuppression = value
                 }
+            case .evidence: evidence = Self.readEvidence(fields, in: &issues)
             case .port: if let name, let port = readPort(name, fields) { ports.append(port) }
             case .session: if let name { sessions.append(readSession(name, fields)) }
             case .webGroup: if let name { http.groups[name] = fields["feeds"]?.list(in: &issues) ?? [] }
@@ -204,6 +208,7 @@ struct ConfigInterpreter {
         config.http = http
         config.replicate = replicate
         config.voice = voice
+        config.evidence = evidence
         return config
     }
 

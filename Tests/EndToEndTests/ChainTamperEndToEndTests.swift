@@ -16,8 +16,9 @@ import Testing
     import Glibc
 #endif
 
-/// A recording logger with 1 s segments, its chain and its key.
-private final class Rotating {
+/// A recording logger with 1 s segments, its chain and its key (TimeStampEndToEndTests' stamped
+/// logger is one too).
+final class Rotating {
     let daemon: Daemon
     let source: SignalClient
     let watcher: Watcher
@@ -56,9 +57,9 @@ private final class Rotating {
     }
 
     /// The one chain file (relative to the archive) once it exists.
-    func chain() throws -> String {
+    func chain(timeout: Double = 10) throws -> String {
         var found: [String] = []
-        _ = eventually(timeout: 10) {
+        _ = eventually(timeout: timeout) {
             found = FileSystem.files(under: archive, withSuffix: ".chain").compactMap {
                 ChainLayout.relative($0, to: archive)
             }

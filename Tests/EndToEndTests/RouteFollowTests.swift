@@ -201,7 +201,12 @@ struct RouteFollowEndToEndTests {
             "plug→move at the devices: the headphones start \(gap) frames after the speaker's last (negative: overlap)")
         // The headphones are connected before the move is published: they hear the whole
         // crossfade, so the two overlap by the ramp (959 frames at 20 ms) and nothing is lost.
-        #expect(gap <= 0, "a gap of \(gap) frames between the speaker's last frame and the headphones' first")
+        // PipeWire's JACK answers jack_connect before its graph runs the new link (the link turns
+        // active at a later quantum): there the fade-in's first frames, at most a period of
+        // them, may reach no one (65 of 959 in one run of about thirty).
+        let allowed = TestServer.isPipeWire ? period : 0
+        #expect(
+            gap <= allowed, "a gap of \(gap) frames between the speaker's last frame and the headphones' first")
     }
 
     @Test(

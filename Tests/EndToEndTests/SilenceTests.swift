@@ -180,19 +180,33 @@ struct SilenceEndToEndTests {
             try #require(done, "the feeds recorded \(now), want \(seconds) s more than \(since)")
         }
 
-        /// The first event of `app` that `matches` within `timeout` of now (nil: none), and when
-        /// it was seen.
-        func first(_ app: String, timeout: Double, _ matches: @escaping (JSONValue) -> Bool) -> (JSONValue?, Date) {
-            let predicate = { (event: JSONValue) in event["app"] == .string(app) && matches(event) }
-            let event = watcher.waitFor(timeout: timeout, predicate).first(where: predicate)
-            return (event, Date())
+        /// Each feed's first event that `matches` and when it was first seen, the feeds watched
+        /// together (every 10 ms) until `timeout` after the latest of `from` (a feed not found
+        /// then is missing).
+        func arrivals(from: [String: Date], timeout: Double, _ matches: (JSONValue) -> Bool)
+            -> [String: (event: JSONValue, seen: Date)]
+        {
+            var found: [String: (event: JSONValue, seen: Date)] = [:]
+            let deadline = (from.values.max() ?? Date()).addingTimeInterval(timeout)
+            while found.count < apps.count {
+                let events = watcher.events
+                let now = Date()
+                for app in apps where found[app] == nil {
+                    if let event = events.first(where: { $0["app"] == .string(app) && matches($0) }) {
+                        found[app] = (event, now)
+                    }
+                }
+                if now > deadline { break }
+                usleep(10_000)
+            }
+            return found
         }
 
         /// Records each feed's programme for `programme` seconds (no alarm), mutes every feed
         /// (dead air: `began` within silence_seconds + 1 s of its own mute), unmutes them
-        /// (`ended` within 1 s) and records the programmes `programme` seconds more (no alarm);
-        /// the segments count the silence only. Returns what failed, in words, by application
-        /// id (empty: nothing).
+        /// (`ended` within 1 s of the programme's first sound after it) and records the
+        /// programmes `programme` seconds more (no alarm); the segments count the silence only.
+        /// Returns what failed, in words, by application id (empty: nothing).
         func run(programme: Double) throws -> [String: [String]] {
             var failures: [String: [String]] = [:]
             // The programme alone, `programme` seconds of it written: no alarm.
@@ -207,18 +221,17 @@ struct SilenceEndToEndTests {
             }
             let isBegan = { (event: JSONValue) in event["event"] == "silence" && event["state"] == "began" }
             var began: [String: JSONValue] = [:]
+            let beganSeen = arrivals(from: muted, timeout: Self.seconds + 3, isBegan)
             for app in apps {
-                let deadline = muted[app]!.addingTimeInterval(Self.seconds + 3)
-                let (event, seen) = first(app, timeout: max(0, deadline.timeIntervalSinceNow), isBegan)
-                let after = seen.timeIntervalSince(muted[app]!)
-                if let event {
-                    began[app] = event
-                    if after > Self.seconds + 1 {
-                        failures[app, default: []].append(
-                            "began \(after) s after the dead air began, want within \(Self.seconds + 1) s")
-                    }
-                } else {
+                guard let (event, seen) = beganSeen[app] else {
                     failures[app, default: []].append("no began within \(Self.seconds + 3) s of dead air")
+                    continue
+                }
+                began[app] = event
+                let after = seen.timeIntervalSince(muted[app]!)
+                if after > Self.seconds + 1 {
+                    failures[app, default: []].append(
+                        "began \(after) s after the dead air began, want within \(Self.seconds + 1) s")
                 }
             }
             var unmuted: [String: Date] = [:]
@@ -228,18 +241,25 @@ struct SilenceEndToEndTests {
             }
             let isEnded = { (event: JSONValue) in event["event"] == "silence" && event["state"] == "ended" }
             var ended: [String: JSONValue] = [:]
+            let endedSeen = arrivals(from: unmuted, timeout: 3, isEnded)
             for app in apps {
-                let deadline = unmuted[app]!.addingTimeInterval(3)
-                let (event, seen) = first(app, timeout: max(0, deadline.timeIntervalSinceNow), isEnded)
-                let after = seen.timeIntervalSince(unmuted[app]!)
-                if let event {
-                    ended[app] = event
-                    if after > 1 {
-                        failures[app, default: []].append(
-                            "ended \(after) s after the programme returned, want within 1 s")
-                    }
-                } else {
+                guard let (event, seen) = endedSeen[app] else {
                     failures[app, default: []].append("no ended within 3 s of the programme's return")
+                    continue
+                }
+                ended[app] = event
+                // The programme's sound returns at the unmute, or after the pause it was in then
+                // (speech pauses up to 1.5 s, the gate 1 s): the event's `since` is that sample's
+                // time. Within 1 s of it, and not before the unmute.
+                let back = event["since"]?.stringValue.flatMap(SilenceEndToEndTests.date) ?? unmuted[app]!
+                let after = seen.timeIntervalSince(max(back, unmuted[app]!))
+                if after > 1 {
+                    failures[app, default: []].append("ended \(after) s after the programme returned, want within 1 s")
+                }
+                if back < unmuted[app]!.addingTimeInterval(-0.1) || back > unmuted[app]!.addingTimeInterval(1.6) {
+                    let offset = back.timeIntervalSince(unmuted[app]!)
+                    failures[app, default: []].append(
+                        "the sound came back \(offset) s after the unmute, want within the programme's pauses (1.5 s)")
                 }
             }
             let human = try daemon.recctl("status").stdout
@@ -267,7 +287,8 @@ struct SilenceEndToEndTests {
                 let silence = back.timeIntervalSince(since)
                 if files.isEmpty || abs(counted - silence) > 0.05 {
                     failures[app, default: []].append(
-                        "SILENCE_SECONDS of \(files.count) segments add up to \(counted) s, the silence lasted \(silence) s")
+                        "SILENCE_SECONDS of \(files.count) segments add up to \(counted) s, "
+                            + "the silence lasted \(silence) s")
                 }
             }
             return failures
