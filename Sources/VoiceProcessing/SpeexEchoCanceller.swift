@@ -48,8 +48,13 @@ final class SpeexEchoCanceller {
         var rate = Int32(sampleRate)
         speex_echo_ctl(echo, SPEEX_ECHO_SET_SAMPLING_RATE, &rate)
         speex_preprocess_ctl(preprocess, SPEEX_PREPROCESS_SET_ECHO_STATE, UnsafeMutableRawPointer(echo))
-        var on: Int32 = denoise ? 1 : 0
+        // The preprocessor applies its gains only with denoising on (preprocess.c sets every
+        // gain to 1 otherwise, the residual echo suppressor's included): it stays on, and without
+        // `denoise` the noise may lose 0 dB, so the gains are the echo suppressor's alone.
+        var on: Int32 = 1
         speex_preprocess_ctl(preprocess, SPEEX_PREPROCESS_SET_DENOISE, &on)
+        var noiseSuppression: Int32 = denoise ? -15 : 0
+        speex_preprocess_ctl(preprocess, SPEEX_PREPROCESS_SET_NOISE_SUPPRESS, &noiseSuppression)
         var off: Int32 = 0
         speex_preprocess_ctl(preprocess, SPEEX_PREPROCESS_SET_AGC, &off)
         speex_preprocess_ctl(preprocess, SPEEX_PREPROCESS_SET_DEREVERB, &off)
