@@ -54,16 +54,11 @@ final class RecorderService: @unchecked Sendable {
     /// Partials whose recovery failed, tried again on the worker when their cause is gone.
     private(set) var unrecovered = UnrecoveredPartials()
 
-    /// `[voice]`: how processed captures treat the echo.
-    let voice: VoiceSection
-
     init(
         settings: ArchiveSection, declared: [(app: String, record: RecordAtStart)], engine: any RecorderEngine,
-        ports: any EnginePorts, sink: any ServiceSink, worker: SlowRequestWorker, voice: VoiceSection = VoiceSection(),
-        wake: @escaping @Sendable () -> Void
+        ports: any EnginePorts, sink: any ServiceSink, worker: SlowRequestWorker, wake: @escaping @Sendable () -> Void
     ) {
         self.settings = settings
-        self.voice = voice
         self.engine = engine
         self.ports = ports
         self.sink = sink
@@ -141,8 +136,7 @@ final class RecorderService: @unchecked Sendable {
         let preRolled = old == nil ? takes?.takePreRoll(app: spec.app, port: spec.port, channels: channels) : nil
         // A processed capture's far end: the session's route output (a pre-roll tap of a
         // processed session keeps its own; one without is recorded as captured).
-        let voice = VoiceSetup(
-            context, inputGroup: group, engine: engine, ports: ports, echoSuppression: self.voice.echoSuppression)
+        let voice = VoiceSetup(context, inputGroup: group, engine: engine, ports: ports)
         do {
             if let preRolled {
                 tap = preRolled.tap

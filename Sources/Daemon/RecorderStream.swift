@@ -311,6 +311,8 @@ struct RecordingContext {
     var processing: CaptureProcessing = .none
     /// The session's route output: the far end of a processed capture.
     var referencePort: String?
+    /// `[voice] echo_suppression`: how a processed capture's canceller treats the echo.
+    var echoSuppression = EchoSuppressionSetting.moderate
 }
 
 /// One running recorder of a session.

@@ -291,7 +291,8 @@ extension SessionCoordinator {
         let context = RecordingContext(
             category: configuration.category.rawValue, mode: configuration.mode.rawValue,
             silenced: store.capturesSilenced(app: spec.app),
-            processing: session.captureProcessing, referencePort: route.outputs.first)
+            processing: session.captureProcessing, referencePort: route.outputs.first,
+            echoSuppression: config.voice.echoSuppression)
         if spec.port.hasPrefix("bus:") { return try recorders.startBus(spec, context: context) }
         guard let port = config.port(named: spec.port), port.direction.canCapture else {
             throw SessionError(

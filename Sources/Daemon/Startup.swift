@@ -283,8 +283,7 @@ extension Recd {
         let players = try PlayerService(engine: audio, ports: engine, sink: handle, deliver: deliver)
         let recorders = RecorderService(
             settings: config.archive, declared: config.sessions.map { ($0.app, $0.record) }, engine: audio,
-            ports: engine, sink: handle, worker: worker, voice: config.voice,
-            wake: { [link] in link.post { handle.coordinator?.recordersWoke() } })
+            ports: engine, sink: handle, worker: worker, wake: { [link] in link.post { handle.coordinator?.recordersWoke() } })
         let archive = ArchiveService(directory: config.archive.dir, worker: worker, recorders: recorders)
         let prover = SegmentProver.make(
             stateDir: config.daemon.stateDir, archiveDir: config.archive.dir, deliver: deliver,

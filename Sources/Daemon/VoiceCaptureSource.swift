@@ -264,14 +264,13 @@ struct VoiceSetup {
     /// The setup for a recorder of `inputGroup` in `context`; nil when its capture is not
     /// processed or its route has no output the engine plays to.
     init?(
-        _ context: RecordingContext, inputGroup: String, engine: any RecorderEngine, ports: any EnginePorts,
-        echoSuppression: EchoSuppressionSetting
+        _ context: RecordingContext, inputGroup: String, engine: any RecorderEngine, ports: any EnginePorts
     ) {
         guard context.processing != .none, let port = context.referencePort,
             let output = ports.output(port: port)
         else { return nil }
         processing = context.processing
-        self.echoSuppression = echoSuppression
+        echoSuppression = context.echoSuppression
         outputGroup = output.group
         echoPathDelayMilliseconds = Self.echoPathDelayMilliseconds(
             outputSeconds: engine.latencySeconds(ofGroup: output.group),

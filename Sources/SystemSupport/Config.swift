@@ -365,17 +365,3 @@ public enum LoudnessSetting: String, Sendable, CaseIterable {
     /// No loudness.
     case no
 }
-
-/// `[voice]`: the voice processing of voiceChat, videoChat and prefersEchoCancelledInput
-/// sessions (docs/voice-processing.md).
-public struct VoiceSection: Sendable, Equatable {
-    /// How hard the echo canceller suppresses what its filter left of the echo.
-    public var echoSuppression = EchoSuppressionSetting.moderate
-    public init() {}
-}
-
-/// `[voice] echo_suppression`: loudspeakers loud and close to the microphone need more; a
-/// headset or a quiet speaker keeps more of the near talker while both talk with less.
-public enum EchoSuppressionSetting: String, Sendable, CaseIterable {
-    case low, moderate, high
-}

@@ -182,12 +182,7 @@ struct ConfigInterpreter {
             case .policy: readPolicy(fields)
             case .http: readHTTP(fields)
             case .replicate: replicate = Self.readReplicate(fields, in: &issues)
-            case .voice:
-                if let value = fields["echo_suppression"]?.word(
-                    EchoSuppressionSetting.self, noun: "an echo suppression strength", in: &issues)
-                {
-                    voice.echoSuppression = value
-                }
+            case .voice: voice = Self.readVoice(fields, in: &issues)
             case .evidence: evidence = Self.readEvidence(fields, in: &issues)
             case .port: if let name, let port = readPort(name, fields) { ports.append(port) }
             case .session: if let name { sessions.append(readSession(name, fields)) }

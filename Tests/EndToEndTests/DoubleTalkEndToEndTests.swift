@@ -131,8 +131,10 @@ struct DoubleTalkEndToEndTests {
             if talker > nearEnergy / 6 { worst = min(worst, nearGain(range) - aloneGain) }
             start += frames(0.5)
         }
-        // After the far end stops (7 s, its echo 30 ms later): every 100 ms of speech within 1 dB.
-        var returned: Double?
+        // After the far end stops (7 s, its echo 30 ms later): every 100 ms of speech within 1 dB
+        // from `returned` on. It starts at 0: a talker in a pause when the far end stops has not
+        // come back late (the first window of speech is not the return), only a window under does.
+        var returned: Double? = 0
         var late: [String] = []  // the windows under the bound: when, and by how much
         start = farStart + frames(7.03)
         while start + frames(0.1) <= alone.upperBound {

@@ -201,7 +201,8 @@ public enum DoubleTalkSuite {
             }
             start += window
         }
-        var returned: Double?
+        // From the far end's stop: 0 unless a window of speech is under (a pause is no delay).
+        var returned: Double? = 0
         start = farStop
         while start + window <= total {
             let range = start..<start + window
