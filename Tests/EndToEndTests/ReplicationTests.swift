@@ -169,9 +169,14 @@ struct ReplicationEndToEndTests {
         let (source, watcher) = try startLoggerRecording(daemon, deck: deck)
         watcher.waitFor(count: 3, timeout: 10) { $0["event"] == "recording" && $0["state"] == "finished" }
         // While recording: the archive lists the segment being written, and
-        // only finished ones are copied, never a `.partial`.
-        let listed = try daemon.recctl("--json", "archive", "list", "--app", "logger").json?.arrayValue ?? []
-        #expect(listed.contains { $0["state"]?.stringValue == "open" }, "\(listed)")
+        // only finished ones are copied, never a `.partial`. The third `finished` is a rotation:
+        // the next segment opens when the archiver next writes (a moment later on a loaded machine).
+        var listed: [JSONValue] = []
+        #expect(
+            try eventually(timeout: 5) {
+                listed = try daemon.recctl("--json", "archive", "list", "--app", "logger").json?.arrayValue ?? []
+                return listed.contains { $0["state"]?.stringValue == "open" }
+            }, "\(listed)")
         #expect(eventually(timeout: 10) { !files(under: remote + "/copies", suffix: ".flac").isEmpty })
         // The segment being written is not copied. (A finished one may be on its way, under its
         // name + `.partial` on the remote, while the next copy runs: that is not this.)

@@ -45,7 +45,9 @@ public final class NamespacePair: @unchecked Sendable {
     /// For `.enabled(if: NamespacePair.permitted, ...)`.
     public static let unavailableReason: String? = {
         guard geteuid() == 0 else { return "network namespaces need root (CAP_SYS_ADMIN and CAP_NET_ADMIN)" }
-        let probe = "recd-test-net-probe"
+        // A name of this process's own: scripts/test's passes run side by side, and one
+        // process's probe must not delete, or collide with, another's.
+        let probe = "recd-test-net-probe-\(getpid())"
         do {
             _ = try? ip(["netns", "del", probe])
             try ip(["netns", "add", probe])
