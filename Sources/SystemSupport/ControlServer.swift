@@ -191,9 +191,11 @@ public final class ControlServer: @unchecked Sendable {
         var nextTick = now + limits.tickInterval
         var pollSet: [PollEntry] = []
         var polled: [Connection] = []
+        var turn = TurnClock()
 
         while !stopRequested.load(ordering: .acquiring) {
             service()
+            turn.end("service")
 
             pollSet.removeAll(keepingCapacity: true)
             polled.removeAll(keepingCapacity: true)
@@ -223,12 +225,14 @@ public final class ControlServer: @unchecked Sendable {
                 SystemClock.sleep(seconds: 0.01)
             }
             now = SystemClock.monotonicSeconds()
+            turn.begin(at: now)
 
             if !pollSet[0].returned.isEmpty {
                 EventFD.drain(wakeFD)
                 runPostedWork()
                 nextTick = min(nextTick, now + limits.tickInterval)
             }
+            turn.mark("posted work")
             if let signalFD, !pollSet[signalIndex].returned.isEmpty {
                 for signo in SignalFD.readSignals(signalFD) {
                     handler.signalReceived(signo)
@@ -238,6 +242,7 @@ public final class ControlServer: @unchecked Sendable {
                 acceptClients(handler)
                 nextTick = min(nextTick, now + limits.tickInterval)
             }
+            turn.mark("signals and accepts")
             for (offset, connection) in polled.enumerated() {
                 let revents = pollSet[firstClientIndex + offset].returned
                 if revents.isEmpty || connections[connection.id] !== connection { continue }
@@ -253,6 +258,7 @@ public final class ControlServer: @unchecked Sendable {
                     flush(connection)
                 }
             }
+            turn.mark("requests")
 
             if now >= nextTick {
                 handler.tick(now: now)
@@ -262,6 +268,7 @@ public final class ControlServer: @unchecked Sendable {
                 nextTick += interval
                 if nextTick <= now { nextTick = now + interval }
             }
+            turn.mark("tick")
         }
 
         runPostedWork()
@@ -339,5 +346,40 @@ public final class ControlServer: @unchecked Sendable {
         for _ in 0..<16 {
             guard case .transferred = try? Descriptor.read(fd, into: readBuffer) else { return }
         }
+    }
+}
+
+/// How long one turn of the control loop took, from poll's return to the next poll, by part:
+/// the control thread must never block, and a turn over 50 ms is logged with its parts (at most
+/// one line a second), so a stall shows what did it.
+struct TurnClock {
+    static let bound = 0.05
+    private var started = 0.0
+    private var last = 0.0
+    private var parts: [(String, Double)] = []
+    private var lastLogged = -Double.infinity
+
+    mutating func begin(at now: Double) {
+        started = now
+        last = now
+        parts.removeAll(keepingCapacity: true)
+    }
+
+    mutating func mark(_ part: String) {
+        let now = SystemClock.monotonicSeconds()
+        parts.append((part, now - last))
+        last = now
+    }
+
+    /// Ends the turn begun last (nothing before the first).
+    mutating func end(_ part: String) {
+        guard started > 0 else { return }
+        mark(part)
+        let spent = last - started
+        started = 0
+        guard spent > Self.bound, last - lastLogged >= 1 else { return }
+        lastLogged = last
+        let detail = parts.filter { $0.1 >= 0.001 }.map { "\($0.0) \(Int(($0.1 * 1_000).rounded())) ms" }
+        Log.warning("control: one turn took \(Int((spent * 1_000).rounded())) ms (\(detail.joined(separator: ", ")))")
     }
 }

@@ -558,19 +558,36 @@ struct AttachedApplicationTests {
         #expect(reply?["ok"] == true, "\(reply?.jsonText ?? "no reply")")
         #expect(Date().timeIntervalSince(began) < 0.5)
         #expect(try eventually(timeout: 2) { try metroAvailable() == false }, "the attached port is the session's now")
-        // Two seconds of status round trips: each within 100 ms, no churn in the log.
+        // Two seconds of status round trips within 100 ms, no churn in the log. recd's part is
+        // its control turns (it logs one over 50 ms, with its parts): none over 100 ms. A round
+        // trip also waits on this 2-core machine's scheduler (three test passes beside it): one
+        // of the twenty may be slower, with no long turn of recd's behind it (seen: 111 and
+        // 179 ms in about 1 of 30 runs, every turn under 50 ms).
         var slowest = 0.0
+        var slow = 0
         for id in 2..<22 {
             let asked = Date()
             client.send(#"{"id":\#(id),"op":"status"}"# + "\n")
             var answer: JSONValue?
             repeat { answer = client.readJSON() } while answer != nil && answer?["id"]?.intValue != id
             #expect(answer?["ok"] == true)
-            slowest = max(slowest, Date().timeIntervalSince(asked))
+            let took = Date().timeIntervalSince(asked)
+            slowest = max(slowest, took)
+            if took >= 0.1 { slow += 1 }
             usleep(100_000)
         }
-        print("status round trip while a configured device is attached: slowest \(Int(slowest * 1000)) ms")
-        #expect(slowest < 0.1)
+        // recd logs a control turn over 50 ms with its parts: a slow answer says whether recd's
+        // control thread was busy then, or the answer waited to be scheduled.
+        let longTurns = daemon.log.split(separator: "\n").filter { $0.contains("control: one turn took") }
+        let turnMilliseconds = longTurns.compactMap { line in
+            line.split(separator: "took ").last?.split(separator: " ").first.flatMap { Int($0) }
+        }
+        print(
+            "status round trip while a configured device is attached: slowest \(Int(slowest * 1000)) ms, "
+                + "\(slow) of 20 over 100 ms; long control turns: "
+                + (longTurns.isEmpty ? "none" : longTurns.joined(separator: "; ")))
+        #expect(slow <= 1, "\(slow) status round trips over 100 ms; long control turns: \(longTurns)")
+        #expect(turnMilliseconds.allSatisfy { $0 < 100 }, "recd's control thread was busy: \(longTurns)")
         let restored = daemon.log.components(separatedBy: "recd restored it").count - 1
         let bypass = daemon.log.components(separatedBy: "would bypass recd").count - 1
         #expect(restored <= 1 && bypass <= 1, "churn: \(restored) restores, \(bypass) bypass removals\n\(daemon.log)")
