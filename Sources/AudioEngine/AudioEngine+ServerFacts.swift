@@ -46,12 +46,10 @@ extension AudioEngine {
     /// JACK's current frame time (an estimate of the frame being processed); nil when not running.
     public var frameTime: UInt32? { runningClient?.frameTime }
 
-    /// The JACK frame time at which the latest port disappearance was heard of (notification
-    /// thread), for measuring how fast recd reacts to a device going away.
-    public var lastPortLossFrameTime: UInt32? { connection?.client.sink.lastPortLossFrameTime }
-
-    /// JACK's microsecond clock (jack_get_time) when the latest port disappearance was heard of.
-    public var lastPortLossMicros: UInt64? { connection?.client.sink.lastPortLossMicros }
+    /// The JACK frame time and microsecond clock (jack_get_time) at which the latest port
+    /// disappearance was heard of (notification thread), for measuring how fast recd reacts to
+    /// a device going away.
+    public var lastPortLoss: (frameTime: UInt32, micros: UInt64)? { connection?.client.sink.lastPortLoss }
 
     /// The JACK frame time and microsecond clock (jack_get_time) at which the latest port
     /// registration was heard of (notification thread), for measuring how fast recd reacts to

@@ -48,8 +48,11 @@ final class EngineController {
     /// a drain found the port listed before JACK's notification came (it can), the drain
     /// itself; or a jack sense saying plugged reaching the control thread.
     private var lastArrival: (frameTime: UInt32, micros: UInt64)?
-    /// The same for a jack sense saying unplugged (JACK's own losses are the engine's).
-    private var lastSenseUnplug: (frameTime: UInt32, micros: UInt64)?
+    /// The same for the latest device to go away: JACK's port unregistration or client
+    /// closing, or the drain that found the port gone before that news came (jackd
+    /// disconnects a closing client's ports first, and the connection news makes the control
+    /// thread read a port list the port has already left), or a jack sense saying unplugged.
+    private var lastLoss: (frameTime: UInt32, micros: UInt64)?
     private(set) var lastError: String?
     private var nextAttempt = 0.0
     /// Connections restored after someone else removed them: when each was last logged.
@@ -194,20 +197,28 @@ final class EngineController {
             case .portRegistered, .portUnregistered, .portConnectionChanged: break
             }
         }
-        if news.availabilityChanged && noteConnections() {
-            // A port became available: from JACK's news of a registration if there was one
-            // just before (within the 40 ms settling recheck and a period or two), else from
-            // now (the port list showed it before JACK's notification came).
-            let now = now()
-            if let heard = audio.lastPortArrival, let now, heard.micros > lastArrival?.micros ?? 0,
-                now.micros &- heard.micros < Self.arrivalNewsWindowMicros
-            {
-                lastArrival = heard
-            } else {
-                lastArrival = now
-            }
+        if news.availabilityChanged {
+            // A port became available (or went away): from JACK's news of a registration (or
+            // a loss) if there was one just before (within the 40 ms settling recheck and a
+            // period or two), else from now (the port list showed it before JACK's
+            // notification came).
+            let change = noteConnections()
+            if change.arrived { lastArrival = firstNews(heard: audio.lastPortArrival, previous: lastArrival) }
+            if change.lost { lastLoss = firstNews(heard: audio.lastPortLoss, previous: lastLoss) }
         }
         return news
+    }
+
+    /// When recd first had news of a change the drain has just seen: JACK's notification
+    /// `heard` if it is newer than `previous` and recent, else now.
+    private func firstNews(
+        heard: (frameTime: UInt32, micros: UInt64)?, previous: (frameTime: UInt32, micros: UInt64)?
+    ) -> (frameTime: UInt32, micros: UInt64)? {
+        let now = now()
+        if let heard, let now, heard.micros > previous?.micros ?? 0, now.micros &- heard.micros < Self.newsWindowMicros {
+            return heard
+        }
+        return now
     }
 
     /// Makes missing JACK connections; after the policy has reacted (it can take a period or two).
@@ -276,15 +287,15 @@ final class EngineController {
     /// A jack-sense control changed: a port is available only while plugged (nil: no control).
     func setSensePlugged(port: String, _ plugged: Bool?) {
         if let plugged, sensePlugged[port] != plugged {
-            if plugged { lastArrival = now() } else { lastSenseUnplug = now() }
+            if plugged { lastArrival = now() } else { lastLoss = now() }
         }
         sensePlugged[port] = plugged
         noteConnections()
     }
 
-    /// How recent JACK's news of a registration must be to count as the news of a port that
-    /// has just become available.
-    static let arrivalNewsWindowMicros: UInt64 = 100_000
+    /// How recent JACK's news of a registration (or a loss) must be to count as the news of
+    /// a port that has just become available (or gone away).
+    static let newsWindowMicros: UInt64 = 100_000
 
     /// JACK's frame time and microsecond clock now (nil when not running).
     private func now() -> (frameTime: UInt32, micros: UInt64)? {
@@ -292,20 +303,21 @@ final class EngineController {
     }
 
     /// Gives each port that became available since the last call the next connection order;
-    /// returns whether there was one.
+    /// returns whether one arrived and whether one went away.
     @discardableResult
-    private func noteConnections() -> Bool {
-        var arrived = false
+    private func noteConnections() -> (arrived: Bool, lost: Bool) {
+        var change = (arrived: false, lost: false)
         for port in config.ports {
             let available = isAvailable(port)
             if available && !seenAvailable.contains(port.name) {
-                arrived = true
+                change.arrived = true
                 connectionCounter += 1
                 connectedOrder[port.name] = connectionCounter
             }
+            if !available && seenAvailable.contains(port.name) { change.lost = true }
             if available { seenAvailable.insert(port.name) } else { seenAvailable.remove(port.name) }
         }
-        return arrived
+        return change
     }
 
     /// The policy's view of every configured port (its input: `SessionStore.updatePorts`).
@@ -407,21 +419,13 @@ extension EngineController: EnginePorts, SenseEngine {
 
     var inputPortNames: [String] { config.ports.filter(\.direction.canCapture).map(\.name) }
 
-    func portLossReaction() -> PortReaction? {
-        var jackLoss: (frameTime: UInt32, micros: UInt64)?
-        if let frameTime = audio.lastPortLossFrameTime, let micros = audio.lastPortLossMicros {
-            jackLoss = (frameTime, micros)
-        }
-        return reaction(since: [jackLoss, lastSenseUnplug])
-    }
+    func portLossReaction() -> PortReaction? { reaction(since: lastLoss) }
 
-    func portArrivalReaction() -> PortReaction? { reaction(since: [lastArrival]) }
+    func portArrivalReaction() -> PortReaction? { reaction(since: lastArrival) }
 
-    /// Frames and microseconds since the latest of `news` (JACK's, or a jack sense's).
-    private func reaction(since news: [(frameTime: UInt32, micros: UInt64)?]) -> PortReaction? {
-        guard let now = audio.frameTime,
-            let latest = news.compactMap({ $0 }).max(by: { $0.micros < $1.micros })
-        else { return nil }
+    /// Frames and microseconds since `latest` (JACK's news, a drain's, or a jack sense's).
+    private func reaction(since latest: (frameTime: UInt32, micros: UInt64)?) -> PortReaction? {
+        guard let now = audio.frameTime, let latest else { return nil }
         return PortReaction(
             frames: Int(now &- latest.frameTime), periodFrames: audio.bufferSize,
             microseconds: Int(AudioEngine.jackMicros &- latest.micros))

@@ -71,10 +71,15 @@ final class NotificationSink: @unchecked Sendable {
         lock.withLock { $0.client = 0 }
     }
 
-    /// Any thread: the JACK frame time at which the latest port disappearance was heard of.
-    var lastPortLossFrameTime: UInt32? { lock.withLock { $0.lastPortLossFrameTime } }
-    /// Any thread: JACK's microsecond clock (jack_get_time) at the same moment.
-    var lastPortLossMicros: UInt64? { lock.withLock { $0.lastPortLossMicros } }
+    /// Any thread: the JACK frame time and microsecond clock (jack_get_time) at which the
+    /// latest port disappearance was heard of.
+    var lastPortLoss: (frameTime: UInt32, micros: UInt64)? {
+        lock.withLock { shared in
+            guard let frameTime = shared.lastPortLossFrameTime, let micros = shared.lastPortLossMicros
+            else { return nil }
+            return (frameTime, micros)
+        }
+    }
     /// Any thread: the JACK frame time and microsecond clock at which the latest port
     /// registration was heard of.
     var lastPortArrival: (frameTime: UInt32, micros: UInt64)? {
