@@ -198,7 +198,7 @@ struct EngineEndToEndTests {
         "killing jackd and starting it again: mediaServicesWereLost then Reset, same recd, configuration intact",
         .enabled(if: !TestServer.isPipeWire, Comment(rawValue: TestServer.startsItsOwnJackd)))
     func mediaServicesReset() throws {
-        let jack = try PrivateJack()
+        let jack = try PrivateJack(name: "recd-test-engine")
         let daemon = try Daemon(ports: Daemon.systemPorts, jackServer: jack.name)
         try #require(daemon.recctl("session", "set", "radio", "--category", "playback", "--mode", "spokenAudio", "--options", "duckOthers").status == 0)
         try #require(daemon.recctl("session", "activate", "radio").status == 0)
@@ -282,7 +282,7 @@ struct EngineEndToEndTests {
         "preferred IO buffer moves JACK's buffer size when the config allows it; actual values are JACK's",
         .enabled(if: !TestServer.isPipeWire, Comment(rawValue: TestServer.startsItsOwnJackd)))
     func bufferPreference() throws {
-        let jack = try PrivateJack(period: 256)
+        let jack = try PrivateJack(period: 256, name: "recd-test-engine")
         let daemon = try Daemon(extraConfig: "", ports: Daemon.systemPorts.replacingOccurrences(of: "[port mic]", with: "[port mic]"), jackServer: jack.name)
         try #require(daemon.recctl("session", "set", "a", "--category", "playAndRecord", "--mic-usage", "test").status == 0)
         let before = try #require(daemon.recctl("--json", "session", "show", "a").json)

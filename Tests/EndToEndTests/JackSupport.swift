@@ -96,9 +96,11 @@ final class PrivateJack: @unchecked Sendable {
     let name: String
     private(set) var process: Process?
 
-    /// A stable name: JACK's shared-memory registry holds 8 server names and frees a dead
-    /// server's slot only when a server of the same name starts again, so a name per run would
-    /// fill it after a few killed runs. The tests that use it run one at a time.
+    /// A stable name, one suite's own: JACK's shared-memory registry holds 8 server names and
+    /// frees a dead server's slot only when a server of the same name starts again, so a name
+    /// per run would fill it after a few killed runs; the tests of one suite run one at a time,
+    /// but scripts/test's passes run side by side, and two suites sharing a name would start
+    /// (and kill) each other's server.
     /// `environment`: more of jackd's environment (a server whose clock runs slow: `slowClock`).
     /// `driver`: jackd's driver and its options instead of the dummy one (a netjack2 satellite:
     /// `-d net ...`); `namespace`: the network namespace it runs in (NamespacePair).
@@ -107,7 +109,7 @@ final class PrivateJack: @unchecked Sendable {
     /// the server's cycles run: a server of normal priority waits behind the other passes'
     /// CPU-bound work.
     init(
-        period: Int = 256, name: String = "recd-test-private", environment: [String: String] = [:],
+        period: Int = 256, name: String, environment: [String: String] = [:],
         driver: [String]? = nil, namespace: (pair: NamespacePair, side: NamespacePair.Side)? = nil,
         realtime: Bool = false
     ) throws {

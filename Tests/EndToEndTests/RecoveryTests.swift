@@ -155,7 +155,7 @@ struct RecoveryTests {
 
     @Test("jackd killed and started again: the declared logger without auto_resume waits (status: mediaServicesLost) and records again by itself, even when its input comes back after the server")
     func serverLossHeals() throws {
-        let jack = try PrivateJack()
+        let jack = try PrivateJack(name: "recd-test-recovery")
         let deck = uniqueName("deck")
         let arguments = ["--server", jack.name, "--name", deck, "play", "--ports", "out_1,out_2", "--signal", "sine:1000", "--level", "-12"]
         var source = try SignalClient(arguments)

@@ -133,7 +133,7 @@ struct ReliabilityTests {
 
     @Test("jackd killed and restarted mid-recording: the auto_resume logger goes on in a new segment; each file passes flac -t and is a gapless counter stretch")
     func jackServerRestart() throws {
-        let jack = try PrivateJack()
+        let jack = try PrivateJack(name: "recd-test-reliability")
         let deck = uniqueName("deck")
         let deckArguments = ["--server", jack.name, "--name", deck, "play", "--ports", "out_1,out_2", "--signal", "counter"]
         var source = try SignalClient(deckArguments)

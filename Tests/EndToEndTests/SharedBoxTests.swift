@@ -361,8 +361,11 @@ struct SharedBoxTests {
         let (contended, waited) = try export()
         print("nobody's 60 verifies: \(summary.jsonText); root's export meanwhile \(String(format: "%.2f", waited)) s")
         #expect(contended.status == 0, "\(contended.stderr)")
-        // Its own time, one turn of nobody's (at most one job), and slack for a loaded machine.
-        #expect(waited < solo + job + 1.5, "root's export took \(waited) s beside nobody's verifies")
+        // Its own time, one turn of nobody's (at most one job), and slack for a loaded machine:
+        // the job measured alone may take twice as long beside the other passes' CPU-bound
+        // work (4.8 s against 0.06 + 2.56 alone, the machine at 3.3 runnable tasks a core).
+        // Waiting for nobody's five accepted jobs would take five turns.
+        #expect(waited < solo + 2 * job + 1.5, "root's export took \(waited) s beside nobody's verifies")
         // One running (or not yet taken when the rest came), four waiting, the rest refused.
         #expect((55...56).contains(summary["isBusy"]?.intValue ?? 0), "\(summary.jsonText)")
     }

@@ -18,7 +18,7 @@ struct TrueTimeEndToEndTests {
         "jackd stopped (SIGSTOP) for 3 s mid-recording: the stall is one clockStall gap of about 3 s (GAPS, the gap event), START + offset of the first sample after it is the wall-clock time jackd went on within 50 ms, the counter runs on (but for xruns), and the segment has CLOCK_DRIFT_PPM",
         .enabled(if: !TestServer.isPipeWire, Comment(rawValue: TestServer.startsItsOwnJackd)))
     func stalledServer() throws {
-        let jack = try PrivateJack(period: 256, name: "recd-test-stall", realtime: true)
+        let jack = try PrivateJack(period: 256, name: "recd-test-truetime", realtime: true)
         defer { jack.stop() }
         let (daemon, source, xrunsBefore) = try ReliabilityTests.counterLogger(on: jack)
         defer { source.stop() }

@@ -175,7 +175,12 @@ struct HTTPServerLimitTests {
         // second at 100 kB/s; then 64 KiB queue up in under a second, or 1 s of stall. Default
         // buffers never fill in the test's time: the 2 s lifetime ends those streams.
         #expect(waited < 5, "the 17th waited \(waited) s")
-        #expect(sleeping.allSatisfy { $0.isClosed }, "every sleeper's stream is closed")
+        // The 17th got in when the first sleeper was cut; the others follow as their own rule
+        // ends them (each stream's lifetime counts from its own start, and the 16 started over
+        // up to a few hundred ms on a loaded machine: a run of five passes found one still open).
+        #expect(
+            eventually(timeout: 3) { sleeping.allSatisfy { $0.isClosed } },
+            "every sleeper's stream is closed: \(sleeping.filter { !$0.isClosed }.count) open")
         for sleeper in sleepers {
             var ended = false
             for _ in 0..<200 where !ended { ended = sleeper.readAvailable(timeout: 0.05) == nil }

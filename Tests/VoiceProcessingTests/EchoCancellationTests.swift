@@ -34,55 +34,13 @@ func roomEcho(of farEnd: [Float], sampleRate: Double, delay: Double, attenuation
     return echo
 }
 
-/// The calling thread's CPU time in seconds.
-func threadCPUSeconds() -> Double {
-    var now = timespec()
-    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &now)
-    return Double(now.tv_sec) + Double(now.tv_nsec) / 1e9
-}
-
-/// What one run of the processor over a capture did.
-struct ProcessedRun {
-    var output: [Float]
-    var latencyFrames: Int
-    var cpuSeconds: Double
-}
-
 /// Runs `capture` (mono) through a processor in blocks of `period` frames against `reference`,
 /// and returns the output moved back by the processor's latency, so that output[n] is the
-/// processed input[n].
+/// processed input[n] (DoubleTalkSuite's runner, told `delayMilliseconds`).
 func runProcessor(
-    capture: [Float], reference: [Float], sampleRate: Int, period: Int, features: VoiceProcessingFeatures,
-    delayMilliseconds: Int
-) throws -> ProcessedRun {
-    let processor = try VoiceProcessor(
-        sampleRate: sampleRate, captureChannels: 1, referenceChannels: 1, features: features,
-        blockGranularity: period)
-    processor.echoPathDelayMilliseconds = delayMilliseconds
-    var output = [Float](
-        repeating: 0, count: capture.count + processor.latencyFrames + processor.processingDelayFrames + period)
-    var block = [Float](repeating: 0, count: period)
-    var referenceBlock = [Float](repeating: 0, count: period)
-    var cpu = 0.0
-    var position = 0
-    while position < output.count - period {
-        for index in 0..<period {
-            block[index] = position + index < capture.count ? capture[position + index] : 0
-            referenceBlock[index] = position + index < reference.count ? reference[position + index] : 0
-        }
-        let started = threadCPUSeconds()
-        try block.withUnsafeMutableBufferPointer { captureBuffer in
-            try referenceBlock.withUnsafeBufferPointer { referenceBuffer in
-                try processor.process(capture: captureBuffer, reference: referenceBuffer, frames: period)
-            }
-        }
-        cpu += threadCPUSeconds() - started
-        for index in 0..<period { output[position + index] = block[index] }
-        position += period
-    }
-    let latency = processor.latencyFrames + processor.processingDelayFrames
-    let aligned = Array(output[latency..<(latency + capture.count)])
-    return ProcessedRun(output: aligned, latencyFrames: latency, cpuSeconds: cpu)
+    capture: [Float], reference: [Float], period: Int, features: VoiceProcessingFeatures, delayMilliseconds: Int
+) throws -> DoubleTalkSuite.Run {
+    try DoubleTalkSuite.voiceProcessor(features)(capture, reference, Double(delayMilliseconds) / 1_000, period)
 }
 
 @Suite("echo cancellation: ERLE, the near end kept, convergence, latency and CPU")
@@ -115,7 +73,7 @@ struct EchoCancellationTests {
         let capture = (0..<total).map { echo[$0] + nearEnd[$0] }
 
         let run = try runProcessor(
-            capture: capture, reference: farEnd, sampleRate: Self.sampleRate, period: Self.period,
+            capture: capture, reference: farEnd, period: Self.period,
             features: features, delayMilliseconds: features.contains(.delayAgnostic) ? 0 : Int(delay * 1_000))
         let output = run.output
 
@@ -180,7 +138,7 @@ struct EchoCancellationTests {
         for scale: Float in [1, 0.1] {
             let near = talker.map { $0 * scale }
             let run = try runProcessor(
-                capture: near, reference: silence, sampleRate: Self.sampleRate, period: Self.period,
+                capture: near, reference: silence, period: Self.period,
                 features: VoiceProcessingFeatures.voiceChat.union(.gainControl), delayMilliseconds: 30)
             let level = decibels(power: energy(near, judged) / Double(judged.count))
             let change = decibels(power: energy(run.output, judged) / energy(near, judged))
@@ -191,7 +149,7 @@ struct EchoCancellationTests {
         #expect(changes[1] >= 6, "a quiet talker raised by \(changes[1]) dB only")
         // Without gain control the same quiet talker is not raised: the lift is the gain control's.
         let plain = try runProcessor(
-            capture: talker.map { $0 * 0.1 }, reference: silence, sampleRate: Self.sampleRate, period: Self.period,
+            capture: talker.map { $0 * 0.1 }, reference: silence, period: Self.period,
             features: .voiceChat, delayMilliseconds: 30)
         let plainChange = decibels(power: energy(plain.output, judged) / energy(talker, judged) * 100)
         #expect(plainChange < 1, "without gain control the quiet talker changed by \(plainChange) dB")
