@@ -122,7 +122,10 @@ struct EngineEndToEndTests {
             let wav = daemon.directory + "/dc.wav"
             try writeWAV(path: wav, sampleRate: 48_000, channels: 1, samples: [Int16](repeating: 16384, count: 48_000 * 10))
             let raw = daemon.directory + "/captured.raw"
-            let capture = try SignalClient(["--name", sink, "capture", "--ports", "in_1", "--out", raw, "--seconds", "3"])
+            // The sink must be there for the port to be available, so it captures from before the
+            // play: 6 s hold the set-up (over 2 s on a loaded machine: a 3 s capture ended before
+            // the duck), 1 s of full level and the duck.
+            let capture = try SignalClient(["--name", sink, "capture", "--ports", "in_1", "--out", raw, "--seconds", "6"])
             try #require(daemon.recctl("session", "set", "music", "--category", "playback", "--options", "mixWithOthers").status == 0)
             try #require(daemon.recctl("session", "set", "nav", "--category", "playback", "--mode", "voicePrompt", "--options", "duckOthers").status == 0)
             #expect(try eventually { try daemon.recctl("--json", "routes").json?["ports"]?.arrayValue?.first?["available"] == true })
@@ -167,7 +170,7 @@ struct EngineEndToEndTests {
                 path: wav, sampleRate: 48_000, channels: 1, samples: [Int16](repeating: 16384, count: 48_000 * 10))
             let raw = daemon.directory + "/captured.raw"
             let capture = try SignalClient([
-                "--name", sink, "capture", "--ports", "in_1", "--out", raw, "--seconds", "2",
+                "--name", sink, "capture", "--ports", "in_1", "--out", raw, "--seconds", "6",
             ])
             try #require(
                 daemon.recctl("session", "set", "meter", "--category", "playback", "--mode", "measurement", "--options",
@@ -185,6 +188,10 @@ struct EngineEndToEndTests {
             usleep(500_000)
             try #require(daemon.recctl("session", "activate", "nav").status == 0)
             let shown = try daemon.recctl("--json", "session", "show", "meter").json
+            // Half a second of the duck's time captured, or nothing was judged (a 2 s capture
+            // could end before the activation on a loaded machine, and pass).
+            usleep(500_000)
+            #expect(capture.process.isRunning, "the capture ended before the duck")
             #expect(capture.waitForExit(timeout: 20))
             return ((try readRawFloats(path: raw), shown), try daemon.xruns())
         }
