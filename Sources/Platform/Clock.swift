@@ -16,9 +16,28 @@ public enum SystemClock {
     /// `CLOCK_REALTIME` less `CLOCK_MONOTONIC`, nanoseconds: constant while the wall clock runs
     /// freely or is slewed (both slew alike); it moves by the size of a step of the wall clock
     /// (settimeofday, an NTP or chrony step).
+    ///
+    /// The two clocks cannot be read at once: the wall clock is read between two readings of
+    /// the monotonic one and set against their middle. A thread preempted between the readings
+    /// (a busy machine: real-time audio threads take the core for milliseconds) would see a
+    /// step that never happened, so a bracket wider than `offsetBracketNanoseconds` is read
+    /// again, up to four times, and the narrowest is used.
     public static func wallClockOffsetNanoseconds() -> Int64 {
-        Syscall.realtimeNanoseconds() &- Syscall.monotonicNanoseconds()
+        var best: (offset: Int64, width: Int64) = (0, .max)
+        for _ in 0..<4 {
+            let before = Syscall.monotonicNanoseconds()
+            let wall = Syscall.realtimeNanoseconds()
+            let after = Syscall.monotonicNanoseconds()
+            let width = after &- before
+            if width < best.width { best = (wall &- (before &+ width / 2), width) }
+            if width <= offsetBracketNanoseconds { break }
+        }
+        return best.offset
     }
+
+    /// The widest bracket of monotonic readings around a wall-clock reading that
+    /// `wallClockOffsetNanoseconds` takes without reading again.
+    public static let offsetBracketNanoseconds: Int64 = 100_000
 
     /// Sleeps the calling thread for `seconds` (nothing for 0 or less), continuing after
     /// signals until the whole time has passed.

@@ -1,4 +1,6 @@
+import Foundation
 import Platform
+import Synchronization
 import TestSupport
 import Testing
 
@@ -142,6 +144,36 @@ struct ClockStepTests {
         #expect(ClockStep.step(from: 1_000, to: 1_000 + 20_000_000) == nil)
         #expect(ClockStep.step(from: 5, to: -19_999_995) == nil)
         #expect(ClockStep.step(from: Int64.min, to: Int64.max) == nil)
+    }
+
+    @Test(
+        "on a crowded machine (four spinning threads on its cores) the wall clock's offset read a million times stays within 1 ms: a thread preempted between the two clocks sees no step"
+    )
+    func offsetOnACrowdedMachine() {
+        let spinning = Atomic<Bool>(true)
+        let spinners = (0..<4).map { _ in
+            let thread = Thread { while spinning.load(ordering: .relaxed) {} }
+            thread.start()
+            return thread
+        }
+        defer { spinning.store(false, ordering: .relaxed) }
+        _ = spinners
+        var low = Int64.max
+        var high = Int64.min
+        // The same reading, one clock after the other, for the record: how far a preemption
+        // between them throws it.
+        var naiveLow = Int64.max
+        var naiveHigh = Int64.min
+        for _ in 0..<1_000_000 {
+            let offset = SystemClock.wallClockOffsetNanoseconds()
+            low = min(low, offset)
+            high = max(high, offset)
+            let naive = SystemClock.realtimeNanoseconds() &- Int64(SystemClock.monotonicSeconds() * 1e9)
+            naiveLow = min(naiveLow, naive)
+            naiveHigh = max(naiveHigh, naive)
+        }
+        print("offset spread: \(high - low) ns; one clock after the other: \(naiveHigh - naiveLow) ns")
+        #expect(high - low < 1_000_000, "the offset moved by \(high - low) ns with no step")
     }
 
     @Test(

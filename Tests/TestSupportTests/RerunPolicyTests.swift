@@ -20,28 +20,29 @@ struct RerunPolicyTests {
     }
 
     /// A monitor sample (scripts/test-causes monitor's line) at `t`.
-    static func sample(_ t: Double, load: Double = 0.5, xruns: Int = 0, clients: [String] = []) -> String {
+    static func sample(_ t: Double, load: Double = 0.5, xruns: Int = 0, clients: [String] = [], wall: Int = 0) -> String {
         #"{"t": \#(t), "load1": \#(load * 2), "cores": 2, "steal": 0, "total": \#(Int(t * 100)), "#
-            + #""xruns": \#(xruns), "clients": [\#(clients.map { "\"\($0)\"" }.joined(separator: ", "))]}"#
+            + #""xruns": \#(xruns), "clients": [\#(clients.map { "\"\($0)\"" }.joined(separator: ", "))], "#
+            + #""wall": \#(5_000_000_000 + wall)}"#
     }
 
     @Test(
-        "each failure's causes are those of its own run: xruns, load, a server that did not start; none for a bare failure or a crash"
+        "each failure's causes are those of its own run: xruns, load, a server that did not start, a stepped wall clock; none for a bare failure or a crash"
     )
     func judge() throws {
         let directory = NSTemporaryDirectory() + "recd-rerun-policy-\(getpid())"
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(atPath: directory) }
-        let (passed, xruns, loaded, server, bare, crashed) = (
+        let (passed, xruns, loaded, server, bare, stepped, crashed) = (
             "M.S/passed()/F.swift:1:1", "M.S/xruns()/F.swift:2:1", "M.S/loaded()/F.swift:3:1",
-            "M.S/server()/F.swift:4:1", "M.S/bare()/F.swift:5:1", "M.S/crashed()/F.swift:6:1"
+            "M.S/server()/F.swift:4:1", "M.S/bare()/F.swift:5:1", "M.S/stepped()/F.swift:7:1", "M.S/crashed()/F.swift:6:1"
         )
         // One test after another, 2 s each from t = 100: the load comes in the second one's run,
         // the xruns half a second into the last one's, just after the bare failure ended: none of
-        // them is the bare failure's.
+        // them is the bare failure's; the wall clock steps 1 ms a quarter second in the sixth one's.
         let runs: [(String, String?)] = [
             (passed, nil), (loaded, ""), (server, "jackd did not start [rerun-cause: server-start]"),
-            (bare, "expected 1, got 2"), (xruns, ""),
+            (bare, "expected 1, got 2"), (xruns, ""), (stepped, ""),
         ]
         var events: [String] = []
         for (index, (id, failure)) in runs.enumerated() {
@@ -50,19 +51,25 @@ struct RerunPolicyTests {
             if let failure { events.append(try Self.event("issueRecorded", id, at: start + 1, text: failure)) }
             events.append(try Self.event("testEnded", id, at: start + 1.9))
         }
-        events.append(try Self.event("testStarted", crashed, at: 112))
-        events.append(try Self.event("issueRecorded", crashed, at: 112.5))
+        events.append(try Self.event("testStarted", crashed, at: 114))
+        events.append(try Self.event("issueRecorded", crashed, at: 114.5))
         var samples: [String] = []
-        for quarter in stride(from: 99.0, through: 114.0, by: 0.25) {
+        for quarter in stride(from: 99.0, through: 116.0, by: 0.25) {
             let xrunsNow = quarter == 108.5 ? 3 : 0
             let load = (102.5...103.5).contains(quarter) ? 2.6 : 0.5
-            samples.append(Self.sample(quarter, load: load, xruns: xrunsNow, clients: xrunsNow > 0 ? ["deck"] : []))
+            let steps = Int(((min(quarter, 111.5) - 110) / 0.25).rounded(.down))
+            samples.append(
+                Self.sample(
+                    quarter, load: load, xruns: xrunsNow, clients: xrunsNow > 0 ? ["deck"] : [],
+                    wall: max(0, steps) * 1_000_000))
         }
         try events.joined(separator: "\n").write(toFile: directory + "/events", atomically: true, encoding: .utf8)
         try samples.joined(separator: "\n").write(toFile: directory + "/samples", atomically: true, encoding: .utf8)
 
         // The documented bounds, whatever this run's environment says.
-        let bounds = ExternalTools.environment(["RECD_TEST_LOAD_BOUND": "1.5", "RECD_TEST_STEAL_BOUND": "10"])
+        let bounds = ExternalTools.environment([
+            "RECD_TEST_LOAD_BOUND": "1.5", "RECD_TEST_STEAL_BOUND": "10", "RECD_TEST_CLOCK_STEP_BOUND": "2",
+        ])
         let result = try ExternalTools.runExecutable(
             Self.script, ["judge", directory + "/events", directory + "/samples"], environment: bounds)
         #expect(result.status == 0, "\(result.stderr)")
@@ -77,6 +84,7 @@ struct RerunPolicyTests {
         #expect(verdicts[loaded]?.status == "failed" && verdicts[loaded]?.cause == "load=2.6/core", "\(verdicts)")
         #expect(verdicts[server]?.cause == "server-start", "\(verdicts)")
         #expect(verdicts[bare]?.status == "failed" && verdicts[bare]?.cause == "", "a bare failure: \(verdicts)")
+        #expect(verdicts[stepped]?.cause == "clock-steps=6ms", "\(verdicts)")
         #expect(verdicts[crashed]?.status == "crashed" && verdicts[crashed]?.cause == "", "\(verdicts)")
     }
 
