@@ -46,6 +46,11 @@ struct Watch {
             output.failure(error)
             return 1
         }
+        // From here on no event of the watched sessions is missed: a script that starts a
+        // watch and then acts waits for this line.
+        output.watchLine(
+            ["event": "watch", "state": "watching", "app": JSONValue(app)],
+            text: "recctl: watching \(app.map { "\($0)'s" } ?? "every session's") events")
         for event in early { show(event) }
         while true {
             let reason = follow(connection)

@@ -230,12 +230,26 @@ final class Watcher: @unchecked Sendable {
                     let line = String(pending[..<newline])
                     pending = String(pending[pending.index(after: newline)...])
                     printed.withLock { $0.append(line) }
-                    if let value = try? JSONValue.parse(line) { lines.withLock { $0.append(value) } }
+                    if let value = try? JSONValue.parse(line), !Self.isWatching(line) {
+                        lines.withLock { $0.append(value) }
+                    }
                 }
             }
         }
-        // The watch is registered once the daemon has answered; give it a moment.
-        usleep(150_000)
+        // The watch is registered once recctl says it is watching (its first line, which is
+        // not one of the events): a fixed pause here missed the first event on a loaded machine.
+        let deadline = Date().addingTimeInterval(10)
+        while process.isRunning && Date() < deadline
+            && !printed.withLock({ $0.contains { Self.isWatching($0) } })
+        {
+            usleep(5_000)
+        }
+    }
+
+    /// `recctl watch`'s line saying the watch has begun (in --json or in words).
+    static func isWatching(_ line: String) -> Bool {
+        line.hasPrefix("recctl: watching ")
+            || (try? JSONValue.parse(line)).map { $0["event"] == "watch" && $0["state"] == "watching" } == true
     }
 
     deinit {
