@@ -29,12 +29,10 @@ final class NotificationSink: @unchecked Sendable {
         /// jack_client_t * as an integer (0: closed); the callbacks use it to look names up.
         var client: UInt = 0
         var xrunsReported = 0
-        /// JACK frame time when the latest port disappearance was heard of.
-        var lastPortLossFrameTime: UInt32?
-        var lastPortLossMicros: UInt64?
-        /// JACK frame time when the latest port registration was heard of (a device arriving).
-        var lastPortArrivalFrameTime: UInt32?
-        var lastPortArrivalMicros: UInt64?
+        /// JACK's frame time and microsecond clock when the latest port disappearance was heard of.
+        var lastPortLoss: (frameTime: UInt32, micros: UInt64)?
+        /// The same for the latest port registration (a device arriving).
+        var lastPortArrival: (frameTime: UInt32, micros: UInt64)?
     }
 
     private let lock = Mutex(Shared())
@@ -73,22 +71,10 @@ final class NotificationSink: @unchecked Sendable {
 
     /// Any thread: the JACK frame time and microsecond clock (jack_get_time) at which the
     /// latest port disappearance was heard of.
-    var lastPortLoss: (frameTime: UInt32, micros: UInt64)? {
-        lock.withLock { shared in
-            guard let frameTime = shared.lastPortLossFrameTime, let micros = shared.lastPortLossMicros
-            else { return nil }
-            return (frameTime, micros)
-        }
-    }
+    var lastPortLoss: (frameTime: UInt32, micros: UInt64)? { lock.withLock { $0.lastPortLoss } }
     /// Any thread: the JACK frame time and microsecond clock at which the latest port
     /// registration was heard of.
-    var lastPortArrival: (frameTime: UInt32, micros: UInt64)? {
-        lock.withLock { shared in
-            guard let frameTime = shared.lastPortArrivalFrameTime, let micros = shared.lastPortArrivalMicros
-            else { return nil }
-            return (frameTime, micros)
-        }
-    }
+    var lastPortArrival: (frameTime: UInt32, micros: UInt64)? { lock.withLock { $0.lastPortArrival } }
 
     private var client: OpaquePointer? {
         let bits = lock.withLock { $0.client }
@@ -118,8 +104,7 @@ final class NotificationSink: @unchecked Sendable {
                 shared.namesByID[id] = name
                 shared.vanishedPorts.remove(name)
                 shared.messages.append(.portRegistered(name))
-                shared.lastPortArrivalFrameTime = heardAt
-                shared.lastPortArrivalMicros = heardAtMicros
+                shared.lastPortArrival = (heardAt, heardAtMicros)
             } else {
                 // Registered since we opened: the remembered name; else (it existed before)
                 // the name JACK still gives for the id, if any.
@@ -127,8 +112,7 @@ final class NotificationSink: @unchecked Sendable {
                     shared.vanishedPorts.insert(gone)
                     shared.messages.append(.portUnregistered(gone))
                 }
-                shared.lastPortLossFrameTime = heardAt
-                shared.lastPortLossMicros = heardAtMicros
+                shared.lastPortLoss = (heardAt, heardAtMicros)
             }
         }
         wake()
@@ -146,8 +130,7 @@ final class NotificationSink: @unchecked Sendable {
                 shared.goneClients.remove(name)
             } else {
                 shared.goneClients.insert(name)
-                if let heardAt { shared.lastPortLossFrameTime = heardAt }
-                shared.lastPortLossMicros = heardAtMicros
+                if let heardAt { shared.lastPortLoss = (heardAt, heardAtMicros) }
             }
         }
         wake()
