@@ -60,6 +60,11 @@ final class Daemon: @unchecked Sendable {
     var logPath: String { directory + "/recd.log" }
     /// Everything recd wrote to stderr so far.
     var log: String { (try? String(contentsOfFile: logPath, encoding: .utf8)) ?? "" }
+    /// recd's last `count` log lines on one line, for the first line of a failure's message
+    /// (what scripts/test repeats at the end of a run), before the whole log.
+    func logEnd(_ count: Int = 3) -> String {
+        log.split(separator: "\n").suffix(count).joined(separator: " | ")
+    }
 
     static let systemPorts = """
         [port mic]

@@ -41,6 +41,13 @@ private func secondsOfDay(_ iso: String) -> Double? {
 
 @Suite("streams follow the route end to end", .serialized)
 struct RouteFollowEndToEndTests {
+    /// One line for a failure's message: the session's route, recd's ports and its log's end.
+    func routeFacts(_ daemon: Daemon, _ app: String) throws -> String {
+        let route = try daemon.recctl("--json", "session", "show", app).json?["route"]?.jsonText ?? "none"
+        let ports = try daemon.recctl("routes").stdout.split(separator: "\n").joined(separator: " | ")
+        return "route \(route); routes: \(ports); log ends: \(daemon.logEnd())"
+    }
+
     func inject(_ daemon: Daemon, _ control: String, plugged: Bool) throws {
         let client = try RawClient(path: daemon.socket)
         client.send(
@@ -76,10 +83,11 @@ struct RouteFollowEndToEndTests {
         let phonesRaw = daemon.directory + "/phones.raw"
         let speakerSink = try SignalClient(["--name", speaker, "capture", "--ports", "in_1,in_2", "--out", speakerRaw])
         try #require(daemon.recctl("session", "set", "music", "--category", "playback").status == 0)
+        // Not within 5 s on PipeWire under CI's load (stop 52): the message says what recd saw.
         #expect(
-            try eventually {
+            try eventually(timeout: 15) {
                 try daemon.recctl("--json", "session", "show", "music").json?["route"]?["outputs"] == ["spk"]
-            })
+            }, "\(try routeFacts(daemon, "music"))")
         let wav = daemon.directory + "/counter.wav"
         try counterWAV(wav, seconds: 20)
         let watcher = try daemon.watch("music")
@@ -235,7 +243,7 @@ struct RouteFollowEndToEndTests {
         #expect(
             try eventually {
                 try daemon.recctl("--json", "session", "show", "music").json?["route"]?["outputs"] == ["spk"]
-            })
+            }, "\(try routeFacts(daemon, "music"))")
         let wav = daemon.directory + "/counter.wav"
         try counterWAV(wav, seconds: 10)
         let watcher = try daemon.watch("music")
