@@ -17,11 +17,16 @@ public struct ExportRequest: Sendable, Equatable {
     /// Also return the clip's proof (the chain entries it was cut from, signed; the reply's
     /// `proof`); needs a regular file passed read-write.
     public var proof: Bool
+    /// Also write C2PA Content Credentials into the clip (a WAV's `C2PA` chunk), signed with
+    /// the archive key's certificate; needs a regular file passed read-write.
+    public var credentials: Bool
 
     public init(
-        app: String, stream: String? = nil, from: String, to: String, format: String, file: String, proof: Bool = false
+        app: String, stream: String? = nil, from: String, to: String, format: String, file: String, proof: Bool = false,
+        credentials: Bool = false
     ) {
         self.proof = proof
+        self.credentials = credentials
         self.app = app
         self.stream = stream
         self.from = from

@@ -102,11 +102,21 @@ extension ArchiveMaintenance {
                 "uid \(uid) may not read \(shownPath(record)), a segment of this clip; export only recordings you may "
                     + "read yourself (ask an administrator, or the owner of the archive, for access)")
         }
-        if request.proof && !plan.openSegments.isEmpty {
+        if (request.proof || request.credentials) && !plan.openSegments.isEmpty {
             throw SessionError(
                 .badParam,
                 "the clip reaches into the segment being written, which is in no chain yet; export up to its start "
-                    + "(`recctl archive list` shows it), or without --proof")
+                    + "(`recctl archive list` shows it), or without \(request.proof ? "--proof" : "--credentials")")
+        }
+        if request.credentials && format != .wav {
+            throw SessionError(
+                .badParam,
+                "Content Credentials go into WAV clips (their C2PA chunk); export to FILE.wav with --credentials")
+        }
+        if request.credentials && credentials == nil {
+            throw SessionError(
+                .resourceNotAvailable,
+                "recd has no certificate for its archive key (its log says why at start); export without --credentials")
         }
         let comments = ClipExporter.comments(plan, app: request.app, stream: stream, archiveDirectory: directory)
         do {
@@ -120,6 +130,14 @@ extension ArchiveMaintenance {
             }
         } catch {
             throw error.sessionError
+        }
+        // The Content Credentials first: the proof then hashes the clip as it leaves, manifest included.
+        if request.credentials, let credentials {
+            try credentials.embed(
+                in: output,
+                facts: ClipCredentials.ClipFacts(
+                    name: request.file, app: request.app, stream: stream, plan: plan,
+                    sources: comments.filter { $0.0 == "SOURCE_SEGMENT" }.map(\.1), archiveDirectory: directory))
         }
         // The proof: the clip's bytes as written, the chain entries they were cut from, signed.
         var proof: String?
@@ -192,13 +210,13 @@ extension ArchiveService {
         } catch {
             throw SessionError(.badParam, "the descriptor passed for \(request.file) is unusable: \(error)")
         }
-        if request.proof {
+        if request.proof || request.credentials {
             let mode = try? Descriptor.accessMode(output.descriptor, path: request.file)
             guard status.kind == .regular, mode == .readWrite else {
                 throw SessionError(
                     .badParam,
-                    "a clip's proof hashes the clip as written: pass \(request.file) as a regular file open for "
-                        + "reading and writing (`recctl archive export --proof -o FILE` does)")
+                    "a clip's proof and its Content Credentials hash the clip as written: pass \(request.file) as a "
+                        + "regular file open for reading and writing (`recctl archive export --proof -o FILE` does)")
             }
         }
         switch status.kind {

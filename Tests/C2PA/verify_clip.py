@@ -1,0 +1,68 @@
+#!/usr/bin/env python3
+"""Reads a clip's C2PA Content Credentials with c2pa-python (PyPI: the C2PA reference
+implementation, c2pa-rs, not recd's code) and prints what it found as one JSON line:
+
+    verify_clip.py CLIP.wav TRUST_ANCHORS.pem
+
+{"state": "Trusted" | "Valid" | "Invalid" | None, "failures": [codes], "successes": [codes],
+ "generator": ..., "title": ..., "assertions": [labels], "sdk": version}
+
+Exit 0 when the manifest was read (whatever it says), 2 when none could be read. The caller
+(ContentCredentialsEndToEndTests) judges the codes. Trust: the anchors given only, as a
+verifier who trusts that one box CA.
+"""
+import glob
+import json
+import os
+import sys
+
+# c2pa-python comes from PyPI into a virtual environment (scripts/lib.sh ensure_c2pa);
+# RECD_C2PA_VENV names it, and this script runs under Debian's python3 with its packages.
+for directory in glob.glob(os.path.join(os.environ.get("RECD_C2PA_VENV", ""), "lib", "python3*", "site-packages")):
+    sys.path.insert(0, directory)
+import c2pa  # noqa: E402
+
+
+def main():
+    clip, anchors_path = sys.argv[1], sys.argv[2]
+    with open(anchors_path) as f:
+        anchors = f.read()
+    settings = c2pa.Settings.from_dict({
+        "verify": {"verify_trust": True, "verify_after_reading": True},
+        "trust": {"trust_anchors": anchors},
+    })
+    context = c2pa.Context(settings)
+    try:
+        with open(clip, "rb") as stream:
+            reader = c2pa.Reader("audio/wav", stream, context=context)
+            report = json.loads(reader.json())
+            state = reader.get_validation_state()
+            results = reader.get_validation_results() or {}
+    except c2pa.C2paError as error:
+        print(json.dumps({"state": None, "error": str(error)}))
+        return 2
+    active = report.get("manifests", {}).get(report.get("active_manifest", ""), {})
+    codes = {"failures": [], "successes": [], "informational": []}
+    for kind in codes:
+        for item in (results.get("activeManifest") or {}).get(
+                {"failures": "failure", "successes": "success", "informational": "informational"}[kind], []):
+            codes[kind].append(item.get("code"))
+    for item in report.get("validation_status") or []:
+        if item.get("code") not in codes["failures"]:
+            codes["failures"].append(item.get("code"))
+    generator = active.get("claim_generator_info") or [{}]
+    print(json.dumps({
+        "state": state,
+        "failures": codes["failures"],
+        "successes": codes["successes"],
+        "generator": generator[0] if isinstance(generator, list) else generator,
+        "title": active.get("title"),
+        "assertions": [a.get("label") for a in active.get("assertions") or []],
+        "signer": (active.get("signature_info") or {}).get("issuer"),
+        "sdk": c2pa.sdk_version(),
+    }))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

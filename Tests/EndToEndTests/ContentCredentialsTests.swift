@@ -1,0 +1,148 @@
+// Content Credentials on exported clips, end to end (docs/archive-proof.md, "Content
+// Credentials"): the real recd records a recd-signal tone into chained segments, `recctl archive
+// export --credentials` writes a WAV clip, and c2pa-python (PyPI: c2pa-rs, the C2PA reference
+// implementation, none of recd's code; Tests/C2PA/verify_clip.py) reads it with the box CA as its
+// only trust anchor. Then the clip is attacked: one audio byte changed, the manifest edited, the
+// certificate swapped for another box's, the manifest checked against another CA.
+import Foundation
+import TestSupport
+import Testing
+
+@Suite("Content Credentials on exported clips, checked by c2pa-python", .serialized)
+struct ContentCredentialsEndToEndTests {
+    /// Where scripts/test put c2pa-python (scripts/lib.sh ensure_c2pa).
+    static var venv: String {
+        ProcessInfo.processInfo.environment["RECD_C2PA_VENV"] ?? ExternalTools.packageRoot + "/.build/c2pa-venv"
+    }
+    /// c2pa-python is in the environment: when PyPI was out of reach it is not, and the test
+    /// says so rather than passing.
+    static let available: Bool = {
+        let lib = venv + "/lib"
+        let versions = (try? FileManager.default.contentsOfDirectory(atPath: lib)) ?? []
+        return versions.contains { FileManager.default.fileExists(atPath: "\(lib)/\($0)/site-packages/c2pa/__init__.py") }
+    }()
+
+    struct Verdict {
+        let state: String?
+        let failures: [String]
+        let raw: String
+    }
+
+    static func verify(_ clip: String, anchors: String) throws -> Verdict {
+        let script = ExternalTools.packageRoot + "/Tests/C2PA/verify_clip.py"
+        let result = try runTool("python3", [script, clip, anchors], environment: ["RECD_C2PA_VENV": venv], timeout: 60)
+        let line = result.stdout.split(separator: "\n").last.map(String.init) ?? ""
+        let json = (try? JSONSerialization.jsonObject(with: Data(line.utf8))) as? [String: Any] ?? [:]
+        print("c2pa-python on \((clip as NSString).lastPathComponent): \(line)")
+        return Verdict(
+            state: json["state"] as? String, failures: json["failures"] as? [String] ?? [],
+            raw: line + result.stderr)
+    }
+
+    /// A copy of `clip` with `edit` applied to its bytes.
+    static func tampered(_ clip: String, _ name: String, _ edit: (inout [UInt8]) throws -> Void) throws -> String {
+        var bytes = [UInt8](try Data(contentsOf: URL(fileURLWithPath: clip)))
+        try edit(&bytes)
+        let path = FileManager.default.temporaryDirectory.path + "/\(uniqueName(name)).wav"
+        try Data(bytes).write(to: URL(fileURLWithPath: path))
+        return path
+    }
+
+    static func range(of needle: [UInt8], in bytes: [UInt8]) -> Range<Int>? {
+        guard needle.count <= bytes.count else { return nil }
+        for start in 0...(bytes.count - needle.count) where bytes[start] == needle[0] {
+            if Array(bytes[start..<start + needle.count]) == needle { return start..<start + needle.count }
+        }
+        return nil
+    }
+
+    /// The certificate of a PEM file as DER.
+    static func der(ofPEM path: String) throws -> [UInt8] {
+        let result = try runTool("openssl", ["x509", "-in", path, "-outform", "DER", "-out", path + ".der"])
+        guard result.status == 0 else { throw DaemonFailure(message: "openssl x509: \(result.stderr)") }
+        return [UInt8](try Data(contentsOf: URL(fileURLWithPath: path + ".der")))
+    }
+
+    @Test(
+        "a WAV clip exported with --credentials is valid and trusted for c2pa-python with the box CA; one audio byte, an edited manifest, another box's certificate and another CA are each refused",
+        .enabled(
+            if: available,
+            "c2pa-python is not installed (scripts/lib.sh ensure_c2pa: PyPI was out of reach); the clip is not checked"))
+    func clipVerifiedByC2PAPython() throws {
+        let deck = uniqueName("deck")
+        let daemon = try Daemon(ports: ArchiveEndToEndTests.deckPorts(deck), archiveSegmentSeconds: 1)
+        let source = try SignalClient(["--name", deck, "play", "--ports", "out_1,out_2", "--signal", "counter"])
+        defer { source.stop() }
+        #expect(try eventually { try daemon.recctl("--json", "routes").json?["ports"]?.arrayValue?.first?["available"] == true })
+        try #require(daemon.recctl("session", "set", "logger", "--category", "record", "--mic-usage", "archive").status == 0)
+        try #require(daemon.recctl("permission", "grant", "logger").status == 0)
+        let watcher = try daemon.watch("logger")
+        try #require(daemon.recctl("record", "start", "logger").status == 0)
+        watcher.waitFor(count: 3, timeout: 10) { $0["event"] == "recording" && $0["state"] == "finished" }
+        try #require(daemon.recctl("record", "stop", "logger").status == 0)
+        let key = try daemon.recctl("archive", "key").stdout.trimmingCharacters(in: .whitespacesAndNewlines)
+        // Chained on the prover thread just after the stop.
+        #expect(try eventually { try daemon.recctl("archive", "prove", "--app", "logger", "--key", key).status == 0 })
+        let listed = try #require(daemon.recctl("--json", "archive", "list", "--app", "logger").json?.arrayValue)
+        try #require(listed.count >= 3, "\(listed)")
+        let from = try #require(listed[0]["start"]?.stringValue)
+        let to = try #require(listed[2]["start"]?.stringValue)
+
+        let clip = daemon.directory + "/clip.wav"
+        let exported = try daemon.recctl(
+            "archive", "export", "--app", "logger", "--from", from, "--to", to, "-o", clip, "--credentials")
+        try #require(exported.status == 0, "\(exported.stderr) | \(daemon.logEnd())")
+        let anchors = daemon.directory + "/archive/archive-box-ca.pem"
+        #expect(FileManager.default.fileExists(atPath: anchors), "recd publishes its box CA beside the archive")
+        // The clip is still a WAV every tool reads: sox sees its samples, the C2PA chunk skipped.
+        let soxi = try runTool("sox", ["--i", "-s", clip])
+        #expect(soxi.status == 0, "\(soxi.stderr)")
+
+        let valid = try Self.verify(clip, anchors: anchors)
+        #expect(valid.state == "Trusted" && valid.failures.isEmpty, "\(valid.raw)")
+        #expect(valid.raw.contains("recd.source") && valid.raw.contains("recd.chain"), "\(valid.raw)")
+        #expect(valid.raw.contains("\"name\": \"recd\""), "\(valid.raw)")
+
+        // One audio byte changed (in the data chunk, far from any header): the data hash fails.
+        let audioByte = try Self.tampered(clip, "audio") { bytes in
+            let data = try #require(Self.range(of: Array("data".utf8), in: bytes))
+            bytes[data.upperBound + 4 + 1000] ^= 0x01
+        }
+        let altered = try Self.verify(audioByte, anchors: anchors)
+        #expect(altered.state == "Invalid" && altered.failures.contains("assertion.dataHash.mismatch"), "\(altered.raw)")
+
+        // The manifest edited: one letter of the claim's title changed, the signature no longer covers it.
+        let editedManifest = try Self.tampered(clip, "manifest") { bytes in
+            let iid = try #require(Self.range(of: Array("xmp:iid:".utf8), in: bytes))
+            bytes[iid.upperBound] = bytes[iid.upperBound] == UInt8(ascii: "a") ? UInt8(ascii: "b") : UInt8(ascii: "a")
+        }
+        let edited = try Self.verify(editedManifest, anchors: anchors)
+        #expect(edited.state == "Invalid" && edited.failures.contains("claimSignature.mismatch"), "\(edited.raw)")
+
+        // Another CA as the only anchor: the box's certificate does not chain to it.
+        let otherCA = daemon.directory + "/other-ca.pem"
+        let made = try runTool(
+            "openssl",
+            ["req", "-x509", "-newkey", "ed25519", "-nodes", "-keyout", daemon.directory + "/other-ca.key", "-out",
+                otherCA, "-subj", "/CN=another CA", "-days", "30"])
+        try #require(made.status == 0, "\(made.stderr)")
+        let untrusted = try Self.verify(clip, anchors: otherCA)
+        #expect(
+            untrusted.state != "Trusted" && untrusted.failures.contains("signingCredential.untrusted"), "\(untrusted.raw)")
+
+        // Another box's certificate (same layout, another key) put in place of this box's in the
+        // signature's x5chain: with that box's CA trusted, the signature is not that key's.
+        let other = try Daemon(ports: ArchiveEndToEndTests.deckPorts(uniqueName("deck")))
+        let otherLeafPath = other.directory + "/state/archive-key.box.pem"
+        #expect(try eventually { FileManager.default.fileExists(atPath: otherLeafPath) })
+        let ownLeaf = try Self.der(ofPEM: daemon.directory + "/state/archive-key.box.pem")
+        let otherLeaf = try Self.der(ofPEM: otherLeafPath)
+        try #require(ownLeaf.count == otherLeaf.count, "the two boxes' certificates differ in length")
+        let swapped = try Self.tampered(clip, "swapped") { bytes in
+            let leaf = try #require(Self.range(of: ownLeaf, in: bytes))
+            bytes.replaceSubrange(leaf, with: otherLeaf)
+        }
+        let wrongKey = try Self.verify(swapped, anchors: other.directory + "/archive/archive-box-ca.pem")
+        #expect(wrongKey.state == "Invalid" && wrongKey.failures.contains("claimSignature.mismatch"), "\(wrongKey.raw)")
+    }
+}
