@@ -85,7 +85,8 @@ public enum RIFFEmbedding {
         guard bytes.count >= 12, bytes[0..<4] == Array("RIFF".utf8)[...] else { return nil }
         var offset = 12
         while bytes.count - offset >= 8 {
-            let size = Int(bytes[offset + 4]) | Int(bytes[offset + 5]) << 8 | Int(bytes[offset + 6]) << 16
+            let size =
+                Int(bytes[offset + 4]) | Int(bytes[offset + 5]) << 8 | Int(bytes[offset + 6]) << 16
                 | Int(bytes[offset + 7]) << 24
             guard size <= bytes.count - offset - 8 else { return nil }
             if bytes[offset..<offset + 4] == Array("C2PA".utf8)[...] {

@@ -165,7 +165,8 @@ final class ClipCredentials: Sendable {
             ("app", .text(facts.app)), ("stream", .text(facts.stream)), ("from", .text(plan.from.iso8601)),
             ("to", .text(plan.to.iso8601)), ("frames", .unsigned(UInt64(plan.frames))),
             ("sampleRate", .unsigned(UInt64(plan.sampleRate))), ("channels", .unsigned(UInt64(plan.channels))),
-            ("gaps", .text(SegmentGap.commentValue(plan.gaps) ?? "")), ("segments", .array(facts.sources.map(CBOR.text))),
+            ("gaps", .text(SegmentGap.commentValue(plan.gaps) ?? "")),
+            ("segments", .array(facts.sources.map(CBOR.text))),
         ])
         let proof = CBOR.textMap([
             ("publicKey", .text(key.publicKey.text)),
@@ -185,7 +186,8 @@ final class ClipCredentials: Sendable {
     private func chainItem(_ chain: ClipProof.SourceChain, archiveDirectory: String) -> CBOR {
         var fields: [(String, CBOR)] = [
             ("chain", .text(chain.chain)), ("entries", .array(chain.lines.map(CBOR.text))),
-            ("signature", .text(chain.signature)), ("sourceEntries", .array(chain.sourceEntries.map { .unsigned(UInt64($0)) })),
+            ("signature", .text(chain.signature)),
+            ("sourceEntries", .array(chain.sourceEntries.map { .unsigned(UInt64($0)) })),
         ]
         let path = archiveDirectory + "/" + chain.chain
         let last = chain.sourceEntries.max() ?? 0
@@ -193,11 +195,14 @@ final class ClipCredentials: Sendable {
             file -> Int? in
             let name = FileSystem.fileName(of: file)
             let prefix = FileSystem.fileName(of: path) + "."
-            guard name.hasPrefix(prefix), let entries = Int(name.dropFirst(prefix.count).dropLast(4)) else { return nil }
+            guard name.hasPrefix(prefix), let entries = Int(name.dropFirst(prefix.count).dropLast(4)) else {
+                return nil
+            }
             return entries >= last && entries <= chain.lines.count ? entries : nil
         }
         if let entries = stamped.min(), let token = try? TimeStampToken.readFile("\(path).\(entries).tsr") {
-            fields.append(("timeStamps", .array([.textMap([("entries", .unsigned(UInt64(entries))), ("token", .bytes(token))])])))
+            fields.append(
+                ("timeStamps", .array([.textMap([("entries", .unsigned(UInt64(entries))), ("token", .bytes(token))])])))
         }
         return .textMap(fields)
     }

@@ -42,7 +42,8 @@ struct CBORTests {
         (.float(-4.1), "fbc010666666666666"), (.float(.infinity), "f97c00"), (.float(-.infinity), "f9fc00"),
         (.false, "f4"), (.true, "f5"), (.null, "f6"), (.undefined, "f7"), (.simple(16), "f0"), (.simple(255), "f8ff"),
         (.tagged(0, .text("2013-03-21T20:04:00Z")), "c074323031332d30332d32315432303a30343a30305a"),
-        (.tagged(1, .unsigned(1_363_896_240)), "c11a514b67b0"), (.tagged(1, .float(1363896240.5)), "c1fb41d452d9ec200000"),
+        (.tagged(1, .unsigned(1_363_896_240)), "c11a514b67b0"),
+        (.tagged(1, .float(1363896240.5)), "c1fb41d452d9ec200000"),
         (.tagged(23, .bytes(hex("01020304"))), "d74401020304"),
         (.tagged(24, .bytes(hex("6449455446"))), "d818456449455446"),
         (.tagged(32, .text("http://www.example.com")), "d82076687474703a2f2f7777772e6578616d706c652e636f6d"),
@@ -108,11 +109,14 @@ struct CBORTests {
 
     /// RFC 8949 §4.2.1: keys in the bytewise order of their encodings, whatever order they came in.
     @Test func deterministicKeyOrder() {
-        let keys: [CBOR] = [.false, .array([.int(-1)]), .array([.unsigned(100)]), .text("aa"), .text("z"), .int(-1),
-            .unsigned(100), .unsigned(10)]
+        let keys: [CBOR] = [
+            .false, .array([.int(-1)]), .array([.unsigned(100)]), .text("aa"), .text("z"), .int(-1),
+            .unsigned(100), .unsigned(10),
+        ]
         let map = CBOR.map(keys.enumerated().map { CBOR.Pair($0.element, .unsigned(UInt64($0.offset))) })
-        #expect(hexString(map.encoded) == "a8" + "0a07" + "186406" + "2005" + "617a04" + "62616103" + "81186402"
-            + "812001" + "f400")
+        #expect(
+            hexString(map.encoded) == "a8" + "0a07" + "186406" + "2005" + "617a04" + "62616103" + "81186402"
+                + "812001" + "f400")
     }
 
     /// Not one well-formed item: nil, never a trap.

@@ -15,7 +15,8 @@ func knownKey(seed: String, publicKey: String) throws -> ArchiveSigningKey {
     try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
     defer { try? FileManager.default.removeItem(at: directory) }
     let path = directory.appendingPathComponent("archive-signing.key").path
-    try "recd-archive-key-1 ed25519-secret \(seed)\(publicKey) 0\n".write(toFile: path, atomically: true, encoding: .utf8)
+    try "recd-archive-key-1 ed25519-secret \(seed)\(publicKey) 0\n".write(
+        toFile: path, atomically: true, encoding: .utf8)
     return try ArchiveSigningKey.load(path: path)
 }
 

@@ -7,8 +7,8 @@
 import ArchiveProof
 import Foundation
 import PKI
-import Testing
 import TestSupport
+import Testing
 
 @testable import ContentCredentials
 
@@ -82,7 +82,8 @@ struct ManifestTests {
             return
         }
         for (reference, box) in zip(references, assertions.children) {
-            #expect(reference["url"] == .text("self#jumbf=/c2pa/\(Self.manifest().label)/c2pa.assertions/\(box.label!)"))
+            #expect(
+                reference["url"] == .text("self#jumbf=/c2pa/\(Self.manifest().label)/c2pa.assertions/\(box.label!)"))
             #expect(reference["hash"] == .bytes(sha256(box.payload)))
         }
         // The data hash: the whole file but the C2PA chunk, header included.
@@ -112,11 +113,13 @@ struct ManifestTests {
         let (_, signer, _) = try Self.signer()
         let wav = smallWAV(bytesOfData: 10)
         #expect(throws: RIFFEmbedding.Refusal.notWAV) {
-            try RIFFEmbedding.plan(header: Array("fLaC".utf8) + wav[4..<12], fileSize: 58, manifest: Self.manifest(),
+            try RIFFEmbedding.plan(
+                header: Array("fLaC".utf8) + wav[4..<12], fileSize: 58, manifest: Self.manifest(),
                 signer: signer)
         }
         #expect(throws: RIFFEmbedding.Refusal.sizeMismatch) {
-            try RIFFEmbedding.plan(header: Array(wav.prefix(12)), fileSize: UInt64(wav.count + 3),
+            try RIFFEmbedding.plan(
+                header: Array(wav.prefix(12)), fileSize: UInt64(wav.count + 3),
                 manifest: Self.manifest(), signer: signer)
         }
     }
@@ -136,12 +139,14 @@ struct ManifestTests {
         let verified = try ExternalTools.run("openssl", ["verify", "-CAfile", authority, leaf])
         #expect(verified.status == 0, "\(verified.stdout) \(verified.stderr)")
         let text = try ExternalTools.run("openssl", ["x509", "-in", leaf, "-noout", "-text"]).stdout
-        for fact in ["CA:FALSE", "Digital Signature", "E-mail Protection", "1.3.6.1.5.5.7.3.36", "ED25519",
-            "Authority Key Identifier"]
-        {
+        for fact in [
+            "CA:FALSE", "Digital Signature", "E-mail Protection", "1.3.6.1.5.5.7.3.36", "ED25519",
+            "Authority Key Identifier",
+        ] {
             #expect(text.contains(fact), "leaf lacks \(fact)")
         }
-        let request = try ArchiveCertificate.signingRequest(publicKey: key.publicKey.bytes, name: "test", sign: key.sign)
+        let request = try ArchiveCertificate.signingRequest(
+            publicKey: key.publicKey.bytes, name: "test", sign: key.sign)
         let requestPath = directory.appendingPathComponent("req.pem").path
         try request.write(toFile: requestPath, atomically: true, encoding: .utf8)
         let checked = try ExternalTools.run("openssl", ["req", "-in", requestPath, "-verify", "-noout", "-pubkey"])
@@ -150,6 +155,8 @@ struct ManifestTests {
         // Its key is the archive key: the same 32 bytes at the end of the SubjectPublicKeyInfo.
         let leafKey = try ArchiveCertificate.chain(pem: Array(made.leaf.utf8)).leafKey
         #expect(leafKey == key.publicKey.bytes)
-        #expect(throws: PKIError.self) { try ArchiveCertificate.chain(pem: Array(made.authority.utf8).dropLast(40) + []) }
+        #expect(throws: PKIError.self) {
+            try ArchiveCertificate.chain(pem: Array(made.authority.utf8).dropLast(40) + [])
+        }
     }
 }

@@ -19,7 +19,9 @@ struct ContentCredentialsEndToEndTests {
     static let available: Bool = {
         let lib = venv + "/lib"
         let versions = (try? FileManager.default.contentsOfDirectory(atPath: lib)) ?? []
-        return versions.contains { FileManager.default.fileExists(atPath: "\(lib)/\($0)/site-packages/c2pa/__init__.py") }
+        return versions.contains {
+            FileManager.default.fileExists(atPath: "\(lib)/\($0)/site-packages/c2pa/__init__.py")
+        }
     }()
 
     struct Verdict {
@@ -30,7 +32,8 @@ struct ContentCredentialsEndToEndTests {
 
     static func verify(_ clip: String, anchors: String) throws -> Verdict {
         let script = ExternalTools.packageRoot + "/Tests/C2PA/verify_clip.py"
-        let result = try runTool("python3", [script, clip, anchors], environment: ["RECD_C2PA_VENV": venv], timeout: 60)
+        let result = try runTool(
+            "python3", [script, clip, anchors], environment: ["RECD_C2PA_VENV": venv], timeout: 60)
         let line = result.stdout.split(separator: "\n").last.map(String.init) ?? ""
         let json = (try? JSONSerialization.jsonObject(with: Data(line.utf8))) as? [String: Any] ?? [:]
         print("c2pa-python on \((clip as NSString).lastPathComponent): \(line)")
@@ -67,14 +70,22 @@ struct ContentCredentialsEndToEndTests {
         "a WAV clip exported with --credentials is valid and trusted for c2pa-python with the box CA; one audio byte, an edited manifest, another box's certificate and another CA are each refused",
         .enabled(
             if: available,
-            "c2pa-python is not installed (scripts/lib.sh ensure_c2pa: PyPI was out of reach); the clip is not checked"))
+            "c2pa-python is not installed (scripts/lib.sh ensure_c2pa: PyPI was out of reach); the clip is not checked")
+    )
     func clipVerifiedByC2PAPython() throws {
         let deck = uniqueName("deck")
-        let daemon = try Daemon(ports: ArchiveEndToEndTests.deckPorts(deck), archiveSegmentSeconds: 1)
+        let port = try HTTPTestClient.freePort()
+        let daemon = try Daemon(
+            extraConfig: "\n[http]\nlisten = 127.0.0.1:\(port)\n", ports: ArchiveEndToEndTests.deckPorts(deck),
+            archiveSegmentSeconds: 1)
         let source = try SignalClient(["--name", deck, "play", "--ports", "out_1,out_2", "--signal", "counter"])
         defer { source.stop() }
-        #expect(try eventually { try daemon.recctl("--json", "routes").json?["ports"]?.arrayValue?.first?["available"] == true })
-        try #require(daemon.recctl("session", "set", "logger", "--category", "record", "--mic-usage", "archive").status == 0)
+        #expect(
+            try eventually {
+                try daemon.recctl("--json", "routes").json?["ports"]?.arrayValue?.first?["available"] == true
+            })
+        try #require(
+            daemon.recctl("session", "set", "logger", "--category", "record", "--mic-usage", "archive").status == 0)
         try #require(daemon.recctl("permission", "grant", "logger").status == 0)
         let watcher = try daemon.watch("logger")
         try #require(daemon.recctl("record", "start", "logger").status == 0)
@@ -103,13 +114,29 @@ struct ContentCredentialsEndToEndTests {
         #expect(valid.raw.contains("recd.source") && valid.raw.contains("recd.chain"), "\(valid.raw)")
         #expect(valid.raw.contains("\"name\": \"recd\""), "\(valid.raw)")
 
+        // The console's download: the same credentials, over HTTP; FLAC is refused saying why.
+        let stream = try #require(listed[0]["stream"]?.stringValue)
+        let query = "feed=logger/\(stream)&from=\(from)&to=\(to)"
+        let download = try HTTPTestClient.get(
+            port: port, path: "/api/export?\(query)&format=wav&credentials=yes", timeout: 30)
+        try #require(download.status == 200, "\(download.status) \(String(decoding: download.body, as: UTF8.self))")
+        let downloaded = daemon.directory + "/download.wav"
+        try Data(download.body).write(to: URL(fileURLWithPath: downloaded))
+        let viaHTTP = try Self.verify(downloaded, anchors: anchors)
+        #expect(viaHTTP.state == "Trusted" && viaHTTP.failures.isEmpty, "\(viaHTTP.raw)")
+        let flac = try HTTPTestClient.get(port: port, path: "/api/export?\(query)&format=flac&credentials=yes")
+        #expect(
+            flac.status == 400 && String(decoding: flac.body, as: UTF8.self).contains("needs format=wav"),
+            "\(flac.status) \(String(decoding: flac.body, as: UTF8.self))")
+
         // One audio byte changed (in the data chunk, far from any header): the data hash fails.
         let audioByte = try Self.tampered(clip, "audio") { bytes in
             let data = try #require(Self.range(of: Array("data".utf8), in: bytes))
             bytes[data.upperBound + 4 + 1000] ^= 0x01
         }
         let altered = try Self.verify(audioByte, anchors: anchors)
-        #expect(altered.state == "Invalid" && altered.failures.contains("assertion.dataHash.mismatch"), "\(altered.raw)")
+        #expect(
+            altered.state == "Invalid" && altered.failures.contains("assertion.dataHash.mismatch"), "\(altered.raw)")
 
         // The manifest edited: one letter of the claim's title changed, the signature no longer covers it.
         let editedManifest = try Self.tampered(clip, "manifest") { bytes in
@@ -123,12 +150,15 @@ struct ContentCredentialsEndToEndTests {
         let otherCA = daemon.directory + "/other-ca.pem"
         let made = try runTool(
             "openssl",
-            ["req", "-x509", "-newkey", "ed25519", "-nodes", "-keyout", daemon.directory + "/other-ca.key", "-out",
-                otherCA, "-subj", "/CN=another CA", "-days", "30"])
+            [
+                "req", "-x509", "-newkey", "ed25519", "-nodes", "-keyout", daemon.directory + "/other-ca.key", "-out",
+                otherCA, "-subj", "/CN=another CA", "-days", "30",
+            ])
         try #require(made.status == 0, "\(made.stderr)")
         let untrusted = try Self.verify(clip, anchors: otherCA)
         #expect(
-            untrusted.state != "Trusted" && untrusted.failures.contains("signingCredential.untrusted"), "\(untrusted.raw)")
+            untrusted.state != "Trusted" && untrusted.failures.contains("signingCredential.untrusted"),
+            "\(untrusted.raw)")
 
         // Another box's certificate (same layout, another key) put in place of this box's in the
         // signature's x5chain: with that box's CA trusted, the signature is not that key's.
