@@ -67,7 +67,7 @@ struct ContentCredentialsEndToEndTests {
     }
 
     @Test(
-        "a WAV clip exported with --credentials is valid and trusted for c2pa-python with the box CA; one audio byte, an edited manifest, another box's certificate and another CA are each refused",
+        "a WAV clip exported with --credentials is valid and trusted for c2pa-python with the box CA; one audio byte, an edited manifest, another box's certificate and another CA are each refused; a certificate the operator's CA issued for archive key --csr, once installed, signs the next clips",
         .enabled(
             if: available,
             "c2pa-python is not installed (scripts/lib.sh ensure_c2pa: PyPI was out of reach); the clip is not checked")
@@ -174,5 +174,46 @@ struct ContentCredentialsEndToEndTests {
         }
         let wrongKey = try Self.verify(swapped, anchors: other.directory + "/archive/archive-box-ca.pem")
         #expect(wrongKey.state == "Invalid" && wrongKey.failures.contains("claimSignature.mismatch"), "\(wrongKey.raw)")
+
+        // The operator's own CA: `archive key --csr` prints a request for the archive key, their
+        // CA issues it (openssl, copying the extensions asked for), installed as
+        // STATE_DIR/archive-key.pem it signs the next clips, which chain to that CA alone.
+        let csr = try daemon.recctl("archive", "key", "--csr")
+        try #require(csr.status == 0 && csr.stdout.hasPrefix("-----BEGIN CERTIFICATE REQUEST-----"), "\(csr.stderr)")
+        let requestPath = daemon.directory + "/archive-key.csr"
+        try csr.stdout.write(toFile: requestPath, atomically: true, encoding: .utf8)
+        let request = try runTool("openssl", ["req", "-in", requestPath, "-verify", "-noout", "-subject"])
+        #expect(request.status == 0 && request.stdout.contains("archive key"), "\(request.stdout)\(request.stderr)")
+        let extensions = daemon.directory + "/issue.cnf"
+        try "subjectKeyIdentifier=hash\nauthorityKeyIdentifier=keyid:always\n".write(
+            toFile: extensions, atomically: true, encoding: .utf8)
+        let installed = daemon.directory + "/state/archive-key.pem"
+        // First one for another key (the other box's): not used, said in the log; the box's own signs.
+        try FileManager.default.copyItem(atPath: otherLeafPath, toPath: installed)
+        try daemon.restart()
+        #expect(daemon.log.contains("archive-key.pem is not used"), "\(daemon.logEnd())")
+        let fallback = daemon.directory + "/fallback.wav"
+        try #require(
+            daemon.recctl(
+                "archive", "export", "--app", "logger", "--from", from, "--to", to, "-o", fallback, "--credentials"
+            ).status == 0)
+        #expect(try Self.verify(fallback, anchors: anchors).state == "Trusted")
+        try FileManager.default.removeItem(atPath: installed)
+        let issued = try runTool(
+            "openssl",
+            [
+                "x509", "-req", "-in", requestPath, "-CA", otherCA, "-CAkey", daemon.directory + "/other-ca.key",
+                "-copy_extensions", "copy", "-extfile", extensions, "-days", "30", "-out", installed,
+            ])
+        try #require(issued.status == 0, "\(issued.stderr)")
+        try daemon.restart()
+        let operatorClip = daemon.directory + "/operator.wav"
+        let operatorExport = try daemon.recctl(
+            "archive", "export", "--app", "logger", "--from", from, "--to", to, "-o", operatorClip, "--credentials")
+        try #require(operatorExport.status == 0, "\(operatorExport.stderr) | \(daemon.logEnd())")
+        let operatorTrusted = try Self.verify(operatorClip, anchors: otherCA)
+        #expect(operatorTrusted.state == "Trusted" && operatorTrusted.failures.isEmpty, "\(operatorTrusted.raw)")
+        let notTheBox = try Self.verify(operatorClip, anchors: anchors)
+        #expect(notTheBox.failures.contains("signingCredential.untrusted"), "\(notTheBox.raw)")
     }
 }
