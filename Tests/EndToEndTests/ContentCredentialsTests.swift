@@ -103,6 +103,7 @@ struct ContentCredentialsEndToEndTests {
         let exported = try daemon.recctl(
             "archive", "export", "--app", "logger", "--from", from, "--to", to, "-o", clip, "--credentials")
         try #require(exported.status == 0, "\(exported.stderr) | \(daemon.logEnd())")
+        print("recctl archive export --credentials: \(exported.stdout)")
         let anchors = daemon.directory + "/archive/archive-box-ca.pem"
         #expect(FileManager.default.fileExists(atPath: anchors), "recd publishes its box CA beside the archive")
         // The clip is still a WAV every tool reads: sox sees its samples, the C2PA chunk skipped.
