@@ -56,6 +56,29 @@ struct RecctlUsageTests {
         }
     }
 
+    @Test("archive export --credentials asks recd for Content Credentials in a WAV clip; with FLAC it is a usage error")
+    func exportCredentials() throws {
+        let wav = try ArgumentParser.parse(
+            ["archive", "export", "--app", "a", "--from", "now", "-o", "x.wav", "--credentials"],
+            commands: Recctl.commands)
+        guard case .archiveExport(let request) = try Recctl.buildRequest(wav) else {
+            Issue.record("not an archive.export")
+            return
+        }
+        #expect(request.credentials && request.format == "wav" && !request.proof)
+        let flac = try ArgumentParser.parse(
+            ["archive", "export", "--app", "a", "--from", "now", "-o", "x.flac", "--credentials"],
+            commands: Recctl.commands)
+        do {
+            _ = try Recctl.buildRequest(flac)
+            Issue.record("--credentials with a FLAC clip built a request")
+        } catch let error as UsageError {
+            #expect(error.message.contains("FILE.wav"), "\(error.message)")
+        }
+        let key = try ArgumentParser.parse(["archive", "key", "--csr"], commands: Recctl.commands)
+        #expect(key.has("csr"))
+    }
+
     @Test("a list option takes commas or spaces; words after it are a positional until the positionals are there")
     func lists() throws {
         let spaced = try ArgumentParser.parse(
