@@ -116,10 +116,12 @@ public struct C2PAManifest: Sendable {
         let exclusionItems = exclusions.map {
             CBOR.textMap([("start", .unsigned($0.start)), ("length", .unsigned($0.length))])
         }
-        let dataHash = CBOR.textMap([
-            ("exclusions", .array(exclusionItems)), ("name", .text("jumbf manifest")), ("alg", .text("sha256")),
-            ("hash", .bytes(assetHash)), ("pad", .bytes([UInt8](repeating: 0, count: padding))),
-        ])
+        // A sidecar's hash covers the whole asset: no exclusions at all.
+        let dataHash = CBOR.textMap(
+            (exclusions.isEmpty ? [] : [("exclusions", CBOR.array(exclusionItems))]) + [
+                ("name", .text("jumbf manifest")), ("alg", .text("sha256")), ("hash", .bytes(assetHash)),
+                ("pad", .bytes([UInt8](repeating: 0, count: padding))),
+            ])
         let all =
             [("c2pa.actions.v2", actions), ("c2pa.hash.data", dataHash)] + assertions.map { ($0.label, $0.value) }
         return all.map { label, value in

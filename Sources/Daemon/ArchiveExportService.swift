@@ -18,6 +18,7 @@
 import Archive
 import ArchiveProof
 import ControlProtocol
+import Foundation
 import Platform
 import SessionPolicy
 import SystemSupport
@@ -108,11 +109,6 @@ extension ArchiveMaintenance {
                 "the clip reaches into the segment being written, which is in no chain yet; export up to its start "
                     + "(`recctl archive list` shows it), or without \(request.proof ? "--proof" : "--credentials")")
         }
-        if request.credentials && format != .wav {
-            throw SessionError(
-                .badParam,
-                "Content Credentials go into WAV clips (their C2PA chunk); export to FILE.wav with --credentials")
-        }
         if request.credentials && credentials == nil {
             throw SessionError(
                 .resourceNotAvailable,
@@ -132,12 +128,15 @@ extension ArchiveMaintenance {
             throw error.sessionError
         }
         // The Content Credentials first: the proof then hashes the clip as it leaves, manifest included.
+        var sidecar: String?
         if request.credentials, let credentials {
-            try credentials.embed(
-                in: output,
-                facts: ClipCredentials.ClipFacts(
-                    name: request.file, app: request.app, stream: stream, plan: plan,
-                    sources: comments.filter { $0.0 == "SOURCE_SEGMENT" }.map(\.1), archiveDirectory: directory))
+            let facts = ClipCredentials.ClipFacts(
+                name: request.file, app: request.app, stream: stream, plan: plan,
+                sources: comments.filter { $0.0 == "SOURCE_SEGMENT" }.map(\.1), archiveDirectory: directory)
+            switch format {
+            case .wav: try credentials.embed(in: output, facts: facts)
+            case .flac: sidecar = Data(try credentials.sidecar(for: output, facts: facts)).base64EncodedString()
+            }
         }
         // The proof: the clip's bytes as written, the chain entries they were cut from, signed.
         var proof: String?
@@ -160,7 +159,7 @@ extension ArchiveMaintenance {
             file: request.file, format: format.rawValue, app: request.app, stream: stream, start: from.iso8601,
             end: to.iso8601, frames: plan.frames, sampleRate: plan.sampleRate, channels: plan.channels,
             gaps: SegmentGap.commentValue(plan.gaps), segments: plan.segments.map(shownPath),
-            requestedEnd: to < asked ? asked.iso8601 : nil, proof: proof)
+            requestedEnd: to < asked ? asked.iso8601 : nil, proof: proof, credentials: sidecar)
     }
 }
 

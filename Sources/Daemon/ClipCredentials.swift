@@ -150,6 +150,19 @@ final class ClipCredentials: Sendable {
         }
     }
 
+    /// The manifest store for `output`, a FLAC clip recd has just written, as a sidecar: its
+    /// data hash covers the whole file (the C2PA specification gives FLAC no place of its own;
+    /// docs/archive-proof.md says why recd does not put an ID3 tag before `fLaC`). Worker thread.
+    func sidecar(for output: OwnedFile, facts: ClipFacts) throws -> [UInt8] {
+        let manifest = try self.manifest(facts)
+        do throws(ProofError) {
+            let hash = try SHA256Digest.of(file: output)
+            return manifest.store(assetHash: hash.bytes, signer: signer)
+        } catch {
+            throw SessionError(.resourceNotAvailable, error.message)
+        }
+    }
+
     /// The manifest: the clip's source (feed, range, segments) and its proof (the chains'
     /// signed entries naming the segments, and the TSA tokens that stamp them).
     func manifest(_ facts: ClipFacts) throws -> C2PAManifest {

@@ -156,8 +156,9 @@ extension Recctl {
             summary:
                 "one stream from --from to --to as one file; sample-exact, gaps silent and listed in GAPS; only recordings "
                 + "you may read; --proof also writes FILE.proof, the signed chain entries the clip was cut from; "
-                + "--credentials writes C2PA Content Credentials into a WAV clip (its source, its chain entries and "
-                + "time-stamps, a hash of the file), signed with the archive key's certificate",
+                + "--credentials writes C2PA Content Credentials into a WAV clip, beside a FLAC clip as FILE.c2pa (its "
+                + "source, its chain entries and time-stamps, a hash of the file), signed with the archive key's "
+                + "certificate",
             requiredFlags: ["app", "from", "output"],
             accepts: [
                 ("from", "a time: " + TimeArgument.forms),

@@ -196,10 +196,10 @@ extension Recctl {
                 throw UsageError(
                     message: "--proof writes FILE.proof beside the clip: give -o FILE, not -", usage: usage)
             }
-            if command.has("credentials") && format != "wav" {
+            if command.has("credentials") && file == "-" {
                 throw UsageError(
-                    message: "--credentials writes Content Credentials into a WAV clip: give -o FILE.wav",
-                    usage: usage)
+                    message: "--credentials hashes the clip as written (and writes FILE.c2pa beside a FLAC clip): "
+                        + "give -o FILE.wav or -o FILE.flac, not -", usage: usage)
             }
             return .archiveExport(
                 ExportRequest(

@@ -3,6 +3,7 @@
 implementation, c2pa-rs, not recd's code) and prints what it found as one JSON line:
 
     verify_clip.py CLIP.wav TRUST_ANCHORS.pem
+    verify_clip.py CLIP.flac TRUST_ANCHORS.pem CLIP.flac.c2pa     (a sidecar manifest store)
 
 {"state": "Trusted" | "Valid" | "Invalid" | None, "failures": [codes], "successes": [codes],
  "generator": ..., "title": ..., "assertions": [labels], "sdk": version}
@@ -25,6 +26,11 @@ import c2pa  # noqa: E402
 
 def main():
     clip, anchors_path = sys.argv[1], sys.argv[2]
+    sidecar = None
+    if len(sys.argv) > 3:
+        with open(sys.argv[3], "rb") as f:
+            sidecar = f.read()
+    mime = "audio/flac" if clip.endswith(".flac") else "audio/wav"
     with open(anchors_path) as f:
         anchors = f.read()
     settings = c2pa.Settings.from_dict({
@@ -34,7 +40,7 @@ def main():
     context = c2pa.Context(settings)
     try:
         with open(clip, "rb") as stream:
-            reader = c2pa.Reader("audio/wav", stream, context=context)
+            reader = c2pa.Reader(mime, stream, manifest_data=sidecar, context=context)
             report = json.loads(reader.json())
             state = reader.get_validation_state()
             results = reader.get_validation_results() or {}

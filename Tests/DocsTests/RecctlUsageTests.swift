@@ -56,24 +56,25 @@ struct RecctlUsageTests {
         }
     }
 
-    @Test("archive export --credentials asks recd for Content Credentials in a WAV clip; with FLAC it is a usage error")
+    @Test("archive export --credentials asks recd for Content Credentials of a WAV or FLAC clip; to - it is refused")
     func exportCredentials() throws {
-        let wav = try ArgumentParser.parse(
-            ["archive", "export", "--app", "a", "--from", "now", "-o", "x.wav", "--credentials"],
-            commands: Recctl.commands)
-        guard case .archiveExport(let request) = try Recctl.buildRequest(wav) else {
-            Issue.record("not an archive.export")
-            return
+        for file in ["x.wav", "x.flac"] {
+            let parsed = try ArgumentParser.parse(
+                ["archive", "export", "--app", "a", "--from", "now", "-o", file, "--credentials"],
+                commands: Recctl.commands)
+            guard case .archiveExport(let request) = try Recctl.buildRequest(parsed) else {
+                Issue.record("not an archive.export")
+                return
+            }
+            #expect(request.credentials && !request.proof)
         }
-        #expect(request.credentials && request.format == "wav" && !request.proof)
-        let flac = try ArgumentParser.parse(
-            ["archive", "export", "--app", "a", "--from", "now", "-o", "x.flac", "--credentials"],
-            commands: Recctl.commands)
+        let piped = try ArgumentParser.parse(
+            ["archive", "export", "--app", "a", "--from", "now", "-o", "-", "--credentials"], commands: Recctl.commands)
         do {
-            _ = try Recctl.buildRequest(flac)
-            Issue.record("--credentials with a FLAC clip built a request")
+            _ = try Recctl.buildRequest(piped)
+            Issue.record("--credentials to standard output built a request")
         } catch let error as UsageError {
-            #expect(error.message.contains("FILE.wav"), "\(error.message)")
+            #expect(error.message.contains("not -"), "\(error.message)")
         }
         let key = try ArgumentParser.parse(["archive", "key", "--csr"], commands: Recctl.commands)
         #expect(key.has("csr"))

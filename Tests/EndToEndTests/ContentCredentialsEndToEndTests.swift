@@ -1,6 +1,6 @@
 // Content Credentials on exported clips, end to end (docs/archive-proof.md, "Content
 // Credentials"): the real recd records a recd-signal tone into chained segments, `recctl archive
-// export --credentials` writes a WAV clip, and c2pa-python (PyPI: c2pa-rs, the C2PA reference
+// export --credentials` writes a WAV clip (and a FLAC clip with its FILE.c2pa sidecar), and c2pa-python (PyPI: c2pa-rs, the C2PA reference
 // implementation, none of recd's code; Tests/C2PA/verify_clip.py) reads it with the box CA as its
 // only trust anchor. Then the clip is attacked: one audio byte changed, the manifest edited, the
 // certificate swapped for another box's, the manifest checked against another CA.
@@ -30,10 +30,11 @@ struct ContentCredentialsEndToEndTests {
         let raw: String
     }
 
-    static func verify(_ clip: String, anchors: String) throws -> Verdict {
+    static func verify(_ clip: String, anchors: String, sidecar: String? = nil) throws -> Verdict {
         let script = ExternalTools.packageRoot + "/Tests/C2PA/verify_clip.py"
         let result = try runTool(
-            "python3", [script, clip, anchors], environment: ["RECD_C2PA_VENV": venv], timeout: 60)
+            "python3", [script, clip, anchors] + (sidecar.map { [$0] } ?? []), environment: ["RECD_C2PA_VENV": venv],
+            timeout: 60)
         let line = result.stdout.split(separator: "\n").last.map(String.init) ?? ""
         let json = (try? JSONSerialization.jsonObject(with: Data(line.utf8))) as? [String: Any] ?? [:]
         print("c2pa-python on \((clip as NSString).lastPathComponent): \(line)")
@@ -67,7 +68,7 @@ struct ContentCredentialsEndToEndTests {
     }
 
     @Test(
-        "a WAV clip exported with --credentials is valid and trusted for c2pa-python with the box CA; one audio byte, an edited manifest, another box's certificate and another CA are each refused; a certificate the operator's CA issued for archive key --csr, once installed, signs the next clips",
+        "a WAV clip exported with --credentials (and a FLAC clip with its .c2pa sidecar) is valid and trusted for c2pa-python with the box CA; one audio byte, an edited manifest, another box's certificate and another CA are each refused; a certificate the operator's CA issued for archive key --csr, once installed, signs the next clips",
         .enabled(
             if: available,
             "c2pa-python is not installed (scripts/lib.sh ensure_c2pa: PyPI was out of reach); the clip is not checked")
@@ -129,6 +130,23 @@ struct ContentCredentialsEndToEndTests {
         #expect(
             flac.status == 400 && String(decoding: flac.body, as: UTF8.self).contains("needs format=wav"),
             "\(flac.status) \(String(decoding: flac.body, as: UTF8.self))")
+
+        // A FLAC clip: its manifest store beside it (FILE.c2pa), the hash over the whole file.
+        let flacClip = daemon.directory + "/clip.flac"
+        let flacExport = try daemon.recctl(
+            "archive", "export", "--app", "logger", "--from", from, "--to", to, "-o", flacClip, "--credentials")
+        try #require(flacExport.status == 0, "\(flacExport.stderr) | \(daemon.logEnd())")
+        let sidecar = flacClip + ".c2pa"
+        let flacValid = try Self.verify(flacClip, anchors: anchors, sidecar: sidecar)
+        #expect(flacValid.state == "Trusted" && flacValid.failures.isEmpty, "\(flacValid.raw)")
+        #expect(try flacTest(flacClip), "the FLAC clip is untouched: flac -t")
+        let flacAltered = try Self.tampered(flacClip, "flac") { bytes in bytes[bytes.count - 100] ^= 0x01 }
+        try FileManager.default.moveItem(atPath: flacAltered, toPath: flacAltered + ".flac")
+        let flacAlteredVerdict = try Self.verify(flacAltered + ".flac", anchors: anchors, sidecar: sidecar)
+        #expect(
+            flacAlteredVerdict.state == "Invalid"
+                && flacAlteredVerdict.failures.contains("assertion.dataHash.mismatch"),
+            "\(flacAlteredVerdict.raw)")
 
         // One audio byte changed (in the data chunk, far from any header): the data hash fails.
         let audioByte = try Self.tampered(clip, "audio") { bytes in
