@@ -115,9 +115,15 @@ extension ArchiveMaintenance {
                 "recd has no certificate for its archive key (its log says why at start); export without --credentials")
         }
         let comments = ClipExporter.comments(plan, app: request.app, stream: stream, archiveDirectory: directory)
+        // What recd signs (the proof's hash, the credentials' data hash) must be what recd wrote:
+        // the caller holds `output` and could rewrite it between recd's write and recd's hash. A
+        // signed clip is written into a file of recd's own first (unlinked at once, so no one
+        // else can open it), signed there, and only then copied into `output`.
+        let signing = request.proof || request.credentials
+        let written = signing ? try privateClipFile(for: request.file) : output
         do {
             let copied = try ClipExporter.write(
-                plan, format: format, to: output, name: request.file, comments: comments,
+                plan, format: format, to: written, name: request.file, comments: comments,
                 isCancelled: { job.isCancelled })
             // Frames that did not verify were decoded instead: the clip is right, the segment
             // may be damaged or odd (`recctl archive verify` says which).
@@ -134,8 +140,8 @@ extension ArchiveMaintenance {
                 name: request.file, app: request.app, stream: stream, plan: plan,
                 sources: comments.filter { $0.0 == "SOURCE_SEGMENT" }.map(\.1), archiveDirectory: directory)
             switch format {
-            case .wav: try credentials.embed(in: output, facts: facts)
-            case .flac: sidecar = Data(try credentials.sidecar(for: output, facts: facts)).base64EncodedString()
+            case .wav: try credentials.embed(in: written, facts: facts)
+            case .flac: sidecar = Data(try credentials.sidecar(for: written, facts: facts)).base64EncodedString()
             }
         }
         // The proof: the clip's bytes as written, the chain entries they were cut from, signed.
@@ -148,18 +154,49 @@ extension ArchiveMaintenance {
             }
             do throws(ProofError) {
                 proof = try ClipProof.make(
-                    clip: SHA256Digest.of(file: output), clipName: request.file,
+                    clip: SHA256Digest.of(file: written), clipName: request.file,
                     sources: comments.filter { $0.0 == "SOURCE_SEGMENT" }.map(\.1), archiveDirectory: directory,
                     key: chains.key)
             } catch {
                 throw SessionError(.resourceNotAvailable, error.message)
             }
         }
+        if signing { try copy(written, into: output, name: request.file) }
         return ExportInfo(
             file: request.file, format: format.rawValue, app: request.app, stream: stream, start: from.iso8601,
             end: to.iso8601, frames: plan.frames, sampleRate: plan.sampleRate, channels: plan.channels,
             gaps: SegmentGap.commentValue(plan.gaps), segments: plan.segments.map(shownPath),
             requestedEnd: to < asked ? asked.iso8601 : nil, proof: proof, credentials: sidecar)
+    }
+}
+
+extension ArchiveMaintenance {
+    /// A new file of recd's own beside the archive (0600), already unlinked: only recd holds it.
+    func privateClipFile(for name: String) throws -> OwnedFile {
+        let path = directory + "/.export-" + SecureRandom.hex(bytes: 8)
+        do {
+            let file = try OwnedFile(path, .createExclusive(permissions: 0o600))
+            try FileSystem.removeIfPresent(path)
+            return file
+        } catch {
+            throw SessionError(
+                .resourceNotAvailable, "recd cannot write its copy of \(name) beside the archive: \(error)")
+        }
+    }
+
+    /// `clip`'s bytes into the caller's `output`, from the start, in 1 MiB pieces.
+    func copy(_ clip: OwnedFile, into output: OwnedFile, name: String) throws {
+        do {
+            var offset: Int64 = 0
+            while true {
+                let piece = try clip.read(count: 1 << 20, at: offset)
+                if piece.isEmpty { break }
+                try output.writeAll(piece, at: offset)
+                offset += Int64(piece.count)
+            }
+        } catch {
+            throw SessionError(.resourceNotAvailable, "cannot write \(name): \(error)")
+        }
     }
 }
 

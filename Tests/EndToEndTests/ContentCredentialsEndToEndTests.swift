@@ -67,20 +67,12 @@ struct ContentCredentialsEndToEndTests {
         return [UInt8](try Data(contentsOf: URL(fileURLWithPath: path + ".der")))
     }
 
-    @Test(
-        "a WAV clip exported with --credentials (and a FLAC clip with its .c2pa sidecar) is valid and trusted for c2pa-python with the box CA; one audio byte, an edited manifest, another box's certificate and another CA are each refused; a certificate the operator's CA issued for archive key --csr, once installed, signs the next clips",
-        .enabled(
-            if: available,
-            "c2pa-python is not installed (scripts/lib.sh ensure_c2pa: PyPI was out of reach); the clip is not checked")
-    )
-    func clipVerifiedByC2PAPython() throws {
+    /// A recd that recorded three 1 s segments of a counter, all chained; the first two's range.
+    static func recorded(extraConfig: String = "") throws -> (Daemon, SignalClient, String, String) {
         let deck = uniqueName("deck")
-        let port = try HTTPTestClient.freePort()
         let daemon = try Daemon(
-            extraConfig: "\n[http]\nlisten = 127.0.0.1:\(port)\n", ports: ArchiveEndToEndTests.deckPorts(deck),
-            archiveSegmentSeconds: 1)
+            extraConfig: extraConfig, ports: ArchiveEndToEndTests.deckPorts(deck), archiveSegmentSeconds: 1)
         let source = try SignalClient(["--name", deck, "play", "--ports", "out_1,out_2", "--signal", "counter"])
-        defer { source.stop() }
         #expect(
             try eventually {
                 try daemon.recctl("--json", "routes").json?["ports"]?.arrayValue?.first?["available"] == true
@@ -97,8 +89,22 @@ struct ContentCredentialsEndToEndTests {
         #expect(try eventually { try daemon.recctl("archive", "prove", "--app", "logger", "--key", key).status == 0 })
         let listed = try #require(daemon.recctl("--json", "archive", "list", "--app", "logger").json?.arrayValue)
         try #require(listed.count >= 3, "\(listed)")
-        let from = try #require(listed[0]["start"]?.stringValue)
-        let to = try #require(listed[2]["start"]?.stringValue)
+        return (
+            daemon, source, try #require(listed[0]["start"]?.stringValue), try #require(listed[2]["start"]?.stringValue)
+        )
+    }
+
+    @Test(
+        "a WAV clip exported with --credentials (and a FLAC clip with its .c2pa sidecar) is valid and trusted for c2pa-python with the box CA; one audio byte, an edited manifest, another box's certificate and another CA are each refused; a certificate the operator's CA issued for archive key --csr, once installed, signs the next clips",
+        .enabled(
+            if: available,
+            "c2pa-python is not installed (scripts/lib.sh ensure_c2pa: PyPI was out of reach); the clip is not checked")
+    )
+    func clipVerifiedByC2PAPython() throws {
+        let port = try HTTPTestClient.freePort()
+        let (daemon, source, from, to) = try Self.recorded(extraConfig: "\n[http]\nlisten = 127.0.0.1:\(port)\n")
+        defer { source.stop() }
+        let listed = try #require(daemon.recctl("--json", "archive", "list", "--app", "logger").json?.arrayValue)
 
         let clip = daemon.directory + "/clip.wav"
         let exported = try daemon.recctl(
@@ -234,5 +240,38 @@ struct ContentCredentialsEndToEndTests {
         #expect(operatorTrusted.state == "Trusted" && operatorTrusted.failures.isEmpty, "\(operatorTrusted.raw)")
         let notTheBox = try Self.verify(operatorClip, anchors: anchors)
         #expect(notTheBox.failures.contains("signingCredential.untrusted"), "\(notTheBox.raw)")
+    }
+
+    @Test(
+        "a caller who rewrites the clip's audio through their own descriptor while recd exports it gets neither credentials nor a proof for the forged audio",
+        .enabled(
+            if: available,
+            "c2pa-python is not installed (scripts/lib.sh ensure_c2pa: PyPI was out of reach); the clip is not checked")
+    )
+    func forgedAudio() throws {
+        let (daemon, source, from, to) = try Self.recorded()
+        defer { source.stop() }
+        let anchors = daemon.directory + "/archive/archive-box-ca.pem"
+        let key = try daemon.recctl("archive", "key").stdout.trimmingCharacters(in: .whitespacesAndNewlines)
+        let clip = daemon.directory + "/forged.wav"
+        let stop = daemon.directory + "/attacker.stop"
+        let forgedAt = 2000
+        let attacker = try ExternalTools.process(
+            "python3", [ExternalTools.packageRoot + "/Tests/C2PA/overwrite_clip.py", clip, "\(forgedAt)", stop])
+        try attacker.run()
+        let exported = try daemon.recctl(
+            "archive", "export", "--app", "logger", "--from", from, "--to", to, "-o", clip, "--credentials", "--proof")
+        FileManager.default.createFile(atPath: stop, contents: Data())
+        attacker.waitUntilExit()
+        try #require(exported.status == 0, "\(exported.stderr) | \(daemon.logEnd())")
+        let bytes = [UInt8](try Data(contentsOf: URL(fileURLWithPath: clip)))
+        try #require(
+            bytes[forgedAt..<forgedAt + 64].allSatisfy { $0 == 0x55 }, "the attacker's bytes are in the clip")
+        // The forged audio is what the caller holds: neither C2PA nor the clip's proof may vouch for it.
+        let verdict = try Self.verify(clip, anchors: anchors)
+        #expect(
+            verdict.state == "Invalid" && verdict.failures.contains("assertion.dataHash.mismatch"), "\(verdict.raw)")
+        let proven = try daemon.recctl("archive", "prove", "--clip", clip, "--key", key)
+        #expect(proven.status == 1 && proven.stdout.contains("altered: \(clip)"), "\(proven.stdout)\(proven.stderr)")
     }
 }
