@@ -68,8 +68,9 @@ struct CredentialsBench {
         let sorted = times.sorted()
         print("| a one-hour WAV clip's Content Credentials, beyond hashing it (median of \(rounds)) | CPU |")
         print("|---|---:|")
-        print("| the store fitted, its assertions, claim and Ed25519 signature (\(size) bytes) "
-            + "| \(fixed(sorted[sorted.count / 2] * 1e3, 3)) ms |")
+        print(
+            "| the store fitted, its assertions, claim and Ed25519 signature (\(size) bytes) "
+                + "| \(fixed(sorted[sorted.count / 2] * 1e3, 3)) ms |")
         print("| the slowest round | \(fixed(sorted[sorted.count - 1] * 1e3, 3)) ms |")
     }
 }
