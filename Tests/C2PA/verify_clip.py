@@ -12,6 +12,7 @@ Exit 0 when the manifest was read (whatever it says), 2 when none could be read.
 (ContentCredentialsEndToEndTests) judges the codes. Trust: the anchors given only, as a
 verifier who trusts that one box CA.
 """
+import base64
 import glob
 import json
 import os
@@ -56,6 +57,20 @@ def main():
     for item in report.get("validation_status") or []:
         if item.get("code") not in codes["failures"]:
             codes["failures"].append(item.get("code"))
+    # The time-stamp tokens in recd.chain, written beside the clip (CLIP.ENTRIES.tsr) for
+    # `openssl ts -verify`: c2pa-python gives CBOR byte strings as lists of numbers.
+    tokens = []
+    for assertion in active.get("assertions") or []:
+        if assertion.get("label") != "recd.chain":
+            continue
+        for chain in (assertion.get("data") or {}).get("chains") or []:
+            for stamp in chain.get("timeStamps") or []:
+                token = stamp.get("token")
+                raw = bytes(token) if isinstance(token, list) else base64.b64decode(token or "")
+                path = f"{clip}.{stamp.get('entries')}.tsr"
+                with open(path, "wb") as f:
+                    f.write(raw)
+                tokens.append({"chain": chain.get("chain"), "entries": stamp.get("entries"), "path": path})
     generator = active.get("claim_generator_info") or [{}]
     print(json.dumps({
         "state": state,
@@ -65,6 +80,7 @@ def main():
         "title": active.get("title"),
         "assertions": [a.get("label") for a in active.get("assertions") or []],
         "signer": (active.get("signature_info") or {}).get("issuer"),
+        "tokens": tokens,
         "sdk": c2pa.sdk_version(),
     }))
     return 0

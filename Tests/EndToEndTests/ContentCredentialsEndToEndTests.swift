@@ -4,7 +4,9 @@
 // implementation, none of recd's code; Tests/C2PA/verify_clip.py) reads it with the box CA as its
 // only trust anchor. Then the clip is attacked: one audio byte changed, the manifest edited, the
 // certificate swapped for another box's, the manifest checked against another CA.
+import ArchiveProof
 import Foundation
+import Platform
 import TestSupport
 import Testing
 
@@ -27,6 +29,9 @@ struct ContentCredentialsEndToEndTests {
     struct Verdict {
         let state: String?
         let failures: [String]
+        /// The time-stamp tokens recd.chain carries: their chain, the entries they stamp, where
+        /// verify_clip.py wrote each.
+        let tokens: [(chain: String, entries: Int, path: String)]
         let raw: String
     }
 
@@ -40,7 +45,12 @@ struct ContentCredentialsEndToEndTests {
         print("c2pa-python on \((clip as NSString).lastPathComponent): \(line)")
         return Verdict(
             state: json["state"] as? String, failures: json["failures"] as? [String] ?? [],
-            raw: line + result.stderr)
+            tokens: (json["tokens"] as? [[String: Any]] ?? []).compactMap { token in
+                guard let chain = token["chain"] as? String, let entries = token["entries"] as? Int,
+                    let path = token["path"] as? String
+                else { return nil }
+                return (chain, entries, path)
+            }, raw: line + result.stderr)
     }
 
     /// A copy of `clip` with `edit` applied to its bytes.
@@ -273,5 +283,60 @@ struct ContentCredentialsEndToEndTests {
             verdict.state == "Invalid" && verdict.failures.contains("assertion.dataHash.mismatch"), "\(verdict.raw)")
         let proven = try daemon.recctl("archive", "prove", "--clip", clip, "--key", key)
         #expect(proven.status == 1 && proven.stdout.contains("altered: \(clip)"), "\(proven.stdout)\(proven.stderr)")
+    }
+
+    @Test(
+        "the RFC 3161 tokens that stamp a clip's source segments travel in its Content Credentials; openssl ts -verify accepts each against the chain entry it stamps",
+        .enabled(
+            if: available,
+            "c2pa-python is not installed (scripts/lib.sh ensure_c2pa: PyPI was out of reach); the clip is not checked")
+    )
+    func timeStampsInCredentials() throws {
+        let tsa = try TestTSA()
+        let (daemon, source, from, to) = try Self.recorded(
+            extraConfig: """
+
+                [evidence]
+                tsa_url = \(tsa.url)
+                tsa_ca_file = \(tsa.roots)
+                tsa_interval_seconds = 1
+
+                """)
+        defer { source.stop() }
+        let archive = daemon.directory + "/archive"
+        let chains = FileSystem.files(under: archive, withSuffix: ".chain")
+        try #require(chains.count == 1, "one stream, one day: \(chains)")
+        let chain = chains[0]
+        func lines() -> [ChainEntry] {
+            ((try? String(contentsOfFile: chain, encoding: .utf8)) ?? "").split(separator: "\n").compactMap {
+                ChainEntry(line: $0)
+            }
+        }
+        // Recording has stopped: the last head is stamped an interval after the one before.
+        #expect(
+            eventually(timeout: 20) {
+                FileManager.default.fileExists(atPath: chain + ".\(lines().count).tsr")
+            }, "tokens beside \(chain)")
+        let clip = daemon.directory + "/stamped.wav"
+        let exported = try daemon.recctl(
+            "archive", "export", "--app", "logger", "--from", from, "--to", to, "-o", clip, "--credentials")
+        try #require(exported.status == 0, "\(exported.stderr) | \(daemon.logEnd())")
+        let verdict = try Self.verify(clip, anchors: archive + "/archive-box-ca.pem")
+        #expect(verdict.state == "Trusted" && verdict.failures.isEmpty, "\(verdict.raw)")
+        try #require(!verdict.tokens.isEmpty, "no time-stamp token in recd.chain: \(verdict.raw)")
+        let entries = lines()
+        for token in verdict.tokens {
+            #expect(chain.hasSuffix(token.chain), "\(token.chain)")
+            try #require(token.entries >= 1 && token.entries <= entries.count)
+            let checked = try runTool(
+                "openssl",
+                [
+                    "ts", "-verify", "-digest", entries[token.entries - 1].hash.hex, "-in", token.path, "-CAfile",
+                    tsa.roots,
+                ])
+            #expect(
+                checked.status == 0 && checked.stdout.contains("Verification: OK"),
+                "token for entry \(token.entries): \(checked.stdout)\(checked.stderr)")
+        }
     }
 }
