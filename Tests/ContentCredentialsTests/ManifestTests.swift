@@ -160,3 +160,36 @@ struct ManifestTests {
         }
     }
 }
+
+/// The readers are total: a real store in a real WAV, mutated at random (bytes flipped, cut,
+/// lengths rewritten), gives a value or nil, never a trap; the store itself reads back whole.
+struct ReaderTotalityTests {
+    @Test(arguments: randomSeeds(count: 4, base: 0xC2BA))
+    func mutatedStoresNeverTrap(seed: UInt64) throws {
+        let (_, signer, _) = try ManifestTests.signer()
+        let wav = try embed(ManifestTests.manifest(), in: smallWAV(bytesOfData: 500), signer: signer)
+        let store = try #require(RIFFEmbedding.manifestStore(in: wav))
+        #expect(JUMBF.parse(store)?.first?.label == "c2pa")
+        var random = SplitMix64(seed: seed)
+        for _ in 0..<500 {
+            var bytes = random.chance(50) ? wav : store
+            for _ in 0..<(1 + random.below(8)) {
+                switch random.below(4) {
+                case 0: bytes[random.below(bytes.count)] ^= UInt8(truncatingIfNeeded: random.next() | 1)
+                case 1: bytes = Array(bytes.prefix(random.below(bytes.count)))
+                case 2: bytes[random.below(bytes.count)] = random.pick([0x00, 0x7f, 0x9f, 0xbf, 0xff])
+                default: bytes += (0..<random.below(16)).map { _ in UInt8(truncatingIfNeeded: random.next()) }
+                }
+                if bytes.isEmpty { bytes = [0] }
+            }
+            _ = RIFFEmbedding.manifestStore(in: bytes)
+            _ = JUMBF.parse(bytes)
+            _ = CBOR.decode(bytes)
+            _ = CBOR.decodePrefix(bytes)
+            _ = COSESign1.parse(bytes)
+            if let boxes = JUMBF.parse(bytes) {
+                for box in boxes { _ = box.encoded }
+            }
+        }
+    }
+}
