@@ -225,7 +225,10 @@ struct ContentCredentialsEndToEndTests {
         let installed = daemon.directory + "/state/archive-key.pem"
         // First one for another key (the other box's): not used, said in the log; the box's own signs.
         try FileManager.default.copyItem(atPath: otherLeafPath, toPath: installed)
+        let boxCA = try Data(contentsOf: URL(fileURLWithPath: anchors))
         try daemon.restart()
+        // The box's certificates are made once: a restart keeps the same CA.
+        #expect(try Data(contentsOf: URL(fileURLWithPath: anchors)) == boxCA, "a restart made a new box CA")
         #expect(daemon.log.contains("archive-key.pem is not used"), "\(daemon.logEnd())")
         let fallback = daemon.directory + "/fallback.wav"
         try #require(
