@@ -88,6 +88,9 @@ let package = Package(
         // X.509 certificates (OpenSSL): the HTTP listener's self-signed certificate and fingerprints;
         // RFC 3161 time-stamps of the chains (OpenSSL's TS API, asked over HTTP with libcurl).
         .target(name: "PKI", dependencies: ["Platform", "COpenSSL", "CCurl"]),
+        // C2PA Content Credentials in pure Swift: CBOR, COSE_Sign1, JUMBF, a manifest store and where
+        // it goes in a WAV. No key and no hash of its own: the caller signs and hashes.
+        .target(name: "ContentCredentials"),
         // ALSA: card discovery, jack-sense and capture-switch events (libasound's control API).
         .target(name: "Devices", dependencies: ["Platform", "CALSA"]),
         // The HTTP listener (libmicrohttpd): read-only routes, loopback or a bearer token, limits.
@@ -100,7 +103,7 @@ let package = Package(
             name: "Daemon",
             dependencies: [
                 "Platform", "SessionPolicy", "ControlProtocol", "SystemSupport", "AudioEngine", "Codec", "VoiceProcessing", "Archive",
-                "ArchiveProof", "Devices", "HTTPServer", "NetworkAudio", "PKI",
+                "ArchiveProof", "Devices", "HTTPServer", "NetworkAudio", "PKI", "ContentCredentials",
             ]),
         // The client's end of the control socket (connect, request, reply, events): recctl and AudioSession.
         .target(name: "ControlClient", dependencies: ["ControlProtocol", "Platform"]),
@@ -146,6 +149,8 @@ let package = Package(
                 "TestSupport",
                 "Archive", "Devices", "Platform", "HTTPServer", "NetworkAudio",
             ]),
+        .testTarget(
+            name: "ContentCredentialsTests", dependencies: ["ContentCredentials", "ArchiveProof", "PKI", "TestSupport"]),
         .testTarget(name: "NetworkAudioTests", dependencies: ["NetworkAudio", "Platform", "TestSupport"]),
         .testTarget(
             name: "EndToEndTests",

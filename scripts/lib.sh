@@ -78,6 +78,26 @@ ensure_selenium() {
     /usr/bin/python3 -m venv --system-site-packages "$venv" && "$venv/bin/python3" -c 'import selenium'
 }
 
+# ensure_c2pa: c2pa-python from PyPI (the C2PA reference implementation, c2pa-rs, as a wheel) in a
+# virtual environment under .build, the oracle that reads the Content Credentials of recd's clips
+# (Tests/C2PA/verify_clip.py): made once, then reused. Exports RECD_C2PA_VENV, where the test
+# looks for it. Debian has no c2pa package: without PyPI the end-to-end test skips, saying so.
+ensure_c2pa() {
+    local venv="$RECD_ROOT/.build/c2pa-venv"
+    export RECD_C2PA_VENV="$venv"
+    "$venv/bin/python3" -c 'import c2pa' 2>/dev/null && return 0
+    log "installing c2pa-python (PyPI) into $venv"
+    rm -rf "$venv"
+    mkdir -p "$RECD_ROOT/.build"
+    if /usr/bin/python3 -m venv "$venv" &&
+        "$venv/bin/pip" install -q --disable-pip-version-check --retries 1 --timeout 30 c2pa-python; then
+        return 0
+    fi
+    log "PyPI is out of reach: no c2pa-python; the Content Credentials end-to-end test will skip, saying so"
+    rm -rf "$venv"
+    return 0
+}
+
 # start_jack NAME [PERIOD]: starts a private `jackd -d dummy` server called NAME unless one
 # with that name runs; sets STARTED_JACK_PID when this call started it.
 STARTED_JACK_PID=""

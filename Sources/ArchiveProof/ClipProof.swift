@@ -27,11 +27,41 @@ public enum ClipProof {
     ) throws(ProofError) -> String {
         var lines = [header, "clip\t\(clip.hex)\t\(clean(FileSystem.fileName(of: clipName)))"]
         lines += sources.map { "source\t\(clean($0))" }
-        var included: Set<String> = []
+        for found in try sourceChains(sources: sources, archiveDirectory: archiveDirectory) {
+            lines.append("chain\t\(found.chain)")
+            lines += found.lines.map { "entry\t\($0)" }
+            lines.append("signature\t\(found.signature)")
+        }
+        let body = lines.map { $0 + "\n" }.joined()
+        return body + "box\t\(Hex.encode(key.sign(Array(body.utf8))))\n"
+    }
+
+    /// One day's chain that names a clip's sources: its entries up to the signed head, the
+    /// signature line, and which of those entries (1-based) are the sources'. A plain value.
+    public struct SourceChain: Sendable, Equatable {
+        /// Relative to the archive's root (`2026/12/02/app-main.chain`).
+        public var chain: String
+        public var lines: [String]
+        public var signature: String
+        public var sourceEntries: [Int]
+    }
+
+    /// The signed chains that name `sources` (SOURCE_SEGMENT values), each chain once, in the
+    /// order of the sources. Throws `.notChained` when a source is in no signed chain yet.
+    public static func sourceChains(sources: [String], archiveDirectory: String) throws(ProofError) -> [SourceChain] {
+        var chains: [SourceChain] = []
         for source in sources {
             let path = segmentPath(ofSource: source)
             let day = FileSystem.directoryName(of: path)
-            var found: (chain: String, lines: [String], signature: String)?
+            if let index = chains.firstIndex(where: { chain in
+                chain.lines.contains { ChainEntry(line: $0).map { $0.kind == .segment && $0.path == path } ?? false }
+            }) {
+                if let entry = chains[index].lines.firstIndex(where: { ChainEntry(line: $0)?.path == path }) {
+                    chains[index].sourceEntries.append(entry + 1)
+                }
+                continue
+            }
+            var found: SourceChain?
             for chainFile in FileSystem.files(under: ChainLayout.join(archiveDirectory, day), withSuffix: ".chain") {
                 guard let chain = ChainLayout.relative(chainFile, to: archiveDirectory),
                     FileSystem.directoryName(of: chain) == day,
@@ -42,27 +72,28 @@ public enum ClipProof {
                 // The lines the signature covers, read a line at a time (at most its count).
                 var reader = ChainLineReader(file)
                 var signed: [String] = []
-                var names = false
+                var entry: Int?
                 while signed.count < min(signature.entries, ChainLimits.maximumEntries), let line = try reader.next(),
                     line.terminated, !line.tooLong
                 {
                     let text = String(decoding: line.bytes, as: UTF8.self)
-                    if let entry = ChainEntry(line: text), entry.kind == .segment, entry.path == path { names = true }
                     signed.append(text)
+                    if let parsed = ChainEntry(line: text), parsed.kind == .segment, parsed.path == path {
+                        entry = signed.count
+                    }
                 }
-                if names {
-                    found = (chain, signed, signature.line.split(separator: "\n").first.map(String.init) ?? "")
+                if let entry {
+                    found = SourceChain(
+                        chain: chain, lines: signed,
+                        signature: signature.line.split(separator: "\n").first.map(String.init) ?? "",
+                        sourceEntries: [entry])
                     break
                 }
             }
             guard let found else { throw .notChained(path: path) }
-            guard included.insert(found.chain).inserted else { continue }
-            lines.append("chain\t\(found.chain)")
-            lines += found.lines.map { "entry\t\($0)" }
-            lines.append("signature\t\(found.signature)")
+            chains.append(found)
         }
-        let body = lines.map { $0 + "\n" }.joined()
-        return body + "box\t\(Hex.encode(key.sign(Array(body.utf8))))\n"
+        return chains
     }
 
     /// What does not hold of the clip at `clipPath` and its proof (`proofText`, read from

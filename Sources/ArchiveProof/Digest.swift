@@ -55,15 +55,20 @@ public struct SHA256Digest: Hashable, Sendable, CustomStringConvertible {
 
     /// The SHA-256 of an open file's bytes from its start to its end (read with `pread`: its
     /// position does not move), e.g. a clip recd has just written into a client's descriptor.
-    public static func of(file: OwnedFile) throws(ProofError) -> SHA256Digest {
+    public static func of(file: OwnedFile) throws(ProofError) -> SHA256Digest { try of(file: file, upTo: .max) }
+
+    /// The SHA-256 of an open file's first `end` bytes (all of it when shorter): a clip without
+    /// the Content Credentials that follow its audio, which its data hash leaves out.
+    public static func of(file: OwnedFile, upTo end: Int64) throws(ProofError) -> SHA256Digest {
         guard Sodium.ready else { throw .libraryUnavailable }
         let state = Sodium.SHA256State()
         let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: fileChunk, alignment: 16)
         defer { buffer.deallocate() }
         var offset: Int64 = 0
-        while true {
+        while offset < end {
+            let count = Int(min(Int64(fileChunk), end - offset))
             let got = try proofCall { () throws(SystemError) in
-                try file.read(into: buffer.baseAddress!, count: fileChunk, at: offset)
+                try file.read(into: buffer.baseAddress!, count: count, at: offset)
             }
             if got == 0 { break }
             state.update(UnsafeRawBufferPointer(rebasing: buffer[0..<got]))

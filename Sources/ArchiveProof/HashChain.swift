@@ -95,6 +95,10 @@ public enum ChainLayout {
     public static let signatureSuffix = ".sig"
     /// The archive's public key, at its root.
     public static let publicKeyFileName = "archive-key.pub"
+    /// Beside it, from recd's start: a PKCS#10 request for the key (`recctl archive key --csr`),
+    /// and the box CA that issued the certificate clips' Content Credentials are signed with.
+    public static let certificateRequestFileName = "archive-key.csr"
+    public static let boxAuthorityFileName = "archive-box-ca.pem"
 
     /// A name made safe for one path component: `/` and control characters become `_`, and a
     /// leading `.` too (no hidden files, no `..`). The segments' file names use it as well.

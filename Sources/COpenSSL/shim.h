@@ -124,6 +124,226 @@ static inline int recd_private_key_readable(const char *pem, size_t length)
     EVP_PKEY_free(key);
     return 1;
 }
+// The archive key's certificates (C2PA Content Credentials on exported clips): a box CA of its
+// own and a leaf for the archive's Ed25519 key issued by it, a PKCS#10 request for that key
+// signed outside OpenSSL (libsodium holds the secret), and a PEM chain read back as DER.
+
+/// Adds extension `nid` = `value` (OpenSSL's config syntax) to `certificate`, issued by `issuer`.
+static inline int recd_add_issued_extension(X509 *issuer, X509 *certificate, int nid, const char *value)
+{
+    X509V3_CTX context;
+    X509V3_set_ctx_nodb(&context);
+    X509V3_set_ctx(&context, issuer, certificate, NULL, NULL, 0);
+    X509_EXTENSION *extension = X509V3_EXT_conf_nid(NULL, &context, nid, value);
+    if (extension == NULL) return 0;
+    int added = X509_add_ext(certificate, extension, -1);
+    X509_EXTENSION_free(extension);
+    return added;
+}
+
+/// A random positive 128-bit serial, a subject CN, validity from an hour ago for `days`.
+static inline int recd_certificate_basics(X509 *certificate, const char *common_name, int days)
+{
+    unsigned char serial[16];
+    if (RAND_bytes(serial, sizeof serial) != 1) return 0;
+    serial[0] = (serial[0] & 0x7f) | 0x01;
+    BIGNUM *number = BN_bin2bn(serial, sizeof serial, NULL);
+    int ok = number != NULL && BN_to_ASN1_INTEGER(number, X509_get_serialNumber(certificate)) != NULL;
+    BN_free(number);
+    if (!ok || X509_set_version(certificate, 2) != 1) return 0;
+    if (X509_gmtime_adj(X509_getm_notBefore(certificate), -3600) == NULL) return 0;
+    if (X509_time_adj_ex(X509_getm_notAfter(certificate), days, 0, NULL) == NULL) return 0;
+    X509_NAME *name = X509_get_subject_name(certificate);
+    return X509_NAME_add_entry_by_txt(name, "O", MBSTRING_UTF8, (const unsigned char *)"recd", -1, -1, 0) == 1
+        && X509_NAME_add_entry_by_txt(name, "CN", MBSTRING_UTF8, (const unsigned char *)common_name, -1, -1, 0) == 1;
+}
+
+/// A box CA (a new Ed25519 key, self-signed, CA:TRUE, keyCertSign) and a leaf for the Ed25519
+/// `public_key` (32 bytes) issued by it: CA:FALSE, digitalSignature, extended key usage
+/// emailProtection and documentSigning (what C2PA accepts of a signer), subject and authority
+/// key identifiers. The CA's key is dropped once the leaf is signed: nothing else is ever issued
+/// under it. *leaf_pem and *ca_pem are malloc'd (the caller frees them). 1 on success.
+static inline int recd_make_box_certificates(
+    const unsigned char *public_key, const char *ca_name, const char *leaf_name, int days, char **leaf_pem,
+    char **ca_pem)
+{
+    int ok = 0;
+    *leaf_pem = NULL;
+    *ca_pem = NULL;
+    EVP_PKEY *ca_key = EVP_PKEY_Q_keygen(NULL, NULL, "ED25519");
+    EVP_PKEY *leaf_key = EVP_PKEY_new_raw_public_key(EVP_PKEY_ED25519, NULL, public_key, 32);
+    X509 *ca = X509_new();
+    X509 *leaf = X509_new();
+    BIO *leaf_bio = BIO_new(BIO_s_mem());
+    BIO *ca_bio = BIO_new(BIO_s_mem());
+    if (ca_key == NULL || leaf_key == NULL || ca == NULL || leaf == NULL || leaf_bio == NULL || ca_bio == NULL)
+        goto done;
+    if (!recd_certificate_basics(ca, ca_name, days + 1)) goto done;
+    if (X509_set_issuer_name(ca, X509_get_subject_name(ca)) != 1 || X509_set_pubkey(ca, ca_key) != 1) goto done;
+    if (!recd_add_issued_extension(ca, ca, NID_basic_constraints, "critical,CA:TRUE,pathlen:0")) goto done;
+    if (!recd_add_issued_extension(ca, ca, NID_key_usage, "critical,keyCertSign,cRLSign")) goto done;
+    if (!recd_add_issued_extension(ca, ca, NID_subject_key_identifier, "hash")) goto done;
+    if (X509_sign(ca, ca_key, NULL) == 0) goto done;
+    if (!recd_certificate_basics(leaf, leaf_name, days)) goto done;
+    if (X509_set_issuer_name(leaf, X509_get_subject_name(ca)) != 1 || X509_set_pubkey(leaf, leaf_key) != 1)
+        goto done;
+    if (!recd_add_issued_extension(ca, leaf, NID_basic_constraints, "critical,CA:FALSE")) goto done;
+    if (!recd_add_issued_extension(ca, leaf, NID_key_usage, "critical,digitalSignature")) goto done;
+    if (!recd_add_issued_extension(ca, leaf, NID_ext_key_usage, "emailProtection,1.3.6.1.5.5.7.3.36")) goto done;
+    if (!recd_add_issued_extension(ca, leaf, NID_subject_key_identifier, "hash")) goto done;
+    if (!recd_add_issued_extension(ca, leaf, NID_authority_key_identifier, "keyid:always")) goto done;
+    if (X509_sign(leaf, ca_key, NULL) == 0) goto done;
+    if (PEM_write_bio_X509(leaf_bio, leaf) != 1 || PEM_write_bio_X509(ca_bio, ca) != 1) goto done;
+    *leaf_pem = recd_bio_text(leaf_bio);
+    *ca_pem = recd_bio_text(ca_bio);
+    ok = *leaf_pem != NULL && *ca_pem != NULL;
+done:
+    if (!ok) {
+        free(*leaf_pem);
+        free(*ca_pem);
+        *leaf_pem = NULL;
+        *ca_pem = NULL;
+    }
+    BIO_free(leaf_bio);
+    BIO_free(ca_bio);
+    X509_free(leaf);
+    X509_free(ca);
+    EVP_PKEY_free(leaf_key);
+    EVP_PKEY_free(ca_key);
+    return ok;
+}
+
+/// The PKCS#10 request for the Ed25519 `public_key` (32 bytes), subject O=recd, CN=`common_name`,
+/// asking for the leaf's extensions. Deterministic: the same arguments give the same request, so
+/// its to-be-signed part can be signed elsewhere and the request made again with `signature`
+/// (64 bytes). With `signature` NULL: *der is the to-be-signed DER (CertificationRequestInfo);
+/// else *der is the whole request in PEM, checked against `public_key`. *der is malloc'd. 1 on
+/// success.
+static inline int recd_ed25519_request(
+    const unsigned char *public_key, const char *common_name, const unsigned char *signature, unsigned char **der,
+    int *der_length)
+{
+    int ok = 0;
+    *der = NULL;
+    *der_length = 0;
+    EVP_PKEY *key = EVP_PKEY_new_raw_public_key(EVP_PKEY_ED25519, NULL, public_key, 32);
+    X509_REQ *request = X509_REQ_new();
+    STACK_OF(X509_EXTENSION) *extensions = sk_X509_EXTENSION_new_null();
+    X509_ALGOR *algorithm = NULL;
+    ASN1_BIT_STRING *bits = NULL;
+    BIO *bio = NULL;
+    if (key == NULL || request == NULL || extensions == NULL) goto done;
+    if (X509_REQ_set_version(request, 0) != 1 || X509_REQ_set_pubkey(request, key) != 1) goto done;
+    X509_NAME *name = X509_REQ_get_subject_name(request);
+    if (X509_NAME_add_entry_by_txt(name, "O", MBSTRING_UTF8, (const unsigned char *)"recd", -1, -1, 0) != 1
+        || X509_NAME_add_entry_by_txt(name, "CN", MBSTRING_UTF8, (const unsigned char *)common_name, -1, -1, 0) != 1)
+        goto done;
+    const int nids[3] = {NID_basic_constraints, NID_key_usage, NID_ext_key_usage};
+    const char *values[3] = {"critical,CA:FALSE", "critical,digitalSignature", "emailProtection,1.3.6.1.5.5.7.3.36"};
+    for (int index = 0; index < 3; index++) {
+        X509_EXTENSION *extension = X509V3_EXT_conf_nid(NULL, NULL, nids[index], values[index]);
+        if (extension == NULL || !sk_X509_EXTENSION_push(extensions, extension)) {
+            X509_EXTENSION_free(extension);
+            goto done;
+        }
+    }
+    if (X509_REQ_add_extensions(request, extensions) != 1) goto done;
+    if (signature == NULL) {
+        int length = i2d_re_X509_REQ_tbs(request, NULL);
+        if (length <= 0) goto done;
+        *der = malloc((size_t)length);
+        if (*der == NULL) goto done;
+        unsigned char *cursor = *der;
+        if (i2d_re_X509_REQ_tbs(request, &cursor) != length) goto done;
+        *der_length = length;
+        ok = 1;
+        goto done;
+    }
+    algorithm = X509_ALGOR_new();
+    bits = ASN1_BIT_STRING_new();
+    if (algorithm == NULL || bits == NULL) goto done;
+    if (X509_ALGOR_set0(algorithm, OBJ_nid2obj(NID_ED25519), V_ASN1_UNDEF, NULL) != 1) goto done;
+    if (X509_REQ_set1_signature_algo(request, algorithm) != 1) goto done;
+    if (ASN1_BIT_STRING_set(bits, (unsigned char *)signature, 64) != 1) goto done;
+    bits->flags &= ~(ASN1_STRING_FLAG_BITS_LEFT | 0x07);
+    bits->flags |= ASN1_STRING_FLAG_BITS_LEFT;
+    X509_REQ_set0_signature(request, bits);
+    bits = NULL;
+    // The request as a CA will see it: its signature must verify with its own key.
+    if (X509_REQ_verify(request, key) != 1) goto done;
+    bio = BIO_new(BIO_s_mem());
+    if (bio == NULL || PEM_write_bio_X509_REQ(bio, request) != 1) goto done;
+    *der = (unsigned char *)recd_bio_text(bio);
+    if (*der == NULL) goto done;
+    *der_length = (int)strlen((char *)*der);
+    ok = 1;
+done:
+    if (!ok) {
+        free(*der);
+        *der = NULL;
+        *der_length = 0;
+    }
+    ERR_clear_error();
+    BIO_free(bio);
+    ASN1_BIT_STRING_free(bits);
+    X509_ALGOR_free(algorithm);
+    sk_X509_EXTENSION_pop_free(extensions, X509_EXTENSION_free);
+    X509_REQ_free(request);
+    EVP_PKEY_free(key);
+    return ok;
+}
+
+/// The certificates of `pem`, in order, as DER, one after another in *der (malloc'd), each one's
+/// length in `lengths` (at most `capacity`); *count how many. The first one's Ed25519 public key
+/// into `ed25519` (32 bytes) and *is_ed25519 1 when it has one. 1 when `pem` holds at least one
+/// certificate and no more than `capacity`.
+static inline int recd_certificate_chain(
+    const char *pem, size_t length, unsigned char **der, int *lengths, int capacity, int *count,
+    unsigned char *ed25519, int *is_ed25519)
+{
+    *der = NULL;
+    *count = 0;
+    *is_ed25519 = 0;
+    if (length > 1 << 20) return 0;
+    BIO *bio = BIO_new_mem_buf(pem, (int)length);
+    if (bio == NULL) return 0;
+    int ok = 1;
+    size_t used = 0;
+    X509 *certificate;
+    while ((certificate = PEM_read_bio_X509(bio, NULL, NULL, NULL)) != NULL) {
+        int size = i2d_X509(certificate, NULL);
+        unsigned char *grown = size > 0 && *count < capacity ? realloc(*der, used + (size_t)size) : NULL;
+        if (grown == NULL) {
+            X509_free(certificate);
+            ok = 0;
+            break;
+        }
+        *der = grown;
+        unsigned char *cursor = *der + used;
+        i2d_X509(certificate, &cursor);
+        if (*count == 0) {
+            EVP_PKEY *key = X509_get0_pubkey(certificate);
+            size_t key_length = 32;
+            if (key != NULL && EVP_PKEY_get_id(key) == EVP_PKEY_ED25519
+                && EVP_PKEY_get_raw_public_key(key, ed25519, &key_length) == 1 && key_length == 32)
+                *is_ed25519 = 1;
+        }
+        lengths[*count] = size;
+        *count += 1;
+        used += (size_t)size;
+        X509_free(certificate);
+    }
+    ERR_clear_error();
+    BIO_free(bio);
+    if (!ok || *count == 0) {
+        free(*der);
+        *der = NULL;
+        *count = 0;
+        return 0;
+    }
+    return 1;
+}
+
 // RFC 3161 time-stamps (OpenSSL's TS API): a query for a SHA-256 digest, and a response checked
 // against a digest, a nonce and trusted roots, the way `openssl ts -verify` checks one.
 

@@ -122,6 +122,7 @@ extension Command {
             fields.add("format", export.format)
             fields.add("file", export.file)
             if export.proof { fields.add("proof", true) }
+            if export.credentials { fields.add("credentials", true) }
         case .archiveVerify(let path, let progress):
             fields.add("path", path)
             if progress { fields.add("progress", true) }

@@ -177,7 +177,8 @@ public enum Command: Sendable, Equatable {
                 ExportRequest(
                     app: try a.string("app"), stream: try a.optionalString("stream"), from: try a.string("from"),
                     to: try a.string("to"), format: try a.optionalString("format") ?? "flac",
-                    file: try a.string("file"), proof: try a.optionalBool("proof") ?? false))
+                    file: try a.string("file"), proof: try a.optionalBool("proof") ?? false,
+                    credentials: try a.optionalBool("credentials") ?? false))
         case .meter: self = .meter(app: try a.optionalString("app"))
         case .cueOutputs:
             self = .cueOutputs(

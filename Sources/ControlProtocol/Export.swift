@@ -17,11 +17,17 @@ public struct ExportRequest: Sendable, Equatable {
     /// Also return the clip's proof (the chain entries it was cut from, signed; the reply's
     /// `proof`); needs a regular file passed read-write.
     public var proof: Bool
+    /// Also C2PA Content Credentials, signed with the archive key's certificate: in a WAV clip
+    /// (its `C2PA` chunk), for a FLAC clip as a sidecar manifest store (the reply's
+    /// `credentials`); needs a regular file passed read-write.
+    public var credentials: Bool
 
     public init(
-        app: String, stream: String? = nil, from: String, to: String, format: String, file: String, proof: Bool = false
+        app: String, stream: String? = nil, from: String, to: String, format: String, file: String, proof: Bool = false,
+        credentials: Bool = false
     ) {
         self.proof = proof
+        self.credentials = credentials
         self.app = app
         self.stream = stream
         self.from = from
@@ -57,13 +63,17 @@ public struct ExportInfo: ReplyObject {
     /// With `proof` asked: the clip proof's text (docs/archive-proof.md), for the client to
     /// write beside the clip (`FILE.proof`); else nil.
     public var proof: String?
+    /// With `credentials` asked of a FLAC clip: its C2PA manifest store (base64), for the client
+    /// to write beside the clip (`FILE.c2pa`); nil for a WAV clip, which carries it inside.
+    public var credentials: String?
 
     public init(
         file: String, format: String?, app: String?, stream: String?, start: String, end: String, frames: Int,
         sampleRate: Int?, channels: Int?, gaps: String?, segments: [String], requestedEnd: String? = nil,
-        proof: String? = nil
+        proof: String? = nil, credentials: String? = nil
     ) {
         self.proof = proof
+        self.credentials = credentials
         self.requestedEnd = requestedEnd
         self.file = file
         self.format = format
@@ -84,7 +94,7 @@ public struct ExportInfo: ReplyObject {
             "start": .string(start), "end": .string(end), "frames": .number(Double(frames)),
             "sampleRate": JSONValue(sampleRate), "channels": JSONValue(channels), "gaps": JSONValue(gaps),
             "segments": .array(segments.map { .string($0) }), "requestedEnd": JSONValue(requestedEnd),
-            "proof": JSONValue(proof),
+            "proof": JSONValue(proof), "credentials": JSONValue(credentials),
         ]
     }
 
@@ -96,6 +106,7 @@ public struct ExportInfo: ReplyObject {
             frames: try f.int("frames"), sampleRate: try f.optionalInt("sampleRate"),
             channels: try f.optionalInt("channels"), gaps: try f.optionalString("gaps"),
             segments: try f.optionalStrings("segments"),
-            requestedEnd: try f.optionalString("requestedEnd"), proof: try f.optionalString("proof"))
+            requestedEnd: try f.optionalString("requestedEnd"), proof: try f.optionalString("proof"),
+            credentials: try f.optionalString("credentials"))
     }
 }

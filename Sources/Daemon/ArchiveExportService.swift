@@ -18,6 +18,7 @@
 import Archive
 import ArchiveProof
 import ControlProtocol
+import Foundation
 import Platform
 import SessionPolicy
 import SystemSupport
@@ -102,16 +103,27 @@ extension ArchiveMaintenance {
                 "uid \(uid) may not read \(shownPath(record)), a segment of this clip; export only recordings you may "
                     + "read yourself (ask an administrator, or the owner of the archive, for access)")
         }
-        if request.proof && !plan.openSegments.isEmpty {
+        if (request.proof || request.credentials) && !plan.openSegments.isEmpty {
             throw SessionError(
                 .badParam,
                 "the clip reaches into the segment being written, which is in no chain yet; export up to its start "
-                    + "(`recctl archive list` shows it), or without --proof")
+                    + "(`recctl archive list` shows it), or without \(request.proof ? "--proof" : "--credentials")")
+        }
+        if request.credentials && credentials == nil {
+            throw SessionError(
+                .resourceNotAvailable,
+                "recd has no certificate for its archive key (its log says why at start); export without --credentials")
         }
         let comments = ClipExporter.comments(plan, app: request.app, stream: stream, archiveDirectory: directory)
+        // What recd signs (the proof's hash, the credentials' data hash) must be what recd wrote:
+        // the caller holds `output` and could rewrite it between recd's write and recd's hash. A
+        // signed clip is written into a file of recd's own first (unlinked at once, so no one
+        // else can open it), signed there, and only then copied into `output`.
+        let signing = request.proof || request.credentials
+        let written = signing ? try privateClipFile(for: request.file) : output
         do {
             let copied = try ClipExporter.write(
-                plan, format: format, to: output, name: request.file, comments: comments,
+                plan, format: format, to: written, name: request.file, comments: comments,
                 isCancelled: { job.isCancelled })
             // Frames that did not verify were decoded instead: the clip is right, the segment
             // may be damaged or odd (`recctl archive verify` says which).
@@ -120,6 +132,17 @@ extension ArchiveMaintenance {
             }
         } catch {
             throw error.sessionError
+        }
+        // The Content Credentials first: the proof then hashes the clip as it leaves, manifest included.
+        var sidecar: String?
+        if request.credentials, let credentials {
+            let facts = ClipCredentials.ClipFacts(
+                name: request.file, app: request.app, stream: stream, plan: plan,
+                sources: comments.filter { $0.0 == "SOURCE_SEGMENT" }.map(\.1), archiveDirectory: directory)
+            switch format {
+            case .wav: try credentials.embed(in: written, facts: facts)
+            case .flac: sidecar = Data(try credentials.sidecar(for: written, facts: facts)).base64EncodedString()
+            }
         }
         // The proof: the clip's bytes as written, the chain entries they were cut from, signed.
         var proof: String?
@@ -131,18 +154,49 @@ extension ArchiveMaintenance {
             }
             do throws(ProofError) {
                 proof = try ClipProof.make(
-                    clip: SHA256Digest.of(file: output), clipName: request.file,
+                    clip: SHA256Digest.of(file: written), clipName: request.file,
                     sources: comments.filter { $0.0 == "SOURCE_SEGMENT" }.map(\.1), archiveDirectory: directory,
                     key: chains.key)
             } catch {
                 throw SessionError(.resourceNotAvailable, error.message)
             }
         }
+        if signing { try copy(written, into: output, name: request.file) }
         return ExportInfo(
             file: request.file, format: format.rawValue, app: request.app, stream: stream, start: from.iso8601,
             end: to.iso8601, frames: plan.frames, sampleRate: plan.sampleRate, channels: plan.channels,
             gaps: SegmentGap.commentValue(plan.gaps), segments: plan.segments.map(shownPath),
-            requestedEnd: to < asked ? asked.iso8601 : nil, proof: proof)
+            requestedEnd: to < asked ? asked.iso8601 : nil, proof: proof, credentials: sidecar)
+    }
+}
+
+extension ArchiveMaintenance {
+    /// A new file of recd's own beside the archive (0600), already unlinked: only recd holds it.
+    func privateClipFile(for name: String) throws -> OwnedFile {
+        let path = directory + "/.export-" + SecureRandom.hex(bytes: 8)
+        do {
+            let file = try OwnedFile(path, .createExclusive(permissions: 0o600))
+            try FileSystem.removeIfPresent(path)
+            return file
+        } catch {
+            throw SessionError(
+                .resourceNotAvailable, "recd cannot write its copy of \(name) beside the archive: \(error)")
+        }
+    }
+
+    /// `clip`'s bytes into the caller's `output`, from the start, in 1 MiB pieces.
+    func copy(_ clip: OwnedFile, into output: OwnedFile, name: String) throws {
+        do {
+            var offset: Int64 = 0
+            while true {
+                let piece = try clip.read(count: 1 << 20, at: offset)
+                if piece.isEmpty { break }
+                try output.writeAll(piece, at: offset)
+                offset += Int64(piece.count)
+            }
+        } catch {
+            throw SessionError(.resourceNotAvailable, "cannot write \(name): \(error)")
+        }
     }
 }
 
@@ -192,13 +246,13 @@ extension ArchiveService {
         } catch {
             throw SessionError(.badParam, "the descriptor passed for \(request.file) is unusable: \(error)")
         }
-        if request.proof {
+        if request.proof || request.credentials {
             let mode = try? Descriptor.accessMode(output.descriptor, path: request.file)
             guard status.kind == .regular, mode == .readWrite else {
                 throw SessionError(
                     .badParam,
-                    "a clip's proof hashes the clip as written: pass \(request.file) as a regular file open for "
-                        + "reading and writing (`recctl archive export --proof -o FILE` does)")
+                    "a clip's proof and its Content Credentials hash the clip as written: pass \(request.file) as a "
+                        + "regular file open for reading and writing (`recctl archive export --proof -o FILE` does)")
             }
         }
         switch status.kind {

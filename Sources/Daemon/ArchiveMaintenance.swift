@@ -29,6 +29,8 @@ final class ArchiveMaintenance: @unchecked Sendable {
     /// The hash chains' keeper (nil: no key): `verify` checks chained segments against it.
     /// Set once at start, before any job runs.
     var chains: ChainKeeper?
+    /// The archive key's certificate for clips' Content Credentials (nil: none). Set once at start.
+    var credentials: ClipCredentials?
 
     init(directory: String) {
         self.directory = directory

@@ -32,6 +32,8 @@ final class ArchiveService: SegmentFeature, @unchecked Sendable {
     /// The hash chains' keeper (nil: no key): exports with `--proof`, verify. Set once by the
     /// composition root, before any request.
     var chains: ChainKeeper? { didSet { maintenance.chains = chains } }
+    /// What signs clips' Content Credentials (nil: no key or no certificate). Set once, as `chains`.
+    var credentials: ClipCredentials? { didSet { maintenance.credentials = credentials } }
     /// The control thread's connection to the index (the worker has its own).
     private(set) var index: ArchiveIndex?
     /// `archive.reindex` requests on the worker, and the segments finished meanwhile, which

@@ -72,6 +72,8 @@ enum BrowseAssets {
           <label>Format <select id="format"><option value="flac">FLAC</option>
             <option value="wav">WAV</option></select></label>
           <label><input type="checkbox" id="proof" checked> with proof</label>
+          <label title="C2PA: in the WAV file, signed with the box's archive key"><input type="checkbox"
+            id="credentials"> with Content Credentials (WAV)</label>
           <button type="button" id="download">Download clip</button>
           <progress id="progress" max="1" value="0"></progress>
           <p id="progressText" class="dim"></p>
@@ -193,7 +195,9 @@ enum BrowseAssets {
           $("downloadError").textContent = ""; $("proofLink").hidden = true; $("progress").value = 0;
           $("progressText").textContent = "";  // the last clip's "done" is not this one's
           const job = newJob(), proof = $("proof").checked;
-          const url = "/api/export?" + query({ format: $("format").value, proof: proof ? "yes" : "no", job });
+          const format = $("format").value;
+          const credentials = $("credentials").checked && format == "wav" ? "yes" : "no";
+          const url = "/api/export?" + query({ format, proof: proof ? "yes" : "no", credentials, job });
           $("download").disabled = true;
           // A HEAD first would make the clip twice: the download is the request; a refusal comes
           // back as the job's state and message.

@@ -1,5 +1,5 @@
 // The archive browser's clips: `/api/export` (a download, with `proof=yes` its proof kept for
-// `/api/export/proof`), `/api/listen` (a FLAC clip to play from any point, the segment being
+// `/api/export/proof`, with `credentials=yes` a WAV with its C2PA Content Credentials), `/api/listen` (a FLAC clip to play from any point, the segment being
 // written included: the exporter reads it up to its last complete frame, as `recctl archive
 // export --to now` does), `/api/export/progress` and `/api/loudness`. See BrowseClips.swift
 // for where the clip is written and the bounds.
@@ -26,8 +26,8 @@ extension BrowseService {
 
     /// Makes the clip of `range` as `format` for `caller` with the exporter.
     func makeClip(
-        _ request: HTTPRequest, _ range: Range, format: String, proof: Bool, caller: HTTPCaller,
-        records: [SegmentRecord]
+        _ request: HTTPRequest, _ range: Range, format: String, proof: Bool, credentials: Bool = false,
+        caller: HTTPCaller, records: [SegmentRecord]
     ) -> Result<Clip, HTTPResponse> {
         var job = request.query["job"] ?? BrowseClips.newJobID()
         if !BrowseClips.validJob(job) {
@@ -43,11 +43,13 @@ extension BrowseService {
         {
             return .failure(refused)
         }
-        let made = writeClip(range, format: format, proof: proof, caller: caller, job: job, fileName: fileName)
+        let made = writeClip(
+            range, format: format, proof: proof, credentials: credentials, caller: caller, job: job, fileName: fileName)
         switch made {
         case .success(let clip):
             clips.end(
-                job: job, owner: caller.owner, state: "done", proof: clip.reply.first { $0.0 == "proof" }?.1.stringValue)
+                job: job, owner: caller.owner, state: "done", proof: clip.reply.first { $0.0 == "proof" }?.1.stringValue
+            )
         case .failure(let refusal):
             var message = ""
             if case .bytes(let body) = refusal.body { message = String(decoding: body.prefix(2000), as: UTF8.self) }
@@ -58,7 +60,8 @@ extension BrowseService {
 
     /// The clip itself, into the job's file; the job's slot is `makeClip`'s.
     private func writeClip(
-        _ range: Range, format: String, proof: Bool, caller: HTTPCaller, job: String, fileName: String
+        _ range: Range, format: String, proof: Bool, credentials: Bool, caller: HTTPCaller, job: String,
+        fileName: String
     ) -> Result<Clip, HTTPResponse> {
         guard let path = clips.job(job, owner: caller.owner)?.path else {
             return .failure(.error(500, "Internal Server Error: the job vanished; retry"))
@@ -72,7 +75,7 @@ extension BrowseService {
         defer { try? FileSystem.removeIfPresent(path) }
         let exportRequest = ExportRequest(
             app: range.app, stream: range.stream, from: range.from.iso8601, to: range.to.iso8601, format: format,
-            file: fileName, proof: proof)
+            file: fileName, proof: proof, credentials: credentials)
         let descriptor = output.relinquish()
         let coordinator = coordinator
         let (uid, groups) = (caller.uid, caller.groups)
@@ -173,13 +176,26 @@ extension BrowseService {
         case "no", "0", "false": proof = false
         default: return Self.badRequest("proof= takes yes or no")
         }
+        // Content Credentials (C2PA) go into a WAV clip's C2PA chunk, as `recctl archive export --credentials`.
+        let credentials: Bool
+        switch request.query["credentials"] ?? "no" {
+        case "yes", "1", "true":
+            guard format == "wav", !listening else {
+                return Self.badRequest("credentials=yes needs format=wav: Content Credentials go into a WAV clip")
+            }
+            credentials = true
+        case "no", "0", "false": credentials = false
+        default: return Self.badRequest("credentials= takes yes or no")
+        }
         let (caller, records): (HTTPCaller, [SegmentRecord])
         switch authorize(request, range, action: listening ? "listen" : "export") {
         case .success(let found): (caller, records) = found
         case .failure(let answer): return answer
         }
         let clip: Clip
-        switch makeClip(request, range, format: format, proof: proof, caller: caller, records: records) {
+        switch makeClip(
+            request, range, format: format, proof: proof, credentials: credentials, caller: caller, records: records)
+        {
         case .success(let made): clip = made
         case .failure(let answer): return answer
         }

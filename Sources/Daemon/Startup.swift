@@ -290,6 +290,9 @@ extension Recd {
             index: { [weak archive] in archive?.index })
         let chains = prover?.keeper
         archive.chains = chains
+        archive.credentials = chains.flatMap {
+            ClipCredentials.make(key: $0.key, stateDir: config.daemon.stateDir, archiveDir: config.archive.dir)
+        }
         let silence = SilenceAlarms(
             sink: handle, runner: try SilenceAlarms.makeRunner(for: config, deliver: deliver),
             defaults: config.archive.silence,

@@ -36,6 +36,18 @@ enum ArchiveProofCommands {
                 return 3
             }
         }
+        if command.spec.path == ["archive", "key"], command.has("csr") {
+            // recd writes the request at its start, signed with the key it holds (recctl never reads the key).
+            let path = directory + "/" + ChainLayout.certificateRequestFileName
+            guard let request = try? OwnedFile(path, .readOnlyNoFollow).read(count: 64 * 1024, at: 0),
+                String(decoding: request, as: UTF8.self).hasPrefix("-----BEGIN CERTIFICATE REQUEST-----")
+            else {
+                printError("error: no certificate request at \(path); recd writes it at its start\n")
+                return 1
+            }
+            print(String(decoding: request, as: UTF8.self), terminator: "")
+            return 0
+        }
         if command.spec.path == ["archive", "key"] {
             let path = directory + "/" + ChainLayout.publicKeyFileName
             do throws(ProofError) {

@@ -120,8 +120,10 @@ extension Recctl {
             path: ["archive", "reindex"], positionals: [],
             summary: "rebuild the index from the files alone (administrators)"),
         CommandSpec(
-            path: ["archive", "key"], positionals: [], valueFlags: ["dir"],
-            summary: "the public key the archive's hash chains are signed with (ed25519:HEX), read from the archive",
+            path: ["archive", "key"], positionals: [], valueFlags: ["dir"], boolFlags: ["csr"],
+            summary: "the public key the archive's hash chains are signed with (ed25519:HEX), read from the archive; "
+                + "--csr: a PKCS#10 certificate request for that key (PEM), for a CA of yours to issue the certificate "
+                + "clips' Content Credentials are signed with",
             accepts: [("dir", "the archive's root (default: recd's [archive] dir, asked of recd)")]),
         CommandSpec(
             path: ["archive", "prove"], positionals: [],
@@ -150,10 +152,13 @@ extension Recctl {
             ]),
         CommandSpec(
             path: ["archive", "export"], positionals: [], valueFlags: ["app", "stream", "from", "to", "output"],
-            boolFlags: ["proof"],
+            boolFlags: ["proof", "credentials"],
             summary:
                 "one stream from --from to --to as one file; sample-exact, gaps silent and listed in GAPS; only recordings "
-                + "you may read; --proof also writes FILE.proof, the signed chain entries the clip was cut from",
+                + "you may read; --proof also writes FILE.proof, the signed chain entries the clip was cut from; "
+                + "--credentials writes C2PA Content Credentials into a WAV clip, beside a FLAC clip as FILE.c2pa (its "
+                + "source, its chain entries and time-stamps, a hash of the file), signed with the archive key's "
+                + "certificate",
             requiredFlags: ["app", "from", "output"],
             accepts: [
                 ("from", "a time: " + TimeArgument.forms),

@@ -196,11 +196,17 @@ extension Recctl {
                 throw UsageError(
                     message: "--proof writes FILE.proof beside the clip: give -o FILE, not -", usage: usage)
             }
+            if command.has("credentials") && file == "-" {
+                throw UsageError(
+                    message: "--credentials hashes the clip as written (and writes FILE.c2pa beside a FLAC clip): "
+                        + "give -o FILE.wav or -o FILE.flac, not -", usage: usage)
+            }
             return .archiveExport(
                 ExportRequest(
                     app: app, stream: command.value("stream"), from: try time("from") ?? required("from"),
                     to: try time("to") ?? TimeArgument.resolve("now", flag: "to", now: now, timeZone: timeZone),
-                    format: format, file: file == "-" ? "-" : absolute(file), proof: command.has("proof")))
+                    format: format, file: file == "-" ? "-" : absolute(file), proof: command.has("proof"),
+                    credentials: command.has("credentials")))
         case ["pause"]: return .pause(app: app, stream: command.value("stream"))
         case ["stop"]: return .stop(app: app, stream: command.value("stream"))
         default: throw UsageError(message: "unhandled command", usage: usage)

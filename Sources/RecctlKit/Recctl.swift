@@ -160,6 +160,20 @@ public enum Recctl {
                     return 1
                 }
             }
+            if case .archiveExport(let export) = request, export.credentials, export.format == "flac" {
+                // A FLAC clip's Content Credentials: a sidecar manifest store beside it, written as the caller.
+                guard let encoded = reply["credentials"]?.stringValue, let store = Data(base64Encoded: encoded) else {
+                    printError("error: recd sent no Content Credentials for \(export.file)\n")
+                    return 1
+                }
+                do {
+                    let file = try OwnedFile(export.file + ".c2pa", .createExclusive(permissions: 0o644))
+                    try file.writeAll([UInt8](store), at: 0)
+                } catch {
+                    printError("error: cannot write \(export.file).c2pa: \(error.message)\n")
+                    return 1
+                }
+            }
             exportFailed = false
             try output.success(command: command, reply: reply)
             // A verification that found damage is a failure for scripts.

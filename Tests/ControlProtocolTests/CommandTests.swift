@@ -44,6 +44,8 @@ let everyCommand: [Command] = [
     .archiveExport(ExportRequest(app: "radio", from: "2026-12-01T10:02:00Z", to: "2026-12-01T11:07:00+01:00", format: "flac", file: "/tmp/clip.flac")),
     .archiveExport(ExportRequest(app: "radio", stream: "mic", from: "a", to: "b", format: "wav", file: "-")),
     .archiveExport(ExportRequest(app: "radio", from: "a", to: "b", format: "flac", file: "/tmp/c.flac", proof: true)),
+    .archiveExport(
+        ExportRequest(app: "radio", from: "a", to: "b", format: "wav", file: "/tmp/c.wav", proof: true, credentials: true)),
     .cueOutputs(app: "dj", main: "pa", cue: "phones"), .cueAssign(app: "dj", source: "deckB", bus: "cue", gainDB: -3),
     .cueMix(app: "dj", mix: 0.25), .cueSplit(app: "dj", on: true), .cueShow(app: "dj"),
     .devicesInject([

@@ -56,6 +56,30 @@ struct RecctlUsageTests {
         }
     }
 
+    @Test("archive export --credentials asks recd for Content Credentials of a WAV or FLAC clip; to - it is refused")
+    func exportCredentials() throws {
+        for file in ["x.wav", "x.flac"] {
+            let parsed = try ArgumentParser.parse(
+                ["archive", "export", "--app", "a", "--from", "now", "-o", file, "--credentials"],
+                commands: Recctl.commands)
+            guard case .archiveExport(let request) = try Recctl.buildRequest(parsed) else {
+                Issue.record("not an archive.export")
+                return
+            }
+            #expect(request.credentials && !request.proof)
+        }
+        let piped = try ArgumentParser.parse(
+            ["archive", "export", "--app", "a", "--from", "now", "-o", "-", "--credentials"], commands: Recctl.commands)
+        do {
+            _ = try Recctl.buildRequest(piped)
+            Issue.record("--credentials to standard output built a request")
+        } catch let error as UsageError {
+            #expect(error.message.contains("not -"), "\(error.message)")
+        }
+        let key = try ArgumentParser.parse(["archive", "key", "--csr"], commands: Recctl.commands)
+        #expect(key.has("csr"))
+    }
+
     @Test("a list option takes commas or spaces; words after it are a positional until the positionals are there")
     func lists() throws {
         let spaced = try ArgumentParser.parse(

@@ -20,7 +20,7 @@ import Testing
 /// A test PKI and a TSA on it: a root, a time-stamping certificate (extendedKeyUsage critical
 /// timeStamping) and the responder on a loopback port; `stop` and `start` take it away and
 /// bring it back on the same port.
-private final class TestTSA: @unchecked Sendable {
+final class TestTSA: @unchecked Sendable {
     let directory: String
     private(set) var port = 0
     private var process: Process?
