@@ -118,6 +118,7 @@ struct ProofReportEndToEndTests {
         // The page as the browser the status page's test uses renders it, when it is here.
         if FileManager.default.fileExists(atPath: StatusPageTests.seleniumVenv + "/bin/python3") {
             let seen = try ReadReport.read(good, browser: true).json["browser"]
+            print("Chromium saw: \(String(describing: seen))")
             #expect(
                 seen?["verdict"]?.stringValue == "HOLDS" && seen?["scripts"]?.intValue == 0,
                 "\(String(describing: seen))")

@@ -207,4 +207,45 @@ struct TimeStampTrustEndToEndTests {
         // The next day's first head is stamped too (its first advance).
         #expect(eventually(timeout: 15) { !logger.stamped(second).isEmpty })
     }
+
+    @Test(
+        "a head left waiting at a stop (the TSA gone) is stamped after the next start with the TSA back, though its chain never advances again"
+    )
+    func waitingHeadSurvivesARestart() throws {
+        let tsa = try TestTSA()
+        // A 600 s interval: after the first stamp, no head is stamped for the rest of the test
+        // but by the restart.
+        let logger = try StampedLogger(tsa: tsa, interval: 600)
+        let chain = try logger.chain()
+        #expect(eventually(timeout: 30) { !logger.stamped(chain).isEmpty }, "\(logger.lastError())")
+        tsa.stop()
+        #expect(eventually(timeout: 30) { logger.signedEntries(chain) >= (logger.stamped(chain).last ?? 0) + 3 })
+        #expect(try logger.daemon.recctl("record", "stop", "logger").status == 0)
+        // The recording's last segment chained: the head that waits.
+        let day = logger.archive + "/" + FileSystem.directoryName(of: chain)
+        var last = 0
+        #expect(
+            eventually(timeout: 15) {
+                last = logger.signedEntries(chain)
+                return FileSystem.files(under: day, withSuffix: ".flac").count == last
+            })
+        #expect(!logger.stamped(chain).contains(last))
+        logger.daemon.stop()
+        try tsa.start()
+        try logger.daemon.start()
+        // Stamped soon after the start: no advance, no interval waited.
+        #expect(
+            eventually(timeout: 15) { logger.stamped(chain).contains(last) },
+            "tokens \(logger.stamped(chain)), head \(last); \(logger.lastError()); \(logger.daemon.log.suffix(1500))")
+        #expect(logger.signedEntries(chain) == last, "the chain did not advance: nothing else stamped it")
+        let entries = try logger.entries(chain)
+        let verified = try runTool(
+            "openssl",
+            [
+                "ts", "-verify", "-digest", entries[last - 1].hash.hex, "-in",
+                logger.archive + "/" + chain + ".\(last).tsr", "-CAfile", tsa.roots,
+            ])
+        #expect(verified.stdout.contains("Verification: OK"), "\(verified.stdout) \(verified.stderr)")
+        #expect(eventually(timeout: 5) { (try? logger.timeStamps())??["backlog"]?.intValue == 0 })
+    }
 }
