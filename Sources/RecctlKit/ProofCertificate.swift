@@ -95,7 +95,8 @@ extension ProofCertificate {
                 Stream(
                     name: name, chain: chain,
                     stretches: stretches(
-                        chain: chain, entries: entries, root: directory, report: report, stamps: stamps)
+                        chain: chain, entries: entries, report: report, stamps: stamps,
+                        rate: entries.lazy.compactMap { sampleRate(of: directory + "/" + $0.path) }.first)
                 ))
             guard let last = report.entriesByChain[chain]?.last else { continue }
             let tokens = stamps.trustedTokens.filter { $0.chain == chain }
@@ -134,9 +135,11 @@ extension ProofCertificate {
         return certificate
     }
 
-    /// The segments of one chain in the scope, as stretches.
+    /// The segments of one chain in the scope (by sequence), as stretches; `rate`: the stream's
+    /// sample rate (nil: unknown, then a stretch ends at its last segment's start and only a
+    /// change of verdict ends one).
     static func stretches(
-        chain: String, entries: [ChainEntry], root: String, report: ProofReport, stamps: TimeStampProofReport
+        chain: String, entries: [ChainEntry], report: ProofReport, stamps: TimeStampProofReport, rate: Int?
     ) -> [Stretch] {
         // A chain that does not hold proves none of its segments; unsigned entries are not proven.
         var chainWide: [String] = []
@@ -158,7 +161,6 @@ extension ProofCertificate {
         }
         let covered = Dictionary(
             stamps.covered.filter { $0.chain == chain }.map { ($0.path, $0.before) }, uniquingKeysWith: { min($0, $1) })
-        let rate = entries.lazy.compactMap { sampleRate(of: root + "/" + $0.path) }.first
         var result: [Stretch] = []
         var lastEnd: Double?
         var stretchStart: Double?

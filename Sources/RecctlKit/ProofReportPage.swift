@@ -9,6 +9,11 @@
 import Platform
 
 enum ProofReportPage {
+    /// A page to print: each failing stretch names this many findings, the list this many; the
+    /// rest are counted (`prove --json` has them all).
+    static let failuresPerStretch = 8
+    static let findingsListed = 40
+
     /// The page.
     static func html(_ certificate: ProofCertificate) -> String {
         let verdict = certificate.holds ? "HOLDS" : "DOES NOT HOLD"
@@ -73,7 +78,13 @@ enum ProofReportPage {
                     ? "entry \(stretch.entries.lowerBound)"
                     : "entries \(stretch.entries.lowerBound)-\(stretch.entries.upperBound)"
                 var verdict = stretch.holds ? "holds" : "does not hold"
-                for failure in stretch.failures { verdict += "<br><span class=\"finding\">\(escape(failure))</span>" }
+                for failure in stretch.failures.prefix(Self.failuresPerStretch) {
+                    verdict += "<br><span class=\"finding\">\(escape(failure))</span>"
+                }
+                if stretch.failures.count > Self.failuresPerStretch {
+                    let more = stretch.failures.count - Self.failuresPerStretch
+                    verdict += "<br>and \(more) more (prove --json lists them all)"
+                }
                 let stamped: String
                 if let before = stretch.existedBefore {
                     let how = stretch.stamped == stretch.segments ? "all" : "\(stretch.stamped) of \(stretch.segments)"
@@ -99,8 +110,16 @@ enum ProofReportPage {
             return "<h2>Findings</h2>\n<p id=\"findings\">None: everything checked holds.</p>\n"
         }
         var text = "<h2>Findings (\(findings.count))</h2>\n<ul id=\"findings\">\n"
-        for finding in findings { text += "<li class=\"finding\">\(escape(finding))</li>\n" }
-        return text + "</ul>\n"
+        for finding in findings.prefix(Self.findingsListed) {
+            text += "<li class=\"finding\">\(escape(finding))</li>\n"
+        }
+        text += "</ul>\n"
+        if findings.count > Self.findingsListed {
+            text +=
+                "<p>and \(findings.count - Self.findingsListed) more: <code>recctl archive prove --json</code> lists "
+                + "them all.</p>\n"
+        }
+        return text
     }
 
     private static func heads(_ heads: [ProofCertificate.Head]) -> String {

@@ -44,7 +44,7 @@ private struct ReadReport {
 @Suite("recctl archive prove --report: a page to print and sign", .serialized)
 struct ProofReportEndToEndTests {
     @Test(
-        "the report of a stamped recording holds the key, the TSA, the stretches and verdicts, the heads; one flipped byte is named as not holding; hostile names come out escaped; a link at FILE is refused"
+        "the report of a stamped recording holds the key, the TSA, the stretches and verdicts, the heads; one flipped byte is named as not holding; hostile names come out escaped; a clip's report names its sources; a link at FILE is refused"
     )
     func reportOfARealArchive() throws {
         let tsa = try TestTSA()
@@ -174,6 +174,37 @@ struct ProofReportEndToEndTests {
         #expect(escaped.findings.contains { $0.contains(hostileName) }, "\(escaped.findings)")
         #expect(page.contains("&lt;script&gt;alert(&quot;dir&quot;)&lt;b x=&#39;1&#39;&gt;&amp;amp;"), "escaped")
         #expect(!page.contains("<script") && !page.contains("<img"))
+
+        // A clip with its proof: its report names the clip, the proof, the key and the segments
+        // it was cut from; edited after the export, the clip's report does not hold.
+        let clip = reports + "/clip.flac"
+        let exported = try logger.daemon.recctl(
+            "archive", "export", "--app", "logger", "--from", entries[1].start, "--to", entries[3].start, "-o", clip,
+            "--proof")
+        try #require(exported.status == 0, "\(exported.stderr)")
+        let clipReport = reports + "/clip.html"
+        let clipProven = try logger.daemon.recctl(
+            "archive", "prove", "--clip", clip, "--key", keyFile, "--report", clipReport)
+        #expect(clipProven.status == 0, "\(clipProven.stdout) \(clipProven.stderr)")
+        let clipRead = try ReadReport.read(clipReport)
+        #expect(clipRead.verdict == "HOLDS" && clipRead.forbidden.isEmpty)
+        let clipFacts = Dictionary(
+            clipRead.rows("checked", header: false).map { ($0.first ?? "", $0.last ?? "") },
+            uniquingKeysWith: { a, _ in a })
+        #expect(clipFacts["Clip"] == clip && clipFacts["Proof file"] == clip + ".proof", "\(clipFacts)")
+        #expect(clipFacts["Box key"]?.hasPrefix(key) == true)
+        let sources = clipRead.rows("sources").map { $0.first ?? "" }
+        #expect(sources.count == 2 && sources.first?.hasPrefix(entries[1].path + "@") == true, "\(sources)")
+        let clipHandle = try FileHandle(forUpdating: URL(fileURLWithPath: clip))
+        try clipHandle.seekToEnd()
+        try clipHandle.write(contentsOf: Data([0]))
+        try clipHandle.close()
+        #expect(
+            try logger.daemon.recctl("archive", "prove", "--clip", clip, "--key", keyFile, "--report", clipReport)
+                .status == 1)
+        let editedClip = try ReadReport.read(clipReport)
+        #expect(
+            editedClip.verdict == "DOES NOT HOLD" && editedClip.findings.contains { $0.hasPrefix("altered: \(clip)") })
 
         // A link at FILE: refused, its target untouched (a proof that holds with its report
         // refused is an error too: exit 1, no report).
