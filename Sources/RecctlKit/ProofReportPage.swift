@@ -68,7 +68,7 @@ enum ProofReportPage {
         var text = """
             <h2>Recorded time, per stream and day</h2>
             <table id="ranges">
-            <tr><th>Stream</th><th>From</th><th>To</th><th>Segments</th><th>Verdict</th><th>Trusted time</th></tr>
+            <tr><th>Stream, day</th><th>Recorded</th><th>Segments</th><th>Verdict</th><th>Trusted time</th></tr>
 
             """
         for stream in streams {
@@ -88,14 +88,18 @@ enum ProofReportPage {
                 let stamped: String
                 if let before = stretch.existedBefore {
                     let how = stretch.stamped == stretch.segments ? "all" : "\(stretch.stamped) of \(stretch.segments)"
-                    stamped = "\(how) existed before \(escape(before))"
+                    // A failing stretch's files are not what was stamped: only its entries were.
+                    stamped =
+                        stretch.holds
+                        ? "\(how) existed before \(escape(before))"
+                        : "\(how) of their chain entries stamped before \(escape(before))"
                 } else {
                     stamped = "not time-stamped"
                 }
                 text += """
                     <tr class="\(stretch.holds ? "holds" : "fails")"><td>\(escape(stream.name))<br>\
-                    <span class="path">\(escape(stream.chain))</span></td>\
-                    <td>\(escape(stretch.from))</td><td>\(escape(stretch.to))<br>(\(escape(stretch.length)))</td>\
+                    \(escape(FileSystem.directoryName(of: stream.chain)))</td>\
+                    <td>\(span(stretch))</td>\
                     <td>\(Readable.count(stretch.segments, "segment"))<br>\(entries)</td>\
                     <td>\(verdict)</td><td>\(stamped)</td></tr>
 
@@ -103,6 +107,21 @@ enum ProofReportPage {
             }
         }
         return text + "</table>\n"
+    }
+
+    /// `2026-12-07<br>10:00:00 – 10:00:05 UTC<br>(5 s)`: the date once when both ends share it.
+    private static func span(_ stretch: ProofCertificate.Stretch) -> String {
+        let from = stretch.from.split(separator: " ")
+        let to = stretch.to.split(separator: " ")
+        let times: String
+        if from.count == 3, to.count == 3, from[0] == to[0] {
+            times =
+                "\(escape(String(from[0])))<br><span class=\"time\">\(escape(String(from[1]))) – "
+                + "\(escape(String(to[1]))) UTC</span>"
+        } else {
+            times = "\(escape(stretch.from)) –<br>\(escape(stretch.to))"
+        }
+        return times + "<br>(\(escape(stretch.length)))"
     }
 
     private static func findings(_ findings: [String]) -> String {
@@ -224,6 +243,7 @@ enum ProofReportPage {
         .finding { color: #a00; }
         .path, .hash, code { font-family: "DejaVu Sans Mono", "Liberation Mono", monospace; font-size: 8pt;
           overflow-wrap: anywhere; }
+        .time { white-space: nowrap; }
         .sign td { border: none; padding-top: 22pt; width: 12%; }
         .sign td.line { border-bottom: 1px solid #000; width: 38%; }
         @media print { tr.fails td { -webkit-print-color-adjust: exact; print-color-adjust: exact; } }

@@ -100,13 +100,13 @@ struct ProofReportEndToEndTests {
         // One stretch: the recording, without a pause, every segment holding and stamped.
         try #require(ranges.count == 1, "\(ranges)")
         let stretch = ranges[0]
-        #expect(stretch[0].contains(FileSystem.fileName(of: chain)))
-        #expect(stretch[3].contains("\(entries.count) segments") && stretch[4] == "holds", "\(stretch)")
-        #expect(stretch[5].hasPrefix("all existed before 20"), "\(stretch)")
+        #expect(stretch[0] == "logger-mic\n" + FileSystem.directoryName(of: chain), "\(stretch)")
+        #expect(stretch[2].contains("\(entries.count) segments") && stretch[3] == "holds", "\(stretch)")
+        #expect(stretch[4].hasPrefix("all existed before 20"), "\(stretch)")
         // From the first segment's START, as a person reads it.
         let first = entries[0].start
-        let readableStart = first.prefix(10) + " " + first.dropFirst(11).prefix(8) + " UTC"
-        #expect(stretch[1] == readableStart, "\(stretch[1]) vs START \(first)")
+        let readableStart = first.prefix(10) + "\n" + first.dropFirst(11).prefix(8) + " – "
+        #expect(stretch[1].hasPrefix(readableStart), "\(stretch[1]) vs START \(first)")
         let heads = read.rows("heads")
         #expect(
             heads.count == 1 && heads.first?[1] == String(entries.count)
@@ -144,11 +144,12 @@ struct ProofReportEndToEndTests {
         let bad = try ReadReport.read(flipped)
         #expect(bad.verdict == "DOES NOT HOLD" && bad.forbidden.isEmpty)
         let badRanges = bad.rows("ranges")
-        let failing = badRanges.filter { $0[4].hasPrefix("does not hold") }
+        let failing = badRanges.filter { $0[3].hasPrefix("does not hold") }
         try #require(failing.count == 1, "\(badRanges)")
-        #expect(failing[0][3].contains("1 segment\nentry \(victim.sequence)"), "\(failing)")
-        #expect(failing[0][4].contains("altered: \(victim.path)"), "named as prove names it: \(failing)")
-        #expect(badRanges.filter { $0[4] == "holds" }.count == 2, "before and after it: \(badRanges)")
+        #expect(failing[0][2].contains("1 segment\nentry \(victim.sequence)"), "\(failing)")
+        #expect(failing[0][3].contains("altered: \(victim.path)"), "named as prove names it: \(failing)")
+        #expect(failing[0][4].hasPrefix("all of their chain entries stamped before"), "not 'existed': \(failing)")
+        #expect(badRanges.filter { $0[3] == "holds" }.count == 2, "before and after it: \(badRanges)")
         #expect(bad.findings.contains { $0.hasPrefix("altered: \(victim.path)") }, "\(bad.findings)")
         let restore = try FileHandle(forUpdating: URL(fileURLWithPath: logger.archive + "/" + victim.path))
         try restore.seek(toOffset: size / 2)
