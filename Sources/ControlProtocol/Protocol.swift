@@ -9,6 +9,10 @@ import SessionPolicy
 /// and events with version 1's spellings (`WireKeys`).
 public let protocolVersion = 2
 
+/// This build's version (recd's and recctl's, one package): reported by `hello` and `status`,
+/// and on the report `recctl archive prove --report` writes.
+public let recdVersion = "0.1.0"
+
 /// Longest request line accepted, in bytes.
 public let maxRequestLineBytes = 64 * 1024
 

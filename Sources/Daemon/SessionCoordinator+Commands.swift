@@ -274,5 +274,3 @@ extension Command {
     }
 }
 
-/// This build's version, reported by `hello` and `status`.
-public let recdVersion = "0.1.0"

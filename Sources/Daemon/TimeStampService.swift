@@ -8,6 +8,7 @@
 // No network, or no answer, never touches the recording: the stamps are asked on their own
 // "time-stamper" thread, one at a time, from a queue of chains whose head is not stamped yet;
 // a failure waits (0.5 s, doubled per failure in a row, at most one interval) and tries again.
+// A head left waiting by a stop or a crash is found again at the next start and stamped then.
 // The head stamped is recd's own record of what it signed (state_dir/chain-heads), not the
 // archive's `.sig`, which an archive writer could replace.
 //
@@ -38,6 +39,17 @@ struct TimeStamper: Sendable {
 
     /// The token file of the head at `entries` of `chain` (relative to the archive's root).
     static func tokenPath(chain: String, entries: Int) -> String { "\(chain).\(entries).tsr" }
+
+    /// recd's signed heads of days from `oldestDay` (`YYYY/MM/DD`) on that no token stamps.
+    /// Time-stamper thread: reads one small record per chain.
+    func unstamped(since oldestDay: String) -> [String] {
+        heads.chains().filter { chain in
+            guard FileSystem.directoryName(of: chain) >= oldestDay,
+                let signed = (try? heads.record(of: chain))??.signed
+            else { return false }
+            return !FileSystem.exists(archiveDirectory + "/" + Self.tokenPath(chain: chain, entries: signed.entries))
+        }
+    }
 
     /// Stamps what recd last signed of `chain`. Time-stamper thread; blocks for the exchange.
     func stamp(chain: String) -> StampOutcome {
@@ -118,6 +130,47 @@ final class TimeStampService: SegmentFeature, DaemonFeature, @unchecked Sendable
             totalTimeoutSeconds: min(15, max(2, settings.tsaIntervalSeconds)))
         stamper = TimeStamper(client: client, archiveDirectory: archiveDirectory, heads: heads)
         worker = try SlowRequestWorker(name: "time-stamper", deliver: deliver)
+        restoreWaiting()
+    }
+
+    /// How far back a start looks for heads left unstamped: chains of the last this many days.
+    static let restoredDays = 7
+
+    /// The heads recd signed in the last `restoredDays` days that no token stamps — left by a
+    /// stop or a crash while the TSA was away, or before their interval came — wait again and
+    /// are stamped at once: their chain's next advance, which would have stamped them, may never
+    /// come (a day over, a recording stopped). recd's record and the tokens are the queue, so
+    /// nothing of it is kept elsewhere. Looked for on the time-stamper's thread.
+    private func restoreWaiting() {
+        let stamper = stamper
+        let oldest = Self.dayFolder(Int64(Self.wallSeconds()) - Int64(Self.restoredDays) * 86_400)
+        worker.submit(for: nil, { _ in stamper.unstamped(since: oldest) }) { [weak self] found in
+            self?.restored(found)
+        }
+    }
+
+    private func restored(_ found: [String]) {
+        let now = Self.wallSeconds()
+        let today = Self.dayFolder(Int64(now))
+        var added = 0
+        for chain in found where chains[chain] == nil {
+            let day = FileSystem.directoryName(of: chain)
+            // The app and stream are learnt at the chain's next segment, if any comes.
+            chains[chain] = ChainWait(
+                app: "", stream: "", day: day, generation: 1, stampedGeneration: 0, unstampedSince: now,
+                closed: day < today)
+            added += 1
+        }
+        if added > 0 {
+            Log.notice("time-stamps: \(Readable.count(added, "chain head")) signed before this start wait for a stamp")
+        }
+        pump()
+    }
+
+    /// A day's folder (`YYYY/MM/DD`, UTC) of a time in seconds since 1970.
+    static func dayFolder(_ seconds: Int64) -> String {
+        let iso = UTCTime(checkedSecondsSinceEpoch: seconds, nanoseconds: 0)?.iso8601 ?? "0000-00-00"
+        return String(iso.prefix(10).map { $0 == "-" ? "/" : $0 })
     }
 
     /// The pin `tsa_certificate` names: a fingerprint as written, or the one of its PEM file.
@@ -145,6 +198,7 @@ final class TimeStampService: SegmentFeature, DaemonFeature, @unchecked Sendable
         let day = FileSystem.directoryName(of: relative)
         let now = Self.wallSeconds()
         var wait = chains[chain] ?? ChainWait(app: record.app, stream: record.stream, day: day)
+        (wait.app, wait.stream) = (record.app, record.stream)
         if !wait.waiting { wait.unstampedSince = now }
         wait.generation += 1
         if inFlight?.chain == chain, wait.advancedDuringAttempt == nil { wait.advancedDuringAttempt = now }
@@ -174,7 +228,7 @@ final class TimeStampService: SegmentFeature, DaemonFeature, @unchecked Sendable
     }
 
     /// Shutdown: an exchange in flight is abandoned (curl's own time limit ends it); what waits
-    /// is stamped at its next advance after the next start.
+    /// is stamped after the next start (`restoreWaiting`).
     func stop() { worker.stop() }
 
     private func pump() {

@@ -179,6 +179,13 @@ public struct TimeStampClient: Sendable {
             error[error.count - 1] = 0
             let words = String(cString: error)
             let text = words.isEmpty ? String(cString: curl_easy_strerror(CURLcode(UInt32(code)))) : words
+            if code > 0, UInt32(code) == CURLE_PEER_FAILED_VERIFICATION.rawValue {
+                let roots = caFile.map { "tsa_ca_file \($0)" } ?? "the system's roots"
+                return .failure(
+                    PKIError(
+                        "its HTTPS certificate is not one \(roots) vouches for (\(text)); give tsa_ca_file the CA "
+                            + "that issued the TSA's server certificate"))
+            }
             return .failure(PKIError("no answer (\(text))"))
         }
         guard status == 200 else { return .failure(PKIError("HTTP status \(status)")) }

@@ -108,6 +108,15 @@ enum ArchiveProofCommands {
         let stamps = TimeStampProof.check(root: directory, report: report, caFile: tsaRoots)
         report.findings += stamps.findings
         let roots = tsaRoots ?? "the system's roots (pass --tsa-ca)"
+        let removed = report.segmentsRemoved > 0 ? ", \(report.segmentsRemoved) removed by retention" : ""
+        let recording =
+            report.beingRecorded.isEmpty ? "" : ", \(report.beingRecorded.count) being recorded (not yet proven)"
+        let summary =
+            "\(report.holds ? "holds" : "DOES NOT HOLD"): \(Readable.count(report.segmentsProven, "segment")) "
+            + "proven in \(Readable.count(report.chains, "chain")) (\(report.signedChains) signed throughout)"
+            + "\(removed)\(recording); key \(key.text)"
+            + (command.value("key") == nil ? " (the archive's own copy: pass --key for an independent proof)" : "")
+            + headsNote
         if json {
             let findings = JSONValue.array(
                 report.findings.map { finding in
@@ -140,17 +149,31 @@ enum ArchiveProofCommands {
                         + "\(Readable.count(stamps.covered.count, "segment")) time-stamped, \(stamps.uncovered.count) "
                         + "not yet")
             }
-            let removed = report.segmentsRemoved > 0 ? ", \(report.segmentsRemoved) removed by retention" : ""
-            let recording =
-                report.beingRecorded.isEmpty ? "" : ", \(report.beingRecorded.count) being recorded (not yet proven)"
-            print(
-                "\(report.holds ? "holds" : "DOES NOT HOLD"): \(Readable.count(report.segmentsProven, "segment")) "
-                    + "proven in \(Readable.count(report.chains, "chain")) (\(report.signedChains) signed throughout)"
-                    + "\(removed)\(recording); key \(key.text)"
-                    + (command.value("key") == nil
-                        ? " (the archive's own copy: pass --key for an independent proof)" : "") + headsNote)
+            print(summary)
+        }
+        if let reportPath = command.value("report").map({ Recctl.absolute($0) }) {
+            let record =
+                heads != nil
+                ? "checked against recd's record of what it signed (\(headsPath ?? ""))"
+                : String(headsNote.drop { $0 == ";" || $0 == " " })
+            let certificate = ProofCertificate.archive(
+                directory: directory, scope: scope, key: key, keyGiven: command.value("key") != nil, record: record,
+                roots: roots, report: report, stamps: stamps, summary: summary)
+            guard writeReport(ProofReportPage.html(certificate), to: reportPath, json: json) else { return 1 }
         }
         return report.holds ? 0 : 1
+    }
+
+    /// The report written, said on standard error (standard output is prove's, or its JSON).
+    private static func writeReport(_ html: String, to path: String, json: Bool) -> Bool {
+        do throws(ProofReportPage.WriteError) {
+            try ProofReportPage.write(html, to: path)
+        } catch {
+            printError("error: \(error.message)\n")
+            return false
+        }
+        if !json { printError("report written to \(path)\n") }
+        return true
     }
 
     /// `prove --clip FILE --key KEY`: the clip against `FILE.proof`, with nothing but the key.
@@ -196,9 +219,16 @@ enum ArchiveProofCommands {
                     ),
                 ]
                 ).jsonText)
-        } else {
+        }
+        let summary = "\(findings.isEmpty ? "holds" : "DOES NOT HOLD"): \(clip) against \(proofPath); key \(key.text)"
+        if !json {
             for finding in findings { print(finding.description) }
-            print("\(findings.isEmpty ? "holds" : "DOES NOT HOLD"): \(clip) against \(proofPath); key \(key.text)")
+            print(summary)
+        }
+        if let reportPath = command.value("report").map({ Recctl.absolute($0) }) {
+            let certificate = ProofCertificate.clip(
+                path: clip, proofPath: proofPath, proofText: text, key: key, findings: findings, summary: summary)
+            guard writeReport(ProofReportPage.html(certificate), to: reportPath, json: json) else { return 1 }
         }
         return findings.isEmpty ? 0 : 1
     }

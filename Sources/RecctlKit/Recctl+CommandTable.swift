@@ -127,7 +127,7 @@ extension Recctl {
             accepts: [("dir", "the archive's root (default: recd's [archive] dir, asked of recd)")]),
         CommandSpec(
             path: ["archive", "prove"], positionals: [],
-            valueFlags: ["app", "stream", "from", "to", "dir", "key", "clip", "heads", "tsa-ca"],
+            valueFlags: ["app", "stream", "from", "to", "dir", "key", "clip", "heads", "tsa-ca", "report"],
             summary: "check segments against their hash chains and the chains' signatures, as you, by reading the "
                 + "archive; names what is missing, altered, renamed, unchained, unsigned, rolled back or unproven, "
                 + "and each segment's latest trusted time from the chains' RFC 3161 time-stamps; "
@@ -148,6 +148,13 @@ extension Recctl {
                     "tsa-ca",
                     "the roots a time-stamp's TSA must chain to (PEM; default: recd's [evidence] tsa_ca_file when the "
                         + "archive is asked of recd, else the system's)"
+                ),
+                (
+                    "report",
+                    "also write a one-page HTML report to print and sign (self-contained: no script, nothing fetched): "
+                        + "what was checked, when, by whom, the key and TSAs, the stretches that hold and those that "
+                        + "do not, the chain heads and their trusted times; written whatever the verdict, replaced "
+                        + "whole, never through a link"
                 ),
             ]),
         CommandSpec(

@@ -24,8 +24,20 @@ struct TimeStampProofReport {
         var signer: String
     }
 
+    /// A token that holds: the chain head it stamps, when, by which TSA.
+    struct Trusted {
+        var token: String
+        var chain: String
+        var entries: Int
+        var time: Int64
+        var signer: String
+        var signerFingerprint: String
+    }
+
     var findings: [ProofFinding] = []
     var covered: [Covered] = []
+    /// Every token that holds, by chain and entry count.
+    var trustedTokens: [Trusted] = []
     /// Token files read, and those that hold.
     var tokens = 0
     var trusted = 0
@@ -102,6 +114,10 @@ enum TimeStampProof {
                 case .success(let stamp):
                     result.trusted += 1
                     trusted.append((count, stamp.time, relative, stamp.signer))
+                    result.trustedTokens.append(
+                        TimeStampProofReport.Trusted(
+                            token: relative, chain: chain, entries: count, time: stamp.time, signer: stamp.signer,
+                            signerFingerprint: stamp.signerFingerprint))
                 }
             }
             for entry in report.inScope[chain] ?? [] {

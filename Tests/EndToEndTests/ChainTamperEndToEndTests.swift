@@ -25,10 +25,12 @@ final class Rotating {
     var archive: String { daemon.directory + "/archive" }
     var state: String { daemon.directory + "/state" }
 
-    init(extraConfig: String = "") throws {
+    /// `environment`: recd's (e.g. libfaketime's, for a clock near midnight).
+    init(extraConfig: String = "", environment: [String: String] = [:]) throws {
         let deck = uniqueName("deck")
         let daemon = try Daemon(
-            extraConfig: extraConfig, ports: ArchiveEndToEndTests.deckPorts(deck), archiveSegmentSeconds: 1)
+            extraConfig: extraConfig, ports: ArchiveEndToEndTests.deckPorts(deck), archiveSegmentSeconds: 1,
+            environment: environment)
         self.daemon = daemon
         source = try SignalClient([
             "--name", deck, "play", "--ports", "out_1,out_2", "--signal", "pink", "--level", "-6",

@@ -132,7 +132,9 @@ final class Daemon: @unchecked Sendable {
         let process =
             try networkNamespace.map { try ExternalTools.process("ip", ["netns", "exec", $0, recdPath] + arguments) }
             ?? ExternalTools.ownProcess(recdPath, arguments)
-        process.environment = ExternalTools.environment(environment)
+        // The config in the environment too: with libfaketime preloaded recd's Swift runtime saw
+        // no arguments (it ran on its embedded default), RECD_CONFIG it reads all the same.
+        process.environment = ExternalTools.environment(environment.merging(["RECD_CONFIG": configPath]) { own, _ in own })
         if !FileManager.default.fileExists(atPath: logPath) { _ = FileManager.default.createFile(atPath: logPath, contents: nil) }
         let logHandle = try FileHandle(forWritingTo: URL(fileURLWithPath: logPath))
         try logHandle.seekToEnd()

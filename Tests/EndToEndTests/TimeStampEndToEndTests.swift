@@ -22,18 +22,49 @@ import Testing
 /// bring it back on the same port.
 final class TestTSA: @unchecked Sendable {
     let directory: String
+    /// tsa_server.py's `--mode`: `good`, or a hostile TSA's `huge`, `slow`, `garbage`.
+    let mode: String
+    /// HTTPS with a server certificate for 127.0.0.1 under the test's root.
+    let tls: Bool
     private(set) var port = 0
     private var process: Process?
     var roots: String { directory + "/ca.pem" }
-    var url: String { "http://127.0.0.1:\(port)/tsr" }
-    var queries: Int {
-        ((try? String(contentsOfFile: directory + "/queries", encoding: .utf8)) ?? "").split(separator: "\n").count
+    var url: String { "\(tls ? "https" : "http")://127.0.0.1:\(port)/tsr" }
+    /// The server's log lines: one per query answered (`answered N bytes`, `hostile MODE`), and
+    /// `hostile MODE: client went away` when recd hung up on a hostile answer.
+    var log: [String] {
+        ((try? String(contentsOfFile: directory + "/queries", encoding: .utf8)) ?? "").split(separator: "\n").map(
+            String.init)
+    }
+    var queries: Int { log.count }
+
+    init(mode: String = "good", tls: Bool = false, name: String = "recd test TSA") throws {
+        directory = try makeTemporaryDirectory("recd-tsa")
+        self.mode = mode
+        self.tls = tls
+        try Self.makeAuthority(in: directory, name: name)
+        if tls { try Self.makeServerCertificate(in: directory) }
+        try start()
     }
 
-    init() throws {
-        directory = try makeTemporaryDirectory("recd-tsa")
-        try Self.makeAuthority(in: directory, name: "recd test TSA")
-        try start()
+    /// An HTTPS server certificate for 127.0.0.1 (`server.pem`, `server.key`) under the root.
+    static func makeServerCertificate(in directory: String) throws {
+        let ext = directory + "/server-ext.cnf"
+        try """
+        basicConstraints = critical,CA:FALSE
+        keyUsage = critical,digitalSignature
+        extendedKeyUsage = serverAuth
+        subjectAltName = IP:127.0.0.1
+
+        """.write(toFile: ext, atomically: true, encoding: .utf8)
+        try openssl([
+            "req", "-new", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes", "-keyout",
+            directory + "/server.key", "-out", directory + "/server.csr", "-subj", "/CN=127.0.0.1",
+        ])
+        try openssl([
+            "x509", "-req", "-in", directory + "/server.csr", "-CA", directory + "/ca.pem", "-CAkey",
+            directory + "/ca.key", "-CAcreateserial", "-out", directory + "/server.pem", "-days", "30", "-extfile", ext,
+        ])
     }
 
     deinit {
@@ -133,8 +164,8 @@ final class TestTSA: @unchecked Sendable {
             "python3",
             [
                 ExternalTools.packageRoot + "/Tests/TSA/tsa_server.py", "--dir", directory, "--port", String(port),
-                "--ready", ready, "--log", directory + "/queries",
-            ])
+                "--ready", ready, "--log", directory + "/queries", "--mode", mode,
+            ] + (tls ? ["--tls-cert", directory + "/server.pem", "--tls-key", directory + "/server.key"] : []))
         let log = directory + "/server.log"
         _ = FileManager.default.createFile(atPath: log, contents: nil)
         let handle = try FileHandle(forWritingTo: URL(fileURLWithPath: log))
@@ -168,26 +199,32 @@ extension String {
 
 /// recd recording a deck with 1 s segments (ChainTamperEndToEndTests' `Rotating`), stamped by
 /// `tsa` every `interval` seconds.
-private final class StampedLogger {
+final class StampedLogger {
     let logger: Rotating
     var daemon: Daemon { logger.daemon }
     var watcher: Watcher { logger.watcher }
     var archive: String { logger.archive }
 
-    init(tsa: TestTSA, interval: Int) throws {
+    /// `urls` (default: `tsa`'s) and `roots` (default: `tsa`'s root) as `tsa_url` and
+    /// `tsa_ca_file`; `evidence`: more `[evidence]` lines.
+    init(
+        tsa: TestTSA, interval: Int, urls: [String]? = nil, roots: String? = nil, evidence: String = "",
+        environment: [String: String] = [:]
+    ) throws {
         logger = try Rotating(
             extraConfig: """
 
                 [evidence]
-                tsa_url = \(tsa.url)
-                tsa_ca_file = \(tsa.roots)
+                tsa_url = \((urls ?? [tsa.url]).joined(separator: ", "))
+                tsa_ca_file = \(roots ?? tsa.roots)
                 tsa_interval_seconds = \(interval)
                 tsa_alarm_minutes = 1
+                \(evidence)
 
                 [http]
                 listen = 127.0.0.1:0
 
-                """)
+                """, environment: environment)
     }
 
     /// The one chain (relative to the archive) once it exists.
