@@ -216,7 +216,8 @@ static inline int recd_kill_group(pid_t group, int signal) { return kill(-group,
 /// SO_REUSEPORT, so a PipeWire receiving the same stream still gets every packet), bound to the
 /// group's address (it hears no other group's traffic on that port), joined on `interface` (a
 /// name; NULL or "": the kernel's choice by its routes), with kernel receive timestamps
-/// (SO_TIMESTAMPNS). The descriptor, or -1 with errno (EINVAL: `group` is not a multicast
+/// (SO_TIMESTAMPNS) and the count of datagrams the socket itself dropped (SO_RXQ_OVFL: its
+/// receive buffer was full). The descriptor, or -1 with errno (EINVAL: `group` is not a multicast
 /// address literal; ENODEV: no such interface).
 static inline int recd_multicast_socket(const char *group, unsigned short port, const char *interface) {
     struct in_addr address4;
@@ -240,7 +241,8 @@ static inline int recd_multicast_socket(const char *group, unsigned short port, 
     int one = 1;
     int failed = setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one) < 0 ||
                  setsockopt(fd, SOL_SOCKET, SO_REUSEPORT, &one, sizeof one) < 0 ||
-                 setsockopt(fd, SOL_SOCKET, SO_TIMESTAMPNS, &one, sizeof one) < 0;
+                 setsockopt(fd, SOL_SOCKET, SO_TIMESTAMPNS, &one, sizeof one) < 0 ||
+                 setsockopt(fd, SOL_SOCKET, SO_RXQ_OVFL, &one, sizeof one) < 0;
     if (!failed && family == AF_INET) {
         struct sockaddr_in bound = {.sin_family = AF_INET, .sin_port = htons(port), .sin_addr = address4};
         struct ip_mreqn membership = {.imr_multiaddr = address4, .imr_ifindex = (int)index};
@@ -265,11 +267,13 @@ static inline int recd_multicast_socket(const char *group, unsigned short port, 
 /// a longer one is dropped: MSG_TRUNC tells its full size). `*realtime_ns` gets the kernel's
 /// receive time (SO_TIMESTAMPNS, CLOCK_REALTIME nanoseconds), 0 when none came; `source` the
 /// sender's address as 16 bytes (IPv4 as IPv4-mapped IPv6, ::ffff:a.b.c.d), all zeros when the
-/// kernel gave none. The datagram's full size, or -1 with errno (EAGAIN: none waiting).
+/// kernel gave none; `*socket_drops` how many datagrams the socket had dropped (its receive
+/// buffer full) by the time this one was queued (SO_RXQ_OVFL: the kernel says nothing while it
+/// is 0). The datagram's full size, or -1 with errno (EAGAIN: none waiting).
 static inline long recd_receive_datagram(int socket, void *bytes, size_t length, long long *realtime_ns,
-                                         unsigned char *source) {
+                                         unsigned char *source, unsigned int *socket_drops) {
     union {
-        char space[CMSG_SPACE(sizeof(struct timespec))];
+        char space[CMSG_SPACE(sizeof(struct timespec)) + CMSG_SPACE(sizeof(unsigned int))];
         struct cmsghdr alignment;
     } control;
     struct iovec vector = {.iov_base = bytes, .iov_len = length};
@@ -280,6 +284,7 @@ static inline long recd_receive_datagram(int socket, void *bytes, size_t length,
         .msg_control = control.space, .msg_controllen = sizeof control.space,
     };
     *realtime_ns = 0;
+    *socket_drops = 0;
     memset(source, 0, 16);
     ssize_t count = recvmsg(socket, &message, MSG_DONTWAIT | MSG_TRUNC);
     if (count < 0) return -1;
@@ -292,10 +297,14 @@ static inline long recd_receive_datagram(int socket, void *bytes, size_t length,
     }
     for (struct cmsghdr *header = CMSG_FIRSTHDR(&message); header != NULL;
          header = CMSG_NXTHDR(&message, header)) {
-        if (header->cmsg_level != SOL_SOCKET || header->cmsg_type != SCM_TIMESTAMPNS) continue;
-        struct timespec stamp;
-        memcpy(&stamp, CMSG_DATA(header), sizeof stamp);
-        *realtime_ns = (long long)stamp.tv_sec * 1000000000LL + stamp.tv_nsec;
+        if (header->cmsg_level != SOL_SOCKET) continue;
+        if (header->cmsg_type == SCM_TIMESTAMPNS && header->cmsg_len >= CMSG_LEN(sizeof(struct timespec))) {
+            struct timespec stamp;
+            memcpy(&stamp, CMSG_DATA(header), sizeof stamp);
+            *realtime_ns = (long long)stamp.tv_sec * 1000000000LL + stamp.tv_nsec;
+        } else if (header->cmsg_type == SO_RXQ_OVFL && header->cmsg_len >= CMSG_LEN(sizeof(unsigned int))) {
+            memcpy(socket_drops, CMSG_DATA(header), sizeof *socket_drops);
+        }
     }
     return (long)count;
 }

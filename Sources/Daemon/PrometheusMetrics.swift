@@ -204,7 +204,8 @@ enum PrometheusMetrics {
                 "Packets of the RTP stream recd's monitor received (each sequence number once).")
             var lost = Family(
                 "recd_rtp_packets_lost_total", "counter",
-                "Packets of the RTP stream that never came (sequence numbers skipped; a link cut's too).")
+                "Packets of the RTP stream that never came (sequence numbers skipped; a link cut's too), "
+                    + "less those recd's own socket dropped (recd_rtp_packets_unheard_total).")
             // Network losses; the metric keeps the name it was documented with.
             var losses = Family(
                 "recd_rtp_silences_total", "counter",
@@ -213,14 +214,19 @@ enum PrometheusMetrics {
                 "recd_rtp_datagrams_ignored_total", "counter",
                 "Datagrams on the RTP stream's group and port that did not count: from another address than "
                     + "its sender's, of another SSRC, not RTP, or a jump beyond what the time allows.")
+            var unheard = Family(
+                "recd_rtp_packets_unheard_total", "counter",
+                "Packets of the RTP stream that recd's own monitor socket dropped (its receive buffer full: "
+                    + "the monitor fell behind, not the network); not in recd_rtp_packets_lost_total.")
             for stream in snapshot.rtpStreams.sorted(by: { $0.label < $1.label }) {
                 let labels = [("session", stream.label)]
                 received.add(Double(stream.packets), labels)
                 lost.add(Double(stream.lost), labels)
                 losses.add(Double(stream.lossCount), labels)
                 ignored.add(Double(stream.ignored), labels)
+                unheard.add(Double(stream.unheard), labels)
             }
-            families += [received, lost, losses, ignored]
+            families += [received, lost, losses, ignored, unheard]
         }
 
         if let replication = snapshot.replication {

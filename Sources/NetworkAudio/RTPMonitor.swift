@@ -256,7 +256,8 @@ private final class RTPMonitorLoop: @unchecked Sendable {
             let bytes = UnsafeRawBufferPointer(rebasing: buffer[0..<min(datagram.size, buffer.count)])
             let time = micros(datagram.realtimeNanoseconds, wallLessMonotonic)
             core.packet(
-                client: client, bytes, from: datagram.source, arrivalMicros: time.micros, wallNanoseconds: time.wall)
+                client: client, bytes, from: datagram.source, arrivalMicros: time.micros, wallNanoseconds: time.wall,
+                socketDrops: datagram.socketDrops)
         }
     }
 

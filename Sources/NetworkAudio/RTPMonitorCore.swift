@@ -50,6 +50,8 @@ public struct RTPMonitorCore: Sendable {
         var openedMicros: Int
         /// Whether the first datagram it did not count was logged.
         var loggedIgnored = false
+        /// Whether the socket's first drop was logged (once a stream).
+        var loggedUnheard = false
     }
 
     private struct Heard: Sendable {
@@ -180,15 +182,24 @@ public struct RTPMonitorCore: Sendable {
     /// One datagram on `client`'s stream.
     public mutating func packet(
         client: String, _ bytes: UnsafeRawBufferPointer, from source: IPAddress?, arrivalMicros: Int,
-        wallNanoseconds: Int64
+        wallNanoseconds: Int64, socketDrops: UInt32 = 0
     ) {
         latestMicros = max(latestMicros, Self.clamped(arrivalMicros))
+        let unheardBefore = streams[client]?.tracker.facts.unheard ?? 0
         // In place (no copy of the stream's state per packet).
         guard
             let disposition = streams[client]?.tracker.take(
-                bytes, from: source, arrivalMicros: arrivalMicros, wallNanoseconds: wallNanoseconds),
-            disposition != .counted, disposition != .duplicate, let stream = streams[client]
+                bytes, from: source, arrivalMicros: arrivalMicros, wallNanoseconds: wallNanoseconds,
+                socketDrops: socketDrops)
         else { return }
+        if let stream = streams[client], stream.tracker.facts.unheard > unheardBefore, !stream.loggedUnheard {
+            streams[client]?.loggedUnheard = true
+            note(
+                .warning,
+                "RTP monitor: recd's own socket dropped datagrams of \(stream.tracker.facts.label) (the monitor "
+                    + "fell behind: the machine is too busy); they count as unheard, not as network loss")
+        }
+        guard disposition != .counted, disposition != .duplicate, let stream = streams[client] else { return }
         let label = stream.tracker.facts.label
         if disposition == .handover {
             note(.info, "RTP monitor: \(label) goes on with a new SSRC (its sender started again)")

@@ -41,8 +41,13 @@ public struct RTPStreamFacts: Equatable, Sendable {
     public var group: String
     public var port: UInt16
     public var packets = 0
+    /// Sequence numbers skipped and not seen since, less those `unheard` explains.
     public var lost = 0
     public var duplicates = 0
+    /// Sequence numbers skipped while recd's own socket dropped datagrams (its receive buffer
+    /// full: the monitor fell behind, not the network; PipeWire's socket may well have had them):
+    /// not in `lost`, and no network loss is recorded for a gap they explain.
+    public var unheard = 0
     /// Datagrams on the stream's group and port that were not counted: from another address than
     /// the announced sender's, of another SSRC than the stream's, not RTP, or a jump.
     public var ignored = 0
@@ -208,7 +213,14 @@ public struct RTPStreamTracker: Sendable {
     private var pendingEnd: UInt32 = 0
     private var candidate: Candidate?
     /// The counts of the SSRCs before the current one: the facts' counts only grow.
-    private var before = (received: 0, lost: 0, duplicates: 0)
+    private var before = (received: 0, lost: 0, duplicates: 0, unheard: 0)
+    /// The socket's drop count (SO_RXQ_OVFL) when the stream's last packet came; nil before
+    /// the first.
+    private var socketDropsBefore: UInt32?
+    /// Skipped numbers the socket's drops explain, for the current SSRC.
+    private var unheard = 0
+    /// `facts.ignored` when the stream's last packet came.
+    private var ignoredBefore = 0
 
     /// A stream of `session` (its SDP) from `source`, played by a receiver with a buffer of
     /// `latencyMilliseconds`; `address`: the sender as `routes` names it.
@@ -238,10 +250,12 @@ public struct RTPStreamTracker: Sendable {
     static let longestElapsedMicros = 86_400_000_000
 
     /// Takes one datagram that came from `source` at `arrivalMicros` (CLOCK_MONOTONIC) and
-    /// `wallNanoseconds`.
+    /// `wallNanoseconds`, when its socket had dropped `socketDrops` datagrams in all
+    /// (`MulticastSocket.receive`).
     @discardableResult
     public mutating func take(
-        _ bytes: UnsafeRawBufferPointer, from source: IPAddress?, arrivalMicros time: Int, wallNanoseconds: Int64
+        _ bytes: UnsafeRawBufferPointer, from source: IPAddress?, arrivalMicros time: Int, wallNanoseconds: Int64,
+        socketDrops: UInt32 = 0
     ) -> Disposition {
         let arrivalMicros = min(max(0, time), Self.latestMicros)
         guard source == self.source else { return ignore(.otherSource) }
@@ -264,6 +278,19 @@ public struct RTPStreamTracker: Sendable {
         case .jump: return ignore(.jump)
         default: break
         }
+        // What the socket dropped since the stream's last packet: at most that many of the
+        // numbers this packet skipped went unheard here, not lost, if the socket carried
+        // nothing but the stream meanwhile. Datagrams that do not count (another host flooding
+        // the group to overflow recd's socket) leave the gap a loss: a flood never hides one.
+        let dropped = socketDropsBefore.map { Int(socketDrops &- $0) } ?? 0
+        let onlyTheStream = facts.ignored == ignoredBefore
+        socketDropsBefore = socketDrops
+        ignoredBefore = facts.ignored
+        var explained = false
+        if case .inOrder(let skipped) = arrival, skipped > 0, dropped > 0, onlyTheStream {
+            unheard += min(skipped, dropped)
+            explained = dropped >= skipped
+        }
         // The pending loss: kept when this packet's timestamp goes on from the one that ended
         // it, dropped when it goes back.
         if let pending = facts.pendingLoss, arrival != .late {
@@ -274,7 +301,7 @@ public struct RTPStreamTracker: Sendable {
         }
         let maximumSamples = Int(Int64(elapsed) * Int64(clockRate) / 1_000_000)
         if let missing = gaps.missing(before: header.timestamp, arrival: arrival, maximumSamples: maximumSamples),
-            let last = facts.lastPacketMicros
+            let last = facts.lastPacketMicros, !explained
         {
             facts.pendingLoss = NetworkLoss(
                 lastPacketMicros: last, firstPacketMicros: arrivalMicros, lastPacketWallNanoseconds: lastWall,
@@ -321,7 +348,8 @@ public struct RTPStreamTracker: Sendable {
                     lastPacketMicros: last, firstPacketMicros: arrivalMicros, lastPacketWallNanoseconds: lastWall,
                     firstPacketWallNanoseconds: wallNanoseconds, missingMicros: arrivalMicros - last - packetMicros))
         }
-        before = (facts.packets, facts.lost, facts.duplicates)
+        before = (facts.packets, facts.lost, facts.duplicates, facts.unheard)
+        unheard = 0
         counter = RTPSequenceCounter()
         gaps = NetworkLossFinder(thresholdSamples: gaps.thresholdSamples, samplesPerPacket: gaps.samplesPerPacket)
         candidate = nil
@@ -331,7 +359,8 @@ public struct RTPStreamTracker: Sendable {
 
     private mutating func publishCounts() {
         facts.packets = before.received + counter.received
-        facts.lost = before.lost + counter.lost
+        facts.lost = before.lost + max(0, counter.lost - unheard)
         facts.duplicates = before.duplicates + counter.duplicates
+        facts.unheard = before.unheard + unheard
     }
 }

@@ -15,15 +15,18 @@ public enum MulticastSocket {
 
     /// One waiting datagram: its first `buffer.count` bytes go into `buffer` (the rest of a longer
     /// one is dropped); returns its full size, when the kernel received it (CLOCK_REALTIME
-    /// nanoseconds; 0 when the kernel gave no time) and who sent it (nil when the kernel did not
-    /// say), or nil when none is waiting.
+    /// nanoseconds; 0 when the kernel gave no time), who sent it (nil when the kernel did not
+    /// say) and `socketDrops`: how many datagrams this socket had dropped, its receive buffer
+    /// full, by the time this one came (a count since the socket opened, wrapping at 2^32; the
+    /// difference between two datagrams' is what this reader missed between them, whatever the
+    /// network did); or nil when none is waiting.
     public static func receive(_ fd: Int32, into buffer: UnsafeMutableRawBufferPointer) throws(SystemError) -> (
-        size: Int, realtimeNanoseconds: Int64, source: IPAddress?
+        size: Int, realtimeNanoseconds: Int64, source: IPAddress?, socketDrops: UInt32
     )? {
         switch Syscall.receiveDatagram(fd, buffer) {
-        case .success(let (size, stamp, source)):
+        case .success(let (size, stamp, source, drops)):
             let address = IPAddress(high: source.0, low: source.1)
-            return (size, stamp, address.isUnspecified ? nil : address)
+            return (size, stamp, address.isUnspecified ? nil : address, drops)
         case .failure(.wouldBlock): return nil
         case .failure(let errno): throw SystemError(errno, operation: "recvmsg")
         }

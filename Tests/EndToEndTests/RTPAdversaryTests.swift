@@ -161,8 +161,11 @@ struct RTPAdversaryTests {
         var silences: Double
         /// Datagrams the monitor did not count (nil: recd has no such figure).
         var ignored: Double?
+        /// Packets recd's own socket dropped (nil: recd has no such figure).
+        var unheard: Double?
         var description: String {
-            "received \(Int(received)), lost \(Int(lost)), silences \(Int(silences)), ignored \(ignored.map { Int($0) } ?? -1)"
+            "received \(Int(received)), lost \(Int(lost)), silences \(Int(silences)), ignored \(ignored.map { Int($0) } ?? -1), "
+                + "unheard \(unheard.map { Int($0) } ?? -1)"
         }
 
         init?(_ pair: NamespacePair) {
@@ -173,6 +176,7 @@ struct RTPAdversaryTests {
             else { return nil }
             (self.received, self.lost, self.silences) = (received, lost, silences)
             ignored = RTPAudioTests.sample(metrics, "recd_rtp_datagrams_ignored_total")
+            unheard = RTPAudioTests.sample(metrics, "recd_rtp_packets_unheard_total")
         }
     }
 

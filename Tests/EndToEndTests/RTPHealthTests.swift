@@ -3,11 +3,17 @@
 // recd in the other, across a veth pair): nftables on the sender drops the stream for 1.5 s.
 // While it does, recd's health has `packets-lost` for the feed in `recctl --json status` and
 // in /metrics; a minute after, it has cleared by itself; the finished segment's network loss is
-// in /api/day (the day view's marks) where the cut was. PipeWire pass only, as RTPAudioTests.
+// in /api/day (the day view's marks) where the cut was. And the converse: recd itself stopped for
+// a moment (its monitor's socket overflowing, PipeWire's not) is no network loss.
+// PipeWire pass only, as RTPAudioTests.
 import ControlProtocol
 import Foundation
 import TestSupport
 import Testing
+
+#if canImport(Glibc)
+    import Glibc
+#endif
 
 extension RTPAudioTests {
     /// The feed's health reasons (`reason` codes) in `recctl --json status`.
@@ -107,6 +113,35 @@ extension RTPAudioTests {
                 #expect(abs(loss.at - cutAt.timeIntervalSince1970) <= 1, "the loss at \(loss.at), the cut at \(cutAt)")
                 #expect(abs(loss.seconds - upAt.timeIntervalSince(cutAt)) <= 1, "\(loss.seconds) s of loss")
             }
+        }
+    }
+
+    @Test(
+        "recd stopped for 1.5 s (SIGSTOP) while the stream flows: what its own socket dropped meanwhile is unheard, not lost; no packets-lost in the health, no NETWORK_LOSS and no lost packets in the segment"
+    )
+    func monitorFallsBehind() throws {
+        try RTPAdversaryTests.withRecordedStream { pair, daemon in
+            let recd = try #require(daemon.pid)
+            let recorder = try #require(try daemon.recctl("--json", "status").json?["recorders"]?.arrayValue?.first)
+            let feed = "\(recorder["app"]?.stringValue ?? "")/\(recorder["stream"]?.stringValue ?? "")"
+            let before = try #require(RTPAdversaryTests.Counts(pair))
+            // Every thread of recd stands still; PipeWire (another process) goes on receiving.
+            try #require(kill(recd, SIGSTOP) == 0)
+            usleep(1_500_000)
+            try #require(kill(recd, SIGCONT) == 0)
+            #expect(RTPAdversaryTests.stillCounting(pair), "the monitor stopped counting")
+            let after = try #require(RTPAdversaryTests.Counts(pair))
+            print("rtp monitor behind: before \(before); after \(after)")
+            // 1.5 s is 1500 packets; the socket's buffer holds a few hundred of them.
+            #expect((after.unheard ?? 0) - (before.unheard ?? 0) >= 500, "\(before) → \(after)")
+            #expect(after.lost - before.lost <= 5, "the stall counted as lost: \(before) → \(after)")
+            #expect(after.silences == before.silences, "the stall made a network loss: \(before) → \(after)")
+            #expect(!Self.feedReasons(daemon, feed: feed).contains("packets-lost"), "\(Self.feedReasons(daemon, feed: feed))")
+            #expect(daemon.log.contains("own socket dropped"), "\(daemon.log.suffix(2000))")
+            let segment = try RTPAdversaryTests.finishedSegment(daemon)
+            #expect(try metaflacTag(segment, "NETWORK_LOSS") == nil)
+            let lost = try metaflacTag(segment, "NETWORK_PACKETS_LOST").flatMap { Int($0) } ?? -1
+            #expect(lost >= 0 && lost <= 5, "NETWORK_PACKETS_LOST \(lost)")
         }
     }
 }

@@ -23,6 +23,8 @@ struct RTPMonitorCoreTests {
         var sequence: UInt16 = 65_000
         var timestamp: UInt32 = 4_294_000_000
         let ssrc: UInt32 = 0xC0FFEE
+        /// What the monitor's socket says it dropped so far (SO_RXQ_OVFL), wrapping as the kernel's.
+        var socketDrops: UInt32 = 4_294_967_000
 
         init() throws {
             sender = try #require(IPAddress(parsing: "10.231.0.2"))
@@ -59,7 +61,7 @@ struct RTPMonitorCoreTests {
             bytes.withUnsafeBytes {
                 core.packet(
                     client: "studio2", UnsafeRawBufferPointer(rebasing: $0.prefix(count)), from: source,
-                    arrivalMicros: now, wallNanoseconds: wall)
+                    arrivalMicros: now, wallNanoseconds: wall, socketDrops: socketDrops)
             }
         }
 
@@ -107,6 +109,51 @@ struct RTPMonitorCoreTests {
             lab.core.takeNotes().contains {
                 $0.text.contains("not counting datagrams") && $0.text.contains("10.231.0.3")
             })
+    }
+
+    @Test(
+        "packets recd's own socket dropped (the monitor fell behind) are unheard, not lost, and make no network loss; a gap they explain in part, or while another host floods the group, stays a loss"
+    )
+    func socketDropsAreUnheard() throws {
+        var lab = try Lab()
+        lab.play(100)
+        // The monitor stalls for 0.5 s: its socket drops all 500 packets (its count wraps past
+        // 2^32 on the way), while PipeWire's socket has them.
+        lab.cut(0.5)
+        lab.now += 500_000
+        lab.socketDrops &+= 500
+        lab.play(100)
+        #expect(lab.facts.lost == 0 && lab.facts.unheard == 500 && lab.facts.lossCount == 0, "\(lab.facts)")
+        #expect(lab.facts.packets == 200)
+        let notes = lab.core.takeNotes().map(\.text)
+        #expect(notes.contains { $0.contains("own socket dropped") && $0.contains("studio2") }, "\(notes)")
+        // A 0.5 s gap of which the socket dropped 200: 300 lost, and the gap is a network loss.
+        lab.cut(0.5)
+        lab.now += 500_000
+        lab.socketDrops &+= 200
+        lab.play(100)
+        #expect(lab.facts.lost == 300 && lab.facts.unheard == 700 && lab.facts.lossCount == 1, "\(lab.facts)")
+        // A cut with no drops at the socket: all lost, as before.
+        lab.cut(0.5)
+        lab.now += 500_000
+        lab.play(100)
+        #expect(lab.facts.lost == 800 && lab.facts.unheard == 700 && lab.facts.lossCount == 2, "\(lab.facts)")
+        // Drops without a gap in this stream (another sender's datagrams): nothing unheard.
+        lab.socketDrops &+= 50
+        lab.play(100)
+        #expect(lab.facts.lost == 800 && lab.facts.unheard == 700, "\(lab.facts)")
+        #expect(lab.core.takeNotes().filter { $0.text.contains("own socket dropped") }.isEmpty, "logged once")
+        // Another host floods the group while the stream is cut and the socket drops as much:
+        // the flood cannot pass the cut off as unheard.
+        lab.cut(0.5)
+        for offset in 0..<50 {
+            lab.packet(
+                sequence: UInt16(truncatingIfNeeded: offset), timestamp: 0, ssrc: lab.ssrc, from: lab.otherHost)
+        }
+        lab.now += 500_000
+        lab.socketDrops &+= 500
+        lab.play(100)
+        #expect(lab.facts.lost == 1300 && lab.facts.unheard == 700 && lab.facts.lossCount == 3, "\(lab.facts)")
     }
 
     @Test("10 packets 30000 ahead of the stream, from the sender's own address and SSRC: no loss")

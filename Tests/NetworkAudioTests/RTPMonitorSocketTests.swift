@@ -171,6 +171,48 @@ struct RTPMonitorSocketTests {
     }
 }
 
+extension RTPMonitorSocketTests {
+    @Test("a socket whose reader falls behind says how many datagrams it dropped (SO_RXQ_OVFL) with the next one")
+    func socketDrops() throws {
+        let group = "239.255.78.\(1 + getpid() % 250)"
+        let port = UInt16(40_000 + (getpid() + 7) % 20_000)
+        let fd = try MulticastSocket.open(group: group, port: port, interface: "lo")
+        defer { Descriptor.close(fd) }
+        // A small receive buffer (the kernel's least, about 2 KiB of datagrams): it fills at once.
+        var size: Int32 = 1
+        setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &size, socklen_t(MemoryLayout<Int32>.size))
+        let sender = try Sender()
+        var buffer = [UInt8](repeating: 0, count: 2048)
+        func drain() throws -> (count: Int, lastDrops: UInt32?) {
+            var count = 0
+            var last: UInt32?
+            while let datagram = try buffer.withUnsafeMutableBytes({ try MulticastSocket.receive(fd, into: $0) }) {
+                count += 1
+                last = datagram.socketDrops
+            }
+            return (count, last)
+        }
+        // Nothing dropped yet: the count is 0 on each datagram.
+        sender.rtp(sequence: 1, timestamp: 48, ssrc: 1, to: group, port: port)
+        #expect(eventually(timeout: 2) { (try? drain())?.lastDrops == 0 })
+        // 300 sent while nobody reads: most are dropped, and a datagram queued after the drops says
+        // how many (the last one sent comes when room is made: read, send one more).
+        for sequence in UInt16(2)..<UInt16(302) {
+            sender.rtp(sequence: sequence, timestamp: UInt32(sequence) * 48, ssrc: 1, to: group, port: port)
+        }
+        let first = try drain()
+        sender.rtp(sequence: 302, timestamp: 302 * 48, ssrc: 1, to: group, port: port)
+        var after: (count: Int, lastDrops: UInt32?) = (0, nil)
+        #expect(eventually(timeout: 2) {
+            after = (try? drain()) ?? (0, nil)
+            return after.count > 0
+        })
+        print("socket drops: \(first.count) of 300 read, then \(after.lastDrops ?? 0) dropped said the next")
+        #expect(first.count < 300, "the buffer held all 300: nothing was dropped")
+        #expect(after.lastDrops.map(Int.init) == 300 - first.count, "\(first), then \(after)")
+    }
+}
+
 /// A value behind a lock, for the monitor's log closure (its thread) and the test's reads.
 final class Locked<Value>: @unchecked Sendable {
     private var value: Value

@@ -20,16 +20,18 @@ extension Syscall {
     }
 
     /// One datagram's first `buffer.count` bytes (`recd_receive_datagram`, MSG_DONTWAIT): its
-    /// full size, the kernel's receive time (CLOCK_REALTIME ns, 0: none) and its sender's address
-    /// as two big-endian words of IPv6 (IPv4 mapped; zeros: none).
+    /// full size, the kernel's receive time (CLOCK_REALTIME ns, 0: none), its sender's address
+    /// as two big-endian words of IPv6 (IPv4 mapped; zeros: none) and the datagrams the socket had
+    /// dropped by the time it was queued (SO_RXQ_OVFL).
     static func receiveDatagram(
         _ fd: Int32, _ buffer: UnsafeMutableRawBufferPointer
-    ) -> Result<(Int, Int64, (UInt64, UInt64)), Errno> {
+    ) -> Result<(Int, Int64, (UInt64, UInt64), UInt32), Errno> {
         var stamp: Int64 = 0
+        var drops: UInt32 = 0
         var source = [UInt8](repeating: 0, count: 16)
         return retryingOnInterrupt {
-            valueOrErrno(recd_receive_datagram(fd, buffer.baseAddress, buffer.count, &stamp, &source)).map {
-                (Int($0), stamp, addressWords(source))
+            valueOrErrno(recd_receive_datagram(fd, buffer.baseAddress, buffer.count, &stamp, &source, &drops)).map {
+                (Int($0), stamp, addressWords(source), drops)
             }
         }
     }
