@@ -138,12 +138,15 @@ struct R128ChannelCountTests {
     }
 
     @Test(
-        "EBU Tech 3342 case 1 (1 kHz at -20 then -30 dBFS, 10 s each) reads a range of 10 ± 0.1 LU on every channel count",
+        "EBU Tech 3342 case 1 (1 kHz at -20 then -30 dBFS, 10 s each in the standard; 8 s here) reads a range of 10 ± 0.1 LU on every channel count",
         arguments: counts)
     func tech3342(channels: Int) throws {
         let rate = 48_000
-        let samples = Exact.signal(channels: channels, rate: rate, seconds: 20) { frame, _ in
-            let level = frame < 10 * rate ? -20.0 : -30.0
+        // 8 s a level (the standard's 10 s cost a minute of the test command at 128 channels, in
+        // a debug build): past the 3 s short-term window's transition, the 10th and 95th
+        // percentiles still fall on the two levels.
+        let samples = Exact.signal(channels: channels, rate: rate, seconds: 16) { frame, _ in
+            let level = frame < 8 * rate ? -20.0 : -30.0
             return pow(10, level / 20) * sin(2 * Double.pi * 1_000 * Double(frame) / Double(rate))
         }
         for (_, summary) in try Self.expectAgreement(samples, channels: channels, rate: rate, seed: 42) {
