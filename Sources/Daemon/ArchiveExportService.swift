@@ -120,7 +120,7 @@ extension ArchiveMaintenance {
         // signed clip is written into a file of recd's own first (unlinked at once, so no one
         // else can open it), signed there, and only then copied into `output`.
         let signing = request.proof || request.credentials
-        let written = signing ? try privateClipFile(for: request.file) : output
+        let written = signing ? try privateClipFile(for: request.file, plan: plan) : output
         do {
             let copied = try ClipExporter.write(
                 plan, format: format, to: written, name: request.file, comments: comments,
@@ -171,8 +171,29 @@ extension ArchiveMaintenance {
 }
 
 extension ArchiveMaintenance {
+    /// Room an export's private copy must leave on the archive's disk: the recorders write there.
+    static let privateCopyFloor: (percent: Double, bytes: Int64) = (10, 1 << 30)
+
     /// A new file of recd's own beside the archive (0600), already unlinked: only recd holds it.
-    func privateClipFile(for name: String) throws -> OwnedFile {
+    /// Refused when `plan`'s clip (at most 4 bytes a sample, and a MiB) would leave the archive's
+    /// disk with less than `privateCopyFloor` free: a signed export of days must never fill the
+    /// disk the recordings go to.
+    func privateClipFile(for name: String, plan: ClipPlan) throws -> OwnedFile {
+        let (frames, channels) = (Int64(clamping: plan.frames), Int64(clamping: plan.channels))
+        let (product, overflow) = frames.multipliedReportingOverflow(by: channels &* 4)
+        let needed = overflow ? Int64.max : product &+ (1 << 20)
+        if let space = FileSystem.space(at: directory) {
+            let floor = max(
+                Int64(Double(space.totalBytes) * Self.privateCopyFloor.percent / 100), Self.privateCopyFloor.bytes)
+            guard needed <= space.availableBytes - floor else {
+                throw SessionError(
+                    .resourceNotAvailable,
+                    "a signed clip (--proof, --credentials) is written beside the archive first, and \(name) "
+                        + "(up to \(needed >> 20) MiB) would leave the archive's disk under the \(floor >> 20) MiB "
+                        + "kept free for the recordings (\(space.availableBytes >> 20) MiB free now); export a shorter "
+                        + "range, or without --proof and --credentials")
+            }
+        }
         let path = directory + "/.export-" + SecureRandom.hex(bytes: 8)
         do {
             let file = try OwnedFile(path, .createExclusive(permissions: 0o600))

@@ -262,6 +262,47 @@ struct ArchiveEndToEndTests {
         #expect(try daemon.recctl("--json", "session", "show", "logger").json?["streamsRunning"] == false)
     }
 
+    @Test(
+        "a signed export (--proof) whose private copy would eat into the room kept for the recordings is refused with what to do; unsigned it goes through, and the recording goes on"
+    )
+    func signedExportKeepsTheRecordersRoom() throws {
+        try #require(getuid() == 0, "mounting a tmpfs needs root")
+        let deck = uniqueName("deck")
+        // 1100 MiB: room for a signed clip above the 1 GiB kept free, until 100 MiB of it is taken.
+        let disk = try mountTmpfs(size: "1100m", prefix: "recd-tmpfs")
+        defer { unmountTmpfs(disk) }
+        let daemon = try Daemon(ports: Self.deckPorts(deck), archiveSegmentSeconds: 1, archiveDirectory: disk)
+        let (source, watcher) = try startLoggerRecording(daemon, deck: deck)
+        defer { source.stop() }
+        watcher.waitFor(count: 2, timeout: 10) { $0["event"] == "recording" && $0["state"] == "finished" }
+        let listed = try #require(daemon.recctl("--json", "archive", "list", "--app", "logger").json?.arrayValue)
+        try #require(listed.count >= 2, "\(listed)")
+        let from: String = try #require(listed[0]["start"]?.stringValue)
+        let to: String = try #require(listed[1]["start"]?.stringValue)
+        let clip = daemon.directory + "/clip.wav"
+        let signed = try daemon.recctl(
+            "archive", "export", "--app", "logger", "--from", from, "--to", to, "-o", clip, "--proof")
+        #expect(signed.status == 0, "with room: \(signed.stderr)")
+        // Another 100 MiB on the archive's disk: the room left is under the 1 GiB kept free.
+        let filler = disk + "/filler"
+        try #require(FileManager.default.createFile(atPath: filler, contents: Data(count: 100 << 20)))
+        let refused = try daemon.recctl(
+            "archive", "export", "--app", "logger", "--from", from, "--to", to, "-o", daemon.directory + "/clip2.wav", "--proof")
+        #expect(refused.status != 0)
+        let said: String = refused.stderr
+        #expect(said.contains("resourceNotAvailable"), "\(said)")
+        #expect(said.contains("kept free for the recordings") && said.contains("without --proof"), "\(said)")
+        let plain = try daemon.recctl(
+            "archive", "export", "--app", "logger", "--from", from, "--to", to, "-o", daemon.directory + "/clip3.wav")
+        #expect(plain.status == 0, "unsigned: \(plain.stderr)")
+        // The recording went on meanwhile, and recd left nothing of its own beside the archive.
+        let finished = watcher.events.filter { $0["event"] == "recording" && $0["state"] == "finished" }.count
+        watcher.waitFor(count: finished + 1, timeout: 10) { $0["event"] == "recording" && $0["state"] == "finished" }
+        #expect(try daemon.recctl("--json", "session", "show", "logger").json?["streamsRunning"] == true)
+        let leftovers = (try? FileManager.default.contentsOfDirectory(atPath: disk))?.filter { $0.hasPrefix(".export-") }
+        #expect(leftovers?.isEmpty == true, "\(leftovers ?? [])")
+    }
+
     @Test("an msbc recording of 1 kHz + 12 kHz is a 16 kHz 16-bit file: 1 kHz intact, no alias above -60 dBFS")
     func msbcBandwidth() throws {
         let deck = uniqueName("deck")
