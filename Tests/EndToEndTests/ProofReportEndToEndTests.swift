@@ -16,8 +16,8 @@ import Testing
     import Glibc
 #endif
 
-/// What Tests/Browser/proof_report.py read of a report.
-private struct ReadReport {
+/// What Tests/Browser/proof_report.py read of a report (also ProofReportRouteTests').
+struct ReadReport {
     let json: JSONValue
     var text: String { json["text"]?.stringValue ?? "" }
     var verdict: String { json["verdict"]?.stringValue ?? "" }
