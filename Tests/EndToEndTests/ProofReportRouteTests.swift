@@ -102,13 +102,16 @@ struct ProofReportRouteTests {
         try #require(ranges.count == 1, "\(ranges)")
         #expect(ranges[0][2].hasPrefix("\(segments.count) segments") && ranges[0][3] == "holds", "\(ranges)")
 
-        // The page as Chromium renders it, when Selenium is here: no script, no console error.
+        // The page as Chromium renders it from recd, its CSP in force, when Selenium is here: no
+        // script, no console error, one A4 page.
         if FileManager.default.fileExists(atPath: StatusPageTests.seleniumVenv + "/bin/python3") {
-            let seen = try ReadReport.read(good.file, browser: true).json["browser"]
+            let seen = try ReadReport.read(good.file, browser: true, url: url).json["browser"]
+            print("Chromium saw \(url): \(String(describing: seen))")
             #expect(
                 seen?["verdict"]?.stringValue == "HOLDS" && seen?["scripts"]?.intValue == 0,
                 "\(String(describing: seen))")
             #expect(seen?["errors"]?.arrayValue?.isEmpty == true, "\(String(describing: seen))")
+            #expect(seen?["pages"]?.intValue == 1, "printed on one A4 page: \(String(describing: seen))")
         } else {
             print("no Selenium at \(StatusPageTests.seleniumVenv): the report is not opened in Chromium")
         }
