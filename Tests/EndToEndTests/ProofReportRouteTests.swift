@@ -2,9 +2,10 @@
 // docs/security.md "Content Credentials and the printed report"), end to end: the real recd
 // recording on a real jackd, the route fetched with curl as root and as `nobody` (setpriv), the
 // page read by python3's html.parser (Tests/Browser/proof_report.py) and, when Selenium is there,
-// by a real headless Chromium. The page holds recd's key and the day's stretch; after one flipped
-// byte that segment does not hold; a caller who may not read the feed gets the 403 the other
-// archive routes give it; hostile feed and date parameters get a 400 in plain text.
+// by a real headless Chromium from recd itself. The page holds recd's key and the day's stretch;
+// after one flipped byte that segment does not hold; a caller who may not read the feed gets the
+// 403 the other archive routes give it, and a 403 for a chain the page would read out to it;
+// hostile feed and date parameters get a 400 in plain text.
 import ArchiveProof
 import ControlProtocol
 import Foundation
@@ -145,8 +146,18 @@ struct ProofReportRouteTests {
         #expect(refused.body == range.body, "report: \(refused.body)\n/api/range: \(range.body)")
         #expect(refused.body.contains("uid 65534 (nobody) may not read"), "\(refused.body)")
         #expect(!refused.body.contains("<html") && !refused.body.contains(key), "\(refused.body)")
-        // Readable to nobody again, nobody gets the page, proved for nobody.
+        // Every segment readable again but the day's chain, which the page reads out: still 403.
         chmod(victim, 0o644)
+        let chain = try #require(
+            FileSystem.files(under: archive, withSuffix: ".chain").first, "no chain under \(archive)")
+        chmod(chain, 0o600)
+        let chainRefused = try Self.get(url, prefix: nobody, into: out)
+        #expect(chainRefused.status == 403, "\(chainRefused.status) \(chainRefused.body.prefix(300))")
+        #expect(
+            chainRefused.body.contains("uid 65534 (nobody) may not read logger-mic.chain"), "\(chainRefused.body)")
+        #expect(!chainRefused.body.contains(key))
+        chmod(chain, 0o644)
+        // Readable to nobody again, nobody gets the page, proved for nobody.
         let nobodys = try Self.get(url, prefix: nobody, into: out)
         #expect(nobodys.status == 200 && nobodys.body.contains("for uid 65534 (nobody)"), "\(nobodys.status)")
 
