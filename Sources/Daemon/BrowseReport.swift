@@ -4,9 +4,9 @@
 // record of what it signed — not the archive's copies, which whoever could write the archive chose.
 //
 // Rights: the caller must be able to read every segment of the day the index holds (the gate of
-// every archive route, `BrowseService.authorize`: the same 403), and, once proved, every chain and
-// every segment file the page names (a file it cannot read fails the whole answer: 403): the page
-// never tells more than `recctl archive prove` run by the caller itself would.
+// every archive route, `BrowseService.authorize`: the same 403), and, once proved, every chain the
+// proof read and every file the page tells of (a file it cannot read fails the whole answer: 403):
+// the page never tells more than `recctl archive prove` run by the caller itself would.
 //
 // Cost: the proof hashes the day's segments on the slow worker (`submitRequest`: at most
 // `SlowRequestWorker.maxQueuedPerUser` waiting per uid), one report per caller at a time and
@@ -110,12 +110,17 @@ struct ReportJob: Sendable {
         return .success(Page(html: ProofReportPage.html(certificate), holds: report.holds))
     }
 
-    /// 403 when the page would name a chain or an existing segment the caller may not read.
+    /// 403 when the page would tell of a file the caller may not read: a chain the proof read (its
+    /// findings are the chain's content), a segment in the range, a file found renamed or unchained
+    /// (what its bytes hash to decides which).
     private func refusal(_ report: ProofReport) -> HTTPResponse? {
-        var files: [String] = []
-        for (chain, entries) in report.inScope {
-            files.append(chain)
-            files += entries.map(\.path)
+        var files = Array(report.entriesByChain.keys)
+        for entries in report.inScope.values { files += entries.map(\.path) }
+        for finding in report.findings {
+            switch finding {
+            case .renamed(let path, _), .unchained(let path): files.append(path)
+            default: break
+            }
         }
         for file in files {
             let path = archiveDirectory + "/" + file

@@ -157,6 +157,17 @@ struct ProofReportRouteTests {
             chainRefused.body.contains("uid 65534 (nobody) may not read logger-mic.chain"), "\(chainRefused.body)")
         #expect(!chainRefused.body.contains(key))
         chmod(chain, 0o644)
+        // A file in the day that no chain names, which nobody may not read: the page would say what
+        // its bytes hash to (renamed or unchained), so nobody gets 403; root's page names it.
+        let stray = FileSystem.directoryName(of: chain) + "/logger-mic-20000101T000000.000Z.flac"
+        try Data("fLaC stray".utf8).write(to: URL(fileURLWithPath: stray))
+        chmod(stray, 0o600)
+        let strayRefused = try Self.get(url, prefix: nobody, into: out)
+        #expect(strayRefused.status == 403, "\(strayRefused.status) \(strayRefused.body.prefix(300))")
+        #expect(strayRefused.body.contains("may not read logger-mic-20000101T000000.000Z.flac"), "\(strayRefused.body)")
+        let strayShown = try Self.get(url, into: out)
+        #expect(strayShown.status == 200 && strayShown.body.contains("unchained: "), "\(strayShown.status)")
+        try FileManager.default.removeItem(atPath: stray)
         // Readable to nobody again, nobody gets the page, proved for nobody.
         let nobodys = try Self.get(url, prefix: nobody, into: out)
         #expect(nobodys.status == 200 && nobodys.body.contains("for uid 65534 (nobody)"), "\(nobodys.status)")
