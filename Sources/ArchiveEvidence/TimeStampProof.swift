@@ -36,7 +36,7 @@ public struct TimeStampProofReport {
     public var findings: [ProofFinding] = []
     public var covered: [Covered] = []
     /// Every token that holds, by chain and entry count.
-    var trustedTokens: [Trusted] = []
+    public var trustedTokens: [Trusted] = []
     /// Token files read, and those that hold.
     public var tokens = 0
     public var trusted = 0

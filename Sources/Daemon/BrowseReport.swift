@@ -5,8 +5,9 @@
 //
 // Rights: the caller must be able to read every segment of the day the index holds (the gate of
 // every archive route, `BrowseService.authorize`: the same 403), and, once proved, every chain the
-// proof read and every file the page tells of (a file it cannot read fails the whole answer: 403):
-// the page never tells more than `recctl archive prove` run by the caller itself would.
+// proof read and every file the page tells of, time-stamp tokens too (a file it cannot read fails
+// the whole answer: 403): the page never tells more than `recctl archive prove` run by the caller
+// itself would.
 //
 // Cost: the proof hashes the day's segments on the slow worker (`submitRequest`: at most
 // `SlowRequestWorker.maxQueuedPerUser` waiting per uid), one report per caller at a time and
@@ -95,6 +96,11 @@ struct ReportJob: Sendable {
         var report = ArchiveProver.prove(archiveDirectory: archiveDirectory, key: key, scope: scope, heads: heads)
         if let refusal = refusal(report) { return .failure(refusal) }
         let stamps = TimeStampProof.check(root: archiveDirectory, report: report, caFile: tsaRoots)
+        var tokens = stamps.trustedTokens.map(\.token)
+        for finding in stamps.findings {
+            if case .badTimeStamp(let path, _) = finding { tokens.append(path) }
+        }
+        if let refusal = refusal(files: tokens) { return .failure(refusal) }
         report.findings += stamps.findings
         let record =
             heads != nil
@@ -122,6 +128,12 @@ struct ReportJob: Sendable {
             default: break
             }
         }
+        return refusal(files: files)
+    }
+
+    /// 403 for the first of `files` (under the archive) that exists and the caller may not read;
+    /// the time-stamp tokens the page tells of too.
+    private func refusal(files: [String]) -> HTTPResponse? {
         for file in files {
             let path = archiveDirectory + "/" + file
             // A missing segment is a finding of the chain the caller may read, not a file to read.

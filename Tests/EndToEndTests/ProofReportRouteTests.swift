@@ -191,4 +191,64 @@ struct ProofReportRouteTests {
         let after = try Self.get(url, into: out)
         #expect(after.status == 200, "recd after the hostile queries: \(after.status)")
     }
+
+    @Test(
+        "a day stamped by the test's TSA: the console's page names the TSA by its certificate's fingerprint, the roots of tsa_ca_file and the stretch's trusted time; a token nobody may not read is a 403",
+        .timeLimit(.minutes(3)))
+    func stampedDay() throws {
+        try #require(getuid() == 0, "recd runs as root and curl drops to nobody: run the tests as root")
+        let tsa = try TestTSA()
+        let logger = try StampedLogger(tsa: tsa, interval: 2)
+        let chain = try logger.chain()
+        #expect(eventually(timeout: 30) { logger.stamped(chain).count >= 2 && logger.signedEntries(chain) >= 3 })
+        #expect(try logger.daemon.recctl("record", "stop", "logger").status == 0)
+        let day = logger.archive + "/" + FileSystem.directoryName(of: chain)
+        #expect(
+            eventually(timeout: 15) {
+                let segments = FileSystem.files(under: day, withSuffix: ".flac").count
+                return segments == logger.signedEntries(chain) && logger.stamped(chain).last == segments
+            })
+        let fingerprint = try #require(
+            try runTool("openssl", ["x509", "-noout", "-fingerprint", "-sha256", "-in", tsa.directory + "/tsa.pem"])
+                .stdout.split(separator: "=").last?.trimmingCharacters(in: .whitespacesAndNewlines))
+        let port = try HTTPEndToEndTests.httpPort(logger.daemon)
+        let date = FileSystem.directoryName(of: chain).replacingOccurrences(of: "/", with: "-")
+        let url = "http://127.0.0.1:\(port)/api/report?feed=logger/mic&date=\(date)"
+        let out = try HTTPCallerRightsTests.scratch()
+        defer { try? FileManager.default.removeItem(atPath: out) }
+
+        let page = try Self.get(url, into: out)
+        #expect(page.status == 200 && page.headers["x-recd-proof"] == "holds", "\(page.status) \(page.headers)")
+        let read = try ReadReport.read(page.file)
+        let tsas = read.rows("tsas")
+        #expect(tsas.count == 1 && tsas.first?[0].contains("recd test TSA") == true, "\(tsas)")
+        #expect(tsas.first?[1] == fingerprint, "the TSA's certificate fingerprint \(fingerprint): \(tsas)")
+        let checked = Dictionary(
+            read.rows("checked", header: false).map { ($0.first ?? "", $0.last ?? "") }, uniquingKeysWith: { a, _ in a }
+        )
+        #expect(checked["TSA roots"] == tsa.roots, "\(checked)")
+        let ranges = read.rows("ranges")
+        try #require(ranges.count == 1, "\(ranges)")
+        #expect(ranges[0][3] == "holds" && ranges[0][4].hasPrefix("all existed before 20"), "\(ranges)")
+
+        // A token nobody may not read: the page would tell what it stamps, so nobody gets 403.
+        var directory = day
+        while directory.hasPrefix(logger.daemon.directory) {
+            chmod(directory, 0o755)
+            directory = (directory as NSString).deletingLastPathComponent
+        }
+        let entries = try #require(logger.stamped(chain).last)
+        let token = day + "/" + FileSystem.fileName(of: chain) + ".\(entries).tsr"
+        try #require(FileManager.default.fileExists(atPath: token), "no \(token)")
+        chown(token, 0, 0)
+        chmod(token, 0o600)
+        let nobody = try HTTPCallerRightsTests.asUser("nobody")
+        let refused = try Self.get(url, prefix: nobody, into: out)
+        #expect(refused.status == 403, "\(refused.status) \(refused.body.prefix(300))")
+        #expect(
+            refused.body.contains("may not read \(FileSystem.fileName(of: token))"), "\(refused.body.prefix(300))")
+        chmod(token, 0o644)
+        let allowed = try Self.get(url, prefix: nobody, into: out)
+        #expect(allowed.status == 200 && allowed.headers["x-recd-proof"] == "holds", "\(allowed.status)")
+    }
 }
