@@ -88,6 +88,9 @@ let package = Package(
         // X.509 certificates (OpenSSL): the HTTP listener's self-signed certificate and fingerprints;
         // RFC 3161 time-stamps of the chains (OpenSSL's TS API, asked over HTTP with libcurl).
         .target(name: "PKI", dependencies: ["Platform", "COpenSSL", "CCurl"]),
+        // The archive's proof as evidence a person reads: its time-stamp tokens checked (PKI) and the
+        // one-page report to print and sign. recctl writes it to a file, the console answers it.
+        .target(name: "ArchiveEvidence", dependencies: ["ArchiveProof", "PKI", "Platform"]),
         // C2PA Content Credentials in pure Swift: CBOR, COSE_Sign1, JUMBF, a manifest store and where
         // it goes in a WAV. No key and no hash of its own: the caller signs and hashes.
         .target(name: "ContentCredentials"),
@@ -103,14 +106,17 @@ let package = Package(
             name: "Daemon",
             dependencies: [
                 "Platform", "SessionPolicy", "ControlProtocol", "SystemSupport", "AudioEngine", "Codec", "VoiceProcessing", "Archive",
-                "ArchiveProof", "Devices", "HTTPServer", "NetworkAudio", "PKI", "ContentCredentials",
+                "ArchiveProof", "ArchiveEvidence", "Devices", "HTTPServer", "NetworkAudio", "PKI", "ContentCredentials",
             ]),
         // The client's end of the control socket (connect, request, reply, events): recctl and AudioSession.
         .target(name: "ControlClient", dependencies: ["ControlProtocol", "Platform"]),
         // recctl's argument parsing and output formatting; Platform passes open files.
         .target(
             name: "RecctlKit",
-            dependencies: ["ControlClient", "ControlProtocol", "SessionPolicy", "Platform", "ArchiveProof", "Codec", "PKI"]),
+            dependencies: [
+                "ControlClient", "ControlProtocol", "SessionPolicy", "Platform", "ArchiveProof", "ArchiveEvidence", "Codec",
+                "PKI",
+            ]),
         // The application library: AVAudioSession's calls and notifications over recd's protocol.
         .target(name: "AudioSession", dependencies: ["ControlClient", "ControlProtocol", "SessionPolicy", "Platform"]),
         .executableTarget(name: "recd", dependencies: ["Daemon"]),
@@ -131,7 +137,7 @@ let package = Package(
         .testTarget(name: "TestSupportTests", dependencies: ["TestSupport"]),
         .testTarget(name: "ArchitectureTests", dependencies: ["TestSupport"]),
         .testTarget(
-            name: "DocsTests", dependencies: ["RecctlKit", "SystemSupport", "SessionPolicy", "ControlProtocol", "TestSupport"]),
+            name: "DocsTests", dependencies: ["RecctlKit", "ArchiveEvidence", "SystemSupport", "SessionPolicy", "ControlProtocol", "TestSupport"]),
         .testTarget(name: "SessionPolicyTests", dependencies: ["SessionPolicy", "TestSupport"]),
         .testTarget(name: "ControlProtocolTests", dependencies: ["ControlProtocol"]),
         .testTarget(name: "SystemSupportTests", dependencies: ["SystemSupport", "Platform", "TestSupport"]),

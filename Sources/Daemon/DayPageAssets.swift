@@ -4,7 +4,7 @@
 // overview (peak and RMS per second), the segments (with their gaps and network losses) and the
 // journal, and draws them; a network loss is also a row of the event log. Zooming and
 // the event log's filters are the browser's work alone. A range dragged on the timeline links to
-// `/browse?feed=F&from=ISO&to=ISO`. Every value from recd is set with `textContent` or drawn,
+// `/browse?feed=F&from=ISO&to=ISO`; "Proof report" to the day's printed proof (`/api/report`). Every value from recd is set with `textContent` or drawn,
 // never parsed as HTML. A plain constant: any thread.
 
 /// The day view's document, served as `text/html; charset=utf-8`.
@@ -54,6 +54,7 @@ enum DayPageAssets {
             <button id="left" title="Earlier">◀</button>
             <button id="right" title="Later">▶</button>
             <button id="whole">Whole range</button>
+            <a id="report" href="/api/report" target="_blank" title="The day's proof: a page to print and sign">Proof report</a>
           </div>
           <div id="clock"></div>
         </header>
@@ -131,6 +132,8 @@ enum DayPageAssets {
           select.replaceChildren(...[...new Set([...(data.feeds || []), state.feed].filter(Boolean))].map((f) => new Option(f, f)));
           select.value = state.feed;
           $("date").value = state.date;
+          // The proof of the day shown (the last 24 h: today's, UTC).
+          $("report").href = "/api/report?" + new URLSearchParams({ feed: state.feed, date: state.date || day(Date.now()) });
           buildMarks(); buildFilters(); drawEvents(); draw();
           if (!window.dayRenderMs) window.dayRenderMs = performance.now();
           document.body.dataset.ready = "yes";

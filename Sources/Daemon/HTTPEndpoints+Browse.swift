@@ -3,7 +3,8 @@
 // `/api/range` (typed times resolved, the segments in between), `/api/export` (a clip as
 // FLAC or WAV, a download), `/api/export/progress` and `/api/export/proof` (a job's progress
 // and its proof), `/api/listen` (a FLAC clip to play, the open segment included) and
-// `/api/loudness` (the loudness report of a day or a range, JSON or CSV).
+// `/api/loudness` (the loudness report of a day or a range, JSON or CSV) and `/api/report` (a
+// day's printed proof, BrowseReport.swift).
 //
 // Every route that serves audio or measures it asks `HTTPCallerRule` who the caller is and
 // serves only what that caller may read, as `/archive/` does (HTTPCaller.swift); the clip
@@ -36,6 +37,7 @@ extension HTTPEndpoints {
         routes.add("/api/export/progress") { request in browse.progress(request) }
         routes.add("/api/export/proof") { request in browse.proof(request) }
         routes.add("/api/loudness") { request in browse.loudness(request) }
+        routes.add("/api/report") { request in browse.report(request) }
     }
 
     static func page(_ html: String) -> HTTPResponse {
@@ -53,6 +55,7 @@ struct BrowseService: Sendable {
     let callers: HTTPCallerRule
     let clips: BrowseClips
     let archive: BrowseIndex
+    let reports = ReportSlots()
 
     init(coordinator: SessionCoordinator, control: ControlThreadQuery, callers: HTTPCallerRule, clips: BrowseClips) {
         self.coordinator = coordinator

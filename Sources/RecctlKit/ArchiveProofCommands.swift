@@ -4,6 +4,7 @@
 // so it works the same on a copy of the archive on another machine, with recd stopped, or
 // against a recd that is itself in doubt. recd is asked only where its archive is, when
 // `--dir` does not say.
+import ArchiveEvidence
 import ArchiveProof
 import ControlClient
 import ControlProtocol
@@ -108,13 +109,8 @@ enum ArchiveProofCommands {
         let stamps = TimeStampProof.check(root: directory, report: report, caFile: tsaRoots)
         report.findings += stamps.findings
         let roots = tsaRoots ?? "the system's roots (pass --tsa-ca)"
-        let removed = report.segmentsRemoved > 0 ? ", \(report.segmentsRemoved) removed by retention" : ""
-        let recording =
-            report.beingRecorded.isEmpty ? "" : ", \(report.beingRecorded.count) being recorded (not yet proven)"
         let summary =
-            "\(report.holds ? "holds" : "DOES NOT HOLD"): \(Readable.count(report.segmentsProven, "segment")) "
-            + "proven in \(Readable.count(report.chains, "chain")) (\(report.signedChains) signed throughout)"
-            + "\(removed)\(recording); key \(key.text)"
+            ProofCertificate.summary(of: report, key: key)
             + (command.value("key") == nil ? " (the archive's own copy: pass --key for an independent proof)" : "")
             + headsNote
         if json {
@@ -158,11 +154,14 @@ enum ArchiveProofCommands {
                 : String(headsNote.drop { $0 == ";" || $0 == " " })
             let certificate = ProofCertificate.archive(
                 directory: directory, scope: scope, key: key, keyGiven: command.value("key") != nil, record: record,
-                roots: roots, report: report, stamps: stamps, summary: summary)
+                roots: roots, report: report, stamps: stamps, summary: summary, checkedBy: checker)
             guard writeReport(ProofReportPage.html(certificate), to: reportPath, json: json) else { return 1 }
         }
         return report.holds ? 0 : 1
     }
+
+    /// The report's "Checked by": recctl, as its caller.
+    private static var checker: String { ProofCertificate.checker(program: "recctl \(recdVersion)") }
 
     /// The report written, said on standard error (standard output is prove's, or its JSON).
     private static func writeReport(_ html: String, to path: String, json: Bool) -> Bool {
@@ -227,7 +226,8 @@ enum ArchiveProofCommands {
         }
         if let reportPath = command.value("report").map({ Recctl.absolute($0) }) {
             let certificate = ProofCertificate.clip(
-                path: clip, proofPath: proofPath, proofText: text, key: key, findings: findings, summary: summary)
+                path: clip, proofPath: proofPath, proofText: text, key: key, findings: findings, summary: summary,
+                checkedBy: checker)
             guard writeReport(ProofReportPage.html(certificate), to: reportPath, json: json) else { return 1 }
         }
         return findings.isEmpty ? 0 : 1
@@ -274,5 +274,25 @@ enum ArchiveProofCommands {
         } catch {
             return (.failure("recd did not say where its archive is (\(error))"), nil)
         }
+    }
+}
+
+extension TimeStampProofReport {
+    /// `prove --json`'s `timeStamps`: the counts, the roots, each covered segment's time.
+    fileprivate func json(roots: String) -> JSONValue {
+        let segments: [JSONValue] = covered.map { segment in
+            let fields: [(String, JSONValue)] = [
+                ("path", .string(segment.path)), ("entry", .number(Double(segment.entry))),
+                ("existedBefore", .string(TimeStampProof.utc(segment.before))),
+                ("existedBeforeUnix", .number(Double(segment.before))), ("token", .string(segment.token)),
+                ("tsa", .string(segment.signer)),
+            ]
+            return .object(fields)
+        }
+        let fields: [(String, JSONValue)] = [
+            ("tokens", .number(Double(tokens))), ("trusted", .number(Double(trusted))), ("roots", .string(roots)),
+            ("segments", .array(segments)), ("notStamped", JSONValue(uncovered)),
+        ]
+        return .object(fields)
     }
 }

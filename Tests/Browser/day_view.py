@@ -124,6 +124,12 @@ def main():
         # The page once, to warm the browser (its first start reads its caches): the figure is a load.
         driver.get(url)
         until("the day view ready", 10, lambda: driver.execute_script("return document.body.dataset.ready"))
+        # "Proof report" links to the printed proof of the day shown (/api/report).
+        from urllib.parse import urlparse, parse_qs
+        report = urlparse(driver.find_element("id", "report").get_attribute("href"))
+        if report.path != "/api/report" or parse_qs(report.query) != {"feed": [args.feed], "date": [args.date]}:
+            fail(f"the proof report link is {report.geturl()}, want /api/report?feed={args.feed}&date={args.date}")
+        print(f"ok: the proof report link is {report.geturl()}", flush=True)
         # recd records the live feed meanwhile: its CPU over a 1 s window with no page load is
         # taken before each load's 1 s window, and the page's cost is the difference.
         tick = 1000 / os.sysconf("SC_CLK_TCK")

@@ -10,7 +10,9 @@ findings, and the whole text. Exits 1 when the parser stops on the file.
 With --browser it also opens FILE in a real headless Chromium (Selenium from
 RECD_SELENIUM_VENV, as Tests/Browser/status_page.py) and adds what the browser saw: the
 title, the verdict's text, the console's errors, and the number of A4 pages Chromium prints it
-on (its print-to-PDF, the pages counted in the PDF).
+on (its print-to-PDF, the pages counted in the PDF). With --url URL the browser opens the page
+where recd serves it (`/api/report`: its headers, the Content-Security-Policy among them, in
+force) instead of FILE, which holds the same page as curl fetched it.
 """
 import argparse
 import base64
@@ -101,7 +103,7 @@ class Reader(HTMLParser):
             self.finding.append(data)
 
 
-def browse(path):
+def browse(path, url=None):
     venv = os.environ.get("RECD_SELENIUM_VENV", "")
     for directory in glob.glob(os.path.join(venv, "lib", "python3*", "site-packages")):
         site.addsitedir(directory)
@@ -116,7 +118,7 @@ def browse(path):
     options.set_capability("goog:loggingPrefs", {"browser": "ALL"})
     driver = webdriver.Chrome(options=options, service=Service(executable_path="/usr/bin/chromedriver"))
     try:
-        driver.get("file://" + os.path.abspath(path))
+        driver.get(url or "file://" + os.path.abspath(path))
         seen = {
             "title": driver.title,
             "verdict": driver.execute_script(
@@ -137,6 +139,7 @@ def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("file")
     parser.add_argument("--browser", action="store_true")
+    parser.add_argument("--url")
     args = parser.parse_args()
     with open(args.file, encoding="utf-8") as page:
         html = page.read()
@@ -159,7 +162,7 @@ def main():
         "text": "".join(reader.text),
     }
     if args.browser:
-        result["browser"] = browse(args.file)
+        result["browser"] = browse(args.file, args.url)
     print(json.dumps(result))
 
 

@@ -1,4 +1,4 @@
-// The printed proof's rules from tables (`recctl archive prove --report`, ProofCertificate and
+// The printed proof's rules from tables (`recctl archive prove --report`, ArchiveEvidence's ProofCertificate and
 // ProofReportPage): which segments make one stretch and which verdict it has for each finding
 // prove names, how times read, and that every value is escaped. The end-to-end test
 // (ProofReportEndToEndTests) runs the real recctl on a real archive.
@@ -6,7 +6,7 @@ import ArchiveProof
 import Foundation
 import Testing
 
-@testable import RecctlKit
+@testable import ArchiveEvidence
 
 @Suite("recctl archive prove --report: stretches, times and escaping from tables")
 struct ProofCertificateTests {

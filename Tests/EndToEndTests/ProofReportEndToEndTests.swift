@@ -16,8 +16,8 @@ import Testing
     import Glibc
 #endif
 
-/// What Tests/Browser/proof_report.py read of a report.
-private struct ReadReport {
+/// What Tests/Browser/proof_report.py read of a report (also ProofReportRouteTests').
+struct ReadReport {
     let json: JSONValue
     var text: String { json["text"]?.stringValue ?? "" }
     var verdict: String { json["verdict"]?.stringValue ?? "" }
@@ -31,9 +31,11 @@ private struct ReadReport {
         }
     }
 
-    static func read(_ path: String, browser: Bool = false) throws -> ReadReport {
+    /// `url`: where the browser opens the page (recd's `/api/report`) instead of the file.
+    static func read(_ path: String, browser: Bool = false, url: String? = nil) throws -> ReadReport {
         var arguments = [ExternalTools.packageRoot + "/Tests/Browser/proof_report.py", path]
         if browser { arguments.append("--browser") }
+        if let url { arguments += ["--url", url] }
         let result = try runTool(
             "python3", arguments, environment: ["RECD_SELENIUM_VENV": StatusPageTests.seleniumVenv], timeout: 90)
         try #require(result.status == 0, "proof_report.py \(path): \(result.stdout) \(result.stderr)")

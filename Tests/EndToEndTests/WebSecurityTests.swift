@@ -189,6 +189,18 @@ struct WebSecurityTests {
         let refused = try Self.curl(
             base + "/archive/\(relative)", prefix: client, certificate: certificate, jar: otherJar, into: out)
         #expect(refused.status == 403, "listener of another feed: \(refused.status)")
+        // The day's printed proof (/api/report) to the same callers: the listener of the feed gets
+        // the page, proved for its account; the viewer and the listener of another feed get 403.
+        let report =
+            base + "/api/report?feed=\(feed)&date=\(relative.prefix(10).replacingOccurrences(of: "/", with: "-"))"
+        let proof = try Self.curl(report, prefix: client, certificate: certificate, jar: hearerJar, into: out)
+        #expect(
+            proof.status == 200 && proof.text(limit: 1 << 20).contains("for account hearer (listener)"),
+            "granted listener's report: \(proof.status) \(proof.text(limit: 400))")
+        let viewerProof = try Self.curl(report, prefix: client, certificate: certificate, jar: viewerJar, into: out)
+        #expect(viewerProof.status == 403 && viewerProof.text(limit: 400).contains("viewer"), "\(viewerProof.status)")
+        let otherProof = try Self.curl(report, prefix: client, certificate: certificate, jar: otherJar, into: out)
+        #expect(otherProof.status == 403, "listener of another feed's report: \(otherProof.status)")
 
         // CSRF: a POST with the session but without its token is refused; from another origin too.
         let csrf = try #require(

@@ -1,17 +1,18 @@
-// What the printed report of `recctl archive prove --report FILE.html` says (docs/archive-proof.md,
+// What the printed report of `recctl archive prove --report FILE.html` and the console's
+// `/api/report` says (docs/archive-proof.md,
 // "A report to print and sign"), made from a proof just done: what was checked, when, by whom and
 // with which key and TSAs; for each stream's day the stretches of recorded time that hold and
 // those that do not, each failure named as prove names it; the chain heads and their trusted
 // times. `ProofReportPage` renders it. Built from values only, except each chain's sample rate,
 // read from the first 22 bytes of one of its segments (no link followed, a regular file).
 import ArchiveProof
-import ControlProtocol
 import Foundation
 import Glibc
 import Platform
 
-/// A proof's report for people. A plain value: recctl's one thread.
-struct ProofCertificate {
+/// A proof's report for people. A plain value, made and rendered on one thread (recctl's, or the
+/// daemon's slow worker).
+public struct ProofCertificate {
     /// Stretches of a stream's recorded time: its segments follow each other without a pause and
     /// all hold, or all do not.
     struct Stretch {
@@ -65,29 +66,37 @@ struct ProofCertificate {
     var sources: [String] = []
     /// Every finding, as prove prints it.
     var findings: [String]
+    /// Who checked (`checker(program:)`): the page's generator.
+    var generator = ""
 }
 
 extension ProofCertificate {
     /// The report of `ArchiveProver.prove` (and the time-stamps' check) over `directory`.
-    static func archive(
-        directory: String, scope: ProofScope, key: ArchivePublicKey, keyGiven: Bool, record: String, roots: String,
-        report: ProofReport, stamps: TimeStampProofReport, summary: String, now: Date = Date()
+    /// `checkedBy`: `checker(program:)`, or who the console proved it for; `keyNote`: where the
+    /// key came from, when neither recctl's `--key` nor the archive's own copy.
+    public static func archive(
+        directory: String, scope: ProofScope, key: ArchivePublicKey, keyGiven: Bool, keyNote: String? = nil,
+        record: String, roots: String, report: ProofReport, stamps: TimeStampProofReport, summary: String,
+        checkedBy: String, now: Date = Date()
     ) -> ProofCertificate {
         var certificate = ProofCertificate(
             title: "Archive proof",
             checked: [
                 ("Archive", directory), ("Range", describe(scope)), ("Checked at", readable(now.timeIntervalSince1970)),
-                ("Checked by", checker()),
+                ("Checked by", checkedBy),
                 (
                     "Archive key",
                     key.text
-                        + (keyGiven
-                            ? " (given to recctl with --key)"
-                            : " (the archive's own copy, archive-key.pub: it proves nothing against someone who "
-                                + "could write the archive; compare it with the key recorded when the box was set up)")
+                        + (keyNote.map { " (\($0))" }
+                            ?? (keyGiven
+                                ? " (given to recctl with --key)"
+                                : " (the archive's own copy, archive-key.pub: it proves nothing against someone who "
+                                    + "could write the archive; compare it with the key recorded when the box was set "
+                                    + "up)"))
                 ),
                 ("Signed heads", record), ("TSA roots", roots),
-            ], holds: report.holds, summary: summary, findings: report.findings.map(\.description))
+            ], holds: report.holds, summary: summary, findings: report.findings.map(\.description), generator: checkedBy
+        )
         for chain in report.inScope.keys.sorted() {
             let entries = (report.inScope[chain] ?? []).sorted { $0.sequence < $1.sequence }
             let name = String(FileSystem.fileName(of: chain).dropLast(ChainLayout.chainSuffix.count))
@@ -119,16 +128,16 @@ extension ProofCertificate {
     }
 
     /// The report of a clip checked against its proof file.
-    static func clip(
+    public static func clip(
         path: String, proofPath: String, proofText: String, key: ArchivePublicKey, findings: [ProofFinding],
-        summary: String, now: Date = Date()
+        summary: String, checkedBy: String, now: Date = Date()
     ) -> ProofCertificate {
         var certificate = ProofCertificate(
             title: "Clip proof",
             checked: [
                 ("Clip", path), ("Proof file", proofPath), ("Checked at", readable(now.timeIntervalSince1970)),
-                ("Checked by", checker()), ("Box key", key.text + " (given to recctl with --key)"),
-            ], holds: findings.isEmpty, summary: summary, findings: findings.map(\.description))
+                ("Checked by", checkedBy), ("Box key", key.text + " (given to recctl with --key)"),
+            ], holds: findings.isEmpty, summary: summary, findings: findings.map(\.description), generator: checkedBy)
         // The sources as the proof names them (its signature is part of what was checked).
         let lines = proofText.split(separator: "\n").prefix(100_000)
         certificate.sources = lines.filter { $0.hasPrefix("source\t") }.prefix(1000).map { String($0.dropFirst(7)) }
@@ -258,15 +267,30 @@ extension ProofCertificate {
         return words
     }
 
-    /// `recctl 0.1.0, as NAME (uid N) on HOST`.
-    static func checker() -> String {
+    /// `recctl 0.1.0, as NAME (uid N) on HOST` for `program` `recctl 0.1.0`: this process's user.
+    public static func checker(program: String) -> String {
         let uid = getuid()
         var name = "uid \(uid)"
         if let entry = getpwuid(uid), let login = entry.pointee.pw_name {
             name = "\(String(cString: login)) (uid \(uid))"
         }
+        return "\(program), as \(name) on \(hostName())"
+    }
+
+    /// This machine's name, as the report says who checked where.
+    public static func hostName() -> String {
         var host = [CChar](repeating: 0, count: 256)
-        let machine = gethostname(&host, host.count - 1) == 0 ? String(cString: host) : "this machine"
-        return "recctl \(recdVersion), as \(name) on \(machine)"
+        return gethostname(&host, host.count - 1) == 0 ? String(cString: host) : "this machine"
+    }
+
+    /// prove's verdict up to the key: `holds: 3 segments proven in 1 chain (1 signed throughout);
+    /// key ed25519:…`; recctl adds what it was not checked against.
+    public static func summary(of report: ProofReport, key: ArchivePublicKey) -> String {
+        let removed = report.segmentsRemoved > 0 ? ", \(report.segmentsRemoved) removed by retention" : ""
+        let recording =
+            report.beingRecorded.isEmpty ? "" : ", \(report.beingRecorded.count) being recorded (not yet proven)"
+        return "\(report.holds ? "holds" : "DOES NOT HOLD"): \(Readable.count(report.segmentsProven, "segment")) "
+            + "proven in \(Readable.count(report.chains, "chain")) (\(report.signedChains) signed throughout)"
+            + "\(removed)\(recording); key \(key.text)"
     }
 }

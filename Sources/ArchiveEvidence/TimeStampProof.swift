@@ -6,69 +6,53 @@
 // that does not hold is named and proves nothing. Tokens are read as the caller, through no link,
 // regular files of at most 64 KiB.
 import ArchiveProof
-import ControlProtocol
 import Foundation
 import Glibc
 import PKI
 import Platform
 
 /// What the archive's time-stamp tokens prove. A plain value.
-struct TimeStampProofReport {
+public struct TimeStampProofReport {
     /// A segment, and the earliest trusted time before which it existed.
-    struct Covered {
-        var path: String
-        var chain: String
-        var entry: Int
-        var before: Int64
-        var token: String
-        var signer: String
+    public struct Covered {
+        public var path: String
+        public var chain: String
+        public var entry: Int
+        public var before: Int64
+        public var token: String
+        public var signer: String
     }
 
     /// A token that holds: the chain head it stamps, when, by which TSA.
-    struct Trusted {
-        var token: String
-        var chain: String
+    public struct Trusted {
+        public var token: String
+        public var chain: String
         var entries: Int
         var time: Int64
-        var signer: String
+        public var signer: String
         var signerFingerprint: String
     }
 
-    var findings: [ProofFinding] = []
-    var covered: [Covered] = []
+    public var findings: [ProofFinding] = []
+    public var covered: [Covered] = []
     /// Every token that holds, by chain and entry count.
-    var trustedTokens: [Trusted] = []
+    public var trustedTokens: [Trusted] = []
     /// Token files read, and those that hold.
-    var tokens = 0
-    var trusted = 0
+    public var tokens = 0
+    public var trusted = 0
     /// Segments in the range no trusted token covers yet.
-    var uncovered: [String] = []
+    public var uncovered: [String] = []
 
-    /// `prove --json`'s `timeStamps`: the counts, the roots, each covered segment's time.
-    func json(roots: String) -> JSONValue {
-        let segments: [JSONValue] = covered.map { segment in
-            let fields: [(String, JSONValue)] = [
-                ("path", .string(segment.path)), ("entry", .number(Double(segment.entry))),
-                ("existedBefore", .string(TimeStampProof.utc(segment.before))),
-                ("existedBeforeUnix", .number(Double(segment.before))), ("token", .string(segment.token)),
-                ("tsa", .string(segment.signer)),
-            ]
-            return .object(fields)
-        }
-        let fields: [(String, JSONValue)] = [
-            ("tokens", .number(Double(tokens))), ("trusted", .number(Double(trusted))), ("roots", .string(roots)),
-            ("segments", .array(segments)), ("notStamped", JSONValue(uncovered)),
-        ]
-        return .object(fields)
-    }
+    public init() {}
+
 }
 
-enum TimeStampProof {
+public enum TimeStampProof {
     static let tokenSuffix = ".tsr"
 
     /// The tokens beside the chains of `report` (the proof just made of the archive at `root`),
     /// against the roots in `caFile` (nil: the system's).
-    static func check(root: String, report: ProofReport, caFile: String?) -> TimeStampProofReport {
+    public static func check(root: String, report: ProofReport, caFile: String?) -> TimeStampProofReport {
         var result = TimeStampProofReport()
         for chain in report.entriesByChain.keys.sorted() {
             let entries = report.entriesByChain[chain] ?? []
@@ -136,7 +120,7 @@ enum TimeStampProof {
     }
 
     /// A token's time as a person reads it: UTC, to the second.
-    static func utc(_ seconds: Int64) -> String {
+    public static func utc(_ seconds: Int64) -> String {
         var time = time_t(seconds)
         var parts = tm()
         guard gmtime_r(&time, &parts) != nil else { return "\(seconds) s since 1970" }

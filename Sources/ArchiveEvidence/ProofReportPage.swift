@@ -1,4 +1,4 @@
-// `recctl archive prove --report FILE.html`: a `ProofCertificate` as one self-contained HTML page
+// `recctl archive prove --report FILE.html` and the console's `/api/report`: a `ProofCertificate` as one self-contained HTML page
 // to print and sign (docs/archive-proof.md, "A report to print and sign"). Its style is inline and
 // made for paper (A4, black on white, the verdict in words as well as colour); it has no script,
 // no link, no image, nothing fetched: it opens the same in any browser, offline, years later.
@@ -8,14 +8,14 @@
 // The file is replaced whole (temporary file, fsync, rename), never written through a link.
 import Platform
 
-enum ProofReportPage {
+public enum ProofReportPage {
     /// A page to print: each failing stretch names this many findings, the list this many; the
     /// rest are counted (`prove --json` has them all).
     static let failuresPerStretch = 8
     static let findingsListed = 40
 
     /// The page.
-    static func html(_ certificate: ProofCertificate) -> String {
+    public static func html(_ certificate: ProofCertificate) -> String {
         let verdict = certificate.holds ? "HOLDS" : "DOES NOT HOLD"
         let verdictClass = certificate.holds ? "holds" : "fails"
         var page = """
@@ -23,7 +23,7 @@ enum ProofReportPage {
             <html lang="en">
             <head>
             <meta charset="utf-8">
-            <meta name="generator" content="\(escape(ProofCertificate.checker()))">
+            <meta name="generator" content="\(escape(certificate.generator))">
             <title>\(escape(certificate.title)): \(verdict)</title>
             <style>\(style)</style>
             </head>
@@ -200,12 +200,12 @@ enum ProofReportPage {
     }
 
     /// Why the report was not written, in words that say what to do.
-    struct WriteError: Error {
-        var message: String
+    public struct WriteError: Error {
+        public var message: String
     }
 
     /// Writes `html` to `path` whole; refuses a link or anything but a regular file there.
-    static func write(_ html: String, to path: String) throws(WriteError) {
+    public static func write(_ html: String, to path: String) throws(WriteError) {
         let kind: FileKind?
         do throws(SystemError) {
             kind = try FileSystem.kind(of: path)
