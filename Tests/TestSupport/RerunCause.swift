@@ -10,4 +10,11 @@ public enum RerunCause {
     public static func serverDidNotStart(_ what: String) -> String {
         "\(what) did not start [rerun-cause: server-start]"
     }
+
+    /// A reply came late, and recd's control thread logged no busy turn meanwhile (it logs one
+    /// busy past 100 ms, the time it waited for a CPU left out): the time went on waiting for a
+    /// CPU, the machine's, not on recd's work. Only where the test checks the log for that line.
+    public static func notScheduled(_ what: String) -> String {
+        "\(what) [rerun-cause: not-scheduled]"
+    }
 }

@@ -27,7 +27,7 @@ struct RerunPolicyTests {
     }
 
     @Test(
-        "each failure's causes are those of its own run: xruns, load, a server that did not start, a stepped wall clock; none for a bare failure or a crash"
+        "each failure's causes are those of its own run: xruns, load, a server that did not start, a stepped wall clock, a late reply recd's work does not explain; none for a bare failure or a crash"
     )
     func judge() throws {
         let directory = NSTemporaryDirectory() + "recd-rerun-policy-\(getpid())"
@@ -37,12 +37,14 @@ struct RerunPolicyTests {
             "M.S/passed()/F.swift:1:1", "M.S/xruns()/F.swift:2:1", "M.S/loaded()/F.swift:3:1",
             "M.S/server()/F.swift:4:1", "M.S/bare()/F.swift:5:1", "M.S/stepped()/F.swift:7:1", "M.S/crashed()/F.swift:6:1"
         )
+        let late = "M.S/late()/F.swift:8:1"
         // One test after another, 2 s each from t = 100: the load comes in the second one's run,
         // the xruns half a second into the last one's, just after the bare failure ended: none of
         // them is the bare failure's; the wall clock steps 1 ms a quarter second in the sixth one's.
         let runs: [(String, String?)] = [
             (passed, nil), (loaded, ""), (server, "jackd did not start [rerun-cause: server-start]"),
             (bare, "expected 1, got 2"), (xruns, ""), (stepped, ""),
+            (late, "status took 137 ms (recd's control thread was not busy) [rerun-cause: not-scheduled]"),
         ]
         var events: [String] = []
         for (index, (id, failure)) in runs.enumerated() {
@@ -83,6 +85,7 @@ struct RerunPolicyTests {
         #expect(verdicts[xruns]?.status == "failed" && verdicts[xruns]?.cause == "xruns=3 (deck)", "\(verdicts)")
         #expect(verdicts[loaded]?.status == "failed" && verdicts[loaded]?.cause == "load=2.6/core", "\(verdicts)")
         #expect(verdicts[server]?.cause == "server-start", "\(verdicts)")
+        #expect(verdicts[late]?.cause == "not-scheduled", "\(verdicts)")
         #expect(verdicts[bare]?.status == "failed" && verdicts[bare]?.cause == "", "a bare failure: \(verdicts)")
         #expect(verdicts[stepped]?.cause == "clock-steps=6ms", "\(verdicts)")
         #expect(verdicts[crashed]?.status == "crashed" && verdicts[crashed]?.cause == "", "\(verdicts)")
