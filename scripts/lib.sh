@@ -55,6 +55,23 @@ ensure_localhost() {
     printf '127.0.0.1\tlocalhost\n::1\tlocalhost ip6-localhost ip6-loopback\n' >>/etc/hosts
 }
 
+# pypi_venv VENV MODULE PACKAGE: a virtual environment at VENV in which MODULE imports, PACKAGE
+# installed from PyPI when it does not (made once, then reused: a second run checks the import
+# and installs nothing). Non-zero, and no VENV left, when PyPI is out of reach.
+pypi_venv() {
+    local venv="$1" module="$2" package="$3"
+    "$venv/bin/python3" -c "import $module" 2>/dev/null && return 0
+    log "installing $package (PyPI) into $venv"
+    rm -rf "$venv"
+    mkdir -p "$(dirname "$venv")"
+    if /usr/bin/python3 -m venv "$venv" &&
+        "$venv/bin/pip" install -q --disable-pip-version-check --retries 1 --timeout 30 "$package"; then
+        return 0
+    fi
+    rm -rf "$venv"
+    return 1
+}
+
 # ensure_selenium: Selenium from PyPI in a virtual environment under .build (Debian's python3
 # with python3-venv), for the status page's browser test (Tests/Browser/status_page.py): made
 # once, then reused (a second run checks the import and installs nothing). Exports
@@ -62,14 +79,7 @@ ensure_localhost() {
 ensure_selenium() {
     local venv="$RECD_ROOT/.build/selenium-venv"
     export RECD_SELENIUM_VENV="$venv"
-    "$venv/bin/python3" -c 'import selenium' 2>/dev/null && return 0
-    log "installing selenium (PyPI) into $venv"
-    rm -rf "$venv"
-    mkdir -p "$RECD_ROOT/.build"
-    if /usr/bin/python3 -m venv "$venv" &&
-        "$venv/bin/pip" install -q --disable-pip-version-check --retries 1 --timeout 30 selenium; then
-        return 0
-    fi
+    pypi_venv "$venv" selenium selenium && return 0
     # No PyPI here (no route, or a TLS-intercepting proxy whose CA this machine lacks): the
     # same Selenium from Debian, seen through the venv.
     log "PyPI is out of reach; using Debian's python3-selenium instead"
@@ -85,16 +95,8 @@ ensure_selenium() {
 ensure_c2pa() {
     local venv="$RECD_ROOT/.build/c2pa-venv"
     export RECD_C2PA_VENV="$venv"
-    "$venv/bin/python3" -c 'import c2pa' 2>/dev/null && return 0
-    log "installing c2pa-python (PyPI) into $venv"
-    rm -rf "$venv"
-    mkdir -p "$RECD_ROOT/.build"
-    if /usr/bin/python3 -m venv "$venv" &&
-        "$venv/bin/pip" install -q --disable-pip-version-check --retries 1 --timeout 30 c2pa-python; then
-        return 0
-    fi
+    pypi_venv "$venv" c2pa c2pa-python && return 0
     log "PyPI is out of reach: no c2pa-python; the Content Credentials end-to-end test will skip, saying so"
-    rm -rf "$venv"
     return 0
 }
 

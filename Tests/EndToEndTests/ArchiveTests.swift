@@ -165,13 +165,7 @@ struct ArchiveEndToEndTests {
         #expect(try metaflacTag(try #require(files.last), "CLOCK_SOURCE")?.isEmpty == false)
         // One byte of one segment changed: named, exit 1.
         let victim = files[1]
-        let handle = try FileHandle(forUpdating: URL(fileURLWithPath: victim))
-        let middle = try handle.seekToEnd() / 2
-        try handle.seek(toOffset: middle)
-        let byte = try #require(try handle.read(upToCount: 1)?.first)
-        try handle.seek(toOffset: middle)
-        try handle.write(contentsOf: Data([byte ^ 0x80]))
-        try handle.close()
+        try flipMiddleByte(of: victim, mask: 0x80)
         let relative = String(victim.dropFirst(rotating.directory.count + "/archive/".count))
         let altered = try rotating.recctl("--json", "archive", "prove", "--key", key.stdout)
         #expect(altered.status == 1)

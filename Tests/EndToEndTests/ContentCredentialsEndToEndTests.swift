@@ -82,16 +82,7 @@ struct ContentCredentialsEndToEndTests {
         let deck = uniqueName("deck")
         let daemon = try Daemon(
             extraConfig: extraConfig, ports: ArchiveEndToEndTests.deckPorts(deck), archiveSegmentSeconds: 1)
-        let source = try SignalClient(["--name", deck, "play", "--ports", "out_1,out_2", "--signal", "counter"])
-        #expect(
-            try eventually {
-                try daemon.recctl("--json", "routes").json?["ports"]?.arrayValue?.first?["available"] == true
-            })
-        try #require(
-            daemon.recctl("session", "set", "logger", "--category", "record", "--mic-usage", "archive").status == 0)
-        try #require(daemon.recctl("permission", "grant", "logger").status == 0)
-        let watcher = try daemon.watch("logger")
-        try #require(daemon.recctl("record", "start", "logger").status == 0)
+        let (source, watcher) = try startLoggerRecording(daemon, deck: deck, signal: ["--signal", "counter"])
         watcher.waitFor(count: 3, timeout: 10) { $0["event"] == "recording" && $0["state"] == "finished" }
         try #require(daemon.recctl("record", "stop", "logger").status == 0)
         let key = try daemon.recctl("archive", "key").stdout.trimmingCharacters(in: .whitespacesAndNewlines)

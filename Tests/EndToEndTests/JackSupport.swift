@@ -390,10 +390,12 @@ func fadeOut(_ samples: [Float], full: Float, cycle: Int = 48) -> (frames: Int, 
 /// A recd-signal sine at `level` dBFS on a fresh deck (`ArchiveEndToEndTests.deckPorts`), and the
 /// `logger` session (record, permission granted) recording it; a watcher of `logger` from
 /// before the start.
-func startLoggerRecording(_ daemon: Daemon, deck: String, level: Int = -12) throws -> (SignalClient, Watcher) {
-    let source = try SignalClient([
-        "--name", deck, "play", "--ports", "out_1,out_2", "--signal", "sine:1000", "--level", "\(level)",
-    ])
+func startLoggerRecording(
+    _ daemon: Daemon, deck: String, level: Int = -12, signal: [String]? = nil
+) throws -> (SignalClient, Watcher) {
+    // `signal`: recd-signal's own arguments for what the deck plays (default a 1 kHz sine at `level`).
+    let playing = signal ?? ["--signal", "sine:1000", "--level", "\(level)"]
+    let source = try SignalClient(["--name", deck, "play", "--ports", "out_1,out_2"] + playing)
     #expect(
         try eventually {
             try daemon.recctl("--json", "routes").json?["ports"]?.arrayValue?.first?["available"] == true

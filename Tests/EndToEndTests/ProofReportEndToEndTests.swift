@@ -41,6 +41,38 @@ struct ReadReport {
         try #require(result.status == 0, "proof_report.py \(path): \(result.stdout) \(result.stderr)")
         return ReadReport(json: try #require(result.json, "\(result.stdout)"))
     }
+
+    /// The page at `path` (or `url`) as Chromium renders it, when Selenium is here (the status
+    /// page's test's): it holds, runs no script, logs no error, prints on one A4 page.
+    static func expectInChromium(
+        _ path: String, url: String? = nil, sourceLocation: SourceLocation = #_sourceLocation
+    ) throws {
+        guard FileManager.default.fileExists(atPath: StatusPageTests.seleniumVenv + "/bin/python3") else {
+            print("no Selenium at \(StatusPageTests.seleniumVenv): the report is not opened in Chromium")
+            return
+        }
+        let seen = try read(path, browser: true, url: url).json["browser"]
+        print("Chromium saw \(url ?? path): \(String(describing: seen))")
+        #expect(
+            seen?["verdict"]?.stringValue == "HOLDS" && seen?["scripts"]?.intValue == 0,
+            "\(String(describing: seen))", sourceLocation: sourceLocation)
+        #expect(
+            seen?["errors"]?.arrayValue?.isEmpty == true, "\(String(describing: seen))", sourceLocation: sourceLocation)
+        #expect(
+            seen?["pages"]?.intValue == 1, "printed on one A4 page: \(String(describing: seen))",
+            sourceLocation: sourceLocation)
+    }
+}
+
+/// Flips bits (`mask`) of the byte in the middle of the file at `path`, in place.
+func flipMiddleByte(of path: String, mask: UInt8 = 0x01) throws {
+    let handle = try FileHandle(forUpdating: URL(fileURLWithPath: path))
+    defer { try? handle.close() }
+    let middle = try handle.seekToEnd() / 2
+    try handle.seek(toOffset: middle)
+    let byte = try #require(try handle.read(upToCount: 1)?.first)
+    try handle.seek(toOffset: middle)
+    try handle.write(contentsOf: Data([byte ^ mask]))
 }
 
 @Suite("recctl archive prove --report: a page to print and sign", .serialized)
@@ -118,28 +150,12 @@ struct ProofReportEndToEndTests {
         #expect(read.rows("findings").isEmpty && read.findings.isEmpty)
 
         // The page as the browser the status page's test uses renders it, when it is here.
-        if FileManager.default.fileExists(atPath: StatusPageTests.seleniumVenv + "/bin/python3") {
-            let seen = try ReadReport.read(good, browser: true).json["browser"]
-            print("Chromium saw: \(String(describing: seen))")
-            #expect(
-                seen?["verdict"]?.stringValue == "HOLDS" && seen?["scripts"]?.intValue == 0,
-                "\(String(describing: seen))")
-            #expect(seen?["errors"]?.arrayValue?.isEmpty == true, "\(String(describing: seen))")
-            #expect(seen?["pages"]?.intValue == 1, "printed on one A4 page: \(String(describing: seen))")
-        } else {
-            print("no Selenium at \(StatusPageTests.seleniumVenv): the report is not opened in Chromium")
-        }
+        try ReadReport.expectInChromium(good)
 
         // One byte flipped in the middle of a middle segment: prove fails, the report is still
         // written and names that segment as not holding; the stretches around it hold.
         let victim = entries[entries.count / 2]
-        let handle = try FileHandle(forUpdating: URL(fileURLWithPath: logger.archive + "/" + victim.path))
-        let size = try handle.seekToEnd()
-        try handle.seek(toOffset: size / 2)
-        let byte = try #require(try handle.read(upToCount: 1)?.first)
-        try handle.seek(toOffset: size / 2)
-        try handle.write(contentsOf: Data([byte ^ 0x01]))
-        try handle.close()
+        try flipMiddleByte(of: logger.archive + "/" + victim.path)
         let flipped = reports + "/flipped.html"
         let failed = try prove(logger.archive, report: flipped)
         #expect(failed.status == 1, "\(failed.stdout)")
@@ -153,10 +169,7 @@ struct ProofReportEndToEndTests {
         #expect(failing[0][4].hasPrefix("all of their chain entries stamped before"), "not 'existed': \(failing)")
         #expect(badRanges.filter { $0[3] == "holds" }.count == 2, "before and after it: \(badRanges)")
         #expect(bad.findings.contains { $0.hasPrefix("altered: \(victim.path)") }, "\(bad.findings)")
-        let restore = try FileHandle(forUpdating: URL(fileURLWithPath: logger.archive + "/" + victim.path))
-        try restore.seek(toOffset: size / 2)
-        try restore.write(contentsOf: Data([byte]))
-        try restore.close()
+        try flipMiddleByte(of: logger.archive + "/" + victim.path)  // flipped back: the segment as it was
 
         // Names an attacker chose: the archive copied to a folder named like markup, a file put in
         // its day named like markup; both shown as text, never as elements.

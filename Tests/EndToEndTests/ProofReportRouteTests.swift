@@ -105,27 +105,11 @@ struct ProofReportRouteTests {
 
         // The page as Chromium renders it from recd, its CSP in force, when Selenium is here: no
         // script, no console error, one A4 page.
-        if FileManager.default.fileExists(atPath: StatusPageTests.seleniumVenv + "/bin/python3") {
-            let seen = try ReadReport.read(good.file, browser: true, url: url).json["browser"]
-            print("Chromium saw \(url): \(String(describing: seen))")
-            #expect(
-                seen?["verdict"]?.stringValue == "HOLDS" && seen?["scripts"]?.intValue == 0,
-                "\(String(describing: seen))")
-            #expect(seen?["errors"]?.arrayValue?.isEmpty == true, "\(String(describing: seen))")
-            #expect(seen?["pages"]?.intValue == 1, "printed on one A4 page: \(String(describing: seen))")
-        } else {
-            print("no Selenium at \(StatusPageTests.seleniumVenv): the report is not opened in Chromium")
-        }
+        try ReadReport.expectInChromium(good.file, url: url)
 
         // One byte flipped in the middle of the middle segment: that stretch does not hold.
         let victim = segments[segments.count / 2]
-        let handle = try FileHandle(forUpdating: URL(fileURLWithPath: victim))
-        let size = try handle.seekToEnd()
-        try handle.seek(toOffset: size / 2)
-        let byte = try #require(try handle.read(upToCount: 1)?.first)
-        try handle.seek(toOffset: size / 2)
-        try handle.write(contentsOf: Data([byte ^ 0x01]))
-        try handle.close()
+        try flipMiddleByte(of: victim)
         let flipped = try Self.get(url, into: out)
         #expect(flipped.status == 200 && flipped.headers["x-recd-proof"] == "does-not-hold", "\(flipped.headers)")
         let bad = try ReadReport.read(flipped.file)
