@@ -12,9 +12,10 @@ public enum RerunCause {
     }
 
     /// A reply came late, and recd's control thread logged no busy turn meanwhile (it logs one
-    /// busy past 100 ms, the time it waited for a CPU left out): the time went on waiting for a
-    /// CPU, the machine's, not on recd's work. Only where the test checks the log for that line.
-    public static func notScheduled(_ what: String) -> String {
-        "\(what) [rerun-cause: not-scheduled]"
+    /// busy past 100 ms, the time it waited for a CPU left out): no one turn of recd's held it up;
+    /// the time went on waiting for a CPU or on shorter turns before it (not told apart). Only
+    /// where the test checks the log for that line.
+    public static func noLongTurn(_ what: String) -> String {
+        "\(what) [rerun-cause: no-long-turn]"
     }
 }

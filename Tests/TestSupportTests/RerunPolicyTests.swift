@@ -44,7 +44,7 @@ struct RerunPolicyTests {
         let runs: [(String, String?)] = [
             (passed, nil), (loaded, ""), (server, "jackd did not start [rerun-cause: server-start]"),
             (bare, "expected 1, got 2"), (xruns, ""), (stepped, ""),
-            (late, "status took 137 ms (recd's control thread was not busy) [rerun-cause: not-scheduled]"),
+            (late, "status took 137 ms (no turn of recd's control thread over 100 ms) [rerun-cause: no-long-turn]"),
         ]
         var events: [String] = []
         for (index, (id, failure)) in runs.enumerated() {
@@ -85,7 +85,7 @@ struct RerunPolicyTests {
         #expect(verdicts[xruns]?.status == "failed" && verdicts[xruns]?.cause == "xruns=3 (deck)", "\(verdicts)")
         #expect(verdicts[loaded]?.status == "failed" && verdicts[loaded]?.cause == "load=2.6/core", "\(verdicts)")
         #expect(verdicts[server]?.cause == "server-start", "\(verdicts)")
-        #expect(verdicts[late]?.cause == "not-scheduled", "\(verdicts)")
+        #expect(verdicts[late]?.cause == "no-long-turn", "\(verdicts)")
         #expect(verdicts[bare]?.status == "failed" && verdicts[bare]?.cause == "", "a bare failure: \(verdicts)")
         #expect(verdicts[stepped]?.cause == "clock-steps=6ms", "\(verdicts)")
         #expect(verdicts[crashed]?.status == "crashed" && verdicts[crashed]?.cause == "", "\(verdicts)")
