@@ -1,6 +1,6 @@
 // SpeexDSP's echo canceller (the MDF adaptive filter) with its preprocessor's residual echo
-// suppression, on the 10 ms chunks VoiceProcessor stages: the other canceller of the
-// double-talk comparison (docs/voice-processing.md).
+// suppression and denoiser, on the chunks VoiceProcessor stages: voiceChat's canceller since
+// the double-talk comparison (docs/voice-processing.md).
 
 internal import CSpeexDSP
 
@@ -29,10 +29,11 @@ final class SpeexEchoCanceller {
     /// `filterFrames`: the adaptive filter's length (the room's reverberation it can model);
     /// `maximumDelayFrames`: the most the reference can be held back.
     /// `suppression`, `activeSuppression`: the most the residual echo suppressor takes off, in
-    /// dB (negative), with the near end silent and while it talks.
+    /// dB (negative), with the near end silent and while it talks; `noiseSuppression`: the most
+    /// the denoiser takes off steady noise, in dB (0: none).
     init?(
         sampleRate: Int, chunkFrames: Int, referenceChannels: Int, filterFrames: Int, maximumDelayFrames: Int,
-        suppression: Int32, activeSuppression: Int32, denoise: Bool
+        suppression: Int32, activeSuppression: Int32, noiseSuppression: Int32
     ) {
         guard let echo = speex_echo_state_init_mc(Int32(chunkFrames), Int32(filterFrames), 1, Int32(referenceChannels))
         else { return nil }
@@ -49,12 +50,12 @@ final class SpeexEchoCanceller {
         speex_echo_ctl(echo, SPEEX_ECHO_SET_SAMPLING_RATE, &rate)
         speex_preprocess_ctl(preprocess, SPEEX_PREPROCESS_SET_ECHO_STATE, UnsafeMutableRawPointer(echo))
         // The preprocessor applies its gains only with denoising on (preprocess.c sets every
-        // gain to 1 otherwise, the residual echo suppressor's included): it stays on, and without
-        // `denoise` the noise may lose 0 dB, so the gains are the echo suppressor's alone.
+        // gain to 1 otherwise, the residual echo suppressor's included): it stays on, and with
+        // `noiseSuppression` 0 the noise may lose 0 dB, so the gains are the echo suppressor's alone.
         var on: Int32 = 1
         speex_preprocess_ctl(preprocess, SPEEX_PREPROCESS_SET_DENOISE, &on)
-        var noiseSuppression: Int32 = denoise ? -15 : 0
-        speex_preprocess_ctl(preprocess, SPEEX_PREPROCESS_SET_NOISE_SUPPRESS, &noiseSuppression)
+        var noise = min(0, noiseSuppression)
+        speex_preprocess_ctl(preprocess, SPEEX_PREPROCESS_SET_NOISE_SUPPRESS, &noise)
         var off: Int32 = 0
         speex_preprocess_ctl(preprocess, SPEEX_PREPROCESS_SET_AGC, &off)
         speex_preprocess_ctl(preprocess, SPEEX_PREPROCESS_SET_DEREVERB, &off)
@@ -79,33 +80,52 @@ final class SpeexEchoCanceller {
         referenceChunk.deallocate()
     }
 
+    /// A float sample as the library's 16-bit one: rounded to nearest (half away from zero),
+    /// clamped, NaN as 0. No libm call: this runs on every sample of every channel.
+    @inline(__always)
     private static func sample(_ value: Float) -> Int16 {
-        let scaled = (value * 32_768).rounded()
-        return Int16(max(-32_768, min(32_767, scaled.isNaN ? 0 : scaled)))
+        let scaled = value * 32_768
+        guard scaled == scaled else { return 0 }
+        let clamped = max(-32_768, min(32_767, scaled))
+        return Int16(clamped + (clamped < 0 ? -0.5 : 0.5))
     }
 
     /// Cancels one chunk of `capture` (one channel, in place) against one chunk of the
     /// reference (`reference[channel]` points at each reference channel's chunk).
     func process(capture: UnsafeMutablePointer<Float>, reference: UnsafeMutablePointer<UnsafePointer<Float>?>) {
-        // Into the delay line, and the chunk `referenceDelayFrames` older out of it.
-        for frame in 0..<chunkFrames {
-            let slot = (written + frame) % lineFrames
-            for channel in 0..<referenceChannels {
-                referenceLine[slot * referenceChannels + channel] = Self.sample(reference[channel]?[frame] ?? 0)
+        // Into the delay line, and the chunk `referenceDelayFrames` older out of it: each in at
+        // most two runs, split where the line wraps.
+        for channel in 0..<referenceChannels {
+            let samples = reference[channel]
+            var frame = 0
+            var slot = written
+            while frame < chunkFrames {
+                let run = min(chunkFrames - frame, lineFrames - slot)
+                if let samples {
+                    for index in 0..<run {
+                        referenceLine[(slot + index) * referenceChannels + channel] = Self.sample(samples[frame + index])
+                    }
+                } else {
+                    for index in 0..<run { referenceLine[(slot + index) * referenceChannels + channel] = 0 }
+                }
+                frame += run
+                slot = 0
             }
         }
         let delay = min(max(referenceDelayFrames, 0), maximumDelayFrames)
-        let oldest = (written + lineFrames - delay) % lineFrames
-        for frame in 0..<chunkFrames {
-            let slot = (oldest + frame) % lineFrames
-            for channel in 0..<referenceChannels {
-                referenceChunk[frame * referenceChannels + channel] = referenceLine[slot * referenceChannels + channel]
-            }
+        var frame = 0
+        var slot = (written + lineFrames - delay) % lineFrames
+        while frame < chunkFrames {
+            let run = min(chunkFrames - frame, lineFrames - slot)
+            (referenceChunk + frame * referenceChannels).update(
+                from: referenceLine + slot * referenceChannels, count: run * referenceChannels)
+            frame += run
+            slot = 0
         }
         written = (written + chunkFrames) % lineFrames
         for frame in 0..<chunkFrames { captureSamples[frame] = Self.sample(capture[frame]) }
         speex_echo_cancellation(echo, captureSamples, referenceChunk, outputSamples)
         speex_preprocess_run(preprocess, outputSamples)
-        for frame in 0..<chunkFrames { capture[frame] = Float(outputSamples[frame]) / 32_768 }
+        for frame in 0..<chunkFrames { capture[frame] = Float(outputSamples[frame]) * (1 / 32_768) }
     }
 }
