@@ -28,7 +28,7 @@ let configurations: [(String, VoiceProcessingFeatures)] = [
     ("WebRTC AEC high", [.echoCancellation, .suppressionHigh]),
     ("WebRTC AEC low, extended filter", [.echoCancellation, .suppressionLow, .extendedFilter]),
     ("WebRTC AECM", [.echoCancellation, .mobileEchoControl]),
-    // SpeexDSP's canceller, alone and with WebRTC's noise suppression and gain control after it.
+    // SpeexDSP's canceller, alone and with gain control (WebRTC's, after it: its chunks are then 480 frames).
     ("Speex", speex),
     ("Speex low", speex.union(.suppressionLow)),
     ("Speex high", speex.union(.suppressionHigh)),
