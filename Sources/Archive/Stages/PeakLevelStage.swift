@@ -27,7 +27,7 @@ final class PeakLevelStage: SegmentStage {
     }
 
     /// The highest magnitude among `count` samples. Four maxima side by side: one chain of
-    /// dependent maxima (a sample a step) measured about four times slower.
+    /// dependent maxima waits a maximum's latency on every sample.
     static func peak(of run: UnsafePointer<Float>, count: Int) -> Float {
         var (p0, p1, p2, p3) = (Float(0), Float(0), Float(0), Float(0))
         var frame = 0
