@@ -34,13 +34,16 @@ internal import CEbur128
 ///   an hour whatever the channel count), so a segment's memory grows with its length as
 ///   before; segments are bounded by `[archive] segment_seconds` (at most a day: 7 MiB).
 /// - True peak: a polyphase FIR interpolator with libebur128's design (a 49-tap windowed sinc:
-///   4× below 96 kHz, 2× below 192 kHz, none above, where true peak is sample peak), computed
-///   from the samples themselves (the last `history` frames of the previous add are kept), so
-///   any block can be skipped without state to resynchronise. A block of `peakBlock` frames of
-///   a lane group is interpolated only where `bound` × (the highest sample magnitude among the
-///   inputs its outputs depend on) exceeds a lane's true peak so far: `bound` is the largest L1
-///   norm of a polyphase branch, the most an output can exceed its inputs, so a skipped block
-///   has no output above the known peak.
+///   4× below 96 kHz, 2× below 192 kHz, none above, where true peak is sample peak), folded
+///   along its symmetry (`TruePeakInterpolator`: half the multiplications) and computed from the
+///   samples themselves (the last `history` frames of the previous chunk are kept), so any quad
+///   of frames can be skipped without state to resynchronise. A quad of 4 frames of 4 channels
+///   is interpolated only where the bound its inputs' range sets on its outputs exceeds a
+///   channel's true peak so far (`R128LaneGroups`), so a skipped quad has no output above the
+///   known peak.
+/// - One walk: each chunk (at most `chunk` frames, never across a 100 ms boundary) is gathered,
+///   filtered and interpolated one lane group at a time, while that group's frames are in the
+///   cache.
 ///
 /// Not thread-safe: one thread feeds and reads it. Allocates only when made and when a
 /// gating block is kept.
@@ -52,9 +55,6 @@ final class R128Engine {
     private let hundredMs: Int
     /// Frames handled at a time (the scratch's length).
     static let chunk = 512
-    /// Frames per true-peak gating decision (0.7 ms at 48 kHz): short blocks have lower peaks
-    /// than the signal's highest, so more of them are skipped.
-    static let peakBlock = 32
 
     /// The channels' lanes: the filters' and interpolator's state and the gathered frames.
     private let lanes: R128LaneGroups
@@ -78,56 +78,47 @@ final class R128Engine {
     /// Adds `count` frames: channels `firstChannel ..< firstChannel + channels` of frames
     /// `stride` samples apart.
     func add(interleaved base: UnsafePointer<Float>, frames count: Int, stride: Int, firstChannel: Int) {
-        var done = 0
-        while done < count {
-            let n = min(R128Engine.chunk, count - done)
-            let from = base + done * stride + firstChannel
-            lanes.gather(interleaved: from, frames: n, stride: stride)
-            process(n)
-            done += n
+        measure(frames: count) { group, done, n in
+            lanes.gather(group: group, interleaved: base + done * stride + firstChannel, frames: n, stride: stride)
         }
     }
 
     /// Adds `count` frames held one run per channel: channel `c` is `channelStarts[c] + offset`
     /// on (a planar capture ring lent in place, or a FLAC block's channels).
     func add(planar channelStarts: UnsafePointer<UnsafePointer<Float>>, offset: Int, frames count: Int) {
-        var done = 0
-        while done < count {
-            let n = min(R128Engine.chunk, count - done)
-            lanes.gather(planar: channelStarts, offset: offset + done, frames: n)
-            process(n)
-            done += n
+        measure(frames: count) { group, done, n in
+            lanes.gather(group: group, planar: channelStarts, offset: offset + done, frames: n)
         }
     }
 
     /// Adds interleaved integer frames of `bitsPerSample` (full scale 2^(bits-1)).
     func add(integers base: UnsafePointer<Int32>, frames count: Int, bitsPerSample: Int) {
         let scale = 1 / Float(Int64(1) << (bitsPerSample - 1))
-        var done = 0
-        while done < count {
-            let n = min(R128Engine.chunk, count - done)
-            lanes.gather(integers: base + done * channels, frames: n, scale: scale)
-            process(n)
-            done += n
+        measure(frames: count) { group, done, n in
+            lanes.gather(group: group, integers: base + done * channels, frames: n, scale: scale)
         }
     }
 
-    /// Measures the `n` frames just gathered.
-    private func process(_ n: Int) {
-        let groups = lanes
+    /// Measures `count` frames in chunks that end at 100 ms boundaries, a lane group at a time:
+    /// `gather(group, first frame, frames)` lays a chunk of one group out, and the group's
+    /// filters and true peak walk it while it is in the cache.
+    @inline(__always)
+    private func measure(frames count: Int, gather: (_ group: Int, _ first: Int, _ frames: Int) -> Void) {
         var done = 0
-        while done < n {
-            let count = min(hundredMs - sinceBoundary, n - done)
-            groups.filter(from: done, count: count)
-            done += count
-            sinceBoundary += count
-            framesAdded += count
+        while done < count {
+            let n = min(R128Engine.chunk, count - done, hundredMs - sinceBoundary)
+            for group in 0..<lanes.groups {
+                gather(group, done, n)
+                lanes.measure(group: group, frames: n)
+            }
+            done += n
+            framesAdded += n
+            sinceBoundary += n
             if sinceBoundary == hundredMs {
                 sinceBoundary = 0
-                blocks.endHundredMs(energy: groups.takeEnergy() / Double(hundredMs))
+                blocks.endHundredMs(energy: lanes.takeEnergy() / Double(hundredMs))
             }
         }
-        groups.peaks(count: n)
     }
 
     var peakBlocks: (computed: Int, skipped: Int) { lanes.peakBlocks }
@@ -191,34 +182,54 @@ struct KWeighting {
     }
 }
 
-/// What R128LaneGroups does with its lanes beyond arithmetic.
+/// What R128LaneGroups does with its lanes beyond arithmetic, for a lane group (`SIMD8`) and for
+/// the half of one the interpolator works on (`SIMD4`: one SSE or NEON register). Written for each
+/// concrete type, not once for `SIMD`: a debug build runs generic SIMD code through witness
+/// tables, and debug builds record in the tests.
 extension SIMD8 where Scalar == Float {
-    /// Every lane `value`.
-    @inline(__always) static func broadcast(_ value: Float) -> Self { Self(repeating: value) }
-    /// |lanes|.
-    @inline(__always) var magnitude: Self { replacing(with: -self, where: self .< 0) }
-    /// The larger of each lane (`pointwiseMax` compiles to scalar compares, NaN-careful; these
-    /// values are never NaN from finite audio, and a NaN sample is ignored here either way).
+    /// |lanes| (the sign bit cleared: one instruction).
+    @inline(__always) var magnitude: Self {
+        unsafeBitCast(unsafeBitCast(self, to: SIMD8<UInt32>.self) & 0x7fff_ffff, to: Self.self)
+    }
+    /// The larger of each lane: `maxps` (`pointwiseMax` compiles to scalar compares, NaN-careful;
+    /// these values are never NaN from finite audio).
     @inline(__always) func larger(_ other: Self) -> Self { replacing(with: other, where: other .> self) }
-    /// Whether any lane is greater than `other`'s.
-    @inline(__always) func anyGreater(than other: Self) -> Bool { any(self .> other) }
+    /// The smaller of each lane: `minps`.
+    @inline(__always) func smaller(_ other: Self) -> Self { replacing(with: other, where: other .< self) }
     /// Lanes smaller in magnitude than `tiny` set to 0.
     @inline(__always) func flushed(below tiny: Self) -> Self { replacing(with: 0, where: magnitude .< tiny) }
 }
 
-/// The channels laid out across the lanes of `V`, 8 to a group (one lane a channel, the last group padded with
-/// silent lanes): the K-weighting biquads' state, the pending energy and the true-peak state of
-/// each group, and each group's `history + chunk` gathered frames.
+extension SIMD4 where Scalar == Float {
+    @inline(__always) var magnitude: Self {
+        unsafeBitCast(unsafeBitCast(self, to: SIMD4<UInt32>.self) & 0x7fff_ffff, to: Self.self)
+    }
+    @inline(__always) func larger(_ other: Self) -> Self { replacing(with: other, where: other .> self) }
+    @inline(__always) func smaller(_ other: Self) -> Self { replacing(with: other, where: other .< self) }
+}
+
+/// The channels laid out across the lanes of `V`, 8 to a group (one lane a channel, the last
+/// group padded with silent lanes): each group's K-weighting state, pending energy and peaks, and
+/// its gathered frames (the last `kept` of the previous chunk, then up to `chunk` new ones).
+/// `measure` walks a group's new frames once for the filters and each quad's (4 frames') highest
+/// and lowest sample, then decides which quads' outputs could raise the peak, then interpolates
+/// only those, all while the group's frames are in the cache.
 ///
-/// - K-weighting: two transposed direct-form II biquads in Float with their state carried across adds.
-/// - True peak: a block of `peakBlock` frames of a group is interpolated only where `bound` ×
-///   (the highest sample magnitude among the inputs its outputs depend on) exceeds a lane's true
-///   peak so far.
+/// True peak, per quad of frames and half group of lanes (4 channels, one register): the
+/// interpolator's outputs for the quad depend on its samples and the `history` before them, all
+/// in the `kept / 4` quads before it and its own; their highest and lowest bound every output
+/// (`TruePeakInterpolator.level` and `.spread`), and the quad's half is interpolated only where
+/// that bound exceeds a lane's true peak so far (the larger of the sample peak, this quad's
+/// samples included, and the interpolated peak as of the chunk's start). A quad's half that is
+/// not interpolated has no output above what is known, so skipping it changes nothing; deciding
+/// the whole chunk before interpolating any of it keeps the decisions free of branches and
+/// only ever interpolates more.
 final class R128LaneGroups {
     typealias V = SIMD8<Float>
+    typealias Half = SIMD4<Float>
 
+    let groups: Int
     private let channels: Int
-    private let groups: Int
     private let filter: KWeighting
     /// Per group: the shelf's two state values, then the high-pass's.
     private let filterState: UnsafeMutablePointer<V>
@@ -227,14 +238,22 @@ final class R128LaneGroups {
     /// True peak's oversampling filter (`factor` 1: none).
     private let interpolator: TruePeakInterpolator
     private let measuresTruePeak: Bool
-    /// The interpolator's `history`: input frames before a block that its outputs depend on.
-    private let history: Int
-    /// Per group `history + chunk` frames: the last `history` of the previous add, then this one.
+    /// Frames kept from the previous chunk: the interpolator's history rounded up to whole
+    /// quads (0 without interpolation).
+    private let kept: Int
+    /// Per group `kept + chunk` frames.
     private let frames: UnsafeMutablePointer<V>
     private let lane: Int
-    /// Per group: the highest sample and interpolated magnitudes so far.
-    private let samplePeak: UnsafeMutablePointer<V>
-    private let interpolatedPeak: UnsafeMutablePointer<V>
+    /// The group being measured: each quad's highest and lowest sample (the kept frames' quads
+    /// first), per half group: quad q's half h at `2 * q + h`.
+    private let quadHighest: UnsafeMutablePointer<Half>
+    private let quadLowest: UnsafeMutablePointer<Half>
+    /// The group being measured: the halves of quads to interpolate, as quad × 2 + half.
+    private let candidates: UnsafeMutablePointer<Int32>
+    /// Per half group: the highest sample and interpolated magnitudes so far.
+    private let samplePeak: UnsafeMutablePointer<Half>
+    private let interpolatedPeak: UnsafeMutablePointer<Half>
+    /// Quads' halves holding channels that were interpolated and that were skipped.
     private(set) var peakBlocks = (computed: 0, skipped: 0)
 
     init(channels: Int, filter: KWeighting, interpolator: TruePeakInterpolator, truePeak: Bool) {
@@ -244,55 +263,72 @@ final class R128LaneGroups {
         self.interpolator = interpolator
         measuresTruePeak = truePeak
         filterState = .allocate(capacity: groups * 4)
-        filterState.initialize(repeating: .broadcast(0), count: groups * 4)
+        filterState.initialize(repeating: .zero, count: groups * 4)
         pendingEnergy = .allocate(capacity: groups)
         pendingEnergy.initialize(repeating: 0, count: groups)
-        history = interpolator.history
-        lane = history + R128Engine.chunk
+        kept = (interpolator.history + 3) / 4 * 4
+        precondition([0, 12, 24].contains(kept), "the true-peak window is written for 0, 3 or 6 quads")
+        lane = kept + R128Engine.chunk
         frames = .allocate(capacity: groups * lane)
-        frames.initialize(repeating: .broadcast(0), count: groups * lane)
-        samplePeak = .allocate(capacity: groups)
-        samplePeak.initialize(repeating: .broadcast(0), count: groups)
-        interpolatedPeak = .allocate(capacity: groups)
-        interpolatedPeak.initialize(repeating: .broadcast(0), count: groups)
+        frames.initialize(repeating: .zero, count: groups * lane)
+        let quads = lane / 4 + 1
+        quadHighest = .allocate(capacity: 2 * quads)
+        quadHighest.initialize(repeating: .zero, count: 2 * quads)
+        quadLowest = .allocate(capacity: 2 * quads)
+        quadLowest.initialize(repeating: .zero, count: 2 * quads)
+        candidates = .allocate(capacity: 2 * quads)
+        candidates.initialize(repeating: 0, count: 2 * quads)
+        samplePeak = .allocate(capacity: 2 * groups)
+        samplePeak.initialize(repeating: .zero, count: 2 * groups)
+        interpolatedPeak = .allocate(capacity: 2 * groups)
+        interpolatedPeak.initialize(repeating: .zero, count: 2 * groups)
     }
 
     deinit {
         filterState.deallocate()
         pendingEnergy.deallocate()
         frames.deallocate()
+        quadHighest.deallocate()
+        quadLowest.deallocate()
+        candidates.deallocate()
         samplePeak.deallocate()
         interpolatedPeak.deallocate()
     }
 
-    /// Where channel `first`'s group's new frames start, as Floats (frame f of lane l at
-    /// `f * V.scalarCount + l`), and the lanes of that group that hold channels.
+    /// Where `group`'s new frames go, and how many of its lanes hold channels.
     @inline(__always)
-    private func withGroups(_ body: (_ floats: UnsafeMutablePointer<Float>, _ first: Int, _ width: Int) -> Void) {
-        let width = V.scalarCount
-        for group in 0..<groups {
-            let to = frames + group * lane + history
-            to.withMemoryRebound(to: Float.self, capacity: R128Engine.chunk * width) { floats in
-                body(floats, group * width, min(width, channels - group * width))
-            }
-        }
+    private func destination(_ group: Int) -> (frames: UnsafeMutablePointer<V>, used: Int) {
+        (frames + group * lane + kept, min(V.scalarCount, channels - group * V.scalarCount))
     }
 
-    func gather(interleaved base: UnsafePointer<Float>, frames n: Int, stride: Int) {
-        let width = V.scalarCount
-        withGroups { floats, first, used in
+    /// A whole group is one unaligned load a frame; a partial one sample by sample.
+    func gather(group: Int, interleaved base: UnsafePointer<Float>, frames n: Int, stride: Int) {
+        let (to, used) = destination(group)
+        let first = base + group * V.scalarCount
+        if used == V.scalarCount {
+            let from = UnsafeRawPointer(first)
+            let step = stride * MemoryLayout<Float>.stride
+            for frame in 0..<n { to[frame] = from.loadUnaligned(fromByteOffset: frame * step, as: V.self) }
+            return
+        }
+        to.withMemoryRebound(to: Float.self, capacity: n * V.scalarCount) { floats in
             for index in 0..<used {
-                let from = base + first + index
-                for frame in 0..<n { floats[frame * width + index] = from[frame * stride] }
+                var from = first + index
+                for frame in 0..<n {
+                    floats[frame * V.scalarCount + index] = from.pointee
+                    from += stride
+                }
             }
         }
     }
 
     /// Four channels at a time: four frames of each loaded as a vector, transposed into four
     /// frames of four lanes (a scalar store a sample is some 3× slower); the rest one by one.
-    func gather(planar channelStarts: UnsafePointer<UnsafePointer<Float>>, offset: Int, frames n: Int) {
+    func gather(group: Int, planar channelStarts: UnsafePointer<UnsafePointer<Float>>, offset: Int, frames n: Int) {
         let width = V.scalarCount
-        withGroups { floats, first, used in
+        let (to, used) = destination(group)
+        let first = group * width
+        to.withMemoryRebound(to: Float.self, capacity: n * width) { floats in
             var index = 0
             while index + 4 <= used {
                 let a = UnsafeRawPointer(channelStarts[first + index] + offset)
@@ -305,14 +341,14 @@ final class R128LaneGroups {
                 while frame + 4 <= n {
                     let at = frame * MemoryLayout<Float>.stride
                     let (w, x, y, z) = Self.transpose(
-                        a.loadUnaligned(fromByteOffset: at, as: SIMD4<Float>.self),
-                        b.loadUnaligned(fromByteOffset: at, as: SIMD4<Float>.self),
-                        c.loadUnaligned(fromByteOffset: at, as: SIMD4<Float>.self),
-                        d.loadUnaligned(fromByteOffset: at, as: SIMD4<Float>.self))
-                    to.storeBytes(of: w, toByteOffset: frame * row, as: SIMD4<Float>.self)
-                    to.storeBytes(of: x, toByteOffset: (frame + 1) * row, as: SIMD4<Float>.self)
-                    to.storeBytes(of: y, toByteOffset: (frame + 2) * row, as: SIMD4<Float>.self)
-                    to.storeBytes(of: z, toByteOffset: (frame + 3) * row, as: SIMD4<Float>.self)
+                        a.loadUnaligned(fromByteOffset: at, as: Half.self),
+                        b.loadUnaligned(fromByteOffset: at, as: Half.self),
+                        c.loadUnaligned(fromByteOffset: at, as: Half.self),
+                        d.loadUnaligned(fromByteOffset: at, as: Half.self))
+                    to.storeBytes(of: w, toByteOffset: frame * row, as: Half.self)
+                    to.storeBytes(of: x, toByteOffset: (frame + 1) * row, as: Half.self)
+                    to.storeBytes(of: y, toByteOffset: (frame + 2) * row, as: Half.self)
+                    to.storeBytes(of: z, toByteOffset: (frame + 3) * row, as: Half.self)
                     frame += 4
                 }
                 for rest in frame..<n {
@@ -331,52 +367,75 @@ final class R128LaneGroups {
 
     /// Rows a, b, c, d as columns.
     @inline(__always)
-    private static func transpose(
-        _ a: SIMD4<Float>, _ b: SIMD4<Float>, _ c: SIMD4<Float>, _ d: SIMD4<Float>
-    ) -> (SIMD4<Float>, SIMD4<Float>, SIMD4<Float>, SIMD4<Float>) {
+    private static func transpose(_ a: Half, _ b: Half, _ c: Half, _ d: Half) -> (Half, Half, Half, Half) {
         // (a0 b0 a1 b1), (a2 b2 a3 b3), (c0 d0 c1 d1), (c2 d2 c3 d3): unpcklps/unpckhps, then
         // their halves joined (movlhps/movhlps).
         let ab = SIMD8(lowHalf: a, highHalf: b)
         let cd = SIMD8(lowHalf: c, highHalf: d)
-        let abLow = SIMD4(ab[0], ab[4], ab[1], ab[5])
-        let abHigh = SIMD4(ab[2], ab[6], ab[3], ab[7])
-        let cdLow = SIMD4(cd[0], cd[4], cd[1], cd[5])
-        let cdHigh = SIMD4(cd[2], cd[6], cd[3], cd[7])
+        let abLow = Half(ab[0], ab[4], ab[1], ab[5])
+        let abHigh = Half(ab[2], ab[6], ab[3], ab[7])
+        let cdLow = Half(cd[0], cd[4], cd[1], cd[5])
+        let cdHigh = Half(cd[2], cd[6], cd[3], cd[7])
         return (
-            SIMD4(lowHalf: abLow.lowHalf, highHalf: cdLow.lowHalf),
-            SIMD4(lowHalf: abLow.highHalf, highHalf: cdLow.highHalf),
-            SIMD4(lowHalf: abHigh.lowHalf, highHalf: cdHigh.lowHalf),
-            SIMD4(lowHalf: abHigh.highHalf, highHalf: cdHigh.highHalf)
+            Half(lowHalf: abLow.lowHalf, highHalf: cdLow.lowHalf),
+            Half(lowHalf: abLow.highHalf, highHalf: cdLow.highHalf),
+            Half(lowHalf: abHigh.lowHalf, highHalf: cdHigh.lowHalf),
+            Half(lowHalf: abHigh.highHalf, highHalf: cdHigh.highHalf)
         )
     }
 
-    func gather(integers base: UnsafePointer<Int32>, frames n: Int, scale: Float) {
-        let width = V.scalarCount
-        withGroups { floats, first, used in
+    func gather(group: Int, integers base: UnsafePointer<Int32>, frames n: Int, scale: Float) {
+        let (to, used) = destination(group)
+        let first = base + group * V.scalarCount
+        to.withMemoryRebound(to: Float.self, capacity: n * V.scalarCount) { floats in
             for index in 0..<used {
-                let from = base + first + index
-                for frame in 0..<n { floats[frame * width + index] = Float(from[frame * channels]) * scale }
+                var from = first + index
+                for frame in 0..<n {
+                    floats[frame * V.scalarCount + index] = Float(from.pointee) * scale
+                    from += channels
+                }
             }
         }
     }
 
-    func filter(from start: Int, count: Int) {
+    /// Measures `n` frames just gathered into `group`: loudness, then true peak, then keeps the
+    /// last `kept` frames for the next chunk.
+    func measure(group: Int, frames n: Int) {
+        guard measuresTruePeak else {
+            kWeight(group: group, frames: n, quads: false)
+            return
+        }
+        kWeight(group: group, frames: n, quads: true)
+        let found = candidates(group: group, frames: n)
+        if found > 0 { interpolate(group: group, candidates: found, frames: n) }
+        let lanes = frames + group * lane
+        lanes.update(from: lanes + n, count: kept)
+    }
+
+    /// The K-weighting filters over the group's `n` new frames, their squares into its pending
+    /// energy, and with `quads` each quad's highest and lowest sample.
+    @inline(__always)
+    private func kWeight(group: Int, frames n: Int, quads: Bool) {
         // Constants broadcast once (a scalar times a vector is SIMD's generic lane-by-lane code).
         let (sb0, sb1, sb2, sa1, sa2) = (
-            V.broadcast(filter.shelf.0), V.broadcast(filter.shelf.1), V.broadcast(filter.shelf.2),
-            V.broadcast(filter.shelf.3), V.broadcast(filter.shelf.4)
+            V(repeating: filter.shelf.0), V(repeating: filter.shelf.1), V(repeating: filter.shelf.2),
+            V(repeating: filter.shelf.3), V(repeating: filter.shelf.4)
         )
-        let (e1, e2) = (V.broadcast(filter.highPass.0), V.broadcast(filter.highPass.1))
-        let two = V.broadcast(2)
-        for group in 0..<groups {
-            let input = frames + group * lane + history + start
-            let state = filterState + group * 4
-            var s1 = state[0]
-            var s2 = state[1]
-            var h1 = state[2]
-            var h2 = state[3]
-            var squares = V.broadcast(0)
-            for frame in 0..<count {
+        let (e1, e2) = (V(repeating: filter.highPass.0), V(repeating: filter.highPass.1))
+        let input = frames + group * lane + kept
+        let state = filterState + group * 4
+        var s1 = state[0]
+        var s2 = state[1]
+        var h1 = state[2]
+        var h2 = state[3]
+        var squares = V.zero
+        var quad = kept / 4
+        var frame = 0
+        while frame < n {
+            let end = min(frame + 4, n)
+            var highest = input[frame]
+            var lowest = highest
+            while frame < end {
                 let x = input[frame]
                 let y = sb0 * x + s1
                 s1 = sb1 * x - sa1 * y + s2
@@ -384,21 +443,33 @@ final class R128LaneGroups {
                 // Transposed direct form II with b = 1, -2, 1 and a1 = e1 - 2, a2 = 1 - e2.
                 let z = y + h1
                 let d = y - z
-                h1 = h2 - two * d - e1 * z
+                h1 = h2 - (d + d) - e1 * z
                 h2 = d + e2 * z
                 squares += z * z
+                if quads {
+                    highest = highest.larger(x)
+                    lowest = lowest.smaller(x)
+                }
+                frame += 1
             }
-            // States that have decayed below any audible level are flushed to 0 before they turn
-            // subnormal (subnormal arithmetic is some 100× slower on x86).
-            let tiny = V.broadcast(1e-30)
-            state[0] = s1.flushed(below: tiny)
-            state[1] = s2.flushed(below: tiny)
-            state[2] = h1.flushed(below: tiny)
-            state[3] = h2.flushed(below: tiny)
-            var energy = 0.0
-            for index in 0..<V.scalarCount { energy += Double(squares[index]) }
-            pendingEnergy[group] += energy
+            if quads {
+                quadHighest[2 * quad] = highest.lowHalf
+                quadHighest[2 * quad + 1] = highest.highHalf
+                quadLowest[2 * quad] = lowest.lowHalf
+                quadLowest[2 * quad + 1] = lowest.highHalf
+                quad += 1
+            }
         }
+        // States that have decayed below any audible level are flushed to 0 before they turn
+        // subnormal (subnormal arithmetic is some 100× slower on x86).
+        let tiny = V(repeating: 1e-30)
+        state[0] = s1.flushed(below: tiny)
+        state[1] = s2.flushed(below: tiny)
+        state[2] = h1.flushed(below: tiny)
+        state[3] = h2.flushed(below: tiny)
+        var energy = 0.0
+        for index in 0..<V.scalarCount { energy += Double(squares[index]) }
+        pendingEnergy[group] += energy
     }
 
     func takeEnergy() -> Double {
@@ -410,91 +481,135 @@ final class R128LaneGroups {
         return sum
     }
 
-    func peaks(count: Int) {
-        if interpolator.factor > 1 {
-            for group in 0..<groups { truePeaks(group: group, count: count) }
-        } else if measuresTruePeak {
-            for group in 0..<groups {
-                let lanes = frames + group * lane
-                var peak = samplePeak[group]
-                for frame in 0..<count { peak = peak.larger(lanes[frame].magnitude) }
-                samplePeak[group] = peak
+    /// The group's sample peaks over its `n` new frames, and the halves of its quads whose
+    /// outputs could exceed a lane's peak so far into `candidates`; returns how many.
+    private func candidates(group: Int, frames n: Int) -> Int {
+        let before = frames + group * lane
+        let reach = kept / 4
+        for quad in 0..<reach {
+            var highest = before[4 * quad]
+            var lowest = highest
+            for frame in (4 * quad + 1)..<(4 * quad + 4) {
+                highest = highest.larger(before[frame])
+                lowest = lowest.smaller(before[frame])
             }
+            quadHighest[2 * quad] = highest.lowHalf
+            quadHighest[2 * quad + 1] = highest.highHalf
+            quadLowest[2 * quad] = lowest.lowHalf
+            quadLowest[2 * quad + 1] = lowest.highHalf
         }
+        let quads = (n + 3) / 4
+        let used = min(V.scalarCount, channels - group * V.scalarCount)
+        var found = 0
+        for half in 0..<((used + 3) / 4) {
+            let peak = 2 * group + half
+            var sample = samplePeak[peak]
+            guard reach > 0 else {
+                for quad in reach..<(reach + quads) {
+                    sample = sample.larger(quadHighest[2 * quad + half].larger(-quadLowest[2 * quad + half]))
+                }
+                samplePeak[peak] = sample
+                continue
+            }
+            let known = interpolatedPeak[peak]
+            // level · |hi + lo| + spread · (hi - lo) is the larger of these two sums (the first
+            // where hi + lo ≥ 0), without an absolute value (see `outputPeak`).
+            let high = Half(repeating: interpolator.spread + interpolator.level)
+            let low = Half(repeating: interpolator.spread - interpolator.level)
+            for quad in reach..<(reach + quads) {
+                let at = 2 * quad + half
+                sample = sample.larger(quadHighest[at].larger(-quadLowest[at]))
+                // The window: the quad and the 3 before it (at 2×, 6 before: two such windows).
+                var highest = quadHighest[at].larger(quadHighest[at - 2]).larger(quadHighest[at - 4])
+                    .larger(quadHighest[at - 6])
+                var lowest = quadLowest[at].smaller(quadLowest[at - 2]).smaller(quadLowest[at - 4])
+                    .smaller(quadLowest[at - 6])
+                if reach > 3 {
+                    highest = highest.larger(quadHighest[at - 8]).larger(quadHighest[at - 10])
+                        .larger(quadHighest[at - 12])
+                    lowest = lowest.smaller(quadLowest[at - 8]).smaller(quadLowest[at - 10])
+                        .smaller(quadLowest[at - 12])
+                }
+                let bound = (high * highest - low * lowest).larger(low * highest - high * lowest)
+                candidates[found] = Int32(truncatingIfNeeded: at)
+                found &+= any(bound .> known.larger(sample)) ? 1 : 0
+            }
+            samplePeak[peak] = sample
+        }
+        if reach > 0 {
+            peakBlocks.computed += found
+            peakBlocks.skipped += quads * ((used + 3) / 4) - found
+        }
+        return found
     }
 
-    /// Sample peaks of `count` new frames of a group, and their interpolated peaks where one
-    /// could be higher than the group's so far; then keeps the last `history` frames.
-    private func truePeaks(group: Int, count: Int) {
-        let lanes = frames + group * lane
-        var samplePeak = self.samplePeak[group]
-        var known = interpolatedPeak[group]
-        let bound = V.broadcast(interpolator.bound)
-        var start = 0
-        while start < count {
-            let end = min(start + R128Engine.peakBlock, count)
-            // Outputs for frames start..<end depend on inputs from `history` frames before.
-            var older = V.broadcast(0)
-            for index in start..<(start + history) { older = older.larger(lanes[index].magnitude) }
-            var newest = V.broadcast(0)
-            for index in (start + history)..<(end + history) { newest = newest.larger(lanes[index].magnitude) }
-            samplePeak = samplePeak.larger(newest)
-            if (older.larger(newest) * bound).anyGreater(than: known.larger(samplePeak)) {
-                known = known.larger(interpolated(lanes + history, from: start, to: end))
-                peakBlocks.computed += 1
-            } else {
-                peakBlocks.skipped += 1
+    /// Interpolates the group's `found` candidates (`frames n` new frames) and raises its
+    /// interpolated peaks to their outputs' highest magnitudes.
+    private func interpolate(group: Int, candidates found: Int, frames n: Int) {
+        let end = kept + n
+        (frames + group * lane).withMemoryRebound(to: Half.self, capacity: 2 * lane) { halves in
+            for index in 0..<found {
+                let candidate = Int(candidates[index])
+                let (quad, half) = (candidate >> 1, candidate & 1)
+                let from = 4 * quad
+                let to = min(from + 4, end)
+                let highest =
+                    interpolator.factor == 4
+                    ? outputPeak(halves + half, from: from, to: to, pairs: 6, outer: true)
+                    : outputPeak(halves + half, from: from, to: to, pairs: 12, outer: false)
+                let peak = interpolatedPeak + 2 * group + half
+                peak.pointee = peak.pointee.larger(highest)
             }
-            start = end
         }
-        self.samplePeak[group] = samplePeak
-        interpolatedPeak[group] = known
-        lanes.update(from: lanes + count, count: history)
     }
 
     /// The highest magnitude of the interpolator's non-trivial phases' outputs for frames
-    /// start..<end of `input` (which has `history` frames before its start). Four frames at a
-    /// time, tap after tap: four independent sums in registers (one sum alone waits on its own
-    /// previous addition every time), each added in the order of its taps.
-    private func interpolated(_ input: UnsafeMutablePointer<V>, from start: Int, to end: Int) -> V {
-        let taps = interpolator.taps
-        var highest = V.broadcast(0)
-        for phase in 1..<interpolator.factor {
-            let c = interpolator.coefficients + (phase - 1) * taps
-            var frame = start
-            while frame + 4 <= end {
-                let x = input + frame
-                let k0 = V.broadcast(c[0])
-                var a0 = k0 * x[0]
-                var a1 = k0 * x[1]
-                var a2 = k0 * x[2]
-                var a3 = k0 * x[3]
-                for tap in 1..<taps {
-                    let k = V.broadcast(c[tap])
-                    let y = x - tap
-                    a0 += k * y[0]
-                    a1 += k * y[1]
-                    a2 += k * y[2]
-                    a3 += k * y[3]
+    /// `from..<to` of one half group (frame f's lanes at `lanes[2 * f]`, `history` frames before
+    /// `from` included): tap pairs of the folded form (`TruePeakInterpolator`), the outer
+    /// phases (y1 = S + D, y3 = S - D) at 4× only. Constant `pairs` and `outer` where called, so
+    /// the taps unroll. Written for the code LLVM makes of Swift's SIMD operations, which reach it
+    /// lane by lane and are vectorized again there: sums start from the first tap's product,
+    /// not from zero, and outputs are kept as their highest and lowest, not as magnitudes (an
+    /// absolute value inside this loop gets its lanes shuffled apart, 30 shuffles an output).
+    @inline(__always)
+    private func outputPeak(_ lanes: UnsafeMutablePointer<Half>, from: Int, to: Int, pairs: Int, outer: Bool) -> Half {
+        let middle = interpolator.middle
+        let outerSum = interpolator.outerSum
+        let outerDifference = interpolator.outerDifference
+        let span = 2 * interpolator.history
+        var highest = Half.zero
+        var lowest = Half.zero
+        for frame in from..<to {
+            let newest = lanes + 2 * frame
+            let oldest = newest - span
+            let u = newest[0] + oldest[0]
+            var centre = middle[0] * u
+            var sum = outerSum[0] * u
+            var difference = outerDifference[0] * (newest[0] - oldest[0])
+            for tap in 1..<pairs {
+                let a = newest[-2 * tap]
+                let b = oldest[2 * tap]
+                let u = a + b
+                centre += middle[tap] * u
+                if outer {
+                    sum += outerSum[tap] * u
+                    difference += outerDifference[tap] * (a - b)
                 }
-                highest = highest.larger(a0.magnitude).larger(a1.magnitude).larger(a2.magnitude)
-                    .larger(a3.magnitude)
-                frame += 4
             }
-            while frame < end {
-                let x = input + frame
-                var a = V.broadcast(c[0]) * x[0]
-                for tap in 1..<taps { a += V.broadcast(c[tap]) * x[-tap] }
-                highest = highest.larger(a.magnitude)
-                frame += 1
+            highest = highest.larger(centre)
+            lowest = lowest.smaller(centre)
+            if outer {
+                let (first, third) = (sum + difference, sum - difference)
+                highest = highest.larger(first).larger(third)
+                lowest = lowest.smaller(first).smaller(third)
             }
         }
-        return highest
+        return highest.larger(-lowest)
     }
 
     func truePeak(channel: Int) -> Double {
-        let group = channel / V.scalarCount
-        let index = channel % V.scalarCount
-        return Double(max(samplePeak[group][index], interpolatedPeak[group][index]))
+        let half = channel / 4
+        let index = channel % 4
+        return Double(max(samplePeak[half][index], interpolatedPeak[half][index]))
     }
 }
