@@ -166,12 +166,53 @@ struct R128EngineTests {
         }
         let (meter, _) = try Self.expectAgreement(samples, channels: 2, rate: rate, seed: 16)
         let blocks = meter.truePeakBlocks
-        #expect(blocks.fed + blocks.skipped >= 4 * rate / 32, "one lane group, blocks of at most 32 frames")
+        #expect(blocks.fed + blocks.skipped >= 4 * rate / 4, "one half group of lanes, a block a quad of frames")
         #expect(blocks.skipped * 100 >= (blocks.fed + blocks.skipped) * 95, "\(blocks)")
         let rising = try LoudnessMeter(channels: 1, sampleRate: rate)
         Exact.signal(channels: 1, rate: rate, seconds: 0.1) { frame, _ in Double(frame) / 48_000 }
             .withUnsafeBufferPointer { rising.add($0) }
         #expect(rising.truePeakBlocks.skipped == 0, "a rising signal can always peak higher: \(rising.truePeakBlocks)")
+    }
+
+    @Test(
+        "a steady 50 Hz tone: the range of a quad's inputs lets the gate skip most quads (their highest magnitude alone would skip none), and the peak is libebur128's"
+    )
+    func gateSkipsLowTone() throws {
+        let rate = 48_000
+        let samples = Exact.signal(channels: 2, rate: rate, seconds: 2) { frame, channel in
+            0.5 * sin(2 * Double.pi * 50 * Double(frame) / Double(rate) + Double(channel))
+        }
+        let (meter, _) = try Self.expectAgreement(samples, channels: 2, rate: rate, seed: 18)
+        let blocks = meter.truePeakBlocks
+        #expect(blocks.skipped * 100 >= (blocks.fed + blocks.skipped) * 70, "\(blocks)")
+    }
+
+    @Test(
+        "the true-peak bound holds for the worst inputs of any range, and they reach it (libebur128's taps, computed here)",
+        arguments: [48_000, 96_000])
+    func truePeakBound(rate: Int) {
+        let interpolator = TruePeakInterpolator(sampleRate: rate, truePeak: true)
+        let factor = interpolator.factor
+        // libebur128's design: a 49-tap Hann-windowed sinc, tap j in phase j % factor.
+        let design = (0..<49).map { j -> Double in
+            let m = Double(j) - 24
+            guard m != 0 else { return 1 }
+            let x = m * Double.pi / Double(factor)
+            return sin(x) / x * 0.5 * (1 - cos(2 * Double.pi * Double(j) / 48))
+        }
+        for (low, high) in [(-0.5, 0.5), (0.2, 0.9), (-0.9, -0.8), (0.7, 0.7), (-0.3, 0.8), (-1, 0.1)] {
+            let bound = Double(interpolator.level) * abs(high + low) + Double(interpolator.spread) * (high - low)
+            var worst = 0.0
+            for phase in 0..<factor {
+                let taps = stride(from: phase, to: 49, by: factor).map { design[$0] }
+                // The inputs in [low, high] that make this phase's output highest, and lowest.
+                let highest = taps.reduce(0) { $0 + $1 * ($1 > 0 ? high : low) }
+                let lowest = taps.reduce(0) { $0 + $1 * ($1 > 0 ? low : high) }
+                worst = max(worst, abs(highest), abs(lowest))
+            }
+            #expect(worst <= bound, "[\(low), \(high)]: an output of \(worst) above the bound \(bound)")
+            #expect(worst * (1 + 1e-4) >= bound, "[\(low), \(high)]: the bound \(bound) is loose (\(worst))")
+        }
     }
 
     @Test("integers read as the same Floats; silence reads nil; a partial lane group is exact")
