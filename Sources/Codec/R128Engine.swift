@@ -267,7 +267,9 @@ final class R128LaneGroups {
         pendingEnergy = .allocate(capacity: groups)
         pendingEnergy.initialize(repeating: 0, count: groups)
         kept = (interpolator.history + 3) / 4 * 4
-        precondition([0, 12, 24].contains(kept), "the true-peak window is written for 0, 3 or 6 quads")
+        precondition(
+            kept == 0 || ([12, 24].contains(kept) && interpolator.near == (kept / 2 - 2)...(kept / 2 + 1)),
+            "the true-peak windows are written for 0, 3 or 6 quads and the 4 middle taps")
         lane = kept + R128Engine.chunk
         frames = .allocate(capacity: groups * lane)
         frames.initialize(repeating: .zero, count: groups * lane)
@@ -512,27 +514,42 @@ final class R128LaneGroups {
                 continue
             }
             let known = interpolatedPeak[peak]
-            // level · |hi + lo| + spread · (hi - lo) is the larger of these two sums (the first
-            // where hi + lo ≥ 0), without an absolute value (see `outputPeak`).
-            let high = Half(repeating: interpolator.spread + interpolator.level)
-            let low = Half(repeating: interpolator.spread - interpolator.level)
+            let level = Half(repeating: interpolator.level)
+            let nearSpread = Half(repeating: interpolator.nearSpread)
+            let farSpread = Half(repeating: interpolator.farSpread)
+            let halving = Half(repeating: 0.5)
             for quad in reach..<(reach + quads) {
                 let at = 2 * quad + half
                 sample = sample.larger(quadHighest[at].larger(-quadLowest[at]))
-                // The window: the quad and the 3 before it (at 2×, 6 before: two such windows).
+                // All the inputs: the quad and the 3 before it (at 2×, the 6 before it). The
+                // middle taps' inputs: the 2 quads before it (at 2×, the 3 before the one
+                // before it): frames 7...1 (13...7) before the quad's first, through 4...1
+                // (10...7) before its last.
                 var highest = quadHighest[at].larger(quadHighest[at - 2]).larger(quadHighest[at - 4])
                     .larger(quadHighest[at - 6])
                 var lowest = quadLowest[at].smaller(quadLowest[at - 2]).smaller(quadLowest[at - 4])
                     .smaller(quadLowest[at - 6])
+                var nearHighest: Half
+                var nearLowest: Half
                 if reach > 3 {
                     highest = highest.larger(quadHighest[at - 8]).larger(quadHighest[at - 10])
                         .larger(quadHighest[at - 12])
                     lowest = lowest.smaller(quadLowest[at - 8]).smaller(quadLowest[at - 10])
                         .smaller(quadLowest[at - 12])
+                    nearHighest = quadHighest[at - 4].larger(quadHighest[at - 6]).larger(quadHighest[at - 8])
+                    nearLowest = quadLowest[at - 4].smaller(quadLowest[at - 6]).smaller(quadLowest[at - 8])
+                } else {
+                    nearHighest = quadHighest[at - 2].larger(quadHighest[at - 4])
+                    nearLowest = quadLowest[at - 2].smaller(quadLowest[at - 4])
                 }
-                let bound = (high * highest - low * lowest).larger(low * highest - high * lowest)
+                let middle = (nearHighest + nearLowest) * halving
+                let far = (highest - middle).larger(middle - lowest)
+                // The bound exceeds the peak so far where level · |m| exceeds what the spreads
+                // leave of it (compared without an absolute value: see `outputPeak`).
+                let room = known.larger(sample) - nearSpread * (nearHighest - nearLowest) - farSpread * far
+                let scaled = level * middle
                 candidates[found] = Int32(truncatingIfNeeded: at)
-                found &+= any(bound .> known.larger(sample)) ? 1 : 0
+                found &+= any((scaled .> room) .| (scaled .< -room)) ? 1 : 0
             }
             samplePeak[peak] = sample
         }

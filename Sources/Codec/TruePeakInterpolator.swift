@@ -17,15 +17,18 @@ internal import CEbur128
 ///   y3 = S - D, so the larger of |y1| and |y3| is |S| + |D|.
 /// Half the multiplications of the direct form, and the same values to Float rounding.
 ///
-/// `level` and `spread` bound every output from its inputs' range: an output whose inputs lie in
-/// [lo, hi] is at most `level` · |hi + lo| + `spread` · (hi - lo) in magnitude. Each phase's
-/// output minus m times its tap sum is a sum of c · (x - m); with m = (hi + lo) / 2 every
-/// |x - m| ≤ (hi - lo) / 2, so |y| ≤ |m| · |Σ c| + (Σ |c|) · (hi - lo) / 2: `level` is half the
-/// largest |Σ c| (phase 0's 1 included), `spread` half the largest L1 norm, each with headroom
-/// for Float rounding (outputs and the bound are Float sums of a few dozen terms, each rounding
-/// by 6e-8 of at most the bound). Never looser than the L1 norm times the largest magnitude, and
-/// much tighter where the inputs keep one sign (low frequencies) or stay near one level (clipped
-/// or limited stretches).
+/// `level`, `nearSpread` and `farSpread` bound every output from its inputs' ranges. Its 4
+/// middle taps (`near`, the largest: 1.61 of 1.86 in L1 norm at 4×) apply to inputs in [nl, nh],
+/// all its taps to inputs in [lo, hi]; with m = (nh + nl) / 2, each output minus m times its tap
+/// sum is a sum of c · (x - m), where |x - m| ≤ (nh - nl) / 2 for a near tap and
+/// ≤ max(hi - m, m - lo) for the others, so
+///     |y| ≤ `level` · |m| + `nearSpread` · (nh - nl) + `farSpread` · max(hi - m, m - lo):
+/// `level` the largest |Σ c| of a phase, `nearSpread` half the largest L1 norm of a phase's near
+/// taps and `farSpread` the largest of its other taps', each with headroom for Float rounding (1e-4: outputs are Float
+/// sums of a few dozen terms, each rounding by 6e-8 of at most 1.86 (|m| + max(hi - m, m - lo)),
+/// which is at most 4 times the bound). Never looser than the L1 norm times the largest
+/// magnitude, and much tighter where the inputs keep one sign (low frequencies), stay near one
+/// level (clipped or limited stretches), or are only loud away from the middle taps.
 ///
 /// Owns its coefficient tables (freed in `deinit`), each coefficient repeated in the 4 lanes of
 /// a `SIMD4<Float>` so the interpolation multiplies by it straight from memory; allocates
@@ -43,9 +46,12 @@ final class TruePeakInterpolator {
     /// applying to the mirrored input (t' = taps - 1 - t), for t < taps / 2; unused at 2×.
     let outerSum: UnsafeMutablePointer<SIMD4<Float>>
     let outerDifference: UnsafeMutablePointer<SIMD4<Float>>
+    /// The middle taps of each non-trivial phase, the output bound's `near`.
+    let near: ClosedRange<Int>
     /// The output bound's factors (see the type's comment).
     let level: Float
-    let spread: Float
+    let nearSpread: Float
+    let farSpread: Float
 
     init(sampleRate: Int, truePeak: Bool) {
         let factor = !truePeak || sampleRate >= 192_000 ? 1 : sampleRate >= 96_000 ? 2 : 4
@@ -54,6 +60,8 @@ final class TruePeakInterpolator {
         self.factor = factor
         self.taps = taps
         history = max(0, taps - 1)
+        let near = max(0, taps / 2 - 2)...max(0, taps / 2 + 1)
+        self.near = near
         let pairs = max(1, taps / 2)
         middle = .allocate(capacity: pairs)
         outerSum = .allocate(capacity: pairs)
@@ -68,12 +76,14 @@ final class TruePeakInterpolator {
             return sinc * 0.5 * (1 - recd_r128_cos(2 * Double.pi * Double(j) / Double(length - 1)))
         }
         var largestSum = 1.0
-        var largestNorm = 1.0
+        var largestNear = 0.0
+        var largestFar = 0.0
         if factor > 1 {
             for phase in 1..<factor {
                 let c = (0..<taps).map { coefficient(phase: phase, tap: $0) }
                 largestSum = max(largestSum, abs(c.reduce(0, +)))
-                largestNorm = max(largestNorm, c.reduce(0) { $0 + abs($1) })
+                largestNear = max(largestNear, c[near].reduce(0) { $0 + abs($1) })
+                largestFar = max(largestFar, c.indices.filter { !near.contains($0) }.reduce(0) { $0 + abs(c[$1]) })
             }
             let half = factor / 2
             for tap in 0..<pairs {
@@ -86,8 +96,9 @@ final class TruePeakInterpolator {
                 }
             }
         }
-        level = Float(largestSum / 2 * (1 + 1e-5))
-        spread = Float(largestNorm / 2 * (1 + 1e-5))
+        level = Float(largestSum * (1 + 1e-4))
+        nearSpread = Float(largestNear / 2 * (1 + 1e-4))
+        farSpread = Float(largestFar * (1 + 1e-4))
     }
 
     deinit {
