@@ -519,28 +519,28 @@ final class R128LaneGroups {
             let farSpread = Half(repeating: interpolator.farSpread)
             let halving = Half(repeating: 0.5)
             for quad in reach..<(reach + quads) {
-                let at = 2 * quad + half
+                let at = 2 &* quad &+ half  // wrapping: no overflow checks on these indices
                 sample = sample.larger(quadHighest[at].larger(-quadLowest[at]))
                 // All the inputs: the quad and the 3 before it (at 2×, the 6 before it). The
                 // middle taps' inputs: the 2 quads before it (at 2×, the 3 before the one
                 // before it): frames 7...1 (13...7) before the quad's first, through 4...1
                 // (10...7) before its last.
-                var highest = quadHighest[at].larger(quadHighest[at - 2]).larger(quadHighest[at - 4])
-                    .larger(quadHighest[at - 6])
-                var lowest = quadLowest[at].smaller(quadLowest[at - 2]).smaller(quadLowest[at - 4])
-                    .smaller(quadLowest[at - 6])
+                var highest = quadHighest[at].larger(quadHighest[at &- 2]).larger(quadHighest[at &- 4])
+                    .larger(quadHighest[at &- 6])
+                var lowest = quadLowest[at].smaller(quadLowest[at &- 2]).smaller(quadLowest[at &- 4])
+                    .smaller(quadLowest[at &- 6])
                 var nearHighest: Half
                 var nearLowest: Half
                 if reach > 3 {
-                    highest = highest.larger(quadHighest[at - 8]).larger(quadHighest[at - 10])
-                        .larger(quadHighest[at - 12])
-                    lowest = lowest.smaller(quadLowest[at - 8]).smaller(quadLowest[at - 10])
-                        .smaller(quadLowest[at - 12])
-                    nearHighest = quadHighest[at - 4].larger(quadHighest[at - 6]).larger(quadHighest[at - 8])
-                    nearLowest = quadLowest[at - 4].smaller(quadLowest[at - 6]).smaller(quadLowest[at - 8])
+                    highest = highest.larger(quadHighest[at &- 8]).larger(quadHighest[at &- 10])
+                        .larger(quadHighest[at &- 12])
+                    lowest = lowest.smaller(quadLowest[at &- 8]).smaller(quadLowest[at &- 10])
+                        .smaller(quadLowest[at &- 12])
+                    nearHighest = quadHighest[at &- 4].larger(quadHighest[at &- 6]).larger(quadHighest[at &- 8])
+                    nearLowest = quadLowest[at &- 4].smaller(quadLowest[at &- 6]).smaller(quadLowest[at &- 8])
                 } else {
-                    nearHighest = quadHighest[at - 2].larger(quadHighest[at - 4])
-                    nearLowest = quadLowest[at - 2].smaller(quadLowest[at - 4])
+                    nearHighest = quadHighest[at &- 2].larger(quadHighest[at &- 4])
+                    nearLowest = quadLowest[at &- 2].smaller(quadLowest[at &- 4])
                 }
                 let middle = (nearHighest + nearLowest) * halving
                 let far = (highest - middle).larger(middle - lowest)
