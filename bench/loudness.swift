@@ -38,7 +38,8 @@ struct LoudnessBench {
                 let samples = signal.make(channels: channels, rate: rate, seconds: seconds)
                 for meter in Variant.allCases {
                     let result = measure(meter, samples: samples, channels: channels, rate: rate)
-                    let fed = [.plain, .plainTruePeak, .engineLoudnessOnly].contains(meter) ? "—" : fixed(result.fedPercent, 1) + " %"
+                    let gated = ![.plain, .plainTruePeak, .engineLoudnessOnly].contains(meter)
+                    let fed = gated ? fixed(result.fedPercent, 1) + " %" : "—"
                     let adds = fixed(result.addNsPerSample, 2)
                     let read = fixed(result.microsecondsPerRead, 1)
                     let total = fixed(result.nsPerSample, 2)

@@ -157,7 +157,9 @@ struct R128EngineTests {
         #expect(Self.decibels(peak) - Self.decibels(samplePeak) > 2.5, "true \(peak) sample \(samplePeak)")
     }
 
-    @Test("the true-peak gate skips most quads of noise after a loud start, and none of a signal whose peaks keep rising")
+    @Test(
+        "the true-peak gate skips most quads of noise after a loud start, and none of a signal whose peaks keep rising"
+    )
     func gateSkips() throws {
         var generator = SeededGenerator(state: 9)
         let rate = 48_000
@@ -231,7 +233,9 @@ struct R128EngineTests {
                 worst = max(worst, abs(output(highest: true)), abs(output(highest: false)))
             }
             #expect(worst <= bound, "\(near), \(all): an output of \(worst) above the bound \(bound)")
-            if reached { #expect(worst * (1 + 1e-3) >= bound, "\(near), \(all): the bound \(bound) is loose (\(worst))") }
+            if reached {
+                #expect(worst * (1 + 1e-3) >= bound, "\(near), \(all): the bound \(bound) is loose (\(worst))")
+            }
         }
     }
 
