@@ -36,13 +36,14 @@ extension SIMD4 where Scalar == Float {
 ///
 /// True peak, per quad of frames and half group of lanes (4 channels, one register): the
 /// interpolator's outputs for the quad depend on its samples and the `history` before them, all
-/// in the `kept / 4` quads before it and its own; their highest and lowest bound every output
-/// (`TruePeakInterpolator.level` and `.spread`), and the quad's half is interpolated only where
-/// that bound exceeds a lane's true peak so far (the larger of the sample peak, this quad's
-/// samples included, and the interpolated peak as of the chunk's start). A quad's half that is
-/// not interpolated has no output above what is known, so skipping it changes nothing; deciding
-/// the whole chunk before interpolating any of it keeps the decisions free of branches and
-/// only ever interpolates more.
+/// in the `kept / 4` quads before it and its own, its middle taps' inputs in the 2 (at 2×, 3)
+/// quads before it; the highest and lowest of those bound every output
+/// (`TruePeakInterpolator.level`, `.nearSpread` and `.farSpread`), and the quad's half is
+/// interpolated only where that bound exceeds a lane's true peak so far (the larger of the sample
+/// peak, this quad's samples included, and the interpolated peak as of the chunk's start). A
+/// quad's half that is not interpolated has no output above what is known, so skipping it changes
+/// nothing; deciding the whole chunk before interpolating any of it keeps the interpolation's
+/// loop free of the decisions, and only ever interpolates more.
 final class R128LaneGroups {
     typealias V = SIMD8<Float>
     typealias Half = SIMD4<Float>
