@@ -1,6 +1,6 @@
 // R128Engine (LoudnessMeter's default) against libebur128 as the oracle: every reading
 // within 0.01 LU and true peak within 0.05 dB, on EBU Tech 3341/3342-style cases, noise, sines,
-// impulses and silence, 1–32 channels, 44.1/48/96 kHz, fed in odd chunks.
+// impulses and silence, 1–32 channels, 32–192 kHz (at 192 kHz true peak is sample peak), fed in odd chunks.
 
 import Foundation
 import Testing
@@ -82,7 +82,7 @@ struct R128EngineTests {
     @Test(
         "noise, sines, impulses and silence: every reading within 0.01 LU, true peak within 0.05 dB",
         arguments: [
-            (48_000, 2), (44_100, 6), (96_000, 3), (32_000, 1),
+            (48_000, 2), (44_100, 6), (96_000, 3), (32_000, 1), (192_000, 2),
         ])
     func mixedSignals(rate: Int, channels: Int) throws {
         let samples = Self.mixed(channels: channels, rate: rate, seconds: 4, seed: UInt64(rate + channels))
@@ -157,7 +157,9 @@ struct R128EngineTests {
         #expect(Self.decibels(peak) - Self.decibels(samplePeak) > 2.5, "true \(peak) sample \(samplePeak)")
     }
 
-    @Test("the true-peak gate skips most blocks of noise after a loud start, and computes them without one")
+    @Test(
+        "the true-peak gate skips most quads of noise after a loud start, and none of a signal whose peaks keep rising"
+    )
     func gateSkips() throws {
         var generator = SeededGenerator(state: 9)
         let rate = 48_000
@@ -166,12 +168,75 @@ struct R128EngineTests {
         }
         let (meter, _) = try Self.expectAgreement(samples, channels: 2, rate: rate, seed: 16)
         let blocks = meter.truePeakBlocks
-        #expect(blocks.fed + blocks.skipped >= 4 * rate / 32, "one lane group, blocks of at most 32 frames")
+        #expect(blocks.fed + blocks.skipped >= 4 * rate / 4, "one half group of lanes, a block a quad of frames")
         #expect(blocks.skipped * 100 >= (blocks.fed + blocks.skipped) * 95, "\(blocks)")
-        let rising = try LoudnessMeter(channels: 1, sampleRate: rate)
-        Exact.signal(channels: 1, rate: rate, seconds: 0.1) { frame, _ in Double(frame) / 48_000 }
-            .withUnsafeBufferPointer { rising.add($0) }
-        #expect(rising.truePeakBlocks.skipped == 0, "a rising signal can always peak higher: \(rising.truePeakBlocks)")
+        // Rising, with its peaks between its samples (fs/4 at 45°: 3 dB above them): every quad has
+        // an output above everything before it, so none may be skipped but the first two, whose
+        // outputs (5.5 frames behind their inputs) are still mostly the silence before the signal.
+        let rising = Exact.signal(channels: 1, rate: rate, seconds: 0.1) { frame, _ in
+            (0.1 + Double(frame) / 48_000) * sin(Double.pi / 2 * Double(frame) + Double.pi / 4)
+        }
+        let (risingMeter, _) = try Self.expectAgreement(rising, channels: 1, rate: rate, seed: 19)
+        #expect(risingMeter.truePeakBlocks.skipped <= 2, "\(risingMeter.truePeakBlocks)")
+    }
+
+    @Test(
+        "a steady 50 Hz tone: the range of a quad's inputs lets the gate skip most quads (their highest magnitude alone would skip none), and the peak is libebur128's"
+    )
+    func gateSkipsLowTone() throws {
+        let rate = 48_000
+        let samples = Exact.signal(channels: 2, rate: rate, seconds: 2) { frame, channel in
+            0.5 * sin(2 * Double.pi * 50 * Double(frame) / Double(rate) + Double(channel))
+        }
+        let (meter, _) = try Self.expectAgreement(samples, channels: 2, rate: rate, seed: 18)
+        let blocks = meter.truePeakBlocks
+        #expect(blocks.skipped * 100 >= (blocks.fed + blocks.skipped) * 70, "\(blocks)")
+    }
+
+    @Test(
+        "the true-peak bound holds for the worst inputs of any ranges, and they reach it (libebur128's taps, computed here)",
+        arguments: [48_000, 96_000])
+    func truePeakBound(rate: Int) {
+        let interpolator = TruePeakInterpolator(sampleRate: rate, truePeak: true)
+        let factor = interpolator.factor
+        let taps = 48 / factor
+        #expect(interpolator.near == (taps / 2 - 2)...(taps / 2 + 1), "the 4 middle taps")
+        // libebur128's design: a 49-tap Hann-windowed sinc, tap j in phase j % factor.
+        let design = (0..<49).map { j -> Double in
+            let m = Double(j) - 24
+            guard m != 0 else { return 1 }
+            let x = m * Double.pi / Double(factor)
+            return sin(x) / x * 0.5 * (1 - cos(2 * Double.pi * Double(j) / 48))
+        }
+        // The middle taps' inputs in near, all inputs in all; symmetric about near's middle (the
+        // bound is reached) or not (it only holds).
+        let cases: [(near: ClosedRange<Double>, all: ClosedRange<Double>, reached: Bool)] = [
+            (-0.5...0.5, -0.5...0.5, true), (0.2...0.6, -0.2...1, true), (0.7...0.7, 0.7...0.7, true),
+            (-0.9...(-0.8), -1...(-0.7), true), (0.1...0.3, -1...0.3, false), (-0.3...0.8, -0.3...0.9, false),
+        ]
+        for (near, all, reached) in cases {
+            let middle = (near.lowerBound + near.upperBound) / 2
+            let bound =
+                Double(interpolator.level) * abs(middle) + Double(interpolator.nearSpread)
+                * (near.upperBound - near.lowerBound) + Double(interpolator.farSpread)
+                * max(all.upperBound - middle, middle - all.lowerBound)
+            var worst = 0.0
+            for phase in 1..<factor {
+                let c = stride(from: phase, to: 49, by: factor).map { design[$0] }
+                // The inputs that make this phase's output highest, and lowest.
+                func output(highest: Bool) -> Double {
+                    c.indices.reduce(0) { sum, tap in
+                        let range = interpolator.near.contains(tap) ? near : all
+                        return sum + c[tap] * ((c[tap] > 0) == highest ? range.upperBound : range.lowerBound)
+                    }
+                }
+                worst = max(worst, abs(output(highest: true)), abs(output(highest: false)))
+            }
+            #expect(worst <= bound, "\(near), \(all): an output of \(worst) above the bound \(bound)")
+            if reached {
+                #expect(worst * (1 + 1e-3) >= bound, "\(near), \(all): the bound \(bound) is loose (\(worst))")
+            }
+        }
     }
 
     @Test("integers read as the same Floats; silence reads nil; a partial lane group is exact")
