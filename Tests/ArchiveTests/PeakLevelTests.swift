@@ -1,5 +1,5 @@
-// The trial stage: each file's sample peak, SAMPLE_PEAK_DBFS at its end, from a recorder of
-// real files read back with metaflac.
+// Each file's sample peak, SAMPLE_PEAK_DBFS at its end (LevelOverviewStage: the level cells'
+// highest), from a recorder of real files read back with metaflac.
 
 import Foundation
 import Testing
@@ -12,7 +12,7 @@ struct PeakLevelTests {
     func decibels() {
         for amplitude in [1.0, 0.999_999, 0.5, 0.25, 0.1, 0.001, 1e-7, 0.707_106_781] {
             let expected = 20 * log10(amplitude)
-            #expect(abs(PeakLevelStage.decibels(amplitude) - expected) < 1e-9, "\(amplitude)")
+            #expect(abs(LevelOverview.decibels(amplitude: amplitude) - expected) < 1e-9, "\(amplitude)")
         }
     }
 
@@ -34,7 +34,7 @@ struct PeakLevelTests {
         for record in records {
             let tags = try metaflacTags(record.path)
             let expected = record.group == 1 ? (record.segment == 1 ? "-6.02" : "-20.0") : "-12.04"
-            #expect(tags[PeakLevelStage.tag] == expected, "\(record.path): \(tags)")
+            #expect(tags[LevelOverviewStage.peakTag] == expected, "\(record.path): \(tags)")
         }
 
         let quiet = MemorySource(
@@ -43,7 +43,7 @@ struct PeakLevelTests {
         var silent = configuration
         silent.stream = "quiet"
         for record in finishedRecords(try record(silent, source: quiet)) {
-            #expect(try metaflacTags(record.path)[PeakLevelStage.tag] == nil)
+            #expect(try metaflacTags(record.path)[LevelOverviewStage.peakTag] == nil)
         }
     }
 }

@@ -9,7 +9,6 @@ enum SegmentStages {
         ClockDriftStage.self,
         NetworkLossStage.self,
         SilenceStage.self,
-        PeakLevelStage.self,
         LevelOverviewStage.self,
     ]
 
