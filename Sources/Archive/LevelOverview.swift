@@ -6,7 +6,8 @@
 // day view shows a day as the loudest of ~45 cells per pixel and still shows single seconds when
 // zoomed to a minute across the screen (a 10-second click or a 2-second drop-out is visible). Two
 // bytes per cell (peak and RMS in 0.5 dB steps): 172.8 kB per feed and day, under 0.01 % of the
-// FLAC of a stereo 48 kHz day (about 5 GB). Plain Swift, no imports: the bench compiles it alone.
+// FLAC of a stereo 48 kHz day (about 5 GB). Plain Swift, no imports: the bench compiles it alone
+// (with SampleRuns.swift, the walk it shares with the silence detector).
 
 /// The overview's cells and their one-byte level codes. Any thread.
 public enum LevelOverview {
@@ -84,34 +85,16 @@ public struct LevelCells {
             let here = offset / cellFrames
             if here != cell { close(upTo: here) }
             let count = min(frames - done, cellFrames - offset % cellFrames)
-            // Four lanes at a time: no chain of dependent adds or maxima per sample.
-            var (p0, p1, p2, p3) = (peak, Float(0), Float(0), Float(0))
-            var (s0, s1, s2, s3) = (Float(0), Float(0), Float(0), Float(0))
+            var cellPeak = peak
+            var cellSquares: Float = 0
             for channel in channels {
-                let run = channelStarts[channel] + done
-                var frame = 0
-                while frame + 4 <= count {
-                    let (a, b, c, d) = (run[frame], run[frame + 1], run[frame + 2], run[frame + 3])
-                    p0 = max(p0, abs(a))
-                    p1 = max(p1, abs(b))
-                    p2 = max(p2, abs(c))
-                    p3 = max(p3, abs(d))
-                    s0 += a * a
-                    s1 += b * b
-                    s2 += c * c
-                    s3 += d * d
-                    frame += 4
-                }
-                while frame < count {
-                    let sample = run[frame]
-                    p0 = max(p0, abs(sample))
-                    s0 += sample * sample
-                    frame += 1
-                }
+                let run = SampleRuns.peakAndSquares(channelStarts[channel] + done, count: count)
+                if run.peak > cellPeak { cellPeak = run.peak }
+                cellSquares += run.squares
             }
-            peak = max(max(p0, p1), max(p2, p3))
+            peak = cellPeak
             highest = max(highest, peak)
-            squares += Double(s0 + s1) + Double(s2 + s3)
+            squares += Double(cellSquares)
             samples += count * channels.count
             done += count
         }

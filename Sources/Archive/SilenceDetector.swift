@@ -225,56 +225,24 @@ public struct SilenceDetector {
     /// The largest magnitude of `count` samples `stride` apart (NaN left out) and their sum of
     /// squares (NaN as 0, magnitudes above 1 as 1).
     ///
-    /// Contiguous runs are read in lanes of four (SSE2, NEON) with two running maxima and sums.
-    /// The peak is the scalar loop's to the bit (the maximum of non-negative floats does not
-    /// depend on the order it is taken in); the sum differs from it only by rounding.
+    /// Contiguous runs are read by `SampleRuns` (eight lanes in two chains). The peak is the
+    /// scalar loop's to the bit (the maximum of non-negative floats does not depend on the order
+    /// it is taken in); the sum differs from it only by rounding.
     @inline(__always)
     static func measure(_ samples: UnsafePointer<Float>, count: Int, stride: Int = 1) -> (peak: Float, energy: Double) {
-        var index = 0
+        if stride == 1 {
+            let run = SampleRuns.peakAndBoundedSquares(samples, count: count)
+            return (run.peak, Double(run.squares))
+        }
         var peak: Float = 0
         var energy: Float = 0
-        if stride == 1 && count >= 8 {
-            var firstPeak = SIMD4<Float>(repeating: 0)
-            var secondPeak = firstPeak
-            var firstSum = firstPeak
-            var secondSum = firstPeak
-            let raw = UnsafeRawPointer(samples)
-            while index + 8 <= count {
-                let a = magnitudes(raw.loadUnaligned(fromByteOffset: index * 4, as: SIMD4<Float>.self))
-                let b = magnitudes(raw.loadUnaligned(fromByteOffset: index * 4 + 16, as: SIMD4<Float>.self))
-                firstPeak = firstPeak.replacing(with: a, where: a .> firstPeak)
-                secondPeak = secondPeak.replacing(with: b, where: b .> secondPeak)
-                let ca = bounded(a)
-                let cb = bounded(b)
-                firstSum += ca * ca
-                secondSum += cb * cb
-                index += 8
-            }
-            firstPeak = firstPeak.replacing(with: secondPeak, where: secondPeak .> firstPeak)
-            for lane in 0..<4 where firstPeak[lane] > peak { peak = firstPeak[lane] }
-            energy = (firstSum + secondSum).sum()
-        }
-        while index < count {
+        for index in 0..<count {
             let magnitude = samples[index * stride].magnitude
             if magnitude > peak { peak = magnitude }
             let bounded: Float = magnitude > 1 ? 1 : (magnitude >= 0 ? magnitude : 0)
             energy += bounded * bounded
-            index += 1
         }
         return (peak, Double(energy))
-    }
-
-    @inline(__always)
-    private static func magnitudes(_ lanes: SIMD4<Float>) -> SIMD4<Float> {
-        unsafeBitCast(unsafeBitCast(lanes, to: SIMD4<UInt32>.self) & 0x7FFF_FFFF, to: SIMD4<Float>.self)
-    }
-
-    /// Magnitudes with NaN as 0 and anything above 1 as 1 (`>=` is false for NaN).
-    @inline(__always)
-    private static func bounded(_ lanes: SIMD4<Float>) -> SIMD4<Float> {
-        let zero = SIMD4<Float>(repeating: 0)
-        let one = SIMD4<Float>(repeating: 1)
-        return zero.replacing(with: lanes, where: lanes .>= zero).replacing(with: one, where: lanes .> one)
     }
 
     /// The open segment ends after the frames observed so far: the block being gathered is
