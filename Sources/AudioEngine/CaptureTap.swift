@@ -195,14 +195,11 @@ public final class CaptureTap: @unchecked Sendable {
     /// JACK ran at `micros` (JACK's microsecond clock, CLOCK_MONOTONIC). nil before the first
     /// period, or while the process thread is writing it. For measuring drift.
     public var clockStamp: (frames: Int, micros: Int)? {
-        // The sequence lock's reader (the writer: `TapState.observeClock`): acquire, the stamp,
-        // an acquire fence, the sequence again.
-        let before = state.pointee.stampSequence.load(ordering: .acquiring)
+        let before = state.pointee.stampSequence.load(ordering: .sequentiallyConsistent)
         guard before > 0, before % 2 == 0 else { return nil }
-        let frames = state.pointee.stampFrames.load(ordering: .relaxed)
-        let micros = state.pointee.stampMicros.load(ordering: .relaxed)
-        atomicMemoryFence(ordering: .acquiring)
-        guard state.pointee.stampSequence.load(ordering: .relaxed) == before else { return nil }
+        let frames = state.pointee.stampFrames.load(ordering: .sequentiallyConsistent)
+        let micros = state.pointee.stampMicros.load(ordering: .sequentiallyConsistent)
+        guard state.pointee.stampSequence.load(ordering: .sequentiallyConsistent) == before else { return nil }
         return (frames, micros)
     }
     /// Whether the tap writes zeros instead of samples.

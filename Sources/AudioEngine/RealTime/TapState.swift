@@ -40,8 +40,7 @@ struct TapState: ~Copyable {
     /// Times the frames ran ahead of the monotonic clock by more than a period (the clock
     /// measurement started afresh; nothing can be inserted for time that did not pass).
     let clockResets = Atomic<Int>(0)
-    /// The latest clock stamp, a sequence lock: odd while the process thread (its only writer)
-    /// writes it.
+    /// The latest clock stamp, a sequence lock: odd while the process thread writes it.
     let stampSequence = Atomic<Int>(0)
     /// Timeline frames (delivered, dropped and stalled) before the stamped period.
     let stampFrames = Atomic<Int>(0)
@@ -160,15 +159,10 @@ extension TapState {
         // JACK's length when plausible: jackd2's DLL reads far off for seconds after a stall.
         let length = cycleNext &- cycleStart
         clock.cycleLengthMicros = cycleStart > 0 && length > nominal / 2 && length < nominal &* 2 ? length : nominal
-        // The sequence lock's writer (readers: `CaptureTap.clockStamp`): odd, a release fence,
-        // the stamp, even with release. No read-modify-write and no sequentially consistent
-        // store: on x86 each of those is a locked instruction, all plain moves here.
-        let sequence = stampSequence.load(ordering: .relaxed)
-        stampSequence.store(sequence &+ 1, ordering: .relaxed)
-        atomicMemoryFence(ordering: .releasing)
-        stampFrames.store(clock.timelineFrames, ordering: .relaxed)
-        stampMicros.store(Int(now), ordering: .relaxed)
-        stampSequence.store(sequence &+ 2, ordering: .releasing)
+        stampSequence.add(1, ordering: .sequentiallyConsistent)
+        stampFrames.store(clock.timelineFrames, ordering: .sequentiallyConsistent)
+        stampMicros.store(Int(now), ordering: .sequentiallyConsistent)
+        stampSequence.add(1, ordering: .sequentiallyConsistent)
         clock.frames &+= Int64(frames)
         clock.timelineFrames &+= frames
         // Keep the products small: move whole seconds from the frames into the origin.
