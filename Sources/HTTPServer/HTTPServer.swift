@@ -9,7 +9,8 @@
 // Handlers therefore run on those threads, never on recd's control thread; what they need of
 // recd's state they must get without touching it (the daemon posts to its control thread and
 // waits with a time limit). One more of ours, the "deadlines" queue, sweeps the connections a
-// few times a second. `start` and `stop`: any one thread (the daemon's main thread).
+// few times a second while there are any (suspended while none is open: an idle listener wakes
+// no thread). `start` and `stop`: any one thread (the daemon's main thread).
 //
 // Why a table of connections beside libmicrohttpd's: its idle timeout restarts at every byte,
 // so a peer trickling one header byte every few seconds holds a connection (and its thread) for
@@ -142,6 +143,8 @@ public final class HTTPServer: Sendable {
         /// Keyed by the MHD_Connection's address.
         var connections: [UInt: Connection] = [:]
         var sweep: (any DispatchSourceTimer)?
+        /// Whether `sweep` runs (resumed): only while `connections` holds any.
+        var sweeping = false
     }
     let state = Mutex(State())
     private let boundPort = Atomic<UInt16>(0)
@@ -199,7 +202,7 @@ public final class HTTPServer: Sendable {
             let sweep = DispatchSource.makeTimerSource(queue: DispatchQueue(label: "recd.http.deadlines"))
             sweep.schedule(deadline: .now() + period, repeating: period, leeway: .milliseconds(20))
             sweep.setEventHandler { [weak self] in self?.sweepConnections() }
-            sweep.resume()
+            // Left suspended (as made) until a connection opens.
             state.sweep = sweep
         }
     }
@@ -221,6 +224,9 @@ public final class HTTPServer: Sendable {
                 state.daemon = 0
                 state.sweep = nil
             }
+            // A suspended source must be resumed before it is cancelled and released.
+            if !state.sweeping { state.sweep?.resume() }
+            state.sweeping = true
             return (state.daemon, state.connections.values.compactMap(\.stream), state.sweep)
         }
         sweep?.cancel()
@@ -284,11 +290,27 @@ public final class HTTPServer: Sendable {
         let fd = recd_mhd_connection_fd(connection)
         let peer = recd_mhd_peer_address(connection).map { HTTPListenAddress.peerKey($0) } ?? []
         let now = Self.now()
-        state.withLock { $0.connections[UInt(bitPattern: connection)] = Connection(fd: fd, peer: peer, headSince: now) }
+        state.withLock { state in
+            state.connections[UInt(bitPattern: connection)] = Connection(fd: fd, peer: peer, headSince: now)
+            Self.sweepWhileOpen(&state)
+        }
     }
 
     fileprivate func closed(_ connection: OpaquePointer) {
-        _ = state.withLock { $0.connections.removeValue(forKey: UInt(bitPattern: connection)) }
+        state.withLock { state in
+            state.connections.removeValue(forKey: UInt(bitPattern: connection))
+            Self.sweepWhileOpen(&state)
+        }
+    }
+
+    /// The sweep runs while a connection is open and is suspended while none is (after `stop`,
+    /// `sweep` is gone and nothing changes).
+    private static func sweepWhileOpen(_ state: inout State) {
+        guard let sweep = state.sweep else { return }
+        let wanted = !state.connections.isEmpty
+        guard wanted != state.sweeping else { return }
+        if wanted { sweep.resume() } else { sweep.suspend() }
+        state.sweeping = wanted
     }
 
     /// A request's answer ended (or the connection did): the next head's time starts now.
