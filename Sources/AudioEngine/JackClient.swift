@@ -252,17 +252,15 @@ final class JackClient {
     }
 
     /// Ports whose full names match the POSIX extended regular expression `pattern` (all
-    /// when nil) and have all of `flags`, in JACK's order.
+    /// when nil) and have all of `flags`, in JACK's order: jack_get_ports, in a turn on the
+    /// graph (`NotificationSink.inGraphTurn`: never while a notification callback runs).
     func ports(matching pattern: String?, flags: Int32 = 0) -> [String] {
         guard let handle else { return [] }
-        return Self.portNames(client: handle, pattern: pattern, flags: flags)
-    }
-
-    /// jack_get_ports as Swift strings.
-    static func portNames(client: OpaquePointer, pattern: String?, flags: Int32) -> [String] {
-        guard let list = jack_get_ports(client, pattern, nil, UInt(flags)) else { return [] }
-        defer { jack_free(list) }
-        return strings(list)
+        return sink.inGraphTurn {
+            guard let list = jack_get_ports(handle, pattern, nil, UInt(flags)) else { return [] }
+            defer { jack_free(list) }
+            return Self.strings(list)
+        }
     }
 
     private static func strings(_ list: UnsafeMutablePointer<UnsafePointer<CChar>?>) -> [String] {

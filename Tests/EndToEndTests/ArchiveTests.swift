@@ -245,8 +245,7 @@ struct ArchiveEndToEndTests {
         let available = try eventually(timeout: 15) {
             try daemon.recctl("--json", "routes").json?["ports"]?.arrayValue?.first?["available"] == true
         }
-        let routes = available ? "" : try daemon.recctl("routes").stdout
-        try #require(available, "recd's routes: \(routes) | \(daemon.logEnd())")
+        try #require(available, "\(daemon.portFacts())")
         try #require(daemon.recctl("session", "set", "logger", "--category", "record", "--mic-usage", "archive").status == 0)
         try #require(daemon.recctl("permission", "grant", "logger").status == 0)
         let watcher = try daemon.watch("logger")

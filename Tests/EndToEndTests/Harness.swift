@@ -66,6 +66,15 @@ final class Daemon: @unchecked Sendable {
         log.split(separator: "\n").suffix(count).joined(separator: " | ")
     }
 
+    /// For a failure where recd did not see a client's ports: recd's routes, the ports a JACK
+    /// client opened now lists (jack_lsp: whether the server has them, so the delay is recd's
+    /// or the server's), and the log's end, each on one line.
+    func portFacts() -> String {
+        func line(_ text: String?) -> String { (text ?? "?").split(separator: "\n").joined(separator: " | ") }
+        return "routes: \(line(try? recctl("routes").stdout)); jack_lsp now: \(line(try? runTool("jack_lsp", []).stdout)); "
+            + "log ends: \(logEnd(8))"
+    }
+
     static let systemPorts = """
         [port mic]
         type = builtInMic

@@ -283,19 +283,10 @@ struct RTPAdversaryTests {
 
             // A real cut of 1.5 s (nftables on the sender drops the stream, not the attacker),
             // with packets of random SSRCs meanwhile.
-            try RTPAudioTests.nft(pair, .second, ["add", "table", "inet", "recdcut"])
-            try RTPAudioTests.nft(
-                pair, .second, ["add", "chain", "inet", "recdcut", "out", "{ type filter hook output priority 0; }"])
-            try RTPAudioTests.nft(
-                pair, .second,
-                [
-                    "add", "rule", "inet", "recdcut", "out", "udp", "dport", "46000", "udp", "sport", "!=",
-                    String(attackerPort), "counter", "drop",
-                ])
+            let cut = try RTPAudioTests.StreamDrop(
+                pair, table: "recdcut", matching: ["udp", "sport", "!=", String(attackerPort)])
             try attack(pair, from: source, "randomssrc", "1.5")
-            let dropped = try #require(
-                RTPAudioTests.nftDropped(try RTPAudioTests.nft(pair, .second, ["list", "table", "inet", "recdcut"])))
-            try RTPAudioTests.nft(pair, .second, ["delete", "table", "inet", "recdcut"])
+            let dropped = try cut.stop()
             settle()
             let afterCut = try counts()
             print("rtp attack: nft dropped \(dropped) packets of the stream; \(afterTimestamp) → \(afterCut)")

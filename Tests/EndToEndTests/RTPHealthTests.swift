@@ -23,18 +23,6 @@ extension RTPAudioTests {
         return (entry?["reasons"]?.arrayValue ?? []).compactMap { $0["reason"]?.stringValue }
     }
 
-    /// Drops every packet of the stream the sender sends (its UDP port) until `resume` is called.
-    static func dropStream(_ pair: NamespacePair, table: String) throws -> () throws -> Int {
-        try nft(pair, .second, ["add", "table", "inet", table])
-        try nft(pair, .second, ["add", "chain", "inet", table, "out", "{ type filter hook output priority 0; }"])
-        try nft(pair, .second, ["add", "rule", "inet", table, "out", "udp", "dport", "46000", "counter", "drop"])
-        return {
-            let dropped = nftDropped(try nft(pair, .second, ["list", "table", "inet", table])) ?? 0
-            try nft(pair, .second, ["delete", "table", "inet", table])
-            return dropped
-        }
-    }
-
     @Test(
         "a stream losing packets: while nftables drops it, recctl --json status's health and /metrics have packets-lost for the feed; a minute after the loss it has cleared by itself; /api/day has the network loss at the cut's time"
     )
@@ -47,7 +35,7 @@ extension RTPAudioTests {
                 eventually(timeout: 3) { !Self.feedReasons(daemon, feed: feed).contains("packets-lost") },
                 "packets lost before the drop: \(Self.feedReasons(daemon, feed: feed))")
 
-            let resume = try Self.dropStream(pair, table: "recdhealth")
+            let drop = try Self.StreamDrop(pair, table: "recdhealth")
             let cutAt = Date()
             let whileDropping = eventually(timeout: 3) { Self.feedReasons(daemon, feed: feed).contains("packets-lost") }
             let shownAfter = Date().timeIntervalSince(cutAt)
@@ -55,7 +43,7 @@ extension RTPAudioTests {
             let line = try daemon.recctl("status").stdout.split(separator: "\n").first.map(String.init) ?? ""
             // 1.5 s of the cut in all (the checks above took part of it).
             usleep(UInt32(max(0, 1.5 - Date().timeIntervalSince(cutAt)) * 1e6))
-            let dropped = try resume()
+            let dropped = try drop.stop()
             let upAt = Date()
             print("rtp health: nft dropped \(dropped) packets; packets-lost shown \(shownAfter) s into the cut")
             print("rtp health: recctl status while dropping: \(line)")

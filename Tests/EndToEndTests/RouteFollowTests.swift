@@ -44,8 +44,7 @@ struct RouteFollowEndToEndTests {
     /// One line for a failure's message: the session's route, recd's ports and its log's end.
     func routeFacts(_ daemon: Daemon, _ app: String) -> String {
         let route = (try? daemon.recctl("--json", "session", "show", app).json?["route"]?.jsonText) ?? "none"
-        let ports = ((try? daemon.recctl("routes").stdout) ?? "").split(separator: "\n").joined(separator: " | ")
-        return "route \(route); routes: \(ports); log ends: \(daemon.logEnd())"
+        return "route \(route); \(daemon.portFacts())"
     }
 
     func inject(_ daemon: Daemon, _ control: String, plugged: Bool) throws {

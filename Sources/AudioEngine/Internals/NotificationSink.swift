@@ -36,6 +36,15 @@ final class NotificationSink: @unchecked Sendable {
     }
 
     private let lock = Mutex(Shared())
+    /// A turn on the graph: one of the callbacks that come on JACK's notification thread (port
+    /// and client registration, rename, connection) for all of its run, or a port listing
+    /// (`JackClient.ports`) — one at a time. On PipeWire's JACK (0.3.65) that thread is also the
+    /// one that frees the port objects, and jack_get_ports sorts and names the ports it found
+    /// after releasing its own lock: a port removed and its object zeroed for reuse meanwhile
+    /// crashed recd (docs/jack-servers.md). Each port's removal calls the port-registration
+    /// callback before it frees the object, so while a listing holds the turn no listed port
+    /// goes. Taken before `lock`, never inside it.
+    private let graphTurn = Mutex(())
     /// Called after each notification, on whichever JACK thread delivered it.
     let wake: @Sendable () -> Void
 
@@ -79,6 +88,11 @@ final class NotificationSink: @unchecked Sendable {
     private var client: OpaquePointer? {
         let bits = lock.withLock { $0.client }
         return OpaquePointer(bitPattern: bits)
+    }
+
+    /// Runs `body` in a turn on the graph (`graphTurn`): a notification callback's or a listing's.
+    func inGraphTurn<Result>(_ body: () -> Result) -> Result {
+        graphTurn.withLock { _ in body() }
     }
 
     // MARK: Callbacks (JACK threads)
@@ -283,31 +297,33 @@ private func sink(_ argument: UnsafeMutableRawPointer?) -> NotificationSink? {
 func recdPortRegistration(
     _ id: jack_port_id_t, _ registered: Int32, _ argument: UnsafeMutableRawPointer?
 ) {
-    sink(argument)?.portRegistration(id: id, registered: registered != 0)
+    guard let sink = sink(argument) else { return }
+    sink.inGraphTurn { sink.portRegistration(id: id, registered: registered != 0) }
 }
 
 func recdClientRegistration(
     _ name: UnsafePointer<CChar>?, _ registered: Int32, _ argument: UnsafeMutableRawPointer?
 ) {
-    guard let name else { return }
-    sink(argument)?.clientRegistration(name: String(cString: name), registered: registered != 0)
+    guard let name, let sink = sink(argument) else { return }
+    sink.inGraphTurn { sink.clientRegistration(name: String(cString: name), registered: registered != 0) }
 }
 
 func recdPortRename(
     _ id: jack_port_id_t, _ oldName: UnsafePointer<CChar>?, _ newName: UnsafePointer<CChar>?,
     _ argument: UnsafeMutableRawPointer?
 ) {
-    guard let oldName, let newName else { return }
-    sink(argument)?.portRename(
-        id: id, oldName: String(cString: oldName), newName: String(cString: newName))
+    guard let oldName, let newName, let sink = sink(argument) else { return }
+    sink.inGraphTurn {
+        sink.portRename(id: id, oldName: String(cString: oldName), newName: String(cString: newName))
+    }
 }
 
 func recdPortConnect(
     _ source: jack_port_id_t, _ destination: jack_port_id_t, _ connected: Int32,
     _ argument: UnsafeMutableRawPointer?
 ) {
-    sink(argument)?.portConnection(
-        source: source, destination: destination, connected: connected != 0)
+    guard let sink = sink(argument) else { return }
+    sink.inGraphTurn { sink.portConnection(source: source, destination: destination, connected: connected != 0) }
 }
 
 func recdXrun(_ argument: UnsafeMutableRawPointer?) -> Int32 {
