@@ -83,7 +83,8 @@ final class SignalClient: ChildProgram, @unchecked Sendable {
             prefix: "recd-signal")
         let deadline = Date().addingTimeInterval(10)
         while Date() < deadline {
-            if output.contains("ready") { return }
+            // Its ready line ("ready CLIENT:port,…"), at a line's start: not "already" in an error.
+            if lines.contains(where: { $0.hasPrefix("ready ") }) { return }
             guard process.isRunning else { break }
             usleep(10_000)
         }
