@@ -425,8 +425,15 @@ struct SharedBoxTests {
         #expect(
             summary["set:resourceNotAvailable"]?.intValue == 4,
             "the 65th and later sessions refused: \(summary.jsonText)")
+        // The verifies answered within the attacker's second are accepted or refused as busy,
+        // never another error. Whether any is refused depends on timing here: the archive is
+        // seconds old, a verify of it takes about a millisecond, and the worker can drain the
+        // queue between two of the pipelined requests (a run saw 8 of 8 accepted). The queue's
+        // limit itself is workerFairness's test, whose ten minutes of archive keep the job busy.
+        let verifies = (summary.objectValue ?? []).filter { $0.0.hasPrefix("verify:") }
         #expect(
-            summary["verify:isBusy"]?.intValue ?? 0 > 0, "verifies past the queue's limit refused: \(summary.jsonText)")
+            !verifies.isEmpty && verifies.allSatisfy { ["verify:ok", "verify:isBusy"].contains($0.0) },
+            "verifies accepted or refused as busy: \(summary.jsonText)")
         #expect(
             summary["watch:resourceNotAvailable"]?.intValue == 1,
             "connections past the share refused: \(summary.jsonText)")
