@@ -6,6 +6,15 @@ import PackageDescription
 /// `-O` for a debug build's target (a release build is optimized anyway).
 let optimizedInDebug: [SwiftSetting] = [.unsafeFlags(["-O"], .when(configuration: .debug))]
 
+/// SampleKernelsAVX2's code generation: x86-64-v3 (AVX2, FMA, …) on x86-64 (Swift takes the
+/// target's CPU from Clang's `-march`); elsewhere the baseline, and `Processor.runsX86_64v3` is
+/// false. No FMA contraction either way: both builds round alike.
+#if arch(x86_64)
+let x86_64v3: [SwiftSetting] = [.unsafeFlags(["-Xcc", "-march=x86-64-v3"])]
+#else
+let x86_64v3: [SwiftSetting] = []
+#endif
+
 let package = Package(
     name: "recd",
     platforms: [.macOS(.v15)],
@@ -71,8 +80,14 @@ let package = Package(
         // Optimized in debug builds too: its signal processing (loudness, resampling checks) is
         // what the test run spends most of its CPU on, at a tenth of the speed unoptimized.
         .target(
-            name: "Codec", dependencies: ["Platform", "CFLAC", "CSndfile", "CSoxr", "CEbur128"],
+            name: "Codec",
+            dependencies: ["Platform", "CFLAC", "CSndfile", "CSoxr", "CEbur128", "SampleKernels", "SampleKernelsAVX2"],
             swiftSettings: optimizedInDebug),
+        // The walks every sample of every channel passes through (the K-weighting filters of a
+        // lane group), written once as @inlinable code and built twice: for the baseline CPU here
+        // and for x86-64-v3 in SampleKernelsAVX2; Codec picks one at start (Processor).
+        .target(name: "SampleKernels", swiftSettings: optimizedInDebug),
+        .target(name: "SampleKernelsAVX2", dependencies: ["SampleKernels"], swiftSettings: optimizedInDebug + x86_64v3),
         // Voice processing for voiceChat/videoChat capture: echo cancellation against a far-end
         // reference (SpeexDSP's canceller through CSpeexDSP), noise suppression and gain control
         // (WebRTC's module through CWebRTCAudioProcessing), in blocks of any size at a fixed added
@@ -148,6 +163,9 @@ let package = Package(
         .testTarget(
             name: "VoiceProcessingTests", dependencies: ["VoiceProcessing", "TestSupport"], swiftSettings: optimizedInDebug),
         .testTarget(name: "CodecTests", dependencies: ["Codec", "AudioTestSupport", "TestSupport"]),
+        .testTarget(
+            name: "SampleKernelsTests", dependencies: ["SampleKernels", "SampleKernelsAVX2", "Platform"],
+            swiftSettings: optimizedInDebug),
         .testTarget(
             name: "DaemonTests",
             dependencies: [

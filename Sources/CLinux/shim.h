@@ -309,4 +309,36 @@ static inline long recd_receive_datagram(int socket, void *bytes, size_t length,
     return (long)count;
 }
 
+/// 1 when this CPU and the kernel support everything x86-64-v3 code may use (AVX, AVX2, BMI1,
+/// BMI2, F16C, FMA, LZCNT, MOVBE and x86-64-v2 beneath: SSE3 to SSE4.2, POPCNT, CMPXCHG16B,
+/// LAHF), with the AVX registers enabled by the kernel (XCR0's SSE and AVX state); 0 otherwise,
+/// and on every other architecture. CPUID and XGETBV as the Intel SDM (vol. 2A) and
+/// `-march=x86-64-v3` define the level.
+static inline int recd_cpu_x86_64_v3(void) {
+#if defined(__x86_64__)
+    unsigned int a, b, c, d;
+    __asm__("cpuid" : "=a"(a), "=b"(b), "=c"(c), "=d"(d) : "a"(0), "c"(0));
+    if (a < 7) return 0;
+    __asm__("cpuid" : "=a"(a), "=b"(b), "=c"(c), "=d"(d) : "a"(1), "c"(0));
+    // SSE3 0, SSSE3 9, FMA 12, CMPXCHG16B 13, SSE4.1 19, SSE4.2 20, MOVBE 22, POPCNT 23,
+    // XSAVE 26, OSXSAVE 27, AVX 28, F16C 29.
+    const unsigned int leaf1 = (1u << 0) | (1u << 9) | (1u << 12) | (1u << 13) | (1u << 19) | (1u << 20) |
+                               (1u << 22) | (1u << 23) | (1u << 26) | (1u << 27) | (1u << 28) | (1u << 29);
+    if ((c & leaf1) != leaf1) return 0;
+    unsigned int low, high;
+    __asm__("xgetbv" : "=a"(low), "=d"(high) : "c"(0));
+    if ((low & 6u) != 6u) return 0;  // the kernel saves SSE and AVX state
+    __asm__("cpuid" : "=a"(a), "=b"(b), "=c"(c), "=d"(d) : "a"(7), "c"(0));
+    const unsigned int leaf7 = (1u << 3) | (1u << 5) | (1u << 8);  // BMI1, AVX2, BMI2
+    if ((b & leaf7) != leaf7) return 0;
+    __asm__("cpuid" : "=a"(a), "=b"(b), "=c"(c), "=d"(d) : "a"(0x80000000u), "c"(0));
+    if (a < 0x80000001u) return 0;
+    __asm__("cpuid" : "=a"(a), "=b"(b), "=c"(c), "=d"(d) : "a"(0x80000001u), "c"(0));
+    const unsigned int extended = (1u << 0) | (1u << 5);  // LAHF/SAHF, LZCNT
+    return (c & extended) == extended;
+#else
+    return 0;
+#endif
+}
+
 #endif

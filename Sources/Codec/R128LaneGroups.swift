@@ -1,31 +1,6 @@
 // R128Engine's channels across SIMD lanes: the gathered frames, the K-weighting filters and the
 // gated true peak of each lane group, walked once per chunk while the group is in cache.
-
-/// What R128LaneGroups does with its lanes beyond arithmetic, for a lane group (`SIMD8`) and for
-/// the half of one the interpolator works on (`SIMD4`: one SSE or NEON register). Written for each
-/// concrete type, not once for `SIMD`: a debug build runs generic SIMD code through witness
-/// tables, and debug builds record in the tests.
-extension SIMD8 where Scalar == Float {
-    /// |lanes| (the sign bit cleared: one instruction).
-    @inline(__always) var magnitude: Self {
-        unsafeBitCast(unsafeBitCast(self, to: SIMD8<UInt32>.self) & 0x7fff_ffff, to: Self.self)
-    }
-    /// The larger of each lane: `maxps` (`pointwiseMax` compiles to scalar compares, NaN-careful;
-    /// these values are never NaN from finite audio).
-    @inline(__always) func larger(_ other: Self) -> Self { replacing(with: other, where: other .> self) }
-    /// The smaller of each lane: `minps`.
-    @inline(__always) func smaller(_ other: Self) -> Self { replacing(with: other, where: other .< self) }
-    /// Lanes smaller in magnitude than `tiny` set to 0.
-    @inline(__always) func flushed(below tiny: Self) -> Self { replacing(with: 0, where: magnitude .< tiny) }
-}
-
-extension SIMD4 where Scalar == Float {
-    @inline(__always) var magnitude: Self {
-        unsafeBitCast(unsafeBitCast(self, to: SIMD4<UInt32>.self) & 0x7fff_ffff, to: Self.self)
-    }
-    @inline(__always) func larger(_ other: Self) -> Self { replacing(with: other, where: other .> self) }
-    @inline(__always) func smaller(_ other: Self) -> Self { replacing(with: other, where: other .< self) }
-}
+internal import SampleKernels
 
 /// The channels laid out across the lanes of `V`, 8 to a group (one lane a channel, the last
 /// group padded with silent lanes): each group's K-weighting state, pending energy and peaks, and
@@ -45,12 +20,14 @@ extension SIMD4 where Scalar == Float {
 /// nothing; deciding the whole chunk before interpolating any of it keeps the interpolation's
 /// loop free of the decisions, and only ever interpolates more.
 final class R128LaneGroups {
-    typealias V = SIMD8<Float>
+    typealias V = Lanes
     typealias Half = SIMD4<Float>
 
     let groups: Int
     private let channels: Int
-    private let filter: KWeighting
+    private let coefficients: KWeightingCoefficients
+    /// The build of the sample walks this CPU runs.
+    private let walks: any SampleWalks.Type
     /// Per group: the shelf's two state values, then the high-pass's.
     private let filterState: UnsafeMutablePointer<V>
     /// Per group: squares summed since the last 100 ms boundary.
@@ -76,10 +53,14 @@ final class R128LaneGroups {
     /// Quads' halves holding channels that were interpolated and that were skipped.
     private(set) var peakBlocks = (computed: 0, skipped: 0)
 
-    init(channels: Int, filter: KWeighting, interpolator: TruePeakInterpolator, truePeak: Bool) {
+    init(
+        channels: Int, filter: KWeighting, interpolator: TruePeakInterpolator, truePeak: Bool,
+        walks: any SampleWalks.Type = Walks.current
+    ) {
         self.channels = channels
         groups = (channels + V.scalarCount - 1) / V.scalarCount
-        self.filter = filter
+        coefficients = KWeightingCoefficients(shelf: filter.shelf, highPass: filter.highPass)
+        self.walks = walks
         self.interpolator = interpolator
         measuresTruePeak = truePeak
         filterState = .allocate(capacity: groups * 4)
@@ -238,60 +219,14 @@ final class R128LaneGroups {
     /// energy, and with `quads` each quad's highest and lowest sample.
     @inline(__always)
     private func kWeight(group: Int, frames n: Int, quads: Bool) {
-        // Constants broadcast once (a scalar times a vector is SIMD's generic lane-by-lane code).
-        let (sb0, sb1, sb2, sa1, sa2) = (
-            V(repeating: filter.shelf.0), V(repeating: filter.shelf.1), V(repeating: filter.shelf.2),
-            V(repeating: filter.shelf.3), V(repeating: filter.shelf.4)
-        )
-        let (e1, e2) = (V(repeating: filter.highPass.0), V(repeating: filter.highPass.1))
-        let input = frames + group * lane + kept
+        let input = UnsafePointer(frames + group * lane + kept)
         let state = filterState + group * 4
-        var s1 = state[0]
-        var s2 = state[1]
-        var h1 = state[2]
-        var h2 = state[3]
-        var squares = V.zero
-        var quad = kept / 4
-        var frame = 0
-        while frame < n {
-            let end = min(frame + 4, n)
-            var highest = input[frame]
-            var lowest = highest
-            while frame < end {
-                let x = input[frame]
-                let y = sb0 * x + s1
-                s1 = sb1 * x - sa1 * y + s2
-                s2 = sb2 * x - sa2 * y
-                // Transposed direct form II with b = 1, -2, 1 and a1 = e1 - 2, a2 = 1 - e2.
-                let z = y + h1
-                let d = y - z
-                h1 = h2 - (d + d) - e1 * z
-                h2 = d + e2 * z
-                squares += z * z
-                if quads {
-                    highest = highest.larger(x)
-                    lowest = lowest.smaller(x)
-                }
-                frame += 1
-            }
-            if quads {
-                quadHighest[2 * quad] = highest.lowHalf
-                quadHighest[2 * quad + 1] = highest.highHalf
-                quadLowest[2 * quad] = lowest.lowHalf
-                quadLowest[2 * quad + 1] = lowest.highHalf
-                quad += 1
-            }
-        }
-        // States that have decayed below any audible level are flushed to 0 before they turn
-        // subnormal (subnormal arithmetic is some 100× slower on x86).
-        let tiny = V(repeating: 1e-30)
-        state[0] = s1.flushed(below: tiny)
-        state[1] = s2.flushed(below: tiny)
-        state[2] = h1.flushed(below: tiny)
-        state[3] = h2.flushed(below: tiny)
-        var energy = 0.0
-        for index in 0..<V.scalarCount { energy += Double(squares[index]) }
-        pendingEnergy[group] += energy
+        pendingEnergy[group] +=
+            quads
+            ? walks.kWeightedEnergy(
+                input, frames: n, filter: coefficients, state: state,
+                extremes: QuadExtremes(highest: quadHighest, lowest: quadLowest, first: kept / 4))
+            : walks.kWeightedEnergy(input, frames: n, filter: coefficients, state: state)
     }
 
     func takeEnergy() -> Double {

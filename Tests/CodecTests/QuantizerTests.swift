@@ -143,16 +143,17 @@ struct QuantizerTests {
     }
 
     @Test(
-        "four lanes give the scalar reference's integers for random bit patterns and every edge", arguments: [16, 24])
-    func fourLanesMatchScalar(bits: Int) {
+        "eight lanes give the scalar reference's integers for random bit patterns and every edge", arguments: [16, 24])
+    func eightLanesMatchScalar(bits: Int) {
         let quantizer = SampleQuantizer(bitsPerSample: bits)
         let samples = QuantizerTests.edgeAndRandomSamples(bits: bits, count: 100_000)
         var mismatches = 0
         var first: [String] = []
-        for start in stride(from: 0, to: samples.count, by: 4) {
-            let lanes = SIMD4(samples[start], samples[start + 1], samples[start + 2], samples[start + 3])
+        for start in stride(from: 0, to: samples.count - 7, by: 8) {
+            var lanes = SIMD8<Float>()
+            for lane in 0..<8 { lanes[lane] = samples[start + lane] }
             let values = quantizer.quantize(lanes)
-            for lane in 0..<4 where values[lane] != quantizer.quantize(lanes[lane]) {
+            for lane in 0..<8 where values[lane] != quantizer.quantize(lanes[lane]) {
                 mismatches += 1
                 if first.count < 5 {
                     first.append("\(lanes[lane]) → \(values[lane]), expected \(quantizer.quantize(lanes[lane]))")

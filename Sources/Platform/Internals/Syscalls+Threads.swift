@@ -53,3 +53,8 @@ extension Syscall {
         nothingOrErrno(recd_renice_current_thread(increment))
     }
 }
+
+extension Syscall {
+    /// CPUID and XGETBV (`recd_cpu_x86_64_v3`): whether x86-64-v3 code may run here.
+    static func cpuRunsX86_64v3() -> Bool { recd_cpu_x86_64_v3() != 0 }
+}

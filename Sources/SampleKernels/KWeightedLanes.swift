@@ -1,0 +1,129 @@
+// The K-weighting filters across a lane group's channels: R128Engine's hottest walk, written once
+// here and compiled twice, for the baseline CPU (`BaselineKernels`) and for x86-64-v3
+// (`SampleKernelsAVX2`), which runs a lane group in one AVX register instead of two SSE ones.
+
+/// Eight channels, one to a lane.
+public typealias Lanes = SIMD8<Float>
+
+/// BS.1770's pre-filter over one lane group: the high shelf's coefficients (b0, b1, b2, a1, a2;
+/// a0 = 1) and the RLB high-pass's denominator as e1 = 2 + a1, e2 = 1 - a2 (numerator 1, -2, 1).
+@frozen
+public struct KWeightingCoefficients: Sendable {
+    public let shelf: (Float, Float, Float, Float, Float)
+    public let highPass: (Float, Float)
+
+    @inlinable
+    public init(shelf: (Float, Float, Float, Float, Float), highPass: (Float, Float)) {
+        self.shelf = shelf
+        self.highPass = highPass
+    }
+}
+
+/// Where one lane group's walk writes each quad's (4 frames') highest and lowest sample, per half
+/// group (quad q's half h at `2 * q + h`), starting at quad `first`: R128LaneGroups' true-peak
+/// screening reads them.
+@frozen
+public struct QuadExtremes {
+    public let highest: UnsafeMutablePointer<SIMD4<Float>>
+    public let lowest: UnsafeMutablePointer<SIMD4<Float>>
+    public let first: Int
+
+    @inlinable
+    public init(highest: UnsafeMutablePointer<SIMD4<Float>>, lowest: UnsafeMutablePointer<SIMD4<Float>>, first: Int) {
+        self.highest = highest
+        self.lowest = lowest
+        self.first = first
+    }
+}
+
+extension SIMD8 where Scalar == Float {
+    /// |lanes| (the sign bit cleared: one instruction).
+    @inlinable @inline(__always)
+    public var magnitude: Self {
+        unsafeBitCast(unsafeBitCast(self, to: SIMD8<UInt32>.self) & 0x7fff_ffff, to: Self.self)
+    }
+    /// The larger of each lane: `maxps` (`pointwiseMax` compiles to scalar compares, NaN-careful;
+    /// these values are never NaN from finite audio).
+    @inlinable @inline(__always)
+    public func larger(_ other: Self) -> Self { replacing(with: other, where: other .> self) }
+    /// The smaller of each lane: `minps`.
+    @inlinable @inline(__always)
+    public func smaller(_ other: Self) -> Self { replacing(with: other, where: other .< self) }
+    /// Lanes smaller in magnitude than `tiny` set to 0.
+    @inlinable @inline(__always)
+    public func flushed(below tiny: Self) -> Self { replacing(with: 0, where: magnitude .< tiny) }
+}
+
+extension SIMD4 where Scalar == Float {
+    @inlinable @inline(__always)
+    public var magnitude: Self {
+        unsafeBitCast(unsafeBitCast(self, to: SIMD4<UInt32>.self) & 0x7fff_ffff, to: Self.self)
+    }
+    @inlinable @inline(__always)
+    public func larger(_ other: Self) -> Self { replacing(with: other, where: other .> self) }
+    @inlinable @inline(__always)
+    public func smaller(_ other: Self) -> Self { replacing(with: other, where: other .< self) }
+}
+
+/// The K-weighting filters over `n` frames of one lane group from `input`, with the group's four
+/// filter states (the shelf's two, then the high-pass's) carried in `state`; returns the sum of
+/// the filtered samples' squares (in Float over the walk, so a walk is at most a few hundred
+/// frames, then in Double across lanes). With `quads`, each quad's highest and lowest sample go
+/// to `extremes`. States that have decayed below any audible level are flushed to 0 before they
+/// turn subnormal (subnormal arithmetic is some 100× slower on x86).
+@inlinable @inline(__always)
+public func kWeightedEnergy(
+    _ input: UnsafePointer<Lanes>, frames n: Int, filter: KWeightingCoefficients,
+    state: UnsafeMutablePointer<Lanes>, extremes: QuadExtremes?
+) -> Double {
+    // Constants broadcast once (a scalar times a vector is SIMD's generic lane-by-lane code).
+    let (sb0, sb1, sb2, sa1, sa2) = (
+        Lanes(repeating: filter.shelf.0), Lanes(repeating: filter.shelf.1), Lanes(repeating: filter.shelf.2),
+        Lanes(repeating: filter.shelf.3), Lanes(repeating: filter.shelf.4)
+    )
+    let (e1, e2) = (Lanes(repeating: filter.highPass.0), Lanes(repeating: filter.highPass.1))
+    var s1 = state[0]
+    var s2 = state[1]
+    var h1 = state[2]
+    var h2 = state[3]
+    var squares = Lanes.zero
+    var quad = extremes?.first ?? 0
+    var frame = 0
+    while frame < n {
+        let end = min(frame + 4, n)
+        var highest = input[frame]
+        var lowest = highest
+        while frame < end {
+            let x = input[frame]
+            let y = sb0 * x + s1
+            s1 = sb1 * x - sa1 * y + s2
+            s2 = sb2 * x - sa2 * y
+            // Transposed direct form II with b = 1, -2, 1 and a1 = e1 - 2, a2 = 1 - e2.
+            let z = y + h1
+            let d = y - z
+            h1 = h2 - (d + d) - e1 * z
+            h2 = d + e2 * z
+            squares += z * z
+            if extremes != nil {
+                highest = highest.larger(x)
+                lowest = lowest.smaller(x)
+            }
+            frame += 1
+        }
+        if let extremes {
+            extremes.highest[2 * quad] = highest.lowHalf
+            extremes.highest[2 * quad + 1] = highest.highHalf
+            extremes.lowest[2 * quad] = lowest.lowHalf
+            extremes.lowest[2 * quad + 1] = lowest.highHalf
+            quad += 1
+        }
+    }
+    let tiny = Lanes(repeating: 1e-30)
+    state[0] = s1.flushed(below: tiny)
+    state[1] = s2.flushed(below: tiny)
+    state[2] = h1.flushed(below: tiny)
+    state[3] = h2.flushed(below: tiny)
+    var energy = 0.0
+    for index in 0..<Lanes.scalarCount { energy += Double(squares[index]) }
+    return energy
+}
