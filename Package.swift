@@ -96,7 +96,7 @@ let package = Package(
             name: "VoiceProcessing", dependencies: ["CWebRTCAudioProcessing", "CSpeexDSP"],
             swiftSettings: optimizedInDebug),
         // The FLAC archive: crash-safe segments, rotation, recovery, retention, the SQLite index.
-        .target(name: "Archive", dependencies: ["Platform", "Codec", "CSQLite", "SessionPolicy", "ArchiveProof"]),
+        .target(name: "Archive", dependencies: ["Platform", "Codec", "SampleKernels", "CSQLite", "SessionPolicy", "ArchiveProof"]),
         // The archive's proof: SHA-256 hash chains per stream per day, the box's Ed25519 key, and
         // checking them (libsodium). No FLAC: recctl proves an archive with it, as its caller.
         .target(name: "ArchiveProof", dependencies: ["Platform", "CSodium"]),

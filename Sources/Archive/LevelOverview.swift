@@ -6,8 +6,9 @@
 // day view shows a day as the loudest of ~45 cells per pixel and still shows single seconds when
 // zoomed to a minute across the screen (a 10-second click or a 2-second drop-out is visible). Two
 // bytes per cell (peak and RMS in 0.5 dB steps): 172.8 kB per feed and day, under 0.01 % of the
-// FLAC of a stereo 48 kHz day (about 5 GB). Plain Swift, no imports: the bench compiles it alone
-// (with SampleRuns.swift, the walk it shares with the silence detector).
+// FLAC of a stereo 48 kHz day (about 5 GB). Plain Swift over SampleKernels (the walk it shares with
+// the silence detector, `SampleRuns`): the bench compiles it alone.
+public import SampleKernels
 
 /// The overview's cells and their one-byte level codes. Any thread.
 public enum LevelOverview {
@@ -63,8 +64,13 @@ public struct LevelCells {
     private var peak: Float = 0
     private var squares: Double = 0
     private var samples = 0
+    /// The build of the sample walks that reads the runs (`Walks.current` where recd runs).
+    private let walks: any SampleWalks.Type
 
-    public init(sampleRate: Int) { cellFrames = max(1, sampleRate * LevelOverview.cellSeconds) }
+    public init(sampleRate: Int, walks: any SampleWalks.Type) {
+        cellFrames = max(1, sampleRate * LevelOverview.cellSeconds)
+        self.walks = walks
+    }
 
     /// A new segment from time-line frame `timelineStart`.
     public mutating func begin(at timelineStart: Int) {
@@ -88,7 +94,7 @@ public struct LevelCells {
             var cellPeak = peak
             var cellSquares: Float = 0
             for channel in channels {
-                let run = SampleRuns.peakAndSquares(channelStarts[channel] + done, count: count)
+                let run = walks.peakAndSquares(channelStarts[channel] + done, count: count)
                 if run.peak > cellPeak { cellPeak = run.peak }
                 cellSquares += run.squares
             }

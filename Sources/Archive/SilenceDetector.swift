@@ -5,6 +5,7 @@
 //
 // Pure arithmetic on frames: no clock, no I/O. The archiver loop feeds it the frames it
 // writes and turns its frame positions into UTC times.
+public import SampleKernels
 
 /// When a recorder calls its input silent. A plain value: any thread.
 public struct SilenceDetection: Hashable, Sendable {
@@ -101,6 +102,8 @@ public struct SilenceDetector {
     public static let blockSeconds = 0.01
 
     public let detection: SilenceDetection
+    /// The build of the sample walks that reads contiguous runs (`Walks.current` where recd runs).
+    private let walks: any SampleWalks.Type
     /// threshold², and the threshold plus the hysteresis, squared: mean squares.
     private let quietLevel: Double
     private let soundLevel: Double
@@ -152,9 +155,10 @@ public struct SilenceDetector {
     /// Where the last silence ended (its `ended` decision): the next cannot begin before.
     private var lastEnd = Int.min
 
-    public init(detection: SilenceDetection, sampleRate: Int) {
+    public init(detection: SilenceDetection, sampleRate: Int, walks: any SampleWalks.Type) {
         precondition(detection.seconds > 0 && sampleRate > 0, "silence detection needs a duration and a rate")
         self.detection = detection
+        self.walks = walks
         let threshold = Double(detection.threshold)
         quietLevel = threshold * threshold
         soundLevel = quietLevel * SilenceDetection.hysteresisPowerRatio
@@ -178,8 +182,9 @@ public struct SilenceDetector {
         _ samples: UnsafePointer<Float>, frames: Int, channels: Int, position: Int,
         report: (SilenceTransition) -> Void
     ) {
+        let walks = walks
         gather(frames: frames, channels: channels, position: position, report: report) { done, take, channel in
-            Self.measure(samples + done * channels + channel, count: take, stride: channels)
+            Self.measure(samples + done * channels + channel, count: take, stride: channels, walks: walks)
         }
     }
 
@@ -189,8 +194,9 @@ public struct SilenceDetector {
         planar channelStarts: UnsafePointer<UnsafePointer<Float>>, frames: Int, channels: Int, position: Int,
         report: (SilenceTransition) -> Void
     ) {
+        let walks = walks
         gather(frames: frames, channels: channels, position: position, report: report) { done, take, channel in
-            Self.measure(channelStarts[channel] + done, count: take)
+            Self.measure(channelStarts[channel] + done, count: take, walks: walks)
         }
     }
 
@@ -225,13 +231,15 @@ public struct SilenceDetector {
     /// The largest magnitude of `count` samples `stride` apart (NaN left out) and their sum of
     /// squares (NaN as 0, magnitudes above 1 as 1).
     ///
-    /// Contiguous runs are read by `SampleRuns` (eight lanes in two chains). The peak is the
+    /// Contiguous runs are read by `walks` (`SampleRuns`: eight lanes in two chains). The peak is the
     /// scalar loop's to the bit (the maximum of non-negative floats does not depend on the order
     /// it is taken in); the sum differs from it only by rounding.
     @inline(__always)
-    static func measure(_ samples: UnsafePointer<Float>, count: Int, stride: Int = 1) -> (peak: Float, energy: Double) {
+    static func measure(
+        _ samples: UnsafePointer<Float>, count: Int, stride: Int = 1, walks: any SampleWalks.Type
+    ) -> (peak: Float, energy: Double) {
         if stride == 1 {
-            let run = SampleRuns.peakAndBoundedSquares(samples, count: count)
+            let run = walks.peakAndBoundedSquares(samples, count: count)
             return (run.peak, Double(run.squares))
         }
         var peak: Float = 0

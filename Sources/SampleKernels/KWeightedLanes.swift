@@ -65,65 +65,127 @@ extension SIMD4 where Scalar == Float {
     public func smaller(_ other: Self) -> Self { replacing(with: other, where: other .< self) }
 }
 
-/// The K-weighting filters over `n` frames of one lane group from `input`, with the group's four
-/// filter states (the shelf's two, then the high-pass's) carried in `state`; returns the sum of
-/// the filtered samples' squares (in Float over the walk, so a walk is at most a few hundred
-/// frames, then in Double across lanes). With `quads`, each quad's highest and lowest sample go
-/// to `extremes`. States that have decayed below any audible level are flushed to 0 before they
-/// turn subnormal (subnormal arithmetic is some 100× slower on x86).
+/// One lane group's K-weighting filters as they walk: the shelf's two state values, then the
+/// high-pass's, and the squares of the filtered samples so far.
+@usableFromInline
+struct KWeightingWalk {
+    @usableFromInline var s1: Lanes
+    @usableFromInline var s2: Lanes
+    @usableFromInline var h1: Lanes
+    @usableFromInline var h2: Lanes
+    @usableFromInline var squares = Lanes.zero
+
+    @inlinable @inline(__always)
+    init(_ state: UnsafeMutablePointer<Lanes>) {
+        s1 = state[0]
+        s2 = state[1]
+        h1 = state[2]
+        h2 = state[3]
+    }
+
+    /// One frame through both filters, its square summed.
+    @inlinable @inline(__always)
+    mutating func step(_ x: Lanes, _ c: KWeightingLanes) {
+        let y = c.sb0 * x + s1
+        s1 = c.sb1 * x - c.sa1 * y + s2
+        s2 = c.sb2 * x - c.sa2 * y
+        // Transposed direct form II with b = 1, -2, 1 and a1 = e1 - 2, a2 = 1 - e2.
+        let z = y + h1
+        let d = y - z
+        h1 = h2 - (d + d) - c.e1 * z
+        h2 = d + c.e2 * z
+        squares += z * z
+    }
+
+    /// The states back into `state`, those that have decayed below any audible level flushed to 0
+    /// before they turn subnormal (subnormal arithmetic is some 100× slower on x86); returns the
+    /// squares' sum (in Float over the walk, so a walk is at most a few hundred frames, then in
+    /// Double across lanes).
+    @inlinable @inline(__always)
+    func finish(_ state: UnsafeMutablePointer<Lanes>) -> Double {
+        let tiny = Lanes(repeating: 1e-30)
+        state[0] = s1.flushed(below: tiny)
+        state[1] = s2.flushed(below: tiny)
+        state[2] = h1.flushed(below: tiny)
+        state[3] = h2.flushed(below: tiny)
+        var energy = 0.0
+        for index in 0..<Lanes.scalarCount { energy += Double(squares[index]) }
+        return energy
+    }
+}
+
+/// The coefficients broadcast to every lane once (a scalar times a vector is SIMD's generic
+/// lane-by-lane code).
+@usableFromInline
+struct KWeightingLanes {
+    @usableFromInline let sb0, sb1, sb2, sa1, sa2, e1, e2: Lanes
+
+    @inlinable @inline(__always)
+    init(_ filter: KWeightingCoefficients) {
+        sb0 = Lanes(repeating: filter.shelf.0)
+        sb1 = Lanes(repeating: filter.shelf.1)
+        sb2 = Lanes(repeating: filter.shelf.2)
+        sa1 = Lanes(repeating: filter.shelf.3)
+        sa2 = Lanes(repeating: filter.shelf.4)
+        e1 = Lanes(repeating: filter.highPass.0)
+        e2 = Lanes(repeating: filter.highPass.1)
+    }
+}
+
+/// A quad's (4 frames') highest and lowest sample as they are found.
+@usableFromInline
+struct QuadRange {
+    @usableFromInline var highest: Lanes
+    @usableFromInline var lowest: Lanes
+
+    @inlinable @inline(__always)
+    init(_ x: Lanes) {
+        highest = x
+        lowest = x
+    }
+
+    @inlinable @inline(__always)
+    mutating func include(_ x: Lanes) {
+        highest = highest.larger(x)
+        lowest = lowest.smaller(x)
+    }
+
+    @inlinable @inline(__always)
+    func store(_ extremes: QuadExtremes, quad: Int) {
+        extremes.highest[2 * quad] = highest.lowHalf
+        extremes.highest[2 * quad + 1] = highest.highHalf
+        extremes.lowest[2 * quad] = lowest.lowHalf
+        extremes.lowest[2 * quad + 1] = lowest.highHalf
+    }
+}
+
+/// The K-weighting filters over `n` frames of one lane group, its four filter states carried in
+/// `state`; returns the sum of the filtered samples' squares. With `extremes`, each quad's highest
+/// and lowest sample go there. (Two groups walked at once, so that one's chain of dependent
+/// operations fills the other's wait, gained only a tenth with AVX2: the walk is bound by the
+/// arithmetic, not its latency.)
 @inlinable @inline(__always)
 public func kWeightedEnergy(
     _ input: UnsafePointer<Lanes>, frames n: Int, filter: KWeightingCoefficients,
     state: UnsafeMutablePointer<Lanes>, extremes: QuadExtremes?
 ) -> Double {
-    // Constants broadcast once (a scalar times a vector is SIMD's generic lane-by-lane code).
-    let (sb0, sb1, sb2, sa1, sa2) = (
-        Lanes(repeating: filter.shelf.0), Lanes(repeating: filter.shelf.1), Lanes(repeating: filter.shelf.2),
-        Lanes(repeating: filter.shelf.3), Lanes(repeating: filter.shelf.4)
-    )
-    let (e1, e2) = (Lanes(repeating: filter.highPass.0), Lanes(repeating: filter.highPass.1))
-    var s1 = state[0]
-    var s2 = state[1]
-    var h1 = state[2]
-    var h2 = state[3]
-    var squares = Lanes.zero
+    let c = KWeightingLanes(filter)
+    var walk = KWeightingWalk(state)
     var quad = extremes?.first ?? 0
     var frame = 0
     while frame < n {
         let end = min(frame + 4, n)
-        var highest = input[frame]
-        var lowest = highest
+        var range = QuadRange(input[frame])
         while frame < end {
             let x = input[frame]
-            let y = sb0 * x + s1
-            s1 = sb1 * x - sa1 * y + s2
-            s2 = sb2 * x - sa2 * y
-            // Transposed direct form II with b = 1, -2, 1 and a1 = e1 - 2, a2 = 1 - e2.
-            let z = y + h1
-            let d = y - z
-            h1 = h2 - (d + d) - e1 * z
-            h2 = d + e2 * z
-            squares += z * z
-            if extremes != nil {
-                highest = highest.larger(x)
-                lowest = lowest.smaller(x)
-            }
+            walk.step(x, c)
+            if extremes != nil { range.include(x) }
             frame += 1
         }
         if let extremes {
-            extremes.highest[2 * quad] = highest.lowHalf
-            extremes.highest[2 * quad + 1] = highest.highHalf
-            extremes.lowest[2 * quad] = lowest.lowHalf
-            extremes.lowest[2 * quad + 1] = lowest.highHalf
+            range.store(extremes, quad: quad)
             quad += 1
         }
     }
-    let tiny = Lanes(repeating: 1e-30)
-    state[0] = s1.flushed(below: tiny)
-    state[1] = s2.flushed(below: tiny)
-    state[2] = h1.flushed(below: tiny)
-    state[3] = h2.flushed(below: tiny)
-    var energy = 0.0
-    for index in 0..<Lanes.scalarCount { energy += Double(squares[index]) }
-    return energy
+    return walk.finish(state)
 }

@@ -66,7 +66,8 @@ public func quantizedLanes(_ samples: SIMD8<Float>, scale: Float) -> SIMD8<Int32
     let tie = SIMD8<Int32>(repeating: 0).replacing(with: 1, where: magnitude - rounded .== 0.5)
     let integer = (unsafeBitCast(shifted, to: SIMD8<Int32>.self) &- Int32(bitPattern: two23.bitPattern)) &+ tie
     let signed = (integer ^ sign) &- sign
-    let top = Int32(scale)
+    // Against a vector: `.==` with a scalar compiles to a lane-by-lane loop.
+    let top = SIMD8<Int32>(repeating: Int32(truncatingIfNeeded: Int(scale)))
     return signed &- SIMD8<Int32>(repeating: 0).replacing(with: 1, where: signed .== top)
 }
 
@@ -82,15 +83,15 @@ public func quantizeRun(_ input: UnsafePointer<Float>, count: Int, scale: Float,
     let from = UnsafeRawPointer(input)
     let to = UnsafeMutableRawPointer(output)
     let step = width * MemoryLayout<Float>.stride
+    let last = (count - width) * MemoryLayout<Float>.stride
     var offset = 0
-    let end = count * MemoryLayout<Float>.stride
-    while offset + step <= end {
-        let lanes = from.loadUnaligned(fromByteOffset: offset, as: SIMD8<Float>.self)
-        to.storeBytes(of: quantizedLanes(lanes, scale: scale), toByteOffset: offset, as: SIMD8<Int32>.self)
+    // One place for the lanes (the last group moved back to end with the run), so the
+    // optimizer inlines them once.
+    while true {
+        let at = min(offset, last)
+        let lanes = from.loadUnaligned(fromByteOffset: at, as: SIMD8<Float>.self)
+        to.storeBytes(of: quantizedLanes(lanes, scale: scale), toByteOffset: at, as: SIMD8<Int32>.self)
+        if at == last { break }
         offset += step
-    }
-    if offset < end {
-        let lanes = from.loadUnaligned(fromByteOffset: end - step, as: SIMD8<Float>.self)
-        to.storeBytes(of: quantizedLanes(lanes, scale: scale), toByteOffset: end - step, as: SIMD8<Int32>.self)
     }
 }

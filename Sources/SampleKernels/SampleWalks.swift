@@ -4,15 +4,20 @@
 
 /// The sample walks every sample of every channel passes through, as entry points of one build.
 public protocol SampleWalks: Sendable {
-    /// `kWeightedEnergy` without the quads' extremes (a meter that does not measure true peak).
+    /// `kWeightedEnergy` of one lane group, without the quads' extremes (a meter that does not
+    /// measure true peak).
     static func kWeightedEnergy(
-        _ input: UnsafePointer<Lanes>, frames n: Int, filter: KWeightingCoefficients, state: UnsafeMutablePointer<Lanes>
+        _ a: UnsafePointer<Lanes>, frames n: Int, filter: KWeightingCoefficients, state: UnsafeMutablePointer<Lanes>
     ) -> Double
-    /// `kWeightedEnergy` with each quad's highest and lowest sample into `extremes`.
+    /// `kWeightedEnergy` of one lane group, each quad's highest and lowest sample into `extremes`.
     static func kWeightedEnergy(
-        _ input: UnsafePointer<Lanes>, frames n: Int, filter: KWeightingCoefficients, state: UnsafeMutablePointer<Lanes>,
+        _ a: UnsafePointer<Lanes>, frames n: Int, filter: KWeightingCoefficients, state: UnsafeMutablePointer<Lanes>,
         extremes: QuadExtremes
     ) -> Double
+    /// `SampleRuns.peakAndSquares`: a run's peak and sum of squares.
+    static func peakAndSquares(_ samples: UnsafePointer<Float>, count: Int) -> (peak: Float, squares: Float)
+    /// `SampleRuns.peakAndBoundedSquares`: the same, magnitudes above 1 as 1 and NaN as 0 in the sum.
+    static func peakAndBoundedSquares(_ samples: UnsafePointer<Float>, count: Int) -> (peak: Float, squares: Float)
     /// `quantizeRun`: a channel's contiguous samples to libFLAC's integers.
     static func quantize(_ input: UnsafePointer<Float>, count: Int, scale: Float, into output: UnsafeMutablePointer<Int32>)
 }
@@ -22,17 +27,27 @@ public protocol SampleWalks: Sendable {
 public enum BaselineWalks: SampleWalks {
     @inline(never)
     public static func kWeightedEnergy(
-        _ input: UnsafePointer<Lanes>, frames n: Int, filter: KWeightingCoefficients, state: UnsafeMutablePointer<Lanes>
+        _ a: UnsafePointer<Lanes>, frames n: Int, filter: KWeightingCoefficients, state: UnsafeMutablePointer<Lanes>
     ) -> Double {
-        SampleKernels.kWeightedEnergy(input, frames: n, filter: filter, state: state, extremes: nil)
+        SampleKernels.kWeightedEnergy(a, frames: n, filter: filter, state: state, extremes: nil)
     }
 
     @inline(never)
     public static func kWeightedEnergy(
-        _ input: UnsafePointer<Lanes>, frames n: Int, filter: KWeightingCoefficients, state: UnsafeMutablePointer<Lanes>,
+        _ a: UnsafePointer<Lanes>, frames n: Int, filter: KWeightingCoefficients, state: UnsafeMutablePointer<Lanes>,
         extremes: QuadExtremes
     ) -> Double {
-        SampleKernels.kWeightedEnergy(input, frames: n, filter: filter, state: state, extremes: extremes)
+        SampleKernels.kWeightedEnergy(a, frames: n, filter: filter, state: state, extremes: extremes)
+    }
+
+    @inline(never)
+    public static func peakAndSquares(_ samples: UnsafePointer<Float>, count: Int) -> (peak: Float, squares: Float) {
+        SampleRuns.peakAndSquares(samples, count: count)
+    }
+
+    @inline(never)
+    public static func peakAndBoundedSquares(_ samples: UnsafePointer<Float>, count: Int) -> (peak: Float, squares: Float) {
+        SampleRuns.peakAndBoundedSquares(samples, count: count)
     }
 
     @inline(never)

@@ -8,17 +8,27 @@ public import SampleKernels
 public enum AVX2Walks: SampleWalks {
     @inline(never)
     public static func kWeightedEnergy(
-        _ input: UnsafePointer<Lanes>, frames n: Int, filter: KWeightingCoefficients, state: UnsafeMutablePointer<Lanes>
+        _ a: UnsafePointer<Lanes>, frames n: Int, filter: KWeightingCoefficients, state: UnsafeMutablePointer<Lanes>
     ) -> Double {
-        SampleKernels.kWeightedEnergy(input, frames: n, filter: filter, state: state, extremes: nil)
+        SampleKernels.kWeightedEnergy(a, frames: n, filter: filter, state: state, extremes: nil)
     }
 
     @inline(never)
     public static func kWeightedEnergy(
-        _ input: UnsafePointer<Lanes>, frames n: Int, filter: KWeightingCoefficients, state: UnsafeMutablePointer<Lanes>,
+        _ a: UnsafePointer<Lanes>, frames n: Int, filter: KWeightingCoefficients, state: UnsafeMutablePointer<Lanes>,
         extremes: QuadExtremes
     ) -> Double {
-        SampleKernels.kWeightedEnergy(input, frames: n, filter: filter, state: state, extremes: extremes)
+        SampleKernels.kWeightedEnergy(a, frames: n, filter: filter, state: state, extremes: extremes)
+    }
+
+    @inline(never)
+    public static func peakAndSquares(_ samples: UnsafePointer<Float>, count: Int) -> (peak: Float, squares: Float) {
+        SampleRuns.peakAndSquares(samples, count: count)
+    }
+
+    @inline(never)
+    public static func peakAndBoundedSquares(_ samples: UnsafePointer<Float>, count: Int) -> (peak: Float, squares: Float) {
+        SampleRuns.peakAndBoundedSquares(samples, count: count)
     }
 
     @inline(never)

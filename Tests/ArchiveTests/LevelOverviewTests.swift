@@ -3,6 +3,7 @@
 // with rows written by someone else.
 
 import Foundation
+import Codec
 import Testing
 
 @testable import Archive
@@ -71,7 +72,7 @@ struct LevelOverviewTests {
         let samples = (0..<frames).map { n in Float(sin(Double(n) * 0.05) * (n < 8000 ? 0.9 : 0.01)) }
         var reference: [UInt8]?
         for chunk in [1, 7, 1000, 8000, frames] {
-            var cells = LevelCells(sampleRate: 8000)
+            var cells = LevelCells(sampleRate: 8000, walks: Walks.current)
             cells.begin(at: 100)
             var position = 100
             samples.withUnsafeBufferPointer { buffer in

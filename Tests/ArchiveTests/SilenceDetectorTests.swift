@@ -6,6 +6,7 @@
 // called silence while dead air after it still is, within silence_seconds.
 
 import Foundation
+import Codec
 import Testing
 
 @testable import Archive
@@ -23,7 +24,7 @@ struct SilenceDetectorTests {
     static func run(
         _ samples: [Float], detection: SilenceDetection, rate: Int = 1000, chunk: Int = 37, segmentEnds: [Int] = []
     ) -> (changes: [SilenceTransition], segments: [Int]) {
-        var detector = SilenceDetector(detection: detection, sampleRate: rate)
+        var detector = SilenceDetector(detection: detection, sampleRate: rate, walks: Walks.current)
         var changes: [SilenceTransition] = []
         var segments: [Int] = []
         var position = 0
@@ -117,7 +118,7 @@ struct SilenceDetectorTests {
 
     @Test("the loudest channel decides: one channel sounding is programme")
     func channels() {
-        var detector = SilenceDetector(detection: Self.detection, sampleRate: 1000)
+        var detector = SilenceDetector(detection: Self.detection, sampleRate: 1000, walks: Walks.current)
         // Channel 0 silent, channel 1 sounding: never silent.
         let frames = (0..<3000).flatMap { _ in [Float(0), Float(0.2)] }
         var changes: [SilenceTransition] = []
@@ -160,7 +161,7 @@ struct SilenceDetectorTests {
                         let bounded = sample.isNaN ? 0 : min(Double(sample.magnitude), 1)
                         energy += bounded * bounded
                     }
-                    let measured = SilenceDetector.measure(buffer.baseAddress! + offset, count: count)
+                    let measured = SilenceDetector.measure(buffer.baseAddress! + offset, count: count, walks: Walks.current)
                     #expect(measured.peak.bitPattern == peak.bitPattern, "offset \(offset) count \(count)")
                     #expect(abs(measured.energy - energy) <= 1e-5 * max(1, energy), "offset \(offset) count \(count)")
                     checked += 1
@@ -174,7 +175,7 @@ struct SilenceDetectorTests {
     func oneSampleInEveryPlace(nan: Bool) {
         // 10-frame blocks of 9 channels: 90 samples, so the loud one falls in every lane and in the tail.
         for place in 0..<90 {
-            var detector = SilenceDetector(detection: Self.detection, sampleRate: 1000)
+            var detector = SilenceDetector(detection: Self.detection, sampleRate: 1000, walks: Walks.current)
             var samples = [Float](repeating: 0.001, count: 1500 * 9)
             for block in 0..<150 { samples[block * 90 + place] = nan ? .nan : -0.5 }
             var changes: [SilenceTransition] = []

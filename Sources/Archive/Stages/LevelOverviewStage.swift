@@ -7,6 +7,7 @@
 // SAMPLE_PEAK_DBFS at its end (to 0.01; 0.0 is a sample at full scale, where a louder one was
 // clipped). Absent from a file of digital silence. The sample peak, not the true peak between
 // samples (TRUE_PEAK_DBTP). One walk over the samples for both: the peak is one fact.
+import Codec
 
 final class LevelOverviewStage: SegmentStage {
     static let peakTag = "SAMPLE_PEAK_DBFS"
@@ -16,7 +17,7 @@ final class LevelOverviewStage: SegmentStage {
 
     init?(_ setup: StageSetup) {
         files = setup.files
-        cells = setup.files.map { _ in LevelCells(sampleRate: setup.outputRate) }
+        cells = setup.files.map { _ in LevelCells(sampleRate: setup.outputRate, walks: Walks.current) }
     }
 
     func open(_ segment: SegmentOpening) -> [VorbisComment] {

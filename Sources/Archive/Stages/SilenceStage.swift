@@ -1,6 +1,7 @@
 // Silence in the frames written (quiet audio, not missing packets): `.silence` events as the
 // stream goes silent and comes back, and each segment's SILENCE_SECONDS. Only when the
 // recorder's configuration asks for detection.
+import Codec
 
 final class SilenceStage: SegmentStage {
     private var detector: SilenceDetector
@@ -10,7 +11,7 @@ final class SilenceStage: SegmentStage {
 
     init?(_ setup: StageSetup) {
         guard let detection = setup.configuration.silence else { return nil }
-        detector = SilenceDetector(detection: detection, sampleRate: setup.outputRate)
+        detector = SilenceDetector(detection: detection, sampleRate: setup.outputRate, walks: Walks.current)
         channels = setup.configuration.channels
         outputRate = setup.outputRate
         outlet = setup.outlet

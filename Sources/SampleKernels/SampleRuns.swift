@@ -1,23 +1,26 @@
 // The walks over one channel's run of float samples that the segment stages share: its peak and
 // its sum of squares, eight lanes at a time in two independent chains (so that neither waits on
 // the last maximum or sum), in the shapes LLVM keeps in vector registers (`maxps`: a NaN lane
-// leaves the running peak alone). Plain Swift, no imports: the benches compile it alone.
+// leaves the running peak alone). Called through the walks' build for the CPU
+// (`SampleWalks.peakAndSquares`, `.peakAndBoundedSquares`).
 
-enum SampleRuns {
+public enum SampleRuns {
     /// The highest magnitude of `count` samples and the sum of their squares (NaN ignored by the
     /// peak, carried by the sum).
-    static func peakAndSquares(_ samples: UnsafePointer<Float>, count: Int) -> (peak: Float, squares: Float) {
+    @inlinable @inline(__always)
+    public static func peakAndSquares(_ samples: UnsafePointer<Float>, count: Int) -> (peak: Float, squares: Float) {
         walk(samples, count: count, bounded: false)
     }
 
     /// The same, each magnitude taken as at most 1 and NaN as 0 in the sum of squares (what a
     /// level over a window that must not be pushed by one wild sample adds).
-    static func peakAndBoundedSquares(_ samples: UnsafePointer<Float>, count: Int) -> (peak: Float, squares: Float) {
+    @inlinable @inline(__always)
+    public static func peakAndBoundedSquares(_ samples: UnsafePointer<Float>, count: Int) -> (peak: Float, squares: Float) {
         walk(samples, count: count, bounded: true)
     }
 
-    @inline(__always)
-    private static func walk(_ samples: UnsafePointer<Float>, count: Int, bounded: Bool) -> (peak: Float, squares: Float) {
+    @inlinable @inline(__always)
+    static func walk(_ samples: UnsafePointer<Float>, count: Int, bounded: Bool) -> (peak: Float, squares: Float) {
         typealias Lanes = SIMD8<Float>
         let zero = Lanes(repeating: 0)
         let one = Lanes(repeating: 1)
