@@ -182,9 +182,15 @@ public struct SilenceDetector {
         _ samples: UnsafePointer<Float>, frames: Int, channels: Int, position: Int,
         report: (SilenceTransition) -> Void
     ) {
-        let walks = walks
+        guard channels > 1 else {
+            // One channel: a contiguous run, read as a planar channel is.
+            withUnsafePointer(to: samples) { start in
+                observe(planar: start, frames: frames, channels: 1, position: position, report: report)
+            }
+            return
+        }
         gather(frames: frames, channels: channels, position: position, report: report) { done, take, channel in
-            Self.measure(samples + done * channels + channel, count: take, stride: channels, walks: walks)
+            Self.measure(samples + done * channels + channel, count: take, stride: channels)
         }
     }
 
@@ -228,20 +234,19 @@ public struct SilenceDetector {
         }
     }
 
-    /// The largest magnitude of `count` samples `stride` apart (NaN left out) and their sum of
-    /// squares (NaN as 0, magnitudes above 1 as 1).
-    ///
-    /// Contiguous runs are read by `walks` (`SampleRuns`: eight lanes in two chains). The peak is the
-    /// scalar loop's to the bit (the maximum of non-negative floats does not depend on the order
-    /// it is taken in); the sum differs from it only by rounding.
+    /// The largest magnitude of `count` contiguous samples (NaN left out) and their sum of
+    /// squares (NaN as 0, magnitudes above 1 as 1), read by `walks` (`SampleRuns`: eight lanes in
+    /// two chains). The peak is the scalar loop's to the bit (the maximum of non-negative floats
+    /// does not depend on the order it is taken in); the sum differs from it only by rounding.
     @inline(__always)
-    static func measure(
-        _ samples: UnsafePointer<Float>, count: Int, stride: Int = 1, walks: any SampleWalks.Type
-    ) -> (peak: Float, energy: Double) {
-        if stride == 1 {
-            let run = walks.peakAndBoundedSquares(samples, count: count)
-            return (run.peak, Double(run.squares))
-        }
+    static func measure(_ samples: UnsafePointer<Float>, count: Int, walks: any SampleWalks.Type) -> (peak: Float, energy: Double) {
+        let run = walks.peakAndBoundedSquares(samples, count: count)
+        return (run.peak, Double(run.squares))
+    }
+
+    /// The same for `count` samples `stride` apart (an interleaved channel), one by one.
+    @inline(__always)
+    static func measure(_ samples: UnsafePointer<Float>, count: Int, stride: Int) -> (peak: Float, energy: Double) {
         var peak: Float = 0
         var energy: Float = 0
         for index in 0..<count {

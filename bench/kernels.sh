@@ -1,0 +1,19 @@
+# bench/kernels.sh, sourced by the benches that compile recd's sources on their own (r128,
+# loudness, overview, hotpath): `build_kernels DIR` builds SampleKernels (for the baseline CPU)
+# and SampleKernelsAVX2 (for x86-64-v3, as Package.swift does) as static modules into DIR and sets
+# KERNEL_FLAGS, the swiftc flags that import and link them; bench/walks-standin.swift then picks
+# the build as Codec's `Walks` does (RECD_BENCH_WALKS=baseline forces the baseline's).
+build_kernels() {
+    local dir="$1" root
+    root="$(cd "$(dirname "${BASH_SOURCE[0]:-$0}")/.." && pwd)"
+    local march=""
+    [ "$(uname -m)" = x86_64 ] && march="-Xcc -march=x86-64-v3"
+    swiftc -O -wmo -parse-as-library -emit-library -static -module-name SampleKernels \
+        -emit-module-path "$dir/SampleKernels.swiftmodule" "$root"/Sources/SampleKernels/*.swift \
+        -o "$dir/libSampleKernels.a" >"$dir/kernels.log" 2>&1 || { cat "$dir/kernels.log" >&2; return 1; }
+    # shellcheck disable=SC2086 # march is two words or none
+    swiftc -O -wmo -parse-as-library $march -I "$dir" -emit-library -static -module-name SampleKernelsAVX2 \
+        -emit-module-path "$dir/SampleKernelsAVX2.swiftmodule" "$root"/Sources/SampleKernelsAVX2/*.swift \
+        -o "$dir/libSampleKernelsAVX2.a" >>"$dir/kernels.log" 2>&1 || { cat "$dir/kernels.log" >&2; return 1; }
+    KERNEL_FLAGS="-I $dir -L $dir -lSampleKernels -lSampleKernelsAVX2 $root/bench/walks-standin.swift"
+}
