@@ -16,4 +16,10 @@ build_kernels() {
         -emit-module-path "$dir/SampleKernelsAVX2.swiftmodule" "$root"/Sources/SampleKernelsAVX2/*.swift \
         -o "$dir/libSampleKernelsAVX2.a" >>"$dir/kernels.log" 2>&1 || { cat "$dir/kernels.log" >&2; return 1; }
     KERNEL_FLAGS="-I $dir -L $dir -lSampleKernels -lSampleKernelsAVX2 $root/bench/walks-standin.swift"
+    # What walks-standin.swift will pick, for the results' header.
+    KERNEL_BUILD="baseline (SSE2)"
+    if [ "${RECD_BENCH_WALKS:-}" != baseline ] && grep -m1 '^flags' /proc/cpuinfo | tr ' ' '\n' |
+        grep -cxE 'avx|avx2|bmi1|bmi2|f16c|fma|abm|movbe|sse4_2|popcnt' | grep -qx 10; then
+        KERNEL_BUILD="x86-64-v3 (AVX2)"
+    fi
 }

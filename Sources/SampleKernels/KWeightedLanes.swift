@@ -1,5 +1,5 @@
 // The K-weighting filters across a lane group's channels: R128Engine's hottest walk, written once
-// here and compiled twice, for the baseline CPU (`BaselineKernels`) and for x86-64-v3
+// here and compiled twice, for the baseline CPU (`BaselineWalks`) and for x86-64-v3
 // (`SampleKernelsAVX2`), which runs a lane group in one AVX register instead of two SSE ones.
 
 /// Eight channels, one to a lane.
