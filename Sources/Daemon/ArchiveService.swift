@@ -128,16 +128,23 @@ final class ArchiveService: SegmentFeature, @unchecked Sendable {
         let next: JSONValue = records.count > limit ? .number(Double(offset + limit)) : .null
         var listed = records.prefix(limit).map { Self.segmentInfo($0).json }
         // The segments being written come last (they are the newest), on the last page: at most
-        // one file per channel group of each recorder, so the page stays bounded.
-        if records.count <= limit { listed += openSegments(app: app, since: since).map(\.json) }
+        // one file per channel group of each recorder, so the page stays bounded. A segment that
+        // has just finished is listed once, as the index has it: a recorder's snapshot still
+        // holds it open until its next segment's file opens (so that an export never misses
+        // it), and its row may be indexed before then.
+        if records.count <= limit {
+            let indexed = Set(records.map(\.path))
+            listed += openSegments(app: app, since: since, except: indexed).map(\.json)
+        }
         return [("segments", .array(listed)), ("next", next)]
     }
 
     /// The open segments of the running (and still finishing) recorders, up to their last
-    /// complete FLAC frame: `state` `open`, `path` the `.partial`.
-    func openSegments(app: String?, since: UTCTime?) -> [SegmentInfo] {
+    /// complete FLAC frame: `state` `open`, `path` the `.partial`; those whose finished file is
+    /// among `indexed` left out.
+    func openSegments(app: String?, since: UTCTime?, except indexed: Set<String>) -> [SegmentInfo] {
         recorders.live.filter { app == nil || $0.spec.app == app }.flatMap { $0.recorder.snapshot.open }
-            .filter { open in since.map { open.record.endTime > $0 } ?? true }
+            .filter { open in !indexed.contains(open.record.path) && (since.map { open.record.endTime > $0 } ?? true) }
             .map { open in
                 var info = Self.segmentInfo(open.record)
                 info.path = open.partialPath

@@ -167,10 +167,17 @@ struct OpenSegmentExportTests {
         defer { try? FileManager.default.removeItem(atPath: out) }
         let (daemon, source) = try Self.recording(segmentSeconds: 3)
         var segments: [JSONValue] = []
+        // Every listing names each file once: a segment that has just finished is not also
+        // listed open (its recorder's snapshot holds it until the next file opens).
+        var listedTwice: [String] = []
         // A finished segment, and the open one after it holding at least a second.
         #expect(
             try eventually(timeout: 15) {
                 segments = try daemon.recctl("--json", "archive", "list", "--app", "logger").json?.arrayValue ?? []
+                let files = segments.compactMap { $0["path"]?.stringValue }.map {
+                    $0.hasSuffix(".partial") ? String($0.dropLast(".partial".count)) : $0
+                }
+                listedTwice += Dictionary(grouping: files, by: { $0 }).filter { $0.value.count > 1 }.keys
                 guard segments.count >= 2, let last = segments.last, last["state"]?.stringValue == "open" else {
                     return false
                 }
@@ -178,6 +185,7 @@ struct OpenSegmentExportTests {
                 return (last["frames"]?.intValue ?? 0) >= 48_000
                     && (segments[segments.count - 2]["frames"]?.intValue ?? 0) >= 48_000
             }, "\(segments)")
+        #expect(listedTwice.isEmpty, "listed twice: \(listedTwice)")
         let open = try #require(segments.last)
         let openStart = try #require(exportMicros(open["start"]?.stringValue ?? ""))
         let from = openStart - 1_000_000
