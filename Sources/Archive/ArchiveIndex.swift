@@ -39,6 +39,8 @@ public final class ArchiveIndex {
     private let directory: String
     /// Internal: the day view's tables (ArchiveIndex+Day.swift) use it too.
     let database: SQLiteDatabase
+    /// `count()`'s last answer and the index's state it was counted in.
+    private var counted: (rows: Int, dataVersion: Int, changes: Int64)?
     /// Rows read so far that could not describe a segment of this archive (skipped): someone
     /// wrote the index who was not recd. `recctl archive reindex` rebuilds it from the files.
     public private(set) var implausibleRows = 0
@@ -309,11 +311,21 @@ public final class ArchiveIndex {
         return try records(from: statement)
     }
 
-    /// How many segments the index holds.
+    /// How many segments the index holds. Counted again only when the index changed since the
+    /// last count (`status` asks every second, and a year's archive is hundreds of thousands of
+    /// rows): changed by this connection (its total changes) or by another (SQLite's
+    /// `data_version`, which moves when another connection commits).
     public func count() throws(ArchiveError) -> Int {
+        let version = try database.statement("PRAGMA data_version")
+        let dataVersion = try version.step() ? version.int(0) : -1
+        version.reset()
+        let changes = database.totalChanges
+        if let counted, counted.dataVersion == dataVersion, counted.changes == changes { return counted.rows }
         let statement = try database.statement("SELECT count(*) FROM segments")
         defer { statement.reset() }
-        return try statement.step() ? statement.int(0) : 0
+        let rows = try statement.step() ? statement.int(0) : 0
+        counted = (rows, dataVersion, changes)
+        return rows
     }
 
     /// Rebuilds the index from the `.flac` files under `archiveDirectory` alone (STREAMINFO

@@ -26,6 +26,32 @@ struct IndexTests {
         return records
     }
 
+    @Test("count follows every change: this connection's adds and removes, another connection's, a reindex")
+    func countFollowsChanges() throws {
+        let directory = TemporaryDirectory("index-count")
+        let records = try makeArchive(directory.path + "/archive")
+        let index = try ArchiveIndex(path: directory.path + "/index.sqlite")
+        let other = try ArchiveIndex(path: directory.path + "/index.sqlite")
+        #expect(try index.count() == 0)
+        try index.add(records[0])
+        #expect(try index.count() == 1)
+        // The same row again (an upsert): still one.
+        try index.add(records[0])
+        #expect(try index.count() == 1)
+        #expect(try index.count() == 1)
+        try other.add(records[1])
+        try other.add(records[2])
+        #expect(try other.count() == 3)
+        #expect(try index.count() == 3, "another connection's rows")
+        #expect(try other.remove(path: records[1].path))
+        #expect(try index.count() == 2, "another connection's delete")
+        #expect(try index.remove(path: records[0].path))
+        #expect(try index.count() == 1)
+        #expect(try other.count() == 1)
+        _ = try other.reindex(from: directory.path + "/archive")
+        #expect(try index.count() == records.count, "another connection's reindex")
+    }
+
     @Test("list by app and since; reindex from the files gives the same records")
     func listAndReindex() throws {
         let directory = TemporaryDirectory("index")

@@ -76,6 +76,8 @@ final class SQLiteDatabase {
 
     var lastMessage: String { String(cString: sqlite3_errmsg(handle)) }
     var changes: Int { Int(sqlite3_changes(handle)) }
+    /// Rows this connection has inserted, updated or deleted since it opened.
+    var totalChanges: Int64 { sqlite3_total_changes64(handle) }
     /// The rowid of the last row this connection inserted.
     var lastInsertedRow: Int64 { sqlite3_last_insert_rowid(handle) }
 }
