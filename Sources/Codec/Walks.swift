@@ -8,4 +8,9 @@ internal import SampleKernelsAVX2
 /// and quantizer, and Archive's silence and level stages, walk samples through it.
 package enum Walks {
     package static let current: any SampleWalks.Type = Processor.runsX86_64v3 ? AVX2Walks.self : BaselineWalks.self
+
+    /// `current` as recd's start-up log names it.
+    package static var name: String {
+        current == AVX2Walks.self ? "x86-64-v3 (AVX2)" : "baseline (this CPU does not run x86-64-v3)"
+    }
 }

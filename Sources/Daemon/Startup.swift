@@ -5,6 +5,7 @@
 // the control thread in `server.run`; after it returns, `shutdown` stops them all.
 import Archive
 import AudioEngine
+import Codec
 import ControlProtocol
 import Devices
 import HTTPServer
@@ -243,6 +244,7 @@ public enum Recd {
         if let http { Log.notice("HTTP listener on \(http.address.isIPv6 ? "[\(http.address.host)]" : http.address.host):\(http.port)") }
         if config.http.listen == nil { Log.notice("HTTP listener off (\(httpOffReason(config)))") }
         Log.notice("recd \(recdVersion) listening on \(config.daemon.socket) (config: \(config.source), state: \(config.daemon.stateDir))")
+        Log.info("sample walks (quantizing, loudness, silence, levels): the \(Walks.name) build")
         try? SystemdNotify.ready(status: "listening on \(config.daemon.socket)")
         server.run(handler: frontEnd)
         try? SystemdNotify.stopping()
