@@ -3,13 +3,15 @@
 // more than the encoder itself.
 
 internal import CEbur128
+internal import SampleKernels
 
 /// The measurement itself, over Float32 of 1...64 channels, measured across the channels: one
 /// SIMD lane is one channel, and every step of the filters and the interpolator works on a lane
 /// group of 8 channels at once (`R128LaneGroups`; a recorder's file of up to 8 channels is one
-/// group). Swift's default x86-64 target has no AVX, so a `SIMD8<Float>` is two SSE registers:
-/// the same instructions per channel as two groups of 4, but the biquads' recursions, each a
-/// chain of dependent additions, run two chains side by side, and the loops are half as many.
+/// group). The K-weighting walk is SampleKernels' (`kWeightedEnergy`): one AVX register a group
+/// where the CPU runs x86-64-v3, else two SSE registers — the same instructions per channel as
+/// two groups of 4, but the biquads' recursions, each a chain of dependent additions, run two
+/// chains side by side, and the loops are half as many.
 /// Concrete, not generic over the lane width: a debug build runs generic SIMD code through
 /// witness tables, some 3× slower than this, and debug builds record in the tests; 1–4 channels
 /// pay for 8 lanes (about 0.2 ms of CPU a second at 2 channels).
@@ -70,7 +72,7 @@ final class R128Engine {
         self.sampleRate = sampleRate
         measuresTruePeak = truePeak
         hundredMs = (sampleRate + 5) / 10
-        let filter = KWeighting(sampleRate: sampleRate)
+        let filter = KWeightingCoefficients(sampleRate: sampleRate)
         let interpolator = TruePeakInterpolator(sampleRate: sampleRate, truePeak: truePeak)
         lanes = R128LaneGroups(channels: channels, filter: filter, interpolator: interpolator, truePeak: truePeak)
     }
@@ -146,14 +148,9 @@ final class R128Engine {
     }
 }
 
-/// BS.1770's K-weighting for one sample rate: its pre-filter (a high shelf) then its RLB
-/// high-pass, as single-precision coefficients.
-struct KWeighting {
-    /// The shelf's coefficients (b0, b1, b2, a1, a2; a0 = 1).
-    let shelf: (Float, Float, Float, Float, Float)
-    /// The high-pass's denominator as e1 = 2 + a1, e2 = 1 - a2 (numerator 1, -2, 1).
-    let highPass: (Float, Float)
-
+extension KWeightingCoefficients {
+    /// BS.1770's K-weighting for one sample rate: its pre-filter (a high shelf) then its RLB
+    /// high-pass, as single-precision coefficients.
     init(sampleRate: Int) {
         let rate = Double(sampleRate)
         // BS.1770's pre-filter: a second-order high shelf (+4 dB above about 1.7 kHz) and
@@ -166,7 +163,7 @@ struct KWeighting {
         let vh = recd_r128_pow(10, gain / 20)
         let vb = recd_r128_pow(vh, 0.4996667741545416)
         var a0 = 1 + k / q + k * k
-        shelf = (
+        let shelf = (
             Float((vh + vb * k / q + k * k) / a0), Float(2 * (k * k - vh) / a0), Float((vh - vb * k / q + k * k) / a0),
             Float(2 * (k * k - 1) / a0), Float((1 - k / q + k * k) / a0)
         )
@@ -178,6 +175,6 @@ struct KWeighting {
         // near z = 1 (1 - 0.0025 at 96 kHz), where a Float a1 ≈ -2 and a2 ≈ 1 would move them
         // by 1 % of their distance from 1 (0.01 LU at 50 Hz): the filter keeps the small
         // distances instead, e1 = 2 + a1 and e2 = 1 - a2, each exact to Float's precision.
-        highPass = (Float(2 * (2 * k * k + k / q) / a0), Float(2 * k / q / a0))
+        self.init(shelf: shelf, highPass: (Float(2 * (2 * k * k + k / q) / a0), Float(2 * k / q / a0)))
     }
 }

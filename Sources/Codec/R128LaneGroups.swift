@@ -25,9 +25,7 @@ final class R128LaneGroups {
 
     let groups: Int
     private let channels: Int
-    private let coefficients: KWeightingCoefficients
-    /// The build of the sample walks this CPU runs.
-    private let walks: any SampleWalks.Type
+    private let filter: KWeightingCoefficients
     /// Per group: the shelf's two state values, then the high-pass's.
     private let filterState: UnsafeMutablePointer<V>
     /// Per group: squares summed since the last 100 ms boundary.
@@ -53,14 +51,10 @@ final class R128LaneGroups {
     /// Quads' halves holding channels that were interpolated and that were skipped.
     private(set) var peakBlocks = (computed: 0, skipped: 0)
 
-    init(
-        channels: Int, filter: KWeighting, interpolator: TruePeakInterpolator, truePeak: Bool,
-        walks: any SampleWalks.Type = Walks.current
-    ) {
+    init(channels: Int, filter: KWeightingCoefficients, interpolator: TruePeakInterpolator, truePeak: Bool) {
         self.channels = channels
         groups = (channels + V.scalarCount - 1) / V.scalarCount
-        coefficients = KWeightingCoefficients(shelf: filter.shelf, highPass: filter.highPass)
-        self.walks = walks
+        self.filter = filter
         self.interpolator = interpolator
         measuresTruePeak = truePeak
         filterState = .allocate(capacity: groups * 4)
@@ -223,10 +217,10 @@ final class R128LaneGroups {
         let state = filterState + group * 4
         pendingEnergy[group] +=
             quads
-            ? walks.kWeightedEnergy(
-                input, frames: n, filter: coefficients, state: state,
+            ? Walks.current.kWeightedEnergy(
+                input, frames: n, filter: filter, state: state,
                 extremes: QuadExtremes(highest: quadHighest, lowest: quadLowest, first: kept / 4))
-            : walks.kWeightedEnergy(input, frames: n, filter: coefficients, state: state)
+            : Walks.current.kWeightedEnergy(input, frames: n, filter: filter, state: state)
     }
 
     func takeEnergy() -> Double {
