@@ -2,9 +2,6 @@
 // here and compiled twice, for the baseline CPU (`BaselineWalks`) and for x86-64-v3
 // (`SampleKernelsAVX2`), which runs a lane group in one AVX register instead of two SSE ones.
 
-/// Eight channels, one to a lane.
-public typealias Lanes = SIMD8<Float>
-
 /// BS.1770's pre-filter over one lane group: the high shelf's coefficients (b0, b1, b2, a1, a2;
 /// a0 = 1) and the RLB high-pass's denominator as e1 = 2 + a1, e2 = 1 - a2 (numerator 1, -2, 1).
 @frozen
@@ -34,35 +31,6 @@ public struct QuadExtremes {
         self.lowest = lowest
         self.first = first
     }
-}
-
-extension SIMD8 where Scalar == Float {
-    /// |lanes| (the sign bit cleared: one instruction).
-    @inlinable @inline(__always)
-    public var magnitude: Self {
-        unsafeBitCast(unsafeBitCast(self, to: SIMD8<UInt32>.self) & 0x7fff_ffff, to: Self.self)
-    }
-    /// The larger of each lane: `maxps` (`pointwiseMax` compiles to scalar compares, NaN-careful;
-    /// these values are never NaN from finite audio).
-    @inlinable @inline(__always)
-    public func larger(_ other: Self) -> Self { replacing(with: other, where: other .> self) }
-    /// The smaller of each lane: `minps`.
-    @inlinable @inline(__always)
-    public func smaller(_ other: Self) -> Self { replacing(with: other, where: other .< self) }
-    /// Lanes smaller in magnitude than `tiny` set to 0.
-    @inlinable @inline(__always)
-    public func flushed(below tiny: Self) -> Self { replacing(with: 0, where: magnitude .< tiny) }
-}
-
-extension SIMD4 where Scalar == Float {
-    @inlinable @inline(__always)
-    public var magnitude: Self {
-        unsafeBitCast(unsafeBitCast(self, to: SIMD4<UInt32>.self) & 0x7fff_ffff, to: Self.self)
-    }
-    @inlinable @inline(__always)
-    public func larger(_ other: Self) -> Self { replacing(with: other, where: other .> self) }
-    @inlinable @inline(__always)
-    public func smaller(_ other: Self) -> Self { replacing(with: other, where: other .< self) }
 }
 
 /// One lane group's K-weighting filters as they walk: the shelf's two state values, then the

@@ -21,15 +21,11 @@ public enum SampleRuns {
 
     @inlinable @inline(__always)
     static func walk(_ samples: UnsafePointer<Float>, count: Int, bounded: Bool) -> (peak: Float, squares: Float) {
-        typealias Lanes = SIMD8<Float>
         let zero = Lanes(repeating: 0)
         let one = Lanes(repeating: 1)
         var (peaks, otherPeaks, sums, otherSums) = (zero, zero, zero, zero)
         let raw = UnsafeRawPointer(samples)
         var index = 0
-        @inline(__always) func magnitude(_ lanes: Lanes) -> Lanes {
-            unsafeBitCast(unsafeBitCast(lanes, to: SIMD8<UInt32>.self) & 0x7fff_ffff, to: Lanes.self)
-        }
         @inline(__always) func squared(_ lanes: Lanes) -> Lanes {
             guard bounded else { return lanes * lanes }
             // NaN is larger than nothing: 0; above 1: 1.
@@ -37,15 +33,15 @@ public enum SampleRuns {
             return limited * limited
         }
         while index <= count &- 16 {
-            let a = magnitude(raw.loadUnaligned(fromByteOffset: index &* 4, as: Lanes.self))
-            let b = magnitude(raw.loadUnaligned(fromByteOffset: index &* 4 &+ 32, as: Lanes.self))
-            peaks = peaks.replacing(with: a, where: a .> peaks)
-            otherPeaks = otherPeaks.replacing(with: b, where: b .> otherPeaks)
+            let a = raw.loadUnaligned(fromByteOffset: index &* 4, as: Lanes.self).magnitude
+            let b = raw.loadUnaligned(fromByteOffset: index &* 4 &+ 32, as: Lanes.self).magnitude
+            peaks = peaks.larger(a)
+            otherPeaks = otherPeaks.larger(b)
             sums += squared(a)
             otherSums += squared(b)
             index &+= 16
         }
-        peaks = peaks.replacing(with: otherPeaks, where: otherPeaks .> peaks)
+        peaks = peaks.larger(otherPeaks)
         sums += otherSums
         var peak = peaks.max()
         var squares = sums.sum()
