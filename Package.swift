@@ -164,7 +164,7 @@ let package = Package(
             name: "VoiceProcessingTests", dependencies: ["VoiceProcessing", "TestSupport"], swiftSettings: optimizedInDebug),
         .testTarget(name: "CodecTests", dependencies: ["Codec", "AudioTestSupport", "TestSupport"]),
         .testTarget(
-            name: "SampleKernelsTests", dependencies: ["SampleKernels", "SampleKernelsAVX2", "Platform"],
+            name: "SampleKernelsTests", dependencies: ["SampleKernels", "SampleKernelsAVX2", "Platform", "TestSupport"],
             swiftSettings: optimizedInDebug),
         .testTarget(
             name: "DaemonTests",

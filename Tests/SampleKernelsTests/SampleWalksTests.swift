@@ -2,6 +2,7 @@ import Foundation
 import Platform
 import SampleKernels
 import SampleKernelsAVX2
+import TestSupport
 import Testing
 
 /// SampleKernels' two builds of one code: the baseline's and x86-64-v3's must give the same
@@ -11,7 +12,7 @@ import Testing
 struct SampleWalksTests {
     /// Brown-ish noise with edge values mixed in, `frames` frames of eight lanes.
     static func lanes(frames: Int, seed: UInt64) -> [Lanes] {
-        var generator = SeededGenerator(seed: seed)
+        var generator = SplitMix64(seed: seed)
         var level = Lanes.zero
         return (0..<frames).map { frame in
             var step = Lanes.zero
@@ -97,7 +98,7 @@ struct SampleWalksTests {
           arguments: [16, 24])
     func quantizingBuildsAgree(bits: Int) {
         let scale = Float(Int32(1) << Int32(bits - 1))
-        var generator = SeededGenerator(seed: UInt64(bits))
+        var generator = SplitMix64(seed: UInt64(bits))
         var samples: [Float] = [.nan, -.nan, .infinity, -.infinity, 0, -0.0, 1, -1, 0.5 / scale, -0.5 / scale, 1.5 / scale]
         while samples.count < 5000 {
             samples.append(
@@ -143,18 +144,5 @@ struct SampleWalksTests {
         #else
         #expect(!Processor.runsX86_64v3)
         #endif
-    }
-}
-
-/// SplitMix64: the same samples on every run.
-struct SeededGenerator: RandomNumberGenerator {
-    var state: UInt64
-    init(seed: UInt64) { state = seed }
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
     }
 }
