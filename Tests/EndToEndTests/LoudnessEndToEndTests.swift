@@ -3,6 +3,7 @@
 
 import ControlProtocol
 import Foundation
+import Platform
 import TestSupport
 import Testing
 
@@ -22,6 +23,9 @@ struct LoudnessEndToEndTests {
                 live = (recording?["momentaryLufs"], recording?["shortTermLufs"])
                 return live.1?.doubleValue != nil
             })
+        // The start-up log names the sample walks' build this CPU runs.
+        let build = Processor.runsX86_64v3 ? "x86-64-v3 (AVX2)" : "baseline"
+        #expect(daemon.log.contains("sample walks (quantizing, loudness, silence, levels): the \(build)"), "\(daemon.log)")
         let momentary = try #require(live.0?.doubleValue)
         let shortTerm = try #require(live.1?.doubleValue)
         #expect(abs(momentary - -23) <= 0.1 && abs(shortTerm - -23) <= 0.1, "M \(momentary) S \(shortTerm)")
