@@ -249,6 +249,10 @@ struct GraphChangeTests {
         let out = try #require(routes.first { $0["name"] == "out" }?["recdPorts"]?.arrayValue?.first?.stringValue)
         let edge = "\(out) → system:playback_1"
         let control = try RawClient(path: daemon.socket)
+        func busyTurns() -> [Substring] {
+            daemon.log.split(separator: "\n").filter { $0.contains("control thread busy") }
+        }
+        let busyBefore = busyTurns().count
         var slowest = 0.0
         var listed = false
         let clock = ContinuousClock()
@@ -267,7 +271,15 @@ struct GraphChangeTests {
         }
         print("churn: slowest status \(String(format: "%.1f ms", slowest * 1000)), listed: \(listed)")
         #expect(listed, "status jack.churning lists \(edge)")
-        #expect(slowest < 0.1, "status answers within 100 ms throughout: \(slowest) s")
+        // Late with no busy turn in recd's log (it logs a turn busy past 100 ms, the time it
+        // waited for a CPU left out; the line follows the reply, hence the wait): no one turn of
+        // recd's held the reply up.
+        if slowest >= 0.1 { usleep(300_000) }
+        let busy = busyTurns().dropFirst(busyBefore)
+        let late = "status answers within 100 ms throughout: \(slowest) s"
+        #expect(
+            slowest < 0.1,
+            "\(busy.isEmpty ? RerunCause.noLongTurn(late + " (no turn of recd's control thread over 100 ms)") : late + "; recd: \(busy.joined(separator: "; "))")")
         let error = "JACK connection \(edge) changed 3 times in 1 s"
         #expect(eventually { daemon.log.contains(error) }, "\(daemon.log)")
         #expect(daemon.log.components(separatedBy: error).count - 1 == 1, "logged once: \(daemon.log)")
