@@ -19,6 +19,15 @@ extension SIMD8 where Scalar == Float {
     /// The smaller of each lane: `minps`.
     @inlinable @inline(__always)
     public func smaller(_ other: Self) -> Self { replacing(with: other, where: other .< self) }
+    /// The largest lane, by halving with `larger` (`maxps`): for lanes holding no NaN, as a
+    /// running maximum kept by `larger` never does. The standard library's `max()` is a call
+    /// (not inlined) that takes the lanes one by one.
+    @inlinable @inline(__always)
+    public var largestLane: Float {
+        let four = lowHalf.larger(highHalf)
+        let two = four.lowHalf.replacing(with: four.highHalf, where: four.highHalf .> four.lowHalf)
+        return two.y > two.x ? two.y : two.x
+    }
     /// Lanes smaller in magnitude than `tiny` set to 0.
     @inlinable @inline(__always)
     public func flushed(below tiny: Self) -> Self { replacing(with: 0, where: magnitude .< tiny) }

@@ -43,7 +43,7 @@ public enum SampleRuns {
         }
         peaks = peaks.larger(otherPeaks)
         sums += otherSums
-        var peak = peaks.max()
+        var peak = peaks.largestLane
         var squares = sums.sum()
         while index < count {
             let sample = samples[index]

@@ -2,17 +2,22 @@
 
 internal import CJack
 
-/// Runs `capture` to its end. Lifetime order: client → ports → file → ring and state →
-/// writer thread → activate → connect → arm/ready → wait → close the client (the process
-/// thread stops) → drain and join the writer → finish the file → free.
+/// Runs `capture` to its end. Lifetime order: client → file → ring and state → writer thread →
+/// activate → ports → connect → arm/ready → wait → close the client (the process thread stops)
+/// → drain and join the writer → finish the file → free.
+///
+/// The ports are registered once the client is active, so that they appear (to recd, which
+/// may route a player to them at once, as to a device just plugged) only when this client's
+/// cycles run: registered first, a player moved within the period lost the audio of the
+/// cycles before the client's activation and arming (seen: two periods, 2,048 frames, under a
+/// test run's load). Until armed, the process callback returns at once and touches no port.
 func runCapture(_ options: CaptureOptions, invocation: Invocation, signals: StopSignals)
     throws(Failure)
 {
     let client = try SignalClient(name: invocation.clientName, serverName: invocation.serverName)
     defer { client.close() }
     let rate = client.sampleRate
-    let ports = try client.registerPorts(options.ports, direction: .input)
-    let channels = ports.count
+    let channels = options.ports.count
     let frameBytes = channels * MemoryLayout<Float>.size
 
     let file = try CaptureFile(
@@ -25,8 +30,9 @@ func runCapture(_ options: CaptureOptions, invocation: Invocation, signals: Stop
     _ = jack_ringbuffer_mlock(ring)
 
     let scratchFrames = 4096
-    let portTable = UnsafeMutablePointer<OpaquePointer>.allocate(capacity: channels)
-    portTable.initialize(from: ports, count: channels)
+    // Filled once the ports are registered, before the callback is armed.
+    let portTable = UnsafeMutablePointer<OpaquePointer?>.allocate(capacity: channels)
+    portTable.initialize(repeating: nil, count: channels)
     let buffers = UnsafeMutablePointer<UnsafeMutablePointer<Float>>.allocate(capacity: channels)
     let scratch = UnsafeMutablePointer<Float>.allocate(capacity: scratchFrames * channels)
     scratch.initialize(repeating: 0, count: scratchFrames * channels)
@@ -62,6 +68,8 @@ func runCapture(_ options: CaptureOptions, invocation: Invocation, signals: Stop
     do throws(Failure) {
         try client.setProcess(captureProcess, argument: UnsafeMutableRawPointer(state))
         try client.activate()
+        let ports = try client.registerPorts(options.ports, direction: .input)
+        for (index, port) in ports.enumerated() { portTable[index] = port }
         try client.connect(ports: ports, to: options.connections, direction: .input)
         let rateCheck = invocation.rateCheck ? RateCheck(client: client) : nil
         state.pointee.progress.armed.store(true, ordering: .releasing)

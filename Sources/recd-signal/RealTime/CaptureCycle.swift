@@ -14,8 +14,8 @@ import Synchronization
 struct CaptureState: ~Copyable {
     /// jack_client_t *, for the cycle's frame time.
     let client: OpaquePointer
-    /// Our input ports (jack_port_t *), in channel order.
-    let ports: UnsafeMutablePointer<OpaquePointer>
+    /// Our input ports (jack_port_t *), in channel order; registered (not nil) before `armed`.
+    let ports: UnsafeMutablePointer<OpaquePointer?>
     /// This cycle's port buffers.
     let buffers: UnsafeMutablePointer<UnsafeMutablePointer<Float>>
     let channelCount: Int
@@ -47,7 +47,7 @@ func captureProcess(_ frameCount: jack_nframes_t, _ argument: UnsafeMutableRawPo
     let channels = state.pointee.channelCount
     let buffers = state.pointee.buffers
     for channel in 0..<channels {
-        guard let buffer = jack_port_get_buffer(state.pointee.ports[channel], frameCount) else {
+        guard let port = state.pointee.ports[channel], let buffer = jack_port_get_buffer(port, frameCount) else {
             return 0
         }
         buffers[channel] = buffer.assumingMemoryBound(to: Float.self)
