@@ -399,7 +399,7 @@ struct AttachmentTests {
         #expect(!status.contains("\"client\":\"\(player)\"") && !status.contains("\"client\":\"\(recorder)\""), "\(status)")
         // The ticks that followed (reconciling the connections is off the control thread).
         usleep(300_000)
-        let busy = daemon.log.split(separator: "\n").filter { $0.contains("control thread busy") }
+        let busy = daemon.controlThreadBusyLines
         #expect(
             !busy.contains {
                 $0.contains("session.attach") || $0.contains("session.detach") || $0.contains("JACK's news")

@@ -249,10 +249,7 @@ struct GraphChangeTests {
         let out = try #require(routes.first { $0["name"] == "out" }?["recdPorts"]?.arrayValue?.first?.stringValue)
         let edge = "\(out) → system:playback_1"
         let control = try RawClient(path: daemon.socket)
-        func busyTurns() -> [Substring] {
-            daemon.log.split(separator: "\n").filter { $0.contains("control thread busy") }
-        }
-        let busyBefore = busyTurns().count
+        let busyBefore = daemon.controlThreadBusyLines.count
         var slowest = 0.0
         var listed = false
         let clock = ContinuousClock()
@@ -275,7 +272,7 @@ struct GraphChangeTests {
         // waited for a CPU left out; the line follows the reply, hence the wait): no one turn of
         // recd's held the reply up.
         if slowest >= 0.1 { usleep(300_000) }
-        let busy = busyTurns().dropFirst(busyBefore)
+        let busy = daemon.controlThreadBusyLines.dropFirst(busyBefore)
         let late = "status answers within 100 ms throughout: \(slowest) s"
         #expect(
             slowest < 0.1,

@@ -65,6 +65,11 @@ final class Daemon: @unchecked Sendable {
     func logEnd(_ count: Int = 3) -> String {
         log.split(separator: "\n").suffix(count).joined(separator: " | ")
     }
+    /// recd's "control thread busy" lines so far: each a request or tick that held the control
+    /// thread past its threshold, the time it waited for a CPU left out (ControlFrontEnd).
+    var controlThreadBusyLines: [Substring] {
+        log.split(separator: "\n").filter { $0.contains("control thread busy") }
+    }
 
     /// For a failure where recd did not see a client's ports: recd's routes, the ports a JACK
     /// client opened now lists (jack_lsp: whether the server has them, so the delay is recd's

@@ -109,14 +109,14 @@ struct RandomizedLifecycleTests {
             let note = "seed \(seed) step \(number) (\(step))"
             // status within 100 ms.
             let client = try RawClient(path: daemon.socket)
-            let busyBefore = daemon.log.components(separatedBy: "control thread busy").count
+            let busyBefore = daemon.controlThreadBusyLines.count
             let asked = Date()
             client.send(#"{"id":1,"op":"status"}"# + "\n")
             let status = client.readJSON()
             let took = Date().timeIntervalSince(asked)
             // Late with no busy turn in recd's log: no one turn of recd's held the reply up.
             let late = "\(note): status took \(Int(took * 1000)) ms"
-            let busy = daemon.log.components(separatedBy: "control thread busy").count > busyBefore
+            let busy = daemon.controlThreadBusyLines.count > busyBefore
             #expect(
                 status?["ok"] == true && took < 0.1,
                 "\(busy ? late + "; recd: \(daemon.logEnd())" : RerunCause.noLongTurn(late + " (no turn of recd's control thread over 100 ms)"))")

@@ -110,17 +110,25 @@ struct VoiceProcessingEndToEndTests {
         // frames shows in the samples (from the first difference on, the two agree again with the
         // capture's side that many frames behind, over a stretch that is not silence). Either is
         // no fault of recd's; samples that differ otherwise are.
-        var captureMissed: Int?
-        if let first = firstMismatch, xruns == 0, logger.gaps == nil {
+        // How many frames (1...8192) one side lacks where the two agree again for 0.1 s from the
+        // first difference on: `direction` -1, the capture's side behind; +1, the logger's.
+        func agreeAgain(_ direction: Int) -> Int? {
+            guard let first = firstMismatch else { return nil }
             let span = 4_800
-            let heard = first + span <= logger.samples.count
-                && (first..<(first + span)).filter { logger.samples[$0] != 0 }.count > span / 2
-            captureMissed = (1...8_192).first { missed in
-                heard && first + shift - missed >= 0 && first + shift - missed + span <= unprocessed.count
+            return (1...8_192).first { frames in
+                let offset = shift + direction * frames
+                return first + span <= logger.samples.count && first + offset >= 0
+                    && first + offset + span <= unprocessed.count
                     && (first..<(first + span)).allSatisfy {
-                        Self.quantize24(unprocessed[$0 + shift - missed]) == Self.quantize24(logger.samples[$0])
+                        Self.quantize24(unprocessed[$0 + offset]) == Self.quantize24(logger.samples[$0])
                     }
             }
+        }
+        var captureMissed: Int?
+        if let first = firstMismatch, xruns == 0, logger.gaps == nil, first + 4_800 <= logger.samples.count,
+            (first..<(first + 4_800)).filter({ logger.samples[$0] != 0 }).count > 2_400
+        {
+            captureMissed = agreeAgain(-1)
         }
         if xruns > 0 {
             print("JACK reported \(xruns) xrun(s) during the run: \(exact)")
@@ -130,14 +138,7 @@ struct VoiceProcessingEndToEndTests {
             print("the capture beside recd missed \(missed) frames (the samples agree again that far apart): \(exact)")
         } else {
             // Said, for the one who reads the failure: whether the logger lacks frames there.
-            let lacking = firstMismatch.flatMap { first in
-                (1...8_192).first { lost in
-                    first + 4_800 <= logger.samples.count && first + shift + lost + 4_800 <= unprocessed.count
-                        && (first..<(first + 4_800)).allSatisfy {
-                            Self.quantize24(unprocessed[$0 + shift + lost]) == Self.quantize24(logger.samples[$0])
-                        }
-                }
-            }
+            let lacking = agreeAgain(+1)
             #expect(
                 mismatches == 0,
                 "\(exact)\(lacking.map { "; from there on the logger lacks \($0) frames the port carried, and lists no GAPS" } ?? "")")
